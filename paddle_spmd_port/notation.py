@@ -1,0 +1,88 @@
+"""Einsum-like axis notation and the sharding merge shared by every rule.
+
+A rule names each tensor axis with a letter from ``ALPHABET`` (axis 0 is ``i``). Two tensors
+that use the same letter must agree on how that axis is split. The character ``'1'`` marks an
+axis whose output sharding is forced to replicated.
+
+Worked example of :func:`merge_shardings` (Paddle's ``ShardingMergeForTensors``)::
+
+    tensors                       letter -> mesh dim        note
+    ijk:[0,-1,-1], ij:[-1,1]      i->0, j->1, k->-1         -1 yields to a real dim
+    ijk:[0,-1,-1], ij:[1,-1]      NotImplementedError       axis i split along 0 and along 1
+    ij:[0,-1],     jk:[-1,0]      i->0, j->-1, k->-1        ... mesh dim 0 claimed by i then k:
+                                                            the first letter recorded keeps it
+    i11:[-1,0,1]                  NotImplementedError       QUIRK: '1' is merged like a letter,
+                                                            so the two forced axes conflict
+
+The last line is how Paddle 3.3.1 behaves (a change to skip '1', PR #72720, is not in 3.3.1):
+every ``'1'`` axis of every tensor merges into one shared key, which can raise on input that
+should simply be replicated, or take a mesh dim away from a real axis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from .errors import InvalidSpecError, ShardingConflictError
+
+ALPHABET = "ijklmnopqrstuvwxyz"
+FORCED_REPLICATED = "1"
+
+
+def letters(count: int) -> str:
+    """The first ``count`` axis letters: ``letters(3) == "ijk"``."""
+    if not 0 <= count <= len(ALPHABET):
+        raise InvalidSpecError(f"tensor rank {count} is outside 0..{len(ALPHABET)}", kind="invalid-spec:rank")
+    return ALPHABET[:count]
+
+
+def merge_axis(letter: str, new_dim: int, known_dim: int) -> int:
+    """Merge two shardings of one axis: equal or one replicated merges; two real dims conflict."""
+    if new_dim == known_dim or known_dim == -1:
+        return new_dim
+    if new_dim == -1:
+        return known_dim
+    raise ShardingConflictError(
+        f"Tensor Axis[{letter}] is Sharded by two different mesh dimension [{new_dim}] and [{known_dim}].")
+
+
+def merge_shardings(tensors: Iterable[tuple[str, Sequence[int]]]) -> dict[str, int]:
+    """Letter -> mesh dim for all ``(axes, dims_mapping)`` pairs, Paddle's way (see module doc).
+
+    Walks ``dims_mapping`` (not ``axes``): an entry past the end of ``axes`` reads the empty
+    letter ``""``, as C++ ``substr`` does; two entries past the end would throw in Paddle, so
+    the rules validate ranks before they get here.
+    """
+    letter_to_dim: dict[str, int] = {}
+    dim_to_letters: dict[int, str] = {}
+    for axes, dims_mapping in tensors:
+        for position, mesh_dim in enumerate(dims_mapping):
+            if position > len(axes):
+                raise InvalidSpecError(
+                    f"dims_mapping {list(dims_mapping)} is longer than its notation {axes!r}",
+                    kind="invalid-spec:notation")
+            letter = axes[position:position + 1]
+            merged = mesh_dim if letter not in letter_to_dim else merge_axis(letter, mesh_dim, letter_to_dim[letter])
+            letter_to_dim[letter] = merged
+            if merged != -1:
+                if merged not in dim_to_letters:
+                    dim_to_letters[merged] = letter
+                elif dim_to_letters[merged].find(letter) == -1:
+                    dim_to_letters[merged] += letter
+    # One mesh dim may shard only one letter: the first letter recorded keeps it.
+    for claimants in dim_to_letters.values():
+        for loser in claimants[1:]:
+            letter_to_dim[loser] = -1
+    return letter_to_dim
+
+
+def mapping_for_axes(axes: str, letter_to_dim: dict[str, int]) -> tuple[int, ...]:
+    """Paddle's ``GetDimsMappingForAxes``: ``'1'`` reads -1; an unknown letter is left out
+    (Paddle builds an error for it and never throws it)."""
+    out: list[int] = []
+    for letter in axes:
+        if letter == FORCED_REPLICATED:
+            out.append(-1)
+        elif letter in letter_to_dim:
+            out.append(letter_to_dim[letter])
+    return tuple(out)

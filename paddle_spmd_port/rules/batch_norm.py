@@ -1,0 +1,192 @@
+"""batch_norm: ``BatchNormInferSpmd``, ``BatchNormInferSpmdStatic``, ``BatchNormGradInferSpmd``
+(Paddle 3.3.1, batch_norm.cc at 7f2d4cbf).
+
+Notation (channel axis ``c`` from data_format, here NCHW so c = j)::
+
+    forward   ijkl, j, j, j, j  ->  ijkl, j, j, j, j, -     x, mean, variance, scale, bias ->
+                                                          out, mean_out, variance_out,
+                                                          saved_mean, saved_variance, reserve_space
+    grad      ijkl, j, j, j, j, j, j, -, ijkl  ->  ijkl, j, j
+
+Only the channel axis keeps its sharding; every other axis, the batch axis included, is forced
+to replicated. ``c = 1 if data_format[1] == 'C' else ndim - 1`` (a character test: NC, NCL,
+NCHW, NCDHW -> 1; NLC, NHWC, NDHWC -> last axis).
+
+Worked table, 2x3 mesh, x [8,6,4,4] (d = x.dims_mapping[c])::
+
+    data_format  x             inputs                          outputs
+    NCHW         [0,1,-1,-1]   [-1,1,-1,-1] [1] [1] [-1] [-1]   [-1,1,-1,-1] [1] [1] [1] [1] [-1]
+    NCHW         [0,-1,-1,1]   all -1                           all -1
+    NHWC         [0,-1,-1,1]   [-1,-1,-1,1] [1] [1] [-1] [-1]   [-1,-1,-1,1] [1] [1] [1] [1] [-1]
+    grad NCHW    [0,1,-1,-1]   x/out_grad [-1,1,-1,-1], scale/bias/reserve [-1], stats [1]
+                               -> x_grad [-1,1,-1,-1], scale_grad [-1] P{1}, bias_grad [-1] P{1}
+
+Quirks kept on purpose (Paddle 3.3.1 does this):
+
+* PADDLE-QUIRK(bn-ignored-stats): the incoming dims_mappings of mean, variance, scale and bias
+  are ignored, and every input's partial status is dropped.
+* PADDLE-QUIRK(bn-scale-replicated): scale and bias are forced to [-1] even when C stays split;
+  with more than one rank along that mesh dim the kernel then fails on a shape mismatch.
+* PADDLE-QUIRK(bn-grad-partial): scale_grad / bias_grad are [-1] Partial(SUM) over C's mesh dim,
+  although each rank holds different channels (Shard(0) would be right).
+* PADDLE-QUIRK(bn-grad-og-ignored): the grad rule reads only x; out_grad's sharding and partial
+  status are ignored, and every grad input takes its mesh from x.
+* PADDLE-QUIRK(bn-static-nchw): the registry's ``batch_norm`` is ``BatchNormInferSpmdStatic``,
+  which takes no attributes and so always uses NCHW.
+
+Port-only checks (Paddle crashes or accepts garbage): x needs a mesh; an unknown or empty
+data_format; scale/bias None while C is split in the grad rule (Paddle: SIGSEGV, it sets partial
+on an attr without a mesh).
+"""
+
+from __future__ import annotations
+
+from ..errors import InvalidSpecError, PaddleInvalidArgument
+from ..notation import letters, mapping_for_axes, merge_shardings
+from ..types import DistAttr, DistTensorSpec, SpmdResult
+from ._tensor import RuleInput, as_input, check_specs, require_ndim, require_x_mesh
+
+OP = "batch_norm"
+
+#: Layouts Paddle's batch_norm accepts (``F.batch_norm``'s list); the rule reads only their
+#: second character.
+DATA_FORMATS = ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC")
+
+
+def channel_axis(data_format: str, ndim: int) -> int:
+    """``1`` when the format's second character is ``'C'``, else the last axis."""
+    if data_format not in DATA_FORMATS:
+        raise InvalidSpecError(
+            f"data_format {data_format!r} is not a batch_norm layout; use one of {', '.join(DATA_FORMATS)} "
+            "(Paddle's rule only tests data_format[1] == 'C' and reads past the end of shorter strings)",
+            kind="invalid-spec:data_format")
+    return 1 if data_format[1] == "C" else ndim - 1
+
+
+def _check_x_rank(x: RuleInput) -> None:
+    if x.ndim < 2:
+        raise PaddleInvalidArgument(f"The ndim of x in batch_norm should be greater than 1, but got [{x.ndim}].",
+                                    kind="ndim:x:min")
+    if x.ndim > 5:
+        raise PaddleInvalidArgument(f"The ndim of x in batch_norm should be less than 6, but got [{x.ndim}].",
+                                    kind="ndim:x:max")
+
+
+def _keep_channel_only(x: RuleInput, c: int) -> tuple[str, tuple[int, ...], dict[str, int]]:
+    """x's notation, x's mapping with every axis but ``c`` replicated, and the merged map."""
+    axes = letters(x.ndim)
+    kept = [-1] * x.ndim
+    kept[c] = x.dims_mapping[c]
+    return axes, tuple(kept), merge_shardings([(axes, kept)])
+
+
+def batch_norm_infer_spmd(
+    x: DistTensorSpec,
+    mean: DistTensorSpec,
+    variance: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    is_test: bool = False,
+    momentum: float = 0.9,
+    epsilon: float = 1e-5,
+    data_format: str = "NCHW",
+    use_global_stats: bool = False,
+    trainable_statistics: bool = False,
+) -> SpmdResult:
+    """Forward rule. Inputs (x, mean, variance, scale, bias); outputs (out, mean_out,
+    variance_out, saved_mean, saved_variance, reserve_space). Only data_format is read."""
+    tx, tm, tv = as_input(x, "x"), as_input(mean, "mean"), as_input(variance, "variance")
+    ts, tb = as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    _check_x_rank(tx)
+    for t in (tm, tv, ts, tb):
+        require_ndim(t, 1, OP)
+    require_x_mesh(tx)
+    check_specs(("x", x), ("mean", mean), ("variance", variance), ("scale", scale), ("bias", bias))
+    c = channel_axis(data_format, tx.ndim)
+
+    axes, kept, merged = _keep_channel_only(tx, c)
+    stat = mapping_for_axes(axes[c], merged)
+    return SpmdResult(
+        inputs=(tx.attr(kept), tm.attr(stat), tv.attr(stat), ts.attr((-1,)), tb.attr((-1,))),
+        outputs=(
+            tx.attr(mapping_for_axes(axes, merged)),  # out
+            tm.attr(stat),                            # mean_out
+            tv.attr(stat),                            # variance_out
+            tm.attr(stat),                            # saved_mean
+            tv.attr(stat),                            # saved_variance
+            tx.attr((-1,)),                           # reserve_space
+        ),
+    )
+
+
+def batch_norm_infer_spmd_static(
+    x: DistTensorSpec,
+    mean: DistTensorSpec,
+    variance: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+) -> SpmdResult:
+    """The registry's ``batch_norm``: the forward rule with the header defaults (always NCHW)."""
+    return batch_norm_infer_spmd(x, mean, variance, scale, bias)
+
+
+def batch_norm_grad_infer_spmd(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    mean_out: DistTensorSpec,
+    variance_out: DistTensorSpec,
+    saved_mean: DistTensorSpec,
+    saved_variance: DistTensorSpec,
+    reserve_space: DistTensorSpec | None,
+    out_grad: DistTensorSpec,
+    momentum: float = 0.9,
+    epsilon: float = 1e-5,
+    data_format: str = "NCHW",
+    is_test: bool = False,
+    use_global_stats: bool = False,
+    trainable_statistics: bool = False,
+) -> SpmdResult:
+    """Grad rule. Inputs: the nine tensors in signature order; outputs (x_grad, scale_grad,
+    bias_grad)."""
+    specs = (("x", x), ("scale", scale), ("bias", bias), ("mean_out", mean_out), ("variance_out", variance_out),
+             ("saved_mean", saved_mean), ("saved_variance", saved_variance), ("reserve_space", reserve_space),
+             ("out_grad", out_grad))
+    optional = {"scale", "bias", "reserve_space"}
+    t = {name: as_input(spec, name, optional=name in optional) for name, spec in specs}
+    tx, tg = t["x"], t["out_grad"]
+    _check_x_rank(tx)
+    if tg.ndim != tx.ndim:
+        raise PaddleInvalidArgument(
+            f"The ndim of out_grad in batch_norm should be equal with x, but got out_grad:[{tg.ndim}] and x:[{tx.ndim}].",
+            kind="ndim:out_grad")
+    for name in ("mean_out", "variance_out", "scale", "bias", "saved_mean", "saved_variance"):
+        require_ndim(t[name], 1, OP)
+    if t["reserve_space"].ndim != 1:  # Paddle's message names it "reserve_space_ndim"
+        raise PaddleInvalidArgument(
+            f"The ndim of reserve_space_ndim in batch_norm should be 1, but got [{t['reserve_space'].ndim}].",
+            kind="ndim:reserve_space")
+    require_x_mesh(tx)
+    check_specs(*specs)
+    c = channel_axis(data_format, tx.ndim)
+
+    axes, kept, merged = _keep_channel_only(tx, c)
+    stat = mapping_for_axes(axes[c], merged)
+    partial = frozenset(m for m in kept if m != -1)
+    for name in ("scale", "bias"):
+        if partial and t[name].mesh is None:
+            raise InvalidSpecError(
+                f"{name} is None while the channel axis is split along mesh dim {kept[c]}: Paddle then marks "
+                f"{name}_grad partial on an attr without a mesh and crashes; pass a {name} spec or replicate C",
+                kind=f"invalid-spec:{name}:none-with-sharded-c")
+    from_x = tx.attr  # PADDLE-QUIRK(bn-grad-og-ignored): every grad input takes x's mesh
+    ts, tb = t["scale"], t["bias"]
+    return SpmdResult(
+        inputs=(from_x(kept), from_x((-1,)), from_x((-1,)), from_x(stat), from_x(stat), from_x(stat), from_x(stat),
+                from_x((-1,)), from_x(mapping_for_axes(axes, merged))),
+        outputs=(
+            tx.attr(kept),
+            DistAttr((-1,), partial, ts.mesh),  # PADDLE-QUIRK(bn-grad-partial)
+            DistAttr((-1,), partial, tb.mesh),
+        ),
+    )

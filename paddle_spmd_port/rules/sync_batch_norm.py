@@ -1,0 +1,85 @@
+"""sync_batch_norm: what Paddle 3.0.0-3.3.1 actually do — no rule, the replicated fallback.
+
+No shipped release has a ``SyncBatchNorm*InferSpmd``: the generated dist API of
+``sync_batch_norm_`` / ``sync_batch_norm_grad`` has no ``spmd_rule`` and calls the generic
+replicated rule, which reshards every input to Replicate and makes every output Replicate.
+(Measured against the registry's ``replicated`` rule applied to this signature: see
+``paddle_spmd_port.native``.)
+
+Notation: none — every axis of every tensor is forced to replicated::
+
+    forward  x, mean, variance, scale, bias -> out, mean_out, variance_out, saved_mean,
+             saved_variance, reserve_space
+    grad     x, scale, bias, saved_mean, saved_variance, reserve_space, out_grad
+             -> x_grad, scale_grad, bias_grad
+
+Worked table, 2x3 mesh, x [8,6,4,4] NCHW::
+
+    x                 inputs                                   outputs
+    [0,1,-1,-1] P{}   [-1,-1,-1,-1] [-1] [-1] [-1] [-1]        [-1,-1,-1,-1] [-1] x5
+    [-1,-1,-1,-1] P{0} partial dropped, same as above
+
+* PADDLE-QUIRK(sync-replicated): each input keeps its own mesh and rank, partial cleared; a
+  None input answers ``[-1]`` without a mesh (the rank of Paddle's ``[0]``-shaped stand-in);
+  every output takes x's mesh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..types import DistAttr, DistTensorSpec, SpmdResult
+from ._tensor import RuleInput, as_input, check_specs, require_x_mesh
+
+
+def _replicated_fallback(named: Sequence[tuple[str, DistTensorSpec | None, bool]],
+                         output_ranks: Sequence[int]) -> SpmdResult:
+    inputs = [as_input(spec, name, optional=optional) for name, spec, optional in named]
+    x: RuleInput = inputs[0]
+    require_x_mesh(x)
+    check_specs(*((name, spec) for name, spec, _ in named))
+    return SpmdResult(
+        inputs=tuple(DistAttr((-1,) * t.ndim, frozenset(), t.mesh) for t in inputs),
+        outputs=tuple(DistAttr((-1,) * rank, frozenset(), x.mesh) for rank in output_ranks),
+    )
+
+
+def sync_batch_norm_infer_spmd(
+    x: DistTensorSpec,
+    mean: DistTensorSpec,
+    variance: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    is_test: bool = False,
+    momentum: float = 0.9,
+    epsilon: float = 1e-5,
+    data_format: str = "NCHW",
+    use_global_stats: bool = False,
+    trainable_statistics: bool = False,
+) -> SpmdResult:
+    """Shipped behaviour of ``sync_batch_norm_``: everything replicated."""
+    named = (("x", x, False), ("mean", mean, False), ("variance", variance, False),
+             ("scale", scale, True), ("bias", bias, True))
+    return _replicated_fallback(named, (len(x.shape) if x is not None else 0, 1, 1, 1, 1, 1))
+
+
+def sync_batch_norm_grad_infer_spmd(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    saved_mean: DistTensorSpec,
+    saved_variance: DistTensorSpec,
+    reserve_space: DistTensorSpec | None,
+    out_grad: DistTensorSpec,
+    momentum: float = 0.9,
+    epsilon: float = 1e-5,
+    data_format: str = "NCHW",
+    is_test: bool = False,
+    use_global_stats: bool = False,
+    trainable_statistics: bool = False,
+) -> SpmdResult:
+    """Shipped behaviour of ``sync_batch_norm_grad``: everything replicated."""
+    named = (("x", x, False), ("scale", scale, True), ("bias", bias, True), ("saved_mean", saved_mean, False),
+             ("saved_variance", saved_variance, False), ("reserve_space", reserve_space, True),
+             ("out_grad", out_grad, False))
+    return _replicated_fallback(named, (len(x.shape) if x is not None else 0, 1, 1))

@@ -1,0 +1,263 @@
+"""The data model: meshes, input specs, returned dist attrs and rule results.
+
+Everything here is a frozen dataclass, validated in ``__post_init__`` (types and values that
+can be checked without knowing which rule will read the object) or in
+:meth:`DistTensorSpec.check` (consistency against a mesh, run by every rule on every input,
+because Paddle's own classes accept such input silently and so must the spec constructor, for
+the comparator to be able to send the very same input to Paddle).
+
+Short forms, used in reports and repros and parsed back by :func:`parse_dist_attr`::
+
+    [0,-1]          dims_mapping only: axis 0 split along mesh dim 0, axis 1 replicated
+    [0,-1] P{1}     ... and Partial(SUM) pending on mesh dim 1
+    [-1] @-         an attr that carries no process mesh (Paddle's answer for a None input)
+
+Placements, one per mesh dim (the dynamic-graph view of the same thing)::
+
+    dims_mapping [1,-1,0] on a 2-D mesh  ->  (S(2), S(0))
+    dims_mapping [-1,-1] P{0} on 2-D     ->  (P, R)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InvalidSpecError
+
+REPLICATED = -1
+
+
+def _int_tuple(value: Iterable[Any], what: str) -> tuple[int, ...]:
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence of ints, got {value!r}") from None
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, int):
+            raise TypeError(f"{what} must hold ints, got {item!r} in {value!r}")
+    return items
+
+
+@dataclass(frozen=True)
+class ProcessMesh:
+    """A logical device grid.
+
+    ``ProcessMesh((2, 3))`` numbers processes 0..5 row-major and names the dims ``d0, d1`` like
+    Paddle's ``dist.ProcessMesh`` does when no names are given.
+    """
+
+    shape: tuple[int, ...]
+    """Size of each mesh dimension, e.g. ``(2, 3)``."""
+    process_ids: tuple[int, ...] | None = None
+    """Process id of each mesh slot, row-major; defaults to ``0..prod(shape)-1``."""
+    dim_names: tuple[str, ...] | None = None
+    """Name of each mesh dimension; defaults to ``d0, d1, ...``."""
+
+    def __post_init__(self) -> None:
+        shape = _int_tuple(self.shape, "ProcessMesh.shape")
+        if not shape or any(s < 1 for s in shape):
+            raise InvalidSpecError(
+                f"ProcessMesh.shape must be a non-empty tuple of positive sizes, got {self.shape!r}; "
+                "e.g. (2,) or (2, 3)"
+            )
+        size = math.prod(shape)
+        ids = tuple(range(size)) if self.process_ids is None else _int_tuple(self.process_ids, "process_ids")
+        if len(ids) != size or len(set(ids)) != size:
+            raise InvalidSpecError(
+                f"ProcessMesh.process_ids must list {size} distinct ids for shape {shape}, got {ids!r}"
+            )
+        names = tuple(f"d{i}" for i in range(len(shape))) if self.dim_names is None else tuple(self.dim_names)
+        if len(names) != len(shape) or len(set(names)) != len(names):
+            raise InvalidSpecError(
+                f"ProcessMesh.dim_names must give {len(shape)} distinct names for shape {shape}, got {names!r}"
+            )
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "process_ids", ids)
+        object.__setattr__(self, "dim_names", names)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __str__(self) -> str:
+        return "x".join(map(str, self.shape))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "process_ids": list(self.process_ids or ()),
+                "dim_names": list(self.dim_names or ())}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProcessMesh:
+        return cls(tuple(data["shape"]), tuple(data["process_ids"]), tuple(data["dim_names"]))
+
+
+def format_mapping(dims_mapping: Sequence[int], partial_dims: Iterable[int] = (), mesh_present: bool = True) -> str:
+    text = "[" + ",".join(map(str, dims_mapping)) + "]"
+    partial = sorted(partial_dims)
+    if partial:
+        text += " P{" + ",".join(map(str, partial)) + "}"
+    if not mesh_present:
+        text += " @-"
+    return text
+
+
+@dataclass(frozen=True)
+class DistTensorSpec:
+    """One input tensor of a rule call: its global shape and how it is distributed.
+
+    A missing optional input (``scale=None``) is passed as ``None`` instead of a spec.
+    """
+
+    shape: tuple[int, ...]
+    """Global shape."""
+    dims_mapping: tuple[int, ...]
+    """Per tensor axis: mesh dim that splits it, or -1 for replicated."""
+    mesh: ProcessMesh | None
+    """The mesh; ``None`` only to reproduce Paddle's empty-attr inputs (x may never lack one)."""
+    partial_dims: frozenset[int] = field(default_factory=frozenset)
+    """Mesh dims on which the tensor is Partial(SUM)."""
+
+    def __post_init__(self) -> None:
+        shape = _int_tuple(self.shape, "DistTensorSpec.shape")
+        if any(s < 0 for s in shape):
+            raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "dims_mapping", _int_tuple(self.dims_mapping, "DistTensorSpec.dims_mapping"))
+        object.__setattr__(self, "partial_dims", frozenset(_int_tuple(self.partial_dims, "partial_dims")))
+        if self.mesh is not None and not isinstance(self.mesh, ProcessMesh):
+            raise TypeError(f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(self.mesh).__name__}")
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def check(self, arg: str) -> None:
+        """Reject what Paddle accepts silently or crashes on; ``arg`` is the argument's name."""
+        if self.mesh is None:
+            if self.dims_mapping or self.partial_dims:
+                raise InvalidSpecError(f"{arg}: a dims_mapping or partial dims need a mesh; give {arg} a ProcessMesh",
+                                       kind=f"invalid-spec:{arg}:mesh")
+            return
+        n = self.mesh.ndim
+        if len(self.dims_mapping) != self.ndim:
+            raise InvalidSpecError(
+                f"{arg}: dims_mapping {list(self.dims_mapping)} has {len(self.dims_mapping)} entries but the shape "
+                f"{list(self.shape)} has rank {self.ndim}; give one entry per tensor axis",
+                kind=f"invalid-spec:{arg}:length")
+        for m in self.dims_mapping:
+            if not -1 <= m < n:
+                raise InvalidSpecError(
+                    f"{arg}: dims_mapping {list(self.dims_mapping)} uses mesh dim {m}, but the mesh "
+                    f"{self.mesh} has dims 0..{n - 1}; use -1 (replicated) or a dim in that range",
+                    kind=f"invalid-spec:{arg}:mesh-dim")
+        used = [m for m in self.dims_mapping if m >= 0]
+        if len(used) != len(set(used)):
+            raise InvalidSpecError(
+                f"{arg}: dims_mapping {list(self.dims_mapping)} splits two axes along the same mesh dim; "
+                "each mesh dim may shard at most one axis",
+                kind=f"invalid-spec:{arg}:duplicate")
+        for p in self.partial_dims:
+            if not 0 <= p < n:
+                raise InvalidSpecError(
+                    f"{arg}: partial dim {p} is outside the mesh {self.mesh} (dims 0..{n - 1})",
+                    kind=f"invalid-spec:{arg}:partial-range")
+            if p in used:
+                raise InvalidSpecError(
+                    f"{arg}: mesh dim {p} both shards an axis and is partial; a mesh dim is either Shard or Partial",
+                    kind=f"invalid-spec:{arg}:partial-shard")
+
+    def __str__(self) -> str:
+        return f"{list(self.shape)}{format_mapping(self.dims_mapping, self.partial_dims, self.mesh is not None)}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "dims_mapping": list(self.dims_mapping),
+                "partial_dims": sorted(self.partial_dims),
+                "mesh": None if self.mesh is None else self.mesh.to_json()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> DistTensorSpec | None:
+        if data is None:
+            return None
+        mesh = None if data["mesh"] is None else ProcessMesh.from_json(data["mesh"])
+        return cls(tuple(data["shape"]), tuple(data["dims_mapping"]), mesh, frozenset(data["partial_dims"]))
+
+
+@dataclass(frozen=True)
+class DistAttr:
+    """One dist attr of a rule's answer (an input's wanted distribution, or an output's)."""
+
+    dims_mapping: tuple[int, ...]
+    partial_dims: frozenset[int] = field(default_factory=frozenset)
+    """Mesh dims with a pending Partial(SUM); the rules here never use another reduce type."""
+    mesh: ProcessMesh | None = None
+    """``None`` where Paddle returns an attr without a process mesh (the answer for a None input)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dims_mapping", tuple(self.dims_mapping))
+        object.__setattr__(self, "partial_dims", frozenset(self.partial_dims))
+
+    def __str__(self) -> str:
+        return format_mapping(self.dims_mapping, self.partial_dims, self.mesh is not None)
+
+    def placements(self) -> tuple[str, ...]:
+        """Per mesh dim: ``S(axis)``, ``P`` or ``R`` (empty for an attr without a mesh)."""
+        if self.mesh is None:
+            return ()
+        out = ["R"] * self.mesh.ndim
+        for axis, m in enumerate(self.dims_mapping):
+            if 0 <= m < len(out):
+                out[m] = f"S({axis})"
+        for p in self.partial_dims:
+            if 0 <= p < len(out):
+                out[p] = "P"
+        return tuple(out)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dims_mapping": list(self.dims_mapping), "partial_dims": sorted(self.partial_dims),
+                "mesh": None if self.mesh is None else self.mesh.to_json()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> DistAttr:
+        mesh = None if data["mesh"] is None else ProcessMesh.from_json(data["mesh"])
+        return cls(tuple(data["dims_mapping"]), frozenset(data["partial_dims"]), mesh)
+
+
+_ATTR_RE = re.compile(r"^\s*\[(?P<dm>[-\d,\s]*)\](?:\s*P\{(?P<p>[\d,\s]*)\})?(?P<nomesh>\s*@-)?\s*$")
+
+
+def parse_dist_attr(text: str, mesh: ProcessMesh | None = None) -> DistAttr:
+    """Inverse of ``str(DistAttr)``: ``"[0,-1] P{1}"`` -> DistAttr((0, -1), {1}, mesh)."""
+    match = _ATTR_RE.match(text)
+    if match is None:
+        raise ValueError(f"cannot parse dist attr {text!r}; expected a form like '[0,-1]' or '[0,-1] P{{1}}'")
+    dm = tuple(int(v) for v in match["dm"].split(",") if v.strip())
+    partial = frozenset(int(v) for v in (match["p"] or "").split(",") if v.strip())
+    return DistAttr(dm, partial, None if match["nomesh"] else mesh)
+
+
+@dataclass(frozen=True)
+class SpmdResult:
+    """A rule's answer: the dist attrs it wants for its inputs and those it gives its outputs,
+    in Paddle's order and count."""
+
+    inputs: tuple[DistAttr, ...]
+    outputs: tuple[DistAttr, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "inputs", tuple(self.inputs))
+        object.__setattr__(self, "outputs", tuple(self.outputs))
+
+    def __str__(self) -> str:
+        return "in: " + " ".join(map(str, self.inputs)) + " | out: " + " ".join(map(str, self.outputs))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"inputs": [a.to_json() for a in self.inputs], "outputs": [a.to_json() for a in self.outputs]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SpmdResult:
+        return cls(tuple(DistAttr.from_json(a) for a in data["inputs"]),
+                   tuple(DistAttr.from_json(a) for a in data["outputs"]))
