@@ -1,0 +1,88 @@
+"""Cell-by-cell comparison of two outcomes of one case, and the class of each case.
+
+Cells: for every returned input and output attr, its dims_mapping, its partial dims and its
+mesh; plus one cell for the error (family and normalised message, or "no error").
+
+Classes::
+
+    match                 every cell equal, neither raised
+    both-raise-same       both raised the same error family with the same message
+    port-rejects-invalid  the port raised InvalidSpecError: Paddle does not validate this input
+                          (it returned garbage, crashed or raised something unrelated)
+    native-crash          Paddle's process died (the port answered or raised)
+    unreachable           the native backend cannot express this case
+    mismatch              anything else: at least one cell differs
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .cases.rulebook import RuleSpec
+from .outcome import Outcome
+from .types import DistAttr
+
+CLASSES = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "unreachable", "mismatch")
+
+
+@dataclass(frozen=True)
+class CellDiff:
+    cell: str
+    port: str
+    native: str
+
+    def __str__(self) -> str:
+        return f"{self.cell}: port {self.port} != native {self.native}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    verdict: str
+    cells: int
+    matching_cells: int
+    diffs: tuple[CellDiff, ...] = field(default_factory=tuple)
+
+
+def _attr_cells(prefix: str, a: DistAttr | None) -> list[tuple[str, str]]:
+    if a is None:
+        return [(f"{prefix}.dims_mapping", "absent"), (f"{prefix}.partial", "absent"), (f"{prefix}.mesh", "absent")]
+    mesh = "none" if a.mesh is None else f"{list(a.mesh.shape)}{list(a.mesh.process_ids)}{list(a.mesh.dim_names)}"
+    return [(f"{prefix}.dims_mapping", str(list(a.dims_mapping))),
+            (f"{prefix}.partial", str(sorted(a.partial_dims))), (f"{prefix}.mesh", mesh)]
+
+
+def outcome_cells(spec: RuleSpec, outcome: Outcome) -> list[tuple[str, str]]:
+    """Every cell of an outcome as (name, value) — the unit of comparison."""
+    cells: list[tuple[str, str]] = []
+    res = outcome.result
+    for side, names, attrs in (("in", spec.result_inputs, res.inputs if res else ()),
+                               ("out", spec.result_outputs, res.outputs if res else ())):
+        for i, name in enumerate(names):
+            a = attrs[i] if i < len(attrs) else None
+            cells += _attr_cells(f"{side}.{name}", a)
+        for extra in range(len(names), len(attrs)):  # more attrs than Paddle's signature: every one differs
+            cells += _attr_cells(f"{side}.#{extra}", attrs[extra])
+    cells.append(("error", "none" if outcome.error is None else f"{outcome.error.family}: {outcome.error.message}"))
+    return cells
+
+
+def compare(spec: RuleSpec, port: Outcome, native: Outcome) -> Comparison:
+    n = spec.n_cells
+    if native.unreachable is not None:
+        return Comparison("unreachable", n, 0)
+    if port.error is not None and port.error.port_invalid:
+        return Comparison("port-rejects-invalid", n, 0)
+    if native.crash is not None:
+        return Comparison("native-crash", n, 0)
+    pc, nc = outcome_cells(spec, port), outcome_cells(spec, native)
+    native_by_name = dict(nc)
+    names = list(dict.fromkeys([k for k, _ in pc] + [k for k, _ in nc]))
+    port_by_name = dict(pc)
+    diffs = tuple(CellDiff(k, port_by_name.get(k, "absent"), native_by_name.get(k, "absent"))
+                  for k in names if port_by_name.get(k, "absent") != native_by_name.get(k, "absent"))
+    matching = len(names) - len(diffs)
+    if diffs:
+        return Comparison("mismatch", max(n, len(names)), matching, diffs)
+    if port.error is not None:
+        return Comparison("both-raise-same", n, n)
+    return Comparison("match", n, n)

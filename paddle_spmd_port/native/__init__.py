@@ -1,0 +1,7 @@
+"""Native backends: the only code that imports Paddle.
+
+Everything here runs inside a worker subprocess (:mod:`.worker`), driven from the parent by
+:mod:`.pool`, so that a segfault in Paddle becomes a recorded ``native crashed`` outcome.
+
+    registry   paddle.framework.core.get_phi_spmd_rule (static auto-parallel API)
+"""

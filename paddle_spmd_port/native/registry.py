@@ -1,0 +1,135 @@
+"""Backend: Paddle's Python rule registry (``core.get_phi_spmd_rule``).
+
+Reaches ``batch_norm`` (BatchNormInferSpmdStatic), ``layer_norm`` (forward and reverse) and,
+for sync_batch_norm, the generic ``replicated`` rule that its dist API falls back to, applied
+to the op's signature: ``infer_forward([inputs...], [outputs...])``. Imports Paddle: run it
+only inside a worker process.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ..cases.case import Case
+from ..outcome import ErrorInfo, Outcome
+from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
+
+warnings.filterwarnings("ignore")
+
+import paddle  # noqa: E402
+import paddle.distributed as dist  # noqa: E402
+from paddle.distributed.auto_parallel.static.dist_attribute import (  # noqa: E402
+    DistTensorSpec as PaddleSpec,
+)
+from paddle.distributed.auto_parallel.static.dist_attribute import (  # noqa: E402
+    TensorDistAttr,
+)
+from paddle.framework import core  # noqa: E402
+
+ROUTES = {
+    # rule key: (registry name, method)
+    "batch_norm_static": ("batch_norm", "infer_forward"),
+    "layer_norm": ("layer_norm", "infer_forward"),
+    "layer_norm_reverse": ("layer_norm", "infer_backward"),
+    "sync_batch_norm": ("replicated", "replicated"),
+    "sync_batch_norm_grad": ("replicated", "replicated"),
+}
+
+_meshes: dict[ProcessMesh, Any] = {}
+_rules: dict[str, Any] = {}
+_mesh_back: dict[tuple, ProcessMesh] = {}
+
+
+def paddle_version() -> dict[str, str]:
+    return {"version": paddle.__version__, "commit": paddle.version.commit}
+
+
+def to_paddle_mesh(mesh: ProcessMesh) -> Any:
+    pm = _meshes.get(mesh)
+    if pm is None:
+        ids: Any = list(mesh.process_ids or ())
+        for size in reversed(mesh.shape[1:]):
+            ids = [ids[i:i + size] for i in range(0, len(ids), size)]
+        pm = _meshes[mesh] = dist.ProcessMesh(ids, dim_names=list(mesh.dim_names or ()))
+    return pm
+
+
+def to_paddle_spec(spec: DistTensorSpec | None) -> Any:
+    attr = TensorDistAttr()
+    if spec is None:  # Paddle's own stand-in for a missing optional tensor
+        return PaddleSpec([0], attr)
+    if spec.mesh is not None:
+        attr.process_mesh = to_paddle_mesh(spec.mesh)
+    attr.dims_mapping = list(spec.dims_mapping)
+    if spec.partial_dims:
+        attr._set_partial_dims(sorted(spec.partial_dims))
+    return PaddleSpec(list(spec.shape), attr)
+
+
+def from_paddle_attr(attr: Any) -> DistAttr:
+    pm = attr.process_mesh
+    mesh = None
+    if pm is not None:
+        key = (tuple(pm.shape), tuple(pm.process_ids), tuple(pm.dim_names))
+        mesh = _mesh_back.get(key)
+        if mesh is None:
+            mesh = _mesh_back[key] = ProcessMesh(*key)
+    partial = frozenset()
+    if attr._is_partial():
+        partial = frozenset(attr._partial_dims())
+        text = str(attr)
+        if text.count("SUM)") != len(partial):  # the rules here only ever mean SUM
+            raise RuntimeError(f"unexpected partial reduce type in {text}")
+    return DistAttr(tuple(attr.dims_mapping), partial, mesh)
+
+
+def _flatten(items: list) -> list:
+    out = []
+    for item in items:
+        out.extend(item if isinstance(item, list) else [item])
+    return out
+
+
+def _typed_attrs(case: Case) -> list[Any]:
+    """Attributes as the C++ side wants them: epsilon/momentum float, begin_norm_axis int."""
+    values = []
+    for (name, _), value in zip(case.spec.attrs, case.attr_values(), strict=True):
+        if name in ("epsilon", "momentum"):
+            value = float(value)
+        values.append(value)
+    return values
+
+
+def _sync_output_specs(case: Case) -> list[Any]:
+    """Output specs for the replicated rule: the first output has x's shape, the rest [C]."""
+    x = case.inputs[0]
+    channels = x.shape[1] if x is not None and len(x.shape) > 1 else 1
+    shapes = [tuple(x.shape) if x is not None else (0,)] + [(channels,)] * (len(case.spec.result_outputs) - 1)
+    mesh = x.mesh if x is not None else None
+    return [to_paddle_spec(DistTensorSpec(shape, (-1,) * len(shape), mesh)) for shape in shapes]
+
+
+def run(case: Case) -> Outcome:
+    route = ROUTES.get(case.rule)
+    if route is None:
+        return Outcome(unreachable=f"the registry has no rule for {case.rule} (use the pir backend)")
+    name, method = route
+    rule = _rules.get(name)
+    if rule is None:
+        if not core.contains_spmd_rule(name):
+            return Outcome(unreachable=f"this Paddle build registers no {name!r} rule")
+        rule = _rules[name] = core.get_phi_spmd_rule(name)
+    specs = [to_paddle_spec(s) for s in case.inputs]
+    try:
+        if method == "replicated":
+            raw = rule.infer_forward(specs, _sync_output_specs(case))
+        elif case.rule == "batch_norm_static":
+            raw = rule.infer_forward(*specs)
+        else:
+            raw = getattr(rule, method)(*specs, *_typed_attrs(case))
+    except Exception as exc:  # noqa: BLE001 - every native error is a recorded outcome
+        return Outcome(error=ErrorInfo.from_exception(exc))
+    return Outcome(result=SpmdResult(tuple(from_paddle_attr(a) for a in _flatten(raw[0])),
+                                     tuple(from_paddle_attr(a) for a in _flatten(raw[1]))))
+

@@ -1,0 +1,47 @@
+"""Worker process: runs cases through one native backend and streams outcomes as JSON lines.
+
+    python -m paddle_spmd_port.native.worker --backend registry --cases FILE.jsonl --start K
+
+Reads the case file from line K on and prints ``{"i": index, "outcome": {...}}`` per case,
+flushed, then ``{"done": true}``. If Paddle kills the process, the parent
+(:mod:`.pool`) sees which index was in flight and restarts the worker after it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+from ..cases.case import Case
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--backend", required=True)
+    ap.add_argument("--cases", required=True)
+    ap.add_argument("--start", type=int, default=0)
+    ap.add_argument("--stop", type=int, default=-1)
+    args = ap.parse_args(argv)
+    backend = importlib.import_module(f"paddle_spmd_port.native.{args.backend}")
+    out = sys.stdout
+    out.write(json.dumps({"hello": backend.paddle_version()}) + "\n")
+    out.flush()
+    with open(args.cases) as fh:
+        for index, line in enumerate(fh):
+            if index < args.start:
+                continue
+            if 0 <= args.stop <= index:
+                break
+            outcome = backend.run(Case.from_json(json.loads(line)))
+            out.write(json.dumps({"i": index, "outcome": outcome.to_json()}, separators=(",", ":")) + "\n")
+            # flushed per case: if Paddle kills us on the next one, the parent knows which it was
+            out.flush()
+    out.write('{"done": true}\n')
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

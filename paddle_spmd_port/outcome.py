@@ -1,0 +1,120 @@
+"""What a backend made of a case: a result, an error, a crash, or "can't express this"."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InvalidSpecError, SpmdError
+from .types import SpmdResult
+
+#: Exception families compared between backends, most specific first.
+FAMILIES = ("NotImplementedError", "ValueError", "RuntimeError", "TypeError", "IndexError", "OSError")
+
+_PREFIX = re.compile(r"^\s*\((?:InvalidArgument|Unimplemented|NotFound|PreconditionNotMet|InvalidType|OutOfRange)\)\s*")
+_SUFFIX = re.compile(r"\s*\(at [^)]*\)\s*$", re.S)
+
+
+def normalize_message(message: str) -> str:
+    """Paddle's message without the ``(InvalidArgument)`` prefix, hints and ``(at file:line)``."""
+    text = message.strip()
+    for marker in ("\n  [Hint:", "[Hint:", "\n\n---", "\n---"):
+        cut = text.find(marker)
+        if cut > 0:
+            text = text[:cut]
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    # Paddle puts the summary last after a C++ traceback; keep the line that carries the error type
+    for ln in reversed(lines):
+        if _PREFIX.match(ln):
+            text = ln
+            break
+    text = _PREFIX.sub("", text.strip())
+    return _SUFFIX.sub("", text).strip()
+
+
+def family_of(exc: BaseException) -> str:
+    for name in FAMILIES:
+        if any(cls.__name__ == name for cls in type(exc).__mro__):
+            return name
+    return type(exc).__name__
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    family: str
+    """``ValueError``, ``NotImplementedError``, ... (see :data:`FAMILIES`)."""
+    message: str
+    """Normalised message (see :func:`normalize_message`)."""
+    port_invalid: bool = False
+    """True for the port's own :class:`InvalidSpecError` (input Paddle does not validate)."""
+    kind: str = ""
+
+    @classmethod
+    def from_exception(cls, exc: BaseException) -> ErrorInfo:
+        kind = exc.kind if isinstance(exc, SpmdError) else ""
+        return cls(family_of(exc), normalize_message(str(exc)), isinstance(exc, InvalidSpecError), kind)
+
+    def __str__(self) -> str:
+        return f"{self.family}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    result: SpmdResult | None = None
+    error: ErrorInfo | None = None
+    crash: str | None = None
+    """How the native process died, e.g. ``signal 11 (SIGSEGV)``."""
+    unreachable: str | None = None
+    """Why this backend cannot express the case (not a failure of the rule)."""
+
+    @property
+    def status(self) -> str:
+        if self.crash is not None:
+            return "crash"
+        if self.unreachable is not None:
+            return "unreachable"
+        if self.error is not None:
+            return "error"
+        return "result"
+
+    def __str__(self) -> str:
+        if self.crash is not None:
+            return f"native crashed: {self.crash}"
+        if self.unreachable is not None:
+            return f"unreachable: {self.unreachable}"
+        if self.error is not None:
+            return f"raises {self.error}"
+        return str(self.result)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"status": self.status}
+        if self.result is not None:
+            data["result"] = self.result.to_json()
+        if self.error is not None:
+            data["error"] = {"family": self.error.family, "message": self.error.message,
+                             "port_invalid": self.error.port_invalid, "kind": self.error.kind}
+        if self.crash is not None:
+            data["crash"] = self.crash
+        if self.unreachable is not None:
+            data["unreachable"] = self.unreachable
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Outcome:
+        err = data.get("error")
+        return cls(
+            result=SpmdResult.from_json(data["result"]) if "result" in data else None,
+            error=ErrorInfo(err["family"], err["message"], err.get("port_invalid", False), err.get("kind", ""))
+            if err else None,
+            crash=data.get("crash"),
+            unreachable=data.get("unreachable"),
+        )
+
+
+def run_port(case) -> Outcome:  # noqa: ANN001 - Case, imported lazily to keep layers acyclic
+    """The port backend: call the pure rule, turn any exception into an Outcome."""
+    try:
+        return Outcome(result=case.run_port())
+    except (SpmdError, ValueError, NotImplementedError, RuntimeError, TypeError) as exc:
+        return Outcome(error=ErrorInfo.from_exception(exc))
