@@ -1,0 +1,48 @@
+"""``python -m paddle_spmd_port COMMAND ...``: one entry point, one module per command.
+
+    parity        the main job: the exhaustive grid, port vs native, cell by cell, with a report
+    infer         one rule call, port and native side by side
+    launch        real multi-process runs with paddle.distributed.launch, checked against the port
+    oracle        numerical soundness of every rule's answer on a virtual mesh (numpy)
+    compat-test   run Paddle-style SPMD rule test files against the port and native Paddle
+
+Each command lives in its own module exposing ``main(argv) -> int``; this file only dispatches,
+so adding a command is one line in ``COMMANDS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "parity": ("paddle_spmd_port.sweep", "the exhaustive parity sweep against native Paddle (main job)"),
+    "infer": ("paddle_spmd_port.infer_cmd", "one rule call, port and native side by side"),
+    "launch": ("paddle_spmd_port.launch.cli", "real multi-process runs checked against the port"),
+    "oracle": ("paddle_spmd_port.oracle.cli", "numerical soundness oracle on a virtual mesh"),
+    "compat-test": ("paddle_spmd_port.compat.cli", "run Paddle-style rule tests against port and native"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: python -m paddle_spmd_port COMMAND [options]", "", "commands:"]
+    lines += [f"  {name:<12} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "Run a command with --help for its options."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0 if args else 2
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS:
+        print(f"unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
