@@ -59,8 +59,9 @@ class _Slice(threading.Thread):
         next_index = self.start_at
         env = dict(os.environ, PYTHONUNBUFFERED="1", GLOG_minloglevel="3", FLAGS_call_stack_level="0")
         while next_index < self.stop_at:
+            err_log = tempfile.TemporaryFile()  # a file, not a pipe: a chatty worker can't block on it
             proc = subprocess.Popen(worker_command(self.backend, self.case_file, next_index, self.stop_at),
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                                    stdout=subprocess.PIPE, stderr=err_log, env=env)
             assert proc.stdout is not None
             fd = proc.stdout.fileno()
             buf = b""
@@ -78,7 +79,10 @@ class _Slice(threading.Thread):
                 *lines, buf = buf.split(b"\n")
                 done_here = 0
                 for line in lines:
-                    msg = json.loads(line)
+                    try:
+                        msg = json.loads(line)
+                    except ValueError:
+                        continue
                     if "i" in msg:
                         self.outcomes[msg["i"]] = Outcome.from_json(msg["outcome"])
                         next_index = msg["i"] + 1
@@ -90,7 +94,9 @@ class _Slice(threading.Thread):
                 if done_here:
                     self.on_progress(done_here)
             proc.wait()
-            stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            err_log.seek(0)
+            stderr = err_log.read().decode(errors="replace")
+            err_log.close()
             if finished:
                 return
             if next_index >= self.stop_at:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 
 from ..cases.case import Case
@@ -24,8 +25,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--stop", type=int, default=-1)
     args = ap.parse_args(argv)
+    # The protocol gets its own copy of stdout; fd 1 then points at stderr, so whatever Paddle
+    # prints (from Python or C++) can't corrupt the JSON lines.
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     backend = importlib.import_module(f"paddle_spmd_port.native.{args.backend}")
-    out = sys.stdout
     out.write(json.dumps({"hello": backend.paddle_version()}) + "\n")
     out.flush()
     with open(args.cases) as fh:

@@ -1,0 +1,142 @@
+"""``python -m paddle_spmd_port parity``: the main job.
+
+Enumerates every rule's grid (:mod:`.cases.grid`), runs each case through the port (in this
+process) and through native Paddle (crash-isolated workers, :mod:`.native.pool`), compares every
+cell (:mod:`.compare`) and writes ``parity.md`` + ``parity.json`` (+ JUnit XML with ``--junit``)
+into the report directory -- after every backend group, so a failure still leaves a partial
+report. Exit status: 0 when no case mismatches, 1 otherwise, 2 on bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+from .cases.case import Case
+from .cases.grid import GRIDS, grid_for, sample
+from .compare import compare
+from .outcome import Outcome, run_port
+from .progress import Progress
+from .report import ParityReport, RuleTally, repro_snippet
+
+#: Which native backend reaches each rule by default.
+DEFAULT_BACKEND = {
+    "batch_norm_static": "registry",
+    "layer_norm": "registry",
+    "layer_norm_reverse": "registry",
+    "sync_batch_norm": "registry",
+    "sync_batch_norm_grad": "registry",
+    "batch_norm": "pir",
+    "batch_norm_grad": "pir",
+    "layer_norm_grad": "pir",
+}
+BACKENDS = ("registry", "pir", "compiled")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m paddle_spmd_port parity", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rules", default="all",
+                    help=f"comma-separated rule keys, or 'all' ({', '.join(GRIDS)})")
+    ap.add_argument("--backend", choices=BACKENDS, default=None,
+                    help="force one native backend for every rule (default: registry where it reaches, else pir)")
+    ap.add_argument("--max-cases", type=int, default=None, help="at most this many cases per rule (first ones)")
+    ap.add_argument("--sample", type=int, default=None, help="a deterministic random sample of N cases per rule")
+    ap.add_argument("--seed", type=int, default=0, help="seed for --sample")
+    ap.add_argument("--workers", type=int, default=2, help="native worker processes (default 2)")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds a silent worker is given before it is killed")
+    ap.add_argument("--report-dir", default="reports/parity", help="where parity.md / parity.json go")
+    ap.add_argument("--junit", default=None, help="also write JUnit XML to this path")
+    ap.add_argument("--show-repro", action="store_true", help="print a standalone Python snippet per mismatch")
+    ap.add_argument("--list", action="store_true", help="print each rule's grid size and exit")
+    ap.add_argument("--quiet", action="store_true", help="no progress line")
+    args = ap.parse_args(argv)
+    names = list(GRIDS) if args.rules == "all" else [r.strip() for r in args.rules.split(",") if r.strip()]
+    unknown = [r for r in names if r not in GRIDS]
+    if unknown:
+        ap.error(f"--rules: unknown rule(s) {', '.join(unknown)}; choose from {', '.join(GRIDS)}")
+    if args.max_cases is not None and args.max_cases < 1:
+        ap.error("--max-cases must be >= 1")
+    if args.sample is not None and args.sample < 1:
+        ap.error("--sample must be >= 1")
+    if args.workers < 1:
+        ap.error("--workers must be >= 1")
+    args.rule_names = names
+    return args
+
+
+def select_cases(rule: str, max_cases: int | None, n_sample: int | None, seed: int) -> list[Case]:
+    cases = list(grid_for(rule))
+    if n_sample is not None:
+        cases = sample(cases, n_sample, seed)
+    if max_cases is not None:
+        cases = cases[:max_cases]
+    return cases
+
+
+def run_native_group(backend: str, cases: list[Case], args: argparse.Namespace,
+                     report: ParityReport) -> list[Outcome]:
+    from .native.pool import run_native
+
+    bar = Progress(f"native {backend:8s}", len(cases), enabled=not args.quiet)
+    try:
+        outcomes, info = run_native(cases, backend=backend, workers=args.workers, timeout=args.timeout,
+                                    on_progress=bar.update)
+    finally:
+        bar.close()
+    report.paddle.update(info)
+    return outcomes
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    by_rule = {r: select_cases(r, args.max_cases, args.sample, args.seed) for r in args.rule_names}
+    if args.list:
+        for rule, cases in by_rule.items():
+            n_cells = cases[0].spec.n_cells if cases else 0
+            print(f"{rule:22s} {len(cases):8,d} cases {len(cases) * n_cells:10,d} cells")
+        return 0
+
+    report = ParityReport()
+    groups: dict[str, list[str]] = {}
+    for rule in by_rule:
+        groups.setdefault(args.backend or DEFAULT_BACKEND[rule], []).append(rule)
+    try:
+        for backend, rules in groups.items():
+            cases = [c for r in rules for c in by_rule[r]]
+            t0 = time.time()
+            try:
+                native = run_native_group(backend, cases, args, report)
+            except (ImportError, RuntimeError) as exc:
+                report.notes.append(f"{backend} backend unavailable: {str(exc).strip()[-400:]}")
+                native = [Outcome(unreachable=f"{backend} backend unavailable") for _ in cases]
+            native_seconds = time.time() - t0
+            offset = 0
+            for rule in rules:
+                tally = report.tallies[rule] = RuleTally(rule, backend)
+                t1 = time.time()
+                rule_cases = by_rule[rule]
+                for case, nat in zip(rule_cases, native[offset:offset + len(rule_cases)], strict=True):
+                    tally.add(case, run_port(case), nat, compare(case.spec, run_port(case), nat))
+                tally.port_seconds = time.time() - t1
+                tally.native_seconds = native_seconds * len(rule_cases) / max(len(cases), 1)
+                offset += len(rule_cases)
+            report.write(args.report_dir, args.junit)  # partial report after every group
+        report.complete = True
+    finally:
+        report.finished = time.time()
+        out = report.write(args.report_dir, args.junit)
+    print(report.table())
+    print(f"\n{report.total_cells:,} cells, {report.total_mismatches:,} mismatching cases; "
+          f"{report.finished - report.started:.1f} s; report in {out}/parity.md")
+    if args.show_repro:
+        for tally in report.tallies.values():
+            for ex in tally.examples.get("mismatch", []):
+                print(f"\n# --- {ex['describe']}\n" + repro_snippet(Case.from_json(ex["case"])))
+    return 1 if report.total_mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
