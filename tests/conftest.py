@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+HAVE_PADDLE = importlib.util.find_spec("paddle") is not None
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAVE_PADDLE:
+        return
+    skip = pytest.mark.skip(reason="paddlepaddle is not installed (pip install -e .[cpu])")
+    for item in items:
+        if "native" in item.keywords or "multiproc" in item.keywords:
+            item.add_marker(skip)

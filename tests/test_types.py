@@ -1,0 +1,69 @@
+import pytest
+
+from paddle_spmd_port import DistAttr, DistTensorSpec, InvalidSpecError, ProcessMesh, parse_dist_attr
+from paddle_spmd_port.cases.case import Case
+
+from .helpers import MESH_2x3, spec
+
+
+def test_mesh_defaults_match_paddle_naming():
+    mesh = ProcessMesh((2, 3))
+    assert mesh.process_ids == (0, 1, 2, 3, 4, 5)
+    assert mesh.dim_names == ("d0", "d1")
+    assert mesh.ndim == 2
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"shape": (0, 2)}, "positive sizes"),
+    ({"shape": (2, 2), "process_ids": (0, 1, 2)}, "4 distinct ids"),
+    ({"shape": (2,), "dim_names": ("x", "y")}, "1 distinct names"),
+])
+def test_bad_mesh_says_what_is_valid(kwargs, fragment):
+    with pytest.raises(InvalidSpecError, match=fragment):
+        ProcessMesh(**kwargs)
+
+
+@pytest.mark.parametrize("dm, partial, fragment", [
+    ((0, -1, -1), (), "has 3 entries but the shape"),
+    ((0, 0, -1, -1), (), "same mesh dim"),
+    ((-1, 2, -1, -1), (), "uses mesh dim 2"),
+    ((-1, -2, -1, -1), (), "uses mesh dim -2"),
+    ((0, -1, -1, -1), (0,), "both shards an axis and is partial"),
+    ((0, -1, -1, -1), (3,), "outside the mesh"),
+])
+def test_check_names_argument_and_fix(dm, partial, fragment):
+    s = DistTensorSpec((8, 6, 4, 4), dm, MESH_2x3, frozenset(partial))
+    with pytest.raises(InvalidSpecError, match=fragment) as err:
+        s.check("out_grad")
+    assert str(err.value).startswith("out_grad:")
+    assert isinstance(err.value, ValueError)
+
+
+def test_valid_spec_passes_check():
+    spec((8, 6), (1, 0), partial=()).check("x")
+    spec((8, 6), (1, -1), partial=(0,)).check("x")
+
+
+@pytest.mark.parametrize("text", ["[0,-1]", "[0,-1] P{1}", "[-1] @-", "[] @-", "[-1,-1] P{0,1}"])
+def test_short_form_round_trips(text):
+    attr = parse_dist_attr(text, MESH_2x3)
+    assert str(attr) == text
+
+
+def test_placements_view():
+    attr = DistAttr((1, -1, 0), frozenset(), ProcessMesh((2, 2)))
+    assert attr.placements() == ("S(2)", "S(0)")
+    assert DistAttr((-1, -1), frozenset({0}), ProcessMesh((2, 2))).placements() == ("P", "R")
+
+
+def test_case_json_round_trip():
+    case = Case("layer_norm", MESH_2x3, (spec((4, 6, 8), (0, -1, -1), partial=(1,)), None, spec((8,), (-1,))),
+                (("begin_norm_axis", 2),), "id-1")
+    again = Case.from_json(case.to_json())
+    assert again == case
+    assert again.attr_values() == (1e-5, 2)
+
+
+def test_case_rejects_unknown_attribute():
+    with pytest.raises(ValueError, match="has no attribute 'data_format'"):
+        Case("layer_norm", MESH_2x3, (spec((4, 6), (0, -1)), None, None), (("data_format", "NCHW"),))
