@@ -52,7 +52,8 @@ def test_batch_norm_forward_drops_partial_and_none_has_no_mesh():
 def test_static_variant_ignores_layout():
     s = rep((C,))
     x = spec((8, 4, 4, C), (0, -1, -1, 1))
-    assert show(batch_norm_infer_spmd_static(x, s, s, s, s)) == show(batch_norm_infer_spmd(x, s, s, s, s, data_format="NCHW"))
+    static = batch_norm_infer_spmd_static(x, s, s, s, s)
+    assert show(static) == show(batch_norm_infer_spmd(x, s, s, s, s, data_format="NCHW"))
 
 
 @pytest.mark.parametrize("shape, message", [

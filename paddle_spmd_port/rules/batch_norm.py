@@ -158,7 +158,8 @@ def batch_norm_grad_infer_spmd(
     _check_x_rank(tx)
     if tg.ndim != tx.ndim:
         raise PaddleInvalidArgument(
-            f"The ndim of out_grad in batch_norm should be equal with x, but got out_grad:[{tg.ndim}] and x:[{tx.ndim}].",
+            "The ndim of out_grad in batch_norm should be equal with x, "
+            f"but got out_grad:[{tg.ndim}] and x:[{tx.ndim}].",
             kind="ndim:out_grad")
     for name in ("mean_out", "variance_out", "scale", "bias", "saved_mean", "saved_variance"):
         require_ndim(t[name], 1, OP)

@@ -158,7 +158,8 @@ def layer_norm_grad_infer_spmd(
         raise PaddleInvalidArgument(
             f"The Tensor x's rank [{tx.ndim}] and begin_norm_axis [{begin_norm_axis}] are not matched.",
             kind="rank-vs-begin_norm_axis")
-    for a, b_, label in ((tx, tg, "x's rank [{}] and Tensor out_grad's"), (ts, tb, "scale's rank [{}] and Tensor bias's"),
+    for a, b_, label in ((tx, tg, "x's rank [{}] and Tensor out_grad's"),
+                         (ts, tb, "scale's rank [{}] and Tensor bias's"),
                          (tm, tv, "mean's rank [{}] and Tensor variance's")):
         if a.ndim != b_.ndim:
             raise PaddleInvalidArgument(f"The Tensor {label.format(a.ndim)} rank [{b_.ndim}] are not matched.",
