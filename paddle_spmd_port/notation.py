@@ -56,19 +56,25 @@ def merge_shardings(tensors: Iterable[tuple[str, Sequence[int]]]) -> dict[str, i
     letter_to_dim: dict[str, int] = {}
     dim_to_letters: dict[int, str] = {}
     for axes, dims_mapping in tensors:
+        n_axes = len(axes)
         for position, mesh_dim in enumerate(dims_mapping):
-            if position > len(axes):
+            if position < n_axes:
+                letter = axes[position]
+            elif position == n_axes:
+                letter = ""
+            else:
                 raise InvalidSpecError(
                     f"dims_mapping {list(dims_mapping)} is longer than its notation {axes!r}",
                     kind="invalid-spec:notation")
-            letter = axes[position:position + 1]
-            merged = mesh_dim if letter not in letter_to_dim else merge_axis(letter, mesh_dim, letter_to_dim[letter])
+            known = letter_to_dim.get(letter)
+            merged = mesh_dim if known is None else merge_axis(letter, mesh_dim, known)
             letter_to_dim[letter] = merged
             if merged != -1:
-                if merged not in dim_to_letters:
+                claimants = dim_to_letters.get(merged)
+                if claimants is None:
                     dim_to_letters[merged] = letter
-                elif dim_to_letters[merged].find(letter) == -1:
-                    dim_to_letters[merged] += letter
+                elif claimants.find(letter) == -1:
+                    dim_to_letters[merged] = claimants + letter
     # One mesh dim may shard only one letter: the first letter recorded keeps it.
     for claimants in dim_to_letters.values():
         for loser in claimants[1:]:
@@ -79,10 +85,8 @@ def merge_shardings(tensors: Iterable[tuple[str, Sequence[int]]]) -> dict[str, i
 def mapping_for_axes(axes: str, letter_to_dim: dict[str, int]) -> tuple[int, ...]:
     """Paddle's ``GetDimsMappingForAxes``: ``'1'`` reads -1; an unknown letter is left out
     (Paddle builds an error for it and never throws it)."""
-    out: list[int] = []
-    for letter in axes:
-        if letter == FORCED_REPLICATED:
-            out.append(-1)
-        elif letter in letter_to_dim:
-            out.append(letter_to_dim[letter])
+    get = letter_to_dim.get
+    out = [-1 if letter == FORCED_REPLICATED else get(letter) for letter in axes]
+    if None in out:
+        out = [m for m in out if m is not None]
     return tuple(out)

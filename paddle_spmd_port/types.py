@@ -29,6 +29,7 @@ from typing import Any
 from .errors import InvalidSpecError
 
 REPLICATED = -1
+_set = object.__setattr__
 
 
 def _int_tuple(value: Iterable[Any], what: str) -> tuple[int, ...]:
@@ -120,6 +121,8 @@ class DistTensorSpec:
     """The mesh; ``None`` only to reproduce Paddle's empty-attr inputs (x may never lack one)."""
     partial_dims: frozenset[int] = field(default_factory=frozenset)
     """Mesh dims on which the tensor is Partial(SUM)."""
+    _problem: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False, hash=False)
+    """What :meth:`check` will report, worked out once at construction."""
 
     def __post_init__(self) -> None:
         shape = _int_tuple(self.shape, "DistTensorSpec.shape")
@@ -130,45 +133,45 @@ class DistTensorSpec:
         object.__setattr__(self, "partial_dims", frozenset(_int_tuple(self.partial_dims, "partial_dims")))
         if self.mesh is not None and not isinstance(self.mesh, ProcessMesh):
             raise TypeError(f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(self.mesh).__name__}")
+        object.__setattr__(self, "_problem", self._find_problem())
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
 
     def check(self, arg: str) -> None:
-        """Reject what Paddle accepts silently or crashes on; ``arg`` is the argument's name."""
+        """Reject what Paddle accepts silently or crashes on; ``arg`` is the argument's name.
+
+        The spec is judged once, when it is built (it is immutable); this only reports it."""
+        if self._problem is not None:
+            what, template = self._problem
+            raise InvalidSpecError(template.format(arg=arg), kind=f"invalid-spec:{arg}:{what}")
+
+    def _find_problem(self) -> tuple[str, str] | None:
         if self.mesh is None:
             if self.dims_mapping or self.partial_dims:
-                raise InvalidSpecError(f"{arg}: a dims_mapping or partial dims need a mesh; give {arg} a ProcessMesh",
-                                       kind=f"invalid-spec:{arg}:mesh")
-            return
+                return "mesh", "{arg}: a dims_mapping or partial dims need a mesh; give {arg} a ProcessMesh"
+            return None
         n = self.mesh.ndim
-        if len(self.dims_mapping) != self.ndim:
-            raise InvalidSpecError(
-                f"{arg}: dims_mapping {list(self.dims_mapping)} has {len(self.dims_mapping)} entries but the shape "
-                f"{list(self.shape)} has rank {self.ndim}; give one entry per tensor axis",
-                kind=f"invalid-spec:{arg}:length")
-        for m in self.dims_mapping:
+        dm = list(self.dims_mapping)
+        if len(dm) != self.ndim:
+            return "length", (f"{{arg}}: dims_mapping {dm} has {len(dm)} entries but the shape {list(self.shape)} "
+                              f"has rank {self.ndim}; give one entry per tensor axis")
+        for m in dm:
             if not -1 <= m < n:
-                raise InvalidSpecError(
-                    f"{arg}: dims_mapping {list(self.dims_mapping)} uses mesh dim {m}, but the mesh "
-                    f"{self.mesh} has dims 0..{n - 1}; use -1 (replicated) or a dim in that range",
-                    kind=f"invalid-spec:{arg}:mesh-dim")
-        used = [m for m in self.dims_mapping if m >= 0]
+                return "mesh-dim", (f"{{arg}}: dims_mapping {dm} uses mesh dim {m}, but the mesh {self.mesh} has "
+                                    f"dims 0..{n - 1}; use -1 (replicated) or a dim in that range")
+        used = [m for m in dm if m >= 0]
         if len(used) != len(set(used)):
-            raise InvalidSpecError(
-                f"{arg}: dims_mapping {list(self.dims_mapping)} splits two axes along the same mesh dim; "
-                "each mesh dim may shard at most one axis",
-                kind=f"invalid-spec:{arg}:duplicate")
-        for p in self.partial_dims:
+            return "duplicate", (f"{{arg}}: dims_mapping {dm} splits two axes along the same mesh dim; "
+                                 "each mesh dim may shard at most one axis")
+        for p in sorted(self.partial_dims):
             if not 0 <= p < n:
-                raise InvalidSpecError(
-                    f"{arg}: partial dim {p} is outside the mesh {self.mesh} (dims 0..{n - 1})",
-                    kind=f"invalid-spec:{arg}:partial-range")
+                return "partial-range", f"{{arg}}: partial dim {p} is outside the mesh {self.mesh} (dims 0..{n - 1})"
             if p in used:
-                raise InvalidSpecError(
-                    f"{arg}: mesh dim {p} both shards an axis and is partial; a mesh dim is either Shard or Partial",
-                    kind=f"invalid-spec:{arg}:partial-shard")
+                return "partial-shard", (f"{{arg}}: mesh dim {p} both shards an axis and is partial; "
+                                         "a mesh dim is either Shard or Partial")
+        return None
 
     def __str__(self) -> str:
         return f"{list(self.shape)}{format_mapping(self.dims_mapping, self.partial_dims, self.mesh is not None)}"
@@ -186,7 +189,7 @@ class DistTensorSpec:
         return cls(tuple(data["shape"]), tuple(data["dims_mapping"]), mesh, frozenset(data["partial_dims"]))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DistAttr:
     """One dist attr of a rule's answer (an input's wanted distribution, or an output's)."""
 
@@ -197,8 +200,26 @@ class DistAttr:
     """``None`` where Paddle returns an attr without a process mesh (the answer for a None input)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "dims_mapping", tuple(self.dims_mapping))
-        object.__setattr__(self, "partial_dims", frozenset(self.partial_dims))
+        if type(self.dims_mapping) is not tuple:
+            object.__setattr__(self, "dims_mapping", tuple(self.dims_mapping))
+        if type(self.partial_dims) is not frozenset:
+            object.__setattr__(self, "partial_dims", frozenset(self.partial_dims))
+
+    @staticmethod
+    def make(dims_mapping: tuple[int, ...], partial_dims: frozenset[int], mesh: ProcessMesh | None) -> DistAttr:
+        """Fast constructor for the rules' hot path: the arguments must already be a tuple and a
+        frozenset. Attrs are immutable values, so equal ones are shared (interned per mesh object)."""
+        key = (dims_mapping, partial_dims, id(mesh))
+        attr = _INTERNED.get(key)
+        if attr is None or attr.mesh is not mesh:
+            attr = object.__new__(DistAttr)
+            _set(attr, "dims_mapping", dims_mapping)
+            _set(attr, "partial_dims", partial_dims)
+            _set(attr, "mesh", mesh)
+            if len(_INTERNED) > 65536:
+                _INTERNED.clear()
+            _INTERNED[key] = attr
+        return attr
 
     def __str__(self) -> str:
         return format_mapping(self.dims_mapping, self.partial_dims, self.mesh is not None)
@@ -226,6 +247,8 @@ class DistAttr:
         return cls(tuple(data["dims_mapping"]), frozenset(data["partial_dims"]), mesh)
 
 
+_INTERNED: dict[tuple, DistAttr] = {}
+
 _ATTR_RE = re.compile(r"^\s*\[(?P<dm>[-\d,\s]*)\](?:\s*P\{(?P<p>[\d,\s]*)\})?(?P<nomesh>\s*@-)?\s*$")
 
 
@@ -248,8 +271,18 @@ class SpmdResult:
     outputs: tuple[DistAttr, ...]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "inputs", tuple(self.inputs))
-        object.__setattr__(self, "outputs", tuple(self.outputs))
+        if type(self.inputs) is not tuple:
+            object.__setattr__(self, "inputs", tuple(self.inputs))
+        if type(self.outputs) is not tuple:
+            object.__setattr__(self, "outputs", tuple(self.outputs))
+
+    @staticmethod
+    def make(inputs: tuple[DistAttr, ...], outputs: tuple[DistAttr, ...]) -> SpmdResult:
+        """Fast constructor for the rules' hot path (both arguments already tuples)."""
+        result = object.__new__(SpmdResult)
+        _set(result, "inputs", inputs)
+        _set(result, "outputs", outputs)
+        return result
 
     def __str__(self) -> str:
         return "in: " + " ".join(map(str, self.inputs)) + " | out: " + " ".join(map(str, self.outputs))

@@ -8,14 +8,18 @@ same thing, so the rules treat it exactly as Paddle does.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import InvalidSpecError, PaddleInvalidArgument
 from ..types import DistAttr, DistTensorSpec, ProcessMesh
 
 
-@dataclass(frozen=True)
-class RuleInput:
+_NO_PARTIAL: frozenset[int] = frozenset()
+
+
+class RuleInput(NamedTuple):
+    """One input as the rule sees it (a NamedTuple: rules build several per call)."""
+
     name: str
     ndim: int
     dims_mapping: tuple[int, ...]
@@ -29,12 +33,16 @@ class RuleInput:
         ``keep_partial=False`` is Paddle's ``CopyTensorDistAttrForOutput`` (partial cleared);
         ``True`` is a plain copy of the incoming attr followed by ``set_dims_mapping``.
         """
-        return DistAttr(tuple(dims_mapping), self.partial_dims if keep_partial else frozenset(), self.mesh)
+        return DistAttr.make(tuple(dims_mapping), self.partial_dims if keep_partial else _NO_PARTIAL, self.mesh)
 
     def replicated(self) -> DistAttr:
         """Paddle's ``GetReplicatedDistAttr``: all -1 with the length of the *incoming*
         dims_mapping (empty for a missing input), partial cleared, same mesh."""
-        return DistAttr((-1,) * len(self.dims_mapping), frozenset(), self.mesh)
+        return DistAttr.make((-1,) * len(self.dims_mapping), _NO_PARTIAL, self.mesh)
+
+
+def _new_input(fields: tuple) -> RuleInput:
+    return tuple.__new__(RuleInput, fields)  # skips NamedTuple's Python-level __new__ (hot path)
 
 
 def as_input(spec: DistTensorSpec | None, name: str, *, optional: bool = False) -> RuleInput:
@@ -43,10 +51,10 @@ def as_input(spec: DistTensorSpec | None, name: str, *, optional: bool = False) 
         if not optional:
             raise InvalidSpecError(f"{name} is required; pass a DistTensorSpec for it, not None",
                                    kind=f"invalid-spec:{name}:missing")
-        return RuleInput(name, 1, (), frozenset(), None, True)
-    if not isinstance(spec, DistTensorSpec):
+        return _new_input((name, 1, (), _NO_PARTIAL, None, True))
+    if type(spec) is not DistTensorSpec and not isinstance(spec, DistTensorSpec):
         raise TypeError(f"{name} must be a DistTensorSpec or None, got {type(spec).__name__}")
-    return RuleInput(name, spec.ndim, spec.dims_mapping, spec.partial_dims, spec.mesh, False)
+    return _new_input((name, len(spec.shape), spec.dims_mapping, spec.partial_dims, spec.mesh, False))
 
 
 def check_specs(*named: tuple[str, DistTensorSpec | None]) -> None:

@@ -106,7 +106,7 @@ def batch_norm_infer_spmd(
 
     axes, kept, merged = _keep_channel_only(tx, c)
     stat = mapping_for_axes(axes[c], merged)
-    return SpmdResult(
+    return SpmdResult.make(
         inputs=(tx.attr(kept), tm.attr(stat), tv.attr(stat), ts.attr((-1,)), tb.attr((-1,))),
         outputs=(
             tx.attr(mapping_for_axes(axes, merged)),  # out
@@ -182,7 +182,7 @@ def batch_norm_grad_infer_spmd(
                 kind=f"invalid-spec:{name}:none-with-sharded-c")
     from_x = tx.attr  # PADDLE-QUIRK(bn-grad-og-ignored): every grad input takes x's mesh
     ts, tb = t["scale"], t["bias"]
-    return SpmdResult(
+    return SpmdResult.make(
         inputs=(from_x(kept), from_x((-1,)), from_x((-1,)), from_x(stat), from_x(stat), from_x(stat), from_x(stat),
                 from_x((-1,)), from_x(mapping_for_axes(axes, merged))),
         outputs=(

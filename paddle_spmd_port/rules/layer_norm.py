@@ -97,7 +97,7 @@ def layer_norm_infer_spmd(
     filled = tx.dims_mapping[:begin_norm_axis] + (-1,) * (tx.ndim - begin_norm_axis)
     merged = merge_shardings([(x_axes, filled)])
     stat = mapping_for_axes(mean_axes, merged)
-    return SpmdResult(
+    return SpmdResult.make(
         inputs=(tx.attr(filled), ts.attr((-1,)), tb.attr((-1,))),  # PADDLE-QUIRK(ln-unmerged-x)
         outputs=(tx.attr(mapping_for_axes(x_axes, merged)), tx.attr(stat), tx.attr(stat)),
     )
@@ -134,7 +134,7 @@ def layer_norm_infer_spmd_reverse(
                               (mean_axes, tv.dims_mapping)])  # PADDLE-QUIRK(ln-forced-key)
     stat = mapping_for_axes(mean_axes, merged)
     keep = {"keep_partial": True}  # PADDLE-QUIRK(ln-partial): reverse copies the incoming attrs
-    return SpmdResult(
+    return SpmdResult.make(
         inputs=(tx.attr(mapping_for_axes(x_axes, merged), **keep), ts.attr((-1,), **keep), tb.attr((-1,), **keep)),
         outputs=(to.attr(mapping_for_axes(x_axes, merged), **keep), tm.attr(stat, **keep), tv.attr(stat, **keep)),
     )
@@ -191,7 +191,7 @@ def layer_norm_grad_infer_spmd(
         rep = t.replicated()
         return rep if t.mesh is None else DistAttr(rep.dims_mapping, partial, rep.mesh)  # PADDLE-QUIRK(ln-grad-partial)
 
-    return SpmdResult(
+    return SpmdResult.make(
         inputs=(x_attr, ts.replicated(), tb.replicated(), mean_attr, var_attr, og_attr),
         outputs=(og_attr, grad_of(ts), grad_of(tb)),
     )

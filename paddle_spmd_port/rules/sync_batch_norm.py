@@ -38,7 +38,7 @@ def _replicated_fallback(named: Sequence[tuple[str, DistTensorSpec | None, bool]
     x: RuleInput = inputs[0]
     require_x_mesh(x)
     check_specs(*((name, spec) for name, spec, _ in named))
-    return SpmdResult(
+    return SpmdResult.make(
         inputs=tuple(DistAttr((-1,) * t.ndim, frozenset(), t.mesh) for t in inputs),
         outputs=tuple(DistAttr((-1,) * rank, frozenset(), x.mesh) for rank in output_ranks),
     )
