@@ -32,51 +32,52 @@ def best_per_call(fn, n: int, repeat: int) -> float:
 
 
 def bench_registry(n_cases: int, repeat: int) -> list[tuple[str, float, float, float, float]]:
+    return [bench_registry_rule(rule, n_cases, repeat) for rule in REGISTRY_RULES]
+
+
+def bench_registry_rule(rule: str, n_cases: int, repeat: int) -> tuple[str, float, float, float, float]:
     from paddle_spmd_port.native import registry as reg
 
-    rows = []
-    for rule in REGISTRY_RULES:
-        cases = [c for c in sample(list(grid_for(rule)), n_cases, seed=3) if "-invalid-" not in c.case_id]
-        name, method = reg.ROUTES[rule]
-        paddle_rule = reg.core.get_phi_spmd_rule(name)
-        call = getattr(paddle_rule, method)
-        port_fn = cases[0].spec.port
-        prepared_port = [(c.inputs, c.attr_values()) for c in cases]
-        prepared_native = [([reg.to_paddle_spec(s) for s in c.inputs],
-                            [] if rule == "batch_norm_static" else reg._typed_attrs(c)) for c in cases]
+    cases = [c for c in sample(list(grid_for(rule)), n_cases, seed=3) if "-invalid-" not in c.case_id]
+    name, method = reg.ROUTES[rule]
+    paddle_rule = reg.core.get_phi_spmd_rule(name)
+    call = getattr(paddle_rule, method)
+    port_fn = cases[0].spec.port
+    prepared_port = [(c.inputs, c.attr_values()) for c in cases]
+    prepared_native = [([reg.to_paddle_spec(s) for s in c.inputs],
+                        [] if rule == "batch_norm_static" else reg._typed_attrs(c)) for c in cases]
 
-        def port_call():
-            for inputs, attrs in prepared_port:
-                try:
-                    port_fn(*inputs, *attrs)
-                except (ValueError, NotImplementedError):
-                    pass
+    def port_call():
+        for inputs, attrs in prepared_port:
+            try:
+                port_fn(*inputs, *attrs)
+            except (ValueError, NotImplementedError):
+                pass
 
-        def native_call():
-            for specs, attrs in prepared_native:
-                try:
-                    call(*specs, *attrs)
-                except (ValueError, NotImplementedError):
-                    pass
+    def native_call():
+        for specs, attrs in prepared_native:
+            try:
+                call(*specs, *attrs)
+            except (ValueError, NotImplementedError):
+                pass
 
-        def port_trip():
-            for c in cases:
-                try:
-                    res = c.run_port()
-                except (ValueError, NotImplementedError):
-                    continue
-                for a in res.inputs + res.outputs:
-                    a.dims_mapping, a.partial_dims, a.mesh  # noqa: B018
+    def port_trip():
+        for c in cases:
+            try:
+                res = c.run_port()
+            except (ValueError, NotImplementedError):
+                continue
+            for a in res.inputs + res.outputs:
+                a.dims_mapping, a.partial_dims, a.mesh  # noqa: B018
 
-        def native_trip():
-            for c in cases:
-                reg.run(c)  # builds Paddle specs, calls, converts every attr back
+    def native_trip():
+        for c in cases:
+            reg.run(c)  # builds Paddle specs, calls, converts every attr back
 
-        n = len(cases)
-        pc, nc = best_per_call(port_call, n, repeat), best_per_call(native_call, n, repeat)
-        pt, nt = best_per_call(port_trip, n, repeat), best_per_call(native_trip, n, repeat)
-        rows.append((rule, pc, nc, pt, nt))
-    return rows
+    n = len(cases)
+    pc, nc = best_per_call(port_call, n, repeat), best_per_call(native_call, n, repeat)
+    pt, nt = best_per_call(port_trip, n, repeat), best_per_call(native_trip, n, repeat)
+    return rule, pc, nc, pt, nt
 
 
 def bench_pir(n_cases: int) -> list[tuple[str, int, float]]:
