@@ -1,0 +1,187 @@
+"""``python -m paddle_spmd_port compat-test PATH... [--backend port|native|both]``
+
+Runs unedited Paddle-style SPMD rule test files (unittest, the style of Paddle's
+``test/auto_parallel/spmd_rules/test_*_rule.py``) against the port and against native Paddle,
+one subprocess per (backend, file), and prints the per-test results side by side::
+
+    test                                    port    native
+    TestLayerNormRule.test_forward          pass    pass
+    TestLayerNormRule.test_reverse          pass    pass
+    summary: 2 tests | port: 2 pass | native: 2 pass | same result 2/2 | OK
+
+A directory argument means its ``test_*.py`` files. Exit status: 0 when every test passes (or
+is skipped) under every backend run and, with ``both``, both backends give each test the same
+result; 1 otherwise (also when the native backend cannot run because Paddle is missing); 2 on
+bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+OK_STATUSES = frozenset({"pass", "skip", "expected-failure"})
+FILE_ROW = "(whole file)"
+
+
+def expand(paths: Sequence[str]) -> list[Path]:
+    """Files as given; directories become their ``test_*.py`` files, sorted."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files.extend(sorted(path.glob("test_*.py")))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise FileNotFoundError(f"no such test file or directory: {raw}")
+    return files
+
+
+def _child_env(shim: bool) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env.setdefault("GLOG_minloglevel", "2")
+    env.pop("PADDLE_SPMD_COMPAT_SHIM", None)
+    if shim:
+        env["PADDLE_SPMD_COMPAT_SHIM"] = "1"
+    return env
+
+
+def run_backend(path: Path, backend: str, *, shim: bool = False, timeout: float = 300.0) -> dict[str, Any]:
+    """One runner subprocess; a crash or timeout becomes the file's status."""
+    with tempfile.TemporaryDirectory(prefix="spmd_compat_") as tmp:
+        out = Path(tmp) / "report.json"
+        cmd = [sys.executable, "-m", "paddle_spmd_port.compat.runner", "--backend", backend, "--out", str(out)]
+        cmd += ["--shim"] if shim else []
+        try:
+            proc = subprocess.run([*cmd, str(path.resolve())], capture_output=True, text=True, timeout=timeout,
+                                  env=_child_env(shim), cwd=tmp)
+        except subprocess.TimeoutExpired:
+            return {"backend": backend, "status": "timeout", "message": f"no result after {timeout:g} s", "tests": []}
+        if proc.returncode == 0 and out.exists():
+            return json.loads(out.read_text(encoding="utf-8"))
+        if proc.returncode < 0:
+            how = f"killed by {signal.Signals(-proc.returncode).name}"
+        else:
+            how = f"exit code {proc.returncode}"
+        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        return {"backend": backend, "status": "crash", "message": f"runner {how}: {tail}", "tests": []}
+
+
+def compare(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per-test statuses of one file under each backend, whether they agree and all pass.
+
+    A backend whose run of the file failed as a whole (crash, timeout, import error, Paddle
+    missing) gives that status to every test the other backends ran; if none ran any test, the
+    file is one ``(file)`` row.
+    """
+    ran = {b: {row["id"]: row for row in r["tests"]} for b, r in results.items() if r.get("status") == "ran"}
+    ids: list[str] = []
+    for table in ran.values():
+        ids.extend(i for i in table if i not in ids)
+    tests = []
+    for test_id in ids or [FILE_ROW]:
+        statuses, messages = {}, {}
+        for backend, report in results.items():
+            if backend in ran:
+                row = ran[backend].get(test_id, {"status": "missing", "message": "not run by this backend"})
+                statuses[backend], messages[backend] = row["status"], row["message"]
+            else:
+                statuses[backend] = report.get("status", "crash")
+                messages[backend] = ""
+        tests.append({"id": test_id, "status": statuses, "message": messages,
+                      "agree": len(set(statuses.values())) == 1,
+                      "ok": all(s in OK_STATUSES for s in statuses.values())})
+    file_messages = {b: f"{r.get('status')}: {r.get('message', '')}" for b, r in results.items() if b not in ran}
+    return {"tests": tests, "file_messages": file_messages,
+            "ok": bool(ids) and all(t["ok"] and t["agree"] for t in tests)}
+
+
+def _count(tests: list[dict[str, Any]], backend: str) -> str:
+    counts: dict[str, int] = {}
+    for t in tests:
+        status = t["status"][backend]
+        counts[status] = counts.get(status, 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def render(files: list[dict[str, Any]], backends: list[str], environments: dict[str, str]) -> str:
+    lines = ["compat-test: " + " | ".join(f"{b}: {environments.get(b, '?')}" for b in backends)]
+    every: list[dict[str, Any]] = []
+    width = max([len(t["id"]) for f in files for t in f["tests"]] + [20]) + 2
+    for f in files:
+        lines += ["", f["path"], "  " + "test".ljust(width) + "".join(b.ljust(18) for b in backends)]
+        for t in f["tests"]:
+            flag = "" if t["agree"] else "   <-- differs"
+            lines.append("  " + t["id"].ljust(width) + "".join(t["status"][b].ljust(18) for b in backends) + flag)
+        every.extend(t for t in f["tests"])
+    problems = [f"  [{b}] {Path(f['path']).name}::{t['id']}: {t['message'][b]}" for f in files for t in f["tests"]
+                for b in backends if t["status"][b] not in OK_STATUSES and t["message"][b]]
+    problems += [f"  [{b}] {Path(f['path']).name}: {message}" for f in files
+                 for b, message in f["file_messages"].items()]
+    if problems:
+        lines += ["", "messages:", *problems]
+    agree = sum(t["agree"] for t in every)
+    ok = bool(every) and all(f["ok"] for f in files)
+    summary = f"summary: {len(every)} tests in {len(files)} file(s) | " + " | ".join(
+        f"{b}: {_count(every, b)}" for b in backends)
+    if len(backends) > 1:
+        summary += f" | same result {agree}/{len(every)}"
+    lines += ["", summary + (" | OK" if ok else " | FAILED")]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m paddle_spmd_port compat-test",
+        description="Run Paddle-style SPMD rule unittest files against the port and native Paddle, side by side.")
+    parser.add_argument("paths", nargs="+", help="test files, or directories of test_*.py files")
+    parser.add_argument("--backend", choices=("port", "native", "both"), default="both")
+    parser.add_argument("--shim", action="store_true",
+                        help="port backend: use the compat 'paddle' shim even when Paddle is installed")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per file and backend (default 300)")
+    parser.add_argument("--jobs", type=int, default=2, help="runner processes at a time (default 2)")
+    parser.add_argument("--json", dest="json_path", help="also write the full results as JSON here")
+    args = parser.parse_args(argv)
+    try:
+        files = expand(args.paths)
+    except FileNotFoundError as exc:
+        print(f"compat-test: {exc}", file=sys.stderr)
+        return 2
+    if not files:
+        print("compat-test: no test files found", file=sys.stderr)
+        return 2
+    backends = ["port", "native"] if args.backend == "both" else [args.backend]
+    jobs = [(path, backend) for path in files for backend in backends]
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        reports = list(pool.map(lambda job: run_backend(job[0], job[1], shim=args.shim, timeout=args.timeout), jobs))
+    by_file: dict[Path, dict[str, dict[str, Any]]] = {}
+    environments: dict[str, str] = {}
+    for (path, backend), report in zip(jobs, reports, strict=True):
+        by_file.setdefault(path, {})[backend] = report
+        if "environment" in report:
+            environments.setdefault(backend, report["environment"])
+    files_out = [{"path": str(path), **compare(results), "reports": results} for path, results in by_file.items()]
+    print(render(files_out, backends, environments))
+    if "native" in backends and any(r.get("status") == "unavailable" for r in reports):
+        print("native backend unavailable: paddlepaddle is not installed (use --backend port to run the port alone)")
+    ok = all(f["ok"] for f in files_out)
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps({"backends": backends, "environments": environments,
+                                                    "files": files_out, "ok": ok}, indent=1), encoding="utf-8")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

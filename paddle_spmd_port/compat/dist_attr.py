@@ -1,0 +1,192 @@
+"""``TensorDistAttr`` and ``DistTensorSpec`` with the Python surface of Paddle 3.3.1's
+``paddle.distributed.auto_parallel.static.dist_attribute`` classes, as SPMD rule tests use it.
+
+    call                                       Paddle 3.3.1 (and this module)
+    TensorDistAttr()                           no mesh (process_mesh is None), dims_mapping []
+    attr.dims_mapping = (0, -1)                stored as [0, -1]; ints, bools and numpy ints accepted
+    attr._set_partial_dims([1])                Partial(SUM) on mesh dim 1
+    attr._is_partial() / ._is_partial(1)       True / True;  attr._partial_dims() -> {1}
+    DistTensorSpec([64, 32], attr)             copies attr (later edits of attr don't reach the spec)
+    DistTensorSpec(spec)                       an independent copy
+    spec.shape = [np.prod(s)]                  stored as a list of ints
+    spec.dims_mapping(), spec.process_mesh()   methods; the mesh of a mesh-less spec is an empty mesh
+    DistTensorSpec([0], TensorDistAttr())      Paddle's stand-in for a missing optional tensor
+
+Where Paddle 3.3.1 crashes the interpreter (partial on an attr without a mesh, or on a mesh dim
+outside the mesh) these classes raise ValueError instead.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable
+from typing import Any
+
+from ..types import DistAttr
+from ..types import DistTensorSpec as PortSpec
+from .mesh import CoreProcessMesh, as_core_mesh, from_port_mesh
+
+
+def _int_list(values: Any, what: str) -> list[int]:
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{what}(): incompatible function arguments; expected list[int], got {values!r}")
+    try:
+        return [operator.index(v) for v in values]
+    except TypeError:
+        raise TypeError(f"{what}(): incompatible function arguments; expected list[int], got {values!r}") from None
+
+
+class TensorDistAttr:
+    """How one tensor is laid out on a mesh: ``process_mesh``, ``dims_mapping`` and the mesh dims
+    on which it is Partial(SUM)."""
+
+    __slots__ = ("_mesh", "_dims_mapping", "_partial")
+    __hash__ = None  # type: ignore[assignment]  # unhashable, like Paddle's
+
+    def __init__(self) -> None:
+        self._mesh: CoreProcessMesh | None = None
+        self._dims_mapping: list[int] = []
+        self._partial: set[int] = set()
+
+    # --- public attributes -------------------------------------------------------------------
+    @property
+    def dims_mapping(self) -> list[int]:
+        return list(self._dims_mapping)
+
+    @dims_mapping.setter
+    def dims_mapping(self, value: Iterable[int]) -> None:
+        self._dims_mapping = _int_list(value, "dims_mapping")
+
+    @property
+    def process_mesh(self) -> CoreProcessMesh | None:
+        return None if self._mesh is None or self._mesh.empty() else self._mesh
+
+    @process_mesh.setter
+    def process_mesh(self, mesh: Any) -> None:
+        self._mesh = as_core_mesh(mesh)
+
+    @property
+    def multi_dims_mapping(self) -> list[list[int]]:
+        """Per tensor axis, the mesh dims that split it (``[]`` for replicated)."""
+        return [[] if m == -1 else [m] for m in self._dims_mapping]
+
+    # --- partial status ----------------------------------------------------------------------
+    def _is_partial(self, mesh_axis: int = -1) -> bool:
+        return bool(self._partial) if mesh_axis == -1 else mesh_axis in self._partial
+
+    def _partial_dims(self) -> set[int]:
+        return set(self._partial)
+
+    def _set_partial_dims(self, dims: Iterable[int]) -> None:
+        """Mark ``dims`` Partial(SUM), one after the other, with Paddle's two checks (already
+        partial, or sharding an axis), plus a check for a mesh that has the dim at all."""
+        for dim in _int_list(dims, "_set_partial_dims"):
+            if dim in self._partial:
+                raise ValueError(f"(InvalidArgument) Trying to Set dim {dim} as Partial which is already a "
+                                 "Partial dim.")
+            mesh = self.process_mesh
+            if mesh is None or not 0 <= dim < mesh.ndim:
+                where = ("the TensorDistAttr has no process_mesh" if mesh is None
+                         else f"the mesh has dims 0..{mesh.ndim - 1}")
+                raise ValueError(f"(InvalidArgument) Cannot set mesh dim {dim} as Partial: {where} "
+                                 "(Paddle 3.3.1 crashes here); set process_mesh first and use a dim of that mesh.")
+            if dim in self._dims_mapping:
+                raise ValueError(f"(InvalidArgument) Trying to Set dim {dim} as Partial which is a Sharding dim.")
+            self._partial.add(dim)
+
+    def _clean_partial_dims(self, dims: Iterable[int]) -> None:
+        for dim in _int_list(dims, "_clean_partial_dims"):
+            if dim not in self._partial:
+                raise ValueError(f"(InvalidArgument) Trying to clean Partial on dim {dim} but it is not Partial.")
+            self._partial.discard(dim)
+
+    def _clean_partial_status(self) -> None:
+        self._partial.clear()
+
+    # --- conversions ---------------------------------------------------------------------------
+    def copy(self) -> TensorDistAttr:
+        twin = TensorDistAttr()
+        twin._mesh, twin._dims_mapping, twin._partial = self._mesh, list(self._dims_mapping), set(self._partial)
+        return twin
+
+    @classmethod
+    def from_port(cls, attr: DistAttr) -> TensorDistAttr:
+        """A rule's answer (the port's :class:`~paddle_spmd_port.types.DistAttr`) in Paddle's shape."""
+        made = cls()
+        made._mesh = from_port_mesh(attr.mesh)
+        made._dims_mapping = list(attr.dims_mapping)
+        made._partial = set(attr.partial_dims)
+        return made
+
+    # --- comparisons and text ------------------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TensorDistAttr):
+            return False
+        return (self.process_mesh == other.process_mesh if self.process_mesh is not None
+                else other.process_mesh is None) and \
+            self._dims_mapping == other._dims_mapping and self._partial == other._partial
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __str__(self) -> str:
+        mesh = self._mesh if self._mesh is not None else CoreProcessMesh()
+        axes = "".join("[] " if m == -1 else f"[{m}] " for m in self._dims_mapping)
+        dynamic = ",".join("0" for _ in self._dims_mapping)
+        partial = "".join(f"Partial(dims:{d}, SUM), " for d in sorted(self._partial))
+        return (f"{{process_mesh: {mesh}, dim_mappings: [{axes}], batch_dim: 0, chunk_id: 0, skip_check_mesh: 0, "
+                f"dynamic_dims: [{dynamic}], annotated: [], partial: [{partial}], split_factor: .}}")
+
+
+class DistTensorSpec:
+    """A tensor's global shape plus its ``TensorDistAttr``, the argument type of SPMD rules.
+
+    ``DistTensorSpec()``, ``DistTensorSpec(other_spec)`` (a copy) and ``DistTensorSpec(shape,
+    dist_attr)`` (copies ``dist_attr``) are the constructors Paddle offers.
+    """
+
+    __slots__ = ("_shape", "_attr")
+
+    def __init__(self, *args: Any) -> None:
+        if not args:
+            self._shape, self._attr = [], TensorDistAttr()
+        elif len(args) == 1 and isinstance(args[0], DistTensorSpec):
+            self._shape, self._attr = list(args[0]._shape), args[0]._attr.copy()
+        elif len(args) == 2 and isinstance(args[1], TensorDistAttr):
+            self._shape, self._attr = _int_list(args[0], "DistTensorSpec"), args[1].copy()
+        else:
+            raise TypeError(
+                "__init__(): incompatible constructor arguments. The following argument types are supported: "
+                "DistTensorSpec(), DistTensorSpec(DistTensorSpec), DistTensorSpec(list[int], TensorDistAttr); "
+                f"invoked with {args!r}")
+
+    @property
+    def shape(self) -> list[int]:
+        return list(self._shape)
+
+    @shape.setter
+    def shape(self, value: Iterable[int]) -> None:
+        self._shape = _int_list(value, "shape")
+
+    def dims_mapping(self) -> list[int]:
+        return self._attr.dims_mapping
+
+    def set_dims_mapping(self, dims_mapping: Iterable[int]) -> None:
+        self._attr.dims_mapping = dims_mapping
+
+    def process_mesh(self) -> CoreProcessMesh:
+        return self._attr._mesh if self._attr._mesh is not None else CoreProcessMesh()
+
+    def set_process_mesh(self, mesh: Any) -> None:
+        if mesh is None:
+            raise TypeError("set_process_mesh(): incompatible function arguments; expected a ProcessMesh, got None")
+        self._attr.process_mesh = mesh
+
+    def to_port(self) -> PortSpec:
+        """The port's :class:`~paddle_spmd_port.types.DistTensorSpec` for the same tensor."""
+        attr = self._attr
+        mesh = attr.process_mesh.to_port() if attr.process_mesh is not None else None
+        return PortSpec(tuple(self._shape), tuple(attr._dims_mapping), mesh, frozenset(attr._partial))
+
+    def __str__(self) -> str:
+        return f"{{tensor_shape:[{','.join(map(str, self._shape))}], dist_attr:{self._attr}}}"

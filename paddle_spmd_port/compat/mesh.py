@@ -1,0 +1,196 @@
+"""Process meshes shaped like Paddle's: the C++ ``core.ProcessMesh`` a ``TensorDistAttr`` hands
+back, and the user-facing ``auto.ProcessMesh`` / ``dist.ProcessMesh`` built from a nested list.
+
+    class            built from                    str(...)
+    CoreProcessMesh  shape, process_ids, dim_names {shape: [2,3], process_ids: [0,1,2,3,4,5], dim_names: [d0,d1]}
+    ProcessMesh      mesh=[[0,1,2],[3,4,5]]        shape [2, 3], process_ids [0, 1, 2, 3, 4, 5], dim_names ['d0', 'd1']
+
+As in Paddle 3.3.1, two meshes are equal when their shapes and process ids are equal; the dim
+names are not compared. Any object with ``.shape`` and ``.process_ids`` (a real Paddle mesh
+included) compares and converts too.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+from ..types import ProcessMesh as PortMesh
+
+
+def _ints(values: Any, what: str) -> list[int]:
+    try:
+        return [operator.index(v) for v in values]
+    except TypeError:
+        raise TypeError(f"{what} must be a list of ints, got {values!r}") from None
+
+
+class CoreProcessMesh:
+    """What ``TensorDistAttr.process_mesh`` returns: shape, process ids and dim names, read-only.
+
+    ``CoreProcessMesh()`` is the empty mesh that ``DistTensorSpec.process_mesh()`` reports for a
+    spec whose attr has none.
+    """
+
+    __slots__ = ("_shape", "_process_ids", "_dim_names", "_port")
+
+    def __init__(self, shape: Sequence[int] = (), process_ids: Sequence[int] = (),
+                 dim_names: Sequence[str] = ()) -> None:
+        shape_, ids = _ints(shape, "shape"), _ints(process_ids, "process_ids")
+        names = [str(n) for n in dim_names]
+        if shape_ and (math.prod(shape_) != len(ids) or len(names) != len(shape_)):
+            raise ValueError(f"a mesh of shape {shape_} needs {math.prod(shape_)} process ids and {len(shape_)} "
+                             f"dim names, got {ids} and {names}")
+        self._shape, self._process_ids, self._dim_names = tuple(shape_), tuple(ids), tuple(names)
+        self._port: PortMesh | None = None
+
+    @property
+    def shape(self) -> list[int]:
+        return list(self._shape)
+
+    @property
+    def process_ids(self) -> list[int]:
+        return list(self._process_ids)
+
+    @property
+    def dim_names(self) -> list[str]:
+        return list(self._dim_names)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        return len(self._process_ids)
+
+    def empty(self) -> bool:
+        return not self._process_ids
+
+    def contains(self, process_id: int) -> bool:
+        return process_id in self._process_ids
+
+    def dim_size(self, dim: int | str) -> int:
+        index = self._dim_names.index(dim) if isinstance(dim, str) else operator.index(dim)
+        return self._shape[index]
+
+    def to_port(self) -> PortMesh | None:
+        """The port's own mesh type (``None`` for the empty mesh)."""
+        if self.empty():
+            return None
+        if self._port is None:
+            self._port = PortMesh(self._shape, self._process_ids, self._dim_names)
+        return self._port
+
+    def __eq__(self, other: object) -> bool:
+        shape, ids = getattr(other, "shape", None), getattr(other, "process_ids", None)
+        if shape is None or ids is None:
+            return False
+        try:
+            return list(self._shape) == list(shape) and list(self._process_ids) == list(ids)
+        except TypeError:
+            return False
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash((self._shape, self._process_ids))
+
+    def __str__(self) -> str:
+        def join(items: Sequence[Any]) -> str:
+            return ",".join(map(str, items))
+        return f"{{shape: [{join(self._shape)}], process_ids: [{join(self._process_ids)}], " \
+               f"dim_names: [{join(self._dim_names)}]}}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(shape={self.shape}, process_ids={self.process_ids}, dim_names={self.dim_names})"
+
+
+def _nested_shape(mesh: Any) -> tuple[list[int], list[int]]:
+    """(shape, row-major ids) of a rectangular nested list or a numpy array."""
+    if hasattr(mesh, "shape") and hasattr(mesh, "tolist") and hasattr(mesh, "flatten"):
+        return _ints(mesh.shape, "mesh shape"), mesh.flatten().tolist()
+    if not isinstance(mesh, list):
+        return [], [mesh]
+    if not mesh:
+        raise ValueError("The mesh must not be empty.")
+    parts = [_nested_shape(item) for item in mesh]
+    inner = parts[0][0]
+    if any(shape != inner for shape, _ in parts):
+        raise ValueError(f"The mesh must be rectangular, got {mesh!r}.")
+    return [len(mesh), *inner], [pid for _, ids in parts for pid in ids]
+
+
+class ProcessMesh(CoreProcessMesh):
+    """Drop-in for ``auto.ProcessMesh`` / ``dist.ProcessMesh`` as SPMD rule tests use it:
+    ``ProcessMesh([[0, 1, 2], [3, 4, 5]])``, ``ProcessMesh(mesh=..., dim_names=["x", "y"])`` or
+    ``ProcessMesh(shape=[2, 3], process_ids=range(6))``. Default dim names are ``d0, d1, ...``."""
+
+    __slots__ = ()
+
+    def __init__(self, mesh: Any = None, dim_names: list[str] | None = None,
+                 shape: Sequence[int] | None = None, process_ids: Sequence[int] | None = None) -> None:
+        if mesh is None:
+            if shape is None or process_ids is None:
+                raise ValueError("ProcessMesh needs a mesh, or both shape and process_ids.")
+            shape_, ids = _ints(shape, "shape"), list(process_ids)
+        elif isinstance(mesh, list) or hasattr(mesh, "tolist"):
+            shape_, ids = _nested_shape(mesh)
+        else:
+            raise ValueError("The mesh must be an instance of list or np.ndarray.")
+        if any(isinstance(p, bool) or not isinstance(p, int) for p in ids):
+            raise ValueError(f"All elements of the mesh must be integer, got {ids}.")
+        if ids and min(ids) < 0:
+            raise ValueError("All elements of the mesh must be >= 0.")
+        if len(set(ids)) != len(ids) or math.prod(shape_) != len(ids):
+            raise ValueError(f"All elements of the mesh must be unique and fill shape {shape_}, got {ids}.")
+        if dim_names is not None and not isinstance(dim_names, list):
+            raise ValueError("The dim_names must be an instance of list.")
+        names = [f"d{i}" for i in range(len(shape_))] if dim_names is None else list(dim_names)
+        if len(names) != len(shape_) or len(set(names)) != len(names):
+            raise ValueError(f"dim_names {names} must be {len(shape_)} distinct names for a mesh of shape {shape_}.")
+        super().__init__(shape_, ids, names)
+
+    @property
+    def mesh(self) -> Any:
+        """The process ids laid out in the mesh's shape (a numpy array when numpy is installed)."""
+        nested: Any = list(self._process_ids)
+        for size in reversed(self._shape[1:]):
+            nested = [nested[i:i + size] for i in range(0, len(nested), size)]
+        try:
+            import numpy as np
+        except ImportError:
+            return nested
+        return np.array(nested)
+
+    def get_dim_size(self, dim: int | str | None) -> int:
+        return 1 if dim is None else self.dim_size(dim)
+
+    def __str__(self) -> str:
+        return f"shape {self.shape}, process_ids {self.process_ids}, dim_names {self.dim_names}"
+
+
+def as_core_mesh(mesh: Any) -> CoreProcessMesh | None:
+    """Accept a compat mesh, any object with ``shape/process_ids/dim_names`` (a real Paddle
+    mesh), or ``None``; raise TypeError like Paddle's binding for anything else."""
+    if mesh is None or type(mesh) is CoreProcessMesh:
+        return mesh
+    if isinstance(mesh, CoreProcessMesh):  # an auto-style ProcessMesh: keep only the core view, as Paddle does
+        core = CoreProcessMesh(mesh._shape, mesh._process_ids, mesh._dim_names)
+        core._port = mesh._port
+        return core
+    if all(hasattr(mesh, name) for name in ("shape", "process_ids", "dim_names")):
+        return CoreProcessMesh(list(mesh.shape), list(mesh.process_ids), list(mesh.dim_names))
+    raise TypeError(f"process_mesh(): incompatible argument {mesh!r}; expected a ProcessMesh "
+                    "(paddle_spmd_port.compat.ProcessMesh, or any object with shape, process_ids and dim_names)")
+
+
+def from_port_mesh(mesh: PortMesh | None) -> CoreProcessMesh | None:
+    if mesh is None:
+        return None
+    core = CoreProcessMesh(mesh.shape, mesh.process_ids or (), mesh.dim_names or ())
+    core._port = mesh
+    return core

@@ -1,0 +1,137 @@
+"""Run one Paddle-style unittest file under one backend, in this process, and write a JSON report.
+
+    python -m paddle_spmd_port.compat.runner --backend port|native [--shim] --out report.json test_x.py
+
+``port`` installs the compat API first (:mod:`paddle_spmd_port.compat.swap`); ``native`` leaves
+Paddle alone. ``compat-test`` starts this once per (backend, file), so a swap never leaks and a
+native crash costs one file. Report::
+
+    {"backend": "port", "environment": "paddle 3.3.1 with compat swapped in",
+     "file": "...", "status": "ran" | "import-error" | "unavailable", "message": "...",
+     "tests": [{"id": "TestLayerNorm.test_forward", "status": "pass" | "fail" | "error" | "skip"
+                | "expected-failure" | "unexpected-success", "message": "..."}]}
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import io
+import json
+import sys
+import traceback
+import unittest
+from pathlib import Path
+from typing import Any
+
+from .swap import install_port_backend, paddle_installed
+
+
+def _last_line(text: str, limit: int = 400) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    line = lines[-1].strip() if lines else ""
+    return line if len(line) <= limit else line[:limit] + "..."
+
+
+class _Recorder(unittest.TestResult):
+    """Keeps one (id, status, message) row per test, in run order."""
+
+    def __init__(self, module_name: str) -> None:
+        super().__init__()
+        self.rows: list[dict[str, str]] = []
+        self._prefix = module_name + "."
+
+    def _id(self, test: unittest.TestCase) -> str:
+        test_id = test.id()
+        return test_id[len(self._prefix):] if test_id.startswith(self._prefix) else test_id.replace(self._prefix, "")
+
+    def _add(self, test: unittest.TestCase, status: str, message: str = "") -> None:
+        self.rows.append({"id": self._id(test), "status": status, "message": message})
+
+    def addSuccess(self, test):  # noqa: N802 - unittest's API
+        super().addSuccess(test)
+        self._add(test, "pass")
+
+    def addFailure(self, test, err):  # noqa: N802
+        super().addFailure(test, err)
+        self._add(test, "fail", _last_line(self._exc_info_to_string(err, test)))
+
+    def addError(self, test, err):  # noqa: N802
+        super().addError(test, err)
+        self._add(test, "error", _last_line(self._exc_info_to_string(err, test)))
+
+    def addSkip(self, test, reason):  # noqa: N802
+        super().addSkip(test, reason)
+        self._add(test, "skip", reason)
+
+    def addExpectedFailure(self, test, err):  # noqa: N802
+        super().addExpectedFailure(test, err)
+        self._add(test, "expected-failure")
+
+    def addUnexpectedSuccess(self, test):  # noqa: N802
+        super().addUnexpectedSuccess(test)
+        self._add(test, "unexpected-success")
+
+    def addSubTest(self, test, subtest, err):  # noqa: N802
+        super().addSubTest(test, subtest, err)
+        if err is not None:
+            failed = issubclass(err[0], test.failureException)
+            self._add(subtest, "fail" if failed else "error", _last_line(self._exc_info_to_string(err, test)))
+
+
+def run_file(path: Path) -> dict[str, Any]:
+    """Import ``path`` as a fresh module and run its unittest tests."""
+    module_name = "spmd_compat_" + "".join(c if c.isalnum() else "_" for c in path.stem)
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        return {"status": "import-error", "message": f"cannot load {path} as a Python module", "tests": []}
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:  # noqa: BLE001 - any import failure is the file's outcome
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        return {"status": "import-error", "message": _last_line(text), "tests": []}
+    suite = unittest.defaultTestLoader.loadTestsFromModule(module)
+    recorder = _Recorder(module_name)
+    captured = io.StringIO()
+    real_out, real_err = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = captured
+    try:
+        suite.run(recorder)
+    finally:
+        sys.stdout, sys.stderr = real_out, real_err
+    return {"status": "ran", "message": "", "tests": recorder.rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m paddle_spmd_port.compat.runner",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--backend", choices=("port", "native"), required=True)
+    parser.add_argument("--shim", action="store_true",
+                        help="port backend: use the compat shim even if Paddle is installed")
+    parser.add_argument("--out", required=True, help="where to write the JSON report")
+    parser.add_argument("path")
+    args = parser.parse_args(argv)
+    report: dict[str, Any] = {"backend": args.backend, "file": args.path}
+    if args.backend == "port":
+        report["environment"] = install_port_backend(force_shim=True if args.shim else None)
+    elif paddle_installed():
+        import warnings
+
+        warnings.filterwarnings("ignore")
+        import paddle
+
+        report["environment"] = f"paddle {paddle.__version__}"
+    else:
+        report["environment"] = "no paddle"
+        report.update(status="unavailable", message="paddlepaddle is not installed", tests=[])
+    if "status" not in report:
+        report.update(run_file(Path(args.path).resolve()))
+    Path(args.out).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""``get_phi_spmd_rule`` / ``contains_spmd_rule`` and rule objects that take their arguments the
+way Paddle 3.3.1's ``core.SpmdRule`` does, backed by the port's pure rules.
+
+Paddle's binding sorts positional arguments by type: a ``DistTensorSpec`` (or a list of them) is
+the next tensor, anything else the next attribute. Attributes are typed from the Python value
+(bool ``b``, int ``i``, float ``f``, str, lists) and the rule accepts only its declared type.
+
+    name        method           tensors (in order)                         attributes
+    layer_norm  infer_forward    x, scale, bias                             epsilon: float, begin_norm_axis: int
+    layer_norm  infer_backward   x, scale, bias, out, mean, variance        epsilon: float, begin_norm_axis: int
+    batch_norm  infer_forward    x, mean, variance, scale, bias             (none; extra ones are ignored)
+    batch_norm  infer_backward   RuntimeError (NotFound), like Paddle
+    replicated  infer_forward    [inputs], [outputs]                        (none)
+    replicated  infer_backward   [inputs], [outputs]                        (none)
+
+Behaviour, as in Paddle: extra trailing tensors and attributes are ignored; a wrongly typed
+attribute raises ``ValueError("(InvalidArgument) Attribute cast error in InferSpmd Context, ...")``;
+a value of no supported type raises ``ValueError("(InvalidArgument) infer_spmd(): argument
+(position N) must be int, float, bool or Tensor, ...")``; sharding conflicts raise
+NotImplementedError, Paddle's own checks ValueError, unknown rules RuntimeError.
+Where Paddle crashes the interpreter (too few arguments, a list where one tensor is expected)
+these raise TypeError with the expected signature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidSpecError, PaddleInvalidArgument, RuleNotFoundError, ShardingConflictError, SpmdError
+from ..rules import get_spmd_rule
+from ..types import SpmdResult
+from .dist_attr import DistTensorSpec, TensorDistAttr
+from .replicated import replicated_infer_spmd, replicated_infer_spmd_reverse
+
+INT32 = (-(2 ** 31), 2 ** 31 - 1)
+
+#: C++ type names that Paddle's attribute-cast message prints, by the Python value's type.
+CPP_TYPE = {
+    "b": "b", "i": "i", "f": "f",
+    "str": "NSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
+    "list[b]": "St6vectorIbSaIbEE", "list[i]": "St6vectorIiSaIiEE", "list[f]": "St6vectorIfSaIfEE",
+    "list[]": "St6vectorIlSaIlEE",
+}
+PY_TYPE = {"f": "float", "i": "int", "b": "bool"}
+
+
+def _type_name(value: Any) -> str:
+    cls = type(value)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _check_int32(value: int) -> None:
+    if not INT32[0] <= value <= INT32[1]:
+        raise IndexError(f"(OutOfRange) Integer value {value} exceeds int32 range [{INT32[0]}, {INT32[1]}]")
+
+
+def attribute_kind(value: Any, position: int) -> str:
+    """Paddle's classification of one non-tensor argument (a key of :data:`CPP_TYPE`)."""
+    if isinstance(value, bool):
+        return "b"
+    if isinstance(value, int):
+        _check_int32(value)
+        return "i"
+    if isinstance(value, float):
+        return "f"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, list):
+        if not value:
+            return "list[]"
+        first = attribute_kind(value[0], position) if isinstance(value[0], (bool, int, float)) else None
+        if first is None:
+            raise ValueError(f"(InvalidArgument) infer_spmd(): argument (position {position}) must be list of int, "
+                             f"float, bool or Tensor, but got {_type_name(value[0])}")
+        for index, item in enumerate(value[1:], start=1):
+            same = isinstance(item, (bool, int, float)) and attribute_kind(item, position) == first
+            if not same:
+                raise TypeError(f"(InvalidType) infer_spmd(): argument (position {position + 1}) must be list of "
+                                f"{PY_TYPE[first]}, but got {_type_name(item)} at pos {index}")
+        return f"list[{first}]"
+    raise ValueError(f"(InvalidArgument) infer_spmd(): argument (position {position}) must be int, float, bool or "
+                     f"Tensor, but got {_type_name(value)}")
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What one rule method reads: tensor slots (``vector`` = a list of specs) and typed attributes."""
+
+    fn: Callable[..., SpmdResult]
+    tensors: tuple[str, ...]
+    attributes: tuple[tuple[str, str], ...] = ()
+    vector: bool = False
+    optional: frozenset[str] = frozenset()
+    """Slots where a mesh-less rank-1 spec (Paddle's ``DistTensorSpec([0], TensorDistAttr())``)
+    means "no tensor": the rules read nothing of it but its rank, whatever dims_mapping it holds."""
+
+    def describe(self, rule: str, method: str) -> str:
+        tensors = [f"[{t}]" if self.vector else t for t in self.tensors]
+        attrs = [f"{name}: {PY_TYPE[kind]}" for name, kind in self.attributes]
+        return f"{rule}.{method}({', '.join(tensors + attrs)})"
+
+
+_PREFIX = {ShardingConflictError: "(Unimplemented) ", PaddleInvalidArgument: "(InvalidArgument) ",
+           RuleNotFoundError: "(NotFound) "}
+
+
+def _paddle_worded(exc: SpmdError) -> SpmdError:
+    """The same exception class, its message led by Paddle's error-type tag."""
+    message = str(exc)
+    if isinstance(exc, InvalidSpecError):
+        message = f"(InvalidArgument) paddle_spmd_port rejects this input (Paddle does not check it): {message}"
+    else:
+        prefix = next((p for cls, p in _PREFIX.items() if isinstance(exc, cls)), "")
+        message = message if message.startswith("(") else prefix + message
+    return type(exc)(message, kind=exc.kind)
+
+
+def _is_absent(spec: DistTensorSpec) -> bool:
+    return spec.process_mesh().empty() and len(spec.shape) == 1
+
+
+class SpmdRule:
+    """A registered rule: ``infer_forward(*args)`` / ``infer_backward(*args)`` return
+    ``(list_of_input_attrs, list_of_output_attrs)`` of :class:`TensorDistAttr`."""
+
+    def __init__(self, name: str, forward: Signature, backward: Signature | None) -> None:
+        self.name, self._forward, self._backward = name, forward, backward
+
+    def __repr__(self) -> str:
+        return f"<paddle_spmd_port.compat.SpmdRule {self.name!r}>"
+
+    def infer_forward(self, *args: Any) -> tuple[list[TensorDistAttr], list[TensorDistAttr]]:
+        return self._call("infer_forward", self._forward, args)
+
+    def infer_backward(self, *args: Any) -> tuple[list[TensorDistAttr], list[TensorDistAttr]]:
+        if self._backward is None:
+            raise RuleNotFoundError("(NotFound) Current SpmdRule's backward function is not found, Please make sure "
+                                    "that you have registered the rule correctly.")
+        return self._call("infer_backward", self._backward, args)
+
+    def _call(self, method: str, sig: Signature, args: tuple[Any, ...]) -> tuple[list[TensorDistAttr],
+                                                                                  list[TensorDistAttr]]:
+        tensors: list[DistTensorSpec | list[DistTensorSpec]] = []
+        attributes: list[tuple[Any, str]] = []
+        for position, arg in enumerate(args):
+            if isinstance(arg, DistTensorSpec):
+                tensors.append(arg)
+            elif isinstance(arg, list) and arg and all(isinstance(a, DistTensorSpec) for a in arg):
+                tensors.append(list(arg))
+            elif sig.vector and isinstance(arg, list) and not arg and len(tensors) < len(sig.tensors):
+                tensors.append([])
+            else:
+                attributes.append((arg, attribute_kind(arg, position)))
+        if len(tensors) < len(sig.tensors) or len(attributes) < len(sig.attributes):
+            raise TypeError(
+                f"{sig.describe(self.name, method)} got {len(tensors)} tensor argument(s) and {len(attributes)} "
+                f"attribute(s); pass every tensor (DistTensorSpec([0], TensorDistAttr()) for a missing optional one) "
+                "and every attribute positionally (Paddle 3.3.1 crashes on too few arguments)")
+        tensors = tensors[:len(sig.tensors)]
+        for slot, tensor in zip(sig.tensors, tensors, strict=True):
+            if isinstance(tensor, list) and not sig.vector:
+                raise TypeError(f"{sig.describe(self.name, method)}: {slot} must be one DistTensorSpec, "
+                                "not a list (Paddle 3.3.1 crashes on this)")
+        values = []
+        for (_, want), (value, kind) in zip(sig.attributes, attributes, strict=False):
+            if kind != want:
+                raise ValueError(f"(InvalidArgument) Attribute cast error in InferSpmd Context, the input attr type "
+                                 f"is `{CPP_TYPE[kind]}`, but the expected attribute type is `{CPP_TYPE[want]}`.")
+            values.append(value)
+        if sig.vector:
+            port_args: list[Any] = [[s.to_port() for s in (t if isinstance(t, list) else [t])] for t in tensors]
+        else:
+            port_args = [None if slot in sig.optional and _is_absent(t) else t.to_port()  # type: ignore[union-attr]
+                         for slot, t in zip(sig.tensors, tensors, strict=True)]
+        try:
+            result = sig.fn(*port_args, *values)
+        except SpmdError as exc:
+            raise _paddle_worded(exc) from None
+        return ([TensorDistAttr.from_port(a) for a in result.inputs],
+                [TensorDistAttr.from_port(a) for a in result.outputs])
+
+
+def _registry() -> dict[str, SpmdRule]:
+    ln_attrs = (("epsilon", "f"), ("begin_norm_axis", "i"))
+    scale_bias = frozenset({"scale", "bias"})
+    layer_norm, batch_norm = get_spmd_rule("layer_norm"), get_spmd_rule("batch_norm")
+    assert layer_norm.backward is not None
+    return {
+        "layer_norm": SpmdRule(
+            "layer_norm",
+            Signature(layer_norm.forward, ("x", "scale", "bias"), ln_attrs, optional=scale_bias),
+            Signature(layer_norm.backward, ("x", "scale", "bias", "out", "mean", "variance"), ln_attrs,
+                      optional=scale_bias)),
+        "batch_norm": SpmdRule(
+            "batch_norm", Signature(batch_norm.forward, ("x", "mean", "variance", "scale", "bias"),
+                                    optional=scale_bias), None),
+        "replicated": SpmdRule(
+            "replicated",
+            Signature(replicated_infer_spmd, ("inputs", "outputs"), vector=True),
+            Signature(replicated_infer_spmd_reverse, ("inputs", "outputs"), vector=True)),
+    }
+
+
+RULES: dict[str, SpmdRule] = _registry()
+
+
+def contains_spmd_rule(name: str) -> bool:
+    """True for the rule names this package serves (those Paddle 3.3.1 registers for these ops)."""
+    return name in RULES
+
+
+def get_phi_spmd_rule(name: str) -> SpmdRule:
+    try:
+        return RULES[name]
+    except KeyError:
+        raise RuleNotFoundError(
+            f"(NotFound) `{name}` Kernel's Spmd rules is not registered.\n  [Hint: paddle_spmd_port.compat "
+            f"serves only {', '.join(sorted(RULES))}.]") from None
+
+
+def rule_names() -> Sequence[str]:
+    return tuple(RULES)
