@@ -28,12 +28,16 @@ class RuleTally:
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     native_seconds: float = 0.0
     port_seconds: float = 0.0
+    invalid_native: dict[str, int] = field(default_factory=dict)
+    """For port-rejects-invalid cases: what Paddle did instead (result = garbage accepted, crash, error)."""
 
     def add(self, case: Case, port: Outcome, native: Outcome, cmp: Comparison) -> None:
         self.cases += 1
         self.cells += cmp.cells
         self.matching_cells += cmp.matching_cells
         self.verdicts[cmp.verdict] += 1
+        if cmp.verdict == "port-rejects-invalid":
+            self.invalid_native[native.status] = self.invalid_native.get(native.status, 0) + 1
         if cmp.verdict == "match" or cmp.verdict == "both-raise-same":
             return
         kept = self.examples.setdefault(cmp.verdict, [])
@@ -50,6 +54,7 @@ class RuleTally:
     def to_json(self) -> dict[str, Any]:
         return {"rule": self.rule, "backend": self.backend, "cases": self.cases, "cells": self.cells,
                 "matching_cells": self.matching_cells, "verdicts": self.verdicts, "examples": self.examples,
+                "invalid_native": self.invalid_native,
                 "native_seconds": round(self.native_seconds, 3), "port_seconds": round(self.port_seconds, 3)}
 
 
@@ -124,6 +129,12 @@ class ParityReport:
             "invalid* = input Paddle does not validate (it returned garbage, crashed or raised something else); "
             "*native crash* = Paddle's process died; *unreachable* = the backend cannot express the case.",
         ]
+        invalid = [f"{t.rule}: " + ", ".join(f"{n} {k}" for k, n in sorted(t.invalid_native.items()))
+                   for t in self.tallies.values() if t.invalid_native]
+        if invalid:
+            lines += ["", "What Paddle did with the input the port rejects as invalid (result = accepted "
+                      "silently, crash = process died, error = raised something else):", ""]
+            lines += [f"- {line}" for line in invalid]
         for note in self.notes:
             lines += ["", f"> {note}"]
         for t in self.tallies.values():

@@ -57,8 +57,17 @@ def placements(rank: int, mesh_ndim: int) -> tuple[Placement, ...]:
     return tuple(out)
 
 
+#: Meshes beyond the default numbering and names: Paddle's own tests use ids [[0,1,2],[3,4,5]]
+#: with dim names x, y; the 3-D mesh runs its ids backwards so that ids and positions differ.
+_MESH_IDS_AND_NAMES = {
+    (2, 3): (None, ("x", "y")),
+    (2, 2, 2): ((7, 6, 5, 4, 3, 2, 1, 0), ("dp", "mp", "pp")),
+}
+
+
 def mesh_of(shape: tuple[int, ...]) -> ProcessMesh:
-    return ProcessMesh(shape)
+    ids, names = _MESH_IDS_AND_NAMES.get(shape, (None, None))
+    return ProcessMesh(shape, ids, names)
 
 
 def _spec(shape: Sequence[int], placement: Placement, mesh: ProcessMesh) -> DistTensorSpec:
@@ -141,13 +150,27 @@ def _bn_invalid(rule: str, with_format: bool) -> Iterator[Case]:
     yield make(mesh, [DistTensorSpec((8, 6, 4, 4), (-1, 1, -1), mesh), stat, stat, stat, stat], attrs)
 
 
+def _bn_mixed_meshes(rule: str, with_format: bool) -> Iterator[Case]:
+    """mean/variance/scale on other meshes than x: each returned attr copies its own source's mesh."""
+    make = _Ids(rule, "mixed-mesh")
+    mesh, other = mesh_of((2, 3)), ProcessMesh((3, 2), (5, 4, 3, 2, 1, 0), ("a", "b"))
+    attrs = (("data_format", "NCHW"),) if with_format else ()
+    for x_dm in ((0, 1, -1, -1), (-1, 0, -1, 1), (-1, -1, -1, -1)):
+        x = DistTensorSpec(X_SHAPES[4], x_dm, mesh)
+        for odd in range(4):
+            stats = [_rep((6,), other if k == odd else mesh) for k in range(4)]
+            yield make(mesh, [x, *stats], attrs)
+
+
 def _grid_batch_norm_static() -> Iterator[Case]:
     yield from _bn_forward("batch_norm_static", ("",))
+    yield from _bn_mixed_meshes("batch_norm_static", False)
     yield from _bn_invalid("batch_norm_static", False)
 
 
 def _grid_batch_norm() -> Iterator[Case]:
     yield from _bn_forward("batch_norm", BN_DATA_FORMATS)
+    yield from _bn_mixed_meshes("batch_norm", True)
     yield from _bn_invalid("batch_norm", True)
 
 
@@ -223,8 +246,14 @@ def _grid_layer_norm() -> Iterator[Case]:
                     for m in range(-1, mesh.ndim):
                         dm = tuple([m] + [-1] * (rank - 1))
                         yield make(mesh, [_spec(x_shape, (dm, frozenset()), mesh), scale, bias], attrs)
+    mixed = _Ids("layer_norm", "mixed-mesh")  # scale/bias on another mesh: each attr keeps its own
+    mesh, other = mesh_of((2, 3)), ProcessMesh((3, 2), (5, 4, 3, 2, 1, 0), ("a", "b"))
+    for b in (1, 2):
+        for x_dm in ((0, 1, -1), (1, -1, 0), (-1, -1, -1)):
+            scale = DistTensorSpec((_ln_norm_size(X_SHAPES[3], b),), (0,), other)
+            yield mixed(mesh, [DistTensorSpec(X_SHAPES[3], x_dm, mesh), scale, None],
+                        (("epsilon", 1e-5), ("begin_norm_axis", b)))
     bad = _Ids("layer_norm", "invalid")
-    mesh = mesh_of((2, 3))
     for rank in range(1, 5):
         x_shape = X_SHAPES[rank]
         for b in (-1, rank + 1):  # Paddle: ValueError basic_string::_M_create / segfault
