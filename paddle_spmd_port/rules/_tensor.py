@@ -13,7 +13,6 @@ from typing import NamedTuple
 from ..errors import InvalidSpecError, PaddleInvalidArgument
 from ..types import DistAttr, DistTensorSpec, ProcessMesh
 
-
 _NO_PARTIAL: frozenset[int] = frozenset()
 
 
