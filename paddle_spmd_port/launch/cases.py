@@ -1,0 +1,282 @@
+"""Cases for real multi-process runs: one functional-API call on one sharded input.
+
+A :class:`LaunchCase` says which op to call (``F.layer_norm``, ``F.batch_norm`` or
+``paddle.nn.SyncBatchNorm``), on which global shape, how x is placed on which mesh, and the
+op's options. Weight, bias and the running statistics are always placed Replicate; the
+upstream gradient is given exactly the placement the forward output came out with.
+
+The default grids (:func:`default_cases`), for a mesh whose every dim has size 2::
+
+    op          configurations                                    x placements         variants
+    layer_norm  [4,8]/[8]  [4,6,8]/[8],[6,8]  [2,4,6,4]/[4],[6,4],  every R / S(axis)   affine both/none;
+                [4,6,4]   (shape / normalized_shape)              combination (*)      weight-only and
+                                                                                       bias-only for x all
+                                                                                       R or S(0) alone
+    batch_norm  NC [4,6], NCL [4,6,8], NLC [4,8,6], NCHW          as above (*)         training x affine
+                [4,6,2,4], NHWC [4,2,4,6], NCDHW [2,6,2,2,4],                          both/none; eval (2-D
+                NDHWC [2,2,2,4,6]                                                      mesh: when a mesh dim
+                                                                                       is R); weight/bias-
+                                                                                       only with C sharded
+    batch_norm  NCHW, NHWC, NC on a 1x2 / 2x1 mesh (the C axis on a size-1 mesh dim: the only way
+                the rule's "C stays sharded" path runs in 3.3.1)
+
+(*) see :func:`placement_grid`: n+1 placements of a rank-n x on a 1-D mesh, (n+1)^2 - n on a
+2-D mesh. ``sync_batch_norm`` cases are added only for ``backend="gpu"`` (no CPU kernel in Paddle).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+OPS = ("layer_norm", "batch_norm", "sync_batch_norm")
+
+#: ``F.batch_norm``'s layouts and the rank of x each one implies.
+BN_FORMAT_NDIM = {"NC": 2, "NCL": 3, "NLC": 3, "NCHW": 4, "NHWC": 4, "NCDHW": 5, "NDHWC": 5}
+
+
+def op_data_format(data_format: str) -> str:
+    """The layout the batch_norm op actually receives from ``F.batch_norm``: ``'NCHW'`` when the
+    second character is ``'C'``, else ``'NHWC'``."""
+    return "NCHW" if data_format[1] == "C" else "NHWC"
+
+
+def parse_placement(text: str) -> int | None:
+    """``"S(2)"`` -> 2, ``"R"`` -> None."""
+    text = text.strip()
+    if text == "R":
+        return None
+    if text.startswith("S(") and text.endswith(")"):
+        return int(text[2:-1])
+    raise ValueError(f"placement {text!r} is not 'R' or 'S(<axis>)'")
+
+
+def placements_to_dims_mapping(placements: Sequence[str], ndim: int) -> tuple[int, ...]:
+    """Per-mesh-dim placements of an input -> per-tensor-axis dims_mapping.
+
+    ``("S(1)", "R")`` on a rank-3 tensor -> ``(-1, 0, -1)``.
+    """
+    mapping = [-1] * ndim
+    for mesh_dim, text in enumerate(placements):
+        axis = parse_placement(text)
+        if axis is None:
+            continue
+        if not 0 <= axis < ndim:
+            raise ValueError(f"placement {text} names axis {axis} of a rank-{ndim} tensor")
+        if mapping[axis] != -1:
+            raise ValueError(f"axis {axis} is sharded on two mesh dims in {list(placements)}")
+        mapping[axis] = mesh_dim
+    return tuple(mapping)
+
+
+@dataclass(frozen=True)
+class LaunchCase:
+    """One op call on real ranks. ``placements`` are x's, one per mesh dim (``"R"``/``"S(k)"``)."""
+
+    case_id: str
+    op: str
+    shape: tuple[int, ...]
+    mesh_shape: tuple[int, ...]
+    placements: tuple[str, ...]
+    normalized_shape: tuple[int, ...] = ()
+    """layer_norm only."""
+    data_format: str = ""
+    """batch_norm / sync_batch_norm only: the layout given to the functional API."""
+    training: bool = True
+    """batch_norm / sync_batch_norm only."""
+    weight: bool = True
+    bias: bool = True
+    backward: bool = True
+    epsilon: float = 1e-5
+    seed: int = 0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        for name in ("shape", "mesh_shape", "placements", "normalized_shape", "notes"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.op not in OPS:
+            raise ValueError(f"op must be one of {OPS}, got {self.op!r}")
+        if len(self.placements) != len(self.mesh_shape):
+            raise ValueError(f"{self.case_id}: {len(self.placements)} placements for a {len(self.mesh_shape)}-D mesh")
+        placements_to_dims_mapping(self.placements, len(self.shape))
+        if self.op == "layer_norm":
+            k = len(self.normalized_shape)
+            if not 1 <= k <= len(self.shape) or tuple(self.shape[-k:]) != self.normalized_shape:
+                raise ValueError(f"{self.case_id}: normalized_shape {list(self.normalized_shape)} is not a "
+                                 f"trailing part of {list(self.shape)}")
+        elif self.data_format not in BN_FORMAT_NDIM:
+            raise ValueError(f"{self.case_id}: data_format must be one of {sorted(BN_FORMAT_NDIM)}")
+        elif BN_FORMAT_NDIM[self.data_format] != len(self.shape):
+            raise ValueError(f"{self.case_id}: {self.data_format} needs a rank-{BN_FORMAT_NDIM[self.data_format]} x")
+
+    @property
+    def world_size(self) -> int:
+        return math.prod(self.mesh_shape)
+
+    @property
+    def dims_mapping(self) -> tuple[int, ...]:
+        return placements_to_dims_mapping(self.placements, len(self.shape))
+
+    @property
+    def begin_norm_axis(self) -> int:
+        """What ``F.layer_norm`` passes: ``x.ndim - len(normalized_shape)``."""
+        return len(self.shape) - len(self.normalized_shape)
+
+    @property
+    def channel_axis(self) -> int:
+        """The channel axis of x under the data_format the op sees."""
+        return 1 if op_data_format(self.data_format) == "NCHW" else len(self.shape) - 1
+
+    @property
+    def param_shape(self) -> tuple[int, ...]:
+        """Shape of weight/bias: normalized_shape for layer_norm, (C,) for batch norm."""
+        if self.op == "layer_norm":
+            return self.normalized_shape
+        return (self.shape[self.channel_axis],)
+
+    def describe(self) -> str:
+        mesh = "x".join(map(str, self.mesh_shape))
+        parts = [self.op, f"x{list(self.shape)}", f"[{','.join(self.placements)}]@{mesh}"]
+        if self.op == "layer_norm":
+            parts.append(f"ns={list(self.normalized_shape)}")
+        else:
+            parts += [self.data_format, "train" if self.training else "eval"]
+        affine = {(True, True): "w+b", (False, False): "no-affine", (True, False): "w-only", (False, True): "b-only"}
+        parts.append(affine[(self.weight, self.bias)])
+        if not self.backward:
+            parts.append("fwd-only")
+        return " ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key, value in data.items():
+            if isinstance(value, tuple):
+                data[key] = list(value)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LaunchCase:
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown case fields {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**data)
+
+
+def write_cases(cases: Iterable[LaunchCase], path: str | Path) -> int:
+    n = 0
+    with open(path, "w") as fh:
+        for case in cases:
+            fh.write(json.dumps(case.to_json(), separators=(",", ":")) + "\n")
+            n += 1
+    return n
+
+
+def read_cases(path: str | Path) -> list[LaunchCase]:
+    cases = []
+    with open(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    cases.append(LaunchCase.from_json(json.loads(line)))
+                except (ValueError, TypeError, KeyError) as exc:
+                    raise ValueError(f"{path}:{lineno}: bad case: {exc}") from exc
+    ids = [c.case_id for c in cases]
+    if len(ids) != len(set(ids)):
+        raise ValueError(f"{path}: case ids must be unique")
+    return cases
+
+
+def placement_grid(ndim: int, mesh_ndim: int) -> list[tuple[str, ...]]:
+    """Every x placement on a 1-D or 2-D mesh: each mesh dim ``R`` or ``S(axis)``, no axis on two
+    mesh dims. A rank-n tensor has n+1 on a 1-D mesh and (n+1)^2 - n on a 2-D one."""
+    if mesh_ndim not in (1, 2):
+        raise ValueError("default grids exist for 1-D and 2-D meshes only; pass --cases for others")
+    options = ["R"] + [f"S({a})" for a in range(ndim)]
+    if mesh_ndim == 1:
+        return [(p,) for p in options]
+    return [(p0, p1) for p0 in options for p1 in options if p0 == "R" or p0 != p1]
+
+
+def _scaled(shape: Sequence[int], factor: int) -> tuple[int, ...]:
+    return tuple(s * factor for s in shape)
+
+
+#: (shape, normalized_shape) for a mesh whose dims all have size 2; scaled for bigger meshes.
+LN_CONFIGS: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = (
+    ((4, 8), (8,)),
+    ((4, 6, 8), (8,)),
+    ((4, 6, 8), (6, 8)),
+    ((2, 4, 6, 4), (4,)),
+    ((2, 4, 6, 4), (6, 4)),
+    ((2, 4, 6, 4), (4, 6, 4)),
+)
+
+BN_CONFIGS: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("NC", (4, 6)),
+    ("NCL", (4, 6, 8)),
+    ("NLC", (4, 8, 6)),
+    ("NCHW", (4, 6, 2, 4)),
+    ("NHWC", (4, 2, 4, 6)),
+    ("NCDHW", (2, 6, 2, 2, 4)),
+    ("NDHWC", (2, 2, 2, 4, 6)),
+)
+
+_AFFINE_MAIN = ((True, True), (False, False))
+_AFFINE_EXTRA = ((True, False), (False, True))
+
+
+def _factor(mesh_shape: Sequence[int]) -> int:
+    """Shapes are written for mesh dims of size 2; scale so every mesh dim divides every axis."""
+    lcm = math.lcm(*mesh_shape)
+    return max(1, lcm // math.gcd(lcm, 2))
+
+
+def default_cases(mesh_shape: Sequence[int], backend: str = "cpu") -> list[LaunchCase]:
+    """The built-in grid for one launch over ``prod(mesh_shape)`` ranks (see the module table)."""
+    mesh_shape = tuple(mesh_shape)
+    mesh_ndim, factor = len(mesh_shape), _factor(mesh_shape)
+    cases: list[LaunchCase] = []
+
+    def add(**kw: Any) -> None:
+        cases.append(LaunchCase(case_id=f"c{len(cases):04d}", **kw))
+
+    def few(pl: tuple[str, ...], axis: int) -> bool:
+        """The placements that also get the rarer variants: all R, and ``axis`` alone on mesh dim 0."""
+        return set(pl) == {"R"} or (pl[0] == f"S({axis})" and set(pl[1:]) <= {"R"})
+
+    for shape, ns in LN_CONFIGS:
+        shape, ns = _scaled(shape, factor), _scaled(ns, factor)
+        for pl in placement_grid(len(shape), mesh_ndim):
+            for w, b in _AFFINE_MAIN + (_AFFINE_EXTRA if few(pl, 0) else ()):
+                add(op="layer_norm", shape=shape, mesh_shape=mesh_shape, placements=pl, normalized_shape=ns,
+                    weight=w, bias=b)
+    for fmt, shape in BN_CONFIGS:
+        shape = _scaled(shape, factor)
+        c = 1 if fmt[1] == "C" else len(shape) - 1
+        for pl in placement_grid(len(shape), mesh_ndim):
+            with_eval = mesh_ndim == 1 or "R" in pl  # the rule ignores is_test: eval on a subset on 2-D meshes
+            for training in (True, False) if with_eval else (True,):
+                extra = _AFFINE_EXTRA if training and (few(pl, c) or (mesh_ndim == 1 and f"S({c})" in pl)) else ()
+                for w, b in _AFFINE_MAIN + extra:
+                    add(op="batch_norm", shape=shape, mesh_shape=mesh_shape, placements=pl, data_format=fmt,
+                        training=training, weight=w, bias=b)
+    if math.prod(mesh_shape) == 2 and mesh_ndim == 1:
+        # C on a size-1 mesh dim: the rule keeps C sharded and the kernel can run.
+        for fmt, shape in (("NCHW", (4, 6, 2, 4)), ("NHWC", (4, 2, 4, 6)), ("NC", (4, 6))):
+            c = 1 if fmt[1] == "C" else len(shape) - 1
+            for mesh2, pl in (((1, 2), (f"S({c})", "S(0)")), ((2, 1), ("S(0)", f"S({c})")),
+                              ((1, 2), (f"S({c})", "R"))):
+                for training in (True, False):
+                    add(op="batch_norm", shape=shape, mesh_shape=mesh2, placements=pl, data_format=fmt,
+                        training=training)
+    if backend == "gpu":
+        for fmt, shape in (("NCHW", (4, 6, 2, 4)), ("NHWC", (4, 2, 4, 6)), ("NCL", (4, 6, 8))):
+            shape = _scaled(shape, factor)
+            for pl in placement_grid(len(shape), mesh_ndim)[: 2 * len(shape) + 1]:
+                add(op="sync_batch_norm", shape=shape, mesh_shape=mesh_shape, placements=pl, data_format=fmt)
+    return cases

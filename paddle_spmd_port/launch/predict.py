@@ -1,0 +1,265 @@
+"""What the port says a real run of a :class:`~.cases.LaunchCase` will do (pure Python).
+
+The case is mapped onto the rule the op's dist API calls, with the arguments the functional API
+really passes, and the rule's answer is turned into per-mesh-dim placements and local shapes::
+
+    functional call                     forward rule                grad rule
+    F.layer_norm(x, ns, w, b)           layer_norm_infer_spmd       layer_norm_grad_infer_spmd
+                                        begin_norm_axis = x.ndim - len(ns)
+    F.batch_norm(x, rm, rv, w, b, fmt)  batch_norm_infer_spmd       batch_norm_grad_infer_spmd
+                                        data_format = 'NCHW' if fmt[1] == 'C' else 'NHWC'
+    nn.SyncBatchNorm (GPU only)         sync_batch_norm_infer_spmd  sync_batch_norm_grad_infer_spmd
+
+The grad rule gets x as placed by the case, mean/variance (or mean_out, saved_* ...) with the
+forward rule's output mappings, and out_grad with the forward rule's ``out`` mapping (the runner
+feeds the upstream gradient with exactly the placement ``out`` came out with).
+
+What eager mode lets one observe, and so what is compared::
+
+    tensor                     predicted from                       compared
+    out                        forward outputs[0]                   placements, local shape, values
+    mean_out .. saved_variance forward outputs[1..4] (batch_norm)    placements, local shape
+    weight_grad, bias_grad     grad outputs[1], [2]                 placements (Partial too), local shape, values
+    x_grad                     -                                    values only: a leaf's .grad is resharded
+                                                                    back to the leaf's own placement
+    running_mean / _var        -                                    values only: updated in place, they keep
+                                                                    the placement they were given
+
+Three ways a stage can be predicted to fail:
+
+* the rule raises (e.g. layer_norm with a 2-D weight: "The ndim of scale in layer_norm should be 1");
+* the rule answers, but the placements it picks give the kernel inputs whose local shapes disagree
+  (batch_norm with C sharded over >1 rank keeps x split on C but replicates scale: the kernel
+  rejects a scale of C entries against C/n local channels);
+* the port rejects the input because Paddle crashes on it (batch_norm_grad with weight or bias
+  None while C is sharded: SIGSEGV). The runner never executes such a stage.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..errors import InvalidSpecError, SpmdError
+from ..outcome import ErrorInfo
+from ..rules import (
+    batch_norm_grad_infer_spmd,
+    batch_norm_infer_spmd,
+    layer_norm_grad_infer_spmd,
+    layer_norm_infer_spmd,
+    sync_batch_norm_grad_infer_spmd,
+    sync_batch_norm_infer_spmd,
+)
+from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
+from .cases import LaunchCase, op_data_format
+
+BN_STAT_OUTPUTS = ("mean_out", "variance_out", "saved_mean", "saved_variance")
+
+#: Observed tensors whose placement eager mode does not take from the rule, and why.
+NOT_RULE_PLACED = {
+    "x_grad": "a leaf's .grad is resharded back to the leaf's own placement",
+    "running_mean": "updated in place; keeps the placement it was given",
+    "running_var": "updated in place; keeps the placement it was given",
+}
+
+
+@dataclass(frozen=True)
+class TensorExpectation:
+    """The port's placement and local shape for one observable tensor."""
+
+    name: str
+    stage: str
+    rule_output: str
+    placements: tuple[str, ...]
+    local_shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class StagePrediction:
+    stage: str
+    """``forward`` or ``backward``."""
+    result: SpmdResult | None = None
+    rule_error: ErrorInfo | None = None
+    """The rule raises this (Paddle raises the same before running the kernel)."""
+    kernel_error: tuple[str, ...] = ()
+    """The rule answers, but the kernel must fail: fragments its message must contain."""
+    kernel_reason: str = ""
+    crash: str | None = None
+    """Paddle's process dies in this stage (the port rejects the input); never executed."""
+
+    @property
+    def runs(self) -> bool:
+        """True when the port expects the stage to complete."""
+        return self.result is not None and not self.kernel_error and self.crash is None
+
+    def describe(self) -> str:
+        if self.crash is not None:
+            return f"native crash ({self.crash})"
+        if self.rule_error is not None:
+            return f"rule raises {self.rule_error}"
+        if self.kernel_error:
+            return f"kernel error: {self.kernel_reason}"
+        return "runs"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    case_id: str
+    forward: StagePrediction
+    backward: StagePrediction | None
+    """None when the case has no backward or the forward rule raises. Present even when the
+    forward kernel is predicted to fail, so that a crash can still be avoided if it runs."""
+    tensors: tuple[TensorExpectation, ...] = field(default_factory=tuple)
+    numeric_risks: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    """(tensor, why): values the port's placements say cannot match one device."""
+
+    def skip_reason(self, stage: str) -> str | None:
+        """Why the runner must not execute ``stage`` (a predicted process crash), else None."""
+        pred = self.forward if stage == "forward" else self.backward
+        if pred is not None and pred.crash is not None:
+            return f"port predicts a native crash: {pred.crash}"
+        return None
+
+    def expectation(self, name: str) -> TensorExpectation | None:
+        return next((t for t in self.tensors if t.name == name), None)
+
+
+def case_mesh(case: LaunchCase) -> ProcessMesh:
+    return ProcessMesh(case.mesh_shape)
+
+
+def local_shape(shape: Sequence[int], attr: DistAttr, mesh_shape: Sequence[int]) -> tuple[int, ...]:
+    """Per-rank shape of a tensor distributed as ``attr`` (even splits; Partial keeps the shape)."""
+    out = list(shape)
+    for axis, m in enumerate(attr.dims_mapping):
+        if m >= 0:
+            out[axis] = math.ceil(out[axis] / mesh_shape[m])
+    return tuple(out)
+
+
+def _spec(shape: Sequence[int], dims_mapping: Sequence[int], mesh: ProcessMesh) -> DistTensorSpec:
+    return DistTensorSpec(tuple(shape), tuple(dims_mapping), mesh)
+
+
+def _replicated(shape: Sequence[int], mesh: ProcessMesh) -> DistTensorSpec:
+    return _spec(shape, (-1,) * len(shape), mesh)
+
+
+def _call(stage: str, fn, *args) -> StagePrediction:  # noqa: ANN001 - a port rule function
+    try:
+        return StagePrediction(stage, result=fn(*args))
+    except InvalidSpecError as exc:
+        return StagePrediction(stage, crash=f"{exc.kind}: {exc}")
+    except (SpmdError, ValueError, NotImplementedError) as exc:
+        return StagePrediction(stage, rule_error=ErrorInfo.from_exception(exc))
+
+
+def _bn_local_checks(case: LaunchCase, pred: StagePrediction) -> tuple[StagePrediction, tuple[tuple[str, str], ...]]:
+    """Consequences of the rule's input placements for batch_norm's kernel.
+
+    Every C-vector input (mean, variance, scale, bias) is resharded to the rule's input placement
+    before the kernel runs; the kernel needs each of them to hold as many entries as x holds local
+    channels. BatchNormInferMeta (3.3.1) checks len(scale) and len(bias) against C only when both
+    are given: then a mismatch is a predicted kernel error. Otherwise the kernel runs and reads
+    the first local-C entries on every rank: a predicted numeric error. The running statistics
+    keep their own (Replicate) placement while the rule places mean_out/variance_out: when the
+    two differ, the in-place update is a predicted numeric error as well.
+    """
+    if pred.result is None:
+        return pred, ()
+    ins, outs = pred.result.inputs, pred.result.outputs
+    c_axis = case.channel_axis
+    c_local = local_shape(case.shape, ins[0], case.mesh_shape)[c_axis]
+    risks: list[tuple[str, str]] = []
+    mismatched = []
+    for name, present, attr in (("mean", True, ins[1]), ("variance", True, ins[2]), ("scale", case.weight, ins[3]),
+                                ("bias", case.bias, ins[4])):
+        p_local = local_shape(case.param_shape, attr, case.mesh_shape)[0]
+        if present and p_local != c_local:
+            mismatched.append((name, attr, p_local))
+    both = case.weight and case.bias
+    for name, attr, p_local in mismatched:
+        if name in ("scale", "bias") and both:
+            reason = (f"x keeps C (axis {c_axis}) split to {c_local} local channels, but {name} is placed "
+                      f"{list(attr.placements())} with {p_local} entries")
+            return StagePrediction(pred.stage, result=pred.result, kernel_reason=reason,
+                                   kernel_error=(f"the shape of {name} must equal to [{c_local}]",
+                                                 f"the shape of {name} is [{p_local}]")), ()
+    for name, attr, p_local in mismatched:
+        if name in ("mean", "variance") and case.training:
+            continue  # training mode computes the batch statistics; the running ones are only updated
+        why = (f"{name} placed {list(attr.placements())} has {p_local} entries for {c_local} local channels; "
+               f"unchecked, the kernel uses the first {c_local} on every rank")
+        risks += [(t, why) for t in ("out", "x_grad", "weight_grad", "bias_grad")]
+    running = tuple("R" for _ in case.mesh_shape)
+    for name, attr in (("running_mean", outs[1]), ("running_var", outs[2])):
+        if attr.placements() != running:
+            risks.append((name, f"updated in place: the tensor stays {list(running)} while the rule places "
+                                f"{'mean_out' if name == 'running_mean' else 'variance_out'} "
+                                f"{list(attr.placements())}"))
+    return pred, tuple(risks)
+
+
+def _expect(name: str, stage: str, rule_output: str, attr: DistAttr, shape: Sequence[int],
+            case: LaunchCase) -> TensorExpectation:
+    return TensorExpectation(name, stage, rule_output, attr.placements(), local_shape(shape, attr, case.mesh_shape))
+
+
+def predict(case: LaunchCase) -> Prediction:
+    """The port's expectation for every observable tensor of ``case``."""
+    mesh = case_mesh(case)
+    x = _spec(case.shape, case.dims_mapping, mesh)
+    pshape = case.param_shape
+    scale = _replicated(pshape, mesh) if case.weight else None
+    bias = _replicated(pshape, mesh) if case.bias else None
+    tensors: list[TensorExpectation] = []
+    backward: StagePrediction | None = None
+    risks: tuple[tuple[str, str], ...] = ()
+
+    if case.op == "layer_norm":
+        bna = case.begin_norm_axis
+        forward = _call("forward", layer_norm_infer_spmd, x, scale, bias, case.epsilon, bna)
+        if forward.result is not None:
+            out, mean, var = forward.result.outputs
+            tensors.append(_expect("out", "forward", "out", out, case.shape, case))
+            if case.backward:
+                stat_shape = case.shape[:bna]
+                backward = _call("backward", layer_norm_grad_infer_spmd, x, scale, bias,
+                                 _spec(stat_shape, mean.dims_mapping, mesh), _spec(stat_shape, var.dims_mapping, mesh),
+                                 _spec(case.shape, out.dims_mapping, mesh), case.epsilon, bna)
+    else:
+        c = pshape
+        fmt = op_data_format(case.data_format)
+        stats = (_replicated(c, mesh), _replicated(c, mesh))
+        if case.op == "batch_norm":
+            use_global = not case.training
+            forward, risks = _bn_local_checks(case, _call(
+                "forward", batch_norm_infer_spmd, x, *stats, scale, bias, not case.training, 0.9, case.epsilon, fmt,
+                use_global, False))
+        else:
+            forward = _call("forward", sync_batch_norm_infer_spmd, x, *stats, scale, bias, not case.training, 0.9,
+                            case.epsilon, fmt, False, False)
+        if forward.result is not None:
+            outs = forward.result.outputs
+            tensors.append(_expect("out", "forward", "out", outs[0], case.shape, case))
+            if case.op == "batch_norm":
+                for i, name in enumerate(BN_STAT_OUTPUTS, start=1):
+                    tensors.append(_expect(name, "forward", name, outs[i], c, case))
+            if case.backward:
+                og = _spec(case.shape, outs[0].dims_mapping, mesh)
+                saved = [_spec(c, a.dims_mapping, mesh) for a in outs[1:5]]
+                if case.op == "batch_norm":
+                    backward = _call("backward", batch_norm_grad_infer_spmd, x, scale, bias, *saved, None, og,
+                                     0.9, case.epsilon, fmt, not case.training, not case.training, False)
+                else:
+                    backward = _call("backward", sync_batch_norm_grad_infer_spmd, x, scale, bias, saved[2], saved[3],
+                                     None, og, 0.9, case.epsilon, fmt, not case.training, False, False)
+
+    if backward is not None and backward.result is not None:
+        grads = backward.result.outputs
+        for name, present, attr in (("weight_grad", case.weight, grads[1]), ("bias_grad", case.bias, grads[2])):
+            if present:
+                rule_name = "scale_grad" if name == "weight_grad" else "bias_grad"
+                tensors.append(_expect(name, "backward", rule_name, attr, pshape, case))
+    return Prediction(case.case_id, forward, backward, tuple(tensors), risks)

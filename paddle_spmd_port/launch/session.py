@@ -1,0 +1,135 @@
+"""One launch of many cases: write the case file, start the ranks, collect their results.
+
+::
+
+    run_cases(cases, LaunchConfig(nproc=2))
+      work_dir/cases.jsonl        the cases, one JSON object a line
+      work_dir/rank_main.py       bootstrap: imports paddle_spmd_port.launch.runner and runs it
+      work_dir/results/rank<k>.jsonl   written by each rank, case by case
+      work_dir/logs/workerlog.<k>      paddle.distributed.launch's rank logs
+      -> SessionResult(launch, per-rank records)
+
+The bootstrap lives in the private working directory so that no module of this package shadows
+anything on the ranks' ``sys.path``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import paddle_spmd_port
+
+from .cases import LaunchCase, write_cases
+from .launcher import LaunchConfig, LaunchResult, new_job_id, run_launch
+
+_BOOTSTRAP = """\
+import sys
+sys.path.insert(0, {root!r})
+from paddle_spmd_port.launch.runner import main
+sys.exit(main())
+"""
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    launch: LaunchResult
+    records: dict[int, list[dict[str, Any]]]
+    """rank -> the records that rank wrote (start, case..., done)."""
+    cases: tuple[LaunchCase, ...] = field(default_factory=tuple)
+
+    def finished_ranks(self) -> list[int]:
+        return sorted(r for r, recs in self.records.items() if recs and recs[-1].get("kind") == "done")
+
+    def case_records(self) -> dict[str, dict[int, dict[str, Any]]]:
+        """case_id -> rank -> record."""
+        out: dict[str, dict[int, dict[str, Any]]] = {}
+        for rank, recs in self.records.items():
+            for rec in recs:
+                if rec.get("kind") == "case":
+                    out.setdefault(rec["case_id"], {})[rank] = rec
+        return out
+
+    def rank_info(self) -> dict[int, dict[str, Any]]:
+        return {r: recs[0] for r, recs in self.records.items() if recs and recs[0].get("kind") == "start"}
+
+
+def read_rank_records(results_dir: Path) -> dict[int, list[dict[str, Any]]]:
+    records: dict[int, list[dict[str, Any]]] = {}
+    for path in sorted(results_dir.glob("rank*.jsonl")):
+        rank = int(path.stem[4:])
+        recs = []
+        for line in path.read_text().splitlines():
+            if line.strip():
+                try:
+                    recs.append(json.loads(line))
+                except json.JSONDecodeError:
+                    break  # a rank killed mid-write leaves a partial last line
+        records[rank] = recs
+    return records
+
+
+def run_cases(cases: Sequence[LaunchCase], config: LaunchConfig, *, work_dir: Path | None = None,
+              job_id: str | None = None) -> SessionResult:
+    """Run every case in one launch of ``config.nproc`` ranks."""
+    import tempfile
+
+    job_id = job_id or new_job_id()
+    work = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix=f"{job_id}-"))
+    work.mkdir(parents=True, exist_ok=True)
+    results = work / "results"
+    results.mkdir(exist_ok=True)
+    write_cases(cases, work / "cases.jsonl")
+    root = str(Path(paddle_spmd_port.__file__).resolve().parent.parent)
+    (work / "rank_main.py").write_text(_BOOTSTRAP.format(root=root))
+    args = ["--cases", str(work / "cases.jsonl"), "--out-dir", str(results), "--backend", config.backend,
+            "--job-id", job_id]
+    launch = run_launch(str(work / "rank_main.py"), args, config, work_dir=work, job_id=job_id)
+    return SessionResult(launch, read_rank_records(results), tuple(cases))
+
+
+def probe_crash(case: LaunchCase, *, python: str | None = None, timeout: float = 60.0,
+                work_dir: Path | None = None) -> dict[str, Any]:
+    """Run ``case`` alone, in a fresh single process, on a mesh of size-1 dims, with the stages
+    the port predicts to crash *executed*; report how the process ended.
+
+    The crashes predicted here happen inside the SPMD rule, before any communication, so a
+    one-process mesh reaches them just like the real mesh would.
+    """
+    import dataclasses
+    import os
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+
+    probe = dataclasses.replace(case, case_id=f"{case.case_id}-probe", mesh_shape=(1,) * len(case.mesh_shape))
+    work = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="spmd-probe-"))
+    work.mkdir(parents=True, exist_ok=True)
+    write_cases([probe], work / "probe.jsonl")
+    root = str(Path(paddle_spmd_port.__file__).resolve().parent.parent)
+    (work / "rank_main.py").write_text(_BOOTSTRAP.format(root=root))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PADDLE_TRAINER", "PADDLE_MASTER"))}
+    cmd = [python or sys.executable, str(work / "rank_main.py"), "--cases", str(work / "probe.jsonl"),
+           "--out-dir", str(work), "--run-predicted-crashes"]
+    with open(work / "probe.log", "wb") as log:
+        proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            code = None
+    if code is None:
+        summary, confirmed = f"no crash: still running after {timeout:.0f}s (killed)", False
+    elif code < 0:
+        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+        summary, confirmed = f"process died with signal {-code} ({name}), as predicted", True
+    else:
+        summary, confirmed = f"no crash: exit code {code}", False
+    return {"case_id": case.case_id, "returncode": code, "summary": summary, "confirmed": confirmed,
+            "log_dir": str(work)}

@@ -1,0 +1,17 @@
+#!/usr/bin/env python
+"""Real multi-process runs checked against the port; same as ``python -m paddle_spmd_port launch``.
+
+    python tools/launch_cases.py --nproc 2                  # 1-D mesh, CPU/gloo
+    python tools/launch_cases.py --nproc 4                  # 2x2 mesh
+    python tools/launch_cases.py --nproc 2 --backend gpu    # NCCL, adds SyncBatchNorm cases
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from paddle_spmd_port.launch.cli import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main())
