@@ -1,0 +1,398 @@
+"""The ``proposed`` rule profile: Paddle's eight rules with the bugs the oracle finds fixed.
+
+Same signatures, same validation and error classes as the ``paddle`` profile (the ported 3.3.1
+rules); only the answers differ. Every answer here is sound on the whole oracle grid
+(``python -m paddle_spmd_port oracle --profile proposed``).
+
+What changes, and why (c = channel axis, d = x's mapping of c; N = batch axis 0)::
+
+    rule                  Paddle 3.3.1                            proposed
+    batch_norm(_static)   scale/bias [-1] while x, mean, var      scale/bias [d]: every per-channel tensor
+                          keep C split: the kernel rejects        follows x's channel axis
+                          the local shapes
+                          N always replicated                     running-statistics modes (use_global_stats,
+                                                                  or is_test without trainable_statistics) are
+                                                                  per-channel affine maps: x keeps every axis
+    batch_norm_grad       scale/bias [-1]; scale_grad/bias_grad   scale/bias/statistics [d]; scale_grad and
+                          [-1] Partial{d} (each rank holds other  bias_grad [d], Partial over the mesh dims that
+                          channels: summing them is wrong)        split other axes (running-statistics modes,
+                                                                  where x/out_grad keep every axis); out_grad
+                          out_grad's sharding ignored             merged with x (x first)
+    sync_batch_norm       no rule: everything replicated          N kept when it splits evenly (the kernel
+                                                                  all-reduces its statistics as a *mean of
+                                                                  per-rank means*, which is wrong for uneven
+                                                                  shards), C kept with its per-channel tensors
+    sync_batch_norm_grad  everything replicated                   N (even) and C kept; scale_grad/bias_grad [d]
+                                                                  Partial{N's mesh dim}: the kernel sums them
+                                                                  locally, only the x_grad terms are all-reduced
+    layer_norm            (sound)                                 the same answer, built without the '1' merge
+    layer_norm_reverse    keeps incoming Partial on x, scale,     partial cleared; the normalised axes of out
+                          bias, out, mean, variance; merges the   are simply ignored; conflicting leading-axis
+                          forced '1' axes as one key (raises)     shardings resolved by priority (out, mean,
+                                                                  variance) instead of raising
+    layer_norm_grad       keeps x's, mean's, variance's Partial   partial cleared; conflicts resolved by
+                          (fed into a non-linear kernel); raises  priority (x, out_grad, mean, variance)
+                          on conflicting shardings
+
+Worked table, 2x3 mesh (x [8,7,10,12] NCHW for batch_norm, [8,7,10] with b=2 for layer_norm)::
+
+    rule / mode               given                          proposed inputs                 proposed outputs
+    batch_norm train          x [0,1,-1,-1]                  x [-1,1,-1,-1], mean/var/scale/  out [-1,1,-1,-1],
+                                                             bias [1]                         stats [1] x4
+    batch_norm eval           x [0,1,-1,-1]                  x [0,1,-1,-1], per-channel [1]   out [0,1,-1,-1]
+    batch_norm_grad train     x [0,1,-1,-1], og same         x/og [-1,1,-1,-1], per-ch [1]    x_grad [-1,1,-1,-1],
+                                                                                              scale/bias_grad [1]
+    batch_norm_grad global    x [0,1,-1,-1], og same         x/og [0,1,-1,-1]                 scale/bias_grad [1] P{0}
+    sync_batch_norm train     x [0,1,-1,-1] (8 % 2 == 0)     x [0,1,-1,-1]                    out [0,1,-1,-1], stats [1]
+    sync_batch_norm train     x [1,0,-1,-1] (8 % 3 != 0)     x [-1,0,-1,-1]                   out [-1,0,-1,-1]
+    sync_batch_norm_grad      x [0,1,-1,-1], og same         x/og [0,1,-1,-1]                 scale/bias_grad [1] P{0}
+    layer_norm_reverse        out [0,-1,-1] P{1}             x [0,-1,-1]                      out [0,-1,-1] (no P)
+    layer_norm_grad           x [0,-1,-1] P{1}               x [0,-1,-1]                      scale/bias_grad [-1] P{0}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ..errors import PaddleInvalidArgument
+from ..types import DistAttr, DistTensorSpec, SpmdResult
+from ._tensor import RuleInput, as_input, check_specs, require_ndim, require_x_mesh
+from .batch_norm import _check_x_rank, channel_axis
+from .layer_norm import _check_begin_norm_axis, _require_rank
+
+BN = "batch_norm"
+LN = "layer_norm"
+
+
+def first_claim(*mappings: Sequence[int]) -> tuple[int, ...]:
+    """Per axis, the first mapping's mesh dim that is not -1; then each mesh dim is kept only by
+    the first axis that uses it (no raising: earlier mappings win)."""
+    merged = [next((m[i] for m in mappings if i < len(m) and m[i] >= 0), -1) for i in range(len(mappings[0]))]
+    return dedupe(merged)
+
+
+def dedupe(mapping: Sequence[int]) -> tuple[int, ...]:
+    seen: set[int] = set()
+    out = []
+    for m in mapping:
+        if m >= 0 and m in seen:
+            out.append(-1)
+        else:
+            seen.add(m)
+            out.append(m)
+    return tuple(out)
+
+
+def _param(t: RuleInput, mapping: tuple[int, ...], partial: frozenset[int] = frozenset()) -> DistAttr:
+    """An attr for a per-channel / parameter tensor; a missing input keeps Paddle's meshless ``[-1]``."""
+    if t.mesh is None:
+        return DistAttr((-1,) * max(len(mapping), 1), frozenset(), None)
+    return DistAttr(mapping, partial, t.mesh)
+
+
+# --------------------------------------------------------------------------- batch_norm
+def _bn_inputs(x: DistTensorSpec, mean: DistTensorSpec, variance: DistTensorSpec, scale: DistTensorSpec | None,
+               bias: DistTensorSpec | None, data_format: str) -> tuple[RuleInput, ...]:
+    tx, tm, tv = as_input(x, "x"), as_input(mean, "mean"), as_input(variance, "variance")
+    ts, tb = as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    _check_x_rank(tx)
+    for t in (tm, tv, ts, tb):
+        require_ndim(t, 1, BN)
+    require_x_mesh(tx)
+    check_specs(("x", x), ("mean", mean), ("variance", variance), ("scale", scale), ("bias", bias))
+    channel_axis(data_format, tx.ndim)
+    return tx, tm, tv, ts, tb
+
+
+def _bn_forward(x: DistTensorSpec, mean: DistTensorSpec, variance: DistTensorSpec, scale: DistTensorSpec | None,
+                bias: DistTensorSpec | None, data_format: str, keep: Callable[[RuleInput, int], tuple[int, ...]]
+                ) -> SpmdResult:
+    tx, tm, tv, ts, tb = _bn_inputs(x, mean, variance, scale, bias, data_format)
+    c = channel_axis(data_format, tx.ndim)
+    kept = keep(tx, c)
+    stat = (kept[c],)
+    return SpmdResult(
+        inputs=(tx.attr(kept), tm.attr(stat), tv.attr(stat), _param(ts, stat), _param(tb, stat)),
+        outputs=(tx.attr(kept), tm.attr(stat), tv.attr(stat), tm.attr(stat), tv.attr(stat), tx.attr((-1,))),
+    )
+
+
+def _channel_only(tx: RuleInput, c: int, mapping: Sequence[int] | None = None) -> tuple[int, ...]:
+    src = tx.dims_mapping if mapping is None else mapping
+    kept = [-1] * tx.ndim
+    kept[c] = src[c]
+    return tuple(kept)
+
+
+def batch_norm_infer_spmd(
+    x: DistTensorSpec,
+    mean: DistTensorSpec,
+    variance: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    is_test: bool = False,
+    momentum: float = 0.9,
+    epsilon: float = 1e-5,
+    data_format: str = "NCHW",
+    use_global_stats: bool = False,
+    trainable_statistics: bool = False,
+) -> SpmdResult:
+    """Forward: per-channel tensors follow x's C; with running statistics x keeps every axis."""
+    running = use_global_stats or (is_test and not trainable_statistics)
+
+    def keep(tx: RuleInput, c: int) -> tuple[int, ...]:
+        return dedupe(tx.dims_mapping) if running else _channel_only(tx, c)
+
+    return _bn_forward(x, mean, variance, scale, bias, data_format, keep)
+
+
+def batch_norm_infer_spmd_static(
+    x: DistTensorSpec,
+    mean: DistTensorSpec,
+    variance: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+) -> SpmdResult:
+    """The registry's attribute-less forward (training, NCHW), fixed the same way."""
+    return batch_norm_infer_spmd(x, mean, variance, scale, bias)
+
+
+def _bn_grad_checks(named: Sequence[tuple[str, DistTensorSpec | None]], optional: set[str]) -> dict[str, RuleInput]:
+    t = {name: as_input(spec, name, optional=name in optional) for name, spec in named}
+    tx, tg = t["x"], t["out_grad"]
+    _check_x_rank(tx)
+    if tg.ndim != tx.ndim:
+        raise PaddleInvalidArgument(
+            "The ndim of out_grad in batch_norm should be equal with x, "
+            f"but got out_grad:[{tg.ndim}] and x:[{tx.ndim}].", kind="ndim:out_grad")
+    for name in t:
+        if name not in ("x", "out_grad"):
+            require_ndim(t[name], 1, BN)
+    require_x_mesh(tx)
+    check_specs(*named)
+    return t
+
+
+def _grad_result(t: dict[str, RuleInput], order: Sequence[str], kept: tuple[int, ...], c: int,
+                 grad_partial: frozenset[int]) -> SpmdResult:
+    stat = (kept[c],)
+    inputs = []
+    for name in order:
+        if name == "x" or name == "out_grad":
+            inputs.append(t[name].attr(kept))
+        elif name == "reserve_space":
+            inputs.append(_param(t[name], (-1,)))
+        else:
+            inputs.append(_param(t[name], stat))
+    return SpmdResult(
+        inputs=tuple(inputs),
+        outputs=(t["x"].attr(kept), _param(t["scale"], stat, grad_partial), _param(t["bias"], stat, grad_partial)),
+    )
+
+
+def batch_norm_grad_infer_spmd(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    mean_out: DistTensorSpec,
+    variance_out: DistTensorSpec,
+    saved_mean: DistTensorSpec,
+    saved_variance: DistTensorSpec,
+    reserve_space: DistTensorSpec | None,
+    out_grad: DistTensorSpec,
+    momentum: float = 0.9,
+    epsilon: float = 1e-5,
+    data_format: str = "NCHW",
+    is_test: bool = False,
+    use_global_stats: bool = False,
+    trainable_statistics: bool = False,
+) -> SpmdResult:
+    """Grad: scale_grad/bias_grad sharded like C; Partial only over mesh dims that split other
+    axes, which stay split only when the kernel uses the running statistics."""
+    order = ("x", "scale", "bias", "mean_out", "variance_out", "saved_mean", "saved_variance", "reserve_space",
+             "out_grad")
+    named = tuple(zip(order, (x, scale, bias, mean_out, variance_out, saved_mean, saved_variance, reserve_space,
+                              out_grad), strict=True))
+    t = _bn_grad_checks(named, {"scale", "bias", "reserve_space"})
+    tx = t["x"]
+    c = channel_axis(data_format, tx.ndim)
+    merged = first_claim(tx.dims_mapping, t["out_grad"].dims_mapping)
+    running = is_test or use_global_stats  # the grad kernel's own test (trainable_statistics is not read)
+    kept = merged if running else _channel_only(tx, c, merged)
+    partial = frozenset(m for axis, m in enumerate(kept) if axis != c and m >= 0)
+    return _grad_result(t, order, kept, c, partial)
+
+
+# --------------------------------------------------------------------------- sync_batch_norm
+def _even_batch(tx: RuleInput, shape: Sequence[int], mapping: Sequence[int]) -> int:
+    """N's mesh dim when it splits N evenly (the sync kernel averages per-rank means), else -1."""
+    b = mapping[0]
+    if b < 0 or tx.mesh is None or shape[0] % tx.mesh.shape[b]:
+        return -1
+    return b
+
+
+def sync_batch_norm_infer_spmd(
+    x: DistTensorSpec,
+    mean: DistTensorSpec,
+    variance: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    is_test: bool = False,
+    momentum: float = 0.9,
+    epsilon: float = 1e-5,
+    data_format: str = "NCHW",
+    use_global_stats: bool = False,
+    trainable_statistics: bool = False,
+) -> SpmdResult:
+    """Forward: N stays split (statistics are all-reduced) when even; C with its per-channel tensors."""
+    running = use_global_stats or (is_test and not trainable_statistics)
+
+    def keep(tx: RuleInput, c: int) -> tuple[int, ...]:
+        if running:
+            return dedupe(tx.dims_mapping)
+        kept = list(_channel_only(tx, c))
+        if c != 0:
+            kept[0] = _even_batch(tx, x.shape, tx.dims_mapping)
+        return tuple(kept)
+
+    return _bn_forward(x, mean, variance, scale, bias, data_format, keep)
+
+
+def sync_batch_norm_grad_infer_spmd(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    saved_mean: DistTensorSpec,
+    saved_variance: DistTensorSpec,
+    reserve_space: DistTensorSpec | None,
+    out_grad: DistTensorSpec,
+    momentum: float = 0.9,
+    epsilon: float = 1e-5,
+    data_format: str = "NCHW",
+    is_test: bool = False,
+    use_global_stats: bool = False,
+    trainable_statistics: bool = False,
+) -> SpmdResult:
+    """Grad: the kernel always uses the saved statistics and all-reduces the x_grad sums, so N
+    (even) and C stay split; scale_grad/bias_grad are local sums, Partial over N's mesh dim."""
+    order = ("x", "scale", "bias", "saved_mean", "saved_variance", "reserve_space", "out_grad")
+    named = tuple(zip(order, (x, scale, bias, saved_mean, saved_variance, reserve_space, out_grad), strict=True))
+    t = _bn_grad_checks(named, {"scale", "bias", "reserve_space"})
+    tx = t["x"]
+    c = channel_axis(data_format, tx.ndim)
+    merged = first_claim(tx.dims_mapping, t["out_grad"].dims_mapping)
+    kept = list(_channel_only(tx, c, merged))
+    if c != 0:
+        kept[0] = _even_batch(tx, x.shape, merged)
+    partial = frozenset({kept[0]}) if kept[0] >= 0 and c != 0 else frozenset()
+    return _grad_result(t, order, tuple(kept), c, partial)
+
+
+# --------------------------------------------------------------------------- layer_norm
+def _ln_param(t: RuleInput, partial: frozenset[int] = frozenset()) -> DistAttr:
+    return _param(t, (-1,) * t.ndim, partial)
+
+
+def layer_norm_infer_spmd(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    epsilon: float = 1e-5,
+    begin_norm_axis: int = 1,
+) -> SpmdResult:
+    """Forward: axes before b keep their sharding, the rest are replicated; no partial."""
+    tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    require_ndim(ts, 1, LN)
+    require_ndim(tb, 1, LN)
+    require_x_mesh(tx)
+    check_specs(("x", x), ("scale", scale), ("bias", bias))
+    _check_begin_norm_axis(begin_norm_axis, tx)
+    b = begin_norm_axis
+    lead = dedupe(tx.dims_mapping[:b])
+    kept = lead + (-1,) * (tx.ndim - b)
+    return SpmdResult(inputs=(tx.attr(kept), _ln_param(ts), _ln_param(tb)),
+                      outputs=(tx.attr(kept), tx.attr(lead), tx.attr(lead)))
+
+
+def layer_norm_infer_spmd_reverse(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    out: DistTensorSpec,
+    mean: DistTensorSpec,
+    variance: DistTensorSpec,
+    epsilon: float = 1e-5,
+    begin_norm_axis: int = 1,
+) -> SpmdResult:
+    """Reverse: x's leading axes from out, then mean, then variance; nothing partial."""
+    tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    to, tm, tv = as_input(out, "out"), as_input(mean, "mean"), as_input(variance, "variance")
+    for t, label in ((to, "Out"), (tm, "Mean"), (tv, "Variance")):
+        if t.ndim != len(t.dims_mapping):
+            raise PaddleInvalidArgument(
+                f"The Tensor {label}'s rank [{t.ndim}] and {label}'s dims_mapping size [{len(t.dims_mapping)}] "
+                "are not matched.", kind=f"rank-vs-mapping:{t.name}")
+    require_x_mesh(tx)
+    check_specs(("x", x), ("scale", scale), ("bias", bias), ("out", out), ("mean", mean), ("variance", variance))
+    _check_begin_norm_axis(begin_norm_axis, tx)
+    _require_rank(to, tx.ndim, "out = layer_norm(x)")
+    _require_rank(tm, begin_norm_axis, "mean of shape x.shape[:begin_norm_axis]")
+    _require_rank(tv, begin_norm_axis, "variance of shape x.shape[:begin_norm_axis]")
+    b = begin_norm_axis
+    lead = first_claim(to.dims_mapping[:b], tm.dims_mapping, tv.dims_mapping) if b else ()
+    kept = lead + (-1,) * (tx.ndim - b)
+    return SpmdResult(inputs=(tx.attr(kept), _ln_param(ts), _ln_param(tb)),
+                      outputs=(to.attr(kept), tm.attr(lead), tv.attr(lead)))
+
+
+def layer_norm_grad_infer_spmd(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    mean: DistTensorSpec,
+    variance: DistTensorSpec,
+    out_grad: DistTensorSpec,
+    epsilon: float = 1e-5,
+    begin_norm_axis: int = 1,
+) -> SpmdResult:
+    """Grad: x, out_grad, mean and variance agree on the leading axes (x first); no partial
+    input; scale_grad/bias_grad Partial over the mesh dims of those axes."""
+    tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    tm, tv, tg = as_input(mean, "mean"), as_input(variance, "variance"), as_input(out_grad, "out_grad")
+    if begin_norm_axis < 0 or tx.ndim < begin_norm_axis:
+        raise PaddleInvalidArgument(
+            f"The Tensor x's rank [{tx.ndim}] and begin_norm_axis [{begin_norm_axis}] are not matched.",
+            kind="rank-vs-begin_norm_axis")
+    pairs = ((tx, tg, "x's rank [{}] and Tensor out_grad's"), (ts, tb, "scale's rank [{}] and Tensor bias's"),
+             (tm, tv, "mean's rank [{}] and Tensor variance's"))
+    for a, b_, label in pairs:
+        if a.ndim != b_.ndim:
+            raise PaddleInvalidArgument(f"The Tensor {label.format(a.ndim)} rank [{b_.ndim}] are not matched.",
+                                        kind=f"rank:{a.name}-vs-{b_.name}")
+    require_x_mesh(tx)
+    check_specs(("x", x), ("scale", scale), ("bias", bias), ("mean", mean), ("variance", variance),
+                ("out_grad", out_grad))
+    _check_begin_norm_axis(begin_norm_axis, tx)
+    _require_rank(tm, begin_norm_axis, "mean of shape x.shape[:begin_norm_axis]")
+    b = begin_norm_axis
+    lead = first_claim(tx.dims_mapping[:b], tg.dims_mapping[:b], tm.dims_mapping, tv.dims_mapping) if b else ()
+    kept = lead + (-1,) * (tx.ndim - b)
+    partial = frozenset(m for m in lead if m >= 0)
+    return SpmdResult(
+        inputs=(tx.attr(kept), _ln_param(ts), _ln_param(tb), tm.attr(lead), tv.attr(lead), tg.attr(kept)),
+        outputs=(tg.attr(kept), _ln_param(ts, partial), _ln_param(tb, partial)),
+    )
+
+
+#: rule key (see :mod:`paddle_spmd_port.cases.rulebook`) -> proposed rule function.
+PROPOSED_RULES: dict[str, Callable[..., SpmdResult]] = {
+    "batch_norm_static": batch_norm_infer_spmd_static,
+    "batch_norm": batch_norm_infer_spmd,
+    "batch_norm_grad": batch_norm_grad_infer_spmd,
+    "sync_batch_norm": sync_batch_norm_infer_spmd,
+    "sync_batch_norm_grad": sync_batch_norm_grad_infer_spmd,
+    "layer_norm": layer_norm_infer_spmd,
+    "layer_norm_reverse": layer_norm_infer_spmd_reverse,
+    "layer_norm_grad": layer_norm_grad_infer_spmd,
+}
