@@ -40,13 +40,14 @@ class TensorDistAttr:
     """How one tensor is laid out on a mesh: ``process_mesh``, ``dims_mapping`` and the mesh dims
     on which it is Partial(SUM)."""
 
-    __slots__ = ("_mesh", "_dims_mapping", "_partial")
+    __slots__ = ("_mesh", "_dims_mapping", "_partial", "_dynamic_rank")
     __hash__ = None  # type: ignore[assignment]  # unhashable, like Paddle's
 
     def __init__(self) -> None:
         self._mesh: CoreProcessMesh | None = None
         self._dims_mapping: list[int] = []
         self._partial: set[int] = set()
+        self._dynamic_rank = 0  # length of Paddle's dynamic_dims (shown by str): fixed by the first mapping set
 
     # --- public attributes -------------------------------------------------------------------
     @property
@@ -56,6 +57,7 @@ class TensorDistAttr:
     @dims_mapping.setter
     def dims_mapping(self, value: Iterable[int]) -> None:
         self._dims_mapping = _int_list(value, "dims_mapping")
+        self._dynamic_rank = self._dynamic_rank or len(self._dims_mapping)
 
     @property
     def process_mesh(self) -> CoreProcessMesh | None:
@@ -107,6 +109,7 @@ class TensorDistAttr:
     def copy(self) -> TensorDistAttr:
         twin = TensorDistAttr()
         twin._mesh, twin._dims_mapping, twin._partial = self._mesh, list(self._dims_mapping), set(self._partial)
+        twin._dynamic_rank = self._dynamic_rank
         return twin
 
     @classmethod
@@ -116,6 +119,7 @@ class TensorDistAttr:
         made._mesh = from_port_mesh(attr.mesh)
         made._dims_mapping = list(attr.dims_mapping)
         made._partial = set(attr.partial_dims)
+        made._dynamic_rank = len(attr.dims_mapping)
         return made
 
     # --- comparisons and text ------------------------------------------------------------------
@@ -132,7 +136,7 @@ class TensorDistAttr:
     def __str__(self) -> str:
         mesh = self._mesh if self._mesh is not None else CoreProcessMesh()
         axes = "".join("[] " if m == -1 else f"[{m}] " for m in self._dims_mapping)
-        dynamic = ",".join("0" for _ in self._dims_mapping)
+        dynamic = ",".join("0" for _ in range(self._dynamic_rank))
         partial = "".join(f"Partial(dims:{d}, SUM), " for d in sorted(self._partial))
         return (f"{{process_mesh: {mesh}, dim_mappings: [{axes}], batch_dim: 0, chunk_id: 0, skip_check_mesh: 0, "
                 f"dynamic_dims: [{dynamic}], annotated: [], partial: [{partial}], split_factor: .}}")

@@ -33,6 +33,13 @@ def _last_line(text: str, limit: int = 400) -> str:
     return line if len(line) <= limit else line[:limit] + "..."
 
 
+def _describe(err: tuple) -> str:
+    """``ExcType: first line of the message`` (assertEqual's summary line, not its diff)."""
+    exc = err[1]
+    first = next((ln for ln in str(exc).splitlines() if ln.strip()), "")
+    return _last_line(f"{type(exc).__name__}: {first}")
+
+
 class _Recorder(unittest.TestResult):
     """Keeps one (id, status, message) row per test, in run order."""
 
@@ -54,11 +61,11 @@ class _Recorder(unittest.TestResult):
 
     def addFailure(self, test, err):  # noqa: N802
         super().addFailure(test, err)
-        self._add(test, "fail", _last_line(self._exc_info_to_string(err, test)))
+        self._add(test, "fail", _describe(err))
 
     def addError(self, test, err):  # noqa: N802
         super().addError(test, err)
-        self._add(test, "error", _last_line(self._exc_info_to_string(err, test)))
+        self._add(test, "error", _describe(err))
 
     def addSkip(self, test, reason):  # noqa: N802
         super().addSkip(test, reason)
@@ -76,7 +83,7 @@ class _Recorder(unittest.TestResult):
         super().addSubTest(test, subtest, err)
         if err is not None:
             failed = issubclass(err[0], test.failureException)
-            self._add(subtest, "fail" if failed else "error", _last_line(self._exc_info_to_string(err, test)))
+            self._add(subtest, "fail" if failed else "error", _describe(err))
 
 
 def run_file(path: Path) -> dict[str, Any]:

@@ -149,8 +149,6 @@ class SpmdRule:
                 tensors.append(arg)
             elif isinstance(arg, list) and arg and all(isinstance(a, DistTensorSpec) for a in arg):
                 tensors.append(list(arg))
-            elif sig.vector and isinstance(arg, list) and not arg and len(tensors) < len(sig.tensors):
-                tensors.append([])
             else:
                 attributes.append((arg, attribute_kind(arg, position)))
         if len(tensors) < len(sig.tensors) or len(attributes) < len(sig.attributes):

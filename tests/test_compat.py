@@ -1,0 +1,286 @@
+"""paddle_spmd_port.compat: Paddle's static SPMD rule-test API over the port.
+
+* parity, probe by probe, with Paddle 3.3.1 (tests/compat_probes.py runs the same calls on both);
+* the Paddle-style test file under compat-test with both backends (same result per test);
+* behaviour of our own where Paddle crashes, the shim, the CLI's verdicts and the pytest plugin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from paddle_spmd_port.compat import DistTensorSpec, ProcessMesh, TensorDistAttr, get_phi_spmd_rule
+from paddle_spmd_port.compat.swap import SHIM_MODULES, write_shim
+
+from .compat_probes import compat_api, observe
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+PADDLE_STYLE = TESTS / "paddle_style" / "test_norm_rules_paddle_style.py"
+MESH = ProcessMesh([[0, 1, 2], [3, 4, 5]])
+COMPAT_OBSERVED = observe(compat_api())
+
+
+def env(shim: bool = False) -> dict[str, str]:
+    out = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    out.pop("PADDLE_SPMD_COMPAT_SHIM", None)
+    if shim:
+        out["PADDLE_SPMD_COMPAT_SHIM"] = "1"
+    return out
+
+
+def compat_test(*args: str, tmp_path: Path, shim: bool = False) -> tuple[int, str, dict]:
+    report = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "paddle_spmd_port", "compat-test", *args, "--json", str(report)],
+                          capture_output=True, text=True, timeout=300, env=env(shim), cwd=tmp_path)
+    data = json.loads(report.read_text()) if report.exists() else {}
+    return proc.returncode, proc.stdout + proc.stderr, data
+
+
+def statuses(data: dict, path: Path) -> dict[str, dict[str, str]]:
+    [entry] = [f for f in data["files"] if Path(f["path"]).resolve() == path.resolve()]
+    return {t["id"]: t["status"] for t in entry["tests"]}
+
+
+def spec(shape, dims_mapping, mesh=MESH):
+    attr = TensorDistAttr()
+    attr.process_mesh = mesh
+    attr.dims_mapping = dims_mapping
+    return DistTensorSpec(shape, attr)
+
+
+# --- parity with native Paddle ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def native_observed() -> dict:
+    pytest.importorskip("paddle")
+    proc = subprocess.run([sys.executable, str(TESTS / "compat_probes.py"), "native"], capture_output=True, text=True,
+                          timeout=300, env=env(), cwd=TESTS)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("probe", sorted(COMPAT_OBSERVED))
+def test_probe_matches_native(probe, native_observed):
+    assert COMPAT_OBSERVED[probe] == native_observed[probe]
+
+
+@pytest.mark.native
+def test_paddle_style_file_same_result_under_both_backends(tmp_path):
+    pytest.importorskip("paddle")
+    rc, out, data = compat_test(str(PADDLE_STYLE), "--backend", "both", tmp_path=tmp_path)
+    assert rc == 0, out
+    assert "compat swapped in" in data["environments"]["port"]
+    assert data["environments"]["native"].startswith("paddle ")
+    results = statuses(data, PADDLE_STYLE)
+    assert len(results) >= 30
+    assert all(s == {"port": "pass", "native": "pass"} for s in results.values()), out
+    assert "same result" in out and "| OK" in out
+
+
+@pytest.mark.native
+def test_compat_test_flags_a_disagreement(tmp_path):
+    pytest.importorskip("paddle")
+    test_file = tmp_path / "test_other_rule.py"
+    test_file.write_text(textwrap.dedent("""
+        import unittest
+        from paddle.framework import core
+
+        class TestOther(unittest.TestCase):
+            def test_cummax_is_registered(self):
+                self.assertTrue(core.contains_spmd_rule("cummax"))
+                core.get_phi_spmd_rule("cummax")
+    """))
+    rc, out, data = compat_test(str(test_file), tmp_path=tmp_path)
+    assert rc == 1
+    assert statuses(data, test_file) == {"TestOther.test_cummax_is_registered": {"port": "fail", "native": "pass"}}
+    assert "differs" in out
+
+
+@pytest.mark.native
+def test_pytest_plugin_native_backend():
+    pytest.importorskip("paddle")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                           "paddle_spmd_port.compat.pytest_plugin", "--spmd-backend=native", str(PADDLE_STYLE)],
+                          capture_output=True, text=True, timeout=300, env=env(), cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert " passed" in proc.stdout and "failed" not in proc.stdout
+
+
+# --- without Paddle -------------------------------------------------------------------------------
+
+
+def test_compat_imports_and_runs_without_paddle():
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["paddle"] = None
+        from paddle_spmd_port.compat import DistTensorSpec, ProcessMesh, TensorDistAttr, get_phi_spmd_rule
+        a = TensorDistAttr(); a.process_mesh = ProcessMesh([[0, 1, 2], [3, 4, 5]]); a.dims_mapping = [1, -1, -1]
+        x = DistTensorSpec([64, 32, 1024], a)
+        w = DistTensorSpec(x); w.shape = [1024]; w.set_dims_mapping([-1])
+        r = get_phi_spmd_rule("layer_norm").infer_forward(x, w, DistTensorSpec([0], TensorDistAttr()), 1e-5, 2)
+        print([t.dims_mapping for t in r[1]], r[0][2].process_mesh)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[[1, -1, -1], [1, -1], [1, -1]] None"
+
+
+def test_paddle_style_file_passes_on_the_shim(tmp_path):
+    rc, out, data = compat_test(str(PADDLE_STYLE.parent), "--backend", "port", "--shim", tmp_path=tmp_path)
+    assert rc == 0, out
+    assert "compat shim" in data["environments"]["port"]
+    results = statuses(data, PADDLE_STYLE)
+    assert len(results) >= 30 and all(s == {"port": "pass"} for s in results.values()), out
+
+
+def test_compat_test_reports_failures_crashes_and_import_errors(tmp_path):
+    failing = tmp_path / "test_wrong.py"
+    failing.write_text(textwrap.dedent("""
+        import unittest
+        from paddle.distributed.auto_parallel.static.dist_attribute import DistTensorSpec, TensorDistAttr
+        from paddle.distributed.fleet import auto
+        from paddle.framework import core
+
+        class TestWrong(unittest.TestCase):
+            def test_expects_the_wrong_mapping(self):
+                a = TensorDistAttr(); a.process_mesh = auto.ProcessMesh(mesh=[0, 1]); a.dims_mapping = [0, -1]
+                x = DistTensorSpec([8, 16], a)
+                w = DistTensorSpec(x); w.shape = [16]; w.set_dims_mapping([-1])
+                r = core.get_phi_spmd_rule("layer_norm").infer_forward(x, w, w, 1e-5, 1)
+                self.assertEqual(r[1][1].dims_mapping, [-1])
+
+            def test_right(self):
+                self.assertTrue(core.contains_spmd_rule("layer_norm"))
+    """))
+    crashing = tmp_path / "test_crash.py"
+    crashing.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    missing = tmp_path / "test_missing_api.py"
+    missing.write_text("import paddle.static\n")
+    rc, out, data = compat_test(str(failing), str(crashing), str(missing), "--backend", "port", "--shim",
+                                tmp_path=tmp_path)
+    assert rc == 1
+    assert statuses(data, failing) == {"TestWrong.test_expects_the_wrong_mapping": {"port": "fail"},
+                                       "TestWrong.test_right": {"port": "pass"}}
+    assert statuses(data, crashing) == {"(whole file)": {"port": "crash"}}
+    assert statuses(data, missing) == {"(whole file)": {"port": "import-error"}}
+    assert "killed by SIGSEGV" in out and "No module named 'paddle.static'" in out
+    assert "test_expects_the_wrong_mapping: AssertionError: Lists differ: [0] != [-1]" in out
+
+
+def test_compat_test_rejects_a_missing_path(tmp_path):
+    rc, out, _ = compat_test(str(tmp_path / "nope.py"), tmp_path=tmp_path)
+    assert rc == 2 and "no such test file" in out
+
+
+def test_pytest_plugin_port_backend_on_the_shim():
+    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    with_plugin = subprocess.run([*base, "-p", "paddle_spmd_port.compat.pytest_plugin", "--spmd-backend=port",
+                                  str(PADDLE_STYLE.parent)], capture_output=True, text=True, timeout=300,
+                                 env=env(shim=True), cwd=REPO)
+    assert with_plugin.returncode == 0, with_plugin.stdout[-2000:]
+    assert " passed" in with_plugin.stdout and "failed" not in with_plugin.stdout
+    without = subprocess.run([*base, str(PADDLE_STYLE.parent)], capture_output=True, text=True, timeout=300,
+                             env=env(shim=True), cwd=REPO)
+    assert "no tests ran" in without.stdout  # collected only through the plugin or compat-test
+
+
+def test_shim_exposes_only_the_rule_test_surface(tmp_path):
+    write_shim(tmp_path)
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        import paddle
+        from paddle.distributed.auto_parallel.static.dist_attribute import DistTensorSpec, TensorDistAttr
+        from paddle.distributed.fleet import auto
+        from paddle.framework import core
+        import paddle.distributed as dist
+        from paddle_spmd_port import compat
+        assert core.get_phi_spmd_rule is compat.get_phi_spmd_rule and paddle.base.core is core
+        assert DistTensorSpec is compat.DistTensorSpec and TensorDistAttr is compat.TensorDistAttr
+        assert auto.ProcessMesh is compat.ProcessMesh and dist.ProcessMesh is compat.ProcessMesh
+        try:
+            core.set_device
+        except AttributeError as exc:
+            print("attr:", exc)
+        try:
+            import paddle.static
+        except ImportError as exc:
+            print("import:", exc)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env())
+    assert proc.returncode == 0, proc.stderr
+    assert "attr: paddle.base.core.set_device is not part of the paddle_spmd_port compat shim" in proc.stdout
+    assert "import: No module named 'paddle.static'" in proc.stdout
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.py")) == sorted(SHIM_MODULES)
+
+
+# --- where Paddle crashes, the compat API raises --------------------------------------------------
+
+
+def test_too_few_arguments_raise_type_error():
+    x, w = spec([8, 16], [0, -1]), spec([16], [-1])
+    ln, bn, rep = get_phi_spmd_rule("layer_norm"), get_phi_spmd_rule("batch_norm"), get_phi_spmd_rule("replicated")
+    with pytest.raises(TypeError, match=r"layer_norm.infer_forward\(x, scale, bias, epsilon: float, "
+                                        r"begin_norm_axis: int\) got 3 tensor argument\(s\) and 1 attribute"):
+        ln.infer_forward(x, w, w, 1e-5)
+    with pytest.raises(TypeError, match="got 2 tensor"):
+        ln.infer_forward(x, w)
+    with pytest.raises(TypeError, match=r"layer_norm.infer_backward\(x, scale, bias, out, mean, variance"):
+        ln.infer_backward(x, w, w, x, w, 1e-5, 1)
+    with pytest.raises(TypeError, match=r"batch_norm.infer_forward\(x, mean, variance, scale, bias\) got 4"):
+        bn.infer_forward(x, w, w, w)
+    with pytest.raises(TypeError, match="got 1 tensor"):
+        rep.infer_forward([x, w])
+    with pytest.raises(TypeError, match="got 1 tensor"):
+        rep.infer_forward([x], [])  # Paddle reads [] as an attribute, like any empty list
+
+
+def test_a_list_where_one_tensor_belongs_raises_type_error():
+    x, w = spec([8, 16], [0, -1]), spec([16], [-1])
+    with pytest.raises(TypeError, match="x must be one DistTensorSpec, not a list"):
+        get_phi_spmd_rule("layer_norm").infer_forward([x, w, w], w, w, 1e-5, 1)
+
+
+def test_partial_needs_a_mesh_dim():
+    attr = TensorDistAttr()
+    with pytest.raises(ValueError, match="has no process_mesh"):
+        attr._set_partial_dims([0])
+    attr.process_mesh = MESH
+    with pytest.raises(ValueError, match=r"the mesh has dims 0..1"):
+        attr._set_partial_dims([2])
+    attr._set_partial_dims([1])
+    assert attr._partial_dims() == {1}
+
+
+def test_port_checks_surface_as_value_error():
+    no_mesh = DistTensorSpec([8, 16], TensorDistAttr())
+    no_mesh.set_dims_mapping([0, -1])
+    w = spec([16], [-1])
+    with pytest.raises(ValueError, match=r"^\(InvalidArgument\) paddle_spmd_port rejects this input .*x has no "
+                                         r"process mesh"):
+        get_phi_spmd_rule("layer_norm").infer_forward(no_mesh, w, w, 1e-5, 1)
+    with pytest.raises(ValueError, match="begin_norm_axis=3 is outside 0..2"):
+        get_phi_spmd_rule("layer_norm").infer_forward(spec([8, 16], [0, -1]), w, w, 1e-5, 3)
+
+
+def test_errors_keep_the_port_classes_and_paddle_tags():
+    from paddle_spmd_port.errors import PaddleInvalidArgument, RuleNotFoundError, ShardingConflictError
+
+    x, w = spec([64, 32, 1024], [-1, -1, -1]), spec([1024], [-1])
+    with pytest.raises(ShardingConflictError, match=r"^\(Unimplemented\) Tensor Axis\[i\] is Sharded by two"):
+        get_phi_spmd_rule("layer_norm").infer_backward(x, w, w, spec([64, 32, 1024], [1, -1, -1]),
+                                                       spec([64, 32], [0, -1]), spec([64, 32], [-1, -1]), 1e-5, 2)
+    with pytest.raises(PaddleInvalidArgument, match=r"^\(InvalidArgument\) The ndim of x in batch_norm"):
+        get_phi_spmd_rule("batch_norm").infer_forward(spec([8], [0]), w, w, w, w)
+    with pytest.raises(RuleNotFoundError, match="serves only batch_norm, layer_norm, replicated"):
+        get_phi_spmd_rule("cummax")
