@@ -18,7 +18,6 @@ timed out (the report then covers what the ranks finished); 3 bad arguments.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -68,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    args.argv = argv
     mesh = args.mesh or default_mesh(args.nproc)
     if args.cases is None and math.prod(mesh) != args.nproc:
         print(f"--mesh {mesh} needs {math.prod(mesh)} ranks, --nproc is {args.nproc}", file=sys.stderr)
@@ -131,8 +132,7 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
     stem = f"launch-np{args.nproc}" + ("-gpu" if args.backend == "gpu" else "")
     meta = {
         "title": f"{args.nproc} ranks, {args.backend}",
-        "command": "python -m paddle_spmd_port launch " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["launch"]
-                                                                  else sys.argv[1:]),
+        "command": "python -m paddle_spmd_port launch " + " ".join(getattr(args, "argv", [])),
         "launch": launch.summary(), "launch_command": " ".join(launch.command),
         "paddle": f"{info.get('paddle', '?')} ({info.get('commit', '')[:12]})", "backend": args.backend,
         "nproc": args.nproc, "meshes": sorted({"x".join(map(str, c.mesh_shape)) for c in cases}),
@@ -155,7 +155,6 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
     for v in unexpected[:20]:
         print(f"NOT EXPECTED {v.case.case_id} {v.case.describe()}: {v.verdict}: {'; '.join(v.reasons)[:400]}")
     print(f"report: {md} and {js}; {len(cases)} cases, wall {report.meta['wall_seconds']}s")
-    (args.report_dir / f"{stem}.json").write_text(json.dumps(report.to_json(), indent=1))
     if failed:
         return 2
     return 1 if unexpected else 0

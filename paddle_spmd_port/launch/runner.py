@@ -122,13 +122,12 @@ class CaseRun:
         case = self.case
         if case.op == "layer_norm":
             return self.F.layer_norm(x, list(case.normalized_shape), weight=w, bias=b, epsilon=case.epsilon)
-        if case.op == "batch_norm":
-            return self.F.batch_norm(x, rm, rv, weight=w, bias=b, training=case.training, epsilon=case.epsilon,
-                                     data_format=case.data_format)
-        raise AssertionError("sync_batch_norm runs through _sync_layer")
+        return self.F.batch_norm(x, rm, rv, weight=w, bias=b, training=case.training, epsilon=case.epsilon,
+                                 data_format=case.data_format)
 
-    def _sync_layer(self, distributed: bool) -> Any:
-        """``paddle.nn.SyncBatchNorm`` with the case's weight, bias and running statistics."""
+    def _sync_layer(self) -> Any:
+        """``paddle.nn.SyncBatchNorm`` with the case's weight, bias and running statistics, its
+        parameters and buffers replicated on the mesh (``dist.shard_layer``)."""
         case, paddle = self.case, self.paddle
         layer = paddle.nn.SyncBatchNorm(case.param_shape[0], epsilon=case.epsilon, data_format=case.data_format)
         layer.weight.set_value(self.w)
@@ -136,9 +135,7 @@ class CaseRun:
         layer._mean.set_value(self.rm)
         layer._variance.set_value(self.rv)
         layer.train() if case.training else layer.eval()
-        if distributed:
-            layer = self.dist.shard_layer(layer, self.mesh)
-        return layer
+        return self.dist.shard_layer(layer, self.mesh)
 
     def run_reference(self) -> None:
         case = self.case
@@ -147,12 +144,7 @@ class CaseRun:
             w = self._dense(self.w, True) if case.weight else None
             b = self._dense(self.b, True) if case.bias else None
             rm, rv = self._dense(self.rm, False), self._dense(self.rv, False)
-            if case.op == "sync_batch_norm":
-                layer = self._sync_layer(distributed=False)
-                y = layer(x)
-                w, b, rm, rv = layer.weight, layer.bias, layer._mean, layer._variance
-            else:
-                y = self._call(x, w, b, rm, rv)
+            y = self._call(x, w, b, rm, rv)  # sync_batch_norm on one device is batch_norm
             self.ref["out"] = y.numpy().astype("float64")
             if case.op != "layer_norm":
                 self.ref["running_mean"] = rm.numpy().astype("float64")
@@ -184,7 +176,7 @@ class CaseRun:
             return
         try:
             if case.op == "sync_batch_norm":
-                layer = self._sync_layer(distributed=True)
+                layer = self._sync_layer()
                 y = layer(x)
                 w, b, rm, rv = layer.weight, layer.bias, layer._mean, layer._variance
             else:

@@ -1,0 +1,365 @@
+"""Real runs with paddle.distributed.launch, checked against the port (paddle_spmd_port.launch).
+
+Pure tests (no Paddle): case/placement bookkeeping, the port's predictions for the cases the
+real runs are about, the verdict logic on hand-made rank records, the launch command line.
+Multi-process tests (``multiproc``): 2 ranks on a 1-D mesh and 4 ranks on a 2x2 mesh, each a
+batch of batch_norm and layer_norm cases in one launch; a rank raising and a rank hanging make
+the launcher fail within its timeout, show that rank's log, and leave no process behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from paddle_spmd_port.launch.cases import LaunchCase, default_cases, placements_to_dims_mapping, read_cases, write_cases
+from paddle_spmd_port.launch.launcher import (
+    LaunchConfig,
+    discard_work_dir,
+    launch_command,
+    new_job_id,
+    processes_with_token,
+    run_launch,
+)
+from paddle_spmd_port.launch.predict import predict
+from paddle_spmd_port.launch.report import build_report, judge
+
+
+def ln(cid, shape, pl, ns, mesh=(2,), **kw):
+    return LaunchCase(cid, "layer_norm", tuple(shape), tuple(mesh), tuple(pl), normalized_shape=tuple(ns), **kw)
+
+
+def bn(cid, shape, pl, fmt, mesh=(2,), **kw):
+    return LaunchCase(cid, "batch_norm", tuple(shape), tuple(mesh), tuple(pl), data_format=fmt, **kw)
+
+
+# --------------------------------------------------------------------------------------------
+# pure: cases and predictions
+
+
+def test_placements_to_dims_mapping():
+    assert placements_to_dims_mapping(("S(1)", "R"), 3) == (-1, 0, -1)
+    assert placements_to_dims_mapping(("S(2)", "S(0)"), 3) == (1, -1, 0)
+    assert placements_to_dims_mapping(("R",), 2) == (-1, -1)
+    with pytest.raises(ValueError, match="two mesh dims"):
+        placements_to_dims_mapping(("S(0)", "S(0)"), 2)
+    with pytest.raises(ValueError, match="axis 3"):
+        placements_to_dims_mapping(("S(3)",), 3)
+
+
+def test_case_validation_and_json_roundtrip(tmp_path):
+    case = bn("a", (4, 8, 6), ("S(2)",), "NLC", training=False, weight=False)
+    assert case.channel_axis == 2 and case.param_shape == (6,)
+    assert ln("b", (4, 6, 8), ("R",), (6, 8)).begin_norm_axis == 1
+    write_cases([case, ln("b", (4, 6, 8), ("R",), (6, 8))], tmp_path / "c.jsonl")
+    assert read_cases(tmp_path / "c.jsonl")[0] == case
+    with pytest.raises(ValueError, match="rank-4"):
+        bn("c", (4, 6), ("R",), "NCHW")
+    with pytest.raises(ValueError, match="trailing"):
+        ln("d", (4, 6, 8), ("R",), (6,))
+    write_cases([case, case], tmp_path / "dup.jsonl")
+    with pytest.raises(ValueError, match="unique"):
+        read_cases(tmp_path / "dup.jsonl")
+
+
+def test_default_grids_have_enough_cases_for_one_launch():
+    for mesh, want in (((2,), 100), ((2, 2), 100)):
+        cases = default_cases(mesh)
+        assert len(cases) >= want
+        assert {c.op for c in cases} == {"layer_norm", "batch_norm"}
+        assert {c.data_format for c in cases if c.op == "batch_norm"} == {"NC", "NCL", "NLC", "NCHW", "NHWC",
+                                                                          "NCDHW", "NDHWC"}
+        assert {c.training for c in cases if c.op == "batch_norm"} == {True, False}
+        assert {(c.weight, c.bias) for c in cases} == {(True, True), (False, False), (True, False), (False, True)}
+    assert any(c.op == "sync_batch_norm" for c in default_cases((2,), backend="gpu"))
+    assert not any(c.op == "sync_batch_norm" for c in default_cases((2,)))
+
+
+def test_predict_layer_norm_keeps_leading_axes_and_makes_grads_partial():
+    p = predict(ln("a", (4, 6, 8), ("S(0)",), (8,)))
+    assert p.expectation("out").placements == ("S(0)",) and p.expectation("out").local_shape == (2, 6, 8)
+    assert p.expectation("weight_grad").placements == ("P",) and p.expectation("bias_grad").placements == ("P",)
+    p = predict(ln("b", (4, 6, 8), ("S(2)",), (8,)))  # a normalised axis: replicated
+    assert p.expectation("out").placements == ("R",) and p.expectation("weight_grad").placements == ("R",)
+    p = predict(ln("c", (4, 6, 8), ("S(1)", "S(0)"), (6, 8), mesh=(2, 2), weight=False, bias=False))
+    assert p.expectation("out").placements == ("R", "S(0)") and p.expectation("out").local_shape == (2, 6, 8)
+
+
+def test_predict_layer_norm_multi_dim_weight_is_the_rule_error_paddle_raises():
+    p = predict(ln("a", (4, 6, 8), ("S(0)",), (6, 8)))
+    assert p.forward.rule_error is not None and not p.forward.runs
+    assert p.forward.rule_error.family == "ValueError"
+    assert p.forward.rule_error.message == "The ndim of scale in layer_norm should be 1, but got [2]."
+    assert predict(ln("b", (4, 6, 8), ("S(0)",), (6, 8), weight=False, bias=False)).forward.runs
+
+
+def test_predict_batch_norm_uses_the_format_f_batch_norm_passes():
+    # NLC -> 'NHWC': channel = last axis; NCL -> 'NCHW': channel = axis 1
+    assert predict(bn("a", (4, 8, 6), ("S(1)",), "NLC")).expectation("out").placements == ("R",)
+    assert predict(bn("b", (4, 6, 8), ("S(2)",), "NCL")).expectation("out").placements == ("R",)
+    for case in (bn("c", (4, 8, 6), ("S(2)",), "NLC"), bn("d", (4, 6, 8), ("S(1)",), "NCL")):
+        p = predict(case)
+        assert p.forward.kernel_error == ("the shape of scale must equal to [3]", "the shape of scale is [6]")
+
+
+def test_predict_batch_norm_channel_sharded_failure_modes():
+    p = predict(bn("nc", (4, 6, 2, 4), ("S(1)",), "NCHW", weight=False, bias=False))
+    assert p.forward.runs and p.expectation("out").placements == ("S(1)",)
+    assert p.expectation("mean_out").placements == ("S(0)",)
+    assert p.skip_reason("backward") and "none-with-sharded-c" in p.backward.crash
+    risky = dict(p.numeric_risks)
+    assert "running_mean" in risky and "out" not in risky
+    p = predict(bn("w", (4, 6, 2, 4), ("S(1)",), "NCHW", bias=False))
+    assert p.forward.runs and "out" in dict(p.numeric_risks)
+    assert "bias:none-with-sharded-c" in p.backward.crash
+    # C on a size-1 mesh dim: kernel shapes agree, grads are Partial on that dim
+    p = predict(bn("m", (4, 6, 2, 4), ("S(1)", "S(0)"), "NCHW", mesh=(1, 2)))
+    assert p.forward.runs and p.backward.runs
+    assert p.expectation("out").placements == ("S(1)", "R") and p.expectation("weight_grad").placements == ("P", "R")
+
+
+def _ok_record(case, rank, **override):
+    """A rank record exactly as the port predicts it (what a perfect run would write)."""
+    p = predict(case)
+    tensors = {t.name: {"present": True, "ref_present": True, "placements": list(t.placements),
+                        "local_shape": list(t.local_shape), "max_abs_err": 0.0, "ref_max_abs": 1.0, "shape_ok": True}
+               for t in p.tensors}
+    tensors.update(override)
+    return {"kind": "case", "case_id": case.case_id, "rank": rank, "stages": {"reference": "ok", "forward": "ok"},
+            "error": None, "skipped": None, "tensors": tensors, "seconds": 0.01}
+
+
+def test_judge_classifies_differences():
+    case = ln("a", (4, 6, 8), ("S(0)",), (8,))
+    assert judge(case, {0: _ok_record(case, 0), 1: _ok_record(case, 1)}, [0, 1], 1e-5).verdict == "agree"
+    wrong = {"present": True, "ref_present": True, "placements": ["R"], "local_shape": [8], "max_abs_err": 0.0,
+             "ref_max_abs": 1.0}
+    v = judge(case, {0: _ok_record(case, 0, weight_grad=wrong), 1: _ok_record(case, 1, weight_grad=wrong)}, [0, 1],
+              1e-5)
+    assert v.verdict == "placement differs" and not v.expected and "weight_grad" in v.reasons[0]
+    off = dict(_ok_record(case, 0)["tensors"]["out"], max_abs_err=2e-5)
+    v = judge(case, {0: _ok_record(case, 0, out=off), 1: _ok_record(case, 1)}, [0, 1], 1e-5)
+    assert v.verdict == "numerics differ" and not v.expected
+    assert judge(case, {0: _ok_record(case, 0)}, [0, 1], 1e-5).verdict == "skipped"
+    err = dict(_ok_record(case, 0), error={"stage": "forward", "type": "ValueError", "message": "(InvalidArgument) x"})
+    v = judge(case, {0: err, 1: dict(err, rank=1)}, [0, 1], 1e-5)
+    assert v.verdict == "Paddle error" and not v.expected
+    two_d = ln("b", (4, 6, 8), ("R",), (6, 8))
+    err = {"kind": "case", "case_id": "b", "stages": {}, "skipped": None, "tensors": {}, "error": {
+        "stage": "forward", "type": "ValueError",
+        "message": "(InvalidArgument) The ndim of scale in layer_norm should be 1, but got [2].\n  [Hint: x] (at y)"}}
+    v = judge(two_d, {0: err, 1: err}, [0, 1], 1e-5)
+    assert v.verdict == "Paddle error" and v.expected
+
+
+def test_launch_command_per_backend():
+    job = new_job_id()
+    assert job != new_job_id()
+    cpu = launch_command(LaunchConfig(nproc=2), "s.py", ["--a"], job, Path("/l"), 4000)
+    assert cpu[cpu.index("--nproc_per_node") + 1] == "2" and "--devices" not in cpu
+    assert cpu[cpu.index("--job_id") + 1] == job and cpu[-2:] == ["s.py", "--a"]
+    gpu = launch_command(LaunchConfig(nproc=2, backend="gpu", nnodes="2", master="10.0.0.1:8090"), "s.py", [], job,
+                         Path("/l"), 4000)
+    assert gpu[gpu.index("--devices") + 1] == "0,1" and "--nproc_per_node" not in gpu
+    assert gpu[gpu.index("--nnodes") + 1] == "2" and gpu[gpu.index("--master") + 1] == "10.0.0.1:8090"
+
+
+# --------------------------------------------------------------------------------------------
+# multi-process
+
+
+def _leftovers(job_id: str) -> list[str]:
+    """Processes of a launch still alive, found without the launcher's own helper: pgrep on the
+    job id (in launch's and every rank's command line) and a scan of /proc environments."""
+    found = subprocess.run(["pgrep", "-f", job_id], capture_output=True, text=True).stdout.split()
+    needle = f"PADDLE_SPMD_LAUNCH_TOKEN={job_id}".encode()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if needle in (entry / "environ").read_bytes() and b"Z" not in (entry / "stat").read_bytes().split(
+                        b")")[-1][:3]:
+                    found.append(entry.name)
+            except OSError:
+                pass
+    return sorted(set(found))
+
+
+def _batch(mesh: tuple[int, ...], stride: int, must: list[LaunchCase]) -> list[LaunchCase]:
+    grid = default_cases(mesh)
+    picked = [c for i, c in enumerate(grid) if i % stride == 0]
+    extra = [dataclasses.replace(c, case_id=f"m{i}") for i, c in enumerate(must)]
+    return picked + extra
+
+
+@pytest.mark.multiproc
+@pytest.mark.native
+def test_two_ranks_one_d_mesh_through_the_cli(tmp_path):
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.launch.cli import main
+
+    must = [
+        ln("", (4, 6, 8), ("S(0)",), (8,)),                        # out S(0), weight/bias grad Partial
+        ln("", (4, 6, 8), ("S(1)",), (6, 8)),                      # 2-D weight: the forward rule raises
+        bn("", (4, 6, 2, 4), ("S(1)",), "NCHW"),                   # C sharded: kernel scale-shape error
+        bn("", (4, 6, 2, 4), ("S(1)",), "NCHW", weight=False, bias=False),  # runs; backward would segfault
+        bn("", (4, 2, 4, 6), ("S(3)", "R"), "NHWC", mesh=(1, 2)),  # C on a size-1 mesh dim: S(3) kept
+        LaunchCase("", "sync_batch_norm", (4, 6, 2, 4), (2,), ("S(0)",), data_format="NCHW"),
+    ]
+    cases = _batch((2,), 6, must)
+    write_cases(cases, tmp_path / "cases.jsonl")
+    t0 = time.monotonic()
+    code = main(["--nproc", "2", "--cases", str(tmp_path / "cases.jsonl"), "--timeout", "120",
+                 "--report-dir", str(tmp_path / "rep")])
+    wall = time.monotonic() - t0
+    report = json.loads((tmp_path / "rep" / "launch-np2.json").read_text())
+    by_id = {c["case_id"]: c for c in report["cases"]}
+    unexpected = [(c["case_id"], c["describe"], c["verdict"], c["reasons"]) for c in report["cases"]
+                  if not c["expected"]]
+    assert code == 0, unexpected
+    assert len(by_id) == len(cases) and report["meta"]["cases"] == len(cases)
+    assert (tmp_path / "rep" / "launch-np2.md").read_text().startswith("# Real-run report")
+    assert not (tmp_path / "rep" / "launch-np2-logs").exists()  # nothing failed: logs discarded
+
+    def tensor(cid, name):
+        return next(t for t in by_id[cid]["tensors"] if t["name"] == name)
+
+    assert by_id["m0"]["verdict"] == "agree"
+    assert tensor("m0", "out")["observed"] == ["S(0)"] and tensor("m0", "weight_grad")["observed"] == ["P"]
+    assert tensor("m0", "weight_grad")["rel_err"] <= 1e-5
+    assert by_id["m1"]["verdict"] == "Paddle error" and "ndim of scale" in by_id["m1"]["reasons"][0]
+    assert by_id["m2"]["verdict"] == "Paddle error" and "the shape of scale must equal to [3]" in \
+        by_id["m2"]["error"]["message"]
+    assert any("native crash" in n and "SIGSEGV" in n for n in by_id["m3"]["notes"])
+    assert tensor("m3", "out")["observed"] == ["S(1)"] and tensor("m3", "out")["numerics_ok"]
+    assert tensor("m4", "out")["observed"] == ["S(3)", "R"] and tensor("m4", "weight_grad")["observed"] == ["P", "R"]
+    assert by_id["m5"]["verdict"] == "skipped" and "no CPU kernel" in by_id["m5"]["reasons"][0]
+    agreeing = [t["rel_err"] for c in report["cases"] if c["verdict"] == "agree" for t in c["tensors"]
+                if t["rel_err"] is not None]
+    assert agreeing and max(agreeing) <= 1e-5
+    print(f"\n2 ranks: {len(cases)} cases in {wall:.1f}s, counts {report['counts']}")
+
+
+@pytest.mark.multiproc
+@pytest.mark.native
+def test_four_ranks_two_by_two_mesh(tmp_path):
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.launch.session import run_cases
+
+    must = [
+        ln("", (4, 6, 8), ("S(0)", "S(1)"), (8,), mesh=(2, 2)),       # both leading axes kept, grads P,P
+        ln("", (4, 6, 8), ("S(0)", "S(2)"), (8,), mesh=(2, 2)),       # normalised axis dropped
+        bn("", (4, 6, 2, 4), ("S(0)", "S(2)"), "NCHW", mesh=(2, 2)),  # all-gathered: replicated
+        bn("", (4, 2, 4, 6), ("R", "S(3)"), "NHWC", mesh=(2, 2)),     # C sharded: kernel error
+    ]
+    cases = _batch((2, 2), 12, must)
+    session = run_cases(cases, LaunchConfig(nproc=4, timeout=150))
+    try:
+        assert session.launch.ok, session.launch.failure_text()
+        assert session.finished_ranks() == [0, 1, 2, 3]
+        assert _leftovers(session.launch.job_id) == []
+        report = build_report(cases, session.case_records(), [0, 1, 2, 3], {})
+        unexpected = [(v.case.case_id, v.case.describe(), v.verdict, v.reasons) for v in report.unexpected]
+        assert not unexpected
+        v = {x.case.case_id: x for x in report.verdicts}
+        t = {c.name: c for c in v["m0"].tensors}
+        assert t["out"].observed == ("S(0)", "S(1)") and t["weight_grad"].observed == ("P", "P")
+        assert t["out"].observed_local == (2, 3, 8) and t["weight_grad"].numerics_ok
+        assert {c.name: c for c in v["m1"].tensors}["out"].observed == ("S(0)", "R")
+        assert {c.name: c for c in v["m2"].tensors}["out"].observed == ("R", "R")
+        assert v["m3"].verdict == "Paddle error" and v["m3"].expected
+        print(f"\n4 ranks: {len(cases)} cases, launch {session.launch.seconds:.1f}s, {dict(report.counts())}")
+    finally:
+        discard_work_dir(session.launch)
+
+
+FAULTY = """\
+import os, sys, time
+rank = int(os.environ["PADDLE_TRAINER_ID"])
+mode = sys.argv[1]
+print(f"rank {rank} started ({mode})", flush=True)
+if rank == 1 and mode == "raise":
+    raise RuntimeError("injected failure on rank 1")
+if rank == 1 and mode == "hang":
+    print("rank 1 now hangs", flush=True)
+    time.sleep(3600)
+if rank == 0 and mode == "raise":
+    time.sleep(120)  # must be stopped when rank 1 fails
+"""
+
+
+def _faulty_launch(tmp_path: Path, mode: str, timeout: float):
+    script = tmp_path / "faulty.py"
+    script.write_text(FAULTY)
+    job = new_job_id()
+    t0 = time.monotonic()
+    result = run_launch(str(script), [mode], LaunchConfig(nproc=2, timeout=timeout, grace=1.0), job_id=job,
+                        work_dir=tmp_path / job)
+    return result, time.monotonic() - t0
+
+
+@pytest.mark.multiproc
+@pytest.mark.native
+def test_a_rank_raising_fails_the_launch_with_its_log_and_nothing_left(tmp_path):
+    pytest.importorskip("paddle")
+    result, wall = _faulty_launch(tmp_path, "raise", timeout=60)
+    assert not result.ok and not result.timed_out and result.returncode != 0
+    assert wall < 60
+    assert result.failed_ranks == (1,)
+    text = result.failure_text()
+    assert "injected failure on rank 1" in text and "workerlog.1" in text
+    assert result.rank_log(1).exists()  # logs kept
+    assert result.leftover_pids == () and _leftovers(result.job_id) == []
+
+
+@pytest.mark.multiproc
+@pytest.mark.native
+def test_a_hanging_rank_is_killed_at_the_timeout_with_its_log_and_nothing_left(tmp_path):
+    pytest.importorskip("paddle")
+    timeout = 10.0
+    result, wall = _faulty_launch(tmp_path, "hang", timeout=timeout)
+    assert result.timed_out and not result.ok
+    assert timeout <= wall < timeout + 10
+    assert result.hung_ranks == (1,)
+    text = result.failure_text()
+    assert "rank 1 now hangs" in text and "timed out" in text
+    assert result.leftover_pids == () and _leftovers(result.job_id) == []
+    assert processes_with_token(result.job_id) == {}
+
+
+def _gpu_count() -> int:
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+@pytest.mark.multiproc
+@pytest.mark.gpu
+def test_two_gpus_with_sync_batch_norm(tmp_path):
+    if _gpu_count() < 2:
+        pytest.skip("needs 2 GPUs (nvidia-smi lists fewer) and a CUDA build of Paddle")
+    paddle = pytest.importorskip("paddle")
+    if not paddle.is_compiled_with_cuda():
+        pytest.skip("Paddle is a CPU build")
+    from paddle_spmd_port.launch.cli import main
+
+    cases = [c for i, c in enumerate(default_cases((2,), backend="gpu")) if c.op == "sync_batch_norm" or i % 10 == 0]
+    write_cases(cases, tmp_path / "cases.jsonl")
+    code = main(["--nproc", "2", "--backend", "gpu", "--cases", str(tmp_path / "cases.jsonl"), "--report-dir",
+                 str(tmp_path / "rep"), "--rtol", "1e-4"])
+    report = json.loads((tmp_path / "rep" / "launch-np2-gpu.json").read_text())
+    sync = [c for c in report["cases"] if c["case"]["op"] == "sync_batch_norm"]
+    assert sync and all(c["verdict"] != "skipped" for c in sync)
+    assert code == 0, [(c["case_id"], c["verdict"], c["reasons"]) for c in report["cases"] if not c["expected"]]
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
