@@ -251,6 +251,18 @@ def test_a_list_where_one_tensor_belongs_raises_type_error():
         get_phi_spmd_rule("layer_norm").infer_forward([x, w, w], w, w, 1e-5, 1)
 
 
+def test_any_object_shaped_like_a_mesh_is_accepted():
+    from types import SimpleNamespace
+
+    foreign = SimpleNamespace(shape=[2], process_ids=[4, 5], dim_names=["dp"])
+    x = spec([8, 16], [0, -1], mesh=foreign)
+    w = spec([16], [-1], mesh=foreign)
+    result = get_phi_spmd_rule("layer_norm").infer_forward(x, w, w, 1e-5, 1)
+    assert [a.dims_mapping for a in result[1]] == [[0, -1], [0], [0]]
+    assert result[1][1].process_mesh == foreign and result[1][1].process_mesh == ProcessMesh([4, 5])
+    assert str(result[1][1].process_mesh) == "{shape: [2], process_ids: [4,5], dim_names: [dp]}"
+
+
 def test_partial_needs_a_mesh_dim():
     attr = TensorDistAttr()
     with pytest.raises(ValueError, match="has no process_mesh"):

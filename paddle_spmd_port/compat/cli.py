@@ -95,7 +95,9 @@ def compare(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         statuses, messages = {}, {}
         for backend, report in results.items():
             if backend in ran:
-                row = ran[backend].get(test_id, {"status": "missing", "message": "not run by this backend"})
+                absent = ("no-tests", "the file defines no unittest tests") if test_id == FILE_ROW else (
+                    "missing", "not run by this backend")
+                row = ran[backend].get(test_id, {"status": absent[0], "message": absent[1]})
                 statuses[backend], messages[backend] = row["status"], row["message"]
             else:
                 statuses[backend] = report.get("status", "crash")
