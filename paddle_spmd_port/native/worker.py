@@ -14,8 +14,31 @@ import importlib
 import json
 import os
 import sys
+from collections import deque
 
 from ..cases.case import Case
+
+
+def _stream_many(backend, fh, start: int, stop: int, out) -> None:  # noqa: ANN001
+    """Feed cases lazily to ``backend.run_many`` and print each outcome, flushed, as it comes.
+
+    The indices of the cases handed over are queued as they are read, so the k-th outcome is
+    labelled with the k-th index even if the backend reads ahead."""
+    pending: deque[int] = deque()
+
+    def cases():
+        for index, line in enumerate(fh):
+            if index < start:
+                continue
+            if 0 <= stop <= index:
+                return
+            pending.append(index)
+            yield Case.from_json(json.loads(line))
+
+    for outcome in backend.run_many(cases()):
+        index = pending.popleft()
+        out.write(json.dumps({"i": index, "outcome": outcome.to_json()}, separators=(",", ":")) + "\n")
+        out.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,7 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     out.write(json.dumps({"hello": backend.paddle_version()}) + "\n")
     out.flush()
     with open(args.cases) as fh:
-        for index, line in enumerate(fh):
+        lines = enumerate(fh)
+        if hasattr(backend, "run_many"):  # batched backend: same protocol, one flushed line per case
+            _stream_many(backend, fh, args.start, args.stop, out)
+            lines = enumerate(())
+        for index, line in lines:
             if index < args.start:
                 continue
             if 0 <= args.stop <= index:

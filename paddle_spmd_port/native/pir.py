@@ -1,0 +1,444 @@
+"""Backend: Paddle's PIR static build, which runs the op's InferSpmd rule inside ``Build``.
+
+Reaches the rules that Paddle's Python registry hides, through the ops that call them::
+
+    rule key              op built (paddle._C_ops)   C++ rule run inside Build
+    batch_norm            batch_norm                 BatchNormInferSpmd (data_format read)
+    batch_norm_grad       batch_norm_grad            BatchNormGradInferSpmd
+    layer_norm            layer_norm                 LayerNormInferSpmd (cross-check of the registry)
+    layer_norm_grad       layer_norm_grad            LayerNormGradInferSpmd
+    sync_batch_norm(_grad) sync_batch_norm_(_grad)   the build fails before any rule on CPU wheels
+
+Each input is ``dist.shard_tensor(data, mesh, placements)`` (``Partial()`` on the case's partial
+dims); the op's ``dist_attr.operands()`` / ``results()`` are the rule's answer (input dst attrs
+and output attrs, with partial status and reduce type). Nothing runs, so any mesh works in one
+process.
+
+Speed: one Program holds many ops. Input values are cached per Program by (shape, mapping,
+partial, mesh), so most cases cost one op build; a new Program starts every
+``OPS_PER_PROGRAM`` ops to bound memory. The data op is made with ``paddle._pir_ops.data``,
+the op ``paddle.static.data`` makes, without its walk over every op of the Program to move the
+insertion point (that walk makes ``static.data`` O(program size)).
+
+Outcome mapping:
+
+* the op builds -> ``result`` read back from ``op.dist_attr``;
+* Build raises from a file under ``phi/infermeta/spmd_rules/`` -> ``error`` (the rule raised);
+* Build raises anywhere else (InferMeta shape checks, data layout parsing, the PIR dist
+  attribute, dtype/kernel checks) -> ``unreachable`` with that message: the rule's answer, if
+  any, cannot be seen this way;
+* input a placement list cannot express (duplicate or out-of-range mesh dims, a mapping whose
+  length is not the rank, shard and partial on one mesh dim, a present input without a mesh,
+  a missing required input) -> ``unreachable`` with the reason; nothing is dropped.
+
+Cases that may take the process down (batch_norm_grad with scale or bias None, where Paddle
+3.3.1 marks partial on an attr without a mesh and segfaults) are built in a forked child of the
+worker, so a crash costs one fork (milliseconds) instead of a worker restart with a fresh
+``import paddle`` (seconds); the crash is reported as ``native crashed: signal N`` exactly as
+:mod:`.pool` would.
+
+Imports Paddle and switches it to static PIR mode while building: run it only inside a worker
+process (:mod:`.worker`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..cases.case import Case
+from ..outcome import ErrorInfo, Outcome, normalize_message
+from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
+
+warnings.filterwarnings("ignore")
+
+import paddle  # noqa: E402
+import paddle.distributed as dist  # noqa: E402
+from paddle import _C_ops  # noqa: E402
+from paddle.framework import core  # noqa: E402
+
+#: Ops per Program before a fresh one is started (bounds memory; input values are cached per Program).
+OPS_PER_PROGRAM = 20_000
+#: At most this many consecutive crash-prone cases share one forked child.
+CHILD_BATCH = 512
+
+_RULE_SOURCE = "infermeta/spmd_rules/"
+_SOURCE_PATH = re.compile(r"(/paddle/[\w./-]+?\.(?:cc|h|cpp|cu))")
+
+
+@dataclass(frozen=True)
+class OpRoute:
+    """How a rule key is reached: the ``_C_ops`` builder, the op's input names in call order,
+    and which of them may be None."""
+
+    builder: str
+    inputs: tuple[str, ...]
+    optional: frozenset[str]
+
+
+_BN_FWD = ("x", "mean", "variance", "scale", "bias")
+_BN_GRAD = ("x", "scale", "bias", "mean_out", "variance_out", "saved_mean", "saved_variance", "reserve_space",
+            "out_grad")
+_SBN_GRAD = ("x", "scale", "bias", "saved_mean", "saved_variance", "reserve_space", "out_grad")
+
+ROUTES: dict[str, OpRoute] = {
+    "batch_norm": OpRoute("batch_norm", _BN_FWD, frozenset({"scale", "bias"})),
+    "batch_norm_grad": OpRoute("batch_norm_grad", _BN_GRAD, frozenset({"scale", "bias", "reserve_space"})),
+    "layer_norm": OpRoute("layer_norm", ("x", "scale", "bias"), frozenset({"scale", "bias"})),
+    "layer_norm_grad": OpRoute("layer_norm_grad", ("x", "scale", "bias", "mean", "variance", "out_grad"),
+                               frozenset({"scale", "bias"})),
+    "sync_batch_norm": OpRoute("sync_batch_norm_", _BN_FWD, frozenset({"scale", "bias"})),
+    "sync_batch_norm_grad": OpRoute("sync_batch_norm_grad", _SBN_GRAD,
+                                    frozenset({"scale", "bias", "reserve_space"})),
+}
+
+NOT_ROUTED = {
+    "batch_norm_static": "BatchNormInferSpmdStatic is only reachable through the registry (the PIR batch_norm op "
+                         "runs BatchNormInferSpmd); use the registry backend",
+    "layer_norm_reverse": "LayerNormInferSpmdReverse is only reachable through the registry's infer_backward "
+                          "(no op runs it during Build); use the registry backend",
+}
+
+
+def paddle_version() -> dict[str, str]:
+    return {"version": paddle.__version__, "commit": paddle.version.commit}
+
+
+class _Unreachable(Exception):
+    """The case cannot be expressed on this route; the message says why."""
+
+
+# --------------------------------------------------------------------------- input side
+_meshes: dict[ProcessMesh, Any] = {}
+
+
+def _paddle_mesh(mesh: ProcessMesh) -> Any:
+    pm = _meshes.get(mesh)
+    if pm is None:
+        ids: Any = list(mesh.process_ids or ())
+        for size in reversed(mesh.shape[1:]):
+            ids = [ids[i:i + size] for i in range(0, len(ids), size)]
+        pm = _meshes[mesh] = dist.ProcessMesh(ids, dim_names=list(mesh.dim_names or ()))
+    return pm
+
+
+def placements_of(spec: DistTensorSpec, name: str) -> list[Any]:
+    """The placement list of ``spec`` (one per mesh dim), or :class:`_Unreachable` with why not."""
+    mesh = spec.mesh
+    if mesh is None:
+        raise _Unreachable(f"{name} is present but has no process mesh; the PIR route passes either a dist value "
+                           "(with a mesh) or None")
+    if len(spec.dims_mapping) != len(spec.shape):
+        raise _Unreachable(f"{name}: dims_mapping {list(spec.dims_mapping)} does not have one entry per axis of "
+                           f"shape {list(spec.shape)}; placements cannot express it")
+    out: list[Any] = [dist.Replicate() for _ in range(mesh.ndim)]
+    for axis, m in enumerate(spec.dims_mapping):
+        if m == -1:
+            continue
+        if not 0 <= m < mesh.ndim:
+            raise _Unreachable(f"{name}: mesh dim {m} is outside the {mesh} mesh; placements cannot express it")
+        if isinstance(out[m], dist.Shard):
+            raise _Unreachable(f"{name}: mesh dim {m} shards two axes; placements cannot express it")
+        out[m] = dist.Shard(axis)
+    for p in sorted(spec.partial_dims):
+        if not 0 <= p < mesh.ndim:
+            raise _Unreachable(f"{name}: partial mesh dim {p} is outside the {mesh} mesh")
+        if isinstance(out[p], dist.Shard):
+            raise _Unreachable(f"{name}: mesh dim {p} is both Shard and Partial; placements cannot express it")
+        out[p] = dist.Partial()
+    return out
+
+
+class _Program:
+    """One PIR Program and the dist input values already made in it."""
+
+    def __init__(self) -> None:
+        self.program = paddle.static.Program()
+        self.values: dict[tuple, Any] = {}
+        self.ops = 0
+        self.dtype = paddle.pir.core.convert_np_dtype_to_dtype_("float32")
+        self.place = core.Place()
+
+    def value(self, spec: DistTensorSpec, name: str) -> Any:
+        key = (spec.shape, spec.dims_mapping, spec.partial_dims, spec.mesh)
+        v = self.values.get(key)
+        if v is None:
+            placements = placements_of(spec, name)
+            data = paddle._pir_ops.data(f"in{len(self.values)}", list(spec.shape), self.dtype, self.place)
+            data.stop_gradient = True
+            v = self.values[key] = dist.shard_tensor(data, _paddle_mesh(spec.mesh), placements)
+        return v
+
+
+# --------------------------------------------------------------------------- output side
+_meshes_back: dict[tuple, ProcessMesh] = {}
+_SUM = None  # paddle's ReduceType.kRedSum, looked up lazily
+
+
+def _mesh_back(pm: Any) -> ProcessMesh | None:
+    if pm is None or pm.empty():
+        return None
+    key = (tuple(pm.shape), tuple(pm.process_ids), tuple(pm.dim_names))
+    mesh = _meshes_back.get(key)
+    if mesh is None:
+        mesh = _meshes_back[key] = ProcessMesh(*key)
+    return mesh
+
+
+class _ReduceTypeError(Exception):
+    """A partial status with a reduce type other than SUM (DistAttr only holds SUM)."""
+
+
+def dist_attr_of(attr: Any) -> DistAttr:
+    """A PIR ``TensorDistAttribute`` (as held by ``op.dist_attr``) as a :class:`DistAttr`."""
+    global _SUM
+    t = attr.as_tensor_dist_attr()
+    status = t.partial_status
+    if status:
+        if _SUM is None:
+            _SUM = paddle.base.core.ReduceType.kRedSum
+        odd = {d: str(r) for d, r in status.items() if r != _SUM}
+        if odd:
+            raise _ReduceTypeError(f"partial reduce type other than SUM: {odd}")
+    return DistAttr(tuple(t.dims_mapping), frozenset(status), _mesh_back(t.process_mesh))
+
+
+def _read_op(op: Any) -> SpmdResult:
+    da = op.dist_attr
+    return SpmdResult(tuple(dist_attr_of(a) for a in da.operands()),
+                      tuple(dist_attr_of(a) for a in da.results()))
+
+
+# --------------------------------------------------------------------------- building
+def _typed_attrs(case: Case) -> list[Any]:
+    """Attributes in signature order with the Python types the op wants."""
+    values = []
+    for (name, _), value in zip(case.spec.attrs, case.attr_values(), strict=True):
+        if name in ("epsilon", "momentum"):
+            value = float(value)
+        elif name == "begin_norm_axis":
+            value = int(value)
+        elif name == "data_format":
+            value = str(value)
+        else:
+            value = bool(value)
+        values.append(value)
+    return values
+
+
+def raised_by_rule(message: str) -> bool:
+    """True when Paddle's error names a source file of the SPMD rules (or names no file at all,
+    e.g. a bare ``std::length_error`` thrown by a rule)."""
+    paths = _SOURCE_PATH.findall(message)
+    return not paths or _RULE_SOURCE in paths[-1]
+
+
+def _where(message: str) -> str:
+    paths = _SOURCE_PATH.findall(message)
+    return paths[-1].split("/paddle/", 1)[-1] if paths else "?"
+
+
+_checked_names: set[str] = set()
+
+
+def _check_names(case: Case, op: Any) -> None:
+    """Once per op: its operand/result names must be the rulebook's result order."""
+    if case.rule in _checked_names:
+        return
+    spec = case.spec
+    got_in, got_out = tuple(op.get_input_names()), tuple(op.get_output_names())
+    if got_in != spec.result_inputs or got_out != spec.result_outputs:
+        raise RuntimeError(f"{op.name()} has inputs {got_in} and outputs {got_out}, but the rulebook orders "
+                           f"{case.rule}'s result as {spec.result_inputs} / {spec.result_outputs}")
+    _checked_names.add(case.rule)
+
+
+def may_crash(case: Case) -> bool:
+    """Cases built in a forked child. batch_norm_grad with scale or bias None and x split
+    anywhere (Paddle 3.3.1 segfaults when the channel axis is split: it marks partial on an attr
+    without a mesh), and a data_format too short for the rule's ``data_format[1]`` read.
+
+    This only picks how a case is run, never its outcome: a crash it misses still becomes a
+    ``native crashed`` outcome through the worker restart of :mod:`.pool`, only slower."""
+    if case.rule not in ("batch_norm", "batch_norm_grad"):
+        return False
+    fmt = dict(case.attrs).get("data_format", "NCHW")
+    if not isinstance(fmt, str) or len(fmt) < 2:
+        return True
+    if case.rule == "batch_norm":
+        return False
+    x, scale, bias = case.inputs[0], case.inputs[1], case.inputs[2]
+    return (scale is None or bias is None) and x is not None and any(m != -1 for m in x.dims_mapping)
+
+
+def _quiet_child() -> None:
+    """In a forked child: die on a fatal signal at once, without Paddle's handler (which prints a
+    symbolised C++ traceback to stdout, the worker's protocol channel, and takes ~40 ms) and
+    without a core file."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for sig in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL):
+        signal.signal(sig, signal.SIG_DFL)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+class PirBackend:
+    """Builds cases' ops into a long-lived Program; see the module docstring."""
+
+    def __init__(self, ops_per_program: int = OPS_PER_PROGRAM, isolate_risky: bool = True) -> None:
+        self.ops_per_program = ops_per_program
+        self.isolate_risky = isolate_risky
+        self._prog: _Program | None = None
+
+    def _program(self) -> _Program:
+        if self._prog is None or self._prog.ops >= self.ops_per_program:
+            self._prog = _Program()
+        return self._prog
+
+    def _build(self, case: Case) -> Outcome:
+        route = ROUTES[case.rule]
+        prog = self._program()
+        spec = case.spec
+        if spec.inputs != route.inputs:
+            raise RuntimeError(f"{case.rule}: rulebook inputs {spec.inputs} differ from the op's {route.inputs}")
+        try:
+            if case.inputs[0] is None or case.inputs[0].mesh is None:
+                raise _Unreachable("x has no process mesh (Paddle's rules segfault on that); the PIR route needs "
+                                   "x as a dist value")
+            args: list[Any] = []
+            for name, s in zip(route.inputs, case.inputs, strict=True):
+                if s is None:
+                    if name not in route.optional:
+                        raise _Unreachable(f"{name} is None, but the {route.builder} op requires it")
+                    args.append(None)
+                else:
+                    args.append(prog.value(s, name))
+        except _Unreachable as why:
+            return Outcome(unreachable=str(why))
+        attrs = _typed_attrs(case)
+        builder = getattr(_C_ops, route.builder)
+        with paddle.static.program_guard(prog.program):
+            try:
+                built = builder(*args, *attrs)
+            except Exception as exc:  # noqa: BLE001 - every Paddle error becomes an outcome
+                message = str(exc)
+                if raised_by_rule(message):
+                    return Outcome(error=ErrorInfo.from_exception(exc))
+                return Outcome(unreachable=f"{route.builder} cannot be built here ({type(exc).__name__} in "
+                                           f"{_where(message)}): {normalize_message(message)}")
+            finally:
+                prog.ops += 1
+        first = built[0] if isinstance(built, (tuple, list)) else built
+        op = first.get_defining_op()
+        _check_names(case, op)
+        try:
+            return Outcome(result=_read_op(op))
+        except _ReduceTypeError as exc:
+            return Outcome(error=ErrorInfo("ReduceTypeError", str(exc)))
+
+    def _run_in_children(self, cases: list[Case]) -> Iterator[Outcome]:
+        """Build ``cases`` in a forked copy of this process, one JSON line per outcome through a
+        pipe. If the child dies, the case it was on gets the crash and a new child takes the rest."""
+        done = 0
+        while done < len(cases):
+            read_fd, write_fd = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # child: build, report, leave without running any cleanup
+                code = 0
+                try:
+                    os.close(read_fd)
+                    _quiet_child()
+                    with os.fdopen(write_fd, "w") as pipe:
+                        for case in cases[done:]:
+                            pipe.write(json.dumps(self._build(case).to_json(), separators=(",", ":")) + "\n")
+                            pipe.flush()
+                except BaseException:  # noqa: BLE001 - the parent reports the missing answer
+                    code = 3
+                os._exit(code)
+            os.close(write_fd)
+            with os.fdopen(read_fd, "r") as pipe:
+                for line in pipe:
+                    done += 1
+                    yield Outcome.from_json(json.loads(line))
+            _, status = os.waitpid(pid, 0)
+            if done < len(cases):
+                done += 1
+                yield Outcome(crash=_describe_status(status))
+
+    def run(self, case: Case) -> Outcome:
+        """One case, built in this process (no crash isolation: see :meth:`run_many`)."""
+        if case.rule in NOT_ROUTED:
+            return Outcome(unreachable=NOT_ROUTED[case.rule])
+        if case.rule not in ROUTES:
+            return Outcome(unreachable=f"the pir backend has no op for rule {case.rule!r}")
+        return self._build(case)
+
+    def run_many(self, cases: Iterable[Case]) -> Iterator[Outcome]:
+        """Outcomes in order. A run of consecutive :func:`may_crash` cases (up to
+        ``CHILD_BATCH``) goes to forked children; everything else is built here."""
+        it = iter(cases)
+        pushed_back: list[Case] = []
+        with _pir_mode():
+            while True:
+                case = pushed_back.pop() if pushed_back else next(it, None)
+                if case is None:
+                    return
+                if not (self.isolate_risky and case.rule in ROUTES and may_crash(case)):
+                    yield self.run(case)
+                    continue
+                batch = [case]
+                for other in it:
+                    if len(batch) < CHILD_BATCH and other.rule in ROUTES and may_crash(other):
+                        batch.append(other)
+                    else:
+                        pushed_back.append(other)
+                        break
+                yield from self._run_in_children(batch)
+
+
+def _describe_status(status: int) -> str:
+    """A child's wait status in :mod:`.pool`'s words (``signal 11 (SIGSEGV)``, ``exit code 3``)."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            return f"signal {sig} ({signal.Signals(sig).name})"
+        except ValueError:
+            return f"signal {sig}"
+    return f"exit code {os.WEXITSTATUS(status)}"
+
+
+@contextlib.contextmanager
+def _pir_mode() -> Iterator[None]:
+    """Static mode with the PIR API on, for as long as the block runs."""
+    with paddle.pir_utils.IrGuard():
+        yield
+
+
+_backend = PirBackend()
+
+
+def run(case: Case) -> Outcome:
+    """One case; a crash-prone one is built in a forked child (prefer :func:`run_many` for many)."""
+    (outcome,) = run_many([case])
+    return outcome
+
+
+def run_many(cases: Iterable[Case]) -> Iterator[Outcome]:
+    """Outcomes of ``cases`` in order, one yielded as soon as it is known (a crash of the process
+    loses only the case in flight)."""
+    return _backend.run_many(cases)
+
+
+__all__ = ["NOT_ROUTED", "OPS_PER_PROGRAM", "ROUTES", "PirBackend", "dist_attr_of", "may_crash", "paddle_version",
+           "placements_of", "raised_by_rule", "run", "run_many"]

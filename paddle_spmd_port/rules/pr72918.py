@@ -1,0 +1,158 @@
+"""sync_batch_norm as *proposed* upstream: PR #72918's branch, revision B (commit 19683c03).
+
+Not the default rule set. No Paddle release ships these rules (3.0.0-3.3.1 fall back to the
+replicated rule, see :mod:`.sync_batch_norm`); this module reproduces what the PR branch's
+``SyncBatchNormInferSpmd`` / ``SyncBatchNormGradInferSpmd`` computed, bugs included, so that the
+proposal can be compared with the shipped behaviour and checked numerically.
+
+Notation (x of rank 4; data_format is *not* read, the channel axis is always axis 1)::
+
+    forward  ijkl, i, i, j, j  ->  ijkl, i, i, i, i, -     x, mean, variance, scale, bias ->
+                                                          out, mean_out, variance_out,
+                                                          saved_mean, saved_variance, reserve_space
+    grad     ijkl, j, j, i, i, -, ijkl  ->  ijkl, j, j     x, scale, bias, saved_mean,
+                                                          saved_variance, reserve_space, out_grad
+                                                          -> x_grad, scale_grad, bias_grad
+
+Only axis 1 of x keeps its sharding ``d = x.dims_mapping[1]``; every other axis is forced to
+replicated. The statistics are annotated with x's *first* letter ``i`` (the batch axis), which
+is always replicated, so they always come back ``[-1]``.
+
+Worked table, 2x3 mesh, x [8,6,4,4], stats/scale/bias [6]::
+
+    rule     x              inputs                                   outputs
+    forward  [0,1,-1,-1]    [-1,1,-1,-1] [-1] [-1] [-1] [-1]         [-1,1,-1,-1] [-1] [-1] [-1] [-1] [-1]
+    forward  [0,-1,-1,1]    all -1                                   all -1
+    grad     [0,1,-1,-1]    [-1,1,-1,-1] [1] [1] [-1] [-1] [-1]      [-1,1,-1,-1] [1] [1]
+                            [-1,1,-1,-1]
+    grad     [-1,-1,0,-1]   all -1                                   all -1
+
+Quirks of the proposal, kept on purpose:
+
+* PR72918-QUIRK(stats-batch-letter): mean/variance (and their outputs, saved_mean/variance)
+  carry the batch axis letter, so they are never sharded even when C is.
+* PR72918-QUIRK(axis-1-always): data_format is ignored; with NHWC the rule keeps *H* sharded.
+* PR72918-QUIRK(grad-scale-sharded): scale/bias inputs and scale_grad/bias_grad follow C
+  (``[d]``, no partial), which is the right placement for per-channel gradients; the scale/bias
+  *inputs* of the grad take x's mesh, the grads take scale's / bias's (none for a None input).
+* Every returned attr drops its partial status; out_grad's own mapping is ignored.
+
+Port-only checks (Paddle would read past the end or crash): x needs a mesh; the specs must
+pass :meth:`DistTensorSpec.check`.
+"""
+
+from __future__ import annotations
+
+from ..errors import PaddleInvalidArgument
+from ..notation import letters, mapping_for_axes, merge_shardings
+from ..types import DistAttr, DistTensorSpec, SpmdResult
+from ._tensor import RuleInput, as_input, check_specs, require_ndim, require_x_mesh
+
+OP = "batch_norm"  # the proposal's messages name batch_norm, also for sync_batch_norm
+REVISION = "19683c0389dce01ea48606aba51149681baa8272"
+
+
+def _check_x_rank(x: RuleInput) -> None:
+    if x.ndim < 2:
+        raise PaddleInvalidArgument(f"The ndim of x in batch_norm should be greater than 1, but got [{x.ndim}].",
+                                    kind="ndim:x:min")
+    if x.ndim > 5:
+        raise PaddleInvalidArgument(f"The ndim of x in batch_norm should be less than 6, but got [{x.ndim}].",
+                                    kind="ndim:x:max")
+
+
+def _axis1_only(x: RuleInput) -> tuple[str, tuple[int, ...], dict[str, int]]:
+    """x's letters, x's mapping with only axis 1 kept, and the merged letter map."""
+    axes = letters(x.ndim)
+    kept = [-1] * x.ndim
+    kept[1] = x.dims_mapping[1]
+    return axes, tuple(kept), merge_shardings([(axes, kept)])
+
+
+def sync_batch_norm_infer_spmd(
+    x: DistTensorSpec,
+    mean: DistTensorSpec,
+    variance: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    is_test: bool = False,
+    momentum: float = 0.9,
+    epsilon: float = 1e-5,
+    data_format: str = "NCHW",
+    use_global_stats: bool = False,
+    trainable_statistics: bool = False,
+) -> SpmdResult:
+    """Proposed forward rule (the branch's ``BatchNormInferSpmdBase``). Inputs (x, mean,
+    variance, scale, bias); outputs (out, mean_out, variance_out, saved_mean, saved_variance,
+    reserve_space). No attribute is read."""
+    tx, tm, tv = as_input(x, "x"), as_input(mean, "mean"), as_input(variance, "variance")
+    ts, tb = as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    _check_x_rank(tx)
+    for t in (tm, tv, ts, tb):
+        require_ndim(t, 1, OP)
+    require_x_mesh(tx)
+    check_specs(("x", x), ("mean", mean), ("variance", variance), ("scale", scale), ("bias", bias))
+
+    axes, kept, merged = _axis1_only(tx)
+    stat = mapping_for_axes(axes[0], merged)  # PR72918-QUIRK(stats-batch-letter): always [-1]
+    return SpmdResult(
+        inputs=(tx.attr(kept), tm.attr(stat), tv.attr(stat), ts.attr((-1,)), tb.attr((-1,))),
+        outputs=(tx.attr(mapping_for_axes(axes, merged)), tm.attr(stat), tv.attr(stat), tm.attr(stat),
+                 tv.attr(stat), tx.attr((-1,))),
+    )
+
+
+def sync_batch_norm_grad_infer_spmd(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    saved_mean: DistTensorSpec,
+    saved_variance: DistTensorSpec,
+    reserve_space: DistTensorSpec | None,
+    out_grad: DistTensorSpec,
+    momentum: float = 0.9,
+    epsilon: float = 1e-5,
+    data_format: str = "NCHW",
+    is_test: bool = False,
+    use_global_stats: bool = False,
+    trainable_statistics: bool = False,
+) -> SpmdResult:
+    """Proposed grad rule. Inputs (x, scale, bias, saved_mean, saved_variance, reserve_space,
+    out_grad); outputs (x_grad, scale_grad, bias_grad). No attribute is read."""
+    specs = (("x", x), ("scale", scale), ("bias", bias), ("saved_mean", saved_mean),
+             ("saved_variance", saved_variance), ("reserve_space", reserve_space), ("out_grad", out_grad))
+    optional = {"scale", "bias", "reserve_space"}
+    t = {name: as_input(spec, name, optional=name in optional) for name, spec in specs}
+    tx, tg = t["x"], t["out_grad"]
+    _check_x_rank(tx)
+    if tg.ndim != tx.ndim:
+        raise PaddleInvalidArgument(
+            "The ndim of out_grad in batch_norm should be equal with x, "
+            f"but got out_grad:[{tg.ndim}] and x:[{tx.ndim}].",
+            kind="ndim:out_grad")
+    for name in ("scale", "bias", "saved_mean", "saved_variance"):
+        require_ndim(t[name], 1, OP)
+    if t["reserve_space"].ndim != 1:  # the message names it "reserve_space_ndim", as in batch_norm_grad
+        raise PaddleInvalidArgument(
+            f"The ndim of reserve_space_ndim in batch_norm should be 1, but got [{t['reserve_space'].ndim}].",
+            kind="ndim:reserve_space")
+    require_x_mesh(tx)
+    check_specs(*specs)
+
+    axes, kept, merged = _axis1_only(tx)
+    channel = mapping_for_axes(axes[1], merged)  # PR72918-QUIRK(grad-scale-sharded): [d]
+    stat = mapping_for_axes(axes[0], merged)     # PR72918-QUIRK(stats-batch-letter): [-1]
+    from_x = tx.attr
+    return SpmdResult(
+        inputs=(from_x(kept), from_x(channel), from_x(channel), from_x(stat), from_x(stat), from_x((-1,)),
+                from_x(mapping_for_axes(axes, merged))),
+        outputs=(tx.attr(kept), DistAttr(channel, frozenset(), t["scale"].mesh),
+                 DistAttr(channel, frozenset(), t["bias"].mesh)),
+    )
+
+
+#: The proposed rule set, by rule key (see :mod:`paddle_spmd_port.cases.rulebook`).
+RULES = {
+    "sync_batch_norm": sync_batch_norm_infer_spmd,
+    "sync_batch_norm_grad": sync_batch_norm_grad_infer_spmd,
+}
