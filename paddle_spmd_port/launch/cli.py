@@ -147,9 +147,9 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
     failed = not launch.ok
     if failed or unexpected or args.keep_logs:
         kept = keep_work_dir(launch, args.report_dir / f"{stem}-logs")
-        print(f"logs kept in {kept}")
+        print(f"logs kept in {kept.work_dir}")
         if failed:
-            print(launch.failure_text().replace(str(launch.work_dir), str(kept)), file=sys.stderr)
+            print(kept.failure_text(), file=sys.stderr)
     else:
         discard_work_dir(launch)
     for v in unexpected[:20]:

@@ -26,6 +26,7 @@ tail of those ranks' logs. The working directory is kept whenever anything faile
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -264,13 +265,14 @@ def run_launch(script: str, script_args: Sequence[str], config: LaunchConfig, *,
                         hung_ranks=hung, leftover_pids=leftovers)
 
 
-def keep_work_dir(result: LaunchResult, destination: Path) -> Path:
-    """Move the launch's working directory (logs, launcher output, rank results) to ``destination``."""
+def keep_work_dir(result: LaunchResult, destination: Path) -> LaunchResult:
+    """Move the launch's working directory (logs, launcher output, rank results) to
+    ``destination``; returns the result with its paths pointing there."""
     destination.parent.mkdir(parents=True, exist_ok=True)
     if destination.exists():
         shutil.rmtree(destination)
     shutil.move(str(result.work_dir), str(destination))
-    return destination
+    return dataclasses.replace(result, work_dir=destination, log_dir=destination / result.log_dir.name)
 
 
 def discard_work_dir(result: LaunchResult) -> None:
