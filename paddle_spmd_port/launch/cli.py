@@ -70,9 +70,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.argv = argv
-    mesh = args.mesh or default_mesh(args.nproc)
-    if args.cases is None and math.prod(mesh) != args.nproc:
-        print(f"--mesh {mesh} needs {math.prod(mesh)} ranks, --nproc is {args.nproc}", file=sys.stderr)
+    try:
+        nodes = int(args.nnodes or 1)
+    except ValueError:
+        nodes = 1  # an elastic range like "2:4": the world size is only known at run time
+    world = args.nproc * nodes
+    mesh = args.mesh or default_mesh(world)
+    if args.cases is None and math.prod(mesh) != world:
+        print(f"--mesh {mesh} needs {math.prod(mesh)} ranks, this launch has {world} "
+              f"(--nproc {args.nproc} x --nnodes {nodes})", file=sys.stderr)
         return 3
     try:
         cases = read_cases(args.cases) if args.cases else default_cases(mesh, args.backend)
@@ -124,11 +130,13 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
         print(f"crash probe {key} (case {probe['case_id']}): {probe['summary']}", flush=True)
 
     records = session.case_records()
+    # multi-node: each node reports on the ranks it ran (their global ids); one node: 0..nproc-1
+    ranks = list(range(args.nproc)) if args.nnodes in (None, "1") else sorted(session.rank_info())
     for case_id, reason in not_run.items():
         records[case_id] = {r: {"kind": "case", "case_id": case_id, "rank": r, "stages": {}, "error": None,
                                 "tensors": {}, "skipped": {"stage": "setup", "reason": reason}}
-                            for r in range(args.nproc)}
-    info = session.rank_info().get(0, {})
+                            for r in ranks}
+    info = session.rank_info().get(min(ranks) if ranks else 0, {})
     stem = f"launch-np{args.nproc}" + ("-gpu" if args.backend == "gpu" else "")
     meta = {
         "title": f"{args.nproc} ranks, {args.backend}",
@@ -138,7 +146,7 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
         "nproc": args.nproc, "meshes": sorted({"x".join(map(str, c.mesh_shape)) for c in cases}),
         "cases": len(cases), "launch_seconds": round(launch.seconds, 1), "probes": probes,
     }
-    report = build_report(cases, records, list(range(args.nproc)), meta, args.rtol, probes)
+    report = build_report(cases, records, ranks, meta, args.rtol, probes)
     report.meta["wall_seconds"] = round(time.monotonic() - t0, 1)
     md, js = report.write(args.report_dir, stem)
     counts = report.counts_expected()
