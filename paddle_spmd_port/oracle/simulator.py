@@ -163,8 +163,10 @@ class Verdict:
     max_error: float | None = None
     detail: str = ""
     kind: str = ""
-    """A short stable description of what went wrong; verdicts with the same rule, label and kind
-    are one distinct bug."""
+    """The cause, in a few stable words; verdicts with the same rule, label and kind are one
+    distinct bug."""
+    symptoms: str = ""
+    """Which tensors failed and how, e.g. ``x_grad:values | scale_grad:values``."""
     failures: tuple[TensorFailure, ...] = ()
     repaired: Verdict | None = None
     """For an unrunnable batch_norm answer: the verdict once the per-channel inputs are resharded
@@ -172,7 +174,7 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"label": self.label}
-        for key in ("tensor", "detail", "kind"):
+        for key in ("tensor", "detail", "kind", "symptoms"):
             if getattr(self, key):
                 data[key] = getattr(self, key)
         if self.max_error is not None:
@@ -319,6 +321,39 @@ class _Run:
         return [self.mesh.group(r, dims) for r in range(self.mesh.size)]
 
 
+CAUSE_LAYOUT_BOTH = "an input attr is Shard and Partial on the same mesh dim"
+CAUSE_LAYOUT_RANK = "an input attr does not fit its tensor"
+CAUSE_LAYOUT_SHARD = "a shard cannot be laid out"
+CAUSE_PARTIAL_IN = "a Partial input is fed to the non-linear kernel"
+CAUSE_UNEVEN_SYNC = "uneven batch shards: the sync kernel averages per-rank means"
+CAUSE_CLAIM_BOTH = "an output claim is Shard and Partial on the same mesh dim"
+CAUSE_PARTIAL_SHAPE = "an output claimed Partial holds a different slice on each rank (Shard would be right)"
+CAUSE_PARTIAL_SUM = "an output claimed Partial does not sum to the value"
+CAUSE_SHAPE = "an output's local shape differs from its claim"
+CAUSE_VALUES = "an output's values differ from its claim"
+
+
+def _layout_cause(reason: str) -> str:
+    if "both shards" in reason:
+        return CAUSE_LAYOUT_BOTH
+    if "cannot" in reason or "start" in reason:
+        return CAUSE_LAYOUT_SHARD
+    return CAUSE_LAYOUT_RANK
+
+
+def _kernel_cause(exc: KernelRejects, family: str) -> str:
+    how = "Paddle rejects it" if exc.checked else "Paddle does not check it"
+    if exc.tensor in PER_CHANNEL and family != "layer_norm":
+        return f"a per-channel input does not match the local channel count ({how})"
+    if exc.tensor in ("scale", "bias"):
+        return f"scale/bias do not match a local row ({how})"
+    if exc.tensor in ("mean", "variance"):
+        return f"mean/variance do not match the local rows ({how})"
+    if exc.tensor == "out_grad":
+        return f"out_grad's local shape differs from x's ({how})"
+    return f"{exc.tensor}: local shape the kernel cannot use ({how})"
+
+
 def _layout(run: _Run, rng: np.random.Generator) -> str:
     """Fill ``run.per_rank``; returns a reason when the answer cannot be laid out."""
     run.per_rank = [{} for _ in range(run.mesh.size)]
@@ -415,17 +450,31 @@ def _partial_inputs(run: _Run) -> list[str]:
 
 def _unsound(run: _Run, failures: list[TensorFailure]) -> Verdict:
     first = failures[0]
-    tags = [f"{f.tensor}:{f.problem}" for f in failures]
+    symptoms = [f"{f.tensor}:{f.problem}" for f in failures]
     partial_in = _partial_inputs(run)
+    uneven = False
     if partial_in:
-        tags.append("partial inputs fed to the kernel: " + ",".join(partial_in))
+        symptoms.append("partial inputs: " + ",".join(partial_in))
     if run.model.family == "sync_batch_norm":
         b = run.batch_mesh_dim()
-        n = run.data.inputs["x"].shape[0]
-        if b >= 0 and n % run.mesh.shape[b]:
-            tags.append("uneven batch shards")
+        uneven = b >= 0 and bool(run.data.inputs["x"].shape[0] % run.mesh.shape[b])
+    claimed_partial = [f for f in failures if "P{" in f.claim]
+    if partial_in:
+        cause = CAUSE_PARTIAL_IN
+    elif uneven:
+        cause = CAUSE_UNEVEN_SYNC
+    elif any(f.problem == "claim-invalid" for f in failures):
+        cause = CAUSE_CLAIM_BOTH
+    elif any(f.problem == "shape" for f in claimed_partial):
+        cause = CAUSE_PARTIAL_SHAPE
+    elif claimed_partial:
+        cause = CAUSE_PARTIAL_SUM
+    elif any(f.problem != "values" for f in failures):
+        cause = CAUSE_SHAPE
+    else:
+        cause = CAUSE_VALUES
     detail = "; ".join(str(f) for f in failures)
-    return Verdict(UNSOUND, first.tensor, first.max_error, detail, " | ".join(tags), tuple(failures))
+    return Verdict(UNSOUND, first.tensor, first.max_error, detail, cause, " | ".join(symptoms), tuple(failures))
 
 
 def _batch_stats(run: _Run) -> bool:
@@ -463,17 +512,14 @@ def _local_stats_expected(run: _Run) -> Callable[[str, int], np.ndarray] | None:
 def _execute(run: _Run, rng: np.random.Generator, *, allow_repair: bool) -> Verdict:
     problem = _layout(run, rng)
     if problem:
-        return Verdict(UNRUNNABLE, detail=problem, kind="layout")
+        return Verdict(UNRUNNABLE, detail=problem, kind=_layout_cause(problem), symptoms="layout")
     try:
         outs = run.model.run(run.per_rank, run.attrs, run.groups())
     except KernelRejects as exc:
         how = "rejected" if exc.checked else "unchecked"
-        verdict = Verdict(UNRUNNABLE, exc.tensor, None, f"rank {exc.rank}: {exc}", f"{how}:{exc.tensor}")
-        if allow_repair:
-            repaired = _repair(run, rng)
-            if repaired is not None:
-                verdict = Verdict(verdict.label, verdict.tensor, None, verdict.detail, verdict.kind, (), repaired)
-        return verdict
+        repaired = _repair(run, rng) if allow_repair else None
+        return Verdict(UNRUNNABLE, exc.tensor, None, f"rank {exc.rank}: {exc}", _kernel_cause(exc, run.model.family),
+                       f"{how}:{exc.tensor}", (), repaired)
     reference = run.data.reference
     assert reference is not None
     failures = _check(run, outs, lambda name, _r: reference[name])
@@ -483,7 +529,7 @@ def _execute(run: _Run, rng: np.random.Generator, *, allow_repair: bool) -> Verd
     if local is not None and not _check(run, outs, local):
         v = _unsound(run, failures)
         return Verdict(LOCAL_STATS, v.tensor, v.max_error, v.detail,
-                       "batch axis sharded, statistics from the local batch | " + v.kind, v.failures)
+                       "batch axis sharded: right only with per-rank (local batch) statistics", v.symptoms, v.failures)
     return _unsound(run, failures)
 
 
@@ -535,7 +581,8 @@ def simulate(case: Case, result: SpmdResult, *, sync_group: str = "batch") -> Ve
     spec = case.spec
     if len(result.inputs) != len(spec.result_inputs) or len(result.outputs) != len(spec.result_outputs):
         return Verdict(UNSOUND, detail=f"the answer has {len(result.inputs)} inputs / {len(result.outputs)} outputs, "
-                       f"expected {len(spec.result_inputs)} / {len(spec.result_outputs)}", kind="arity")
+                       f"expected {len(spec.result_inputs)} / {len(spec.result_outputs)}",
+                       kind="the answer has the wrong number of attrs")
     run, rng = _new_run(case, result, sync_group)
     with np.errstate(all="ignore"):  # partial statistics can go negative under a sqrt: that is a finding, not noise
         return _execute(run, rng, allow_repair=True)
@@ -545,7 +592,7 @@ def op_rejects(case: Case) -> Verdict | None:
     """An ``op-rejects`` verdict when the op cannot run ``case`` even on one device, else None."""
     data = case_data(case)
     if data.reference is None:
-        return Verdict(OP_REJECTS, detail=data.rejected, kind="op")
+        return Verdict(OP_REJECTS, detail=data.rejected, kind="the op rejects this case on one device")
     return None
 
 

@@ -1,0 +1,411 @@
+"""Judging whole grids: per-case verdicts, per-rule tables, distinct bugs and their repros.
+
+Communication is counted per case as the inputs whose wanted dist attr differs from the given
+one ("resharded"), and among those the ones that need a collective ("with communication": a
+Shard or Partial the answer does not keep; Replicate -> Shard/Partial is a local slice).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cases.case import Case
+from ..errors import SpmdError
+from ..outcome import ErrorInfo
+from ..rules.proposed import PROPOSED_RULES
+from ..types import DistAttr, DistTensorSpec, SpmdResult
+from .simulator import (
+    LOCAL_STATS,
+    OP_REJECTS,
+    RULE_ERROR,
+    SOUND,
+    UNRUNNABLE,
+    UNSOUND,
+    Verdict,
+    data_key,
+    explain,
+    kernel_attrs,
+    op_rejects,
+    simulate,
+)
+
+PROFILES = ("paddle", "proposed")
+BUG_LABELS = (UNSOUND, UNRUNNABLE, LOCAL_STATS)
+TABLE_COLUMNS = ("cases", SOUND, UNSOUND, UNRUNNABLE, LOCAL_STATS, RULE_ERROR, OP_REJECTS)
+
+
+def rule_function(profile: str, rule: str) -> Callable[..., SpmdResult]:
+    if profile == "paddle":
+        from ..cases.rulebook import rule_spec
+        return rule_spec(rule).port
+    if profile == "proposed":
+        return PROPOSED_RULES[rule]
+    raise ValueError(f"unknown profile {profile!r}; choose one of {PROFILES}")
+
+
+def reshard_kind(given: DistTensorSpec, wanted: DistAttr) -> str:
+    """``""`` (kept), ``"local"`` (only slicing) or ``"comm"`` (needs a collective)."""
+    if tuple(given.dims_mapping) == tuple(wanted.dims_mapping) and given.partial_dims == wanted.partial_dims:
+        return ""
+    if given.partial_dims - frozenset(wanted.partial_dims):
+        return "comm"
+    for axis, m in enumerate(given.dims_mapping):
+        if m >= 0 and (axis >= len(wanted.dims_mapping) or wanted.dims_mapping[axis] != m):
+            return "comm"
+    return "local"
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One case under one profile."""
+
+    case: Case
+    profile: str
+    answer: SpmdResult | None
+    error: str
+    verdict: Verdict
+    resharded: int = 0
+    with_comm: int = 0
+
+
+@dataclass
+class Judge:
+    """Judges cases, caching verdicts by (shapes, kernel attributes, answer)."""
+
+    sync_group: str = "batch"
+    cache: dict[tuple, Verdict] = field(default_factory=dict)
+    simulations: int = 0
+
+    def __call__(self, case: Case, profile: str) -> Judged:
+        na = op_rejects(case)
+        try:
+            answer: SpmdResult | None = rule_function(profile, case.rule)(*case.inputs, *case.attr_values())
+            error = ""
+        except (SpmdError, ValueError, NotImplementedError, RuntimeError, TypeError) as exc:
+            info = ErrorInfo.from_exception(exc)
+            answer, error = None, ("port refuses (Paddle does not validate this input): " if info.port_invalid
+                                   else "Paddle raises ") + str(info)
+        if na is not None:
+            return Judged(case, profile, answer, error, na)
+        if answer is None:
+            return Judged(case, profile, None, error, Verdict(RULE_ERROR, detail=error, kind=error.split(":")[0]))
+        key = (data_key(case), tuple(case.mesh.shape), tuple(sorted(kernel_attrs(case).items())), str(answer))
+        verdict = self.cache.get(key)
+        if verdict is None:
+            verdict = self.cache[key] = simulate(case, answer, sync_group=self.sync_group)
+            self.simulations += 1
+        kinds = _reshards(case, answer)
+        return Judged(case, profile, answer, "", verdict, sum(1 for k in kinds if k), kinds.count("comm"))
+
+
+def _reshards(case: Case, answer: SpmdResult) -> list[str]:
+    named = case.named_inputs()
+    kinds = []
+    for name, attr in zip(case.spec.result_inputs, answer.inputs, strict=False):
+        spec = named.get(name)
+        if spec is not None:
+            kinds.append(reshard_kind(spec, attr))
+    return kinds
+
+
+# --------------------------------------------------------------------------- tables
+@dataclass
+class RuleTally:
+    counts: Counter = field(default_factory=Counter)
+    resharded: int = 0
+    with_comm: int = 0
+    answered: int = 0
+
+    def add(self, j: Judged) -> None:
+        self.counts["cases"] += 1
+        self.counts[j.verdict.label] += 1
+        if j.answer is not None and j.verdict.label != OP_REJECTS:
+            self.answered += 1
+            self.resharded += j.resharded
+            self.with_comm += j.with_comm
+
+
+def format_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    rows = [[str(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |"
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    body = ["| " + " | ".join(c.rjust(w) if c[:1].isdigit() else c.ljust(w) for c, w in zip(r, widths, strict=True))
+            + " |" for r in rows]
+    return "\n".join([line, sep, *body])
+
+
+def profile_table(tallies: dict[str, RuleTally]) -> str:
+    header = ("rule", *TABLE_COLUMNS, "resharded inputs", "with communication")
+    rows = []
+    total = RuleTally()
+    for rule, t in tallies.items():
+        rows.append((rule, *(t.counts[c] for c in TABLE_COLUMNS), t.resharded, t.with_comm))
+        total.counts.update(t.counts)
+        total.resharded += t.resharded
+        total.with_comm += t.with_comm
+    rows.append(("total", *(total.counts[c] for c in TABLE_COLUMNS), total.resharded, total.with_comm))
+    return format_table(header, rows)
+
+
+def comparison_table(paddle: dict[str, list[Judged]], proposed: dict[str, list[Judged]]) -> str:
+    """Over the cases the op can run. Communication is summed over the cases both profiles answer,
+    and separately over those where both answers are sound (the pure efficiency comparison)."""
+    header = ("rule", "applicable", "sound", "resharded inputs", "with communication", "with comm., both sound")
+    rows = []
+
+    def arrow(a: int, b: int) -> str:
+        return f"{a} -> {b}"
+
+    for rule in paddle:
+        pairs = [(a, b) for a, b in zip(paddle[rule], proposed[rule], strict=True) if a.verdict.label != OP_REJECTS]
+        both = [(a, b) for a, b in pairs if a.answer is not None and b.answer is not None]
+        sound = [(a, b) for a, b in both if a.verdict.label == SOUND and b.verdict.label == SOUND]
+        sound_a = sum(a.verdict.label == SOUND for a, _ in pairs)
+        rows.append((rule, len(pairs), arrow(sound_a, sum(b.verdict.label == SOUND for _, b in pairs)),
+                     arrow(sum(a.resharded for a, _ in both), sum(b.resharded for _, b in both)),
+                     arrow(sum(a.with_comm for a, _ in both), sum(b.with_comm for _, b in both)),
+                     arrow(sum(a.with_comm for a, _ in sound), sum(b.with_comm for _, b in sound))))
+    return format_table(header, rows)
+
+
+def rule_error_groups(paddle: dict[str, list[Judged]], proposed: dict[str, list[Judged]] | None) -> str:
+    """Paddle's rule raising on cases the op can run, grouped by error; what proposed does there."""
+    groups: dict[tuple[str, str], list[tuple[Judged, Judged | None]]] = {}
+    for rule, rows in paddle.items():
+        others = proposed[rule] if proposed is not None else [None] * len(rows)
+        for a, b in zip(rows, others, strict=True):
+            if a.verdict.label == RULE_ERROR:
+                pattern = re.sub(r"\d+", "#", a.error)[:160]
+                groups.setdefault((rule, pattern), []).append((a, b))
+    if not groups:
+        return "none\n"
+    lines = []
+    for (rule, pattern), items in sorted(groups.items(), key=lambda kv: (kv[0][0], -len(kv[1]))):
+        a, _ = items[0]
+        line = f"* {rule}: {len(items)} cases: `{pattern}` (e.g. `{a.case.describe()}`)"
+        if proposed is not None:
+            verdicts = Counter(b.verdict.label for _, b in items if b is not None)
+            line += "; proposed: " + ", ".join(f"{label} {n}" for label, n in verdicts.most_common())
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- distinct bugs
+@dataclass
+class Bug:
+    key: tuple[str, str, str, str]
+    cases: list[Judged] = field(default_factory=list)
+
+    @property
+    def rule(self) -> str:
+        return self.key[1]
+
+    @property
+    def label(self) -> str:
+        return self.key[2]
+
+    @property
+    def kind(self) -> str:
+        return self.key[3]
+
+
+def bug_key(j: Judged) -> tuple[str, str, str, str]:
+    v = j.verdict
+    kind = v.kind
+    if v.repaired is not None:
+        kind += f"; once the per-channel inputs follow C: {v.repaired.label}"
+        if v.repaired.kind:
+            kind += f" ({v.repaired.kind})"
+    return (j.profile, j.case.rule, v.label, kind)
+
+
+def _size(case: Case) -> tuple:
+    x = case.named_inputs().get("x")
+    numel = math.prod(x.shape) if x is not None else 0
+    given = sum(1 for s in case.inputs if s is not None and (any(m >= 0 for m in s.dims_mapping) or s.partial_dims))
+    return (math.prod(case.mesh.shape), len(case.mesh.shape), given, numel)
+
+
+def repro_route(case: Case) -> int:
+    """How the case can be shown on real Paddle: 0 a launch case, 1 a plain 2-rank script,
+    2 Paddle's answer from the registry, 3 not from Python."""
+    if _launch_case(case) is not None:
+        return 0
+    if _partial_x_script_fits(case):
+        return 1
+    if case.rule in ("batch_norm_static", "layer_norm", "layer_norm_reverse"):
+        return 2
+    return 3
+
+
+def _partial_x_script_fits(case: Case) -> bool:
+    """layer_norm_grad as the dygraph backward reaches it from a Partial x on 2 ranks: x Partial,
+    everything else replicated (the forward rule replicates mean/variance and the output)."""
+    named = case.named_inputs()
+    x = named["x"]
+    if case.rule != "layer_norm_grad" or x is None or tuple(case.mesh.shape) != (2,) or x.partial_dims != {0}:
+        return False
+    if any(m >= 0 for m in x.dims_mapping):
+        return False
+    return all(not s.partial_dims and all(m < 0 for m in s.dims_mapping)
+               for n, s in named.items() if n != "x" and s is not None)
+
+
+def distinct_bugs(judged: Iterable[Judged]) -> list[Bug]:
+    groups: dict[tuple[str, str, str, str], Bug] = {}
+    for j in judged:
+        if j.verdict.label in BUG_LABELS:
+            groups.setdefault(bug_key(j), Bug(bug_key(j))).cases.append(j)
+    bugs = list(groups.values())
+    for bug in bugs:
+        bug.cases.sort(key=lambda j: (repro_route(j.case), _size(j.case)))
+    return sorted(bugs, key=lambda b: (b.key[0], b.rule, b.label, -len(b.cases)))
+
+
+# --------------------------------------------------------------------------- real-Paddle repros
+def _launch_case(case: Case) -> dict[str, Any] | None:
+    """The case as a ``launch`` case (x placed, everything else replicated), when one exists."""
+    from ..launch.cases import BN_FORMAT_NDIM  # pure Python, no Paddle
+
+    if case.rule not in ("batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad"):
+        return None
+    named = case.named_inputs()
+    x = named["x"]
+    if x is None or x.partial_dims or len(case.mesh.shape) > 2:
+        return None
+    for name, spec in named.items():
+        if name in ("x", "out_grad", "reserve_space") or spec is None:
+            continue
+        if any(m >= 0 for m in spec.dims_mapping) or spec.partial_dims:
+            return None
+    attrs = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))
+    placements = ["R"] * len(case.mesh.shape)
+    for axis, m in enumerate(x.dims_mapping):
+        if m >= 0:
+            placements[m] = f"S({axis})"
+    data: dict[str, Any] = {"case_id": f"oracle-{case.case_id}", "shape": list(x.shape),
+                            "mesh_shape": list(case.mesh.shape), "placements": placements,
+                            "weight": named.get("scale") is not None, "bias": named.get("bias") is not None}
+    if case.spec.op == "layer_norm":
+        b = attrs["begin_norm_axis"]
+        if not 1 <= b < x.ndim:
+            return None
+        data.update(op="layer_norm", normalized_shape=list(x.shape[b:]))
+    else:
+        fmt = attrs["data_format"]
+        if BN_FORMAT_NDIM.get(fmt) != x.ndim or attrs["use_global_stats"] or attrs["trainable_statistics"]:
+            return None
+        data.update(op="batch_norm", data_format=fmt, training=not attrs["is_test"])
+    return data
+
+
+_PARTIAL_X_SCRIPT = '''# layer_norm on 2 ranks with a Partial(SUM) x: the forward is right, the backward is not
+import numpy as np, paddle, paddle.distributed as dist, paddle.nn.functional as F
+paddle.set_device("cpu")
+mesh = dist.ProcessMesh([0, 1], dim_names=["x"])
+rs = np.random.RandomState(0)
+shape, norm, has_weight, has_bias = {shape}, {norm}, {weight}, {bias}
+xn, gy = rs.randn(*shape).astype("float32"), rs.randn(*shape).astype("float32")
+n = int(np.prod(norm))  # weight and bias are flat: prod(normalized_shape) entries
+wn, bn = rs.rand(n).astype("float32") + 0.5, rs.rand(n).astype("float32")
+a0 = rs.randn(*shape).astype("float32") * 3
+rx, rw, rb = (paddle.to_tensor(a, stop_gradient=False) for a in (xn, wn, bn))
+ry = F.layer_norm(rx, norm, weight=rw if has_weight else None, bias=rb if has_bias else None)
+ry.backward(paddle.to_tensor(gy))  # single-device reference
+local = a0 if dist.get_rank() == 0 else xn - a0  # rank r holds addend r; they sum to x
+x = dist.auto_parallel.api.dtensor_from_local(paddle.to_tensor(local), mesh, [dist.Partial()])
+x.stop_gradient = False
+w, b = (dist.shard_tensor(paddle.to_tensor(a), mesh, [dist.Replicate()]) for a in (wn, bn))
+w.stop_gradient = b.stop_gradient = False
+y = F.layer_norm(x, norm, weight=w if has_weight else None, bias=b if has_bias else None)
+y.backward(dist.shard_tensor(paddle.to_tensor(gy), mesh, y.placements))
+def full(t):
+    return dist.reshard(t, mesh, [dist.Replicate()]).numpy()
+print(f"rank {{dist.get_rank()}}: y err {{abs(full(y) - ry.numpy()).max():.2e}}, "
+      f"x.grad err {{abs(full(x.grad) - rx.grad.numpy()).max():.2e}}"
+      + (f", weight.grad err {{abs(full(w.grad) - rw.grad.numpy()).max():.2e}}" if has_weight else ""), flush=True)
+'''
+
+
+def real_paddle_repro(bug: Bug, index: str) -> tuple[str, dict[str, str]]:
+    """Markdown telling how to see the bug on real Paddle, and files to write next to the report."""
+    j = bug.cases[0]
+    case = j.case
+    launch = _launch_case(case)
+    files: dict[str, str] = {}
+    if launch is not None and j.profile == "paddle":
+        name = f"repro-{index}.jsonl"
+        files[name] = json.dumps(launch, separators=(",", ":")) + "\n"
+        ranks = math.prod(case.mesh.shape)
+        note = ""
+        if case.rule.endswith("_grad"):
+            note = " (the launch runs the forward and then this backward; the grad rule is reached only if the " \
+                   "forward runs)"
+        return (f"On real Paddle ({ranks} ranks){note}:\n\n    python -m paddle_spmd_port launch --nproc {ranks} "
+                f"--cases {name}\n"), files
+    x = case.named_inputs()["x"]
+    if _partial_x_script_fits(case):
+        b = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))["begin_norm_axis"]
+        name = f"repro-{index}.py"
+        named = case.named_inputs()
+        files[name] = _PARTIAL_X_SCRIPT.format(shape=list(x.shape), norm=list(x.shape[b:]),
+                                               weight=named.get("scale") is not None,
+                                               bias=named.get("bias") is not None)
+        return ("On real Paddle (2 ranks; a Partial x reaches layer_norm_grad through the dygraph backward; the "
+                "launch package's cases place x as Shard/Replicate only, so this is a plain script):\n\n"
+                f"    python -m paddle.distributed.launch --nproc_per_node 2 {name}\n"), files
+    if case.rule in ("batch_norm_static", "layer_norm", "layer_norm_reverse"):
+        return ("Paddle's answer can be read from the registry in one process (the numbers then follow from it): "
+                f"`python -m paddle_spmd_port infer` on this case, or `core.get_phi_spmd_rule("
+                f"'{case.spec.op}').infer_{'backward' if case.rule == 'layer_norm_reverse' else 'forward'}(...)`.\n"
+                ), files
+    return ("Not reachable as such on real Paddle 3.3.1 from Python: the rule runs only inside the dist API "
+            "(see notes/reaching-native-rules.md); the batch_norm forward bug stops any such run first.\n"), files
+
+
+def bug_section(bug: Bug, index: str, sync_group: str) -> tuple[str, dict[str, str]]:
+    j = bug.cases[0]
+    v = j.verdict
+    modes = Counter(c.case.case_id.rsplit("/", 1)[-1] if "/" in c.case.case_id else "-" for c in bug.cases)
+    symptoms = Counter(c.verdict.symptoms for c in bug.cases)
+    seen = "; ".join(f"`{s}` {n}" for s, n in symptoms.most_common(4)) + (" ..." if len(symptoms) > 4 else "")
+    lines = [f"### {index}. {bug.rule}: {bug.label} — {bug.kind or 'n/a'}", "",
+             f"{len(bug.cases)} cases" + (f" (modes: {', '.join(f'{m} {n}' for m, n in sorted(modes.items()))})"
+                                          if len(modes) > 1 or "-" not in modes else "") + f"; symptoms: {seen}.",
+             "",
+             f"* minimal case: `{j.case.case_id}`: `{j.case.describe()}`",
+             f"* {j.profile}'s answer: `{j.answer}`",
+             f"* what goes wrong: {v.summary()}"]
+    if v.repaired is not None:
+        lines.append(f"* with the per-channel inputs resharded to follow x's channel axis: {v.repaired.summary()}")
+    if j.answer is not None:
+        right = explain(j.case, j.answer, sync_group=sync_group)
+        for tensor, claims in right.items():
+            lines.append(f"* `{tensor}`: the values the ranks hold would be right under "
+                         + (", ".join(f"`{c}`" for c in claims[:6]) if claims else "no claim at all (the values "
+                            "themselves are wrong)"))
+    text, files = real_paddle_repro(bug, index)
+    lines += ["", text]
+    return "\n".join(lines), files
+
+
+def summary_json(tallies: dict[str, dict[str, RuleTally]], bugs: Sequence[Bug], seconds: float,
+                 simulations: int) -> dict[str, Any]:
+    return {
+        "seconds": round(seconds, 2),
+        "simulations": simulations,
+        "profiles": {p: {rule: {**{c: t.counts[c] for c in TABLE_COLUMNS}, "resharded": t.resharded,
+                                "with_communication": t.with_comm} for rule, t in ts.items()}
+                     for p, ts in tallies.items()},
+        "bugs": [{"profile": b.key[0], "rule": b.rule, "label": b.label, "kind": b.kind, "cases": len(b.cases),
+                  "example": b.cases[0].case.to_json(), "answer": str(b.cases[0].answer),
+                  "verdict": b.cases[0].verdict.to_json()} for b in bugs],
+    }
+
