@@ -335,8 +335,11 @@ class PirBackend:
                 message = str(exc)
                 if raised_by_rule(message):
                     return Outcome(error=ErrorInfo.from_exception(exc))
+                why = normalize_message(message)
+                if re.search(r"expected_dtype:\s*$", why):
+                    why += " (an empty list: no kernel of this op is registered in this build)"
                 return Outcome(unreachable=f"{route.builder} cannot be built here ({type(exc).__name__} in "
-                                           f"{_where(message)}): {normalize_message(message)}")
+                                           f"{_where(message)}): {why}")
             finally:
                 prog.ops += 1
         first = built[0] if isinstance(built, (tuple, list)) else built

@@ -1,0 +1,379 @@
+"""Backend: Paddle's exported C++ rule functions, called directly by a small compiled program.
+
+The only route that reaches every C++ rule with every input exactly as given::
+
+    rule key              C++ function                 what the other routes cannot do
+    batch_norm            BatchNormInferSpmd           PIR: the op rejects NC/NCL/NLC, and its
+                                                       InferMeta rejects NCDHW with scale
+    batch_norm_static     BatchNormInferSpmdStatic     (registry reaches it too)
+    batch_norm_grad       BatchNormGradInferSpmd       registry: unregistered
+    layer_norm            LayerNormInferSpmd           PIR: InferMeta rejects b = 0 and b = ndim
+    layer_norm_reverse    LayerNormInferSpmdReverse    (registry reaches it too)
+    layer_norm_grad       LayerNormGradInferSpmd       PIR: cannot hold an answer that is Shard and
+                                                       Partial on one mesh dim
+    sync_batch_norm(_grad) none exported               -> unreachable
+
+``cpp/spmd_caller.cc`` is compiled on first use with ``$CXX`` (default ``g++``) against the
+installed wheel's ``paddle/include`` and ``paddle/libs/libphi_core.so`` + ``libcommon.so``, into
+``$PADDLE_SPMD_PORT_CACHE`` (default ``~/.cache/paddle_spmd_port``), keyed by the source, the
+Paddle build and the compiler; nothing is committed. Without a compiler, or when the build fails,
+every case is ``unreachable`` with the reason.
+
+Paddle itself is never imported here: the program links the wheel's libraries, so a worker
+starts in milliseconds. Requests go over a pipe, one line per case (see the protocol in the C++
+source). Cases Paddle is known to crash on (x without a mesh, a dims_mapping whose length is not
+the rank, begin_norm_axis out of range, batch_norm_grad with a None scale/bias) run in a forked
+child of the C++ program; if the program still dies, the case in flight gets the crash and a new
+program takes the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from ..cases.case import Case
+from ..outcome import ErrorInfo, Outcome, normalize_message
+from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
+
+SOURCE = Path(__file__).with_name("cpp") / "spmd_caller.cc"
+#: Requests written ahead of the replies read (bounded so that neither pipe fills up).
+PIPELINE = 32
+
+RULES = ("batch_norm", "batch_norm_static", "batch_norm_grad", "layer_norm", "layer_norm_reverse", "layer_norm_grad")
+_ATTR_TYPES = {"epsilon": "f", "momentum": "f", "begin_norm_axis": "i", "data_format": "s"}
+_SUM = 0  # phi::ReduceType::kRedSum
+
+
+def paddle_dir() -> Path | None:
+    """The installed ``paddle`` package folder, found without importing Paddle."""
+    spec = importlib.util.find_spec("paddle")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def paddle_version() -> dict[str, str]:
+    """Version and commit, read from ``paddle/version/__init__.py`` (no ``import paddle``)."""
+    root = paddle_dir()
+    if root is None:
+        return {"version": "not installed", "commit": ""}
+    text = (root / "version" / "__init__.py").read_text()
+    found = {key: re.search(rf"^{key}\s*=\s*['\"]([^'\"]*)['\"]", text, re.M) for key in ("full_version", "commit")}
+    return {"version": found["full_version"].group(1) if found["full_version"] else "?",
+            "commit": found["commit"].group(1) if found["commit"] else "?"}
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("PADDLE_SPMD_PORT_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "paddle_spmd_port")
+    return Path(base)
+
+
+class BuildError(RuntimeError):
+    """The caller cannot be built here; the message says why."""
+
+
+def compile_caller() -> Path:
+    """The caller's binary, compiled first if this source/Paddle/compiler has none yet."""
+    root = paddle_dir()
+    if root is None:
+        raise BuildError("paddlepaddle is not installed (pip install paddlepaddle)")
+    include, libs = root / "include", root / "libs"
+    if not (include / "paddle" / "phi" / "infermeta" / "spmd_rules" / "batch_norm.h").exists():
+        raise BuildError(f"{include} has no phi/infermeta/spmd_rules/batch_norm.h (Paddle < 3.1 or no headers)")
+    cxx = os.environ.get("CXX") or "g++"
+    cxx_path = shutil.which(cxx)
+    if cxx_path is None:
+        raise BuildError(f"no C++ compiler: {cxx!r} is not on PATH (install g++ or set CXX)")
+    version = paddle_version()
+    key = hashlib.sha256(b"\0".join([SOURCE.read_bytes(), repr(sorted(version.items())).encode(),
+                                     str(root).encode(), cxx_path.encode()])).hexdigest()[:16]
+    binary = cache_dir() / f"spmd_caller-{key}"
+    if binary.exists():
+        return binary
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=binary.name + ".", dir=binary.parent)
+    os.close(fd)
+    cmd = [cxx_path, "-std=c++17", "-O2", "-w", str(SOURCE), f"-I{include}", f"-I{include / 'third_party'}",
+           f"-L{libs}", "-lphi_core", "-lcommon", f"-Wl,-rpath,{libs}", "-o", tmp]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            raise BuildError(f"building the C++ caller failed ({' '.join(cmd)}):\n{done.stderr[-2000:]}")
+        os.replace(tmp, binary)  # atomic: concurrent workers may build at the same time
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return binary
+
+
+# --------------------------------------------------------------------------- request / reply
+def _hex(text: str) -> str:
+    return text.encode().hex() or "-"
+
+
+def _unhex(token: str) -> str:
+    return "" if token == "-" else bytes.fromhex(token).decode(errors="replace")
+
+
+def _mesh_tokens(mesh: ProcessMesh | None) -> list[str]:
+    if mesh is None:
+        return ["-"]
+    return [str(mesh.ndim), *map(str, mesh.shape), str(len(mesh.process_ids or ())),
+            *map(str, mesh.process_ids or ()), *(_hex(n) for n in mesh.dim_names or ())]
+
+
+def _tensor_tokens(spec: DistTensorSpec | None) -> str:
+    if spec is None:
+        return "-"
+    text = _spec_text.get(spec)
+    if text is None:
+        if len(_spec_text) > _MEMO_LIMIT:
+            _spec_text.clear()
+        text = _spec_text[spec] = " ".join([
+            "T", str(len(spec.shape)), *map(str, spec.shape), str(len(spec.dims_mapping)),
+            *map(str, spec.dims_mapping), str(len(spec.partial_dims)), *map(str, sorted(spec.partial_dims)),
+            *_mesh_tokens(spec.mesh)])
+    return text
+
+
+_MEMO_LIMIT = 200_000
+_spec_text: dict[DistTensorSpec, str] = {}  # request tokens per input spec
+_reply_outcome: dict[str, Outcome] = {}  # parsed replies (many cases share an answer)
+
+
+def _attr_tokens(name: str, value: object) -> list[str]:
+    kind = _ATTR_TYPES.get(name, "b")
+    if kind == "f":
+        return ["f", repr(float(value))]
+    if kind == "i":
+        return ["i", str(int(value))]
+    if kind == "s":
+        return ["s", _hex(str(value))]
+    return ["b", "1" if value else "0"]
+
+
+def may_crash(case: Case) -> bool:
+    """Inputs Paddle's rules are known to crash on, run in a forked child of the caller. Only
+    picks how a case runs, never its outcome (a crash it misses costs a program restart)."""
+    x = case.inputs[0]
+    if x is None or x.mesh is None:
+        return True
+    if any(s is not None and len(s.dims_mapping) != len(s.shape) for s in case.inputs):
+        return True
+    attrs = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))
+    if "begin_norm_axis" in attrs and not 0 <= attrs["begin_norm_axis"] <= len(x.shape):
+        return True
+    fmt = attrs.get("data_format", "NCHW")
+    if not isinstance(fmt, str) or len(fmt) < 2:
+        return True
+    if case.rule == "batch_norm_grad":
+        scale, bias = case.inputs[1], case.inputs[2]
+        return (scale is None or bias is None) and any(m != -1 for m in x.dims_mapping)
+    return False
+
+
+def request_line(case: Case) -> str:
+    tokens = [case.rule, "1" if may_crash(case) else "0", str(len(case.inputs))]
+    tokens += [_tensor_tokens(spec) for spec in case.inputs]
+    names = [n for n, _ in case.spec.attrs]
+    tokens.append(str(len(names)))
+    for name, value in zip(names, case.attr_values(), strict=True):
+        tokens += _attr_tokens(name, value)
+    return " ".join(tokens)
+
+
+class _Reply:
+    def __init__(self, line: str) -> None:
+        self.tokens = line.split()
+        self.pos = 0
+
+    def word(self) -> str:
+        self.pos += 1
+        return self.tokens[self.pos - 1]
+
+    def ints(self, n: int) -> tuple[int, ...]:
+        return tuple(int(self.word()) for _ in range(n))
+
+    def attrs(self) -> list[DistAttr]:
+        out: list[DistAttr] = []
+        for _ in range(int(self.word())):
+            kind = self.word()
+            if kind == "V":
+                out += [self.attr() for _ in range(int(self.word()))]
+            else:
+                out.append(self.attr(kind))
+        return out
+
+    def attr(self, kind: str | None = None) -> DistAttr:
+        if (kind or self.word()) != "A":
+            raise ValueError("malformed reply from the C++ caller")
+        head = self.word()
+        mesh = None
+        if head != "-":
+            ndim = int(head)
+            start = self.pos
+            n_ids = int(self.tokens[start + ndim])
+            self.pos = start + ndim + 1 + n_ids + ndim
+            key = (ndim, *self.tokens[start:self.pos])
+            mesh = _meshes.get(key)
+            if mesh is None:
+                shape = tuple(int(v) for v in key[1:1 + ndim])
+                ids = tuple(int(v) for v in key[2 + ndim:2 + ndim + n_ids])
+                mesh = _meshes[key] = ProcessMesh(shape, ids, tuple(_unhex(v) for v in key[2 + ndim + n_ids:]))
+        dims_mapping = self.ints(int(self.word()))
+        partial = {}
+        for _ in range(int(self.word())):
+            dim, reduce_type = int(self.word()), int(self.word())
+            partial[dim] = reduce_type
+        odd = {d: r for d, r in partial.items() if r != _SUM}
+        if odd:
+            raise _ReduceTypeError(f"partial reduce type other than SUM (phi::ReduceType values): {odd}")
+        return DistAttr(dims_mapping, frozenset(partial), mesh)
+
+
+class _ReduceTypeError(Exception):
+    pass
+
+
+_meshes: dict[tuple, ProcessMesh] = {}  # reply tokens of a mesh -> the mesh
+
+
+class _Message(Exception):
+    """Carries a C++ exception's text so that ErrorInfo sees Paddle's family and message."""
+
+
+def outcome_of(line: str) -> Outcome:
+    """The outcome a reply line stands for (memoised: outcomes are immutable)."""
+    outcome = _reply_outcome.get(line)
+    if outcome is None:
+        if len(_reply_outcome) > _MEMO_LIMIT:
+            _reply_outcome.clear()
+        outcome = _reply_outcome[line] = _parse_reply(line)
+    return outcome
+
+
+def _parse_reply(line: str) -> Outcome:
+    kind, _, rest = line.partition(" ")
+    if kind == "R":
+        reply = _Reply(rest)
+        try:
+            return Outcome(result=SpmdResult(tuple(reply.attrs()), tuple(reply.attrs())))
+        except _ReduceTypeError as exc:
+            return Outcome(error=ErrorInfo("ReduceTypeError", str(exc)))
+    if kind == "E":
+        family, _, message = rest.partition(" ")
+        return Outcome(error=ErrorInfo(family, normalize_message(_unhex(message.strip()))))
+    if kind == "U":
+        return Outcome(unreachable=_unhex(rest.strip()))
+    if kind == "C":
+        return Outcome(crash=_signal_text(int(rest)))
+    raise ValueError(f"unexpected reply from the C++ caller: {line[:200]!r}")
+
+
+def _signal_text(sig: int) -> str:
+    if sig <= 0:
+        return "exit without an answer"
+    try:
+        return f"signal {sig} ({signal.Signals(sig).name})"
+    except ValueError:
+        return f"signal {sig}"
+
+
+# --------------------------------------------------------------------------- the program
+class CompiledBackend:
+    """Talks to one running ``spmd_caller``; restarts it after a crash."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen | None = None
+        self._binary: Path | None = None
+        self._build_error: str | None = None
+
+    def _program(self) -> subprocess.Popen:
+        if self._proc is None or self._proc.poll() is not None:
+            assert self._binary is not None
+            env = dict(os.environ, GLOG_minloglevel="3", FLAGS_call_stack_level="0")
+            self._proc = subprocess.Popen([str(self._binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.DEVNULL, text=True, bufsize=1 << 16, env=env)
+        return self._proc
+
+    def _ready(self) -> str | None:
+        """None when the caller can run, else why it cannot."""
+        if self._binary is None and self._build_error is None:
+            try:
+                self._binary = compile_caller()
+            except BuildError as exc:
+                self._build_error = str(exc)
+        return self._build_error
+
+    def run_many(self, cases: Iterable[Case]) -> Iterator[Outcome]:
+        """Outcomes in order; up to ``PIPELINE`` requests are in flight at once."""
+        pending: list[Case] = []
+        for case in cases:
+            pending.append(case)
+            if len(pending) >= PIPELINE:
+                yield from self._round(pending)
+                pending = []
+        if pending:
+            yield from self._round(pending)
+
+    def _round(self, cases: list[Case]) -> Iterator[Outcome]:
+        why = self._ready()
+        if why is not None:
+            for _ in cases:
+                yield Outcome(unreachable=f"compiled caller unavailable: {why}")
+            return
+        todo = [c for c in cases]
+        while todo:
+            lines: list[str | None] = []
+            for case in todo:
+                lines.append(request_line(case) if case.rule in RULES else None)
+            proc = self._program()
+            assert proc.stdin is not None and proc.stdout is not None
+            sent = [line for line in lines if line is not None]
+            try:
+                proc.stdin.write("".join(line + "\n" for line in sent))
+                proc.stdin.flush()
+            except BrokenPipeError:
+                pass
+            served = 0
+            for case, line in zip(todo, lines, strict=True):
+                if line is None:
+                    served += 1
+                    yield Outcome(unreachable=f"Paddle exports no C++ SPMD rule for {case.rule} (its dist API "
+                                              "falls back to the replicated rule)")
+                    continue
+                reply = proc.stdout.readline()
+                if not reply:  # the program died on this case
+                    code = proc.wait()
+                    self._proc = None
+                    served += 1
+                    yield Outcome(crash=_signal_text(-code) if code < 0 else f"exit code {code}")
+                    break
+                served += 1
+                yield outcome_of(reply.rstrip("\n"))
+            todo = todo[served:]
+
+    def run(self, case: Case) -> Outcome:
+        (outcome,) = self.run_many([case])
+        return outcome
+
+
+_backend = CompiledBackend()
+
+
+def run(case: Case) -> Outcome:
+    return _backend.run(case)
+
+
+def run_many(cases: Iterable[Case]) -> Iterator[Outcome]:
+    return _backend.run_many(cases)
