@@ -62,6 +62,11 @@ def _on_rank(rank: int, fn: Callable[[], Arrays]) -> Arrays:
         raise
 
 
+def f32(value: float) -> float:
+    """Paddle's float attributes (momentum, epsilon) are C++ floats."""
+    return float(np.float32(value))
+
+
 def channel_axis(data_format: str, ndim: int) -> int:
     return 1 if data_format[1:2] == "C" else ndim - 1
 
@@ -123,7 +128,7 @@ def batch_norm(ins: Arrays, attrs: dict) -> Arrays:
     _per_channel(ins, ("scale", "bias"), c_len, checked=lambda _: True, op="batch_norm")
     _per_channel(ins, ("mean", "variance"), c_len, checked=lambda _: False, op="batch_norm")
     bs = _bshape(x.ndim, c, c_len)
-    eps, mom = attrs["epsilon"], attrs["momentum"]
+    eps, mom = f32(attrs["epsilon"]), f32(attrs["momentum"])
     if bn_global_stats(attrs):
         out = _affine(x, ins["mean"], ins["variance"], ins["scale"], ins["bias"], eps, bs)
         return {"out": out, "mean_out": ins["mean"].copy(), "variance_out": ins["variance"].copy(),
@@ -156,7 +161,7 @@ def batch_norm_grad(ins: Arrays, attrs: dict) -> Arrays:
     stats = ("mean_out", "variance_out") if use_global else ("saved_mean", "saved_variance")
     _per_channel(ins, ("scale", "bias") + stats, c_len, checked=lambda _: False, op="batch_norm_grad")
     bs = _bshape(x.ndim, c, c_len)
-    eps = attrs["epsilon"]
+    eps = f32(attrs["epsilon"])
     if use_global:
         mean, inv = ins["mean_out"], 1.0 / np.sqrt(ins["variance_out"] + eps)
     else:
@@ -209,7 +214,7 @@ def sync_batch_norm(per_rank: list[Arrays], attrs: dict, groups: Sequence[Sequen
         except KernelRejects as exc:
             exc.rank = rank
             raise
-    eps, mom = attrs["epsilon"], attrs["momentum"]
+    eps, mom = f32(attrs["epsilon"]), f32(attrs["momentum"])
     if attrs.get("is_test") and not attrs.get("trainable_statistics"):
         return [{"out": _affine(x, ins["mean"], ins["variance"], ins["scale"], ins["bias"], eps, bs),
                  "mean_out": ins["mean"].copy(), "variance_out": ins["variance"].copy(),
@@ -294,7 +299,7 @@ def layer_norm(ins: Arrays, attrs: dict) -> Arrays:
     rows = x.reshape(left, right)
     mean = rows.mean(axis=1)
     var = ((rows - mean[:, None]) ** 2).mean(axis=1)
-    out = (rows - mean[:, None]) / np.sqrt(var[:, None] + attrs["epsilon"])
+    out = (rows - mean[:, None]) / np.sqrt(var[:, None] + f32(attrs["epsilon"]))
     if ins.get("scale") is not None:
         out = out * ins["scale"].reshape(1, right)
     if ins.get("bias") is not None:
@@ -317,7 +322,7 @@ def layer_norm_grad(ins: Arrays, attrs: dict) -> Arrays:
                                                " (Paddle does not check: it reads the first rows)"),
                                 checked=ins[name].size < left)
     rows, drows = x.reshape(left, right), dy.reshape(left, right)
-    inv = 1.0 / np.sqrt(ins["variance"].reshape(left, 1) + attrs["epsilon"])
+    inv = 1.0 / np.sqrt(ins["variance"].reshape(left, 1) + f32(attrs["epsilon"]))
     x_hat = (rows - ins["mean"].reshape(left, 1)) * inv
     scale = ins.get("scale")
     d_xhat = drows * (scale.reshape(1, right) if scale is not None else 1.0)

@@ -280,7 +280,7 @@ def _consistent_statistics(case: Case, attrs: dict[str, Any], arrays: dict[str, 
         if arrays.get("saved_mean") is not None and arrays["saved_mean"].shape == mean.shape:
             arrays["saved_mean"] = mean
         if arrays.get("saved_variance") is not None and arrays["saved_variance"].shape == var.shape:
-            arrays["saved_variance"] = 1.0 / np.sqrt(var + attrs["epsilon"])
+            arrays["saved_variance"] = 1.0 / np.sqrt(var + kernels.f32(attrs["epsilon"]))
     if case.rule == "layer_norm_grad":
         b = attrs["begin_norm_axis"]
         if 0 <= b <= x.ndim:
