@@ -4,12 +4,13 @@ Same signatures, same validation and error classes as the ``paddle`` profile (th
 rules); only the answers differ. Every answer here is sound on the whole oracle grid
 (``python -m paddle_spmd_port oracle --profile proposed``).
 
-What changes, and why (c = channel axis, d = x's mapping of c; N = batch axis 0)::
+What changes, and why (c = channel axis, d = the mesh dim C ends up on; N = batch axis 0)::
 
     rule                  Paddle 3.3.1                            proposed
     batch_norm(_static)   scale/bias [-1] while x, mean, var      scale/bias [d]: every per-channel tensor
-                          keep C split: the kernel rejects        follows x's channel axis
-                          the local shapes
+                          keep C split: the kernel rejects        follows C; d is the mesh dim that moves the
+                          the local shapes                        fewest of x and the per-channel tensors
+                                                                  (:func:`most_held`; ties: x)
                           N always replicated                     running-statistics modes (use_global_stats,
                                                                   or is_test without trainable_statistics) are
                                                                   per-channel affine maps: x keeps every axis
@@ -17,7 +18,7 @@ What changes, and why (c = channel axis, d = x's mapping of c; N = batch axis 0)
                           [-1] Partial{d} (each rank holds other  bias_grad [d], Partial over the mesh dims that
                           channels: summing them is wrong)        split other axes (running-statistics modes,
                                                                   where x/out_grad keep every axis); out_grad
-                          out_grad's sharding ignored             merged with x (x first)
+                          out_grad's sharding ignored             takes part in the vote (ties: x)
     sync_batch_norm       no rule: everything replicated          N kept when it splits evenly (the kernel
                                                                   all-reduces its statistics as a *mean of
                                                                   per-rank means*, which is wrong for uneven
@@ -30,9 +31,9 @@ What changes, and why (c = channel axis, d = x's mapping of c; N = batch axis 0)
                           bias, out, mean, variance; merges the   are simply ignored; conflicting leading-axis
                           forced '1' axes as one key (raises)     shardings resolved by priority (out, mean,
                                                                   variance) instead of raising
-    layer_norm_grad       keeps x's, mean's, variance's Partial   partial cleared; conflicts resolved by
-                          (fed into a non-linear kernel); raises  priority (x, out_grad, mean, variance)
-                          on conflicting shardings
+    layer_norm_grad       keeps x's, mean's, variance's Partial   partial cleared; conflicts resolved per
+                          (fed into a non-linear kernel); raises  axis by the mesh dim most of x, mean,
+                          on conflicting shardings                variance, out_grad hold (fewest moves)
 
 Worked table, 2x3 mesh (x [8,7,10,12] NCHW for batch_norm, [8,7,10] with b=2 for layer_norm)::
 
@@ -71,6 +72,26 @@ def first_claim(*mappings: Sequence[int]) -> tuple[int, ...]:
     return dedupe(merged)
 
 
+def most_held(*mappings: Sequence[int]) -> tuple[int, ...]:
+    """A mapping that moves the fewest tensors: every (axis, mesh dim) pair some mapping uses is
+    ranked by how many mappings use it (ties: the earlier mapping, then the lower axis) and taken
+    greedily while neither the axis nor the mesh dim is taken yet."""
+    n = len(mappings[0])
+    pairs: dict[tuple[int, int], tuple[int, int]] = {}
+    for rank, mapping in enumerate(mappings):
+        for axis in range(min(n, len(mapping))):
+            if mapping[axis] >= 0:
+                count, first = pairs.get((axis, mapping[axis]), (0, rank))
+                pairs[(axis, mapping[axis])] = (count + 1, min(first, rank))
+    merged = [-1] * n
+    used: set[int] = set()
+    for (axis, dim), _ in sorted(pairs.items(), key=lambda kv: (-kv[1][0], kv[1][1], kv[0][0])):
+        if merged[axis] < 0 and dim not in used:
+            merged[axis] = dim
+            used.add(dim)
+    return tuple(merged)
+
+
 def dedupe(mapping: Sequence[int]) -> tuple[int, ...]:
     seen: set[int] = set()
     out = []
@@ -105,11 +126,13 @@ def _bn_inputs(x: DistTensorSpec, mean: DistTensorSpec, variance: DistTensorSpec
 
 
 def _bn_forward(x: DistTensorSpec, mean: DistTensorSpec, variance: DistTensorSpec, scale: DistTensorSpec | None,
-                bias: DistTensorSpec | None, data_format: str, keep: Callable[[RuleInput, int], tuple[int, ...]]
+                bias: DistTensorSpec | None, data_format: str, axes: Callable[[RuleInput, int], Sequence[int]]
                 ) -> SpmdResult:
+    """``axes(x, c)``: the axes of x that may stay split; they and C get the mesh dims that move the
+    fewest of x and the per-channel tensors."""
     tx, tm, tv, ts, tb = _bn_inputs(x, mean, variance, scale, bias, data_format)
     c = channel_axis(data_format, tx.ndim)
-    kept = keep(tx, c)
+    kept = _vote(tx, c, axes(tx, c), (), (tm, tv, ts, tb))
     stat = (kept[c],)
     return SpmdResult(
         inputs=(tx.attr(kept), tm.attr(stat), tv.attr(stat), _param(ts, stat), _param(tb, stat)),
@@ -117,11 +140,23 @@ def _bn_forward(x: DistTensorSpec, mean: DistTensorSpec, variance: DistTensorSpe
     )
 
 
-def _channel_only(tx: RuleInput, c: int, mapping: Sequence[int] | None = None) -> tuple[int, ...]:
-    src = tx.dims_mapping if mapping is None else mapping
-    kept = [-1] * tx.ndim
-    kept[c] = src[c]
-    return tuple(kept)
+def _vote(tx: RuleInput, c: int, axes: Sequence[int], like_x: Sequence[RuleInput],
+          per_channel: Sequence[RuleInput]) -> tuple[int, ...]:
+    """x's mapping restricted to ``axes`` (plus C), merged with tensors shaped like x and with the
+    per-channel tensors (which vote on C only): see :func:`most_held`."""
+    keep = set(axes) | {c}
+    votes = [_only(tx.dims_mapping, keep)] + [_only(t.dims_mapping, keep) for t in like_x]
+    for t in per_channel:
+        if t.mesh is not None and len(t.dims_mapping) == 1:
+            at_c = [-1] * tx.ndim
+            at_c[c] = t.dims_mapping[0]
+            votes.append(tuple(at_c))
+    return most_held(*votes)
+
+
+def _only(mapping: Sequence[int], axes: Sequence[int]) -> tuple[int, ...]:
+    """``mapping`` with every axis outside ``axes`` replicated."""
+    return tuple(m if axis in axes else -1 for axis, m in enumerate(mapping))
 
 
 def batch_norm_infer_spmd(
@@ -140,10 +175,10 @@ def batch_norm_infer_spmd(
     """Forward: per-channel tensors follow x's C; with running statistics x keeps every axis."""
     running = use_global_stats or (is_test and not trainable_statistics)
 
-    def keep(tx: RuleInput, c: int) -> tuple[int, ...]:
-        return dedupe(tx.dims_mapping) if running else _channel_only(tx, c)
+    def axes(tx: RuleInput, c: int) -> Sequence[int]:
+        return range(tx.ndim) if running else (c,)
 
-    return _bn_forward(x, mean, variance, scale, bias, data_format, keep)
+    return _bn_forward(x, mean, variance, scale, bias, data_format, axes)
 
 
 def batch_norm_infer_spmd_static(
@@ -171,6 +206,10 @@ def _bn_grad_checks(named: Sequence[tuple[str, DistTensorSpec | None]], optional
     require_x_mesh(tx)
     check_specs(*named)
     return t
+
+
+def _per_channel(t: dict[str, RuleInput]) -> list[RuleInput]:
+    return [v for k, v in t.items() if k not in ("x", "out_grad", "reserve_space")]
 
 
 def _grad_result(t: dict[str, RuleInput], order: Sequence[str], kept: tuple[int, ...], c: int,
@@ -216,9 +255,8 @@ def batch_norm_grad_infer_spmd(
     t = _bn_grad_checks(named, {"scale", "bias", "reserve_space"})
     tx = t["x"]
     c = channel_axis(data_format, tx.ndim)
-    merged = first_claim(tx.dims_mapping, t["out_grad"].dims_mapping)
     running = is_test or use_global_stats  # the grad kernel's own test (trainable_statistics is not read)
-    kept = merged if running else _channel_only(tx, c, merged)
+    kept = _vote(tx, c, range(tx.ndim) if running else (c,), (t["out_grad"],), _per_channel(t))
     partial = frozenset(m for axis, m in enumerate(kept) if axis != c and m >= 0)
     return _grad_result(t, order, kept, c, partial)
 
@@ -248,15 +286,12 @@ def sync_batch_norm_infer_spmd(
     """Forward: N stays split (statistics are all-reduced) when even; C with its per-channel tensors."""
     running = use_global_stats or (is_test and not trainable_statistics)
 
-    def keep(tx: RuleInput, c: int) -> tuple[int, ...]:
+    def axes(tx: RuleInput, c: int) -> Sequence[int]:
         if running:
-            return dedupe(tx.dims_mapping)
-        kept = list(_channel_only(tx, c))
-        if c != 0:
-            kept[0] = _even_batch(tx, x.shape, tx.dims_mapping)
-        return tuple(kept)
+            return range(tx.ndim)
+        return (c, 0) if _even_batch(tx, x.shape, tx.dims_mapping) >= 0 else (c,)
 
-    return _bn_forward(x, mean, variance, scale, bias, data_format, keep)
+    return _bn_forward(x, mean, variance, scale, bias, data_format, axes)
 
 
 def sync_batch_norm_grad_infer_spmd(
@@ -281,10 +316,9 @@ def sync_batch_norm_grad_infer_spmd(
     t = _bn_grad_checks(named, {"scale", "bias", "reserve_space"})
     tx = t["x"]
     c = channel_axis(data_format, tx.ndim)
-    merged = first_claim(tx.dims_mapping, t["out_grad"].dims_mapping)
-    kept = list(_channel_only(tx, c, merged))
-    if c != 0:
-        kept[0] = _even_batch(tx, x.shape, merged)
+    kept = list(_vote(tx, c, (0, c), (t["out_grad"],), _per_channel(t)))
+    if c != 0 and kept[0] >= 0 and _even_batch(tx, x.shape, kept) < 0:
+        kept[0] = -1
     partial = frozenset({kept[0]}) if kept[0] >= 0 and c != 0 else frozenset()
     return _grad_result(t, order, tuple(kept), c, partial)
 
@@ -356,8 +390,9 @@ def layer_norm_grad_infer_spmd(
     epsilon: float = 1e-5,
     begin_norm_axis: int = 1,
 ) -> SpmdResult:
-    """Grad: x, out_grad, mean and variance agree on the leading axes (x first); no partial
-    input; scale_grad/bias_grad Partial over the mesh dims of those axes."""
+    """Grad: x, out_grad, mean and variance agree on the leading axes (per axis the mesh dim most
+    of them hold, ties in Paddle's merge order x, mean, variance, out_grad); no partial input;
+    scale_grad/bias_grad Partial over the mesh dims of those axes."""
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
     tm, tv, tg = as_input(mean, "mean"), as_input(variance, "variance"), as_input(out_grad, "out_grad")
     if begin_norm_axis < 0 or tx.ndim < begin_norm_axis:
@@ -376,7 +411,7 @@ def layer_norm_grad_infer_spmd(
     _check_begin_norm_axis(begin_norm_axis, tx)
     _require_rank(tm, begin_norm_axis, "mean of shape x.shape[:begin_norm_axis]")
     b = begin_norm_axis
-    lead = first_claim(tx.dims_mapping[:b], tg.dims_mapping[:b], tm.dims_mapping, tv.dims_mapping) if b else ()
+    lead = most_held(tx.dims_mapping[:b], tm.dims_mapping, tv.dims_mapping, tg.dims_mapping[:b]) if b else ()
     kept = lead + (-1,) * (tx.ndim - b)
     partial = frozenset(m for m in lead if m >= 0)
     return SpmdResult(
