@@ -22,10 +22,14 @@ What changes, and why (c = channel axis, d = the mesh dim C ends up on; N = batc
     sync_batch_norm       no rule: everything replicated          N kept when it splits evenly (the kernel
                                                                   all-reduces its statistics as a *mean of
                                                                   per-rank means*, which is wrong for uneven
-                                                                  shards), C kept with its per-channel tensors
-    sync_batch_norm_grad  everything replicated                   N (even) and C kept; scale_grad/bias_grad [d]
-                                                                  Partial{N's mesh dim}: the kernel sums them
-                                                                  locally, only the x_grad terms are all-reduced
+                                                                  shards); C and the rest replicated: Paddle's
+                                                                  kernel all-reduces over its whole
+                                                                  communicator, which would add up different
+                                                                  channel blocks (running-statistics mode:
+                                                                  every axis kept, nothing is all-reduced)
+    sync_batch_norm_grad  everything replicated                   N kept (even); scale_grad/bias_grad Partial
+                                                                  {N's mesh dim}: the kernel sums them locally,
+                                                                  only the x_grad terms are all-reduced
     layer_norm            (sound)                                 the same answer, built without the '1' merge
     layer_norm_reverse    keeps incoming Partial on x, scale,     partial cleared; the normalised axes of out
                           bias, out, mean, variance; merges the   are simply ignored; conflicting leading-axis
@@ -44,9 +48,9 @@ Worked table, 2x3 mesh (x [8,7,10,12] NCHW for batch_norm, [8,7,10] with b=2 for
     batch_norm_grad train     x [0,1,-1,-1], og same         x/og [-1,1,-1,-1], per-ch [1]    x_grad [-1,1,-1,-1],
                                                                                               scale/bias_grad [1]
     batch_norm_grad global    x [0,1,-1,-1], og same         x/og [0,1,-1,-1]                 scale/bias_grad [1] P{0}
-    sync_batch_norm train     x [0,1,-1,-1] (8 % 2 == 0)     x [0,1,-1,-1]                    out [0,1,-1,-1], stats [1]
-    sync_batch_norm train     x [1,0,-1,-1] (8 % 3 != 0)     x [-1,0,-1,-1]                   out [-1,0,-1,-1]
-    sync_batch_norm_grad      x [0,1,-1,-1], og same         x/og [0,1,-1,-1]                 scale/bias_grad [1] P{0}
+    sync_batch_norm train     x [0,1,-1,-1] (8 % 2 == 0)     x [0,-1,-1,-1], per-ch. [-1]     out [0,-1,-1,-1]
+    sync_batch_norm train     x [1,0,-1,-1] (8 % 3 != 0)     x [-1,-1,-1,-1]                  out [-1,-1,-1,-1]
+    sync_batch_norm_grad      x [0,1,-1,-1], og same         x/og [0,-1,-1,-1]                scale/bias_grad [-1] P{0}
     layer_norm_reverse        out [0,-1,-1] P{1}             x [0,-1,-1]                      out [0,-1,-1] (no P)
     layer_norm_grad           x [0,-1,-1] P{1}               x [0,-1,-1]                      scale/bias_grad [-1] P{0}
 """
@@ -142,11 +146,11 @@ def _bn_forward(x: DistTensorSpec, mean: DistTensorSpec, variance: DistTensorSpe
 
 def _vote(tx: RuleInput, c: int, axes: Sequence[int], like_x: Sequence[RuleInput],
           per_channel: Sequence[RuleInput]) -> tuple[int, ...]:
-    """x's mapping restricted to ``axes`` (plus C), merged with tensors shaped like x and with the
-    per-channel tensors (which vote on C only): see :func:`most_held`."""
-    keep = set(axes) | {c}
+    """x's mapping restricted to ``axes``, merged with tensors shaped like x and with the
+    per-channel tensors (which vote on C, when C is among ``axes``): see :func:`most_held`."""
+    keep = set(axes)
     votes = [_only(tx.dims_mapping, keep)] + [_only(t.dims_mapping, keep) for t in like_x]
-    for t in per_channel:
+    for t in per_channel if c in keep else ():
         if t.mesh is not None and len(t.dims_mapping) == 1:
             at_c = [-1] * tx.ndim
             at_c[c] = t.dims_mapping[0]
@@ -289,7 +293,7 @@ def sync_batch_norm_infer_spmd(
     def axes(tx: RuleInput, c: int) -> Sequence[int]:
         if running:
             return range(tx.ndim)
-        return (c, 0) if _even_batch(tx, x.shape, tx.dims_mapping) >= 0 else (c,)
+        return (0,) if _even_batch(tx, x.shape, tx.dims_mapping) >= 0 else ()
 
     return _bn_forward(x, mean, variance, scale, bias, data_format, axes)
 
@@ -316,7 +320,7 @@ def sync_batch_norm_grad_infer_spmd(
     t = _bn_grad_checks(named, {"scale", "bias", "reserve_space"})
     tx = t["x"]
     c = channel_axis(data_format, tx.ndim)
-    kept = list(_vote(tx, c, (0, c), (t["out_grad"],), _per_channel(t)))
+    kept = list(_vote(tx, c, (0,), (t["out_grad"],), _per_channel(t)))
     if c != 0 and kept[0] >= 0 and _even_batch(tx, x.shape, kept) < 0:
         kept[0] = -1
     partial = frozenset({kept[0]}) if kept[0] >= 0 and c != 0 else frozenset()
