@@ -46,7 +46,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--sample", type=int, default=None, help="a deterministic random sample of N cases per rule")
     ap.add_argument("--seed", type=int, default=0, help="seed for --sample")
     ap.add_argument("--workers", type=int, default=2, help="native worker processes (default 2)")
-    ap.add_argument("--timeout", type=float, default=120.0, help="seconds a silent worker is given before it is killed")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds a silent worker is given before it is killed")
     ap.add_argument("--report-dir", default="reports/parity", help="where parity.md / parity.json go")
     ap.add_argument("--junit", default=None, help="also write JUnit XML to this path")
     ap.add_argument("--show-repro", action="store_true", help="print a standalone Python snippet per mismatch")

@@ -61,7 +61,7 @@ def test_error_parity_same_message(registry_sample):
 def test_native_crash_is_recorded_and_the_run_goes_on():
     ok = Case("layer_norm", MESH_2x3, (spec((4, 6, 8), (0, -1, -1)), None, None), (("begin_norm_axis", 2),))
     crash = Case("layer_norm", MESH_2x3, (rep((4, 6, 8)), None, None), (("begin_norm_axis", 5),))
-    outcomes, _ = run_native([ok, crash, ok, crash, ok], backend="registry", workers=1)
+    outcomes, _ = run_native([ok, crash, ok, crash, ok], backend="registry", workers=1, timeout=60)
     assert [o.status for o in outcomes] == ["result", "crash", "result", "crash", "result"]
     assert outcomes[1].crash.startswith("signal")
     assert compare(crash.spec, run_port(crash), outcomes[1]).verdict == "port-rejects-invalid"

@@ -13,6 +13,7 @@ import argparse
 import importlib
 import json
 import os
+import signal
 import sys
 from collections import deque
 
@@ -54,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     backend = importlib.import_module(f"paddle_spmd_port.native.{args.backend}")
+    # Paddle installs C-level handlers that print a stack trace on fatal signals; after heap
+    # corruption they can deadlock (seen: a SIGABRT turning into a 120 s hang). Die at once instead.
+    for fatal in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL):
+        signal.signal(fatal, signal.SIG_DFL)
     out.write(json.dumps({"hello": backend.paddle_version()}) + "\n")
     out.flush()
     with open(args.cases) as fh:
