@@ -334,12 +334,26 @@ print(f"rank {{dist.get_rank()}}: y err {{abs(full(y) - ry.numpy()).max():.2e}},
 '''
 
 
+_NOT_ON_RANKS = {
+    "batch_norm_static": "the registry rule is only used by static completion",
+    "batch_norm_grad": "whenever C is split, a real run already stops in the batch_norm forward",
+    "sync_batch_norm": "3.3.1 has no CPU sync_batch_norm kernel",
+    "sync_batch_norm_grad": "3.3.1 has no CPU sync_batch_norm kernel",
+    "layer_norm_reverse": "the reverse rule is only used by static completion",
+    "layer_norm_grad": "a dygraph backward feeds the grad rule the forward's own placements, which never combine "
+                       "like this",
+}
+
+
 def real_paddle_repro(bug: Bug, index: str) -> tuple[str, dict[str, str]]:
     """Markdown telling how to see the bug on real Paddle, and files to write next to the report."""
     j = bug.cases[0]
     case = j.case
-    launch = _launch_case(case)
     files: dict[str, str] = {}
+    case_json = json.dumps(case.to_json(), separators=(",", ":"))
+    infer = (f"Paddle's own answer for this case (native backends, one process):\n\n"
+             f"    python -m paddle_spmd_port infer --case-json '{case_json}'\n")
+    launch = _launch_case(case)
     if launch is not None and j.profile == "paddle":
         name = f"repro-{index}.jsonl"
         files[name] = json.dumps(launch, separators=(",", ":")) + "\n"
@@ -349,7 +363,7 @@ def real_paddle_repro(bug: Bug, index: str) -> tuple[str, dict[str, str]]:
             note = " (the launch runs the forward and then this backward; the grad rule is reached only if the " \
                    "forward runs)"
         return (f"On real Paddle ({ranks} ranks){note}:\n\n    python -m paddle_spmd_port launch --nproc {ranks} "
-                f"--cases {name}\n"), files
+                f"--cases {name}\n\n{infer}"), files
     x = case.named_inputs()["x"]
     if _partial_x_script_fits(case):
         b = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))["begin_norm_axis"]
@@ -360,14 +374,9 @@ def real_paddle_repro(bug: Bug, index: str) -> tuple[str, dict[str, str]]:
                                                bias=named.get("bias") is not None)
         return ("On real Paddle (2 ranks; a Partial x reaches layer_norm_grad through the dygraph backward; the "
                 "launch package's cases place x as Shard/Replicate only, so this is a plain script):\n\n"
-                f"    python -m paddle.distributed.launch --nproc_per_node 2 {name}\n"), files
-    if case.rule in ("batch_norm_static", "layer_norm", "layer_norm_reverse"):
-        return ("Paddle's answer can be read from the registry in one process (the numbers then follow from it): "
-                f"`python -m paddle_spmd_port infer` on this case, or `core.get_phi_spmd_rule("
-                f"'{case.spec.op}').infer_{'backward' if case.rule == 'layer_norm_reverse' else 'forward'}(...)`.\n"
-                ), files
-    return ("Not reachable as such on real Paddle 3.3.1 from Python: the rule runs only inside the dist API "
-            "(see notes/reaching-native-rules.md); the batch_norm forward bug stops any such run first.\n"), files
+                f"    python -m paddle.distributed.launch --nproc_per_node 2 {name}\n\n{infer}"), files
+    why = _NOT_ON_RANKS.get(case.rule, "no launch case expresses these placements")
+    return f"Not shown on real ranks ({why}). {infer}", files
 
 
 def bug_section(bug: Bug, index: str, sync_group: str) -> tuple[str, dict[str, str]]:
