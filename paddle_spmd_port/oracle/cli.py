@@ -11,7 +11,7 @@ For every case of the oracle grid (:mod:`.grid`) and every profile, the rule ans
 runs on a virtual mesh in numpy (:mod:`.simulator`) and gets a verdict. Printed: one table per
 profile, the paddle-vs-proposed comparison, and each distinct bug with a minimal repro.
 Written to ``--report-dir``: ``oracle.md`` (the same), ``oracle.json`` (counts and bugs),
-``oracle-cases.jsonl`` (every case that is not sound or n/a) and ``repro-*`` files for
+``oracle-cases.jsonl`` (one line per case that is not sound, rule-error or n/a) and ``repro-*`` files for
 ``python -m paddle_spmd_port launch`` / ``paddle.distributed.launch``.
 
 Exit code: 0 done (Paddle's bugs are findings, not failures); 1 the proposed profile was run and
@@ -149,8 +149,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with open(out / "oracle-cases.jsonl", "w") as fh:
         for j in everything:
             if j.verdict.label in BUG_LABELS:
-                fh.write(json.dumps({"profile": j.profile, "case": j.case.to_json(), "answer": str(j.answer),
-                                     "verdict": j.verdict.to_json()}, separators=(",", ":")) + "\n")
+                v = j.verdict
+                row = {"profile": j.profile, "id": j.case.case_id, "case": j.case.describe(), "answer": str(j.answer),
+                       "label": v.label, "kind": v.kind, "tensor": v.tensor, "max_error": v.max_error}
+                fh.write(json.dumps(row, separators=(",", ":")) + "\n")
     for name, text in files.items():
         (out / name).write_text(text)
     print(f"\n[oracle] report: {out / 'oracle.md'} ({seconds:.1f}s)", file=sys.stderr)
