@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -151,7 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if j.verdict.label in BUG_LABELS:
                 v = j.verdict
                 row = {"profile": j.profile, "id": j.case.case_id, "case": j.case.describe(), "answer": str(j.answer),
-                       "label": v.label, "kind": v.kind, "tensor": v.tensor, "max_error": v.max_error}
+                       "label": v.label, "kind": v.kind, "tensor": v.tensor,
+                       "max_error": v.max_error if v.max_error is not None and math.isfinite(v.max_error) else None}
                 fh.write(json.dumps(row, separators=(",", ":")) + "\n")
     for name, text in files.items():
         (out / name).write_text(text)

@@ -178,7 +178,7 @@ class Verdict:
             if getattr(self, key):
                 data[key] = getattr(self, key)
         if self.max_error is not None:
-            data["max_error"] = self.max_error
+            data["max_error"] = self.max_error if math.isfinite(self.max_error) else str(self.max_error)
         if self.repaired is not None:
             data["repaired"] = self.repaired.to_json()
         return data
