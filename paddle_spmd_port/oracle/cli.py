@@ -11,7 +11,7 @@ For every case of the oracle grid (:mod:`.grid`) and every profile, the rule ans
 runs on a virtual mesh in numpy (:mod:`.simulator`) and gets a verdict. Printed: one table per
 profile, the paddle-vs-proposed comparison, and each distinct bug with a minimal repro.
 Written to ``--report-dir``: ``oracle.md`` (the same), ``oracle.json`` (counts and bugs),
-``oracle-cases.jsonl`` (one line per case that is not sound, rule-error or n/a) and ``repro-*`` files for
+``oracle-cases.jsonl.gz`` (one line per case that is not sound, rule-error or n/a) and ``repro-*`` files for
 ``python -m paddle_spmd_port launch`` / ``paddle.distributed.launch``.
 
 Exit code: 0 done (Paddle's bugs are findings, not failures); 1 the proposed profile was run and
@@ -21,6 +21,7 @@ some answer of it is not sound; 2 bad arguments.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import sys
@@ -147,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "oracle.md").write_text(report)
     (out / "oracle.json").write_text(json.dumps(summary_json(tallies, bugs, seconds, judge.simulations), indent=1))
-    with open(out / "oracle-cases.jsonl", "w") as fh:
+    with gzip.open(out / "oracle-cases.jsonl.gz", "wt") as fh:
         for j in everything:
             if j.verdict.label in BUG_LABELS:
                 v = j.verdict
