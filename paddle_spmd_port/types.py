@@ -93,7 +93,14 @@ class ProcessMesh:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProcessMesh:
-        return cls(tuple(data["shape"]), tuple(data["process_ids"]), tuple(data["dim_names"]))
+        key = (tuple(data["shape"]), tuple(data["process_ids"]), tuple(data["dim_names"]))
+        mesh = _MESHES_READ.get(key)
+        if mesh is None:  # a sweep reads the same few meshes hundreds of thousands of times
+            mesh = _MESHES_READ[key] = cls(*key)
+        return mesh
+
+
+_MESHES_READ: dict[tuple, ProcessMesh] = {}
 
 
 def format_mapping(dims_mapping: Sequence[int], partial_dims: Iterable[int] = (), mesh_present: bool = True) -> str:
@@ -186,7 +193,13 @@ class DistTensorSpec:
         if data is None:
             return None
         mesh = None if data["mesh"] is None else ProcessMesh.from_json(data["mesh"])
-        return cls(tuple(data["shape"]), tuple(data["dims_mapping"]), mesh, frozenset(data["partial_dims"]))
+        key = (tuple(data["shape"]), tuple(data["dims_mapping"]), mesh, frozenset(data["partial_dims"]))
+        spec = _SPECS_READ.get(key)
+        if spec is None:  # specs are immutable values: equal JSON, one object
+            if len(_SPECS_READ) > 200_000:
+                _SPECS_READ.clear()
+            spec = _SPECS_READ[key] = cls(*key)
+        return spec
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,10 +257,11 @@ class DistAttr:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DistAttr:
         mesh = None if data["mesh"] is None else ProcessMesh.from_json(data["mesh"])
-        return cls(tuple(data["dims_mapping"]), frozenset(data["partial_dims"]), mesh)
+        return DistAttr.make(tuple(data["dims_mapping"]), frozenset(data["partial_dims"]), mesh)
 
 
 _INTERNED: dict[tuple, DistAttr] = {}
+_SPECS_READ: dict[tuple, DistTensorSpec] = {}
 
 _ATTR_RE = re.compile(r"^\s*\[(?P<dm>[-\d,\s]*)\](?:\s*P\{(?P<p>[\d,\s]*)\})?(?P<nomesh>\s*@-)?\s*$")
 
@@ -292,5 +306,5 @@ class SpmdResult:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SpmdResult:
-        return cls(tuple(DistAttr.from_json(a) for a in data["inputs"]),
-                   tuple(DistAttr.from_json(a) for a in data["outputs"]))
+        read = DistAttr.from_json
+        return SpmdResult.make(tuple([read(a) for a in data["inputs"]]), tuple([read(a) for a in data["outputs"]]))
