@@ -1,12 +1,13 @@
 #!/usr/bin/env python
 """Benchmarks, measured side by side in one process and one run (ratios, not timed asserts).
 
-    python tools/bench.py [--cases N] [--repeat R] [--pir] [--sweep]
+    python tools/bench.py [--cases N] [--repeat R] [--pir] [--compiled] [--sweep]
 
 1. per call, port vs native registry, on the same cases:
    a) the rule call alone, on pre-built specs (port DistTensorSpec vs Paddle DistTensorSpec);
    b) the whole trip a user pays: build the specs, call, read every field of the answer.
-2. ``--pir``: PIR-backend throughput (cases/s) on a sample of the PIR rules' grids.
+2. ``--pir`` / ``--compiled``: backend throughput (cases/s) on samples of the hidden rules' grids,
+   in-process and through the worker pool, with the port's rate on the same cases.
 3. ``--sweep``: wall time of the whole ``parity`` sweep (runs it).
 """
 
@@ -80,17 +81,30 @@ def bench_registry_rule(rule: str, n_cases: int, repeat: int) -> tuple[str, floa
     return rule, pc, nc, pt, nt
 
 
-def bench_pir(n_cases: int) -> list[tuple[str, int, float]]:
-    from paddle_spmd_port.native import pir
+def bench_throughput(backend: str, n_cases: int) -> list[tuple[str, int, float, float, float]]:
+    """Cases/s of a native backend on the hidden rules: in this process (``run_many``) and through
+    the crash-isolating worker pool (2 workers, JSON protocol), next to the port on the same cases."""
+    import importlib
 
+    from paddle_spmd_port.native.pool import run_native
+    from paddle_spmd_port.outcome import run_port
+
+    module = importlib.import_module(f"paddle_spmd_port.native.{backend}")
     rows = []
-    for rule in ("batch_norm", "batch_norm_grad", "layer_norm_grad", "layer_norm"):
-        cases = sample(list(grid_for(rule)), n_cases, seed=5)
+    for rule in ("batch_norm", "batch_norm_grad", "layer_norm_grad"):
+        cases = [c for c in sample(list(grid_for(rule)), n_cases, seed=5) if "-invalid-" not in c.case_id]
         t0 = time.perf_counter()
-        outs = list(pir.run_many(cases)) if hasattr(pir, "run_many") else [pir.run(c) for c in cases]
-        dt = time.perf_counter() - t0
+        outs = list(module.run_many(cases))
+        in_process = len(cases) / (time.perf_counter() - t0)
         assert len(outs) == len(cases)
-        rows.append((rule, len(cases), len(cases) / dt))
+        t0 = time.perf_counter()
+        run_native(cases, backend=backend, workers=2)
+        pooled = len(cases) / (time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for c in cases:
+            run_port(c)
+        port = len(cases) / (time.perf_counter() - t0)
+        rows.append((rule, len(cases), in_process, pooled, port))
     return rows
 
 
@@ -98,7 +112,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--pir", action="store_true")
+    ap.add_argument("--pir", action="store_true", help="PIR backend throughput")
+    ap.add_argument("--compiled", action="store_true", help="compiled-caller backend throughput")
     ap.add_argument("--sweep", action="store_true")
     args = ap.parse_args()
     print("## port vs native registry, per call (best of", args.repeat, "runs)\n")
@@ -107,10 +122,12 @@ def main() -> int:
     for rule, pc, nc, pt, nt in bench_registry(args.cases, args.repeat):
         print(f"| {rule} | {pc * 1e6:.1f} µs | {nc * 1e6:.1f} µs | {nc / pc:.1f}x | {pt * 1e6:.1f} µs "
               f"| {nt * 1e6:.1f} µs | {nt / pt:.1f}x |")
-    if args.pir:
-        print("\n## PIR backend throughput\n\n| rule | cases | cases/s |\n|---|---|---|")
-        for rule, n, rate in bench_pir(args.cases):
-            print(f"| {rule} | {n} | {rate:,.0f} |")
+    for backend in [b for b in ("pir", "compiled") if getattr(args, b)]:
+        print(f"\n## {backend} backend throughput, cases/s\n")
+        print("| rule | cases | in-process | pool (2 workers, incl. start-up) | port (1 process) |")
+        print("|---|---|---|---|---|")
+        for rule, n, in_process, pooled, port in bench_throughput(backend, args.cases):
+            print(f"| {rule} | {n} | {in_process:,.0f} | {pooled:,.0f} | {port:,.0f} |")
     if args.sweep:
         t0 = time.time()
         rc = subprocess.call([sys.executable, "-m", "paddle_spmd_port", "parity", "--quiet",

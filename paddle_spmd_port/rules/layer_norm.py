@@ -46,6 +46,8 @@ larger: Paddle segfaults); mean/variance rank must equal begin_norm_axis and out
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..errors import InvalidSpecError, PaddleInvalidArgument
 from ..notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
 from ..types import DistAttr, DistTensorSpec, SpmdResult
@@ -72,6 +74,7 @@ def _require_rank(t: RuleInput, want: int, why: str) -> None:
                                kind=f"invalid-spec:{t.name}:rank")
 
 
+@lru_cache(maxsize=256)
 def layer_norm_notation(ndim: int, begin_norm_axis: int) -> tuple[str, str]:
     """(x axes, mean axes) for forward/reverse: ``(ij1, ij)`` for ndim 3, b 2."""
     lead = letters(begin_norm_axis)
