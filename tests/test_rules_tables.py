@@ -201,3 +201,17 @@ def test_x_without_mesh_is_rejected_with_a_fix():
     with pytest.raises(InvalidSpecError, match="x has no process mesh"):
         layer_norm_infer_spmd(spec((4, 8), (), mesh=None), None, None, 1e-5, 1)
     assert ProcessMesh((2,)).ndim == 1
+
+
+def test_profiles_pick_the_implementation():
+    from paddle_spmd_port.rules import PROFILES, rule_function
+    from paddle_spmd_port.rules import pr72918, proposed
+
+    assert set(PROFILES) == {"paddle", "pr72918", "proposed"}
+    assert rule_function("sync_batch_norm") is sync_batch_norm_infer_spmd
+    assert rule_function("sync_batch_norm", "pr72918") is pr72918.sync_batch_norm_infer_spmd
+    assert rule_function("layer_norm", "pr72918") is layer_norm_infer_spmd
+    assert rule_function("batch_norm_grad", "proposed") is proposed.batch_norm_grad_infer_spmd
+    assert get_spmd_rule("batch_norm", "proposed").forward is proposed.batch_norm_infer_spmd_static
+    with pytest.raises(ValueError, match="unknown profile"):
+        rule_function("layer_norm", "nightly")

@@ -1,17 +1,23 @@
-"""A registry mirroring ``paddle.framework.core.get_phi_spmd_rule``.
+"""A registry mirroring ``paddle.framework.core.get_phi_spmd_rule``, with rule *profiles*.
 
 Paddle registers two of our rules by name: ``batch_norm`` (the attribute-less static forward,
-no infer_backward) and ``layer_norm`` (forward + reverse). The names marked ``port`` below are
-our own, for the rules Paddle keeps unregistered.
+no infer_backward) and ``layer_norm`` (forward + reverse). The names marked ``port`` are our
+own, for the rules Paddle keeps unregistered::
 
-    name                   infer_forward                     infer_backward         source
-    batch_norm             batch_norm_infer_spmd_static      raises (NotFound)      Paddle
-    layer_norm             layer_norm_infer_spmd             ..._reverse            Paddle
-    batch_norm_full        batch_norm_infer_spmd             raises                 port
-    batch_norm_grad        batch_norm_grad_infer_spmd        raises                 port
-    layer_norm_grad        layer_norm_grad_infer_spmd        raises                 port
-    sync_batch_norm        sync_batch_norm_infer_spmd        raises                 port
-    sync_batch_norm_grad   sync_batch_norm_grad_infer_spmd   raises                 port
+    name                   infer_forward (rule key)   infer_backward       source
+    batch_norm             batch_norm_static          raises (NotFound)    Paddle
+    layer_norm             layer_norm                 layer_norm_reverse   Paddle
+    batch_norm_full        batch_norm                 raises               port
+    batch_norm_grad        batch_norm_grad            raises               port
+    layer_norm_grad        layer_norm_grad            raises               port
+    sync_batch_norm        sync_batch_norm            raises               port
+    sync_batch_norm_grad   sync_batch_norm_grad       raises               port
+
+Profiles choose the implementation behind each rule key:
+
+    paddle     what Paddle 3.3.1 does, quirks and bugs included (the default)
+    pr72918    paddle, except sync_batch_norm(_grad) as proposed upstream in PR #72918 (19683c03)
+    proposed   our corrected rules (rules/proposed.py), sound on the oracle's whole grid
 """
 
 from __future__ import annotations
@@ -21,9 +27,47 @@ from dataclasses import dataclass
 
 from ..errors import RuleNotFoundError
 from ..types import SpmdResult
-from . import batch_norm, layer_norm, sync_batch_norm
+from . import batch_norm, layer_norm, pr72918, proposed, sync_batch_norm
 
 RuleFn = Callable[..., SpmdResult]
+
+PADDLE_RULES: dict[str, RuleFn] = {
+    "batch_norm_static": batch_norm.batch_norm_infer_spmd_static,
+    "batch_norm": batch_norm.batch_norm_infer_spmd,
+    "batch_norm_grad": batch_norm.batch_norm_grad_infer_spmd,
+    "sync_batch_norm": sync_batch_norm.sync_batch_norm_infer_spmd,
+    "sync_batch_norm_grad": sync_batch_norm.sync_batch_norm_grad_infer_spmd,
+    "layer_norm": layer_norm.layer_norm_infer_spmd,
+    "layer_norm_reverse": layer_norm.layer_norm_infer_spmd_reverse,
+    "layer_norm_grad": layer_norm.layer_norm_grad_infer_spmd,
+}
+
+PROFILES: dict[str, dict[str, RuleFn]] = {
+    "paddle": PADDLE_RULES,
+    "pr72918": {**PADDLE_RULES, **pr72918.RULES},
+    "proposed": {**PADDLE_RULES, **proposed.PROPOSED_RULES},
+}
+
+#: registry name -> (forward rule key, backward rule key or None, registered in Paddle)
+NAMES: dict[str, tuple[str, str | None, bool]] = {
+    "batch_norm": ("batch_norm_static", None, True),
+    "layer_norm": ("layer_norm", "layer_norm_reverse", True),
+    "batch_norm_full": ("batch_norm", None, False),
+    "batch_norm_grad": ("batch_norm_grad", None, False),
+    "layer_norm_grad": ("layer_norm_grad", None, False),
+    "sync_batch_norm": ("sync_batch_norm", None, False),
+    "sync_batch_norm_grad": ("sync_batch_norm_grad", None, False),
+}
+
+
+def rule_function(rule_key: str, profile: str = "paddle") -> RuleFn:
+    """The function behind a rule key (see :mod:`paddle_spmd_port.cases.rulebook`) in a profile."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    try:
+        return PROFILES[profile][rule_key]
+    except KeyError:
+        raise ValueError(f"unknown rule key {rule_key!r}; choose one of {', '.join(PADDLE_RULES)}") from None
 
 
 @dataclass(frozen=True)
@@ -42,32 +86,19 @@ class SpmdRule:
         return self.backward(*args, **kwargs)
 
 
-_RULES = {
-    rule.name: rule
-    for rule in (
-        SpmdRule("batch_norm", batch_norm.batch_norm_infer_spmd_static, registered_in_paddle=True),
-        SpmdRule("layer_norm", layer_norm.layer_norm_infer_spmd, layer_norm.layer_norm_infer_spmd_reverse,
-                 registered_in_paddle=True),
-        SpmdRule("batch_norm_full", batch_norm.batch_norm_infer_spmd),
-        SpmdRule("batch_norm_grad", batch_norm.batch_norm_grad_infer_spmd),
-        SpmdRule("layer_norm_grad", layer_norm.layer_norm_grad_infer_spmd),
-        SpmdRule("sync_batch_norm", sync_batch_norm.sync_batch_norm_infer_spmd),
-        SpmdRule("sync_batch_norm_grad", sync_batch_norm.sync_batch_norm_grad_infer_spmd),
-    )
-}
-
-
 def contains_spmd_rule(name: str) -> bool:
-    return name in _RULES
+    return name in NAMES
 
 
-def get_spmd_rule(name: str) -> SpmdRule:
+def get_spmd_rule(name: str, profile: str = "paddle") -> SpmdRule:
+    """Like ``core.get_phi_spmd_rule(name)``; ``profile`` picks paddle / pr72918 / proposed."""
     try:
-        return _RULES[name]
+        fwd, bwd, registered = NAMES[name]
     except KeyError:
-        known = ", ".join(sorted(_RULES))
+        known = ", ".join(NAMES)
         raise RuleNotFoundError(f"`{name}` Kernel's Spmd rules is not registered; known rules: {known}") from None
+    return SpmdRule(name, rule_function(fwd, profile), rule_function(bwd, profile) if bwd else None, registered)
 
 
 def rule_names() -> tuple[str, ...]:
-    return tuple(_RULES)
+    return tuple(NAMES)
