@@ -1,0 +1,345 @@
+"""Per-release profiles: what a Paddle release does differently from the port's default (3.3.1).
+
+The port reproduces Paddle 3.3.1. Older releases answer some cases differently; a *profile*
+lists those differences as data (:data:`PROFILES`), each with a matcher that recognises the
+native outcome the release is known to give, so that the sweep can report "known difference
+for X.Y.Z" apart from real mismatches. Nothing here imports Paddle.
+
+Measured with the CPU wheels from the package index (Python 3.11), full grid of every rule::
+
+    release  commit      registry batch_norm  BatchNorm*InferSpmd   differences from 3.3.1
+    3.0.0    6ed5dd3833  missing              none in the library   batch_norm_static unreachable;
+                                                                    batch_norm, batch_norm_grad fully
+                                                                    replicated (fallback); batch_norm_grad
+                                                                    aborts with scale None; layer_norm_grad
+                                                                    marks absent scale/bias grads Partial
+    3.1.1    0cd8342db8  present              3 functions          none
+    3.2.2    d90d3ad913  present              3 functions          none
+    3.3.1    7688495538  present              3 functions          none (the port's default)
+
+How a release is picked (:func:`detect_profile`)::
+
+    paddle.__version__   profile   flags
+    3.0.0                3.0.0     exact
+    3.2.1 (unmeasured)   3.1.1     nearest older measured release (is_exact=False)
+    3.4.0, 0.0.0 (dev)   3.3.1     is_newer_than_known: every difference is a possible regression
+    2.6.2                3.0.0     is_older_than_known
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .cases.case import Case
+from .compare import Comparison, compare
+from .outcome import Outcome
+from .types import DistAttr
+
+#: Verdicts that are not differences at all: nothing to explain.
+AGREEING = frozenset({"match", "both-raise-same", "port-rejects-invalid"})
+
+
+# --------------------------------------------------------------------------- matchers
+# A matcher decides whether one native outcome is the one a known difference predicts.
+# Signature: (difference, case, port outcome, native outcome, comparison) -> bool.
+Matcher = Callable[["KnownDifference", Case, Outcome, Outcome, Comparison], bool]
+
+
+def _replicated(attr: DistAttr) -> bool:
+    return all(m == -1 for m in attr.dims_mapping) and not attr.partial_dims
+
+
+def _match_rule_missing(d: KnownDifference, case: Case, port: Outcome, native: Outcome, cmp: Comparison) -> bool:
+    """The native route says the rule does not exist (unreachable, or a NotFound error)."""
+    text = native.unreachable if native.unreachable is not None else (
+        native.error.message if native.error is not None else None)
+    return text is not None and any(re.search(p, text) for p in d.param("patterns"))
+
+
+def _match_replicated_fallback(d: KnownDifference, case: Case, port: Outcome, native: Outcome,
+                               cmp: Comparison) -> bool:
+    """Native answered what the dist API's fallback for an op without a rule gives: every present
+    input replicated on its own mesh, every None input an empty attr without mesh, every output
+    replicated on x's mesh, nothing partial. The port's own answer (or error) does not matter."""
+    res = native.result
+    x = case.inputs[0]
+    if res is None or x is None or len(res.inputs) != len(case.inputs):
+        return False
+    if len(res.outputs) != len(case.spec.result_outputs):
+        return False
+    for spec, attr in zip(case.inputs, res.inputs, strict=True):
+        if attr.partial_dims:
+            return False
+        if spec is None:
+            if attr.dims_mapping or attr.mesh is not None:
+                return False
+        elif attr.dims_mapping != (-1,) * len(spec.shape) or attr.mesh != spec.mesh:
+            return False
+    return all(_replicated(a) and a.mesh == x.mesh for a in res.outputs)
+
+
+def _match_crash_with_none(d: KnownDifference, case: Case, port: Outcome, native: Outcome, cmp: Comparison) -> bool:
+    """Native process died with the given signal, and one of the named optional inputs is None."""
+    if native.crash is None or not re.search(d.param("crash"), native.crash):
+        return False
+    named = case.named_inputs()
+    return any(named.get(name, 0) is None for name in d.param("when_none"))
+
+
+def _match_partial_on_absent_grad(d: KnownDifference, case: Case, port: Outcome, native: Outcome,
+                                  cmp: Comparison) -> bool:
+    """Only the partial status of grads whose input is None differs; native marks them Partial
+    on exactly the mesh dims that split x_grad (as it does for a present scale/bias)."""
+    res = native.result
+    if res is None or port.result is None or not cmp.diffs:
+        return False
+    grads: Mapping[str, str] = dict(d.param("grads"))
+    outputs = dict(zip(case.spec.result_outputs, res.outputs, strict=False))
+    x_grad = outputs.get("x_grad")
+    if x_grad is None:
+        return False
+    expected = sorted({m for m in x_grad.dims_mapping if m >= 0})
+    named = case.named_inputs()
+    for diff in cmp.diffs:
+        side, _, rest = diff.cell.partition(".")
+        grad, _, what = rest.partition(".")
+        if side != "out" or what != "partial" or grad not in grads or named.get(grads[grad], 0) is not None:
+            return False
+        attr = outputs.get(grad)
+        if attr is None or attr.mesh is not None or sorted(attr.partial_dims) != expected or not expected:
+            return False
+    return True
+
+
+MATCHERS: dict[str, Matcher] = {
+    "rule-missing": _match_rule_missing,
+    "replicated-fallback": _match_replicated_fallback,
+    "crash-with-none": _match_crash_with_none,
+    "partial-on-absent-grad": _match_partial_on_absent_grad,
+}
+
+
+# --------------------------------------------------------------------------- data model
+@dataclass(frozen=True)
+class KnownDifference:
+    """One way a release's native answer differs from the port, for some rules."""
+
+    name: str
+    rules: frozenset[str]
+    kind: str
+    """Key of :data:`MATCHERS`: how the native outcome is recognised."""
+    why: str
+    """Short reason, shown in reports as ``known difference for X.Y.Z: <why>``."""
+    evidence: str
+    """What was measured (command and counts)."""
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in MATCHERS:
+            raise ValueError(f"known difference {self.name!r}: unknown kind {self.kind!r}; "
+                             f"choose one of {', '.join(MATCHERS)}")
+
+    def param(self, key: str) -> Any:
+        return dict(self.params)[key]
+
+    def matches(self, case: Case, port: Outcome, native: Outcome, cmp: Comparison) -> bool:
+        return case.rule in self.rules and MATCHERS[self.kind](self, case, port, native, cmp)
+
+
+@dataclass(frozen=True)
+class VersionProfile:
+    """What one Paddle release does differently from the port's default (3.3.1)."""
+
+    version: str
+    commit: str
+    """Prefix of ``paddle.version.commit`` of the release's wheels."""
+    registry_missing: frozenset[str] = frozenset()
+    """``core.get_phi_spmd_rule`` names that 3.3.1 registers and this release does not."""
+    cpp_rules_missing: frozenset[str] = frozenset()
+    """C++ InferSpmd functions (of the ported rules) absent from this release's libraries."""
+    differences: tuple[KnownDifference, ...] = ()
+    detected_version: str = ""
+    """The ``paddle.__version__`` this profile was picked for (empty: not picked by detection)."""
+    detected_commit: str = ""
+    is_exact: bool = True
+    """The detected version is this profile's release."""
+    is_newer_than_known: bool = False
+    """Newer than every measured release: :meth:`explain` explains nothing."""
+    is_older_than_known: bool = False
+    commit_matches: bool = True
+    """The detected commit starts with :attr:`commit` (False for a custom build of the release)."""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def explain(self, case: Case, port_outcome: Outcome, native_outcome: Outcome,
+                comparison: Comparison | None = None) -> str | None:
+        """``"known difference for X.Y.Z: <why>"`` when native differs from the port in a way
+        this release is known to, else None (also None when they agree, and always None for a
+        release newer than every profile: there, each difference is a possible regression)."""
+        if self.is_newer_than_known or not self.differences:
+            return None
+        cmp = comparison if comparison is not None else compare(case.spec, port_outcome, native_outcome)
+        if cmp.verdict in AGREEING:
+            return None
+        for diff in self.differences:
+            if diff.matches(case, port_outcome, native_outcome, cmp):
+                return f"known difference for {self.version}: {diff.why}"
+        return None
+
+    def differences_for(self, rule: str) -> tuple[KnownDifference, ...]:
+        return tuple(d for d in self.differences if rule in d.rules)
+
+    def headline(self) -> str:
+        """One line for reports: which profile is used and how much to trust it."""
+        shown = self.detected_version or self.version
+        commit = (self.detected_commit or self.commit)[:10]
+        if self.is_newer_than_known:
+            return (f"Paddle {shown} ({commit}) is newer than every profile; compared with {self.version}'s "
+                    "behaviour: every difference is a possible regression")
+        if self.is_older_than_known:
+            return (f"Paddle {shown} ({commit}) is older than every profile; {self.version}'s known "
+                    f"differences ({len(self.differences)}) are applied")
+        if not self.is_exact:
+            return (f"Paddle {shown} ({commit}) has no profile of its own; the nearest older one, "
+                    f"{self.version}, is applied ({len(self.differences)} known differences)")
+        extra = "" if self.commit_matches else f" (commit differs from the release's {self.commit})"
+        return f"Paddle {shown} ({commit}): profile {self.version}{extra}, {len(self.differences)} known differences"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"profile": self.version, "commit": self.commit, "detected_version": self.detected_version,
+                "detected_commit": self.detected_commit, "is_exact": self.is_exact,
+                "is_newer_than_known": self.is_newer_than_known, "is_older_than_known": self.is_older_than_known,
+                "commit_matches": self.commit_matches, "headline": self.headline(),
+                "differences": [{"name": d.name, "rules": sorted(d.rules), "why": d.why} for d in self.differences]}
+
+
+# --------------------------------------------------------------------------- the table
+_BN_SYMBOLS = frozenset({"BatchNormInferSpmd", "BatchNormInferSpmdStatic", "BatchNormGradInferSpmd"})
+_CMD = "python -m paddle_spmd_port parity (full grid) in a venv with paddlepaddle=={v} (CPU, Python 3.11)"
+
+PROFILES: tuple[VersionProfile, ...] = (
+    VersionProfile(
+        version="3.0.0",
+        commit="6ed5dd3833",
+        registry_missing=frozenset({"batch_norm", "instance_norm", "group_norm"}),
+        cpp_rules_missing=_BN_SYMBOLS,
+        differences=(
+            KnownDifference(
+                name="no-batch-norm-rule",
+                rules=frozenset({"batch_norm_static", "batch_norm", "batch_norm_grad"}),
+                kind="rule-missing",
+                why="no batch_norm SPMD rule exists (no 'batch_norm' registry entry, no BatchNorm*InferSpmd "
+                    "functions or batch_norm.h header before 3.1)",
+                evidence="registry: batch_norm_static 4,533 of 4,533 cases unreachable "
+                         "(core.contains_spmd_rule('batch_norm') is False); compiled caller: unavailable, "
+                         "paddle/include has no phi/infermeta/spmd_rules/batch_norm.h; nm -D of the libraries "
+                         "shows only LayerNorm{,Grad}InferSpmd and LayerNormInferSpmdReverse",
+                params=(("patterns", (r"registers no 'batch_norm' rule",
+                                      r"`batch_norm` Kernel's Spmd rules is not registered",
+                                      r"has no phi/infermeta/spmd_rules/batch_norm\.h")),),
+            ),
+            KnownDifference(
+                name="no-compiled-caller",
+                rules=frozenset({"layer_norm", "layer_norm_reverse", "layer_norm_grad"}),
+                kind="rule-missing",
+                why="the compiled caller is built against batch_norm.h, which this release lacks, so it cannot "
+                    "reach the layer_norm rules either (they are still compared through the registry and PIR)",
+                evidence="layer_norm_grad via the compiled backend: every case unreachable, 'compiled caller "
+                         "unavailable: ... has no phi/infermeta/spmd_rules/batch_norm.h'",
+                params=(("patterns", (r"compiled caller unavailable: .*has no phi/infermeta/spmd_rules/"
+                                      r"batch_norm\.h",)),),
+            ),
+            KnownDifference(
+                name="batch-norm-replicated-fallback",
+                rules=frozenset({"batch_norm", "batch_norm_grad"}),
+                kind="replicated-fallback",
+                why="batch_norm has no InferSpmd rule, so the dist op falls back to replicating every input "
+                    "and output (no Partial on the grads)",
+                evidence=_CMD.format(v="3.0.0") + ": batch_norm 6,705 and batch_norm_grad 22,148 mismatching "
+                         "cases, every one with all inputs and outputs replicated",
+            ),
+            KnownDifference(
+                name="batch-norm-grad-abort-without-scale",
+                rules=frozenset({"batch_norm_grad"}),
+                kind="crash-with-none",
+                why="building batch_norm_grad without scale or bias aborts the process (SIGABRT) in the "
+                    "replicated fallback",
+                evidence=_CMD.format(v="3.0.0") + ": 420 batch_norm_grad cases end in signal 6, all with "
+                         "scale or bias None",
+                params=(("crash", r"signal 6\b"), ("when_none", ("scale", "bias"))),
+            ),
+            KnownDifference(
+                name="layer-norm-grad-partial-on-absent-grad",
+                rules=frozenset({"layer_norm_grad"}),
+                kind="partial-on-absent-grad",
+                why="LayerNormGradInferSpmd marks scale_grad/bias_grad Partial even when scale/bias is None "
+                    "(3.1.1 and later leave the absent grad without partial)",
+                evidence=_CMD.format(v="3.0.0") + ": 608 layer_norm_grad mismatching cases, each differing only "
+                         "in the partial status of a grad whose input is None",
+                params=(("grads", (("scale_grad", "scale"), ("bias_grad", "bias"))),),
+            ),
+        ),
+    ),
+    VersionProfile(version="3.1.1", commit="0cd8342db8"),
+    VersionProfile(version="3.2.2", commit="d90d3ad913"),
+    VersionProfile(version="3.3.1", commit="7688495538"),
+)
+
+_BY_VERSION = {p.version: p for p in PROFILES}
+
+
+# --------------------------------------------------------------------------- detection
+_VERSION = re.compile(r"^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:\.(\d+))?[.-]?(?:(a|b|rc|dev|post)\.?(\d*))?")
+_STAGE = {"dev": -4, "a": -3, "b": -2, "rc": -1, None: 0, "post": 1}
+
+
+def version_key(version: str) -> tuple[int, ...] | None:
+    """A sortable key for a release string (``3.1.0rc1`` < ``3.1.0`` < ``3.1.0.post1``), or None
+    when it does not start with a number."""
+    m = _VERSION.match(version)
+    if not m:
+        return None
+    nums = tuple(int(g or 0) for g in m.group(1, 2, 3, 4))
+    return (*nums, _STAGE[m.group(5)], int(m.group(6) or 0))
+
+
+def is_develop_build(version: str) -> bool:
+    """Paddle's builds from the develop branch report ``0.0.0``."""
+    key = version_key(version)
+    return key is not None and key[:4] == (0, 0, 0, 0)
+
+
+def profile_for(version: str) -> VersionProfile:
+    """The profile of a measured release, by its exact version string."""
+    try:
+        return _BY_VERSION[version]
+    except KeyError:
+        raise ValueError(f"no profile for Paddle {version!r}; known: {', '.join(_BY_VERSION)}") from None
+
+
+def known_versions() -> tuple[str, ...]:
+    return tuple(p.version for p in PROFILES)
+
+
+def detect_profile(version: str, commit: str = "") -> VersionProfile:
+    """The profile to compare Paddle ``version`` (``paddle.__version__``, commit
+    ``paddle.version.commit``) with; see the module docstring for the flags."""
+    ordered = sorted(PROFILES, key=lambda p: version_key(p.version) or ())
+    newest, oldest = ordered[-1], ordered[0]
+    found = dict(detected_version=version, detected_commit=commit)
+    key = version_key(version)
+    if key is None or is_develop_build(version) or key > (version_key(newest.version) or ()):
+        return replace(newest, **found, is_exact=False, is_newer_than_known=True, commit_matches=False)
+    if key < (version_key(oldest.version) or ()):
+        return replace(oldest, **found, is_exact=False, is_older_than_known=True, commit_matches=False)
+    exact = _BY_VERSION.get(version)
+    if exact is not None:
+        return replace(exact, **found, commit_matches=not commit or commit.startswith(exact.commit))
+    older = [p for p in ordered if (version_key(p.version) or ()) <= key]
+    return replace(older[-1], **found, is_exact=False, commit_matches=False)
+
+
+__all__ = ["AGREEING", "MATCHERS", "PROFILES", "KnownDifference", "VersionProfile", "detect_profile",
+           "is_develop_build", "known_versions", "profile_for", "version_key"]

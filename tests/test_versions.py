@@ -1,0 +1,270 @@
+"""Per-release profiles: detection of the release, and explain() on constructed native outcomes.
+
+The outcomes built here are the shapes measured on the real releases (see the evidence strings in
+paddle_spmd_port/versions.py); the native test at the end checks the running Paddle against its
+own profile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+
+from paddle_spmd_port import DistAttr, ProcessMesh
+from paddle_spmd_port.cases.case import Case
+from paddle_spmd_port.cases.grid import grid_for, sample
+from paddle_spmd_port.cases.rulebook import RULES
+from paddle_spmd_port.outcome import ErrorInfo, Outcome, run_port
+from paddle_spmd_port.versions import (
+    MATCHERS,
+    PROFILES,
+    KnownDifference,
+    detect_profile,
+    known_versions,
+    profile_for,
+    version_key,
+)
+
+from .helpers import MESH_2x3, rep, spec
+
+OLD = "3.0.0"
+NEWEST = PROFILES[-1].version
+COMMITS = {"3.0.0": "6ed5dd3833c32c3b21e14b1fb1a71f5a535a0fcc", "3.1.1": "0cd8342db88f96ef57398e888b050b5077ae6e73",
+           "3.3.1": "7688495538f4d6c1893f084dd238a402e8f68ab6"}
+
+
+# --------------------------------------------------------------------------- detection
+def test_the_table_is_ordered_unique_and_well_formed():
+    keys = [version_key(v) for v in known_versions()]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    assert NEWEST == "3.3.1" and known_versions()[0] == OLD
+    for p in PROFILES:
+        assert len(p.commit) >= 10 and int(p.commit, 16) >= 0
+        for d in p.differences:
+            assert d.kind in MATCHERS
+            assert d.rules and d.rules <= set(RULES), d.rules - set(RULES)
+            assert d.why and d.evidence
+    assert profile_for(NEWEST).differences == ()  # the port's default has nothing to explain
+
+
+@pytest.mark.parametrize("version", ["3.0.0", "3.1.1", "3.3.1"])
+def test_known_release_is_exact_and_checks_the_commit(version):
+    p = detect_profile(version, COMMITS[version])
+    assert (p.version, p.is_exact, p.commit_matches) == (version, True, True)
+    assert not p.is_newer_than_known and not p.is_older_than_known
+    assert p.detected_version == version and p.detected_commit == COMMITS[version]
+    custom = detect_profile(version, "0123456789abcdef")
+    assert custom.version == version and not custom.commit_matches
+    assert "commit differs" in custom.headline()
+
+
+@pytest.mark.parametrize("version", ["3.4.0", "3.3.2", "4.0.0", "3.4.0.dev20251201", "0.0.0", "3.3.1.post1",
+                                     "develop", ""])
+def test_unknown_newer_version_uses_the_newest_profile_and_explains_nothing(version):
+    p = detect_profile(version, "f" * 40)
+    assert p.version == NEWEST and p.is_newer_than_known and not p.is_exact
+    assert "possible regression" in p.headline()
+    # even a difference the oldest release is known for is a possible regression here
+    case, port, native = _bn_static_missing()
+    assert dataclasses.replace(profile_for(OLD), is_newer_than_known=True).explain(case, port, native) is None
+    assert p.explain(case, port, native) is None
+
+
+@pytest.mark.parametrize("version", ["2.6.2", "3.0.0rc1", "3.0.0b0", "1.8"])
+def test_unknown_older_version_uses_the_oldest_profile_flagged(version):
+    p = detect_profile(version, "")
+    assert p.version == OLD and p.is_older_than_known and not p.is_exact
+    assert "older than every profile" in p.headline()
+    assert p.explain(*_bn_static_missing()) is not None  # the oldest profile's differences still apply
+
+
+def test_unmeasured_release_between_profiles_takes_the_nearest_older_one():
+    p = detect_profile("3.2.9", "")
+    assert p.version == "3.2.2" and not p.is_exact and not p.is_newer_than_known
+    assert "nearest older" in p.headline()
+
+
+def test_version_key_orders_pre_and_post_releases():
+    order = ["2.6.2", "3.0.0.dev1", "3.0.0a1", "3.0.0b2", "3.0.0rc1", "3.0.0", "3.0.0.post1", "3.0.1", "3.1.0",
+             "3.10.0"]
+    assert sorted(order, key=version_key) == order
+    assert version_key("not a version") is None
+
+
+def test_unknown_matcher_kind_is_rejected():
+    with pytest.raises(ValueError, match="unknown kind"):
+        KnownDifference("x", frozenset({"batch_norm"}), "no-such-kind", "why", "evidence")
+
+
+# --------------------------------------------------------------------------- explain()
+def _case(rule, inputs, **attrs):
+    return Case(rule, MESH_2x3, tuple(inputs), tuple(attrs.items()))
+
+
+def _bn_static_missing():
+    case = _case("batch_norm_static", [spec([8, 6, 4, 4], [0, 1, -1, -1]), rep([6]), rep([6]), rep([6]), rep([6])])
+    return case, run_port(case), Outcome(unreachable="this Paddle build registers no 'batch_norm' rule")
+
+
+def _fallback(case: Case) -> Outcome:
+    """What a release without the op's rule answers: everything replicated, None inputs empty."""
+    x = case.inputs[0]
+    ins = tuple(DistAttr((), frozenset(), None) if s is None else DistAttr((-1,) * len(s.shape), frozenset(), s.mesh)
+                for s in case.inputs)
+    outs = tuple(DistAttr((-1,) * len(a.dims_mapping), frozenset(), x.mesh) for a in run_port(case).result.outputs)
+    return Outcome(result=dataclasses.replace(run_port(case).result, inputs=ins, outputs=outs))
+
+
+def test_missing_registry_rule_is_a_known_difference_only_for_3_0_0():
+    case, port, native = _bn_static_missing()
+    why = profile_for(OLD).explain(case, port, native)
+    assert why is not None and why.startswith("known difference for 3.0.0: ") and "batch_norm" in why
+    not_found = Outcome(error=ErrorInfo("RuntimeError", "`batch_norm` Kernel's Spmd rules is not registered."))
+    assert profile_for(OLD).explain(case, port, not_found) is not None
+    compiled = Outcome(unreachable="compiled caller unavailable: /x/paddle/include has no "
+                                   "phi/infermeta/spmd_rules/batch_norm.h (Paddle < 3.1 or no headers)")
+    assert profile_for(OLD).explain(case, port, compiled) is not None
+    for version in ("3.1.1", "3.2.2", "3.3.1"):
+        assert profile_for(version).explain(case, port, native) is None
+    # an unrelated reason to be unreachable is not explained
+    assert profile_for(OLD).explain(case, port, Outcome(unreachable="pir cannot express x")) is None
+
+
+@pytest.mark.parametrize("rule", ["batch_norm", "batch_norm_grad"])
+def test_replicated_fallback_is_recognised_on_real_grid_cases(rule):
+    explained = 0
+    for case in sample(list(grid_for(rule)), 150, seed=3):
+        port = run_port(case)
+        if port.result is None or case.inputs[0] is None or case.inputs[0].mesh is None:
+            continue
+        native = _fallback(case)
+        why = profile_for(OLD).explain(case, port, native)
+        if native.result == port.result:
+            assert why is None  # agreeing outcomes are never "differences"
+            continue
+        assert why is not None and "falls back to replicating" in why, case.describe()
+        assert profile_for(NEWEST).explain(case, port, native) is None
+        explained += 1
+    assert explained > 20
+
+
+def test_fallback_matcher_rejects_answers_that_are_not_the_fallback():
+    case = _case("batch_norm", [spec([8, 6, 4, 4], [0, 1, -1, -1]), rep([6]), rep([6]), None, rep([6])])
+    port, fb = run_port(case), _fallback(case)
+    old = profile_for(OLD)
+    assert old.explain(case, port, fb) is not None
+    res = fb.result
+    still_split = dataclasses.replace(res, outputs=(DistAttr((-1, 1, -1, -1), frozenset(), MESH_2x3),
+                                                    *res.outputs[1:]))
+    assert old.explain(case, port, Outcome(result=still_split)) is None
+    other_mesh = dataclasses.replace(res, outputs=tuple(dataclasses.replace(a, mesh=ProcessMesh((6,)))
+                                                        for a in res.outputs))
+    assert old.explain(case, port, Outcome(result=other_mesh)) is None
+    partial = dataclasses.replace(res, outputs=(*res.outputs[:-1], DistAttr((-1,), frozenset({0}), MESH_2x3)))
+    assert old.explain(case, port, Outcome(result=partial)) is None
+    none_with_mesh = dataclasses.replace(res, inputs=(*res.inputs[:3], DistAttr((-1,), frozenset(), MESH_2x3),
+                                                      res.inputs[4]))
+    assert old.explain(case, port, Outcome(result=none_with_mesh)) is None
+    # a rule the difference is not about is never explained by it
+    ln = _case("layer_norm", [spec([8, 6, 4], [0, 1, -1]), rep([4]), rep([4])], begin_norm_axis=2)
+    assert old.explain(ln, run_port(ln), _fallback(ln)) is None
+
+
+def _bn_grad(scale_none: bool):
+    c = spec([6], [-1])
+    return _case("batch_norm_grad", [spec([8, 6, 4], [-1, -1, -1]), None if scale_none else c, c, c, c, c, c, c,
+                                     spec([8, 6, 4], [-1, -1, -1])])
+
+
+def test_abort_without_scale_is_known_for_3_0_0_only():
+    crash = Outcome(crash="signal 6 (SIGABRT)")
+    case = _bn_grad(scale_none=True)
+    port = run_port(case)
+    assert "aborts" in profile_for(OLD).explain(case, port, crash)
+    assert profile_for(NEWEST).explain(case, port, crash) is None
+    assert profile_for(OLD).explain(case, port, Outcome(crash="signal 11 (SIGSEGV)")) is None
+    with_scale = _bn_grad(scale_none=False)
+    assert profile_for(OLD).explain(with_scale, run_port(with_scale), crash) is None
+
+
+def _ln_grad(x_mapping, bias_none=True, bna=2):
+    x = spec([8, 6, 4], x_mapping)
+    stats = spec([8, 6][:bna], x_mapping[:bna])
+    return _case("layer_norm_grad", [x, rep([4]), None if bias_none else rep([4]), stats, stats, x],
+                 begin_norm_axis=bna)
+
+
+def _with_bias_grad_partial(port: Outcome, dims) -> Outcome:
+    res = port.result
+    outs = (*res.outputs[:2], dataclasses.replace(res.outputs[2], partial_dims=frozenset(dims)))
+    return Outcome(result=dataclasses.replace(res, outputs=outs))
+
+
+def test_partial_on_absent_grad_is_known_for_3_0_0():
+    case = _ln_grad([1, 0, -1])
+    port = run_port(case)
+    assert port.result.outputs[2].mesh is None and not port.result.outputs[2].partial_dims
+    native = _with_bias_grad_partial(port, {0, 1})  # what 3.0.0 answers: Partial on x_grad's mesh dims
+    why = profile_for(OLD).explain(case, port, native)
+    assert why is not None and "Partial even when scale/bias is None" in why
+    assert profile_for("3.1.1").explain(case, port, native) is None
+    # a different partial set, or a bias that is present, is not that difference
+    assert profile_for(OLD).explain(case, port, _with_bias_grad_partial(port, {0})) is None
+    present = _ln_grad([1, 0, -1], bias_none=False)
+    p2 = run_port(present)
+    assert profile_for(OLD).explain(present, p2, _with_bias_grad_partial(p2, {0, 1, 2})) is None
+    # x_grad fully replicated: nothing to be partial over, so no partial is expected
+    flat = _ln_grad([-1, -1, -1])
+    pf = run_port(flat)
+    assert profile_for(OLD).explain(flat, pf, _with_bias_grad_partial(pf, {0})) is None
+
+
+def test_agreeing_outcomes_and_invalid_input_are_never_explained():
+    old = profile_for(OLD)
+    for rule in ("batch_norm_static", "batch_norm", "batch_norm_grad", "layer_norm_grad"):
+        for case in sample(list(grid_for(rule)), 40, seed=5):
+            port = run_port(case)
+            assert old.explain(case, port, port) is None
+            if port.error is not None and port.error.port_invalid:
+                assert old.explain(case, port, Outcome(crash="signal 6 (SIGABRT)")) is None
+
+
+def test_profile_json_is_serialisable():
+    p = detect_profile("3.0.0", COMMITS["3.0.0"])
+    data = json.loads(json.dumps(p.to_json()))
+    assert data["profile"] == "3.0.0" and data["headline"].startswith("Paddle 3.0.0 (6ed5dd3833)")
+    assert {d["name"] for d in data["differences"]} >= {"no-batch-norm-rule", "batch-norm-replicated-fallback"}
+
+
+# --------------------------------------------------------------------------- the running Paddle
+_PROBE = """
+import json, warnings; warnings.filterwarnings("ignore")
+import paddle
+from paddle.framework import core
+names = ["batch_norm", "layer_norm", "instance_norm", "group_norm", "sync_batch_norm", "batch_norm_grad"]
+print(json.dumps({"version": paddle.__version__, "commit": paddle.version.commit,
+                  "registered": {n: bool(core.contains_spmd_rule(n)) for n in names}}))
+"""
+
+
+#: Names no measured release registers (the port reaches those rules by other routes).
+NEVER_REGISTERED = {"sync_batch_norm", "batch_norm_grad"}
+
+
+@pytest.mark.native
+def test_installed_paddle_matches_its_profile():
+    pytest.importorskip("paddle")
+    out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    profile = detect_profile(info["version"], info["commit"])
+    if not profile.is_exact:
+        pytest.skip(f"no profile of its own: {profile.headline()}")
+    assert profile.commit_matches, profile.headline()
+    for name, registered in info["registered"].items():
+        expected = name not in profile.registry_missing and name not in NEVER_REGISTERED
+        assert registered == expected, f"{name}: registered={registered}, profile {profile.version} says {expected}"

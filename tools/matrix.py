@@ -1,0 +1,307 @@
+"""Local version matrix: the parity sweep and the test suite against several Paddle releases.
+
+    python3 tools/matrix.py                                  # 3.0.0 3.1.1 3.2.2 3.3.1, sample 300, tests
+    python3 tools/matrix.py --versions 3.3.1 --skip-tests --sample 100
+    python3 tools/matrix.py --versions 3.0.0,3.3.1 --jobs 2  # two releases at once (needs the cores)
+
+For each release X it keeps a virtualenv ``.venvs/paddle-X`` (made on first use, reused after:
+created with this interpreter's ``venv``, then ``pip install paddlepaddle==X -e .[test]``),
+asserts that ``paddle.__version__`` is X, runs
+
+    python -m paddle_spmd_port parity --sample N --report-dir reports/matrix/X --junit reports/matrix/X/parity.xml
+    python -m pytest -q -m "not multiproc" --junitxml reports/matrix/X/pytest.xml   (unless --skip-tests)
+
+and prints one table: release x rule -> cases, cells, matching cells, agreeing cases, known
+differences (the sweep's ``known-difference`` class, from the release's profile in
+``paddle_spmd_port/versions.py``), mismatches, and the other classes; plus the test suite's
+result per release. The same table goes to ``reports/matrix/matrix.md`` and ``matrix.json``.
+Logs of every step: ``reports/matrix/X/*.log``. Nothing it downloads is inside the git tree
+(``.venvs/`` and ``reports/`` are ignored).
+
+Exit status: 0 when every release has 0 unexplained mismatches and (unless skipped) a passing
+test suite, 1 otherwise, 2 on bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_VERSIONS = ("3.0.0", "3.1.1", "3.2.2", "3.3.1")
+AGREE = ("match", "both-raise-same")
+OTHER = ("port-rejects-invalid", "native-crash", "unreachable")
+KNOWN = "known-difference"
+
+_CHECK = """
+import json, importlib.metadata as md, importlib.util as iu
+def ver(name):
+    try:
+        return md.version(name)
+    except md.PackageNotFoundError:
+        return None
+spec = iu.find_spec("paddle_spmd_port")
+print(json.dumps({"paddle": ver("paddlepaddle"), "port": ver("paddle_spmd_port"), "pytest": ver("pytest"),
+                  "port_origin": spec.origin if spec else None}))
+"""
+_SANITY = ("import sys, warnings; warnings.filterwarnings('ignore'); import paddle; "
+           "print(paddle.__version__, paddle.version.commit); sys.exit(paddle.__version__ != sys.argv[1])")
+_PYTEST_SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+(?:, )?)+)(?: in [\d.]+s.*)?\s*=*$")
+
+
+@dataclass
+class VersionRun:
+    version: str
+    venv: Path
+    report_dir: Path
+    commit: str = ""
+    setup: str = ""
+    """Empty when the venv is ready, else what went wrong."""
+    sweep_rc: int | None = None
+    parity: dict[str, Any] = field(default_factory=dict)
+    tests_rc: int | None = None
+    tests_summary: str = "skipped"
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+
+def log(msg: str) -> None:
+    print(f"[matrix {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def run_logged(cmd: list[str], log_path: Path, timeout: float | None = None, env: dict | None = None) -> int:
+    """Run ``cmd`` in the repo root, output to ``log_path``; the return code (124 on timeout)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "a") as fh:
+        fh.write(f"$ {' '.join(cmd)}\n")
+        fh.flush()
+        try:
+            return subprocess.run(cmd, cwd=REPO, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout,
+                                  env=env).returncode
+        except subprocess.TimeoutExpired:
+            fh.write(f"\n[matrix] timed out after {timeout:.0f} s\n")
+            return 124
+
+
+def venv_state(python: Path) -> dict[str, Any]:
+    if not python.exists():
+        return {}
+    out = subprocess.run([str(python), "-c", _CHECK], capture_output=True, text=True, cwd="/")
+    try:
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {}
+
+
+def ensure_venv(run: VersionRun, base_python: str, need_tests: bool) -> None:
+    """Make or reuse ``.venvs/paddle-X`` with paddlepaddle==X and this package (editable)."""
+    logs = run.report_dir / "setup.log"
+    t0 = time.time()
+    if not run.python.exists():
+        log(f"{run.version}: creating {run.venv.relative_to(REPO) if run.venv.is_relative_to(REPO) else run.venv}")
+        if run_logged([base_python, "-m", "venv", str(run.venv)], logs) != 0:
+            run.setup = f"venv creation failed (see {logs})"
+            return
+    state = venv_state(run.python)
+    ours = state.get("port_origin") or ""
+    ready = (state.get("paddle") == run.version and ours.startswith(str(REPO / "paddle_spmd_port"))
+             and (state.get("pytest") or not need_tests))
+    if not ready:
+        log(f"{run.version}: pip install paddlepaddle=={run.version} -e .[test] (about 850 MB the first time)")
+        rc = run_logged([str(run.python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                         f"paddlepaddle=={run.version}", "-e", f"{REPO}[test]"], logs)
+        if rc != 0:
+            run.setup = f"pip install failed with exit code {rc} (see {logs})"
+            return
+    else:
+        log(f"{run.version}: reusing {run.venv}")
+    out = subprocess.run([str(run.python), "-c", _SANITY, run.version], capture_output=True, text=True, cwd="/")
+    words = out.stdout.split()
+    if out.returncode != 0 or len(words) < 2:
+        run.setup = f"installed Paddle is not {run.version}: {out.stdout.strip() or out.stderr.strip()[-300:]}"
+        return
+    run.commit = words[1]
+    run.seconds["setup"] = time.time() - t0
+
+
+def run_sweep(run: VersionRun, sample: int, workers: int, seed: int, rules: str | None) -> None:
+    t0 = time.time()
+    cmd = [str(run.python), "-m", "paddle_spmd_port", "parity", "--sample", str(sample), "--seed", str(seed),
+           "--workers", str(workers), "--quiet", "--report-dir", str(run.report_dir),
+           "--junit", str(run.report_dir / "parity.xml")]
+    if rules:
+        cmd += ["--rules", rules]
+    parity_json = run.report_dir / "parity.json"
+    parity_json.unlink(missing_ok=True)
+    run.sweep_rc = run_logged(cmd, run.report_dir / "parity.log")
+    run.seconds["sweep"] = time.time() - t0
+    if parity_json.exists():
+        run.parity = json.loads(parity_json.read_text())
+
+
+def run_tests(run: VersionRun, timeout: float, marker: str, extra: list[str]) -> None:
+    t0 = time.time()
+    log_path = run.report_dir / "pytest.log"
+    log_path.unlink(missing_ok=True)
+    cmd = [str(run.python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker,
+           "--junitxml", str(run.report_dir / "pytest.xml"), *extra]
+    run.tests_rc = run_logged(cmd, log_path, timeout=timeout)
+    run.seconds["tests"] = time.time() - t0
+    summary = ""
+    for line in reversed(log_path.read_text(errors="replace").splitlines()):
+        m = _PYTEST_SUMMARY.match(line.strip())
+        if m and re.search(r"\d+ (passed|failed|error|errors|skipped|deselected)", line):
+            summary = m.group(1)
+            break
+    if run.tests_rc == 124:
+        summary = f"timed out after {timeout:.0f} s" + (f" ({summary})" if summary else "")
+    verdict = "pass" if run.tests_rc == 0 else "FAIL"
+    run.tests_summary = f"{verdict}: {summary or f'exit code {run.tests_rc}'}"
+
+
+def one_version(version: str, args: argparse.Namespace) -> VersionRun:
+    run = VersionRun(version, (args.venv_root / f"paddle-{version}").absolute(),
+                     (args.report_root / version).absolute())
+    run.report_dir.mkdir(parents=True, exist_ok=True)
+    (run.report_dir / "setup.log").unlink(missing_ok=True)
+    ensure_venv(run, args.python, need_tests=not args.skip_tests)
+    if run.setup:
+        log(f"{version}: {run.setup}")
+        return run
+    log(f"{version}: Paddle {version} ({run.commit[:10]}) ready; parity sweep, sample {args.sample} per rule")
+    run_sweep(run, args.sample, args.workers, args.seed, args.rules)
+    p = run.parity
+    log(f"{version}: sweep exit {run.sweep_rc}, {p.get('total_cells', 0):,} cells, "
+        f"{p.get('total_mismatches', '?')} mismatching cases ({run.seconds['sweep']:.0f} s)")
+    if not args.skip_tests:
+        log(f"{version}: test suite (-m '{args.test_marker}', timeout {args.test_timeout:.0f} s)")
+        run_tests(run, args.test_timeout, args.test_marker, args.pytest_args)
+        log(f"{version}: tests {run.tests_summary} ({run.seconds['tests']:.0f} s)")
+    return run
+
+
+# --------------------------------------------------------------------------- table
+def rule_rows(run: VersionRun) -> list[dict[str, Any]]:
+    rows = []
+    for rule, t in run.parity.get("rules", {}).items():
+        v = t.get("verdicts", {})
+        rows.append({
+            "rule": rule, "backend": t.get("backend", ""), "cases": t.get("cases", 0), "cells": t.get("cells", 0),
+            "matching_cells": t.get("matching_cells", 0), "agree": sum(v.get(k, 0) for k in AGREE),
+            "known": v.get(KNOWN), "mismatch": v.get("mismatch", 0),
+            "other": {k: v.get(k, 0) for k in OTHER if v.get(k, 0)},
+        })
+    return rows
+
+
+def unexplained(run: VersionRun) -> int | None:
+    """Mismatching cases the release's profile does not explain (None when the sweep did not run)."""
+    if not run.parity:
+        return None
+    return sum(r["mismatch"] for r in rule_rows(run))
+
+
+def render(runs: list[VersionRun], args: argparse.Namespace) -> str:
+    has_known = any(r["known"] is not None for run in runs for r in rule_rows(run))
+    head = ["paddle", "rule", "backend", "cases", "cells", "matching cells", "agree", "known diff", "mismatch",
+            "other (invalid / crash / unreachable)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    short = {"port-rejects-invalid": "invalid", "native-crash": "crash", "unreachable": "unreach"}
+    for run in runs:
+        label = f"{run.version} ({run.commit[:10]})" if run.commit else run.version
+        if run.setup:
+            lines.append(f"| {label} | **setup failed** | | | | | | | | {run.setup} |")
+            continue
+        if not run.parity:
+            lines.append(f"| {label} | **no report** (sweep exit {run.sweep_rc}) | | | | | | | | |")
+            continue
+        for r in rule_rows(run):
+            known = "n/a" if r["known"] is None else f"{r['known']:,}"
+            other = ", ".join(f"{short[k]} {n:,}" for k, n in r["other"].items())
+            mism = f"**{r['mismatch']:,}**" if r["mismatch"] else "0"
+            lines.append(f"| {label} | {r['rule']} | {r['backend']} | {r['cases']:,} | {r['cells']:,} | "
+                         f"{r['matching_cells']:,} | {r['agree']:,} | {known} | {mism} | {other} |")
+    lines += ["", "| paddle | cases | cells | known diff | unexplained mismatches | test suite | sweep s | tests s |",
+              "|---|---|---|---|---|---|---|---|"]
+    for run in runs:
+        rows = rule_rows(run)
+        known = sum(r["known"] or 0 for r in rows) if has_known else "n/a"
+        mism = unexplained(run)
+        lines.append(f"| {run.version} | {sum(r['cases'] for r in rows):,} | {sum(r['cells'] for r in rows):,} | "
+                     f"{known} | {'?' if mism is None else mism} | {run.tests_summary} | "
+                     f"{run.seconds.get('sweep', 0):.0f} | {run.seconds.get('tests', 0):.0f} |")
+    lines.append("")
+    lines.append(f"Sample: {args.sample} cases per rule (seed {args.seed}); reports in "
+                 f"{args.report_root}/<version>/parity.md.")
+    if not has_known:
+        lines.append("The sweep reports no known-difference class: every difference a release is known to have "
+                     "is counted as a mismatch above.")
+    for run in runs:
+        headline = run.parity.get("paddle", {}).get("profile")
+        if isinstance(headline, dict) and headline.get("headline"):
+            lines.append(f"- {run.version}: {headline['headline']}")
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--versions", default=",".join(DEFAULT_VERSIONS),
+                    help="comma-separated paddlepaddle releases (default: %(default)s)")
+    ap.add_argument("--sample", type=int, default=300, help="cases per rule, a fixed random sample (default 300)")
+    ap.add_argument("--seed", type=int, default=0, help="sample seed (default 0)")
+    ap.add_argument("--rules", default=None, help="only these rule keys (comma-separated; default all)")
+    ap.add_argument("--skip-tests", action="store_true", help="sweep only, no test suite")
+    ap.add_argument("--jobs", type=int, default=1, help="releases run at the same time (default 1)")
+    ap.add_argument("--workers", type=int, default=2, help="native worker processes per sweep (default 2)")
+    ap.add_argument("--test-timeout", type=float, default=1500.0, help="seconds for one test suite run")
+    ap.add_argument("--test-marker", default="not multiproc and not gpu",
+                    help="pytest -m expression (default: %(default)r)")
+    ap.add_argument("--pytest-args", default="", help="extra pytest arguments, space-separated")
+    ap.add_argument("--python", default=sys.executable, help="interpreter that creates the venvs")
+    ap.add_argument("--venv-root", type=Path, default=REPO / ".venvs")
+    ap.add_argument("--report-root", type=Path, default=REPO / "reports" / "matrix")
+    args = ap.parse_args(argv)
+    args.version_list = [v.strip() for v in args.versions.split(",") if v.strip()]
+    bad = [v for v in args.version_list if not re.fullmatch(r"\d+\.\d+\.\d+(\w+)?", v)]
+    if bad or not args.version_list:
+        ap.error(f"--versions: not a release number: {', '.join(bad) or '(none)'}")
+    if args.sample < 1 or args.jobs < 1 or args.workers < 1:
+        ap.error("--sample, --jobs and --workers must be >= 1")
+    args.pytest_args = args.pytest_args.split()
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    t0 = time.time()
+    log(f"releases {', '.join(args.version_list)}; venvs in {args.venv_root}; reports in {args.report_root}")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        runs = list(pool.map(lambda v: one_version(v, args), args.version_list))
+    table = render(runs, args)
+    args.report_root.mkdir(parents=True, exist_ok=True)
+    (args.report_root / "matrix.md").write_text(f"# Version matrix\n\n{table}\n")
+    (args.report_root / "matrix.json").write_text(json.dumps(
+        [{"version": r.version, "commit": r.commit, "setup": r.setup, "sweep_rc": r.sweep_rc,
+          "rules": rule_rows(r), "unexplained_mismatches": unexplained(r), "tests_rc": r.tests_rc,
+          "tests": r.tests_summary, "seconds": r.seconds} for r in runs], indent=1))
+    print()
+    print(table)
+    print(f"\n{time.time() - t0:.0f} s in all; table in {args.report_root / 'matrix.md'}")
+    ok = all(not r.setup and unexplained(r) == 0 and (args.skip_tests or r.tests_rc == 0) for r in runs)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
