@@ -87,6 +87,13 @@ class ProcessMesh:
     def __str__(self) -> str:
         return "x".join(map(str, self.shape))
 
+    def nested_ids(self) -> list:
+        """Process ids as nested lists of the mesh's shape: ``[[0, 1, 2], [3, 4, 5]]`` for (2, 3)."""
+        ids: list = list(self.process_ids or ())
+        for size in reversed(self.shape[1:]):
+            ids = [ids[i:i + size] for i in range(0, len(ids), size)]
+        return ids
+
     def to_json(self) -> dict[str, Any]:
         return {"shape": list(self.shape), "process_ids": list(self.process_ids or ()),
                 "dim_names": list(self.dim_names or ())}

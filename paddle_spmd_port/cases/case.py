@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..types import DistTensorSpec, ProcessMesh, SpmdResult
 from .rulebook import RuleSpec, rule_spec
@@ -65,11 +65,16 @@ class Case:
                    tuple((k, v) for k, v in data["attrs"]), data.get("id", ""))
 
 
-def write_jsonl(cases: Iterable[Case], path: str | Path) -> int:
+class JsonRecord(Protocol):
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def write_jsonl(records: Iterable[JsonRecord], path: str | Path) -> int:
+    """One compact JSON object per line (cases, launch cases, ...); returns the count."""
     n = 0
     with open(path, "w") as fh:
-        for case in cases:
-            fh.write(json.dumps(case.to_json(), separators=(",", ":")) + "\n")
+        for record in records:
+            fh.write(json.dumps(record.to_json(), separators=(",", ":")) + "\n")
             n += 1
     return n
 

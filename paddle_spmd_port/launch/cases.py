@@ -33,6 +33,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..cases.case import write_jsonl
+
 OPS = ("layer_norm", "batch_norm", "sync_batch_norm")
 
 #: ``F.batch_norm``'s layouts and the rank of x each one implies.
@@ -168,12 +170,7 @@ class LaunchCase:
 
 
 def write_cases(cases: Iterable[LaunchCase], path: str | Path) -> int:
-    n = 0
-    with open(path, "w") as fh:
-        for case in cases:
-            fh.write(json.dumps(case.to_json(), separators=(",", ":")) + "\n")
-            n += 1
-    return n
+    return write_jsonl(cases, path)
 
 
 def read_cases(path: str | Path) -> list[LaunchCase]:

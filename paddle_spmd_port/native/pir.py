@@ -125,10 +125,7 @@ _meshes: dict[ProcessMesh, Any] = {}
 def _paddle_mesh(mesh: ProcessMesh) -> Any:
     pm = _meshes.get(mesh)
     if pm is None:
-        ids: Any = list(mesh.process_ids or ())
-        for size in reversed(mesh.shape[1:]):
-            ids = [ids[i:i + size] for i in range(0, len(ids), size)]
-        pm = _meshes[mesh] = dist.ProcessMesh(ids, dim_names=list(mesh.dim_names or ()))
+        pm = _meshes[mesh] = dist.ProcessMesh(mesh.nested_ids(), dim_names=list(mesh.dim_names or ()))
     return pm
 
 
