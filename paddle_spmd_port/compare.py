@@ -11,6 +11,8 @@ Classes::
                           (it returned garbage, crashed or raised something unrelated)
     native-crash          Paddle's process died (the port answered or raised)
     unreachable           the native backend cannot express this case
+    known-difference      a difference the Paddle release's profile expects (see versions.py;
+                          set by the sweep, never by :func:`compare`)
     mismatch              anything else: at least one cell differs
 """
 
@@ -22,7 +24,8 @@ from .cases.rulebook import RuleSpec
 from .outcome import Outcome
 from .types import DistAttr
 
-CLASSES = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "unreachable", "mismatch")
+CLASSES = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "unreachable", "known-difference",
+           "mismatch")
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,8 @@ class Comparison:
     cells: int
     matching_cells: int
     diffs: tuple[CellDiff, ...] = field(default_factory=tuple)
+    note: str = ""
+    """Why a difference is known (for ``known-difference``)."""
 
 
 def _attr_cells(prefix: str, a: DistAttr | None) -> list[tuple[str, str]]:

@@ -44,7 +44,7 @@ class RuleTally:
         limit = MISMATCHES_KEPT if cmp.verdict == "mismatch" else EXAMPLES_PER_CLASS
         if len(kept) < limit:
             kept.append({"case": case.to_json(), "describe": case.describe(), "port": str(port),
-                         "native": str(native), "diffs": [str(d) for d in cmp.diffs],
+                         "native": str(native), "diffs": [str(d) for d in cmp.diffs], "note": cmp.note,
                          "repro": one_line_repro(case)})
 
     @property
@@ -91,6 +91,8 @@ class ParityReport:
     finished: float | None = None
     complete: bool = False
     notes: list[str] = field(default_factory=list)
+    profile: dict[str, Any] = field(default_factory=dict)
+    """The Paddle release profile applied (versions.VersionProfile.to_json())."""
 
     @property
     def total_cells(self) -> int:
@@ -102,16 +104,17 @@ class ParityReport:
 
     def table(self) -> str:
         head = ("| rule | backend | cases | cells | matching cells | match | both raise | port rejects invalid "
-                "| native crash | unreachable | mismatch |")
-        rows = [head, "|" + "---|" * 11]
+                "| native crash | unreachable | known difference | mismatch |")
+        rows = [head, "|" + "---|" * 12]
         for t in self.tallies.values():
             v = t.verdicts
             rows.append(f"| {t.rule} | {t.backend} | {t.cases:,} | {t.cells:,} | {t.matching_cells:,} | "
                         f"{v['match']:,} | {v['both-raise-same']:,} | {v['port-rejects-invalid']:,} | "
-                        f"{v['native-crash']:,} | {v['unreachable']:,} | {v['mismatch']:,} |")
+                        f"{v['native-crash']:,} | {v['unreachable']:,} | {v['known-difference']:,} | "
+                        f"{v['mismatch']:,} |")
         total_cases = sum(t.cases for t in self.tallies.values())
         rows.append(f"| **total** | | {total_cases:,} | {self.total_cells:,} | "
-                    f"{sum(t.matching_cells for t in self.tallies.values()):,} | | | | | | "
+                    f"{sum(t.matching_cells for t in self.tallies.values()):,} | | | | | | | "
                     f"**{self.total_mismatches:,}** |")
         return "\n".join(rows)
 
@@ -123,11 +126,13 @@ class ParityReport:
             f"Paddle {self.paddle.get('version', '?')} (commit {self.paddle.get('commit', '?')[:12]}); "
             f"wall time {wall:.1f} s; {'complete' if self.complete else '**INCOMPLETE (partial report)**'}.",
             "",
+            *([f"Profile: {self.profile['headline']}.", ""] if self.profile else []),
             self.table(),
             "",
             "Classes: *match* = every cell equal; *both raise* = same error family and message; *port rejects "
             "invalid* = input Paddle does not validate (it returned garbage, crashed or raised something else); "
-            "*native crash* = Paddle's process died; *unreachable* = the backend cannot express the case.",
+            "*native crash* = Paddle's process died; *unreachable* = the backend cannot express the case; "
+            "*known difference* = a difference this Paddle release is known to have (versions.py).",
         ]
         invalid = [f"{t.rule}: " + ", ".join(f"{n} {k}" for k, n in sorted(t.invalid_native.items()))
                    for t in self.tallies.values() if t.invalid_native]
@@ -144,13 +149,15 @@ class ParityReport:
                     lines.append(f"- `{ex['describe']}`")
                     lines.append(f"  - port:   `{ex['port']}`")
                     lines.append(f"  - native: `{ex['native']}`")
+                    if ex.get("note"):
+                        lines.append(f"  - {ex['note']}")
                     for d in ex["diffs"][:6]:
                         lines.append(f"  - {d}")
                     lines.append(f"  - repro: `{ex['repro']}`")
         return "\n".join(lines) + "\n"
 
     def to_json(self) -> dict[str, Any]:
-        return {"paddle": self.paddle, "complete": self.complete, "started": self.started,
+        return {"paddle": self.paddle, "profile": self.profile, "complete": self.complete, "started": self.started,
                 "finished": self.finished, "total_cells": self.total_cells,
                 "total_mismatches": self.total_mismatches, "notes": self.notes,
                 "rules": {k: t.to_json() for k, t in self.tallies.items()}}
