@@ -82,11 +82,20 @@ def _match_replicated_fallback(d: KnownDifference, case: Case, port: Outcome, na
 
 
 def _match_crash_with_none(d: KnownDifference, case: Case, port: Outcome, native: Outcome, cmp: Comparison) -> bool:
-    """Native process died with the given signal, and one of the named optional inputs is None."""
+    """Native process died with the given signal, one of the named optional inputs is None, and
+    (with param ``port_sharded``) the port's answer splits that output along some mesh dim."""
     if native.crash is None or not re.search(d.param("crash"), native.crash):
         return False
     named = case.named_inputs()
-    return any(named.get(name, 0) is None for name in d.param("when_none"))
+    if not any(named.get(name, 0) is None for name in d.param("when_none")):
+        return False
+    sharded = d.param("port_sharded", None)
+    if sharded is None:
+        return True
+    if port.result is None:
+        return False
+    attr = dict(zip(case.spec.result_outputs, port.result.outputs, strict=False)).get(sharded)
+    return attr is not None and any(m >= 0 for m in attr.dims_mapping)
 
 
 def _match_partial_on_absent_grad(d: KnownDifference, case: Case, port: Outcome, native: Outcome,
@@ -142,8 +151,11 @@ class KnownDifference:
             raise ValueError(f"known difference {self.name!r}: unknown kind {self.kind!r}; "
                              f"choose one of {', '.join(MATCHERS)}")
 
-    def param(self, key: str) -> Any:
-        return dict(self.params)[key]
+    def param(self, key: str, default: Any = KeyError) -> Any:
+        params = dict(self.params)
+        if default is KeyError:
+            return params[key]
+        return params.get(key, default)
 
     def matches(self, case: Case, port: Outcome, native: Outcome, cmp: Comparison) -> bool:
         return case.rule in self.rules and MATCHERS[self.kind](self, case, port, native, cmp)
@@ -217,7 +229,6 @@ class VersionProfile:
 
 # --------------------------------------------------------------------------- the table
 _BN_SYMBOLS = frozenset({"BatchNormInferSpmd", "BatchNormInferSpmdStatic", "BatchNormGradInferSpmd"})
-_CMD = "python -m paddle_spmd_port parity (full grid) in a venv with paddlepaddle=={v} (CPU, Python 3.11)"
 
 PROFILES: tuple[VersionProfile, ...] = (
     VersionProfile(
@@ -232,10 +243,11 @@ PROFILES: tuple[VersionProfile, ...] = (
                 kind="rule-missing",
                 why="no batch_norm SPMD rule exists (no 'batch_norm' registry entry, no BatchNorm*InferSpmd "
                     "functions or batch_norm.h header before 3.1)",
-                evidence="registry: batch_norm_static 4,533 of 4,533 cases unreachable "
-                         "(core.contains_spmd_rule('batch_norm') is False); compiled caller: unavailable, "
-                         "paddle/include has no phi/infermeta/spmd_rules/batch_norm.h; nm -D of the libraries "
-                         "shows only LayerNorm{,Grad}InferSpmd and LayerNormInferSpmdReverse",
+                evidence="full grid: batch_norm_static via the registry 4,533 of 4,533 cases unreachable "
+                         "(core.contains_spmd_rule('batch_norm') is False); batch_norm 31,617 and batch_norm_grad "
+                         "37,436 of as many cases unreachable via the compiled caller (paddle/include has no "
+                         "phi/infermeta/spmd_rules/batch_norm.h); nm -D of the libraries shows only "
+                         "LayerNorm{,Grad}InferSpmd and LayerNormInferSpmdReverse",
                 params=(("patterns", (r"registers no 'batch_norm' rule",
                                       r"`batch_norm` Kernel's Spmd rules is not registered",
                                       r"has no phi/infermeta/spmd_rules/batch_norm\.h")),),
@@ -246,8 +258,8 @@ PROFILES: tuple[VersionProfile, ...] = (
                 kind="rule-missing",
                 why="the compiled caller is built against batch_norm.h, which this release lacks, so it cannot "
                     "reach the layer_norm rules either (they are still compared through the registry and PIR)",
-                evidence="layer_norm_grad via the compiled backend: every case unreachable, 'compiled caller "
-                         "unavailable: ... has no phi/infermeta/spmd_rules/batch_norm.h'",
+                evidence="full grid: layer_norm_grad via the compiled caller 26,870 of 26,870 cases unreachable, "
+                         "'compiled caller unavailable: ... has no phi/infermeta/spmd_rules/batch_norm.h'",
                 params=(("patterns", (r"compiled caller unavailable: .*has no phi/infermeta/spmd_rules/"
                                       r"batch_norm\.h",)),),
             ),
@@ -257,8 +269,9 @@ PROFILES: tuple[VersionProfile, ...] = (
                 kind="replicated-fallback",
                 why="batch_norm has no InferSpmd rule, so the dist op falls back to replicating every input "
                     "and output (no Partial on the grads)",
-                evidence=_CMD.format(v="3.0.0") + ": batch_norm 6,705 and batch_norm_grad 22,148 mismatching "
-                         "cases, every one with all inputs and outputs replicated",
+                evidence="full grid via PIR: all 6,705 batch_norm and all 22,146 batch_norm_grad mismatching "
+                         "cases are this answer (inputs replicated on their own mesh, None inputs empty, outputs "
+                         "replicated on x's mesh, nothing partial); the 8,066 + 14,112 others match the port",
             ),
             KnownDifference(
                 name="batch-norm-grad-abort-without-scale",
@@ -266,8 +279,9 @@ PROFILES: tuple[VersionProfile, ...] = (
                 kind="crash-with-none",
                 why="building batch_norm_grad without scale or bias aborts the process (SIGABRT) in the "
                     "replicated fallback",
-                evidence=_CMD.format(v="3.0.0") + ": 420 batch_norm_grad cases end in signal 6, all with "
-                         "scale or bias None",
+                evidence="full grid via PIR: every one of the 1,176 batch_norm_grad cases with scale or bias "
+                         "None ends in SIGABRT (1,175; one more was recorded as 'exit code 1' and aborts when run "
+                         "alone); no case with both present crashes that way",
                 params=(("crash", r"signal 6\b"), ("when_none", ("scale", "bias"))),
             ),
             KnownDifference(
@@ -276,9 +290,26 @@ PROFILES: tuple[VersionProfile, ...] = (
                 kind="partial-on-absent-grad",
                 why="LayerNormGradInferSpmd marks scale_grad/bias_grad Partial even when scale/bias is None "
                     "(3.1.1 and later leave the absent grad without partial)",
-                evidence=_CMD.format(v="3.0.0") + ": 608 layer_norm_grad mismatching cases, each differing only "
-                         "in the partial status of a grad whose input is None",
+                evidence="full grid via PIR: all 608 layer_norm_grad mismatching cases differ only in the "
+                         "partial status of a grad whose input is None, Partial on x_grad's mesh dims",
                 params=(("grads", (("scale_grad", "scale"), ("bias_grad", "bias"))),),
+            ),
+        ),
+    ),
+    VersionProfile(
+        version="3.1.0",
+        commit="cdcd76a93d",
+        differences=(
+            KnownDifference(
+                name="layer-norm-grad-segfault-without-scale",
+                rules=frozenset({"layer_norm_grad"}),
+                kind="crash-with-none",
+                why="LayerNormGradInferSpmd segfaults when scale or bias is None and x_grad is split (it marks "
+                    "the absent grad Partial); fixed in 3.1.1",
+                evidence="full grid, PIR and compiled caller alike: 763 layer_norm_grad cases end in SIGSEGV, "
+                         "exactly those with scale or bias None whose x_grad is split (the 750 with x_grad "
+                         "replicated match the port); in 3.0.0 the same cases answer with the Partial instead",
+                params=(("crash", r"signal 11\b"), ("when_none", ("scale", "bias")), ("port_sharded", "x_grad")),
             ),
         ),
     ),
@@ -320,7 +351,16 @@ def profile_for(version: str) -> VersionProfile:
 
 
 def known_versions() -> tuple[str, ...]:
+    """Every profiled release, oldest first."""
     return tuple(p.version for p in PROFILES)
+
+
+def matrix_versions() -> tuple[str, ...]:
+    """The newest profiled release of each minor line, oldest first: what CI and tools/matrix.py run."""
+    newest: dict[tuple[int, ...], str] = {}
+    for version in known_versions():
+        newest[(version_key(version) or ())[:2]] = version
+    return tuple(newest.values())
 
 
 def detect_profile(version: str, commit: str = "") -> VersionProfile:
@@ -342,4 +382,4 @@ def detect_profile(version: str, commit: str = "") -> VersionProfile:
 
 
 __all__ = ["AGREEING", "MATCHERS", "PROFILES", "KnownDifference", "VersionProfile", "detect_profile",
-           "is_develop_build", "known_versions", "profile_for", "version_key"]
+           "is_develop_build", "known_versions", "matrix_versions", "profile_for", "version_key"]

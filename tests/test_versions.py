@@ -223,12 +223,26 @@ def test_partial_on_absent_grad_is_known_for_3_0_0():
     assert profile_for(OLD).explain(flat, pf, _with_bias_grad_partial(pf, {0})) is None
 
 
+def test_layer_norm_grad_segfault_is_known_for_3_1_0_only_when_x_grad_is_split():
+    segv = Outcome(crash="signal 11 (SIGSEGV)")
+    split, flat, present = _ln_grad([1, 0, -1]), _ln_grad([-1, -1, -1]), _ln_grad([1, 0, -1], bias_none=False)
+    p310 = profile_for("3.1.0")
+    why = p310.explain(split, run_port(split), segv)
+    assert why is not None and why.startswith("known difference for 3.1.0: ") and "segfaults" in why
+    assert p310.explain(flat, run_port(flat), segv) is None  # nothing would be marked Partial: no crash known
+    assert p310.explain(present, run_port(present), segv) is None
+    assert p310.explain(split, run_port(split), Outcome(crash="signal 6 (SIGABRT)")) is None
+    for version in ("3.0.0", "3.1.1", "3.3.1"):
+        assert profile_for(version).explain(split, run_port(split), segv) is None
+
+
 def test_agreeing_outcomes_and_invalid_input_are_never_explained():
     old = profile_for(OLD)
     for rule in ("batch_norm_static", "batch_norm", "batch_norm_grad", "layer_norm_grad"):
         for case in sample(list(grid_for(rule)), 40, seed=5):
             port = run_port(case)
-            assert old.explain(case, port, port) is None
+            for profile in PROFILES:
+                assert profile.explain(case, port, port) is None
             if port.error is not None and port.error.port_invalid:
                 assert old.explain(case, port, Outcome(crash="signal 6 (SIGABRT)")) is None
 
@@ -268,3 +282,13 @@ def test_installed_paddle_matches_its_profile():
     for name, registered in info["registered"].items():
         expected = name not in profile.registry_missing and name not in NEVER_REGISTERED
         assert registered == expected, f"{name}: registered={registered}, profile {profile.version} says {expected}"
+
+
+def test_matrix_versions_are_the_newest_patch_of_each_minor_line():
+    from paddle_spmd_port.versions import matrix_versions
+
+    lines: dict[tuple, list[str]] = {}
+    for v in known_versions():
+        lines.setdefault(version_key(v)[:2], []).append(v)
+    assert list(matrix_versions()) == [max(vs, key=version_key) for vs in lines.values()]
+    assert matrix_versions()[-1] == NEWEST and matrix_versions()[0] == OLD

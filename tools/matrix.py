@@ -36,7 +36,11 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_VERSIONS = ("3.0.0", "3.1.1", "3.2.2", "3.3.1")
+sys.path.insert(0, str(REPO))
+from paddle_spmd_port.versions import matrix_versions  # noqa: E402  (pure Python, no Paddle)
+
+#: The newest profiled release of each minor line (paddle_spmd_port/versions.py).
+DEFAULT_VERSIONS = matrix_versions()
 AGREE = ("match", "both-raise-same")
 OTHER = ("port-rejects-invalid", "native-crash", "unreachable")
 KNOWN = "known-difference"
@@ -248,9 +252,9 @@ def render(runs: list[VersionRun], args: argparse.Namespace) -> str:
         lines.append("The sweep reports no known-difference class: every difference a release is known to have "
                      "is counted as a mismatch above.")
     for run in runs:
-        headline = run.parity.get("paddle", {}).get("profile")
-        if isinstance(headline, dict) and headline.get("headline"):
-            lines.append(f"- {run.version}: {headline['headline']}")
+        headline = run.parity.get("paddle", {}).get("profile_headline")
+        if headline:
+            lines.append(f"- {headline}")
     return "\n".join(lines)
 
 
