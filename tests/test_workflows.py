@@ -202,7 +202,9 @@ def test_matrix_tool_table_separates_known_differences(tmp_path):
     new = tool.VersionRun("3.3.1", tmp_path / "v1", tmp_path / "r1", commit="7688495538f4")
     new.parity = {"rules": {"batch_norm": {"backend": "pir", "cases": 10, "cells": 340, "matching_cells": 330,
                                            "verdicts": {"match": 9, "known-difference": 0, "mismatch": 1}}}}
+    old.parity["profile"] = {"headline": "Paddle 3.0.0 (6ed5dd3833): profile 3.0.0, 5 known differences"}
     table = tool.render([old, new], args)
+    assert "- Paddle 3.0.0 (6ed5dd3833): profile 3.0.0, 5 known differences" in table
     assert "| 3.0.0 (6ed5dd3833) | batch_norm | pir | 10 | 340 | 200 | 4 | 6 | 0 |" in table
     assert "| 3.3.1 (7688495538) | batch_norm | pir | 10 | 340 | 330 | 9 | 0 | **1** |" in table
     assert tool.unexplained(old) == 0 and tool.unexplained(new) == 1

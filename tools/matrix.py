@@ -252,7 +252,7 @@ def render(runs: list[VersionRun], args: argparse.Namespace) -> str:
         lines.append("The sweep reports no known-difference class: every difference a release is known to have "
                      "is counted as a mismatch above.")
     for run in runs:
-        headline = run.parity.get("paddle", {}).get("profile_headline")
+        headline = (run.parity.get("profile") or {}).get("headline")
         if headline:
             lines.append(f"- {headline}")
     return "\n".join(lines)
