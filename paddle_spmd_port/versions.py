@@ -18,13 +18,16 @@ crashed: exit code 1", which did not recur when run again::
                                                                    layer_norm_grad marks absent grads Partial;
                                                                    compiled caller cannot be built
     3.1.0    cdcd76a93d  present              3 functions          layer_norm_grad segfaults with scale/bias
-                                                                   None and x_grad split
-    3.1.1    0cd8342db8  present              3 functions          none
-    3.2.0    e22e2f9af7  present              3 functions          none
-    3.2.1    659ebc9506  present              3 functions          none
-    3.2.2    d90d3ad913  present              3 functions          none
+                                                                   None and x_grad split; int attrs (*)
+    3.1.1    0cd8342db8  present              3 functions          int attrs (*)
+    3.2.0    e22e2f9af7  present              3 functions          int attrs (*)
+    3.2.1    659ebc9506  present              3 functions          int attrs (*)
+    3.2.2    d90d3ad913  present              3 functions          int attrs (*)
     3.3.0    cbf3469113  present              3 functions          none
     3.3.1    7688495538  present              3 functions          none (the port's default)
+
+    (*) not in the sweep: two binding probes of tests/compat_probes.py (integer attributes are
+        not range-checked before 3.3.0), see :attr:`VersionProfile.probe_differences`.
 
 CI and ``tools/matrix.py`` run the newest release of each minor line (:func:`matrix_versions`).
 
@@ -194,6 +197,9 @@ class VersionProfile:
     is_older_than_known: bool = False
     commit_matches: bool = True
     """The detected commit starts with :attr:`commit` (False for a custom build of the release)."""
+    probe_differences: tuple[tuple[str, str], ...] = ()
+    """(probe name, why) for the Python-binding probes of ``tests/compat_probes.py`` whose native
+    answer differs from 3.3.1's in this release (the compat layer follows 3.3.1)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def explain(self, case: Case, port_outcome: Outcome, native_outcome: Outcome,
@@ -210,6 +216,14 @@ class VersionProfile:
             if diff.matches(case, port_outcome, native_outcome, cmp):
                 return f"known difference for {self.version}: {diff.why}"
         return None
+
+    def explain_probe(self, probe: str) -> str | None:
+        """``"known difference for X.Y.Z: <why>"`` for a compat probe this release answers
+        differently from 3.3.1, else None (always None for a release newer than every profile)."""
+        if self.is_newer_than_known:
+            return None
+        why = dict(self.probe_differences).get(probe)
+        return None if why is None else f"known difference for {self.version}: {why}"
 
     def differences_for(self, rule: str) -> tuple[KnownDifference, ...]:
         return tuple(d for d in self.differences if rule in d.rules)
@@ -235,11 +249,21 @@ class VersionProfile:
                 "detected_commit": self.detected_commit, "is_exact": self.is_exact,
                 "is_newer_than_known": self.is_newer_than_known, "is_older_than_known": self.is_older_than_known,
                 "commit_matches": self.commit_matches, "headline": self.headline(),
-                "differences": [{"name": d.name, "rules": sorted(d.rules), "why": d.why} for d in self.differences]}
+                "differences": [{"name": d.name, "rules": sorted(d.rules), "why": d.why} for d in self.differences],
+                "probe_differences": dict(self.probe_differences)}
 
 
 # --------------------------------------------------------------------------- the table
 _BN_SYMBOLS = frozenset({"BatchNormInferSpmd", "BatchNormInferSpmdStatic", "BatchNormGradInferSpmd"})
+
+#: Before 3.3.0 the registry's Python binding does not range-check integer attributes (measured with
+#: ``python tests/compat_probes.py native`` in every release's venv; 3.3.0 and 3.3.1 agree).
+_INT_ATTRS_UNCHECKED = (
+    ("ln/attribute-big-axis", "begin_norm_axis=2**40 is cut to int32 (0) and answered; 3.3.0+ raises IndexError "
+                              "(OutOfRange) 'Integer value 1099511627776 exceeds int32 range'"),
+    ("ln/attribute-big-list-epsilon", "epsilon=[2**40] raises ValueError 'Attribute cast error'; 3.3.0+ raises "
+                                      "IndexError (OutOfRange) first"),
+)
 
 PROFILES: tuple[VersionProfile, ...] = (
     VersionProfile(
@@ -323,11 +347,12 @@ PROFILES: tuple[VersionProfile, ...] = (
                 params=(("crash", r"signal 11\b"), ("when_none", ("scale", "bias")), ("port_sharded", "x_grad")),
             ),
         ),
+        probe_differences=_INT_ATTRS_UNCHECKED,
     ),
-    VersionProfile(version="3.1.1", commit="0cd8342db8"),
-    VersionProfile(version="3.2.0", commit="e22e2f9af7"),
-    VersionProfile(version="3.2.1", commit="659ebc9506"),
-    VersionProfile(version="3.2.2", commit="d90d3ad913"),
+    VersionProfile(version="3.1.1", commit="0cd8342db8", probe_differences=_INT_ATTRS_UNCHECKED),
+    VersionProfile(version="3.2.0", commit="e22e2f9af7", probe_differences=_INT_ATTRS_UNCHECKED),
+    VersionProfile(version="3.2.1", commit="659ebc9506", probe_differences=_INT_ATTRS_UNCHECKED),
+    VersionProfile(version="3.2.2", commit="d90d3ad913", probe_differences=_INT_ATTRS_UNCHECKED),
     VersionProfile(version="3.3.0", commit="cbf3469113"),
     VersionProfile(version="3.3.1", commit="7688495538"),
 )

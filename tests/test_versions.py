@@ -11,6 +11,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -282,6 +283,40 @@ def test_installed_paddle_matches_its_profile():
     for name, registered in info["registered"].items():
         expected = name not in profile.registry_missing and name not in NEVER_REGISTERED
         assert registered == expected, f"{name}: registered={registered}, profile {profile.version} says {expected}"
+
+
+def test_probe_differences_are_explained_per_release():
+    probe = "ln/attribute-big-axis"
+    for version in ("3.1.0", "3.1.1", "3.2.0", "3.2.1", "3.2.2"):
+        why = profile_for(version).explain_probe(probe)
+        assert why is not None and why.startswith(f"known difference for {version}: ") and "int32" in why
+    for version in ("3.3.0", "3.3.1"):
+        assert profile_for(version).explain_probe(probe) is None
+    assert profile_for("3.2.2").explain_probe("ln/forward") is None
+    assert detect_profile("3.4.0").explain_probe(probe) is None
+
+
+@pytest.mark.native
+def test_installed_paddle_differs_from_the_compat_layer_exactly_in_the_profiles_probes():
+    """tests/compat_probes.py on this Paddle vs the compat layer (which follows 3.3.1): the probes
+    that differ are exactly the ones the release's profile names."""
+    pytest.importorskip("paddle")
+    out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=120)
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    profile = detect_profile(info["version"], info["commit"])
+    if not profile.is_exact:
+        pytest.skip(f"no profile of its own: {profile.headline()}")
+    if "batch_norm" in profile.registry_missing:
+        pytest.skip(f"Paddle {profile.version} has no batch_norm registry rule, which the probe script needs")
+    from .compat_probes import compat_api, observe
+
+    probes = subprocess.run([sys.executable, str(Path(__file__).with_name("compat_probes.py")), "native"],
+                            capture_output=True, text=True, timeout=300, cwd=Path(__file__).parent)
+    assert probes.returncode == 0, probes.stderr[-2000:]
+    native = json.loads(probes.stdout)
+    ours = observe(compat_api())
+    differing = {name for name in ours if native.get(name) != ours[name]}
+    assert differing == {name for name, _ in profile.probe_differences}
 
 
 def test_matrix_versions_are_the_newest_patch_of_each_minor_line():

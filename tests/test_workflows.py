@@ -205,8 +205,9 @@ def test_matrix_tool_table_separates_known_differences(tmp_path):
     old.parity["profile"] = {"headline": "Paddle 3.0.0 (6ed5dd3833): profile 3.0.0, 5 known differences"}
     table = tool.render([old, new], args)
     assert "- Paddle 3.0.0 (6ed5dd3833): profile 3.0.0, 5 known differences" in table
-    assert "| 3.0.0 (6ed5dd3833) | batch_norm | pir | 10 | 340 | 200 | 4 | 6 | 0 |" in table
-    assert "| 3.3.1 (7688495538) | batch_norm | pir | 10 | 340 | 330 | 9 | 0 | **1** |" in table
+    assert "| 3.0.0 (6ed5dd3833) | batch_norm | pir | 10 | 340 | 200 | 4 | 6 | 0 |  | |" in table
+    assert "| 3.3.1 (7688495538) | batch_norm | pir | 10 | 340 | 330 | 9 | 0 | **1** |  | |" in table
+    assert "| **3.0.0** | **all rules** | | 10 | 340 | 200 | 4 | 6 | 0 | | pass: 3 passed |" in table
     assert tool.unexplained(old) == 0 and tool.unexplained(new) == 1
     # a sweep without the known-difference class: said so, never shown as 0 known differences
     old.parity["rules"]["batch_norm"]["verdicts"].pop("known-difference")

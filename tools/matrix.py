@@ -216,38 +216,42 @@ def unexplained(run: VersionRun) -> int | None:
     return sum(r["mismatch"] for r in rule_rows(run))
 
 
+def _num(value: int | None) -> str:
+    return "n/a" if value is None else f"{value:,}"
+
+
 def render(runs: list[VersionRun], args: argparse.Namespace) -> str:
+    """One table: a row per release x rule (x backend), then a row per release with its totals
+    and its test suite result."""
     has_known = any(r["known"] is not None for run in runs for r in rule_rows(run))
     head = ["paddle", "rule", "backend", "cases", "cells", "matching cells", "agree", "known diff", "mismatch",
-            "other (invalid / crash / unreachable)"]
+            "other", "test suite"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     short = {"port-rejects-invalid": "invalid", "native-crash": "crash", "unreachable": "unreach"}
     for run in runs:
         label = f"{run.version} ({run.commit[:10]})" if run.commit else run.version
         if run.setup:
-            lines.append(f"| {label} | **setup failed** | | | | | | | | {run.setup} |")
+            lines.append(f"| {label} | **setup failed** | | | | | | | | {run.setup} | |")
             continue
-        if not run.parity:
-            lines.append(f"| {label} | **no report** (sweep exit {run.sweep_rc}) | | | | | | | | |")
-            continue
-        for r in rule_rows(run):
-            known = "n/a" if r["known"] is None else f"{r['known']:,}"
+        rows = rule_rows(run)
+        for r in rows:
             other = ", ".join(f"{short[k]} {n:,}" for k, n in r["other"].items())
             mism = f"**{r['mismatch']:,}**" if r["mismatch"] else "0"
             lines.append(f"| {label} | {r['rule']} | {r['backend']} | {r['cases']:,} | {r['cells']:,} | "
-                         f"{r['matching_cells']:,} | {r['agree']:,} | {known} | {mism} | {other} |")
-    lines += ["", "| paddle | cases | cells | known diff | unexplained mismatches | test suite | sweep s | tests s |",
-              "|---|---|---|---|---|---|---|---|"]
-    for run in runs:
-        rows = rule_rows(run)
-        known = sum(r["known"] or 0 for r in rows) if has_known else "n/a"
+                         f"{r['matching_cells']:,} | {r['agree']:,} | {_num(r['known'])} | {mism} | {other} | |")
+        if not rows:
+            lines.append(f"| {label} | **no report** (sweep exit {run.sweep_rc}) | | | | | | | | | |")
+        known = sum(r["known"] or 0 for r in rows) if has_known else None
         mism = unexplained(run)
-        lines.append(f"| {run.version} | {sum(r['cases'] for r in rows):,} | {sum(r['cells'] for r in rows):,} | "
-                     f"{known} | {'?' if mism is None else mism} | {run.tests_summary} | "
-                     f"{run.seconds.get('sweep', 0):.0f} | {run.seconds.get('tests', 0):.0f} |")
+        total_mism = "?" if mism is None else (f"**{mism:,}**" if mism else "0")
+        lines.append(f"| **{run.version}** | **all rules** | | {sum(r['cases'] for r in rows):,} | "
+                     f"{sum(r['cells'] for r in rows):,} | {sum(r['matching_cells'] for r in rows):,} | "
+                     f"{sum(r['agree'] for r in rows):,} | {_num(known)} | {total_mism} | | "
+                     f"{run.tests_summary} |")
     lines.append("")
-    lines.append(f"Sample: {args.sample} cases per rule (seed {args.seed}); reports in "
-                 f"{args.report_root}/<version>/parity.md.")
+    lines.append(f"Sample: {args.sample} cases per rule (seed {args.seed}). agree = match + both raise the same; "
+                 "other = port rejects invalid input / native crash / unreachable. Reports: "
+                 f"{args.report_root}/<version>/parity.md, pytest.log.")
     if not has_known:
         lines.append("The sweep reports no known-difference class: every difference a release is known to have "
                      "is counted as a mismatch above.")
@@ -255,6 +259,10 @@ def render(runs: list[VersionRun], args: argparse.Namespace) -> str:
         headline = (run.parity.get("profile") or {}).get("headline")
         if headline:
             lines.append(f"- {headline}")
+    for run in runs:
+        if run.seconds:
+            spent = ", ".join(f"{k} {v:.0f} s" for k, v in run.seconds.items())
+            lines.append(f"- {run.version}: {spent}")
     return "\n".join(lines)
 
 
