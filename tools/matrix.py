@@ -1,7 +1,7 @@
 """Local version matrix: the parity sweep and the test suite against several Paddle releases.
 
     python3 tools/matrix.py                                  # 3.0.0 3.1.1 3.2.2 3.3.1, sample 300, tests
-    python3 tools/matrix.py --versions 3.3.1 --skip-tests --sample 100
+    python3 tools/matrix.py --versions 3.3.1 --skip-tests --sample 0     # full grid, no tests
     python3 tools/matrix.py --versions 3.0.0,3.3.1 --jobs 2  # two releases at once (needs the cores)
 
 For each release X it keeps a virtualenv ``.venvs/paddle-X`` (made on first use, reused after:
@@ -141,9 +141,10 @@ def ensure_venv(run: VersionRun, base_python: str, need_tests: bool) -> None:
 
 def run_sweep(run: VersionRun, sample: int, workers: int, seed: int, rules: str | None) -> None:
     t0 = time.time()
-    cmd = [str(run.python), "-m", "paddle_spmd_port", "parity", "--sample", str(sample), "--seed", str(seed),
-           "--workers", str(workers), "--quiet", "--report-dir", str(run.report_dir),
-           "--junit", str(run.report_dir / "parity.xml")]
+    cmd = [str(run.python), "-m", "paddle_spmd_port", "parity", "--workers", str(workers), "--quiet",
+           "--report-dir", str(run.report_dir), "--junit", str(run.report_dir / "parity.xml")]
+    if sample:  # 0: the full grid
+        cmd += ["--sample", str(sample), "--seed", str(seed)]
     if rules:
         cmd += ["--rules", rules]
     parity_json = run.report_dir / "parity.json"
@@ -183,7 +184,8 @@ def one_version(version: str, args: argparse.Namespace) -> VersionRun:
     if run.setup:
         log(f"{version}: {run.setup}")
         return run
-    log(f"{version}: Paddle {version} ({run.commit[:10]}) ready; parity sweep, sample {args.sample} per rule")
+    what = f"sample {args.sample} per rule" if args.sample else "full grid"
+    log(f"{version}: Paddle {version} ({run.commit[:10]}) ready; parity sweep, {what}")
     run_sweep(run, args.sample, args.workers, args.seed, args.rules)
     p = run.parity
     log(f"{version}: sweep exit {run.sweep_rc}, {p.get('total_cells', 0):,} cells, "
@@ -249,7 +251,8 @@ def render(runs: list[VersionRun], args: argparse.Namespace) -> str:
                      f"{sum(r['agree'] for r in rows):,} | {_num(known)} | {total_mism} | | "
                      f"{run.tests_summary} |")
     lines.append("")
-    lines.append(f"Sample: {args.sample} cases per rule (seed {args.seed}). agree = match + both raise the same; "
+    what = f"{args.sample} cases per rule (seed {args.seed})" if args.sample else "the full grid"
+    lines.append(f"Sweep: {what}. agree = match + both raise the same; "
                  "other = port rejects invalid input / native crash / unreachable. Reports: "
                  f"{args.report_root}/<version>/parity.md, pytest.log.")
     if not has_known:
@@ -270,7 +273,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--versions", default=",".join(DEFAULT_VERSIONS),
                     help="comma-separated paddlepaddle releases (default: %(default)s)")
-    ap.add_argument("--sample", type=int, default=300, help="cases per rule, a fixed random sample (default 300)")
+    ap.add_argument("--sample", type=int, default=300,
+                    help="cases per rule, a fixed random sample (default 300; 0: the full grid)")
     ap.add_argument("--seed", type=int, default=0, help="sample seed (default 0)")
     ap.add_argument("--rules", default=None, help="only these rule keys (comma-separated; default all)")
     ap.add_argument("--skip-tests", action="store_true", help="sweep only, no test suite")
@@ -288,8 +292,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     bad = [v for v in args.version_list if not re.fullmatch(r"\d+\.\d+\.\d+(\w+)?", v)]
     if bad or not args.version_list:
         ap.error(f"--versions: not a release number: {', '.join(bad) or '(none)'}")
-    if args.sample < 1 or args.jobs < 1 or args.workers < 1:
-        ap.error("--sample, --jobs and --workers must be >= 1")
+    if args.sample < 0 or args.jobs < 1 or args.workers < 1:
+        ap.error("--sample must be >= 0 (0: the full grid); --jobs and --workers >= 1")
     args.pytest_args = args.pytest_args.split()
     return args
 
