@@ -211,6 +211,8 @@ def test_matrix_tool_table_separates_known_differences(tmp_path):
     assert "| 3.3.1 (7688495538) | batch_norm | pir | 10 | 340 | 330 | 9 | 0 | **1** |  | |" in table
     assert "| **3.0.0** | **all rules** | | 10 | 340 | 200 | 4 | 6 | 0 | | pass: 3 passed |" in table
     assert tool.unexplained(old) == 0 and tool.unexplained(new) == 1
+    brief = tool.render([old, new], tool.parse_args(["--brief"]))
+    assert "| **3.0.0** | **all rules** |" in brief and "| 3.0.0 (6ed5dd3833) | batch_norm |" not in brief
     # a sweep without the known-difference class: said so, never shown as 0 known differences
     old.parity["rules"]["batch_norm"]["verdicts"].pop("known-difference")
     new.parity["rules"]["batch_norm"]["verdicts"].pop("known-difference")

@@ -236,7 +236,7 @@ def render(runs: list[VersionRun], args: argparse.Namespace) -> str:
             lines.append(f"| {label} | **setup failed** | | | | | | | | {run.setup} | |")
             continue
         rows = rule_rows(run)
-        for r in rows:
+        for r in [] if args.brief else rows:
             other = ", ".join(f"{short[k]} {n:,}" for k, n in r["other"].items())
             mism = f"**{r['mismatch']:,}**" if r["mismatch"] else "0"
             lines.append(f"| {label} | {r['rule']} | {r['backend']} | {r['cases']:,} | {r['cells']:,} | "
@@ -278,6 +278,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0, help="sample seed (default 0)")
     ap.add_argument("--rules", default=None, help="only these rule keys (comma-separated; default all)")
     ap.add_argument("--skip-tests", action="store_true", help="sweep only, no test suite")
+    ap.add_argument("--brief", action="store_true", help="print one row per release (totals), not per rule")
     ap.add_argument("--jobs", type=int, default=1, help="releases run at the same time (default 1)")
     ap.add_argument("--workers", type=int, default=2, help="native worker processes per sweep (default 2)")
     ap.add_argument("--test-timeout", type=float, default=1500.0, help="seconds for one test suite run")
