@@ -106,7 +106,11 @@ class _Slice(threading.Thread):
             elif proc.returncode == 1 and "Traceback" in stderr and next_index == self.start_at and not self.info:
                 raise RuntimeError(f"native worker failed to start:\n{stderr[-3000:]}")
             else:
-                self.outcomes[next_index] = Outcome(crash=_describe_exit(proc.returncode))
+                how = _describe_exit(proc.returncode)
+                if proc.returncode is not None and proc.returncode > 0:  # a Python-level death: say why
+                    tail = [ln for ln in stderr.strip().splitlines() if ln.strip()][-1:]
+                    how += f" ({tail[0].strip()[:200]})" if tail else ""
+                self.outcomes[next_index] = Outcome(crash=how)
             self.on_progress(1)
             next_index += 1
 
