@@ -200,6 +200,8 @@ class VersionProfile:
     probe_differences: tuple[tuple[str, str], ...] = ()
     """(probe name, why) for the Python-binding probes of ``tests/compat_probes.py`` whose native
     answer differs from 3.3.1's in this release (the compat layer follows 3.3.1)."""
+    probe_crashes: tuple[tuple[str, str], ...] = ()
+    """(probe name, why) for the compat probes that kill the process in this release (not run natively)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def explain(self, case: Case, port_outcome: Outcome, native_outcome: Outcome,
@@ -222,7 +224,7 @@ class VersionProfile:
         differently from 3.3.1, else None (always None for a release newer than every profile)."""
         if self.is_newer_than_known:
             return None
-        why = dict(self.probe_differences).get(probe)
+        why = dict(self.probe_differences).get(probe) or dict(self.probe_crashes).get(probe)
         return None if why is None else f"known difference for {self.version}: {why}"
 
     def differences_for(self, rule: str) -> tuple[KnownDifference, ...]:
@@ -250,7 +252,7 @@ class VersionProfile:
                 "is_newer_than_known": self.is_newer_than_known, "is_older_than_known": self.is_older_than_known,
                 "commit_matches": self.commit_matches, "headline": self.headline(),
                 "differences": [{"name": d.name, "rules": sorted(d.rules), "why": d.why} for d in self.differences],
-                "probe_differences": dict(self.probe_differences)}
+                "probe_differences": dict(self.probe_differences), "probe_crashes": dict(self.probe_crashes)}
 
 
 # --------------------------------------------------------------------------- the table
@@ -265,11 +267,31 @@ _INT_ATTRS_UNCHECKED = (
                                       "IndexError (OutOfRange) first"),
 )
 
+#: 3.0.0's compat-probe differences (measured: ``python tests/compat_probes.py native`` in the 3.0.0 venv,
+#: compared with the compat layer's observations; the batch_norm probes are skipped by ``registry_missing``).
+_STR_FORMAT_300 = ("TensorDistAttr's str prints 'dims_mappings: [0,-1]' and no split_factor (3.3.1: "
+                   "'dim_mappings: [[0] [] ]' and 'split_factor')")
+_STR_ARGS_300 = "infer_spmd() rejects str arguments ('must be int, float, bool or Tensor, but got str')"
+_PROBES_300 = (
+    *((name, _STR_FORMAT_300) for name in (
+        "attr/dynamic-dims-fixed-by-first-mapping", "attr/empty", "attr/partial-api", "attr/partial-two-dims-sorted",
+        "attr/str-with-mesh", "ln/attribute-float64-epsilon", "ln/forward", "ln/forward-absent-with-mapping",
+        "ln/forward-begin-norm-axis-0", "ln/forward-interleaved-args", "ln/forward-one-dim-mesh",
+        "ln/forward-partial-and-absent-scale", "ln/reverse-absent-scale-bias", "ln/reverse-partial-kept",
+        "replicated/backward", "replicated/forward", "replicated/forward-absent-first",
+        "replicated/forward-single-spec", "spec/absent-stand-in", "spec/attr-is-copied", "spec/copy-is-independent",
+        "spec/set-process-mesh", "spec/str")),
+    *((name, _STR_ARGS_300) for name in ("ln/attribute-str-axis", "ln/forward-extra-args",
+                                         "replicated/attributes-ignored")),
+    ("attr/multi-dims-mapping", "TensorDistAttr has no multi_dims_mapping attribute (AttributeError)"),
+    *_INT_ATTRS_UNCHECKED,
+)
+
 PROFILES: tuple[VersionProfile, ...] = (
     VersionProfile(
         version="3.0.0",
         commit="6ed5dd3833",
-        registry_missing=frozenset({"batch_norm", "instance_norm", "group_norm"}),
+        registry_missing=frozenset({"batch_norm", "instance_norm", "group_norm", "cummax"}),
         cpp_rules_missing=_BN_SYMBOLS,
         differences=(
             KnownDifference(
@@ -329,6 +351,10 @@ PROFILES: tuple[VersionProfile, ...] = (
                          "partial status of a grad whose input is None, Partial on x_grad's mesh dims",
                 params=(("grads", (("scale_grad", "scale"), ("bias_grad", "bias"))),),
             ),
+        ),
+        probe_differences=_PROBES_300,
+        probe_crashes=(
+            ("ln/attribute-empty-list-epsilon", "epsilon=[] kills the process with SIGSEGV (3.1.1 answers like 3.3.1)"),
         ),
     ),
     VersionProfile(

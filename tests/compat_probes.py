@@ -73,8 +73,33 @@ def result_view(result: Any) -> dict[str, Any]:
             "inputs": attr_view(result[0]), "outputs": attr_view(result[1])}
 
 
-def observe(api: SimpleNamespace) -> dict[str, dict[str, Any]]:
-    """Every probe's observation, by probe name."""
+class _LazyRule:
+    """A registry rule fetched when a probe first uses it, so a release without the rule fails only
+    the probes that need it (recorded as that probe's observation)."""
+
+    def __init__(self, fetch: Callable[[str], Any], name: str) -> None:
+        self._fetch, self._name = fetch, name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._fetch(self._name), attr)
+
+
+def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
+            not_run: frozenset[str] = frozenset()) -> dict[str, dict[str, Any]]:
+    """Every probe's observation, by probe name; ``rules_used`` (if given) is filled with the
+    registry names each probe looked up (``get_phi_spmd_rule`` or ``contains_spmd_rule``); the
+    probes in ``not_run`` are recorded as ``{"not_run": True}`` (they kill the process)."""
+    used: dict[str, set[str]] = {} if rules_used is None else rules_used
+    running = [""]
+
+    def fetch(name: str) -> Any:
+        used.setdefault(running[0], set()).add(name)
+        return api.get_phi_spmd_rule(name)
+
+    def contains(name: str) -> Any:
+        used.setdefault(running[0], set()).add(name)
+        return api.contains_spmd_rule(name)
+
     TensorDistAttr, DistTensorSpec, ProcessMesh = api.TensorDistAttr, api.DistTensorSpec, api.ProcessMesh  # noqa: N806
     mesh = ProcessMesh(mesh=[[0, 1, 2], [3, 4, 5]])
     mesh1 = ProcessMesh([0, 1], dim_names=["x"])
@@ -93,8 +118,7 @@ def observe(api: SimpleNamespace) -> dict[str, dict[str, Any]]:
     def absent() -> Any:
         return DistTensorSpec([0], TensorDistAttr())
 
-    ln, bn = api.get_phi_spmd_rule("layer_norm"), api.get_phi_spmd_rule("batch_norm")
-    rep = api.get_phi_spmd_rule("replicated")
+    ln, bn, rep = (_LazyRule(fetch, name) for name in ("layer_norm", "batch_norm", "replicated"))
     x, s = spec([64, 32, 1024], [1, -1, -1]), spec([1024], [-1])
     out, mean = spec([64, 32, 1024], [1, -1, -1], [0]), spec([64, 32], [1, -1])
     bx, stat = spec([8, 16, 4, 4], [0, 1, -1, -1]), spec([16], [-1])
@@ -286,11 +310,11 @@ def observe(api: SimpleNamespace) -> dict[str, dict[str, Any]]:
     def _():
         names = ("layer_norm", "batch_norm", "replicated", "sync_batch_norm", "layer_norm_grad", "batch_norm_grad",
                  "nope")
-        return [api.contains_spmd_rule(n) for n in names]
+        return [contains(n) for n in names]
 
     @probe("registry/unknown")
     def _():
-        api.get_phi_spmd_rule("sync_batch_norm")
+        fetch("sync_batch_norm")
 
     @probe("registry/batch-norm-backward")
     def _():
@@ -429,9 +453,25 @@ def observe(api: SimpleNamespace) -> dict[str, dict[str, Any]]:
     def _():
         return result_view(rep.infer_forward([x], [o4], 1.0, "s"))
 
-    return {name: run() for name, run in probes.items()}
+    observed = {}
+    for name, run in probes.items():
+        running[0] = name
+        observed[name] = {"not_run": True} if name in not_run else run()
+    return observed
+
+
+def crashing_probes() -> frozenset[str]:
+    """The probes the installed Paddle's release profile lists as killing the process."""
+    from paddle_spmd_port.native.compiled import paddle_version
+    from paddle_spmd_port.versions import detect_profile
+
+    found = paddle_version()
+    profile = detect_profile(found["version"], found["commit"])
+    return frozenset() if profile.is_newer_than_known else frozenset(dict(profile.probe_crashes))
 
 
 if __name__ == "__main__":
-    api = native_api() if sys.argv[1:] == ["native"] else compat_api()
-    print(json.dumps(observe(api)))
+    if sys.argv[1:] == ["native"]:
+        print(json.dumps(observe(native_api(), not_run=crashing_probes())))
+    else:
+        print(json.dumps(observe(compat_api())))

