@@ -229,23 +229,29 @@ def _ln_norm_size(x_shape: Sequence[int], b: int) -> int:
     return size
 
 
-def _grid_layer_norm() -> Iterator[Case]:
-    make = _Ids("layer_norm")
+def _ln_slices() -> Iterator[tuple[ProcessMesh, int, tuple[int, ...], int, tuple, tuple[int, ...], list]]:
+    """The layer_norm grids' outer axes: (mesh, rank, x shape, begin_norm_axis, attrs, mean/variance
+    shape, scale/bias variants) for every mesh, x rank 1..4 and begin_norm_axis 0..rank."""
     for mesh_shape in MESH_SHAPES:
         mesh = mesh_of(mesh_shape)
         for rank in range(1, 5):
             x_shape = X_SHAPES[rank]
             for b in range(0, rank + 1):
-                attrs = (("epsilon", 1e-5), ("begin_norm_axis", b))
                 side = _ln_side_variants(mesh, _ln_norm_size(x_shape, b))
-                for k, pl in enumerate(placements(rank, mesh.ndim)):
-                    # every x placement with replicated scale/bias, and a cycled side variant
-                    for scale, bias in (side[0], side[1 + k % (len(side) - 1)]):
-                        yield make(mesh, [_spec(x_shape, pl, mesh), scale, bias], attrs)
-                for scale, bias in side[1:]:
-                    for m in range(-1, mesh.ndim):
-                        dm = tuple([m] + [-1] * (rank - 1))
-                        yield make(mesh, [_spec(x_shape, (dm, frozenset()), mesh), scale, bias], attrs)
+                yield mesh, rank, x_shape, b, (("epsilon", 1e-5), ("begin_norm_axis", b)), x_shape[:b], side
+
+
+def _grid_layer_norm() -> Iterator[Case]:
+    make = _Ids("layer_norm")
+    for mesh, rank, x_shape, _b, attrs, _stat_shape, side in _ln_slices():
+        for k, pl in enumerate(placements(rank, mesh.ndim)):
+            # every x placement with replicated scale/bias, and a cycled side variant
+            for scale, bias in (side[0], side[1 + k % (len(side) - 1)]):
+                yield make(mesh, [_spec(x_shape, pl, mesh), scale, bias], attrs)
+        for scale, bias in side[1:]:
+            for m in range(-1, mesh.ndim):
+                dm = tuple([m] + [-1] * (rank - 1))
+                yield make(mesh, [_spec(x_shape, (dm, frozenset()), mesh), scale, bias], attrs)
     mixed = _Ids("layer_norm", "mixed-mesh")  # scale/bias on another mesh: each attr keeps its own
     mesh, other = mesh_of((2, 3)), ProcessMesh((3, 2), (5, 4, 3, 2, 1, 0), ("a", "b"))
     for b in (1, 2):
@@ -268,38 +274,31 @@ def _grid_layer_norm() -> Iterator[Case]:
 
 def _grid_layer_norm_reverse() -> Iterator[Case]:
     make = _Ids("layer_norm_reverse")
-    for mesh_shape in MESH_SHAPES:
-        mesh = mesh_of(mesh_shape)
-        for rank in range(1, 5):
-            x_shape = X_SHAPES[rank]
-            for b in range(0, rank + 1):
-                attrs = (("epsilon", 1e-5), ("begin_norm_axis", b))
-                stat_shape = x_shape[:b]
-                side = _ln_side_variants(mesh, _ln_norm_size(x_shape, b))
-                x_pls = placements(rank, mesh.ndim)
-                stat_maps = valid_mappings(b, mesh.ndim)
-                stat_pls = placements(b, mesh.ndim)
-                k = 0
-                for out_dm in valid_mappings(rank, mesh.ndim):
-                    for mean_dm in stat_maps:
-                        k += 1
-                        var = (mean_dm, frozenset()) if k % 3 else stat_pls[k % len(stat_pls)]
-                        out_pl = (out_dm, frozenset())
-                        mean_pl = (mean_dm, frozenset())
-                        if k % 5 == 0:  # partial status on out/mean: the reverse rule keeps it
-                            free = [m for m in range(mesh.ndim) if m not in out_dm]
-                            out_pl = (out_dm, frozenset(free[:1]))
-                        scale, bias = side[k % len(side)]
-                        x_pl = x_pls[(k * 11) % len(x_pls)]
-                        yield make(mesh, [_spec(x_shape, x_pl, mesh), scale, bias, _spec(x_shape, out_pl, mesh),
-                                          _spec(stat_shape, mean_pl, mesh), _spec(stat_shape, var, mesh)], attrs)
-                # variance on its own: every placement against replicated out/mean
-                for var in stat_pls:
-                    yield make(mesh, [_rep(x_shape, mesh), None, None, _rep(x_shape, mesh), _rep(stat_shape, mesh),
-                                      _spec(stat_shape, var, mesh)], attrs)
-                for pl in x_pls:  # x's own placement (ignored by the rule; its partial is kept)
-                    yield make(mesh, [_spec(x_shape, pl, mesh), None, None, _rep(x_shape, mesh),
-                                      _rep(stat_shape, mesh), _rep(stat_shape, mesh)], attrs)
+    for mesh, rank, x_shape, b, attrs, stat_shape, side in _ln_slices():
+        x_pls = placements(rank, mesh.ndim)
+        stat_maps = valid_mappings(b, mesh.ndim)
+        stat_pls = placements(b, mesh.ndim)
+        k = 0
+        for out_dm in valid_mappings(rank, mesh.ndim):
+            for mean_dm in stat_maps:
+                k += 1
+                var = (mean_dm, frozenset()) if k % 3 else stat_pls[k % len(stat_pls)]
+                out_pl = (out_dm, frozenset())
+                mean_pl = (mean_dm, frozenset())
+                if k % 5 == 0:  # partial status on out/mean: the reverse rule keeps it
+                    free = [m for m in range(mesh.ndim) if m not in out_dm]
+                    out_pl = (out_dm, frozenset(free[:1]))
+                scale, bias = side[k % len(side)]
+                x_pl = x_pls[(k * 11) % len(x_pls)]
+                yield make(mesh, [_spec(x_shape, x_pl, mesh), scale, bias, _spec(x_shape, out_pl, mesh),
+                                  _spec(stat_shape, mean_pl, mesh), _spec(stat_shape, var, mesh)], attrs)
+        # variance on its own: every placement against replicated out/mean
+        for var in stat_pls:
+            yield make(mesh, [_rep(x_shape, mesh), None, None, _rep(x_shape, mesh), _rep(stat_shape, mesh),
+                              _spec(stat_shape, var, mesh)], attrs)
+        for pl in x_pls:  # x's own placement (ignored by the rule; its partial is kept)
+            yield make(mesh, [_spec(x_shape, pl, mesh), None, None, _rep(x_shape, mesh),
+                              _rep(stat_shape, mesh), _rep(stat_shape, mesh)], attrs)
     bad = _Ids("layer_norm_reverse", "invalid")
     mesh = mesh_of((2, 3))
     x3 = X_SHAPES[3]
@@ -315,36 +314,29 @@ def _grid_layer_norm_reverse() -> Iterator[Case]:
 
 def _grid_layer_norm_grad() -> Iterator[Case]:
     make = _Ids("layer_norm_grad")
-    for mesh_shape in MESH_SHAPES:
-        mesh = mesh_of(mesh_shape)
-        for rank in range(1, 5):
-            x_shape = X_SHAPES[rank]
-            for b in range(0, rank + 1):
-                attrs = (("epsilon", 1e-5), ("begin_norm_axis", b))
-                stat_shape = x_shape[:b]
-                side = _ln_side_variants(mesh, _ln_norm_size(x_shape, b))
-                x_pls = placements(rank, mesh.ndim)
-                stat_pls = placements(b, mesh.ndim)
-                x_maps = valid_mappings(rank, mesh.ndim)
-                k = 0
-                for x_pl in x_pls:
-                    for og_dm in x_maps:
-                        k += 1
-                        if k % 4 and og_dm != x_pl[0] and og_dm != (-1,) * rank:
-                            continue  # full x-placement x out_grad-mapping product thinned 4:1
-                        og_pl = (og_dm, frozenset({(k // 4) % mesh.ndim}) - set(og_dm)) if k % 8 == 0 else \
-                            (og_dm, frozenset())
-                        mean_pl = stat_pls[k % len(stat_pls)] if k % 3 == 0 else (x_pl[0][:b], frozenset())
-                        var_pl = mean_pl if k % 2 else stat_pls[(k * 5) % len(stat_pls)]
-                        scale, bias = side[k % len(side)]
-                        yield make(mesh, [_spec(x_shape, x_pl, mesh), scale, bias, _spec(stat_shape, mean_pl, mesh),
-                                          _spec(stat_shape, var_pl, mesh), _spec(x_shape, og_pl, mesh)], attrs)
-                for scale, bias in side[1:]:
-                    for m in range(-1, mesh.ndim):
-                        x_dm = tuple([m] + [-1] * (rank - 1))
-                        x = _spec(x_shape, (x_dm, frozenset()), mesh)
-                        stat = _spec(stat_shape, (x_dm[:b], frozenset()), mesh)
-                        yield make(mesh, [x, scale, bias, stat, stat, x], attrs)
+    for mesh, rank, x_shape, b, attrs, stat_shape, side in _ln_slices():
+        x_pls = placements(rank, mesh.ndim)
+        stat_pls = placements(b, mesh.ndim)
+        x_maps = valid_mappings(rank, mesh.ndim)
+        k = 0
+        for x_pl in x_pls:
+            for og_dm in x_maps:
+                k += 1
+                if k % 4 and og_dm != x_pl[0] and og_dm != (-1,) * rank:
+                    continue  # full x-placement x out_grad-mapping product thinned 4:1
+                og_pl = (og_dm, frozenset({(k // 4) % mesh.ndim}) - set(og_dm)) if k % 8 == 0 else \
+                    (og_dm, frozenset())
+                mean_pl = stat_pls[k % len(stat_pls)] if k % 3 == 0 else (x_pl[0][:b], frozenset())
+                var_pl = mean_pl if k % 2 else stat_pls[(k * 5) % len(stat_pls)]
+                scale, bias = side[k % len(side)]
+                yield make(mesh, [_spec(x_shape, x_pl, mesh), scale, bias, _spec(stat_shape, mean_pl, mesh),
+                                  _spec(stat_shape, var_pl, mesh), _spec(x_shape, og_pl, mesh)], attrs)
+        for scale, bias in side[1:]:
+            for m in range(-1, mesh.ndim):
+                x_dm = tuple([m] + [-1] * (rank - 1))
+                x = _spec(x_shape, (x_dm, frozenset()), mesh)
+                stat = _spec(stat_shape, (x_dm[:b], frozenset()), mesh)
+                yield make(mesh, [x, scale, bias, stat, stat, x], attrs)
     bad = _Ids("layer_norm_grad", "invalid")
     mesh = mesh_of((2, 3))
     x3 = X_SHAPES[3]
