@@ -1,0 +1,68 @@
+"""Shared checks for the command line: bad input ends in one line and exit 2, with nothing written.
+
+Each ``tests/test_bad_input_<command>.py`` holds a table of rows; every row goes through
+:func:`assert_usage_error`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class BadInput:
+    """One row of a bad-input table: the arguments after ``python -m paddle_spmd_port``, the argument
+    name the error line must mention, and files to lay out first (relative path -> content; a
+    trailing ``/`` makes a directory). ``{tmp}`` in an argument is the test's own directory."""
+
+    argv: tuple[str, ...]
+    names: str
+    setup: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return " ".join(self.argv)[:80]
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    out = {}
+    for path in sorted(root.rglob("*")):
+        st = path.lstat()
+        out[str(path.relative_to(root))] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def run_cli(argv: list[str], cwd: Path, timeout: float = 120.0) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "paddle_spmd_port", *argv], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+
+
+def assert_usage_error(row: BadInput, tmp_path: Path) -> str:
+    """Run ``row`` in ``tmp_path``: exit 2, exactly one non-empty line on stderr that names
+    ``row.names``, no traceback, nothing on stdout, and no file created, changed or removed."""
+    for rel, content in row.setup.items():
+        target = tmp_path / rel
+        if rel.endswith("/"):
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content)
+    before = _snapshot(tmp_path)
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in row.argv]
+    done = run_cli(argv, tmp_path)
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    context = f"argv={argv}\nexit={done.returncode}\nstdout={done.stdout[-2000:]}\nstderr={done.stderr[-2000:]}"
+    assert done.returncode == 2, context
+    assert "Traceback" not in done.stderr, context
+    assert len(lines) == 1, context
+    assert row.names in lines[0], context
+    assert done.stdout.strip() == "", context
+    assert _snapshot(tmp_path) == before, "files changed:\n" + context
+    return lines[0]
