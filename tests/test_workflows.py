@@ -1,13 +1,17 @@
 """The GitHub workflows: valid against GitHub's workflow schema (offline), and carrying the pieces
 the version matrix needs (matrix, fail-fast, pip cache, version sanity, sweep + JUnit + summary,
-multi-process leg, GPU job). Also keeps the CI matrix, tools/matrix.py and the release profiles
+multi-process leg, GPU job), clean under zizmor's offline audit (pinned actions, no persisted
+credentials). Also keeps the CI matrix, tools/matrix.py and the release profiles
 naming the same Paddle releases, and checks the commands the workflow runs against their parsers.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -88,6 +92,67 @@ def test_schema_check_rejects_a_broken_workflow(tmp_path):
     assert out.returncode != 0 and "bad.yml" in out.stdout + out.stderr
 
 
+# --------------------------------------------------------------------------- workflow security (zizmor)
+_PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+
+
+def _zizmor() -> str:
+    found = shutil.which("zizmor") or shutil.which("zizmor", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.skip("zizmor is not installed (pip install -e .[test]); workflows not audited")
+    return found
+
+
+def _zizmor_findings(path: Path) -> list[dict[str, Any]]:
+    """zizmor's findings at medium severity and above, offline, regular persona."""
+    out = subprocess.run([_zizmor(), "--offline", "--min-severity", "medium", "--format", "json", str(path)],
+                         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    # 0: no findings; 10-14: findings (by highest severity); anything else: zizmor itself failed
+    assert out.returncode == 0 or 10 <= out.returncode <= 14, out.stderr[-3000:]
+    findings = json.loads(out.stdout or "[]")
+    assert bool(findings) == (out.returncode != 0), (out.returncode, findings)
+    return findings
+
+
+def _describe(findings: list[dict[str, Any]]) -> list[str]:
+    return [f"{f['ident']} ({f['determinations']['severity']}): {f['desc']}" for f in findings]
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_zizmor_finds_nothing_at_medium_or_above(path):
+    findings = _zizmor_findings(path)
+    assert not findings, _describe(findings)
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_actions_are_sha_pinned_and_checkouts_drop_credentials(path):
+    """The same policy without zizmor: every `uses:` is a full commit SHA with the release in a comment,
+    and every checkout sets persist-credentials: false."""
+    for line in path.read_text().splitlines():
+        if line.strip().startswith(("uses:", "- uses:")):
+            ref, _, comment = line.split("uses:", 1)[1].partition("#")
+            assert _PINNED.match(ref.strip()) and re.match(r"\s*v\d", comment), line
+    for job in _load_yaml(path)["jobs"].values():
+        for step in _uses(job, "actions/checkout"):
+            assert step.get("with", {}).get("persist-credentials") is False, step
+
+
+@pytest.mark.parametrize("breakage, audit", [
+    (lambda text: text.replace("persist-credentials: false", "fetch-depth: 1"), "artipacked"),
+    (lambda text: re.sub(r"(actions/checkout)@[0-9a-f]{40}", r"\1@v4", text), "unpinned-uses"),
+], ids=["credentials-persisted", "unpinned-checkout"])
+def test_zizmor_flags_a_weakened_workflow(tmp_path, breakage, audit):
+    """The audit can fail: ci.yml with checkout's credentials kept, or checkout pinned to a tag."""
+    text = CI.read_text()
+    broken = breakage(text)
+    assert broken != text
+    copy = tmp_path / "ci.yml"
+    copy.write_text(broken)
+    findings = _zizmor_findings(copy)
+    checkouts = sum(len(_uses(job, "actions/checkout")) for job in _load_yaml(CI)["jobs"].values())
+    assert sum(f["ident"] == audit for f in findings) == checkouts, _describe(findings)
+
+
 # --------------------------------------------------------------------------- the matrix
 def test_matrix_is_every_profiled_release_times_python_3_10_to_3_12(ci):
     job = ci["jobs"]["paddle"]
@@ -139,7 +204,7 @@ def test_sweep_leg_writes_junit_and_the_summary(ci):
     from paddle_spmd_port.sweep import parse_args  # the workflow's arguments must parse
 
     args = parse_args(argv)
-    assert args.sample is None and args.junit == "reports/junit/parity.xml"  # the full grid by default
+    assert args.sample is None and str(args.junit) == "reports/junit/parity.xml"  # the full grid by default
     assert parse_args([*argv, "--sample", "50"]).sample == 50
     summary = next(s for s in _steps(job) if "summary" in s.get("name", "").lower())
     assert summary["if"].startswith("always()")
