@@ -10,7 +10,8 @@ Classes::
     port-rejects-invalid  the port raised InvalidSpecError: Paddle does not validate this input
                           (it returned garbage, crashed or raised something unrelated)
     native-crash          Paddle's process died (the port answered or raised)
-    unreachable           the native backend cannot express this case
+    unreachable           the native backend cannot express this case (or this Paddle has no such rule)
+    not-run               the native backend gave no answer: unavailable here, timed out, interrupted
     known-difference      a difference the Paddle release's profile expects (see versions.py;
                           set by the sweep, never by :func:`compare`)
     mismatch              anything else: at least one cell differs
@@ -24,8 +25,13 @@ from .cases.rulebook import RuleSpec
 from .outcome import Outcome
 from .types import DistAttr
 
-CLASSES = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "unreachable", "known-difference",
-           "mismatch")
+CLASSES = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "unreachable", "not-run",
+           "known-difference", "mismatch")
+
+#: The classes in which Paddle's side was actually held against the port's: an answer, an error,
+#: or a crash the port predicted (it rejects the input as invalid), or a difference the release
+#: profile explains. A case is *compared* when at least one native route gave one of these.
+COMPARED = frozenset({"match", "both-raise-same", "port-rejects-invalid", "known-difference", "mismatch"})
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,8 @@ def outcome_cells(spec: RuleSpec, outcome: Outcome) -> list[tuple[str, str]]:
 
 def compare(spec: RuleSpec, port: Outcome, native: Outcome) -> Comparison:
     n = spec.n_cells
+    if native.not_run is not None:
+        return Comparison("not-run", n, 0)
     if native.unreachable is not None:
         return Comparison("unreachable", n, 0)
     if port.error is not None and port.error.port_invalid:

@@ -1,4 +1,15 @@
-"""What a backend made of a case: a result, an error, a crash, or "can't express this"."""
+"""What a backend made of a case: a result, an error, a crash, "can't express this", or "not run".
+
+    status        field        meaning
+    result        result       the rule answered
+    error         error        the rule raised (family + normalised message)
+    crash         crash        Paddle's process died on the case (signal or exit code)
+    unreachable   unreachable  this route cannot express the case, or this Paddle has no such
+                               rule (a fact about Paddle: the PIR op rejects a layout, ...)
+    not-run       not_run      the run gave no answer, for a reason of this machine or run: Paddle
+                               or a compiler missing, a worker that timed out or kept failing, an
+                               interrupt. Never a finding about Paddle, never compared.
+"""
 
 from __future__ import annotations
 
@@ -67,9 +78,13 @@ class Outcome:
     """How the native process died, e.g. ``signal 11 (SIGSEGV)``."""
     unreachable: str | None = None
     """Why this backend cannot express the case (not a failure of the rule)."""
+    not_run: str | None = None
+    """Why no answer was obtained (backend unavailable, timeout, interrupt)."""
 
     @property
     def status(self) -> str:
+        if self.not_run is not None:
+            return "not-run"
         if self.crash is not None:
             return "crash"
         if self.unreachable is not None:
@@ -79,6 +94,8 @@ class Outcome:
         return "result"
 
     def __str__(self) -> str:
+        if self.not_run is not None:
+            return f"not run: {self.not_run}"
         if self.crash is not None:
             return f"native crashed: {self.crash}"
         if self.unreachable is not None:
@@ -98,6 +115,8 @@ class Outcome:
             data["crash"] = self.crash
         if self.unreachable is not None:
             data["unreachable"] = self.unreachable
+        if self.not_run is not None:
+            data["not_run"] = self.not_run
         return data
 
     @classmethod
@@ -109,6 +128,7 @@ class Outcome:
             if err else None,
             crash=data.get("crash"),
             unreachable=data.get("unreachable"),
+            not_run=data.get("not_run"),
         )
 
 

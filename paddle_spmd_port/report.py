@@ -1,26 +1,58 @@
-"""Parity report: per-rule tallies, their markdown / JSON / JUnit renderings, repro snippets."""
+"""Parity report: per-group tallies, per-rule coverage, and their renderings.
+
+A run compares each rule with one or more native routes (backends). Two views of it:
+
+* a **tally** per (rule, backend) group, keyed ``rule@backend`` everywhere (JSON, JUnit suite
+  ``parity.rule@backend``, markdown headings): how many cases fell in each class;
+* a **coverage** line per rule: a case is *compared* when at least one route's verdict is in
+  :data:`~paddle_spmd_port.compare.COMPARED`; every other case is listed with the reason each
+  route gave (``compiled: not run: ...; pir: unreachable: ...``) and counted by that reason.
+
+Files, rewritten after every backend group (each write atomic), so an interrupted or failed run
+still leaves a report whose first line says what it is::
+
+    parity.md              status, coverage, the table, a few examples per class
+    parity.json            the same as data
+    parity-cases.jsonl.gz  every case that is not a match or a same-error, one JSON line each
+    (--junit FILE)         JUnit XML: a suite per group, plus parity.coverage
+"""
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
 from .cases.case import Case
-from .compare import CLASSES, Comparison
+from .compare import CLASSES, COMPARED, Comparison
 from .outcome import Outcome
 
 EXAMPLES_PER_CLASS = 5
 MISMATCHES_KEPT = 200
+REASONS_SHOWN = 50
+"""Distinct uncompared reasons printed per rule (every one is in parity.json)."""
+CASES_FILE = "parity-cases.jsonl.gz"
+
+#: Group states: a group that did not finish is marked in every rendering.
+DONE, RUNNING, INTERRUPTED, NOT_STARTED = "done", "running", "interrupted", "not started"
+
+
+def group_key(rule: str, backend: str) -> str:
+    return f"{rule}@{backend}"
 
 
 @dataclass
 class RuleTally:
     rule: str
     backend: str
+    state: str = NOT_STARTED
     cases: int = 0
     cells: int = 0
     matching_cells: int = 0
@@ -31,7 +63,12 @@ class RuleTally:
     invalid_native: dict[str, int] = field(default_factory=dict)
     """For port-rejects-invalid cases: what Paddle did instead (result = garbage accepted, crash, error)."""
 
-    def add(self, case: Case, port: Outcome, native: Outcome, cmp: Comparison) -> None:
+    @property
+    def key(self) -> str:
+        return group_key(self.rule, self.backend)
+
+    def add(self, case: Case, port: Outcome, native: Outcome, cmp: Comparison) -> dict[str, Any] | None:
+        """Count one case; returns its per-case record when it is not a plain agreement."""
         self.cases += 1
         self.cells += cmp.cells
         self.matching_cells += cmp.matching_cells
@@ -39,23 +76,86 @@ class RuleTally:
         if cmp.verdict == "port-rejects-invalid":
             self.invalid_native[native.status] = self.invalid_native.get(native.status, 0) + 1
         if cmp.verdict == "match" or cmp.verdict == "both-raise-same":
-            return
+            return None
+        record = {"rule": self.rule, "backend": self.backend, "verdict": cmp.verdict, "id": case.case_id,
+                  "describe": case.describe(), "port": str(port), "native": str(native),
+                  "diffs": [str(d) for d in cmp.diffs], "note": cmp.note, "repro": one_line_repro(case),
+                  "case": case.to_json()}
         kept = self.examples.setdefault(cmp.verdict, [])
-        limit = MISMATCHES_KEPT if cmp.verdict == "mismatch" else EXAMPLES_PER_CLASS
-        if len(kept) < limit:
-            kept.append({"case": case.to_json(), "describe": case.describe(), "port": str(port),
-                         "native": str(native), "diffs": [str(d) for d in cmp.diffs], "note": cmp.note,
-                         "repro": one_line_repro(case)})
+        if len(kept) < (MISMATCHES_KEPT if cmp.verdict == "mismatch" else EXAMPLES_PER_CLASS):
+            kept.append(record)
+        return record
 
     @property
     def mismatches(self) -> int:
         return self.verdicts["mismatch"]
 
     def to_json(self) -> dict[str, Any]:
-        return {"rule": self.rule, "backend": self.backend, "cases": self.cases, "cells": self.cells,
-                "matching_cells": self.matching_cells, "verdicts": self.verdicts, "examples": self.examples,
-                "invalid_native": self.invalid_native,
+        return {"rule": self.rule, "backend": self.backend, "state": self.state, "cases": self.cases,
+                "cells": self.cells, "matching_cells": self.matching_cells, "verdicts": self.verdicts,
+                "examples": self.examples, "invalid_native": self.invalid_native,
                 "native_seconds": round(self.native_seconds, 3), "port_seconds": round(self.port_seconds, 3)}
+
+
+def _reason(backend: str, native: Outcome, verdict: str) -> str:
+    if verdict == "not-run":
+        text = f"not run: {native.not_run}"
+    elif verdict == "unreachable":
+        text = f"unreachable: {native.unreachable}"
+    else:
+        text = str(native)
+    return f"{backend}: {' '.join(text.split())[:240]}"
+
+
+@dataclass
+class RuleCoverage:
+    """Which of a rule's selected cases some native route compared, and why the others were not."""
+
+    rule: str
+    selected: int
+    cells_per_case: int
+    routes: list[str] = field(default_factory=list)
+    compared_mask: bytearray = field(default_factory=bytearray)
+    why: dict[int, list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.compared_mask:
+            self.compared_mask = bytearray(self.selected)
+
+    def record(self, index: int, backend: str, native: Outcome, verdict: str) -> None:
+        if verdict in COMPARED:
+            self.compared_mask[index] = 1
+        else:
+            self.why.setdefault(index, []).append(_reason(backend, native, verdict))
+
+    @property
+    def compared(self) -> int:
+        return sum(self.compared_mask)
+
+    @property
+    def uncompared(self) -> int:
+        return self.selected - self.compared
+
+    @property
+    def cells_compared(self) -> int:
+        return self.compared * self.cells_per_case
+
+    def reasons(self, interrupted: str = "") -> Counter[str]:
+        """Each uncompared case's reasons (one per route that tried), counted."""
+        counts: Counter[str] = Counter()
+        for i, seen in enumerate(self.compared_mask):
+            if not seen:
+                why = self.why.get(i)
+                if why:
+                    counts["; ".join(why)] += 1
+                else:
+                    counts[interrupted or "no route ran on it"] += 1
+        return counts
+
+    def to_json(self, interrupted: str = "") -> dict[str, Any]:
+        return {"selected": self.selected, "compared": self.compared, "uncompared": self.uncompared,
+                "cells_compared": self.cells_compared, "routes": self.routes,
+                "uncompared_reasons": dict(self.reasons(interrupted).most_common())}
 
 
 def one_line_repro(case: Case) -> str:
@@ -83,16 +183,50 @@ def repro_snippet(case: Case) -> str:
     ])
 
 
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 @dataclass
 class ParityReport:
     tallies: dict[str, RuleTally] = field(default_factory=dict)
+    coverage: dict[str, RuleCoverage] = field(default_factory=dict)
     paddle: dict[str, str] = field(default_factory=dict)
+    selection: dict[str, Any] = field(default_factory=dict)
+    """What was asked for (rules, backend, sample, ...); ``full`` when it is the whole default sweep."""
     started: float = field(default_factory=time.time)
     finished: float | None = None
     complete: bool = False
+    interrupted: str = ""
+    """The signal's name when the run was interrupted."""
+    allow_uncompared: bool = False
     notes: list[str] = field(default_factory=list)
     profile: dict[str, Any] = field(default_factory=dict)
     """The Paddle release profile applied (versions.VersionProfile.to_json())."""
+    _cases_fh: IO[str] | None = None
+
+    # ------------------------------------------------------------------ counting
+    def plan(self, rule: str, backend: str, selected: int, cells_per_case: int) -> RuleTally:
+        """Announce a group before anything runs, so that an unfinished run still lists it."""
+        cov = self.coverage.setdefault(rule, RuleCoverage(rule, selected, cells_per_case))
+        cov.routes.append(backend)
+        tally = self.tallies[group_key(rule, backend)] = RuleTally(rule, backend)
+        return tally
+
+    def add(self, tally: RuleTally, index: int, case: Case, port: Outcome, native: Outcome,
+            cmp: Comparison) -> None:
+        record = tally.add(case, port, native, cmp)
+        self.coverage[tally.rule].record(index, tally.backend, native, cmp.verdict)
+        if record is not None and self._cases_fh is not None:
+            self._cases_fh.write(json.dumps(record, separators=(",", ":")) + "\n")
 
     @property
     def total_cells(self) -> int:
@@ -102,29 +236,89 @@ class ParityReport:
     def total_mismatches(self) -> int:
         return sum(t.mismatches for t in self.tallies.values())
 
+    @property
+    def total_uncompared(self) -> int:
+        return sum(c.uncompared for c in self.coverage.values())
+
+    @property
+    def empty(self) -> bool:
+        return not self.coverage or all(c.selected == 0 for c in self.coverage.values())
+
+    def _interrupt_reason(self) -> str:
+        return f"not run: interrupted by {self.interrupted}" if self.interrupted else ""
+
+    # ------------------------------------------------------------------ renderings
+    def status_line(self) -> str:
+        """The first line of every rendering: what this report is worth."""
+        unc, sel = self.total_uncompared, sum(c.selected for c in self.coverage.values())
+        mism = self.total_mismatches
+        if self.interrupted:
+            return (f"INTERRUPTED by {self.interrupted}: partial report; {sel - unc:,} of {sel:,} selected cases "
+                    f"compared, {mism:,} mismatching; groups marked '{INTERRUPTED}' or '{NOT_STARTED}' did not run "
+                    "to the end")
+        if not self.complete:
+            return f"RUNNING or ABORTED: partial report; {sel - unc:,} of {sel:,} selected cases compared so far"
+        if self.empty:
+            return "NOTHING COMPARED: the selection is empty"
+        if mism:
+            return f"MISMATCH: {mism:,} mismatching cases; {sel - unc:,} of {sel:,} selected cases compared"
+        if unc and self.allow_uncompared:
+            return (f"INCOMPLETE, ACCEPTED (--allow-uncompared): {unc:,} of {sel:,} selected cases compared by no "
+                    "route; 0 mismatching cases among the rest")
+        if unc:
+            return (f"FAILED CLOSED: {unc:,} of {sel:,} selected cases compared by no route (see coverage); "
+                    "0 mismatching cases among the rest")
+        return f"PASS: all {sel:,} selected cases compared, 0 mismatching cases"
+
+    def coverage_lines(self) -> list[str]:
+        """Per rule: cases compared / selected, cells compared, every reason a case went uncompared."""
+        lines = []
+        interrupted = self._interrupt_reason()
+        for cov in self.coverage.values():
+            lines.append(f"{cov.rule}: {cov.compared:,} / {cov.selected:,} cases compared, "
+                         f"{cov.cells_compared:,} cells compared (routes: {', '.join(cov.routes)})")
+            reasons = cov.reasons(interrupted).most_common()
+            for why, n in reasons[:REASONS_SHOWN]:
+                lines.append(f"    {n:,} uncompared: {why}")
+            if len(reasons) > REASONS_SHOWN:
+                lines.append(f"    ... {len(reasons) - REASONS_SHOWN} more distinct reasons in parity.json")
+        return lines
+
     def table(self) -> str:
-        head = ("| rule | backend | cases | cells | matching cells | match | both raise | port rejects invalid "
-                "| native crash | unreachable | known difference | mismatch |")
-        rows = [head, "|" + "---|" * 12]
+        head = ("| rule | backend | state | cases | cells | matching cells | match | both raise | port rejects invalid "
+                "| native crash | unreachable | not run | known difference | mismatch |")
+        rows = [head, "|" + "---|" * 14]
         for t in self.tallies.values():
             v = t.verdicts
-            rows.append(f"| {t.rule} | {t.backend} | {t.cases:,} | {t.cells:,} | {t.matching_cells:,} | "
+            state = t.state if t.state == DONE else f"**{t.state}**"
+            rows.append(f"| {t.rule} | {t.backend} | {state} | {t.cases:,} | {t.cells:,} | {t.matching_cells:,} | "
                         f"{v['match']:,} | {v['both-raise-same']:,} | {v['port-rejects-invalid']:,} | "
-                        f"{v['native-crash']:,} | {v['unreachable']:,} | {v['known-difference']:,} | "
-                        f"{v['mismatch']:,} |")
+                        f"{v['native-crash']:,} | {v['unreachable']:,} | {v['not-run']:,} | "
+                        f"{v['known-difference']:,} | {v['mismatch']:,} |")
         total_cases = sum(t.cases for t in self.tallies.values())
-        rows.append(f"| **total** | | {total_cases:,} | {self.total_cells:,} | "
-                    f"{sum(t.matching_cells for t in self.tallies.values()):,} | | | | | | | "
+        rows.append(f"| **total** | | | {total_cases:,} | {self.total_cells:,} | "
+                    f"{sum(t.matching_cells for t in self.tallies.values()):,} | | | | | | | | "
                     f"**{self.total_mismatches:,}** |")
         return "\n".join(rows)
 
     def markdown(self) -> str:
         wall = (self.finished or time.time()) - self.started
         lines = [
+            f"**{self.status_line()}**",
+            "",
             "# Parity report: paddle_spmd_port vs Paddle",
             "",
             f"Paddle {self.paddle.get('version', '?')} (commit {self.paddle.get('commit', '?')[:12]}); "
-            f"wall time {wall:.1f} s; {'complete' if self.complete else '**INCOMPLETE (partial report)**'}.",
+            f"wall time {wall:.1f} s; selection: {self.selection.get('describe', '?')}.",
+            "",
+            "## Coverage",
+            "",
+            "A case is *compared* when at least one native route gave an answer, an error, or a crash the port "
+            "predicted; per rule:",
+            "",
+            "```",
+            *self.coverage_lines(),
+            "```",
             "",
             *([f"Profile: {self.profile['headline']}.", ""] if self.profile else []),
             self.table(),
@@ -132,9 +326,13 @@ class ParityReport:
             "Classes: *match* = every cell equal; *both raise* = same error family and message; *port rejects "
             "invalid* = input Paddle does not validate (it returned garbage, crashed or raised something else); "
             "*native crash* = Paddle's process died; *unreachable* = the backend cannot express the case; "
+            "*not run* = no answer was obtained (backend unavailable here, worker timed out, interrupted); "
             "*known difference* = a difference this Paddle release is known to have (versions.py).",
+            "",
+            f"Every case that is not a match or a same-error is listed, one JSON line each, in `{CASES_FILE}` "
+            f"(e.g. `zcat {CASES_FILE} | grep '\"verdict\":\"unreachable\"'`); below are the first few per class.",
         ]
-        invalid = [f"{t.rule}: " + ", ".join(f"{n} {k}" for k, n in sorted(t.invalid_native.items()))
+        invalid = [f"{t.key}: " + ", ".join(f"{n} {k}" for k, n in sorted(t.invalid_native.items()))
                    for t in self.tallies.values() if t.invalid_native]
         if invalid:
             lines += ["", "What Paddle did with the input the port rejects as invalid (result = accepted "
@@ -144,7 +342,7 @@ class ParityReport:
             lines += ["", f"> {note}"]
         for t in self.tallies.values():
             for verdict, examples in t.examples.items():
-                lines += ["", f"## {t.rule}: {verdict} ({t.verdicts[verdict]:,}; first {len(examples)})", ""]
+                lines += ["", f"## {t.key}: {verdict} ({t.verdicts[verdict]:,}; first {len(examples)})", ""]
                 for ex in examples:
                     lines.append(f"- `{ex['describe']}`")
                     lines.append(f"  - port:   `{ex['port']}`")
@@ -157,9 +355,13 @@ class ParityReport:
         return "\n".join(lines) + "\n"
 
     def to_json(self) -> dict[str, Any]:
-        return {"paddle": self.paddle, "profile": self.profile, "complete": self.complete, "started": self.started,
-                "finished": self.finished, "total_cells": self.total_cells,
-                "total_mismatches": self.total_mismatches, "notes": self.notes,
+        interrupted = self._interrupt_reason()
+        return {"status": self.status_line(), "complete": self.complete, "interrupted": self.interrupted or None,
+                "allow_uncompared": self.allow_uncompared, "selection": self.selection,
+                "paddle": self.paddle, "profile": self.profile, "started": self.started, "finished": self.finished,
+                "total_cells": self.total_cells, "total_mismatches": self.total_mismatches,
+                "total_uncompared": self.total_uncompared, "notes": self.notes, "cases_file": CASES_FILE,
+                "coverage": {r: c.to_json(interrupted) for r, c in self.coverage.items()},
                 "rules": {k: t.to_json() for k, t in self.tallies.items()}}
 
     def junit(self) -> str:
@@ -172,22 +374,55 @@ class ParityReport:
                                    for ex in t.examples.get("mismatch", [])[:20])
                 failure = (f"<failure message={quoteattr(f'{t.mismatches} mismatching cases')}>"
                            f"{escape(detail)}</failure>")
-            cases.append(f'<testcase classname="parity.{t.rule}" name="all cells ({t.cells} cells, {t.cases} cases)" '
+            elif t.state != DONE:
+                failure = f"<skipped message={quoteattr(f'group {t.state}')}/>"
+            cases.append(f'<testcase classname="parity.{t.key}" name="all cells ({t.cells} cells, {t.cases} cases)" '
                          f'time="{t.native_seconds + t.port_seconds:.3f}">{failure}</testcase>')
             for ex in t.examples.get("mismatch", [])[:50]:
-                cases.append(f'<testcase classname="parity.{t.rule}" name={quoteattr(ex["case"]["id"])}>'
+                cases.append(f'<testcase classname="parity.{t.key}" name={quoteattr(ex["id"])}>'
                              f'<failure message={quoteattr("; ".join(ex["diffs"][:3]))}>'
                              f'{escape(ex["repro"])}</failure></testcase>')
-            suites.append(f'<testsuite name="parity.{t.rule}" tests="{len(cases)}" '
-                          f'failures="{min(1, t.mismatches) + len(cases) - 1}">' + "".join(cases) + "</testsuite>")
+            failures = min(1, t.mismatches) + len(cases) - 1
+            suites.append(f'<testsuite name="parity.{t.key}" tests="{len(cases)}" failures="{failures}">'
+                          + "".join(cases) + "</testsuite>")
+        cov_cases, cov_failures = [], 0
+        interrupted = self._interrupt_reason()
+        for cov in self.coverage.values():
+            body = ""
+            if cov.uncompared:
+                reasons = "\n".join(f"{n} uncompared: {why}" for why, n in cov.reasons(interrupted).most_common())
+                msg = f"{cov.uncompared} of {cov.selected} cases compared by no route"
+                if self.allow_uncompared:
+                    body = f"<skipped message={quoteattr(msg + ' (accepted: --allow-uncompared)')}/>"
+                else:
+                    cov_failures += 1
+                    body = f"<failure message={quoteattr(msg)}>{escape(reasons)}</failure>"
+            name = quoteattr(f"{cov.rule}: every case compared")
+            cov_cases.append(f'<testcase classname="parity.coverage" name={name}>{body}</testcase>')
+        suites.append(f'<testsuite name="parity.coverage" tests="{len(cov_cases)}" failures="{cov_failures}">'
+                      + "".join(cov_cases) + "</testsuite>")
         return '<?xml version="1.0" encoding="utf-8"?>\n<testsuites>' + "".join(suites) + "</testsuites>\n"
+
+    # ------------------------------------------------------------------ files
+    def open_cases_file(self, directory: str | Path) -> None:
+        """Start the per-case file (replacing an earlier run's); rows are added as cases are tallied."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        self._cases_fh = gzip.open(out / CASES_FILE, "wt", compresslevel=6)
+
+    def close_cases_file(self) -> None:
+        if self._cases_fh is not None:
+            self._cases_fh.close()
+            self._cases_fh = None
 
     def write(self, directory: str | Path, junit: str | Path | None = None) -> Path:
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "parity.json").write_text(json.dumps(self.to_json(), indent=1))
-        (out / "parity.md").write_text(self.markdown())
+        if self._cases_fh is not None:
+            self._cases_fh.flush()
+        _write_atomic(out / "parity.json", json.dumps(self.to_json(), indent=1))
+        _write_atomic(out / "parity.md", self.markdown())
         if junit:
             Path(junit).parent.mkdir(parents=True, exist_ok=True)
-            Path(junit).write_text(self.junit())
+            _write_atomic(Path(junit), self.junit())
         return out

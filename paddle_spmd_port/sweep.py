@@ -2,25 +2,53 @@
 
 Enumerates every rule's grid (:mod:`.cases.grid`), runs each case through the port (in this
 process) and through native Paddle (crash-isolated workers, :mod:`.native.pool`), compares every
-cell (:mod:`.compare`) and writes ``parity.md`` + ``parity.json`` (+ JUnit XML with ``--junit``)
-into the report directory -- after every backend group, so a failure still leaves a partial
-report. Exit status: 0 when no case mismatches, 1 otherwise, 2 on bad usage.
+cell (:mod:`.compare`) and writes ``parity.md``, ``parity.json`` and ``parity-cases.jsonl.gz``
+(+ JUnit XML with ``--junit``) into the report directory -- after every backend group, so a
+failure or an interrupt still leaves a partial report whose first line says so.
+
+Fails closed: a case is *compared* when at least one native route gave an answer, an error, or a
+crash the port predicted. Exit status (the table in :mod:`.runctl`):
+
+    0    every selected case compared, no mismatching cell
+    1    some case mismatches (outranks 3)
+    2    bad usage (one line; nothing run, nothing written)
+    3    some selected case was compared by no route (Paddle missing, a backend unavailable,
+         workers timing out, an empty selection); ``--allow-uncompared`` accepts that, and the
+         report's first line then says so
+    130 / 143  interrupted by SIGINT / SIGTERM (workers ended, partial report written)
+
+The report goes to ``reports/parity`` for the whole default sweep and to
+``reports/parity-<selection>`` for any narrower one, so a sample never replaces the full sweep's
+report; a ``--report-dir`` holding another selection's report is refused unless ``--replace-report``.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from .cases.case import Case
 from .cases.grid import GRIDS, grid_for, sample
 from .compare import compare
 from .outcome import Outcome, run_port
 from .progress import Progress
-from .report import ParityReport, RuleTally, repro_snippet
+from .report import DONE, INTERRUPTED, RUNNING, ParityReport, repro_snippet
+from .runctl import (
+    EXIT_FINDING,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    ArgumentParser,
+    Interrupted,
+    UsageError,
+    check_output_dir,
+    check_output_file,
+    run_command,
+)
 from .versions import AGREEING, VersionProfile, detect_profile
 
 #: The native backends each rule is compared with by default, the primary one first.
@@ -39,11 +67,11 @@ DEFAULT_BACKENDS: dict[str, tuple[str, ...]] = {
 }
 DEFAULT_BACKEND = {rule: backends[0] for rule, backends in DEFAULT_BACKENDS.items()}
 BACKENDS = ("registry", "compiled", "pir")  # also the order backend groups run in
+DEFAULT_REPORT_DIR = Path("reports/parity")
 
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m paddle_spmd_port parity", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+def build_parser() -> ArgumentParser:
+    ap = ArgumentParser(prog="python -m paddle_spmd_port parity", description=__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rules", default="all",
                     help=f"comma-separated rule keys, or 'all' ({', '.join(GRIDS)})")
     ap.add_argument("--backend", choices=BACKENDS, default=None,
@@ -54,25 +82,89 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--sample", type=int, default=None, help="a deterministic random sample of N cases per rule")
     ap.add_argument("--seed", type=int, default=0, help="seed for --sample")
     ap.add_argument("--workers", type=int, default=2, help="native worker processes (default 2)")
-    ap.add_argument("--timeout", type=float, default=60.0, help="seconds a silent worker is given before it is killed")
-    ap.add_argument("--report-dir", default="reports/parity", help="where parity.md / parity.json go")
+    ap.add_argument("--timeout", type=float, default=60.0,
+                    help="seconds a silent worker is given before it is killed (> 0; default 60)")
+    ap.add_argument("--report-dir", default=None,
+                    help=f"where the report goes (default {DEFAULT_REPORT_DIR} for the whole sweep, "
+                         f"{DEFAULT_REPORT_DIR}-<selection> for a narrower one)")
+    ap.add_argument("--replace-report", action="store_true",
+                    help="let this run replace a report of another selection in --report-dir")
+    ap.add_argument("--allow-uncompared", action="store_true",
+                    help="exit 0 even if some case was compared by no route (the report's first line says so)")
     ap.add_argument("--junit", default=None, help="also write JUnit XML to this path")
     ap.add_argument("--show-repro", action="store_true", help="print a standalone Python snippet per mismatch")
     ap.add_argument("--list", action="store_true", help="print each rule's grid size and exit")
     ap.add_argument("--quiet", action="store_true", help="no progress line")
-    args = ap.parse_args(argv)
-    names = list(GRIDS) if args.rules == "all" else [r.strip() for r in args.rules.split(",") if r.strip()]
+    return ap
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    args = build_parser().parse_args(argv)
+    names = list(GRIDS) if args.rules.strip() == "all" else [r.strip() for r in args.rules.split(",") if r.strip()]
     unknown = [r for r in names if r not in GRIDS]
     if unknown:
-        ap.error(f"--rules: unknown rule(s) {', '.join(unknown)}; choose from {', '.join(GRIDS)}")
-    if args.max_cases is not None and args.max_cases < 1:
-        ap.error("--max-cases must be >= 1")
-    if args.sample is not None and args.sample < 1:
-        ap.error("--sample must be >= 1")
-    if args.workers < 1:
-        ap.error("--workers must be >= 1")
-    args.rule_names = names
+        raise UsageError("--rules", f"unknown rule(s) {', '.join(unknown)}", f"choose from all, {', '.join(GRIDS)}")
+    if not names:
+        raise UsageError("--rules", f"{args.rules!r} names no rule", f"give 'all' or some of {', '.join(GRIDS)}")
+    for flag, value in (("--max-cases", args.max_cases), ("--sample", args.sample), ("--workers", args.workers)):
+        if value is not None and value < 1:
+            raise UsageError(flag, f"{value} is not allowed", "give an integer >= 1")
+    if not args.timeout > 0:  # also rejects nan
+        raise UsageError("--timeout", f"{args.timeout:g} is not allowed", "give a number of seconds > 0")
+    args.rule_names = list(dict.fromkeys(names))
+    args.selection = selection_of(args)
+    if not args.list:
+        slug = args.selection["slug"]
+        default_dir = DEFAULT_REPORT_DIR if args.selection["full"] else Path(f"{DEFAULT_REPORT_DIR}-{slug}")
+        args.report_dir = check_output_dir(args.report_dir or default_dir, "--report-dir")
+        if args.junit:
+            args.junit = check_output_file(args.junit, "--junit")
+        if not args.replace_report:
+            _refuse_other_selection(args.report_dir, args.selection)
     return args
+
+
+def selection_of(args: argparse.Namespace) -> dict:
+    """What this run compares: a stable key, a slug for its default report dir, and a sentence."""
+    all_rules = args.rule_names == list(GRIDS)
+    slug, words = [], []
+    if not all_rules:
+        slug.append("rules-" + "+".join(args.rule_names))
+        words.append("rules " + ", ".join(args.rule_names))
+    else:
+        words.append(f"all {len(GRIDS)} rules")
+    if args.backend:
+        slug.append(f"backend-{args.backend}")
+        words.append(f"backend {args.backend} only")
+    elif args.primary_only:
+        slug.append("primary")
+        words.append("primary backends only")
+    else:
+        words.append("default backends")
+    if args.sample is not None:
+        slug.append(f"sample{args.sample}-seed{args.seed}")
+        words.append(f"a sample of {args.sample} cases per rule (seed {args.seed})")
+    if args.max_cases is not None:
+        slug.append(f"max{args.max_cases}")
+        words.append(f"the first {args.max_cases} cases per rule")
+    full = not slug
+    return {"full": full, "slug": "_".join(slug) or "full", "rules": args.rule_names, "backend": args.backend,
+            "primary_only": args.primary_only, "sample": args.sample, "seed": args.seed,
+            "max_cases": args.max_cases, "describe": ("the whole grid: " if full else "") + "; ".join(words)}
+
+
+def _refuse_other_selection(report_dir: Path, selection: dict) -> None:
+    old_file = report_dir / "parity.json"
+    if not old_file.is_file():
+        return
+    try:
+        old = json.loads(old_file.read_text()).get("selection") or {}
+    except (OSError, ValueError, AttributeError):
+        old = {}
+    if old.get("slug") != selection["slug"]:
+        what = old.get("describe") or "a run of unknown selection"
+        raise UsageError("--report-dir", f"{report_dir} holds the report of another run ({what})",
+                         "choose another --report-dir, or pass --replace-report to replace it")
 
 
 def select_cases(rule: str, max_cases: int | None, n_sample: int | None, seed: int) -> list[Case]:
@@ -98,68 +190,119 @@ def run_native_group(backend: str, cases: list[Case], args: argparse.Namespace,
     return outcomes
 
 
+def _plan_groups(args: argparse.Namespace) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {}
+    for rule in args.rule_names:
+        backends = (args.backend,) if args.backend else DEFAULT_BACKENDS[rule]
+        for backend in backends[:1] if args.primary_only else backends:
+            groups.setdefault(backend, []).append(rule)
+    return dict(sorted(groups.items(), key=lambda item: BACKENDS.index(item[0])))
+
+
+def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: dict[str, list[Case]],
+                native: Sequence[Outcome | None], native_seconds: float, profile: VersionProfile | None,
+                state: str = DONE) -> None:
+    """Compare one backend group's native outcomes with the port, case by case, into the report.
+    A None outcome (the group was interrupted before it) is left out: that case stays uncompared."""
+    offset = 0
+    for rule in rules:
+        tally = report.tallies[f"{rule}@{backend}"]
+        t1 = time.time()
+        rule_cases = by_rule[rule]
+        for index, (case, nat) in enumerate(zip(rule_cases, native[offset:offset + len(rule_cases)], strict=True)):
+            if nat is None:
+                continue
+            port = run_port(case)
+            cmp = compare(case.spec, port, nat)
+            if cmp.verdict not in AGREEING and profile is not None:
+                why = profile.explain(case, port, nat, cmp)
+                if why:
+                    cmp = dataclasses.replace(cmp, verdict="known-difference", note=why)
+            report.add(tally, index, case, port, nat, cmp)
+        tally.port_seconds = time.time() - t1
+        tally.native_seconds = native_seconds * len(rule_cases) / max(len(native), 1)
+        tally.state = state
+        offset += len(rule_cases)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    return run_command("parity", lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = parse_args(argv)
     by_rule = {r: select_cases(r, args.max_cases, args.sample, args.seed) for r in args.rule_names}
     if args.list:
         for rule, cases in by_rule.items():
             n_cells = cases[0].spec.n_cells if cases else 0
             print(f"{rule:22s} {len(cases):8,d} cases {len(cases) * n_cells:10,d} cells")
-        return 0
+        return EXIT_OK
 
-    report = ParityReport()
+    report = ParityReport(selection=args.selection, allow_uncompared=args.allow_uncompared)
+    groups = _plan_groups(args)
+    for backend, rules in groups.items():
+        for rule in rules:
+            cases = by_rule[rule]
+            report.plan(rule, backend, len(cases), cases[0].spec.n_cells if cases else 0)
     profile: VersionProfile | None = None
-    groups: dict[str, list[str]] = {}
-    for rule in by_rule:
-        backends = (args.backend,) if args.backend else DEFAULT_BACKENDS[rule]
-        for backend in backends[:1] if args.primary_only else backends:
-            groups.setdefault(backend, []).append(rule)
+    running: tuple[str, list[str]] | None = None  # the group in flight
+    out = args.report_dir
+    report.open_cases_file(out)
     try:
-        for backend, rules in sorted(groups.items(), key=lambda item: BACKENDS.index(item[0])):
+        for backend, rules in groups.items():
             cases = [c for r in rules for c in by_rule[r]]
+            running = (backend, rules)
+            for rule in rules:
+                report.tallies[f"{rule}@{backend}"].state = RUNNING
             t0 = time.time()
             try:
                 native = run_native_group(backend, cases, args, report)
             except (ImportError, RuntimeError) as exc:
-                report.notes.append(f"{backend} backend unavailable: {str(exc).strip()[-400:]}")
-                native = [Outcome(unreachable=f"{backend} backend unavailable") for _ in cases]
+                why = " ".join(str(exc).strip().split())[-300:]
+                report.notes.append(f"{backend} backend unavailable: {why}")
+                native = [Outcome(not_run=f"backend unavailable: {why}") for _ in cases]
             native_seconds = time.time() - t0
-            if profile is None and report.paddle.get("version"):
+            if profile is None and report.paddle.get("version") not in (None, "not installed"):
                 profile = detect_profile(report.paddle["version"], report.paddle.get("commit", ""))
                 report.profile = profile.to_json()
                 if profile.is_newer_than_known:
                     report.notes.append("Paddle is newer than every known profile: each mismatch is a possible "
                                         "regression of this release (or a change the port has to follow).")
-            offset = 0
-            for rule in rules:
-                key = rule if rule not in report.tallies else f"{rule}@{backend}"
-                tally = report.tallies[key] = RuleTally(rule, backend)
-                t1 = time.time()
-                rule_cases = by_rule[rule]
-                for case, nat in zip(rule_cases, native[offset:offset + len(rule_cases)], strict=True):
-                    port = run_port(case)
-                    cmp = compare(case.spec, port, nat)
-                    if cmp.verdict not in AGREEING and profile is not None:
-                        why = profile.explain(case, port, nat, cmp)
-                        if why:
-                            cmp = dataclasses.replace(cmp, verdict="known-difference", note=why)
-                    tally.add(case, port, nat, cmp)
-                tally.port_seconds = time.time() - t1
-                tally.native_seconds = native_seconds * len(rule_cases) / max(len(cases), 1)
-                offset += len(rule_cases)
-            report.write(args.report_dir, args.junit)  # partial report after every group
+            tally_group(report, backend, rules, by_rule, native, native_seconds, profile)
+            running = None
+            report.write(out, args.junit)  # partial report after every group
         report.complete = True
+    except Interrupted as exc:
+        report.interrupted = exc.name
+        if running:  # what the workers answered before the signal still counts
+            backend, rules = running
+            partial = getattr(exc, "partial_outcomes", None)
+            if partial is not None:
+                tally_group(report, backend, rules, by_rule, partial, 0.0, profile, state=INTERRUPTED)
+            for rule in rules:
+                report.tallies[f"{rule}@{backend}"].state = INTERRUPTED
+        exc.detail = f"partial report in {out / 'parity.md'}"
+        raise
     finally:
         report.finished = time.time()
-        out = report.write(args.report_dir, args.junit)
-    print(report.table())
-    print(f"\n{report.total_cells:,} cells, {report.total_mismatches:,} mismatching cases; "
-          f"{report.finished - report.started:.1f} s; report in {out}/parity.md")
+        report.close_cases_file()
+        report.write(out, args.junit)
+        print(report.table())
+        print("\ncoverage (a case is compared when at least one native route answered it):")
+        print("\n".join(report.coverage_lines()))
+        print(f"\n{report.status_line()}")
+        print(f"{report.total_cells:,} cells, {report.total_mismatches:,} mismatching cases, "
+              f"{report.total_uncompared:,} uncompared cases; {report.finished - report.started:.1f} s; "
+              f"report in {out}/parity.md")
     if args.show_repro:
         for tally in report.tallies.values():
             for ex in tally.examples.get("mismatch", []):
                 print(f"\n# --- {ex['describe']}\n" + repro_snippet(Case.from_json(ex["case"])))
-    return 1 if report.total_mismatches else 0
+    if report.total_mismatches:
+        return EXIT_FINDING
+    if report.empty or (report.total_uncompared and not args.allow_uncompared):
+        return EXIT_INCOMPLETE
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -94,13 +94,23 @@ def test_sync_batch_norm_has_no_exported_rule(compiled_run):
     assert sync and all("no C++ SPMD rule for sync_batch_norm" in n.unreachable for n in sync)
 
 
-def test_without_a_compiler_every_case_is_unreachable(monkeypatch, tmp_path):
+def test_without_a_compiler_every_case_is_not_run(monkeypatch, tmp_path):
+    """No compiler is this machine's lack, not Paddle's: not run (never compared), not unreachable."""
     monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
     monkeypatch.setenv("PADDLE_SPMD_PORT_CACHE", str(tmp_path))
     outcomes = list(compiled.CompiledBackend().run_many([curated("ln-b2-2d"), curated("lng-b2-2d")]))
-    assert [o.status for o in outcomes] == ["unreachable", "unreachable"]
-    assert "no C++ compiler" in outcomes[0].unreachable
+    assert [o.status for o in outcomes] == ["not-run", "not-run"]
+    assert outcomes[0].not_run.startswith("backend unavailable: compiled caller: no C++ compiler")
     assert not list(tmp_path.glob("spmd_caller-*"))
+
+
+def test_without_the_callers_source_every_case_is_not_run(monkeypatch, tmp_path):
+    """A wheel built without the package data: the backend is unavailable, never a native crash."""
+    monkeypatch.setattr(compiled, "SOURCE", tmp_path / "missing" / "spmd_caller.cc")
+    monkeypatch.setenv("PADDLE_SPMD_PORT_CACHE", str(tmp_path))
+    outcomes = list(compiled.CompiledBackend().run_many([curated("ln-b2-2d")]))
+    assert [o.status for o in outcomes] == ["not-run"]
+    assert "source" in outcomes[0].not_run and "missing" in outcomes[0].not_run
 
 
 def test_request_line_round_trip_of_a_reply():

@@ -93,6 +93,10 @@ def test_parity_cli_writes_reports(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads((tmp_path / "rep" / "parity.json").read_text())
     assert data["complete"] and data["total_mismatches"] == 0
-    assert data["rules"]["layer_norm"]["cases"] == 60
-    assert "| layer_norm | registry | 60 |" in (tmp_path / "rep" / "parity.md").read_text()
+    assert data["rules"]["layer_norm@registry"]["cases"] == 60
+    assert data["coverage"]["layer_norm"] == {**data["coverage"]["layer_norm"], "selected": 60, "compared": 60,
+                                              "uncompared": 0, "uncompared_reasons": {}}
+    md = (tmp_path / "rep" / "parity.md").read_text()
+    assert md.startswith("**PASS: all 120 selected cases compared, 0 mismatching cases**")
+    assert "| layer_norm | registry | done | 60 |" in md
     assert junit.read_text().startswith("<?xml")

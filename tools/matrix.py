@@ -42,7 +42,7 @@ from paddle_spmd_port.versions import matrix_versions  # noqa: E402  (pure Pytho
 #: The newest profiled release of each minor line (paddle_spmd_port/versions.py).
 DEFAULT_VERSIONS = matrix_versions()
 AGREE = ("match", "both-raise-same")
-OTHER = ("port-rejects-invalid", "native-crash", "unreachable")
+OTHER = ("port-rejects-invalid", "native-crash", "unreachable", "not-run")
 KNOWN = "known-difference"
 
 _CHECK = """
@@ -200,10 +200,10 @@ def one_version(version: str, args: argparse.Namespace) -> VersionRun:
 # --------------------------------------------------------------------------- table
 def rule_rows(run: VersionRun) -> list[dict[str, Any]]:
     rows = []
-    for rule, t in run.parity.get("rules", {}).items():
+    for key, t in run.parity.get("rules", {}).items():
         v = t.get("verdicts", {})
         rows.append({
-            "rule": rule, "backend": t.get("backend", ""), "cases": t.get("cases", 0), "cells": t.get("cells", 0),
+            "rule": t.get("rule", key), "backend": t.get("backend", ""), "cases": t.get("cases", 0), "cells": t.get("cells", 0),
             "matching_cells": t.get("matching_cells", 0), "agree": sum(v.get(k, 0) for k in AGREE),
             "known": v.get(KNOWN), "mismatch": v.get("mismatch", 0),
             "other": {k: v.get(k, 0) for k in OTHER if v.get(k, 0)},
@@ -229,7 +229,7 @@ def render(runs: list[VersionRun], args: argparse.Namespace) -> str:
     head = ["paddle", "rule", "backend", "cases", "cells", "matching cells", "agree", "known diff", "mismatch",
             "other", "test suite"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    short = {"port-rejects-invalid": "invalid", "native-crash": "crash", "unreachable": "unreach"}
+    short = {"port-rejects-invalid": "invalid", "native-crash": "crash", "unreachable": "unreach", "not-run": "not run"}
     for run in runs:
         label = f"{run.version} ({run.commit[:10]})" if run.commit else run.version
         if run.setup:

@@ -29,6 +29,7 @@ program takes the rest.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -37,6 +38,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -66,7 +68,10 @@ def paddle_version() -> dict[str, str]:
     root = paddle_dir()
     if root is None:
         return {"version": "not installed", "commit": ""}
-    text = (root / "version" / "__init__.py").read_text()
+    try:
+        text = (root / "version" / "__init__.py").read_text()
+    except OSError:
+        return {"version": "unknown (no paddle/version/__init__.py)", "commit": ""}
     found = {key: re.search(rf"^{key}\s*=\s*['\"]([^'\"]*)['\"]", text, re.M) for key in ("full_version", "commit")}
     return {"version": found["full_version"].group(1) if found["full_version"] else "?",
             "commit": found["commit"].group(1) if found["commit"] else "?"}
@@ -79,7 +84,14 @@ def cache_dir() -> Path:
 
 
 class BuildError(RuntimeError):
-    """The caller cannot be built here; the message says why."""
+    """The caller cannot be built here; the message says why. ``paddle_lacks_rules`` tells the two
+    kinds apart: this Paddle has no such rules (its headers lack them: every case is unreachable,
+    a fact about the release), or this machine lacks something (Paddle, a compiler, the caller's
+    source, a working build: every case is not run, and the sweep fails closed)."""
+
+    def __init__(self, message: str, paddle_lacks_rules: bool = False) -> None:
+        super().__init__(message)
+        self.paddle_lacks_rules = paddle_lacks_rules
 
 
 def compile_caller() -> Path:
@@ -88,8 +100,13 @@ def compile_caller() -> Path:
     if root is None:
         raise BuildError("paddlepaddle is not installed (pip install paddlepaddle)")
     include, libs = root / "include", root / "libs"
+    if not (libs / "libphi_core.so").exists():
+        raise BuildError(f"{root} is not a usable Paddle install (no libs/libphi_core.so)")
     if not (include / "paddle" / "phi" / "infermeta" / "spmd_rules" / "batch_norm.h").exists():
-        raise BuildError(f"{include} has no phi/infermeta/spmd_rules/batch_norm.h (Paddle < 3.1 or no headers)")
+        raise BuildError(f"{include} has no phi/infermeta/spmd_rules/batch_norm.h (Paddle < 3.1 or no headers)",
+                         paddle_lacks_rules=True)
+    if not SOURCE.is_file():
+        raise BuildError(f"the caller's source {SOURCE} is missing (an install without the package data)")
     cxx = os.environ.get("CXX") or "g++"
     cxx_path = shutil.which(cxx)
     if cxx_path is None:
@@ -101,6 +118,10 @@ def compile_caller() -> Path:
     if binary.exists():
         return binary
     binary.parent.mkdir(parents=True, exist_ok=True)
+    for stale in binary.parent.glob("spmd_caller-*.*"):  # a build killed mid-way (interrupt) left it
+        with contextlib.suppress(OSError):
+            if time.time() - stale.stat().st_mtime > 900:
+                stale.unlink()
     fd, tmp = tempfile.mkstemp(prefix=binary.name + ".", dir=binary.parent)
     os.close(fd)
     cmd = [cxx_path, "-std=c++17", "-O2", "-w", str(SOURCE), f"-I{include}", f"-I{include / 'third_party'}",
@@ -296,7 +317,7 @@ class CompiledBackend:
     def __init__(self) -> None:
         self._proc: subprocess.Popen | None = None
         self._binary: Path | None = None
-        self._build_error: str | None = None
+        self._build_error: BuildError | None = None
 
     def _program(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
@@ -306,13 +327,13 @@ class CompiledBackend:
                                           stderr=subprocess.DEVNULL, text=True, bufsize=1 << 16, env=env)
         return self._proc
 
-    def _ready(self) -> str | None:
+    def _ready(self) -> BuildError | None:
         """None when the caller can run, else why it cannot."""
         if self._binary is None and self._build_error is None:
             try:
                 self._binary = compile_caller()
             except BuildError as exc:
-                self._build_error = str(exc)
+                self._build_error = exc
         return self._build_error
 
     def run_many(self, cases: Iterable[Case]) -> Iterator[Outcome]:
@@ -330,7 +351,10 @@ class CompiledBackend:
         why = self._ready()
         if why is not None:
             for _ in cases:
-                yield Outcome(unreachable=f"compiled caller unavailable: {why}")
+                if why.paddle_lacks_rules:
+                    yield Outcome(unreachable=f"compiled caller unavailable: {why}")
+                else:
+                    yield Outcome(not_run=f"backend unavailable: compiled caller: {why}")
             return
         todo = [c for c in cases]
         while todo:

@@ -4,6 +4,16 @@
 segfaults or aborts), the case it was on is recorded as ``native crashed: signal N`` and a new
 worker resumes right after it; a worker silent for ``timeout`` seconds is killed and its case
 recorded as a hang. The sweep always completes.
+
+Failing closed: a hang is a *not run* outcome (no answer from Paddle), never a crash of Paddle's;
+after ``MAX_STRAIGHT_FAILURES`` hangs in a row, or as many Python-level worker deaths in a row,
+the slice gives up and its remaining cases are *not run* with the reason. A worker that cannot
+start at all raises :class:`BackendUnavailable`.
+
+Interrupts: workers run in process groups of their own (so that a Ctrl-C in the terminal reaches
+only the parent, which decides); when :func:`run_native` is left by an exception (the sweep's
+:class:`~paddle_spmd_port.runctl.Interrupted` included) every worker group -- the worker, the
+compiled caller it drives and any forked child -- is killed, and the case file removed.
 """
 
 from __future__ import annotations
@@ -24,6 +34,13 @@ from ..outcome import Outcome
 
 ProgressFn = Callable[[int], None]
 
+#: Hangs (or Python-level worker deaths) in a row after which a slice gives up.
+MAX_STRAIGHT_FAILURES = 3
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend's workers cannot start here (Paddle missing, import failure, ...)."""
+
 
 def _describe_exit(code: int | None) -> str:
     if code is None:
@@ -43,11 +60,23 @@ def worker_command(backend: str, case_file: str, start: int, stop: int) -> list[
 
 class _Slice(threading.Thread):
     def __init__(self, backend: str, case_file: str, start: int, stop: int, outcomes: list[Outcome | None],
-                 timeout: float, on_progress: ProgressFn, info: dict) -> None:
+                 timeout: float, on_progress: ProgressFn, info: dict, stop_event: threading.Event) -> None:
         super().__init__(daemon=True)
         self.backend, self.case_file, self.start_at, self.stop_at = backend, case_file, start, stop
         self.outcomes, self.timeout, self.on_progress, self.info = outcomes, timeout, on_progress, info
+        self.stop_event = stop_event
+        self.proc: subprocess.Popen | None = None
         self.error: BaseException | None = None
+
+    def kill(self) -> None:
+        """End the current worker and everything it started (its own process group)."""
+        proc = self.proc
+        if proc is None:
+            return
+        try:  # the group outlives its leader while any member lives, so no poll() check here
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def run(self) -> None:
         try:
@@ -58,10 +87,16 @@ class _Slice(threading.Thread):
     def _run(self) -> None:
         next_index = self.start_at
         env = dict(os.environ, PYTHONUNBUFFERED="1", GLOG_minloglevel="3", FLAGS_call_stack_level="0")
+        straight_failures: list[str] = []
         while next_index < self.stop_at:
+            if self.stop_event.is_set():
+                return
             err_log = tempfile.TemporaryFile()  # a file, not a pipe: a chatty worker can't block on it
-            proc = subprocess.Popen(worker_command(self.backend, self.case_file, next_index, self.stop_at),
-                                    stdout=subprocess.PIPE, stderr=err_log, env=env)
+            proc = self.proc = subprocess.Popen(
+                worker_command(self.backend, self.case_file, next_index, self.stop_at),
+                stdout=subprocess.PIPE, stderr=err_log, env=env, start_new_session=True)
+            if self.stop_event.is_set():  # stopped while this worker was starting: the parent may not see it
+                self.kill()
             assert proc.stdout is not None
             fd = proc.stdout.fileno()
             buf = b""
@@ -70,7 +105,7 @@ class _Slice(threading.Thread):
                 ready, _, _ = select.select([fd], [], [], self.timeout)
                 if not ready:
                     hung = True
-                    proc.kill()
+                    self.kill()
                     break
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
@@ -93,31 +128,47 @@ class _Slice(threading.Thread):
                         finished = True
                 if done_here:
                     self.on_progress(done_here)
+            proc.stdout.close()
             proc.wait()
+            self.kill()  # anything the worker left behind in its group (a forked child, the C++ caller)
             err_log.seek(0)
             stderr = err_log.read().decode(errors="replace")
             err_log.close()
-            if finished:
-                return
-            if next_index >= self.stop_at:
+            if finished or next_index >= self.stop_at or self.stop_event.is_set():
                 return
             if hung:
-                self.outcomes[next_index] = Outcome(crash=f"hang: no answer within {self.timeout:.0f} s")
+                failure = f"worker timed out: no answer within {self.timeout:g} s"
+                self.outcomes[next_index] = Outcome(not_run=failure)
             elif proc.returncode == 1 and "Traceback" in stderr and next_index == self.start_at and not self.info:
-                raise RuntimeError(f"native worker failed to start:\n{stderr[-3000:]}")
+                last = [ln.strip() for ln in stderr.splitlines() if ln.strip()][-1:] or ["(no message)"]
+                raise BackendUnavailable(f"the {self.backend} worker could not start: {last[0][:300]}")
             else:
                 how = _describe_exit(proc.returncode)
+                failure = ""
                 if proc.returncode is not None and proc.returncode > 0:  # a Python-level death: say why
                     tail = [ln for ln in stderr.strip().splitlines() if ln.strip()][-1:]
                     how += f" ({tail[0].strip()[:200]})" if tail else ""
+                    failure = f"worker died: {how}"
                 self.outcomes[next_index] = Outcome(crash=how)
             self.on_progress(1)
             next_index += 1
+            # a run of failures of the harness (not of Paddle's rules) ends the slice: fail closed, fast
+            straight_failures = [*straight_failures, failure] if failure else []
+            if len(straight_failures) >= MAX_STRAIGHT_FAILURES and next_index < self.stop_at:
+                why = (f"the {self.backend} worker failed {len(straight_failures)} times in a row "
+                       f"(last: {straight_failures[-1]})")
+                for i in range(next_index, self.stop_at):
+                    self.outcomes[i] = Outcome(not_run=why)
+                self.on_progress(self.stop_at - next_index)
+                return
 
 
 def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 2, timeout: float = 120.0,
                on_progress: ProgressFn | None = None, work_dir: str | Path | None = None) -> tuple[list[Outcome], dict]:
-    """Outcomes of ``cases`` on a native backend, in order, plus the Paddle version info."""
+    """Outcomes of ``cases`` on a native backend, in order, plus the Paddle version info.
+
+    If an exception (an interrupt) ends the wait, it carries ``partial_outcomes``: the outcomes
+    received so far, None for the rest."""
     outcomes: list[Outcome | None] = [None] * len(cases)
     info: dict = {}
     lock = threading.Lock()
@@ -127,18 +178,34 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
             with lock:
                 on_progress(n)
 
-    with tempfile.TemporaryDirectory(dir=work_dir) as tmp:
+    if timeout <= 0:
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+    if not cases:
+        return [], info
+    stop_event = threading.Event()
+    with tempfile.TemporaryDirectory(prefix="paddle_spmd_port-", dir=work_dir) as tmp:
         case_file = os.path.join(tmp, "cases.jsonl")
         write_jsonl(cases, case_file)
         n = len(cases)
         workers = max(1, min(workers, n))
         bounds = [n * k // workers for k in range(workers + 1)]
-        threads = [_Slice(backend, case_file, bounds[k], bounds[k + 1], outcomes, timeout, progress, info)
+        threads = [_Slice(backend, case_file, bounds[k], bounds[k + 1], outcomes, timeout, progress, info,
+                          stop_event)
                    for k in range(workers) if bounds[k] < bounds[k + 1]]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        except BaseException as exc:  # an interrupt: hand what was answered so far to the caller
+            exc.partial_outcomes = list(outcomes)  # type: ignore[attr-defined]
+            raise
+        finally:  # normal end: nothing left to kill; interrupt or error: every worker group ends here
+            stop_event.set()
+            for t in threads:
+                t.kill()
+            for t in threads:
+                t.join(timeout=10)
         for t in threads:
             if t.error is not None:
                 raise t.error
