@@ -7,13 +7,16 @@
     compat-test   run Paddle-style SPMD rule test files against the port and native Paddle
 
 Each command lives in its own module exposing ``main(argv) -> int``; this file only dispatches,
-so adding a command is one line in ``COMMANDS``.
+so adding a command is one line in ``COMMANDS``. A missing or unknown command is a usage error:
+one line on stderr, exit 2 (:mod:`paddle_spmd_port.runctl`).
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+
+from .runctl import EXIT_OK, EXIT_USAGE, UsageError
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "parity": ("paddle_spmd_port.sweep", "the exhaustive parity sweep against native Paddle (main job)"),
@@ -31,15 +34,20 @@ def usage() -> str:
     return "\n".join(lines)
 
 
+PROG = "python -m paddle_spmd_port"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
-    if not args or args[0] in ("-h", "--help", "help"):
+    if args and args[0] in ("-h", "--help", "help"):
         print(usage())
-        return 0 if args else 2
+        return EXIT_OK
+    if not args or args[0] not in COMMANDS:
+        problem = "no COMMAND given" if not args else f"unknown command {args[0]!r}"
+        print(f"{PROG}: error: {UsageError('COMMAND', problem, 'choose one of ' + ', '.join(COMMANDS))} "
+              "(see --help)", file=sys.stderr)
+        return EXIT_USAGE
     name, rest = args[0], args[1:]
-    if name not in COMMANDS:
-        print(f"unknown command {name!r}\n\n{usage()}", file=sys.stderr)
-        return 2
     module = importlib.import_module(COMMANDS[name][0])
     return int(module.main(rest) or 0)
 

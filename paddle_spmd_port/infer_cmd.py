@@ -10,6 +10,13 @@ Every tensor argument NAME of the rule takes ``--NAME-shape``, ``--NAME-mapping`
 ``--NAME-partial`` (mesh dims, comma separated) and, where optional, ``--NAME-none``. Shapes not
 given are derived from x (per-channel [C] for batch_norm, x.shape[b:] product for scale/bias,
 x.shape[:b] for mean/variance); mappings not given are replicated.
+
+Exit code (:mod:`paddle_spmd_port.runctl`): 0 port and native agree (or --no-native: the port
+answered or refused); 1 they differ; 2 bad arguments, i.e. arguments that do not form a case (one
+line on stderr). A case the port refuses (a dims_mapping longer than the rank, a mesh dim out of
+range, ...) is a case: the port's answer is that refusal. 3 Paddle's side gave nothing to compare
+with (Paddle missing, the backend failing to start, a worker timing out, Paddle crashing, the
+backend unable to express the case): the reason is one line on stderr. 130/143 interrupted.
 """
 
 from __future__ import annotations
@@ -19,19 +26,33 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .cases.case import Case
-from .cases.rulebook import RULES
-from .compare import compare
+from .cases.rulebook import RULES, RuleSpec
+from .compare import COMPARED, compare
 from .outcome import Outcome, run_port
+from .runctl import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, ArgumentParser, UsageError, run_command
 from .types import DistTensorSpec, ProcessMesh
 
+PROG = "python -m paddle_spmd_port infer"
+DEFAULT_MESH = "2,3"
+ATTR_FLAGS = ("epsilon", "momentum", "begin_norm_axis", "data_format", "is_test", "use_global_stats",
+              "trainable_statistics")
+TENSOR_NAMES = sorted({n for spec in RULES.values() for n in spec.inputs})
+CASE_JSON_EXAMPLE = "give a case as a report's repro line prints it (see --help)"
 
-def _ints(text: str, what: str) -> tuple[int, ...]:
+
+def _flag(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _ints(text: str, arg: str, example: str = "0,-1") -> tuple[int, ...]:
     try:
         return tuple(int(v) for v in text.split(",") if v.strip() != "")
     except ValueError:
-        raise SystemExit(f"{what}: expected comma-separated integers like 0,-1 — got {text!r}") from None
+        raise UsageError(arg, f"{text!r} is not a list of integers", f"give comma-separated integers like {example}"
+                         ) from None
 
 
 def _bool(text: str) -> bool:
@@ -43,16 +64,14 @@ def _bool(text: str) -> bool:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m paddle_spmd_port infer", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("rule", nargs="?", choices=list(RULES), help="rule key")
     ap.add_argument("--case-json", help="a case as JSON (what a report's repro line carries)")
-    ap.add_argument("--mesh", default="2,3", help="mesh shape, e.g. 2 or 2,3 (default 2,3)")
+    ap.add_argument("--mesh", default=None, help=f"mesh shape, e.g. 2 or 2,3 (default {DEFAULT_MESH})")
     ap.add_argument("--no-native", action="store_true", help="port only (no Paddle needed)")
     ap.add_argument("--backend", choices=("registry", "pir", "compiled"), default=None)
-    names = sorted({n for spec in RULES.values() for n in spec.inputs})
-    for name in names:
-        flag = name.replace("_", "-")
+    for name in TENSOR_NAMES:
+        flag = _flag(name)
         ap.add_argument(f"--{flag}-shape", dest=f"{name}_shape")
         ap.add_argument(f"--{flag}-mapping", dest=f"{name}_mapping")
         ap.add_argument(f"--{flag}-partial", dest=f"{name}_partial")
@@ -62,8 +81,21 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--begin-norm-axis", type=int, dest="begin_norm_axis")
     ap.add_argument("--data-format", dest="data_format")
     for flag in ("is_test", "use_global_stats", "trainable_statistics"):
-        ap.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=_bool)
+        ap.add_argument(f"--{_flag(flag)}", dest=flag, type=_bool)
     return ap
+
+
+def _tensor_flags(args: argparse.Namespace, name: str) -> list[str]:
+    """The ``--NAME-*`` flags given for tensor ``name``."""
+    return [f"--{_flag(name)}-{part}" for part in ("shape", "mapping", "partial", "none")
+            if getattr(args, f"{name}_{part}") not in (None, False)]
+
+
+def _case_flags(args: argparse.Namespace) -> list[str]:
+    """The flags given that describe a case (everything but --case-json, --no-native, --backend)."""
+    given = [f"--{_flag(k)}" for k in ATTR_FLAGS if getattr(args, k) is not None]
+    given += [flag for name in TENSOR_NAMES for flag in _tensor_flags(args, name)]
+    return given + (["--mesh"] if args.mesh is not None else [])
 
 
 def _derived_shape(rule: str, name: str, x_shape: tuple[int, ...], attrs: dict) -> tuple[int, ...]:
@@ -72,6 +104,9 @@ def _derived_shape(rule: str, name: str, x_shape: tuple[int, ...], attrs: dict) 
     if rule.startswith(("batch_norm", "sync_batch_norm")):
         fmt = attrs.get("data_format", "NCHW")
         c = 1 if len(fmt) > 1 and fmt[1] == "C" else len(x_shape) - 1
+        if not 0 <= c < len(x_shape):
+            raise UsageError(f"--{_flag(name)}-shape", f"cannot be derived from an x of rank {len(x_shape)} "
+                             f"(no channel axis for data_format {fmt})", f"give --{_flag(name)}-shape")
         return (x_shape[c],)
     b = attrs.get("begin_norm_axis", 1)
     if name in ("mean", "variance"):
@@ -80,33 +115,142 @@ def _derived_shape(rule: str, name: str, x_shape: tuple[int, ...], attrs: dict) 
 
 
 def case_from_args(args: argparse.Namespace) -> Case:
-    if args.case_json:
-        return Case.from_json(json.loads(args.case_json))
+    if args.case_json is not None:
+        given = _case_flags(args) + ([args.rule] if args.rule else [])
+        if given:
+            raise UsageError("--case-json", f"given together with {' '.join(given)}",
+                             "give either --case-json or a RULE with its flags")
+        return case_from_json(args.case_json)
     if args.rule is None:
-        raise SystemExit("give a RULE (one of " + ", ".join(RULES) + ") or --case-json")
+        raise UsageError("RULE", "missing", "give a rule (one of " + ", ".join(RULES) + ") or --case-json")
     spec = RULES[args.rule]
-    mesh = ProcessMesh(_ints(args.mesh, "--mesh"))
+    foreign = [f"--{_flag(k)}" for k in ATTR_FLAGS if getattr(args, k) is not None and k not in dict(spec.attrs)]
+    foreign += [flag for name in TENSOR_NAMES if name not in spec.inputs for flag in _tensor_flags(args, name)]
+    if foreign:
+        takes = ", ".join([f"--{_flag(n)}-*" for n in spec.inputs] + [f"--{_flag(k)}" for k, _ in spec.attrs])
+        raise UsageError(foreign[0], f"{args.rule} takes no such argument", f"{args.rule} takes {takes}")
+    mesh_text = DEFAULT_MESH if args.mesh is None else args.mesh
+    mesh_shape = _ints(mesh_text, "--mesh", "2 or 2,3")
+    if not mesh_shape or min(mesh_shape) < 1:
+        raise UsageError("--mesh", f"{mesh_text!r} is not a mesh shape", "give sizes >= 1 like 2 or 2,3")
+    mesh = ProcessMesh(mesh_shape)
     attrs = {k: getattr(args, k) for k, _ in spec.attrs if getattr(args, k, None) is not None}
     if args.x_shape is None:
-        raise SystemExit("--x-shape is required, e.g. --x-shape 8,6,4,4")
-    x_shape = _ints(args.x_shape, "--x-shape")
+        raise UsageError("--x-shape", "missing", "give the shape of x, e.g. --x-shape 8,6,4,4")
     inputs: list[DistTensorSpec | None] = []
+    x_shape: tuple[int, ...] = ()
     for name in spec.inputs:
+        flag = _flag(name)
         if getattr(args, f"{name}_none"):
             if name not in spec.optional:
-                raise SystemExit(f"--{name.replace('_', '-')}-none: {name} is not optional for {args.rule}")
+                raise UsageError(f"--{flag}-none", f"{name} is not optional for {args.rule}",
+                                 f"optional: {', '.join(sorted(spec.optional)) or 'none'}")
             inputs.append(None)
             continue
         shape_text = getattr(args, f"{name}_shape")
-        shape = _ints(shape_text, f"--{name}-shape") if shape_text else _derived_shape(args.rule, name, x_shape, attrs)
+        if shape_text is not None:
+            shape = _ints(shape_text, f"--{flag}-shape", "8,6,4,4")
+            if any(s < 0 for s in shape):
+                raise UsageError(f"--{flag}-shape", f"{shape_text!r} has a negative size", "give sizes >= 0")
+        else:
+            shape = _derived_shape(args.rule, name, x_shape, attrs)
+        if name == "x":
+            x_shape = shape
         mapping_text = getattr(args, f"{name}_mapping")
-        mapping = _ints(mapping_text, f"--{name}-mapping") if mapping_text else (-1,) * len(shape)
+        mapping = _ints(mapping_text, f"--{flag}-mapping") if mapping_text is not None else (-1,) * len(shape)
         partial_text = getattr(args, f"{name}_partial")
-        partial = frozenset(_ints(partial_text, f"--{name}-partial")) if partial_text else frozenset()
+        partial = frozenset(_ints(partial_text, f"--{flag}-partial", "0 or 0,1")) if partial_text else frozenset()
         inputs.append(DistTensorSpec(shape, mapping, mesh, partial))
     return Case(args.rule, mesh, tuple(inputs), tuple(attrs.items()), "cli")
 
 
+# --------------------------------------------------------------------------- --case-json
+def _json_error(problem: str, valid: str = CASE_JSON_EXAMPLE) -> UsageError:
+    return UsageError("--case-json", problem, valid)
+
+
+def _int_list(value: Any, where: str) -> None:
+    if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
+        raise _json_error(f"{where} is {json.dumps(value)}, not a list of integers")
+
+
+def _check_mesh_json(mesh: Any, where: str) -> None:
+    if not isinstance(mesh, dict):
+        raise _json_error(f"{where} is {json.dumps(mesh)}, not an object with shape, process_ids, dim_names")
+    for key in ("shape", "process_ids", "dim_names"):
+        if key not in mesh:
+            raise _json_error(f"{where} has no {key!r}", "a mesh has shape, process_ids and dim_names")
+    _int_list(mesh["shape"], f"{where}.shape")
+    _int_list(mesh["process_ids"], f"{where}.process_ids")
+    if not isinstance(mesh["dim_names"], list) or not all(isinstance(n, str) for n in mesh["dim_names"]):
+        raise _json_error(f"{where}.dim_names is {json.dumps(mesh['dim_names'])}, not a list of strings")
+
+
+def _check_attr_type(rule: str, name: str, value: Any, default: Any) -> None:
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, type(default))
+    if not ok:
+        raise _json_error(f"attribute {name}={json.dumps(value)} of {rule} is not a {type(default).__name__}")
+
+
+def case_from_json(text: str) -> Case:
+    """A case from a report's repro JSON; anything that does not form a case is a usage error."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise _json_error(f"not JSON ({getattr(exc, 'msg', exc)}, at character {getattr(exc, 'pos', '?')})"
+                          ) from None
+    if not isinstance(data, dict):
+        raise _json_error(f"a JSON {type(data).__name__}, not an object")
+    missing = [k for k in ("rule", "mesh", "inputs", "attrs") if k not in data]
+    if missing:
+        raise _json_error(f"no {', '.join(repr(k) for k in missing)}", "a case has rule, mesh, inputs and attrs")
+    rule = data["rule"]
+    if not isinstance(rule, str) or rule not in RULES:
+        raise _json_error(f"unknown rule {json.dumps(rule)}", f"choose from {', '.join(RULES)}")
+    spec: RuleSpec = RULES[rule]
+    _check_mesh_json(data["mesh"], "mesh")
+    inputs = data["inputs"]
+    if not isinstance(inputs, list) or len(inputs) != len(spec.inputs):
+        raise _json_error(f"inputs is {json.dumps(inputs)[:80]}", f"{rule} takes a list of {len(spec.inputs)} "
+                          f"inputs ({', '.join(spec.inputs)}), null for an absent one")
+    for name, item in zip(spec.inputs, inputs, strict=True):
+        if item is None:
+            continue
+        where = f"inputs[{spec.inputs.index(name)}] ({name})"
+        if not isinstance(item, dict):
+            raise _json_error(f"{where} is {json.dumps(item)[:80]}, not an object or null")
+        for key in ("shape", "dims_mapping", "partial_dims", "mesh"):
+            if key not in item:
+                raise _json_error(f"{where} has no {key!r}", "an input has shape, dims_mapping, partial_dims, mesh")
+        for key in ("shape", "dims_mapping", "partial_dims"):
+            _int_list(item[key], f"{where}.{key}")
+        if item["mesh"] is not None:
+            _check_mesh_json(item["mesh"], f"{where}.mesh")
+    attrs = data["attrs"]
+    defaults = dict(spec.attrs)
+    if not isinstance(attrs, list) or not all(isinstance(kv, list) and len(kv) == 2 for kv in attrs):
+        raise _json_error(f"attrs is {json.dumps(attrs)[:80]}", "give a list of [name, value] pairs")
+    for name, value in attrs:
+        if name not in defaults:
+            raise _json_error(f"{rule} has no attribute {json.dumps(name)}",
+                              f"its attributes: {', '.join(defaults) or 'none'}")
+        _check_attr_type(rule, name, value, defaults[name])
+    if not isinstance(data.get("id", ""), str):
+        raise _json_error(f"id is {json.dumps(data['id'])}, not a string")
+    try:
+        return Case.from_json(data)
+    except (TypeError, ValueError, KeyError) as exc:  # sizes < 1, negative shapes, process ids, ...
+        raise _json_error(" ".join(str(exc).split())[:300]) from None
+
+
+# --------------------------------------------------------------------------- running
 def _show(label: str, case: Case, outcome: Outcome) -> None:
     print(f"{label}:")
     if outcome.result is None:
@@ -135,29 +279,53 @@ def _glue_negative_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(_glue_negative_values(sys.argv[1:] if argv is None else argv))
+def _one_line(text: str) -> str:
+    """The first line of an exception's text and, when it has more, its last line (the cause)."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return "no reason given"
+    return lines[0] if len(lines) == 1 else f"{lines[0].rstrip(':')}: {lines[-1]}"[:400]
+
+
+def _main(argv: Sequence[str]) -> int:
+    try:
+        args = build_parser().parse_args(_glue_negative_values(argv))
+    except SystemExit as exc:  # --help (0) or a one-line argparse error (2)
+        return int(exc.code or 0)
     case = case_from_args(args)
     print(case.describe())
     port = run_port(case)
     _show("port", case, port)
     if args.no_native:
-        return 0
-    from .native.pool import run_native
+        return EXIT_OK
     from .sweep import DEFAULT_BACKEND
 
     backend = args.backend or DEFAULT_BACKEND[case.rule]
     try:
+        from .native.pool import run_native
+
         (native,), info = run_native([case], backend=backend, workers=1)
     except (ImportError, RuntimeError) as exc:
-        print(f"native ({backend}): unavailable: {str(exc).strip()[-300:]}")
-        return 0
+        sys.stdout.flush()
+        print(f"{PROG}: native backend {backend} unavailable: {_one_line(str(exc))} "
+              "(--no-native shows the port's answer alone)", file=sys.stderr)
+        return EXIT_INCOMPLETE
     _show(f"native ({backend}, Paddle {info.get('version', '?')})", case, native)
     cmp = compare(case.spec, port, native)
     print(f"verdict: {cmp.verdict} ({cmp.matching_cells}/{cmp.cells} cells equal)")
     for diff in cmp.diffs:
         print(f"  {diff}")
-    return 1 if cmp.verdict == "mismatch" else 0
+    if cmp.verdict == "mismatch":
+        return EXIT_FINDING
+    if cmp.verdict not in COMPARED:
+        sys.stdout.flush()
+        print(f"{PROG}: not compared ({cmp.verdict}): {native}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command(PROG, lambda: _main(sys.argv[1:] if argv is None else argv))
 
 
 if __name__ == "__main__":

@@ -197,6 +197,27 @@ def test_compat_test_rejects_a_missing_path(tmp_path):
     assert rc == 2 and "no such test file" in out
 
 
+@pytest.mark.parametrize(("native", "expected"), [
+    ({"status": "unavailable", "message": "paddlepaddle is not installed", "tests": []}, 3),  # not run: incomplete
+    ({"status": "timeout", "message": "no result after 1 s", "tests": []}, 3),
+    ({"status": "ran", "message": "", "tests": [{"id": "T.test_a", "status": "fail", "message": "x"}]}, 1),
+])
+def test_compat_test_exit_code_tells_a_backend_not_run_from_a_failure(native, expected, tmp_path, monkeypatch):
+    from paddle_spmd_port.compat import cli
+
+    test_file = tmp_path / "test_a.py"
+    test_file.write_text("")
+    port = {"status": "ran", "message": "", "tests": [{"id": "T.test_a", "status": "pass", "message": ""}]}
+    monkeypatch.setattr(cli, "run_backend", lambda path, backend, **kw: {"backend": backend,
+                                                                          **(port if backend == "port" else native)})
+    assert cli.main([str(test_file), "--backend", "both"]) == expected
+    # a failing port run stays a finding (1) whatever the other backend did
+    failing = {**port, "tests": [{"id": "T.test_a", "status": "fail", "message": "x"}]}
+    monkeypatch.setattr(cli, "run_backend", lambda path, backend, **kw: {"backend": backend,
+                                                                          **(failing if backend == "port" else native)})
+    assert cli.main([str(test_file), "--backend", "both"]) == 1
+
+
 def test_pytest_plugin_port_backend_on_the_shim():
     base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     with_plugin = subprocess.run([*base, "-p", "paddle_spmd_port.compat.pytest_plugin", "--spmd-backend=port",

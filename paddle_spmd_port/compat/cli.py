@@ -9,10 +9,12 @@ one subprocess per (backend, file), and prints the per-test results side by side
     TestLayerNormRule.test_reverse          pass    pass
     summary: 2 tests | port: 2 pass | native: 2 pass | same result 2/2 | OK
 
-A directory argument means its ``test_*.py`` files. Exit status: 0 when every test passes (or
-is skipped) under every backend run and, with ``both``, both backends give each test the same
-result; 1 otherwise (also when the native backend cannot run because Paddle is missing); 2 on
-bad arguments.
+A directory argument means its ``test_*.py`` files. Exit status (:mod:`paddle_spmd_port.runctl`):
+0 when every test passes (or is skipped) under every backend run and, with ``both``, both
+backends give each test the same result; 1 when a test fails, errors, the file crashes or does
+not import, or the backends disagree; 3 when nothing failed but a backend could not run a file
+(the native backend without Paddle, a runner timing out); 2 on bad arguments (one line on
+stderr, nothing run or written); 130/143 on SIGINT/SIGTERM (the runner processes are ended first).
 """
 
 from __future__ import annotations
@@ -24,32 +26,99 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ..runctl import (
+    EXIT_FINDING,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    ArgumentParser,
+    Interrupted,
+    UsageError,
+    check_output_file,
+    positive,
+    run_command,
+)
+
+PROG = "python -m paddle_spmd_port compat-test"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OK_STATUSES = frozenset({"pass", "skip", "expected-failure"})
+#: A file's status when its backend could not run it at all: not a failure of the file (exit 3).
+NOT_RUN_STATUSES = frozenset({"unavailable", "timeout", "stopped"})
 FILE_ROW = "(whole file)"
 
 
 def expand(paths: Sequence[str]) -> list[Path]:
-    """Files as given; directories become their ``test_*.py`` files, sorted."""
+    """Files as given; directories become their ``test_*.py`` files, sorted. A path that is
+    missing, or a directory without ``test_*.py`` files, is a :class:`UsageError`."""
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files.extend(sorted(path.glob("test_*.py")))
+            found = sorted(path.glob("test_*.py"))
+            if not found:
+                raise UsageError("PATH", f"{raw}: a directory without test_*.py files",
+                                 "give test files or directories holding test_*.py files")
+            files.extend(found)
         elif path.is_file():
             files.append(path)
         else:
-            raise FileNotFoundError(f"no such test file or directory: {raw}")
+            raise UsageError("PATH", f"{raw}: no such test file or directory",
+                             "give test files or directories holding test_*.py files")
     return files
 
 
-def _child_env(shim: bool) -> dict[str, str]:
+class Runners:
+    """The runner subprocesses alive now, so that an interrupt can end them (and no new one starts)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen] = set()
+        self.stopped = False
+
+    def start(self, cmd: list[str], **kwargs: Any) -> subprocess.Popen | None:
+        with self._lock:
+            if self.stopped:
+                return None
+            proc = subprocess.Popen(cmd, **kwargs)
+            self._procs.add(proc)
+            return proc
+
+    def done(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._procs.discard(proc)
+
+    def stop(self, grace: float = 3.0) -> None:
+        """No new runner; SIGTERM to each runner's process group, SIGKILL to what is left after ``grace`` s."""
+        with self._lock:
+            self.stopped = True
+            procs = list(self._procs)
+        for proc in procs:
+            kill_group(proc, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                pass
+            kill_group(proc, signal.SIGKILL)  # the runner, and anything its test file started
+
+
+def kill_group(proc: subprocess.Popen, sig: int) -> None:
+    """``sig`` to the process group a runner leads (each runs in a session of its own)."""
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _child_env(shim: bool, tmp: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    if tmp is not None:  # the runner's temp files (the shim's package, a test's own) go where we remove them
+        env["TMPDIR"] = tmp
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     env.setdefault("GLOG_minloglevel", "2")
     env.pop("PADDLE_SPMD_COMPAT_SHIM", None)
@@ -58,24 +127,35 @@ def _child_env(shim: bool) -> dict[str, str]:
     return env
 
 
-def run_backend(path: Path, backend: str, *, shim: bool = False, timeout: float = 300.0) -> dict[str, Any]:
+def run_backend(path: Path, backend: str, *, shim: bool = False, timeout: float = 300.0,
+                runners: Runners | None = None) -> dict[str, Any]:
     """One runner subprocess; a crash or timeout becomes the file's status."""
+    runners = runners or Runners()
     with tempfile.TemporaryDirectory(prefix="spmd_compat_") as tmp:
         out = Path(tmp) / "report.json"
         cmd = [sys.executable, "-m", "paddle_spmd_port.compat.runner", "--backend", backend, "--out", str(out)]
         cmd += ["--shim"] if shim else []
+        proc = runners.start([*cmd, str(path.resolve())], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=_child_env(shim, tmp), cwd=tmp, stdin=subprocess.DEVNULL, start_new_session=True)
+        if proc is None:
+            return {"backend": backend, "status": "stopped", "message": "interrupted before it started", "tests": []}
         try:
-            proc = subprocess.run([*cmd, str(path.resolve())], capture_output=True, text=True, timeout=timeout,
-                                  env=_child_env(shim), cwd=tmp)
+            _, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            kill_group(proc, signal.SIGKILL)
+            proc.communicate()
             return {"backend": backend, "status": "timeout", "message": f"no result after {timeout:g} s", "tests": []}
+        finally:
+            runners.done(proc)
         if proc.returncode == 0 and out.exists():
             return json.loads(out.read_text(encoding="utf-8"))
+        if runners.stopped:
+            return {"backend": backend, "status": "stopped", "message": "ended by an interrupt", "tests": []}
         if proc.returncode < 0:
             how = f"killed by {signal.Signals(-proc.returncode).name}"
         else:
             how = f"exit code {proc.returncode}"
-        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        tail = " | ".join(stderr.strip().splitlines()[-3:])
         return {"backend": backend, "status": "crash", "message": f"runner {how}: {tail}", "tests": []}
 
 
@@ -144,30 +224,42 @@ def render(files: list[dict[str, Any]], backends: list[str], environments: dict[
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m paddle_spmd_port compat-test",
+def build_parser() -> argparse.ArgumentParser:
+    parser = ArgumentParser(
+        prog=PROG,
         description="Run Paddle-style SPMD rule unittest files against the port and native Paddle, side by side.")
-    parser.add_argument("paths", nargs="+", help="test files, or directories of test_*.py files")
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="test files, or directories of test_*.py files")
     parser.add_argument("--backend", choices=("port", "native", "both"), default="both")
     parser.add_argument("--shim", action="store_true",
                         help="port backend: use the compat 'paddle' shim even when Paddle is installed")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per file and backend (default 300)")
     parser.add_argument("--jobs", type=int, default=2, help="runner processes at a time (default 2)")
     parser.add_argument("--json", dest="json_path", help="also write the full results as JSON here")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
-        files = expand(args.paths)
-    except FileNotFoundError as exc:
-        print(f"compat-test: {exc}", file=sys.stderr)
-        return 2
-    if not files:
-        print("compat-test: no test files found", file=sys.stderr)
-        return 2
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a one-line argparse error (2)
+        return int(exc.code or 0)
+    positive(args.timeout, "--timeout", "a number of seconds > 0")
+    positive(args.jobs, "--jobs", "a number of processes >= 1")
+    if args.json_path is not None:
+        check_output_file(args.json_path, "--json")
+    files = expand(args.paths)
     backends = ["port", "native"] if args.backend == "both" else [args.backend]
     jobs = [(path, backend) for path in files for backend in backends]
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        reports = list(pool.map(lambda job: run_backend(job[0], job[1], shim=args.shim, timeout=args.timeout), jobs))
+    runners = Runners()
+    pool = ThreadPoolExecutor(max_workers=args.jobs)
+    try:
+        reports = list(pool.map(lambda job: run_backend(job[0], job[1], shim=args.shim, timeout=args.timeout,
+                                                        runners=runners), jobs))
+    except Interrupted:
+        runners.stop()  # the threads' communicate() returns once their runner is gone
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # and their temp dirs are removed before we leave
     by_file: dict[Path, dict[str, dict[str, Any]]] = {}
     environments: dict[str, str] = {}
     for (path, backend), report in zip(jobs, reports, strict=True):
@@ -182,7 +274,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.json_path:
         Path(args.json_path).write_text(json.dumps({"backends": backends, "environments": environments,
                                                     "files": files_out, "ok": ok}, indent=1), encoding="utf-8")
-    return 0 if ok else 1
+    if ok:
+        return EXIT_OK
+    return EXIT_FINDING if any(_failed(t) for f in files_out for t in f["tests"]) else EXIT_INCOMPLETE
+
+
+def _failed(test: dict[str, Any]) -> bool:
+    """A finding: some backend ran the test and it did not pass, or every backend ran it and they
+    differ. A backend that could not run the file at all (``NOT_RUN_STATUSES``) is not one."""
+    statuses = test["status"].values()
+    if any(s not in OK_STATUSES | NOT_RUN_STATUSES for s in statuses):
+        return True
+    return not test["agree"] and not any(s in NOT_RUN_STATUSES for s in statuses)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_command(PROG, lambda: _main(argv))
 
 
 if __name__ == "__main__":

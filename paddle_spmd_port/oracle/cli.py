@@ -14,8 +14,11 @@ Written to ``--report-dir``: ``oracle.md`` (the same), ``oracle.json`` (counts a
 ``oracle-cases.jsonl.gz`` (one line per case that is not sound, rule-error or n/a) and ``repro-*`` files for
 ``python -m paddle_spmd_port launch`` / ``paddle.distributed.launch``.
 
-Exit code: 0 done (Paddle's bugs are findings, not failures); 1 the proposed profile was run and
-some answer of it is not sound; 2 bad arguments.
+Exit code (:mod:`paddle_spmd_port.runctl`): 0 done (Paddle's bugs are findings of the report, not
+failures); 1 the proposed profile was run and some answer of it is not sound; 2 bad arguments (one
+line on stderr, nothing written); 3 the selection held no case; 130/143 interrupted by
+SIGINT/SIGTERM: the report of what was judged so far is written, its first line says
+``INTERRUPTED`` and the rules not finished are marked.
 """
 
 from __future__ import annotations
@@ -24,13 +27,28 @@ import argparse
 import gzip
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ..cases.grid import sample
+from ..cases.case import Case
+from ..cases.grid import MESH_SHAPES, sample
 from ..cases.rulebook import RULES
+from ..runctl import (
+    EXIT_FINDING,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    ArgumentParser,
+    Interrupted,
+    UsageError,
+    check_output_dir,
+    positive,
+    run_command,
+)
 from .grid import ORACLE_MESHES, oracle_grid
 from .report import (
     BUG_LABELS,
@@ -47,20 +65,27 @@ from .report import (
 )
 from .simulator import OP_REJECTS, SOUND, SYNC_GROUPS
 
+PROG = "python -m paddle_spmd_port oracle"
+
+
+def _mesh_text(shape: Sequence[int]) -> str:
+    return "x".join(map(str, shape))
+
 
 def _mesh(text: str) -> tuple[int, ...]:
+    grid = " ".join(_mesh_text(m) for m in MESH_SHAPES)
     try:
         shape = tuple(int(v) for v in text.lower().split("x"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"a mesh looks like 4 or 2x3, got {text!r}") from None
-    if not shape or min(shape) < 1:
-        raise argparse.ArgumentTypeError(f"mesh sizes must be positive: {text!r}")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a mesh; a mesh looks like 4 or 2x3: one of {grid}") from None
+    if shape not in MESH_SHAPES:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a mesh of the case grid; choose from {grid}")
     return shape
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m paddle_spmd_port oracle", description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(prog=PROG, description=__doc__.split("\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rules", nargs="+", default=list(RULES), metavar="RULE",
                    help=f"rule keys (default all): {', '.join(RULES)}; commas also separate")
     p.add_argument("--profile", choices=(*PROFILES, "both"), default="both",
@@ -78,57 +103,109 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return 0 if exc.code == 0 else 2
-    rules = [r for item in args.rules for r in item.split(",") if r]
-    unknown = [r for r in rules if r not in RULES]
-    if unknown:
-        print(f"unknown rule(s) {unknown}; choose from {', '.join(RULES)}", file=sys.stderr)
-        return 2
-    if args.max_cases is not None and args.max_cases < 1:
-        print("--max-cases must be positive", file=sys.stderr)
-        return 2
-    profiles = PROFILES if args.profile == "both" else (args.profile,)
+@dataclass
+class _Run:
+    """What has been judged so far: enough for the full report or, after a signal, a partial one."""
 
-    start = time.perf_counter()
-    judge = Judge(sync_group=args.sync_group)
-    judged: dict[str, dict[str, list[Judged]]] = {p: {} for p in profiles}
-    tallies: dict[str, dict[str, RuleTally]] = {p: {} for p in profiles}
-    for rule in rules:
+    rules: list[str]
+    profiles: tuple[str, ...]
+    judge: Judge
+    rows: dict[str, dict[str, list[Judged]]] = field(default_factory=dict)  # profile -> rule -> judged so far
+    planned: dict[str, int] = field(default_factory=dict)  # rule -> cases to judge (once its grid is built)
+    done: list[str] = field(default_factory=list)  # rules judged completely
+    start: float = field(default_factory=time.perf_counter)
+
+    def __post_init__(self) -> None:
+        self.rows = {p: {} for p in self.profiles}
+
+    def judge_rule(self, rule: str, cases: list[Case], quiet: bool) -> None:
         t0 = time.perf_counter()
-        cases = list(oracle_grid(rule, args.meshes))
-        if args.max_cases is not None:
-            cases = sample(cases, args.max_cases)
-        for profile in profiles:
-            rows = [judge(case, profile) for case in cases]
-            judged[profile][rule] = rows
-            tally = tallies[profile][rule] = RuleTally()
-            for row in rows:
-                tally.add(row)
-        if not args.quiet:
-            print(f"[oracle] {rule}: {len(cases)} cases x {len(profiles)} profile(s) in "
+        self.planned[rule] = len(cases)
+        rows = {p: self.rows[p].setdefault(rule, []) for p in self.profiles}
+        for case in cases:
+            for p in self.profiles:
+                rows[p].append(self.judge(case, p))
+        self.done.append(rule)
+        if not quiet:
+            print(f"[oracle] {rule}: {len(cases)} cases x {len(self.profiles)} profile(s) in "
                   f"{time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
-    seconds = time.perf_counter() - start
 
+    @property
+    def judged(self) -> dict[str, dict[str, list[Judged]]]:
+        """profile -> rule -> the cases judged under every profile (a signal can land between two)."""
+        out: dict[str, dict[str, list[Judged]]] = {p: {} for p in self.profiles}
+        for rule in self.rows[self.profiles[0]]:
+            n = min(len(self.rows[p][rule]) for p in self.profiles)
+            for p in self.profiles:
+                out[p][rule] = self.rows[p][rule][:n]
+        return out
+
+    def status(self, judged: dict[str, dict[str, list[Judged]]]) -> dict[str, dict[str, Any]]:
+        out = {}
+        for rule in self.rules:
+            n = len(judged[self.profiles[0]].get(rule, ()))
+            state = "done" if rule in self.done else ("partial" if rule in self.planned else "not started")
+            out[rule] = {"status": state, "judged": n, "planned": self.planned.get(rule)}
+        return out
+
+
+def _tallies(rows: dict[str, list[Judged]]) -> dict[str, RuleTally]:
+    out = {}
+    for rule, judged in rows.items():
+        tally = out[rule] = RuleTally()
+        for j in judged:
+            tally.add(j)
+    return out
+
+
+def _unfinished_text(status: dict[str, dict[str, Any]]) -> str:
+    parts = []
+    for rule, s in status.items():
+        if s["status"] == "partial":
+            parts.append(f"{rule} (partial: {s['judged']} of {s['planned']} cases)")
+        elif s["status"] == "not started":
+            parts.append(f"{rule} (not judged)")
+    return ", ".join(parts) or "none"
+
+
+def _render(run: _Run, args: argparse.Namespace, seconds: float, interrupted: str | None
+            ) -> tuple[str, str, dict[str, Any], list[Judged], dict[str, str]]:
+    """(markdown, what to print, oracle.json, the rows of the cases file, repro files)."""
+    profiles = run.profiles
+    judged = run.judged
+    status = run.status(judged)
     everything = [j for p in profiles for rows in judged[p].values() for j in rows]
     bugs = distinct_bugs(everything)
-    meshes = " ".join("x".join(map(str, m)) for m in args.meshes)
-    parts = [f"# Oracle: numerical soundness on a virtual mesh\n\nmeshes {meshes}; sync_batch_norm all-reduces over "
-             f"{'the batch mesh dims' if args.sync_group == 'batch' else 'the whole mesh'}; "
-             f"{sum(len(r) for r in judged[profiles[0]].values())} cases per profile; {judge.simulations} "
+    meshes = " ".join(_mesh_text(m) for m in args.meshes)
+    head = ""
+    if interrupted:
+        head = (f"INTERRUPTED by {interrupted} after {seconds:.1f}s: partial report of the cases judged so far; "
+                f"unfinished rules: {_unfinished_text(status)}\n\n")
+    parts = [f"{head}# Oracle: numerical soundness on a virtual mesh\n\nmeshes {meshes}; sync_batch_norm all-reduces "
+             f"over {'the batch mesh dims' if args.sync_group == 'batch' else 'the whole mesh'}; "
+             f"{sum(len(r) for r in judged[profiles[0]].values())} cases per profile; {run.judge.simulations} "
              f"distinct simulations; {seconds:.1f}s.\n"]
+
+    tallies = {p: _tallies(judged[p]) for p in profiles}
+
+    def label(rule: str) -> str:
+        s = status[rule]
+        return rule if s["status"] == "done" else f"{rule} (partial: {s['judged']}/{s['planned']})"
+
     for profile in profiles:
-        parts.append(f"## Profile `{profile}`\n\n{profile_table(tallies[profile])}\n")
+        table = profile_table({label(r): t for r, t in tallies[profile].items()})
+        if interrupted:
+            missing = [r for r, s in status.items() if s["status"] == "not started"]
+            table += f"\n\nnot judged (interrupted): {', '.join(missing) or 'none'}"
+        parts.append(f"## Profile `{profile}`\n\n{table}\n")
     if len(profiles) == 2:
-        parts.append("## paddle vs proposed\n\n" + comparison_table(judged["paddle"], judged["proposed"]) + "\n\n"
-                     "paddle -> proposed. resharded inputs = inputs whose wanted dist attr differs from the given one; "
-                     "with communication = those that need a collective (a Shard or Partial that is not kept; "
-                     "Replicate -> Shard is a local slice); summed over the cases both profiles answer, and over those "
-                     "where both answers are sound.\n")
+        parts.append("## paddle vs proposed\n\n" + comparison_table(
+            {label(r): rows for r, rows in judged["paddle"].items()},
+            {label(r): rows for r, rows in judged["proposed"].items()}) + "\n\n"
+            "paddle -> proposed. resharded inputs = inputs whose wanted dist attr differs from the given one; "
+            "with communication = those that need a collective (a Shard or Partial that is not kept; "
+            "Replicate -> Shard is a local slice); summed over the cases both profiles answer, and over those "
+            "where both answers are sound.\n")
     if "paddle" in profiles:
         parts.append("## Paddle's rule raising on cases the op can run\n\n"
                      + rule_error_groups(judged["paddle"], judged.get("proposed")))
@@ -142,31 +219,104 @@ def main(argv: Sequence[str] | None = None) -> int:
         parts.append(text)
         files.update(extra)
     report = "\n".join(parts)
-    print(report if not args.quiet else "\n".join(parts[: len(profiles) + 2]))
+    printed = report if not args.quiet else "\n".join(parts[: len(profiles) + 2])
+    summary = {"status": f"INTERRUPTED by {interrupted}: partial" if interrupted else "complete",
+               "rules": status, **summary_json(tallies, bugs, seconds, run.judge.simulations)}
+    return report, printed, summary, everything, files
 
-    out = args.report_dir
+
+def _cases_file(everything: list[Judged], header: dict[str, Any] | None) -> bytes:
+    lines = [json.dumps(header, separators=(",", ":"))] if header else []
+    for j in everything:
+        if j.verdict.label in BUG_LABELS:
+            v = j.verdict
+            row = {"profile": j.profile, "id": j.case.case_id, "case": j.case.describe(), "answer": str(j.answer),
+                   "label": v.label, "kind": v.kind, "tensor": v.tensor,
+                   "max_error": v.max_error if v.max_error is not None and math.isfinite(v.max_error) else None}
+            lines.append(json.dumps(row, separators=(",", ":")))
+    return gzip.compress("".join(line + "\n" for line in lines).encode(), mtime=0)
+
+
+def _write_files(out: Path, files: dict[str, bytes]) -> None:
+    """Each file written to a temp name next to it and renamed, so a file is whole or absent; the
+    temp files are removed whatever happens."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "oracle.md").write_text(report)
-    (out / "oracle.json").write_text(json.dumps(summary_json(tallies, bugs, seconds, judge.simulations), indent=1))
-    with gzip.open(out / "oracle-cases.jsonl.gz", "wt") as fh:
-        for j in everything:
-            if j.verdict.label in BUG_LABELS:
-                v = j.verdict
-                row = {"profile": j.profile, "id": j.case.case_id, "case": j.case.describe(), "answer": str(j.answer),
-                       "label": v.label, "kind": v.kind, "tensor": v.tensor,
-                       "max_error": v.max_error if v.max_error is not None and math.isfinite(v.max_error) else None}
-                fh.write(json.dumps(row, separators=(",", ":")) + "\n")
-    for name, text in files.items():
-        (out / name).write_text(text)
-    print(f"\n[oracle] report: {out / 'oracle.md'} ({seconds:.1f}s)", file=sys.stderr)
+    temps: list[Path] = []
+    try:
+        for name, data in files.items():
+            tmp = out / f".{name}.tmp-{os.getpid()}"
+            temps.append(tmp)
+            tmp.write_bytes(data)
+            os.replace(tmp, out / name)
+    finally:
+        for tmp in temps:
+            tmp.unlink(missing_ok=True)
 
+
+def _write_report(run: _Run, args: argparse.Namespace, out: Path, interrupted: str | None) -> str:
+    seconds = time.perf_counter() - run.start
+    report, printed, summary, everything, repros = _render(run, args, seconds, interrupted)
+    header = None
+    if interrupted:
+        header = {"status": summary["status"], "rules": summary["rules"]}
+    files = {"oracle.md": report.encode(), "oracle.json": json.dumps(summary, indent=1).encode(),
+             "oracle-cases.jsonl.gz": _cases_file(everything, header),
+             **{name: text.encode() for name, text in repros.items()}}
+    _write_files(out, files)
+    return printed
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a one-line argparse error (2)
+        return int(exc.code or 0)
+    rules = list(dict.fromkeys(r for item in args.rules for r in item.split(",") if r))
+    unknown = [r for r in rules if r not in RULES]
+    if unknown:
+        raise UsageError("--rules", f"unknown rule(s) {', '.join(unknown)}", f"choose from {', '.join(RULES)}")
+    if not rules:
+        raise UsageError("--rules", "no rule given", f"choose from {', '.join(RULES)}")
+    positive(args.max_cases, "--max-cases", "a number of cases >= 1")
+    if args.max_bugs < 0:
+        raise UsageError("--max-bugs", f"{args.max_bugs} is negative", "give 0 or more")
+    out = check_output_dir(args.report_dir, "--report-dir")
+    profiles = PROFILES if args.profile == "both" else (args.profile,)
+
+    run = _Run(rules, profiles, Judge(sync_group=args.sync_group))
+    if not args.quiet:
+        print(f"[oracle] judging {len(rules)} rule(s) x {len(profiles)} profile(s) on meshes "
+              f"{' '.join(_mesh_text(m) for m in args.meshes)}", file=sys.stderr, flush=True)
+    try:
+        for rule in rules:
+            cases = list(oracle_grid(rule, args.meshes))
+            if args.max_cases is not None:
+                cases = sample(cases, args.max_cases)
+            run.judge_rule(rule, cases, args.quiet)
+        printed = _write_report(run, args, out, None)
+    except Interrupted as exc:
+        _write_report(run, args, out, exc.name)  # a second signal is ignored while this runs
+        exc.detail = f"partial report in {out / 'oracle.md'}"
+        raise
+    print(printed)
+    print(f"\n[oracle] report: {out / 'oracle.md'} ({time.perf_counter() - run.start:.1f}s)", file=sys.stderr)
+
+    judged = run.judged
+    if not any(judged[profiles[0]].values()):
+        print(f"[oracle] no case to judge: the grid has none for {', '.join(rules)} on these meshes", file=sys.stderr)
+        return EXIT_INCOMPLETE
     if "proposed" in profiles:
         bad = [j for rows in judged["proposed"].values() for j in rows
                if j.verdict.label not in (SOUND, OP_REJECTS) and j.answer is not None]
         if bad:
             print(f"[oracle] the proposed profile has {len(bad)} answers that are not sound", file=sys.stderr)
-            return 1
-    return 0
+            return EXIT_FINDING
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command(PROG, lambda: _main(argv))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,35 @@
+"""``compat-test``: bad arguments end in one line and exit 2, before any runner starts or any file is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli_checks import BadInput, assert_usage_error
+
+TEST_FILE = {"t/test_a.py": "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_ok(self):\n        pass\n"}
+FILE = "{tmp}/t/test_a.py"
+
+
+def compat(*args: str) -> tuple[str, ...]:
+    return ("compat-test", *args)
+
+
+ROWS = [
+    BadInput(compat("{tmp}/nope.py", "--backend", "port"), "PATH"),
+    BadInput(compat(FILE, "{tmp}/nope", "--backend", "port"), "PATH", TEST_FILE),
+    BadInput(compat("{tmp}/empty", "--backend", "port"), "PATH", {"empty/": ""}),
+    BadInput(compat("--backend", "port"), "PATH"),
+    BadInput(compat(FILE, "--backend", "paddle"), "--backend", TEST_FILE),
+    BadInput(compat(FILE, "--backend", "port", "--json", "{tmp}/out"), "--json", {**TEST_FILE, "out/": ""}),
+    BadInput(compat(FILE, "--backend", "port", "--json", "{tmp}/t/test_a.py/r.json"), "--json", TEST_FILE),
+    BadInput(compat(FILE, "--backend", "port", "--timeout", "0"), "--timeout", TEST_FILE),
+    BadInput(compat(FILE, "--backend", "port", "--timeout", "soon"), "--timeout", TEST_FILE),
+    BadInput(compat(FILE, "--backend", "port", "--jobs", "0"), "--jobs", TEST_FILE),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_bad_input(row: BadInput, tmp_path: Path) -> None:
+    assert_usage_error(row, tmp_path)

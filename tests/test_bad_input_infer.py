@@ -1,0 +1,119 @@
+"""``infer`` (and the dispatcher): arguments that cannot form a case end in one line and exit 2;
+a case the port refuses is the port's answer, not a usage error; no Paddle means exit 3."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli_checks import REPO, BadInput, assert_usage_error, run_cli
+
+MESH = {"shape": [2], "process_ids": [0, 1], "dim_names": ["x"]}
+GOOD_CASE = {"id": "t", "rule": "layer_norm", "mesh": MESH,
+             "inputs": [{"shape": [8, 6], "dims_mapping": [0, -1], "partial_dims": [], "mesh": MESH}, None, None],
+             "attrs": [["epsilon", 1e-5], ["begin_norm_axis", 1]]}
+
+
+def case_json(**change) -> str:
+    data = {**GOOD_CASE, **change}
+    return json.dumps({k: v for k, v in data.items() if v != "<drop>"})
+
+
+def infer(*args: str) -> tuple[str, ...]:
+    return ("infer", *args)
+
+
+LN = ("layer_norm", "--x-shape", "8,6", "--no-native")
+
+ROWS = [
+    # the dispatcher
+    BadInput((), "COMMAND"),
+    BadInput(("nope",), "COMMAND"),
+    # the mesh
+    BadInput(infer(*LN, "--mesh", "0"), "--mesh"),
+    BadInput(infer(*LN, "--mesh", "-2"), "--mesh"),
+    BadInput(infer(*LN, "--mesh", "2,0"), "--mesh"),
+    BadInput(infer(*LN, "--mesh", "2x3"), "--mesh"),
+    BadInput(infer(*LN, "--mesh", ""), "--mesh"),
+    # shapes, mappings, partial dims that are not integers (or negative sizes)
+    BadInput(infer("layer_norm", "--x-shape", "8,-6", "--no-native"), "--x-shape"),
+    BadInput(infer("layer_norm", "--x-shape", "8,six", "--no-native"), "--x-shape"),
+    BadInput(infer(*LN, "--scale-shape", "-6"), "--scale-shape"),
+    BadInput(infer(*LN, "--x-mapping", "0,x"), "--x-mapping"),
+    BadInput(infer(*LN, "--x-partial", "all"), "--x-partial"),
+    BadInput(infer("batch_norm", "--x-shape", "", "--no-native"), "--mean-shape"),  # no channel axis to derive from
+    # attributes
+    BadInput(infer(*LN, "--epsilon", "tiny"), "--epsilon"),
+    BadInput(infer(*LN, "--begin-norm-axis", "1.5"), "--begin-norm-axis"),
+    BadInput(infer("batch_norm", "--x-shape", "8,6", "--is-test", "maybe", "--no-native"), "--is-test"),
+    BadInput(infer(*LN, "--momentum", "0.5"), "--momentum"),  # layer_norm has no momentum
+    # rule, inputs, missing pieces
+    BadInput(infer("no_such_rule", "--x-shape", "8,6"), "rule"),
+    BadInput(infer("--no-native"), "RULE"),
+    BadInput(infer("layer_norm", "--no-native"), "--x-shape"),
+    BadInput(infer(*LN, "--x-none"), "--x-none"),
+    BadInput(infer(*LN, "--mean-out-shape", "8"), "--mean-out-shape"),  # not an input of layer_norm
+    BadInput(infer(*LN, "--backend", "gpu"), "--backend"),
+    BadInput(infer(*LN, "--bogus"), "--bogus"),
+    # --case-json that does not form a case
+    BadInput(infer("--case-json", "{rule: layer_norm}", "--no-native"), "--case-json"),
+    BadInput(infer("--case-json", "[1, 2]", "--no-native"), "--case-json"),
+    BadInput(infer("--case-json", case_json(mesh="<drop>"), "--no-native"), "--case-json"),
+    BadInput(infer("--case-json", case_json(mesh={"shape": [2], "dim_names": ["x"]}), "--no-native"), "--case-json"),
+    BadInput(infer("--case-json", case_json(mesh={**MESH, "shape": [0]}), "--no-native"), "--case-json"),
+    BadInput(infer("--case-json", case_json(mesh={**MESH, "process_ids": [0, 0]}), "--no-native"), "--case-json"),
+    BadInput(infer("--case-json", case_json(rule="no_such_rule"), "--no-native"), "--case-json"),
+    BadInput(infer("--case-json", case_json(inputs=[None]), "--no-native"), "--case-json"),
+    BadInput(infer("--case-json", case_json(inputs=[{"shape": "8,6", "dims_mapping": [0, -1], "partial_dims": [],
+                                                     "mesh": MESH}, None, None]), "--no-native"), "--case-json"),
+    BadInput(infer("--case-json", case_json(inputs=[{"shape": [8, -6], "dims_mapping": [0, -1], "partial_dims": [],
+                                                     "mesh": MESH}, None, None]), "--no-native"), "--case-json"),
+    BadInput(infer("--case-json", case_json(attrs=[["epsilon", "small"]]), "--no-native"), "--case-json"),
+    BadInput(infer("--case-json", case_json(attrs=[["momentum", 0.9]]), "--no-native"), "--case-json"),
+    BadInput(infer("--case-json", case_json(attrs={"epsilon": 1e-5}), "--no-native"), "--case-json"),
+    BadInput(infer("layer_norm", "--case-json", case_json(), "--no-native"), "--case-json"),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id or "(no arguments)" for r in ROWS])
+def test_bad_input(row: BadInput, tmp_path: Path) -> None:
+    assert_usage_error(row, tmp_path)
+
+
+@pytest.mark.parametrize("argv", [
+    ("--case-json", case_json()),  # the table's base case is a case: its rows fail for their own reason
+    (*LN, "--x-mapping", "0"),  # one entry for a rank-2 x
+    (*LN, "--x-mapping", "5,-1"),  # a mesh dim the mesh does not have
+    (*LN, "--x-partial", "7"),
+    (*LN, "--begin-norm-axis", "5"),
+], ids=["base-case", "mapping-length", "mapping-mesh-dim", "partial-dim", "begin-norm-axis"])
+def test_cases_the_port_refuses_are_answers_not_usage_errors(argv: tuple[str, ...], tmp_path: Path) -> None:
+    done = run_cli(["infer", *argv, "--no-native"] if "--no-native" not in argv else ["infer", *argv], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and "port:" in done.stdout
+
+
+def test_infer_without_paddle_fails_closed(tmp_path: Path) -> None:
+    """A 'paddle' that cannot be imported, first on PYTHONPATH (so the native workers see it too):
+    infer prints the port's answer, then one line saying why Paddle's side is missing, exit 3."""
+    fake = tmp_path / "fake" / "paddle"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('paddle hidden by test_infer_without_paddle')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake.parent), str(REPO)]))
+    argv = [sys.executable, "-m", "paddle_spmd_port", "infer", "layer_norm", "--x-shape", "8,6", "--x-mapping", "0,-1"]
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr and len(lines) == 1, done.stderr
+    assert "unavailable" in lines[0] and "paddle hidden by test_infer_without_paddle" in lines[0]  # a worker's error
+    assert "port:" in done.stdout and "out out" in done.stdout
+    # --no-native asks for the port alone: nothing is missing
+    done = subprocess.run([*argv, "--no-native"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
