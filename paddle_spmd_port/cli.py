@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from .runctl import EXIT_OK, EXIT_USAGE, UsageError
+from .runctl import EXIT_OK, EXIT_USAGE, UsageError, run_command
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "parity": ("paddle_spmd_port.sweep", "the exhaustive parity sweep against native Paddle (main job)"),
@@ -48,8 +48,8 @@ def main(argv: list[str] | None = None) -> int:
               "(see --help)", file=sys.stderr)
         return EXIT_USAGE
     name, rest = args[0], args[1:]
-    module = importlib.import_module(COMMANDS[name][0])
-    return int(module.main(rest) or 0)
+    # the command's own main handles signals while it runs; this covers importing it
+    return run_command(name, lambda: int(importlib.import_module(COMMANDS[name][0]).main(rest) or 0))
 
 
 if __name__ == "__main__":
