@@ -288,10 +288,7 @@ def _one_line(text: str) -> str:
 
 
 def _main(argv: Sequence[str]) -> int:
-    try:
-        args = build_parser().parse_args(_glue_negative_values(argv))
-    except SystemExit as exc:  # --help (0) or a one-line argparse error (2)
-        return int(exc.code or 0)
+    args = build_parser().parse_args(_glue_negative_values(argv))
     case = case_from_args(args)
     print(case.describe())
     port = run_port(case)

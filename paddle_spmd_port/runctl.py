@@ -112,6 +112,11 @@ def run_command(prog: str, body: Callable[[], int | None]) -> int:
     try:
         with signals_raise():
             return int(body() or 0)
+    except SystemExit as exc:  # argparse: --help (0) or its one-line error, already printed (2)
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or EXIT_OK
+        print(exc.code, file=sys.stderr)  # sys.exit("text"): the text is the one line
+        return EXIT_USAGE
     except UsageError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -239,10 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # --help (0) or a one-line argparse error (2)
-        return int(exc.code or 0)
+    args = build_parser().parse_args(argv)
     positive(args.timeout, "--timeout", "a number of seconds > 0")
     positive(args.jobs, "--jobs", "a number of processes >= 1")
     if args.json_path is not None:

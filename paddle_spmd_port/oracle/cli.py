@@ -268,10 +268,7 @@ def _write_report(run: _Run, args: argparse.Namespace, out: Path, interrupted: s
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help (0) or a one-line argparse error (2)
-        return int(exc.code or 0)
+    args = parser.parse_args(argv)
     rules = list(dict.fromkeys(r for item in args.rules for r in item.split(",") if r))
     unknown = [r for r in rules if r not in RULES]
     if unknown:
