@@ -4,7 +4,9 @@ Pure tests (no Paddle): case/placement bookkeeping, the port's predictions for t
 real runs are about, the verdict logic on hand-made rank records, the launch command line.
 Multi-process tests (``multiproc``): 2 ranks on a 1-D mesh and 4 ranks on a 2x2 mesh, each a
 batch of batch_norm and layer_norm cases in one launch; a rank raising and a rank hanging make
-the launcher fail within its timeout, show that rank's log, and leave no process behind.
+the launcher fail within its timeout, show that rank's log, and leave no process behind; a launch
+timing out through the CLI exits 3 with its report and logs. Bad arguments:
+``test_bad_input_launch.py``; SIGINT/SIGTERM during a launch: ``test_signals_launch.py``.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ import pytest
 
 from paddle_spmd_port.launch.cases import LaunchCase, default_cases, placements_to_dims_mapping, read_cases, write_cases
 from paddle_spmd_port.launch.launcher import (
+    TOKEN_ENV,
     LaunchConfig,
     discard_work_dir,
+    end_processes,
     launch_command,
     new_job_id,
     processes_with_token,
@@ -31,6 +35,7 @@ from paddle_spmd_port.launch.launcher import (
 )
 from paddle_spmd_port.launch.predict import predict
 from paddle_spmd_port.launch.report import build_report, judge
+from paddle_spmd_port.launch.session import ChildGuard, Stopped, read_rank_records
 
 
 def ln(cid, shape, pl, ns, mesh=(2,), **kw):
@@ -172,6 +177,60 @@ def test_launch_command_per_backend():
     assert gpu[gpu.index("--nnodes") + 1] == "2" and gpu[gpu.index("--master") + 1] == "10.0.0.1:8090"
 
 
+def test_interrupted_report_says_so_first_and_marks_unfinished_cases_not_run():
+    done, half, none = ln("a", (4, 6, 8), ("S(0)",), (8,)), ln("b", (4, 8), ("R",), (8,)), ln("c", (4, 8), ("R",), (8,))
+    records = {"a": {0: _ok_record(done, 0), 1: _ok_record(done, 1)}, "b": {0: _ok_record(half, 0)}}
+    report = build_report([done, half, none], records, [0, 1], {"title": "t"}, interrupted="SIGTERM")
+    verdicts = {v.case.case_id: v for v in report.verdicts}
+    assert verdicts["a"].verdict == "agree"
+    for cid in ("b", "c"):
+        assert verdicts[cid].verdict == "skipped" and verdicts[cid].reasons[0].startswith(
+            "not run: interrupted by SIGTERM")
+    assert report.markdown().splitlines()[0] == "# Real-run report (INTERRUPTED by SIGTERM, partial): t"
+    assert report.to_json()["meta"]["interrupted"] == "SIGTERM"
+    plain = build_report([done], records, [0, 1], {"title": "t"})
+    assert plain.markdown().splitlines()[0] == "# Real-run report: t" and "interrupted" not in plain.meta
+
+
+def test_rank_records_survive_a_kill_mid_line(tmp_path):
+    results = tmp_path / "results"
+    assert read_rank_records(results) == {}  # interrupted before the ranks started: nothing, no error
+    results.mkdir()
+    (results / "rank0.jsonl").write_text('{"kind": "start"}\n{"kind": "case", "case_id": "a"}\n{"kind": "ca')
+    assert [r["kind"] for r in read_rank_records(results)[0]] == ["start", "case"]
+
+
+def _sleeper(token: str | None = None) -> subprocess.Popen:
+    env = dict(os.environ, **({TOKEN_ENV: token} if token else {}))
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env, start_new_session=True)
+
+
+def test_end_processes_finds_a_token_in_another_session_and_ends_it():
+    token = new_job_id()
+    proc = _sleeper(token)
+    try:
+        deadline = time.monotonic() + 10
+        while proc.pid not in processes_with_token(token) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.pid in processes_with_token(token)
+        assert end_processes(token, grace=1.0) == ()
+        assert proc.wait(timeout=5) is not None and processes_with_token(token) == {}
+        assert end_processes(token) == ()  # nothing left: a no-op
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_child_guard_stop_kills_running_children_and_refuses_new_ones():
+    guard = ChildGuard()
+    proc = guard.popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    t0 = time.monotonic()
+    guard.stop()
+    assert proc.wait(timeout=5) == -9 and time.monotonic() - t0 < 5
+    with pytest.raises(Stopped):
+        guard.popen([sys.executable, "-c", "pass"])
+
+
 # --------------------------------------------------------------------------------------------
 # multi-process
 
@@ -278,6 +337,25 @@ def test_four_ranks_two_by_two_mesh(tmp_path):
         print(f"\n4 ranks: {len(cases)} cases, launch {session.launch.seconds:.1f}s, {dict(report.counts())}")
     finally:
         discard_work_dir(session.launch)
+
+
+@pytest.mark.multiproc
+@pytest.mark.native
+def test_a_launch_that_times_out_exits_3_with_the_report_and_the_logs(tmp_path, capsys):
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.launch.cli import main
+
+    write_cases([ln("a", (4, 6, 8), ("S(0)",), (8,)), ln("b", (4, 8), ("R",), (8,))], tmp_path / "cases.jsonl")
+    t0 = time.monotonic()
+    code = main(["--nproc", "2", "--cases", str(tmp_path / "cases.jsonl"), "--timeout", "1", "--crash-probes", "0",
+                 "--report-dir", str(tmp_path / "rep")])
+    assert code == 3, capsys.readouterr()
+    assert time.monotonic() - t0 < 30
+    report = json.loads((tmp_path / "rep" / "launch-np2.json").read_text())
+    assert "timed out" in report["meta"]["launch"]
+    assert {c["verdict"] for c in report["cases"]} == {"skipped"}  # Paddle takes more than 1 s to import
+    assert (tmp_path / "rep" / "launch-np2-logs" / "launcher.log").is_file()
+    assert "timed out" in capsys.readouterr().err
 
 
 FAULTY = """\

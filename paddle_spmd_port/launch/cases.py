@@ -100,6 +100,7 @@ class LaunchCase:
     def __post_init__(self) -> None:
         for name in ("shape", "mesh_shape", "placements", "normalized_shape", "notes"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        self._check_types()
         if self.op not in OPS:
             raise ValueError(f"op must be one of {OPS}, got {self.op!r}")
         if len(self.placements) != len(self.mesh_shape):
@@ -114,6 +115,33 @@ class LaunchCase:
             raise ValueError(f"{self.case_id}: data_format must be one of {sorted(BN_FORMAT_NDIM)}")
         elif BN_FORMAT_NDIM[self.data_format] != len(self.shape):
             raise ValueError(f"{self.case_id}: {self.data_format} needs a rank-{BN_FORMAT_NDIM[self.data_format]} x")
+
+    def _check_types(self) -> None:
+        """Field types, so that a hand-written case file fails here, with its line, not in a rank."""
+        def whole(value: Any) -> bool:
+            return isinstance(value, int) and not isinstance(value, bool)
+
+        if not isinstance(self.case_id, str):
+            raise ValueError(f"case_id must be a string, got {self.case_id!r}")
+        for name in ("shape", "mesh_shape", "normalized_shape"):
+            values = getattr(self, name)
+            if not all(whole(v) and v > 0 for v in values):
+                raise ValueError(f"{self.case_id}: {name} must hold positive integers, got {list(values)!r}")
+        if not self.shape or not self.mesh_shape:
+            raise ValueError(f"{self.case_id}: shape and mesh_shape must not be empty")
+        if not all(isinstance(p, str) for p in self.placements):
+            raise ValueError(f"{self.case_id}: placements must be strings like 'R' or 'S(0)', got "
+                             f"{list(self.placements)!r}")
+        for name in ("training", "weight", "bias", "backward"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{self.case_id}: {name} must be true or false, got {getattr(self, name)!r}")
+        if not isinstance(self.op, str) or not isinstance(self.data_format, str):
+            raise ValueError(f"{self.case_id}: op and data_format must be strings")
+        if not (isinstance(self.epsilon, (int, float)) and not isinstance(self.epsilon, bool)
+                and math.isfinite(self.epsilon) and self.epsilon > 0):
+            raise ValueError(f"{self.case_id}: epsilon must be a number > 0, got {self.epsilon!r}")
+        if not whole(self.seed):
+            raise ValueError(f"{self.case_id}: seed must be an integer, got {self.seed!r}")
 
     @property
     def world_size(self) -> int:
@@ -162,6 +190,8 @@ class LaunchCase:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LaunchCase:
+        if not isinstance(data, dict):
+            raise ValueError(f"a case is a JSON object of LaunchCase fields, got {type(data).__name__} {data!r:.60}")
         known = {f for f in cls.__dataclass_fields__}
         unknown = set(data) - known
         if unknown:

@@ -8,27 +8,61 @@
     python -m paddle_spmd_port launch --nproc 2 --cases my.jsonl --timeout 300 --report-dir out/
 
 Writes ``<report-dir>/launch-np<N>.md`` and ``.json``. Rank logs, launcher output and raw rank
-results are moved to ``<report-dir>/launch-np<N>-logs/`` whenever the launch fails, times out or
-a case ends in an outcome the port does not account for (always with ``--keep-logs``).
+results are moved to ``<report-dir>/launch-np<N>-logs/`` whenever the launch fails, times out, is
+interrupted, leaves cases unrun or a case ends in an outcome the port does not account for (always
+with ``--keep-logs``).
 
-Exit code: 0 all cases accounted for; 1 some verdict not expected; 2 the launch itself failed or
-timed out (the report then covers what the ranks finished); 3 bad arguments.
+Exit code (the shared table of :mod:`paddle_spmd_port.runctl`): 0 the port accounts for every
+case's outcome (a case skipped for a known reason, like sync_batch_norm on CPU, included); 1 some
+verdict the port does not account for (a finding; outranks 3); 2 bad arguments: one line on stderr
+names the argument and what is valid, checked (output paths included) before anything is launched
+or written; 3 the launch itself failed or timed out, or cases were left unrun (the report covers
+what the ranks finished); 130 / 143 interrupted by SIGINT / SIGTERM: the launcher, every rank and
+every crash probe are ended, the temporary directory is removed, the partial report is written (its
+first line says INTERRUPTED; unfinished cases are "not run: interrupted") and the rank logs are kept
+in ``launch-np<N>-logs/``; the one line on stderr says where. A second signal during that cleanup
+is ignored.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import re
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
+from typing import Any
 
+from ..runctl import (
+    EXIT_FINDING,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    ArgumentParser,
+    Interrupted,
+    UsageError,
+    check_output_dir,
+    check_output_file,
+    positive,
+    run_command,
+)
 from .cases import LaunchCase, default_cases, read_cases, write_cases
-from .launcher import LaunchConfig, discard_work_dir, keep_work_dir
+from .launcher import LaunchConfig, LaunchResult, discard_work_dir, end_processes, keep_dir, keep_work_dir, new_job_id
 from .predict import predict
-from .report import DEFAULT_RTOL, build_report, crash_key
-from .session import probe_crash, run_cases
+from .report import DEFAULT_RTOL, Report, build_report, crash_key
+from .session import ChildGuard, case_records, probe_crash, rank_info, read_rank_records, run_cases
+
+PROG = "python -m paddle_spmd_port launch"
+EPILOG = """\
+exit codes: 0 every outcome accounted for by the port; 1 a verdict the port does not account for;
+2 bad arguments (nothing launched or written); 3 the launch failed or timed out, or cases were not
+run; 130/143 interrupted by SIGINT/SIGTERM (every process ended, partial report and rank logs kept
+in --report-dir)."""
+CASES_VALID = "give a JSON-lines file, one LaunchCase object a line (--write-cases FILE writes the built-in grid)"
 
 
 def parse_mesh(text: str) -> tuple[int, ...]:
@@ -47,8 +81,8 @@ def default_mesh(nproc: int) -> tuple[int, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m paddle_spmd_port launch", description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(prog=PROG, description=__doc__.split("\n")[0], epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--nproc", type=int, required=True, help="ranks to start on this node (2: 1-D mesh, 4: 2x2)")
     p.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
     p.add_argument("--mesh", type=parse_mesh, default=None, help="mesh of the default grid, e.g. 4 or 2x2")
@@ -59,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--crash-probes", type=int, default=1,
                    help="per kind of predicted crash, how many cases to run alone to confirm it (default 1)")
     p.add_argument("--devices", default=None, help="GPU ids for --backend gpu (default 0..nproc-1)")
-    p.add_argument("--nnodes", default=None, help="passed to paddle.distributed.launch")
+    p.add_argument("--nnodes", default=None, help="passed to paddle.distributed.launch (N or MIN:MAX)")
     p.add_argument("--master", default=None, help="passed to paddle.distributed.launch")
     p.add_argument("--keep-logs", action="store_true", help="keep rank logs even when everything agrees")
     p.add_argument("--write-cases", type=Path, default=None, help="write the case list to FILE and exit")
@@ -68,49 +102,205 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    return run_command("launch", lambda: _main(argv))
+
+
+def _main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     args.argv = argv
-    try:
-        nodes = int(args.nnodes or 1)
-    except ValueError:
-        nodes = 1  # an elastic range like "2:4": the world size is only known at run time
-    world = args.nproc * nodes
-    mesh = args.mesh or default_mesh(world)
-    if args.cases is None and math.prod(mesh) != world:
-        print(f"--mesh {mesh} needs {math.prod(mesh)} ranks, this launch has {world} "
-              f"(--nproc {args.nproc} x --nnodes {nodes})", file=sys.stderr)
-        return 3
-    try:
-        cases = read_cases(args.cases) if args.cases else default_cases(mesh, args.backend)
-    except (OSError, ValueError) as exc:
-        print(f"cannot read cases: {exc}", file=sys.stderr)
-        return 3
+    cases = check_args(args)
     if args.write_cases:
-        print(f"wrote {write_cases(cases, args.write_cases)} cases to {args.write_cases}")
-        return 0
+        try:
+            written = write_cases(cases, args.write_cases)
+        except OSError as exc:
+            raise UsageError("--write-cases", f"cannot write {args.write_cases} ({exc.strerror or exc})",
+                             "give a writable file path") from None
+        print(f"wrote {written} cases to {args.write_cases}")
+        return EXIT_OK
     return run(cases, args)
 
 
-def run_probes(cases: Sequence[LaunchCase], per_kind: int, work_dir: Path) -> dict[str, dict]:
-    """Run up to ``per_kind`` cases of every kind of predicted crash alone (in parallel); the
-    first probe of each kind is the one reported."""
-    from concurrent.futures import ThreadPoolExecutor
+# --------------------------------------------------------------------------- argument checks
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
 
+
+def _nodes(nnodes: str | None) -> int | None:
+    """``--nnodes`` as a node count; None for an elastic range (the world is known only at run time)."""
+    if nnodes is None:
+        return 1
+    m = re.fullmatch(r"\s*(\d+)\s*(?::\s*(\d+)\s*)?", nnodes)
+    if not m or int(m.group(1)) < 1 or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
+        raise UsageError("--nnodes", f"{nnodes!r} is not allowed", "give a node count >= 1, or MIN:MAX like 2:4")
+    return None if m.group(2) is not None and m.group(2) != m.group(1) else int(m.group(1))
+
+
+def _check_devices(args: argparse.Namespace) -> None:
+    if args.devices is None:
+        return
+    example = ",".join(str(i) for i in range(args.nproc))
+    if args.backend != "gpu":
+        raise UsageError("--devices", "only used with --backend gpu", "drop --devices, or add --backend gpu")
+    ids = [v.strip() for v in args.devices.split(",")]
+    if not all(v.isdigit() for v in ids):
+        raise UsageError("--devices", f"{args.devices!r} is not a list of GPU ids",
+                         f"give one id per rank, comma-separated, e.g. {example}")
+    if len(set(ids)) != len(ids):
+        raise UsageError("--devices", f"{args.devices!r} names a GPU twice", f"give distinct ids, e.g. {example}")
+    if len(ids) != args.nproc:
+        raise UsageError("--devices", f"{len(ids)} GPU id(s) for --nproc {args.nproc}",
+                         f"give one id per rank, e.g. {example}")
+    args.devices = ",".join(ids)
+
+
+def _read_case_file(path: Path) -> list[LaunchCase]:
+    if not path.exists():
+        raise UsageError("--cases", f"{path} does not exist", CASES_VALID)
+    if path.is_dir():
+        raise UsageError("--cases", f"{path} is a directory", CASES_VALID)
+    try:
+        cases = read_cases(path)
+    except OSError as exc:
+        raise UsageError("--cases", f"cannot read {path} ({exc.strerror or exc})", CASES_VALID) from None
+    except ValueError as exc:  # bad JSON, unknown or ill-typed fields, duplicate ids, not UTF-8
+        raise UsageError("--cases", _one_line(exc)[:400], CASES_VALID) from None
+    if not cases:
+        raise UsageError("--cases", f"{path} holds no cases", CASES_VALID)
+    return cases
+
+
+def check_args(args: argparse.Namespace) -> list[LaunchCase]:
+    """Every argument checked before anything is launched or written; returns the cases.
+    Raises :class:`UsageError` naming the first bad argument."""
+    positive(args.nproc, "--nproc", "a whole number of ranks >= 1")
+    positive(args.timeout, "--timeout", "a number of seconds > 0")
+    if not math.isfinite(args.timeout):
+        raise UsageError("--timeout", f"{args.timeout!r} is not allowed", "give a finite number of seconds > 0")
+    if not (math.isfinite(args.rtol) and args.rtol >= 0):
+        raise UsageError("--rtol", f"{args.rtol!r} is not allowed", "give a relative tolerance >= 0, e.g. 1e-5")
+    if args.crash_probes < 0:
+        raise UsageError("--crash-probes", f"{args.crash_probes!r} is not allowed",
+                         "give 0 (no probes) or a number of cases per kind of predicted crash")
+    if args.master is not None and not args.master.strip():
+        raise UsageError("--master", "empty", "give IP:PORT of the master node")
+    nodes = _nodes(args.nnodes)
+    _check_devices(args)
+    if args.cases is not None:
+        if args.mesh is not None:
+            raise UsageError("--mesh", "only shapes the built-in grid; every case of --cases has its own mesh_shape",
+                             "drop --mesh or drop --cases")
+        cases = _read_case_file(args.cases)
+    else:
+        world = args.nproc * (nodes or 1)
+        mesh = args.mesh or default_mesh(world)
+        if len(mesh) > 2:
+            raise UsageError("--mesh", f"{'x'.join(map(str, mesh))}: the built-in grid has 1-D and 2-D meshes only",
+                             "give a mesh like 4 or 2x2, or a --cases file for other meshes")
+        if nodes is not None and math.prod(mesh) != world:
+            raise UsageError("--mesh", f"{'x'.join(map(str, mesh))} needs {math.prod(mesh)} ranks, this launch has "
+                             f"{world} (--nproc {args.nproc} x --nnodes {nodes})",
+                             f"give a mesh of {world} ranks, e.g. {'x'.join(map(str, default_mesh(world)))}")
+        try:
+            cases = default_cases(mesh, args.backend)
+        except ValueError as exc:
+            raise UsageError("--mesh", _one_line(exc), "give a 1-D or 2-D mesh like 4 or 2x2") from None
+    for case in cases:  # the report predicts every case: a case the port cannot take fails here, not at the end
+        try:
+            predict(case)
+        except Exception as exc:  # noqa: BLE001 - any failure is this case's problem, told in one line
+            where = "--cases" if args.cases is not None else "--mesh"
+            raise UsageError(where, f"case {case.case_id} ({case.describe()}): the port cannot predict it: "
+                             f"{type(exc).__name__}: {_one_line(exc)[:300]}", "fix or drop that case") from None
+    if args.write_cases is not None:
+        check_output_file(args.write_cases, "--write-cases")
+    else:
+        _check_report_paths(args)
+    return cases
+
+
+def report_stem(args: argparse.Namespace) -> str:
+    return f"launch-np{args.nproc}" + ("-gpu" if args.backend == "gpu" else "")
+
+
+def _check_report_paths(args: argparse.Namespace) -> None:
+    directory = check_output_dir(args.report_dir, "--report-dir")
+    stem = report_stem(args)
+    for name in (f"{stem}.md", f"{stem}.json"):
+        target = directory / name
+        if target.is_dir():
+            raise UsageError("--report-dir", f"{target} is a directory, the report file goes there",
+                             "remove it or give another --report-dir")
+        if target.exists() and not target.is_file():
+            raise UsageError("--report-dir", f"{target} is not a regular file", "give another --report-dir")
+    logs = directory / f"{stem}-logs"
+    if (logs.exists() or logs.is_symlink()) and not (logs.is_dir() and not logs.is_symlink()):
+        raise UsageError("--report-dir", f"{logs} is not a directory, the logs go there",
+                         "remove it or give another --report-dir")
+
+
+# --------------------------------------------------------------------------- the run
+def run_probes(cases: Sequence[LaunchCase], per_kind: int, work_dir: Path, *, token: str | None = None,
+               into: dict[str, dict] | None = None) -> dict[str, dict]:
+    """Run up to ``per_kind`` cases of every kind of predicted crash alone (in parallel); the
+    first probe of each kind is the one reported, unless a later one did not crash.
+
+    Interruptible: the main thread waits on the probes, and on the way out (an interrupt included)
+    no new probe starts and every running one is killed. ``into`` receives the finished probes
+    even then; ``token`` marks the probe processes as this launch's."""
     chosen: dict[str, list[LaunchCase]] = {}
     for case in cases:
         key = crash_key(predict(case))
         if key is not None and len(chosen.setdefault(key, [])) < per_kind:
             chosen[key].append(case)
     jobs = [(key, case) for key, items in chosen.items() for case in items]
+    probes: dict[str, dict] = {} if into is None else into
     if not jobs:
-        return {}
-    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        results = list(pool.map(lambda job: probe_crash(job[1], work_dir=work_dir / job[1].case_id), jobs))
-    probes: dict[str, dict] = {}
-    for (key, _), result in zip(jobs, results, strict=True):
-        if key not in probes or not result["confirmed"]:
-            probes[key] = result
+        return probes
+    done: dict[int, dict] = {}
+    guard = ChildGuard()
+    pool = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="crash-probe")
+    try:
+        futures = {pool.submit(probe_crash, case, work_dir=work_dir / case.case_id, token=token, guard=guard): i
+                   for i, (_, case) in enumerate(jobs)}
+        for future in as_completed(futures):
+            done[futures[future]] = future.result()
+    finally:
+        guard.stop()  # no-op when every probe finished
+        pool.shutdown(wait=True, cancel_futures=True)
+        for i, (key, _) in enumerate(jobs):
+            if i in done and (key not in probes or not done[i]["confirmed"]):
+                probes[key] = done[i]
     return probes
+
+
+def _meta(cases: Sequence[LaunchCase], args: argparse.Namespace, records: dict[int, list[dict[str, Any]]],
+          ranks: list[int], launch_text: str, launch_command: str, launch_seconds: float,
+          probes: dict[str, dict]) -> dict[str, Any]:
+    info = rank_info(records).get(min(ranks) if ranks else 0, {})
+    return {
+        "title": f"{args.nproc} ranks, {args.backend}",
+        "command": f"{PROG} " + " ".join(getattr(args, "argv", [])),
+        "launch": launch_text, "launch_command": launch_command,
+        "paddle": f"{info.get('paddle', '?')} ({info.get('commit', '')[:12]})", "backend": args.backend,
+        "nproc": args.nproc, "meshes": sorted({"x".join(map(str, c.mesh_shape)) for c in cases}),
+        "cases": len(cases), "launch_seconds": round(launch_seconds, 1), "probes": probes,
+    }
+
+
+def _report(cases: list[LaunchCase], args: argparse.Namespace, records: dict[int, list[dict[str, Any]]],
+            not_run: dict[str, str], probes: dict[str, dict], launch_text: str, launch_command: str,
+            launch_seconds: float, t0: float, interrupted: str | None = None) -> Report:
+    by_case = case_records(records)
+    # multi-node: each node reports on the ranks it ran (their global ids); one node: 0..nproc-1
+    ranks = list(range(args.nproc)) if args.nnodes in (None, "1") else sorted(rank_info(records))
+    for case_id, reason in not_run.items():
+        by_case[case_id] = {r: {"kind": "case", "case_id": case_id, "rank": r, "stages": {}, "error": None,
+                                "tensors": {}, "skipped": {"stage": "setup", "reason": reason}}
+                            for r in ranks}
+    meta = _meta(cases, args, records, ranks, launch_text, launch_command, launch_seconds, probes)
+    report = build_report(cases, by_case, ranks, meta, args.rtol, probes, interrupted=interrupted)
+    report.meta["wall_seconds"] = round(time.monotonic() - t0, 1)
+    return report
 
 
 def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
@@ -120,49 +310,93 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
                for c in cases if c not in runnable}
     config = LaunchConfig(nproc=args.nproc, backend=args.backend, timeout=args.timeout, nnodes=args.nnodes,
                           master=args.master, devices=args.devices)
-    print(f"launching {len(runnable)} cases on {args.nproc} ranks ({args.backend}) ...", flush=True)
-    session = run_cases(runnable, config)
-    launch = session.launch
-    print(launch.summary(), flush=True)
+    job_id = new_job_id()
+    stem = report_stem(args)
+    logs_dest = args.report_dir / f"{stem}-logs"
+    # named here, created inside the try: an interrupt can never leave it behind unnoticed
+    work = Path(tempfile.gettempdir()) / f"{job_id}-work"
+    launch: LaunchResult | None = None
+    records: dict[int, list[dict[str, Any]]] | None = None
+    probes: dict[str, dict] = {}
+    kept: list[Path] = []  # where the normal path moved the work dir, if it got that far
+    try:
+        work.mkdir(mode=0o700)
+        print(f"launching {len(runnable)} cases on {args.nproc} ranks ({args.backend}) ...", flush=True)
+        session = run_cases(runnable, config, work_dir=work, job_id=job_id)
+        launch, records = session.launch, session.records
+        print(launch.summary(), flush=True)
 
-    probes = run_probes(runnable, args.crash_probes, launch.work_dir / "probes")
-    for key, probe in probes.items():
-        print(f"crash probe {key} (case {probe['case_id']}): {probe['summary']}", flush=True)
+        run_probes(runnable, args.crash_probes, work / "probes", token=job_id, into=probes)
+        for key, probe in probes.items():
+            print(f"crash probe {key} (case {probe['case_id']}): {probe['summary']}", flush=True)
 
-    records = session.case_records()
-    # multi-node: each node reports on the ranks it ran (their global ids); one node: 0..nproc-1
-    ranks = list(range(args.nproc)) if args.nnodes in (None, "1") else sorted(session.rank_info())
-    for case_id, reason in not_run.items():
-        records[case_id] = {r: {"kind": "case", "case_id": case_id, "rank": r, "stages": {}, "error": None,
-                                "tensors": {}, "skipped": {"stage": "setup", "reason": reason}}
-                            for r in ranks}
-    info = session.rank_info().get(min(ranks) if ranks else 0, {})
-    stem = f"launch-np{args.nproc}" + ("-gpu" if args.backend == "gpu" else "")
-    meta = {
-        "title": f"{args.nproc} ranks, {args.backend}",
-        "command": "python -m paddle_spmd_port launch " + " ".join(getattr(args, "argv", [])),
-        "launch": launch.summary(), "launch_command": " ".join(launch.command),
-        "paddle": f"{info.get('paddle', '?')} ({info.get('commit', '')[:12]})", "backend": args.backend,
-        "nproc": args.nproc, "meshes": sorted({"x".join(map(str, c.mesh_shape)) for c in cases}),
-        "cases": len(cases), "launch_seconds": round(launch.seconds, 1), "probes": probes,
-    }
-    report = build_report(cases, records, ranks, meta, args.rtol, probes)
-    report.meta["wall_seconds"] = round(time.monotonic() - t0, 1)
-    md, js = report.write(args.report_dir, stem)
-    counts = report.counts_expected()
-    print("verdicts: " + ", ".join(f"{v}{'' if e else ' (NOT expected)'}: {n}" for (v, e), n in sorted(counts.items())))
-    unexpected = report.unexpected
-    failed = not launch.ok
-    if failed or unexpected or args.keep_logs:
-        kept = keep_work_dir(launch, args.report_dir / f"{stem}-logs")
-        print(f"logs kept in {kept.work_dir}")
-        if failed:
-            print(kept.failure_text(), file=sys.stderr)
+        report = _report(cases, args, records, not_run, probes, launch.summary(), " ".join(launch.command),
+                         launch.seconds, t0)
+        md, js = report.write(args.report_dir, stem)
+        counts = report.counts_expected()
+        print("verdicts: " + ", ".join(f"{v}{'' if e else ' (NOT expected)'}: {n}"
+                                       for (v, e), n in sorted(counts.items())))
+        findings = [v for v in report.unexpected if v.verdict != "skipped"]
+        unrun = [v for v in report.unexpected if v.verdict == "skipped"]
+        failed = not launch.ok
+        if failed or findings or unrun or args.keep_logs:
+            moved = keep_work_dir(launch, logs_dest)
+            kept.append(moved.work_dir)
+            print(f"logs kept in {moved.work_dir}")
+            if failed:
+                print(moved.failure_text(), file=sys.stderr)
+        else:
+            discard_work_dir(launch)
+        for v in findings[:20]:
+            print(f"NOT EXPECTED {v.case.case_id} {v.case.describe()}: {v.verdict}: {'; '.join(v.reasons)[:400]}")
+        if unrun:
+            print(f"NOT RUN: {len(unrun)} case(s), e.g. {unrun[0].case.case_id}: {unrun[0].reasons[0]}")
+        print(f"report: {md} and {js}; {len(cases)} cases, wall {report.meta['wall_seconds']}s")
+        if findings:
+            return EXIT_FINDING
+        return EXIT_INCOMPLETE if failed or unrun else EXIT_OK
+    except Interrupted as exc:
+        _after_interrupt(exc, cases, args, records, not_run, probes, launch, job_id, work, logs_dest, stem, t0,
+                         bool(kept))
+        raise
+    finally:
+        end_processes(job_id)  # safety net: anything of this launch still alive (cheap when none is)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _after_interrupt(exc: Interrupted, cases: list[LaunchCase], args: argparse.Namespace,
+                     records: dict[int, list[dict[str, Any]]] | None, not_run: dict[str, str], probes: dict[str, dict],
+                     launch: LaunchResult | None, job_id: str, work: Path, logs_dest: Path, stem: str,
+                     t0: float, already_kept: bool) -> None:
+    """The launcher, ranks and probes are ended (their own ``finally``/``except`` blocks ran on the
+    way up); end anything left, write the partial report, keep the logs; say where in ``exc.detail``.
+    A second signal meanwhile is ignored (runctl), so this runs to the end."""
+    end_processes(job_id)
+    if records is None:  # interrupted during the launch: what the ranks wrote so far
+        records = read_rank_records(work / "results")
+    where: list[str] = []
+    seconds = time.monotonic() - t0
+    if launch is None:
+        launch_text = f"launch {job_id} interrupted by {exc.name} after {seconds:.1f}s"
+        launch_seconds, command = seconds, ""
     else:
-        discard_work_dir(launch)
-    for v in unexpected[:20]:
-        print(f"NOT EXPECTED {v.case.case_id} {v.case.describe()}: {v.verdict}: {'; '.join(v.reasons)[:400]}")
-    print(f"report: {md} and {js}; {len(cases)} cases, wall {report.meta['wall_seconds']}s")
-    if failed:
-        return 2
-    return 1 if unexpected else 0
+        launch_text = (f"{launch.summary()}; then interrupted by {exc.name} (crash probes not finished by then "
+                       "are not reported)")
+        launch_seconds, command = launch.seconds, " ".join(launch.command)
+    try:
+        report = _report(cases, args, records, not_run, probes, launch_text, command, launch_seconds, t0,
+                         interrupted=exc.name)
+        md, _ = report.write(args.report_dir, stem)
+        where.append(f"partial report {md}")
+    except Exception as err:  # noqa: BLE001 - the interrupt is what gets reported; say why there is no report
+        where.append(f"no partial report ({type(err).__name__}: {_one_line(err)[:200]})")
+    try:
+        if work.exists():
+            keep_dir(work, logs_dest)
+            already_kept = True
+        if already_kept:
+            logs = logs_dest / "logs"
+            where.append(f"rank logs in {logs if logs.is_dir() else logs_dest}")
+    except OSError as err:
+        where.append(f"logs not kept ({_one_line(err)[:200]})")
+    exc.detail = "; ".join(where)

@@ -14,10 +14,12 @@ its rendezvous ports at random from ``PORT_RANGE``.
 
 Cleanup: launch starts every rank in a session of its own (``os.setsid``), so killing the
 launcher's process group is not enough. Each launch exports a unique token in the environment
-(``PADDLE_SPMD_LAUNCH_TOKEN``); the ranks inherit it, and on timeout or failure every process
-whose ``/proc/<pid>/environ`` carries the token is sent SIGTERM and, after a grace period,
-SIGKILL; the launcher is reaped. :func:`processes_with_token` lets tests check that nothing is
-left behind.
+(``PADDLE_SPMD_LAUNCH_TOKEN``); the ranks inherit it, and at the end of every launch (finished,
+failed, timed out, or interrupted: SIGINT/SIGTERM raise ``runctl.Interrupted`` in the wait) every
+process whose ``/proc/<pid>/environ`` carries the token is sent SIGTERM and, after a grace period,
+SIGKILL; the launcher is reaped. :func:`end_processes` does the same for a token alone (crash
+probes carry the launch's token too); :func:`processes_with_token` lets tests check that nothing
+is left behind.
 
 Failure report: :class:`LaunchResult` names the failed ranks (from launch's own "Container rank
 K status failed" line) or the ranks still alive at the timeout, and ``failure_text()`` shows the
@@ -201,33 +203,45 @@ def _signal_all(pids: Sequence[int], sig: int) -> None:
             pass
 
 
-def _cleanup(proc: subprocess.Popen, token: str, grace: float) -> tuple[int, ...]:
-    """Stop the launcher and every process carrying ``token``; return pids still alive after."""
-    ranks_first = [p for p in processes_with_token(token) if p != proc.pid]
+def _cleanup(proc: subprocess.Popen | None, token: str, grace: float) -> tuple[int, ...]:
+    """Stop the launcher (when there is one) and every process carrying ``token``: SIGTERM, then
+    SIGKILL after ``grace`` seconds; return pids still alive after."""
+    launcher = None if proc is None else proc.pid
+    ranks_first = [p for p in processes_with_token(token) if p != launcher]
     _signal_all(ranks_first, signal.SIGTERM)
-    if proc.poll() is None:
+    if proc is not None and proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGTERM)
         except (ProcessLookupError, PermissionError):
             pass
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and (proc.poll() is None or processes_with_token(token)):
+    while time.monotonic() < deadline and ((proc is not None and proc.poll() is None) or processes_with_token(token)):
         time.sleep(0.1)
-    left = [p for p in processes_with_token(token) if p != proc.pid]
+    left = [p for p in processes_with_token(token) if p != launcher]
     _signal_all(left, signal.SIGKILL)
-    if proc.poll() is None:
+    if proc is not None:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
             pass
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and processes_with_token(token):
+        _signal_all(list(processes_with_token(token)), signal.SIGKILL)
         time.sleep(0.1)
     return tuple(sorted(processes_with_token(token)))
+
+
+def end_processes(token: str, grace: float = 2.0) -> tuple[int, ...]:
+    """End every process whose environment carries ``token`` (ranks, launchers, crash probes),
+    SIGTERM then SIGKILL; returns pids still alive after (should be empty). Cheap when none is left."""
+    if not processes_with_token(token):
+        return ()
+    return _cleanup(None, token, grace)
 
 
 def run_launch(script: str, script_args: Sequence[str], config: LaunchConfig, *, work_dir: Path | None = None,
@@ -246,18 +260,22 @@ def run_launch(script: str, script_args: Sequence[str], config: LaunchConfig, *,
     env[TOKEN_ENV] = job_id
     started = time.monotonic()
     timed_out = False
-    with open(work / "launcher.log", "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-        try:
-            proc.wait(timeout=config.timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        except BaseException:  # KeyboardInterrupt: still leave nothing behind
-            _cleanup(proc, job_id, config.grace)
-            raise
-        hung = tuple(sorted({r for r in processes_with_token(job_id).values() if r is not None})) if timed_out else ()
-        leftovers = _cleanup(proc, job_id, config.grace)
+    hung: tuple[int, ...] = ()
+    proc: subprocess.Popen | None = None
+    try:
+        with open(work / "launcher.log", "wb") as out:
+            proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            try:
+                proc.wait(timeout=config.timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            if timed_out:
+                hung = tuple(sorted({r for r in processes_with_token(job_id).values() if r is not None}))
+            leftovers = _cleanup(proc, job_id, config.grace)
+    except BaseException:  # Interrupted (SIGINT/SIGTERM) or KeyboardInterrupt: still leave nothing behind
+        _cleanup(proc, job_id, config.grace)  # also when the signal came before Popen returned
+        raise
     seconds = time.monotonic() - started
     failed = tuple(sorted({int(m) for m in _FAILED_RANK.findall(tail(work / "launcher.log", 400))}))
     return LaunchResult(job_id=job_id, command=tuple(cmd), returncode=None if timed_out else proc.returncode,
@@ -265,13 +283,21 @@ def run_launch(script: str, script_args: Sequence[str], config: LaunchConfig, *,
                         hung_ranks=hung, leftover_pids=leftovers)
 
 
+def keep_dir(source: Path, destination: Path) -> Path:
+    """Move ``source`` to ``destination`` (replacing what was there); returns ``destination``."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    if destination.is_dir() and not destination.is_symlink():
+        shutil.rmtree(destination)
+    elif destination.exists() or destination.is_symlink():
+        destination.unlink()
+    shutil.move(str(source), str(destination))
+    return destination
+
+
 def keep_work_dir(result: LaunchResult, destination: Path) -> LaunchResult:
     """Move the launch's working directory (logs, launcher output, rank results) to
     ``destination``; returns the result with its paths pointing there."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    if destination.exists():
-        shutil.rmtree(destination)
-    shutil.move(str(result.work_dir), str(destination))
+    keep_dir(result.work_dir, destination)
     return dataclasses.replace(result, work_dir=destination, log_dir=destination / result.log_dir.name)
 
 

@@ -8,7 +8,8 @@ Per case, one verdict::
                        predicted an error and Paddle ran (or the other way round for a rule error)
     numerics differ    placements as predicted, but a gathered value is off by more than the tolerance
     Paddle error       Paddle raised in the case (forward or backward)
-    skipped            the case did not run (mesh needs another world size, or the launch died first)
+    skipped            the case did not run (mesh needs another world size, the launch died first,
+                       or the run was interrupted: "not run: interrupted by SIGINT")
 
 ``expected`` says whether the port accounts for the outcome: the same rule error (type and
 message), a kernel error whose message carries the local shapes the port's placements imply, a
@@ -153,12 +154,15 @@ def _check_tensors(pred: Prediction, by_rank: dict[int, dict[str, Any]], rtol: f
 
 
 def judge(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks: Sequence[int], rtol: float,
-          probes: dict[str, dict[str, Any]] | None = None) -> CaseVerdict:
-    """The verdict for one case from every rank's record."""
+          probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None) -> CaseVerdict:
+    """The verdict for one case from every rank's record. ``interrupted`` (a signal name): the run
+    was interrupted, and a case some rank did not finish is marked not run for that reason."""
     pred = predict(case)
     missing = [r for r in ranks if r not in by_rank]
     if missing:
-        return CaseVerdict(case, pred, "skipped", False, (f"no result from ranks {missing} (launch ended first)",))
+        why = (f"not run: interrupted by {interrupted} (no result from ranks {missing})" if interrupted
+               else f"no result from ranks {missing} (launch ended first)")
+        return CaseVerdict(case, pred, "skipped", False, (why,))
     first = by_rank[min(by_rank)]
     seconds = max(rec.get("seconds", 0.0) for rec in by_rank.values())
     skipped = first.get("skipped")
@@ -272,9 +276,14 @@ class Report:
 
 def build_report(cases: Sequence[LaunchCase], records: dict[str, dict[int, dict[str, Any]]], ranks: Sequence[int],
                  meta: dict[str, Any], rtol: float = DEFAULT_RTOL,
-                 probes: dict[str, dict[str, Any]] | None = None) -> Report:
-    verdicts = tuple(judge(case, records.get(case.case_id, {}), ranks, rtol, probes) for case in cases)
-    return Report(verdicts, dict(meta, rtol=rtol))
+                 probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None) -> Report:
+    """``interrupted`` (a signal name) makes a partial report: it says so in its first line and in
+    ``meta["interrupted"]``, and every case not finished on every rank is marked not run."""
+    verdicts = tuple(judge(case, records.get(case.case_id, {}), ranks, rtol, probes, interrupted) for case in cases)
+    meta = dict(meta, rtol=rtol)
+    if interrupted:
+        meta["interrupted"] = interrupted
+    return Report(verdicts, meta)
 
 
 EAGER_LIMITS = """\
@@ -305,7 +314,13 @@ def _fmt_pl(value: Sequence[str] | None) -> str:
 
 def render_markdown(report: Report) -> str:
     meta = report.meta
-    lines = [f"# Real-run report: {meta.get('title', 'paddle.distributed.launch')}", ""]
+    title = meta.get("title", "paddle.distributed.launch")
+    if meta.get("interrupted"):
+        lines = [f"# Real-run report (INTERRUPTED by {meta['interrupted']}, partial): {title}", "",
+                 f"Interrupted by {meta['interrupted']}: every process of the launch was ended. Cases that every "
+                 "rank finished are judged below; the rest are marked skipped, \"not run: interrupted\".", ""]
+    else:
+        lines = [f"# Real-run report: {title}", ""]
     for key in ("command", "launch", "paddle", "backend", "nproc", "meshes", "cases", "wall_seconds",
                 "launch_seconds"):
         if key in meta:

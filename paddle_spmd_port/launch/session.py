@@ -9,13 +9,23 @@
       work_dir/logs/workerlog.<k>      paddle.distributed.launch's rank logs
       -> SessionResult(launch, per-rank records)
 
+    probe_crash(case, token=..., guard=ChildGuard())   one case alone, predicted crashes executed
+
 The bootstrap lives in the private working directory so that no module of this package shadows
-anything on the ranks' ``sys.path``.
+anything on the ranks' ``sys.path``. A rank killed mid-case (timeout, interrupt) leaves every case
+it finished in its results file: :func:`read_rank_records` reads them (the partial report).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +34,7 @@ from typing import Any
 import paddle_spmd_port
 
 from .cases import LaunchCase, write_cases
-from .launcher import LaunchConfig, LaunchResult, new_job_id, run_launch
+from .launcher import TOKEN_ENV, LaunchConfig, LaunchResult, new_job_id, run_launch
 
 _BOOTSTRAP = """\
 import sys
@@ -46,19 +56,31 @@ class SessionResult:
 
     def case_records(self) -> dict[str, dict[int, dict[str, Any]]]:
         """case_id -> rank -> record."""
-        out: dict[str, dict[int, dict[str, Any]]] = {}
-        for rank, recs in self.records.items():
-            for rec in recs:
-                if rec.get("kind") == "case":
-                    out.setdefault(rec["case_id"], {})[rank] = rec
-        return out
+        return case_records(self.records)
 
     def rank_info(self) -> dict[int, dict[str, Any]]:
-        return {r: recs[0] for r, recs in self.records.items() if recs and recs[0].get("kind") == "start"}
+        return rank_info(self.records)
+
+
+def case_records(records: dict[int, list[dict[str, Any]]]) -> dict[str, dict[int, dict[str, Any]]]:
+    """rank -> records (as :func:`read_rank_records` returns them) into case_id -> rank -> record."""
+    out: dict[str, dict[int, dict[str, Any]]] = {}
+    for rank, recs in records.items():
+        for rec in recs:
+            if rec.get("kind") == "case":
+                out.setdefault(rec["case_id"], {})[rank] = rec
+    return out
+
+
+def rank_info(records: dict[int, list[dict[str, Any]]]) -> dict[int, dict[str, Any]]:
+    """rank -> that rank's start record (Paddle version, pid, world size)."""
+    return {r: recs[0] for r, recs in records.items() if recs and recs[0].get("kind") == "start"}
 
 
 def read_rank_records(results_dir: Path) -> dict[int, list[dict[str, Any]]]:
     records: dict[int, list[dict[str, Any]]] = {}
+    if not results_dir.is_dir():
+        return records
     for path in sorted(results_dir.glob("rank*.jsonl")):
         rank = int(path.stem[4:])
         recs = []
@@ -75,8 +97,6 @@ def read_rank_records(results_dir: Path) -> dict[int, list[dict[str, Any]]]:
 def run_cases(cases: Sequence[LaunchCase], config: LaunchConfig, *, work_dir: Path | None = None,
               job_id: str | None = None) -> SessionResult:
     """Run every case in one launch of ``config.nproc`` ranks."""
-    import tempfile
-
     job_id = job_id or new_job_id()
     work = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix=f"{job_id}-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -91,21 +111,53 @@ def run_cases(cases: Sequence[LaunchCase], config: LaunchConfig, *, work_dir: Pa
     return SessionResult(launch, read_rank_records(results), tuple(cases))
 
 
+class ChildGuard:
+    """Children started from worker threads, so that the main thread can end them all at once.
+
+    :meth:`popen` starts a child unless :meth:`stop` was called (then it raises :class:`Stopped`);
+    :meth:`stop` refuses new children and SIGKILLs the process group of every running one. Both
+    hold one lock, so no child can be started after ``stop`` returns."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._procs: list[subprocess.Popen] = []
+        self.stopped = False
+
+    def popen(self, cmd: Sequence[str], **kwargs: Any) -> subprocess.Popen:
+        with self._lock:
+            if self.stopped:
+                raise Stopped("stopped before this child started")
+            proc = subprocess.Popen(list(cmd), start_new_session=True, **kwargs)
+            self._procs.append(proc)
+            return proc
+
+    def stop(self) -> None:
+        with self._lock:
+            self.stopped = True
+            procs = list(self._procs)
+        for proc in procs:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+
+class Stopped(RuntimeError):
+    """A :class:`ChildGuard` was stopped (the run is being interrupted)."""
+
+
 def probe_crash(case: LaunchCase, *, python: str | None = None, timeout: float = 60.0,
-                work_dir: Path | None = None) -> dict[str, Any]:
+                work_dir: Path | None = None, token: str | None = None,
+                guard: ChildGuard | None = None) -> dict[str, Any]:
     """Run ``case`` alone, in a fresh single process, on a mesh of size-1 dims, with the stages
     the port predicts to crash *executed*; report how the process ended.
 
     The crashes predicted here happen inside the SPMD rule, before any communication, so a
-    one-process mesh reaches them just like the real mesh would.
+    one-process mesh reaches them just like the real mesh would. ``token`` goes into the child's
+    environment as the launch token (so :func:`.launcher.end_processes` finds it); ``guard``
+    starts the child (so an interrupt can end it from the main thread).
     """
-    import dataclasses
-    import os
-    import signal
-    import subprocess
-    import sys
-    import tempfile
-
     probe = dataclasses.replace(case, case_id=f"{case.case_id}-probe", mesh_shape=(1,) * len(case.mesh_shape))
     work = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="spmd-probe-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -113,11 +165,15 @@ def probe_crash(case: LaunchCase, *, python: str | None = None, timeout: float =
     root = str(Path(paddle_spmd_port.__file__).resolve().parent.parent)
     (work / "rank_main.py").write_text(_BOOTSTRAP.format(root=root))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PADDLE_TRAINER", "PADDLE_MASTER"))}
+    if token is not None:
+        env[TOKEN_ENV] = token
     cmd = [python or sys.executable, str(work / "rank_main.py"), "--cases", str(work / "probe.jsonl"),
            "--out-dir", str(work), "--run-predicted-crashes"]
     with open(work / "probe.log", "wb") as log:
-        proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        kwargs: dict[str, Any] = {"cwd": work, "env": env, "stdout": log, "stderr": subprocess.STDOUT,
+                                  "stdin": subprocess.DEVNULL}
+        proc = guard.popen(cmd, **kwargs) if guard is not None else subprocess.Popen(cmd, start_new_session=True,
+                                                                                       **kwargs)
         try:
             code: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
