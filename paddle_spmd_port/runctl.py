@@ -46,6 +46,9 @@ EXIT_FINDING = 1
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 3
 
+_FIRED: list[int] = []
+"""Signals received in this process; only the first raises (nested ``signals_raise`` included)."""
+
 
 class UsageError(Exception):
     """Bad input from the command line: ``ARG: PROBLEM; VALID``, printed as one line, exit 2."""
@@ -91,11 +94,9 @@ def signals_raise() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    fired: list[int] = []
-
     def handler(signum: int, _frame: object) -> None:
-        fired.append(signum)
-        if len(fired) == 1:
+        _FIRED.append(signum)
+        if len(_FIRED) == 1:
             raise Interrupted(signum)
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -103,7 +104,9 @@ def signals_raise() -> Iterator[None]:
         yield
     finally:
         for sig, old in previous.items():
-            signal.signal(sig, old)
+            # after an interrupt the process is on its way out: a late signal must not kill it
+            # half-way through printing its one line (which would turn exit 130 into -2)
+            signal.signal(sig, signal.SIG_IGN if _FIRED else old)
 
 
 def run_command(prog: str, body: Callable[[], int | None]) -> int:
