@@ -7,6 +7,7 @@ Each ``tests/test_bad_input_<command>.py`` holds a table of rows; every row goes
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -39,9 +40,19 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
 
 
 def run_cli(argv: list[str], cwd: Path, timeout: float = 120.0) -> subprocess.CompletedProcess:
+    """Run the command in a session of its own; on timeout the whole group is killed (a command
+    that wrongly started workers or a launcher must not outlive the test)."""
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "paddle_spmd_port", *argv], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    cmd = [sys.executable, "-m", "paddle_spmd_port", *argv]
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def assert_usage_error(row: BadInput, tmp_path: Path) -> str:
