@@ -49,23 +49,18 @@ def merge_axis(letter: str, new_dim: int, known_dim: int) -> int:
 def merge_shardings(tensors: Iterable[tuple[str, Sequence[int]]]) -> dict[str, int]:
     """Letter -> mesh dim for all ``(axes, dims_mapping)`` pairs, Paddle's way (see module doc).
 
-    Walks ``dims_mapping`` (not ``axes``): an entry past the end of ``axes`` reads the empty
-    letter ``""``, as C++ ``substr`` does; two entries past the end would throw in Paddle, so
-    the rules validate ranks before they get here.
+    Each dims_mapping has one entry per letter of its axes: the rules check ranks before they
+    get here, so a length that differs is the port's own error (Paddle would read a letter past
+    the end of the notation or leave one unmerged; no input reaches that).
     """
     letter_to_dim: dict[str, int] = {}
     dim_to_letters: dict[int, str] = {}
     for axes, dims_mapping in tensors:
-        n_axes = len(axes)
-        for position, mesh_dim in enumerate(dims_mapping):
-            if position < n_axes:
-                letter = axes[position]
-            elif position == n_axes:
-                letter = ""
-            else:
-                raise InvalidSpecError(
-                    f"dims_mapping {list(dims_mapping)} is longer than its notation {axes!r}",
-                    kind="invalid-spec:notation")
+        if len(dims_mapping) != len(axes):
+            raise InvalidSpecError(
+                f"dims_mapping {list(dims_mapping)} does not match its notation {axes!r}",
+                kind="invalid-spec:notation")
+        for letter, mesh_dim in zip(axes, dims_mapping):
             known = letter_to_dim.get(letter)
             merged = mesh_dim if known is None else merge_axis(letter, mesh_dim, known)
             letter_to_dim[letter] = merged
@@ -83,10 +78,6 @@ def merge_shardings(tensors: Iterable[tuple[str, Sequence[int]]]) -> dict[str, i
 
 
 def mapping_for_axes(axes: str, letter_to_dim: dict[str, int]) -> tuple[int, ...]:
-    """Paddle's ``GetDimsMappingForAxes``: ``'1'`` reads -1; an unknown letter is left out
-    (Paddle builds an error for it and never throws it)."""
-    get = letter_to_dim.get
-    out = [-1 if letter == FORCED_REPLICATED else get(letter) for letter in axes]
-    if None in out:
-        out = [m for m in out if m is not None]
-    return tuple(out)
+    """Paddle's ``GetDimsMappingForAxes``: ``'1'`` reads -1, every other letter its merged dim
+    (each letter was merged: the notations come from the same ranks)."""
+    return tuple(-1 if letter == FORCED_REPLICATED else letter_to_dim[letter] for letter in axes)

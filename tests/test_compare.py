@@ -66,3 +66,90 @@ def test_normalize_message_strips_paddle_decorations():
            "  [Hint: Expected x_ndim >= 2, but received x_ndim:1 < 2:2.] (at /paddle/phi/x.cc:78)\n")
     assert normalize_message(raw) == "The ndim of x in batch_norm should be greater than 1, but got [1]."
     assert DistAttr((0,)).mesh is None
+
+
+# --- each way a comparator could go blind (tools/mutants.py's compare mutants must fail here) ---
+def _first_answer(rule="layer_norm_grad"):
+    case = next(c for c in grid_for(rule) if run_port(c).result is not None and run_port(c).result.inputs[0].mesh)
+    return case, run_port(case)
+
+
+def _with_first_input(outcome, **changes):
+    res = outcome.result
+    return Outcome(result=dataclasses.replace(res, inputs=(dataclasses.replace(res.inputs[0], **changes),)
+                                              + res.inputs[1:]))
+
+
+def _only_diff(case, port, native):
+    cmp = compare(case.spec, port, native)
+    assert cmp.verdict == "mismatch", cmp
+    assert len(cmp.diffs) == 1, cmp.diffs
+    return cmp.diffs[0].cell
+
+
+def test_same_family_different_message_is_a_mismatch():
+    case = next(iter(grid_for("layer_norm")))
+    a = Outcome(error=ErrorInfo("ValueError", "The ndim of x in batch_norm should be greater than 1, but got [1]."))
+    b = Outcome(error=ErrorInfo("ValueError", "The ndim of x in batch_norm should be less than 6, but got [6]."))
+    assert _only_diff(case, a, b) == "error"
+    assert compare(case.spec, a, a).verdict == "both-raise-same"
+
+
+def test_same_message_different_family_is_a_mismatch():
+    case = next(iter(grid_for("layer_norm")))
+    msg = "Tensor Axis[i] is Sharded by two different mesh dimension [0] and [1]."
+    assert _only_diff(case, Outcome(error=ErrorInfo("NotImplementedError", msg)),
+                      Outcome(error=ErrorInfo("ValueError", msg))) == "error"
+
+
+def test_error_against_an_answer_is_a_mismatch_whichever_side_raised():
+    case, port = _first_answer()
+    err = Outcome(error=ErrorInfo("ValueError", "boom"))
+    assert compare(case.spec, err, port).verdict == "mismatch"
+    assert compare(case.spec, port, err).verdict == "mismatch"
+
+
+def test_partial_dims_alone_differ():
+    case, port = _first_answer()
+    assert _only_diff(case, port, _with_first_input(port, partial_dims=frozenset({0}))) == "in.x.partial"
+
+
+@pytest.mark.parametrize("change", [
+    lambda m: ProcessMesh(m.shape, tuple(reversed(m.process_ids)), m.dim_names),  # other processes
+    lambda m: ProcessMesh(m.shape, m.process_ids, tuple(f"n{i}" for i in range(m.ndim))),  # other names
+    lambda m: ProcessMesh(m.shape + (1,)),
+], ids=["process-ids", "dim-names", "shape"])
+def test_mesh_alone_differs(change):
+    case, port = _first_answer()
+    mesh = port.result.inputs[0].mesh
+    other = change(mesh)
+    assert other != mesh
+    assert _only_diff(case, port, _with_first_input(port, mesh=other)) == "in.x.mesh"
+
+
+def test_extra_attr_beyond_the_signature_is_a_mismatch():
+    case, port = _first_answer()
+    res = port.result
+    extra = Outcome(result=dataclasses.replace(res, outputs=res.outputs + (res.outputs[0],)))
+    cells = {f"out.#{len(res.outputs)}.{cell}" for cell in ("dims_mapping", "partial", "mesh")}
+    for a, b in ((port, extra), (extra, port)):
+        cmp = compare(case.spec, a, b)
+        assert cmp.verdict == "mismatch" and {d.cell for d in cmp.diffs} == cells
+
+
+def test_only_answers_errors_and_predicted_crashes_count_as_compared():
+    from paddle_spmd_port.compare import CLASSES, COMPARED
+
+    assert COMPARED == {"match", "both-raise-same", "port-rejects-invalid", "known-difference", "mismatch"}
+    assert set(CLASSES) - COMPARED == {"native-crash", "unreachable", "not-run"}
+
+
+def test_error_families_follow_pythons_classes():
+    from paddle_spmd_port.errors import InvalidSpecError, PaddleInvalidArgument, ShardingConflictError
+    from paddle_spmd_port.outcome import family_of
+
+    assert family_of(ShardingConflictError("x")) == "NotImplementedError"
+    assert family_of(PaddleInvalidArgument("x")) == "ValueError"
+    info = ErrorInfo.from_exception(InvalidSpecError("x: bad", kind="invalid-spec:x"))
+    assert (info.family, info.port_invalid, info.kind) == ("ValueError", True, "invalid-spec:x")
+    assert not ErrorInfo.from_exception(PaddleInvalidArgument("y")).port_invalid

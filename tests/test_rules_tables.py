@@ -214,3 +214,132 @@ def test_profiles_pick_the_implementation():
     assert get_spmd_rule("batch_norm", "proposed").forward is proposed.batch_norm_infer_spmd_static
     with pytest.raises(ValueError, match="unknown profile"):
         rule_function("layer_norm", "nightly")
+
+
+# --------------------------------------------------------------------------- golden rows
+# Quirks that only the native parity tests pinned before: partial status kept or cleared per
+# tensor, the rank a replicated attr keeps, and which mesh each answer takes when inputs sit on
+# different meshes (MR: mesh R = the 2x3 mesh with its process ids reversed). Every expected
+# answer below is what Paddle 3.3.1 printed for the case (registry for the registry rules, the
+# compiled caller for the hidden ones; `python -m paddle_spmd_port infer --case-json ...`), and
+# test_golden_rows_are_paddles_answers re-checks them against the installed Paddle.
+# Each attr reads "<mapping>|<mesh>": M = MESH_2x3, R = MESH_R, - = no mesh.
+MESH_R = ProcessMesh((2, 3), tuple(reversed(range(6))))
+X3, X4, CH = (16, 32, 32), (8, 6, 4, 4), (6,)
+
+
+def _golden(gid, rule, inputs, attrs, ins, outs):
+    from paddle_spmd_port.cases.case import Case
+
+    return pytest.param(Case(rule, MESH_2x3, tuple(inputs), tuple(attrs), f"golden-{gid}"),
+                        ins.split(" ; "), outs.split(" ; "), id=gid)
+
+
+LN2 = (("epsilon", 1e-5), ("begin_norm_axis", 2))
+NCHW = (("data_format", "NCHW"),)
+GOLDEN = [
+    # PADDLE-QUIRK(ln-partial): forward clears every partial status (x's, scale's, bias's)
+    _golden("ln-fwd-clears-partial", "layer_norm",
+            [spec(X3, (0, -1, -1), partial={1}), spec((32,), (-1,), partial={0}), spec((32,), (-1,), partial={1})],
+            LN2, "[0,-1,-1]|M ; [-1]|M ; [-1]|M", "[0,-1,-1]|M ; [0,-1]|M ; [0,-1]|M"),
+    # PADDLE-QUIRK(ln-partial): reverse keeps the incoming partial status of all six tensors
+    _golden("ln-rev-keeps-partial", "layer_norm_reverse",
+            [spec(X3, (-1, -1, -1), partial={1}), spec((32,), (-1,), partial={0}), spec((32,), (-1,), partial={1}),
+             spec(X3, (0, -1, -1), partial={1}), spec((16, 32), (0, -1), partial={1}),
+             spec((16, 32), (0, -1), partial={1})],
+            LN2, "[0,-1,-1] P{1}|M ; [-1] P{0}|M ; [-1] P{1}|M", "[0,-1,-1] P{1}|M ; [0,-1] P{1}|M ; [0,-1] P{1}|M"),
+    # PADDLE-QUIRK(ln-partial): grad keeps x's, mean's and variance's partial, clears out_grad's,
+    # and x_grad copies out_grad's final attr
+    _golden("ln-grad-og-partial-cleared", "layer_norm_grad",
+            [spec(X3, (0, -1, -1), partial={1}), rep((32,)), rep((32,)), spec((16, 32), (0, -1), partial={1}),
+             spec((16, 32), (0, -1), partial={1}), spec(X3, (0, -1, -1), partial={1})],
+            LN2, "[0,-1,-1] P{1}|M ; [-1]|M ; [-1]|M ; [0,-1] P{1}|M ; [0,-1] P{1}|M ; [0,-1,-1]|M",
+            "[0,-1,-1]|M ; [-1] P{0}|M ; [-1] P{0}|M"),
+    # begin_norm_axis 0: everything replicated, every partial status cleared
+    _golden("ln-grad-b0-replicates", "layer_norm_grad",
+            [spec(X3, (0, -1, -1), partial={1}), rep((16 * 32 * 32,)), rep((16 * 32 * 32,)), spec((), ()),
+             spec((), ()), spec(X3, (0, -1, -1), partial={1})],
+            (("epsilon", 1e-5), ("begin_norm_axis", 0)),
+            "[-1,-1,-1]|M ; [-1]|M ; [-1]|M ; []|M ; []|M ; [-1,-1,-1]|M", "[-1,-1,-1]|M ; [-1]|M ; [-1]|M"),
+    # PADDLE-QUIRK(ln-scale-rank): the grad rule keeps scale's and bias's rank
+    _golden("ln-grad-scale-rank-2", "layer_norm_grad",
+            [spec(X3, (0, -1, -1)), spec((32, 32), (0, -1)), spec((32, 32), (-1, 1)), spec((16,), (0,)),
+             spec((16,), (0,)), spec(X3, (0, -1, -1))],
+            (("epsilon", 1e-5), ("begin_norm_axis", 1)),
+            "[0,-1,-1]|M ; [-1,-1]|M ; [-1,-1]|M ; [0]|M ; [0]|M ; [0,-1,-1]|M",
+            "[0,-1,-1]|M ; [-1,-1] P{0}|M ; [-1,-1] P{0}|M"),
+    # mixed meshes: each attr keeps its own tensor's mesh; x_grad takes out_grad's, scale_grad scale's
+    _golden("ln-grad-other-meshes", "layer_norm_grad",
+            [spec(X3, (0, -1, -1)), rep((32,), MESH_R), rep((32,)), spec((16, 32), (0, -1)),
+             spec((16, 32), (0, -1), MESH_R), spec(X3, (-1, 1, -1), MESH_R, partial={0})],
+            LN2, "[0,1,-1]|M ; [-1]|R ; [-1]|M ; [0,1]|M ; [0,1]|R ; [0,1,-1]|R",
+            "[0,1,-1]|R ; [-1] P{0,1}|R ; [-1] P{0,1}|M"),
+    # PADDLE-QUIRK(bn-ignored-stats): the incoming mappings and partial status of mean, variance,
+    # scale and bias are ignored
+    _golden("bn-fwd-ignores-stats", "batch_norm",
+            [spec(X4, (-1, 1, -1, -1)), spec(CH, (0,), partial={1}), spec(CH, (-1,), partial={0}), spec(CH, (1,)),
+             spec(CH, (-1,), partial={1})],
+            NCHW, "[-1,1,-1,-1]|M ; [1]|M ; [1]|M ; [-1]|M ; [-1]|M",
+            "[-1,1,-1,-1]|M ; [1]|M ; [1]|M ; [1]|M ; [1]|M ; [-1]|M"),
+    # mixed meshes: each input and mean_out/saved_mean keep mean's mesh, reserve_space takes x's
+    _golden("bn-fwd-other-meshes", "batch_norm",
+            [spec(X4, (-1, 1, -1, -1)), rep(CH, MESH_R), rep(CH), rep(CH, MESH_R), rep(CH)],
+            NCHW, "[-1,1,-1,-1]|M ; [1]|R ; [1]|M ; [-1]|R ; [-1]|M",
+            "[-1,1,-1,-1]|M ; [1]|R ; [1]|M ; [1]|R ; [1]|M ; [-1]|M"),
+    # PADDLE-QUIRK(bn-grad-og-ignored): out_grad's mapping and mesh are ignored, every grad input
+    # takes x's mesh; scale_grad keeps scale's mesh
+    _golden("bn-grad-other-meshes", "batch_norm_grad",
+            [spec(X4, (0, 1, -1, -1)), rep(CH, MESH_R), rep(CH), rep(CH), rep(CH), rep(CH, MESH_R), rep(CH), None,
+             spec(X4, (1, -1, 0, -1), MESH_R)],
+            NCHW, "[-1,1,-1,-1]|M ; [-1]|M ; [-1]|M ; [1]|M ; [1]|M ; [1]|M ; [1]|M ; [-1]|M ; [-1,1,-1,-1]|M",
+            "[-1,1,-1,-1]|M ; [-1] P{1}|R ; [-1] P{1}|M"),
+    # PADDLE-QUIRK(bn-grad-og-ignored): x's and out_grad's partial status are dropped
+    _golden("bn-grad-drops-partial", "batch_norm_grad",
+            [spec(X4, (-1, 1, -1, -1), partial={0}), rep(CH), rep(CH), rep(CH), rep(CH), rep(CH), rep(CH), rep((1,)),
+             spec(X4, (-1, -1, -1, -1), partial={0, 1})],
+            NCHW, "[-1,1,-1,-1]|M ; [-1]|M ; [-1]|M ; [1]|M ; [1]|M ; [1]|M ; [1]|M ; [-1]|M ; [-1,1,-1,-1]|M",
+            "[-1,1,-1,-1]|M ; [-1] P{1}|M ; [-1] P{1}|M"),
+    # PADDLE-QUIRK(sync-replicated): partial cleared, each input keeps its own mesh, None has none,
+    # every output takes x's mesh
+    _golden("sync-fwd-meshes", "sync_batch_norm",
+            [spec(X4, (0, 1, -1, -1)), spec(CH, (1,), MESH_R, partial={0}), rep(CH), None,
+             spec(CH, (-1,), partial={0})],
+            NCHW, "[-1,-1,-1,-1]|M ; [-1]|R ; [-1]|M ; [-1] @-|- ; [-1]|M",
+            "[-1,-1,-1,-1]|M ; [-1]|M ; [-1]|M ; [-1]|M ; [-1]|M ; [-1]|M"),
+    _golden("sync-grad-meshes", "sync_batch_norm_grad",
+            [spec(X4, (-1, 1, -1, -1), partial={0}), rep(CH, MESH_R), None, rep(CH), rep(CH), None,
+             spec(X4, (0, 1, -1, -1), MESH_R)],
+            NCHW, "[-1,-1,-1,-1]|M ; [-1]|R ; [-1] @-|- ; [-1]|M ; [-1]|M ; [-1] @-|- ; [-1,-1,-1,-1]|R",
+            "[-1,-1,-1,-1]|M ; [-1]|M ; [-1]|M"),
+]
+
+
+def labelled(result):
+    """Each attr as ``<mapping>|<mesh>`` (M = MESH_2x3, R = MESH_R, - = none)."""
+    def one(a):
+        mesh = "-" if a.mesh is None else {MESH_2x3: "M", MESH_R: "R"}.get(a.mesh, str(a.mesh))
+        return f"{a}|{mesh}"
+    return [one(a) for a in result.inputs], [one(a) for a in result.outputs]
+
+
+@pytest.mark.parametrize("case, ins, outs", GOLDEN)
+def test_golden_row(case, ins, outs):
+    assert labelled(case.run_port()) == (ins, outs)
+
+
+@pytest.mark.native
+def test_golden_rows_are_paddles_answers():
+    from paddle_spmd_port.native.pool import run_native
+    from paddle_spmd_port.sweep import DEFAULT_BACKEND
+
+    from .conftest import paddle_profile
+
+    profile = paddle_profile()  # older releases: leave out rules their profile says differ or are missing
+    rows = [p.values for p in GOLDEN if profile is None or not (
+        p.values[0].rule in profile.registry_missing or profile.differences_for(p.values[0].rule))]
+    for backend in sorted({DEFAULT_BACKEND[case.rule] for case, _, _ in rows}):
+        mine = [r for r in rows if DEFAULT_BACKEND[r[0].rule] == backend]
+        natives, _ = run_native([case for case, _, _ in mine], backend=backend, workers=1)
+        for (case, ins, outs), native in zip(mine, natives, strict=True):
+            assert native.result is not None, (case.id, str(native))
+            assert labelled(native.result) == (ins, outs), case.id

@@ -1,0 +1,744 @@
+"""Mutation self-test: can the harness fail? Realistic one-line bugs, each judged for real.
+
+Usage::
+
+    python tools/mutants.py                       # every mutant; prints the table and the kill rate
+    python tools/mutants.py --only ln-grad-og-partial-kept,compare-ignore-message
+    python tools/mutants.py --list                # the mutants, nothing run
+    python tools/mutants.py --sample 2000 --seed 0 --report-dir reports/mutants
+
+Each mutant is ``(file, old text, new text, what)``: ``old`` must occur exactly once in
+``paddle_spmd_port/<file>`` (checked first, so a mutant cannot rot silently when the code
+moves). The tool copies the package once (a snapshot of the working tree), applies each mutant
+to its own copy and judges it with that copy first on ``PYTHONPATH`` (and as the working
+directory) -- the package in the repository is never touched:
+
+* rule mutants (``rules/``, ``notation.py``): ``python -m paddle_spmd_port parity --rules R
+  --sample N --seed S --primary-only --report-dir <tmp> --quiet`` against native Paddle.
+  exit 1 with a mismatching case in the report = **killed**; exit 0 = **survived**; anything
+  else (3 = some case uncompared, a crash, a timeout) = **not judged**, never killed.
+* comparator mutants (``compare.py``, ``outcome.py``): ``python -m pytest -q`` on the suite's
+  comparator tests, run from a copy of ``tests/`` next to the mutated package (the tests import
+  ``paddle_spmd_port``; run from the repository they would import the original). exit 1 (a test
+  failed) = killed; 0 = survived; other = not judged.
+
+Every judged run must show it used the copy: a ``sitecustomize`` in the copy records, at exit of
+every Python process, where each ``paddle_spmd_port`` module came from; a run where any came from
+elsewhere, or where the mutated module was never imported, is *not judged*. Before the mutants, the
+unmutated snapshot is judged the same way (the baseline): it must pass, or the mutants it would
+judge are not judged.
+
+A mutant marked ``equivalent`` carries the reason no input can tell it from the original; it is
+run all the same, and if it is killed the claim is wrong (reported, exit 1).
+
+Exit: 0 every non-equivalent mutant killed; 1 a non-equivalent mutant survived or an "equivalent"
+one was killed (outranks 3); 2 bad usage (one line); 3 some mutant not judged (rotten old text,
+baseline failing, uncompared cases, the copy not imported); 130/143 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import py_compile
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+from paddle_spmd_port.runctl import (  # noqa: E402  (pure Python, no Paddle)
+    EXIT_FINDING,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    ArgumentParser,
+    Interrupted,
+    UsageError,
+    check_output_dir,
+    positive,
+    run_command,
+)
+
+PKG = "paddle_spmd_port"
+ALL_BN = ("batch_norm_static", "batch_norm", "batch_norm_grad")
+LN_MERGING = ("layer_norm_reverse", "layer_norm_grad")
+COMPARE_TESTS = ("tests/test_compare.py",)
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    name: str
+    file: str
+    """Path inside the package, e.g. ``rules/layer_norm.py``."""
+    old: str
+    new: str
+    what: str
+    rules: tuple[str, ...] = ()
+    """Rule keys whose sampled parity run judges it (rule mutants)."""
+    tests: tuple[str, ...] = ()
+    """Test files whose run judges it (comparator mutants)."""
+    equivalent: str = ""
+    """Why no input can tell this mutant from the original ("" = it must be killed)."""
+
+    @property
+    def kind(self) -> str:
+        return "parity" if self.rules else "pytest"
+
+    @property
+    def module(self) -> str:
+        return f"{PKG}." + self.file[:-3].replace("/", ".")
+
+    @property
+    def target(self) -> str:
+        return ",".join(self.rules) if self.rules else ",".join(Path(t).name for t in self.tests)
+
+
+def _m(name: str, file: str, old: str, new: str, what: str, *, rules: Sequence[str] = (),
+       tests: Sequence[str] = (), equivalent: str = "") -> Mutant:
+    return Mutant(name, file, old, new, what, tuple(rules), tuple(tests), equivalent)
+
+
+LN = "rules/layer_norm.py"
+BN = "rules/batch_norm.py"
+SYNC = "rules/sync_batch_norm.py"
+NOTATION = "notation.py"
+TENSOR = "rules/_tensor.py"
+CMP = "compare.py"
+OUT = "outcome.py"
+
+MUTANTS: tuple[Mutant, ...] = (
+    # ------------------------------------------------------------------ notation (the merge)
+    _m("notation-conflict-later-wins", NOTATION,
+       "    if new_dim == known_dim or known_dim == -1:",
+       "    if new_dim == known_dim or known_dim == -1 or new_dim != -1:",
+       "an axis split along two mesh dims takes the later one instead of raising", rules=LN_MERGING),
+    _m("notation-conflict-message", NOTATION,
+       "Sharded by two different mesh dimension [{new_dim}] and [{known_dim}].",
+       "Sharded by two different mesh dimension [{known_dim}] and [{new_dim}].",
+       "the conflict message names the two mesh dims the other way round", rules=LN_MERGING),
+    _m("notation-last-claimant-keeps", NOTATION,
+       "        for loser in claimants[1:]:",
+       "        for loser in claimants[:-1]:",
+       "a mesh dim claimed by two letters stays with the last one, not the first", rules=LN_MERGING),
+    _m("notation-forced-key-skipped", NOTATION,
+       "            known = letter_to_dim.get(letter)",
+       "            known = None if letter == FORCED_REPLICATED else letter_to_dim.get(letter)",
+       "the '1' axes no longer merge as one shared key (upstream's later fix, not in 3.3.1)",
+       rules=("layer_norm_reverse",)),
+    _m("notation-forced-reads-merged", NOTATION,
+       "    return tuple(-1 if letter == FORCED_REPLICATED else letter_to_dim[letter] for letter in axes)",
+       "    return tuple(letter_to_dim.get(letter, -1) for letter in axes)",
+       "a forced-replicated '1' axis reads the mesh dim merged into the shared key",
+       rules=("layer_norm", "layer_norm_reverse")),
+    # ------------------------------------------------------------------ the input view
+    _m("tensor-none-rank-0", TENSOR,
+       "        return _new_input((name, 1, (), _NO_PARTIAL, None, True))",
+       "        return _new_input((name, 0, (), _NO_PARTIAL, None, True))",
+       "a None input is seen with rank 0 (Paddle's stand-in has shape [0], rank 1)",
+       rules=("layer_norm", "sync_batch_norm")),
+    _m("tensor-replicated-keeps-rank", TENSOR,
+       "        return DistAttr.make((-1,) * len(self.dims_mapping), _NO_PARTIAL, self.mesh)",
+       "        return DistAttr.make((-1,) * self.ndim, _NO_PARTIAL, self.mesh)",
+       "GetReplicatedDistAttr takes the rank, not the incoming dims_mapping's length (None -> [-1])",
+       rules=("layer_norm_grad",)),
+    # ------------------------------------------------------------------ layer_norm forward
+    _m("ln-fwd-notation-off-by-one", LN,
+       "    x_axes, mean_axes = layer_norm_notation(tx.ndim, begin_norm_axis)\n    filled",
+       "    x_axes, mean_axes = layer_norm_notation(tx.ndim, max(begin_norm_axis - 1, 0))\n    filled",
+       "the forward notation normalises from begin_norm_axis - 1", rules=("layer_norm",)),
+    _m("ln-fwd-scale-kept", LN,
+       "ts.attr((-1,)), tb.attr((-1,))),",
+       "ts.attr(ts.dims_mapping or (-1,)), tb.attr((-1,))),",
+       "forward keeps scale's own sharding instead of [-1]", rules=("layer_norm",)),
+    _m("ln-fwd-out-partial-kept", LN,
+       "        outputs=(tx.attr(mapping_for_axes(x_axes, merged)), tx.attr(stat), tx.attr(stat)),",
+       "        outputs=(tx.attr(mapping_for_axes(x_axes, merged), keep_partial=True), tx.attr(stat), "
+       "tx.attr(stat)),",
+       "forward out keeps x's partial status", rules=("layer_norm",)),
+    _m("ln-fwd-outputs-swapped", LN,
+       "        outputs=(tx.attr(mapping_for_axes(x_axes, merged)), tx.attr(stat), tx.attr(stat)),",
+       "        outputs=(tx.attr(stat), tx.attr(mapping_for_axes(x_axes, merged)), tx.attr(stat)),",
+       "forward outputs out and mean swapped", rules=("layer_norm",)),
+    _m("ln-begin-norm-axis-strict", LN,
+       "    if not 0 <= begin_norm_axis <= x.ndim:",
+       "    if not 0 <= begin_norm_axis < x.ndim:",
+       "begin_norm_axis == ndim (an empty normalised shape) rejected as invalid input",
+       rules=("layer_norm", "layer_norm_reverse")),
+    # ------------------------------------------------------------------ layer_norm reverse
+    _m("ln-rev-partial-cleared", LN,
+       '    keep = {"keep_partial": True}',
+       '    keep = {"keep_partial": False}',
+       "reverse clears the incoming partial status instead of copying it", rules=("layer_norm_reverse",)),
+    _m("ln-rev-variance-unmerged", LN,
+       "                              (mean_axes, tv.dims_mapping)])",
+       "                              (mean_axes, tm.dims_mapping)])",
+       "reverse merges mean twice and never reads variance", rules=("layer_norm_reverse",)),
+    _m("ln-rev-merge-order", LN,
+       "    merged = merge_shardings([(x_axes, to.dims_mapping), (mean_axes, tm.dims_mapping),",
+       "    merged = merge_shardings([(mean_axes, tm.dims_mapping), (x_axes, to.dims_mapping),",
+       "reverse merges mean before out (which letter keeps a contested mesh dim, conflict order)",
+       rules=("layer_norm_reverse",)),
+    _m("ln-rev-rank-message", LN,
+       "{label}'s dims_mapping size [",
+       "{label}'s dims_mapping length [",
+       "reverse's rank-vs-dims_mapping error message reworded", rules=("layer_norm_reverse",)),
+    # ------------------------------------------------------------------ layer_norm grad
+    _m("ln-grad-og-partial-kept", LN,
+       "        og_attr = tg.attr(mapping_for_axes(x_axes, merged))",
+       "        og_attr = tg.attr(mapping_for_axes(x_axes, merged), keep_partial=True)",
+       "grad keeps out_grad's partial status (and x_grad copies it)", rules=("layer_norm_grad",)),
+    _m("ln-grad-x-partial-cleared", LN,
+       "        x_attr = tx.attr(mapping_for_axes(x_axes, merged), keep_partial=True)",
+       "        x_attr = tx.attr(mapping_for_axes(x_axes, merged))",
+       "grad clears x's partial status", rules=("layer_norm_grad",)),
+    _m("ln-grad-og-on-x-mesh", LN,
+       "        og_attr = tg.attr(mapping_for_axes(x_axes, merged))",
+       "        og_attr = tx.attr(mapping_for_axes(x_axes, merged))",
+       "grad moves out_grad (and x_grad) to x's mesh; Paddle keeps out_grad's own", rules=("layer_norm_grad",)),
+    _m("ln-grad-x-grad-from-x", LN,
+       "        outputs=(og_attr, grad_of(ts), grad_of(tb)),",
+       "        outputs=(x_attr, grad_of(ts), grad_of(tb)),",
+       "x_grad copies x's attr instead of out_grad's", rules=("layer_norm_grad",)),
+    _m("ln-grad-partial-off-by-one", LN,
+       "    partial = frozenset(m for m in x_attr.dims_mapping[:b] if m != -1)",
+       "    partial = frozenset(m for m in x_attr.dims_mapping[:b - 1] if m != -1)",
+       "scale/bias grads partial over the axes before b - 1 only", rules=("layer_norm_grad",)),
+    _m("ln-grad-partial-all-axes", LN,
+       "    partial = frozenset(m for m in x_attr.dims_mapping[:b] if m != -1)",
+       "    partial = frozenset(m for m in x_attr.dims_mapping if m != -1)",
+       "scale/bias grads partial over the mesh dims of every axis of x",
+       rules=("layer_norm_grad",),
+       equivalent="x_attr's axes from b on are always -1: x and out_grad are both filled with -1 there "
+                  "before the merge (and b = 0 replicates everything), so the slice [:b] drops only -1s"),
+    _m("ln-grad-scale-grad-not-partial", LN,
+       "DistAttr(rep.dims_mapping, partial, rep.mesh)",
+       "DistAttr(rep.dims_mapping, frozenset(), rep.mesh)",
+       "scale_grad / bias_grad replicated, not Partial(SUM)", rules=("layer_norm_grad",)),
+    _m("ln-grad-b0-og-partial-kept", LN,
+       "tv.replicated(), tg.replicated()",
+       "tv.replicated(), tg.attr((-1,) * len(tg.dims_mapping), keep_partial=True)",
+       "begin_norm_axis 0: out_grad keeps its partial status", rules=("layer_norm_grad",)),
+    _m("ln-grad-b-message", LN,
+       "and begin_norm_axis [{begin_norm_axis}] are not matched.",
+       "and begin_norm_axis [{begin_norm_axis}] do not match.",
+       "grad's begin_norm_axis error message reworded", rules=("layer_norm_grad",)),
+    # ------------------------------------------------------------------ batch_norm (forward + shared)
+    _m("bn-channel-axis-first-char", BN,
+       '    return 1 if data_format[1] == "C" else ndim - 1',
+       '    return 1 if data_format[0] == "C" else ndim - 1',
+       "channel axis read from data_format[0]: NCHW's C taken as the last axis", rules=ALL_BN),
+    _m("bn-batch-axis-kept", BN,
+       "    kept = [-1] * x.ndim",
+       "    kept = [x.dims_mapping[0]] + [-1] * (x.ndim - 1)",
+       "the batch axis keeps its sharding too", rules=ALL_BN),
+    _m("bn-fwd-scale-follows-c", BN,
+       "ts.attr((-1,)), tb.attr((-1,))),",
+       "ts.attr(stat), tb.attr((-1,))),",
+       "forward shards scale along C like mean (what a corrected rule would do)",
+       rules=("batch_norm_static", "batch_norm")),
+    _m("bn-fwd-mean-partial-kept", BN,
+       "tm.attr(stat), tv.attr(stat), ts.attr",
+       "tm.attr(stat, keep_partial=True), tv.attr(stat), ts.attr",
+       "forward keeps mean's incoming partial status", rules=("batch_norm_static", "batch_norm")),
+    _m("bn-fwd-out-partial-kept", BN,
+       "            tx.attr(mapping_for_axes(axes, merged)),  # out",
+       "            tx.attr(mapping_for_axes(axes, merged), keep_partial=True),  # out",
+       "forward out keeps x's partial status", rules=("batch_norm",)),
+    _m("bn-fwd-reserve-on-mean-mesh", BN,
+       "            tx.attr((-1,)),                           # reserve_space",
+       "            tm.attr((-1,)),                           # reserve_space",
+       "reserve_space takes mean's mesh instead of x's", rules=("batch_norm",)),
+    _m("bn-rank-message", BN,
+       "should be less than 6, but got",
+       "should be less than or equal to 5, but got",
+       "the x-rank error message reworded", rules=("batch_norm_static",)),
+    # ------------------------------------------------------------------ batch_norm grad
+    _m("bn-grad-partial-cleared", BN,
+       "    partial = frozenset(m for m in kept if m != -1)",
+       "    partial = frozenset()",
+       "scale_grad / bias_grad not Partial over C's mesh dim", rules=("batch_norm_grad",)),
+    _m("bn-grad-scale-grad-sharded", BN,
+       "            DistAttr((-1,), partial, ts.mesh),",
+       "            DistAttr((kept[c],), frozenset(), ts.mesh),",
+       "scale_grad Shard(0) along C (the numerically right answer, not 3.3.1's)", rules=("batch_norm_grad",)),
+    _m("bn-grad-x-grad-partial-kept", BN,
+       "            tx.attr(kept),\n            DistAttr((-1,), partial, ts.mesh)",
+       "            tx.attr(kept, keep_partial=True),\n            DistAttr((-1,), partial, ts.mesh)",
+       "x_grad keeps x's partial status", rules=("batch_norm_grad",)),
+    _m("bn-grad-og-own-mesh", BN,
+       "from_x(mapping_for_axes(axes, merged))),",
+       "t['out_grad'].attr(mapping_for_axes(axes, merged))),",
+       "out_grad keeps its own mesh; Paddle gives it x's", rules=("batch_norm_grad",)),
+    _m("bn-grad-og-rank-message", BN,
+       '"The ndim of out_grad in batch_norm should be equal with x, "',
+       '"The ndim of out_grad in batch_norm should equal x\'s, "',
+       "the out_grad-rank error message reworded", rules=("batch_norm_grad",)),
+    # ------------------------------------------------------------------ sync_batch_norm (replicated fallback)
+    _m("sync-partial-kept", SYNC,
+       "        inputs=tuple(DistAttr((-1,) * t.ndim, frozenset(), t.mesh) for t in inputs),",
+       "        inputs=tuple(DistAttr((-1,) * t.ndim, t.partial_dims, t.mesh) for t in inputs),",
+       "inputs keep their partial status", rules=("sync_batch_norm", "sync_batch_norm_grad")),
+    _m("sync-none-rank-0", SYNC,
+       "        inputs=tuple(DistAttr((-1,) * t.ndim, frozenset(), t.mesh) for t in inputs),",
+       "        inputs=tuple(DistAttr((-1,) * len(t.dims_mapping), frozenset(), t.mesh) for t in inputs),",
+       "a None input answers [] instead of [-1]", rules=("sync_batch_norm_grad",)),
+    _m("sync-inputs-on-x-mesh", SYNC,
+       "        inputs=tuple(DistAttr((-1,) * t.ndim, frozenset(), t.mesh) for t in inputs),",
+       "        inputs=tuple(DistAttr((-1,) * t.ndim, frozenset(), x.mesh) for t in inputs),",
+       "every input moves to x's mesh (None inputs included)", rules=("sync_batch_norm",)),
+    _m("sync-outputs-on-mean-mesh", SYNC,
+       "    x: RuleInput = inputs[0]",
+       "    x: RuleInput = inputs[1]",
+       "outputs take the second input's mesh (mean / scale) instead of x's",
+       rules=("sync_batch_norm", "sync_batch_norm_grad")),
+    # ------------------------------------------------------------------ the comparator
+    _m("compare-ignore-dims-mapping", CMP,
+       '(f"{prefix}.dims_mapping", str(list(a.dims_mapping)))',
+       '(f"{prefix}.dims_mapping", "[]")',
+       "dims_mapping cells always equal", tests=COMPARE_TESTS),
+    _m("compare-ignore-partial", CMP,
+       '(f"{prefix}.partial", str(sorted(a.partial_dims)))',
+       '(f"{prefix}.partial", "[]")',
+       "partial-dims cells always equal", tests=COMPARE_TESTS),
+    _m("compare-ignore-mesh", CMP,
+       '    mesh = "none" if a.mesh is None else f"',
+       '    mesh = "any" if True else f"',
+       "mesh cells always equal", tests=COMPARE_TESTS),
+    _m("compare-mesh-ignores-ids", CMP,
+       "{list(a.mesh.shape)}{list(a.mesh.process_ids)}{list(a.mesh.dim_names)}",
+       "{list(a.mesh.shape)}{list(a.mesh.dim_names)}",
+       "meshes of one shape with other process ids compare equal", tests=COMPARE_TESTS),
+    _m("compare-mesh-ignores-names", CMP,
+       "{list(a.mesh.shape)}{list(a.mesh.process_ids)}{list(a.mesh.dim_names)}",
+       "{list(a.mesh.shape)}{list(a.mesh.process_ids)}",
+       "meshes with other dim names compare equal", tests=COMPARE_TESTS),
+    _m("compare-ignore-message", CMP,
+       'f"{outcome.error.family}: {outcome.error.message}"',
+       'f"{outcome.error.family}"',
+       "two errors of one family with different messages compare equal", tests=COMPARE_TESTS),
+    _m("compare-ignore-family", CMP,
+       'f"{outcome.error.family}: {outcome.error.message}"',
+       'f"{outcome.error.message}"',
+       "two errors with one message and different families compare equal", tests=COMPARE_TESTS),
+    _m("compare-ignore-extra-attrs", CMP,
+       "        for extra in range(len(names), len(attrs)):",
+       "        for extra in range(len(attrs), len(attrs)):",
+       "attrs beyond Paddle's signature are not compared", tests=COMPARE_TESTS),
+    _m("compare-crash-is-match", CMP,
+       '        return Comparison("native-crash", n, 0)',
+       '        return Comparison("match", n, n)',
+       "a native crash counts as a match", tests=COMPARE_TESTS),
+    _m("compare-any-port-error-is-invalid", CMP,
+       "    if port.error is not None and port.error.port_invalid:",
+       "    if port.error is not None:",
+       "every port error is filed as port-rejects-invalid", tests=COMPARE_TESTS),
+    _m("compare-errors-skip-cells", CMP,
+       "    if diffs:",
+       "    if diffs and port.error is None:",
+       "when the port raised, differing cells still give both-raise-same", tests=COMPARE_TESTS),
+    _m("compare-unreachable-counts", CMP,
+       'COMPARED = frozenset({"match", ',
+       'COMPARED = frozenset({"unreachable", "match", ',
+       "an unreachable case counts as compared (green without a comparison)", tests=COMPARE_TESTS),
+    _m("outcome-family-exact-class", OUT,
+       "        if any(cls.__name__ == name for cls in type(exc).__mro__):",
+       "        if type(exc).__name__ == name:",
+       "the error family is the exact class name (ShardingConflictError is no NotImplementedError)",
+       tests=COMPARE_TESTS),
+    _m("outcome-hint-kept", OUT,
+       '    for marker in ("\\n  [Hint:", "[Hint:", "\\n\\n---", "\\n---"):',
+       '    for marker in ("\\n\\n---", "\\n---"):',
+       "Paddle's [Hint: ...] stays in the compared message", tests=COMPARE_TESTS),
+)
+
+
+# --------------------------------------------------------------------------- checking the table
+def occurrences(mutant: Mutant, root: Path = REPO) -> int:
+    """How many times the mutant's old text occurs in its file under ``root``."""
+    path = root / PKG / mutant.file
+    return path.read_text().count(mutant.old) if path.is_file() else 0
+
+
+def check_table(mutants: Sequence[Mutant] = MUTANTS) -> list[str]:
+    """Problems of the table itself (empty when sound): duplicate names, no-op mutants, an
+    equivalent claim without a reason, a mutant judged by nothing."""
+    problems = []
+    seen = set()
+    for m in mutants:
+        if m.name in seen:
+            problems.append(f"{m.name}: duplicate name")
+        seen.add(m.name)
+        if m.old == m.new:
+            problems.append(f"{m.name}: new text equals old text")
+        if bool(m.rules) == bool(m.tests):
+            problems.append(f"{m.name}: needs either rules (parity) or tests (pytest), not both or neither")
+        if not m.what.strip():
+            problems.append(f"{m.name}: no description")
+    return problems
+
+
+def apply(mutant: Mutant, root: Path) -> None:
+    """Apply ``mutant`` to the package copy under ``root`` (its old text must occur exactly once)."""
+    path = root / PKG / mutant.file
+    text = path.read_text()
+    n = text.count(mutant.old)
+    if n != 1:
+        raise ValueError(f"old text occurs {n} times in {mutant.file}")
+    path.write_text(text.replace(mutant.old, mutant.new, 1))
+    py_compile.compile(str(path), doraise=True)  # a mutant that does not compile judges nothing
+
+
+# --------------------------------------------------------------------------- copies and runs
+_PROBE = '''"""Written by tools/mutants.py into a package copy: records where paddle_spmd_port came from."""
+import atexit, json, os, sys
+
+
+def _record():
+    path = os.environ.get("MUTANTS_IMPORT_PROBE")
+    if not path:
+        return
+    mods = {n: getattr(m, "__file__", None) for n, m in list(sys.modules.items())
+            if n == "paddle_spmd_port" or n.startswith("paddle_spmd_port.")}
+    if mods:
+        with open(path, "a") as f:
+            f.write(json.dumps(mods) + "\\n")
+
+
+atexit.register(_record)
+'''
+
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+
+
+def snapshot(dest: Path) -> Path:
+    """Copy the package (and tests/ + pyproject.toml, for the comparator's test runs) to ``dest``."""
+    dest.mkdir(parents=True)
+    shutil.copytree(REPO / PKG, dest / PKG, ignore=_IGNORE)
+    shutil.copytree(REPO / "tests", dest / "tests", ignore=_IGNORE)
+    shutil.copy2(REPO / "pyproject.toml", dest / "pyproject.toml")
+    (dest / "sitecustomize.py").write_text(_PROBE)
+    return dest
+
+
+@dataclasses.dataclass
+class Verdict:
+    status: str
+    """killed | survived | equivalent | not judged | wrongly equivalent"""
+    how: str
+    seconds: float = 0.0
+
+
+def _run(cmd: list[str], cwd: Path, probe: Path, timeout: float, log: Path) -> tuple[int | None, str]:
+    """Run ``cmd`` with the copy at ``cwd`` first on the path; (exit code or None on timeout, output)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    env.update(PYTHONPATH=str(cwd), MUTANTS_IMPORT_PROBE=str(probe), PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        code: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        _end(proc)
+        out, code = proc.communicate()[0] or "", None
+    except BaseException:  # Interrupted: end the run's whole group (parity ends its workers on SIGTERM)
+        _end(proc)
+        raise
+    log.write_text(out)
+    return code, out
+
+
+def _end(proc: subprocess.Popen) -> None:
+    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _import_problem(probe: Path, copy: Path, module: str | None) -> str:
+    """Why the run did not demonstrably use the copy ("" when it did)."""
+    if not probe.is_file():
+        return "no process recorded importing paddle_spmd_port"
+    seen: dict[str, str] = {}
+    for line in probe.read_text().splitlines():
+        for name, file in json.loads(line).items():
+            if file:
+                seen[name] = file
+    outside = sorted({f for f in seen.values() if not Path(f).resolve().is_relative_to(copy.resolve())})
+    if outside:
+        return f"imported paddle_spmd_port from outside the copy: {outside[0]}"
+    if module and module not in seen:
+        return f"{module} was never imported"
+    return ""
+
+
+def parity_cmd(rules: Sequence[str], sample: int, seed: int, report_dir: Path) -> list[str]:
+    return [sys.executable, "-m", PKG, "parity", "--rules", ",".join(rules), "--sample", str(sample),
+            "--seed", str(seed), "--primary-only", "--report-dir", str(report_dir), "--quiet"]
+
+
+def pytest_cmd(tests: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", *tests]
+
+
+def _mismatches(report_dir: Path) -> tuple[int, str]:
+    """(mismatching cases, one example) from a parity report."""
+    try:
+        data = json.loads((report_dir / "parity.json").read_text())
+    except (OSError, ValueError):
+        return 0, ""
+    total = int(data.get("total_mismatches") or 0)
+    for key, tally in data.get("rules", {}).items():
+        for example in (tally.get("examples") or {}).get("mismatch", [])[:1]:
+            text = example if isinstance(example, str) else json.dumps(example)[:160]
+            return total, f"{key}: {text}"
+        if tally.get("verdicts", {}).get("mismatch"):
+            return total, key
+    return total, ""
+
+
+def _port_invalid(report_dir: Path) -> int:
+    try:
+        data = json.loads((report_dir / "parity.json").read_text())
+    except (OSError, ValueError):
+        return 0
+    return sum(t.get("verdicts", {}).get("port-rejects-invalid", 0) for t in data.get("rules", {}).values())
+
+
+def judge_parity(copy: Path, rules: Sequence[str], sample: int, seed: int, work: Path, timeout: float,
+                 module: str | None) -> tuple[str, str, int]:
+    """(status, how, port-rejects-invalid count) of one sampled parity run on ``copy``."""
+    report, probe = work / "report", work / "imports.jsonl"
+    code, out = _run(parity_cmd(rules, sample, seed, report), copy, probe, timeout, work / "parity.log")
+    sel = f"parity {','.join(rules)} sample {sample} seed {seed}"
+    if code is None:
+        return "not judged", f"{sel}: timed out after {timeout:.0f} s", 0
+    problem = _import_problem(probe, copy, module)
+    if problem:
+        return "not judged", f"{sel}: {problem}", 0
+    if code == EXIT_FINDING:
+        n, example = _mismatches(report)
+        if n:
+            return "killed", f"{sel}: {n} mismatching case{'s' * (n != 1)}", 0
+        last = out.strip().splitlines()[-1:] or ["no output"]
+        return "not judged", f"{sel}: exit 1 without a mismatch in the report ({last[0][:120]})", 0
+    if code == EXIT_OK:
+        return "survived", f"{sel}: 0 mismatches", _port_invalid(report)
+    if code == EXIT_INCOMPLETE:
+        return "not judged", f"{sel}: exit 3, some case compared by no route", 0
+    last = out.strip().splitlines()[-1:] or ["no output"]
+    return "not judged", f"{sel}: exit {code} ({last[0][:120]})", 0
+
+
+_FAILED = re.compile(r"^FAILED (\S+)", re.M)
+
+
+def judge_pytest(copy: Path, tests: Sequence[str], work: Path, timeout: float,
+                 module: str | None) -> tuple[str, str]:
+    probe = work / "imports.jsonl"
+    code, out = _run(pytest_cmd(tests), copy, probe, timeout, work / "pytest.log")
+    sel = "pytest " + " ".join(Path(t).name for t in tests)
+    if code is None:
+        return "not judged", f"{sel}: timed out after {timeout:.0f} s"
+    problem = _import_problem(probe, copy, module)
+    if problem:
+        return "not judged", f"{sel}: {problem}"
+    if code == 1:
+        failed = _FAILED.findall(out)
+        first = failed[0].split("::")[-1] if failed else "?"
+        return "killed", f"{sel}: {len(failed)} failed ({first})"
+    if code == 0:
+        return "survived", f"{sel}: all passed"
+    last = out.strip().splitlines()[-1:] or ["no output"]
+    return "not judged", f"{sel}: exit {code} ({last[0][:120]})"
+
+
+def judge(mutant: Mutant, snap: Path, work: Path, *, sample: int, seed: int, timeout: float,
+          baseline_invalid: dict[tuple[str, ...], int] | None = None) -> Verdict:
+    """Apply ``mutant`` to a fresh copy of the snapshot ``snap`` and judge it (see module doc)."""
+    start = time.monotonic()
+    copy = work / "copy"
+    shutil.copytree(snap, copy)
+    try:
+        try:
+            apply(mutant, copy)
+        except (ValueError, py_compile.PyCompileError) as exc:
+            return Verdict("not judged", f"cannot apply: {str(exc).splitlines()[0][:120]}", time.monotonic() - start)
+        if mutant.rules:
+            status, how, invalid = judge_parity(copy, mutant.rules, sample, seed, work, timeout, mutant.module)
+            base = (baseline_invalid or {}).get(mutant.rules)
+            if status == "survived" and base is not None and invalid > base:
+                how += f"; but the port rejects {invalid - base} more cases as invalid than unmutated (a hole)"
+        else:
+            status, how = judge_pytest(copy, mutant.tests, work, timeout, mutant.module)
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+    if mutant.equivalent:
+        status = {"survived": "equivalent", "killed": "wrongly equivalent"}.get(status, status)
+    return Verdict(status, how, time.monotonic() - start)
+
+
+def baseline(snap: Path, work: Path, mutants: Sequence[Mutant], *, sample: int, seed: int,
+             timeout: float) -> tuple[dict[object, str], dict[tuple[str, ...], int]]:
+    """Judge the unmutated snapshot the way each mutant will be judged. Returns (problem per
+    rule-set / test-set that did not pass, port-rejects-invalid count per rule-set)."""
+    problems: dict[object, str] = {}
+    invalid: dict[tuple[str, ...], int] = {}
+    copy = work / "copy"
+    shutil.copytree(snap, copy)
+    try:
+        for i, rules in enumerate(sorted({m.rules for m in mutants if m.rules})):
+            w = work / f"parity-{i}"
+            w.mkdir()
+            status, how, n = judge_parity(copy, rules, sample, seed, w, timeout, None)
+            if status != "survived":
+                problems[rules] = f"baseline {status}: {how}"
+            invalid[rules] = n
+        for i, tests in enumerate(sorted({m.tests for m in mutants if m.tests})):
+            w = work / f"pytest-{i}"
+            w.mkdir()
+            status, how = judge_pytest(copy, tests, w, timeout, None)
+            if status != "survived":
+                problems[tests] = f"baseline {status}: {how}"
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+    return problems, invalid
+
+
+# --------------------------------------------------------------------------- the command
+def build_parser() -> ArgumentParser:
+    ap = ArgumentParser(prog="python tools/mutants.py", description=__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sample", type=int, default=2000, help="cases per rule in each parity run (default 2000)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the parity sample (default 0)")
+    ap.add_argument("--only", action="append", default=[], metavar="NAME[,NAME]",
+                    help="judge only these mutants (repeatable; see --list)")
+    ap.add_argument("--list", action="store_true", help="print the mutants and exit")
+    ap.add_argument("--report-dir", default=None,
+                    help="keep every run's report and log here (DIR/<mutant>/); default: a temp dir, removed")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds one judging run may take (default 900)")
+    return ap
+
+
+def select(only: Sequence[str]) -> list[Mutant]:
+    names = [n.strip() for chunk in only for n in chunk.split(",") if n.strip()]
+    if not only:
+        return list(MUTANTS)
+    if not names:
+        raise UsageError("--only", f"{', '.join(map(repr, only))} names no mutant", "see --list for the names")
+    by_name = {m.name: m for m in MUTANTS}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise UsageError("--only", f"unknown mutant(s) {', '.join(unknown)}", "see --list for the names")
+    return [by_name[n] for n in dict.fromkeys(names)]
+
+
+def table(rows: Sequence[tuple[Mutant, Verdict]]) -> str:
+    head = ("mutant", "file", "judged by", "verdict", "s", "how")
+    body = [(m.name, m.file, m.target, v.status, f"{v.seconds:.1f}", v.how) for m, v in rows]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in body]
+    return "\n".join(lines)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
+    positive(args.sample, "--sample", "a number of cases > 0")
+    positive(args.timeout, "--timeout", "seconds > 0")
+    mutants = select(args.only)
+    keep = check_output_dir(args.report_dir, "--report-dir") if args.report_dir else None
+    problems = check_table()
+    if args.list:
+        for m in mutants:
+            eq = f"  [equivalent: {m.equivalent}]" if m.equivalent else ""
+            print(f"{m.name:<34} {m.kind:<6} {m.target:<50} {m.file}: {m.what}{eq}")
+        print(f"{len(mutants)} mutants ({sum(bool(m.rules) for m in mutants)} judged by parity, "
+              f"{sum(bool(m.tests) for m in mutants)} by pytest)")
+        return EXIT_OK
+    for p in problems:
+        print(f"mutants: table: {p}", file=sys.stderr)
+    if problems:
+        return EXIT_INCOMPLETE
+
+    started = time.monotonic()
+    tmp = Path(tempfile.mkdtemp(prefix="mutants-"))
+    rows: list[tuple[Mutant, Verdict]] = []
+    try:
+        snap = snapshot(tmp / "snapshot")
+        judged = []
+        for m in mutants:
+            n = occurrences(m, snap)
+            if n != 1:
+                rows.append((m, Verdict("not judged", f"old text occurs {n} times in {m.file} (rotten mutant)")))
+            else:
+                judged.append(m)
+        root = keep or tmp / "runs"
+        root.mkdir(parents=True, exist_ok=True)
+        print(f"mutants: baseline (unmutated copy) for {len({m.rules or m.tests for m in judged})} selections ...",
+              flush=True)
+        bwork = root / "_baseline"
+        shutil.rmtree(bwork, ignore_errors=True)
+        bwork.mkdir()
+        base_problems, base_invalid = baseline(snap, bwork, judged, sample=args.sample, seed=args.seed,
+                                               timeout=args.timeout)
+        for m in judged:
+            problem = base_problems.get(m.rules or m.tests)
+            if problem:
+                rows.append((m, Verdict("not judged", problem)))
+                continue
+            work = root / m.name
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir()
+            v = judge(m, snap, work, sample=args.sample, seed=args.seed, timeout=args.timeout,
+                      baseline_invalid=base_invalid)
+            print(f"  {m.name:<34} {v.status:<12} {v.seconds:6.1f} s  {v.how}", flush=True)
+            rows.append((m, v))
+    except Interrupted as exc:
+        exc.detail = f"{len(rows)} of {len(mutants)} mutants judged"
+        raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    order = {m.name: i for i, m in enumerate(mutants)}
+    rows.sort(key=lambda r: order[r[0].name])
+    print()
+    print(table(rows))
+    count = {s: sum(v.status == s for _, v in rows)
+             for s in ("killed", "survived", "equivalent", "not judged", "wrongly equivalent")}
+    must_die = count["killed"] + count["survived"]
+    rate = f"{count['killed']}/{must_die} = {100 * count['killed'] / must_die:.0f}%" if must_die else "n/a"
+    print(f"\nkill rate {rate} of the non-equivalent mutants judged; {count['equivalent']} equivalent, "
+          f"{count['not judged']} not judged, {count['wrongly equivalent']} claimed equivalent but killed; "
+          f"{time.monotonic() - started:.0f} s (--sample {args.sample} --seed {args.seed})")
+    for m, v in rows:
+        if v.status == "survived":
+            print(f"SURVIVED {m.name}: {m.what} ({v.how})")
+        elif v.status == "wrongly equivalent":
+            print(f"WRONGLY EQUIVALENT {m.name}: killed although marked equivalent ({m.equivalent})")
+        elif v.status == "equivalent":
+            print(f"equivalent {m.name}: {m.equivalent}")
+    if count["survived"] or count["wrongly equivalent"]:
+        return EXIT_FINDING
+    return EXIT_INCOMPLETE if count["not judged"] else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command("mutants", lambda: _main(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
