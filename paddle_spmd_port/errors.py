@@ -15,6 +15,18 @@ a dims_mapping whose length is not the tensor rank, begin_norm_axis beyond the r
 mesh, ...), raises :class:`InvalidSpecError`, a ``ValueError`` whose message names the argument
 and says what would be valid. The comparator reports those cases in their own class
 (``port-rejects-invalid``) and never as a match.
+
+An argument of the wrong Python type (a list where a ``DistTensorSpec`` belongs, ``None`` or
+``"1"`` for ``begin_norm_axis``, ``"abc"`` for ``epsilon``, ...) raises
+:class:`ArgumentTypeError`, an :class:`InvalidSpecError` that is also a ``TypeError``, naming the
+argument (``kind`` = ``invalid-spec:<argument>:type``). Every rule checks the types of all its
+arguments, in signature order, before anything else, so the error names the first wrong one.
+
+An unknown rule key or profile given to ``rule_function`` / ``get_spmd_rule(..., profile=)``
+raises :class:`UnknownKeyError`, a :class:`RuleNotFoundError` that is also a ``ValueError``.
+
+These six classes are the only exceptions the rule functions raise (the fuzz test,
+``tests/test_fuzz_rules.py`` and ``tools/fuzz.py``, holds them to that).
 """
 
 from __future__ import annotations
@@ -53,3 +65,18 @@ class RuleNotFoundError(SpmdError, RuntimeError):
     """Mirrors Paddle's ``RuntimeError: (NotFound)`` for unknown rules or a missing infer_backward."""
 
     kind = "not-found"
+
+
+class ArgumentTypeError(InvalidSpecError, TypeError):
+    """An argument of the wrong Python type; the message names the argument and the type it needs.
+
+    Also a ``TypeError``, so ``except TypeError`` keeps working for callers that expect Python's
+    convention."""
+
+    kind = "invalid-spec:type"
+
+
+class UnknownKeyError(RuleNotFoundError, ValueError):
+    """An unknown rule key or profile name (``rule_function``, ``get_spmd_rule(profile=...)``)."""
+
+    kind = "not-found:key"

@@ -26,20 +26,26 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import InvalidSpecError
+from .errors import ArgumentTypeError, InvalidSpecError
 
 REPLICATED = -1
 _set = object.__setattr__
 
 
 def _int_tuple(value: Iterable[Any], what: str) -> tuple[int, ...]:
+    """``value`` as a tuple of ints; anything else raises :class:`ArgumentTypeError` (a TypeError)
+    naming ``what``."""
+    kind = f"invalid-spec:{what}:type"
+    if isinstance(value, (str, bytes, dict)) or not isinstance(value, Iterable):
+        raise ArgumentTypeError(f"{what} must be a sequence of ints, got {type(value).__name__} {value!r:.60}",
+                                kind=kind)
     try:
         items = tuple(value)
     except TypeError:
-        raise TypeError(f"{what} must be a sequence of ints, got {value!r}") from None
+        raise ArgumentTypeError(f"{what} must be a sequence of ints, got {value!r:.60}", kind=kind) from None
     for item in items:
         if isinstance(item, bool) or not isinstance(item, int):
-            raise TypeError(f"{what} must hold ints, got {item!r} in {value!r}")
+            raise ArgumentTypeError(f"{what} must hold ints, got {item!r:.30} in {value!r:.60}", kind=kind)
     return items
 
 
@@ -71,7 +77,14 @@ class ProcessMesh:
             raise InvalidSpecError(
                 f"ProcessMesh.process_ids must list {size} distinct ids for shape {shape}, got {ids!r}"
             )
-        names = tuple(f"d{i}" for i in range(len(shape))) if self.dim_names is None else tuple(self.dim_names)
+        if self.dim_names is None:
+            names = tuple(f"d{i}" for i in range(len(shape)))
+        elif isinstance(self.dim_names, (str, bytes)) or not isinstance(self.dim_names, Iterable) or \
+                not all(isinstance(n, str) for n in self.dim_names):
+            raise ArgumentTypeError(f"ProcessMesh.dim_names must be a sequence of str, got {self.dim_names!r:.60}",
+                                    kind="invalid-spec:dim_names:type")
+        else:
+            names = tuple(self.dim_names)
         if len(names) != len(shape) or len(set(names)) != len(names):
             raise InvalidSpecError(
                 f"ProcessMesh.dim_names must give {len(shape)} distinct names for shape {shape}, got {names!r}"
@@ -146,7 +159,9 @@ class DistTensorSpec:
         object.__setattr__(self, "dims_mapping", _int_tuple(self.dims_mapping, "DistTensorSpec.dims_mapping"))
         object.__setattr__(self, "partial_dims", frozenset(_int_tuple(self.partial_dims, "partial_dims")))
         if self.mesh is not None and not isinstance(self.mesh, ProcessMesh):
-            raise TypeError(f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(self.mesh).__name__}")
+            raise ArgumentTypeError(
+                f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(self.mesh).__name__}",
+                kind="invalid-spec:mesh:type")
         object.__setattr__(self, "_problem", self._find_problem())
 
     @property

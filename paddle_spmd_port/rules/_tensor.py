@@ -7,11 +7,12 @@ same thing, so the rules treat it exactly as Paddle does.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from ..errors import InvalidSpecError, PaddleInvalidArgument
-from ..types import DistAttr, DistTensorSpec, ProcessMesh
+from ..errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument
+from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
 
 _NO_PARTIAL: frozenset[int] = frozenset()
 
@@ -52,8 +53,48 @@ def as_input(spec: DistTensorSpec | None, name: str, *, optional: bool = False) 
                                    kind=f"invalid-spec:{name}:missing")
         return _new_input((name, 1, (), _NO_PARTIAL, None, True))
     if type(spec) is not DistTensorSpec and not isinstance(spec, DistTensorSpec):
-        raise TypeError(f"{name} must be a DistTensorSpec or None, got {type(spec).__name__}")
+        raise ArgumentTypeError(f"{name} must be a DistTensorSpec{' or None' if optional else ''}, got "
+                                f"{type(spec).__name__} {_short(spec)}", kind=f"invalid-spec:{name}:type")
     return _new_input((name, len(spec.shape), spec.dims_mapping, spec.partial_dims, spec.mesh, False))
+
+
+#: The type every rule attribute needs: what ``check_attrs`` accepts for it.
+ATTR_TYPES: dict[str, str] = {
+    "epsilon": "real", "momentum": "real", "begin_norm_axis": "int", "data_format": "str",
+    "is_test": "bool", "use_global_stats": "bool", "trainable_statistics": "bool",
+}
+_WANTED = {"real": "a real number (int or float, not bool)", "int": "an int (not bool)", "str": "a str",
+           "bool": "a bool (or 0 / 1)"}
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def attr_type_ok(kind: str, value: Any) -> bool:
+    """True when ``value`` has the Python type an attribute of ``kind`` (see :data:`ATTR_TYPES`) needs."""
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "bool":
+        if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool") and hasattr(value, "item"):
+            return True  # Python's bool or numpy's
+        return isinstance(value, numbers.Integral) and value in (0, 1)
+    if isinstance(value, bool) or type(value).__name__ in ("bool_",):
+        return False
+    return isinstance(value, numbers.Integral if kind == "int" else numbers.Real)
+
+
+def check_attrs(*named: tuple[str, Any]) -> None:
+    """Reject an attribute of the wrong Python type (:class:`ArgumentTypeError` naming it), in order.
+
+    Rules call it right after wrapping their tensors, before any other check, so a wrongly typed
+    argument is reported as such and never reaches a comparison."""
+    for name, value in named:
+        kind = ATTR_TYPES[name]
+        if not attr_type_ok(kind, value):
+            raise ArgumentTypeError(f"{name} must be {_WANTED[kind]}, got {type(value).__name__} {_short(value)}",
+                                    kind=f"invalid-spec:{name}:type")
 
 
 def check_specs(*named: tuple[str, DistTensorSpec | None]) -> None:
@@ -74,3 +115,48 @@ def require_ndim(t: RuleInput, want: int, op: str) -> None:
     if t.ndim != want:
         raise PaddleInvalidArgument(f"The ndim of {t.name} in {op} should be {want}, but got [{t.ndim}].",
                                     kind=f"ndim:{t.name}")
+
+
+def on_meshes_of_other_ndim(x: RuleInput, *others: RuleInput) -> bool:
+    """True when some input lives on a mesh with another number of dims than x's, or is a spec
+    without a mesh (not a None input): only then can a rule's answer name a mesh dim that its
+    attr's mesh lacks (see :func:`require_mesh_dims_exist`)."""
+    n = x.mesh.ndim if x.mesh is not None else 0
+    return any(t.mesh.ndim != n if t.mesh is not None else not t.missing for t in others)
+
+
+def require_mesh_dims_exist(result: SpmdResult, owners: Iterable[tuple[str, RuleInput]], x: RuleInput,
+                            inputs: Iterable[RuleInput]) -> SpmdResult:
+    """Reject an answer with an attr whose dims_mapping or partial dims name a mesh dim its own mesh
+    lacks (inputs on meshes of different sizes; Paddle then crashes or returns that attr as is).
+
+    ``owners`` names each attr of ``result`` (inputs, then outputs) and the input whose mesh it
+    carries. The error names the input on the other mesh: the attr's owner when that is not on a
+    mesh of x's size, else the input whose dims_mapping brought the missing mesh dim."""
+    others = [t for t in inputs if t.mesh is not None]
+    for attr, (label, owner) in zip(result.inputs + result.outputs, owners, strict=True):
+        mesh = attr.mesh
+        if mesh is None:  # a spec without a mesh: its answer may hold no mesh dim at all
+            used = [m for m in attr.dims_mapping if m >= 0] + sorted(attr.partial_dims)
+            if used:
+                what = "is None" if owner.missing else "has no process mesh"
+                raise InvalidSpecError(
+                    f"{owner.name} {what}, but the answer would put mesh dim {used[0]} of x's mesh {x.mesh} on "
+                    f"{label} (Paddle returns that attr as is, or crashes); give {owner.name} a spec on a "
+                    "ProcessMesh", kind=f"invalid-spec:{owner.name}:mesh")
+            continue
+        k = mesh.ndim
+        bad = [m for m in attr.dims_mapping if m >= k] + [p for p in attr.partial_dims if p >= k]
+        if not bad:
+            continue
+        if owner.mesh is not None and x.mesh is not None and owner.mesh.ndim != x.mesh.ndim:
+            culprit = owner
+        else:
+            culprit = next((t for t in others if any(m >= k for m in t.dims_mapping)),
+                           next((t for t in others if t.mesh is not None and t.mesh.ndim > k), owner))
+        raise InvalidSpecError(
+            f"{culprit.name}: on mesh {culprit.mesh} while x is on mesh {x.mesh}, the answer would put mesh dim "
+            f"{max(bad)} on {label}, whose mesh {mesh} has dims 0..{k - 1} (Paddle crashes or returns that "
+            f"attr as is); put {culprit.name} on a mesh with as many dims as x's",
+            kind=f"invalid-spec:{culprit.name}:mixed-mesh")
+    return result

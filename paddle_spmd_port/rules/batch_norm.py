@@ -44,7 +44,16 @@ from __future__ import annotations
 from ..errors import InvalidSpecError, PaddleInvalidArgument
 from ..notation import letters, mapping_for_axes, merge_shardings
 from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import RuleInput, as_input, check_specs, require_ndim, require_x_mesh
+from ._tensor import (
+    RuleInput,
+    as_input,
+    check_attrs,
+    check_specs,
+    on_meshes_of_other_ndim,
+    require_mesh_dims_exist,
+    require_ndim,
+    require_x_mesh,
+)
 
 OP = "batch_norm"
 
@@ -97,6 +106,8 @@ def batch_norm_infer_spmd(
     variance_out, saved_mean, saved_variance, reserve_space). Only data_format is read."""
     tx, tm, tv = as_input(x, "x"), as_input(mean, "mean"), as_input(variance, "variance")
     ts, tb = as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    check_attrs(("is_test", is_test), ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format),
+                ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
     _check_x_rank(tx)
     for t in (tm, tv, ts, tb):
         require_ndim(t, 1, OP)
@@ -106,7 +117,7 @@ def batch_norm_infer_spmd(
 
     axes, kept, merged = _keep_channel_only(tx, c)
     stat = mapping_for_axes(axes[c], merged)
-    return SpmdResult.make(
+    result = SpmdResult.make(
         inputs=(tx.attr(kept), tm.attr(stat), tv.attr(stat), ts.attr((-1,)), tb.attr((-1,))),
         outputs=(
             tx.attr(mapping_for_axes(axes, merged)),  # out
@@ -117,6 +128,12 @@ def batch_norm_infer_spmd(
             tx.attr((-1,)),                           # reserve_space
         ),
     )
+    if on_meshes_of_other_ndim(tx, tm, tv, ts, tb):  # C's mesh dim on a smaller mesh's mean/variance
+        owners = (("x", tx), ("mean", tm), ("variance", tv), ("scale", ts), ("bias", tb), ("out", tx),
+                  ("mean_out", tm), ("variance_out", tv), ("saved_mean", tm), ("saved_variance", tv),
+                  ("reserve_space", tx))
+        require_mesh_dims_exist(result, owners, tx, (tm, tv, ts, tb))
+    return result
 
 
 def batch_norm_infer_spmd_static(
@@ -154,6 +171,8 @@ def batch_norm_grad_infer_spmd(
              ("out_grad", out_grad))
     optional = {"scale", "bias", "reserve_space"}
     t = {name: as_input(spec, name, optional=name in optional) for name, spec in specs}
+    check_attrs(("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format), ("is_test", is_test),
+                ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
     tx, tg = t["x"], t["out_grad"]
     _check_x_rank(tx)
     if tg.ndim != tx.ndim:
@@ -182,7 +201,7 @@ def batch_norm_grad_infer_spmd(
                 kind=f"invalid-spec:{name}:none-with-sharded-c")
     from_x = tx.attr  # PADDLE-QUIRK(bn-grad-og-ignored): every grad input takes x's mesh
     ts, tb = t["scale"], t["bias"]
-    return SpmdResult.make(
+    result = SpmdResult.make(
         inputs=(from_x(kept), from_x((-1,)), from_x((-1,)), from_x(stat), from_x(stat), from_x(stat), from_x(stat),
                 from_x((-1,)), from_x(mapping_for_axes(axes, merged))),
         outputs=(
@@ -191,3 +210,7 @@ def batch_norm_grad_infer_spmd(
             DistAttr((-1,), partial, tb.mesh),
         ),
     )
+    if on_meshes_of_other_ndim(tx, ts, tb):  # C's mesh dim as partial on a smaller mesh's scale/bias grad
+        owners = tuple((name, tx) for name, _ in specs) + (("x_grad", tx), ("scale_grad", ts), ("bias_grad", tb))
+        require_mesh_dims_exist(result, owners, tx, (ts, tb))
+    return result

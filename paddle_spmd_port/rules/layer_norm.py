@@ -29,7 +29,9 @@ Quirks kept on purpose (Paddle 3.3.1 does this):
   one, so a duplicated mesh dim would stay in x while out/mean lose it (the port rejects
   duplicated mesh dims before this matters).
 * PADDLE-QUIRK(ln-scale-rank): forward and reverse answer ``[-1]`` for scale and bias whatever
-  their rank; the grad rule keeps their rank (``GetReplicatedDistAttr``).
+  their rank (the forward rule checks they are 1-D; for the reverse rule the port rejects any
+  other rank, as the answer would not fit the tensor); the grad rule keeps their rank
+  (``GetReplicatedDistAttr``).
 * PADDLE-QUIRK(ln-forced-key): the reverse rule merges the ``'1'`` axes of out as one shared
   key (see :mod:`paddle_spmd_port.notation`): two sharded normalised axes raise, and one can
   steal a mesh dim from mean/variance.
@@ -41,7 +43,9 @@ Quirks kept on purpose (Paddle 3.3.1 does this):
 
 Port-only checks (Paddle crashes or accepts garbage): x needs a mesh and rank >= 1;
 0 <= begin_norm_axis <= rank(x) (negative: Paddle raises a bare ``basic_string::_M_create``;
-larger: Paddle segfaults); mean/variance rank must equal begin_norm_axis and out's rank x's.
+larger: Paddle segfaults); mean/variance rank must equal begin_norm_axis and out's rank x's;
+x of rank <= 18 (the notation's letters); reverse: scale/bias 1-D; grad: mean, variance and out_grad
+on a mesh (a spec without one makes Paddle crash or answer a mesh dim on an attr without a mesh).
 """
 
 from __future__ import annotations
@@ -49,18 +53,29 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..errors import InvalidSpecError, PaddleInvalidArgument
-from ..notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
+from ..notation import ALPHABET, FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
 from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import RuleInput, as_input, check_specs, require_ndim, require_x_mesh
+from ._tensor import (
+    RuleInput,
+    as_input,
+    check_attrs,
+    check_specs,
+    on_meshes_of_other_ndim,
+    require_mesh_dims_exist,
+    require_ndim,
+    require_x_mesh,
+)
 
 OP = "layer_norm"
 
 
 def _check_begin_norm_axis(begin_norm_axis: int, x: RuleInput) -> None:
-    if isinstance(begin_norm_axis, bool) or not isinstance(begin_norm_axis, int):
-        raise TypeError(f"begin_norm_axis must be an int, got {begin_norm_axis!r}")
+    check_attrs(("begin_norm_axis", begin_norm_axis))
     if x.ndim < 1:
         raise InvalidSpecError("x must have rank >= 1 for layer_norm", kind="invalid-spec:x:rank")
+    if x.ndim > len(ALPHABET):
+        raise InvalidSpecError(f"x has rank {x.ndim}; layer_norm's notation names at most {len(ALPHABET)} axes",
+                               kind="invalid-spec:x:rank")
     if not 0 <= begin_norm_axis <= x.ndim:
         raise InvalidSpecError(
             f"begin_norm_axis={begin_norm_axis} is outside 0..{x.ndim} for x of rank {x.ndim}; "
@@ -72,6 +87,25 @@ def _require_rank(t: RuleInput, want: int, why: str) -> None:
     if t.ndim != want:
         raise InvalidSpecError(f"{t.name} has rank {t.ndim}, but {why} requires rank {want}",
                                kind=f"invalid-spec:{t.name}:rank")
+
+
+def _require_1d_params(*params: RuleInput) -> None:
+    """scale/bias of the reverse rule: 1-D (or None), else the ``[-1]`` answer would not fit them."""
+    for t in params:
+        if not t.missing:
+            _require_rank(t, 1, "layer_norm's scale/bias (the normalised sizes, flattened; the rule answers [-1])")
+
+
+def _require_grad_meshes(*tensors: RuleInput) -> None:
+    """mean, variance, out_grad of the grad rule: a spec without a mesh (dims_mapping ``[]``) of
+    rank >= 1 makes Paddle read its mapping past the end (a crash, or a mesh dim answered on an
+    attr without a mesh)."""
+    for t in tensors:
+        if t.mesh is None and t.ndim > 0:
+            raise InvalidSpecError(
+                f"{t.name} has no process mesh; layer_norm_grad reads its dims_mapping (Paddle crashes or "
+                f"answers a mesh dim on an attr without a mesh); give {t.name} a ProcessMesh",
+                kind=f"invalid-spec:{t.name}:mesh")
 
 
 @lru_cache(maxsize=256)
@@ -90,6 +124,7 @@ def layer_norm_infer_spmd(
 ) -> SpmdResult:
     """Forward rule. Inputs (x, scale, bias); outputs (out, mean, variance)."""
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    check_attrs(("epsilon", epsilon), ("begin_norm_axis", begin_norm_axis))
     require_ndim(ts, 1, OP)
     require_ndim(tb, 1, OP)
     require_x_mesh(tx)
@@ -120,6 +155,7 @@ def layer_norm_infer_spmd_reverse(
     The incoming dims_mappings of x, scale and bias are ignored."""
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
     to, tm, tv = as_input(out, "out"), as_input(mean, "mean"), as_input(variance, "variance")
+    check_attrs(("epsilon", epsilon), ("begin_norm_axis", begin_norm_axis))
     for t, label in ((to, "Out"), (tm, "Mean"), (tv, "Variance")):
         if t.ndim != len(t.dims_mapping):
             raise PaddleInvalidArgument(
@@ -131,16 +167,21 @@ def layer_norm_infer_spmd_reverse(
     _require_rank(to, tx.ndim, "out = layer_norm(x)")
     _require_rank(tm, begin_norm_axis, "mean of shape x.shape[:begin_norm_axis]")
     _require_rank(tv, begin_norm_axis, "variance of shape x.shape[:begin_norm_axis]")
+    _require_1d_params(ts, tb)
 
     x_axes, mean_axes = layer_norm_notation(tx.ndim, begin_norm_axis)
     merged = merge_shardings([(x_axes, to.dims_mapping), (mean_axes, tm.dims_mapping),
                               (mean_axes, tv.dims_mapping)])  # PADDLE-QUIRK(ln-forced-key)
     stat = mapping_for_axes(mean_axes, merged)
     keep = {"keep_partial": True}  # PADDLE-QUIRK(ln-partial): reverse copies the incoming attrs
-    return SpmdResult.make(
+    result = SpmdResult.make(
         inputs=(tx.attr(mapping_for_axes(x_axes, merged), **keep), ts.attr((-1,), **keep), tb.attr((-1,), **keep)),
         outputs=(to.attr(mapping_for_axes(x_axes, merged), **keep), tm.attr(stat, **keep), tv.attr(stat, **keep)),
     )
+    if on_meshes_of_other_ndim(tx, ts, tb, to, tm, tv):  # merged mesh dims of one mesh put on another
+        owners = (("x", tx), ("scale", ts), ("bias", tb), ("out", to), ("mean", tm), ("variance", tv))
+        require_mesh_dims_exist(result, owners, tx, (to, tm, tv, ts, tb))
+    return result
 
 
 def layer_norm_grad_infer_spmd(
@@ -157,6 +198,7 @@ def layer_norm_grad_infer_spmd(
     scale_grad, bias_grad)."""
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
     tm, tv, tg = as_input(mean, "mean"), as_input(variance, "variance"), as_input(out_grad, "out_grad")
+    check_attrs(("epsilon", epsilon), ("begin_norm_axis", begin_norm_axis))
     if begin_norm_axis < 0 or tx.ndim < begin_norm_axis:  # Paddle compares unsigned: negative b fails too
         raise PaddleInvalidArgument(
             f"The Tensor x's rank [{tx.ndim}] and begin_norm_axis [{begin_norm_axis}] are not matched.",
@@ -172,6 +214,7 @@ def layer_norm_grad_infer_spmd(
                 ("out_grad", out_grad))
     _check_begin_norm_axis(begin_norm_axis, tx)
     _require_rank(tm, begin_norm_axis, "mean of shape x.shape[:begin_norm_axis]")
+    _require_grad_meshes(tm, tv, tg)
 
     b = begin_norm_axis
     if b > 0:
@@ -194,7 +237,12 @@ def layer_norm_grad_infer_spmd(
         rep = t.replicated()
         return rep if t.mesh is None else DistAttr(rep.dims_mapping, partial, rep.mesh)  # PADDLE-QUIRK(ln-grad-partial)
 
-    return SpmdResult.make(
+    result = SpmdResult.make(
         inputs=(x_attr, ts.replicated(), tb.replicated(), mean_attr, var_attr, og_attr),
         outputs=(og_attr, grad_of(ts), grad_of(tb)),
     )
+    if on_meshes_of_other_ndim(tx, ts, tb, tm, tv, tg):  # merged mesh dims of one mesh put on another
+        owners = (("x", tx), ("scale", ts), ("bias", tb), ("mean", tm), ("variance", tv), ("out_grad", tg),
+                  ("x_grad", tg), ("scale_grad", ts), ("bias_grad", tb))
+        require_mesh_dims_exist(result, owners, tx, (tm, tv, tg, ts, tb))
+    return result

@@ -38,7 +38,11 @@ Quirks of the proposal, kept on purpose:
 * Every returned attr drops its partial status; out_grad's own mapping is ignored.
 
 Port-only checks (Paddle would read past the end or crash): x needs a mesh; the specs must
-pass :meth:`DistTensorSpec.check`.
+pass :meth:`DistTensorSpec.check`; when C is split, the grad rule's scale/bias specs must be on a
+mesh with C's mesh dim (else scale_grad/bias_grad ``[d]`` would name a mesh dim their mesh lacks).
+A *None* scale/bias is answered ``[d] @-`` as the branch does (PR72918-QUIRK(grad-none-scale):
+a mesh dim on an attr without a mesh; pinned by tests/test_rules_pr72918.py, and the one answer
+the API fuzz counts as known-malformed).
 """
 
 from __future__ import annotations
@@ -46,7 +50,16 @@ from __future__ import annotations
 from ..errors import PaddleInvalidArgument
 from ..notation import letters, mapping_for_axes, merge_shardings
 from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import RuleInput, as_input, check_specs, require_ndim, require_x_mesh
+from ._tensor import (
+    RuleInput,
+    as_input,
+    check_attrs,
+    check_specs,
+    on_meshes_of_other_ndim,
+    require_mesh_dims_exist,
+    require_ndim,
+    require_x_mesh,
+)
 
 OP = "batch_norm"  # the proposal's messages name batch_norm, also for sync_batch_norm
 REVISION = "19683c0389dce01ea48606aba51149681baa8272"
@@ -87,6 +100,8 @@ def sync_batch_norm_infer_spmd(
     reserve_space). No attribute is read."""
     tx, tm, tv = as_input(x, "x"), as_input(mean, "mean"), as_input(variance, "variance")
     ts, tb = as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    check_attrs(("is_test", is_test), ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format),
+                ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
     _check_x_rank(tx)
     for t in (tm, tv, ts, tb):
         require_ndim(t, 1, OP)
@@ -123,6 +138,8 @@ def sync_batch_norm_grad_infer_spmd(
              ("saved_variance", saved_variance), ("reserve_space", reserve_space), ("out_grad", out_grad))
     optional = {"scale", "bias", "reserve_space"}
     t = {name: as_input(spec, name, optional=name in optional) for name, spec in specs}
+    check_attrs(("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format), ("is_test", is_test),
+                ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
     tx, tg = t["x"], t["out_grad"]
     _check_x_rank(tx)
     if tg.ndim != tx.ndim:
@@ -143,12 +160,17 @@ def sync_batch_norm_grad_infer_spmd(
     channel = mapping_for_axes(axes[1], merged)  # PR72918-QUIRK(grad-scale-sharded): [d]
     stat = mapping_for_axes(axes[0], merged)     # PR72918-QUIRK(stats-batch-letter): [-1]
     from_x = tx.attr
-    return SpmdResult(
+    result = SpmdResult(
         inputs=(from_x(kept), from_x(channel), from_x(channel), from_x(stat), from_x(stat), from_x((-1,)),
                 from_x(mapping_for_axes(axes, merged))),
         outputs=(tx.attr(kept), DistAttr(channel, frozenset(), t["scale"].mesh),
                  DistAttr(channel, frozenset(), t["bias"].mesh)),
     )
+    if channel[0] >= 0 and on_meshes_of_other_ndim(tx, t["scale"], t["bias"]):  # [d] on a smaller/no mesh
+        owners = tuple((name, tx) for name, _ in specs) + (("x_grad", tx), ("scale_grad", t["scale"]),
+                                                          ("bias_grad", t["bias"]))
+        require_mesh_dims_exist(result, owners, tx, (t["scale"], t["bias"]))
+    return result
 
 
 #: The proposed rule set, by rule key (see :mod:`paddle_spmd_port.cases.rulebook`).

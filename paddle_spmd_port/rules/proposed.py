@@ -59,11 +59,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..errors import PaddleInvalidArgument
+from ..errors import InvalidSpecError, PaddleInvalidArgument
 from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import RuleInput, as_input, check_specs, require_ndim, require_x_mesh
+from ._tensor import (
+    RuleInput,
+    as_input,
+    check_attrs,
+    check_specs,
+    on_meshes_of_other_ndim,
+    require_mesh_dims_exist,
+    require_ndim,
+    require_x_mesh,
+)
 from .batch_norm import _check_x_rank, channel_axis
-from .layer_norm import _check_begin_norm_axis, _require_rank
+from .layer_norm import _check_begin_norm_axis, _require_1d_params, _require_grad_meshes, _require_rank
 
 BN = "batch_norm"
 LN = "layer_norm"
@@ -108,6 +117,27 @@ def dedupe(mapping: Sequence[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _fits_x_mesh(tx: RuleInput, *tensors: RuleInput) -> None:
+    """The tensors merged with x's axes may only name mesh dims x's mesh has (a tensor on a mesh of
+    more dims than x's could bring one x's mesh lacks)."""
+    n = tx.mesh.ndim if tx.mesh is not None else 0
+    for t in tensors:
+        if t.mesh is not None and t.dims_mapping and max(t.dims_mapping) >= n:
+            raise InvalidSpecError(
+                f"{t.name}: on mesh {t.mesh} it is split along mesh dim {max(t.dims_mapping)}, which x's mesh "
+                f"{tx.mesh} lacks (the rule merges it with x's axes); put {t.name} on a mesh with as many dims "
+                "as x's", kind=f"invalid-spec:{t.name}:mixed-mesh")
+
+
+def _checked(result: SpmdResult, owners: Sequence[tuple[str, RuleInput]], tx: RuleInput,
+             inputs: Sequence[RuleInput]) -> SpmdResult:
+    """``result``, unless an attr would name a mesh dim its own mesh lacks (inputs on meshes of
+    other sizes, or without a mesh): then InvalidSpecError naming the input."""
+    if on_meshes_of_other_ndim(tx, *inputs):
+        require_mesh_dims_exist(result, owners, tx, inputs)
+    return result
+
+
 def _param(t: RuleInput, mapping: tuple[int, ...], partial: frozenset[int] = frozenset()) -> DistAttr:
     """An attr for a per-channel / parameter tensor; a missing input keeps Paddle's meshless ``[-1]``."""
     if t.mesh is None:
@@ -129,6 +159,16 @@ def _bn_inputs(x: DistTensorSpec, mean: DistTensorSpec, variance: DistTensorSpec
     return tx, tm, tv, ts, tb
 
 
+def _bn_forward_types(x: DistTensorSpec, mean: DistTensorSpec, variance: DistTensorSpec,
+                      scale: DistTensorSpec | None, bias: DistTensorSpec | None, is_test: bool, momentum: float,
+                      epsilon: float, data_format: str, use_global_stats: bool, trainable_statistics: bool) -> None:
+    """The forward rules' argument types, in signature order (before any other check)."""
+    as_input(x, "x"), as_input(mean, "mean"), as_input(variance, "variance")
+    as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    check_attrs(("is_test", is_test), ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format),
+                ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
+
+
 def _bn_forward(x: DistTensorSpec, mean: DistTensorSpec, variance: DistTensorSpec, scale: DistTensorSpec | None,
                 bias: DistTensorSpec | None, data_format: str, axes: Callable[[RuleInput, int], Sequence[int]]
                 ) -> SpmdResult:
@@ -138,16 +178,20 @@ def _bn_forward(x: DistTensorSpec, mean: DistTensorSpec, variance: DistTensorSpe
     c = channel_axis(data_format, tx.ndim)
     kept = _vote(tx, c, axes(tx, c), (), (tm, tv, ts, tb))
     stat = (kept[c],)
-    return SpmdResult(
+    result = SpmdResult(
         inputs=(tx.attr(kept), tm.attr(stat), tv.attr(stat), _param(ts, stat), _param(tb, stat)),
         outputs=(tx.attr(kept), tm.attr(stat), tv.attr(stat), tm.attr(stat), tv.attr(stat), tx.attr((-1,))),
     )
+    owners = (("x", tx), ("mean", tm), ("variance", tv), ("scale", ts), ("bias", tb), ("out", tx), ("mean_out", tm),
+              ("variance_out", tv), ("saved_mean", tm), ("saved_variance", tv), ("reserve_space", tx))
+    return _checked(result, owners, tx, (tm, tv, ts, tb))
 
 
 def _vote(tx: RuleInput, c: int, axes: Sequence[int], like_x: Sequence[RuleInput],
           per_channel: Sequence[RuleInput]) -> tuple[int, ...]:
     """x's mapping restricted to ``axes``, merged with tensors shaped like x and with the
     per-channel tensors (which vote on C, when C is among ``axes``): see :func:`most_held`."""
+    _fits_x_mesh(tx, *like_x, *per_channel)
     keep = set(axes)
     votes = [_only(tx.dims_mapping, keep)] + [_only(t.dims_mapping, keep) for t in like_x]
     for t in per_channel if c in keep else ():
@@ -177,6 +221,8 @@ def batch_norm_infer_spmd(
     trainable_statistics: bool = False,
 ) -> SpmdResult:
     """Forward: per-channel tensors follow x's C; with running statistics x keeps every axis."""
+    _bn_forward_types(x, mean, variance, scale, bias, is_test, momentum, epsilon, data_format, use_global_stats,
+                      trainable_statistics)
     running = use_global_stats or (is_test and not trainable_statistics)
 
     def axes(tx: RuleInput, c: int) -> Sequence[int]:
@@ -196,8 +242,10 @@ def batch_norm_infer_spmd_static(
     return batch_norm_infer_spmd(x, mean, variance, scale, bias)
 
 
-def _bn_grad_checks(named: Sequence[tuple[str, DistTensorSpec | None]], optional: set[str]) -> dict[str, RuleInput]:
+def _bn_grad_checks(named: Sequence[tuple[str, DistTensorSpec | None]], optional: set[str],
+                    attrs: Sequence[tuple[str, object]]) -> dict[str, RuleInput]:
     t = {name: as_input(spec, name, optional=name in optional) for name, spec in named}
+    check_attrs(*attrs)
     tx, tg = t["x"], t["out_grad"]
     _check_x_rank(tx)
     if tg.ndim != tx.ndim:
@@ -227,10 +275,13 @@ def _grad_result(t: dict[str, RuleInput], order: Sequence[str], kept: tuple[int,
             inputs.append(_param(t[name], (-1,)))
         else:
             inputs.append(_param(t[name], stat))
-    return SpmdResult(
+    result = SpmdResult(
         inputs=tuple(inputs),
         outputs=(t["x"].attr(kept), _param(t["scale"], stat, grad_partial), _param(t["bias"], stat, grad_partial)),
     )
+    owners = [(name, t[name]) for name in order] + [("x_grad", t["x"]), ("scale_grad", t["scale"]),
+                                                    ("bias_grad", t["bias"])]
+    return _checked(result, owners, t["x"], [t[name] for name in order[1:]])
 
 
 def batch_norm_grad_infer_spmd(
@@ -256,7 +307,9 @@ def batch_norm_grad_infer_spmd(
              "out_grad")
     named = tuple(zip(order, (x, scale, bias, mean_out, variance_out, saved_mean, saved_variance, reserve_space,
                               out_grad), strict=True))
-    t = _bn_grad_checks(named, {"scale", "bias", "reserve_space"})
+    t = _bn_grad_checks(named, {"scale", "bias", "reserve_space"}, (
+        ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format), ("is_test", is_test),
+        ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics)))
     tx = t["x"]
     c = channel_axis(data_format, tx.ndim)
     running = is_test or use_global_stats  # the grad kernel's own test (trainable_statistics is not read)
@@ -288,6 +341,8 @@ def sync_batch_norm_infer_spmd(
     trainable_statistics: bool = False,
 ) -> SpmdResult:
     """Forward: N stays split (statistics are all-reduced) when even; C with its per-channel tensors."""
+    _bn_forward_types(x, mean, variance, scale, bias, is_test, momentum, epsilon, data_format, use_global_stats,
+                      trainable_statistics)
     running = use_global_stats or (is_test and not trainable_statistics)
 
     def axes(tx: RuleInput, c: int) -> Sequence[int]:
@@ -317,7 +372,9 @@ def sync_batch_norm_grad_infer_spmd(
     (even) and C stay split; scale_grad/bias_grad are local sums, Partial over N's mesh dim."""
     order = ("x", "scale", "bias", "saved_mean", "saved_variance", "reserve_space", "out_grad")
     named = tuple(zip(order, (x, scale, bias, saved_mean, saved_variance, reserve_space, out_grad), strict=True))
-    t = _bn_grad_checks(named, {"scale", "bias", "reserve_space"})
+    t = _bn_grad_checks(named, {"scale", "bias", "reserve_space"}, (
+        ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format), ("is_test", is_test),
+        ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics)))
     tx = t["x"]
     c = channel_axis(data_format, tx.ndim)
     kept = list(_vote(tx, c, (0,), (t["out_grad"],), _per_channel(t)))
@@ -341,6 +398,7 @@ def layer_norm_infer_spmd(
 ) -> SpmdResult:
     """Forward: axes before b keep their sharding, the rest are replicated; no partial."""
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    check_attrs(("epsilon", epsilon), ("begin_norm_axis", begin_norm_axis))
     require_ndim(ts, 1, LN)
     require_ndim(tb, 1, LN)
     require_x_mesh(tx)
@@ -366,6 +424,7 @@ def layer_norm_infer_spmd_reverse(
     """Reverse: x's leading axes from out, then mean, then variance; nothing partial."""
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
     to, tm, tv = as_input(out, "out"), as_input(mean, "mean"), as_input(variance, "variance")
+    check_attrs(("epsilon", epsilon), ("begin_norm_axis", begin_norm_axis))
     for t, label in ((to, "Out"), (tm, "Mean"), (tv, "Variance")):
         if t.ndim != len(t.dims_mapping):
             raise PaddleInvalidArgument(
@@ -377,11 +436,15 @@ def layer_norm_infer_spmd_reverse(
     _require_rank(to, tx.ndim, "out = layer_norm(x)")
     _require_rank(tm, begin_norm_axis, "mean of shape x.shape[:begin_norm_axis]")
     _require_rank(tv, begin_norm_axis, "variance of shape x.shape[:begin_norm_axis]")
+    _require_1d_params(ts, tb)
     b = begin_norm_axis
+    _fits_x_mesh(tx, to, tm, tv)
     lead = first_claim(to.dims_mapping[:b], tm.dims_mapping, tv.dims_mapping) if b else ()
     kept = lead + (-1,) * (tx.ndim - b)
-    return SpmdResult(inputs=(tx.attr(kept), _ln_param(ts), _ln_param(tb)),
-                      outputs=(to.attr(kept), tm.attr(lead), tv.attr(lead)))
+    result = SpmdResult(inputs=(tx.attr(kept), _ln_param(ts), _ln_param(tb)),
+                        outputs=(to.attr(kept), tm.attr(lead), tv.attr(lead)))
+    owners = (("x", tx), ("scale", ts), ("bias", tb), ("out", to), ("mean", tm), ("variance", tv))
+    return _checked(result, owners, tx, (ts, tb, to, tm, tv))
 
 
 def layer_norm_grad_infer_spmd(
@@ -399,6 +462,7 @@ def layer_norm_grad_infer_spmd(
     scale_grad/bias_grad Partial over the mesh dims of those axes."""
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
     tm, tv, tg = as_input(mean, "mean"), as_input(variance, "variance"), as_input(out_grad, "out_grad")
+    check_attrs(("epsilon", epsilon), ("begin_norm_axis", begin_norm_axis))
     if begin_norm_axis < 0 or tx.ndim < begin_norm_axis:
         raise PaddleInvalidArgument(
             f"The Tensor x's rank [{tx.ndim}] and begin_norm_axis [{begin_norm_axis}] are not matched.",
@@ -414,14 +478,19 @@ def layer_norm_grad_infer_spmd(
                 ("out_grad", out_grad))
     _check_begin_norm_axis(begin_norm_axis, tx)
     _require_rank(tm, begin_norm_axis, "mean of shape x.shape[:begin_norm_axis]")
+    _require_grad_meshes(tm, tv, tg)
     b = begin_norm_axis
+    _fits_x_mesh(tx, tm, tv, tg)
     lead = most_held(tx.dims_mapping[:b], tm.dims_mapping, tv.dims_mapping, tg.dims_mapping[:b]) if b else ()
     kept = lead + (-1,) * (tx.ndim - b)
     partial = frozenset(m for m in lead if m >= 0)
-    return SpmdResult(
+    result = SpmdResult(
         inputs=(tx.attr(kept), _ln_param(ts), _ln_param(tb), tm.attr(lead), tv.attr(lead), tg.attr(kept)),
         outputs=(tg.attr(kept), _ln_param(ts, partial), _ln_param(tb, partial)),
     )
+    owners = (("x", tx), ("scale", ts), ("bias", tb), ("mean", tm), ("variance", tv), ("out_grad", tg),
+              ("x_grad", tg), ("scale_grad", ts), ("bias_grad", tb))
+    return _checked(result, owners, tx, (ts, tb, tm, tv, tg))
 
 
 #: rule key (see :mod:`paddle_spmd_port.cases.rulebook`) -> proposed rule function.

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import RuleNotFoundError
+from ..errors import ArgumentTypeError, RuleNotFoundError, UnknownKeyError
 from ..types import SpmdResult
 from . import batch_norm, layer_norm, pr72918, proposed, sync_batch_norm
 
@@ -61,13 +61,23 @@ NAMES: dict[str, tuple[str, str | None, bool]] = {
 
 
 def rule_function(rule_key: str, profile: str = "paddle") -> RuleFn:
-    """The function behind a rule key (see :mod:`paddle_spmd_port.cases.rulebook`) in a profile."""
+    """The function behind a rule key (see :mod:`paddle_spmd_port.cases.rulebook`) in a profile.
+
+    Unknown key or profile: :class:`UnknownKeyError` (a RuleNotFoundError and a ValueError)."""
+    _require_str(rule_key, "rule_key")
+    _require_str(profile, "profile")
     if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+        raise UnknownKeyError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
     try:
         return PROFILES[profile][rule_key]
     except KeyError:
-        raise ValueError(f"unknown rule key {rule_key!r}; choose one of {', '.join(PADDLE_RULES)}") from None
+        raise UnknownKeyError(f"unknown rule key {rule_key!r}; choose one of {', '.join(PADDLE_RULES)}") from None
+
+
+def _require_str(value: object, name: str) -> None:
+    if not isinstance(value, str):
+        raise ArgumentTypeError(f"{name} must be a str, got {type(value).__name__} {value!r:.60}",
+                                kind=f"invalid-spec:{name}:type")
 
 
 @dataclass(frozen=True)
@@ -87,11 +97,13 @@ class SpmdRule:
 
 
 def contains_spmd_rule(name: str) -> bool:
+    _require_str(name, "name")
     return name in NAMES
 
 
 def get_spmd_rule(name: str, profile: str = "paddle") -> SpmdRule:
     """Like ``core.get_phi_spmd_rule(name)``; ``profile`` picks paddle / pr72918 / proposed."""
+    _require_str(name, "name")
     try:
         fwd, bwd, registered = NAMES[name]
     except KeyError:

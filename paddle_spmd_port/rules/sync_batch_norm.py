@@ -22,25 +22,41 @@ Worked table, 2x3 mesh, x [8,6,4,4] NCHW::
 * PADDLE-QUIRK(sync-replicated): each input keeps its own mesh and rank, partial cleared; a
   None input answers ``[-1]`` without a mesh (the rank of Paddle's ``[0]``-shaped stand-in);
   every output takes x's mesh.
+
+Port-only checks (the replicated rule reads nothing, so Paddle answers anything): x needs a mesh;
+the specs must pass :meth:`DistTensorSpec.check`; the per-channel tensors (mean, variance, scale,
+bias, saved_mean, saved_variance) must be 1-D, as the op's outputs of their shape are (an answer
+of rank 1 for a tensor of another rank would not fit it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..errors import InvalidSpecError
 from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import RuleInput, as_input, check_specs, require_x_mesh
+from ._tensor import RuleInput, as_input, check_attrs, check_specs, require_x_mesh
+
+_NOT_PER_CHANNEL = frozenset({"out_grad", "reserve_space"})
 
 
 def _replicated_fallback(named: Sequence[tuple[str, DistTensorSpec | None, bool]],
-                         output_ranks: Sequence[int]) -> SpmdResult:
+                         attrs: Sequence[tuple[str, object]], output_ranks: Sequence[int | None]) -> SpmdResult:
+    """``output_ranks``: the rank of each output, ``None`` for x's rank."""
     inputs = [as_input(spec, name, optional=optional) for name, spec, optional in named]
+    check_attrs(*attrs)
     x: RuleInput = inputs[0]
     require_x_mesh(x)
     check_specs(*((name, spec) for name, spec, _ in named))
+    for t in inputs[1:]:
+        if t.name not in _NOT_PER_CHANNEL and not t.missing and t.ndim != 1:
+            raise InvalidSpecError(
+                f"{t.name} has rank {t.ndim}; sync_batch_norm's {t.name} is 1-D (one entry per channel), and "
+                f"its answer (and its output's) would be rank 1", kind=f"invalid-spec:{t.name}:rank")
     return SpmdResult.make(
         inputs=tuple(DistAttr((-1,) * t.ndim, frozenset(), t.mesh) for t in inputs),
-        outputs=tuple(DistAttr((-1,) * rank, frozenset(), x.mesh) for rank in output_ranks),
+        outputs=tuple(DistAttr((-1,) * (x.ndim if rank is None else rank), frozenset(), x.mesh)
+                      for rank in output_ranks),
     )
 
 
@@ -60,7 +76,9 @@ def sync_batch_norm_infer_spmd(
     """Shipped behaviour of ``sync_batch_norm_``: everything replicated."""
     named = (("x", x, False), ("mean", mean, False), ("variance", variance, False),
              ("scale", scale, True), ("bias", bias, True))
-    return _replicated_fallback(named, (len(x.shape) if x is not None else 0, 1, 1, 1, 1, 1))
+    attrs = (("is_test", is_test), ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format),
+             ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
+    return _replicated_fallback(named, attrs, (None, 1, 1, 1, 1, 1))
 
 
 def sync_batch_norm_grad_infer_spmd(
@@ -82,4 +100,6 @@ def sync_batch_norm_grad_infer_spmd(
     named = (("x", x, False), ("scale", scale, True), ("bias", bias, True), ("saved_mean", saved_mean, False),
              ("saved_variance", saved_variance, False), ("reserve_space", reserve_space, True),
              ("out_grad", out_grad, False))
-    return _replicated_fallback(named, (len(x.shape) if x is not None else 0, 1, 1))
+    attrs = (("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format), ("is_test", is_test),
+             ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
+    return _replicated_fallback(named, attrs, (None, 1, 1))

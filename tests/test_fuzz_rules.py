@@ -1,0 +1,255 @@
+"""API fuzz of every rule function in every profile (short form of ``tools/fuzz.py``).
+
+The property (see tools/fuzz.py): only the documented exceptions escape, a wrongly typed argument is
+reported first and by name, a repeated call answers the same, every answer is well formed. Then the
+defects the fuzz found, one test each, and proof that the checker itself catches a planted defect.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+
+from paddle_spmd_port import DistTensorSpec, InvalidSpecError, ProcessMesh, RuleNotFoundError
+from paddle_spmd_port.errors import ArgumentTypeError, UnknownKeyError
+from paddle_spmd_port.rules import PROFILES, contains_spmd_rule, get_spmd_rule, rule_function
+from paddle_spmd_port.types import DistAttr, SpmdResult
+
+from .helpers import MESH_2x3, rep, spec
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_fuzz():
+    name = "_fuzz_tool_under_test"
+    if name not in sys.modules:
+        loader_spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / "fuzz.py")
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[name] = module  # dataclasses look their module up while the file runs
+        loader_spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+fuzz = _load_fuzz()
+PROFILE_NAMES = tuple(PROFILES)
+
+
+@settings(max_examples=400, deadline=None, database=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(fuzz.calls())
+def test_fuzz_property(call):
+    note(call.describe())
+    verdict = fuzz.judge(call)
+    assert verdict.problem is None, f"{verdict.problem}\n{call.describe()}"
+
+
+def test_fuzz_long_form_prints_counts(capsys):
+    assert fuzz.main(["--examples", "300", "--engine", "random", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "fuzz: 300 examples (random, seed 3)" in out
+    assert "ArgumentTypeError" in out and "answer" in out
+    assert "property violations: 0" in out
+
+
+# --------------------------------------------------------------------------- the defects it found
+LN_GRAD_ARGS = (spec((8, 6, 4), (0, -1, -1), ProcessMesh((2,))), None, None, spec((8,), (-1,), ProcessMesh((2,))),
+                spec((8,), (-1,), ProcessMesh((2,))), spec((8, 6, 4), (-1, -1, -1), ProcessMesh((2,))))
+
+
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+@pytest.mark.parametrize("value", [None, "1", 1.0, True])
+def test_begin_norm_axis_of_another_type_is_named(profile, value):
+    with pytest.raises(ArgumentTypeError, match="^begin_norm_axis must be an int") as err:
+        rule_function("layer_norm_grad", profile)(*LN_GRAD_ARGS, epsilon=1e-5, begin_norm_axis=value)
+    assert isinstance(err.value, TypeError) and isinstance(err.value, InvalidSpecError)
+    assert err.value.kind == "invalid-spec:begin_norm_axis:type"
+
+
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+@pytest.mark.parametrize("rule", ["sync_batch_norm", "sync_batch_norm_grad", "batch_norm", "layer_norm"])
+def test_a_list_for_x_is_named(profile, rule):
+    c = rep((6,))
+    args = {"sync_batch_norm": ([8, 6], c, c, c, c), "batch_norm": ([8, 6], c, c, c, c),
+            "sync_batch_norm_grad": ([8, 6], c, c, c, c, None, rep((8, 6))), "layer_norm": ([8, 6], None, None)}
+    with pytest.raises(ArgumentTypeError, match=r"^x must be a DistTensorSpec, got list \[8, 6\]"):
+        rule_function(rule, profile)(*args[rule])
+
+
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+@pytest.mark.parametrize("rule", ["batch_norm", "batch_norm_grad", "sync_batch_norm", "sync_batch_norm_grad",
+                                  "layer_norm", "layer_norm_reverse", "layer_norm_grad"])
+def test_epsilon_of_another_type_is_rejected(profile, rule):
+    x = spec((8, 6, 4, 4), (0, 1, -1, -1))
+    c, s = rep((6,)), rep((8,))
+    args = {"batch_norm": (x, c, c, c, c), "sync_batch_norm": (x, c, c, c, c),
+            "batch_norm_grad": (x, c, c, c, c, c, c, None, x), "sync_batch_norm_grad": (x, c, c, c, c, None, x),
+            "layer_norm": (x, None, None), "layer_norm_reverse": (x, None, None, x, s, s),
+            "layer_norm_grad": (x, None, None, s, s, x)}
+    with pytest.raises(ArgumentTypeError, match="^epsilon must be a real number") as err:
+        rule_function(rule, profile)(*args[rule], epsilon="abc")
+    assert err.value.kind == "invalid-spec:epsilon:type"
+
+
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+def test_bool_attrs_and_data_format_types(profile):
+    x, c = spec((8, 6, 4, 4), (0, 1, -1, -1)), rep((6,))
+    fn = rule_function("batch_norm", profile)
+    fn(x, c, c, c, c, is_test=1, use_global_stats=0)  # 0 / 1 stand for bools
+    with pytest.raises(ArgumentTypeError, match="^is_test must be a bool"):
+        fn(x, c, c, c, c, is_test="yes")
+    with pytest.raises(ArgumentTypeError, match="^data_format must be a str"):
+        fn(x, c, c, c, c, data_format=["N", "C"])
+
+
+@pytest.mark.parametrize("profile", ["paddle", "proposed"])
+def test_layer_norm_grad_mean_on_a_bigger_mesh_is_rejected(profile):
+    """x on (2,), mean split along dim 2 of a (2,2,2) mesh: Paddle answers x [2,-1] and P{2} on the
+    1-D mesh (the compiled caller crashes with SIGSEGV on it); the port names mean."""
+    m1, m3 = ProcessMesh((2,)), ProcessMesh((2, 2, 2))
+    x, mean, og = spec((8, 6), (-1, -1), m1), spec((8,), (2,), m3), spec((8, 6), (-1, -1), m1)
+    with pytest.raises(InvalidSpecError, match="^mean: on mesh 2x2x2") as err:
+        rule_function("layer_norm_grad", profile)(x, rep((6,), m1), None, mean, mean, og, 1e-5, 1)
+    assert err.value.kind == "invalid-spec:mean:mixed-mesh"
+
+
+def test_meshless_inputs_whose_answer_would_name_a_mesh_dim():
+    x, c = spec((8, 6, 4, 4), (-1, 1, -1, -1)), rep((6,))
+    meshless = DistTensorSpec((6,), (), None)
+    # Paddle answers mean [1] @- (a mesh dim on an attr without a mesh)
+    with pytest.raises(InvalidSpecError, match="^mean has no process mesh") as err:
+        rule_function("batch_norm")(x, meshless, c, c, c)
+    assert err.value.kind == "invalid-spec:mean:mesh"
+    # a meshless scale gets [-1] @-: well formed, answered like Paddle
+    assert str(rule_function("batch_norm")(x, c, c, meshless, c).inputs[3]) == "[-1] @-"
+    # layer_norm_grad reads out_grad's mapping: Paddle crashes (SIGSEGV)
+    x3 = spec((8, 6, 4), (0, -1, -1))
+    with pytest.raises(InvalidSpecError, match="^out_grad has no process mesh"):
+        rule_function("layer_norm_grad")(x3, None, None, rep((8,)), rep((8,)), DistTensorSpec((8, 6, 4), (), None),
+                                          1e-5, 1)
+
+
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+def test_answers_that_would_not_fit_the_tensor_are_rejected(profile):
+    x3 = spec((8, 6, 4), (0, -1, -1))
+    with pytest.raises(InvalidSpecError, match="^scale has rank 2"):  # Paddle answers [-1] for the 2-D scale
+        rule_function("layer_norm_reverse", profile)(x3, rep((6, 4)), None, x3, rep((8,)), rep((8,)), 1e-5, 1)
+    if profile == "paddle":  # the shipped replicated fallback answers [-1] outputs for a 2-D mean
+        x = spec((8, 6, 4, 4), (0, 1, -1, -1))
+        with pytest.raises(InvalidSpecError, match="^mean has rank 2"):
+            rule_function("sync_batch_norm", profile)(x, rep((6, 2)), rep((6,)), None, None)
+
+
+def test_pr72918_grad_scale_on_a_smaller_mesh_is_rejected_but_none_is_kept():
+    x, c = spec((8, 6, 4, 4), (-1, 1, -1, -1)), rep((6,))
+    fn = rule_function("sync_batch_norm_grad", "pr72918")
+    with pytest.raises(InvalidSpecError, match="^scale: on mesh 2 while x is on mesh 2x3") as err:
+        fn(x, rep((6,), ProcessMesh((2,))), c, c, c, None, x)
+    assert err.value.kind == "invalid-spec:scale:mixed-mesh"
+    with pytest.raises(InvalidSpecError, match="^scale has no process mesh"):
+        fn(x, DistTensorSpec((6,), (), None), c, c, c, None, x)
+    # a None scale keeps the branch's [1] @- (PR72918-QUIRK(grad-none-scale)): the fuzz counts it as known
+    call = fuzz.Call("pr72918", "sync_batch_norm_grad", "function", [x, None, c, c, c, None, x], [])
+    verdict = fuzz.judge(call)
+    assert verdict.problem is None and verdict.known.startswith("pr72918 sync_batch_norm_grad")
+
+
+def test_registry_lookups_raise_documented_errors():
+    with pytest.raises(UnknownKeyError, match="unknown profile") as err:
+        rule_function("layer_norm", "nightly")
+    assert isinstance(err.value, ValueError) and isinstance(err.value, RuleNotFoundError)
+    with pytest.raises(UnknownKeyError, match="unknown rule key"):
+        rule_function("rms_norm")
+    with pytest.raises(UnknownKeyError):
+        get_spmd_rule("layer_norm", profile="Paddle")
+    for bad in ([1], None, 3):
+        with pytest.raises(ArgumentTypeError, match="^name must be a str"):
+            get_spmd_rule(bad)
+        with pytest.raises(ArgumentTypeError, match="^name must be a str"):
+            contains_spmd_rule(bad)
+
+
+def test_layer_norm_rank_beyond_the_notation_is_named():
+    x = DistTensorSpec((1,) * 19, (-1,) * 19, MESH_2x3)
+    with pytest.raises(InvalidSpecError, match="^x has rank 19") as err:
+        rule_function("layer_norm")(x, None, None, 1e-5, 1)
+    assert err.value.kind == "invalid-spec:x:rank"
+
+
+def test_spec_constructors_name_the_field_of_the_wrong_type():
+    for kwargs, field in (({"shape": "86"}, "DistTensorSpec.shape"), ({"dims_mapping": None}, "dims_mapping"),
+                          ({"partial_dims": [0.5]}, "partial_dims"), ({"mesh": (2, 3)}, "DistTensorSpec.mesh")):
+        args = {"shape": (8, 6), "dims_mapping": (-1, -1), "mesh": MESH_2x3, **kwargs}
+        with pytest.raises(ArgumentTypeError, match=field):
+            DistTensorSpec(**args)
+    with pytest.raises(ArgumentTypeError, match="dim_names"):
+        ProcessMesh((2,), None, (1,))
+
+
+# --------------------------------------------------------------------------- the checker can fail
+def _valid_call(rule="layer_norm"):
+    x = spec((8, 6, 4), (0, 1, -1))
+    return fuzz.Call("paddle", rule, "function", [x, None, None], [("epsilon", 1e-5), ("begin_norm_axis", 2)])
+
+
+def test_judge_catches_an_undocumented_exception(monkeypatch):
+    def broken(*_args, **_kwargs):
+        raise KeyError("x")
+
+    monkeypatch.setitem(PROFILES["paddle"], "layer_norm", broken)
+    verdict = fuzz.judge(_valid_call())
+    assert verdict.category == "undocumented" and "KeyError" in verdict.problem
+
+
+def test_judge_catches_malformed_and_unrepeatable_answers(monkeypatch):
+    m1 = ProcessMesh((2,))
+    x_attr = DistAttr((0, 1, -1), frozenset(), m1)  # mesh dim 1 on a 1-D mesh
+    good = DistAttr((-1,), frozenset(), None)
+
+    def malformed(*_args, **_kwargs):
+        return SpmdResult((x_attr, good, good), (x_attr, x_attr, x_attr))
+
+    monkeypatch.setitem(PROFILES["paddle"], "layer_norm", malformed)
+    assert fuzz.judge(_valid_call()).category == "malformed"
+
+    short = DistAttr((0,), frozenset(), MESH_2x3)  # length 1 for a rank-3 x
+
+    def wrong_rank(*_args, **_kwargs):
+        return SpmdResult((short, good, good), (short, short, short))
+
+    monkeypatch.setitem(PROFILES["paddle"], "layer_norm", wrong_rank)
+    assert "rank 3" in fuzz.judge(_valid_call()).problem
+
+    calls = iter(range(100))
+
+    def flaky(*_args, **_kwargs):
+        n = next(calls)
+        attr = DistAttr((n % 2, -1, -1), frozenset(), MESH_2x3)
+        return SpmdResult((attr, good, good), (attr, DistAttr((n % 2, -1), frozenset(), MESH_2x3),
+                                                DistAttr((n % 2, -1), frozenset(), MESH_2x3)))
+
+    monkeypatch.setitem(PROFILES["paddle"], "layer_norm", flaky)
+    assert fuzz.judge(_valid_call()).category == "not-repeatable"
+
+
+def test_judge_catches_a_wrong_type_answered_or_misnamed(monkeypatch):
+    call = _valid_call()
+    call.attrs[1] = ("begin_norm_axis", "2")
+    assert fuzz.judge(call).problem is None  # the real rule names begin_norm_axis
+    real = rule_function("layer_norm")
+
+    def ignores_types(x, scale, bias, epsilon=1e-5, begin_norm_axis=1):
+        return real(x, scale, bias, epsilon, int(begin_norm_axis))
+
+    monkeypatch.setitem(PROFILES["paddle"], "layer_norm", ignores_types)
+    assert fuzz.judge(call).category == "bad-argument"
+
+    def names_another(*_args, **_kwargs):
+        raise ArgumentTypeError("epsilon must be a real number", kind="invalid-spec:epsilon:type")
+
+    monkeypatch.setitem(PROFILES["paddle"], "layer_norm", names_another)
+    assert fuzz.judge(call).category == "bad-argument"
+    assert fuzz.main(["--examples", "400", "--engine", "random", "--show", "1"]) == 1

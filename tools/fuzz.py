@@ -1,0 +1,647 @@
+#!/usr/bin/env python
+"""API fuzz of every rule function, in every profile (hypothesis).
+
+    python tools/fuzz.py --examples 100000 [--seed 0] [--show 10]
+
+Each example is one call of one rule (``rule_function(key, profile)``, or through
+``get_spmd_rule(name, profile).infer_forward/infer_backward``), drawn in one of three ways:
+
+    valid+mutations   a valid call (every tensor on one mesh, shapes that fit, attributes in range),
+                      then 0-3 mutations: an argument replaced by a value of another type (None,
+                      str, float, list, dict, a mesh, ...), a tensor moved to another mesh (other
+                      shape, or the same shape with other process ids), dims_mapping / partial dims
+                      / shape / mesh made invalid, an attribute out of range, two tensors swapped
+    random            every argument random: a random spec (any rank, any mapping, any mesh or
+                      none) or a value of another type; attributes random or of another type
+    lookup            ``get_spmd_rule`` / ``rule_function`` / ``contains_spmd_rule`` with random
+                      names and profiles
+
+Properties checked on every example (:func:`judge`):
+
+1. the only exceptions that escape are the documented ones (:data:`DOCUMENTED`:
+   ShardingConflictError, PaddleInvalidArgument, InvalidSpecError and its ArgumentTypeError,
+   RuleNotFoundError and its UnknownKeyError);
+2. an argument of the wrong type (or ``None`` for a required tensor) is an InvalidSpecError naming
+   the *first* such argument in signature order (ArgumentTypeError for a wrong type), never an
+   answer; every InvalidSpecError's ``kind`` and message name one of the call's arguments;
+3. the same call again gives the same answer, or the same exception with the same message;
+4. every answer is well formed: as many input and output attrs as the rule returns; each attr's
+   dims_mapping and partial dims use only mesh dims of that attr's *own* mesh (all -1 and no
+   partial on an attr without a mesh), no mesh dim twice, and a dims_mapping as long as the rank
+   of the tensor the attr describes.
+
+Prints the counts of outcomes (answers, each exception type), per mode, and every property
+violation found (the first ``--show`` with a repro); exits 1 if any property was violated.
+``tests/test_fuzz_rules.py`` runs the same property on a few hundred examples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import numbers
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+from hypothesis import seed as hypothesis_seed  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from paddle_spmd_port.cases.grid import placements as grid_placements  # noqa: E402
+from paddle_spmd_port.cases.rulebook import RULES  # noqa: E402
+from paddle_spmd_port.errors import (  # noqa: E402
+    ArgumentTypeError,
+    InvalidSpecError,
+    PaddleInvalidArgument,
+    RuleNotFoundError,
+    ShardingConflictError,
+)
+from paddle_spmd_port.rules import contains_spmd_rule, get_spmd_rule, rule_function  # noqa: E402
+from paddle_spmd_port.rules.registry import NAMES, PROFILES  # noqa: E402
+from paddle_spmd_port.types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult  # noqa: E402
+
+DOCUMENTED: tuple[type[BaseException], ...] = (ShardingConflictError, PaddleInvalidArgument, InvalidSpecError,
+                                               RuleNotFoundError)
+"""The exception classes a rule function may raise (errors.py; subclasses included)."""
+
+RULE_KEYS = tuple(RULES)
+PROFILE_NAMES = tuple(PROFILES)
+BN_FORMATS = ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC")
+#: The specification of each attribute's Python type (independent of the rules' own checks).
+ATTR_KIND = {"epsilon": "real", "momentum": "real", "begin_norm_axis": "int", "data_format": "str",
+             "is_test": "bool", "use_global_stats": "bool", "trainable_statistics": "bool"}
+#: rule key -> (registry name, "forward" | "backward")
+REGISTRY_ROUTE = {fwd: (name, "forward") for name, (fwd, _, _) in NAMES.items()}
+REGISTRY_ROUTE.update({bwd: (name, "backward") for name, (_, bwd, _) in NAMES.items() if bwd})
+MESH_SHAPES = ((1,), (2,), (3,), (4,), (8,), (1, 1), (1, 2), (2, 1), (2, 2), (2, 3), (3, 2), (2, 4), (4, 2),
+               (1, 1, 1), (2, 2, 2), (1, 2, 3))
+
+
+class _Opaque:
+    """A value of no type any argument takes."""
+
+    def __repr__(self) -> str:
+        return "<object>"
+
+
+JUNK: tuple[Any, ...] = (None, "abc", "1", "", "NCHW", 1, 0, -1, 2, 1.5, 1e-5, math.nan, math.inf, True, False,
+                         [8, 6], (8, 6), [], {}, {"x": 1}, b"x", 10 ** 20, _Opaque(), ProcessMesh((2,)),
+                         DistAttr((-1,)), frozenset({0}), complex(1, 1))
+
+
+# --------------------------------------------------------------------------- calls
+@dataclass
+class Call:
+    """One fuzzed call: ``tensors`` and ``attrs`` in signature order (values of any type)."""
+
+    profile: Any
+    rule: str
+    via: str  # function | registry | lookup
+    tensors: list[Any]
+    attrs: list[tuple[str, Any]]
+    kwargs: bool = False
+    mode: str = "valid"
+    mutations: list[str] = field(default_factory=list)
+    lookup: tuple[str, Any, Any] | None = None  # (function, name, profile) for via == lookup
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return RULES[self.rule].inputs
+
+    def describe(self) -> str:
+        if self.via == "lookup":
+            fn, name, profile = self.lookup or ("", None, None)
+            return f"{fn}({name!r}, {profile!r})"
+        head = f"rule_function({self.rule!r}, {self.profile!r})" if self.via == "function" else \
+            f"get_spmd_rule{REGISTRY_ROUTE[self.rule]!r} profile={self.profile!r}"
+        args = [f"{n}={_show(v)}" for n, v in zip(self.names, self.tensors, strict=True)]
+        args += [f"{n}={v!r}" for n, v in self.attrs]
+        muts = f"  [mode {self.mode}; mutations: {', '.join(self.mutations) or 'none'}]"
+        return f"{head}({', '.join(args)}){' (attrs by keyword)' if self.kwargs else ''}{muts}"
+
+    def invoke(self) -> Any:
+        if self.via == "lookup":
+            fn, name, profile = self.lookup or ("", None, None)
+            if fn == "get_spmd_rule":
+                return get_spmd_rule(name, profile)
+            if fn == "rule_function":
+                return rule_function(name, profile)
+            return contains_spmd_rule(name)
+        if self.via == "function":
+            fn = rule_function(self.rule, self.profile)
+        else:
+            name, direction = REGISTRY_ROUTE[self.rule]
+            rule = get_spmd_rule(name, self.profile)
+            fn = rule.infer_forward if direction == "forward" else rule.infer_backward
+        if self.kwargs:
+            return fn(*self.tensors, **dict(self.attrs))
+        return fn(*self.tensors, *(v for _, v in self.attrs))
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, DistTensorSpec):
+        mesh = "no mesh" if value.mesh is None else f"mesh {value.mesh} ids {list(value.mesh.process_ids or ())}"
+        return f"<{list(value.shape)} {list(value.dims_mapping)} P{sorted(value.partial_dims)} {mesh}>"
+    return repr(value)
+
+
+# --------------------------------------------------------------------------- strategies
+# Plain functions of hypothesis's ``draw``; every draw is ``st.integers(lo, hi)``, which hypothesis
+# caches (a strategy built from a fresh list is validated anew on each draw: 10x slower).
+def _int(draw: Callable, lo: int, hi: int) -> int:
+    if isinstance(draw, random.Random):  # --engine random
+        return draw.randint(lo, hi)
+    return draw(st.integers(lo, hi))
+
+
+def _pick(draw: Callable, seq: Sequence[Any]) -> Any:
+    return seq[_int(draw, 0, len(seq) - 1)]
+
+
+def _ints(draw: Callable, n: int, lo: int, hi: int) -> tuple[int, ...]:
+    """``n`` ints in lo..hi from one draw (its digits in base hi - lo + 1)."""
+    base = hi - lo + 1
+    code = _int(draw, 0, base ** n - 1)
+    out = []
+    for _ in range(n):
+        code, digit = divmod(code, base)
+        out.append(lo + digit)
+    return tuple(out)
+
+
+def draw_mesh(draw: Callable) -> ProcessMesh:
+    """A mesh of :data:`MESH_SHAPES`, with default, reversed, shifted or permuted process ids."""
+    shape = _pick(draw, MESH_SHAPES)
+    size = math.prod(shape)
+    ids_kind = _pick(draw, ("default", "default", "reversed", "shifted", "permuted"))
+    ids: list[int] | None = None
+    if ids_kind == "reversed":
+        ids = list(range(size))[::-1]
+    elif ids_kind == "shifted":
+        ids = list(range(8, 8 + size))
+    elif ids_kind == "permuted":
+        pool = list(range(size))
+        ids = [pool.pop(_int(draw, 0, len(pool) - 1)) for _ in range(size)]
+    names = None if _int(draw, 0, 1) else tuple("xyz"[: len(shape)])
+    return ProcessMesh(shape, ids, names)
+
+
+def draw_placement(draw: Callable, rank: int, mesh_ndim: int) -> tuple[tuple[int, ...], frozenset[int]]:
+    """A valid (dims_mapping, partial dims): no mesh dim twice, partial only on unused dims (one
+    draw among the grid's enumeration, or all replicated)."""
+    if _int(draw, 0, 3) == 0:
+        return (-1,) * rank, frozenset()
+    return _pick(draw, grid_placements(rank, mesh_ndim))
+
+
+def draw_valid_spec(draw: Callable, shape: Sequence[int], mesh: ProcessMesh) -> DistTensorSpec:
+    dm, partial = draw_placement(draw, len(shape), mesh.ndim)
+    return DistTensorSpec(tuple(shape), dm, mesh, partial)
+
+
+def draw_random_spec(draw: Callable) -> DistTensorSpec:
+    """Any spec the constructor accepts: any rank, any ints as mapping and partial, any mesh or none."""
+    rank = _int(draw, 0, 7)
+    shape = _ints(draw, rank, 0, 9)
+    mesh = draw_mesh(draw) if _int(draw, 0, 3) else None
+    length = max(0, rank + _pick(draw, (0, 0, 0, -1, 1)))
+    if mesh is None and _int(draw, 0, 1):
+        length = 0
+    dm = _ints(draw, length, -2, 4)
+    partial = frozenset(_ints(draw, _int(draw, 0, 2), -1, 4))
+    return DistTensorSpec(shape, dm, mesh, partial)
+
+
+def _channel(fmt: str, rank: int) -> int:
+    return 1 if fmt[1] == "C" else rank - 1
+
+
+def tensor_shapes(rule: str, x_shape: tuple[int, ...], fmt: str, b: int, reserve: int) -> dict[str, tuple[int, ...]]:
+    """The shape of every tensor argument of a valid call."""
+    if RULES[rule].op in ("batch_norm", "sync_batch_norm"):
+        c = (x_shape[_channel(fmt, len(x_shape))],)
+        shapes = {n: c for n in RULES[rule].inputs}
+        shapes.update(x=x_shape, out_grad=x_shape, reserve_space=(reserve,))
+        return shapes
+    norm = (math.prod(x_shape[b:]),)
+    return {"x": x_shape, "scale": norm, "bias": norm, "out": x_shape, "mean": x_shape[:b], "variance": x_shape[:b],
+            "out_grad": x_shape}
+
+
+def draw_valid_call(draw: Callable, rule: str) -> Call:
+    """Every tensor on one mesh with shapes that fit, attributes in range, optional inputs
+    sometimes None."""
+    spec = RULES[rule]
+    mesh = draw_mesh(draw)
+    bn = spec.op in ("batch_norm", "sync_batch_norm")
+    rank = _int(draw, 2, 5) if bn else _pick(draw, (1, 2, 2, 3, 3, 4, 5, 6))
+    x_shape = _ints(draw, rank, 1, 9)
+    fmt = _pick(draw, BN_FORMATS) if rule != "batch_norm_static" else "NCHW"
+    b = _int(draw, 0, rank)
+    shapes = tensor_shapes(rule, x_shape, fmt, b, _int(draw, 0, 5))
+    tensors: list[Any] = []
+    for name in spec.inputs:
+        if name in spec.optional and _int(draw, 0, 4) == 0:
+            tensors.append(None)
+        else:
+            tensors.append(draw_valid_spec(draw, shapes[name], mesh))
+    values = {"epsilon": _pick(draw, (1e-5, 1e-6, 1e-12, 0.1, 0, 1)), "momentum": _pick(draw, (0.9, 0.99, 0.0, 1)),
+              "begin_norm_axis": b, "data_format": fmt, "is_test": _pick(draw, (False, True)),
+              "use_global_stats": _pick(draw, (False, True)), "trainable_statistics": _pick(draw, (False, True))}
+    attrs = [(name, values[name]) for name, _ in spec.attrs]
+    return Call(None, rule, "function", tensors, attrs)
+
+
+INT_EDGES = (-3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7, 9, 2 ** 31, -(2 ** 31), 10 ** 30)
+REAL_EDGES = (math.nan, math.inf, -math.inf, -1.0, 0.0, 0, 10 ** 400, 5e-324, 1e308, -0.0)
+STR_EDGES = ("", "N", "NC", "nchw", "NCHW ", "CN", "NHWC", "XYZW", "N\x00C", "NC" * 9, "NCL", "NDHWC", "é", "1")
+
+
+def draw_edge_value(draw: Callable, name: str) -> Any:
+    """An attribute value of the right type, often out of range."""
+    kind = ATTR_KIND[name]
+    if kind == "int":
+        return _pick(draw, INT_EDGES)
+    if kind == "real":
+        return _pick(draw, REAL_EDGES)
+    if kind == "str":
+        return _pick(draw, STR_EDGES)
+    return _pick(draw, (0, 1, True, False))
+
+
+def draw_junk(draw: Callable) -> Any:
+    """A value of another type than the argument takes (or a random spec)."""
+    return draw_random_spec(draw) if _int(draw, 0, 4) == 0 else _pick(draw, JUNK)
+
+
+MUTATIONS = ("junk", "none", "other-mesh", "same-shape-other-ids", "mapping", "partial", "shape", "meshless",
+             "attr", "swap")
+
+
+def _other_mesh(draw: Callable, mesh: ProcessMesh | None, same_shape: bool) -> ProcessMesh:
+    if same_shape and mesh is not None:
+        size = math.prod(mesh.shape)
+        pids = list(mesh.process_ids or ())
+        new = [p + size for p in pids] if _int(draw, 0, 1) or size == 1 else pids[::-1]
+        return ProcessMesh(mesh.shape, new, mesh.dim_names)
+    return draw_mesh(draw)
+
+
+def mutate(draw: Callable, call: Call) -> None:
+    """One mutation of a valid call (see the module doc)."""
+    kind = _pick(draw, MUTATIONS)
+    n_t, n_a = len(call.tensors), len(call.attrs)
+    if kind == "junk":
+        slot = _int(draw, 0, n_t + n_a - 1)
+        value = draw_junk(draw)
+        if slot < n_t:
+            call.tensors[slot] = value
+            call.mutations.append(f"{call.names[slot]}={_show(value)}")
+        else:
+            name = call.attrs[slot - n_t][0]
+            call.attrs[slot - n_t] = (name, value)
+            call.mutations.append(f"{name}={_show(value)}")
+        return
+    if kind == "attr":
+        if not n_a:
+            return
+        slot = _int(draw, 0, n_a - 1)
+        name = call.attrs[slot][0]
+        value = draw_edge_value(draw, name)
+        call.attrs[slot] = (name, value)
+        call.mutations.append(f"{name}={value!r}")
+        return
+    if kind == "swap":
+        i, j = _int(draw, 0, n_t - 1), _int(draw, 0, n_t - 1)
+        call.tensors[i], call.tensors[j] = call.tensors[j], call.tensors[i]
+        call.mutations.append(f"swap {call.names[i]}<->{call.names[j]}")
+        return
+    slot = _int(draw, 0, n_t - 1)
+    name, old = call.names[slot], call.tensors[slot]
+    if kind == "none":
+        call.tensors[slot] = None
+        call.mutations.append(f"{name}=None")
+        return
+    if not isinstance(old, DistTensorSpec):
+        return
+    shape, dm, mesh, partial = old.shape, old.dims_mapping, old.mesh, old.partial_dims
+    if kind in ("other-mesh", "same-shape-other-ids"):
+        mesh = _other_mesh(draw, mesh, kind == "same-shape-other-ids")
+        if _int(draw, 0, 1):
+            dm, partial = draw_placement(draw, len(shape), mesh.ndim)
+    elif kind == "mapping":
+        dm = _ints(draw, max(0, len(shape) + _pick(draw, (0, 0, -1, 1))), -2, 4)
+    elif kind == "partial":
+        partial = frozenset(_ints(draw, _int(draw, 1, 3), -1, 4))
+    elif kind == "shape":
+        shape = _ints(draw, _int(draw, 0, 7), 0, 9)
+        dm, partial = draw_placement(draw, len(shape), mesh.ndim) if mesh is not None else ((), frozenset())
+    elif kind == "meshless":
+        mesh, partial = None, frozenset()
+        if _int(draw, 0, 1):
+            dm = ()
+    call.tensors[slot] = DistTensorSpec(shape, dm, mesh, partial)
+    call.mutations.append(f"{kind} {name}={_show(call.tensors[slot])}")
+
+
+def draw_random_call(draw: Callable, rule: str) -> Call:
+    """Every argument random: a random spec or junk for tensors, edge values or junk for attributes."""
+    spec = RULES[rule]
+    tensors = [draw_random_spec(draw) if _int(draw, 0, 11) else draw_junk(draw) for _ in spec.inputs]
+    attrs = [(name, draw_edge_value(draw, name) if _int(draw, 0, 11) else draw_junk(draw)) for name, _ in spec.attrs]
+    return Call(None, rule, "function", tensors, attrs, mode="random")
+
+
+LOOKUP_NAMES = tuple(NAMES) + RULE_KEYS + ("rms_norm", "", "Layer_Norm", "batch_norm ")
+
+
+def draw_lookup_call(draw: Callable) -> Call:
+    fn = _pick(draw, ("get_spmd_rule", "rule_function", "contains_spmd_rule"))
+    name = _pick(draw, LOOKUP_NAMES) if _int(draw, 0, 2) else _pick(draw, JUNK)
+    profile = _pick(draw, PROFILE_NAMES + ("nightly", "Paddle", "")) if _int(draw, 0, 2) else _pick(draw, JUNK)
+    return Call(profile, "layer_norm", "lookup", [], [], mode="lookup", lookup=(fn, name, profile))
+
+
+def draw_call(draw: Callable) -> Call:
+    """One example: valid+mutations (60 %), random (30 %), lookup (10 %)."""
+    mode = _pick(draw, ("valid",) * 6 + ("random",) * 3 + ("lookup",))
+    if mode == "lookup":
+        return draw_lookup_call(draw)
+    rule = _pick(draw, RULE_KEYS)
+    call = draw_valid_call(draw, rule) if mode == "valid" else draw_random_call(draw, rule)
+    if mode == "valid":
+        for _ in range(_pick(draw, (0, 1, 1, 2, 3))):
+            mutate(draw, call)
+    call.profile = _pick(draw, PROFILE_NAMES)
+    call.via = _pick(draw, ("function", "function", "registry"))
+    call.kwargs = bool(call.attrs) and bool(_int(draw, 0, 1))
+    return call
+
+
+@st.composite
+def calls(draw: Callable) -> Call:
+    """The fuzz's examples as a hypothesis strategy (see :func:`draw_call`)."""
+    return draw_call(draw)
+
+
+# --------------------------------------------------------------------------- properties
+def attr_type_ok(kind: str, value: Any) -> bool:
+    """The fuzz's own statement of what each attribute kind accepts."""
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool) or (isinstance(value, int) and value in (0, 1))
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, numbers.Integral if kind == "int" else numbers.Real)
+
+
+def first_bad_argument(call: Call) -> tuple[str, str] | None:
+    """(argument, "type" | "missing") of the first argument of a wrong type, in signature order."""
+    spec = RULES[call.rule]
+    for name, value in zip(call.names, call.tensors, strict=True):
+        if value is None:
+            if name not in spec.optional:
+                return name, "missing"
+        elif not isinstance(value, DistTensorSpec):
+            return name, "type"
+    for name, value in call.attrs:
+        if not attr_type_ok(ATTR_KIND[name], value):
+            return name, "type"
+    return None
+
+
+NONE_RANKS = (0, 1)
+"""Lengths an attr for a None input may have: Paddle stands it in with a [0]-shaped tensor (rank 1)
+and an empty dist attr (dims_mapping ``[]``), and answers ``[-1] @-`` or ``[] @-`` for it."""
+
+
+def _rank(value: Any) -> int | tuple[int, ...]:
+    if value is None:
+        return NONE_RANKS
+    if value.mesh is None and len(value.dims_mapping) != len(value.shape):  # like Paddle's stand-in
+        return (len(value.shape), len(value.dims_mapping))
+    return len(value.shape)
+
+
+def expected_ranks(call: Call) -> list[int | tuple[int, ...]]:
+    """The rank of the tensor each returned attr describes (inputs, then outputs); a tuple of
+    allowed lengths for a None input, or a spec without a mesh (rank, or its own mapping's length)."""
+    named = dict(zip(call.names, call.tensors, strict=True))
+    spec = RULES[call.rule]
+    x = _rank(named["x"])
+    ranks = [_rank(named[n]) for n in spec.result_inputs]
+    attrs = dict(call.attrs)
+    for out in spec.result_outputs:
+        if out in ("out", "x_grad"):
+            ranks.append(x)
+        elif out in ("mean", "variance"):  # layer_norm: x.shape[:begin_norm_axis]
+            ranks.append(attrs.get("begin_norm_axis", 1))
+        elif out in ("scale_grad", "bias_grad"):
+            ranks.append(_rank(named[out[:-5]]))
+        else:
+            ranks.append(1)
+    return ranks
+
+
+def malformed(call: Call, result: Any) -> str | None:
+    """Why an answer is not well formed (see the module doc), or None."""
+    spec = RULES[call.rule]
+    if not isinstance(result, SpmdResult):
+        return f"answer is a {type(result).__name__}, not an SpmdResult"
+    if len(result.inputs) != len(spec.result_inputs) or len(result.outputs) != len(spec.result_outputs):
+        return f"{len(result.inputs)} input / {len(result.outputs)} output attrs, want " \
+               f"{len(spec.result_inputs)} / {len(spec.result_outputs)}"
+    labels = [f"input {n}" for n in spec.result_inputs] + [f"output {n}" for n in spec.result_outputs]
+    for label, attr, rank in zip(labels, result.inputs + result.outputs, expected_ranks(call), strict=True):
+        if not isinstance(attr, DistAttr):
+            return f"{label} is a {type(attr).__name__}"
+        dm, partial, mesh = attr.dims_mapping, attr.partial_dims, attr.mesh
+        if any(isinstance(m, bool) or not isinstance(m, int) for m in dm) or \
+                any(isinstance(p, bool) or not isinstance(p, int) for p in partial):
+            return f"{label} {attr}: non-int entries"
+        if mesh is None:
+            if any(m != -1 for m in dm) or partial:
+                return f"{label} {attr}: a mesh dim on an attr without a mesh"
+        else:
+            n = mesh.ndim
+            if any(not -1 <= m < n for m in dm) or any(not 0 <= p < n for p in partial):
+                return f"{label} {attr}: a mesh dim its mesh {mesh} (dims 0..{n - 1}) lacks"
+        used = [m for m in dm if m >= 0]
+        if len(used) != len(set(used)):
+            return f"{label} {attr}: one mesh dim shards two axes"
+        if len(dm) not in (rank if isinstance(rank, tuple) else (rank,)):
+            return f"{label} {attr}: dims_mapping of length {len(dm)} for a tensor of rank {rank}"
+    return None
+
+
+def _arg_names(call: Call) -> set[str]:
+    if call.via == "lookup":
+        return {"name", "profile", "rule_key"}
+    return set(call.names) | {n for n, _ in call.attrs}
+
+
+@dataclass
+class Verdict:
+    outcome: str
+    """``answer`` or the exception's class name."""
+    problem: str | None = None
+    """The property violated, or None."""
+    category: str = ""
+    known: str | None = None
+    """A malformed answer the profile keeps on purpose (see :func:`known_malformed`): counted, not a violation."""
+
+
+def known_malformed(call: Call, why: str) -> str | None:
+    """The one malformed answer kept on purpose: profile ``pr72918``'s sync_batch_norm_grad answers
+    ``[d] @-`` for scale_grad/bias_grad of a *None* scale/bias while C is split, as the PR's branch
+    does (PR72918-QUIRK(grad-none-scale), pinned by tests/test_rules_pr72918.py)."""
+    named = dict(zip(call.names, call.tensors, strict=True))
+    if call.profile == "pr72918" and call.rule == "sync_batch_norm_grad" and "a mesh dim on an attr without a mesh" \
+            in why and any(f"output {n}_grad " in why and named[n] is None for n in ("scale", "bias")):
+        return "pr72918 sync_batch_norm_grad: [d] @- for the grad of a None scale/bias"
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, BaseException) or isinstance(b, BaseException):
+        return type(a) is type(b) and str(a) == str(b)
+    return a == b
+
+
+def _run(call: Call) -> Any:
+    try:
+        return call.invoke()
+    except Exception as exc:  # judged by the caller
+        return exc
+
+
+def judge(call: Call) -> Verdict:
+    """Run ``call`` twice and check every property (see the module doc)."""
+    first = _run(call)
+    second = _run(call)
+    if isinstance(first, BaseException):
+        verdict = Verdict(type(first).__name__)
+        if not isinstance(first, DOCUMENTED):
+            return Verdict(verdict.outcome, f"undocumented exception {type(first).__name__}: {first}", "undocumented")
+    else:
+        verdict = Verdict("answer")
+    if not _same(first, second):
+        return Verdict(verdict.outcome, f"second call differs: {first!r} then {second!r}", "not-repeatable")
+    if call.via == "lookup":
+        return verdict
+    bad = first_bad_argument(call)
+    if bad is not None:
+        name, why = bad
+        if not isinstance(first, InvalidSpecError) or not first.kind.startswith(f"invalid-spec:{name}:") or \
+                name not in str(first) or (why == "type" and not isinstance(first, ArgumentTypeError)):
+            kind = first.kind if isinstance(first, InvalidSpecError) else ""
+            got = f"{type(first).__name__}({kind}): {first}" if isinstance(first, BaseException) else "an answer"
+            return Verdict(verdict.outcome, f"argument {name} ({why}) not reported first: got {got}", "bad-argument")
+        return verdict
+    if isinstance(first, InvalidSpecError):
+        parts = first.kind.split(":")
+        if len(parts) < 2 or parts[1] not in _arg_names(call) or parts[1] not in str(first):
+            return Verdict(verdict.outcome, f"InvalidSpecError names no argument: kind {first.kind!r}: {first}",
+                           "unnamed")
+    if isinstance(first, ArgumentTypeError):
+        return Verdict(verdict.outcome, f"ArgumentTypeError with every argument of the right type: {first}",
+                       "spurious-type-error")
+    if not isinstance(first, BaseException):
+        why = malformed(call, first)
+        if why and known_malformed(call, why):
+            return Verdict("answer", known=known_malformed(call, why))
+        if why:
+            return Verdict("answer", f"malformed answer: {why}; answer {first}", "malformed")
+    return verdict
+
+
+# --------------------------------------------------------------------------- long form
+@dataclass
+class Tally:
+    outcomes: Counter = field(default_factory=Counter)
+    by_mode: Counter = field(default_factory=Counter)
+    problems: Counter = field(default_factory=Counter)
+    known: Counter = field(default_factory=Counter)
+    examples: list[tuple[str, str]] = field(default_factory=list)
+    total: int = 0
+
+    def add(self, call: Call, verdict: Verdict, keep: int) -> None:
+        self.total += 1
+        self.outcomes[verdict.outcome] += 1
+        self.by_mode[(call.mode, verdict.outcome)] += 1
+        if verdict.known:
+            self.known[verdict.known] += 1
+        if verdict.problem:
+            self.problems[(verdict.category, verdict.outcome)] += 1
+            if len(self.examples) < keep:
+                self.examples.append((verdict.problem, call.describe()))
+
+
+def run(n_examples: int, seed: int, keep: int = 10, engine: str = "hypothesis") -> Tally:
+    """Judge ``n_examples`` calls; ``engine`` draws them through hypothesis or, 20x faster and
+    without hypothesis's own choices, from ``random.Random(seed)`` (same generators)."""
+    tally = Tally()
+    if engine == "random":
+        rng = random.Random(seed)
+        for _ in range(n_examples):
+            call = draw_call(rng)
+            tally.add(call, judge(call), keep)
+        return tally
+
+    @hypothesis_seed(seed)
+    @settings(max_examples=n_examples, deadline=None, database=None, phases=(Phase.generate,),
+              suppress_health_check=list(HealthCheck))
+    @given(calls())
+    def one(call: Call) -> None:
+        tally.add(call, judge(call), keep)
+
+    one()
+    return tally
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python tools/fuzz.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--examples", type=int, default=100_000, help="examples to run (default 100000)")
+    ap.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
+    ap.add_argument("--show", type=int, default=10, help="violations printed with their call (default 10)")
+    ap.add_argument("--engine", choices=("hypothesis", "random"), default="hypothesis",
+                    help="draw examples through hypothesis (default) or from random.Random(seed): same generators, "
+                         "about 20x faster")
+    args = ap.parse_args(argv)
+    if args.examples < 1:
+        ap.error("--examples must be >= 1")
+    start = time.perf_counter()
+    tally = run(args.examples, args.seed, args.show, args.engine)
+    seconds = time.perf_counter() - start
+    print(f"fuzz: {tally.total:,} examples ({args.engine}, seed {args.seed}), {seconds:.1f} s, "
+          f"{len(PROFILE_NAMES)} profiles x {len(RULE_KEYS)} rules + lookups")
+    print("outcomes:")
+    for outcome, count in tally.outcomes.most_common():
+        modes = ", ".join(f"{mode} {c:,}" for (mode, o), c in sorted(tally.by_mode.items()) if o == outcome)
+        print(f"  {outcome:24} {count:>9,}   ({modes})")
+    for known, count in tally.known.items():
+        print(f"  of the answers, known malformed (kept on purpose): {count:,} x {known}")
+    n_problems = sum(tally.problems.values())
+    if not n_problems:
+        print("property violations: 0 (no undocumented exception, every wrongly typed argument named first, "
+              "every answer well formed and repeatable)")
+        return 0
+    print(f"property violations: {n_problems:,}")
+    for (category, outcome), count in tally.problems.most_common():
+        print(f"  {category:24} {outcome:24} {count:>9,}")
+    for problem, call in tally.examples:
+        print(f"- {problem}\n    {call}")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
