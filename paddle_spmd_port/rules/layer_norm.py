@@ -25,9 +25,6 @@ Worked table, 2x3 mesh, x [64,32,1024]::
 
 Quirks kept on purpose (Paddle 3.3.1 does this):
 
-* PADDLE-QUIRK(ln-unmerged-x): the forward rule returns x's *filled* mapping, not the merged
-  one, so a duplicated mesh dim would stay in x while out/mean lose it (the port rejects
-  duplicated mesh dims before this matters).
 * PADDLE-QUIRK(ln-scale-rank): forward and reverse answer ``[-1]`` for scale and bias whatever
   their rank (the forward rule checks they are 1-D; for the reverse rule the port rejects any
   other rank, as the answer would not fit the tensor); the grad rule keeps their rank
@@ -136,7 +133,7 @@ def layer_norm_infer_spmd(
     merged = merge_shardings([(x_axes, filled)])
     stat = mapping_for_axes(mean_axes, merged)
     return SpmdResult.make(
-        inputs=(tx.attr(filled), ts.attr((-1,)), tb.attr((-1,))),  # PADDLE-QUIRK(ln-unmerged-x)
+        inputs=(tx.attr(filled), ts.attr((-1,)), tb.attr((-1,))),  # filled == merged: no mesh dim is used twice
         outputs=(tx.attr(mapping_for_axes(x_axes, merged)), tx.attr(stat), tx.attr(stat)),
     )
 
