@@ -153,3 +153,10 @@ def test_error_families_follow_pythons_classes():
     info = ErrorInfo.from_exception(InvalidSpecError("x: bad", kind="invalid-spec:x"))
     assert (info.family, info.port_invalid, info.kind) == ("ValueError", True, "invalid-spec:x")
     assert not ErrorInfo.from_exception(PaddleInvalidArgument("y")).port_invalid
+
+
+def test_normalize_message_cuts_the_hint_without_a_known_prefix():
+    # an error type the prefix list does not know: the hint is cut where it starts, not by line choice
+    raw = "(Fatal) Something broke.\n  [Hint: Expected a == b, but received a:1 != b:2.] (at /paddle/y.cc:9)\n"
+    assert normalize_message(raw) == "(Fatal) Something broke."
+    assert normalize_message("boom [Hint: Expected x.] (at a.cc:3)") == "boom"
