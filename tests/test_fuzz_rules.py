@@ -8,13 +8,15 @@ defects the fuzz found, one test each, and proof that the checker itself catches
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 
-from paddle_spmd_port import DistTensorSpec, InvalidSpecError, ProcessMesh, RuleNotFoundError
+from paddle_spmd_port import DistTensorSpec, InvalidSpecError, ProcessMesh, RuleNotFoundError, ShardingConflictError
+from paddle_spmd_port.cases.grid import GRIDS, grid_for, is_corner, sample
 from paddle_spmd_port.errors import ArgumentTypeError, UnknownKeyError
 from paddle_spmd_port.rules import PROFILES, contains_spmd_rule, get_spmd_rule, rule_function
 from paddle_spmd_port.types import DistAttr, SpmdResult
@@ -253,3 +255,91 @@ def test_judge_catches_a_wrong_type_answered_or_misnamed(monkeypatch):
     monkeypatch.setitem(PROFILES["paddle"], "layer_norm", names_another)
     assert fuzz.judge(call).category == "bad-argument"
     assert fuzz.main(["--examples", "400", "--engine", "random", "--show", "1"]) == 1
+
+
+# --------------------------------------------------------------------------- the grid's corner sets
+@pytest.mark.parametrize("rule", list(GRIDS))
+def test_every_grid_has_invalid_and_mixed_mesh_corner_sets(rule):
+    cases = list(grid_for(rule))
+    ids = [c.case_id for c in cases]
+    assert len(set(ids)) == len(ids)
+    corners = [c for c in cases if is_corner(c)]
+    for label in ("invalid", "mixed-mesh", "invalid-mixed-ndim"):
+        assert any(re.fullmatch(f"{rule}-{label}-[0-9]+", c.case_id) for c in corners), label
+    for case in corners:
+        if "mixed" not in case.case_id:
+            continue
+        x, others = case.inputs[0], [s for s in case.inputs[1:] if s is not None and s.mesh != case.inputs[0].mesh]
+        assert len(others) == 1  # one input at a time on another mesh
+        same_ndim = others[0].mesh.ndim == x.mesh.ndim
+        assert same_ndim == ("-mixed-mesh-" in case.case_id)
+    shapes = {(s.mesh.shape == c.inputs[0].mesh.shape) for c in corners if "-mixed-mesh-" in c.case_id
+              for s in c.inputs[1:] if s is not None and s.mesh != c.inputs[0].mesh}
+    assert shapes == {True, False}  # same shape with other process ids, and another shape
+
+
+@pytest.mark.parametrize("rule", list(GRIDS))
+def test_sample_always_keeps_the_corner_sets(rule):
+    cases = list(grid_for(rule))
+    corner_ids = {c.case_id for c in cases if is_corner(c)}
+    for seed in (0, 11):
+        picked = sample(cases, 40, seed)
+        drawn = sample(cases, 40, seed, corners=False)
+        assert len(drawn) == 40
+        assert {c.case_id for c in picked} == {c.case_id for c in drawn} | corner_ids
+        assert [c.case_id for c in picked] == [c.case_id for c in cases if c.case_id in {p.case_id for p in picked}]
+
+
+@pytest.mark.parametrize("rule", list(GRIDS))
+def test_same_ndim_mixed_mesh_cases_are_answered_and_well_formed(rule):
+    """Paddle answers every one of them or raises its own error (a sharding conflict; measured by
+    parity), so the port never rejects one as invalid, and its answers are well formed."""
+    answered = 0
+    for case in grid_for(rule):
+        if "-mixed-mesh-" not in case.case_id:
+            continue
+        call = fuzz.Call("paddle", rule, "function", list(case.inputs), list(zip(
+            (n for n, _ in case.spec.attrs), case.attr_values(), strict=True)))
+        try:
+            result = case.run_port()
+        except ShardingConflictError:
+            continue
+        assert fuzz.malformed(call, result) is None, case.describe()
+        answered += 1
+    assert answered >= 30
+
+
+def test_the_issues_mixed_ndim_case_is_in_the_grid_and_rejected_by_name():
+    """x on (2,), mean split along dim 2 of (2,2,2): Paddle answers mesh dims the 1-D mesh lacks."""
+    found = 0
+    for case in grid_for("layer_norm_grad"):
+        x, mean = case.inputs[0], case.inputs[3]
+        if x.mesh.shape == (2,) and max(x.dims_mapping) < 0 and mean.mesh.shape == (2, 2, 2) and \
+                2 in mean.dims_mapping:
+            assert "-invalid-mixed-ndim-" in case.case_id
+            with pytest.raises(InvalidSpecError) as err:
+                case.run_port()
+            assert err.value.kind == "invalid-spec:mean:mixed-mesh"
+            found += 1
+    assert found >= 2
+
+
+@pytest.mark.native
+def test_corner_sets_match_paddle_on_each_primary_route():
+    from paddle_spmd_port.compare import compare
+    from paddle_spmd_port.native.pool import run_native
+    from paddle_spmd_port.outcome import run_port
+    from paddle_spmd_port.sweep import DEFAULT_BACKEND
+
+    by_backend: dict[str, list] = {}
+    for rule in GRIDS:
+        by_backend.setdefault(DEFAULT_BACKEND[rule], []).extend(c for c in grid_for(rule) if is_corner(c))
+    verdicts: dict[str, int] = {}
+    for backend, cases in by_backend.items():
+        outcomes, _ = run_native(cases, backend=backend, workers=2)
+        for case, native in zip(cases, outcomes, strict=True):
+            cmp = compare(case.spec, run_port(case), native)
+            assert cmp.verdict in ("match", "both-raise-same", "port-rejects-invalid"), \
+                (cmp.verdict, case.case_id, case.describe(), [str(d) for d in cmp.diffs])
+            verdicts[cmp.verdict] = verdicts.get(cmp.verdict, 0) + 1
+    assert verdicts["match"] > 1000 and verdicts["port-rejects-invalid"] > 50

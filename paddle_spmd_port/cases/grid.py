@@ -1,17 +1,61 @@
-"""The exhaustive case grid of every rule, and deterministic sampling from it.
+"""The case grid of every rule, and deterministic sampling from it.
 
 Axes of the grid (per rule, see each ``_grid_*``)::
 
     meshes            (2,) (4,) (2,2) (2,3) (2,2,2)
     x                 every valid dims_mapping x every subset of the remaining mesh dims as
-                      Partial(SUM) -- all of them, for every rank the op takes
-    attributes        every begin_norm_axis 0..ndim; every batch_norm data_format
+                      Partial(SUM), for every rank the op takes: batch_norm 2-5, layer_norm 1-4
+    attributes        every begin_norm_axis 0..ndim; every batch_norm data_format (7), except
+                      sync_batch_norm(_grad): NCHW and NHWC only
     other tensors     every valid (dims_mapping, partial) of each one, None where optional;
-                      varied one tensor at a time around the all-replicated default, plus
-                      full products where the rule actually reads the tensor (LN reverse:
-                      out x mean; LN grad: x x out_grad)
-    invalid input     a fixed set per rule (ranks Paddle rejects, mappings it does not
-                      validate, begin_norm_axis out of range, x without mesh, ...)
+                      varied one tensor at a time around the all-replicated default (batch_norm
+                      family: against x replicated, and x split on N or on C along each mesh dim)
+    corner sets       invalid inputs, inputs on other meshes (see below); ``sample`` keeps them all
+
+What is a full product and what is thinned, and why (pairs counted over every mesh, rank,
+begin_norm_axis and data_format of the grid)::
+
+    rule                  product                          grid                 full product would be
+    layer_norm_reverse    out dims_mapping x mean mapping  full (14,117 pairs)  -
+                          x's placement, partial on out,   cycled along the     (x's mapping and scale/bias are not
+                          variance, scale/bias             pairs                read; x alone and variance alone
+                                                                                take every placement)
+    layer_norm_grad       x placement x out_grad mapping   22,748 of 79,300     every pair where out_grad's mapping
+                                                           pairs (thinned 4:1)  equals x's or is replicated, and every
+                                                                                4th other pair; out_grad partial on
+                                                                                every 8th; mean/variance/scale/bias
+                                                                                cycled
+    batch_norm_grad,      x placement x out_grad           11,172 of 710,304    placement k once as x and once as
+    sync_batch_norm_grad  placement                        pairs (cycled;       out_grad, paired with placement
+                                                           batch_norm_grad)     (7k+3) mod n: the paddle-profile rules
+                                                                                never read out_grad's placement
+                                                                                (bn-grad-og-ignored; the replicated
+                                                                                fallback reads nothing), so the full
+                                                                                product (63x the cases) would add time,
+                                                                                not coverage
+    sync_batch_norm(_grad) data_format                     NCHW, NHWC (2 of 7)  the replicated fallback reads no
+                                                                                attribute; the two cover C on axis 1
+                                                                                and on the last axis
+    layer_norm            x placement x scale/bias         every x placement with replicated scale/bias and with one
+                                                           cycled scale/bias variant; every scale/bias variant with x
+                                                           split on axis 0 along each mesh dim
+
+Corner sets (ids ``<rule>-<label>-<n>``; ``is_corner``)::
+
+    invalid               per rule, by hand: ranks Paddle rejects, out_grad's rank, 2-D per-channel
+                          or scale tensors, mappings Paddle does not validate (mesh dim twice, out
+                          of range, shorter than the rank), begin_norm_axis out of range, unknown
+                          data_format, x or another read tensor without a mesh
+    mixed-mesh            one input other than x at a time on a mesh of as many dims as x's (the
+                          same shape with other process ids, or another shape), replicated or split
+                          on axis 0: Paddle answers every one (each attr keeps its tensor's mesh or
+                          takes x's) or raises a sharding conflict, and the port must match
+    invalid-mixed-ndim    the same on a mesh of fewer or more dims: Paddle answers some, and crashes
+                          on or answers mesh dims an attr's mesh lacks for others (the port rejects
+                          those, naming the input)
+
+x is on (2,3) or (2,) in the corner sets (sync rules: (2,2,2), outside the oracle's meshes, so the
+oracle judges only valid sync inputs).
 
 "Valid dims_mapping": one entry per axis, each -1 or a mesh dim, no mesh dim twice.
 Sizes are printed by ``python -m paddle_spmd_port parity --list``.
@@ -20,6 +64,7 @@ Sizes are printed by ``python -m paddle_spmd_port parity --list``.
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
@@ -97,8 +142,19 @@ def _one_at_a_time(names: Sequence[str], shapes: dict[str, tuple[int, ...]], mes
     return variants
 
 
+#: Labels of the corner sets: hand-written cases every rule's grid holds beside its sweep, numbered
+#: ``<rule>-<label>-<n>`` (``invalid``, ``invalid-mixed-ndim``, ``mixed-mesh``). :func:`sample`
+#: always keeps them.
+CORNER_LABELS = ("invalid", "mixed-mesh")
+
+
+def is_corner(case: Case) -> bool:
+    """True for a case of a corner set: its id reads ``<rule>-invalid-...`` or ``<rule>-mixed-mesh-<n>``."""
+    return any(f"-{label}-" in case.case_id for label in CORNER_LABELS)
+
+
 class _Ids:
-    """Makes cases of one rule numbered ``<rule>-<n>`` (``<rule>-invalid-<n>`` for the invalid set)."""
+    """Makes cases of one rule numbered ``<rule>-<n>`` (``<rule>-<label>-<n>`` for a corner set)."""
 
     def __init__(self, rule: str, label: str = "") -> None:
         self.rule, self.prefix, self.n = rule, f"{rule}-{label}" if label else rule, 0
@@ -148,18 +204,64 @@ def _bn_invalid(rule: str, with_format: bool) -> Iterator[Case]:
     yield make(mesh, [DistTensorSpec((8, 6, 4, 4), (0, 0, -1, -1), mesh), stat, stat, stat, stat], attrs)
     yield make(mesh, [DistTensorSpec((8, 6, 4, 4), (-1, 2, -1, -1), mesh), stat, stat, stat, stat], attrs)
     yield make(mesh, [DistTensorSpec((8, 6, 4, 4), (-1, 1, -1), mesh), stat, stat, stat, stat], attrs)
+    # mean without a mesh while C is split: Paddle answers mean [1] without a mesh
+    yield make(mesh, [DistTensorSpec((8, 6, 4, 4), (-1, 1, -1, -1), mesh), DistTensorSpec((6,), (), None), stat, stat,
+                      stat], attrs)
 
 
-def _bn_mixed_meshes(rule: str, with_format: bool) -> Iterator[Case]:
-    """mean/variance/scale on other meshes than x: each returned attr copies its own source's mesh."""
-    make = _Ids(rule, "mixed-mesh")
-    mesh, other = mesh_of((2, 3)), ProcessMesh((3, 2), (5, 4, 3, 2, 1, 0), ("a", "b"))
+def _other_meshes(base: ProcessMesh) -> tuple[ProcessMesh, ...]:
+    """The meshes a mixed-mesh case moves one input to, for x on ``base``: the same shape with
+    other process ids, another shape of as many dims, fewer dims (if any) and more dims."""
+    size = math.prod(base.shape)
+    same_shape = ProcessMesh(base.shape, tuple(range(size, 2 * size)), base.dim_names)
+    if base.ndim == 1:
+        return same_shape, ProcessMesh((4,), (3, 2, 1, 0)), mesh_of((2, 2, 2))
+    if base.ndim == 3:
+        return same_shape, ProcessMesh((1, 2, 4), tuple(range(size))[::-1]), mesh_of((2, 3)), ProcessMesh((2,))
+    return (same_shape, ProcessMesh(base.shape[::-1], tuple(range(size))[::-1], ("a", "b")),
+            ProcessMesh((2,), (0, 1)), mesh_of((2, 2, 2)))
+
+
+def _mixed_meshes(rule: str, variants: Sequence[tuple[dict[str, tuple[int, ...]], tuple]],
+                  x_maps: dict[int, Sequence[tuple[int, ...]]],
+                  bases: Sequence[tuple[int, ...]] = ((2, 3), (2,))) -> Iterator[Case]:
+    """The mixed-mesh corner sets: x on each of ``bases``, one other input at a time on each of
+    :func:`_other_meshes`, replicated or with axis 0 split along that mesh's last dim; the rest
+    replicated on x's mesh; ``variants`` gives the shapes and attributes (one begin_norm_axis
+    each). On a mesh of as many dims as x's (same shape with other process ids, or another shape)
+    the cases are ``<rule>-mixed-mesh-<n>``: Paddle answers them all (each attr keeps its own
+    tensor's mesh, or takes x's), or raises a sharding conflict, and the port must match. On a
+    mesh of fewer or more dims they are ``<rule>-invalid-mixed-ndim-<n>``: Paddle answers some and
+    crashes on, or answers mesh dims an attr's mesh lacks for, others, which the port rejects
+    (InvalidSpecError naming the input)."""
+    same_ndim, other_ndim = _Ids(rule, "mixed-mesh"), _Ids(rule, "invalid-mixed-ndim")
+    names = RULES[rule].inputs
+    for (shapes, attrs), base in itertools.product(variants, [mesh_of(b) for b in bases]):
+        for x_dm in x_maps[base.ndim]:
+            x = DistTensorSpec(shapes["x"], x_dm, base)
+            for name in names[1:]:
+                for other in _other_meshes(base):
+                    for split in (False, True):
+                        dm = [-1] * len(shapes[name])
+                        if split:
+                            dm[0] = other.ndim - 1
+                        tensors = {n: _rep(shapes[n], base) for n in names[1:]}
+                        tensors[name] = DistTensorSpec(shapes[name], tuple(dm), other)
+                        make = same_ndim if other.ndim == base.ndim else other_ndim
+                        yield make(base, [x] + [tensors[n] for n in names[1:]], attrs)
+
+
+#: x mappings of the batch_norm mixed-mesh sets, per mesh ndim (x [8,6,4,4], C = axis 1): C split,
+#: C split with another axis, nothing split.
+_BN_MIXED_X = {3: ((2, 1, -1, 0), (-1, -1, -1, -1)), 2: ((0, 1, -1, -1), (-1, 0, -1, 1), (-1, -1, -1, -1)),
+               1: ((-1, 0, -1, -1), (0, -1, -1, -1))}
+
+
+def _bn_mixed_meshes(rule: str, with_format: bool, bases: Sequence[tuple[int, ...]] = ((2, 3), (2,))) -> Iterator[Case]:
+    shapes = {n: (6,) for n in RULES[rule].inputs}
+    shapes.update(x=X_SHAPES[4], out_grad=X_SHAPES[4], reserve_space=(5,))
     attrs = (("data_format", "NCHW"),) if with_format else ()
-    for x_dm in ((0, 1, -1, -1), (-1, 0, -1, 1), (-1, -1, -1, -1)):
-        x = DistTensorSpec(X_SHAPES[4], x_dm, mesh)
-        for odd in range(4):
-            stats = [_rep((6,), other if k == odd else mesh) for k in range(4)]
-            yield make(mesh, [x, *stats], attrs)
+    yield from _mixed_meshes(rule, [(shapes, attrs)], _BN_MIXED_X, bases)
 
 
 def _grid_batch_norm_static() -> Iterator[Case]:
@@ -176,6 +278,31 @@ def _grid_batch_norm() -> Iterator[Case]:
 
 def _grid_sync_batch_norm() -> Iterator[Case]:
     yield from _bn_forward("sync_batch_norm", ("NCHW", "NHWC"))
+    yield from _bn_mixed_meshes("sync_batch_norm", True, ((2, 2, 2),))
+    yield from _sync_invalid("sync_batch_norm")
+
+
+def _sync_invalid(rule: str) -> Iterator[Case]:
+    """What the replicated fallback answers without reading it and the port rejects: a 2-D
+    per-channel tensor, mesh dims used twice or out of range, a mapping shorter than the rank.
+    (x without a mesh is left out: it kills the registry's worker.) On the 2x2x2 mesh, like the sync
+    rules' mixed-mesh sets: the oracle's grid (1-D and 2-D meshes) judges only valid sync inputs."""
+    make = _Ids(rule, "invalid")
+    mesh = mesh_of((2, 2, 2))
+    names = RULES[rule].inputs
+    attrs = (("data_format", "NCHW"),)
+    x4 = _rep(X_SHAPES[4], mesh)
+    base = {n: _rep((6,), mesh) for n in names}
+    base.update(x=x4, out_grad=x4, reserve_space=None)
+    per_channel = [n for n in names if n not in ("x", "out_grad", "reserve_space")]
+    variants = [{per_channel[0]: _rep((6, 1), mesh)}, {per_channel[-1]: _rep((6, 2), mesh)},
+                {"x": DistTensorSpec(X_SHAPES[4], (0, 0, -1, -1), mesh)},
+                {"x": DistTensorSpec(X_SHAPES[4], (-1, 3, -1, -1), mesh)},
+                {"x": DistTensorSpec(X_SHAPES[4], (-1, 1, -1), mesh)},
+                {per_channel[1]: DistTensorSpec((6,), (3,), mesh)}]
+    for variant in variants:
+        tensors = {**base, **variant}
+        yield make(mesh, [tensors[n] for n in names], attrs)
 
 
 def _bn_grad(rule: str, names: Sequence[str], formats: Sequence[str]) -> Iterator[Case]:
@@ -207,12 +334,45 @@ def _bn_grad(rule: str, names: Sequence[str], formats: Sequence[str]) -> Iterato
                         yield make(mesh, [tensors[n] for n in names], attrs)
 
 
+def _bn_grad_invalid(rule: str) -> Iterator[Case]:
+    """Paddle's own checks (x rank 1 and 6, out_grad's rank, 2-D per-channel tensors, a 2-D
+    reserve_space) and input it does not validate (mesh dims used twice or out of range, a mapping
+    shorter than the rank, an unknown data_format, x without a mesh)."""
+    make = _Ids(rule, "invalid")
+    mesh = mesh_of((2, 3))
+    names = RULES[rule].inputs
+    nchw = (("data_format", "NCHW"),)
+    x4 = _rep(X_SHAPES[4], mesh)
+    base = {n: _rep((6,), mesh) for n in names}
+    base.update(x=x4, out_grad=x4, reserve_space=None)
+    variants: list[tuple[dict, tuple]] = [
+        ({"x": _rep((8,), mesh), "out_grad": _rep((8,), mesh)}, nchw),
+        ({"x": _rep((8, 6, 4, 4, 2, 2), mesh), "out_grad": _rep((8, 6, 4, 4, 2, 2), mesh)}, nchw),
+        ({"out_grad": _rep((8, 6, 4), mesh)}, nchw),  # The ndim of out_grad ... should be equal with x
+        ({"scale": _rep((6, 1), mesh)}, nchw),
+        ({"saved_variance": _rep((6, 2), mesh)}, nchw),
+        ({"reserve_space": _rep((5, 2), mesh)}, nchw),
+        ({"x": DistTensorSpec(X_SHAPES[4], (0, 0, -1, -1), mesh)}, nchw),
+        ({"x": DistTensorSpec(X_SHAPES[4], (-1, 2, -1, -1), mesh)}, nchw),
+        ({"x": DistTensorSpec(X_SHAPES[4], (-1, 1, -1), mesh)}, nchw),
+        ({"x": DistTensorSpec(X_SHAPES[4], (-1, 1, -1, -1), mesh)}, (("data_format", "CHWN"),)),
+        ({"x": DistTensorSpec(X_SHAPES[4], (), None)}, nchw),
+    ]
+    for variant, attrs in variants:
+        tensors = {**base, **variant}
+        yield make(mesh, [tensors[n] for n in names], attrs)
+
+
 def _grid_batch_norm_grad() -> Iterator[Case]:
     yield from _bn_grad("batch_norm_grad", RULES["batch_norm_grad"].inputs, BN_DATA_FORMATS)
+    yield from _bn_mixed_meshes("batch_norm_grad", True)
+    yield from _bn_grad_invalid("batch_norm_grad")
 
 
 def _grid_sync_batch_norm_grad() -> Iterator[Case]:
     yield from _bn_grad("sync_batch_norm_grad", RULES["sync_batch_norm_grad"].inputs, ("NCHW", "NHWC"))
+    yield from _bn_mixed_meshes("sync_batch_norm_grad", True, ((2, 2, 2),))
+    yield from _sync_invalid("sync_batch_norm_grad")
 
 
 # --------------------------------------------------------------------------- layer_norm family
@@ -241,6 +401,21 @@ def _ln_slices() -> Iterator[tuple[ProcessMesh, int, tuple[int, ...], int, tuple
                 yield mesh, rank, x_shape, b, (("epsilon", 1e-5), ("begin_norm_axis", b)), x_shape[:b], side
 
 
+#: x mappings of the layer_norm mixed-mesh sets, per mesh ndim (x [8,6,4]).
+_LN_MIXED_X = {2: ((0, 1, -1), (1, -1, 0), (-1, -1, -1)), 1: ((0, -1, -1), (-1, -1, -1))}
+
+
+def _ln_mixed_meshes(rule: str) -> Iterator[Case]:
+    """The mixed-mesh set of a layer_norm rule, for begin_norm_axis 1 and 2 (x [8,6,4])."""
+    x = X_SHAPES[3]
+    variants = []
+    for b in (1, 2):
+        norm = (_ln_norm_size(x, b),)
+        shapes = {"x": x, "scale": norm, "bias": norm, "out": x, "mean": x[:b], "variance": x[:b], "out_grad": x}
+        variants.append((shapes, (("epsilon", 1e-5), ("begin_norm_axis", b))))
+    yield from _mixed_meshes(rule, variants, _LN_MIXED_X)
+
+
 def _grid_layer_norm() -> Iterator[Case]:
     make = _Ids("layer_norm")
     for mesh, rank, x_shape, _b, attrs, _stat_shape, side in _ln_slices():
@@ -252,13 +427,8 @@ def _grid_layer_norm() -> Iterator[Case]:
             for m in range(-1, mesh.ndim):
                 dm = tuple([m] + [-1] * (rank - 1))
                 yield make(mesh, [_spec(x_shape, (dm, frozenset()), mesh), scale, bias], attrs)
-    mixed = _Ids("layer_norm", "mixed-mesh")  # scale/bias on another mesh: each attr keeps its own
-    mesh, other = mesh_of((2, 3)), ProcessMesh((3, 2), (5, 4, 3, 2, 1, 0), ("a", "b"))
-    for b in (1, 2):
-        for x_dm in ((0, 1, -1), (1, -1, 0), (-1, -1, -1)):
-            scale = DistTensorSpec((_ln_norm_size(X_SHAPES[3], b),), (0,), other)
-            yield mixed(mesh, [DistTensorSpec(X_SHAPES[3], x_dm, mesh), scale, None],
-                        (("epsilon", 1e-5), ("begin_norm_axis", b)))
+    yield from _ln_mixed_meshes("layer_norm")
+    mesh = mesh_of((2, 3))
     bad = _Ids("layer_norm", "invalid")
     for rank in range(1, 5):
         x_shape = X_SHAPES[rank]
@@ -310,6 +480,10 @@ def _grid_layer_norm_reverse() -> Iterator[Case]:
     yield bad(mesh, [_rep(x3, mesh), None, None, _rep(x3, mesh), _rep((8, 6), mesh),
                      DistTensorSpec((8, 6), (0, -1, 1), mesh)], attrs)
     yield bad(mesh, [_rep(x3, mesh), None, None, _rep(x3, mesh), _rep((8,), mesh), _rep((8,), mesh)], attrs)
+    # a 2-D scale: Paddle answers [-1] for it; the port rejects (the answer would not fit it)
+    yield bad(mesh, [_rep(x3, mesh), _rep((6, 4), mesh), None, _rep(x3, mesh), _rep((8,), mesh), _rep((8,), mesh)],
+              (("epsilon", 1e-5), ("begin_norm_axis", 1)))
+    yield from _ln_mixed_meshes("layer_norm_reverse")
 
 
 def _grid_layer_norm_grad() -> Iterator[Case]:
@@ -349,6 +523,12 @@ def _grid_layer_norm_grad() -> Iterator[Case]:
     yield bad(mesh, [_rep(x3, mesh), None, None, stat, _rep((8,), mesh), _rep(x3, mesh)], attrs)
     yield bad(mesh, [_rep(x3, mesh), _rep((6, 4), mesh), _rep((6, 4), mesh), _rep((8,), mesh), _rep((8,), mesh),
                      _rep(x3, mesh)], (("epsilon", 1e-5), ("begin_norm_axis", 1)))  # 2-D scale: Paddle allows
+    # specs without a mesh that the rule reads: Paddle answers mean [0] without a mesh / segfaults
+    x_split = DistTensorSpec(x3, (0, -1, -1), mesh)
+    b1 = (("epsilon", 1e-5), ("begin_norm_axis", 1))
+    yield bad(mesh, [x_split, None, None, DistTensorSpec((8,), (), None), _rep((8,), mesh), _rep(x3, mesh)], b1)
+    yield bad(mesh, [x_split, None, None, _rep((8,), mesh), _rep((8,), mesh), DistTensorSpec(x3, (), None)], b1)
+    yield from _ln_mixed_meshes("layer_norm_grad")
 
 
 GRIDS = {
@@ -371,9 +551,13 @@ def grid_for(rule: str) -> Iterator[Case]:
         raise ValueError(f"no grid for rule {rule!r}; choose one of {', '.join(GRIDS)}") from None
 
 
-def sample(cases: Sequence[Case], n: int, seed: int = 0) -> list[Case]:
-    """A deterministic sample of ``n`` cases (all of them when ``n >= len(cases)``), order kept."""
+def sample(cases: Sequence[Case], n: int, seed: int = 0, corners: bool = True) -> list[Case]:
+    """A deterministic sample of ``n`` cases (all of them when ``n >= len(cases)``), grid order kept,
+    plus every corner case (:func:`is_corner`: the invalid and mixed-mesh sets) the draw left out,
+    unless ``corners=False``. The draw itself does not depend on ``corners``."""
     if n >= len(cases):
         return list(cases)
-    picked = sorted(random.Random(seed).sample(range(len(cases)), n))
-    return [cases[i] for i in picked]
+    picked = set(random.Random(seed).sample(range(len(cases)), n))
+    if corners:
+        picked.update(i for i, case in enumerate(cases) if is_corner(case))
+    return [cases[i] for i in sorted(picked)]
