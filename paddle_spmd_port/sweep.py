@@ -6,6 +6,11 @@ cell (:mod:`.compare`) and writes ``parity.md``, ``parity.json`` and ``parity-ca
 (+ JUnit XML with ``--junit``) into the report directory -- after every backend group, so a
 failure or an interrupt still leaves a partial report whose first line says so.
 
+``--random N --seed S`` replaces the grid with N random cases per rule drawn outside it
+(:mod:`.cases.random_cases`: other meshes, odd sizes, higher ranks, None, invalid and mixed-mesh
+inputs), compared through each rule's primary backend (or ``--backend``); every mismatching case's
+``infer --case-json`` line is printed on the console.
+
 Fails closed: a case is *compared* when at least one native route gave an answer, an error, or a
 crash the port predicted. Exit status (the table in :mod:`.runctl`):
 
@@ -34,10 +39,11 @@ from pathlib import Path
 
 from .cases.case import Case
 from .cases.grid import GRIDS, grid_for, sample
+from .cases.random_cases import random_cases
 from .compare import compare
 from .outcome import Outcome, run_port
 from .progress import Progress
-from .report import DONE, INTERRUPTED, RUNNING, ParityReport, repro_snippet
+from .report import DONE, INTERRUPTED, RUNNING, ParityReport, one_line_repro, repro_snippet
 from .runctl import (
     EXIT_FINDING,
     EXIT_INCOMPLETE,
@@ -68,6 +74,8 @@ DEFAULT_BACKENDS: dict[str, tuple[str, ...]] = {
 DEFAULT_BACKEND = {rule: backends[0] for rule, backends in DEFAULT_BACKENDS.items()}
 BACKENDS = ("registry", "compiled", "pir")  # also the order backend groups run in
 DEFAULT_REPORT_DIR = Path("reports/parity")
+REPROS_PRINTED = 50
+"""Mismatching cases whose ``infer --case-json`` line is printed on the console (all are in the report)."""
 
 def build_parser() -> ArgumentParser:
     ap = ArgumentParser(prog="python -m paddle_spmd_port parity", description=__doc__,
@@ -80,7 +88,11 @@ def build_parser() -> ArgumentParser:
                     help="skip the second-opinion backend (pir) where a rule has two")
     ap.add_argument("--max-cases", type=int, default=None, help="at most this many cases per rule (first ones)")
     ap.add_argument("--sample", type=int, default=None, help="a deterministic random sample of N cases per rule")
-    ap.add_argument("--seed", type=int, default=0, help="seed for --sample")
+    ap.add_argument("--random", type=int, default=None, metavar="N",
+                    help="instead of the grid, N random cases per rule drawn outside it (other meshes, odd sizes, "
+                         "higher ranks, None, invalid and mixed-mesh inputs; see cases/random_cases.py), through "
+                         "each rule's primary backend unless --backend is given")
+    ap.add_argument("--seed", type=int, default=0, help="seed for --sample and --random")
     ap.add_argument("--workers", type=int, default=2, help="native worker processes (default 2)")
     ap.add_argument("--timeout", type=float, default=60.0,
                     help="seconds a silent worker is given before it is killed (> 0; default 60)")
@@ -106,9 +118,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         raise UsageError("--rules", f"unknown rule(s) {', '.join(unknown)}", f"choose from all, {', '.join(GRIDS)}")
     if not names:
         raise UsageError("--rules", f"{args.rules!r} names no rule", f"give 'all' or some of {', '.join(GRIDS)}")
-    for flag, value in (("--max-cases", args.max_cases), ("--sample", args.sample), ("--workers", args.workers)):
+    for flag, value in (("--max-cases", args.max_cases), ("--sample", args.sample), ("--workers", args.workers),
+                        ("--random", args.random)):
         if value is not None and value < 1:
             raise UsageError(flag, f"{value} is not allowed", "give an integer >= 1")
+    if args.random is not None:
+        for flag, value in (("--sample", args.sample), ("--max-cases", args.max_cases)):
+            if value is not None:
+                raise UsageError("--random", f"cannot be combined with {flag} (random cases are drawn, not sampled "
+                                 "from the grid)", f"give --random N alone (N cases per rule), without {flag}")
     if not args.timeout > 0:  # also rejects nan
         raise UsageError("--timeout", f"{args.timeout:g} is not allowed", "give a number of seconds > 0")
     args.rule_names = list(dict.fromkeys(names))
@@ -136,11 +154,14 @@ def selection_of(args: argparse.Namespace) -> dict:
     if args.backend:
         slug.append(f"backend-{args.backend}")
         words.append(f"backend {args.backend} only")
-    elif args.primary_only:
+    elif args.primary_only or args.random is not None:  # random mode: each rule's primary backend
         slug.append("primary")
         words.append("primary backends only")
     else:
         words.append("default backends")
+    if args.random is not None:
+        slug.append(f"random{args.random}-seed{args.seed}")
+        words.append(f"random {args.random} cases per rule outside the grid (seed {args.seed})")
     if args.sample is not None:
         slug.append(f"sample{args.sample}-seed{args.seed}")
         words.append(f"a sample of {args.sample} cases per rule (seed {args.seed})")
@@ -149,7 +170,8 @@ def selection_of(args: argparse.Namespace) -> dict:
         words.append(f"the first {args.max_cases} cases per rule")
     full = not slug
     return {"full": full, "slug": "_".join(slug) or "full", "rules": args.rule_names, "backend": args.backend,
-            "primary_only": args.primary_only, "sample": args.sample, "seed": args.seed,
+            "primary_only": args.primary_only or args.random is not None, "sample": args.sample,
+            "random": args.random, "seed": args.seed,
             "max_cases": args.max_cases, "describe": ("the whole grid: " if full else "") + "; ".join(words)}
 
 
@@ -167,7 +189,10 @@ def _refuse_other_selection(report_dir: Path, selection: dict) -> None:
                          "choose another --report-dir, or pass --replace-report to replace it")
 
 
-def select_cases(rule: str, max_cases: int | None, n_sample: int | None, seed: int) -> list[Case]:
+def select_cases(rule: str, max_cases: int | None, n_sample: int | None, seed: int,
+                 n_random: int | None = None) -> list[Case]:
+    if n_random is not None:
+        return random_cases(rule, n_random, seed)
     cases = list(grid_for(rule))
     if n_sample is not None:
         cases = sample(cases, n_sample, seed)
@@ -194,16 +219,17 @@ def _plan_groups(args: argparse.Namespace) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
     for rule in args.rule_names:
         backends = (args.backend,) if args.backend else DEFAULT_BACKENDS[rule]
-        for backend in backends[:1] if args.primary_only else backends:
+        for backend in backends[:1] if args.primary_only or args.random is not None else backends:
             groups.setdefault(backend, []).append(rule)
     return dict(sorted(groups.items(), key=lambda item: BACKENDS.index(item[0])))
 
 
 def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: dict[str, list[Case]],
                 native: Sequence[Outcome | None], native_seconds: float, profile: VersionProfile | None,
-                state: str = DONE) -> None:
+                state: str = DONE, repros: list[str] | None = None) -> None:
     """Compare one backend group's native outcomes with the port, case by case, into the report.
-    A None outcome (the group was interrupted before it) is left out: that case stays uncompared."""
+    A None outcome (the group was interrupted before it) is left out: that case stays uncompared.
+    Each mismatching case's ``infer --case-json`` line is appended to ``repros``."""
     offset = 0
     for rule in rules:
         tally = report.tallies[f"{rule}@{backend}"]
@@ -218,6 +244,8 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
                 why = profile.explain(case, port, nat, cmp)
                 if why:
                     cmp = dataclasses.replace(cmp, verdict="known-difference", note=why)
+            if cmp.verdict == "mismatch" and repros is not None:
+                repros.append(f"{rule}@{backend} {case.case_id}: {one_line_repro(case)}")
             report.add(tally, index, case, port, nat, cmp)
         tally.port_seconds = time.time() - t1
         tally.native_seconds = native_seconds * len(rule_cases) / max(len(native), 1)
@@ -231,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = parse_args(argv)
-    by_rule = {r: select_cases(r, args.max_cases, args.sample, args.seed) for r in args.rule_names}
+    by_rule = {r: select_cases(r, args.max_cases, args.sample, args.seed, args.random) for r in args.rule_names}
     if args.list:
         for rule, cases in by_rule.items():
             n_cells = cases[0].spec.n_cells if cases else 0
@@ -246,6 +274,7 @@ def _main(argv: Sequence[str] | None) -> int:
             report.plan(rule, backend, len(cases), cases[0].spec.n_cells if cases else 0)
     profile: VersionProfile | None = None
     running: tuple[str, list[str]] | None = None  # the group in flight
+    repros: list[str] = []  # one `infer --case-json` line per mismatching case
     out = args.report_dir
     report.open_cases_file(out)
     try:
@@ -268,7 +297,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 if profile.is_newer_than_known:
                     report.notes.append("Paddle is newer than every known profile: each mismatch is a possible "
                                         "regression of this release (or a change the port has to follow).")
-            tally_group(report, backend, rules, by_rule, native, native_seconds, profile)
+            tally_group(report, backend, rules, by_rule, native, native_seconds, profile, repros=repros)
             running = None
             report.write(out, args.junit)  # partial report after every group
         report.complete = True
@@ -278,7 +307,8 @@ def _main(argv: Sequence[str] | None) -> int:
             backend, rules = running
             partial = getattr(exc, "partial_outcomes", None)
             if partial is not None:
-                tally_group(report, backend, rules, by_rule, partial, 0.0, profile, state=INTERRUPTED)
+                tally_group(report, backend, rules, by_rule, partial, 0.0, profile, state=INTERRUPTED,
+                            repros=repros)
             for rule in rules:
                 report.tallies[f"{rule}@{backend}"].state = INTERRUPTED
         exc.detail = f"partial report in {out / 'parity.md'}"
@@ -287,6 +317,12 @@ def _main(argv: Sequence[str] | None) -> int:
         report.finished = time.time()
         report.close_cases_file()
         report.write(out, args.junit)
+        if repros:
+            print(f"mismatching cases ({len(repros):,}), each with the command that repeats it:")
+            print("\n".join(repros[:REPROS_PRINTED]))
+            if len(repros) > REPROS_PRINTED:
+                print(f"... {len(repros) - REPROS_PRINTED:,} more in {out / 'parity-cases.jsonl.gz'}")
+            print()
         print(report.table())
         print("\ncoverage (a case is compared when at least one native route answered it):")
         print("\n".join(report.coverage_lines()))

@@ -23,6 +23,11 @@ ROWS = [
     BadInput(("parity", "--workers", "0"), "--workers"),
     BadInput(("parity", "--backend", "gpu"), "--backend"),
     BadInput(("parity", "--seed", "x"), "--seed"),
+    BadInput(("parity", "--random", "0"), "--random"),
+    BadInput(("parity", "--random", "-5"), "--random"),
+    BadInput(("parity", "--random", "many"), "--random"),
+    BadInput(("parity", "--random", "10", "--sample", "5"), "--random"),
+    BadInput(("parity", "--random", "10", "--max-cases", "5"), "--random"),
     BadInput(("parity", "--no-such-flag"), "--no-such-flag"),
     BadInput(("parity", "--report-dir", "{tmp}/afile"), "--report-dir", {"afile": "x"}),
     BadInput(("parity", "--report-dir", "{tmp}/afile/sub"), "--report-dir", {"afile": "x"}),
@@ -34,6 +39,8 @@ ROWS = [
              {"full/parity.json": OTHER_RUN, "full/parity.md": "# the full sweep"}),
     BadInput(("parity", "--sample", "5", "--report-dir", "{tmp}/old"), "--report-dir",
              {"old/parity.json": "{}"}),
+    BadInput(("parity", "--random", "5", "--report-dir", "{tmp}/full"), "--report-dir",
+             {"full/parity.json": OTHER_RUN, "full/parity.md": "# the full sweep"}),
 ]
 
 

@@ -1,0 +1,294 @@
+"""Random cases *outside* the grid, for ``parity --random N --seed S``.
+
+Every case is drawn independently; the stream depends only on (rule, seed), so a rule's cases do
+not change when other rules are selected, and one seed always gives the same cases::
+
+    axis               distribution (per case)
+    kind               70% valid, 15% mixed meshes, 15% invalid (one mutation of a valid draw)
+    mesh               uniform over RANDOM_MESH_SHAPES: 3, 8, 1x2, 2x4, 4x2, 3x2, 2x2x2, 1x1 and the
+                       grid's 2, 4, 2x2, 2x3; 1 in 4 with other process ids (shifted or reversed)
+    x rank             uniform 2..5 (batch_norm family), 1..6 (layer_norm family)
+    axis sizes         uniform over SIZES (1, 3, 5, 7, 9, 11 odd; 2, 4, 6, 8, 12, 16 even)
+    dims_mapping       per tensor, one of: each axis split with probability 1/5, 1/2 or 4/5 along
+                       a mesh dim no other axis uses, or uniform over every valid mapping;
+                       mean/variance/out/out_grad copy x's mapping 30%
+    partial dims       each mesh dim the mapping leaves free, with probability 1/3 (x, and every
+                       other tensor whose mapping is drawn)
+    other tensors      15% None where the rule allows None, 40% a drawn placement (55% if
+                       required), else replicated
+    data_format        uniform over the 7 batch_norm layouts (rules that take one)
+    begin_norm_axis    uniform 0..rank(x)
+    other attrs        epsilon, momentum from small lists; booleans fair coins
+    mixed meshes       1 (2/3) or 2 (1/3) inputs other than x moved to another mesh: half of them
+                       another shape (any other of RANDOM_MESH_SHAPES, so also more or fewer mesh
+                       dims), half x's shape with other process ids; placement drawn for that mesh
+                       (70%) or replicated
+    invalid            one of INVALID_MUTATIONS, weighted 12 each: x rank out of range, another
+                       tensor's rank wrong, dims_mapping length != rank, a mesh dim out of range, a
+                       mesh dim used twice, begin_norm_axis outside 0..rank (3/4 negative), an
+                       unknown data_format; weighted 1 each (they kill the registry's worker):
+                       a partial dim outside the mesh, x without a mesh, None for a required input
+
+Left out on purpose: a partial dim that also shards an axis. Paddle refuses it while building the
+input (``Trying to Set dim N as Partial which is a Sharding dim``), before any rule runs; the
+registry backend builds its inputs outside its ``try``, so its worker dies on such a case (exit
+code 1) and the pool gives the slice up after three such deaths (they need not be consecutive
+cases), leaving the rest of the slice uncompared.
+
+Case ids are ``<rule>-random<seed>-<n>`` (n from 1). :func:`random_draws` also says which kind
+each case was drawn as (and which mutation), for tests and reports.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from ..rules.batch_norm import channel_axis
+from ..types import DistTensorSpec, ProcessMesh
+from .case import Case
+from .grid import BN_DATA_FORMATS, MESH_SHAPES, mesh_of, valid_mappings
+from .rulebook import rule_spec
+
+#: Meshes beyond the grid's, then the grid's own.
+RANDOM_MESH_SHAPES: tuple[tuple[int, ...], ...] = tuple(dict.fromkeys(
+    ((3,), (8,), (1, 2), (2, 4), (4, 2), (3, 2), (2, 2, 2), (1, 1)) + MESH_SHAPES))
+SIZES = (1, 3, 5, 7, 9, 11, 2, 4, 6, 8, 12, 16)
+KINDS = (("valid", 70), ("mixed-mesh", 15), ("invalid", 15))
+EPSILONS = (1e-5, 1e-6, 1e-3, 0.5)
+MOMENTUMS = (0.9, 0.99, 0.5, 0.0)
+BAD_DATA_FORMATS = ("", "N", "CN", "NWC", "NCWH", "nchw")
+#: Mutation -> weight. The last three kill the registry's worker process on most draws (Paddle builds
+#: no input from them, or segfaults), which costs a worker restart (an import of Paddle, ~2.5 s of a
+#: core) per case: they are drawn 12 times more rarely than the others. The grid has each of them too.
+INVALID_MUTATIONS = {"x-rank": 12, "other-rank": 12, "mapping-length": 12, "mesh-dim-range": 12, "mesh-dim-twice": 12,
+                     "begin_norm_axis": 12, "data_format": 12, "partial-bad": 1, "x-no-mesh": 1, "required-none": 1}
+
+_BN_RULES = frozenset({"batch_norm_static", "batch_norm", "batch_norm_grad", "sync_batch_norm",
+                       "sync_batch_norm_grad"})
+_LIKE_X = frozenset({"x", "out", "out_grad"})
+_LN_STATS = frozenset({"mean", "variance"})
+
+
+class Draw(NamedTuple):
+    case: Case
+    kind: str
+    """valid | mixed-mesh | invalid"""
+    mutation: str = ""
+    """For invalid draws: which of INVALID_MUTATIONS (for mixed ones: the moved inputs)."""
+
+
+def _other_ids(mesh: ProcessMesh, rng: random.Random) -> ProcessMesh:
+    """The same shape and names with other process ids (shifted past the mesh, or reversed)."""
+    own = tuple(mesh.process_ids or ())
+    size = len(own)
+    shifted = tuple(range(size, 2 * size)) if own != tuple(range(size, 2 * size)) else tuple(range(2 * size, 3 * size))
+    backwards = tuple(reversed(own))
+    ids = shifted if size == 1 or rng.random() < 0.5 else backwards
+    return ProcessMesh(mesh.shape, ids, mesh.dim_names)
+
+
+def _draw_mesh(rng: random.Random) -> ProcessMesh:
+    mesh = mesh_of(rng.choice(RANDOM_MESH_SHAPES))
+    return _other_ids(mesh, rng) if rng.random() < 0.25 else mesh
+
+
+def _draw_mapping(rng: random.Random, rank: int, mesh_ndim: int) -> tuple[int, ...]:
+    p = rng.choice((0.2, 0.5, 0.8, 1.0))
+    if p == 1.0:  # uniform over every valid mapping (most axes split)
+        return rng.choice(valid_mappings(rank, mesh_ndim))
+    free = list(range(mesh_ndim))
+    dm = []
+    for _ in range(rank):
+        if free and rng.random() < p:
+            m = rng.choice(free)
+            free.remove(m)
+            dm.append(m)
+        else:
+            dm.append(-1)
+    return tuple(dm)
+
+
+def _draw_partial(rng: random.Random, dm: Sequence[int], mesh_ndim: int) -> frozenset[int]:
+    return frozenset(m for m in range(mesh_ndim) if m not in dm and rng.random() < 1 / 3)
+
+
+def _placed(rng: random.Random, shape: tuple[int, ...], mesh: ProcessMesh,
+            like: tuple[int, ...] | None = None) -> DistTensorSpec:
+    dm = like[:len(shape)] if like is not None and len(like) >= len(shape) else \
+        _draw_mapping(rng, len(shape), mesh.ndim)
+    return DistTensorSpec(shape, dm, mesh, _draw_partial(rng, dm, mesh.ndim))
+
+
+def _rep(shape: tuple[int, ...], mesh: ProcessMesh | None) -> DistTensorSpec:
+    return DistTensorSpec(shape, (-1,) * len(shape) if mesh is not None else (), mesh)
+
+
+def _attrs(rule: str, rng: random.Random, rank: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, default in rule_spec(rule).attrs:
+        if name == "data_format":
+            out[name] = rng.choice(BN_DATA_FORMATS)
+        elif name == "begin_norm_axis":
+            out[name] = rng.randint(0, rank)
+        elif name == "epsilon":
+            out[name] = rng.choice(EPSILONS)
+        elif name == "momentum":
+            out[name] = rng.choice(MOMENTUMS)
+        elif isinstance(default, bool):
+            out[name] = rng.random() < 0.5
+        else:
+            out[name] = default
+    return out
+
+
+def _shapes(rule: str, x_shape: tuple[int, ...], attrs: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """Each input's shape, consistent with x's (the shape a real call would pass)."""
+    names = rule_spec(rule).inputs
+    if rule in _BN_RULES:
+        c = channel_axis(attrs.get("data_format", "NCHW"), len(x_shape))
+        return {n: x_shape if n in _LIKE_X else (x_shape[c],) for n in names}
+    b = attrs["begin_norm_axis"]
+    return {n: x_shape if n in _LIKE_X else x_shape[:b] if n in _LN_STATS else (math.prod(x_shape[b:]),)
+            for n in names}
+
+
+def _valid(rule: str, rng: random.Random) -> tuple[ProcessMesh, dict[str, DistTensorSpec | None], dict[str, Any]]:
+    spec = rule_spec(rule)
+    mesh = _draw_mesh(rng)
+    rank = rng.randint(2, 5) if rule in _BN_RULES else rng.randint(1, 6)
+    x_shape = tuple(rng.choice(SIZES) for _ in range(rank))
+    attrs = _attrs(rule, rng, rank)
+    shapes = _shapes(rule, x_shape, attrs)
+    x = _placed(rng, x_shape, mesh)
+    inputs: dict[str, DistTensorSpec | None] = {"x": x}
+    for name in spec.inputs[1:]:
+        r = rng.random()
+        if name in spec.optional and r < 0.15:
+            inputs[name] = None
+        elif r < 0.55:
+            like = x.dims_mapping if (name in _LIKE_X or name in _LN_STATS) and rng.random() < 0.3 else None
+            inputs[name] = _placed(rng, shapes[name], mesh, like)
+        else:
+            inputs[name] = _rep(shapes[name], mesh)
+    return mesh, inputs, attrs
+
+
+def _move_to_other_meshes(rule: str, rng: random.Random, mesh: ProcessMesh,
+                          inputs: dict[str, DistTensorSpec | None]) -> str:
+    present = [n for n in rule_spec(rule).inputs[1:] if inputs[n] is not None]
+    moved = rng.sample(present, min(len(present), rng.choice((1, 1, 2))))
+    for name in moved:
+        spec = inputs[name]
+        assert spec is not None
+        if rng.random() < 0.5:
+            other = mesh_of(rng.choice([s for s in RANDOM_MESH_SHAPES if s != mesh.shape]))
+        else:
+            other = _other_ids(mesh, rng)
+        inputs[name] = _placed(rng, spec.shape, other) if rng.random() < 0.7 else _rep(spec.shape, other)
+    return "+".join(moved)
+
+
+def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, DistTensorSpec | None],
+            attrs: dict[str, Any]) -> str:
+    """Make one thing invalid; returns which (one of INVALID_MUTATIONS)."""
+    spec = rule_spec(rule)
+    choices = [m for m in INVALID_MUTATIONS
+               if (m != "begin_norm_axis" or "begin_norm_axis" in attrs)
+               and (m != "data_format" or "data_format" in attrs)]
+    what = rng.choices(choices, [INVALID_MUTATIONS[m] for m in choices])[0]
+    present = [n for n in spec.inputs if inputs[n] is not None]
+    x = inputs["x"]
+    assert x is not None
+    if what == "x-rank":
+        bad = rng.choice((1, 6, 7)) if rule in _BN_RULES else rng.choice((0, 7))
+        shape = tuple(rng.choice(SIZES) for _ in range(bad))
+        inputs["x"] = _placed(rng, shape, mesh)
+        if "begin_norm_axis" in attrs:
+            attrs["begin_norm_axis"] = rng.randint(0, bad)
+    elif what == "other-rank":
+        name = rng.choice([n for n in spec.inputs[1:] if n not in ("out", "out_grad")] or spec.inputs[1:])
+        target = inputs[name]
+        rank = target.ndim if target is not None else 1
+        bad = rng.choice([r for r in (0, 1, 2, 3) if r != rank])
+        inputs[name] = _placed(rng, tuple(rng.choice(SIZES) for _ in range(bad)), mesh)
+    elif what == "mapping-length":
+        name = rng.choice(present)
+        t = inputs[name]
+        assert t is not None and t.mesh is not None
+        dm = t.dims_mapping
+        dm = dm[:-1] if dm and rng.random() < 0.5 else dm + (-1,)
+        inputs[name] = DistTensorSpec(t.shape, dm, t.mesh)
+    elif what == "mesh-dim-range":
+        name = rng.choice([n for n in present if inputs[n].ndim > 0] or ["x"])
+        t = inputs[name]
+        assert t is not None and t.mesh is not None
+        if not t.shape:
+            t = inputs[name] = _rep((rng.choice(SIZES),), t.mesh)
+        dm = list(t.dims_mapping)
+        dm[rng.randrange(len(dm))] = rng.choice((t.mesh.ndim, t.mesh.ndim + 1, -2))
+        inputs[name] = DistTensorSpec(t.shape, tuple(dm), t.mesh)
+    elif what == "mesh-dim-twice":
+        names = [n for n in present if inputs[n].ndim >= 2]
+        if not names:  # only rank-1 tensors (layer_norm of a vector): make x a matrix, out/out_grad too
+            names = ["x"]
+            for name in ("x", "out", "out_grad"):
+                t = inputs.get(name)
+                if t is not None:
+                    inputs[name] = _placed(rng, t.shape + (rng.choice(SIZES),), mesh)
+        name = rng.choice(names)
+        t = inputs[name]
+        assert t is not None and t.mesh is not None
+        a, b = rng.sample(range(t.ndim), 2)
+        dm = list(t.dims_mapping)
+        dm[a] = dm[b] = rng.randrange(t.mesh.ndim)
+        inputs[name] = DistTensorSpec(t.shape, tuple(dm), t.mesh)
+    elif what == "partial-bad":
+        name = rng.choice(present)
+        t = inputs[name]
+        assert t is not None and t.mesh is not None
+        # a partial dim outside the mesh; not one that also shards an axis (module docstring)
+        p = t.mesh.ndim + rng.randrange(2)
+        inputs[name] = DistTensorSpec(t.shape, t.dims_mapping, t.mesh, t.partial_dims | {p})
+    elif what == "begin_norm_axis":
+        rank = x.ndim
+        # negative ones raise in Paddle; beyond the rank segfaults it (1 in 4, see INVALID_MUTATIONS)
+        beyond = rng.random() < 0.25
+        attrs["begin_norm_axis"] = rank + 1 + rng.randrange(3) if beyond else rng.choice((-1, -2, -rank - 1))
+    elif what == "data_format":
+        attrs["data_format"] = rng.choice(BAD_DATA_FORMATS)
+    elif what == "x-no-mesh":
+        inputs["x"] = _rep(x.shape, None)
+    elif what == "required-none":
+        inputs[rng.choice([n for n in spec.inputs if n not in spec.optional])] = None
+    return what
+
+
+def random_draws(rule: str, n: int, seed: int = 0) -> list[Draw]:
+    """``n`` random cases of ``rule`` with the kind each was drawn as; see the module docstring."""
+    spec = rule_spec(rule)
+    rng = random.Random(f"paddle_spmd_port.random:{rule}:{seed}")  # str seeds are hashed stably
+    kinds = [k for k, _ in KINDS]
+    weights = [w for _, w in KINDS]
+    draws = []
+    for i in range(1, n + 1):
+        kind = rng.choices(kinds, weights)[0]
+        mesh, inputs, attrs = _valid(rule, rng)
+        note = ""
+        if kind == "mixed-mesh":
+            note = _move_to_other_meshes(rule, rng, mesh, inputs)
+            if not note:
+                kind = "valid"
+        elif kind == "invalid":
+            note = _mutate(rule, rng, mesh, inputs, attrs)
+        case = Case(rule, mesh, tuple(inputs[name] for name in spec.inputs),
+                    tuple((name, attrs[name]) for name, _ in spec.attrs), f"{rule}-random{seed}-{i}")
+        draws.append(Draw(case, kind, note))
+    return draws
+
+
+def random_cases(rule: str, n: int, seed: int = 0) -> list[Case]:
+    """``n`` random cases of ``rule`` outside the grid, the same for the same (rule, n, seed)."""
+    return [d.case for d in random_draws(rule, n, seed)]
