@@ -60,7 +60,7 @@ def merge_shardings(tensors: Iterable[tuple[str, Sequence[int]]]) -> dict[str, i
             raise InvalidSpecError(
                 f"dims_mapping {list(dims_mapping)} does not match its notation {axes!r}",
                 kind="invalid-spec:notation")
-        for letter, mesh_dim in zip(axes, dims_mapping):
+        for letter, mesh_dim in zip(axes, dims_mapping, strict=True):
             known = letter_to_dim.get(letter)
             merged = mesh_dim if known is None else merge_axis(letter, mesh_dim, known)
             letter_to_dim[letter] = merged

@@ -203,7 +203,8 @@ def rule_rows(run: VersionRun) -> list[dict[str, Any]]:
     for key, t in run.parity.get("rules", {}).items():
         v = t.get("verdicts", {})
         rows.append({
-            "rule": t.get("rule", key), "backend": t.get("backend", ""), "cases": t.get("cases", 0), "cells": t.get("cells", 0),
+            "rule": t.get("rule", key), "backend": t.get("backend", ""), "cases": t.get("cases", 0),
+            "cells": t.get("cells", 0),
             "matching_cells": t.get("matching_cells", 0), "agree": sum(v.get(k, 0) for k in AGREE),
             "known": v.get(KNOWN), "mismatch": v.get("mismatch", 0),
             "other": {k: v.get(k, 0) for k in OTHER if v.get(k, 0)},

@@ -91,6 +91,7 @@ class _Slice(threading.Thread):
         while next_index < self.stop_at:
             if self.stop_event.is_set():
                 return
+            first_index = next_index
             err_log = tempfile.TemporaryFile()  # a file, not a pipe: a chatty worker can't block on it
             proc = self.proc = subprocess.Popen(
                 worker_command(self.backend, self.case_file, next_index, self.stop_at),
@@ -152,8 +153,12 @@ class _Slice(threading.Thread):
                 self.outcomes[next_index] = Outcome(crash=how)
             self.on_progress(1)
             next_index += 1
-            # a run of failures of the harness (not of Paddle's rules) ends the slice: fail closed, fast
-            straight_failures = [*straight_failures, failure] if failure else []
+            # a run of failures of the harness (not of Paddle's rules) ends the slice: fail closed, fast;
+            # "in a row" = with no case answered in between
+            if next_index - 1 > first_index or not failure:
+                straight_failures = []
+            if failure:
+                straight_failures.append(failure)
             if len(straight_failures) >= MAX_STRAIGHT_FAILURES and next_index < self.stop_at:
                 why = (f"the {self.backend} worker failed {len(straight_failures)} times in a row "
                        f"(last: {straight_failures[-1]})")
