@@ -8,7 +8,9 @@ Classes::
     match                 every cell equal, neither raised
     both-raise-same       both raised the same error family with the same message
     port-rejects-invalid  the port raised InvalidSpecError: Paddle does not validate this input
-                          (it returned garbage, crashed or raised something unrelated)
+                          (it crashed, raised something unrelated, or returned a malformed answer:
+                          mesh dims its mesh lacks or uses twice; a well-formed answer from Paddle
+                          makes the case a mismatch instead)
     native-crash          Paddle's process died (the port answered or raised)
     unreachable           the native backend cannot express this case (or this Paddle has no such rule)
     not-run               the native backend gave no answer: unavailable here, timed out, interrupted
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 
 from .cases.rulebook import RuleSpec
 from .outcome import Outcome
-from .types import DistAttr
+from .types import DistAttr, SpmdResult
 
 CLASSES = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "unreachable", "not-run",
            "known-difference", "mismatch")
@@ -62,6 +64,20 @@ def _attr_cells(prefix: str, a: DistAttr | None) -> list[tuple[str, str]]:
             (f"{prefix}.partial", str(sorted(a.partial_dims))), (f"{prefix}.mesh", mesh)]
 
 
+def well_formed(result: SpmdResult) -> bool:
+    """Every attr names only mesh dims its own mesh has, each at most once, none both sharding and
+    partial; an attr without a mesh is replicated. (Paddle returns malformed answers for some input
+    it does not validate: those are garbage, and the port rejecting that input is right.)"""
+    for a in (*result.inputs, *result.outputs):
+        used = [m for m in a.dims_mapping if m != -1]
+        ndim = 0 if a.mesh is None else a.mesh.ndim
+        if any(not 0 <= m < ndim for m in used) or len(used) != len(set(used)):
+            return False
+        if any(not 0 <= m < ndim for m in a.partial_dims) or set(used) & set(a.partial_dims):
+            return False
+    return True
+
+
 def outcome_cells(spec: RuleSpec, outcome: Outcome) -> list[tuple[str, str]]:
     """Every cell of an outcome as (name, value) — the unit of comparison."""
     cells: list[tuple[str, str]] = []
@@ -77,13 +93,21 @@ def outcome_cells(spec: RuleSpec, outcome: Outcome) -> list[tuple[str, str]]:
     return cells
 
 
-def compare(spec: RuleSpec, port: Outcome, native: Outcome) -> Comparison:
+def compare(spec: RuleSpec, port: Outcome, native: Outcome, input_invalid: bool | None = None) -> Comparison:
+    """The verdict and cells of one case. ``input_invalid`` (from :mod:`.cases.validity`) says
+    whether the case's input is invalid for the op; when it is False, the port rejecting the input
+    while Paddle gives a well-formed answer is a mismatch (None: not known, the port is believed)."""
     n = spec.n_cells
     if native.not_run is not None:
         return Comparison("not-run", n, 0)
     if native.unreachable is not None:
         return Comparison("unreachable", n, 0)
     if port.error is not None and port.error.port_invalid:
+        if input_invalid is False and native.result is not None and well_formed(native.result):
+            # Paddle answered this input with a well-formed answer: the port may not call it invalid
+            # (else a port that rejects valid input would pass the sweep unseen)
+            return Comparison("mismatch", n, n - 1, (CellDiff("error", str(port.error), "a well-formed answer: "
+                                                              f"{native.result}"),))
         return Comparison("port-rejects-invalid", n, 0)
     if native.crash is not None:
         return Comparison("native-crash", n, 0)

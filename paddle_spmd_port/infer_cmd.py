@@ -30,6 +30,7 @@ from typing import Any
 
 from .cases.case import Case
 from .cases.rulebook import RULES, RuleSpec
+from .cases.validity import input_problem
 from .compare import COMPARED, compare
 from .outcome import Outcome, run_port
 from .runctl import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, ArgumentParser, UsageError, run_command
@@ -308,7 +309,7 @@ def _main(argv: Sequence[str]) -> int:
               "(--no-native shows the port's answer alone)", file=sys.stderr)
         return EXIT_INCOMPLETE
     _show(f"native ({backend}, Paddle {info.get('version', '?')})", case, native)
-    cmp = compare(case.spec, port, native)
+    cmp = compare(case.spec, port, native, input_problem(case) is not None if port.error else None)
     print(f"verdict: {cmp.verdict} ({cmp.matching_cells}/{cmp.cells} cells equal)")
     for diff in cmp.diffs:
         print(f"  {diff}")

@@ -40,6 +40,7 @@ from pathlib import Path
 from .cases.case import Case
 from .cases.grid import GRIDS, grid_for, sample
 from .cases.random_cases import random_cases
+from .cases.validity import input_problem
 from .compare import compare
 from .outcome import Outcome, run_port
 from .progress import Progress
@@ -239,7 +240,7 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
             if nat is None:
                 continue
             port = run_port(case)
-            cmp = compare(case.spec, port, nat)
+            cmp = compare(case.spec, port, nat, input_problem(case) is not None if port.error else None)
             if cmp.verdict not in AGREEING and profile is not None:
                 why = profile.explain(case, port, nat, cmp)
                 if why:

@@ -160,3 +160,59 @@ def test_normalize_message_cuts_the_hint_without_a_known_prefix():
     raw = "(Fatal) Something broke.\n  [Hint: Expected a == b, but received a:1 != b:2.] (at /paddle/y.cc:9)\n"
     assert normalize_message(raw) == "(Fatal) Something broke."
     assert normalize_message("boom [Hint: Expected x.] (at a.cc:3)") == "boom"
+
+
+# --------------------------------------------------------------------------- port rejects a valid input
+def _bn_case(x_mapping, b_format="NCHW"):
+    from paddle_spmd_port.cases.case import Case
+    from paddle_spmd_port.types import DistTensorSpec, ProcessMesh
+
+    mesh = ProcessMesh((2, 3))
+    x = DistTensorSpec((8, 6, 4, 4), tuple(x_mapping), mesh)
+    ch = DistTensorSpec((6,), (-1,), mesh)
+    return Case("batch_norm", mesh, (x, ch, ch, ch, ch), (("data_format", b_format),))
+
+
+def test_port_rejecting_a_valid_input_that_paddle_answers_is_a_mismatch():
+    """Mutant guard (tools/mutants.py ln-begin-norm-axis-strict): a port that wrongly calls valid
+    input invalid must not hide in 'port rejects invalid' when Paddle answers it well formed."""
+    from paddle_spmd_port.cases.validity import input_problem
+    from paddle_spmd_port.errors import InvalidSpecError
+    from paddle_spmd_port.outcome import ErrorInfo
+
+    case = _bn_case([0, 1, -1, -1])
+    assert input_problem(case) is None
+    paddle = run_port(case)  # a well-formed answer, standing in for Paddle's
+    rejected = Outcome(error=ErrorInfo.from_exception(InvalidSpecError("x: wrongly refused")))
+    assert compare(case.spec, rejected, paddle, input_invalid=False).verdict == "mismatch"
+    assert compare(case.spec, rejected, paddle, input_invalid=True).verdict == "port-rejects-invalid"
+    crashed = Outcome(crash="signal 11 (SIGSEGV)")
+    assert compare(case.spec, rejected, crashed, input_invalid=False).verdict == "port-rejects-invalid"
+
+
+def test_a_malformed_paddle_answer_never_makes_a_rejection_a_mismatch():
+    import dataclasses
+
+    from paddle_spmd_port.errors import InvalidSpecError
+    from paddle_spmd_port.outcome import ErrorInfo
+    from paddle_spmd_port.types import DistAttr
+
+    case = _bn_case([0, 1, -1, -1])
+    good = run_port(case).result
+    bad_attr = DistAttr((-1, 5, -1, -1), frozenset(), good.inputs[0].mesh)  # mesh dim 5 on a 2-D mesh
+    malformed = Outcome(result=dataclasses.replace(good, inputs=(bad_attr, *good.inputs[1:])))
+    rejected = Outcome(error=ErrorInfo.from_exception(InvalidSpecError("x: refused")))
+    assert compare(case.spec, rejected, malformed, input_invalid=False).verdict == "port-rejects-invalid"
+
+
+@pytest.mark.parametrize(("mapping", "fmt", "invalid"), [
+    pytest.param([0, 1, -1, -1], "NCHW", False, id="valid"),
+    pytest.param([0, 0, -1, -1], "NCHW", True, id="mesh-dim-twice"),
+    pytest.param([0, 2, -1, -1], "NCHW", True, id="mesh-dim-out-of-range"),
+    pytest.param([0, 1, -1], "NCHW", True, id="mapping-shorter-than-rank"),
+    pytest.param([0, 1, -1, -1], "CHWN", True, id="unknown-layout"),
+])
+def test_input_validity_is_judged_from_the_signature(mapping, fmt, invalid):
+    from paddle_spmd_port.cases.validity import input_problem
+
+    assert (input_problem(_bn_case(mapping, fmt)) is not None) == invalid

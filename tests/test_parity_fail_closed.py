@@ -16,12 +16,19 @@ from pathlib import Path
 
 import pytest
 
+from paddle_spmd_port.cases.grid import GRIDS
 from paddle_spmd_port.compare import Comparison
 from paddle_spmd_port.outcome import Outcome
 from paddle_spmd_port.report import ParityReport
+from paddle_spmd_port.sweep import select_cases
 from tests.cli_checks import REPO
 
 pytestmark = pytest.mark.native
+
+
+def selected(rules, n_sample: int) -> dict[str, int]:
+    """How many cases ``--sample n_sample`` selects per rule (the draw plus the rule's corner sets)."""
+    return {r: len(select_cases(r, None, n_sample, 0)) for r in rules}
 
 
 def parity(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 300):
@@ -43,13 +50,16 @@ def hidden_paddle(tmp_path: Path) -> dict[str, str]:
 def test_without_paddle_every_rule_is_uncompared_and_the_run_exits_3(tmp_path):
     done = parity(["--sample", "20", "--report-dir", str(tmp_path / "r")], tmp_path, hidden_paddle(tmp_path))
     assert done.returncode == 3, done.stdout + done.stderr
+    want = selected(GRIDS, 20)
+    total = sum(want.values())
     last = done.stdout.strip().splitlines()
-    assert any(line.startswith("FAILED CLOSED: 160 of 160 selected cases compared by no route") for line in last[-3:])
+    assert any(line.startswith(f"FAILED CLOSED: {total:,} of {total:,} selected cases compared by no route")
+               for line in last[-3:]), last[-3:]
     data = json.loads((tmp_path / "r" / "parity.json").read_text())
-    assert data["total_uncompared"] == 160 and data["status"].startswith("FAILED CLOSED")
+    assert data["total_uncompared"] == total and data["status"].startswith("FAILED CLOSED")
     for rule, cov in data["coverage"].items():
-        assert cov["compared"] == 0 and cov["selected"] == 20, rule
-        assert sum(cov["uncompared_reasons"].values()) == 20
+        assert cov["compared"] == 0 and cov["selected"] == want[rule], rule
+        assert sum(cov["uncompared_reasons"].values()) == want[rule]
         assert all("backend unavailable" in why for why in cov["uncompared_reasons"]), cov
     assert "ImportError: paddle is hidden by the test" in done.stdout
     md = (tmp_path / "r" / "parity.md").read_text()
@@ -60,7 +70,9 @@ def test_allow_uncompared_exits_0_and_says_so_first(tmp_path):
     done = parity(["--rules", "layer_norm", "--sample", "5", "--allow-uncompared", "--report-dir",
                    str(tmp_path / "r")], tmp_path, hidden_paddle(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert (tmp_path / "r" / "parity.md").read_text().startswith("**INCOMPLETE, ACCEPTED (--allow-uncompared): 5 of 5")
+    n = selected(["layer_norm"], 5)["layer_norm"]
+    assert (tmp_path / "r" / "parity.md").read_text().startswith(
+        f"**INCOMPLETE, ACCEPTED (--allow-uncompared): {n:,} of {n:,}")
 
 
 def test_workers_timing_out_are_not_run_and_the_run_exits_3_fast(tmp_path):
@@ -68,7 +80,7 @@ def test_workers_timing_out_are_not_run_and_the_run_exits_3_fast(tmp_path):
                    "--report-dir", str(tmp_path / "r")], tmp_path, timeout=120)
     assert done.returncode == 3, done.stdout + done.stderr
     data = json.loads((tmp_path / "r" / "parity.json").read_text())
-    assert data["total_uncompared"] == 600
+    assert data["total_uncompared"] == sum(selected(["layer_norm", "batch_norm_grad"], 300).values())
     reasons = " ".join(why for cov in data["coverage"].values() for why in cov["uncompared_reasons"])
     assert "worker timed out" in reasons and "failed 3 times in a row" in reasons
     assert "native crashed" not in reasons  # a timeout is ours, not a crash of Paddle's
@@ -122,7 +134,8 @@ def test_a_sample_goes_to_its_own_default_report_dir(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert full.read_text() == "the full sweep's report"
     own = tmp_path / "reports" / "parity-rules-layer_norm_reverse_sample7-seed0" / "parity.md"
-    assert own.read_text().startswith("**PASS: all 7 selected cases compared")
+    n = selected(["layer_norm_reverse"], 7)["layer_norm_reverse"]
+    assert own.read_text().startswith(f"**PASS: all {n:,} selected cases compared")
 
 
 # --------------------------------------------------------------------------- the status line itself

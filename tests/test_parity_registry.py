@@ -11,6 +11,7 @@ from paddle_spmd_port.cases.grid import grid_for, sample
 from paddle_spmd_port.compare import compare
 from paddle_spmd_port.native.pool import run_native
 from paddle_spmd_port.outcome import run_port
+from paddle_spmd_port.sweep import select_cases
 
 from .conftest import known_difference, skip_if_rule_missing
 from .helpers import MESH_2x3, rep, spec
@@ -93,10 +94,12 @@ def test_parity_cli_writes_reports(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads((tmp_path / "rep" / "parity.json").read_text())
     assert data["complete"] and data["total_mismatches"] == 0
-    assert data["rules"]["layer_norm@registry"]["cases"] == 60
-    assert data["coverage"]["layer_norm"] == {**data["coverage"]["layer_norm"], "selected": 60, "compared": 60,
-                                              "uncompared": 0, "uncompared_reasons": {}}
+    n_ln, n_bn = (len(select_cases(r, None, 60, 0)) for r in ("layer_norm", "batch_norm_static"))
+    assert n_ln > 60  # the draw plus every corner case
+    assert data["rules"]["layer_norm@registry"]["cases"] == n_ln
+    assert data["coverage"]["layer_norm"] == {**data["coverage"]["layer_norm"], "selected": n_ln,
+                                              "compared": n_ln, "uncompared": 0, "uncompared_reasons": {}}
     md = (tmp_path / "rep" / "parity.md").read_text()
-    assert md.startswith("**PASS: all 120 selected cases compared, 0 mismatching cases**")
-    assert "| layer_norm | registry | done | 60 |" in md
+    assert md.startswith(f"**PASS: all {n_ln + n_bn:,} selected cases compared, 0 mismatching cases**")
+    assert f"| layer_norm | registry | done | {n_ln:,} |" in md
     assert junit.read_text().startswith("<?xml")

@@ -1,0 +1,90 @@
+"""Is a case's *input* invalid for its op? Decided from the op's signature, never by the rules.
+
+The comparator needs this to tell two port errors apart that look the same: the port rejecting an
+input that is invalid for the op (Paddle's rule does not validate it: it answers garbage, crashes
+or answers something plausible -- the class *port rejects invalid*), and the port wrongly
+rejecting a valid input that Paddle answers (a *mismatch*). So the checks here are written from
+the op's contract, independently of ``rules/``::
+
+    check                      invalid when
+    spec                       dims_mapping length != rank, a mesh dim out of range or used
+                               twice, a partial dim out of range or also sharding, no mesh
+    meshes                     an input's mesh has another number of dims than x's
+    batch_norm family          x rank outside 2..5; a per-channel tensor not 1-D; out_grad's
+                               rank != x's; data_format not a batch_norm layout
+    layer_norm family          begin_norm_axis not an int in 0..rank(x); scale/bias not 1-D;
+                               mean/variance rank != begin_norm_axis; out/out_grad rank != x's
+    attributes                 epsilon / momentum not a number
+"""
+
+from __future__ import annotations
+
+from numbers import Real
+
+from ..rules.batch_norm import DATA_FORMATS
+from ..types import DistTensorSpec
+from .case import Case
+
+PER_CHANNEL = frozenset({"mean", "variance", "scale", "bias", "mean_out", "variance_out", "saved_mean",
+                         "saved_variance"})
+
+
+def _spec_problem(name: str, spec: DistTensorSpec) -> str | None:
+    if spec.mesh is None:
+        return f"{name} has no mesh"
+    ndim, dm = spec.mesh.ndim, list(spec.dims_mapping)
+    if len(dm) != len(spec.shape):
+        return f"{name}: dims_mapping length {len(dm)} != rank {len(spec.shape)}"
+    used = [m for m in dm if m != -1]
+    if any(not 0 <= m < ndim for m in used) or len(used) != len(set(used)):
+        return f"{name}: mesh dims {dm} out of range or repeated"
+    if any(not 0 <= p < ndim for p in spec.partial_dims) or set(used) & set(spec.partial_dims):
+        return f"{name}: partial dims {sorted(spec.partial_dims)} out of range or also sharding"
+    return None
+
+
+def input_problem(case: Case) -> str | None:
+    """Why ``case``'s input is invalid for its op, or None when it is a valid input."""
+    named = case.named_inputs()
+    attrs = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))
+    x = named.get("x")
+    if not isinstance(x, DistTensorSpec):
+        return "x is missing"
+    for name, spec in named.items():
+        if spec is None:
+            if name not in case.spec.optional:
+                return f"{name} is required"
+            continue
+        if not isinstance(spec, DistTensorSpec):
+            return f"{name} is not a tensor spec"
+        why = _spec_problem(name, spec)
+        if why:
+            return why
+        if spec.mesh.ndim != x.mesh.ndim:  # type: ignore[union-attr]
+            return f"{name} is on a mesh of {spec.mesh.ndim} dims, x on one of {x.mesh.ndim}"  # type: ignore[union-attr]
+    for key in ("epsilon", "momentum"):
+        if key in attrs and (isinstance(attrs[key], bool) or not isinstance(attrs[key], Real)):
+            return f"{key} is not a number"
+    rank = len(x.shape)
+    if case.spec.op in ("batch_norm", "sync_batch_norm"):
+        if not 2 <= rank <= 5:
+            return f"x rank {rank} outside 2..5"
+        if "data_format" in attrs and attrs["data_format"] not in DATA_FORMATS:
+            return f"data_format {attrs['data_format']!r} is not a batch_norm layout"
+        for name, spec in named.items():
+            if spec is not None and name in PER_CHANNEL and len(spec.shape) != 1:
+                return f"{name} is not 1-D"
+        og = named.get("out_grad")
+        if og is not None and len(og.shape) != rank:
+            return "out_grad's rank differs from x's"
+        return None
+    b = attrs.get("begin_norm_axis")
+    if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b <= rank:
+        return f"begin_norm_axis {b!r} is not an int in 0..{rank}"
+    for name, spec in named.items():
+        if spec is None or name == "x":
+            continue
+        want = {"scale": 1, "bias": 1, "mean": b, "variance": b}.get(name, rank)
+        if len(spec.shape) != want:
+            return f"{name} rank {len(spec.shape)} != {want}"
+    return None
