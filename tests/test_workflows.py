@@ -282,3 +282,24 @@ def test_matrix_tool_table_separates_known_differences(tmp_path):
     old.parity["rules"]["batch_norm"]["verdicts"].pop("known-difference")
     new.parity["rules"]["batch_norm"]["verdicts"].pop("known-difference")
     assert "| n/a |" in tool.render([old, new], args) and "no known-difference class" in tool.render([old], args)
+
+
+def test_long_checks_run_weekly_with_commands_that_exist(ci, tmp_path, monkeypatch):
+    """The scheduled job runs the long fuzz, 200,000 random cases and the mutation tool; each
+    command must be one the repository has and its arguments must parse."""
+    on = ci.get("on", ci.get(True))  # YAML 1.1 reads a bare `on` key as True
+    assert on["schedule"][0]["cron"]
+    job = ci["jobs"]["long-checks"]
+    assert "schedule" in job["if"]
+    runs = [s["run"] for s in _steps(job) if "run" in s]
+    assert any(r.startswith("python tools/fuzz.py --examples 100000") for r in runs)
+    assert any(r.startswith("python tools/mutants.py") for r in runs)
+    parity = next(r for r in runs if "paddle_spmd_port parity --random" in r)
+    argv = shlex.split(parity.replace('"${GITHUB_RUN_NUMBER}"', "7"))
+    monkeypatch.chdir(tmp_path)
+    from paddle_spmd_port.sweep import parse_args
+
+    args = parse_args(argv[argv.index("parity") + 1:])
+    assert args.random * len(args.rule_names) >= 200_000
+    for tool in ("tools/fuzz.py", "tools/mutants.py"):
+        assert (ROOT / tool).is_file()
