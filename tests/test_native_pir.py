@@ -25,18 +25,20 @@ PIR_RULES = ("batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad")
 PER_RULE = 150
 
 #: Every reason the PIR route may give for not reaching a case, per rule.
+#: PIR builds no op whose inputs sit on different process meshes (the grid's mixed-mesh cases)
+OTHER_MESH = r"not belong to input mesh"
 UNREACHABLE = {
     "batch_norm": (r"Unknown data layout type string: (NC|NCL|NLC)\.",
                    r"ShapeError: the shape of scale must equal to",
                    r"ShapeError: the dimension of (input X|scale) must",
-                   r"placements cannot express it"),
-    "batch_norm_grad": (r"placements cannot express it",),
+                   r"placements cannot express it", OTHER_MESH),
+    "batch_norm_grad": (r"placements cannot express it", OTHER_MESH),
     "layer_norm": (r"'begin_norm_axis' in Op\(LayerNorm\) should be ?greater than zero",  # 3.1.1: "begreater"
                    r"'begin_norm_axis' must be less than the dimensions of X",
                    r"The dimensions of Input\((Scale|Bias)\) must be 1",
-                   r"placements cannot express it"),
+                   r"placements cannot express it", OTHER_MESH),
     "layer_norm_grad": (r"ProcessMesh dimension \{\d\} cannot be both shard and partial",
-                        r"placements cannot express it"),
+                        r"placements cannot express it", OTHER_MESH),
 }
 
 
@@ -101,10 +103,15 @@ def test_unreachable_only_for_documented_reasons(pir_run, rule):
             assert any(set(a.dims_mapping) & a.partial_dims for a in attrs), str(port)
 
 
+def _one_mesh(case) -> bool:
+    x = case.inputs[0]
+    return all(s is None or s.mesh == x.mesh for s in case.inputs)
+
+
 def test_layouts_the_op_accepts_are_always_reached(pir_run):
     for case, port, native in pir_run[0]:
         if case.rule == "batch_norm" and dict(case.attrs).get("data_format", "NCHW") in ("NCHW", "NHWC", "NDHWC") \
-                and port.result is not None:
+                and port.result is not None and _one_mesh(case):  # PIR builds no op over several meshes
             assert native.result is not None, (case.describe(), str(native))
 
 

@@ -12,7 +12,7 @@ the op's contract, independently of ``rules/``::
     meshes                     an input's mesh has another number of dims than x's
     batch_norm family          x rank outside 2..5; a per-channel tensor not 1-D; out_grad's
                                rank != x's; data_format not a batch_norm layout
-    layer_norm family          begin_norm_axis not an int in 0..rank(x); scale/bias not 1-D;
+    layer_norm family          x rank 0; begin_norm_axis not an int in 0..rank(x); scale/bias not 1-D;
                                mean/variance rank != begin_norm_axis; out/out_grad rank != x's
     attributes                 epsilon / momentum not a number
 """
@@ -78,6 +78,8 @@ def input_problem(case: Case) -> str | None:
         if og is not None and len(og.shape) != rank:
             return "out_grad's rank differs from x's"
         return None
+    if rank < 1:
+        return "x is rank 0 (layer_norm normalises at least one axis)"
     b = attrs.get("begin_norm_axis")
     if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b <= rank:
         return f"begin_norm_axis {b!r} is not an int in 0..{rank}"
