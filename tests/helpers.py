@@ -19,3 +19,18 @@ def rep(shape, mesh=MESH_2x3):
 def show(result):
     """Inputs and outputs as the short strings used in the worked tables."""
     return [str(a) for a in result.inputs], [str(a) for a in result.outputs]
+
+
+def load_tool(name: str):
+    """``tools/<name>.py`` as a module, imported once from its path (tools/ is not a package)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    key = f"_tool_{name}_under_test"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, Path(__file__).resolve().parents[1] / "tools" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module  # dataclasses look their module up while the file runs
+        spec.loader.exec_module(module)
+    return sys.modules[key]

@@ -7,9 +7,7 @@ defects the fuzz found, one test each, and proof that the checker itself catches
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from paddle_spmd_port.cases.grid import GRIDS, grid_for, is_corner, sample
 from paddle_spmd_port.errors import ArgumentTypeError, UnknownKeyError
 from paddle_spmd_port.rules import PROFILES, contains_spmd_rule, get_spmd_rule, rule_function
 from paddle_spmd_port.types import DistAttr, SpmdResult
+from tests.helpers import load_tool
 
 from .helpers import MESH_2x3, rep, spec
 
@@ -27,13 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _load_fuzz():
-    name = "_fuzz_tool_under_test"
-    if name not in sys.modules:
-        loader_spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / "fuzz.py")
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[name] = module  # dataclasses look their module up while the file runs
-        loader_spec.loader.exec_module(module)
-    return sys.modules[name]
+    return load_tool("fuzz")
 
 
 fuzz = _load_fuzz()

@@ -8,7 +8,6 @@ parity run against native Paddle, and a rotten mutant that is *not judged* rathe
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -17,17 +16,14 @@ from pathlib import Path
 import pytest
 
 from paddle_spmd_port.cases.grid import GRIDS
+from tests.helpers import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = ROOT / "tools" / "mutants.py"
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("mutants_tool", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["mutants_tool"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("mutants")
 
 
 M = _load()

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from paddle_spmd_port.versions import known_versions, matrix_versions
+from tests.helpers import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.y*ml"))
@@ -59,13 +60,7 @@ def _uses(job: dict[str, Any], action: str) -> list[dict[str, Any]]:
 
 def _matrix_tool():
     """tools/matrix.py, imported from its path (tools/ is not a package)."""
-    name = "_matrix_tool_under_test"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / "matrix.py")
-        tool = importlib.util.module_from_spec(spec)
-        sys.modules[name] = tool  # dataclasses look their module up while the file runs
-        spec.loader.exec_module(tool)
-    return sys.modules[name]
+    return load_tool("matrix")
 
 
 @pytest.fixture(scope="module")
