@@ -19,8 +19,8 @@ import sys
 from .runctl import EXIT_OK, EXIT_USAGE, UsageError, run_command
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "parity": ("paddle_spmd_port.sweep", "the exhaustive parity sweep against native Paddle (main job)"),
-    "infer": ("paddle_spmd_port.infer_cmd", "one rule call, port and native side by side"),
+    "parity": ("paddle_spmd_port.parity.cli", "the exhaustive parity sweep against native Paddle (main job)"),
+    "infer": ("paddle_spmd_port.parity.infer_cli", "one rule call, port and native side by side"),
     "launch": ("paddle_spmd_port.launch.cli", "real multi-process runs checked against the port"),
     "oracle": ("paddle_spmd_port.oracle.cli", "numerical soundness oracle on a virtual mesh"),
     "compat-test": ("paddle_spmd_port.compat.cli", "run Paddle-style rule tests against port and native"),

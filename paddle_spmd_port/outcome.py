@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidSpecError, SpmdError
 from .types import SpmdResult
+
+if TYPE_CHECKING:
+    from .case import Case
 
 #: Exception families compared between backends, most specific first.
 FAMILIES = ("NotImplementedError", "ValueError", "RuntimeError", "TypeError", "IndexError", "OSError")
@@ -132,9 +135,9 @@ class Outcome:
         )
 
 
-def run_port(case) -> Outcome:  # noqa: ANN001 - Case, imported lazily to keep layers acyclic
+def port_outcome(case: Case, profile: str = "paddle") -> Outcome:
     """The port backend: call the pure rule, turn any exception into an Outcome."""
     try:
-        return Outcome(result=case.run_port())
+        return Outcome(result=case.call_port(profile))
     except (SpmdError, ValueError, NotImplementedError, RuntimeError, TypeError) as exc:
         return Outcome(error=ErrorInfo.from_exception(exc))

@@ -463,7 +463,7 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
 def crashing_probes() -> frozenset[str]:
     """The probes the installed Paddle's release profile lists as killing the process."""
     from paddle_spmd_port.native.compiled import paddle_version
-    from paddle_spmd_port.versions import detect_profile
+    from paddle_spmd_port.parity.releases import detect_profile
 
     found = paddle_version()
     profile = detect_profile(found["version"], found["commit"])

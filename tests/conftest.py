@@ -19,11 +19,11 @@ def pytest_collection_modifyitems(config, items):
 
 @functools.cache
 def paddle_profile():
-    """The release profile (paddle_spmd_port.versions) of the installed Paddle, or None without Paddle."""
+    """The release profile (paddle_spmd_port.parity.releases) of the installed Paddle, or None without Paddle."""
     if not HAVE_PADDLE:
         return None
     from paddle_spmd_port.native.compiled import paddle_version
-    from paddle_spmd_port.versions import detect_profile
+    from paddle_spmd_port.parity.releases import detect_profile
 
     found = paddle_version()  # read from paddle/version/__init__.py, without importing paddle
     return detect_profile(found["version"], found["commit"])

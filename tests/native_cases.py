@@ -7,7 +7,7 @@ up by label.
 from __future__ import annotations
 
 from paddle_spmd_port import DistTensorSpec, ProcessMesh
-from paddle_spmd_port.cases.case import Case
+from paddle_spmd_port.case import Case
 
 MESH_1D = ProcessMesh((4,))
 MESH_2D = ProcessMesh((2, 3))

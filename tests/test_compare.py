@@ -5,9 +5,9 @@ import dataclasses
 import pytest
 
 from paddle_spmd_port import DistAttr, ProcessMesh, SpmdResult
-from paddle_spmd_port.cases.grid import grid_for, sample
-from paddle_spmd_port.compare import compare, outcome_cells
-from paddle_spmd_port.outcome import ErrorInfo, Outcome, normalize_message, run_port
+from paddle_spmd_port.outcome import ErrorInfo, Outcome, normalize_message, port_outcome
+from paddle_spmd_port.parity.compare import compare, outcome_cells
+from paddle_spmd_port.parity.grid import grid_for, sample
 
 
 def _mutations(result: SpmdResult):
@@ -28,8 +28,8 @@ def _mutations(result: SpmdResult):
 
 @pytest.mark.parametrize("rule", ["batch_norm", "layer_norm_reverse", "layer_norm_grad", "batch_norm_grad"])
 def test_every_single_cell_change_is_a_mismatch(rule):
-    case = next(c for c in sample(list(grid_for(rule)), 50, seed=1) if run_port(c).result is not None)
-    port = run_port(case)
+    case = next(c for c in sample(list(grid_for(rule)), 50, seed=1) if port_outcome(c).result is not None)
+    port = port_outcome(case)
     assert compare(case.spec, port, port).verdict == "match"
     n = 0
     for mutated in _mutations(port.result):
@@ -41,7 +41,7 @@ def test_every_single_cell_change_is_a_mismatch(rule):
 
 def test_error_cells():
     case = next(iter(grid_for("layer_norm")))
-    port = run_port(case)
+    port = port_outcome(case)
     err = Outcome(error=ErrorInfo("ValueError", "boom"))
     assert compare(case.spec, port, err).verdict == "mismatch"
     assert compare(case.spec, err, err).verdict == "both-raise-same"
@@ -54,7 +54,7 @@ def test_error_cells():
 
 def test_missing_output_is_a_difference():
     case = next(iter(grid_for("layer_norm")))
-    port = run_port(case)
+    port = port_outcome(case)
     short = dataclasses.replace(port.result, outputs=port.result.outputs[:-1])
     cmp = compare(case.spec, port, Outcome(result=short))
     assert cmp.verdict == "mismatch" and len(cmp.diffs) == 3
@@ -70,8 +70,9 @@ def test_normalize_message_strips_paddle_decorations():
 
 # --- each way a comparator could go blind (tools/mutants.py's compare mutants must fail here) ---
 def _first_answer(rule="layer_norm_grad"):
-    case = next(c for c in grid_for(rule) if run_port(c).result is not None and run_port(c).result.inputs[0].mesh)
-    return case, run_port(case)
+    case = next(c for c in grid_for(rule)
+                if port_outcome(c).result is not None and port_outcome(c).result.inputs[0].mesh)
+    return case, port_outcome(case)
 
 
 def _with_first_input(outcome, **changes):
@@ -138,7 +139,7 @@ def test_extra_attr_beyond_the_signature_is_a_mismatch():
 
 
 def test_only_answers_errors_and_predicted_crashes_count_as_compared():
-    from paddle_spmd_port.compare import CLASSES, COMPARED
+    from paddle_spmd_port.parity.compare import CLASSES, COMPARED
 
     assert COMPARED == {"match", "both-raise-same", "port-rejects-invalid", "known-difference", "mismatch"}
     assert set(CLASSES) - COMPARED == {"native-crash", "unreachable", "not-run"}
@@ -164,7 +165,7 @@ def test_normalize_message_cuts_the_hint_without_a_known_prefix():
 
 # --------------------------------------------------------------------------- port rejects a valid input
 def _bn_case(x_mapping, b_format="NCHW"):
-    from paddle_spmd_port.cases.case import Case
+    from paddle_spmd_port.case import Case
     from paddle_spmd_port.types import DistTensorSpec, ProcessMesh
 
     mesh = ProcessMesh((2, 3))
@@ -176,13 +177,13 @@ def _bn_case(x_mapping, b_format="NCHW"):
 def test_port_rejecting_a_valid_input_that_paddle_answers_is_a_mismatch():
     """Mutant guard (tools/mutants.py ln-begin-norm-axis-strict): a port that wrongly calls valid
     input invalid must not hide in 'port rejects invalid' when Paddle answers it well formed."""
-    from paddle_spmd_port.cases.validity import input_problem
     from paddle_spmd_port.errors import InvalidSpecError
     from paddle_spmd_port.outcome import ErrorInfo
+    from paddle_spmd_port.parity.validity import input_problem
 
     case = _bn_case([0, 1, -1, -1])
     assert input_problem(case) is None
-    paddle = run_port(case)  # a well-formed answer, standing in for Paddle's
+    paddle = port_outcome(case)  # a well-formed answer, standing in for Paddle's
     rejected = Outcome(error=ErrorInfo.from_exception(InvalidSpecError("x: wrongly refused")))
     assert compare(case.spec, rejected, paddle, input_invalid=False).verdict == "mismatch"
     assert compare(case.spec, rejected, paddle, input_invalid=True).verdict == "port-rejects-invalid"
@@ -198,7 +199,7 @@ def test_a_malformed_paddle_answer_never_makes_a_rejection_a_mismatch():
     from paddle_spmd_port.types import DistAttr
 
     case = _bn_case([0, 1, -1, -1])
-    good = run_port(case).result
+    good = port_outcome(case).result
     bad_attr = DistAttr((-1, 5, -1, -1), frozenset(), good.inputs[0].mesh)  # mesh dim 5 on a 2-D mesh
     malformed = Outcome(result=dataclasses.replace(good, inputs=(bad_attr, *good.inputs[1:])))
     rejected = Outcome(error=ErrorInfo.from_exception(InvalidSpecError("x: refused")))
@@ -213,6 +214,6 @@ def test_a_malformed_paddle_answer_never_makes_a_rejection_a_mismatch():
     pytest.param([0, 1, -1, -1], "CHWN", True, id="unknown-layout"),
 ])
 def test_input_validity_is_judged_from_the_signature(mapping, fmt, invalid):
-    from paddle_spmd_port.cases.validity import input_problem
+    from paddle_spmd_port.parity.validity import input_problem
 
     assert (input_problem(_bn_case(mapping, fmt)) is not None) == invalid

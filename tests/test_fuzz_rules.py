@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 
 from paddle_spmd_port import DistTensorSpec, InvalidSpecError, ProcessMesh, RuleNotFoundError, ShardingConflictError
-from paddle_spmd_port.cases.grid import GRIDS, grid_for, is_corner, sample
 from paddle_spmd_port.errors import ArgumentTypeError, UnknownKeyError
+from paddle_spmd_port.parity.grid import GRIDS, grid_for, is_corner, sample
 from paddle_spmd_port.rules import PROFILES, contains_spmd_rule, get_spmd_rule, rule_function
 from paddle_spmd_port.types import DistAttr, SpmdResult
 from tests.helpers import load_tool
@@ -294,7 +294,7 @@ def test_same_ndim_mixed_mesh_cases_are_answered_and_well_formed(rule):
         call = fuzz.Call("paddle", rule, "function", list(case.inputs), list(zip(
             (n for n, _ in case.spec.attrs), case.attr_values(), strict=True)))
         try:
-            result = case.run_port()
+            result = case.call_port()
         except ShardingConflictError:
             continue
         assert fuzz.malformed(call, result) is None, case.describe()
@@ -311,7 +311,7 @@ def test_the_issues_mixed_ndim_case_is_in_the_grid_and_rejected_by_name():
                 2 in mean.dims_mapping:
             assert "-invalid-mixed-ndim-" in case.case_id
             with pytest.raises(InvalidSpecError) as err:
-                case.run_port()
+                case.call_port()
             assert err.value.kind == "invalid-spec:mean:mixed-mesh"
             found += 1
     assert found >= 2
@@ -319,10 +319,10 @@ def test_the_issues_mixed_ndim_case_is_in_the_grid_and_rejected_by_name():
 
 @pytest.mark.native
 def test_corner_sets_match_paddle_on_each_primary_route():
-    from paddle_spmd_port.compare import compare
     from paddle_spmd_port.native.pool import run_native
-    from paddle_spmd_port.outcome import run_port
-    from paddle_spmd_port.sweep import DEFAULT_BACKEND
+    from paddle_spmd_port.outcome import port_outcome
+    from paddle_spmd_port.parity.cli import DEFAULT_BACKEND
+    from paddle_spmd_port.parity.compare import compare
 
     by_backend: dict[str, list] = {}
     for rule in GRIDS:
@@ -331,7 +331,7 @@ def test_corner_sets_match_paddle_on_each_primary_route():
     for backend, cases in by_backend.items():
         outcomes, _ = run_native(cases, backend=backend, workers=2)
         for case, native in zip(cases, outcomes, strict=True):
-            cmp = compare(case.spec, run_port(case), native)
+            cmp = compare(case.spec, port_outcome(case), native)
             assert cmp.verdict in ("match", "both-raise-same", "port-rejects-invalid"), \
                 (cmp.verdict, case.case_id, case.describe(), [str(d) for d in cmp.diffs])
             verdicts[cmp.verdict] = verdicts.get(cmp.verdict, 0) + 1

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from paddle_spmd_port.cases.grid import GRIDS
+from paddle_spmd_port.parity.grid import GRIDS
 from tests.helpers import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,11 +7,11 @@ import shutil
 
 import pytest
 
-from paddle_spmd_port.cases.grid import grid_for, sample
-from paddle_spmd_port.compare import compare
 from paddle_spmd_port.native import compiled
 from paddle_spmd_port.native.pool import run_native
-from paddle_spmd_port.outcome import run_port
+from paddle_spmd_port.outcome import port_outcome
+from paddle_spmd_port.parity.compare import compare
+from paddle_spmd_port.parity.grid import grid_for, sample
 
 from .conftest import paddle_profile
 from .native_cases import curated, curated_cases
@@ -37,7 +37,7 @@ def compiled_run():
         cases += sample(grid, 200, seed=5) + [c for c in grid if "-invalid-" in c.case_id]
     cases += sample(list(grid_for("sync_batch_norm")), 3, seed=5)
     outcomes, info = run_native(cases, backend="compiled", workers=1)
-    return [(case, run_port(case), native) for case, native in zip(cases, outcomes, strict=True)], info
+    return [(case, port_outcome(case), native) for case, native in zip(cases, outcomes, strict=True)], info
 
 
 def _by_label(run, label):

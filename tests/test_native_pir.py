@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-from paddle_spmd_port.cases.grid import grid_for, sample
-from paddle_spmd_port.compare import compare
 from paddle_spmd_port.native.pool import run_native
-from paddle_spmd_port.outcome import run_port
+from paddle_spmd_port.outcome import port_outcome
+from paddle_spmd_port.parity.compare import compare
+from paddle_spmd_port.parity.grid import grid_for, sample
 
 from .conftest import known_difference, skip_if_rule_missing
 from .native_cases import curated, curated_cases
@@ -48,7 +48,7 @@ def pir_run():
     for rule in PIR_RULES:
         cases += sample(list(grid_for(rule)), PER_RULE, seed=11, corners=False)  # the regular grid
     outcomes, info = run_native(cases, backend="pir", workers=1)
-    return [(case, run_port(case), native) for case, native in zip(cases, outcomes, strict=True)], info
+    return [(case, port_outcome(case), native) for case, native in zip(cases, outcomes, strict=True)], info
 
 
 def _by_label(pir_run, label):
@@ -165,7 +165,7 @@ def test_crash_is_isolated_and_the_next_case_is_answered(pir_run):
 
 _REUSE_SCRIPT = """
 import json, sys
-from paddle_spmd_port.cases.case import Case
+from paddle_spmd_port.case import Case
 from paddle_spmd_port.native.pir import PirBackend
 cases = [Case.from_json(json.loads(line)) for line in sys.stdin]
 shared = [o.to_json() for o in PirBackend().run_many(cases)]

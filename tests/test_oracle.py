@@ -13,9 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from paddle_spmd_port.cases.case import Case
-from paddle_spmd_port.cases.grid import sample
-from paddle_spmd_port.cases.rulebook import RULES
+from paddle_spmd_port.case import Case
 from paddle_spmd_port.oracle import kernels
 from paddle_spmd_port.oracle.cli import main as oracle_main
 from paddle_spmd_port.oracle.grid import ORACLE_X_SHAPES, oracle_grid
@@ -36,7 +34,9 @@ from paddle_spmd_port.oracle.simulator import (
     shard_range,
     simulate,
 )
+from paddle_spmd_port.parity.grid import sample
 from paddle_spmd_port.rules.proposed import PROPOSED_RULES
+from paddle_spmd_port.rules.signatures import RULES
 from paddle_spmd_port.types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
 
 M2, M3, M23 = ProcessMesh((2,)), ProcessMesh((3,)), ProcessMesh((2, 3))
@@ -109,18 +109,18 @@ def test_oracle_sizes_split_into_non_empty_shards_on_every_mesh_dim():
 # --------------------------------------------------------------------------- known Paddle bugs
 def test_batch_norm_channel_sharding_is_unrunnable_and_fine_once_scale_follows_c():
     case = bn_case((-1, 0, -1, -1), M2)
-    verdict = simulate(case, case.run_port())
+    verdict = simulate(case, case.call_port())
     assert verdict.label == UNRUNNABLE
     assert verdict.tensor == "scale" and "local x has C=4" in verdict.detail  # 7 channels over 2 ranks: 4, 3
     assert verdict.repaired is not None and verdict.repaired.label == SOUND
     # the same in eval mode: the rule ignores the mode
     eval_case = bn_case((-1, 0, -1, -1), M2, is_test=True)
-    assert simulate(eval_case, eval_case.run_port()).label == UNRUNNABLE
+    assert simulate(eval_case, eval_case.call_port()).label == UNRUNNABLE
 
 
 def test_batch_norm_grad_partial_scale_grad_is_wrong_and_shard_would_be_right():
     case = bn_grad_case((-1, 0, -1), M2)
-    answer = case.run_port()
+    answer = case.call_port()
     assert str(answer.outputs[1]) == "[-1] P{0}"
     verdict = simulate(case, answer)
     assert verdict.label == UNRUNNABLE and verdict.symptoms == "unchecked:scale"
@@ -131,14 +131,14 @@ def test_batch_norm_grad_partial_scale_grad_is_wrong_and_shard_would_be_right():
 def test_layer_norm_partial_scale_and_bias_grads_are_sound():
     for x_dm, b, partial in (((0, -1, -1), 2, "{0}"), ((0, 1, -1), 2, "{0,1}"), ((1, 0, -1), 1, "{1}")):
         case = ln_grad_case(x_dm, M23, b)
-        answer = case.run_port()
+        answer = case.call_port()
         assert f"P{partial}" in str(answer.outputs[1])
         assert simulate(case, answer).label == SOUND, (x_dm, b)
 
 
 def test_layer_norm_grad_keeping_a_partial_x_is_unsound():
     case = ln_grad_case((0, -1, -1), M23, 2, x_partial=(1,))
-    answer = case.run_port()
+    answer = case.call_port()
     assert answer.inputs[0].partial_dims == {1}  # Paddle keeps x's Partial
     verdict = simulate(case, answer)
     assert verdict.label == UNSOUND and verdict.kind == CAUSE_PARTIAL_IN and verdict.tensor == "x_grad"
@@ -148,7 +148,7 @@ def test_layer_norm_grad_keeping_a_partial_x_is_unsound():
 # --------------------------------------------------------------------------- the checks can fail
 def test_wrong_claims_on_a_sound_answer_are_caught():
     case = ln_grad_case((0, -1, -1), M23, 2)
-    good = case.run_port()
+    good = case.call_port()
     assert simulate(case, good).label == SOUND
     mesh = M23
     no_partial = with_outputs(good, scale_grad=DistAttr((-1,), frozenset(), mesh))
@@ -192,8 +192,8 @@ def test_sync_batch_norm_keeps_the_batch_only_when_it_splits_evenly():
 def test_ops_that_reject_the_case_on_one_device_are_not_judged():
     case = ln_grad_case((0, -1, -1), M23, 2)
     bad_b = Case("layer_norm", M23, (spec((8, 7, 10), (0, -1, -1), M23), None, None), (("begin_norm_axis", 0),))
-    assert simulate(bad_b, bad_b.run_port()).label == OP_REJECTS  # Paddle: begin_norm_axis must be > 0
-    assert simulate(case, case.run_port()).label == SOUND
+    assert simulate(bad_b, bad_b.call_port()).label == OP_REJECTS  # Paddle: begin_norm_axis must be > 0
+    assert simulate(case, case.call_port()).label == SOUND
 
 
 def test_reshard_kind_separates_slicing_from_communication():
@@ -394,7 +394,7 @@ def _oracle_cases_for(launch_case):
     if launch_case.op == "layer_norm":
         b = launch_case.begin_norm_axis
         fwd = Case("layer_norm", mesh, (x, scale, bias), (("begin_norm_axis", b),))
-        out, mean, var = fwd.run_port().outputs
+        out, mean, var = fwd.call_port().outputs
         stat = launch_case.shape[:b]
         grad = Case("layer_norm_grad", mesh, (x, scale, bias, spec(stat, mean.dims_mapping, mesh),
                                               spec(stat, var.dims_mapping, mesh),
@@ -404,7 +404,7 @@ def _oracle_cases_for(launch_case):
     fmt, test = op_data_format(launch_case.data_format), not launch_case.training
     attrs = (("is_test", test), ("data_format", fmt), ("use_global_stats", test))
     fwd = Case("batch_norm", mesh, (x, rep(p, mesh), rep(p, mesh), scale, bias), attrs)
-    outs = fwd.run_port().outputs
+    outs = fwd.call_port().outputs
     saved = tuple(spec(p, a.dims_mapping, mesh) for a in outs[1:5])
     grad = Case("batch_norm_grad", mesh, (x, scale, bias, *saved, None, spec(launch_case.shape, outs[0].dims_mapping,
                                                                               mesh)), attrs)
@@ -436,7 +436,7 @@ def test_simulator_agrees_with_real_paddle_on_two_ranks(tmp_path):
     compared = 0
     for case in cases:
         fwd, grad = _oracle_cases_for(case)
-        v_fwd = simulate(fwd, fwd.run_port())
+        v_fwd = simulate(fwd, fwd.call_port())
         for rank in (0, 1):
             rec = records[case.case_id][rank]
             if v_fwd.label == UNRUNNABLE:
@@ -445,7 +445,7 @@ def test_simulator_agrees_with_real_paddle_on_two_ranks(tmp_path):
             assert v_fwd.label == SOUND and not rec["error"], (case.describe(), v_fwd.summary(), rec)
             out = rec["tensors"]["out"]
             assert out["max_abs_err"] <= 1e-4 * (1 + out["ref_max_abs"]), (case.describe(), out)
-            v_grad = simulate(grad, grad.run_port())
+            v_grad = simulate(grad, grad.call_port())
             assert v_grad.label == SOUND, (case.describe(), v_grad.summary())
             for name in ("x_grad", "weight_grad", "bias_grad"):
                 entry = rec["tensors"].get(name)
@@ -457,7 +457,7 @@ def test_simulator_agrees_with_real_paddle_on_two_ranks(tmp_path):
     # a Partial x: the oracle says layer_norm_grad is unsound, and so is the real backward
     shape = (8, 7, 10)
     partial = ln_grad_case((-1, -1, -1), M2, 2, shape=shape, x_partial=(0,))
-    assert simulate(partial, partial.run_port()).label == UNSOUND
+    assert simulate(partial, partial.call_port()).label == UNSOUND
     script = tmp_path / "partial_x.py"
     script.write_text(_PARTIAL_X_SCRIPT.format(shape=list(shape), norm=[10], weight=True, bias=True))
     launched = run_launch(str(script), [], LaunchConfig(nproc=2, timeout=180), work_dir=tmp_path / "partial")

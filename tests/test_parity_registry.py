@@ -6,12 +6,12 @@ import sys
 
 import pytest
 
-from paddle_spmd_port.cases.case import Case
-from paddle_spmd_port.cases.grid import grid_for, sample
-from paddle_spmd_port.compare import compare
+from paddle_spmd_port.case import Case
 from paddle_spmd_port.native.pool import run_native
-from paddle_spmd_port.outcome import run_port
-from paddle_spmd_port.sweep import select_cases
+from paddle_spmd_port.outcome import port_outcome
+from paddle_spmd_port.parity.cli import select_cases
+from paddle_spmd_port.parity.compare import compare
+from paddle_spmd_port.parity.grid import grid_for, sample
 
 from .conftest import known_difference, skip_if_rule_missing
 from .helpers import MESH_2x3, rep, spec
@@ -45,10 +45,10 @@ def test_sample_has_no_mismatch(registry_sample, rule):
     for case, native in zip(cases, outcomes, strict=True):
         if case.rule != rule:
             continue
-        if why := known_difference(case, run_port(case), native):
+        if why := known_difference(case, port_outcome(case), native):
             explained[why] = explained.get(why, 0) + 1
             continue
-        cmp = compare(case.spec, run_port(case), native)
+        cmp = compare(case.spec, port_outcome(case), native)
         assert cmp.verdict != "mismatch", f"{case.describe()}\n" + "\n".join(map(str, cmp.diffs))
         verdicts[cmp.verdict] = verdicts.get(cmp.verdict, 0) + 1
     if verdicts.get("match", 0) <= 100 and explained:
@@ -59,11 +59,11 @@ def test_sample_has_no_mismatch(registry_sample, rule):
 def test_error_parity_same_message(registry_sample):
     cases, outcomes, _ = registry_sample
     both = [(c, o) for c, o in zip(cases, outcomes, strict=True)
-            if compare(c.spec, run_port(c), o).verdict == "both-raise-same"]
+            if compare(c.spec, port_outcome(c), o).verdict == "both-raise-same"]
     families = {o.error.family for _, o in both}
     assert {"ValueError", "NotImplementedError"} <= families
     for case, native in both:
-        assert run_port(case).error.message == native.error.message
+        assert port_outcome(case).error.message == native.error.message
 
 
 def test_native_crash_is_recorded_and_the_run_goes_on():
@@ -72,7 +72,7 @@ def test_native_crash_is_recorded_and_the_run_goes_on():
     outcomes, _ = run_native([ok, crash, ok, crash, ok], backend="registry", workers=1, timeout=60)
     assert [o.status for o in outcomes] == ["result", "crash", "result", "crash", "result"]
     assert outcomes[1].crash.startswith("signal")
-    assert compare(crash.spec, run_port(crash), outcomes[1]).verdict == "port-rejects-invalid"
+    assert compare(crash.spec, port_outcome(crash), outcomes[1]).verdict == "port-rejects-invalid"
 
 
 def test_batch_norm_has_no_registered_backward():

@@ -17,12 +17,12 @@ from collections import Counter
 
 import pytest
 
-from paddle_spmd_port.cases.grid import BN_DATA_FORMATS, MESH_SHAPES, X_SHAPES
-from paddle_spmd_port.cases.random_cases import INVALID_MUTATIONS, RANDOM_MESH_SHAPES, random_cases, random_draws
-from paddle_spmd_port.cases.rulebook import RULES
 from paddle_spmd_port.errors import InvalidSpecError
-from paddle_spmd_port.outcome import run_port
-from paddle_spmd_port.sweep import DEFAULT_BACKEND, _plan_groups, parse_args
+from paddle_spmd_port.outcome import port_outcome
+from paddle_spmd_port.parity.cli import DEFAULT_BACKEND, _plan_groups, parse_args
+from paddle_spmd_port.parity.grid import BN_DATA_FORMATS, MESH_SHAPES, X_SHAPES
+from paddle_spmd_port.parity.random_cases import INVALID_MUTATIONS, RANDOM_MESH_SHAPES, random_cases, random_draws
+from paddle_spmd_port.rules.signatures import RULES
 from tests.cli_checks import REPO, run_cli
 
 BN = ("batch_norm_static", "batch_norm", "batch_norm_grad", "sync_batch_norm", "sync_batch_norm_grad")
@@ -135,7 +135,7 @@ def test_the_port_rejects_malformed_specs_and_answers_others_well_formed(rule):
     """Invalid specs are rejected by name; every answer the port gives to a random case -- mixed
     meshes included -- names only mesh dims that its attr's own mesh has."""
     for d in _draws(rule, 3000, 1):
-        out = run_port(d.case)
+        out = port_outcome(d.case)
         if d.kind == "invalid" and d.mutation in ALWAYS_REJECTED:
             assert out.error is not None, (d.mutation, d.case.describe(), str(out))
             assert out.error.port_invalid or out.error.family == "ValueError", (d.mutation, str(out))

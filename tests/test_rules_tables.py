@@ -229,7 +229,7 @@ X3, X4, CH = (16, 32, 32), (8, 6, 4, 4), (6,)
 
 
 def _golden(gid, rule, inputs, attrs, ins, outs):
-    from paddle_spmd_port.cases.case import Case
+    from paddle_spmd_port.case import Case
 
     return pytest.param(Case(rule, MESH_2x3, tuple(inputs), tuple(attrs), f"golden-{gid}"),
                         ins.split(" ; "), outs.split(" ; "), id=gid)
@@ -324,13 +324,13 @@ def labelled(result):
 
 @pytest.mark.parametrize("case, ins, outs", GOLDEN)
 def test_golden_row(case, ins, outs):
-    assert labelled(case.run_port()) == (ins, outs)
+    assert labelled(case.call_port()) == (ins, outs)
 
 
 @pytest.mark.native
 def test_golden_rows_are_paddles_answers():
     from paddle_spmd_port.native.pool import run_native
-    from paddle_spmd_port.sweep import DEFAULT_BACKEND
+    from paddle_spmd_port.parity.cli import DEFAULT_BACKEND
 
     from .conftest import paddle_profile
 

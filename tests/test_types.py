@@ -1,7 +1,7 @@
 import pytest
 
 from paddle_spmd_port import DistAttr, DistTensorSpec, InvalidSpecError, ProcessMesh, parse_dist_attr
-from paddle_spmd_port.cases.case import Case
+from paddle_spmd_port.case import Case
 
 from .helpers import MESH_2x3, spec
 

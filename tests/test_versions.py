@@ -16,11 +16,10 @@ from pathlib import Path
 import pytest
 
 from paddle_spmd_port import DistAttr, ProcessMesh
-from paddle_spmd_port.cases.case import Case
-from paddle_spmd_port.cases.grid import grid_for, sample
-from paddle_spmd_port.cases.rulebook import RULES
-from paddle_spmd_port.outcome import ErrorInfo, Outcome, run_port
-from paddle_spmd_port.versions import (
+from paddle_spmd_port.case import Case
+from paddle_spmd_port.outcome import ErrorInfo, Outcome, port_outcome
+from paddle_spmd_port.parity.grid import grid_for, sample
+from paddle_spmd_port.parity.releases import (
     MATCHERS,
     PROFILES,
     KnownDifference,
@@ -29,6 +28,7 @@ from paddle_spmd_port.versions import (
     profile_for,
     version_key,
 )
+from paddle_spmd_port.rules.signatures import RULES
 
 from .helpers import MESH_2x3, rep, spec
 
@@ -108,7 +108,7 @@ def _case(rule, inputs, **attrs):
 
 def _bn_static_missing():
     case = _case("batch_norm_static", [spec([8, 6, 4, 4], [0, 1, -1, -1]), rep([6]), rep([6]), rep([6]), rep([6])])
-    return case, run_port(case), Outcome(unreachable="this Paddle build registers no 'batch_norm' rule")
+    return case, port_outcome(case), Outcome(unreachable="this Paddle build registers no 'batch_norm' rule")
 
 
 def _fallback(case: Case) -> Outcome:
@@ -116,8 +116,8 @@ def _fallback(case: Case) -> Outcome:
     x = case.inputs[0]
     ins = tuple(DistAttr((), frozenset(), None) if s is None else DistAttr((-1,) * len(s.shape), frozenset(), s.mesh)
                 for s in case.inputs)
-    outs = tuple(DistAttr((-1,) * len(a.dims_mapping), frozenset(), x.mesh) for a in run_port(case).result.outputs)
-    return Outcome(result=dataclasses.replace(run_port(case).result, inputs=ins, outputs=outs))
+    outs = tuple(DistAttr((-1,) * len(a.dims_mapping), frozenset(), x.mesh) for a in port_outcome(case).result.outputs)
+    return Outcome(result=dataclasses.replace(port_outcome(case).result, inputs=ins, outputs=outs))
 
 
 def test_missing_registry_rule_is_a_known_difference_only_for_3_0_0():
@@ -139,7 +139,7 @@ def test_missing_registry_rule_is_a_known_difference_only_for_3_0_0():
 def test_replicated_fallback_is_recognised_on_real_grid_cases(rule):
     explained = 0
     for case in sample(list(grid_for(rule)), 150, seed=3):
-        port = run_port(case)
+        port = port_outcome(case)
         if port.result is None or case.inputs[0] is None or case.inputs[0].mesh is None:
             continue
         native = _fallback(case)
@@ -155,7 +155,7 @@ def test_replicated_fallback_is_recognised_on_real_grid_cases(rule):
 
 def test_fallback_matcher_rejects_answers_that_are_not_the_fallback():
     case = _case("batch_norm", [spec([8, 6, 4, 4], [0, 1, -1, -1]), rep([6]), rep([6]), None, rep([6])])
-    port, fb = run_port(case), _fallback(case)
+    port, fb = port_outcome(case), _fallback(case)
     old = profile_for(OLD)
     assert old.explain(case, port, fb) is not None
     res = fb.result
@@ -172,7 +172,7 @@ def test_fallback_matcher_rejects_answers_that_are_not_the_fallback():
     assert old.explain(case, port, Outcome(result=none_with_mesh)) is None
     # a rule the difference is not about is never explained by it
     ln = _case("layer_norm", [spec([8, 6, 4], [0, 1, -1]), rep([4]), rep([4])], begin_norm_axis=2)
-    assert old.explain(ln, run_port(ln), _fallback(ln)) is None
+    assert old.explain(ln, port_outcome(ln), _fallback(ln)) is None
 
 
 def _bn_grad(scale_none: bool):
@@ -184,12 +184,12 @@ def _bn_grad(scale_none: bool):
 def test_abort_without_scale_is_known_for_3_0_0_only():
     crash = Outcome(crash="signal 6 (SIGABRT)")
     case = _bn_grad(scale_none=True)
-    port = run_port(case)
+    port = port_outcome(case)
     assert "aborts" in profile_for(OLD).explain(case, port, crash)
     assert profile_for(NEWEST).explain(case, port, crash) is None
     assert profile_for(OLD).explain(case, port, Outcome(crash="signal 11 (SIGSEGV)")) is None
     with_scale = _bn_grad(scale_none=False)
-    assert profile_for(OLD).explain(with_scale, run_port(with_scale), crash) is None
+    assert profile_for(OLD).explain(with_scale, port_outcome(with_scale), crash) is None
 
 
 def _ln_grad(x_mapping, bias_none=True, bna=2):
@@ -207,7 +207,7 @@ def _with_bias_grad_partial(port: Outcome, dims) -> Outcome:
 
 def test_partial_on_absent_grad_is_known_for_3_0_0():
     case = _ln_grad([1, 0, -1])
-    port = run_port(case)
+    port = port_outcome(case)
     assert port.result.outputs[2].mesh is None and not port.result.outputs[2].partial_dims
     native = _with_bias_grad_partial(port, {0, 1})  # what 3.0.0 answers: Partial on x_grad's mesh dims
     why = profile_for(OLD).explain(case, port, native)
@@ -216,11 +216,11 @@ def test_partial_on_absent_grad_is_known_for_3_0_0():
     # a different partial set, or a bias that is present, is not that difference
     assert profile_for(OLD).explain(case, port, _with_bias_grad_partial(port, {0})) is None
     present = _ln_grad([1, 0, -1], bias_none=False)
-    p2 = run_port(present)
+    p2 = port_outcome(present)
     assert profile_for(OLD).explain(present, p2, _with_bias_grad_partial(p2, {0, 1, 2})) is None
     # x_grad fully replicated: nothing to be partial over, so no partial is expected
     flat = _ln_grad([-1, -1, -1])
-    pf = run_port(flat)
+    pf = port_outcome(flat)
     assert profile_for(OLD).explain(flat, pf, _with_bias_grad_partial(pf, {0})) is None
 
 
@@ -228,20 +228,20 @@ def test_layer_norm_grad_segfault_is_known_for_3_1_0_only_when_x_grad_is_split()
     segv = Outcome(crash="signal 11 (SIGSEGV)")
     split, flat, present = _ln_grad([1, 0, -1]), _ln_grad([-1, -1, -1]), _ln_grad([1, 0, -1], bias_none=False)
     p310 = profile_for("3.1.0")
-    why = p310.explain(split, run_port(split), segv)
+    why = p310.explain(split, port_outcome(split), segv)
     assert why is not None and why.startswith("known difference for 3.1.0: ") and "segfaults" in why
-    assert p310.explain(flat, run_port(flat), segv) is None  # nothing would be marked Partial: no crash known
-    assert p310.explain(present, run_port(present), segv) is None
-    assert p310.explain(split, run_port(split), Outcome(crash="signal 6 (SIGABRT)")) is None
+    assert p310.explain(flat, port_outcome(flat), segv) is None  # nothing would be marked Partial: no crash known
+    assert p310.explain(present, port_outcome(present), segv) is None
+    assert p310.explain(split, port_outcome(split), Outcome(crash="signal 6 (SIGABRT)")) is None
     for version in ("3.0.0", "3.1.1", "3.3.1"):
-        assert profile_for(version).explain(split, run_port(split), segv) is None
+        assert profile_for(version).explain(split, port_outcome(split), segv) is None
 
 
 def test_agreeing_outcomes_and_invalid_input_are_never_explained():
     old = profile_for(OLD)
     for rule in ("batch_norm_static", "batch_norm", "batch_norm_grad", "layer_norm_grad"):
         for case in sample(list(grid_for(rule)), 40, seed=5):
-            port = run_port(case)
+            port = port_outcome(case)
             for profile in PROFILES:
                 assert profile.explain(case, port, port) is None
             if port.error is not None and port.error.port_invalid:
@@ -320,7 +320,7 @@ def test_installed_paddle_differs_from_the_compat_layer_exactly_in_the_profiles_
 
 
 def test_matrix_versions_are_the_newest_patch_of_each_minor_line():
-    from paddle_spmd_port.versions import matrix_versions
+    from paddle_spmd_port.parity.releases import matrix_versions
 
     lines: dict[tuple, list[str]] = {}
     for v in known_versions():

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from paddle_spmd_port.versions import known_versions, matrix_versions
+from paddle_spmd_port.parity.releases import known_versions, matrix_versions
 from tests.helpers import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -196,7 +196,7 @@ def test_sweep_leg_writes_junit_and_the_summary(ci):
     job = ci["jobs"]["paddle"]
     argv = _sweep_command(job)
     assert "--junit" in argv and argv[argv.index("--report-dir") + 1] == "reports/parity"
-    from paddle_spmd_port.sweep import parse_args  # the workflow's arguments must parse
+    from paddle_spmd_port.parity.cli import parse_args  # the workflow's arguments must parse
 
     args = parse_args(argv)
     assert args.sample is None and str(args.junit) == "reports/junit/parity.xml"  # the full grid by default
@@ -292,7 +292,7 @@ def test_long_checks_run_weekly_with_commands_that_exist(ci, tmp_path, monkeypat
     parity = next(r for r in runs if "paddle_spmd_port parity --random" in r)
     argv = shlex.split(parity.replace('"${GITHUB_RUN_NUMBER}"', "7"))
     monkeypatch.chdir(tmp_path)
-    from paddle_spmd_port.sweep import parse_args
+    from paddle_spmd_port.parity.cli import parse_args
 
     args = parse_args(argv[argv.index("parity") + 1:])
     assert args.random * len(args.rule_names) >= 200_000

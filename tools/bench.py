@@ -23,7 +23,8 @@ import warnings
 sys.path.insert(0, ".")
 warnings.filterwarnings("ignore")
 
-from paddle_spmd_port.cases.grid import grid_for, sample  # noqa: E402
+from paddle_spmd_port.parity.grid import grid_for, sample  # noqa: E402
+from paddle_spmd_port.rules import rule_function  # noqa: E402
 
 REGISTRY_RULES = ("batch_norm_static", "layer_norm", "layer_norm_reverse")
 
@@ -43,7 +44,7 @@ def bench_registry_rule(rule: str, n_cases: int, repeat: int) -> tuple[str, floa
     name, method = reg.ROUTES[rule]
     paddle_rule = reg.core.get_phi_spmd_rule(name)
     call = getattr(paddle_rule, method)
-    port_fn = cases[0].spec.port
+    port_fn = rule_function(cases[0].rule)
     prepared_port = [(c.inputs, c.attr_values()) for c in cases]
     prepared_native = [([reg.to_paddle_spec(s) for s in c.inputs],
                         [] if rule == "batch_norm_static" else reg._typed_attrs(c)) for c in cases]
@@ -65,7 +66,7 @@ def bench_registry_rule(rule: str, n_cases: int, repeat: int) -> tuple[str, floa
     def port_trip():
         for c in cases:
             try:
-                res = c.run_port()
+                res = c.call_port()
             except (ValueError, NotImplementedError):
                 continue
             for a in res.inputs + res.outputs:
@@ -87,7 +88,7 @@ def bench_throughput(backend: str, n_cases: int) -> list[tuple[str, int, float, 
     import importlib
 
     from paddle_spmd_port.native.pool import run_native
-    from paddle_spmd_port.outcome import run_port
+    from paddle_spmd_port.outcome import port_outcome
 
     module = importlib.import_module(f"paddle_spmd_port.native.{backend}")
     rows = []
@@ -102,7 +103,7 @@ def bench_throughput(backend: str, n_cases: int) -> list[tuple[str, int, float, 
         pooled = len(cases) / (time.perf_counter() - t0)
         t0 = time.perf_counter()
         for c in cases:
-            run_port(c)
+            port_outcome(c)
         port = len(cases) / (time.perf_counter() - t0)
         rows.append((rule, len(cases), in_process, pooled, port))
     return rows

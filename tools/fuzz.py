@@ -55,8 +55,6 @@ from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import seed as hypothesis_seed  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from paddle_spmd_port.cases.grid import placements as grid_placements  # noqa: E402
-from paddle_spmd_port.cases.rulebook import RULES  # noqa: E402
 from paddle_spmd_port.errors import (  # noqa: E402
     ArgumentTypeError,
     InvalidSpecError,
@@ -64,8 +62,10 @@ from paddle_spmd_port.errors import (  # noqa: E402
     RuleNotFoundError,
     ShardingConflictError,
 )
+from paddle_spmd_port.parity.grid import placements as grid_placements  # noqa: E402
 from paddle_spmd_port.rules import contains_spmd_rule, get_spmd_rule, rule_function  # noqa: E402
 from paddle_spmd_port.rules.registry import NAMES, PROFILES  # noqa: E402
+from paddle_spmd_port.rules.signatures import RULES  # noqa: E402
 from paddle_spmd_port.types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult  # noqa: E402
 
 DOCUMENTED: tuple[type[BaseException], ...] = (ShardingConflictError, PaddleInvalidArgument, InvalidSpecError,

@@ -37,7 +37,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from paddle_spmd_port.versions import matrix_versions  # noqa: E402  (pure Python, no Paddle)
+from paddle_spmd_port.parity.releases import matrix_versions  # noqa: E402  (pure Python, no Paddle)
 
 #: The newest profiled release of each minor line (paddle_spmd_port/versions.py).
 DEFAULT_VERSIONS = matrix_versions()

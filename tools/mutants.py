@@ -17,7 +17,7 @@ directory) -- the package in the repository is never touched:
   --sample N --seed S --primary-only --report-dir <tmp> --quiet`` against native Paddle.
   exit 1 with a mismatching case in the report = **killed**; exit 0 = **survived**; anything
   else (3 = some case uncompared, a crash, a timeout) = **not judged**, never killed.
-* comparator mutants (``compare.py``, ``outcome.py``): ``python -m pytest -q`` on the suite's
+* comparator mutants (``parity/compare.py``, ``outcome.py``): ``python -m pytest -q`` on the suite's
   comparator tests, run from a copy of ``tests/`` next to the mutated package (the tests import
   ``paddle_spmd_port``; run from the repository they would import the original). exit 1 (a test
   failed) = killed; 0 = survived; other = not judged.
@@ -112,7 +112,7 @@ BN = "rules/batch_norm.py"
 SYNC = "rules/sync_batch_norm.py"
 NOTATION = "notation.py"
 TENSOR = "rules/_tensor.py"
-CMP = "compare.py"
+CMP = "parity/compare.py"
 OUT = "outcome.py"
 
 MUTANTS: tuple[Mutant, ...] = (

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cases.case import write_jsonl
+from ..case import write_jsonl
 
 OPS = ("layer_norm", "batch_norm", "sync_batch_norm")
 

@@ -42,7 +42,7 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ..cases.case import Case
+from ..case import Case
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
 

@@ -56,7 +56,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..cases.case import Case
+from ..case import Case
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
 

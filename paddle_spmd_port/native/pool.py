@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..cases.case import Case, write_jsonl
+from ..case import Case, write_jsonl
 from ..outcome import Outcome
 
 ProgressFn = Callable[[int], None]

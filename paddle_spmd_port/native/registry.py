@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ..cases.case import Case
+from ..case import Case
 from ..outcome import ErrorInfo, Outcome
 from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
 

@@ -17,7 +17,7 @@ import signal
 import sys
 from collections import deque
 
-from ..cases.case import Case
+from ..case import Case
 
 
 def _stream_many(backend, fh, start: int, stop: int, out) -> None:  # noqa: ANN001

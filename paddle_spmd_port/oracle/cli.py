@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cases.case import Case
-from ..cases.grid import MESH_SHAPES, sample
-from ..cases.rulebook import RULES
+from ..case import Case
+from ..parity.grid import MESH_SHAPES, sample
+from ..rules.signatures import RULES
 from ..runctl import (
     EXIT_FINDING,
     EXIT_INCOMPLETE,
@@ -88,8 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rules", nargs="+", default=list(RULES), metavar="RULE",
                    help=f"rule keys (default all): {', '.join(RULES)}; commas also separate")
-    p.add_argument("--profile", choices=(*PROFILES, "both"), default="both",
-                   help="whose answers to judge (default both, with a comparison)")
+    p.add_argument("--profile", choices=(*PROFILES, "all"), default="all",
+                   help="whose answers to judge: a rule profile, or all (the default; paddle is compared with proposed)")
     p.add_argument("--report-dir", type=Path, default=Path("reports"), help="where the report goes (default reports/)")
     p.add_argument("--max-cases", type=int, default=None, metavar="N",
                    help="a deterministic sample of N cases per rule (default: the whole grid)")
@@ -198,7 +198,7 @@ def _render(run: _Run, args: argparse.Namespace, seconds: float, interrupted: st
             missing = [r for r, s in status.items() if s["status"] == "not started"]
             table += f"\n\nnot judged (interrupted): {', '.join(missing) or 'none'}"
         parts.append(f"## Profile `{profile}`\n\n{table}\n")
-    if len(profiles) == 2:
+    if "paddle" in profiles and "proposed" in profiles:
         parts.append("## paddle vs proposed\n\n" + comparison_table(
             {label(r): rows for r, rows in judged["paddle"].items()},
             {label(r): rows for r, rows in judged["proposed"].items()}) + "\n\n"
@@ -279,7 +279,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.max_bugs < 0:
         raise UsageError("--max-bugs", f"{args.max_bugs} is negative", "give 0 or more")
     out = check_output_dir(args.report_dir, "--report-dir")
-    profiles = PROFILES if args.profile == "both" else (args.profile,)
+    profiles = PROFILES if args.profile == "all" else (args.profile,)
 
     run = _Run(rules, profiles, Judge(sync_group=args.sync_group))
     if not args.quiet:

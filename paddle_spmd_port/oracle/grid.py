@@ -1,4 +1,4 @@
-"""The oracle's grid: the shared exhaustive grid (:func:`paddle_spmd_port.cases.grid.grid_for`),
+"""The oracle's grid: the shared exhaustive grid (:func:`paddle_spmd_port.parity.grid.grid_for`),
 re-sized for numerics and crossed with batch_norm's statistics modes.
 
 * **Placements, meshes, variants** are the shared grid's (every x placement, the other tensors
@@ -28,8 +28,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 
-from ..cases.case import Case
-from ..cases.grid import grid_for
+from ..case import Case
+from ..parity.grid import grid_for
 from ..types import DistTensorSpec
 
 ORACLE_MESHES: tuple[tuple[int, ...], ...] = ((2,), (4,), (2, 2), (2, 3))

@@ -11,14 +11,15 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cases.case import Case
+from ..case import Case
 from ..errors import SpmdError
 from ..outcome import ErrorInfo
-from ..rules.proposed import PROPOSED_RULES
+from ..rules.registry import PROFILES as RULE_PROFILES
+from ..rules.registry import rule_function
 from ..types import DistAttr, DistTensorSpec, SpmdResult
 from .simulator import (
     LOCAL_STATS,
@@ -35,18 +36,10 @@ from .simulator import (
     simulate,
 )
 
-PROFILES = ("paddle", "proposed")
+#: every rule profile the oracle judges (the registry's: paddle, pr72918, proposed)
+PROFILES = tuple(RULE_PROFILES)
 BUG_LABELS = (UNSOUND, UNRUNNABLE, LOCAL_STATS)
 TABLE_COLUMNS = ("cases", SOUND, UNSOUND, UNRUNNABLE, LOCAL_STATS, RULE_ERROR, OP_REJECTS)
-
-
-def rule_function(profile: str, rule: str) -> Callable[..., SpmdResult]:
-    if profile == "paddle":
-        from ..cases.rulebook import rule_spec
-        return rule_spec(rule).port
-    if profile == "proposed":
-        return PROPOSED_RULES[rule]
-    raise ValueError(f"unknown profile {profile!r}; choose one of {PROFILES}")
 
 
 def reshard_kind(given: DistTensorSpec, wanted: DistAttr) -> str:
@@ -85,7 +78,7 @@ class Judge:
     def __call__(self, case: Case, profile: str) -> Judged:
         na = op_rejects(case)
         try:
-            answer: SpmdResult | None = rule_function(profile, case.rule)(*case.inputs, *case.attr_values())
+            answer: SpmdResult | None = rule_function(case.rule, profile)(*case.inputs, *case.attr_values())
             error = ""
         except (SpmdError, ValueError, NotImplementedError, RuntimeError, TypeError) as exc:
             info = ErrorInfo.from_exception(exc)

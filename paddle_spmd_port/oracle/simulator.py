@@ -48,8 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from ..cases.case import Case
-from ..cases.rulebook import BN_FWD_ATTRS
+from ..case import Case
+from ..rules.signatures import BN_FWD_ATTRS
 from ..types import DistAttr, DistTensorSpec, SpmdResult
 from . import kernels
 from .kernels import MODELS, KernelRejects, OpModel, bn_global_stats, bn_grad_global_stats, channel_axis
@@ -608,7 +608,7 @@ def explain(case: Case, result: SpmdResult, *, sync_group: str = "batch") -> dic
     """For each output that ``result`` claims wrongly: the claims (``[dims_mapping] P{..}``) under
     which the values the ranks actually hold would be right. Runs the repaired layout when the
     answer itself cannot run (see :attr:`Verdict.repaired`)."""
-    from ..cases.grid import placements  # the same enumeration as the grid's
+    from ..parity.grid import placements  # the same enumeration as the grid's
 
     run, rng = _new_run(case, result, sync_group)
     if run.data.reference is None or _layout(run, rng):

@@ -173,7 +173,7 @@ def sync_batch_norm_grad_infer_spmd(
     return result
 
 
-#: The proposed rule set, by rule key (see :mod:`paddle_spmd_port.cases.rulebook`).
+#: The proposed rule set, by rule key (see :mod:`paddle_spmd_port.rules.signatures`).
 RULES = {
     "sync_batch_norm": sync_batch_norm_infer_spmd,
     "sync_batch_norm_grad": sync_batch_norm_grad_infer_spmd,

@@ -493,7 +493,7 @@ def layer_norm_grad_infer_spmd(
     return _checked(result, owners, tx, (ts, tb, tm, tv, tg))
 
 
-#: rule key (see :mod:`paddle_spmd_port.cases.rulebook`) -> proposed rule function.
+#: rule key (see :mod:`paddle_spmd_port.rules.signatures`) -> proposed rule function.
 PROPOSED_RULES: dict[str, Callable[..., SpmdResult]] = {
     "batch_norm_static": batch_norm_infer_spmd_static,
     "batch_norm": batch_norm_infer_spmd,

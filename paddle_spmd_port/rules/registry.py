@@ -61,7 +61,7 @@ NAMES: dict[str, tuple[str, str | None, bool]] = {
 
 
 def rule_function(rule_key: str, profile: str = "paddle") -> RuleFn:
-    """The function behind a rule key (see :mod:`paddle_spmd_port.cases.rulebook`) in a profile.
+    """The function behind a rule key (see :mod:`paddle_spmd_port.rules.signatures`) in a profile.
 
     Unknown key or profile: :class:`UnknownKeyError` (a RuleNotFoundError and a ValueError)."""
     _require_str(rule_key, "rule_key")

@@ -46,11 +46,11 @@ import random
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from ..case import Case
 from ..rules.batch_norm import channel_axis
+from ..rules.signatures import rule_spec
 from ..types import DistTensorSpec, ProcessMesh
-from .case import Case
 from .grid import BN_DATA_FORMATS, MESH_SHAPES, mesh_of, valid_mappings
-from .rulebook import rule_spec
 
 #: Meshes beyond the grid's, then the grid's own.
 RANDOM_MESH_SHAPES: tuple[tuple[int, ...], ...] = tuple(dict.fromkeys(

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from numbers import Real
 
+from ..case import Case
 from ..rules.batch_norm import DATA_FORMATS
 from ..types import DistTensorSpec
-from .case import Case
 
 PER_CHANNEL = frozenset({"mean", "variance", "scale", "bias", "mean_out", "variance_out", "saved_mean",
                          "saved_variance"})

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .cases.rulebook import RuleSpec
-from .outcome import Outcome
-from .types import DistAttr, SpmdResult
+from ..outcome import Outcome
+from ..rules.signatures import RuleSpec
+from ..types import DistAttr, SpmdResult
 
 CLASSES = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "unreachable", "not-run",
            "known-difference", "mismatch")

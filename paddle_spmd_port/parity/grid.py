@@ -69,9 +69,9 @@ import random
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 
+from ..case import Case
+from ..rules.signatures import RULES
 from ..types import DistTensorSpec, ProcessMesh
-from .case import Case
-from .rulebook import RULES
 
 MESH_SHAPES: tuple[tuple[int, ...], ...] = ((2,), (4,), (2, 2), (2, 3), (2, 2, 2))
 BN_DATA_FORMATS = ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC")

@@ -47,10 +47,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .cases.case import Case
+from ..case import Case
+from ..outcome import Outcome
+from ..types import DistAttr
 from .compare import Comparison, compare
-from .outcome import Outcome
-from .types import DistAttr
 
 #: Verdicts that are not differences at all: nothing to explain.
 AGREEING = frozenset({"match", "both-raise-same", "port-rejects-invalid"})

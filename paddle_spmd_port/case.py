@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..types import DistTensorSpec, ProcessMesh, SpmdResult
-from .rulebook import RuleSpec, rule_spec
+from .rules.registry import rule_function
+from .rules.signatures import RuleSpec, rule_spec
+from .types import DistTensorSpec, ProcessMesh, SpmdResult
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,9 @@ class Case:
     def named_inputs(self) -> dict[str, DistTensorSpec | None]:
         return dict(zip(self.spec.inputs, self.inputs, strict=True))
 
-    def run_port(self) -> SpmdResult:
-        return self.spec.port(*self.inputs, *self.attr_values())
+    def call_port(self, profile: str = "paddle") -> SpmdResult:
+        """The port's answer under ``profile`` (see :func:`paddle_spmd_port.rules.rule_function`)."""
+        return rule_function(self.rule, profile)(*self.inputs, *self.attr_values())
 
     def describe(self) -> str:
         parts = [f"{n}={'None' if s is None else s}" for n, s in zip(self.spec.inputs, self.inputs, strict=True)]

@@ -37,15 +37,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .cases.case import Case
-from .cases.grid import GRIDS, grid_for, sample
-from .cases.random_cases import random_cases
-from .cases.validity import input_problem
-from .compare import compare
-from .outcome import Outcome, run_port
-from .progress import Progress
-from .report import DONE, INTERRUPTED, RUNNING, ParityReport, one_line_repro, repro_snippet
-from .runctl import (
+from ..case import Case
+from ..outcome import Outcome, port_outcome
+from ..runctl import (
     EXIT_FINDING,
     EXIT_INCOMPLETE,
     EXIT_OK,
@@ -56,7 +50,13 @@ from .runctl import (
     check_output_file,
     run_command,
 )
-from .versions import AGREEING, VersionProfile, detect_profile
+from .compare import compare
+from .grid import GRIDS, grid_for, sample
+from .progress import Progress
+from .random_cases import random_cases
+from .releases import AGREEING, VersionProfile, detect_profile
+from .report import DONE, INTERRUPTED, RUNNING, ParityReport, one_line_repro, repro_snippet
+from .validity import input_problem
 
 #: The native backends each rule is compared with by default, the primary one first.
 #: registry  -- core.get_phi_spmd_rule, what Python users call (sync: the ``replicated`` rule)
@@ -204,7 +204,7 @@ def select_cases(rule: str, max_cases: int | None, n_sample: int | None, seed: i
 
 def run_native_group(backend: str, cases: list[Case], args: argparse.Namespace,
                      report: ParityReport) -> list[Outcome]:
-    from .native.pool import run_native
+    from ..native.pool import run_native
 
     bar = Progress(f"native {backend:8s}", len(cases), enabled=not args.quiet)
     try:
@@ -239,7 +239,7 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
         for index, (case, nat) in enumerate(zip(rule_cases, native[offset:offset + len(rule_cases)], strict=True)):
             if nat is None:
                 continue
-            port = run_port(case)
+            port = port_outcome(case)
             cmp = compare(case.spec, port, nat, input_problem(case) is not None if port.error else None)
             if cmp.verdict not in AGREEING and profile is not None:
                 why = profile.explain(case, port, nat, cmp)

@@ -15,12 +15,8 @@ A *rule key* names one direction of one op. The eight keys::
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-from .. import rules
-from ..types import SpmdResult
 
 BN_FWD_ATTRS = (("is_test", False), ("momentum", 0.9), ("epsilon", 1e-5), ("data_format", "NCHW"),
                 ("use_global_stats", False), ("trainable_statistics", False))
@@ -34,7 +30,6 @@ class RuleSpec:
     key: str
     op: str
     direction: str  # forward | reverse | grad
-    port: Callable[..., SpmdResult]
     inputs: tuple[str, ...]
     optional: frozenset[str]
     attrs: tuple[tuple[str, Any], ...]
@@ -58,22 +53,22 @@ LN_OUT = ("out", "mean", "variance")
 RULES: dict[str, RuleSpec] = {
     spec.key: spec
     for spec in (
-        RuleSpec("batch_norm_static", "batch_norm", "forward", rules.batch_norm_infer_spmd_static, BN_FWD_IN,
+        RuleSpec("batch_norm_static", "batch_norm", "forward", BN_FWD_IN,
                  frozenset({"scale", "bias"}), (), BN_FWD_IN, BN_FWD_OUT),
-        RuleSpec("batch_norm", "batch_norm", "forward", rules.batch_norm_infer_spmd, BN_FWD_IN,
+        RuleSpec("batch_norm", "batch_norm", "forward", BN_FWD_IN,
                  frozenset({"scale", "bias"}), BN_FWD_ATTRS, BN_FWD_IN, BN_FWD_OUT),
-        RuleSpec("batch_norm_grad", "batch_norm", "grad", rules.batch_norm_grad_infer_spmd, BN_GRAD_IN,
+        RuleSpec("batch_norm_grad", "batch_norm", "grad", BN_GRAD_IN,
                  frozenset({"scale", "bias", "reserve_space"}), BN_GRAD_ATTRS, BN_GRAD_IN, GRAD_OUT),
-        RuleSpec("sync_batch_norm", "sync_batch_norm", "forward", rules.sync_batch_norm_infer_spmd, BN_FWD_IN,
+        RuleSpec("sync_batch_norm", "sync_batch_norm", "forward", BN_FWD_IN,
                  frozenset({"scale", "bias"}), BN_FWD_ATTRS, BN_FWD_IN, BN_FWD_OUT),
-        RuleSpec("sync_batch_norm_grad", "sync_batch_norm", "grad", rules.sync_batch_norm_grad_infer_spmd,
+        RuleSpec("sync_batch_norm_grad", "sync_batch_norm", "grad",
                  SBN_GRAD_IN, frozenset({"scale", "bias", "reserve_space"}), BN_GRAD_ATTRS, SBN_GRAD_IN, GRAD_OUT),
-        RuleSpec("layer_norm", "layer_norm", "forward", rules.layer_norm_infer_spmd, ("x", "scale", "bias"),
+        RuleSpec("layer_norm", "layer_norm", "forward", ("x", "scale", "bias"),
                  frozenset({"scale", "bias"}), LN_ATTRS, ("x", "scale", "bias"), LN_OUT),
-        RuleSpec("layer_norm_reverse", "layer_norm", "reverse", rules.layer_norm_infer_spmd_reverse,
+        RuleSpec("layer_norm_reverse", "layer_norm", "reverse",
                  ("x", "scale", "bias", "out", "mean", "variance"), frozenset({"scale", "bias"}), LN_ATTRS,
                  ("x", "scale", "bias"), LN_OUT),
-        RuleSpec("layer_norm_grad", "layer_norm", "grad", rules.layer_norm_grad_infer_spmd,
+        RuleSpec("layer_norm_grad", "layer_norm", "grad",
                  ("x", "scale", "bias", "mean", "variance", "out_grad"), frozenset({"scale", "bias"}), LN_ATTRS,
                  ("x", "scale", "bias", "mean", "variance", "out_grad"), GRAD_OUT),
     )

@@ -5,7 +5,7 @@ A run compares each rule with one or more native routes (backends). Two views of
 * a **tally** per (rule, backend) group, keyed ``rule@backend`` everywhere (JSON, JUnit suite
   ``parity.rule@backend``, markdown headings): how many cases fell in each class;
 * a **coverage** line per rule: a case is *compared* when at least one route's verdict is in
-  :data:`~paddle_spmd_port.compare.COMPARED`; every other case is listed with the reason each
+  :data:`~paddle_spmd_port.parity.compare.COMPARED`; every other case is listed with the reason each
   route gave (``compiled: not run: ...; pir: unreachable: ...``) and counted by that reason.
 
 Files, rewritten after every backend group (each write atomic), so an interrupted or failed run
@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
-from .cases.case import Case
+from ..case import Case
+from ..outcome import Outcome
 from .compare import CLASSES, COMPARED, Comparison
-from .outcome import Outcome
 
 EXAMPLES_PER_CLASS = 5
 MISMATCHES_KEPT = 200
@@ -168,8 +168,8 @@ def repro_snippet(case: Case) -> str:
     return "\n".join([
         "# needs: pip install paddlepaddle==3.3.1 and this package (for the case codec and backends)",
         "import json",
-        "from paddle_spmd_port.cases.case import Case",
-        "from paddle_spmd_port.outcome import run_port",
+        "from paddle_spmd_port.case import Case",
+        "from paddle_spmd_port.outcome import port_outcome",
         f"case = Case.from_json(json.loads({payload!r}))",
         "try:",
         "    from paddle_spmd_port.native import registry as backend",
@@ -179,7 +179,7 @@ def repro_snippet(case: Case) -> str:
         "    raise SystemExit(f'Paddle is needed for the native side: {exc}')",
         "print('case  :', case.describe())",
         "print('paddle:', backend.run(case))",
-        "print('port  :', run_port(case))",
+        "print('port  :', port_outcome(case))",
     ])
 
 

@@ -28,13 +28,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .cases.case import Case
-from .cases.rulebook import RULES, RuleSpec
-from .cases.validity import input_problem
+from ..case import Case
+from ..outcome import Outcome, port_outcome
+from ..rules.signatures import RULES, RuleSpec
+from ..runctl import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, ArgumentParser, UsageError, run_command
+from ..types import DistTensorSpec, ProcessMesh
 from .compare import COMPARED, compare
-from .outcome import Outcome, run_port
-from .runctl import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, ArgumentParser, UsageError, run_command
-from .types import DistTensorSpec, ProcessMesh
+from .validity import input_problem
 
 PROG = "python -m paddle_spmd_port infer"
 DEFAULT_MESH = "2,3"
@@ -292,15 +292,15 @@ def _main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(_glue_negative_values(argv))
     case = case_from_args(args)
     print(case.describe())
-    port = run_port(case)
+    port = port_outcome(case)
     _show("port", case, port)
     if args.no_native:
         return EXIT_OK
-    from .sweep import DEFAULT_BACKEND
+    from .cli import DEFAULT_BACKEND
 
     backend = args.backend or DEFAULT_BACKEND[case.rule]
     try:
-        from .native.pool import run_native
+        from ..native.pool import run_native
 
         (native,), info = run_native([case], backend=backend, workers=1)
     except (ImportError, RuntimeError) as exc:
