@@ -1,141 +1,331 @@
 #!/usr/bin/env python
-"""Benchmarks, measured side by side in one process and one run (ratios, not timed asserts).
+"""Benchmarks: the port against native Paddle, both sides measured in one run, as ratios.
 
-    python tools/bench.py [--cases N] [--repeat R] [--pir] [--compiled] [--sweep]
+    python tools/bench.py [--rules a,b] [--sample N] [--seed S] [--repeat R] [--routes compiled,pir] [--sweep]
 
-1. per call, port vs native registry, on the same cases:
-   a) the rule call alone, on pre-built specs (port DistTensorSpec vs Paddle DistTensorSpec);
-   b) the whole trip a user pays: build the specs, call, read every field of the answer.
-2. ``--pir`` / ``--compiled``: backend throughput (cases/s) on samples of the hidden rules' grids,
-   in-process and through the worker pool, with the port's rate on the same cases.
-3. ``--sweep``: wall time of the whole ``parity`` sweep (runs it).
+Every figure starts from the same *plain data* on both sides: per case, the mesh shape and process
+ids, each input as ``None`` or ``(shape, dims_mapping, partial dims, mesh key)``, and the attribute
+values -- Python tuples and numbers, no object of either library. Drawn from the parity grid
+(``--sample`` cases per rule, seeded; corner sets left out, since half of them are inputs one side
+refuses before the call).
+
+1. Registry rules (Paddle answers them from ``core.get_phi_spmd_rule``), three trips per side:
+
+   trip         build the input specs (one mesh object per mesh shape, built before the timed
+                loop on both sides, as a user keeps their mesh), call the rule, read every field
+                (dims_mapping, partial dims, mesh) of every returned attr;
+   fresh mesh   the same, but every case builds its mesh objects anew inside the loop (port
+                ``ProcessMesh`` vs ``dist.ProcessMesh``);
+   bare call    the rule call alone, on specs both sides built before the timed loop.
+
+   Errors count as answers on both sides (the exception is caught and the loop goes on).
+   Each loop runs ``--repeat`` times, port and native alternating; the best run counts.
+
+2. Hidden rules (no registry entry): the port's trip vs the compiled caller called in this
+   process (``native.compiled.run_many``: the request written from the same plain data's Case,
+   Paddle's C++ rule, the reply read back into attrs).
+
+3. ``--routes compiled,pir``: native throughput, cases/s, in this process and through the
+   2-worker crash-isolating pool (start-up included), next to the port on the same cases.
+
+4. ``--sweep``: wall time and peak resident memory of the default ``parity`` sweep (run as a
+   child; the peak is the largest of the parent and its workers, from getrusage).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import importlib
+import resource
 import subprocess
 import sys
 import time
-import timeit
 import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
 
-sys.path.insert(0, ".")
-warnings.filterwarnings("ignore")
-
-from paddle_spmd_port.parity.grid import grid_for, sample  # noqa: E402
-from paddle_spmd_port.rules import rule_function  # noqa: E402
+from paddle_spmd_port.case import Case
+from paddle_spmd_port.parity.grid import grid_for, is_corner, sample
+from paddle_spmd_port.rules import rule_function
+from paddle_spmd_port.rules.signatures import rule_spec
+from paddle_spmd_port.runctl import ArgumentParser, UsageError, run_command
+from paddle_spmd_port.types import DistTensorSpec, ProcessMesh
 
 REGISTRY_RULES = ("batch_norm_static", "layer_norm", "layer_norm_reverse")
+HIDDEN_RULES = ("batch_norm", "batch_norm_grad", "layer_norm_grad")
+ROUTES = ("compiled", "pir")
+
+MeshKey = tuple[tuple[int, ...], tuple[int, ...]]
+PlainInput = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], MeshKey | None] | None
+PlainCase = tuple[tuple[PlainInput, ...], tuple[Any, ...]]
 
 
-def best_per_call(fn, n: int, repeat: int) -> float:
-    return min(timeit.repeat(fn, number=1, repeat=repeat)) / n
+# --- plain data -------------------------------------------------------------------------------
+def _mesh_key(mesh: ProcessMesh | None) -> MeshKey | None:
+    return None if mesh is None else (tuple(mesh.shape), tuple(mesh.process_ids or ()))
 
 
-def bench_registry(n_cases: int, repeat: int) -> list[tuple[str, float, float, float, float]]:
-    return [bench_registry_rule(rule, n_cases, repeat) for rule in REGISTRY_RULES]
+def plain(case: Case) -> PlainCase:
+    inputs = tuple(None if s is None else (tuple(s.shape), tuple(s.dims_mapping), tuple(sorted(s.partial_dims)),
+                                           _mesh_key(s.mesh)) for s in case.inputs)
+    return inputs, tuple(case.attr_values())
 
 
-def bench_registry_rule(rule: str, n_cases: int, repeat: int) -> tuple[str, float, float, float, float]:
-    from paddle_spmd_port.native import registry as reg
-
-    cases = [c for c in sample(list(grid_for(rule)), n_cases, seed=3) if "-invalid-" not in c.case_id]
-    name, method = reg.ROUTES[rule]
-    paddle_rule = reg.core.get_phi_spmd_rule(name)
-    call = getattr(paddle_rule, method)
-    port_fn = rule_function(cases[0].rule)
-    prepared_port = [(c.inputs, c.attr_values()) for c in cases]
-    prepared_native = [([reg.to_paddle_spec(s) for s in c.inputs],
-                        [] if rule == "batch_norm_static" else reg._typed_attrs(c)) for c in cases]
-
-    def port_call():
-        for inputs, attrs in prepared_port:
-            try:
-                port_fn(*inputs, *attrs)
-            except (ValueError, NotImplementedError):
-                pass
-
-    def native_call():
-        for specs, attrs in prepared_native:
-            try:
-                call(*specs, *attrs)
-            except (ValueError, NotImplementedError):
-                pass
-
-    def port_trip():
-        for c in cases:
-            try:
-                res = c.call_port()
-            except (ValueError, NotImplementedError):
-                continue
-            for a in res.inputs + res.outputs:
-                a.dims_mapping, a.partial_dims, a.mesh  # noqa: B018
-
-    def native_trip():
-        for c in cases:
-            reg.run(c)  # builds Paddle specs, calls, converts every attr back
-
-    n = len(cases)
-    pc, nc = best_per_call(port_call, n, repeat), best_per_call(native_call, n, repeat)
-    pt, nt = best_per_call(port_trip, n, repeat), best_per_call(native_trip, n, repeat)
-    return rule, pc, nc, pt, nt
+def cases_for(rule: str, n: int, seed: int) -> list[Case]:
+    return [c for c in sample(list(grid_for(rule)), n, seed=seed) if not is_corner(c)]
 
 
-def bench_throughput(backend: str, n_cases: int) -> list[tuple[str, int, float, float, float]]:
-    """Cases/s of a native backend on the hidden rules: in this process (``run_many``) and through
-    the crash-isolating worker pool (2 workers, JSON protocol), next to the port on the same cases."""
-    import importlib
+def _native_attrs(rule: str, attrs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What Paddle's registry call takes: batch_norm_static no attributes, layer_norm a float
+    epsilon and an int begin_norm_axis (the values are already of those types in the grid)."""
+    return () if rule == "batch_norm_static" else attrs
 
+
+# --- the two sides ----------------------------------------------------------------------------
+class PortSide:
+    def __init__(self, rule: str) -> None:
+        self.fn = rule_function(rule)
+
+    @staticmethod
+    def mesh(key: MeshKey) -> ProcessMesh:
+        return ProcessMesh(key[0], key[1])
+
+    @staticmethod
+    def spec(item: PlainInput, meshes: dict[MeshKey, Any]) -> DistTensorSpec | None:
+        if item is None:
+            return None
+        shape, dm, partial, key = item
+        return DistTensorSpec(shape, dm, None if key is None else meshes[key], frozenset(partial))
+
+    def call(self, specs: Sequence[Any], attrs: tuple[Any, ...]) -> None:
+        try:
+            res = self.fn(*specs, *attrs)
+        except (ValueError, NotImplementedError, TypeError):
+            return
+        for a in res.inputs + res.outputs:
+            a.dims_mapping, a.partial_dims, a.mesh  # noqa: B018 - reading every field is the point
+
+    def bare(self, specs: Sequence[Any], attrs: tuple[Any, ...]) -> None:
+        try:
+            self.fn(*specs, *attrs)
+        except (ValueError, NotImplementedError, TypeError):
+            pass
+
+
+class NativeSide:
+    def __init__(self, rule: str) -> None:
+        from paddle_spmd_port.native import registry as reg  # imports Paddle
+
+        self.dist = reg.dist
+        self.spec_cls = reg.PaddleSpec
+        self.attr_cls = reg.TensorDistAttr
+        name, method = reg.ROUTES[rule]
+        self.fn = getattr(reg.core.get_phi_spmd_rule(name), method)
+        self.rule = rule
+
+    def mesh(self, key: MeshKey) -> Any:
+        shape, ids = key
+        nested: Any = list(ids)
+        for size in reversed(shape[1:]):
+            nested = [nested[i:i + size] for i in range(0, len(nested), size)]
+        return self.dist.ProcessMesh(nested)
+
+    def spec(self, item: PlainInput, meshes: dict[MeshKey, Any]) -> Any:
+        attr = self.attr_cls()
+        if item is None:
+            return self.spec_cls([0], attr)
+        shape, dm, partial, key = item
+        if key is not None:
+            attr.process_mesh = meshes[key]
+        attr.dims_mapping = list(dm)
+        if partial:
+            attr._set_partial_dims(list(partial))
+        return self.spec_cls(list(shape), attr)
+
+    def call(self, specs: Sequence[Any], attrs: tuple[Any, ...]) -> None:
+        try:
+            raw = self.fn(*specs, *_native_attrs(self.rule, attrs))
+        except (ValueError, NotImplementedError, TypeError, RuntimeError):
+            return
+        for group in raw:
+            for item in group:
+                for a in item if isinstance(item, list) else (item,):
+                    a.dims_mapping, a._partial_dims() if a._is_partial() else (), a.process_mesh  # noqa: B018
+
+    def bare(self, specs: Sequence[Any], attrs: tuple[Any, ...]) -> None:
+        try:
+            self.fn(*specs, *_native_attrs(self.rule, attrs))
+        except (ValueError, NotImplementedError, TypeError, RuntimeError):
+            pass
+
+
+def _mesh_keys(data: list[PlainCase]) -> set[MeshKey]:
+    return {item[3] for inputs, _ in data for item in inputs if item is not None and item[3] is not None}
+
+
+def loops(side: PortSide | NativeSide, data: list[PlainCase]) -> dict[str, Callable[[], None]]:
+    """The three timed loops of one side, over the same plain data."""
+    shared = {key: side.mesh(key) for key in _mesh_keys(data)}
+    prebuilt = [([side.spec(item, shared) for item in inputs], attrs) for inputs, attrs in data]
+    spec, call, bare, mesh = side.spec, side.call, side.bare, side.mesh
+
+    def trip() -> None:
+        for inputs, attrs in data:
+            call([spec(item, shared) for item in inputs], attrs)
+
+    def fresh() -> None:
+        for inputs, attrs in data:
+            meshes = {key: mesh(key) for key in {item[3] for item in inputs if item is not None and item[3]}}
+            call([spec(item, meshes) for item in inputs], attrs)
+
+    def bare_call() -> None:
+        for specs, attrs in prebuilt:
+            bare(specs, attrs)
+
+    return {"trip": trip, "fresh": fresh, "bare": bare_call}
+
+
+def best_of(fns: dict[str, Callable[[], None]], repeat: int) -> dict[str, float]:
+    """Best wall time of each loop over ``repeat`` rounds (the loops alternate within a round)."""
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
+def bench_registry(rules: Sequence[str], n: int, seed: int, repeat: int) -> list[dict[str, Any]]:
+    rows = []
+    for rule in rules:
+        data = [plain(c) for c in cases_for(rule, n, seed)]
+        port, native = loops(PortSide(rule), data), loops(NativeSide(rule), data)
+        fns = {f"port {k}": v for k, v in port.items()} | {f"native {k}": v for k, v in native.items()}
+        best = best_of(fns, repeat)
+        rows.append({"rule": rule, "cases": len(data), **{k: v / len(data) for k, v in best.items()}})
+    return rows
+
+
+def bench_hidden(rules: Sequence[str], n: int, seed: int, repeat: int) -> list[dict[str, Any]]:
+    from paddle_spmd_port.native import compiled
+
+    rows = []
+    for rule in rules:
+        data = [plain(c) for c in cases_for(rule, n, seed)]
+        side = PortSide(rule)
+        port = loops(side, data)["trip"]
+
+        def native(rule: str = rule, data: list[PlainCase] = data) -> None:
+            names = [name for name, _ in rule_spec(rule).attrs]
+            shared = {key: PortSide.mesh(key) for key in _mesh_keys(data)}
+            cases = []
+            for inputs, attrs in data:
+                specs = tuple(PortSide.spec(item, shared) for item in inputs)
+                x_mesh = specs[0].mesh if specs[0] is not None and specs[0].mesh is not None else ProcessMesh((1,))
+                cases.append(Case(rule, x_mesh, specs, tuple(zip(names, attrs, strict=True))))
+            for outcome in compiled.run_many(cases):
+                if outcome.result is not None:
+                    for a in outcome.result.inputs + outcome.result.outputs:
+                        a.dims_mapping, a.partial_dims, a.mesh  # noqa: B018
+
+        best = best_of({"port trip": port, "compiled trip": native}, repeat)
+        rows.append({"rule": rule, "cases": len(data), **{k: v / len(data) for k, v in best.items()}})
+    return rows
+
+
+def bench_throughput(route: str, n: int, seed: int) -> list[tuple[str, int, float, float, float]]:
     from paddle_spmd_port.native.pool import run_native
     from paddle_spmd_port.outcome import port_outcome
 
-    module = importlib.import_module(f"paddle_spmd_port.native.{backend}")
+    module = importlib.import_module(f"paddle_spmd_port.native.{route}")
     rows = []
-    for rule in ("batch_norm", "batch_norm_grad", "layer_norm_grad"):
-        cases = [c for c in sample(list(grid_for(rule)), n_cases, seed=5) if "-invalid-" not in c.case_id]
+    for rule in HIDDEN_RULES:
+        cases = cases_for(rule, n, seed)
         t0 = time.perf_counter()
         outs = list(module.run_many(cases))
         in_process = len(cases) / (time.perf_counter() - t0)
-        assert len(outs) == len(cases)
+        if len(outs) != len(cases):
+            raise RuntimeError(f"{route} answered {len(outs)} of {len(cases)} cases")
         t0 = time.perf_counter()
-        run_native(cases, backend=backend, workers=2)
+        run_native(cases, backend=route, workers=2)
         pooled = len(cases) / (time.perf_counter() - t0)
         t0 = time.perf_counter()
         for c in cases:
             port_outcome(c)
-        port = len(cases) / (time.perf_counter() - t0)
-        rows.append((rule, len(cases), in_process, pooled, port))
+        rows.append((rule, len(cases), in_process, pooled, len(cases) / (time.perf_counter() - t0)))
     return rows
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cases", type=int, default=2000)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--pir", action="store_true", help="PIR backend throughput")
-    ap.add_argument("--compiled", action="store_true", help="compiled-caller backend throughput")
-    ap.add_argument("--sweep", action="store_true")
-    args = ap.parse_args()
-    print("## port vs native registry, per call (best of", args.repeat, "runs)\n")
-    print("| rule | port call | native call | speed-up | port trip | native trip | speed-up |")
-    print("|---|---|---|---|---|---|---|")
-    for rule, pc, nc, pt, nt in bench_registry(args.cases, args.repeat):
-        print(f"| {rule} | {pc * 1e6:.1f} µs | {nc * 1e6:.1f} µs | {nc / pc:.1f}x | {pt * 1e6:.1f} µs "
-              f"| {nt * 1e6:.1f} µs | {nt / pt:.1f}x |")
-    for backend in [b for b in ("pir", "compiled") if getattr(args, b)]:
-        print(f"\n## {backend} backend throughput, cases/s\n")
-        print("| rule | cases | in-process | pool (2 workers, incl. start-up) | port (1 process) |")
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = ArgumentParser(prog="python tools/bench.py", description=__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rules", default=",".join(REGISTRY_RULES + HIDDEN_RULES),
+                    help="comma-separated rule keys to time (default: the registry rules and the hidden rules)")
+    ap.add_argument("--sample", type=int, default=2000, help="cases per rule, a seeded sample of the grid")
+    ap.add_argument("--seed", type=int, default=3, help="seed of the sample")
+    ap.add_argument("--repeat", type=int, default=5, help="rounds per loop; the best counts")
+    ap.add_argument("--routes", default="", help="comma-separated native routes to measure throughput of: "
+                    "compiled, pir")
+    ap.add_argument("--sweep", action="store_true", help="also time the default parity sweep (wall, peak RSS)")
+    args = ap.parse_args(argv)
+    rules = [r for r in args.rules.split(",") if r]
+    bad = [r for r in rules if r not in REGISTRY_RULES + HIDDEN_RULES]
+    if bad or not rules:
+        raise UsageError("--rules", f"unknown rule {bad[0]!r}" if bad else "no rule given",
+                         "a comma-separated list of " + ", ".join(REGISTRY_RULES + HIDDEN_RULES))
+    routes = [r for r in args.routes.split(",") if r]
+    if any(r not in ROUTES for r in routes):
+        raise UsageError("--routes", f"unknown route in {args.routes!r}", "a comma-separated list of compiled, pir")
+    for flag in ("sample", "repeat"):
+        if getattr(args, flag) < 1:
+            raise UsageError(f"--{flag}", f"{getattr(args, flag)} is not a positive count", "an integer >= 1")
+    args.rules, args.routes = rules, routes
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    warnings.filterwarnings("ignore")
+    registry = [r for r in args.rules if r in REGISTRY_RULES]
+    hidden = [r for r in args.rules if r in HIDDEN_RULES]
+    if registry:
+        print(f"## Registry rules: port vs `core.get_phi_spmd_rule`, per case (best of {args.repeat})\n")
+        print("| rule | cases | trip port | trip native | ratio | fresh-mesh port | fresh-mesh native | ratio "
+              "| bare port | bare native | ratio |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in bench_registry(registry, args.sample, args.seed, args.repeat):
+            cells = [f"{_us(r['port ' + k])} | {_us(r['native ' + k])} | **{r['native ' + k] / r['port ' + k]:.1f}x**"
+                     for k in ("trip", "fresh", "bare")]
+            print(f"| {r['rule']} | {r['cases']} | " + " | ".join(cells) + " |")
+    if hidden:
+        print(f"\n## Hidden rules: port trip vs the compiled caller in this process (best of {args.repeat})\n")
+        print("| rule | cases | port trip | compiled trip | ratio |")
         print("|---|---|---|---|---|")
-        for rule, n, in_process, pooled, port in bench_throughput(backend, args.cases):
+        for r in bench_hidden(hidden, args.sample, args.seed, args.repeat):
+            print(f"| {r['rule']} | {r['cases']} | {_us(r['port trip'])} | {_us(r['compiled trip'])} "
+                  f"| **{r['compiled trip'] / r['port trip']:.1f}x** |")
+    for route in args.routes:
+        print(f"\n## {route} route throughput, cases/s\n")
+        print("| rule | cases | in-process | pool (2 workers, start-up included) | port (1 process) |")
+        print("|---|---|---|---|---|")
+        for rule, n, in_process, pooled, port in bench_throughput(route, args.sample, args.seed):
             print(f"| {rule} | {n} | {in_process:,.0f} | {pooled:,.0f} | {port:,.0f} |")
     if args.sweep:
-        t0 = time.time()
-        rc = subprocess.call([sys.executable, "-m", "paddle_spmd_port", "parity", "--quiet",
+        t0 = time.perf_counter()
+        rc = subprocess.call([sys.executable, "-m", "paddle_spmd_port", "parity", "--quiet", "--replace-report",
                               "--report-dir", "reports/bench-sweep"], stdout=subprocess.DEVNULL)
-        print(f"\n## whole parity sweep: {time.time() - t0:.1f} s wall (exit {rc})")
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        print(f"\n## Default parity sweep: {time.perf_counter() - t0:.1f} s wall, peak RSS {peak:.0f} MiB "
+              f"(largest single process), exit {rc}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command("bench", lambda: main(sys.argv[1:])))
