@@ -32,6 +32,10 @@ REPLICATED = -1
 _set = object.__setattr__
 
 
+#: ``_INT_ONLY >= {*map(type, items)}``: every item is exactly an int (bool and int subclasses are not)
+_INT_ONLY = frozenset({int})
+
+
 def _int_tuple(value: Iterable[Any], what: str) -> tuple[int, ...]:
     """``value`` as a tuple of ints; anything else raises :class:`ArgumentTypeError` (a TypeError)
     naming ``what``."""
@@ -133,7 +137,7 @@ def format_mapping(dims_mapping: Sequence[int], partial_dims: Iterable[int] = ()
     return text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class DistTensorSpec:
     """One input tensor of a rule call: its global shape and how it is distributed.
 
@@ -151,18 +155,29 @@ class DistTensorSpec:
     _problem: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False, hash=False)
     """What :meth:`check` will report, worked out once at construction."""
 
-    def __post_init__(self) -> None:
-        shape = _int_tuple(self.shape, "DistTensorSpec.shape")
-        if any(s < 0 for s in shape):
+    def __init__(self, shape: Iterable[int], dims_mapping: Iterable[int], mesh: ProcessMesh | None,
+                 partial_dims: Iterable[int] = frozenset()) -> None:
+        # The common call (tuples of ints, a frozenset, a ProcessMesh or None) is checked with one
+        # type scan; anything else takes _int_tuple, which converts what it can and names what it
+        # cannot. Written out instead of a generated __init__ + __post_init__: specs are built by
+        # the hundred thousand, and the checks are the same either way.
+        if not (type(shape) is tuple and type(dims_mapping) is tuple and type(partial_dims) is frozenset
+                and _INT_ONLY >= {*map(type, shape + dims_mapping)}
+                and (not partial_dims or _INT_ONLY >= {*map(type, partial_dims)})):
+            shape = _int_tuple(shape, "DistTensorSpec.shape")
+            dims_mapping = _int_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
+            partial_dims = frozenset(_int_tuple(partial_dims, "partial_dims"))
+        if shape and min(shape) < 0:
             raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "dims_mapping", _int_tuple(self.dims_mapping, "DistTensorSpec.dims_mapping"))
-        object.__setattr__(self, "partial_dims", frozenset(_int_tuple(self.partial_dims, "partial_dims")))
-        if self.mesh is not None and not isinstance(self.mesh, ProcessMesh):
+        if mesh is not None and type(mesh) is not ProcessMesh and not isinstance(mesh, ProcessMesh):
             raise ArgumentTypeError(
-                f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(self.mesh).__name__}",
+                f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(mesh).__name__}",
                 kind="invalid-spec:mesh:type")
-        object.__setattr__(self, "_problem", self._find_problem())
+        _set(self, "shape", shape)
+        _set(self, "dims_mapping", dims_mapping)
+        _set(self, "mesh", mesh)
+        _set(self, "partial_dims", partial_dims)
+        _set(self, "_problem", self._find_problem())
 
     @property
     def ndim(self) -> int:
@@ -177,6 +192,16 @@ class DistTensorSpec:
             raise InvalidSpecError(template.format(arg=arg), kind=f"invalid-spec:{arg}:{what}")
 
     def _find_problem(self) -> tuple[str, str] | None:
+        dm, mesh = self.dims_mapping, self.mesh
+        if mesh is not None and not self.partial_dims and len(dm) == len(self.shape):
+            # the common valid spec, decided in one pass: every entry -1 or a mesh dim, none twice
+            used = [m for m in dm if m != -1]
+            if not used or (min(used) >= 0 and max(used) < len(mesh.shape) and len(set(used)) == len(used)):
+                return None
+        return self._first_problem()
+
+    def _first_problem(self) -> tuple[str, str] | None:
+        """The first problem of the spec, in a fixed order (mesh, length, range, duplicates, partial)."""
         if self.mesh is None:
             if self.dims_mapping or self.partial_dims:
                 return "mesh", "{arg}: a dims_mapping or partial dims need a mesh; give {arg} a ProcessMesh"
