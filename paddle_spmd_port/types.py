@@ -68,7 +68,23 @@ class ProcessMesh:
     dim_names: tuple[str, ...] | None = None
     """Name of each mesh dimension; defaults to ``d0, d1, ...``."""
 
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+    """Hash of shape and ids, worked out once (meshes key the interned attrs of every answer); only
+    ints, so it is the same in every process and survives pickling."""
+
     def __post_init__(self) -> None:
+        shape = self.shape
+        if self.process_ids is None and self.dim_names is None and type(shape) is tuple and shape \
+                and _INT_ONLY >= {*map(type, shape)} and min(shape) >= 1:
+            # the common ProcessMesh((2, 3)): default ids and names, worked out once per shape
+            layout = _DEFAULT_LAYOUTS.get(shape)
+            if layout is None:
+                layout = _DEFAULT_LAYOUTS[shape] = (tuple(range(math.prod(shape))),
+                                                    tuple(f"d{i}" for i in range(len(shape))))
+            _set(self, "process_ids", layout[0])
+            _set(self, "dim_names", layout[1])
+            _set(self, "_hash", hash((shape, layout[0])))
+            return
         shape = _int_tuple(self.shape, "ProcessMesh.shape")
         if not shape or any(s < 1 for s in shape):
             raise InvalidSpecError(
@@ -96,6 +112,10 @@ class ProcessMesh:
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "process_ids", ids)
         object.__setattr__(self, "dim_names", names)
+        _set(self, "_hash", hash((shape, ids)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def ndim(self) -> int:
@@ -125,6 +145,8 @@ class ProcessMesh:
 
 
 _MESHES_READ: dict[tuple, ProcessMesh] = {}
+#: shape -> (default process ids, default dim names); only ever keyed by a checked tuple of ints
+_DEFAULT_LAYOUTS: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[str, ...]]] = {}
 
 
 def format_mapping(dims_mapping: Sequence[int], partial_dims: Iterable[int] = (), mesh_present: bool = True) -> str:
@@ -268,10 +290,11 @@ class DistAttr:
     @staticmethod
     def make(dims_mapping: tuple[int, ...], partial_dims: frozenset[int], mesh: ProcessMesh | None) -> DistAttr:
         """Fast constructor for the rules' hot path: the arguments must already be a tuple and a
-        frozenset. Attrs are immutable values, so equal ones are shared (interned per mesh object)."""
-        key = (dims_mapping, partial_dims, id(mesh))
+        frozenset. Attrs are immutable values, so equal ones are shared: interned by value, the mesh's
+        included (its hash is worked out once), so a new but equal mesh finds the same attrs."""
+        key = (dims_mapping, partial_dims, mesh)
         attr = _INTERNED.get(key)
-        if attr is None or attr.mesh is not mesh:
+        if attr is None:
             attr = object.__new__(DistAttr)
             _set(attr, "dims_mapping", dims_mapping)
             _set(attr, "partial_dims", partial_dims)
