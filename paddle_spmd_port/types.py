@@ -199,7 +199,11 @@ class DistTensorSpec:
         _set(self, "dims_mapping", dims_mapping)
         _set(self, "mesh", mesh)
         _set(self, "partial_dims", partial_dims)
-        _set(self, "_problem", self._find_problem())
+        if mesh is not None and not partial_dims and len(dims_mapping) == len(shape) \
+                and (dims_mapping, len(mesh.shape)) in _VALID_MAPPINGS:
+            _set(self, "_problem", None)
+        else:
+            _set(self, "_problem", self._find_problem())
 
     @property
     def ndim(self) -> int:
@@ -219,6 +223,9 @@ class DistTensorSpec:
             # the common valid spec, decided in one pass: every entry -1 or a mesh dim, none twice
             used = [m for m in dm if m != -1]
             if not used or (min(used) >= 0 and max(used) < len(mesh.shape) and len(set(used)) == len(used)):
+                if len(_VALID_MAPPINGS) > 100_000:
+                    _VALID_MAPPINGS.clear()
+                _VALID_MAPPINGS.add((dm, len(mesh.shape)))
                 return None
         return self._first_problem()
 
@@ -331,6 +338,9 @@ class DistAttr:
 
 
 _INTERNED: dict[tuple, DistAttr] = {}
+#: (dims_mapping, mesh ndim) pairs already found valid: every entry -1 or a mesh dim, none twice
+#: (keys are checked tuples of ints, so no float or bool can pass for an int here)
+_VALID_MAPPINGS: set[tuple[tuple[int, ...], int]] = set()
 _SPECS_READ: dict[tuple, DistTensorSpec] = {}
 
 _ATTR_RE = re.compile(r"^\s*\[(?P<dm>[-\d,\s]*)\](?:\s*P\{(?P<p>[\d,\s]*)\})?(?P<nomesh>\s*@-)?\s*$")
