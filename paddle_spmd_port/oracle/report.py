@@ -20,6 +20,7 @@ from ..errors import SpmdError
 from ..outcome import ErrorInfo
 from ..rules.registry import PROFILES as RULE_PROFILES
 from ..rules.registry import rule_function
+from ..rules.signatures import DATA_FORMAT_NDIM
 from ..types import DistAttr, DistTensorSpec, SpmdResult
 from .simulator import (
     LOCAL_STATS,
@@ -37,7 +38,7 @@ from .simulator import (
 )
 
 #: every rule profile the oracle judges (the registry's: paddle, pr72918, proposed)
-PROFILES = tuple(RULE_PROFILES)
+PROFILE_NAMES = tuple(RULE_PROFILES)
 BUG_LABELS = (UNSOUND, UNRUNNABLE, LOCAL_STATS)
 TABLE_COLUMNS = ("cases", SOUND, UNSOUND, UNRUNNABLE, LOCAL_STATS, RULE_ERROR, OP_REJECTS)
 
@@ -265,8 +266,6 @@ def distinct_bugs(judged: Iterable[Judged]) -> list[Bug]:
 # --------------------------------------------------------------------------- real-Paddle repros
 def _launch_case(case: Case) -> dict[str, Any] | None:
     """The case as a ``launch`` case (x placed, everything else replicated), when one exists."""
-    from ..launch.cases import BN_FORMAT_NDIM  # pure Python, no Paddle
-
     if case.rule not in ("batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad"):
         return None
     named = case.named_inputs()
@@ -293,7 +292,7 @@ def _launch_case(case: Case) -> dict[str, Any] | None:
         data.update(op="layer_norm", normalized_shape=list(x.shape[b:]))
     else:
         fmt = attrs["data_format"]
-        if BN_FORMAT_NDIM.get(fmt) != x.ndim or attrs["use_global_stats"] or attrs["trainable_statistics"]:
+        if DATA_FORMAT_NDIM.get(fmt) != x.ndim or attrs["use_global_stats"] or attrs["trainable_statistics"]:
             return None
         data.update(op="batch_norm", data_format=fmt, training=not attrs["is_test"])
     return data
