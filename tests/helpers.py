@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+
+import pytest
+
 from paddle_spmd_port import DistTensorSpec, ProcessMesh
 
 MESH_2x3 = ProcessMesh((2, 3))
@@ -34,3 +38,31 @@ def load_tool(name: str):
         sys.modules[key] = module  # dataclasses look their module up while the file runs
         spec.loader.exec_module(module)
     return sys.modules[key]
+
+
+@functools.cache
+def paddle_profile():
+    """The release profile (paddle_spmd_port.parity.releases) of the installed Paddle, or None without Paddle."""
+    from paddle_spmd_port.parity.detect import installed_release
+
+    return installed_release()  # read from paddle/version/__init__.py, without importing paddle
+
+
+def skip_if_rule_missing(rule: str) -> None:
+    """Skip when the installed release's profile lists ``rule`` as missing from its registry or as
+    known to differ (the profile's reason goes into the skip message)."""
+    profile = paddle_profile()
+    if profile is None:
+        return
+    if rule in profile.registry_missing:
+        pytest.skip(f"Paddle {profile.detected_version} (profile {profile.version}) registers no {rule!r} SPMD rule")
+    diffs = profile.differences_for(rule)
+    if diffs:
+        pytest.skip("; ".join(f"known difference for {profile.version}: {d.why}" for d in diffs))
+
+
+def known_difference(case, port, native) -> str | None:
+    """``"known difference for X.Y.Z: <why>"`` when the installed release's profile explains how
+    ``native`` differs from ``port`` for ``case`` (None on 3.3.1, without Paddle, or when they agree)."""
+    profile = paddle_profile()
+    return None if profile is None else profile.explain(case, port, native)

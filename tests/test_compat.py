@@ -1,6 +1,6 @@
 """paddle_spmd_port.compat: Paddle's static SPMD rule-test API over the port.
 
-* parity, probe by probe, with Paddle 3.3.1 (tests/compat_probes.py runs the same calls on both);
+* parity, probe by probe, with Paddle 3.3.1 (paddle_spmd_port.compat.probes runs the same calls on both);
 * the Paddle-style test file under compat-test with both backends (same result per test);
 * behaviour of our own where Paddle crashes, the shim, the CLI's verdicts and the pytest plugin.
 """
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from paddle_spmd_port.compat import DistTensorSpec, ProcessMesh, TensorDistAttr, get_phi_spmd_rule
+from paddle_spmd_port.compat.probes import compat_api, observe
 from paddle_spmd_port.compat.swap import SHIM_MODULES, write_shim
 
-from .compat_probes import compat_api, observe
-from .conftest import paddle_profile, skip_if_rule_missing
+from .helpers import paddle_profile, skip_if_rule_missing
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -64,8 +64,8 @@ def spec(shape, dims_mapping, mesh=MESH):
 @pytest.fixture(scope="module")
 def native_observed() -> dict:
     pytest.importorskip("paddle")
-    proc = subprocess.run([sys.executable, str(TESTS / "compat_probes.py"), "native"], capture_output=True, text=True,
-                          timeout=300, env=env(), cwd=TESTS)
+    proc = subprocess.run([sys.executable, "-m", "paddle_spmd_port.compat.probes", "native"], capture_output=True,
+                          text=True, timeout=300, env=env(), cwd=TESTS)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout)
 

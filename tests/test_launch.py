@@ -34,7 +34,7 @@ from paddle_spmd_port.launch.launcher import (
     run_launch,
 )
 from paddle_spmd_port.launch.predict import predict
-from paddle_spmd_port.launch.report import build_report, judge
+from paddle_spmd_port.launch.report import build_report, verdict_for_case
 from paddle_spmd_port.launch.session import ChildGuard, Stopped, read_rank_records
 
 
@@ -142,26 +142,26 @@ def _ok_record(case, rank, **override):
             "error": None, "skipped": None, "tensors": tensors, "seconds": 0.01}
 
 
-def test_judge_classifies_differences():
+def test_verdict_for_case_classifies_differences():
     case = ln("a", (4, 6, 8), ("S(0)",), (8,))
-    assert judge(case, {0: _ok_record(case, 0), 1: _ok_record(case, 1)}, [0, 1], 1e-5).verdict == "agree"
+    assert verdict_for_case(case, {0: _ok_record(case, 0), 1: _ok_record(case, 1)}, [0, 1], 1e-5).verdict == "agree"
     wrong = {"present": True, "ref_present": True, "placements": ["R"], "local_shape": [8], "max_abs_err": 0.0,
              "ref_max_abs": 1.0}
-    v = judge(case, {0: _ok_record(case, 0, weight_grad=wrong), 1: _ok_record(case, 1, weight_grad=wrong)}, [0, 1],
-              1e-5)
+    v = verdict_for_case(case, {0: _ok_record(case, 0, weight_grad=wrong), 1: _ok_record(case, 1, weight_grad=wrong)},
+                         [0, 1], 1e-5)
     assert v.verdict == "placement differs" and not v.expected and "weight_grad" in v.reasons[0]
     off = dict(_ok_record(case, 0)["tensors"]["out"], max_abs_err=2e-5)
-    v = judge(case, {0: _ok_record(case, 0, out=off), 1: _ok_record(case, 1)}, [0, 1], 1e-5)
+    v = verdict_for_case(case, {0: _ok_record(case, 0, out=off), 1: _ok_record(case, 1)}, [0, 1], 1e-5)
     assert v.verdict == "numerics differ" and not v.expected
-    assert judge(case, {0: _ok_record(case, 0)}, [0, 1], 1e-5).verdict == "skipped"
+    assert verdict_for_case(case, {0: _ok_record(case, 0)}, [0, 1], 1e-5).verdict == "skipped"
     err = dict(_ok_record(case, 0), error={"stage": "forward", "type": "ValueError", "message": "(InvalidArgument) x"})
-    v = judge(case, {0: err, 1: dict(err, rank=1)}, [0, 1], 1e-5)
+    v = verdict_for_case(case, {0: err, 1: dict(err, rank=1)}, [0, 1], 1e-5)
     assert v.verdict == "Paddle error" and not v.expected
     two_d = ln("b", (4, 6, 8), ("R",), (6, 8))
     err = {"kind": "case", "case_id": "b", "stages": {}, "skipped": None, "tensors": {}, "error": {
         "stage": "forward", "type": "ValueError",
         "message": "(InvalidArgument) The ndim of scale in layer_norm should be 1, but got [2].\n  [Hint: x] (at y)"}}
-    v = judge(two_d, {0: err, 1: err}, [0, 1], 1e-5)
+    v = verdict_for_case(two_d, {0: err, 1: err}, [0, 1], 1e-5)
     assert v.verdict == "Paddle error" and v.expected
 
 

@@ -13,7 +13,7 @@ from paddle_spmd_port.outcome import port_outcome
 from paddle_spmd_port.parity.compare import compare
 from paddle_spmd_port.parity.grid import grid_for, sample
 
-from .conftest import paddle_profile
+from .helpers import paddle_profile
 from .native_cases import curated, curated_cases
 
 pytestmark = pytest.mark.native

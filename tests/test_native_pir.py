@@ -15,7 +15,7 @@ from paddle_spmd_port.outcome import port_outcome
 from paddle_spmd_port.parity.compare import compare
 from paddle_spmd_port.parity.grid import grid_for, sample
 
-from .conftest import known_difference, skip_if_rule_missing
+from .helpers import known_difference, skip_if_rule_missing
 from .native_cases import curated, curated_cases
 
 pytestmark = pytest.mark.native

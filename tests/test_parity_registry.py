@@ -13,8 +13,7 @@ from paddle_spmd_port.parity.cli import select_cases
 from paddle_spmd_port.parity.compare import compare
 from paddle_spmd_port.parity.grid import grid_for, sample
 
-from .conftest import known_difference, skip_if_rule_missing
-from .helpers import MESH_2x3, rep, spec
+from .helpers import MESH_2x3, known_difference, rep, skip_if_rule_missing, spec
 
 pytestmark = pytest.mark.native
 

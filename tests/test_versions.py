@@ -1,8 +1,8 @@
-"""Per-release profiles: detection of the release, and explain() on constructed native outcomes.
+"""Release profiles: detection of the release, and explain() on constructed native outcomes.
 
 The outcomes built here are the shapes measured on the real releases (see the evidence strings in
-paddle_spmd_port/versions.py); the native test at the end checks the running Paddle against its
-own profile.
+paddle_spmd_port/parity/releases.py); the native tests at the end check the running Paddle against
+its own profile.
 """
 
 from __future__ import annotations
@@ -17,23 +17,24 @@ import pytest
 
 from paddle_spmd_port import DistAttr, ProcessMesh
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.compat.probes import compat_api, observe
 from paddle_spmd_port.outcome import ErrorInfo, Outcome, port_outcome
+from paddle_spmd_port.parity.detect import detect_release, version_key
 from paddle_spmd_port.parity.grid import grid_for, sample
 from paddle_spmd_port.parity.releases import (
     MATCHERS,
-    PROFILES,
+    RELEASES,
     KnownDifference,
-    detect_profile,
     known_versions,
-    profile_for,
-    version_key,
+    matrix_versions,
+    release_for,
 )
 from paddle_spmd_port.rules.signatures import RULES
 
 from .helpers import MESH_2x3, rep, spec
 
 OLD = "3.0.0"
-NEWEST = PROFILES[-1].version
+NEWEST = RELEASES[-1].version
 COMMITS = {"3.0.0": "6ed5dd3833c32c3b21e14b1fb1a71f5a535a0fcc", "3.1.1": "0cd8342db88f96ef57398e888b050b5077ae6e73",
            "3.3.1": "7688495538f4d6c1893f084dd238a402e8f68ab6"}
 
@@ -43,22 +44,22 @@ def test_the_table_is_ordered_unique_and_well_formed():
     keys = [version_key(v) for v in known_versions()]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
     assert NEWEST == "3.3.1" and known_versions()[0] == OLD
-    for p in PROFILES:
+    for p in RELEASES:
         assert len(p.commit) >= 10 and int(p.commit, 16) >= 0
         for d in p.differences:
             assert d.kind in MATCHERS
             assert d.rules and d.rules <= set(RULES), d.rules - set(RULES)
             assert d.why and d.evidence
-    assert profile_for(NEWEST).differences == ()  # the port's default has nothing to explain
+    assert release_for(NEWEST).differences == ()  # the port's default has nothing to explain
 
 
 @pytest.mark.parametrize("version", ["3.0.0", "3.1.1", "3.3.1"])
 def test_known_release_is_exact_and_checks_the_commit(version):
-    p = detect_profile(version, COMMITS[version])
+    p = detect_release(version, COMMITS[version])
     assert (p.version, p.is_exact, p.commit_matches) == (version, True, True)
     assert not p.is_newer_than_known and not p.is_older_than_known
     assert p.detected_version == version and p.detected_commit == COMMITS[version]
-    custom = detect_profile(version, "0123456789abcdef")
+    custom = detect_release(version, "0123456789abcdef")
     assert custom.version == version and not custom.commit_matches
     assert "commit differs" in custom.headline()
 
@@ -66,25 +67,25 @@ def test_known_release_is_exact_and_checks_the_commit(version):
 @pytest.mark.parametrize("version", ["3.4.0", "3.3.2", "4.0.0", "3.4.0.dev20251201", "0.0.0", "3.3.1.post1",
                                      "develop", ""])
 def test_unknown_newer_version_uses_the_newest_profile_and_explains_nothing(version):
-    p = detect_profile(version, "f" * 40)
+    p = detect_release(version, "f" * 40)
     assert p.version == NEWEST and p.is_newer_than_known and not p.is_exact
     assert "possible regression" in p.headline()
     # even a difference the oldest release is known for is a possible regression here
     case, port, native = _bn_static_missing()
-    assert dataclasses.replace(profile_for(OLD), is_newer_than_known=True).explain(case, port, native) is None
+    assert dataclasses.replace(release_for(OLD), is_newer_than_known=True).explain(case, port, native) is None
     assert p.explain(case, port, native) is None
 
 
 @pytest.mark.parametrize("version", ["2.6.2", "3.0.0rc1", "3.0.0b0", "1.8"])
 def test_unknown_older_version_uses_the_oldest_profile_flagged(version):
-    p = detect_profile(version, "")
+    p = detect_release(version, "")
     assert p.version == OLD and p.is_older_than_known and not p.is_exact
     assert "older than every profile" in p.headline()
     assert p.explain(*_bn_static_missing()) is not None  # the oldest profile's differences still apply
 
 
 def test_unmeasured_release_between_profiles_takes_the_nearest_older_one():
-    p = detect_profile("3.2.9", "")
+    p = detect_release("3.2.9", "")
     assert p.version == "3.2.2" and not p.is_exact and not p.is_newer_than_known
     assert "nearest older" in p.headline()
 
@@ -122,17 +123,17 @@ def _fallback(case: Case) -> Outcome:
 
 def test_missing_registry_rule_is_a_known_difference_only_for_3_0_0():
     case, port, native = _bn_static_missing()
-    why = profile_for(OLD).explain(case, port, native)
+    why = release_for(OLD).explain(case, port, native)
     assert why is not None and why.startswith("known difference for 3.0.0: ") and "batch_norm" in why
     not_found = Outcome(error=ErrorInfo("RuntimeError", "`batch_norm` Kernel's Spmd rules is not registered."))
-    assert profile_for(OLD).explain(case, port, not_found) is not None
+    assert release_for(OLD).explain(case, port, not_found) is not None
     compiled = Outcome(unreachable="compiled caller unavailable: /x/paddle/include has no "
                                    "phi/infermeta/spmd_rules/batch_norm.h (Paddle < 3.1 or no headers)")
-    assert profile_for(OLD).explain(case, port, compiled) is not None
+    assert release_for(OLD).explain(case, port, compiled) is not None
     for version in ("3.1.1", "3.2.2", "3.3.1"):
-        assert profile_for(version).explain(case, port, native) is None
+        assert release_for(version).explain(case, port, native) is None
     # an unrelated reason to be unreachable is not explained
-    assert profile_for(OLD).explain(case, port, Outcome(unreachable="pir cannot express x")) is None
+    assert release_for(OLD).explain(case, port, Outcome(unreachable="pir cannot express x")) is None
 
 
 @pytest.mark.parametrize("rule", ["batch_norm", "batch_norm_grad"])
@@ -143,12 +144,12 @@ def test_replicated_fallback_is_recognised_on_real_grid_cases(rule):
         if port.result is None or case.inputs[0] is None or case.inputs[0].mesh is None:
             continue
         native = _fallback(case)
-        why = profile_for(OLD).explain(case, port, native)
+        why = release_for(OLD).explain(case, port, native)
         if native.result == port.result:
             assert why is None  # agreeing outcomes are never "differences"
             continue
         assert why is not None and "falls back to replicating" in why, case.describe()
-        assert profile_for(NEWEST).explain(case, port, native) is None
+        assert release_for(NEWEST).explain(case, port, native) is None
         explained += 1
     assert explained > 20
 
@@ -156,7 +157,7 @@ def test_replicated_fallback_is_recognised_on_real_grid_cases(rule):
 def test_fallback_matcher_rejects_answers_that_are_not_the_fallback():
     case = _case("batch_norm", [spec([8, 6, 4, 4], [0, 1, -1, -1]), rep([6]), rep([6]), None, rep([6])])
     port, fb = port_outcome(case), _fallback(case)
-    old = profile_for(OLD)
+    old = release_for(OLD)
     assert old.explain(case, port, fb) is not None
     res = fb.result
     still_split = dataclasses.replace(res, outputs=(DistAttr((-1, 1, -1, -1), frozenset(), MESH_2x3),
@@ -185,11 +186,11 @@ def test_abort_without_scale_is_known_for_3_0_0_only():
     crash = Outcome(crash="signal 6 (SIGABRT)")
     case = _bn_grad(scale_none=True)
     port = port_outcome(case)
-    assert "aborts" in profile_for(OLD).explain(case, port, crash)
-    assert profile_for(NEWEST).explain(case, port, crash) is None
-    assert profile_for(OLD).explain(case, port, Outcome(crash="signal 11 (SIGSEGV)")) is None
+    assert "aborts" in release_for(OLD).explain(case, port, crash)
+    assert release_for(NEWEST).explain(case, port, crash) is None
+    assert release_for(OLD).explain(case, port, Outcome(crash="signal 11 (SIGSEGV)")) is None
     with_scale = _bn_grad(scale_none=False)
-    assert profile_for(OLD).explain(with_scale, port_outcome(with_scale), crash) is None
+    assert release_for(OLD).explain(with_scale, port_outcome(with_scale), crash) is None
 
 
 def _ln_grad(x_mapping, bias_none=True, bna=2):
@@ -210,46 +211,46 @@ def test_partial_on_absent_grad_is_known_for_3_0_0():
     port = port_outcome(case)
     assert port.result.outputs[2].mesh is None and not port.result.outputs[2].partial_dims
     native = _with_bias_grad_partial(port, {0, 1})  # what 3.0.0 answers: Partial on x_grad's mesh dims
-    why = profile_for(OLD).explain(case, port, native)
+    why = release_for(OLD).explain(case, port, native)
     assert why is not None and "Partial even when scale/bias is None" in why
-    assert profile_for("3.1.1").explain(case, port, native) is None
+    assert release_for("3.1.1").explain(case, port, native) is None
     # a different partial set, or a bias that is present, is not that difference
-    assert profile_for(OLD).explain(case, port, _with_bias_grad_partial(port, {0})) is None
+    assert release_for(OLD).explain(case, port, _with_bias_grad_partial(port, {0})) is None
     present = _ln_grad([1, 0, -1], bias_none=False)
     p2 = port_outcome(present)
-    assert profile_for(OLD).explain(present, p2, _with_bias_grad_partial(p2, {0, 1, 2})) is None
+    assert release_for(OLD).explain(present, p2, _with_bias_grad_partial(p2, {0, 1, 2})) is None
     # x_grad fully replicated: nothing to be partial over, so no partial is expected
     flat = _ln_grad([-1, -1, -1])
     pf = port_outcome(flat)
-    assert profile_for(OLD).explain(flat, pf, _with_bias_grad_partial(pf, {0})) is None
+    assert release_for(OLD).explain(flat, pf, _with_bias_grad_partial(pf, {0})) is None
 
 
 def test_layer_norm_grad_segfault_is_known_for_3_1_0_only_when_x_grad_is_split():
     segv = Outcome(crash="signal 11 (SIGSEGV)")
     split, flat, present = _ln_grad([1, 0, -1]), _ln_grad([-1, -1, -1]), _ln_grad([1, 0, -1], bias_none=False)
-    p310 = profile_for("3.1.0")
+    p310 = release_for("3.1.0")
     why = p310.explain(split, port_outcome(split), segv)
     assert why is not None and why.startswith("known difference for 3.1.0: ") and "segfaults" in why
     assert p310.explain(flat, port_outcome(flat), segv) is None  # nothing would be marked Partial: no crash known
     assert p310.explain(present, port_outcome(present), segv) is None
     assert p310.explain(split, port_outcome(split), Outcome(crash="signal 6 (SIGABRT)")) is None
     for version in ("3.0.0", "3.1.1", "3.3.1"):
-        assert profile_for(version).explain(split, port_outcome(split), segv) is None
+        assert release_for(version).explain(split, port_outcome(split), segv) is None
 
 
 def test_agreeing_outcomes_and_invalid_input_are_never_explained():
-    old = profile_for(OLD)
+    old = release_for(OLD)
     for rule in ("batch_norm_static", "batch_norm", "batch_norm_grad", "layer_norm_grad"):
         for case in sample(list(grid_for(rule)), 40, seed=5):
             port = port_outcome(case)
-            for profile in PROFILES:
+            for profile in RELEASES:
                 assert profile.explain(case, port, port) is None
             if port.error is not None and port.error.port_invalid:
                 assert old.explain(case, port, Outcome(crash="signal 6 (SIGABRT)")) is None
 
 
 def test_profile_json_is_serialisable():
-    p = detect_profile("3.0.0", COMMITS["3.0.0"])
+    p = detect_release("3.0.0", COMMITS["3.0.0"])
     data = json.loads(json.dumps(p.to_json()))
     assert data["profile"] == "3.0.0" and data["headline"].startswith("Paddle 3.0.0 (6ed5dd3833)")
     assert {d["name"] for d in data["differences"]} >= {"no-batch-norm-rule", "batch-norm-replicated-fallback"}
@@ -276,7 +277,7 @@ def test_installed_paddle_matches_its_profile():
     out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     info = json.loads(out.stdout.strip().splitlines()[-1])
-    profile = detect_profile(info["version"], info["commit"])
+    profile = detect_release(info["version"], info["commit"])
     if not profile.is_exact:
         pytest.skip(f"no profile of its own: {profile.headline()}")
     assert profile.commit_matches, profile.headline()
@@ -288,29 +289,27 @@ def test_installed_paddle_matches_its_profile():
 def test_probe_differences_are_explained_per_release():
     probe = "ln/attribute-big-axis"
     for version in ("3.1.0", "3.1.1", "3.2.0", "3.2.1", "3.2.2"):
-        why = profile_for(version).explain_probe(probe)
+        why = release_for(version).explain_probe(probe)
         assert why is not None and why.startswith(f"known difference for {version}: ") and "int32" in why
     for version in ("3.3.0", "3.3.1"):
-        assert profile_for(version).explain_probe(probe) is None
-    assert profile_for("3.2.2").explain_probe("ln/forward") is None
-    assert detect_profile("3.4.0").explain_probe(probe) is None
+        assert release_for(version).explain_probe(probe) is None
+    assert release_for("3.2.2").explain_probe("ln/forward") is None
+    assert detect_release("3.4.0").explain_probe(probe) is None
 
 
 @pytest.mark.native
 def test_installed_paddle_differs_from_the_compat_layer_exactly_in_the_profiles_probes():
-    """tests/compat_probes.py on this Paddle vs the compat layer (which follows 3.3.1): the probes
+    """paddle_spmd_port.compat.probes on this Paddle vs the compat layer (which follows 3.3.1): the probes
     that differ are exactly the ones the release's profile names."""
     pytest.importorskip("paddle")
     out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=120)
     info = json.loads(out.stdout.strip().splitlines()[-1])
-    profile = detect_profile(info["version"], info["commit"])
+    profile = detect_release(info["version"], info["commit"])
     if not profile.is_exact:
         pytest.skip(f"no profile of its own: {profile.headline()}")
     if "batch_norm" in profile.registry_missing:
         pytest.skip(f"Paddle {profile.version} has no batch_norm registry rule, which the probe script needs")
-    from .compat_probes import compat_api, observe
-
-    probes = subprocess.run([sys.executable, str(Path(__file__).with_name("compat_probes.py")), "native"],
+    probes = subprocess.run([sys.executable, "-m", "paddle_spmd_port.compat.probes", "native"],
                             capture_output=True, text=True, timeout=300, cwd=Path(__file__).parent)
     assert probes.returncode == 0, probes.stderr[-2000:]
     native = json.loads(probes.stdout)
@@ -320,8 +319,6 @@ def test_installed_paddle_differs_from_the_compat_layer_exactly_in_the_profiles_
 
 
 def test_matrix_versions_are_the_newest_patch_of_each_minor_line():
-    from paddle_spmd_port.parity.releases import matrix_versions
-
     lines: dict[tuple, list[str]] = {}
     for v in known_versions():
         lines.setdefault(version_key(v)[:2], []).append(v)

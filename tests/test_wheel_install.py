@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import paddle_profile
+from .helpers import paddle_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "paddle_spmd_port"

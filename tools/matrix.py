@@ -13,7 +13,7 @@ asserts that ``paddle.__version__`` is X, runs
 
 and prints one table: release x rule -> cases, cells, matching cells, agreeing cases, known
 differences (the sweep's ``known-difference`` class, from the release's profile in
-``paddle_spmd_port/versions.py``), mismatches, and the other classes; plus the test suite's
+``paddle_spmd_port/parity/releases.py``), mismatches, and the other classes; plus the test suite's
 result per release. The same table goes to ``reports/matrix/matrix.md`` and ``matrix.json``.
 Logs of every step: ``reports/matrix/X/*.log``. Nothing it downloads is inside the git tree
 (``.venvs/`` and ``reports/`` are ignored).
@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from paddle_spmd_port.parity.releases import matrix_versions  # noqa: E402  (pure Python, no Paddle)
 
-#: The newest profiled release of each minor line (paddle_spmd_port/versions.py).
+#: The newest profiled release of each minor line (paddle_spmd_port/parity/releases.py).
 DEFAULT_VERSIONS = matrix_versions()
 AGREE = ("match", "both-raise-same")
 OTHER = ("port-rejects-invalid", "native-crash", "unreachable", "not-run")

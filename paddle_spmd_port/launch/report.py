@@ -153,8 +153,8 @@ def _check_tensors(pred: Prediction, by_rank: dict[int, dict[str, Any]], rtol: f
     return checks
 
 
-def judge(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks: Sequence[int], rtol: float,
-          probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None) -> CaseVerdict:
+def verdict_for_case(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks: Sequence[int], rtol: float,
+                     probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None) -> CaseVerdict:
     """The verdict for one case from every rank's record. ``interrupted`` (a signal name): the run
     was interrupted, and a case some rank did not finish is marked not run for that reason."""
     pred = predict(case)
@@ -279,7 +279,8 @@ def build_report(cases: Sequence[LaunchCase], records: dict[str, dict[int, dict[
                  probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None) -> Report:
     """``interrupted`` (a signal name) makes a partial report: it says so in its first line and in
     ``meta["interrupted"]``, and every case not finished on every rank is marked not run."""
-    verdicts = tuple(judge(case, records.get(case.case_id, {}), ranks, rtol, probes, interrupted) for case in cases)
+    verdicts = tuple(verdict_for_case(case, records.get(case.case_id, {}), ranks, rtol, probes, interrupted)
+                     for case in cases)
     meta = dict(meta, rtol=rtol)
     if interrupted:
         meta["interrupted"] = interrupted

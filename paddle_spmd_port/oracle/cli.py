@@ -52,7 +52,7 @@ from ..runctl import (
 from .grid import ORACLE_MESHES, oracle_grid
 from .report import (
     BUG_LABELS,
-    PROFILES,
+    PROFILE_NAMES,
     Judge,
     Judged,
     RuleTally,
@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rules", nargs="+", default=list(RULES), metavar="RULE",
                    help=f"rule keys (default all): {', '.join(RULES)}; commas also separate")
-    p.add_argument("--profile", choices=(*PROFILES, "all"), default="all",
+    p.add_argument("--profile", choices=(*PROFILE_NAMES, "all"), default="all",
                    help="whose answers to judge: a rule profile, or all (the default; paddle is compared with proposed)")
     p.add_argument("--report-dir", type=Path, default=Path("reports"), help="where the report goes (default reports/)")
     p.add_argument("--max-cases", type=int, default=None, metavar="N",
@@ -279,7 +279,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.max_bugs < 0:
         raise UsageError("--max-bugs", f"{args.max_bugs} is negative", "give 0 or more")
     out = check_output_dir(args.report_dir, "--report-dir")
-    profiles = PROFILES if args.profile == "all" else (args.profile,)
+    profiles = PROFILE_NAMES if args.profile == "all" else (args.profile,)
 
     run = _Run(rules, profiles, Judge(sync_group=args.sync_group))
     if not args.quiet:

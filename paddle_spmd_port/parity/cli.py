@@ -51,10 +51,11 @@ from ..runctl import (
     run_command,
 )
 from .compare import compare
+from .detect import detect_release
 from .grid import GRIDS, grid_for, sample
 from .progress import Progress
 from .random_cases import random_cases
-from .releases import AGREEING, VersionProfile, detect_profile
+from .releases import AGREEING, ReleaseProfile
 from .report import DONE, INTERRUPTED, RUNNING, ParityReport, one_line_repro, repro_snippet
 from .validity import input_problem
 
@@ -226,7 +227,7 @@ def _plan_groups(args: argparse.Namespace) -> dict[str, list[str]]:
 
 
 def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: dict[str, list[Case]],
-                native: Sequence[Outcome | None], native_seconds: float, profile: VersionProfile | None,
+                native: Sequence[Outcome | None], native_seconds: float, profile: ReleaseProfile | None,
                 state: str = DONE, repros: list[str] | None = None) -> None:
     """Compare one backend group's native outcomes with the port, case by case, into the report.
     A None outcome (the group was interrupted before it) is left out: that case stays uncompared.
@@ -273,7 +274,7 @@ def _main(argv: Sequence[str] | None) -> int:
         for rule in rules:
             cases = by_rule[rule]
             report.plan(rule, backend, len(cases), cases[0].spec.n_cells if cases else 0)
-    profile: VersionProfile | None = None
+    profile: ReleaseProfile | None = None
     running: tuple[str, list[str]] | None = None  # the group in flight
     repros: list[str] = []  # one `infer --case-json` line per mismatching case
     out = args.report_dir
@@ -293,7 +294,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 native = [Outcome(not_run=f"backend unavailable: {why}") for _ in cases]
             native_seconds = time.time() - t0
             if profile is None and report.paddle.get("version") not in (None, "not installed"):
-                profile = detect_profile(report.paddle["version"], report.paddle.get("commit", ""))
+                profile = detect_release(report.paddle["version"], report.paddle.get("commit", ""))
                 report.profile = profile.to_json()
                 if profile.is_newer_than_known:
                     report.notes.append("Paddle is newer than every known profile: each mismatch is a possible "

@@ -14,7 +14,7 @@ Classes::
     native-crash          Paddle's process died (the port answered or raised)
     unreachable           the native backend cannot express this case (or this Paddle has no such rule)
     not-run               the native backend gave no answer: unavailable here, timed out, interrupted
-    known-difference      a difference the Paddle release's profile expects (see versions.py;
+    known-difference      a difference the Paddle release's profile expects (see releases.py;
                           set by the sweep, never by :func:`compare`)
     mismatch              anything else: at least one cell differs
 """

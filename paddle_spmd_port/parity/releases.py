@@ -1,13 +1,17 @@
-"""Per-release profiles: what a Paddle release does differently from the port's default (3.3.1).
+"""Release profiles: what each Paddle release does differently from the port's default (3.3.1).
 
-The port reproduces Paddle 3.3.1. Older releases answer some cases differently; a *profile*
-lists those differences as data (:data:`PROFILES`), each with a matcher that recognises the
-native outcome the release is known to give, so that the sweep can report "known difference
-for X.Y.Z" apart from real mismatches. Nothing here imports Paddle.
+Pure data. The port reproduces Paddle 3.3.1. Older releases answer some cases differently; a
+*release profile* (:class:`ReleaseProfile`) lists those differences as data (:data:`RELEASES`),
+each with a matcher that recognises the native outcome the release is known to give, so that the
+sweep can report "known difference for X.Y.Z" apart from real mismatches. Which profile applies
+to an installed Paddle is decided by :mod:`.detect`. Nothing here imports Paddle.
+
+(Not to be confused with the *rule profiles* ``paddle``, ``pr72918`` and ``proposed`` of
+:mod:`paddle_spmd_port.rules.registry`: those are alternative rule implementations.)
 
 Measured with the CPU wheels from the package index (Python 3.11): every case of every rule's
 grid through every default native route (registry, compiled caller, PIR), classified by
-:meth:`VersionProfile.explain`. No mismatch is left unexplained in any release; the only
+:meth:`ReleaseProfile.explain`. No mismatch is left unexplained in any release; the only
 unexplained outcomes were 3 of 37,436 batch_norm_grad cases on 3.0.0 recorded as "native
 crashed: exit code 1", which did not recur when run again::
 
@@ -26,25 +30,17 @@ crashed: exit code 1", which did not recur when run again::
     3.3.0    cbf3469113  present              3 functions          none
     3.3.1    7688495538  present              3 functions          none (the port's default)
 
-    (*) not in the sweep: two binding probes of tests/compat_probes.py (integer attributes are
-        not range-checked before 3.3.0), see :attr:`VersionProfile.probe_differences`.
+    (*) not in the sweep: two binding probes of :mod:`paddle_spmd_port.compat.probes` (integer
+        attributes are not range-checked before 3.3.0), see :attr:`ReleaseProfile.probe_differences`.
 
 CI and ``tools/matrix.py`` run the newest release of each minor line (:func:`matrix_versions`).
-
-How a release is picked (:func:`detect_profile`)::
-
-    paddle.__version__   profile   flags
-    3.0.0                3.0.0     exact
-    3.2.5 (unmeasured)   3.2.2     nearest older measured release (is_exact=False)
-    3.4.0, 0.0.0 (dev)   3.3.1     is_newer_than_known: every difference is a possible regression
-    2.6.2                3.0.0     is_older_than_known
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..case import Case
@@ -176,7 +172,7 @@ class KnownDifference:
 
 
 @dataclass(frozen=True)
-class VersionProfile:
+class ReleaseProfile:
     """What one Paddle release does differently from the port's default (3.3.1)."""
 
     version: str
@@ -198,7 +194,7 @@ class VersionProfile:
     commit_matches: bool = True
     """The detected commit starts with :attr:`commit` (False for a custom build of the release)."""
     probe_differences: tuple[tuple[str, str], ...] = ()
-    """(probe name, why) for the Python-binding probes of ``tests/compat_probes.py`` whose native
+    """(probe name, why) for the Python-binding probes of :mod:`paddle_spmd_port.compat.probes` whose native
     answer differs from 3.3.1's in this release (the compat layer follows 3.3.1)."""
     probe_crashes: tuple[tuple[str, str], ...] = ()
     """(probe name, why) for the compat probes that kill the process in this release (not run natively)."""
@@ -259,7 +255,7 @@ class VersionProfile:
 _BN_SYMBOLS = frozenset({"BatchNormInferSpmd", "BatchNormInferSpmdStatic", "BatchNormGradInferSpmd"})
 
 #: Before 3.3.0 the registry's Python binding does not range-check integer attributes (measured with
-#: ``python tests/compat_probes.py native`` in every release's venv; 3.3.0 and 3.3.1 agree).
+#: ``python -m paddle_spmd_port.compat.probes native`` in every release's venv; 3.3.0 and 3.3.1 agree).
 _INT_ATTRS_UNCHECKED = (
     ("ln/attribute-big-axis", "begin_norm_axis=2**40 is cut to int32 (0) and answered; 3.3.0+ raises IndexError "
                               "(OutOfRange) 'Integer value 1099511627776 exceeds int32 range'"),
@@ -267,7 +263,7 @@ _INT_ATTRS_UNCHECKED = (
                                       "IndexError (OutOfRange) first"),
 )
 
-#: 3.0.0's compat-probe differences (measured: ``python tests/compat_probes.py native`` in the 3.0.0 venv,
+#: 3.0.0's compat-probe differences (measured: ``python -m paddle_spmd_port.compat.probes native`` in the 3.0.0 venv,
 #: compared with the compat layer's observations; the batch_norm probes are skipped by ``registry_missing``).
 _STR_FORMAT_300 = ("TensorDistAttr's str prints 'dims_mappings: [0,-1]' and no split_factor (3.3.1: "
                    "'dim_mappings: [[0] [] ]' and 'split_factor')")
@@ -287,8 +283,8 @@ _PROBES_300 = (
     *_INT_ATTRS_UNCHECKED,
 )
 
-PROFILES: tuple[VersionProfile, ...] = (
-    VersionProfile(
+RELEASES: tuple[ReleaseProfile, ...] = (
+    ReleaseProfile(
         version="3.0.0",
         commit="6ed5dd3833",
         registry_missing=frozenset({"batch_norm", "instance_norm", "group_norm", "cummax"}),
@@ -357,7 +353,7 @@ PROFILES: tuple[VersionProfile, ...] = (
             ("ln/attribute-empty-list-epsilon", "epsilon=[] kills the process with SIGSEGV (3.1.1 answers like 3.3.1)"),
         ),
     ),
-    VersionProfile(
+    ReleaseProfile(
         version="3.1.0",
         commit="cdcd76a93d",
         differences=(
@@ -375,39 +371,18 @@ PROFILES: tuple[VersionProfile, ...] = (
         ),
         probe_differences=_INT_ATTRS_UNCHECKED,
     ),
-    VersionProfile(version="3.1.1", commit="0cd8342db8", probe_differences=_INT_ATTRS_UNCHECKED),
-    VersionProfile(version="3.2.0", commit="e22e2f9af7", probe_differences=_INT_ATTRS_UNCHECKED),
-    VersionProfile(version="3.2.1", commit="659ebc9506", probe_differences=_INT_ATTRS_UNCHECKED),
-    VersionProfile(version="3.2.2", commit="d90d3ad913", probe_differences=_INT_ATTRS_UNCHECKED),
-    VersionProfile(version="3.3.0", commit="cbf3469113"),
-    VersionProfile(version="3.3.1", commit="7688495538"),
+    ReleaseProfile(version="3.1.1", commit="0cd8342db8", probe_differences=_INT_ATTRS_UNCHECKED),
+    ReleaseProfile(version="3.2.0", commit="e22e2f9af7", probe_differences=_INT_ATTRS_UNCHECKED),
+    ReleaseProfile(version="3.2.1", commit="659ebc9506", probe_differences=_INT_ATTRS_UNCHECKED),
+    ReleaseProfile(version="3.2.2", commit="d90d3ad913", probe_differences=_INT_ATTRS_UNCHECKED),
+    ReleaseProfile(version="3.3.0", commit="cbf3469113"),
+    ReleaseProfile(version="3.3.1", commit="7688495538"),
 )
 
-_BY_VERSION = {p.version: p for p in PROFILES}
+_BY_VERSION = {p.version: p for p in RELEASES}
 
 
-# --------------------------------------------------------------------------- detection
-_VERSION = re.compile(r"^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:\.(\d+))?[.-]?(?:(a|b|rc|dev|post)\.?(\d*))?")
-_STAGE = {"dev": -4, "a": -3, "b": -2, "rc": -1, None: 0, "post": 1}
-
-
-def version_key(version: str) -> tuple[int, ...] | None:
-    """A sortable key for a release string (``3.1.0rc1`` < ``3.1.0`` < ``3.1.0.post1``), or None
-    when it does not start with a number."""
-    m = _VERSION.match(version)
-    if not m:
-        return None
-    nums = tuple(int(g or 0) for g in m.group(1, 2, 3, 4))
-    return (*nums, _STAGE[m.group(5)], int(m.group(6) or 0))
-
-
-def is_develop_build(version: str) -> bool:
-    """Paddle's builds from the develop branch report ``0.0.0``."""
-    key = version_key(version)
-    return key is not None and key[:4] == (0, 0, 0, 0)
-
-
-def profile_for(version: str) -> VersionProfile:
+def release_for(version: str) -> ReleaseProfile:
     """The profile of a measured release, by its exact version string."""
     try:
         return _BY_VERSION[version]
@@ -417,34 +392,16 @@ def profile_for(version: str) -> VersionProfile:
 
 def known_versions() -> tuple[str, ...]:
     """Every profiled release, oldest first."""
-    return tuple(p.version for p in PROFILES)
+    return tuple(p.version for p in RELEASES)
 
 
 def matrix_versions() -> tuple[str, ...]:
     """The newest profiled release of each minor line, oldest first: what CI and tools/matrix.py run."""
     newest: dict[tuple[int, ...], str] = {}
-    for version in known_versions():
-        newest[(version_key(version) or ())[:2]] = version
+    for version in known_versions():  # plain X.Y.Z strings, oldest first
+        newest[tuple(int(n) for n in version.split(".")[:2])] = version
     return tuple(newest.values())
 
 
-def detect_profile(version: str, commit: str = "") -> VersionProfile:
-    """The profile to compare Paddle ``version`` (``paddle.__version__``, commit
-    ``paddle.version.commit``) with; see the module docstring for the flags."""
-    ordered = sorted(PROFILES, key=lambda p: version_key(p.version) or ())
-    newest, oldest = ordered[-1], ordered[0]
-    found = dict(detected_version=version, detected_commit=commit)
-    key = version_key(version)
-    if key is None or is_develop_build(version) or key > (version_key(newest.version) or ()):
-        return replace(newest, **found, is_exact=False, is_newer_than_known=True, commit_matches=False)
-    if key < (version_key(oldest.version) or ()):
-        return replace(oldest, **found, is_exact=False, is_older_than_known=True, commit_matches=False)
-    exact = _BY_VERSION.get(version)
-    if exact is not None:
-        return replace(exact, **found, commit_matches=not commit or commit.startswith(exact.commit))
-    older = [p for p in ordered if (version_key(p.version) or ()) <= key]
-    return replace(older[-1], **found, is_exact=False, commit_matches=False)
-
-
-__all__ = ["AGREEING", "MATCHERS", "PROFILES", "KnownDifference", "VersionProfile", "detect_profile",
-           "is_develop_build", "known_versions", "matrix_versions", "profile_for", "version_key"]
+__all__ = ["AGREEING", "MATCHERS", "RELEASES", "KnownDifference", "ReleaseProfile", "known_versions",
+           "matrix_versions", "release_for"]

@@ -49,7 +49,7 @@ def group_key(rule: str, backend: str) -> str:
 
 
 @dataclass
-class RuleTally:
+class GroupTally:
     rule: str
     backend: str
     state: str = NOT_STARTED
@@ -197,7 +197,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 @dataclass
 class ParityReport:
-    tallies: dict[str, RuleTally] = field(default_factory=dict)
+    tallies: dict[str, GroupTally] = field(default_factory=dict)
     coverage: dict[str, RuleCoverage] = field(default_factory=dict)
     paddle: dict[str, str] = field(default_factory=dict)
     selection: dict[str, Any] = field(default_factory=dict)
@@ -210,18 +210,18 @@ class ParityReport:
     allow_uncompared: bool = False
     notes: list[str] = field(default_factory=list)
     profile: dict[str, Any] = field(default_factory=dict)
-    """The Paddle release profile applied (versions.VersionProfile.to_json())."""
+    """The Paddle release profile applied (releases.ReleaseProfile.to_json())."""
     _cases_fh: IO[str] | None = None
 
     # ------------------------------------------------------------------ counting
-    def plan(self, rule: str, backend: str, selected: int, cells_per_case: int) -> RuleTally:
+    def plan(self, rule: str, backend: str, selected: int, cells_per_case: int) -> GroupTally:
         """Announce a group before anything runs, so that an unfinished run still lists it."""
         cov = self.coverage.setdefault(rule, RuleCoverage(rule, selected, cells_per_case))
         cov.routes.append(backend)
-        tally = self.tallies[group_key(rule, backend)] = RuleTally(rule, backend)
+        tally = self.tallies[group_key(rule, backend)] = GroupTally(rule, backend)
         return tally
 
-    def add(self, tally: RuleTally, index: int, case: Case, port: Outcome, native: Outcome,
+    def add(self, tally: GroupTally, index: int, case: Case, port: Outcome, native: Outcome,
             cmp: Comparison) -> None:
         record = tally.add(case, port, native, cmp)
         self.coverage[tally.rule].record(index, tally.backend, native, cmp.verdict)
@@ -327,7 +327,7 @@ class ParityReport:
             "invalid* = input Paddle does not validate (it returned garbage, crashed or raised something else); "
             "*native crash* = Paddle's process died; *unreachable* = the backend cannot express the case; "
             "*not run* = no answer was obtained (backend unavailable here, worker timed out, interrupted); "
-            "*known difference* = a difference this Paddle release is known to have (versions.py).",
+            "*known difference* = a difference this Paddle release is known to have (releases.py).",
             "",
             f"Every case that is not a match or a same-error is listed, one JSON line each, in `{CASES_FILE}` "
             f"(e.g. `zcat {CASES_FILE} | grep '\"verdict\":\"unreachable\"'`); below are the first few per class.",

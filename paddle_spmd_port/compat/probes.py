@@ -1,8 +1,12 @@
 """Probes of the static auto-parallel API: each one makes the same calls on either Paddle 3.3.1
 or paddle_spmd_port.compat and records what it sees (values, strings, exception class and
-message), so tests/test_compat.py can compare the two probe by probe.
+message), so tests/test_compat.py can compare the two probe by probe, and the release profiles
+(:mod:`paddle_spmd_port.parity.releases`) can name the probes each Paddle release answers differently.
 
-    python tests/compat_probes.py native   # prints the native observations as JSON
+    python -m paddle_spmd_port.compat.probes native   # prints the native observations as JSON
+    python -m paddle_spmd_port.compat.probes          # the same probes on the compat layer
+
+Paddle is imported only by :func:`native_api`, when it is called.
 
 Only calls that Paddle survives are probed (the ones that crash it are port-only tests).
 """
@@ -20,7 +24,7 @@ FAMILIES = ("NotImplementedError", "IndexError", "ValueError", "RuntimeError", "
 
 
 def compat_api() -> SimpleNamespace:
-    from paddle_spmd_port import compat
+    from .. import compat
 
     return SimpleNamespace(TensorDistAttr=compat.TensorDistAttr, DistTensorSpec=compat.DistTensorSpec,
                            ProcessMesh=compat.ProcessMesh, get_phi_spmd_rule=compat.get_phi_spmd_rule,
@@ -462,12 +466,12 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
 
 def crashing_probes() -> frozenset[str]:
     """The probes the installed Paddle's release profile lists as killing the process."""
-    from paddle_spmd_port.native.compiled import paddle_version
-    from paddle_spmd_port.parity.releases import detect_profile
+    from ..parity.detect import installed_release
 
-    found = paddle_version()
-    profile = detect_profile(found["version"], found["commit"])
-    return frozenset() if profile.is_newer_than_known else frozenset(dict(profile.probe_crashes))
+    profile = installed_release()
+    if profile is None or profile.is_newer_than_known:
+        return frozenset()
+    return frozenset(dict(profile.probe_crashes))
 
 
 if __name__ == "__main__":
