@@ -17,6 +17,13 @@ Worked example of :func:`merge_shardings` (Paddle's ``ShardingMergeForTensors``)
 The last line is how Paddle 3.3.1 behaves (a change to skip '1', PR #72720, is not in 3.3.1):
 every ``'1'`` axis of every tensor merges into one shared key, which can raise on input that
 should simply be replicated, or take a mesh dim away from a real axis.
+
+General merges that never raise (the ``proposed`` profile's; not Paddle's behaviour)::
+
+    first_claim([-1,0], [1,1])   (1, 0)    per axis the first mapping's real dim, then each mesh dim
+                                           kept by the first axis that uses it
+    most_held([0,-1], [1,-1], [1,-1])  (1, -1)   the (axis, mesh dim) pairs most mappings hold, greedily
+    dedupe([0,1,0])              (0, 1, -1) a mesh dim used again is dropped
 """
 
 from __future__ import annotations
@@ -81,3 +88,43 @@ def mapping_for_axes(axes: str, letter_to_dim: dict[str, int]) -> tuple[int, ...
     """Paddle's ``GetDimsMappingForAxes``: ``'1'`` reads -1, every other letter its merged dim
     (each letter was merged: the notations come from the same ranks)."""
     return tuple(-1 if letter == FORCED_REPLICATED else letter_to_dim[letter] for letter in axes)
+
+
+def first_claim(*mappings: Sequence[int]) -> tuple[int, ...]:
+    """Per axis, the first mapping's mesh dim that is not -1; then each mesh dim is kept only by
+    the first axis that uses it (no raising: earlier mappings win)."""
+    merged = [next((m[i] for m in mappings if i < len(m) and m[i] >= 0), -1) for i in range(len(mappings[0]))]
+    return dedupe(merged)
+
+
+def most_held(*mappings: Sequence[int]) -> tuple[int, ...]:
+    """A mapping that moves the fewest tensors: every (axis, mesh dim) pair some mapping uses is
+    ranked by how many mappings use it (ties: the earlier mapping, then the lower axis) and taken
+    greedily while neither the axis nor the mesh dim is taken yet."""
+    n = len(mappings[0])
+    pairs: dict[tuple[int, int], tuple[int, int]] = {}
+    for rank, mapping in enumerate(mappings):
+        for axis in range(min(n, len(mapping))):
+            if mapping[axis] >= 0:
+                count, first = pairs.get((axis, mapping[axis]), (0, rank))
+                pairs[(axis, mapping[axis])] = (count + 1, min(first, rank))
+    merged = [-1] * n
+    used: set[int] = set()
+    for (axis, dim), _ in sorted(pairs.items(), key=lambda kv: (-kv[1][0], kv[1][1], kv[0][0])):
+        if merged[axis] < 0 and dim not in used:
+            merged[axis] = dim
+            used.add(dim)
+    return tuple(merged)
+
+
+def dedupe(mapping: Sequence[int]) -> tuple[int, ...]:
+    """``mapping`` with every mesh dim after its first use replaced by -1."""
+    seen: set[int] = set()
+    out = []
+    for m in mapping:
+        if m >= 0 and m in seen:
+            out.append(-1)
+        else:
+            seen.add(m)
+            out.append(m)
+    return tuple(out)

@@ -112,6 +112,8 @@ BN = "rules/batch_norm.py"
 SYNC = "rules/sync_batch_norm.py"
 NOTATION = "notation.py"
 TENSOR = "rules/_tensor.py"
+PRE = "rules/preconditions.py"
+SIG = "rules/signatures.py"
 CMP = "parity/compare.py"
 OUT = "outcome.py"
 
@@ -168,7 +170,7 @@ MUTANTS: tuple[Mutant, ...] = (
        "        outputs=(tx.attr(mapping_for_axes(x_axes, merged)), tx.attr(stat), tx.attr(stat)),",
        "        outputs=(tx.attr(stat), tx.attr(mapping_for_axes(x_axes, merged)), tx.attr(stat)),",
        "forward outputs out and mean swapped", rules=("layer_norm",)),
-    _m("ln-begin-norm-axis-strict", LN,
+    _m("ln-begin-norm-axis-strict", PRE,
        "    if not 0 <= begin_norm_axis <= x.ndim:",
        "    if not 0 <= begin_norm_axis < x.ndim:",
        "begin_norm_axis == ndim (an empty normalised shape) rejected as invalid input",
@@ -187,7 +189,7 @@ MUTANTS: tuple[Mutant, ...] = (
        "    merged = merge_shardings([(mean_axes, tm.dims_mapping), (x_axes, to.dims_mapping),",
        "reverse merges mean before out (which letter keeps a contested mesh dim, conflict order)",
        rules=("layer_norm_reverse",)),
-    _m("ln-rev-rank-message", LN,
+    _m("ln-rev-rank-message", PRE,
        "{label}'s dims_mapping size [",
        "{label}'s dims_mapping length [",
        "reverse's rank-vs-dims_mapping error message reworded", rules=("layer_norm_reverse",)),
@@ -227,14 +229,14 @@ MUTANTS: tuple[Mutant, ...] = (
        "tv.replicated(), tg.replicated()",
        "tv.replicated(), tg.attr((-1,) * len(tg.dims_mapping), keep_partial=True)",
        "begin_norm_axis 0: out_grad keeps its partial status", rules=("layer_norm_grad",)),
-    _m("ln-grad-b-message", LN,
+    _m("ln-grad-b-message", PRE,
        "and begin_norm_axis [{begin_norm_axis}] are not matched.",
        "and begin_norm_axis [{begin_norm_axis}] do not match.",
        "grad's begin_norm_axis error message reworded", rules=("layer_norm_grad",)),
     # ------------------------------------------------------------------ batch_norm (forward + shared)
-    _m("bn-channel-axis-first-char", BN,
-       '    return 1 if data_format[1] == "C" else ndim - 1',
-       '    return 1 if data_format[0] == "C" else ndim - 1',
+    _m("bn-channel-axis-first-char", SIG,
+       '    return data_format[1:2] == "C"',
+       '    return data_format[0:1] == "C"',
        "channel axis read from data_format[0]: NCHW's C taken as the last axis", rules=ALL_BN),
     _m("bn-batch-axis-kept", BN,
        "    kept = [-1] * x.ndim",
@@ -257,7 +259,7 @@ MUTANTS: tuple[Mutant, ...] = (
        "            tx.attr((-1,)),                           # reserve_space",
        "            tm.attr((-1,)),                           # reserve_space",
        "reserve_space takes mean's mesh instead of x's", rules=("batch_norm",)),
-    _m("bn-rank-message", BN,
+    _m("bn-rank-message", PRE,
        "should be less than 6, but got",
        "should be less than or equal to 5, but got",
        "the x-rank error message reworded", rules=("batch_norm_static",)),
@@ -278,7 +280,7 @@ MUTANTS: tuple[Mutant, ...] = (
        "from_x(mapping_for_axes(axes, merged))),",
        "t['out_grad'].attr(mapping_for_axes(axes, merged))),",
        "out_grad keeps its own mesh; Paddle gives it x's", rules=("batch_norm_grad",)),
-    _m("bn-grad-og-rank-message", BN,
+    _m("bn-grad-og-rank-message", PRE,
        '"The ndim of out_grad in batch_norm should be equal with x, "',
        '"The ndim of out_grad in batch_norm should equal x\'s, "',
        "the out_grad-rank error message reworded", rules=("batch_norm_grad",)),

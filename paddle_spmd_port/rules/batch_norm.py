@@ -10,7 +10,8 @@ Notation (channel axis ``c`` from data_format, here NCHW so c = j)::
 
 Only the channel axis keeps its sharding; every other axis, the batch axis included, is forced
 to replicated. ``c = 1 if data_format[1] == 'C' else ndim - 1`` (a character test: NC, NCL,
-NCHW, NCDHW -> 1; NLC, NHWC, NDHWC -> last axis).
+NCHW, NCDHW -> 1; NLC, NHWC, NDHWC -> last axis; :func:`.signatures.channel_axis`). The checks
+before the answer are :mod:`.preconditions`' (shared with the other profiles).
 
 Worked table, 2x3 mesh, x [8,6,4,4] (d = x.dims_mapping[c])::
 
@@ -41,44 +42,12 @@ on an attr without a mesh).
 
 from __future__ import annotations
 
-from ..errors import InvalidSpecError, PaddleInvalidArgument
+from ..errors import InvalidSpecError
 from ..notation import letters, mapping_for_axes, merge_shardings
 from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import (
-    RuleInput,
-    as_input,
-    check_attrs,
-    check_specs,
-    on_meshes_of_other_ndim,
-    require_mesh_dims_exist,
-    require_ndim,
-    require_x_mesh,
-)
-
-OP = "batch_norm"
-
-#: Layouts Paddle's batch_norm accepts (``F.batch_norm``'s list); the rule reads only their
-#: second character.
-DATA_FORMATS = ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC")
-
-
-def channel_axis(data_format: str, ndim: int) -> int:
-    """``1`` when the format's second character is ``'C'``, else the last axis."""
-    if data_format not in DATA_FORMATS:
-        raise InvalidSpecError(
-            f"data_format {data_format!r} is not a batch_norm layout; use one of {', '.join(DATA_FORMATS)} "
-            "(Paddle's rule only tests data_format[1] == 'C' and reads past the end of shorter strings)",
-            kind="invalid-spec:data_format")
-    return 1 if data_format[1] == "C" else ndim - 1
-
-
-def _check_x_rank(x: RuleInput) -> None:
-    if x.ndim < 2:
-        raise PaddleInvalidArgument(f"The ndim of x in batch_norm should be greater than 1, but got [{x.ndim}].",
-                                    kind="ndim:x:min")
-    if x.ndim > 5:
-        raise PaddleInvalidArgument(f"The ndim of x in batch_norm should be less than 6, but got [{x.ndim}].",
-                                    kind="ndim:x:max")
+from ._tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
+from .preconditions import bn_forward_inputs, bn_grad_inputs
+from .signatures import channel_axis
 
 
 def _keep_channel_only(x: RuleInput, c: int) -> tuple[str, tuple[int, ...], dict[str, int]]:
@@ -104,15 +73,9 @@ def batch_norm_infer_spmd(
 ) -> SpmdResult:
     """Forward rule. Inputs (x, mean, variance, scale, bias); outputs (out, mean_out,
     variance_out, saved_mean, saved_variance, reserve_space). Only data_format is read."""
-    tx, tm, tv = as_input(x, "x"), as_input(mean, "mean"), as_input(variance, "variance")
-    ts, tb = as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
-    check_attrs(("is_test", is_test), ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format),
-                ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
-    _check_x_rank(tx)
-    for t in (tm, tv, ts, tb):
-        require_ndim(t, 1, OP)
-    require_x_mesh(tx)
-    check_specs(("x", x), ("mean", mean), ("variance", variance), ("scale", scale), ("bias", bias))
+    tx, tm, tv, ts, tb = bn_forward_inputs(x, mean, variance, scale, bias, (
+        ("is_test", is_test), ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format),
+        ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics)))
     c = channel_axis(data_format, tx.ndim)
 
     axes, kept, merged = _keep_channel_only(tx, c)
@@ -169,25 +132,10 @@ def batch_norm_grad_infer_spmd(
     specs = (("x", x), ("scale", scale), ("bias", bias), ("mean_out", mean_out), ("variance_out", variance_out),
              ("saved_mean", saved_mean), ("saved_variance", saved_variance), ("reserve_space", reserve_space),
              ("out_grad", out_grad))
-    optional = {"scale", "bias", "reserve_space"}
-    t = {name: as_input(spec, name, optional=name in optional) for name, spec in specs}
-    check_attrs(("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format), ("is_test", is_test),
-                ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
-    tx, tg = t["x"], t["out_grad"]
-    _check_x_rank(tx)
-    if tg.ndim != tx.ndim:
-        raise PaddleInvalidArgument(
-            "The ndim of out_grad in batch_norm should be equal with x, "
-            f"but got out_grad:[{tg.ndim}] and x:[{tx.ndim}].",
-            kind="ndim:out_grad")
-    for name in ("mean_out", "variance_out", "scale", "bias", "saved_mean", "saved_variance"):
-        require_ndim(t[name], 1, OP)
-    if t["reserve_space"].ndim != 1:  # Paddle's message names it "reserve_space_ndim"
-        raise PaddleInvalidArgument(
-            f"The ndim of reserve_space_ndim in batch_norm should be 1, but got [{t['reserve_space'].ndim}].",
-            kind="ndim:reserve_space")
-    require_x_mesh(tx)
-    check_specs(*specs)
+    t = bn_grad_inputs(specs, (
+        ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format), ("is_test", is_test),
+        ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics)))
+    tx = t["x"]
     c = channel_axis(data_format, tx.ndim)
 
     axes, kept, merged = _keep_channel_only(tx, c)

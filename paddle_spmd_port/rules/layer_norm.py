@@ -43,66 +43,17 @@ Port-only checks (Paddle crashes or accepts garbage): x needs a mesh and rank >=
 larger: Paddle segfaults); mean/variance rank must equal begin_norm_axis and out's rank x's;
 x of rank <= 18 (the notation's letters); reverse: scale/bias 1-D; grad: mean, variance and out_grad
 on a mesh (a spec without one makes Paddle crash or answer a mesh dim on an attr without a mesh).
+These checks are :mod:`.preconditions`' (shared with the ``proposed`` profile).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from ..errors import InvalidSpecError, PaddleInvalidArgument
-from ..notation import ALPHABET, FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
+from ..notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
 from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import (
-    RuleInput,
-    as_input,
-    check_attrs,
-    check_specs,
-    on_meshes_of_other_ndim,
-    require_mesh_dims_exist,
-    require_ndim,
-    require_x_mesh,
-)
-
-OP = "layer_norm"
-
-
-def _check_begin_norm_axis(begin_norm_axis: int, x: RuleInput) -> None:
-    check_attrs(("begin_norm_axis", begin_norm_axis))
-    if x.ndim < 1:
-        raise InvalidSpecError("x must have rank >= 1 for layer_norm", kind="invalid-spec:x:rank")
-    if x.ndim > len(ALPHABET):
-        raise InvalidSpecError(f"x has rank {x.ndim}; layer_norm's notation names at most {len(ALPHABET)} axes",
-                               kind="invalid-spec:x:rank")
-    if not 0 <= begin_norm_axis <= x.ndim:
-        raise InvalidSpecError(
-            f"begin_norm_axis={begin_norm_axis} is outside 0..{x.ndim} for x of rank {x.ndim}; "
-            f"pass a value in that range (x.ndim - len(normalized_shape))",
-            kind="invalid-spec:begin_norm_axis")
-
-
-def _require_rank(t: RuleInput, want: int, why: str) -> None:
-    if t.ndim != want:
-        raise InvalidSpecError(f"{t.name} has rank {t.ndim}, but {why} requires rank {want}",
-                               kind=f"invalid-spec:{t.name}:rank")
-
-
-def _require_1d_params(*params: RuleInput) -> None:
-    """scale/bias of the reverse rule: 1-D (or None), else the ``[-1]`` answer would not fit them."""
-    for t in params:
-        if not t.missing:
-            _require_rank(t, 1, "layer_norm's scale/bias (the normalised sizes, flattened; the rule answers [-1])")
-
-
-def _require_grad_meshes(*tensors: RuleInput) -> None:
-    """mean, variance, out_grad of the grad rule: a spec without a mesh (dims_mapping ``[]``) of
-    rank >= 1 makes Paddle read its mapping past the end (a crash, or a mesh dim answered on an
-    attr without a mesh)."""
-    for t in tensors:
-        if t.mesh is None and t.ndim > 0:
-            raise InvalidSpecError(
-                f"{t.name} has no process mesh; layer_norm_grad reads its dims_mapping (Paddle crashes or "
-                f"answers a mesh dim on an attr without a mesh); give {t.name} a ProcessMesh",
-                kind=f"invalid-spec:{t.name}:mesh")
+from ._tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
+from .preconditions import ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
 
 
 @lru_cache(maxsize=256)
@@ -120,13 +71,7 @@ def layer_norm_infer_spmd(
     begin_norm_axis: int = 1,
 ) -> SpmdResult:
     """Forward rule. Inputs (x, scale, bias); outputs (out, mean, variance)."""
-    tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
-    check_attrs(("epsilon", epsilon), ("begin_norm_axis", begin_norm_axis))
-    require_ndim(ts, 1, OP)
-    require_ndim(tb, 1, OP)
-    require_x_mesh(tx)
-    check_specs(("x", x), ("scale", scale), ("bias", bias))
-    _check_begin_norm_axis(begin_norm_axis, tx)
+    tx, ts, tb = ln_forward_inputs(x, scale, bias, epsilon, begin_norm_axis)
 
     x_axes, mean_axes = layer_norm_notation(tx.ndim, begin_norm_axis)
     filled = tx.dims_mapping[:begin_norm_axis] + (-1,) * (tx.ndim - begin_norm_axis)
@@ -150,21 +95,7 @@ def layer_norm_infer_spmd_reverse(
 ) -> SpmdResult:
     """Reverse rule (the registry's ``infer_backward``): infers x from out, mean and variance.
     The incoming dims_mappings of x, scale and bias are ignored."""
-    tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
-    to, tm, tv = as_input(out, "out"), as_input(mean, "mean"), as_input(variance, "variance")
-    check_attrs(("epsilon", epsilon), ("begin_norm_axis", begin_norm_axis))
-    for t, label in ((to, "Out"), (tm, "Mean"), (tv, "Variance")):
-        if t.ndim != len(t.dims_mapping):
-            raise PaddleInvalidArgument(
-                f"The Tensor {label}'s rank [{t.ndim}] and {label}'s dims_mapping size [{len(t.dims_mapping)}] "
-                "are not matched.", kind=f"rank-vs-mapping:{t.name}")
-    require_x_mesh(tx)
-    check_specs(("x", x), ("scale", scale), ("bias", bias), ("out", out), ("mean", mean), ("variance", variance))
-    _check_begin_norm_axis(begin_norm_axis, tx)
-    _require_rank(to, tx.ndim, "out = layer_norm(x)")
-    _require_rank(tm, begin_norm_axis, "mean of shape x.shape[:begin_norm_axis]")
-    _require_rank(tv, begin_norm_axis, "variance of shape x.shape[:begin_norm_axis]")
-    _require_1d_params(ts, tb)
+    tx, ts, tb, to, tm, tv = ln_reverse_inputs(x, scale, bias, out, mean, variance, epsilon, begin_norm_axis)
 
     x_axes, mean_axes = layer_norm_notation(tx.ndim, begin_norm_axis)
     merged = merge_shardings([(x_axes, to.dims_mapping), (mean_axes, tm.dims_mapping),
@@ -193,25 +124,7 @@ def layer_norm_grad_infer_spmd(
 ) -> SpmdResult:
     """Grad rule. Inputs (x, scale, bias, mean, variance, out_grad); outputs (x_grad,
     scale_grad, bias_grad)."""
-    tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
-    tm, tv, tg = as_input(mean, "mean"), as_input(variance, "variance"), as_input(out_grad, "out_grad")
-    check_attrs(("epsilon", epsilon), ("begin_norm_axis", begin_norm_axis))
-    if begin_norm_axis < 0 or tx.ndim < begin_norm_axis:  # Paddle compares unsigned: negative b fails too
-        raise PaddleInvalidArgument(
-            f"The Tensor x's rank [{tx.ndim}] and begin_norm_axis [{begin_norm_axis}] are not matched.",
-            kind="rank-vs-begin_norm_axis")
-    for a, b_, label in ((tx, tg, "x's rank [{}] and Tensor out_grad's"),
-                         (ts, tb, "scale's rank [{}] and Tensor bias's"),
-                         (tm, tv, "mean's rank [{}] and Tensor variance's")):
-        if a.ndim != b_.ndim:
-            raise PaddleInvalidArgument(f"The Tensor {label.format(a.ndim)} rank [{b_.ndim}] are not matched.",
-                                        kind=f"rank:{a.name}-vs-{b_.name}")
-    require_x_mesh(tx)
-    check_specs(("x", x), ("scale", scale), ("bias", bias), ("mean", mean), ("variance", variance),
-                ("out_grad", out_grad))
-    _check_begin_norm_axis(begin_norm_axis, tx)
-    _require_rank(tm, begin_norm_axis, "mean of shape x.shape[:begin_norm_axis]")
-    _require_grad_meshes(tm, tv, tg)
+    tx, ts, tb, tm, tv, tg = ln_grad_inputs(x, scale, bias, mean, variance, out_grad, epsilon, begin_norm_axis)
 
     b = begin_norm_axis
     if b > 0:

@@ -43,35 +43,21 @@ mesh with C's mesh dim (else scale_grad/bias_grad ``[d]`` would name a mesh dim 
 A *None* scale/bias is answered ``[d] @-`` as the branch does (PR72918-QUIRK(grad-none-scale):
 a mesh dim on an attr without a mesh; pinned by tests/test_rules_pr72918.py, and the one answer
 the API fuzz counts as known-malformed).
+
+The checks before the answer are batch_norm's (:mod:`.preconditions`, shared with the other
+profiles): the branch reuses them, so its messages name batch_norm also for sync_batch_norm.
 """
 
 from __future__ import annotations
 
-from ..errors import PaddleInvalidArgument
+from collections.abc import Callable
+
 from ..notation import letters, mapping_for_axes, merge_shardings
 from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import (
-    RuleInput,
-    as_input,
-    check_attrs,
-    check_specs,
-    on_meshes_of_other_ndim,
-    require_mesh_dims_exist,
-    require_ndim,
-    require_x_mesh,
-)
+from ._tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
+from .preconditions import bn_forward_inputs, bn_grad_inputs
 
-OP = "batch_norm"  # the proposal's messages name batch_norm, also for sync_batch_norm
 REVISION = "19683c0389dce01ea48606aba51149681baa8272"
-
-
-def _check_x_rank(x: RuleInput) -> None:
-    if x.ndim < 2:
-        raise PaddleInvalidArgument(f"The ndim of x in batch_norm should be greater than 1, but got [{x.ndim}].",
-                                    kind="ndim:x:min")
-    if x.ndim > 5:
-        raise PaddleInvalidArgument(f"The ndim of x in batch_norm should be less than 6, but got [{x.ndim}].",
-                                    kind="ndim:x:max")
 
 
 def _axis1_only(x: RuleInput) -> tuple[str, tuple[int, ...], dict[str, int]]:
@@ -98,15 +84,9 @@ def sync_batch_norm_infer_spmd(
     """Proposed forward rule (the branch's ``BatchNormInferSpmdBase``). Inputs (x, mean,
     variance, scale, bias); outputs (out, mean_out, variance_out, saved_mean, saved_variance,
     reserve_space). No attribute is read."""
-    tx, tm, tv = as_input(x, "x"), as_input(mean, "mean"), as_input(variance, "variance")
-    ts, tb = as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
-    check_attrs(("is_test", is_test), ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format),
-                ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
-    _check_x_rank(tx)
-    for t in (tm, tv, ts, tb):
-        require_ndim(t, 1, OP)
-    require_x_mesh(tx)
-    check_specs(("x", x), ("mean", mean), ("variance", variance), ("scale", scale), ("bias", bias))
+    tx, tm, tv, ts, tb = bn_forward_inputs(x, mean, variance, scale, bias, (
+        ("is_test", is_test), ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format),
+        ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics)))
 
     axes, kept, merged = _axis1_only(tx)
     stat = mapping_for_axes(axes[0], merged)  # PR72918-QUIRK(stats-batch-letter): always [-1]
@@ -136,25 +116,10 @@ def sync_batch_norm_grad_infer_spmd(
     out_grad); outputs (x_grad, scale_grad, bias_grad). No attribute is read."""
     specs = (("x", x), ("scale", scale), ("bias", bias), ("saved_mean", saved_mean),
              ("saved_variance", saved_variance), ("reserve_space", reserve_space), ("out_grad", out_grad))
-    optional = {"scale", "bias", "reserve_space"}
-    t = {name: as_input(spec, name, optional=name in optional) for name, spec in specs}
-    check_attrs(("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format), ("is_test", is_test),
-                ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
-    tx, tg = t["x"], t["out_grad"]
-    _check_x_rank(tx)
-    if tg.ndim != tx.ndim:
-        raise PaddleInvalidArgument(
-            "The ndim of out_grad in batch_norm should be equal with x, "
-            f"but got out_grad:[{tg.ndim}] and x:[{tx.ndim}].",
-            kind="ndim:out_grad")
-    for name in ("scale", "bias", "saved_mean", "saved_variance"):
-        require_ndim(t[name], 1, OP)
-    if t["reserve_space"].ndim != 1:  # the message names it "reserve_space_ndim", as in batch_norm_grad
-        raise PaddleInvalidArgument(
-            f"The ndim of reserve_space_ndim in batch_norm should be 1, but got [{t['reserve_space'].ndim}].",
-            kind="ndim:reserve_space")
-    require_x_mesh(tx)
-    check_specs(*specs)
+    t = bn_grad_inputs(specs, (
+        ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format), ("is_test", is_test),
+        ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics)))
+    tx = t["x"]
 
     axes, kept, merged = _axis1_only(tx)
     channel = mapping_for_axes(axes[1], merged)  # PR72918-QUIRK(grad-scale-sharded): [d]
@@ -174,7 +139,7 @@ def sync_batch_norm_grad_infer_spmd(
 
 
 #: The proposed rule set, by rule key (see :mod:`paddle_spmd_port.rules.signatures`).
-RULES = {
+RULES: dict[str, Callable[..., SpmdResult]] = {
     "sync_batch_norm": sync_batch_norm_infer_spmd,
     "sync_batch_norm_grad": sync_batch_norm_grad_infer_spmd,
 }

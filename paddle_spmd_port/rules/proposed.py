@@ -1,7 +1,8 @@
 """The ``proposed`` rule profile: Paddle's eight rules with the bugs the oracle finds fixed.
 
 Same signatures, same validation and error classes as the ``paddle`` profile (the ported 3.3.1
-rules); only the answers differ. Every answer here is sound on the whole oracle grid
+rules: both run :mod:`.preconditions`); only the answers differ, and the checks that an answer
+fits the inputs' meshes. Every answer here is sound on the whole oracle grid
 (``python -m paddle_spmd_port oracle --profile proposed``).
 
 What changes, and why (c = channel axis, d = the mesh dim C ends up on; N = batch axis 0)::
@@ -57,64 +58,14 @@ Worked table, 2x3 mesh (x [8,7,10,12] NCHW for batch_norm, [8,7,10] with b=2 for
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
-from ..errors import InvalidSpecError, PaddleInvalidArgument
+from ..errors import InvalidSpecError
+from ..notation import dedupe, first_claim, most_held
 from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import (
-    RuleInput,
-    as_input,
-    check_attrs,
-    check_specs,
-    on_meshes_of_other_ndim,
-    require_mesh_dims_exist,
-    require_ndim,
-    require_x_mesh,
-)
-from .batch_norm import _check_x_rank, channel_axis
-from .layer_norm import _check_begin_norm_axis, _require_1d_params, _require_grad_meshes, _require_rank
-
-BN = "batch_norm"
-LN = "layer_norm"
-
-
-def first_claim(*mappings: Sequence[int]) -> tuple[int, ...]:
-    """Per axis, the first mapping's mesh dim that is not -1; then each mesh dim is kept only by
-    the first axis that uses it (no raising: earlier mappings win)."""
-    merged = [next((m[i] for m in mappings if i < len(m) and m[i] >= 0), -1) for i in range(len(mappings[0]))]
-    return dedupe(merged)
-
-
-def most_held(*mappings: Sequence[int]) -> tuple[int, ...]:
-    """A mapping that moves the fewest tensors: every (axis, mesh dim) pair some mapping uses is
-    ranked by how many mappings use it (ties: the earlier mapping, then the lower axis) and taken
-    greedily while neither the axis nor the mesh dim is taken yet."""
-    n = len(mappings[0])
-    pairs: dict[tuple[int, int], tuple[int, int]] = {}
-    for rank, mapping in enumerate(mappings):
-        for axis in range(min(n, len(mapping))):
-            if mapping[axis] >= 0:
-                count, first = pairs.get((axis, mapping[axis]), (0, rank))
-                pairs[(axis, mapping[axis])] = (count + 1, min(first, rank))
-    merged = [-1] * n
-    used: set[int] = set()
-    for (axis, dim), _ in sorted(pairs.items(), key=lambda kv: (-kv[1][0], kv[1][1], kv[0][0])):
-        if merged[axis] < 0 and dim not in used:
-            merged[axis] = dim
-            used.add(dim)
-    return tuple(merged)
-
-
-def dedupe(mapping: Sequence[int]) -> tuple[int, ...]:
-    seen: set[int] = set()
-    out = []
-    for m in mapping:
-        if m >= 0 and m in seen:
-            out.append(-1)
-        else:
-            seen.add(m)
-            out.append(m)
-    return tuple(out)
+from ._tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
+from .preconditions import bn_forward_inputs, bn_grad_inputs, ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
+from .signatures import RULES, channel_axis
 
 
 def _fits_x_mesh(tx: RuleInput, *tensors: RuleInput) -> None:
@@ -146,35 +97,12 @@ def _param(t: RuleInput, mapping: tuple[int, ...], partial: frozenset[int] = fro
 
 
 # --------------------------------------------------------------------------- batch_norm
-def _bn_inputs(x: DistTensorSpec, mean: DistTensorSpec, variance: DistTensorSpec, scale: DistTensorSpec | None,
-               bias: DistTensorSpec | None, data_format: str) -> tuple[RuleInput, ...]:
-    tx, tm, tv = as_input(x, "x"), as_input(mean, "mean"), as_input(variance, "variance")
-    ts, tb = as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
-    _check_x_rank(tx)
-    for t in (tm, tv, ts, tb):
-        require_ndim(t, 1, BN)
-    require_x_mesh(tx)
-    check_specs(("x", x), ("mean", mean), ("variance", variance), ("scale", scale), ("bias", bias))
-    channel_axis(data_format, tx.ndim)
-    return tx, tm, tv, ts, tb
-
-
-def _bn_forward_types(x: DistTensorSpec, mean: DistTensorSpec, variance: DistTensorSpec,
-                      scale: DistTensorSpec | None, bias: DistTensorSpec | None, is_test: bool, momentum: float,
-                      epsilon: float, data_format: str, use_global_stats: bool, trainable_statistics: bool) -> None:
-    """The forward rules' argument types, in signature order (before any other check)."""
-    as_input(x, "x"), as_input(mean, "mean"), as_input(variance, "variance")
-    as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
-    check_attrs(("is_test", is_test), ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format),
-                ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
-
-
 def _bn_forward(x: DistTensorSpec, mean: DistTensorSpec, variance: DistTensorSpec, scale: DistTensorSpec | None,
-                bias: DistTensorSpec | None, data_format: str, axes: Callable[[RuleInput, int], Sequence[int]]
-                ) -> SpmdResult:
+                bias: DistTensorSpec | None, attrs: Sequence[tuple[str, object]], data_format: str,
+                axes: Callable[[RuleInput, int], Sequence[int]]) -> SpmdResult:
     """``axes(x, c)``: the axes of x that may stay split; they and C get the mesh dims that move the
-    fewest of x and the per-channel tensors."""
-    tx, tm, tv, ts, tb = _bn_inputs(x, mean, variance, scale, bias, data_format)
+    fewest of x and the per-channel tensors. ``attrs``: every attribute, in signature order."""
+    tx, tm, tv, ts, tb = bn_forward_inputs(x, mean, variance, scale, bias, attrs)
     c = channel_axis(data_format, tx.ndim)
     kept = _vote(tx, c, axes(tx, c), (), (tm, tv, ts, tb))
     stat = (kept[c],)
@@ -202,7 +130,7 @@ def _vote(tx: RuleInput, c: int, axes: Sequence[int], like_x: Sequence[RuleInput
     return most_held(*votes)
 
 
-def _only(mapping: Sequence[int], axes: Sequence[int]) -> tuple[int, ...]:
+def _only(mapping: Sequence[int], axes: Collection[int]) -> tuple[int, ...]:
     """``mapping`` with every axis outside ``axes`` replicated."""
     return tuple(m if axis in axes else -1 for axis, m in enumerate(mapping))
 
@@ -221,14 +149,14 @@ def batch_norm_infer_spmd(
     trainable_statistics: bool = False,
 ) -> SpmdResult:
     """Forward: per-channel tensors follow x's C; with running statistics x keeps every axis."""
-    _bn_forward_types(x, mean, variance, scale, bias, is_test, momentum, epsilon, data_format, use_global_stats,
-                      trainable_statistics)
+    attrs = (("is_test", is_test), ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format),
+             ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
     running = use_global_stats or (is_test and not trainable_statistics)
 
     def axes(tx: RuleInput, c: int) -> Sequence[int]:
         return range(tx.ndim) if running else (c,)
 
-    return _bn_forward(x, mean, variance, scale, bias, data_format, axes)
+    return _bn_forward(x, mean, variance, scale, bias, attrs, data_format, axes)
 
 
 def batch_norm_infer_spmd_static(
@@ -240,24 +168,6 @@ def batch_norm_infer_spmd_static(
 ) -> SpmdResult:
     """The registry's attribute-less forward (training, NCHW), fixed the same way."""
     return batch_norm_infer_spmd(x, mean, variance, scale, bias)
-
-
-def _bn_grad_checks(named: Sequence[tuple[str, DistTensorSpec | None]], optional: set[str],
-                    attrs: Sequence[tuple[str, object]]) -> dict[str, RuleInput]:
-    t = {name: as_input(spec, name, optional=name in optional) for name, spec in named}
-    check_attrs(*attrs)
-    tx, tg = t["x"], t["out_grad"]
-    _check_x_rank(tx)
-    if tg.ndim != tx.ndim:
-        raise PaddleInvalidArgument(
-            "The ndim of out_grad in batch_norm should be equal with x, "
-            f"but got out_grad:[{tg.ndim}] and x:[{tx.ndim}].", kind="ndim:out_grad")
-    for name in t:
-        if name not in ("x", "out_grad"):
-            require_ndim(t[name], 1, BN)
-    require_x_mesh(tx)
-    check_specs(*named)
-    return t
 
 
 def _per_channel(t: dict[str, RuleInput]) -> list[RuleInput]:
@@ -303,11 +213,10 @@ def batch_norm_grad_infer_spmd(
 ) -> SpmdResult:
     """Grad: scale_grad/bias_grad sharded like C; Partial only over mesh dims that split other
     axes, which stay split only when the kernel uses the running statistics."""
-    order = ("x", "scale", "bias", "mean_out", "variance_out", "saved_mean", "saved_variance", "reserve_space",
-             "out_grad")
+    order = RULES["batch_norm_grad"].inputs
     named = tuple(zip(order, (x, scale, bias, mean_out, variance_out, saved_mean, saved_variance, reserve_space,
                               out_grad), strict=True))
-    t = _bn_grad_checks(named, {"scale", "bias", "reserve_space"}, (
+    t = bn_grad_inputs(named, (
         ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format), ("is_test", is_test),
         ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics)))
     tx = t["x"]
@@ -341,8 +250,8 @@ def sync_batch_norm_infer_spmd(
     trainable_statistics: bool = False,
 ) -> SpmdResult:
     """Forward: N stays split (statistics are all-reduced) when even; C with its per-channel tensors."""
-    _bn_forward_types(x, mean, variance, scale, bias, is_test, momentum, epsilon, data_format, use_global_stats,
-                      trainable_statistics)
+    attrs = (("is_test", is_test), ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format),
+             ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
     running = use_global_stats or (is_test and not trainable_statistics)
 
     def axes(tx: RuleInput, c: int) -> Sequence[int]:
@@ -350,7 +259,7 @@ def sync_batch_norm_infer_spmd(
             return range(tx.ndim)
         return (0,) if _even_batch(tx, x.shape, tx.dims_mapping) >= 0 else ()
 
-    return _bn_forward(x, mean, variance, scale, bias, data_format, axes)
+    return _bn_forward(x, mean, variance, scale, bias, attrs, data_format, axes)
 
 
 def sync_batch_norm_grad_infer_spmd(
@@ -370,9 +279,9 @@ def sync_batch_norm_grad_infer_spmd(
 ) -> SpmdResult:
     """Grad: the kernel always uses the saved statistics and all-reduces the x_grad sums, so N
     (even) and C stay split; scale_grad/bias_grad are local sums, Partial over N's mesh dim."""
-    order = ("x", "scale", "bias", "saved_mean", "saved_variance", "reserve_space", "out_grad")
+    order = RULES["sync_batch_norm_grad"].inputs
     named = tuple(zip(order, (x, scale, bias, saved_mean, saved_variance, reserve_space, out_grad), strict=True))
-    t = _bn_grad_checks(named, {"scale", "bias", "reserve_space"}, (
+    t = bn_grad_inputs(named, (
         ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format), ("is_test", is_test),
         ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics)))
     tx = t["x"]
@@ -397,13 +306,7 @@ def layer_norm_infer_spmd(
     begin_norm_axis: int = 1,
 ) -> SpmdResult:
     """Forward: axes before b keep their sharding, the rest are replicated; no partial."""
-    tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
-    check_attrs(("epsilon", epsilon), ("begin_norm_axis", begin_norm_axis))
-    require_ndim(ts, 1, LN)
-    require_ndim(tb, 1, LN)
-    require_x_mesh(tx)
-    check_specs(("x", x), ("scale", scale), ("bias", bias))
-    _check_begin_norm_axis(begin_norm_axis, tx)
+    tx, ts, tb = ln_forward_inputs(x, scale, bias, epsilon, begin_norm_axis)
     b = begin_norm_axis
     lead = dedupe(tx.dims_mapping[:b])
     kept = lead + (-1,) * (tx.ndim - b)
@@ -422,21 +325,7 @@ def layer_norm_infer_spmd_reverse(
     begin_norm_axis: int = 1,
 ) -> SpmdResult:
     """Reverse: x's leading axes from out, then mean, then variance; nothing partial."""
-    tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
-    to, tm, tv = as_input(out, "out"), as_input(mean, "mean"), as_input(variance, "variance")
-    check_attrs(("epsilon", epsilon), ("begin_norm_axis", begin_norm_axis))
-    for t, label in ((to, "Out"), (tm, "Mean"), (tv, "Variance")):
-        if t.ndim != len(t.dims_mapping):
-            raise PaddleInvalidArgument(
-                f"The Tensor {label}'s rank [{t.ndim}] and {label}'s dims_mapping size [{len(t.dims_mapping)}] "
-                "are not matched.", kind=f"rank-vs-mapping:{t.name}")
-    require_x_mesh(tx)
-    check_specs(("x", x), ("scale", scale), ("bias", bias), ("out", out), ("mean", mean), ("variance", variance))
-    _check_begin_norm_axis(begin_norm_axis, tx)
-    _require_rank(to, tx.ndim, "out = layer_norm(x)")
-    _require_rank(tm, begin_norm_axis, "mean of shape x.shape[:begin_norm_axis]")
-    _require_rank(tv, begin_norm_axis, "variance of shape x.shape[:begin_norm_axis]")
-    _require_1d_params(ts, tb)
+    tx, ts, tb, to, tm, tv = ln_reverse_inputs(x, scale, bias, out, mean, variance, epsilon, begin_norm_axis)
     b = begin_norm_axis
     _fits_x_mesh(tx, to, tm, tv)
     lead = first_claim(to.dims_mapping[:b], tm.dims_mapping, tv.dims_mapping) if b else ()
@@ -460,25 +349,7 @@ def layer_norm_grad_infer_spmd(
     """Grad: x, out_grad, mean and variance agree on the leading axes (per axis the mesh dim most
     of them hold, ties in Paddle's merge order x, mean, variance, out_grad); no partial input;
     scale_grad/bias_grad Partial over the mesh dims of those axes."""
-    tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
-    tm, tv, tg = as_input(mean, "mean"), as_input(variance, "variance"), as_input(out_grad, "out_grad")
-    check_attrs(("epsilon", epsilon), ("begin_norm_axis", begin_norm_axis))
-    if begin_norm_axis < 0 or tx.ndim < begin_norm_axis:
-        raise PaddleInvalidArgument(
-            f"The Tensor x's rank [{tx.ndim}] and begin_norm_axis [{begin_norm_axis}] are not matched.",
-            kind="rank-vs-begin_norm_axis")
-    pairs = ((tx, tg, "x's rank [{}] and Tensor out_grad's"), (ts, tb, "scale's rank [{}] and Tensor bias's"),
-             (tm, tv, "mean's rank [{}] and Tensor variance's"))
-    for a, b_, label in pairs:
-        if a.ndim != b_.ndim:
-            raise PaddleInvalidArgument(f"The Tensor {label.format(a.ndim)} rank [{b_.ndim}] are not matched.",
-                                        kind=f"rank:{a.name}-vs-{b_.name}")
-    require_x_mesh(tx)
-    check_specs(("x", x), ("scale", scale), ("bias", bias), ("mean", mean), ("variance", variance),
-                ("out_grad", out_grad))
-    _check_begin_norm_axis(begin_norm_axis, tx)
-    _require_rank(tm, begin_norm_axis, "mean of shape x.shape[:begin_norm_axis]")
-    _require_grad_meshes(tm, tv, tg)
+    tx, ts, tb, tm, tv, tg = ln_grad_inputs(x, scale, bias, mean, variance, out_grad, epsilon, begin_norm_axis)
     b = begin_norm_axis
     _fits_x_mesh(tx, tm, tv, tg)
     lead = most_held(tx.dims_mapping[:b], tm.dims_mapping, tv.dims_mapping, tg.dims_mapping[:b]) if b else ()

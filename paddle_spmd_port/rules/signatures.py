@@ -1,6 +1,41 @@
-"""What the harness knows about each rule it compares: signature, port function, counts.
+"""The one table of op signatures: every other layer reads it (no copies elsewhere).
 
-A *rule key* names one direction of one op. The eight keys::
+Per op and rule key: the input names in call order (``?`` = may be None), the names of the
+returned input and output attrs (``result_inputs`` / ``result_outputs``), the attributes with
+their defaults in signature order; for batch_norm, the data formats it accepts and
+:func:`channel_axis`, the one place its channel axis is worked out. Imports nothing from
+``rules/`` (the rule modules import it)::
+
+    op               rule key              inputs                               outputs
+    batch_norm       batch_norm_static     x mean variance scale? bias?         out mean_out variance_out saved_mean
+                                                                                saved_variance reserve_space
+                     batch_norm            (as batch_norm_static)               (as batch_norm_static)
+                     batch_norm_grad       x scale? bias? mean_out variance_out x_grad scale_grad bias_grad
+                                           saved_mean saved_variance
+                                           reserve_space? out_grad
+    sync_batch_norm  sync_batch_norm       (as batch_norm)                      (as batch_norm)
+                     sync_batch_norm_grad  x scale? bias? saved_mean            x_grad scale_grad bias_grad
+                                           saved_variance reserve_space? out_grad
+    layer_norm       layer_norm            x scale? bias?                       out mean variance
+                     layer_norm_reverse    x scale? bias? out mean variance     out mean variance (returned inputs:
+                                                                                x scale bias only)
+                     layer_norm_grad       x scale? bias? mean variance         x_grad scale_grad bias_grad
+                                           out_grad
+
+    attributes (signature order, defaults)
+    batch_norm, sync_batch_norm     is_test=False momentum=0.9 epsilon=1e-5 data_format='NCHW'
+                                    use_global_stats=False trainable_statistics=False
+    batch_norm_grad, sync_..._grad  momentum=0.9 epsilon=1e-5 data_format='NCHW' is_test=False
+                                    use_global_stats=False trainable_statistics=False
+    batch_norm_static               none (the header defaults: always NCHW)
+    layer_norm (all three)          epsilon=1e-5 begin_norm_axis=1
+
+    data_format     NC  NCL  NCHW  NCDHW  NLC  NHWC  NDHWC
+    rank of x       2   3    4     5      3    4     5
+    channel axis    1   1    1     1      2    3     4      (second character 'C' -> 1, else the last axis)
+    kernel layout   NCHW ...                  NHWC ...      (what F.batch_norm hands the op)
+
+The eight rule keys and the functions behind them::
 
     key                    port function                      Paddle's C++ function
     batch_norm_static      batch_norm_infer_spmd_static       BatchNormInferSpmdStatic (registry "batch_norm")
@@ -17,6 +52,39 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from ..errors import InvalidSpecError
+
+#: Layouts batch_norm accepts (``F.batch_norm``'s list); Paddle's rule reads only their second character.
+DATA_FORMATS = ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC")
+#: The rank of x each layout implies (one axis per letter).
+DATA_FORMAT_NDIM = {fmt: len(fmt) for fmt in DATA_FORMATS}
+
+
+def channel_first(data_format: str) -> bool:
+    """Paddle's test: is the second character ``'C'``? (Any string; a shorter one reads False.)"""
+    return data_format[1:2] == "C"
+
+
+def channel_axis(data_format: str, ndim: int, *, strict: bool = True) -> int:
+    """batch_norm's channel axis for x of rank ``ndim``: ``1`` when ``data_format``'s second
+    character is ``'C'``, else the last axis.
+
+    ``strict`` (the rules): a format outside :data:`DATA_FORMATS` raises :class:`InvalidSpecError`.
+    ``strict=False``: Paddle's bare character test for any string, for callers that size tensors
+    before a rule judges the format."""
+    if strict and data_format not in DATA_FORMATS:
+        raise InvalidSpecError(
+            f"data_format {data_format!r} is not a batch_norm layout; use one of {', '.join(DATA_FORMATS)} "
+            "(Paddle's rule only tests data_format[1] == 'C' and reads past the end of shorter strings)",
+            kind="invalid-spec:data_format")
+    return 1 if channel_first(data_format) else ndim - 1
+
+
+def kernel_layout(data_format: str) -> str:
+    """The layout the batch_norm op receives from ``F.batch_norm``: ``'NCHW'`` or ``'NHWC'``."""
+    return "NCHW" if channel_first(data_format) else "NHWC"
+
 
 BN_FWD_ATTRS = (("is_test", False), ("momentum", 0.9), ("epsilon", 1e-5), ("data_format", "NCHW"),
                 ("use_global_stats", False), ("trainable_statistics", False))
@@ -48,31 +116,37 @@ BN_GRAD_IN = ("x", "scale", "bias", "mean_out", "variance_out", "saved_mean", "s
               "out_grad")
 SBN_GRAD_IN = ("x", "scale", "bias", "saved_mean", "saved_variance", "reserve_space", "out_grad")
 GRAD_OUT = ("x_grad", "scale_grad", "bias_grad")
+LN_IN = ("x", "scale", "bias")
 LN_OUT = ("out", "mean", "variance")
+LN_REVERSE_IN = ("x", "scale", "bias", "out", "mean", "variance")
+LN_GRAD_IN = ("x", "scale", "bias", "mean", "variance", "out_grad")
+#: The inputs that may be None: scale and bias everywhere, and the grads' reserve_space.
+OPTIONAL = frozenset({"scale", "bias"})
+GRAD_OPTIONAL = frozenset({"scale", "bias", "reserve_space"})
+#: batch_norm's per-channel tensors (1-D, one entry per channel of x).
+BN_PER_CHANNEL = frozenset({"mean", "variance", "scale", "bias", "mean_out", "variance_out", "saved_mean",
+                            "saved_variance"})
 
 RULES: dict[str, RuleSpec] = {
     spec.key: spec
     for spec in (
-        RuleSpec("batch_norm_static", "batch_norm", "forward", BN_FWD_IN,
-                 frozenset({"scale", "bias"}), (), BN_FWD_IN, BN_FWD_OUT),
-        RuleSpec("batch_norm", "batch_norm", "forward", BN_FWD_IN,
-                 frozenset({"scale", "bias"}), BN_FWD_ATTRS, BN_FWD_IN, BN_FWD_OUT),
-        RuleSpec("batch_norm_grad", "batch_norm", "grad", BN_GRAD_IN,
-                 frozenset({"scale", "bias", "reserve_space"}), BN_GRAD_ATTRS, BN_GRAD_IN, GRAD_OUT),
-        RuleSpec("sync_batch_norm", "sync_batch_norm", "forward", BN_FWD_IN,
-                 frozenset({"scale", "bias"}), BN_FWD_ATTRS, BN_FWD_IN, BN_FWD_OUT),
-        RuleSpec("sync_batch_norm_grad", "sync_batch_norm", "grad",
-                 SBN_GRAD_IN, frozenset({"scale", "bias", "reserve_space"}), BN_GRAD_ATTRS, SBN_GRAD_IN, GRAD_OUT),
-        RuleSpec("layer_norm", "layer_norm", "forward", ("x", "scale", "bias"),
-                 frozenset({"scale", "bias"}), LN_ATTRS, ("x", "scale", "bias"), LN_OUT),
-        RuleSpec("layer_norm_reverse", "layer_norm", "reverse",
-                 ("x", "scale", "bias", "out", "mean", "variance"), frozenset({"scale", "bias"}), LN_ATTRS,
-                 ("x", "scale", "bias"), LN_OUT),
-        RuleSpec("layer_norm_grad", "layer_norm", "grad",
-                 ("x", "scale", "bias", "mean", "variance", "out_grad"), frozenset({"scale", "bias"}), LN_ATTRS,
-                 ("x", "scale", "bias", "mean", "variance", "out_grad"), GRAD_OUT),
+        RuleSpec("batch_norm_static", "batch_norm", "forward", BN_FWD_IN, OPTIONAL, (), BN_FWD_IN, BN_FWD_OUT),
+        RuleSpec("batch_norm", "batch_norm", "forward", BN_FWD_IN, OPTIONAL, BN_FWD_ATTRS, BN_FWD_IN, BN_FWD_OUT),
+        RuleSpec("batch_norm_grad", "batch_norm", "grad", BN_GRAD_IN, GRAD_OPTIONAL, BN_GRAD_ATTRS, BN_GRAD_IN,
+                 GRAD_OUT),
+        RuleSpec("sync_batch_norm", "sync_batch_norm", "forward", BN_FWD_IN, OPTIONAL, BN_FWD_ATTRS, BN_FWD_IN,
+                 BN_FWD_OUT),
+        RuleSpec("sync_batch_norm_grad", "sync_batch_norm", "grad", SBN_GRAD_IN, GRAD_OPTIONAL, BN_GRAD_ATTRS,
+                 SBN_GRAD_IN, GRAD_OUT),
+        RuleSpec("layer_norm", "layer_norm", "forward", LN_IN, OPTIONAL, LN_ATTRS, LN_IN, LN_OUT),
+        RuleSpec("layer_norm_reverse", "layer_norm", "reverse", LN_REVERSE_IN, OPTIONAL, LN_ATTRS, LN_IN, LN_OUT),
+        RuleSpec("layer_norm_grad", "layer_norm", "grad", LN_GRAD_IN, OPTIONAL, LN_ATTRS, LN_GRAD_IN, GRAD_OUT),
     )
 }
+
+#: op -> its rule keys.
+OPS: dict[str, tuple[str, ...]] = {op: tuple(k for k, s in RULES.items() if s.op == op)
+                                   for op in ("batch_norm", "sync_batch_norm", "layer_norm")}
 
 
 def rule_spec(key: str) -> RuleSpec:
