@@ -65,7 +65,7 @@ from paddle_spmd_port.errors import (  # noqa: E402
 from paddle_spmd_port.parity.grid import placements as grid_placements  # noqa: E402
 from paddle_spmd_port.rules import contains_spmd_rule, get_spmd_rule, rule_function  # noqa: E402
 from paddle_spmd_port.rules.registry import NAMES, PROFILES  # noqa: E402
-from paddle_spmd_port.rules.signatures import RULES  # noqa: E402
+from paddle_spmd_port.rules.signatures import DATA_FORMATS, RULES, channel_axis  # noqa: E402
 from paddle_spmd_port.types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult  # noqa: E402
 
 DOCUMENTED: tuple[type[BaseException], ...] = (ShardingConflictError, PaddleInvalidArgument, InvalidSpecError,
@@ -74,7 +74,7 @@ DOCUMENTED: tuple[type[BaseException], ...] = (ShardingConflictError, PaddleInva
 
 RULE_KEYS = tuple(RULES)
 PROFILE_NAMES = tuple(PROFILES)
-BN_FORMATS = ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC")
+BN_FORMATS = DATA_FORMATS
 #: The specification of each attribute's Python type (independent of the rules' own checks).
 ATTR_KIND = {"epsilon": "real", "momentum": "real", "begin_norm_axis": "int", "data_format": "str",
              "is_test": "bool", "use_global_stats": "bool", "trainable_statistics": "bool"}
@@ -220,14 +220,10 @@ def draw_random_spec(draw: Callable) -> DistTensorSpec:
     return DistTensorSpec(shape, dm, mesh, partial)
 
 
-def _channel(fmt: str, rank: int) -> int:
-    return 1 if fmt[1] == "C" else rank - 1
-
-
 def tensor_shapes(rule: str, x_shape: tuple[int, ...], fmt: str, b: int, reserve: int) -> dict[str, tuple[int, ...]]:
     """The shape of every tensor argument of a valid call."""
     if RULES[rule].op in ("batch_norm", "sync_batch_norm"):
-        c = (x_shape[_channel(fmt, len(x_shape))],)
+        c = (x_shape[channel_axis(fmt, len(x_shape))],)
         shapes = {n: c for n in RULES[rule].inputs}
         shapes.update(x=x_shape, out_grad=x_shape, reserve_space=(reserve,))
         return shapes

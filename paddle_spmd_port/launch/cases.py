@@ -34,17 +34,18 @@ from pathlib import Path
 from typing import Any
 
 from ..case import write_jsonl
+from ..rules.signatures import DATA_FORMAT_NDIM, channel_axis, kernel_layout
 
 OPS = ("layer_norm", "batch_norm", "sync_batch_norm")
 
 #: ``F.batch_norm``'s layouts and the rank of x each one implies.
-BN_FORMAT_NDIM = {"NC": 2, "NCL": 3, "NLC": 3, "NCHW": 4, "NHWC": 4, "NCDHW": 5, "NDHWC": 5}
+BN_FORMAT_NDIM = DATA_FORMAT_NDIM
 
 
 def op_data_format(data_format: str) -> str:
     """The layout the batch_norm op actually receives from ``F.batch_norm``: ``'NCHW'`` when the
     second character is ``'C'``, else ``'NHWC'``."""
-    return "NCHW" if data_format[1] == "C" else "NHWC"
+    return kernel_layout(data_format)
 
 
 def parse_placement(text: str) -> int | None:
@@ -159,7 +160,7 @@ class LaunchCase:
     @property
     def channel_axis(self) -> int:
         """The channel axis of x under the data_format the op sees."""
-        return 1 if op_data_format(self.data_format) == "NCHW" else len(self.shape) - 1
+        return channel_axis(self.data_format, len(self.shape))
 
     @property
     def param_shape(self) -> tuple[int, ...]:
@@ -284,7 +285,7 @@ def default_cases(mesh_shape: Sequence[int], backend: str = "cpu") -> list[Launc
                     weight=w, bias=b)
     for fmt, shape in BN_CONFIGS:
         shape = _scaled(shape, factor)
-        c = 1 if fmt[1] == "C" else len(shape) - 1
+        c = channel_axis(fmt, len(shape))
         for pl in placement_grid(len(shape), mesh_ndim):
             with_eval = mesh_ndim == 1 or "R" in pl  # the rule ignores is_test: eval on a subset on 2-D meshes
             for training in (True, False) if with_eval else (True,):
@@ -295,7 +296,7 @@ def default_cases(mesh_shape: Sequence[int], backend: str = "cpu") -> list[Launc
     if math.prod(mesh_shape) == 2 and mesh_ndim == 1:
         # C on a size-1 mesh dim: the rule keeps C sharded and the kernel can run.
         for fmt, shape in (("NCHW", (4, 6, 2, 4)), ("NHWC", (4, 2, 4, 6)), ("NC", (4, 6))):
-            c = 1 if fmt[1] == "C" else len(shape) - 1
+            c = channel_axis(fmt, len(shape))
             for mesh2, pl in (((1, 2), (f"S({c})", "S(0)")), ((2, 1), ("S(0)", f"S({c})")),
                               ((1, 2), (f"S({c})", "R"))):
                 for training in (True, False):

@@ -58,6 +58,7 @@ from typing import Any
 
 from ..case import Case
 from ..outcome import ErrorInfo, Outcome, normalize_message
+from ..rules.signatures import RULES
 from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
 
 warnings.filterwarnings("ignore")
@@ -86,20 +87,12 @@ class OpRoute:
     optional: frozenset[str]
 
 
-_BN_FWD = ("x", "mean", "variance", "scale", "bias")
-_BN_GRAD = ("x", "scale", "bias", "mean_out", "variance_out", "saved_mean", "saved_variance", "reserve_space",
-            "out_grad")
-_SBN_GRAD = ("x", "scale", "bias", "saved_mean", "saved_variance", "reserve_space", "out_grad")
-
+#: rule key -> the ``_C_ops`` builder; inputs and optional inputs from the signature table.
 ROUTES: dict[str, OpRoute] = {
-    "batch_norm": OpRoute("batch_norm", _BN_FWD, frozenset({"scale", "bias"})),
-    "batch_norm_grad": OpRoute("batch_norm_grad", _BN_GRAD, frozenset({"scale", "bias", "reserve_space"})),
-    "layer_norm": OpRoute("layer_norm", ("x", "scale", "bias"), frozenset({"scale", "bias"})),
-    "layer_norm_grad": OpRoute("layer_norm_grad", ("x", "scale", "bias", "mean", "variance", "out_grad"),
-                               frozenset({"scale", "bias"})),
-    "sync_batch_norm": OpRoute("sync_batch_norm_", _BN_FWD, frozenset({"scale", "bias"})),
-    "sync_batch_norm_grad": OpRoute("sync_batch_norm_grad", _SBN_GRAD,
-                                    frozenset({"scale", "bias", "reserve_space"})),
+    key: OpRoute(builder, RULES[key].inputs, RULES[key].optional)
+    for key, builder in (("batch_norm", "batch_norm"), ("batch_norm_grad", "batch_norm_grad"),
+                         ("layer_norm", "layer_norm"), ("layer_norm_grad", "layer_norm_grad"),
+                         ("sync_batch_norm", "sync_batch_norm_"), ("sync_batch_norm_grad", "sync_batch_norm_grad"))
 }
 
 NOT_ROUTED = {

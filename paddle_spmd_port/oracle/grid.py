@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 
 from ..case import Case
 from ..parity.grid import grid_for
+from ..rules.signatures import channel_axis
 from ..types import DistTensorSpec
 
 ORACLE_MESHES: tuple[tuple[int, ...], ...] = ((2,), (4,), (2, 2), (2, 3))
@@ -62,8 +63,7 @@ def resize(case: Case) -> Case:
     if case.spec.op in ("batch_norm", "sync_batch_norm"):
         if x.ndim < 2:
             return case
-        fmt = str(attrs.get("data_format", "NCHW"))
-        c = 1 if fmt[1:2] == "C" else x.ndim - 1
+        c = channel_axis(str(attrs.get("data_format", "NCHW")), x.ndim, strict=False)
         role[(old[c],)] = (new[c],)
     else:
         b = attrs.get("begin_norm_axis", 1)

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..rules.signatures import RULES, channel_axis
+
 Arrays = dict[str, "np.ndarray | None"]
 
 
@@ -65,10 +67,6 @@ def _on_rank(rank: int, fn: Callable[[], Arrays]) -> Arrays:
 def f32(value: float) -> float:
     """Paddle's float attributes (momentum, epsilon) are C++ floats."""
     return float(np.float32(value))
-
-
-def channel_axis(data_format: str, ndim: int) -> int:
-    return 1 if data_format[1:2] == "C" else ndim - 1
 
 
 def bn_global_stats(attrs: dict) -> bool:
@@ -356,22 +354,21 @@ def _each(fn: Callable[[Arrays, dict], Arrays]) -> Callable[[list[Arrays], dict,
     return run
 
 
-BN_IN = ("x", "mean", "variance", "scale", "bias")
-BN_OUT = ("out", "mean_out", "variance_out", "saved_mean", "saved_variance", "reserve_space")
-BN_GRAD_IN = ("x", "scale", "bias", "mean_out", "variance_out", "saved_mean", "saved_variance", "reserve_space",
-              "out_grad")
-SBN_GRAD_IN = ("x", "scale", "bias", "saved_mean", "saved_variance", "reserve_space", "out_grad")
-GRAD_OUT = ("x_grad", "scale_grad", "bias_grad")
+def _model(rule: str, run: Callable[[list[Arrays], dict, Sequence[Sequence[int]]], list[Arrays]],
+           batch_axis_outputs: tuple[str, ...] = ()) -> OpModel:
+    """The kernel's inputs and outputs are the rule's returned attrs (the signature table's names);
+    the family is the rule's op."""
+    spec = RULES[rule]
+    return OpModel(spec.result_inputs, spec.result_outputs, run, spec.op, batch_axis_outputs)
+
 
 MODELS: dict[str, OpModel] = {
-    "batch_norm_static": OpModel(BN_IN, BN_OUT, _each(batch_norm), "batch_norm", ("out",)),
-    "batch_norm": OpModel(BN_IN, BN_OUT, _each(batch_norm), "batch_norm", ("out",)),
-    "batch_norm_grad": OpModel(BN_GRAD_IN, GRAD_OUT, _each(batch_norm_grad), "batch_norm", ("x_grad",)),
-    "sync_batch_norm": OpModel(BN_IN, BN_OUT, sync_batch_norm, "sync_batch_norm", ("out",)),
-    "sync_batch_norm_grad": OpModel(SBN_GRAD_IN, GRAD_OUT, sync_batch_norm_grad, "sync_batch_norm", ("x_grad",)),
-    "layer_norm": OpModel(("x", "scale", "bias"), ("out", "mean", "variance"), _each(layer_norm), "layer_norm"),
-    "layer_norm_reverse": OpModel(("x", "scale", "bias"), ("out", "mean", "variance"), _each(layer_norm),
-                                  "layer_norm"),
-    "layer_norm_grad": OpModel(("x", "scale", "bias", "mean", "variance", "out_grad"), GRAD_OUT,
-                               _each(layer_norm_grad), "layer_norm"),
+    "batch_norm_static": _model("batch_norm_static", _each(batch_norm), ("out",)),
+    "batch_norm": _model("batch_norm", _each(batch_norm), ("out",)),
+    "batch_norm_grad": _model("batch_norm_grad", _each(batch_norm_grad), ("x_grad",)),
+    "sync_batch_norm": _model("sync_batch_norm", sync_batch_norm, ("out",)),
+    "sync_batch_norm_grad": _model("sync_batch_norm_grad", sync_batch_norm_grad, ("x_grad",)),
+    "layer_norm": _model("layer_norm", _each(layer_norm)),
+    "layer_norm_reverse": _model("layer_norm_reverse", _each(layer_norm)),
+    "layer_norm_grad": _model("layer_norm_grad", _each(layer_norm_grad)),
 }

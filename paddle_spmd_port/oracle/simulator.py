@@ -49,10 +49,11 @@ from typing import Any
 import numpy as np
 
 from ..case import Case
-from ..rules.signatures import BN_FWD_ATTRS
+from ..rules.signatures import BN_FWD_ATTRS, channel_axis, kernel_layout
+from ..rules.signatures import BN_PER_CHANNEL as PER_CHANNEL
 from ..types import DistAttr, DistTensorSpec, SpmdResult
 from . import kernels
-from .kernels import MODELS, KernelRejects, OpModel, bn_global_stats, bn_grad_global_stats, channel_axis
+from .kernels import MODELS, KernelRejects, OpModel, bn_global_stats, bn_grad_global_stats
 
 SOUND, UNSOUND, UNRUNNABLE, LOCAL_STATS, RULE_ERROR, OP_REJECTS = (
     "sound", "unsound", "unrunnable", "local-stats-only", "rule-error", "op-rejects")
@@ -61,8 +62,6 @@ LABELS = (SOUND, UNSOUND, UNRUNNABLE, LOCAL_STATS, RULE_ERROR, OP_REJECTS)
 RTOL, ATOL = 1e-8, 1e-10
 """float64 everywhere: right answers agree to ~1e-13, wrong ones are off by O(0.1)."""
 
-PER_CHANNEL = frozenset({"mean", "variance", "scale", "bias", "mean_out", "variance_out", "saved_mean",
-                         "saved_variance"})
 SYNC_GROUPS = ("batch", "mesh")
 
 
@@ -200,7 +199,7 @@ def kernel_attrs(case: Case) -> dict[str, Any]:
     if case.rule == "batch_norm_static":
         attrs = dict(BN_FWD_ATTRS)
     if "data_format" in attrs:
-        attrs["data_format"] = "NCHW" if str(attrs["data_format"])[1:2] == "C" else "NHWC"
+        attrs["data_format"] = kernel_layout(str(attrs["data_format"]))
     return attrs
 
 

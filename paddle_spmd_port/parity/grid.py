@@ -70,11 +70,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 
 from ..case import Case
-from ..rules.signatures import RULES
+from ..rules.signatures import DATA_FORMATS as BN_DATA_FORMATS
+from ..rules.signatures import RULES, channel_axis
 from ..types import DistTensorSpec, ProcessMesh
 
 MESH_SHAPES: tuple[tuple[int, ...], ...] = ((2,), (4,), (2, 2), (2, 3), (2, 2, 2))
-BN_DATA_FORMATS = ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC")
 X_SHAPES = {1: (8,), 2: (8, 6), 3: (8, 6, 4), 4: (8, 6, 4, 4), 5: (8, 6, 4, 4, 2)}
 Placement = tuple[tuple[int, ...], frozenset[int]]
 
@@ -175,7 +175,7 @@ def _bn_forward(rule: str, formats: Sequence[str]) -> Iterator[Case]:
             x_shape = X_SHAPES[rank]
             for fmt in formats:
                 attrs = (("data_format", fmt),) if fmt else ()
-                c = 1 if fmt == "" or fmt[1] == "C" else rank - 1
+                c = channel_axis(fmt or "NCHW", rank)  # "": batch_norm_static, always NCHW
                 shapes = {n: (x_shape[c],) for n in names}
                 # x: every placement, the others replicated
                 for pl in placements(rank, mesh.ndim):
@@ -316,7 +316,7 @@ def _bn_grad(rule: str, names: Sequence[str], formats: Sequence[str]) -> Iterato
             x_shape = X_SHAPES[rank]
             all_pl = placements(rank, mesh.ndim)
             for fmt in formats:
-                c = 1 if fmt[1] == "C" else rank - 1
+                c = channel_axis(fmt, rank)
                 shapes = {n: (x_shape[c],) for n in side}
                 attrs = (("data_format", fmt),)
                 reps = {n: _rep(shapes[n], mesh) for n in side}

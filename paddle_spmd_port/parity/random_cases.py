@@ -47,10 +47,9 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..case import Case
-from ..rules.batch_norm import channel_axis
-from ..rules.signatures import rule_spec
+from ..rules.signatures import DATA_FORMATS, channel_axis, rule_spec
 from ..types import DistTensorSpec, ProcessMesh
-from .grid import BN_DATA_FORMATS, MESH_SHAPES, mesh_of, valid_mappings
+from .grid import MESH_SHAPES, mesh_of, valid_mappings
 
 #: Meshes beyond the grid's, then the grid's own.
 RANDOM_MESH_SHAPES: tuple[tuple[int, ...], ...] = tuple(dict.fromkeys(
@@ -130,7 +129,7 @@ def _attrs(rule: str, rng: random.Random, rank: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, default in rule_spec(rule).attrs:
         if name == "data_format":
-            out[name] = rng.choice(BN_DATA_FORMATS)
+            out[name] = rng.choice(DATA_FORMATS)
         elif name == "begin_norm_axis":
             out[name] = rng.randint(0, rank)
         elif name == "epsilon":

@@ -22,11 +22,9 @@ from __future__ import annotations
 from numbers import Real
 
 from ..case import Case
-from ..rules.batch_norm import DATA_FORMATS
+from ..rules.signatures import BN_PER_CHANNEL as PER_CHANNEL
+from ..rules.signatures import DATA_FORMATS
 from ..types import DistTensorSpec
-
-PER_CHANNEL = frozenset({"mean", "variance", "scale", "bias", "mean_out", "variance_out", "saved_mean",
-                         "saved_variance"})
 
 
 def _spec_problem(name: str, spec: DistTensorSpec) -> str | None:
