@@ -316,7 +316,7 @@ def test_kernels_match_paddle_dense():
                      "epsilon": 1e-5, "data_format": fmt}
             ours = kernels.batch_norm({"x": x, "mean": m, "variance": v, "scale": s, "bias": b}, attrs)
             theirs = _C_ops.batch_norm(t(x), t(m), t(v), t(s), t(b), is_test, 0.9, 1e-5, fmt, ugs, ts)
-            for name, value in zip(kernels.BN_OUT, theirs, strict=True):
+            for name, value in zip(RULES["batch_norm"].result_outputs, theirs, strict=True):
                 if ours[name] is not None:
                     np.testing.assert_allclose(ours[name], value.numpy(), rtol=1e-9, atol=1e-10, err_msg=name)
             g_ours = kernels.batch_norm_grad({"x": x, "scale": s, "bias": b, "mean_out": m, "variance_out": v,
@@ -324,7 +324,7 @@ def test_kernels_match_paddle_dense():
                                               "out_grad": dy}, attrs)
             g_theirs = _C_ops.batch_norm_grad(t(x), t(s), t(b), t(m), t(v), t(sm), t(sv), None, t(dy), 0.9, 1e-5, fmt,
                                               is_test, ugs, ts)
-            for name, value in zip(kernels.GRAD_OUT, g_theirs, strict=True):
+            for name, value in zip(RULES["batch_norm_grad"].result_outputs, g_theirs, strict=True):
                 np.testing.assert_allclose(g_ours[name], value.numpy(), rtol=1e-9, atol=1e-10, err_msg=name)
         # the sync kernel on one device is batch_norm
         one = kernels.sync_batch_norm([{"x": x, "mean": m, "variance": v, "scale": s, "bias": b}],
@@ -343,7 +343,7 @@ def test_kernels_match_paddle_dense():
                                          "variance": out["variance"], "out_grad": dy},
                                         {"epsilon": 1e-5, "begin_norm_axis": b})
         theirs = _C_ops.layer_norm_grad(t(x), t(s), t(bias), t(out["mean"]), t(out["variance"]), t(dy), 1e-5, b)
-        for name, value in zip(kernels.GRAD_OUT, theirs, strict=True):
+        for name, value in zip(RULES["layer_norm_grad"].result_outputs, theirs, strict=True):
             np.testing.assert_allclose(grads[name], value.numpy(), rtol=1e-8, atol=1e-10, err_msg=name)
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..case import Case
 from ..outcome import Outcome, port_outcome
-from ..rules.signatures import RULES, RuleSpec
+from ..rules.signatures import RULES, RuleSpec, channel_axis
 from ..runctl import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, ArgumentParser, UsageError, run_command
 from ..types import DistTensorSpec, ProcessMesh
 from .compare import COMPARED, compare
@@ -104,7 +104,7 @@ def _derived_shape(rule: str, name: str, x_shape: tuple[int, ...], attrs: dict) 
         return x_shape
     if rule.startswith(("batch_norm", "sync_batch_norm")):
         fmt = attrs.get("data_format", "NCHW")
-        c = 1 if len(fmt) > 1 and fmt[1] == "C" else len(x_shape) - 1
+        c = channel_axis(fmt, len(x_shape), strict=False)
         if not 0 <= c < len(x_shape):
             raise UsageError(f"--{_flag(name)}-shape", f"cannot be derived from an x of rank {len(x_shape)} "
                              f"(no channel axis for data_format {fmt})", f"give --{_flag(name)}-shape")
