@@ -124,9 +124,9 @@ class ProcessMesh:
     def __str__(self) -> str:
         return "x".join(map(str, self.shape))
 
-    def nested_ids(self) -> list:
+    def nested_ids(self) -> list[Any]:
         """Process ids as nested lists of the mesh's shape: ``[[0, 1, 2], [3, 4, 5]]`` for (2, 3)."""
-        ids: list = list(self.process_ids or ())
+        ids: list[Any] = list(self.process_ids or ())
         for size in reversed(self.shape[1:]):
             ids = [ids[i:i + size] for i in range(0, len(ids), size)]
         return ids
@@ -144,7 +144,7 @@ class ProcessMesh:
         return mesh
 
 
-_MESHES_READ: dict[tuple, ProcessMesh] = {}
+_MESHES_READ: dict[tuple[Any, ...], ProcessMesh] = {}
 #: shape -> (default process ids, default dim names); only ever keyed by a checked tuple of ints
 _DEFAULT_LAYOUTS: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[str, ...]]] = {}
 
@@ -337,11 +337,11 @@ class DistAttr:
         return DistAttr.make(tuple(data["dims_mapping"]), frozenset(data["partial_dims"]), mesh)
 
 
-_INTERNED: dict[tuple, DistAttr] = {}
+_INTERNED: dict[tuple[Any, ...], DistAttr] = {}
 #: (dims_mapping, mesh ndim) pairs already found valid: every entry -1 or a mesh dim, none twice
 #: (keys are checked tuples of ints, so no float or bool can pass for an int here)
 _VALID_MAPPINGS: set[tuple[tuple[int, ...], int]] = set()
-_SPECS_READ: dict[tuple, DistTensorSpec] = {}
+_SPECS_READ: dict[tuple[Any, ...], DistTensorSpec] = {}
 
 _ATTR_RE = re.compile(r"^\s*\[(?P<dm>[-\d,\s]*)\](?:\s*P\{(?P<p>[\d,\s]*)\})?(?P<nomesh>\s*@-)?\s*$")
 

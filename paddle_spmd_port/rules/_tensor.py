@@ -41,7 +41,7 @@ class RuleInput(NamedTuple):
         return DistAttr.make((-1,) * len(self.dims_mapping), _NO_PARTIAL, self.mesh)
 
 
-def _new_input(fields: tuple) -> RuleInput:
+def _new_input(fields: tuple[Any, ...]) -> RuleInput:
     return tuple.__new__(RuleInput, fields)  # skips NamedTuple's Python-level __new__ (hot path)
 
 

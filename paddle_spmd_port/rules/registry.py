@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ArgumentTypeError, RuleNotFoundError, UnknownKeyError
 from ..types import SpmdResult
@@ -87,10 +88,10 @@ class SpmdRule:
     backward: RuleFn | None = None
     registered_in_paddle: bool = False
 
-    def infer_forward(self, *args, **kwargs) -> SpmdResult:
+    def infer_forward(self, *args: Any, **kwargs: Any) -> SpmdResult:
         return self.forward(*args, **kwargs)
 
-    def infer_backward(self, *args, **kwargs) -> SpmdResult:
+    def infer_backward(self, *args: Any, **kwargs: Any) -> SpmdResult:
         if self.backward is None:
             raise RuleNotFoundError(f"Current SpmdRule's backward function is not found (rule {self.name!r}).")
         return self.backward(*args, **kwargs)
