@@ -34,6 +34,7 @@ scale/bias/statistics), measured on the 3.3.1 CPU kernels.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -53,6 +54,14 @@ class KernelRejects(Exception):
         self.tensor = tensor
         self.checked = checked
         self.rank = rank
+
+
+def required(ins: Arrays, name: str) -> np.ndarray:
+    """A required input of the kernel (the simulator fills every one; None is a bug in the caller)."""
+    t = ins[name]
+    if t is None:
+        raise TypeError(f"the kernel needs input {name!r}, got None")
+    return t
 
 
 def _on_rank(rank: int, fn: Callable[[], Arrays]) -> Arrays:
@@ -119,7 +128,7 @@ def _check_x(x: np.ndarray, op: str) -> None:
 # --------------------------------------------------------------------------- batch_norm
 def batch_norm(ins: Arrays, attrs: dict) -> Arrays:
     """One device. ``ins``: x, mean, variance, scale, bias (scale/bias may be None)."""
-    x = ins["x"]
+    x = required(ins, "x")
     _check_x(x, "batch_norm")
     c = channel_axis(attrs["data_format"], x.ndim)
     c_len = x.shape[c]
@@ -128,8 +137,9 @@ def batch_norm(ins: Arrays, attrs: dict) -> Arrays:
     bs = _bshape(x.ndim, c, c_len)
     eps, mom = f32(attrs["epsilon"]), f32(attrs["momentum"])
     if bn_global_stats(attrs):
-        out = _affine(x, ins["mean"], ins["variance"], ins["scale"], ins["bias"], eps, bs)
-        return {"out": out, "mean_out": ins["mean"].copy(), "variance_out": ins["variance"].copy(),
+        mean_in, var_in = required(ins, "mean"), required(ins, "variance")
+        out = _affine(x, mean_in, var_in, ins["scale"], ins["bias"], eps, bs)
+        return {"out": out, "mean_out": mean_in.copy(), "variance_out": var_in.copy(),
                 "saved_mean": None, "saved_variance": None, "reserve_space": None}
     axes = tuple(a for a in range(x.ndim) if a != c)
     mean = x.mean(axis=axes)
@@ -140,15 +150,15 @@ def batch_norm(ins: Arrays, attrs: dict) -> Arrays:
 def _bn_outputs(x: np.ndarray, ins: Arrays, mean: np.ndarray, var: np.ndarray, eps: float, mom: float,
                 bs: tuple[int, ...]) -> Arrays:
     return {"out": _affine(x, mean, var, ins["scale"], ins["bias"], eps, bs),
-            "mean_out": ins["mean"] * mom + mean * (1.0 - mom),
-            "variance_out": ins["variance"] * mom + var * (1.0 - mom),
+            "mean_out": required(ins, "mean") * mom + mean * (1.0 - mom),
+            "variance_out": required(ins, "variance") * mom + var * (1.0 - mom),
             "saved_mean": mean, "saved_variance": 1.0 / np.sqrt(var + eps), "reserve_space": None}
 
 
 def batch_norm_grad(ins: Arrays, attrs: dict) -> Arrays:
     """One device. ``ins``: x, scale, bias, mean_out, variance_out, saved_mean, saved_variance,
     reserve_space, out_grad."""
-    x, dy = ins["x"], ins["out_grad"]
+    x, dy = required(ins, "x"), required(ins, "out_grad")
     _check_x(x, "batch_norm_grad")
     if dy.shape != x.shape:
         raise KernelRejects("out_grad", f"batch_norm_grad: local out_grad {list(dy.shape)} != local x "
@@ -161,10 +171,11 @@ def batch_norm_grad(ins: Arrays, attrs: dict) -> Arrays:
     bs = _bshape(x.ndim, c, c_len)
     eps = f32(attrs["epsilon"])
     if use_global:
-        mean, inv = ins["mean_out"], 1.0 / np.sqrt(ins["variance_out"] + eps)
+        mean, inv = required(ins, "mean_out"), 1.0 / np.sqrt(required(ins, "variance_out") + eps)
     else:
-        mean, inv = ins["saved_mean"], ins["saved_variance"]
-    scale = ins["scale"] if ins["scale"] is not None else np.ones(c_len)
+        mean, inv = required(ins, "saved_mean"), required(ins, "saved_variance")
+    given_scale = ins["scale"]
+    scale = given_scale if given_scale is not None else np.ones(c_len)
     axes = tuple(a for a in range(x.ndim) if a != c)
     x_hat = (x - mean.reshape(bs)) * inv.reshape(bs)
     d_bias = dy.sum(axis=axes)
@@ -188,12 +199,12 @@ def _all_reduce(values: list[np.ndarray], groups: Sequence[Sequence[int]]) -> li
         if len(shapes) != 1:
             raise KernelRejects("x", f"sync_batch_norm: the all-reduce group {list(group)} of rank {rank} holds "
                                 f"statistics of different lengths {sorted(shapes)}", checked=False, rank=rank)
-        out.append(sum(values[r] for r in group))
+        out.append(sum((values[r] for r in group), np.zeros_like(values[group[0]])))
     return out
 
 
 def _sync_prepare(ins: Arrays, attrs: dict) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...]]:
-    x = ins["x"]
+    x = required(ins, "x")
     _check_x(x, "sync_batch_norm")
     c = channel_axis(attrs["data_format"], x.ndim)
     c_len = x.shape[c]
@@ -214,8 +225,9 @@ def sync_batch_norm(per_rank: list[Arrays], attrs: dict, groups: Sequence[Sequen
             raise
     eps, mom = f32(attrs["epsilon"]), f32(attrs["momentum"])
     if attrs.get("is_test") and not attrs.get("trainable_statistics"):
-        return [{"out": _affine(x, ins["mean"], ins["variance"], ins["scale"], ins["bias"], eps, bs),
-                 "mean_out": ins["mean"].copy(), "variance_out": ins["variance"].copy(),
+        return [{"out": _affine(x, required(ins, "mean"), required(ins, "variance"), ins["scale"], ins["bias"], eps,
+                                bs),
+                 "mean_out": required(ins, "mean").copy(), "variance_out": required(ins, "variance").copy(),
                  "saved_mean": None, "saved_variance": None, "reserve_space": None}
                 for ins, (x, _a, bs) in zip(per_rank, locals_, strict=True)]
     # per rank: [mean(x), mean(x^2), 1]; summed over the group; divided by the count of ranks
@@ -232,7 +244,7 @@ def sync_batch_norm(per_rank: list[Arrays], attrs: dict, groups: Sequence[Sequen
 
 
 def _sync_grad_prepare(ins: Arrays, attrs: dict) -> tuple:
-    x, dy = ins["x"], ins["out_grad"]
+    x, dy = required(ins, "x"), required(ins, "out_grad")
     _check_x(x, "sync_batch_norm_grad")
     if dy.shape != x.shape:
         raise KernelRejects("out_grad", f"sync_batch_norm_grad: local out_grad {list(dy.shape)} != local x "
@@ -242,7 +254,7 @@ def _sync_grad_prepare(ins: Arrays, attrs: dict) -> tuple:
     _per_channel(ins, ("scale",), c_len, checked=lambda _: True, op="sync_batch_norm_grad")
     _per_channel(ins, ("saved_mean", "saved_variance"), c_len, checked=lambda _: False, op="sync_batch_norm_grad")
     bs = _bshape(x.ndim, c, c_len)
-    return x, dy, bs, tuple(a for a in range(x.ndim) if a != c), x - ins["saved_mean"].reshape(bs), c_len
+    return x, dy, bs, tuple(a for a in range(x.ndim) if a != c), x - required(ins, "saved_mean").reshape(bs), c_len
 
 
 def sync_batch_norm_grad(per_rank: list[Arrays], attrs: dict, groups: Sequence[Sequence[int]]) -> list[Arrays]:
@@ -259,8 +271,9 @@ def sync_batch_norm_grad(per_rank: list[Arrays], attrs: dict, groups: Sequence[S
     summed = _all_reduce(stats, groups)
     outs = []
     for ins, (x, dy, bs, axes, x_mu, c_len), s in zip(per_rank, prepared, summed, strict=True):
-        inv = ins["saved_variance"]
-        scale = ins["scale"] if ins["scale"] is not None else np.ones(c_len)
+        inv = required(ins, "saved_variance")
+        given_scale = ins["scale"]
+        scale = given_scale if given_scale is not None else np.ones(c_len)
         n_dev = s[-1]
         inv_n = 1.0 / (x.size // c_len)  # local count, as the GPU kernel does
         g_sum_dy, g_sum_dy_prod = s[:c_len] / n_dev, s[c_len:2 * c_len] / n_dev
@@ -291,37 +304,39 @@ def _ln_params(ins: Arrays, right: int, op: str) -> None:
 
 
 def layer_norm(ins: Arrays, attrs: dict) -> Arrays:
-    x, b = ins["x"], attrs["begin_norm_axis"]
+    x, b = required(ins, "x"), attrs["begin_norm_axis"]
     left, right = _ln_rows(x, b, "layer_norm")
     _ln_params(ins, right, "layer_norm")
     rows = x.reshape(left, right)
     mean = rows.mean(axis=1)
     var = ((rows - mean[:, None]) ** 2).mean(axis=1)
     out = (rows - mean[:, None]) / np.sqrt(var[:, None] + f32(attrs["epsilon"]))
-    if ins.get("scale") is not None:
-        out = out * ins["scale"].reshape(1, right)
-    if ins.get("bias") is not None:
-        out = out + ins["bias"].reshape(1, right)
+    scale, bias = ins.get("scale"), ins.get("bias")
+    if scale is not None:
+        out = out * scale.reshape(1, right)
+    if bias is not None:
+        out = out + bias.reshape(1, right)
     lead = x.shape[:b]
     return {"out": out.reshape(x.shape), "mean": mean.reshape(lead), "variance": var.reshape(lead)}
 
 
 def layer_norm_grad(ins: Arrays, attrs: dict) -> Arrays:
-    x, dy, b = ins["x"], ins["out_grad"], attrs["begin_norm_axis"]
+    x, dy, b = required(ins, "x"), required(ins, "out_grad"), attrs["begin_norm_axis"]
     left, right = _ln_rows(x, b, "layer_norm_grad")
     if dy.shape != x.shape:
         raise KernelRejects("out_grad", f"layer_norm_grad: local out_grad {list(dy.shape)} != local x "
                             f"{list(x.shape)}", checked=False)
     _ln_params(ins, right, "layer_norm_grad")
-    for name in ("mean", "variance"):
-        if ins[name].size != left:
-            raise KernelRejects(name, f"layer_norm_grad: local {name} has {ins[name].size} entries for {left} local "
-                                "rows of x" + (" (Paddle: memory size check)" if ins[name].size < left else
+    stats = {name: required(ins, name) for name in ("mean", "variance")}
+    for name, t in stats.items():
+        if t.size != left:
+            raise KernelRejects(name, f"layer_norm_grad: local {name} has {t.size} entries for {left} local "
+                                "rows of x" + (" (Paddle: memory size check)" if t.size < left else
                                                " (Paddle does not check: it reads the first rows)"),
-                                checked=ins[name].size < left)
+                                checked=t.size < left)
     rows, drows = x.reshape(left, right), dy.reshape(left, right)
-    inv = 1.0 / np.sqrt(ins["variance"].reshape(left, 1) + f32(attrs["epsilon"]))
-    x_hat = (rows - ins["mean"].reshape(left, 1)) * inv
+    inv = 1.0 / np.sqrt(stats["variance"].reshape(left, 1) + f32(attrs["epsilon"]))
+    x_hat = (rows - stats["mean"].reshape(left, 1)) * inv
     scale = ins.get("scale")
     d_xhat = drows * (scale.reshape(1, right) if scale is not None else 1.0)
     dx = inv * (d_xhat - d_xhat.mean(axis=1, keepdims=True) - x_hat * (d_xhat * x_hat).mean(axis=1, keepdims=True))
@@ -350,7 +365,7 @@ class OpModel:
 def _each(fn: Callable[[Arrays, dict], Arrays]) -> Callable[[list[Arrays], dict, Sequence[Sequence[int]]],
                                                              list[Arrays]]:
     def run(per_rank: list[Arrays], attrs: dict, groups: Sequence[Sequence[int]]) -> list[Arrays]:
-        return [_on_rank(r, lambda ins=ins: fn(ins, attrs)) for r, ins in enumerate(per_rank)]
+        return [_on_rank(r, functools.partial(fn, ins, attrs)) for r, ins in enumerate(per_rank)]
     return run
 
 
