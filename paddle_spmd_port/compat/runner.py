@@ -17,13 +17,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import io
-import json
 import sys
 import traceback
 import unittest
 from pathlib import Path
 from typing import Any
 
+from ..reporting import write_json
 from .swap import install_port_backend, paddle_installed
 
 
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         report.update(status="unavailable", message="paddlepaddle is not installed", tests=[])
     if "status" not in report:
         report.update(run_file(Path(args.path).resolve()))
-    Path(args.out).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    write_json(args.out, report)
     return 0
 
 

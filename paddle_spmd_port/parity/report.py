@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -32,6 +30,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from ..case import Case
 from ..outcome import Outcome
+from ..reporting import markdown_table, write_atomic, write_json
 from .compare import CLASSES, COMPARED, Comparison
 
 EXAMPLES_PER_CLASS = 5
@@ -183,18 +182,6 @@ def repro_snippet(case: Case) -> str:
     ])
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 @dataclass
 class ParityReport:
     tallies: dict[str, GroupTally] = field(default_factory=dict)
@@ -285,21 +272,16 @@ class ParityReport:
         return lines
 
     def table(self) -> str:
-        head = ("| rule | backend | state | cases | cells | matching cells | match | both raise | port rejects invalid "
-                "| native crash | unreachable | not run | known difference | mismatch |")
-        rows = [head, "|" + "---|" * 14]
-        for t in self.tallies.values():
-            v = t.verdicts
-            state = t.state if t.state == DONE else f"**{t.state}**"
-            rows.append(f"| {t.rule} | {t.backend} | {state} | {t.cases:,} | {t.cells:,} | {t.matching_cells:,} | "
-                        f"{v['match']:,} | {v['both-raise-same']:,} | {v['port-rejects-invalid']:,} | "
-                        f"{v['native-crash']:,} | {v['unreachable']:,} | {v['not-run']:,} | "
-                        f"{v['known-difference']:,} | {v['mismatch']:,} |")
-        total_cases = sum(t.cases for t in self.tallies.values())
-        rows.append(f"| **total** | | | {total_cases:,} | {self.total_cells:,} | "
-                    f"{sum(t.matching_cells for t in self.tallies.values()):,} | | | | | | | | "
-                    f"**{self.total_mismatches:,}** |")
-        return "\n".join(rows)
+        head = ("rule", "backend", "state", "cases", "cells", "matching cells", "match", "both raise",
+                "port rejects invalid", "native crash", "unreachable", "not run", "known difference", "mismatch")
+        classes = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "unreachable", "not-run",
+                   "known-difference", "mismatch")
+        rows = [(t.rule, t.backend, t.state if t.state == DONE else f"**{t.state}**", f"{t.cases:,}", f"{t.cells:,}",
+                 f"{t.matching_cells:,}", *(f"{t.verdicts[c]:,}" for c in classes)) for t in self.tallies.values()]
+        rows.append(("**total**", "", "", f"{sum(t.cases for t in self.tallies.values()):,}", f"{self.total_cells:,}",
+                     f"{sum(t.matching_cells for t in self.tallies.values()):,}", *[""] * 7,
+                     f"**{self.total_mismatches:,}**"))
+        return markdown_table(head, rows)
 
     def markdown(self) -> str:
         wall = (self.finished or time.time()) - self.started
@@ -420,9 +402,9 @@ class ParityReport:
         out.mkdir(parents=True, exist_ok=True)
         if self._cases_fh is not None:
             self._cases_fh.flush()
-        _write_atomic(out / "parity.json", json.dumps(self.to_json(), indent=1))
-        _write_atomic(out / "parity.md", self.markdown())
+        write_json(out / "parity.json", self.to_json())
+        write_atomic(out / "parity.md", self.markdown())
         if junit:
             Path(junit).parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic(Path(junit), self.junit())
+            write_atomic(Path(junit), self.junit())
         return out
