@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from .runctl import EXIT_OK, EXIT_USAGE, UsageError, run_command
+from .runctl import EXIT_OK, EXIT_USAGE, UsageError, run_command, version_text
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "parity": ("paddle_spmd_port.parity.cli", "the exhaustive parity sweep against native Paddle (main job)"),
@@ -30,7 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def usage() -> str:
     lines = ["usage: python -m paddle_spmd_port COMMAND [options]", "", "commands:"]
     lines += [f"  {name:<12} {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "Run a command with --help for its options."]
+    lines += ["", "Run a command with --help for its options; --version prints the package's and Paddle's version."]
     return "\n".join(lines)
 
 
@@ -41,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if args and args[0] in ("-h", "--help", "help"):
         print(usage())
+        return EXIT_OK
+    if args and args[0] == "--version":
+        print(version_text(PROG))
         return EXIT_OK
     if not args or args[0] not in COMMANDS:
         problem = "no COMMAND given" if not args else f"unknown command {args[0]!r}"

@@ -26,20 +26,29 @@ How a command uses this module::
 are one line too); :class:`Interrupted` reaches it wherever the main thread was when SIGINT or
 SIGTERM arrived, so ``try/finally`` blocks end children, remove temp files and write the partial
 report; setting ``exc.detail`` adds where that report is to the one line printed.
+
+The command-line grammar shared by every command lives here too, so a flag is spelled and
+checked one way everywhere: ``--rules a,b`` (:func:`rule_list`), ``--mesh 2x3`` (:func:`mesh_shape`),
+``--meshes 2,2x3`` (:func:`mesh_list`), ``--profile`` (:func:`add_profile_argument`), ``--max-cases N``
+(the first N cases in grid order), ``--sample N`` with ``--seed`` (a seeded sample)
+(:func:`add_selection_arguments`), and ``--version``, which :class:`ArgumentParser` adds to every
+parser along with the exit-code table at the end of ``--help``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
+import importlib.util
 import os
 import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 EXIT_OK = 0
 EXIT_FINDING = 1
@@ -79,11 +88,168 @@ class Interrupted(BaseException):
         return 128 + self.signum
 
 
+EXIT_CODES_HELP = """\
+exit codes (the same for every command):
+  0        ok: everything asked for was compared (or run) and agreed
+  1        findings (a mismatch, an unexpected outcome, an unsound proposed answer); outranks 3
+  2        bad usage: one line on stderr names the argument; nothing run, nothing written
+  3        could not compare or run something asked for (the report says what and why)
+  130/143  interrupted by SIGINT/SIGTERM (children ended, partial report written)"""
+
+
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``prog: error: MESSAGE (see --help)``, exit 2."""
+    """argparse with one-line errors (``prog: error: MESSAGE (see --help)``, exit 2), a
+    ``--version`` flag, and the exit-code table at the end of ``--help`` (after any epilog given)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        epilog = kwargs.get("epilog")
+        kwargs["epilog"] = f"{epilog}\n\n{EXIT_CODES_HELP}" if epilog else EXIT_CODES_HELP
+        if "formatter_class" not in kwargs:  # keep the exit-code table's lines as written
+            kwargs["formatter_class"] = argparse.RawDescriptionHelpFormatter
+        super().__init__(*args, **kwargs)
+        self.add_argument("--version", action=_VersionAction,
+                          help="print this package's version and the installed Paddle's, then exit")
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+# --------------------------------------------------------------------------- the shared grammar
+def package_version() -> str:
+    """This package's version (``paddle_spmd_port.__version__``)."""
+    from . import __version__
+
+    return __version__
+
+
+def paddle_version() -> str | None:
+    """The installed Paddle's version, read from the package metadata: Paddle is never imported
+    (importing it takes seconds, and a broken install must not break ``--version``). ``None`` when
+    no Paddle is installed; ``"unknown"`` for a ``paddle`` module without package metadata."""
+    for dist in ("paddlepaddle", "paddlepaddle-gpu"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    try:
+        found = importlib.util.find_spec("paddle") is not None
+    except (ImportError, ValueError):
+        found = False
+    return "unknown" if found else None
+
+
+def version_text(prog: str) -> str:
+    """One line: ``PROG VERSION (Paddle X.Y.Z)`` or ``(Paddle not installed)``."""
+    paddle = paddle_version()
+    return f"{prog} {package_version()} ({'Paddle ' + paddle if paddle else 'Paddle not installed'})"
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(version_text(parser.prog))
+        parser.exit(EXIT_OK)
+
+
+def rule_keys() -> tuple[str, ...]:
+    """Every rule key, in the rulebook's order (what ``--rules`` accepts, besides ``all``). Imported
+    when first asked for, so that the dispatcher and ``--version`` do not load the rules."""
+    from .rules.signatures import RULES
+
+    return tuple(RULES)
+
+
+def rule_profiles() -> tuple[str, ...]:
+    """Every rule profile (what ``--profile`` accepts): ``rules.registry.PROFILES``."""
+    from .rules.registry import PROFILES
+
+    return tuple(PROFILES)
+
+
+def rule_list(text: str) -> list[str]:
+    """``--rules``: comma-separated rule keys, or ``all``; unknown keys are an error that lists the
+    valid ones. Duplicates are dropped, the order given is kept. An argparse ``type``."""
+    keys = rule_keys()
+    valid = f"choose from all, {', '.join(keys)}"
+    names = [r.strip() for r in text.split(",") if r.strip()]
+    if names == ["all"]:
+        return list(keys)
+    unknown = [r for r in names if r not in keys]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown rule(s) {', '.join(unknown)}; {valid}")
+    if not names:
+        raise argparse.ArgumentTypeError(f"{text!r} names no rule; {valid}")
+    return list(dict.fromkeys(names))
+
+
+def mesh_shape(text: str) -> tuple[int, ...]:
+    """``--mesh``: a mesh shape, sizes >= 1 joined by ``x``: ``4``, ``2x3``, ``2x2x2``. An argparse ``type``."""
+    valid = "a mesh is sizes >= 1 joined by x, like 4 or 2x3"
+    if "," in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a mesh; {valid} ({text.replace(',', 'x')!r}?)")
+    try:
+        shape = tuple(int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a mesh; {valid}") from None
+    if min(shape) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} has a size < 1; {valid}")
+    return shape
+
+
+def mesh_list(text: str) -> list[tuple[int, ...]]:
+    """``--meshes``: comma-separated mesh shapes, like ``2,4,2x3``. An argparse ``type``."""
+    items = [m.strip() for m in text.split(",") if m.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"{text!r} names no mesh; give meshes like 2,4,2x3")
+    meshes = []
+    for item in items:
+        try:
+            meshes.append(mesh_shape(item))
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"{exc} (meshes are separated by commas: 2,4,2x3)") from None
+    return list(dict.fromkeys(meshes))
+
+
+def count(text: str) -> int:
+    """A whole number >= 1 (``--max-cases``, ``--sample``, ``--workers``, ...). An argparse ``type``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give an integer >= 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed; give an integer >= 1")
+    return value
+
+
+def add_rules_argument(parser: argparse.ArgumentParser, what: str = "rule keys") -> None:
+    """``--rules a,b`` (default: all); ``args.rules`` is the list of rule keys."""
+    parser.add_argument("--rules", type=rule_list, default="all", metavar="RULE[,RULE...]",
+                        help=f"comma-separated {what}, or all (the default): {', '.join(rule_keys())}")
+
+
+def add_profile_argument(parser: argparse.ArgumentParser, default: str = "paddle", also: Sequence[str] = (),
+                         help: str = "") -> None:
+    """``--profile NAME``: one of the rule profiles (``paddle``, ``pr72918``, ``proposed``), plus ``also``."""
+    parser.add_argument("--profile", choices=(*rule_profiles(), *also), default=default,
+                        help=help or f"the rule profile the port answers with (default {default}): "
+                                     "paddle = Paddle 3.3.1, pr72918 = the upstream sync_batch_norm proposal, "
+                                     "proposed = our corrected rules")
+
+
+def add_selection_arguments(parser: argparse.ArgumentParser, seed_help: str = "") -> None:
+    """``--max-cases N`` (the first N cases per rule, grid order), ``--sample N`` (a seeded sample of N
+    cases per rule, corner cases kept) and ``--seed S``. With both, the sample is drawn first."""
+    parser.add_argument("--max-cases", type=count, default=None, metavar="N",
+                        help="only the first N cases per rule, in grid order (default: every case)")
+    parser.add_argument("--sample", type=count, default=None, metavar="N",
+                        help="a seeded random sample of N cases per rule (grid order kept, corner cases always "
+                             "included; see --seed); with --max-cases, the first N of the sample")
+    parser.add_argument("--seed", type=int, default=0, metavar="S",
+                        help=seed_help or "seed for --sample (default 0)")
 
 
 @contextlib.contextmanager

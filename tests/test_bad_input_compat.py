@@ -17,16 +17,16 @@ def compat(*args: str) -> tuple[str, ...]:
 
 
 ROWS = [
-    BadInput(compat("{tmp}/nope.py", "--backend", "port"), "PATH"),
-    BadInput(compat(FILE, "{tmp}/nope", "--backend", "port"), "PATH", TEST_FILE),
-    BadInput(compat("{tmp}/empty", "--backend", "port"), "PATH", {"empty/": ""}),
-    BadInput(compat("--backend", "port"), "PATH"),
-    BadInput(compat(FILE, "--backend", "paddle"), "--backend", TEST_FILE),
-    BadInput(compat(FILE, "--backend", "port", "--json", "{tmp}/out"), "--json", {**TEST_FILE, "out/": ""}),
-    BadInput(compat(FILE, "--backend", "port", "--json", "{tmp}/t/test_a.py/r.json"), "--json", TEST_FILE),
-    BadInput(compat(FILE, "--backend", "port", "--timeout", "0"), "--timeout", TEST_FILE),
-    BadInput(compat(FILE, "--backend", "port", "--timeout", "soon"), "--timeout", TEST_FILE),
-    BadInput(compat(FILE, "--backend", "port", "--jobs", "0"), "--jobs", TEST_FILE),
+    BadInput(compat("{tmp}/nope.py", "--against", "port"), "PATH"),
+    BadInput(compat(FILE, "{tmp}/nope", "--against", "port"), "PATH", TEST_FILE),
+    BadInput(compat("{tmp}/empty", "--against", "port"), "PATH", {"empty/": ""}),
+    BadInput(compat("--against", "port"), "PATH"),
+    BadInput(compat(FILE, "--against", "paddle"), "--against", TEST_FILE),
+    BadInput(compat(FILE, "--against", "port", "--json", "{tmp}/out"), "--json", {**TEST_FILE, "out/": ""}),
+    BadInput(compat(FILE, "--against", "port", "--json", "{tmp}/t/test_a.py/r.json"), "--json", TEST_FILE),
+    BadInput(compat(FILE, "--against", "port", "--timeout", "0"), "--timeout", TEST_FILE),
+    BadInput(compat(FILE, "--against", "port", "--timeout", "soon"), "--timeout", TEST_FILE),
+    BadInput(compat(FILE, "--against", "port", "--jobs", "0"), "--jobs", TEST_FILE),
 ]
 
 

@@ -38,7 +38,8 @@ ROWS = [
     BadInput(infer(*LN, "--mesh", "0"), "--mesh"),
     BadInput(infer(*LN, "--mesh", "-2"), "--mesh"),
     BadInput(infer(*LN, "--mesh", "2,0"), "--mesh"),
-    BadInput(infer(*LN, "--mesh", "2x3"), "--mesh"),
+    BadInput(infer(*LN, "--mesh", "2,3"), "--mesh"),  # sizes are joined by x, as in every command
+    BadInput(infer(*LN, "--mesh", "2x"), "--mesh"),
     BadInput(infer(*LN, "--mesh", ""), "--mesh"),
     # shapes, mappings, partial dims that are not integers (or negative sizes)
     BadInput(infer("layer_norm", "--x-shape", "8,-6", "--no-native"), "--x-shape"),
@@ -59,6 +60,7 @@ ROWS = [
     BadInput(infer(*LN, "--x-none"), "--x-none"),
     BadInput(infer(*LN, "--mean-out-shape", "8"), "--mean-out-shape"),  # not an input of layer_norm
     BadInput(infer(*LN, "--backend", "gpu"), "--backend"),
+    BadInput(infer(*LN, "--profile", "mine"), "--profile"),
     BadInput(infer(*LN, "--bogus"), "--bogus"),
     # --case-json that does not form a case
     BadInput(infer("--case-json", "{rule: layer_norm}", "--no-native"), "--case-json"),

@@ -33,7 +33,7 @@ ROWS = [
     row("--nproc", "-1", names="--nproc"),
     row("--nproc", "two", names="--nproc"),
     row("--nproc", "1.5", names="--nproc"),
-    row("--backend", "cpu", names="--nproc"),  # missing
+    row("--device", "cpu", names="--nproc"),  # missing
     # output paths, checked before the launch
     row(*NP2, "--report-dir", "{tmp}/taken", names="--report-dir", setup={"taken": "a file\n"}),
     row(*NP2, "--report-dir", "taken", names="--report-dir", setup={"taken": "a file\n"}),
@@ -79,17 +79,19 @@ ROWS = [
     row(*NP2, "--mesh", "two", names="--mesh"),
     row(*NP2, "--mesh", "2x", names="--mesh"),
     row(*NP2, "--mesh", "", names="--mesh"),
+    row(*NP2, "--mesh", "1,2", names="--mesh"),  # sizes are joined by x, as in every command
+    row(*NP2, "--backend", "gpu", names="--backend"),  # the device flag is --device
     row(*NP2, "--mesh", "2x2", names="--mesh"),  # 4 ranks, the launch has 2
     row("--nproc", "4", "--mesh", "3", names="--mesh"),
     row("--nproc", "8", "--mesh", "2x2x2", names="--mesh"),  # no built-in grid for a 3-D mesh
-    # --backend, --devices, --nnodes, --master
-    row(*NP2, "--backend", "tpu", names="--backend"),
-    row(*NP2, "--backend", "gpu", "--devices", "a,b", names="--devices"),
-    row(*NP2, "--backend", "gpu", "--devices", "0;1", names="--devices"),
-    row(*NP2, "--backend", "gpu", "--devices=-1,0", names="--devices"),
-    row(*NP2, "--backend", "gpu", "--devices", "0,1,2", names="--devices"),
-    row(*NP2, "--backend", "gpu", "--devices", "0", names="--devices"),
-    row(*NP2, "--backend", "gpu", "--devices", "0,0", names="--devices"),
+    # --device, --devices, --nnodes, --master
+    row(*NP2, "--device", "tpu", names="--device"),
+    row(*NP2, "--device", "gpu", "--devices", "a,b", names="--devices"),
+    row(*NP2, "--device", "gpu", "--devices", "0;1", names="--devices"),
+    row(*NP2, "--device", "gpu", "--devices=-1,0", names="--devices"),
+    row(*NP2, "--device", "gpu", "--devices", "0,1,2", names="--devices"),
+    row(*NP2, "--device", "gpu", "--devices", "0", names="--devices"),
+    row(*NP2, "--device", "gpu", "--devices", "0,0", names="--devices"),
     row(*NP2, "--devices", "0,1", names="--devices"),  # cpu: --devices means nothing
     row(*NP2, "--nnodes", "many", names="--nnodes"),
     row(*NP2, "--nnodes", "0", names="--nnodes"),

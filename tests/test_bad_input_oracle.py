@@ -19,9 +19,12 @@ ROWS = [
     BadInput(oracle("--max-cases", "0"), "--max-cases", OLD_REPORT),  # the earlier report stays as it was
     BadInput(oracle("--max-cases", "-3"), "--max-cases"),
     BadInput(oracle("--max-cases", "many"), "--max-cases"),
+    BadInput(oracle("--sample", "0"), "--sample"),
+    BadInput(oracle("--seed", "x"), "--seed"),
     BadInput(oracle("--meshes", "0"), "--meshes"),
     BadInput(oracle("--meshes", "2x0"), "--meshes"),
-    BadInput(oracle("--meshes", "2", "2xa"), "--meshes"),
+    BadInput(oracle("--meshes", "2,2xa"), "--meshes"),
+    BadInput(oracle("--meshes", ","), "--meshes"),
     BadInput(oracle("--meshes", "3"), "--meshes"),  # not a mesh of the case grid: would select nothing
     BadInput(oracle("--meshes"), "--meshes"),
     BadInput(oracle("--rules", "no_such_rule"), "--rules", OLD_REPORT),

@@ -14,6 +14,7 @@ ROWS = [
     BadInput(("parity", "--rules", ","), "--rules"),
     BadInput(("parity", "--rules", " "), "--rules"),
     BadInput(("parity", "--rules", "layer_norm,no_such_rule"), "--rules"),
+    BadInput(("parity", "--rules", "all,layer_norm"), "--rules"),
     BadInput(("parity", "--timeout", "-1"), "--timeout"),
     BadInput(("parity", "--timeout", "0"), "--timeout"),
     BadInput(("parity", "--timeout", "nan"), "--timeout"),

@@ -90,7 +90,7 @@ def test_probe_matches_native(probe, native_observed):
 def test_paddle_style_file_same_result_under_both_backends(tmp_path):
     pytest.importorskip("paddle")
     skip_if_rule_missing("batch_norm")
-    rc, out, data = compat_test(str(PADDLE_STYLE), "--backend", "both", tmp_path=tmp_path)
+    rc, out, data = compat_test(str(PADDLE_STYLE), "--against", "both", tmp_path=tmp_path)
     assert rc == 0, out
     assert "compat swapped in" in data["environments"]["port"]
     assert data["environments"]["native"].startswith("paddle ")
@@ -151,7 +151,7 @@ def test_compat_imports_and_runs_without_paddle():
 
 
 def test_paddle_style_file_passes_on_the_shim(tmp_path):
-    rc, out, data = compat_test(str(PADDLE_STYLE.parent), "--backend", "port", "--shim", tmp_path=tmp_path)
+    rc, out, data = compat_test(str(PADDLE_STYLE.parent), "--against", "port", "--shim", tmp_path=tmp_path)
     assert rc == 0, out
     assert "compat shim" in data["environments"]["port"]
     results = statuses(data, PADDLE_STYLE)
@@ -181,7 +181,7 @@ def test_compat_test_reports_failures_crashes_and_import_errors(tmp_path):
     crashing.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
     missing = tmp_path / "test_missing_api.py"
     missing.write_text("import paddle.static\n")
-    rc, out, data = compat_test(str(failing), str(crashing), str(missing), "--backend", "port", "--shim",
+    rc, out, data = compat_test(str(failing), str(crashing), str(missing), "--against", "port", "--shim",
                                 tmp_path=tmp_path)
     assert rc == 1
     assert statuses(data, failing) == {"TestWrong.test_expects_the_wrong_mapping": {"port": "fail"},
@@ -210,12 +210,12 @@ def test_compat_test_exit_code_tells_a_backend_not_run_from_a_failure(native, ex
     port = {"status": "ran", "message": "", "tests": [{"id": "T.test_a", "status": "pass", "message": ""}]}
     monkeypatch.setattr(cli, "run_backend", lambda path, backend, **kw: {"backend": backend,
                                                                           **(port if backend == "port" else native)})
-    assert cli.main([str(test_file), "--backend", "both"]) == expected
+    assert cli.main([str(test_file), "--against", "both"]) == expected
     # a failing port run stays a finding (1) whatever the other backend did
     failing = {**port, "tests": [{"id": "T.test_a", "status": "fail", "message": "x"}]}
     monkeypatch.setattr(cli, "run_backend", lambda path, backend, **kw: {"backend": backend,
                                                                           **(failing if backend == "port" else native)})
-    assert cli.main([str(test_file), "--backend", "both"]) == 1
+    assert cli.main([str(test_file), "--against", "both"]) == 1
 
 
 def test_pytest_plugin_port_backend_on_the_shim():

@@ -431,7 +431,7 @@ def test_two_gpus_with_sync_batch_norm(tmp_path):
 
     cases = [c for i, c in enumerate(default_cases((2,), backend="gpu")) if c.op == "sync_batch_norm" or i % 10 == 0]
     write_cases(cases, tmp_path / "cases.jsonl")
-    code = main(["--nproc", "2", "--backend", "gpu", "--cases", str(tmp_path / "cases.jsonl"), "--report-dir",
+    code = main(["--nproc", "2", "--device", "gpu", "--cases", str(tmp_path / "cases.jsonl"), "--report-dir",
                  str(tmp_path / "rep"), "--rtol", "1e-4"])
     report = json.loads((tmp_path / "rep" / "launch-np2-gpu.json").read_text())
     sync = [c for c in report["cases"] if c["case"]["op"] == "sync_batch_norm"]

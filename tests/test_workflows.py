@@ -238,7 +238,7 @@ def test_gpu_job_is_self_hosted_gated_and_runs_nccl_launch(ci):
 
     for words in launches:
         args = build_parser().parse_args(words[words.index("launch") + 1:])
-        assert args.backend == "gpu" and args.nproc >= 2  # gpu backend adds the SyncBatchNorm cases
+        assert args.device == "gpu" and args.nproc >= 2  # the gpu device adds the SyncBatchNorm cases
     assert "-m gpu" in runs
     assert set(job["strategy"]["matrix"]["paddle-version"]) <= set(known_versions())
 

@@ -12,7 +12,7 @@ forward; no backward) and the generic ``replicated`` rule, exactly the names Pad
 
 To run an unedited Paddle-style test file against this package and against Paddle::
 
-    python -m paddle_spmd_port compat-test path/to/test_layer_norm_rule.py [--backend port|native|both]
+    python -m paddle_spmd_port compat-test path/to/test_layer_norm_rule.py [--against port|native|both]
     pytest -p paddle_spmd_port.compat.pytest_plugin --spmd-backend=port path/to/test_layer_norm_rule.py
 """
 

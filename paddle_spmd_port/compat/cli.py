@@ -1,4 +1,4 @@
-"""``python -m paddle_spmd_port compat-test PATH... [--backend port|native|both]``
+"""``python -m paddle_spmd_port compat-test PATH... [--against port|native|both]``
 
 Runs unedited Paddle-style SPMD rule test files (unittest, the style of Paddle's
 ``test/auto_parallel/spmd_rules/test_*_rule.py``) against the port and against native Paddle,
@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ..reporting import write_json
 from ..runctl import (
     EXIT_FINDING,
     EXIT_INCOMPLETE,
@@ -40,6 +41,7 @@ from ..runctl import (
     Interrupted,
     UsageError,
     check_output_file,
+    count,
     positive,
     run_command,
 )
@@ -229,12 +231,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Run Paddle-style SPMD rule unittest files against the port and native Paddle, side by side.")
     parser.add_argument("paths", nargs="+", metavar="PATH", help="test files, or directories of test_*.py files")
-    parser.add_argument("--backend", choices=("port", "native", "both"), default="both")
+    parser.add_argument("--against", choices=("port", "native", "both"), default="both",
+                        help="run the tests against the port, native Paddle, or both side by side (default both)")
     parser.add_argument("--shim", action="store_true",
                         help="port backend: use the compat 'paddle' shim even when Paddle is installed")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per file and backend (default 300)")
-    parser.add_argument("--jobs", type=int, default=2, help="runner processes at a time (default 2)")
-    parser.add_argument("--json", dest="json_path", help="also write the full results as JSON here")
+    parser.add_argument("--jobs", type=count, default=2, help="runner processes at a time (default 2)")
+    parser.add_argument("--json", dest="json_path", metavar="FILE", help="also write the full results as JSON here")
     return parser
 
 
@@ -245,7 +248,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.json_path is not None:
         check_output_file(args.json_path, "--json")
     files = expand(args.paths)
-    backends = ["port", "native"] if args.backend == "both" else [args.backend]
+    backends = ["port", "native"] if args.against == "both" else [args.against]
     jobs = [(path, backend) for path in files for backend in backends]
     runners = Runners()
     pool = ThreadPoolExecutor(max_workers=args.jobs)
@@ -266,11 +269,10 @@ def _main(argv: Sequence[str] | None) -> int:
     files_out = [{"path": str(path), **compare(results), "reports": results} for path, results in by_file.items()]
     print(render(files_out, backends, environments))
     if "native" in backends and any(r.get("status") == "unavailable" for r in reports):
-        print("native backend unavailable: paddlepaddle is not installed (use --backend port to run the port alone)")
+        print("native backend unavailable: paddlepaddle is not installed (use --against port to run the port alone)")
     ok = all(f["ok"] for f in files_out)
     if args.json_path:
-        Path(args.json_path).write_text(json.dumps({"backends": backends, "environments": environments,
-                                                    "files": files_out, "ok": ok}, indent=1), encoding="utf-8")
+        write_json(args.json_path, {"backends": backends, "environments": environments, "files": files_out, "ok": ok})
     if ok:
         return EXIT_OK
     return EXIT_FINDING if any(_failed(t) for f in files_out for t in f["tests"]) else EXIT_INCOMPLETE

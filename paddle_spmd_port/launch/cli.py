@@ -4,7 +4,7 @@
 
     python -m paddle_spmd_port launch --nproc 2                 # 1-D mesh of 2, CPU/gloo
     python -m paddle_spmd_port launch --nproc 4                 # 2x2 mesh, CPU/gloo
-    python -m paddle_spmd_port launch --nproc 2 --backend gpu   # NCCL, --devices 0,1; adds SyncBatchNorm
+    python -m paddle_spmd_port launch --nproc 2 --device gpu    # NCCL, --devices 0,1; adds SyncBatchNorm
     python -m paddle_spmd_port launch --nproc 2 --cases my.jsonl --timeout 300 --report-dir out/
 
 Writes ``<report-dir>/launch-np<N>.md`` and ``.json``. Rank logs, launcher output and raw rank
@@ -47,6 +47,8 @@ from ..runctl import (
     UsageError,
     check_output_dir,
     check_output_file,
+    count,
+    mesh_shape,
     positive,
     run_command,
 )
@@ -58,21 +60,10 @@ from .session import ChildGuard, case_records, probe_crash, rank_info, read_rank
 
 PROG = "python -m paddle_spmd_port launch"
 EPILOG = """\
-exit codes: 0 every outcome accounted for by the port; 1 a verdict the port does not account for;
-2 bad arguments (nothing launched or written); 3 the launch failed or timed out, or cases were not
-run; 130/143 interrupted by SIGINT/SIGTERM (every process ended, partial report and rank logs kept
-in --report-dir)."""
+here: 1 = a verdict the port does not account for; 3 = the launch failed or timed out, or cases
+were not run; on 130/143 every process is ended, the partial report and rank logs are kept in
+--report-dir."""
 CASES_VALID = "give a JSON-lines file, one LaunchCase object a line (--write-cases FILE writes the built-in grid)"
-
-
-def parse_mesh(text: str) -> tuple[int, ...]:
-    try:
-        shape = tuple(int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"mesh must look like 2 or 2x2, got {text!r}") from None
-    if not shape or any(s < 1 for s in shape):
-        raise argparse.ArgumentTypeError(f"mesh sizes must be positive, got {text!r}")
-    return shape
 
 
 def default_mesh(nproc: int) -> tuple[int, ...]:
@@ -83,16 +74,19 @@ def default_mesh(nproc: int) -> tuple[int, ...]:
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog=PROG, description=__doc__.split("\n")[0], epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--nproc", type=int, required=True, help="ranks to start on this node (2: 1-D mesh, 4: 2x2)")
-    p.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
-    p.add_argument("--mesh", type=parse_mesh, default=None, help="mesh of the default grid, e.g. 4 or 2x2")
+    p.add_argument("--nproc", type=count, required=True, help="ranks to start on this node (2: 1-D mesh, 4: 2x2)")
+    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                   help="where the ranks run: cpu (gloo) or gpu (NCCL; adds the SyncBatchNorm cases); default cpu")
+    p.add_argument("--mesh", type=mesh_shape, default=None,
+                   help="mesh of the built-in grid, sizes joined by x, e.g. 4 or 2x2 (default: 2 ranks -> 2, "
+                        "4 -> 2x2, n -> n)")
     p.add_argument("--cases", type=Path, default=None, help="JSON-lines case file (default: the built-in grid)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds for the whole launch (default 300)")
     p.add_argument("--report-dir", type=Path, default=Path("reports"), help="where the report goes")
     p.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help="relative tolerance (default 1e-5)")
     p.add_argument("--crash-probes", type=int, default=1,
                    help="per kind of predicted crash, how many cases to run alone to confirm it (default 1)")
-    p.add_argument("--devices", default=None, help="GPU ids for --backend gpu (default 0..nproc-1)")
+    p.add_argument("--devices", default=None, help="GPU ids for --device gpu, comma-separated (default 0..nproc-1)")
     p.add_argument("--nnodes", default=None, help="passed to paddle.distributed.launch (N or MIN:MAX)")
     p.add_argument("--master", default=None, help="passed to paddle.distributed.launch")
     p.add_argument("--keep-logs", action="store_true", help="keep rank logs even when everything agrees")
@@ -139,8 +133,8 @@ def _check_devices(args: argparse.Namespace) -> None:
     if args.devices is None:
         return
     example = ",".join(str(i) for i in range(args.nproc))
-    if args.backend != "gpu":
-        raise UsageError("--devices", "only used with --backend gpu", "drop --devices, or add --backend gpu")
+    if args.device != "gpu":
+        raise UsageError("--devices", "only used with --device gpu", "drop --devices, or add --device gpu")
     ids = [v.strip() for v in args.devices.split(",")]
     if not all(v.isdigit() for v in ids):
         raise UsageError("--devices", f"{args.devices!r} is not a list of GPU ids",
@@ -201,7 +195,7 @@ def check_args(args: argparse.Namespace) -> list[LaunchCase]:
                              f"{world} (--nproc {args.nproc} x --nnodes {nodes})",
                              f"give a mesh of {world} ranks, e.g. {'x'.join(map(str, default_mesh(world)))}")
         try:
-            cases = default_cases(mesh, args.backend)
+            cases = default_cases(mesh, args.device)
         except ValueError as exc:
             raise UsageError("--mesh", _one_line(exc), "give a 1-D or 2-D mesh like 4 or 2x2") from None
     for case in cases:  # the report predicts every case: a case the port cannot take fails here, not at the end
@@ -219,7 +213,7 @@ def check_args(args: argparse.Namespace) -> list[LaunchCase]:
 
 
 def report_stem(args: argparse.Namespace) -> str:
-    return f"launch-np{args.nproc}" + ("-gpu" if args.backend == "gpu" else "")
+    return f"launch-np{args.nproc}" + ("-gpu" if args.device == "gpu" else "")
 
 
 def _check_report_paths(args: argparse.Namespace) -> None:
@@ -278,10 +272,10 @@ def _meta(cases: Sequence[LaunchCase], args: argparse.Namespace, records: dict[i
           probes: dict[str, dict]) -> dict[str, Any]:
     info = rank_info(records).get(min(ranks) if ranks else 0, {})
     return {
-        "title": f"{args.nproc} ranks, {args.backend}",
+        "title": f"{args.nproc} ranks, {args.device}",
         "command": f"{PROG} " + " ".join(getattr(args, "argv", [])),
         "launch": launch_text, "launch_command": launch_command,
-        "paddle": f"{info.get('paddle', '?')} ({info.get('commit', '')[:12]})", "backend": args.backend,
+        "paddle": f"{info.get('paddle', '?')} ({info.get('commit', '')[:12]})", "backend": args.device,
         "nproc": args.nproc, "meshes": sorted({"x".join(map(str, c.mesh_shape)) for c in cases}),
         "cases": len(cases), "launch_seconds": round(launch_seconds, 1), "probes": probes,
     }
@@ -305,10 +299,10 @@ def _report(cases: list[LaunchCase], args: argparse.Namespace, records: dict[int
 
 def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
     t0 = time.monotonic()
-    runnable = [c for c in cases if not (c.op == "sync_batch_norm" and args.backend == "cpu")]
-    not_run = {c.case_id: "sync_batch_norm has no CPU kernel: run with --backend gpu"
+    runnable = [c for c in cases if not (c.op == "sync_batch_norm" and args.device == "cpu")]
+    not_run = {c.case_id: "sync_batch_norm has no CPU kernel: run with --device gpu"
                for c in cases if c not in runnable}
-    config = LaunchConfig(nproc=args.nproc, backend=args.backend, timeout=args.timeout, nnodes=args.nnodes,
+    config = LaunchConfig(nproc=args.nproc, backend=args.device, timeout=args.timeout, nnodes=args.nnodes,
                           master=args.master, devices=args.devices)
     job_id = new_job_id()
     stem = report_stem(args)
@@ -321,7 +315,7 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
     kept: list[Path] = []  # where the normal path moved the work dir, if it got that far
     try:
         work.mkdir(mode=0o700)
-        print(f"launching {len(runnable)} cases on {args.nproc} ranks ({args.backend}) ...", flush=True)
+        print(f"launching {len(runnable)} cases on {args.nproc} ranks ({args.device}) ...", flush=True)
         session = run_cases(runnable, config, work_dir=work, job_id=job_id)
         launch, records = session.launch, session.records
         print(launch.summary(), flush=True)

@@ -24,7 +24,6 @@ default ``rtol = 1e-5`` (float32; errors seen are 0 for everything computed on w
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..outcome import normalize_message
+from ..reporting import markdown_table, write_atomic, write_json
 from .cases import LaunchCase
 from .predict import NOT_RULE_PLACED, Prediction, StagePrediction, predict
 
@@ -268,10 +268,9 @@ class Report:
 
     def write(self, directory: Path, stem: str) -> tuple[Path, Path]:
         directory.mkdir(parents=True, exist_ok=True)
-        md, js = directory / f"{stem}.md", directory / f"{stem}.json"
-        md.write_text(self.markdown())
-        js.write_text(json.dumps(self.to_json(), indent=1))
-        return md, js
+        """``<stem>.md`` and ``<stem>.json`` in ``directory``, each written atomically."""
+        return write_atomic(directory / f"{stem}.md", self.markdown()), write_json(directory / f"{stem}.json",
+                                                                                     self.to_json())
 
 
 def build_report(cases: Sequence[LaunchCase], records: dict[str, dict[int, dict[str, Any]]], ranks: Sequence[int],
@@ -305,7 +304,7 @@ What eager mode can show, and so what is compared:
 
 SYNC_NOTE = """\
 `paddle.nn.SyncBatchNorm` has no CPU kernel in Paddle 3.3.1 (`(NotFound) The kernel
-'sync_batch_norm' is not registered`), so sync_batch_norm cases run only with `--backend gpu`.
+'sync_batch_norm' is not registered`), so sync_batch_norm cases run only with `--device gpu`.
 """
 
 
@@ -328,16 +327,15 @@ def render_markdown(report: Report) -> str:
             lines.append(f"- **{key}**: {meta[key]}")
     lines += [f"- **tolerance**: rel = max|dist - ref| / max|ref| <= {meta['rtol']:g} per tensor "
               "(reference: the same call on plain dense tensors inside the rank)", ""]
-    lines += ["## Verdicts", "", "| verdict | expected (port accounts for it) | not expected |", "|---|---|---|"]
     ce = report.counts_expected()
-    for verdict in VERDICTS:
-        if ce[(verdict, True)] or ce[(verdict, False)]:
-            lines.append(f"| {verdict} | {ce[(verdict, True)]} | {ce[(verdict, False)]} |")
-    lines += ["", "### By op", "", "| op | " + " | ".join(VERDICTS) + " |", "|---|" + "---|" * len(VERDICTS)]
-    ops = sorted({v.case.op for v in report.verdicts})
-    for op in ops:
-        c = Counter(v.verdict for v in report.verdicts if v.case.op == op)
-        lines.append(f"| {op} | " + " | ".join(str(c[k]) for k in VERDICTS) + " |")
+    lines += ["## Verdicts", "", markdown_table(
+        ("verdict", "expected (port accounts for it)", "not expected"),
+        [(verdict, ce[(verdict, True)], ce[(verdict, False)]) for verdict in VERDICTS
+         if ce[(verdict, True)] or ce[(verdict, False)]])]
+    by_op = {op: Counter(v.verdict for v in report.verdicts if v.case.op == op)
+             for op in sorted({v.case.op for v in report.verdicts})}
+    lines += ["", "### By op", "", markdown_table(("op", *VERDICTS),
+                                                  [(op, *(c[k] for k in VERDICTS)) for op, c in by_op.items()])]
     lines += ["", EAGER_LIMITS, SYNC_NOTE]
     if meta.get("probes"):
         lines += ["## Crash probes", "", "Stages the port predicts to crash Paddle are not run inside the launch; "
@@ -365,17 +363,17 @@ def render_markdown(report: Report) -> str:
             if len(items) > 12:
                 lines.append(f"- ... and {len(items) - 12} more ({', '.join(x.case.case_id for x in items[12:])})")
             lines.append("")
-    lines += ["## All cases", "", "| case | call | verdict | out pred/obs | weight_grad pred/obs | max rel err |",
-              "|---|---|---|---|---|---|"]
+    rows = []
     for v in report.verdicts:
         t = {c.name: c for c in v.tensors}
         out, wg = t.get("out"), t.get("weight_grad") or t.get("bias_grad")
         rels = [c.rel_err for c in v.tensors if c.rel_err is not None]
-        cells = [v.case.case_id, f"`{v.case.describe()}`", v.verdict + ("" if v.expected else " (!)"),
-                 f"{_fmt_pl(out.predicted)} / {_fmt_pl(out.observed)}" if out else "-",
-                 f"{_fmt_pl(wg.predicted)} / {_fmt_pl(wg.observed)}" if wg else "-",
-                 f"{max(rels):.1e}" if rels else "-"]
-        lines.append("| " + " | ".join(cells) + " |")
+        rows.append((v.case.case_id, f"`{v.case.describe()}`", v.verdict + ("" if v.expected else " (!)"),
+                     f"{_fmt_pl(out.predicted)} / {_fmt_pl(out.observed)}" if out else "-",
+                     f"{_fmt_pl(wg.predicted)} / {_fmt_pl(wg.observed)}" if wg else "-",
+                     f"{max(rels):.1e}" if rels else "-"))
+    lines += ["## All cases", "", markdown_table(
+        ("case", "call", "verdict", "out pred/obs", "weight_grad pred/obs", "max rel err"), rows)]
     return "\n".join(lines) + "\n"
 
 

@@ -3,16 +3,18 @@
 ::
 
     python -m paddle_spmd_port oracle                          # every rule, paddle and proposed
-    python -m paddle_spmd_port oracle --rules batch_norm layer_norm_grad --profile paddle
-    python -m paddle_spmd_port oracle --max-cases 300 --report-dir out/
-    python -m paddle_spmd_port oracle --meshes 2 4 2x2 2x3 2x2x2 --sync-group mesh
+    python -m paddle_spmd_port oracle --rules batch_norm,layer_norm_grad --profile paddle
+    python -m paddle_spmd_port oracle --sample 300 --seed 1 --report-dir out/
+    python -m paddle_spmd_port oracle --meshes 2,4,2x2,2x3,2x2x2 --sync-group mesh
 
 For every case of the oracle grid (:mod:`.grid`) and every profile, the rule answers, the answer
 runs on a virtual mesh in numpy (:mod:`.simulator`) and gets a verdict. Printed: one table per
 profile, the paddle-vs-proposed comparison, and each distinct bug with a minimal repro.
 Written to ``--report-dir``: ``oracle.md`` (the same), ``oracle.json`` (counts and bugs),
 ``oracle-cases.jsonl.gz`` (one line per case that is not sound, rule-error or n/a) and ``repro-*`` files for
-``python -m paddle_spmd_port launch`` / ``paddle.distributed.launch``.
+``python -m paddle_spmd_port launch`` / ``paddle.distributed.launch`` (the commands printed name them by
+the path they were written to, so they run as pasted from the directory the oracle ran in).
+``--max-cases N`` judges the first N cases of each rule's grid, ``--sample N`` a seeded sample of N.
 
 Exit code (:mod:`paddle_spmd_port.runctl`): 0 done (Paddle's bugs are findings of the report, not
 failures); 1 the proposed profile was run and some answer of it is not sound; 2 bad arguments (one
@@ -27,7 +29,6 @@ import argparse
 import gzip
 import json
 import math
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -37,7 +38,7 @@ from typing import Any
 
 from ..case import Case
 from ..parity.grid import MESH_SHAPES, sample
-from ..rules.signatures import RULES
+from ..reporting import write_files
 from ..runctl import (
     EXIT_FINDING,
     EXIT_INCOMPLETE,
@@ -45,8 +46,11 @@ from ..runctl import (
     ArgumentParser,
     Interrupted,
     UsageError,
+    add_profile_argument,
+    add_rules_argument,
+    add_selection_arguments,
     check_output_dir,
-    positive,
+    mesh_list,
     run_command,
 )
 from .grid import ORACLE_MESHES, oracle_grid
@@ -72,29 +76,28 @@ def _mesh_text(shape: Sequence[int]) -> str:
     return "x".join(map(str, shape))
 
 
-def _mesh(text: str) -> tuple[int, ...]:
-    grid = " ".join(_mesh_text(m) for m in MESH_SHAPES)
-    try:
-        shape = tuple(int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a mesh; a mesh looks like 4 or 2x3: one of {grid}") from None
-    if shape not in MESH_SHAPES:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a mesh of the case grid; choose from {grid}")
-    return shape
+def _grid_meshes(text: str) -> list[tuple[int, ...]]:
+    """``--meshes``: comma-separated meshes (:func:`runctl.mesh_list`), each one of the case grid's."""
+    meshes = mesh_list(text)
+    outside = [_mesh_text(m) for m in meshes if m not in MESH_SHAPES]
+    if outside:
+        raise argparse.ArgumentTypeError(f"{', '.join(outside)}: not a mesh of the case grid; choose from "
+                                         f"{','.join(_mesh_text(m) for m in MESH_SHAPES)}")
+    return meshes
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog=PROG, description=__doc__.split("\n")[0],
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rules", nargs="+", default=list(RULES), metavar="RULE",
-                   help=f"rule keys (default all): {', '.join(RULES)}; commas also separate")
-    p.add_argument("--profile", choices=(*PROFILE_NAMES, "all"), default="all",
-                   help="whose answers to judge: a rule profile, or all (the default; paddle is compared with proposed)")
+    add_rules_argument(p)
+    add_profile_argument(p, default="all", also=("all",),
+                         help="whose answers to judge: a rule profile, or all (the default; paddle is compared "
+                              "with proposed)")
     p.add_argument("--report-dir", type=Path, default=Path("reports"), help="where the report goes (default reports/)")
-    p.add_argument("--max-cases", type=int, default=None, metavar="N",
-                   help="a deterministic sample of N cases per rule (default: the whole grid)")
-    p.add_argument("--meshes", nargs="+", type=_mesh, default=list(ORACLE_MESHES), metavar="MESH",
-                   help="mesh shapes, e.g. 2 4 2x2 2x3 (default) or add 2x2x2")
+    add_selection_arguments(p)
+    p.add_argument("--meshes", type=_grid_meshes, default=list(ORACLE_MESHES), metavar="MESH[,MESH...]",
+                   help=f"comma-separated mesh shapes (default {','.join(_mesh_text(m) for m in ORACLE_MESHES)}; "
+                        f"the grid also has 2x2x2)")
     p.add_argument("--sync-group", choices=SYNC_GROUPS, default="batch",
                    help="ranks sync_batch_norm all-reduces over: the mesh dims that shard x's batch axis (default) "
                         "or the whole mesh (what Paddle's GPU kernel does with the world communicator)")
@@ -215,7 +218,7 @@ def _render(run: _Run, args: argparse.Namespace, seconds: float, interrupted: st
         if i > args.max_bugs:
             parts.append(f"... {len(bugs) - args.max_bugs} more in oracle.json\n")
             break
-        text, extra = bug_section(bug, f"B{i}", args.sync_group)
+        text, extra = bug_section(bug, f"B{i}", args.sync_group, args.report_dir)
         parts.append(text)
         files.update(extra)
     report = "\n".join(parts)
@@ -237,45 +240,22 @@ def _cases_file(everything: list[Judged], header: dict[str, Any] | None) -> byte
     return gzip.compress("".join(line + "\n" for line in lines).encode(), mtime=0)
 
 
-def _write_files(out: Path, files: dict[str, bytes]) -> None:
-    """Each file written to a temp name next to it and renamed, so a file is whole or absent; the
-    temp files are removed whatever happens."""
-    out.mkdir(parents=True, exist_ok=True)
-    temps: list[Path] = []
-    try:
-        for name, data in files.items():
-            tmp = out / f".{name}.tmp-{os.getpid()}"
-            temps.append(tmp)
-            tmp.write_bytes(data)
-            os.replace(tmp, out / name)
-    finally:
-        for tmp in temps:
-            tmp.unlink(missing_ok=True)
-
-
 def _write_report(run: _Run, args: argparse.Namespace, out: Path, interrupted: str | None) -> str:
     seconds = time.perf_counter() - run.start
     report, printed, summary, everything, repros = _render(run, args, seconds, interrupted)
     header = None
     if interrupted:
         header = {"status": summary["status"], "rules": summary["rules"]}
-    files = {"oracle.md": report.encode(), "oracle.json": json.dumps(summary, indent=1).encode(),
-             "oracle-cases.jsonl.gz": _cases_file(everything, header),
-             **{name: text.encode() for name, text in repros.items()}}
-    _write_files(out, files)
+    files: dict[str, str | bytes] = {"oracle.md": report, "oracle.json": json.dumps(summary, indent=1),
+                                     "oracle-cases.jsonl.gz": _cases_file(everything, header), **repros}
+    write_files(out, files)  # each file whole or absent
     return printed
 
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    rules = list(dict.fromkeys(r for item in args.rules for r in item.split(",") if r))
-    unknown = [r for r in rules if r not in RULES]
-    if unknown:
-        raise UsageError("--rules", f"unknown rule(s) {', '.join(unknown)}", f"choose from {', '.join(RULES)}")
-    if not rules:
-        raise UsageError("--rules", "no rule given", f"choose from {', '.join(RULES)}")
-    positive(args.max_cases, "--max-cases", "a number of cases >= 1")
+    rules = args.rules  # checked by runctl.rule_list
     if args.max_bugs < 0:
         raise UsageError("--max-bugs", f"{args.max_bugs} is negative", "give 0 or more")
     out = check_output_dir(args.report_dir, "--report-dir")
@@ -288,8 +268,10 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         for rule in rules:
             cases = list(oracle_grid(rule, args.meshes))
+            if args.sample is not None:
+                cases = sample(cases, args.sample, args.seed)
             if args.max_cases is not None:
-                cases = sample(cases, args.max_cases)
+                cases = cases[:args.max_cases]
             run.judge_rule(rule, cases, args.quiet)
         printed = _write_report(run, args, out, None)
     except Interrupted as exc:

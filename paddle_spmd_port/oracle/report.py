@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..case import Case
@@ -337,8 +339,14 @@ _NOT_ON_RANKS = {
 }
 
 
-def real_paddle_repro(bug: Bug, index: str) -> tuple[str, dict[str, str]]:
-    """Markdown telling how to see the bug on real Paddle, and files to write next to the report."""
+def real_paddle_repro(bug: Bug, index: str, report_dir: str | Path = "") -> tuple[str, dict[str, str]]:
+    """Markdown telling how to see the bug on real Paddle, and files to write next to the report
+    (into ``report_dir``: the commands name each file by that path, so they run as pasted from the
+    directory the report was written from)."""
+
+    def where(name: str) -> str:
+        return shlex.quote(str(Path(report_dir) / name))
+
     j = bug.cases[0]
     case = j.case
     files: dict[str, str] = {}
@@ -355,7 +363,7 @@ def real_paddle_repro(bug: Bug, index: str) -> tuple[str, dict[str, str]]:
             note = " (the launch runs the forward and then this backward; the grad rule is reached only if the " \
                    "forward runs)"
         return (f"On real Paddle ({ranks} ranks){note}:\n\n    python -m paddle_spmd_port launch --nproc {ranks} "
-                f"--cases {name}\n\n{infer}"), files
+                f"--cases {where(name)}\n\n{infer}"), files
     x = case.named_inputs()["x"]
     if _partial_x_script_fits(case):
         b = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))["begin_norm_axis"]
@@ -366,12 +374,13 @@ def real_paddle_repro(bug: Bug, index: str) -> tuple[str, dict[str, str]]:
                                                bias=named.get("bias") is not None)
         return ("On real Paddle (2 ranks; a Partial x reaches layer_norm_grad through the dygraph backward; the "
                 "launch package's cases place x as Shard/Replicate only, so this is a plain script):\n\n"
-                f"    python -m paddle.distributed.launch --nproc_per_node 2 {name}\n\n{infer}"), files
+                f"    python -m paddle.distributed.launch --nproc_per_node 2 {where(name)}\n\n{infer}"), files
     why = _NOT_ON_RANKS.get(case.rule, "no launch case expresses these placements")
     return f"Not shown on real ranks ({why}). {infer}", files
 
 
-def bug_section(bug: Bug, index: str, sync_group: str) -> tuple[str, dict[str, str]]:
+def bug_section(bug: Bug, index: str, sync_group: str, report_dir: str | Path = "") -> tuple[str, dict[str, str]]:
+    """The markdown of one distinct bug, and its repro files (named relative to ``report_dir``)."""
     j = bug.cases[0]
     v = j.verdict
     modes = Counter(c.case.case_id.rsplit("/", 1)[-1] if "/" in c.case.case_id else "-" for c in bug.cases)
@@ -392,7 +401,7 @@ def bug_section(bug: Bug, index: str, sync_group: str) -> tuple[str, dict[str, s
             lines.append(f"* `{tensor}`: the values the ranks hold would be right under "
                          + (", ".join(f"`{c}`" for c in claims[:6]) if claims else "no claim at all (the values "
                             "themselves are wrong)"))
-    text, files = real_paddle_repro(bug, index)
+    text, files = real_paddle_repro(bug, index, report_dir)
     lines += ["", text]
     return "\n".join(lines), files
 

@@ -46,10 +46,14 @@ from ..runctl import (
     ArgumentParser,
     Interrupted,
     UsageError,
+    add_rules_argument,
+    add_selection_arguments,
     check_output_dir,
     check_output_file,
+    count,
     run_command,
 )
+from .backends import BACKENDS, DEFAULT_BACKEND, DEFAULT_BACKENDS, add_backend_argument
 from .compare import compare
 from .detect import detect_release
 from .grid import GRIDS, grid_for, sample
@@ -59,22 +63,7 @@ from .releases import AGREEING, ReleaseProfile
 from .report import DONE, INTERRUPTED, RUNNING, ParityReport, one_line_repro, repro_snippet
 from .validity import input_problem
 
-#: The native backends each rule is compared with by default, the primary one first.
-#: registry  -- core.get_phi_spmd_rule, what Python users call (sync: the ``replicated`` rule)
-#: compiled  -- Paddle's exported C++ rule functions called directly (reaches every cell)
-#: pir       -- the op built in PIR static mode; a second, independent route for the hidden rules
-DEFAULT_BACKENDS: dict[str, tuple[str, ...]] = {
-    "batch_norm_static": ("registry",),
-    "layer_norm": ("registry", "pir"),
-    "layer_norm_reverse": ("registry",),
-    "sync_batch_norm": ("registry",),
-    "sync_batch_norm_grad": ("registry",),
-    "batch_norm": ("compiled", "pir"),
-    "batch_norm_grad": ("compiled", "pir"),
-    "layer_norm_grad": ("compiled", "pir"),
-}
-DEFAULT_BACKEND = {rule: backends[0] for rule, backends in DEFAULT_BACKENDS.items()}
-BACKENDS = ("registry", "compiled", "pir")  # also the order backend groups run in
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "DEFAULT_BACKENDS", "main", "parse_args", "select_cases"]
 DEFAULT_REPORT_DIR = Path("reports/parity")
 REPROS_PRINTED = 50
 """Mismatching cases whose ``infer --case-json`` line is printed on the console (all are in the report)."""
@@ -82,20 +71,17 @@ REPROS_PRINTED = 50
 def build_parser() -> ArgumentParser:
     ap = ArgumentParser(prog="python -m paddle_spmd_port parity", description=__doc__,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rules", default="all",
-                    help=f"comma-separated rule keys, or 'all' ({', '.join(GRIDS)})")
-    ap.add_argument("--backend", choices=BACKENDS, default=None,
-                    help="compare every rule with this one backend only (default: see DEFAULT_BACKENDS)")
+    add_rules_argument(ap)
+    add_backend_argument(ap, "compare every rule through this one native route only (default: each rule's "
+                             "routes, parity/backends.py)")
     ap.add_argument("--primary-only", action="store_true",
                     help="skip the second-opinion backend (pir) where a rule has two")
-    ap.add_argument("--max-cases", type=int, default=None, help="at most this many cases per rule (first ones)")
-    ap.add_argument("--sample", type=int, default=None, help="a deterministic random sample of N cases per rule")
-    ap.add_argument("--random", type=int, default=None, metavar="N",
+    add_selection_arguments(ap, seed_help="seed for --sample and --random (default 0)")
+    ap.add_argument("--random", type=count, default=None, metavar="N",
                     help="instead of the grid, N random cases per rule drawn outside it (other meshes, odd sizes, "
                          "higher ranks, None, invalid and mixed-mesh inputs; see cases/random_cases.py), through "
                          "each rule's primary backend unless --backend is given")
-    ap.add_argument("--seed", type=int, default=0, help="seed for --sample and --random")
-    ap.add_argument("--workers", type=int, default=2, help="native worker processes (default 2)")
+    ap.add_argument("--workers", type=count, default=2, help="native worker processes (default 2)")
     ap.add_argument("--timeout", type=float, default=60.0,
                     help="seconds a silent worker is given before it is killed (> 0; default 60)")
     ap.add_argument("--report-dir", default=None,
@@ -114,16 +100,7 @@ def build_parser() -> ArgumentParser:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
-    names = list(GRIDS) if args.rules.strip() == "all" else [r.strip() for r in args.rules.split(",") if r.strip()]
-    unknown = [r for r in names if r not in GRIDS]
-    if unknown:
-        raise UsageError("--rules", f"unknown rule(s) {', '.join(unknown)}", f"choose from all, {', '.join(GRIDS)}")
-    if not names:
-        raise UsageError("--rules", f"{args.rules!r} names no rule", f"give 'all' or some of {', '.join(GRIDS)}")
-    for flag, value in (("--max-cases", args.max_cases), ("--sample", args.sample), ("--workers", args.workers),
-                        ("--random", args.random)):
-        if value is not None and value < 1:
-            raise UsageError(flag, f"{value} is not allowed", "give an integer >= 1")
+    names = args.rules  # rule keys (all: the rulebook's order, which is the grid's), checked by runctl.rule_list
     if args.random is not None:
         for flag, value in (("--sample", args.sample), ("--max-cases", args.max_cases)):
             if value is not None:

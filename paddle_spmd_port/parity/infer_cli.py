@@ -1,6 +1,6 @@
 """``python -m paddle_spmd_port infer RULE ...``: one rule call, port and native side by side.
 
-    python -m paddle_spmd_port infer layer_norm --mesh 2,3 --x-shape 64,32,1024 --x-mapping 1,-1,-1 \\
+    python -m paddle_spmd_port infer layer_norm --mesh 2x3 --x-shape 64,32,1024 --x-mapping 1,-1,-1 \\
         --begin-norm-axis 2
     python -m paddle_spmd_port infer batch_norm_grad --mesh 2 --x-shape 8,6,4,4 --x-mapping -1,0,-1,-1 \\
         --scale-none --data-format NHWC
@@ -9,7 +9,8 @@
 Every tensor argument NAME of the rule takes ``--NAME-shape``, ``--NAME-mapping``,
 ``--NAME-partial`` (mesh dims, comma separated) and, where optional, ``--NAME-none``. Shapes not
 given are derived from x (per-channel [C] for batch_norm, x.shape[b:] product for scale/bias,
-x.shape[:b] for mean/variance); mappings not given are replicated.
+x.shape[:b] for mean/variance); mappings not given are replicated. ``--profile`` picks the rule
+profile the port answers with (native Paddle is always Paddle's own rule).
 
 Exit code (:mod:`paddle_spmd_port.runctl`): 0 port and native agree (or --no-native: the port
 answered or refused); 1 they differ; 2 bad arguments, i.e. arguments that do not form a case (one
@@ -31,13 +32,23 @@ from typing import Any
 from ..case import Case
 from ..outcome import Outcome, port_outcome
 from ..rules.signatures import RULES, RuleSpec, channel_axis
-from ..runctl import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, ArgumentParser, UsageError, run_command
+from ..runctl import (
+    EXIT_FINDING,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    ArgumentParser,
+    UsageError,
+    add_profile_argument,
+    mesh_shape,
+    run_command,
+)
 from ..types import DistTensorSpec, ProcessMesh
+from .backends import DEFAULT_BACKEND, add_backend_argument
 from .compare import COMPARED, compare
 from .validity import input_problem
 
 PROG = "python -m paddle_spmd_port infer"
-DEFAULT_MESH = "2,3"
+DEFAULT_MESH = (2, 3)
 ATTR_FLAGS = ("epsilon", "momentum", "begin_norm_axis", "data_format", "is_test", "use_global_stats",
               "trainable_statistics")
 TENSOR_NAMES = sorted({n for spec in RULES.values() for n in spec.inputs})
@@ -66,23 +77,37 @@ def _bool(text: str) -> bool:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("rule", nargs="?", choices=list(RULES), help="rule key")
-    ap.add_argument("--case-json", help="a case as JSON (what a report's repro line carries)")
-    ap.add_argument("--mesh", default=None, help=f"mesh shape, e.g. 2 or 2,3 (default {DEFAULT_MESH})")
-    ap.add_argument("--no-native", action="store_true", help="port only (no Paddle needed)")
-    ap.add_argument("--backend", choices=("registry", "pir", "compiled"), default=None)
+    ap.add_argument("rule", nargs="?", choices=list(RULES), metavar="RULE",
+                    help=f"the rule key: {', '.join(RULES)} (or give --case-json)")
+    ap.add_argument("--case-json", metavar="JSON", help="a case as JSON (what a report's repro line carries); "
+                                                        "replaces RULE and every case flag")
+    ap.add_argument("--mesh", type=mesh_shape, default=None,
+                    help=f"mesh shape, sizes joined by x, e.g. 2 or 2x3 (default {'x'.join(map(str, DEFAULT_MESH))}); "
+                         "process ids 0..n-1")
+    add_profile_argument(ap, help="the rule profile the port answers with (default paddle = Paddle 3.3.1; "
+                                  "pr72918, proposed: see the README); native Paddle is always Paddle's own rule")
+    ap.add_argument("--no-native", action="store_true", help="the port's answer only (no Paddle needed)")
+    add_backend_argument(ap, "the native route to ask (default: the rule's primary route)")
     for name in TENSOR_NAMES:
         flag = _flag(name)
-        ap.add_argument(f"--{flag}-shape", dest=f"{name}_shape")
-        ap.add_argument(f"--{flag}-mapping", dest=f"{name}_mapping")
-        ap.add_argument(f"--{flag}-partial", dest=f"{name}_partial")
-        ap.add_argument(f"--{flag}-none", dest=f"{name}_none", action="store_true")
-    ap.add_argument("--epsilon", type=float)
-    ap.add_argument("--momentum", type=float)
-    ap.add_argument("--begin-norm-axis", type=int, dest="begin_norm_axis")
-    ap.add_argument("--data-format", dest="data_format")
+        ap.add_argument(f"--{flag}-shape", dest=f"{name}_shape", metavar="N,N,...",
+                        help=f"shape of {name}, comma-separated sizes (default: derived from x)"
+                        if name != "x" else "shape of x, comma-separated sizes (required unless --case-json)")
+        ap.add_argument(f"--{flag}-mapping", dest=f"{name}_mapping", metavar="D,D,...",
+                        help=f"dims_mapping of {name}: a mesh dim or -1 per axis (default: replicated)")
+        ap.add_argument(f"--{flag}-partial", dest=f"{name}_partial", metavar="D,...",
+                        help=f"mesh dims {name} is Partial(SUM) over, comma-separated (default: none)")
+        ap.add_argument(f"--{flag}-none", dest=f"{name}_none", action="store_true",
+                        help=f"pass None for {name} (where the rule takes it as optional)")
+    ap.add_argument("--epsilon", type=float, help="attribute epsilon (default: the rule's)")
+    ap.add_argument("--momentum", type=float, help="attribute momentum, batch_norm family (default: the rule's)")
+    ap.add_argument("--begin-norm-axis", type=int, dest="begin_norm_axis",
+                    help="attribute begin_norm_axis, layer_norm family (default: the rule's)")
+    ap.add_argument("--data-format", dest="data_format",
+                    help="attribute data_format, batch_norm family, e.g. NCHW or NHWC (default: the rule's)")
     for flag in ("is_test", "use_global_stats", "trainable_statistics"):
-        ap.add_argument(f"--{_flag(flag)}", dest=flag, type=_bool)
+        ap.add_argument(f"--{_flag(flag)}", dest=flag, type=_bool, metavar="true|false",
+                        help=f"attribute {flag}, batch_norm family (default: the rule's)")
     return ap
 
 
@@ -130,11 +155,7 @@ def case_from_args(args: argparse.Namespace) -> Case:
     if foreign:
         takes = ", ".join([f"--{_flag(n)}-*" for n in spec.inputs] + [f"--{_flag(k)}" for k, _ in spec.attrs])
         raise UsageError(foreign[0], f"{args.rule} takes no such argument", f"{args.rule} takes {takes}")
-    mesh_text = DEFAULT_MESH if args.mesh is None else args.mesh
-    mesh_shape = _ints(mesh_text, "--mesh", "2 or 2,3")
-    if not mesh_shape or min(mesh_shape) < 1:
-        raise UsageError("--mesh", f"{mesh_text!r} is not a mesh shape", "give sizes >= 1 like 2 or 2,3")
-    mesh = ProcessMesh(mesh_shape)
+    mesh = ProcessMesh(DEFAULT_MESH if args.mesh is None else args.mesh)  # checked by runctl.mesh_shape
     attrs = {k: getattr(args, k) for k, _ in spec.attrs if getattr(args, k, None) is not None}
     if args.x_shape is None:
         raise UsageError("--x-shape", "missing", "give the shape of x, e.g. --x-shape 8,6,4,4")
@@ -292,12 +313,10 @@ def _main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(_glue_negative_values(argv))
     case = case_from_args(args)
     print(case.describe())
-    port = port_outcome(case)
-    _show("port", case, port)
+    port = port_outcome(case, args.profile)
+    _show("port" if args.profile == "paddle" else f"port ({args.profile} profile)", case, port)
     if args.no_native:
         return EXIT_OK
-    from .cli import DEFAULT_BACKEND
-
     backend = args.backend or DEFAULT_BACKEND[case.rule]
     try:
         from ..native.pool import run_native

@@ -1,0 +1,147 @@
+"""One command-line grammar across every command (``paddle_spmd_port.runctl``).
+
+A table of the shared flags: each is spelled, parsed and refused the same way in every command that
+has it; the table also says which commands have it, so a flag added to a command without an entry
+here (or spelled differently) fails. Plus: ``--version`` exits 0 everywhere without importing Paddle,
+every flag of every command has help text, every ``--help`` ends with the one exit-code table, and
+no command module imports another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from paddle_spmd_port import __version__
+from paddle_spmd_port.runctl import EXIT_CODES_HELP, EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
+from tests.cli_checks import REPO, BadInput, assert_usage_error, run_cli
+
+#: command -> (its module, arguments that make the rest of a command line parse)
+COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "parity": ("paddle_spmd_port.parity.cli", ()),
+    "infer": ("paddle_spmd_port.parity.infer_cli", ("layer_norm", "--x-shape", "8,6", "--no-native")),
+    "oracle": ("paddle_spmd_port.oracle.cli", ()),
+    "launch": ("paddle_spmd_port.launch.cli", ("--nproc", "2")),
+    "compat-test": ("paddle_spmd_port.compat.cli", ("{tmp}/test_a.py",)),
+}
+
+
+def build_parser(command: str) -> argparse.ArgumentParser:
+    return importlib.import_module(COMMANDS[command][0]).build_parser()
+
+
+def options(command: str) -> set[str]:
+    return {opt for action in build_parser(command)._actions for opt in action.option_strings}
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A shared flag: a good value and what it parses to (the same in every command), a bad value
+    (exit 2, one line naming the flag), and the commands that have the flag."""
+
+    flag: str
+    good: str
+    parsed: Any
+    bad: str
+    commands: tuple[str, ...]
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+FLAGS = [
+    Flag("--rules", "layer_norm,batch_norm", ["layer_norm", "batch_norm"], "layer_norm,no_such_rule",
+         ("parity", "oracle")),
+    Flag("--mesh", "2x3", (2, 3), "2,3", ("infer", "launch")),
+    Flag("--meshes", "2,2x3", [(2,), (2, 3)], "2,0", ("oracle",)),
+    Flag("--max-cases", "5", 5, "0", ("parity", "oracle")),
+    Flag("--sample", "5", 5, "-3", ("parity", "oracle")),
+    Flag("--seed", "7", 7, "x", ("parity", "oracle")),
+    Flag("--profile", "proposed", "proposed", "mine", ("infer", "oracle")),
+    Flag("--backend", "pir", "pir", "gpu", ("parity", "infer")),
+    Flag("--timeout", "5", 5.0, "soon", ("parity", "launch", "compat-test")),
+]
+
+
+@pytest.mark.parametrize("flag", FLAGS, ids=[f.flag for f in FLAGS])
+def test_a_shared_flag_is_spelled_and_parsed_alike_in_every_command(flag: Flag) -> None:
+    have = {command for command in COMMANDS if flag.flag in options(command)}
+    assert have == set(flag.commands), f"{flag.flag}: in {sorted(have)}, the table says {sorted(flag.commands)}"
+    for command in flag.commands:
+        base = [a.replace("{tmp}", "/nonexistent") for a in COMMANDS[command][1]]
+        args = build_parser(command).parse_args([*base, flag.flag, flag.good])
+        assert getattr(args, flag.dest) == flag.parsed, (command, flag.flag)
+
+
+BAD_ROWS = [(flag, command) for flag in FLAGS for command in flag.commands]
+
+
+@pytest.mark.parametrize(("flag", "command"), BAD_ROWS, ids=[f"{c} {f.flag} {f.bad}" for f, c in BAD_ROWS])
+def test_a_bad_value_is_exit_2_and_one_line_naming_the_flag(flag: Flag, command: str, tmp_path: Path) -> None:
+    setup = {"test_a.py": "import unittest\n"} if command == "compat-test" else {}
+    line = assert_usage_error(BadInput((command, *COMMANDS[command][1], flag.flag, flag.bad), flag.flag, setup),
+                              tmp_path)
+    assert line.startswith(f"python -m paddle_spmd_port {command}: error: ")
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, None], ids=[*COMMANDS, "dispatcher"])
+def test_version_exits_0_everywhere(command: str | None, tmp_path: Path) -> None:
+    done = run_cli([command, "--version"] if command else ["--version"], tmp_path)
+    assert done.returncode == EXIT_OK and done.stderr == "", done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1 and f" {__version__} (Paddle " in lines[0], done.stdout
+    assert lines[0].startswith("python -m paddle_spmd_port" + (f" {command}" if command else ""))
+
+
+def test_version_does_not_import_paddle() -> None:
+    code = ("import json, sys\n"
+            "from paddle_spmd_port.cli import main\n"
+            f"codes = [main([c, '--version']) for c in {list(COMMANDS)!r}]\n"
+            "print(json.dumps([codes, 'paddle' in sys.modules]))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    codes, imported = json.loads(done.stdout.splitlines()[-1])
+    assert codes == [EXIT_OK] * len(COMMANDS) and not imported
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_flag_has_help_and_help_ends_with_the_exit_codes(command: str) -> None:
+    parser = build_parser(command)
+    silent = [action.option_strings or [action.dest] for action in parser._actions
+              if not (action.help or "").strip() or action.help == argparse.SUPPRESS]
+    assert not silent, f"{command}: no help text for {silent}"
+    assert parser.format_help().rstrip().endswith(EXIT_CODES_HELP.rstrip())
+
+
+def test_the_exit_codes_are_the_shared_ones() -> None:
+    assert (EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_INCOMPLETE) == (0, 1, 2, 3)
+    for code in ("0 ", "1 ", "2 ", "3 ", "130/143"):
+        assert f"\n  {code}" in EXIT_CODES_HELP
+
+
+def test_no_command_module_imports_another() -> None:
+    modules = {mod for mod, _ in COMMANDS.values()}
+    for mod in modules:
+        path = REPO / (mod.replace(".", "/") + ".py")
+        package = mod.rsplit(".", 1)[0]
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+                imported.add(base)
+                imported.update(f"{base}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+        assert not imported & (modules - {mod}), f"{mod} imports {imported & (modules - {mod})}"
