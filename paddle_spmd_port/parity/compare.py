@@ -59,7 +59,8 @@ class Comparison:
 def _attr_cells(prefix: str, a: DistAttr | None) -> list[tuple[str, str]]:
     if a is None:
         return [(f"{prefix}.dims_mapping", "absent"), (f"{prefix}.partial", "absent"), (f"{prefix}.mesh", "absent")]
-    mesh = "none" if a.mesh is None else f"{list(a.mesh.shape)}{list(a.mesh.process_ids)}{list(a.mesh.dim_names)}"
+    m = a.mesh  # (a built mesh always has its process ids and dim names)
+    mesh = "none" if m is None else f"{list(m.shape)}{list(m.process_ids or ())}{list(m.dim_names or ())}"
     return [(f"{prefix}.dims_mapping", str(list(a.dims_mapping))),
             (f"{prefix}.partial", str(sorted(a.partial_dims))), (f"{prefix}.mesh", mesh)]
 

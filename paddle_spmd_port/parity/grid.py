@@ -66,7 +66,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cache
 
 from ..case import Case
@@ -127,7 +127,7 @@ def _one_at_a_time(names: Sequence[str], shapes: dict[str, tuple[int, ...]], mes
                    optional: Iterable[str]) -> list[dict[str, DistTensorSpec | None]]:
     """Variants of the secondary tensors: all replicated; then each tensor alone takes every
     (mapping, partial) it can have, or None if optional; then every optional one None together."""
-    base = {n: _rep(shapes[n], mesh) for n in names}
+    base: dict[str, DistTensorSpec | None] = {n: _rep(shapes[n], mesh) for n in names}
     variants = [dict(base)]
     for name in names:
         for pl in placements(len(shapes[name]), mesh.ndim):
@@ -176,12 +176,12 @@ def _bn_forward(rule: str, formats: Sequence[str]) -> Iterator[Case]:
             for fmt in formats:
                 attrs = (("data_format", fmt),) if fmt else ()
                 c = channel_axis(fmt or "NCHW", rank)  # "": batch_norm_static, always NCHW
-                shapes = {n: (x_shape[c],) for n in names}
+                shapes: dict[str, tuple[int, ...]] = {n: (x_shape[c],) for n in names}
                 # x: every placement, the others replicated
                 for pl in placements(rank, mesh.ndim):
                     yield make(mesh, [_spec(x_shape, pl, mesh)] + [_rep(shapes[n], mesh) for n in names], attrs)
                 # the others: one at a time, against a few x placements (C split, N split, none)
-                x_probe = [((-1,) * rank, frozenset())]
+                x_probe: list[tuple[tuple[int, ...], frozenset[int]]] = [((-1,) * rank, frozenset())]
                 for m in range(mesh.ndim):
                     for axis in {0, c}:
                         dm = [-1] * rank
@@ -223,7 +223,7 @@ def _other_meshes(base: ProcessMesh) -> tuple[ProcessMesh, ...]:
 
 
 def _mixed_meshes(rule: str, variants: Sequence[tuple[dict[str, tuple[int, ...]], tuple]],
-                  x_maps: dict[int, Sequence[tuple[int, ...]]],
+                  x_maps: Mapping[int, Sequence[tuple[int, ...]]],
                   bases: Sequence[tuple[int, ...]] = ((2, 3), (2,))) -> Iterator[Case]:
     """The mixed-mesh corner sets: x on each of ``bases``, one other input at a time on each of
     :func:`_other_meshes`, replicated or with axis 0 split along that mesh's last dim; the rest
@@ -258,7 +258,7 @@ _BN_MIXED_X = {3: ((2, 1, -1, 0), (-1, -1, -1, -1)), 2: ((0, 1, -1, -1), (-1, 0,
 
 
 def _bn_mixed_meshes(rule: str, with_format: bool, bases: Sequence[tuple[int, ...]] = ((2, 3), (2,))) -> Iterator[Case]:
-    shapes = {n: (6,) for n in RULES[rule].inputs}
+    shapes: dict[str, tuple[int, ...]] = {n: (6,) for n in RULES[rule].inputs}
     shapes.update(x=X_SHAPES[4], out_grad=X_SHAPES[4], reserve_space=(5,))
     attrs = (("data_format", "NCHW"),) if with_format else ()
     yield from _mixed_meshes(rule, [(shapes, attrs)], _BN_MIXED_X, bases)
@@ -292,7 +292,7 @@ def _sync_invalid(rule: str) -> Iterator[Case]:
     names = RULES[rule].inputs
     attrs = (("data_format", "NCHW"),)
     x4 = _rep(X_SHAPES[4], mesh)
-    base = {n: _rep((6,), mesh) for n in names}
+    base: dict[str, DistTensorSpec | None] = {n: _rep((6,), mesh) for n in names}
     base.update(x=x4, out_grad=x4, reserve_space=None)
     per_channel = [n for n in names if n not in ("x", "out_grad", "reserve_space")]
     variants = [{per_channel[0]: _rep((6, 1), mesh)}, {per_channel[-1]: _rep((6, 2), mesh)},
@@ -317,16 +317,17 @@ def _bn_grad(rule: str, names: Sequence[str], formats: Sequence[str]) -> Iterato
             all_pl = placements(rank, mesh.ndim)
             for fmt in formats:
                 c = channel_axis(fmt, rank)
-                shapes = {n: (x_shape[c],) for n in side}
+                shapes: dict[str, tuple[int, ...]] = {n: (x_shape[c],) for n in side}
                 attrs = (("data_format", fmt),)
                 reps = {n: _rep(shapes[n], mesh) for n in side}
                 for k, pl in enumerate(all_pl):
                     og = all_pl[(k * 7 + 3) % len(all_pl)]
                     for x_pl, og_pl in ((pl, og), (og, pl)):
-                        tensors = {"x": _spec(x_shape, x_pl, mesh), "out_grad": _spec(x_shape, og_pl, mesh), **reps}
+                        tensors: dict[str, DistTensorSpec | None] = {
+                            "x": _spec(x_shape, x_pl, mesh), "out_grad": _spec(x_shape, og_pl, mesh), **reps}
                         yield make(mesh, [tensors[n] for n in names], attrs)
-                x_probe = [((-1,) * rank, frozenset())] + [
-                    (tuple(m if a == c else -1 for a in range(rank)), frozenset()) for m in range(mesh.ndim)]
+                x_probe: list[tuple[tuple[int, ...], frozenset[int]]] = [((-1,) * rank, frozenset())]
+                x_probe += [(tuple(m if a == c else -1 for a in range(rank)), frozenset()) for m in range(mesh.ndim)]
                 optional = [n for n in ("scale", "bias", "reserve_space") if n in side]
                 for xp in x_probe:
                     for variant in _one_at_a_time(side, shapes, mesh, optional)[1:]:
@@ -343,7 +344,7 @@ def _bn_grad_invalid(rule: str) -> Iterator[Case]:
     names = RULES[rule].inputs
     nchw = (("data_format", "NCHW"),)
     x4 = _rep(X_SHAPES[4], mesh)
-    base = {n: _rep((6,), mesh) for n in names}
+    base: dict[str, DistTensorSpec | None] = {n: _rep((6,), mesh) for n in names}
     base.update(x=x4, out_grad=x4, reserve_space=None)
     variants: list[tuple[dict, tuple]] = [
         ({"x": _rep((8,), mesh), "out_grad": _rep((8,), mesh)}, nchw),
@@ -378,7 +379,7 @@ def _grid_sync_batch_norm_grad() -> Iterator[Case]:
 # --------------------------------------------------------------------------- layer_norm family
 def _ln_side_variants(mesh: ProcessMesh, size: int) -> list[tuple[DistTensorSpec | None, DistTensorSpec | None]]:
     """(scale, bias): each alone through every placement and None, then both None."""
-    shapes = {"scale": (size,), "bias": (size,)}
+    shapes: dict[str, tuple[int, ...]] = {"scale": (size,), "bias": (size,)}
     return [(v["scale"], v["bias"]) for v in _one_at_a_time(("scale", "bias"), shapes, mesh, ("scale", "bias"))]
 
 
@@ -453,8 +454,8 @@ def _grid_layer_norm_reverse() -> Iterator[Case]:
             for mean_dm in stat_maps:
                 k += 1
                 var = (mean_dm, frozenset()) if k % 3 else stat_pls[k % len(stat_pls)]
-                out_pl = (out_dm, frozenset())
-                mean_pl = (mean_dm, frozenset())
+                out_pl: tuple[tuple[int, ...], frozenset[int]] = (out_dm, frozenset())
+                mean_pl: tuple[tuple[int, ...], frozenset[int]] = (mean_dm, frozenset())
                 if k % 5 == 0:  # partial status on out/mean: the reverse rule keeps it
                     free = [m for m in range(mesh.ndim) if m not in out_dm]
                     out_pl = (out_dm, frozenset(free[:1]))

@@ -221,16 +221,17 @@ def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, 
         dm = dm[:-1] if dm and rng.random() < 0.5 else dm + (-1,)
         inputs[name] = DistTensorSpec(t.shape, dm, t.mesh)
     elif what == "mesh-dim-range":
-        name = rng.choice([n for n in present if inputs[n].ndim > 0] or ["x"])
+        name = rng.choice([n for n in present if (tn := inputs[n]) is not None and tn.ndim > 0] or ["x"])
         t = inputs[name]
         assert t is not None and t.mesh is not None
+        t_mesh = t.mesh
         if not t.shape:
-            t = inputs[name] = _rep((rng.choice(SIZES),), t.mesh)
-        dm = list(t.dims_mapping)
-        dm[rng.randrange(len(dm))] = rng.choice((t.mesh.ndim, t.mesh.ndim + 1, -2))
-        inputs[name] = DistTensorSpec(t.shape, tuple(dm), t.mesh)
+            t = inputs[name] = _rep((rng.choice(SIZES),), t_mesh)
+        mapping = list(t.dims_mapping)
+        mapping[rng.randrange(len(mapping))] = rng.choice((t_mesh.ndim, t_mesh.ndim + 1, -2))
+        inputs[name] = DistTensorSpec(t.shape, tuple(mapping), t_mesh)
     elif what == "mesh-dim-twice":
-        names = [n for n in present if inputs[n].ndim >= 2]
+        names = [n for n in present if (tn := inputs[n]) is not None and tn.ndim >= 2]
         if not names:  # only rank-1 tensors (layer_norm of a vector): make x a matrix, out/out_grad too
             names = ["x"]
             for name in ("x", "out", "out_grad"):
@@ -241,9 +242,9 @@ def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, 
         t = inputs[name]
         assert t is not None and t.mesh is not None
         a, b = rng.sample(range(t.ndim), 2)
-        dm = list(t.dims_mapping)
-        dm[a] = dm[b] = rng.randrange(t.mesh.ndim)
-        inputs[name] = DistTensorSpec(t.shape, tuple(dm), t.mesh)
+        mapping = list(t.dims_mapping)
+        mapping[a] = mapping[b] = rng.randrange(t.mesh.ndim)
+        inputs[name] = DistTensorSpec(t.shape, tuple(mapping), t.mesh)
     elif what == "partial-bad":
         name = rng.choice(present)
         t = inputs[name]
