@@ -24,6 +24,12 @@ General merges that never raise (the ``proposed`` profile's; not Paddle's behavi
                                            kept by the first axis that uses it
     most_held([0,-1], [1,-1], [1,-1])  (1, -1)   the (axis, mesh dim) pairs most mappings hold, greedily
     dedupe([0,1,0])              (0, 1, -1) a mesh dim used again is dropped
+
+How a dims_mapping cuts a tensor (:func:`local_shape`, Paddle's layout: ``ceil(size / parts)``
+per rank, the last shard of an uneven axis smaller)::
+
+    shape [7,6], dims_mapping [0,-1], mesh (4,)   ranks 0..3: [2,6] [2,6] [2,6] [1,6]
+    shape [5],   dims_mapping [0],    mesh (4,)   ShardError: rank 3 would start at 6 > 5
 """
 
 from __future__ import annotations
@@ -127,4 +133,30 @@ def dedupe(mapping: Sequence[int]) -> tuple[int, ...]:
         else:
             seen.add(m)
             out.append(m)
+    return tuple(out)
+
+
+class ShardError(Exception):
+    """A dims_mapping that Paddle cannot lay out on this mesh (a shard would start past the end)."""
+
+
+def shard_range(size: int, parts: int, index: int) -> tuple[int, int]:
+    """Paddle's cut of ``size`` elements over ``parts`` ranks: ``[index*ceil, min((index+1)*ceil, size))``."""
+    chunk = -(-size // parts)
+    start = index * chunk
+    if start > size:
+        raise ShardError(f"an axis of size {size} over {parts} ranks: rank {index} would start at {start} > {size} "
+                         "(Paddle: Slice Args 'start' should be less or equal to 'end')")
+    return start, min(start + chunk, size)
+
+
+def local_shape(shape: Sequence[int], dims_mapping: Sequence[int], coords: Sequence[int],
+                mesh_shape: Sequence[int]) -> tuple[int, ...]:
+    """The shape the rank at mesh ``coords`` holds of a tensor of ``shape`` split by ``dims_mapping``
+    (Partial keeps the shape). :class:`ShardError` where Paddle cannot lay the axis out."""
+    out = list(shape)
+    for axis, m in enumerate(dims_mapping):
+        if m >= 0:
+            lo, hi = shard_range(shape[axis], mesh_shape[m], coords[m])
+            out[axis] = hi - lo
     return tuple(out)

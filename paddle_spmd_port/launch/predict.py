@@ -37,11 +37,12 @@ Three ways a stage can be predicted to fail:
 
 from __future__ import annotations
 
-import math
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import InvalidSpecError, SpmdError
+from ..notation import ShardError, local_shape
 from ..outcome import ErrorInfo
 from ..rules import (
     batch_norm_grad_infer_spmd,
@@ -73,6 +74,13 @@ class TensorExpectation:
     rule_output: str
     placements: tuple[str, ...]
     local_shape: tuple[int, ...]
+    """Rank 0's local shape."""
+    rank_local_shapes: tuple[tuple[int, ...] | None, ...] = ()
+    """Every rank's (ranks 0..n-1, the mesh's row-major order; None where Paddle cannot lay the
+    tensor out): the last shard of an uneven axis is smaller."""
+
+    def local_shape_on(self, rank: int) -> tuple[int, ...] | None:
+        return self.rank_local_shapes[rank] if rank < len(self.rank_local_shapes) else self.local_shape
 
 
 @dataclass(frozen=True)
@@ -129,12 +137,16 @@ def case_mesh(case: LaunchCase) -> ProcessMesh:
     return ProcessMesh(case.mesh_shape)
 
 
-def local_shape(shape: Sequence[int], attr: DistAttr, mesh_shape: Sequence[int]) -> tuple[int, ...]:
-    """Per-rank shape of a tensor distributed as ``attr`` (even splits; Partial keeps the shape)."""
-    out = list(shape)
-    for axis, m in enumerate(attr.dims_mapping):
-        if m >= 0:
-            out[axis] = math.ceil(out[axis] / mesh_shape[m])
+def local_shapes(shape: Sequence[int], attr: DistAttr, mesh_shape: Sequence[int]) -> tuple[tuple[int, ...] | None, ...]:
+    """Each rank's shape (ranks 0..n-1 in the mesh's row-major order) of a tensor distributed as
+    ``attr``: :func:`~paddle_spmd_port.notation.local_shape` (Paddle's cut; Partial keeps the
+    shape), None on a rank where Paddle cannot lay the tensor out."""
+    out: list[tuple[int, ...] | None] = []
+    for coords in itertools.product(*(range(n) for n in mesh_shape)):
+        try:
+            out.append(local_shape(shape, attr.dims_mapping, coords, mesh_shape))
+        except ShardError:
+            out.append(None)
     return tuple(out)
 
 
@@ -170,23 +182,26 @@ def _bn_local_checks(case: LaunchCase, pred: StagePrediction) -> tuple[StagePred
         return pred, ()
     ins, outs = pred.result.inputs, pred.result.outputs
     c_axis = case.channel_axis
-    c_local = local_shape(case.shape, ins[0], case.mesh_shape)[c_axis]
+    x_shapes = local_shapes(case.shape, ins[0], case.mesh_shape)
     risks: list[tuple[str, str]] = []
     mismatched = []
     for name, present, attr in (("mean", True, ins[1]), ("variance", True, ins[2]), ("scale", case.weight, ins[3]),
                                 ("bias", case.bias, ins[4])):
-        p_local = local_shape(case.param_shape, attr, case.mesh_shape)[0]
-        if present and p_local != c_local:
-            mismatched.append((name, attr, p_local))
+        # the first rank whose local channels and entries differ (every rank's count, uneven shards included)
+        p_shapes = local_shapes(case.param_shape, attr, case.mesh_shape)
+        differ = next(((xs[c_axis], ps[0]) for xs, ps in zip(x_shapes, p_shapes, strict=True)
+                       if xs is not None and ps is not None and xs[c_axis] != ps[0]), None)
+        if present and differ is not None:
+            mismatched.append((name, attr, *differ))
     both = case.weight and case.bias
-    for name, attr, p_local in mismatched:
+    for name, attr, c_local, p_local in mismatched:
         if name in ("scale", "bias") and both:
             reason = (f"x keeps C (axis {c_axis}) split to {c_local} local channels, but {name} is placed "
                       f"{list(attr.placements())} with {p_local} entries")
             return StagePrediction(pred.stage, result=pred.result, kernel_reason=reason,
                                    kernel_error=(f"the shape of {name} must equal to [{c_local}]",
                                                  f"the shape of {name} is [{p_local}]")), ()
-    for name, attr, p_local in mismatched:
+    for name, attr, c_local, p_local in mismatched:
         if name in ("mean", "variance") and case.training:
             continue  # training mode computes the batch statistics; the running ones are only updated
         why = (f"{name} placed {list(attr.placements())} has {p_local} entries for {c_local} local channels; "
@@ -203,7 +218,9 @@ def _bn_local_checks(case: LaunchCase, pred: StagePrediction) -> tuple[StagePred
 
 def _expect(name: str, stage: str, rule_output: str, attr: DistAttr, shape: Sequence[int],
             case: LaunchCase) -> TensorExpectation:
-    return TensorExpectation(name, stage, rule_output, attr.placements(), local_shape(shape, attr, case.mesh_shape))
+    ranks = local_shapes(shape, attr, case.mesh_shape)
+    first = local_shape(shape, attr.dims_mapping, (0,) * len(case.mesh_shape), case.mesh_shape)  # starts at 0
+    return TensorExpectation(name, stage, rule_output, attr.placements(), first, ranks)
 
 
 def predict(case: LaunchCase) -> Prediction:

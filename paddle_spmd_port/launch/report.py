@@ -129,7 +129,8 @@ def _check_tensors(pred: Prediction, by_rank: dict[int, dict[str, Any]], rtol: f
             notes.append(f"placement not compared: {NOT_RULE_PLACED[name]}")
         elif expect is not None and present:
             seen = {tuple(e["placements"]) for e in entries}
-            local_ok = all(tuple(e["local_shape"]) == expect.local_shape for e in entries)
+            local_ok = all(tuple(rec["tensors"][name]["local_shape"]) == expect.local_shape_on(rank)
+                           for rank, rec in by_rank.items() if name in rec["tensors"])  # uneven: per rank
             placement_ok = seen == {expect.placements} and local_ok
             if len(seen) > 1:
                 notes.append(f"ranks disagree: {sorted(seen)}")

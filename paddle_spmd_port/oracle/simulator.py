@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from ..case import Case
+from ..notation import ShardError, local_shape, shard_range
 from ..rules.signatures import BN_FWD_ATTRS, channel_axis, kernel_layout
 from ..rules.signatures import BN_PER_CHANNEL as PER_CHANNEL
 from ..types import DistAttr, DistTensorSpec, SpmdResult
@@ -63,20 +64,6 @@ RTOL, ATOL = 1e-8, 1e-10
 """float64 everywhere: right answers agree to ~1e-13, wrong ones are off by O(0.1)."""
 
 SYNC_GROUPS = ("batch", "mesh")
-
-
-class ShardError(Exception):
-    """A dims_mapping that Paddle cannot lay out on this mesh (a shard would start past the end)."""
-
-
-def shard_range(size: int, parts: int, index: int) -> tuple[int, int]:
-    """Paddle's cut of ``size`` elements over ``parts`` ranks: ``[index*ceil, min((index+1)*ceil, size))``."""
-    chunk = -(-size // parts)
-    start = index * chunk
-    if start > size:
-        raise ShardError(f"an axis of size {size} over {parts} ranks: rank {index} would start at {start} > {size} "
-                         "(Paddle: Slice Args 'start' should be less or equal to 'end')")
-    return start, min(start + chunk, size)
 
 
 @dataclass(frozen=True)
@@ -109,12 +96,6 @@ def _ranges(shape: Sequence[int], dims_mapping: Sequence[int], coords: Sequence[
             lo, hi = shard_range(shape[axis], mesh_shape[m], coords[m])
             out.append(slice(lo, hi))
     return tuple(out)
-
-
-def local_shape(shape: Sequence[int], dims_mapping: Sequence[int], coords: Sequence[int],
-                mesh_shape: Sequence[int]) -> tuple[int, ...]:
-    return tuple(len(range(*s.indices(n))) for s, n in zip(_ranges(shape, dims_mapping, coords, mesh_shape), shape,
-                                                              strict=True))
 
 
 def local_slice(value: np.ndarray, dims_mapping: Sequence[int], coords: Sequence[int],
