@@ -172,7 +172,7 @@ _spec_text: dict[DistTensorSpec, str] = {}  # request tokens per input spec
 _reply_outcome: dict[str, Outcome] = {}  # parsed replies (many cases share an answer)
 
 
-def _attr_tokens(name: str, value: object) -> list[str]:
+def _attr_tokens(name: str, value: float | str) -> list[str]:
     kind = _ATTR_TYPES.get(name, "b")
     if kind == "f":
         return ["f", repr(float(value))]
@@ -245,12 +245,13 @@ class _Reply:
             start = self.pos
             n_ids = int(self.tokens[start + ndim])
             self.pos = start + ndim + 1 + n_ids + ndim
-            key = (ndim, *self.tokens[start:self.pos])
+            words = self.tokens[start:self.pos]  # shape, n_ids, ids, names
+            key: tuple[int | str, ...] = (ndim, *words)
             mesh = _meshes.get(key)
             if mesh is None:
-                shape = tuple(int(v) for v in key[1:1 + ndim])
-                ids = tuple(int(v) for v in key[2 + ndim:2 + ndim + n_ids])
-                mesh = _meshes[key] = ProcessMesh(shape, ids, tuple(_unhex(v) for v in key[2 + ndim + n_ids:]))
+                shape = tuple(int(v) for v in words[:ndim])
+                ids = tuple(int(v) for v in words[ndim + 1:ndim + 1 + n_ids])
+                mesh = _meshes[key] = ProcessMesh(shape, ids, tuple(_unhex(v) for v in words[ndim + 1 + n_ids:]))
         dims_mapping = self.ints(int(self.word()))
         partial = {}
         for _ in range(int(self.word())):
@@ -266,7 +267,7 @@ class _ReduceTypeError(Exception):
     pass
 
 
-_meshes: dict[tuple, ProcessMesh] = {}  # reply tokens of a mesh -> the mesh
+_meshes: dict[tuple[int | str, ...], ProcessMesh] = {}  # reply tokens of a mesh -> the mesh
 
 
 class _Message(Exception):

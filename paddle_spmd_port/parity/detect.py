@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Any
 
 from .releases import RELEASES, ReleaseProfile
 
@@ -43,7 +44,7 @@ def detect_release(version: str, commit: str = "") -> ReleaseProfile:
     ``paddle.version.commit``) with; see the module docstring for the flags."""
     ordered = sorted(RELEASES, key=lambda p: version_key(p.version) or ())
     newest, oldest = ordered[-1], ordered[0]
-    found = dict(detected_version=version, detected_commit=commit)
+    found: dict[str, Any] = dict(detected_version=version, detected_commit=commit)  # (replace() checks the names)
     key = version_key(version)
     if key is None or is_develop_build(version) or key > (version_key(newest.version) or ()):
         return replace(newest, **found, is_exact=False, is_newer_than_known=True, commit_matches=False)
