@@ -150,6 +150,8 @@ class DistTensorSpec:
     """
 
     __slots__ = ("_shape", "_attr")
+    _shape: list[int]
+    _attr: TensorDistAttr
 
     def __init__(self, *args: Any) -> None:
         if not args:

@@ -396,7 +396,10 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
                         "str-list-epsilon": (["a"], 2), "int64-list-epsilon": ([__import__("numpy").int64(1)], 2),
                         "big-list-epsilon": ([2 ** 40], 2), "mixed-list-axis": (1e-5, [1, 2.0]),
                         "trailing-none": (1e-5, 2, None)}.items():
-        probe(f"ln/attribute-{label}")(lambda args=args: result_view(ln.infer_forward(x, s, s, *args)))
+        def attribute_probe(args: tuple[Any, ...] = args) -> Any:
+            return result_view(ln.infer_forward(x, s, s, *args))
+
+        probe(f"ln/attribute-{label}")(attribute_probe)
 
     # --- batch_norm -----------------------------------------------------------------------------------
     @probe("bn/forward")

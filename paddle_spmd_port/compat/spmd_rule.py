@@ -170,7 +170,9 @@ class SpmdRule:
         if sig.vector:
             port_args: list[Any] = [[s.to_port() for s in (t if isinstance(t, list) else [t])] for t in tensors]
         else:
-            port_args = [None if slot in sig.optional and _is_absent(t) else t.to_port()  # type: ignore[union-attr]
+            # a single-tensor slot holds one spec; a list there fails with AttributeError as it always did
+            # (not narrowed here, so no new error class appears for that misuse)
+            port_args = [None if slot in sig.optional and _is_absent(t) else t.to_port()  # type: ignore[arg-type,union-attr]
                          for slot, t in zip(sig.tensors, tensors, strict=True)]
         try:
             result = sig.fn(*port_args, *values)
