@@ -349,8 +349,7 @@ def render_markdown(report: Report) -> str:
         if v.verdict == "agree" and not v.notes:
             continue
         head = v.reasons[0] if v.reasons else (v.notes[0] if v.notes else "")
-        key = (v.verdict, v.expected, _generalise(head))
-        groups.setdefault(key, []).append(v)
+        groups.setdefault((v.verdict, v.expected, _generalise(head)), []).append(v)
     if groups:
         lines += ["## Cases that are not a plain agree, grouped by reason", ""]
         for (verdict, expected, head), items in sorted(groups.items(), key=lambda kv: (VERDICTS.index(kv[0][0]),
