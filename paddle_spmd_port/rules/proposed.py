@@ -65,7 +65,7 @@ from ..notation import dedupe, first_claim, most_held
 from ..types import DistAttr, DistTensorSpec, SpmdResult
 from ._tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
 from .preconditions import bn_forward_inputs, bn_grad_inputs, ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
-from .signatures import RULES, channel_axis
+from .signatures import BN_PER_CHANNEL, RULES, channel_axis
 
 
 def _fits_x_mesh(tx: RuleInput, *tensors: RuleInput) -> None:
@@ -171,7 +171,7 @@ def batch_norm_infer_spmd_static(
 
 
 def _per_channel(t: dict[str, RuleInput]) -> list[RuleInput]:
-    return [v for k, v in t.items() if k not in ("x", "out_grad", "reserve_space")]
+    return [v for k, v in t.items() if k in BN_PER_CHANNEL]
 
 
 def _grad_result(t: dict[str, RuleInput], order: Sequence[str], kept: tuple[int, ...], c: int,

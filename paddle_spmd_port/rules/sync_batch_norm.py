@@ -36,8 +36,13 @@ from collections.abc import Sequence
 from ..errors import InvalidSpecError
 from ..types import DistAttr, DistTensorSpec, SpmdResult
 from ._tensor import RuleInput, as_input, check_attrs, check_specs, require_x_mesh
+from .signatures import BN_PER_CHANNEL, RULES
 
-_NOT_PER_CHANNEL = frozenset({"out_grad", "reserve_space"})
+
+def _named(key: str, *specs: DistTensorSpec | None) -> tuple[tuple[str, DistTensorSpec | None, bool], ...]:
+    """(name, spec, optional) per input of ``key``, from the signature table."""
+    sig = RULES[key]
+    return tuple((name, spec, name in sig.optional) for name, spec in zip(sig.inputs, specs, strict=True))
 
 
 def _replicated_fallback(named: Sequence[tuple[str, DistTensorSpec | None, bool]],
@@ -49,7 +54,7 @@ def _replicated_fallback(named: Sequence[tuple[str, DistTensorSpec | None, bool]
     require_x_mesh(x)
     check_specs(*((name, spec) for name, spec, _ in named))
     for t in inputs[1:]:
-        if t.name not in _NOT_PER_CHANNEL and not t.missing and t.ndim != 1:
+        if t.name in BN_PER_CHANNEL and not t.missing and t.ndim != 1:
             raise InvalidSpecError(
                 f"{t.name} has rank {t.ndim}; sync_batch_norm's {t.name} is 1-D (one entry per channel), and "
                 f"its answer (and its output's) would be rank 1", kind=f"invalid-spec:{t.name}:rank")
@@ -74,8 +79,7 @@ def sync_batch_norm_infer_spmd(
     trainable_statistics: bool = False,
 ) -> SpmdResult:
     """Shipped behaviour of ``sync_batch_norm_``: everything replicated."""
-    named = (("x", x, False), ("mean", mean, False), ("variance", variance, False),
-             ("scale", scale, True), ("bias", bias, True))
+    named = _named("sync_batch_norm", x, mean, variance, scale, bias)
     attrs = (("is_test", is_test), ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format),
              ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
     return _replicated_fallback(named, attrs, (None, 1, 1, 1, 1, 1))
@@ -97,9 +101,7 @@ def sync_batch_norm_grad_infer_spmd(
     trainable_statistics: bool = False,
 ) -> SpmdResult:
     """Shipped behaviour of ``sync_batch_norm_grad``: everything replicated."""
-    named = (("x", x, False), ("scale", scale, True), ("bias", bias, True), ("saved_mean", saved_mean, False),
-             ("saved_variance", saved_variance, False), ("reserve_space", reserve_space, True),
-             ("out_grad", out_grad, False))
+    named = _named("sync_batch_norm_grad", x, scale, bias, saved_mean, saved_variance, reserve_space, out_grad)
     attrs = (("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format), ("is_test", is_test),
              ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
     return _replicated_fallback(named, attrs, (None, 1, 1))
