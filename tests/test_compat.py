@@ -198,9 +198,12 @@ def test_compat_test_rejects_a_missing_path(tmp_path):
 
 
 @pytest.mark.parametrize(("native", "expected"), [
-    ({"status": "unavailable", "message": "paddlepaddle is not installed", "tests": []}, 3),  # not run: incomplete
-    ({"status": "timeout", "message": "no result after 1 s", "tests": []}, 3),
-    ({"status": "ran", "message": "", "tests": [{"id": "T.test_a", "status": "fail", "message": "x"}]}, 1),
+    pytest.param({"status": "unavailable", "message": "paddlepaddle is not installed", "tests": []}, 3,
+                 id="native-unavailable-incomplete"),
+    pytest.param({"status": "timeout", "message": "no result after 1 s", "tests": []}, 3,
+                 id="native-timeout-incomplete"),
+    pytest.param({"status": "ran", "message": "", "tests": [{"id": "T.test_a", "status": "fail", "message": "x"}]}, 1,
+                 id="native-fails-finding"),
 ])
 def test_compat_test_exit_code_tells_a_backend_not_run_from_a_failure(native, expected, tmp_path, monkeypatch):
     from paddle_spmd_port.compat import cli

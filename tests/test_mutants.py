@@ -51,13 +51,13 @@ def _tool(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("args, names", [
-    (("--sample", "0"), "--sample"),
-    (("--sample", "many"), "--sample"),
-    (("--timeout", "-1"), "--timeout"),
-    (("--only", "no-such-mutant"), "--only"),
-    (("--only", ","), "--only"),
-    (("--bogus",), "--bogus"),
-    (("--report-dir", "a-file"), "--report-dir"),
+    pytest.param(("--sample", "0"), "--sample", id="sample-zero"),
+    pytest.param(("--sample", "many"), "--sample", id="sample-not-a-number"),
+    pytest.param(("--timeout", "-1"), "--timeout", id="timeout-negative"),
+    pytest.param(("--only", "no-such-mutant"), "--only", id="only-unknown-mutant"),
+    pytest.param(("--only", ","), "--only", id="only-empty-list"),
+    pytest.param(("--bogus",), "--bogus", id="unknown-flag"),
+    pytest.param(("--report-dir", "a-file"), "--report-dir", id="report-dir-is-a-file"),
 ])
 def test_bad_flags_are_one_line_exit_2(args, names, tmp_path):
     (tmp_path / "a-file").write_text("not a directory\n")

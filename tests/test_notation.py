@@ -5,9 +5,11 @@ from paddle_spmd_port.notation import mapping_for_axes, merge_shardings
 
 
 @pytest.mark.parametrize("tensors, expected", [
-    ([("ijk", [0, -1, -1]), ("ij", [-1, 1])], {"i": 0, "j": 1, "k": -1}),
-    ([("ij", [0, -1]), ("jk", [-1, 0])], {"i": 0, "j": -1, "k": -1}),   # dim 0 claimed twice: first keeps it
-    ([("ij1", [-1, -1, 0]), ("ij", [-1, 0])], {"1": 0, "i": -1, "j": -1}),  # '1' key steals dim 0 from j
+    pytest.param([("ijk", [0, -1, -1]), ("ij", [-1, 1])], {"i": 0, "j": 1, "k": -1}, id="axes-agree"),
+    pytest.param([("ij", [0, -1]), ("jk", [-1, 0])], {"i": 0, "j": -1, "k": -1},
+                 id="dim-claimed-twice-first-keeps"),
+    pytest.param([("ij1", [-1, -1, 0]), ("ij", [-1, 0])], {"1": 0, "i": -1, "j": -1},
+                 id="forced-key-steals-dim"),
 ])
 def test_merge_worked_table(tensors, expected):
     assert merge_shardings(tensors) == expected

@@ -158,12 +158,12 @@ def _report(selected: int, compared: int, mismatches: int = 0, **kw) -> ParityRe
 
 
 @pytest.mark.parametrize(("report", "first_words"), [
-    (_report(4, 4), "PASS"),
-    (_report(4, 3), "FAILED CLOSED: 1 of 4"),
-    (_report(4, 3, allow_uncompared=True), "INCOMPLETE, ACCEPTED"),
-    (_report(4, 3, mismatches=1), "MISMATCH: 1"),
-    (_report(0, 0), "NOTHING COMPARED"),
-    (_report(4, 2, interrupted="SIGTERM"), "INTERRUPTED by SIGTERM"),
+    pytest.param(_report(4, 4), "PASS", id="all-compared"),
+    pytest.param(_report(4, 3), "FAILED CLOSED: 1 of 4", id="one-uncompared"),
+    pytest.param(_report(4, 3, allow_uncompared=True), "INCOMPLETE, ACCEPTED", id="uncompared-allowed"),
+    pytest.param(_report(4, 3, mismatches=1), "MISMATCH: 1", id="mismatch-outranks-uncompared"),
+    pytest.param(_report(0, 0), "NOTHING COMPARED", id="empty-selection"),
+    pytest.param(_report(4, 2, interrupted="SIGTERM"), "INTERRUPTED by SIGTERM", id="interrupted"),
 ])
 def test_status_line(report, first_words):
     assert report.status_line().startswith(first_words)

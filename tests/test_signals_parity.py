@@ -50,9 +50,9 @@ def wait_for(predicate, timeout: float, what: str) -> None:
 
 
 @pytest.mark.parametrize(("sig", "backend", "code"), [
-    (signal.SIGINT, "compiled", 130),
-    (signal.SIGTERM, "compiled", 143),
-    (signal.SIGTERM, "pir", 143),
+    pytest.param(signal.SIGINT, "compiled", 130, id="SIGINT-compiled"),
+    pytest.param(signal.SIGTERM, "compiled", 143, id="SIGTERM-compiled"),
+    pytest.param(signal.SIGTERM, "pir", 143, id="SIGTERM-pir"),
 ])
 def test_signal_ends_workers_and_writes_the_partial_report(tmp_path, sig, backend, code):
     token = f"PSP_SIGNAL_TEST_{uuid.uuid4().hex}"

@@ -14,9 +14,9 @@ def test_mesh_defaults_match_paddle_naming():
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
-    ({"shape": (0, 2)}, "positive sizes"),
-    ({"shape": (2, 2), "process_ids": (0, 1, 2)}, "4 distinct ids"),
-    ({"shape": (2,), "dim_names": ("x", "y")}, "1 distinct names"),
+    pytest.param({"shape": (0, 2)}, "positive sizes", id="zero-size"),
+    pytest.param({"shape": (2, 2), "process_ids": (0, 1, 2)}, "4 distinct ids", id="too-few-ids"),
+    pytest.param({"shape": (2,), "dim_names": ("x", "y")}, "1 distinct names", id="too-many-names"),
 ])
 def test_bad_mesh_says_what_is_valid(kwargs, fragment):
     with pytest.raises(InvalidSpecError, match=fragment):
@@ -24,12 +24,12 @@ def test_bad_mesh_says_what_is_valid(kwargs, fragment):
 
 
 @pytest.mark.parametrize("dm, partial, fragment", [
-    ((0, -1, -1), (), "has 3 entries but the shape"),
-    ((0, 0, -1, -1), (), "same mesh dim"),
-    ((-1, 2, -1, -1), (), "uses mesh dim 2"),
-    ((-1, -2, -1, -1), (), "uses mesh dim -2"),
-    ((0, -1, -1, -1), (0,), "both shards an axis and is partial"),
-    ((0, -1, -1, -1), (3,), "outside the mesh"),
+    pytest.param((0, -1, -1), (), "has 3 entries but the shape", id="mapping-shorter-than-rank"),
+    pytest.param((0, 0, -1, -1), (), "same mesh dim", id="mesh-dim-twice"),
+    pytest.param((-1, 2, -1, -1), (), "uses mesh dim 2", id="mesh-dim-out-of-range"),
+    pytest.param((-1, -2, -1, -1), (), "uses mesh dim -2", id="mesh-dim-negative"),
+    pytest.param((0, -1, -1, -1), (0,), "both shards an axis and is partial", id="partial-on-sharding-dim"),
+    pytest.param((0, -1, -1, -1), (3,), "outside the mesh", id="partial-outside-mesh"),
 ])
 def test_check_names_argument_and_fix(dm, partial, fragment):
     s = DistTensorSpec((8, 6, 4, 4), dm, MESH_2x3, frozenset(partial))

@@ -20,6 +20,7 @@ from typing import Any
 from ..case import Case
 from ..errors import SpmdError
 from ..outcome import ErrorInfo
+from ..reporting import markdown_table
 from ..rules.registry import PROFILES as RULE_PROFILES
 from ..rules.registry import rule_function
 from ..rules.signatures import DATA_FORMAT_NDIM
@@ -127,16 +128,6 @@ class RuleTally:
             self.with_comm += j.with_comm
 
 
-def format_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    rows = [[str(c) for c in r] for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |"
-    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    body = ["| " + " | ".join(c.rjust(w) if c[:1].isdigit() else c.ljust(w) for c, w in zip(r, widths, strict=True))
-            + " |" for r in rows]
-    return "\n".join([line, sep, *body])
-
-
 def profile_table(tallies: dict[str, RuleTally]) -> str:
     header = ("rule", *TABLE_COLUMNS, "resharded inputs", "with communication")
     rows = []
@@ -147,7 +138,7 @@ def profile_table(tallies: dict[str, RuleTally]) -> str:
         total.resharded += t.resharded
         total.with_comm += t.with_comm
     rows.append(("total", *(total.counts[c] for c in TABLE_COLUMNS), total.resharded, total.with_comm))
-    return format_table(header, rows)
+    return markdown_table(header, rows, aligned=True)
 
 
 def comparison_table(paddle: dict[str, list[Judged]], proposed: dict[str, list[Judged]]) -> str:
@@ -168,7 +159,7 @@ def comparison_table(paddle: dict[str, list[Judged]], proposed: dict[str, list[J
                      arrow(sum(a.resharded for a, _ in both), sum(b.resharded for _, b in both)),
                      arrow(sum(a.with_comm for a, _ in both), sum(b.with_comm for _, b in both)),
                      arrow(sum(a.with_comm for a, _ in sound), sum(b.with_comm for _, b in sound))))
-    return format_table(header, rows)
+    return markdown_table(header, rows, aligned=True)
 
 
 def rule_error_groups(paddle: dict[str, list[Judged]], proposed: dict[str, list[Judged]] | None) -> str:
