@@ -59,9 +59,12 @@ def test_placements_view():
 def test_case_json_round_trip():
     case = Case("layer_norm", MESH_2x3, (spec((4, 6, 8), (0, -1, -1), partial=(1,)), None, spec((8,), (-1,))),
                 (("begin_norm_axis", 2),), "id-1")
-    again = Case.from_json(case.to_json())
-    assert again == case
-    assert again.attr_values() == (1e-5, 2)
+    assert Case.from_json(case.to_json()) == case
+
+
+def test_case_fills_unset_attributes_with_the_signature_defaults():
+    case = Case("layer_norm", MESH_2x3, (spec((4, 6, 8), (0, -1, -1)), None, None), (("begin_norm_axis", 2),))
+    assert case.attr_values() == (1e-5, 2)  # epsilon from the signature, begin_norm_axis as given
 
 
 def test_case_rejects_unknown_attribute():
