@@ -20,18 +20,25 @@
 //             "U" <hex reason>                       this caller cannot express the case
 //             "C" <signal>                           an isolated case killed its child
 //
+// Batches: the client may write any number of requests ahead (a whole slice of cases in one
+// write); the program reads stdin in large blocks and loops over the cases in order, with no
+// round trip per case. Each reply is written (one write(2), unbuffered) before the next case
+// starts, so if a case kills the program, every earlier case has its reply and the first
+// unanswered request is the case in flight: the client records it as a crash and starts a new
+// program for the rest. The program exits 0 at the end of its input.
+//
 // With isolate=1 the case runs in a fork()ed child, so a segfault in Paddle costs one fork.
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <cerrno>
+#include <charconv>
 #include <cstdlib>
-#include <iostream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "paddle/common/enforce.h"
@@ -61,32 +68,48 @@ std::string hex_encode(const std::string& text) {
   return out;
 }
 
-std::string hex_decode(const std::string& token) {
+std::string hex_decode(std::string_view token) {
   if (token == "-") return "";
   std::string out;
+  out.reserve(token.size() / 2);
   for (size_t i = 0; i + 1 < token.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(token.substr(i, 2), nullptr, 16)));
+    unsigned value = 0;
+    auto [end, ec] = std::from_chars(token.data() + i, token.data() + i + 2, value, 16);
+    if (ec != std::errc() || end != token.data() + i + 2) throw Unreachable("bad hex token " + std::string(token));
+    out.push_back(static_cast<char>(value));
   }
   return out;
 }
 
+// Whitespace-separated tokens of one request line, read in place (no copies, no streams).
 class Tokens {
  public:
-  explicit Tokens(const std::string& line) : in_(line) {}
-  std::string word() {
-    std::string w;
-    if (!(in_ >> w)) throw Unreachable("request line ended early");
-    return w;
+  explicit Tokens(std::string_view line) : p_(line.data()), end_(line.data() + line.size()) {}
+  std::string_view word() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r')) ++p_;
+    if (p_ == end_) throw Unreachable("request line ended early");
+    const char* start = p_;
+    while (p_ < end_ && *p_ != ' ' && *p_ != '\t' && *p_ != '\r') ++p_;
+    return std::string_view(start, static_cast<size_t>(p_ - start));
   }
-  int64_t integer() { return std::stoll(word()); }
+  int64_t integer() {
+    std::string_view w = word();
+    int64_t value = 0;
+    auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), value);
+    if (ec != std::errc() || end != w.data() + w.size()) throw Unreachable("bad integer token " + std::string(w));
+    return value;
+  }
   std::vector<int64_t> ints(int64_t n) {
+    if (n < 0) throw Unreachable("negative count in the request");
     std::vector<int64_t> v;
+    v.reserve(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) v.push_back(integer());
     return v;
   }
 
  private:
-  std::istringstream in_;
+  const char* p_;
+  const char* end_;
 };
 
 struct Attr {
@@ -95,21 +118,26 @@ struct Attr {
 };
 
 pd::DistMetaTensor read_tensor(Tokens* t) {
-  std::string head = t->word();
+  std::string_view head = t->word();
   if (head == "-") {  // Paddle's stand-in for a missing optional tensor: shape [0], empty attr
     return pd::DistMetaTensor(common::make_ddim({0}), pd::TensorDistAttr());
   }
-  if (head != "T") throw Unreachable("bad tensor token " + head);
+  if (head != "T") throw Unreachable("bad tensor token " + std::string(head));
   std::vector<int64_t> shape = t->ints(t->integer());
   std::vector<int64_t> dims_mapping = t->ints(t->integer());
   std::vector<int64_t> partial = t->ints(t->integer());
   pd::TensorDistAttr attr;
-  std::string mesh_head = t->word();
+  std::string_view mesh_head = t->word();
   if (mesh_head != "-") {
-    int64_t ndim = std::stoll(mesh_head);
+    int64_t ndim = 0;
+    auto [end, ec] = std::from_chars(mesh_head.data(), mesh_head.data() + mesh_head.size(), ndim);
+    if (ec != std::errc() || end != mesh_head.data() + mesh_head.size() || ndim < 0) {
+      throw Unreachable("bad mesh token " + std::string(mesh_head));
+    }
     std::vector<int64_t> mesh_shape = t->ints(ndim);
     std::vector<int64_t> ids = t->ints(t->integer());
     std::vector<std::string> names;
+    names.reserve(static_cast<size_t>(ndim));
     for (int64_t i = 0; i < ndim; ++i) names.push_back(hex_decode(t->word()));
     attr.set_process_mesh(pd::ProcessMesh(mesh_shape, ids, names));
   }
@@ -119,11 +147,11 @@ pd::DistMetaTensor read_tensor(Tokens* t) {
 }
 
 Attr read_attr(Tokens* t) {
-  std::string type = t->word();
-  if (type.size() != 1 || std::string("bifs").find(type[0]) == std::string::npos) {
-    throw Unreachable("bad attribute type " + type);
+  std::string_view type = t->word();
+  if (type.size() != 1 || std::string_view("bifs").find(type[0]) == std::string_view::npos) {
+    throw Unreachable("bad attribute type " + std::string(type));
   }
-  return Attr{type[0], t->word()};
+  return Attr{type[0], std::string(t->word())};
 }
 
 // Typed access to the request's attributes, checked like Paddle's InferSpmdContext does.
@@ -193,32 +221,55 @@ pd::SpmdInfo call_rule(const std::string& rule, const std::vector<pd::DistMetaTe
   throw Unreachable("Paddle exports no C++ rule for " + rule);
 }
 
-void write_attr(std::ostream& out, const pd::TensorDistAttr& attr) {
-  out << " A";
+// The reply under construction: tokens appended in place (no streams).
+class Reply {
+ public:
+  Reply& word(std::string_view w) {
+    text_.push_back(' ');
+    text_.append(w);
+    return *this;
+  }
+  Reply& number(int64_t v) {
+    char buf[24];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    (void)ec;
+    text_.push_back(' ');
+    text_.append(buf, static_cast<size_t>(end - buf));
+    return *this;
+  }
+  std::string take() { return std::move(text_); }
+  void start(std::string_view kind) { text_.assign(kind); }
+
+ private:
+  std::string text_;
+};
+
+void write_attr(Reply* out, const pd::TensorDistAttr& attr) {
+  out->word("A");
   const pd::ProcessMesh& mesh = attr.process_mesh();
   if (mesh.empty()) {
-    out << " -";
+    out->word("-");
   } else {
-    out << " " << mesh.shape().size();
-    for (int64_t s : mesh.shape()) out << " " << s;
-    out << " " << mesh.process_ids().size();
-    for (int64_t id : mesh.process_ids()) out << " " << id;
-    for (const std::string& name : mesh.dim_names()) out << " " << hex_encode(name);
+    out->number(static_cast<int64_t>(mesh.shape().size()));
+    for (int64_t s : mesh.shape()) out->number(s);
+    out->number(static_cast<int64_t>(mesh.process_ids().size()));
+    for (int64_t id : mesh.process_ids()) out->number(id);
+    for (const std::string& name : mesh.dim_names()) out->word(hex_encode(name));
   }
-  out << " " << attr.dims_mapping().size();
-  for (int64_t m : attr.dims_mapping()) out << " " << m;
+  out->number(static_cast<int64_t>(attr.dims_mapping().size()));
+  for (int64_t m : attr.dims_mapping()) out->number(m);
   const auto& partial = attr.partial_status();
-  out << " " << partial.size();
-  for (const auto& kv : partial) out << " " << kv.first << " " << static_cast<int>(kv.second);
+  out->number(static_cast<int64_t>(partial.size()));
+  for (const auto& kv : partial) out->number(kv.first).number(static_cast<int>(kv.second));
 }
 
-void write_arg(std::ostream& out, const pd::ArgDistAttr& arg) {
+void write_arg(Reply* out, const pd::ArgDistAttr& arg) {
   if (paddle::holds_alternative<pd::TensorDistAttr>(arg)) {
     write_attr(out, paddle::get<pd::TensorDistAttr>(arg));
     return;
   }
   const auto& list = paddle::get<std::vector<pd::TensorDistAttr>>(arg);
-  out << " V " << list.size();
+  out->word("V").number(static_cast<int64_t>(list.size()));
   for (const auto& attr : list) write_attr(out, attr);
 }
 
@@ -244,23 +295,28 @@ const char* python_exception(common::ErrorCode code) {
   }
 }
 
-std::string answer(const std::string& line) {
-  std::ostringstream out;
+std::string answer(std::string_view line) {
+  Reply out;
   try {
     Tokens t(line);
-    std::string rule = t.word();
+    std::string rule(t.word());
     t.word();  // isolate flag, handled by the caller
     int64_t n_tensors = t.integer();
+    if (n_tensors < 0) throw Unreachable("negative tensor count");
     std::vector<pd::DistMetaTensor> tensors;
+    tensors.reserve(static_cast<size_t>(n_tensors));
     for (int64_t i = 0; i < n_tensors; ++i) tensors.push_back(read_tensor(&t));
     int64_t n_attrs = t.integer();
+    if (n_attrs < 0) throw Unreachable("negative attribute count");
     std::vector<Attr> attrs;
+    attrs.reserve(static_cast<size_t>(n_attrs));
     for (int64_t i = 0; i < n_attrs; ++i) attrs.push_back(read_attr(&t));
     pd::SpmdInfo info = call_rule(rule, tensors, Attrs(std::move(attrs), rule));
-    out << "R " << info.first.size();
-    for (const auto& arg : info.first) write_arg(out, arg);
-    out << " " << info.second.size();
-    for (const auto& arg : info.second) write_arg(out, arg);
+    out.start("R");
+    out.number(static_cast<int64_t>(info.first.size()));
+    for (const auto& arg : info.first) write_arg(&out, arg);
+    out.number(static_cast<int64_t>(info.second.size()));
+    for (const auto& arg : info.second) write_arg(&out, arg);
   } catch (const Unreachable& e) {
     return std::string("U ") + hex_encode(e.what());
   } catch (const common::enforce::EnforceNotMet& e) {
@@ -274,53 +330,113 @@ std::string answer(const std::string& line) {
   } catch (const std::exception& e) {
     return std::string("E RuntimeError ") + hex_encode(e.what());
   }
-  return out.str();
+  return out.take();
 }
 
-std::string answer_isolated(const std::string& line) {
-  std::fflush(stdout);
+// write(2) all of it (a reply must be out before the next case starts: see "Batches").
+bool write_all(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string answer_isolated(std::string_view line) {
   int fds[2];
   if (pipe(fds) != 0) return "U " + hex_encode("pipe() failed");
   pid_t pid = fork();
-  if (pid < 0) return "U " + hex_encode("fork() failed");
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return "U " + hex_encode("fork() failed");
+  }
   if (pid == 0) {
     struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
     for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) signal(sig, SIG_DFL);
     close(fds[0]);
     std::string reply = answer(line) + "\n";
-    ssize_t ignored = write(fds[1], reply.data(), reply.size());
-    (void)ignored;
+    write_all(fds[1], reply.data(), reply.size());
     _exit(0);
   }
   close(fds[1]);
   std::string reply;
   char buf[4096];
   ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) reply.append(buf, static_cast<size_t>(n));
+  while ((n = read(fds[0], buf, sizeof buf)) != 0) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    reply.append(buf, static_cast<size_t>(n));
+  }
   close(fds[0]);
   int status = 0;
-  waitpid(pid, &status, 0);
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
   if (WIFSIGNALED(status)) return "C " + std::to_string(WTERMSIG(status));
   if (reply.empty()) return "C 0";
   if (reply.back() == '\n') reply.pop_back();
   return reply;
 }
 
+// stdin in large blocks, one complete line at a time.
+class LineReader {
+ public:
+  bool next(std::string_view* line) {
+    for (;;) {
+      size_t nl = buf_.find('\n', pos_);
+      if (nl != std::string::npos) {
+        *line = std::string_view(buf_.data() + pos_, nl - pos_);
+        pos_ = nl + 1;
+        return true;
+      }
+      if (eof_) {
+        if (pos_ >= buf_.size()) return false;
+        *line = std::string_view(buf_.data() + pos_, buf_.size() - pos_);  // a last line without '\n'
+        pos_ = buf_.size();
+        return true;
+      }
+      buf_.erase(0, pos_);  // the views handed out so far are no longer used
+      pos_ = 0;
+      size_t old = buf_.size();
+      buf_.resize(old + (1 << 16));
+      ssize_t n = read(0, &buf_[old], 1 << 16);
+      while (n < 0 && errno == EINTR) n = read(0, &buf_[old], 1 << 16);
+      buf_.resize(old + static_cast<size_t>(n > 0 ? n : 0));
+      if (n <= 0) eof_ = true;
+    }
+  }
+
+ private:
+  std::string buf_;
+  size_t pos_ = 0;
+  bool eof_ = false;
+};
+
 }  // namespace
 
 int main() {
-  std::ios::sync_with_stdio(false);
-  std::string line;
-  while (std::getline(std::cin, line)) {
+  LineReader in;
+  std::string_view line;
+  while (in.next(&line)) {
     if (line.empty()) continue;
-    std::istringstream head(line);
-    std::string rule, isolate;
-    head >> rule >> isolate;
+    Tokens head(line);
+    std::string_view isolate;
+    try {
+      head.word();
+      isolate = head.word();
+    } catch (const Unreachable&) {  // answer() says so
+    }
     std::string reply = isolate == "1" ? answer_isolated(line) : answer(line);
-    std::fwrite(reply.data(), 1, reply.size(), stdout);
-    std::fputc('\n', stdout);
-    std::fflush(stdout);
+    reply.push_back('\n');
+    if (!write_all(1, reply.data(), reply.size())) return 1;
   }
   return 0;
 }
