@@ -70,6 +70,14 @@ class UsageError(Exception):
         return f"{self.arg}: {self.problem}" + (f"; {self.valid}" if self.valid else "")
 
 
+def signal_text(signum: int) -> str:
+    """How a report names a signal: ``signal 11 (SIGSEGV)``, or ``signal N`` for a number without a name."""
+    try:
+        return f"signal {signum} ({signal.Signals(signum).name})"
+    except ValueError:
+        return f"signal {signum}"
+
+
 class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived. A ``BaseException`` so that ``except Exception`` in a backend
     cannot swallow it; ``try/finally`` blocks still run on the way up."""

@@ -33,6 +33,7 @@ from typing import Any
 
 import paddle_spmd_port
 
+from ..runctl import signal_text
 from .cases import LaunchCase, write_cases
 from .launcher import TOKEN_ENV, LaunchConfig, LaunchResult, new_job_id, run_launch
 
@@ -183,8 +184,7 @@ def probe_crash(case: LaunchCase, *, python: str | None = None, timeout: float =
     if code is None:
         summary, confirmed = f"no crash: still running after {timeout:.0f}s (killed)", False
     elif code < 0:
-        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-        summary, confirmed = f"process died with signal {-code} ({name}), as predicted", True
+        summary, confirmed = f"process died with {signal_text(-code)}, as predicted", True
     else:
         summary, confirmed = f"no crash: exit code {code}", False
     return {"case_id": case.case_id, "returncode": code, "summary": summary, "confirmed": confirmed,

@@ -31,11 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import os
-import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -44,7 +41,9 @@ from pathlib import Path
 
 from ..case import Case
 from ..outcome import ErrorInfo, Outcome, normalize_message
+from ..runctl import signal_text
 from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
+from ._paddle import ReduceTypeError, paddle_dir, paddle_version
 
 SOURCE = Path(__file__).with_name("cpp") / "spmd_caller.cc"
 #: Requests written ahead of the replies read (bounded so that neither pipe fills up).
@@ -53,28 +52,6 @@ PIPELINE = 32
 RULES = ("batch_norm", "batch_norm_static", "batch_norm_grad", "layer_norm", "layer_norm_reverse", "layer_norm_grad")
 _ATTR_TYPES = {"epsilon": "f", "momentum": "f", "begin_norm_axis": "i", "data_format": "s"}
 _SUM = 0  # phi::ReduceType::kRedSum
-
-
-def paddle_dir() -> Path | None:
-    """The installed ``paddle`` package folder, found without importing Paddle."""
-    spec = importlib.util.find_spec("paddle")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def paddle_version() -> dict[str, str]:
-    """Version and commit, read from ``paddle/version/__init__.py`` (no ``import paddle``)."""
-    root = paddle_dir()
-    if root is None:
-        return {"version": "not installed", "commit": ""}
-    try:
-        text = (root / "version" / "__init__.py").read_text()
-    except OSError:
-        return {"version": "unknown (no paddle/version/__init__.py)", "commit": ""}
-    found = {key: re.search(rf"^{key}\s*=\s*['\"]([^'\"]*)['\"]", text, re.M) for key in ("full_version", "commit")}
-    return {"version": found["full_version"].group(1) if found["full_version"] else "?",
-            "commit": found["commit"].group(1) if found["commit"] else "?"}
 
 
 def cache_dir() -> Path:
@@ -259,12 +236,8 @@ class _Reply:
             partial[dim] = reduce_type
         odd = {d: r for d, r in partial.items() if r != _SUM}
         if odd:
-            raise _ReduceTypeError(f"partial reduce type other than SUM (phi::ReduceType values): {odd}")
+            raise ReduceTypeError(f"partial reduce type other than SUM (phi::ReduceType values): {odd}")
         return DistAttr(dims_mapping, frozenset(partial), mesh)
-
-
-class _ReduceTypeError(Exception):
-    pass
 
 
 _meshes: dict[tuple[int | str, ...], ProcessMesh] = {}  # reply tokens of a mesh -> the mesh
@@ -290,7 +263,7 @@ def _parse_reply(line: str) -> Outcome:
         reply = _Reply(rest)
         try:
             return Outcome(result=SpmdResult(tuple(reply.attrs()), tuple(reply.attrs())))
-        except _ReduceTypeError as exc:
+        except ReduceTypeError as exc:
             return Outcome(error=ErrorInfo("ReduceTypeError", str(exc)))
     if kind == "E":
         family, _, message = rest.partition(" ")
@@ -303,12 +276,7 @@ def _parse_reply(line: str) -> Outcome:
 
 
 def _signal_text(sig: int) -> str:
-    if sig <= 0:
-        return "exit without an answer"
-    try:
-        return f"signal {sig} ({signal.Signals(sig).name})"
-    except ValueError:
-        return f"signal {sig}"
+    return "exit without an answer" if sig <= 0 else signal_text(sig)
 
 
 # --------------------------------------------------------------------------- the program

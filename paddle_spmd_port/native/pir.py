@@ -59,7 +59,9 @@ from typing import Any
 from ..case import Case
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..rules.signatures import RULES
+from ..runctl import signal_text
 from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
+from ._paddle import ReduceTypeError, from_paddle_mesh, paddle_version, to_paddle_mesh, typed_attrs
 
 warnings.filterwarnings("ignore")
 
@@ -103,25 +105,11 @@ NOT_ROUTED = {
 }
 
 
-def paddle_version() -> dict[str, str]:
-    return {"version": paddle.__version__, "commit": paddle.version.commit}
-
-
 class _Unreachable(Exception):
     """The case cannot be expressed on this route; the message says why."""
 
 
 # --------------------------------------------------------------------------- input side
-_meshes: dict[ProcessMesh, Any] = {}
-
-
-def _paddle_mesh(mesh: ProcessMesh) -> Any:
-    pm = _meshes.get(mesh)
-    if pm is None:
-        pm = _meshes[mesh] = dist.ProcessMesh(mesh.nested_ids(), dim_names=list(mesh.dim_names or ()))
-    return pm
-
-
 def placements_of(spec: DistTensorSpec, name: str) -> list[Any]:
     """The placement list of ``spec`` (one per mesh dim), or :class:`_Unreachable` with why not."""
     mesh = spec.mesh
@@ -164,29 +152,19 @@ class _Program:
         v = self.values.get(key)
         if v is None:
             placements = placements_of(spec, name)
+            assert spec.mesh is not None  # placements_of raises _Unreachable for a spec without a mesh
             data = paddle._pir_ops.data(f"in{len(self.values)}", list(spec.shape), self.dtype, self.place)
             data.stop_gradient = True
-            v = self.values[key] = dist.shard_tensor(data, _paddle_mesh(spec.mesh), placements)
+            v = self.values[key] = dist.shard_tensor(data, to_paddle_mesh(spec.mesh), placements)
         return v
 
 
 # --------------------------------------------------------------------------- output side
-_meshes_back: dict[tuple, ProcessMesh] = {}
 _SUM = None  # paddle's ReduceType.kRedSum, looked up lazily
 
 
 def _mesh_back(pm: Any) -> ProcessMesh | None:
-    if pm is None or pm.empty():
-        return None
-    key = (tuple(pm.shape), tuple(pm.process_ids), tuple(pm.dim_names))
-    mesh = _meshes_back.get(key)
-    if mesh is None:
-        mesh = _meshes_back[key] = ProcessMesh(*key)
-    return mesh
-
-
-class _ReduceTypeError(Exception):
-    """A partial status with a reduce type other than SUM (DistAttr only holds SUM)."""
+    return None if pm is None or pm.empty() else from_paddle_mesh(pm)
 
 
 def dist_attr_of(attr: Any) -> DistAttr:
@@ -199,7 +177,7 @@ def dist_attr_of(attr: Any) -> DistAttr:
             _SUM = paddle.base.core.ReduceType.kRedSum
         odd = {d: str(r) for d, r in status.items() if r != _SUM}
         if odd:
-            raise _ReduceTypeError(f"partial reduce type other than SUM: {odd}")
+            raise ReduceTypeError(f"partial reduce type other than SUM: {odd}")
     return DistAttr(tuple(t.dims_mapping), frozenset(status), _mesh_back(t.process_mesh))
 
 
@@ -210,22 +188,6 @@ def _read_op(op: Any) -> SpmdResult:
 
 
 # --------------------------------------------------------------------------- building
-def _typed_attrs(case: Case) -> list[Any]:
-    """Attributes in signature order with the Python types the op wants."""
-    values = []
-    for (name, _), value in zip(case.spec.attrs, case.attr_values(), strict=True):
-        if name in ("epsilon", "momentum"):
-            value = float(value)
-        elif name == "begin_norm_axis":
-            value = int(value)
-        elif name == "data_format":
-            value = str(value)
-        else:
-            value = bool(value)
-        values.append(value)
-    return values
-
-
 def raised_by_rule(message: str) -> bool:
     """True when Paddle's error names a source file of the SPMD rules (or names no file at all,
     e.g. a bare ``std::length_error`` thrown by a rule)."""
@@ -319,7 +281,7 @@ class PirBackend:
                     args.append(prog.value(s, name))
         except _Unreachable as why:
             return Outcome(unreachable=str(why))
-        attrs = _typed_attrs(case)
+        attrs = typed_attrs(case, exact=True)
         builder = getattr(_C_ops, route.builder)
         with paddle.static.program_guard(prog.program):
             try:
@@ -328,11 +290,11 @@ class PirBackend:
                 message = str(exc)
                 if raised_by_rule(message):
                     return Outcome(error=ErrorInfo.from_exception(exc))
-                why = normalize_message(message)
-                if re.search(r"expected_dtype:\s*$", why):
-                    why += " (an empty list: no kernel of this op is registered in this build)"
+                reason = normalize_message(message)
+                if re.search(r"expected_dtype:\s*$", reason):
+                    reason += " (an empty list: no kernel of this op is registered in this build)"
                 return Outcome(unreachable=f"{route.builder} cannot be built here ({type(exc).__name__} in "
-                                           f"{_where(message)}): {why}")
+                                           f"{_where(message)}): {reason}")
             finally:
                 prog.ops += 1
         first = built[0] if isinstance(built, (tuple, list)) else built
@@ -340,7 +302,7 @@ class PirBackend:
         _check_names(case, op)
         try:
             return Outcome(result=_read_op(op))
-        except _ReduceTypeError as exc:
+        except ReduceTypeError as exc:
             return Outcome(error=ErrorInfo("ReduceTypeError", str(exc)))
 
     def _run_in_children(self, cases: list[Case]) -> Iterator[Outcome]:
@@ -410,11 +372,7 @@ class PirBackend:
 def _describe_status(status: int) -> str:
     """A child's wait status in :mod:`.pool`'s words (``signal 11 (SIGSEGV)``, ``exit code 3``)."""
     if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            return f"signal {sig} ({signal.Signals(sig).name})"
-        except ValueError:
-            return f"signal {sig}"
+        return signal_text(os.WTERMSIG(status))
     return f"exit code {os.WEXITSTATUS(status)}"
 
 

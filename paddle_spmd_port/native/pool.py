@@ -31,6 +31,7 @@ from pathlib import Path
 
 from ..case import Case, write_jsonl
 from ..outcome import Outcome
+from ..runctl import signal_text
 
 ProgressFn = Callable[[int], None]
 
@@ -45,12 +46,7 @@ class BackendUnavailable(RuntimeError):
 def _describe_exit(code: int | None) -> str:
     if code is None:
         return "no exit code"
-    if code < 0:
-        try:
-            return f"signal {-code} ({signal.Signals(-code).name})"
-        except ValueError:
-            return f"signal {-code}"
-    return f"exit code {code}"
+    return signal_text(-code) if code < 0 else f"exit code {code}"
 
 
 def worker_command(backend: str, case_file: str, start: int, stop: int) -> list[str]:

@@ -13,12 +13,11 @@ from typing import Any
 
 from ..case import Case
 from ..outcome import ErrorInfo, Outcome
-from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
+from ..types import DistAttr, DistTensorSpec, SpmdResult
+from ._paddle import from_paddle_mesh, to_paddle_mesh, typed_attrs
 
 warnings.filterwarnings("ignore")
 
-import paddle  # noqa: E402
-import paddle.distributed as dist  # noqa: E402
 from paddle.distributed.auto_parallel.static.dist_attribute import (  # noqa: E402
     DistTensorSpec as PaddleSpec,
 )
@@ -36,20 +35,7 @@ ROUTES = {
     "sync_batch_norm_grad": ("replicated", "replicated"),
 }
 
-_meshes: dict[ProcessMesh, Any] = {}
 _rules: dict[str, Any] = {}
-_mesh_back: dict[tuple, ProcessMesh] = {}
-
-
-def paddle_version() -> dict[str, str]:
-    return {"version": paddle.__version__, "commit": paddle.version.commit}
-
-
-def to_paddle_mesh(mesh: ProcessMesh) -> Any:
-    pm = _meshes.get(mesh)
-    if pm is None:
-        pm = _meshes[mesh] = dist.ProcessMesh(mesh.nested_ids(), dim_names=list(mesh.dim_names or ()))
-    return pm
 
 
 def to_paddle_spec(spec: DistTensorSpec | None) -> Any:
@@ -66,13 +52,8 @@ def to_paddle_spec(spec: DistTensorSpec | None) -> Any:
 
 def from_paddle_attr(attr: Any) -> DistAttr:
     pm = attr.process_mesh
-    mesh = None
-    if pm is not None:
-        key = (tuple(pm.shape), tuple(pm.process_ids), tuple(pm.dim_names))
-        mesh = _mesh_back.get(key)
-        if mesh is None:
-            mesh = _mesh_back[key] = ProcessMesh(*key)
-    partial = frozenset()
+    mesh = None if pm is None else from_paddle_mesh(pm)
+    partial: frozenset[int] = frozenset()
     if attr._is_partial():
         partial = frozenset(attr._partial_dims())
         text = str(attr)
@@ -86,16 +67,6 @@ def _flatten(items: list) -> list:
     for item in items:
         out.extend(item if isinstance(item, list) else [item])
     return out
-
-
-def _typed_attrs(case: Case) -> list[Any]:
-    """Attributes as the C++ side wants them: epsilon/momentum float, begin_norm_axis int."""
-    values = []
-    for (name, _), value in zip(case.spec.attrs, case.attr_values(), strict=True):
-        if name in ("epsilon", "momentum"):
-            value = float(value)
-        values.append(value)
-    return values
 
 
 def _sync_output_specs(case: Case) -> list[Any]:
@@ -124,7 +95,7 @@ def run(case: Case) -> Outcome:
         elif case.rule == "batch_norm_static":
             raw = rule.infer_forward(*specs)
         else:
-            raw = getattr(rule, method)(*specs, *_typed_attrs(case))
+            raw = getattr(rule, method)(*specs, *typed_attrs(case, exact=False))
     except Exception as exc:  # noqa: BLE001 - every native error is a recorded outcome
         return Outcome(error=ErrorInfo.from_exception(exc))
     return Outcome(result=SpmdResult(tuple(from_paddle_attr(a) for a in _flatten(raw[0])),

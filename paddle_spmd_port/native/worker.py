@@ -18,6 +18,7 @@ import sys
 from collections import deque
 
 from ..case import Case
+from ._paddle import paddle_version
 
 
 def _stream_many(backend, fh, start: int, stop: int, out) -> None:  # noqa: ANN001
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     # corruption they can deadlock (seen: a SIGABRT turning into a 120 s hang). Die at once instead.
     for fatal in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL):
         signal.signal(fatal, signal.SIG_DFL)
-    out.write(json.dumps({"hello": backend.paddle_version()}) + "\n")
+    out.write(json.dumps({"hello": paddle_version()}) + "\n")
     out.flush()
     with open(args.cases) as fh:
         lines = enumerate(fh)

@@ -60,7 +60,7 @@ def detect_release(version: str, commit: str = "") -> ReleaseProfile:
 def installed_release() -> ReleaseProfile | None:
     """The release profile of the installed Paddle, or None when Paddle is not installed.
     Reads ``paddle/version/__init__.py``; Paddle itself is not imported."""
-    from ..native.compiled import paddle_version
+    from ..native._paddle import paddle_version
 
     found = paddle_version()
     if found["version"] == "not installed":

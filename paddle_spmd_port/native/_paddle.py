@@ -1,0 +1,93 @@
+"""What every native backend needs from Paddle, once: where it is installed and which release it is
+(read from its files, without importing it), the case's attributes as Paddle's calls want them,
+process meshes to and from Paddle's, and the error for a Partial status other than SUM.
+
+Importing this module does not import Paddle: :mod:`.compiled` and :mod:`paddle_spmd_port.parity.detect`
+use it where Paddle is not (or must not be) imported; the mesh conversions import Paddle on first use.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from typing import Any
+
+from ..case import Case
+from ..types import ProcessMesh
+
+
+def paddle_dir() -> Path | None:
+    """The installed ``paddle`` package folder, found without importing Paddle."""
+    spec = importlib.util.find_spec("paddle")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def paddle_version() -> dict[str, str]:
+    """Version and commit, read from ``paddle/version/__init__.py`` (no ``import paddle``); the same
+    values as ``paddle.__version__`` and ``paddle.version.commit``."""
+    root = paddle_dir()
+    if root is None:
+        return {"version": "not installed", "commit": ""}
+    try:
+        text = (root / "version" / "__init__.py").read_text()
+    except OSError:
+        return {"version": "unknown (no paddle/version/__init__.py)", "commit": ""}
+    found = {key: re.search(rf"^{key}\s*=\s*['\"]([^'\"]*)['\"]", text, re.M) for key in ("full_version", "commit")}
+    version, commit = found["full_version"], found["commit"]
+    return {"version": version.group(1) if version else "?", "commit": commit.group(1) if commit else "?"}
+
+
+class ReduceTypeError(Exception):
+    """Paddle answered a Partial status with a reduce type other than SUM (a DistAttr only holds SUM);
+    the backends report it as an error outcome of that name."""
+
+
+def typed_attrs(case: Case, *, exact: bool) -> list[Any]:
+    """The case's attributes in signature order, typed for Paddle: epsilon and momentum always
+    ``float`` (a Python int would reach the C++ rule as an int attribute). ``exact`` (the PIR op
+    builders, whose arguments are typed): also begin_norm_axis ``int``, data_format ``str`` and
+    every other attribute ``bool``; without it (the registry's rule call) those pass as given."""
+    values = []
+    for (name, _), value in zip(case.spec.attrs, case.attr_values(), strict=True):
+        if name in ("epsilon", "momentum"):
+            value = float(value)
+        elif not exact:
+            pass
+        elif name == "begin_norm_axis":
+            value = int(value)
+        elif name == "data_format":
+            value = str(value)
+        else:
+            value = bool(value)
+        values.append(value)
+    return values
+
+
+_to_paddle: dict[ProcessMesh, Any] = {}
+_from_paddle: dict[tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...]], ProcessMesh] = {}
+
+
+def to_paddle_mesh(mesh: ProcessMesh) -> Any:
+    """Paddle's ``paddle.distributed.ProcessMesh`` for ``mesh`` (one per mesh, cached)."""
+    pm = _to_paddle.get(mesh)
+    if pm is None:
+        import paddle.distributed as dist
+
+        pm = _to_paddle[mesh] = dist.ProcessMesh(mesh.nested_ids(), dim_names=list(mesh.dim_names or ()))
+    return pm
+
+
+def from_paddle_mesh(pm: Any) -> ProcessMesh:
+    """The port's mesh for a Paddle process mesh (anything with shape, process_ids and dim_names;
+    cached by those)."""
+    key = (tuple(pm.shape), tuple(pm.process_ids), tuple(pm.dim_names))
+    mesh = _from_paddle.get(key)
+    if mesh is None:
+        mesh = _from_paddle[key] = ProcessMesh(*key)
+    return mesh
+
+
+__all__ = ["ReduceTypeError", "from_paddle_mesh", "paddle_dir", "paddle_version", "to_paddle_mesh", "typed_attrs"]
