@@ -356,7 +356,7 @@ def real_paddle_repro(bug: Bug, index: str, report_dir: str | Path = "") -> tupl
         return (f"On real Paddle ({ranks} ranks){note}:\n\n    python -m paddle_spmd_port launch --nproc {ranks} "
                 f"--cases {where(name)}\n\n{infer}"), files
     x = case.named_inputs()["x"]
-    if _partial_x_script_fits(case):
+    if x is not None and _partial_x_script_fits(case):  # (it fits only with an x)
         b = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))["begin_norm_axis"]
         name = f"repro-{index}.py"
         named = case.named_inputs()

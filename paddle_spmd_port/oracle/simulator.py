@@ -54,7 +54,7 @@ from ..rules.signatures import BN_FWD_ATTRS, channel_axis, kernel_layout
 from ..rules.signatures import BN_PER_CHANNEL as PER_CHANNEL
 from ..types import DistAttr, DistTensorSpec, SpmdResult
 from . import kernels
-from .kernels import MODELS, KernelRejects, OpModel, bn_global_stats, bn_grad_global_stats
+from .kernels import MODELS, KernelRejects, OpModel, bn_global_stats, bn_grad_global_stats, required
 
 SOUND, UNSOUND, UNRUNNABLE, LOCAL_STATS, RULE_ERROR, OP_REJECTS = (
     "sound", "unsound", "unrunnable", "local-stats-only", "rule-error", "op-rejects")
@@ -257,17 +257,17 @@ def _consistent_statistics(case: Case, attrs: dict[str, Any], arrays: dict[str, 
         c = channel_axis(attrs["data_format"], x.ndim)
         axes = tuple(a for a in range(x.ndim) if a != c)
         mean, var = x.mean(axis=axes), x.var(axis=axes)
-        if arrays.get("saved_mean") is not None and arrays["saved_mean"].shape == mean.shape:
+        if (saved := arrays.get("saved_mean")) is not None and saved.shape == mean.shape:
             arrays["saved_mean"] = mean
-        if arrays.get("saved_variance") is not None and arrays["saved_variance"].shape == var.shape:
+        if (saved := arrays.get("saved_variance")) is not None and saved.shape == var.shape:
             arrays["saved_variance"] = 1.0 / np.sqrt(var + kernels.f32(attrs["epsilon"]))
     if case.rule == "layer_norm_grad":
         b = attrs["begin_norm_axis"]
         if 0 <= b <= x.ndim:
             rows = x.reshape(math.prod(x.shape[:b]), -1) if x.size else x.reshape(0, 0)
             for name, value in (("mean", rows.mean(axis=1)), ("variance", rows.var(axis=1))):
-                if arrays.get(name) is not None and arrays[name].size == value.size:
-                    arrays[name] = value.reshape(arrays[name].shape)
+                if (given := arrays.get(name)) is not None and given.size == value.size:
+                    arrays[name] = value.reshape(given.shape)
 
 
 # --------------------------------------------------------------------------- simulation
@@ -374,8 +374,9 @@ def _check(run: _Run, outs: list[dict[str, np.ndarray | None]],
         attr = run.out_attrs[name]
         claim = str(attr)
         dm, partial = attr.dims_mapping, frozenset(attr.partial_dims)
-        locs = [o.get(name) for o in outs]
-        if any(v is None for v in locs):
+        got = [o.get(name) for o in outs]
+        locs = [v for v in got if v is not None]
+        if len(locs) != len(got):
             continue
         if len(dm) != ref.ndim or any(m >= len(run.mesh.shape) for m in list(dm) + sorted(partial)):
             failures.append(TensorFailure(name, claim, "claim-rank", math.inf, 0,
@@ -409,11 +410,11 @@ def _check(run: _Run, outs: list[dict[str, np.ndarray | None]],
                 continue
             seen.add(grp)
             total = locs[grp[0]] if len(grp) == 1 else sum(locs[q] for q in grp)
-            want = local_slice(expected(name, r), dm, coords, run.mesh.shape)
-            if want.size == 0:
+            want_values = local_slice(expected(name, r), dm, coords, run.mesh.shape)
+            if want_values.size == 0:
                 continue
-            err = float(np.max(np.abs(total - want)))
-            scale = float(np.max(np.abs(want)))
+            err = float(np.max(np.abs(total - want_values)))
+            scale = float(np.max(np.abs(want_values)))
             if not err <= ATOL + RTOL * scale and (worst is None or err > worst[0]):
                 worst = (err, r, scale)
         if worst is not None:
@@ -437,7 +438,7 @@ def _unsound(run: _Run, failures: list[TensorFailure]) -> Verdict:
         symptoms.append("partial inputs: " + ",".join(partial_in))
     if run.model.family == "sync_batch_norm":
         b = run.batch_mesh_dim()
-        uneven = b >= 0 and bool(run.data.inputs["x"].shape[0] % run.mesh.shape[b])
+        uneven = b >= 0 and bool(required(run.data.inputs, "x").shape[0] % run.mesh.shape[b])
     claimed_partial = [f for f in failures if "P{" in f.claim]
     if partial_in:
         cause = CAUSE_PARTIAL_IN
@@ -469,7 +470,7 @@ def _local_stats_expected(run: _Run) -> Callable[[str, int], np.ndarray] | None:
     b = run.batch_mesh_dim()
     if b < 0 or not _batch_stats(run):
         return None
-    n = run.data.inputs["x"].shape[0]
+    n = required(run.data.inputs, "x").shape[0]
     blocks = []
     for j in range(run.mesh.shape[b]):
         lo, hi = shard_range(n, run.mesh.shape[b], j)
@@ -481,10 +482,10 @@ def _local_stats_expected(run: _Run) -> Callable[[str, int], np.ndarray] | None:
 
     def expected(name: str, rank: int) -> np.ndarray:
         if name in run.model.batch_axis_outputs:
-            return np.concatenate([blk[name] for blk in blocks], axis=0)
+            return np.concatenate([required(blk, name) for blk in blocks], axis=0)
         if b in run.out_attrs[name].partial_dims:
-            return sum(blk[name] for blk in blocks)
-        return blocks[run.mesh.coords[rank][b]][name]
+            return sum((required(blk, name) for blk in blocks), np.zeros_like(required(blocks[0], name)))
+        return required(blocks[run.mesh.coords[rank][b]], name)
 
     return expected
 
@@ -502,7 +503,7 @@ def _execute(run: _Run, rng: np.random.Generator, *, allow_repair: bool) -> Verd
                        f"{how}:{exc.tensor}", (), repaired)
     reference = run.data.reference
     assert reference is not None
-    failures = _check(run, outs, lambda name, _r: reference[name])
+    failures = _check(run, outs, lambda name, _r: required(reference, name))
     if not failures:
         return Verdict(SOUND)
     local = _local_stats_expected(run)
@@ -525,7 +526,7 @@ def _repair(run: _Run, rng: np.random.Generator) -> Verdict | None:
 def _repaired_attrs(run: _Run) -> dict[str, DistAttr] | None:
     if run.model.family == "layer_norm":
         return None
-    x = run.data.inputs["x"]
+    x = required(run.data.inputs, "x")
     c = channel_axis(run.attrs["data_format"], x.ndim)
     d = run.x_attr.dims_mapping[c] if len(run.x_attr.dims_mapping) == x.ndim else -1
     fixed = dict(run.in_attrs)
@@ -608,15 +609,16 @@ def explain(case: Case, result: SpmdResult, *, sync_group: str = "batch") -> dic
             except KernelRejects:
                 return {}
         reference = run.data.reference
+        assert reference is not None  # checked above; a repaired run keeps the same data
         answer: dict[str, list[str]] = {}
-        for failure in _check(run, outs, lambda name, _r: reference[name]):
+        for failure in _check(run, outs, lambda name, _r: required(reference, name)):
             name = failure.tensor
             ok = []
-            for dm, partial in placements(reference[name].ndim, len(run.mesh.shape)):
+            for dm, partial in placements(required(reference, name).ndim, len(run.mesh.shape)):
                 trial = DistAttr(dm, partial, case.mesh)
                 probe = _Run(run.case, run.model, run.mesh, run.attrs, run.data, run.in_attrs,
                              {**run.out_attrs, name: trial}, run.sync_group)
-                if not _check(probe, outs, lambda n, _r: reference[n], names=(name,)):
+                if not _check(probe, outs, lambda n, _r: required(reference, n), names=(name,)):
                     ok.append(str(trial))
             answer[name] = ok
     return answer
