@@ -83,7 +83,7 @@ def one_line(stderr: str, sig: signal.Signals, progress_prefix: str = "") -> str
 @pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
 def test_oracle_interrupted_writes_a_partial_report(sig: signal.Signals, tmp_path: Path) -> None:
     reports = tmp_path / "reports"
-    proc, err = start(["oracle", "--rules", "batch_norm_static", "batch_norm", "layer_norm",
+    proc, err = start(["oracle", "--rules", "batch_norm_static,batch_norm,layer_norm",
                        "--report-dir", str(reports)], tmp_path)
     wait_for(lambda: "[oracle] batch_norm_static:" in err.read_text(), proc, "first rule judged")
     proc.send_signal(sig)
