@@ -151,7 +151,7 @@ class NativeSide:
         for group in raw:
             for item in group:
                 for a in item if isinstance(item, list) else (item,):
-                    a.dims_mapping, a._partial_dims() if a._is_partial() else (), a.process_mesh  # noqa: B018
+                    a.dims_mapping, a._partial_dims() if a._is_partial() else (), a.process_mesh
 
     def bare(self, specs: Sequence[Any], attrs: tuple[Any, ...]) -> None:
         try:

@@ -46,27 +46,24 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
 
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
-from hypothesis import seed as hypothesis_seed  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from paddle_spmd_port.errors import (  # noqa: E402
+from paddle_spmd_port.errors import (
     ArgumentTypeError,
     InvalidSpecError,
     PaddleInvalidArgument,
     RuleNotFoundError,
     ShardingConflictError,
 )
-from paddle_spmd_port.parity.grid import placements as grid_placements  # noqa: E402
-from paddle_spmd_port.rules import contains_spmd_rule, get_spmd_rule, rule_function  # noqa: E402
-from paddle_spmd_port.rules.registry import NAMES, PROFILES  # noqa: E402
-from paddle_spmd_port.rules.signatures import DATA_FORMATS, RULES, channel_axis  # noqa: E402
-from paddle_spmd_port.types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult  # noqa: E402
+from paddle_spmd_port.parity.grid import placements as grid_placements
+from paddle_spmd_port.rules import contains_spmd_rule, get_spmd_rule, rule_function
+from paddle_spmd_port.rules.registry import NAMES, PROFILES
+from paddle_spmd_port.rules.signatures import DATA_FORMATS, RULES, channel_axis
+from paddle_spmd_port.types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
 
 DOCUMENTED: tuple[type[BaseException], ...] = (ShardingConflictError, PaddleInvalidArgument, InvalidSpecError,
                                                RuleNotFoundError)

@@ -7,11 +7,8 @@
 """
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from paddle_spmd_port.launch.cli import main  # noqa: E402
+from paddle_spmd_port.launch.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

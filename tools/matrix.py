@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from paddle_spmd_port.parity.releases import matrix_versions  # pure Python, no Paddle
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from paddle_spmd_port.parity.releases import matrix_versions  # noqa: E402  (pure Python, no Paddle)
 
 #: The newest profiled release of each minor line (paddle_spmd_port/parity/releases.py).
 DEFAULT_VERSIONS = matrix_versions()

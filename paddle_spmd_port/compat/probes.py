@@ -60,7 +60,7 @@ def attempt(fn: Callable[[], Any], *, message: bool = True) -> dict[str, Any]:
     """``{"value": ...}`` or ``{"raises": family, "message": ...}`` (message None if not compared)."""
     try:
         return {"value": fn()}
-    except Exception as exc:  # noqa: BLE001 - the exception is the observation
+    except Exception as exc:  # the exception is the observation
         return {"raises": _family(exc), "message": _message(exc) if message else None}
 
 
@@ -104,7 +104,7 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
         used.setdefault(running[0], set()).add(name)
         return api.contains_spmd_rule(name)
 
-    TensorDistAttr, DistTensorSpec, ProcessMesh = api.TensorDistAttr, api.DistTensorSpec, api.ProcessMesh  # noqa: N806
+    TensorDistAttr, DistTensorSpec, ProcessMesh = api.TensorDistAttr, api.DistTensorSpec, api.ProcessMesh
     mesh = ProcessMesh(mesh=[[0, 1, 2], [3, 4, 5]])
     mesh1 = ProcessMesh([0, 1], dim_names=["x"])
 

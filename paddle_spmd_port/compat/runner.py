@@ -55,31 +55,31 @@ class _Recorder(unittest.TestResult):
     def _add(self, test: unittest.TestCase, status: str, message: str = "") -> None:
         self.rows.append({"id": self._id(test), "status": status, "message": message})
 
-    def addSuccess(self, test):  # noqa: N802 - unittest's API
+    def addSuccess(self, test):  # unittest's API
         super().addSuccess(test)
         self._add(test, "pass")
 
-    def addFailure(self, test, err):  # noqa: N802
+    def addFailure(self, test, err):
         super().addFailure(test, err)
         self._add(test, "fail", _describe(err))
 
-    def addError(self, test, err):  # noqa: N802
+    def addError(self, test, err):
         super().addError(test, err)
         self._add(test, "error", _describe(err))
 
-    def addSkip(self, test, reason):  # noqa: N802
+    def addSkip(self, test, reason):
         super().addSkip(test, reason)
         self._add(test, "skip", reason)
 
-    def addExpectedFailure(self, test, err):  # noqa: N802
+    def addExpectedFailure(self, test, err):
         super().addExpectedFailure(test, err)
         self._add(test, "expected-failure")
 
-    def addUnexpectedSuccess(self, test):  # noqa: N802
+    def addUnexpectedSuccess(self, test):
         super().addUnexpectedSuccess(test)
         self._add(test, "unexpected-success")
 
-    def addSubTest(self, test, subtest, err):  # noqa: N802
+    def addSubTest(self, test, subtest, err):
         super().addSubTest(test, subtest, err)
         if err is not None:
             failed = issubclass(err[0], test.failureException)
@@ -97,7 +97,7 @@ def run_file(path: Path) -> dict[str, Any]:
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except BaseException as exc:  # noqa: BLE001 - any import failure is the file's outcome
+    except BaseException as exc:  # any import failure is the file's outcome
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         return {"status": "import-error", "message": _last_line(text), "tests": []}
     suite = unittest.defaultTestLoader.loadTestsFromModule(module)

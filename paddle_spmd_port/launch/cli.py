@@ -201,7 +201,7 @@ def check_args(args: argparse.Namespace) -> list[LaunchCase]:
     for case in cases:  # the report predicts every case: a case the port cannot take fails here, not at the end
         try:
             predict(case)
-        except Exception as exc:  # noqa: BLE001 - any failure is this case's problem, told in one line
+        except Exception as exc:  # any failure is this case's problem, told in one line
             where = "--cases" if args.cases is not None else "--mesh"
             raise UsageError(where, f"case {case.case_id} ({case.describe()}): the port cannot predict it: "
                              f"{type(exc).__name__}: {_one_line(exc)[:300]}", "fix or drop that case") from None
@@ -382,7 +382,7 @@ def _after_interrupt(exc: Interrupted, cases: list[LaunchCase], args: argparse.N
                          interrupted=exc.name)
         md, _ = report.write(args.report_dir, stem)
         where.append(f"partial report {md}")
-    except Exception as err:  # noqa: BLE001 - the interrupt is what gets reported; say why there is no report
+    except Exception as err:  # the interrupt is what gets reported; say why there is no report
         where.append(f"no partial report ({type(err).__name__}: {_one_line(err)[:200]})")
     try:
         if work.exists():

@@ -158,7 +158,7 @@ def _replicated(shape: Sequence[int], mesh: ProcessMesh) -> DistTensorSpec:
     return _spec(shape, (-1,) * len(shape), mesh)
 
 
-def _call(stage: str, fn, *args) -> StagePrediction:  # noqa: ANN001 - a port rule function
+def _call(stage: str, fn, *args) -> StagePrediction:  # a port rule function
     try:
         return StagePrediction(stage, result=fn(*args))
     except InvalidSpecError as exc:

@@ -152,7 +152,7 @@ class CaseRun:
             if case.op == "batch_norm":
                 try:
                     self.ref.update(self._batch_norm_outputs(self._dense(self.x, False), w, b, distributed=False))
-                except Exception:  # noqa: BLE001 - then those four are simply not compared
+                except Exception:  # then those four are simply not compared
                     pass
             if case.backward:
                 y.backward(self._dense(self.g, False))
@@ -160,7 +160,7 @@ class CaseRun:
                     if t is not None and t.grad is not None:
                         self.ref[name] = t.grad.numpy().astype("float64")
             self.record["stages"]["reference"] = "ok"
-        except Exception as exc:  # noqa: BLE001 - a Paddle error is a result
+        except Exception as exc:  # a Paddle error is a result
             self.record["stages"]["reference"] = f"error: {type(exc).__name__}: {str(exc)[:MAX_MESSAGE]}"
 
     def run_distributed(self, prediction: Any, run_predicted_crashes: bool = False) -> None:
@@ -181,7 +181,7 @@ class CaseRun:
                 w, b, rm, rv = layer.weight, layer.bias, layer._mean, layer._variance
             else:
                 y = self._call(x, w, b, rm, rv)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._fail("forward", exc)
             return
         self.record["stages"]["forward"] = "ok"
@@ -199,7 +199,7 @@ class CaseRun:
             return
         try:
             y.backward(dist.shard_tensor(self.paddle.to_tensor(self.g), self.mesh, list(y.placements)))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._fail("backward", exc)
             return
         self.record["stages"]["backward"] = "ok"
@@ -229,7 +229,7 @@ class CaseRun:
     def _probe_batch_norm_outputs(self, x: Any, w: Any, b: Any) -> None:
         try:
             outs = self._batch_norm_outputs(x, w, b, distributed=True)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.record["stages"]["probe"] = f"error: {type(exc).__name__}: {str(exc)[:MAX_MESSAGE]}"
             return
         self.record["stages"]["probe"] = "ok"
@@ -284,7 +284,7 @@ def run(cases: list[LaunchCase], out_dir: Path, backend: str, run_predicted_cras
             try:
                 run_.run_reference()
                 run_.run_distributed(predict(case), run_predicted_crashes)
-            except Exception as exc:  # noqa: BLE001 - never let one case end the launch
+            except Exception as exc:  # never let one case end the launch
                 run_._fail("runner", exc)
                 run_.record["error"]["traceback"] = traceback.format_exc()[-MAX_MESSAGE:]
             run_.record.update(rank=rank, seconds=round(time.time() - t0, 4))

@@ -286,7 +286,7 @@ class PirBackend:
         with paddle.static.program_guard(prog.program):
             try:
                 built = builder(*args, *attrs)
-            except Exception as exc:  # noqa: BLE001 - every Paddle error becomes an outcome
+            except Exception as exc:  # every Paddle error becomes an outcome
                 message = str(exc)
                 if raised_by_rule(message):
                     return Outcome(error=ErrorInfo.from_exception(exc))
@@ -321,7 +321,7 @@ class PirBackend:
                         for case in cases[done:]:
                             pipe.write(json.dumps(self._build(case).to_json(), separators=(",", ":")) + "\n")
                             pipe.flush()
-                except BaseException:  # noqa: BLE001 - the parent reports the missing answer
+                except BaseException:  # the parent reports the missing answer
                     code = 3
                 os._exit(code)
             os.close(write_fd)

@@ -18,6 +18,7 @@ compiled caller it drives and any forked child -- is killed, and the case file r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -32,6 +33,7 @@ from pathlib import Path
 from ..case import Case, write_jsonl
 from ..outcome import Outcome
 from ..runctl import signal_text
+from ._paddle import paddle_version
 
 ProgressFn = Callable[[int], None]
 
@@ -77,7 +79,7 @@ class _Slice(threading.Thread):
     def run(self) -> None:
         try:
             self._run()
-        except BaseException as exc:  # noqa: BLE001 - reported by the parent
+        except BaseException as exc:  # reported by the parent
             self.error = exc
 
     def _run(self) -> None:
@@ -164,6 +166,103 @@ class _Slice(threading.Thread):
                 return
 
 
+class _CallerSlice(_Slice):
+    """A slice for the compiled route: the parent drives the C++ caller itself, with no Python
+    worker in between. Requests are encoded here straight from the cases and written a batch
+    ahead; replies become outcomes here (:func:`.compiled.exchange`). The caller isolates the
+    known-crashy cases itself (a forked child each); if it dies anyway, the first unanswered case
+    is the one in flight and gets the crash, and a new program resumes after it. Timeouts and
+    failures in a row are handled as for a worker: a silent program is killed and its case is
+    *not run*; a program that ends with an exit code (not a signal) is a failure of the harness."""
+
+    def __init__(self, binary: Path, cases: Sequence[Case], start: int, stop: int, outcomes: list[Outcome | None],
+                 timeout: float, on_progress: ProgressFn, info: dict, stop_event: threading.Event) -> None:
+        super().__init__("compiled", "", start, stop, outcomes, timeout, on_progress, info, stop_event)
+        self.binary, self.cases = binary, cases
+
+    def _run(self) -> None:
+        from . import compiled
+
+        routed = []
+        for i in range(self.start_at, self.stop_at):
+            rule = self.cases[i].rule
+            if rule in compiled.RULES:
+                routed.append(i)
+            else:
+                self.outcomes[i] = Outcome(unreachable=compiled.NO_RULE.format(rule=rule))
+        if len(routed) < self.stop_at - self.start_at:
+            self.on_progress(self.stop_at - self.start_at - len(routed))
+        pos = 0  # routed[pos] is the first case without an outcome
+        straight_failures: list[str] = []
+        started = False
+        while pos < len(routed):
+            if self.stop_event.is_set():
+                return
+            first = pos
+            err_log = tempfile.TemporaryFile()
+            proc = self.proc = compiled.start_program(self.binary, stderr=err_log, new_session=True)
+            if self.stop_event.is_set():  # stopped while this program was starting: the parent may not see it
+                self.kill()
+            requests = (compiled.request_line(self.cases[i]) for i in routed[pos:])
+            hung = False
+            done_here = 0
+            try:
+                for reply in compiled.exchange(proc, requests, self.timeout):
+                    self.outcomes[routed[pos]] = compiled.outcome_of(reply)
+                    pos += 1
+                    done_here += 1
+                    if done_here == 256:
+                        self.on_progress(done_here)
+                        done_here = 0
+            except compiled.Silent:
+                hung = True
+            if done_here:
+                self.on_progress(done_here)
+            if hung:
+                self.kill()
+            try:  # its stdout ended: it has answered everything, or died
+                code = proc.wait(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                code = proc.wait()
+            self.kill()  # anything left in its group (a forked child)
+            assert proc.stdout is not None
+            proc.stdout.close()
+            err_log.seek(0)
+            stderr = err_log.read().decode(errors="replace")
+            err_log.close()
+            if pos >= len(routed) or self.stop_event.is_set():
+                return
+            failure = ""
+            if hung:
+                failure = f"worker timed out: no answer within {self.timeout:g} s"
+                self.outcomes[routed[pos]] = Outcome(not_run=failure)
+            else:
+                tail = [ln.strip() for ln in stderr.splitlines() if ln.strip()][-1:]
+                if code > 0 and pos == first and not started and tail:
+                    raise BackendUnavailable(f"the compiled caller could not start: {tail[0][:300]}")
+                how = compiled.death_text(code)
+                if code >= 0:  # ended by an exit code, not by a signal: the harness failed, not Paddle
+                    how += f" ({tail[0][:200]})" if tail else ""
+                    failure = f"worker died: {how}"
+                self.outcomes[routed[pos]] = Outcome(crash=how)
+            started = started or pos > first
+            self.on_progress(1)
+            pos += 1
+            # "in a row" = with no case answered in between (as for a worker)
+            if pos - 1 > first or not failure:
+                straight_failures = []
+            if failure:
+                straight_failures.append(failure)
+            if len(straight_failures) >= MAX_STRAIGHT_FAILURES and pos < len(routed):
+                why = (f"the compiled worker failed {len(straight_failures)} times in a row "
+                       f"(last: {straight_failures[-1]})")
+                for i in routed[pos:]:
+                    self.outcomes[i] = Outcome(not_run=why)
+                self.on_progress(len(routed) - pos)
+                return
+
+
 def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 2, timeout: float = 120.0,
                on_progress: ProgressFn | None = None, work_dir: str | Path | None = None) -> tuple[list[Outcome], dict]:
     """Outcomes of ``cases`` on a native backend, in order, plus the Paddle version info.
@@ -184,15 +283,30 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     if not cases:
         return [], info
     stop_event = threading.Event()
-    with tempfile.TemporaryDirectory(prefix="paddle_spmd_port-", dir=work_dir) as tmp:
-        case_file = os.path.join(tmp, "cases.jsonl")
-        write_jsonl(cases, case_file)
-        n = len(cases)
-        workers = max(1, min(workers, n))
-        bounds = [n * k // workers for k in range(workers + 1)]
-        threads = [_Slice(backend, case_file, bounds[k], bounds[k + 1], outcomes, timeout, progress, info,
-                          stop_event)
-                   for k in range(workers) if bounds[k] < bounds[k + 1]]
+    n = len(cases)
+    workers = max(1, min(workers, n))
+    bounds = [n * k // workers for k in range(workers + 1)]
+    slices = [(bounds[k], bounds[k + 1]) for k in range(workers) if bounds[k] < bounds[k + 1]]
+    binary = None
+    if backend == "compiled":  # the pool drives the C++ caller itself (see _CallerSlice)
+        from . import compiled
+
+        info.update(paddle_version())
+        try:
+            binary = compiled.compile_caller()
+        except compiled.BuildError as why:
+            progress(n)
+            return [compiled.unavailable(why)] * n, info
+    with contextlib.ExitStack() as cleanup:
+        if binary is not None:
+            threads: list[_Slice] = [_CallerSlice(binary, cases, a, b, outcomes, timeout, progress, info, stop_event)
+                                     for a, b in slices]
+        else:
+            tmp = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="paddle_spmd_port-", dir=work_dir))
+            case_file = os.path.join(tmp, "cases.jsonl")
+            write_jsonl(cases, case_file)
+            threads = [_Slice(backend, case_file, a, b, outcomes, timeout, progress, info, stop_event)
+                       for a, b in slices]
         try:
             for t in threads:
                 t.start()

@@ -21,7 +21,7 @@ from ..case import Case
 from ._paddle import paddle_version
 
 
-def _stream_many(backend, fh, start: int, stop: int, out) -> None:  # noqa: ANN001
+def _stream_many(backend, fh, start: int, stop: int, out) -> None:
     """Feed cases lazily to ``backend.run_many`` and print each outcome, flushed, as it comes.
 
     The indices of the cases handed over are queued as they are read, so the k-th outcome is
