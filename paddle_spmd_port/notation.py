@@ -93,7 +93,7 @@ def merge_shardings(tensors: Iterable[tuple[str, Sequence[int]]]) -> dict[str, i
 def mapping_for_axes(axes: str, letter_to_dim: dict[str, int]) -> tuple[int, ...]:
     """Paddle's ``GetDimsMappingForAxes``: ``'1'`` reads -1, every other letter its merged dim
     (each letter was merged: the notations come from the same ranks)."""
-    return tuple(-1 if letter == FORCED_REPLICATED else letter_to_dim[letter] for letter in axes)
+    return tuple([-1 if letter == FORCED_REPLICATED else letter_to_dim[letter] for letter in axes])
 
 
 def first_claim(*mappings: Sequence[int]) -> tuple[int, ...]:

@@ -115,9 +115,11 @@ class PortSide:
 
 class NativeSide:
     def __init__(self, rule: str) -> None:
+        import paddle.distributed as dist
+
         from paddle_spmd_port.native import registry as reg  # imports Paddle
 
-        self.dist = reg.dist
+        self.dist = dist
         self.spec_cls = reg.PaddleSpec
         self.attr_cls = reg.TensorDistAttr
         name, method = reg.ROUTES[rule]

@@ -67,6 +67,11 @@ _WANTED = {"real": "a real number (int or float, not bool)", "int": "an int (not
            "bool": "a bool (or 0 / 1)"}
 
 
+#: Exact types each kind accepts outright; other values go through the general checks below.
+_EXACT_OK: dict[str, frozenset[type]] = {"real": frozenset({float, int}), "int": frozenset({int}),
+                                         "str": frozenset({str}), "bool": frozenset({bool})}
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -74,6 +79,8 @@ def _short(value: Any) -> str:
 
 def attr_type_ok(kind: str, value: Any) -> bool:
     """True when ``value`` has the Python type an attribute of ``kind`` (see :data:`ATTR_TYPES`) needs."""
+    if type(value) in _EXACT_OK[kind]:  # the usual float / int / str / bool, without the ABC checks
+        return True
     if kind == "str":
         return isinstance(value, str)
     if kind == "bool":
