@@ -161,6 +161,22 @@ def test_gpu_job_runs_only_profiled_releases(ci):
     assert set(ci["jobs"]["gpu"]["strategy"]["matrix"]["paddle-version"]) <= set(known_versions())
 
 
+# --------------------------------------------------------------------------- one install
+def test_every_job_and_ci_run_install_through_ci_install(ci):
+    """CI jobs and .ci/run install the same way: .ci/install (the test extra's pinned tools, Paddle
+    by PADDLE_VERSION/PADDLE_PACKAGE/PADDLE_INDEX); no other pip install of packages anywhere."""
+    for name, job in ci["jobs"].items():
+        runs = _runs(job)
+        assert ".ci/install" in runs, name
+        assert not re.search(r"pip install (?!--quiet --upgrade pip)", runs), name
+    run = (ROOT / ".ci" / "run").read_text()
+    assert ".ci/install .venv/bin/python" in run
+    assert [ln for ln in run.splitlines() if "pip install" in ln] == [
+        ".venv/bin/python -m pip install --quiet --upgrade pip"]
+    install = ROOT / ".ci" / "install"
+    assert install.stat().st_mode & 0o111 and '-e ".[test]"' in install.read_text()
+
+
 # --------------------------------------------------------------------------- the commands parse
 def test_sweep_command_parses(ci):
     step = next(s for s in _steps(ci["jobs"]["paddle"]) if s.get("name") == "Parity sweep")

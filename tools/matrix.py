@@ -1,11 +1,11 @@
 """Local version matrix: the parity sweep and the test suite against several Paddle releases.
 
-    python3 tools/matrix.py                                  # 3.0.0 3.1.1 3.2.2 3.3.1, sample 300, tests
-    python3 tools/matrix.py --versions 3.3.1 --skip-tests --sample 0     # full grid, no tests
-    python3 tools/matrix.py --versions 3.0.0,3.3.1 --jobs 2  # two releases at once (needs the cores)
+    .venv/bin/python tools/matrix.py                         # 3.0.0 3.1.1 3.2.2 3.3.1, sample 300, tests
+    .venv/bin/python tools/matrix.py --versions 3.3.1 --skip-tests --sample 0   # full grid, no tests
+    .venv/bin/python tools/matrix.py --versions 3.0.0,3.3.1 --jobs 2   # two releases at once (needs the cores)
 
 For each release X it keeps a virtualenv ``.venvs/paddle-X`` (made on first use, reused after:
-created with this interpreter's ``venv``, then ``pip install paddlepaddle==X -e .[test]``),
+created with this interpreter's ``venv``, then ``.ci/install`` with ``PADDLE_VERSION=X``: CI's install),
 asserts that ``paddle.__version__`` is X, runs
 
     python -m paddle_spmd_port parity --sample N --report-dir reports/matrix/X --junit reports/matrix/X/parity.xml
@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import os
 import re
 import subprocess
 import sys
@@ -122,9 +123,10 @@ def ensure_venv(run: VersionRun, base_python: str, need_tests: bool) -> None:
     ready = (state.get("paddle") == run.version and ours.startswith(str(REPO / "paddle_spmd_port"))
              and (state.get("pytest") or not need_tests))
     if not ready:
-        log(f"{run.version}: pip install paddlepaddle=={run.version} -e .[test] (about 850 MB the first time)")
-        rc = run_logged([str(run.python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                         f"paddlepaddle=={run.version}", "-e", f"{REPO}[test]"], logs)
+        log(f"{run.version}: .ci/install: paddlepaddle=={run.version} -e .[test] (about 850 MB the first time)")
+        env = {k: v for k, v in os.environ.items() if k not in ("PADDLE_PACKAGE", "PADDLE_INDEX")}
+        env.update(PADDLE_VERSION=run.version, PIP_QUIET="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+        rc = run_logged([str(REPO / ".ci" / "install"), str(run.python)], logs, env=env)
         if rc != 0:
             run.setup = f"pip install failed with exit code {rc} (see {logs})"
             return
