@@ -44,6 +44,7 @@ from ..runctl import (
     count,
     positive,
     run_command,
+    signal_text,
 )
 
 PROG = "python -m paddle_spmd_port compat-test"
@@ -154,7 +155,7 @@ def run_backend(path: Path, backend: str, *, shim: bool = False, timeout: float 
         if runners.stopped:
             return {"backend": backend, "status": "stopped", "message": "ended by an interrupt", "tests": []}
         if proc.returncode < 0:
-            how = f"killed by {signal.Signals(-proc.returncode).name}"
+            how = f"killed by {signal_text(-proc.returncode)}"
         else:
             how = f"exit code {proc.returncode}"
         tail = " | ".join(stderr.strip().splitlines()[-3:])
