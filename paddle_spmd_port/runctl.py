@@ -39,8 +39,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.metadata
-import importlib.util
 import os
 import signal
 import sys
@@ -49,6 +47,8 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
+
+from .installed import NOT_INSTALLED, paddle_version
 
 EXIT_OK = 0
 EXIT_FINDING = 1
@@ -130,26 +130,10 @@ def package_version() -> str:
     return __version__
 
 
-def paddle_version() -> str | None:
-    """The installed Paddle's version, read from the package metadata: Paddle is never imported
-    (importing it takes seconds, and a broken install must not break ``--version``). ``None`` when
-    no Paddle is installed; ``"unknown"`` for a ``paddle`` module without package metadata."""
-    for dist in ("paddlepaddle", "paddlepaddle-gpu"):
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    try:
-        found = importlib.util.find_spec("paddle") is not None
-    except (ImportError, ValueError):
-        found = False
-    return "unknown" if found else None
-
-
 def version_text(prog: str) -> str:
     """One line: ``PROG VERSION (Paddle X.Y.Z)`` or ``(Paddle not installed)``."""
-    paddle = paddle_version()
-    return f"{prog} {package_version()} ({'Paddle ' + paddle if paddle else 'Paddle not installed'})"
+    paddle = paddle_version()["version"]
+    return f"{prog} {package_version()} ({'Paddle not installed' if paddle == NOT_INSTALLED else 'Paddle ' + paddle})"
 
 
 class _VersionAction(argparse.Action):

@@ -8,36 +8,11 @@ use it where Paddle is not (or must not be) imported; the mesh conversions impor
 
 from __future__ import annotations
 
-import importlib.util
-import re
-from pathlib import Path
 from typing import Any
 
 from ..case import Case
+from ..installed import paddle_dir, paddle_version
 from ..types import ProcessMesh
-
-
-def paddle_dir() -> Path | None:
-    """The installed ``paddle`` package folder, found without importing Paddle."""
-    spec = importlib.util.find_spec("paddle")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def paddle_version() -> dict[str, str]:
-    """Version and commit, read from ``paddle/version/__init__.py`` (no ``import paddle``); the same
-    values as ``paddle.__version__`` and ``paddle.version.commit``."""
-    root = paddle_dir()
-    if root is None:
-        return {"version": "not installed", "commit": ""}
-    try:
-        text = (root / "version" / "__init__.py").read_text()
-    except OSError:
-        return {"version": "unknown (no paddle/version/__init__.py)", "commit": ""}
-    found = {key: re.search(rf"^{key}\s*=\s*['\"]([^'\"]*)['\"]", text, re.M) for key in ("full_version", "commit")}
-    version, commit = found["full_version"], found["commit"]
-    return {"version": version.group(1) if version else "?", "commit": commit.group(1) if commit else "?"}
 
 
 class ReduceTypeError(Exception):

@@ -17,6 +17,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from ..installed import NOT_INSTALLED, paddle_version
 from .releases import RELEASES, ReleaseProfile
 
 _VERSION = re.compile(r"^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:\.(\d+))?[.-]?(?:(a|b|rc|dev|post)\.?(\d*))?")
@@ -60,10 +61,8 @@ def detect_release(version: str, commit: str = "") -> ReleaseProfile:
 def installed_release() -> ReleaseProfile | None:
     """The release profile of the installed Paddle, or None when Paddle is not installed.
     Reads ``paddle/version/__init__.py``; Paddle itself is not imported."""
-    from ..native._paddle import paddle_version
-
     found = paddle_version()
-    if found["version"] == "not installed":
+    if found["version"] == NOT_INSTALLED:
         return None
     return detect_release(found["version"], found["commit"])
 
