@@ -268,8 +268,8 @@ class Report:
         return render_markdown(self)
 
     def write(self, directory: Path, stem: str) -> tuple[Path, Path]:
-        directory.mkdir(parents=True, exist_ok=True)
         """``<stem>.md`` and ``<stem>.json`` in ``directory``, each written atomically."""
+        directory.mkdir(parents=True, exist_ok=True)
         return write_atomic(directory / f"{stem}.md", self.markdown()), write_json(directory / f"{stem}.json",
                                                                                      self.to_json())
 
