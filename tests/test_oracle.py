@@ -386,7 +386,7 @@ def test_kernel_shape_checks_match_paddle():
 # --------------------------------------------------------------------------- real 2-rank runs
 def _oracle_cases_for(launch_case):
     """The forward and grad cases the dist API builds for a launch case (as launch.predict does)."""
-    from paddle_spmd_port.launch.cases import op_data_format
+    from paddle_spmd_port.rules.signatures import kernel_layout
 
     mesh = ProcessMesh(tuple(launch_case.mesh_shape))
     x = spec(launch_case.shape, launch_case.dims_mapping, mesh)
@@ -403,7 +403,7 @@ def _oracle_cases_for(launch_case):
                                               spec(launch_case.shape, out.dims_mapping, mesh)),
                     (("begin_norm_axis", b),))
         return fwd, grad
-    fmt, test = op_data_format(launch_case.data_format), not launch_case.training
+    fmt, test = kernel_layout(launch_case.data_format), not launch_case.training
     attrs = (("is_test", test), ("data_format", fmt), ("use_global_stats", test))
     fwd = Case("batch_norm", mesh, (x, rep(p, mesh), rep(p, mesh), scale, bias), attrs)
     outs = fwd.call_port().outputs

@@ -34,18 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from ..case import write_jsonl
-from ..rules.signatures import DATA_FORMAT_NDIM, channel_axis, kernel_layout
+from ..rules.signatures import DATA_FORMAT_NDIM, channel_axis
 
 OPS = ("layer_norm", "batch_norm", "sync_batch_norm")
-
-#: ``F.batch_norm``'s layouts and the rank of x each one implies.
-BN_FORMAT_NDIM = DATA_FORMAT_NDIM
-
-
-def op_data_format(data_format: str) -> str:
-    """The layout the batch_norm op actually receives from ``F.batch_norm``: ``'NCHW'`` when the
-    second character is ``'C'``, else ``'NHWC'``."""
-    return kernel_layout(data_format)
 
 
 def parse_placement(text: str) -> int | None:
@@ -112,10 +103,10 @@ class LaunchCase:
             if not 1 <= k <= len(self.shape) or tuple(self.shape[-k:]) != self.normalized_shape:
                 raise ValueError(f"{self.case_id}: normalized_shape {list(self.normalized_shape)} is not a "
                                  f"trailing part of {list(self.shape)}")
-        elif self.data_format not in BN_FORMAT_NDIM:
-            raise ValueError(f"{self.case_id}: data_format must be one of {sorted(BN_FORMAT_NDIM)}")
-        elif BN_FORMAT_NDIM[self.data_format] != len(self.shape):
-            raise ValueError(f"{self.case_id}: {self.data_format} needs a rank-{BN_FORMAT_NDIM[self.data_format]} x")
+        elif self.data_format not in DATA_FORMAT_NDIM:
+            raise ValueError(f"{self.case_id}: data_format must be one of {sorted(DATA_FORMAT_NDIM)}")
+        elif DATA_FORMAT_NDIM[self.data_format] != len(self.shape):
+            raise ValueError(f"{self.case_id}: {self.data_format} needs a rank-{DATA_FORMAT_NDIM[self.data_format]} x")
 
     def _check_types(self) -> None:
         """Field types, so that a hand-written case file fails here, with its line, not in a rank."""

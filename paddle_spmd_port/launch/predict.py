@@ -52,8 +52,9 @@ from ..rules import (
     sync_batch_norm_grad_infer_spmd,
     sync_batch_norm_infer_spmd,
 )
+from ..rules.signatures import kernel_layout
 from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
-from .cases import LaunchCase, op_data_format
+from .cases import LaunchCase
 
 BN_STAT_OUTPUTS = ("mean_out", "variance_out", "saved_mean", "saved_variance")
 
@@ -247,7 +248,7 @@ def predict(case: LaunchCase) -> Prediction:
                                  _spec(case.shape, out.dims_mapping, mesh), case.epsilon, bna)
     else:
         c = pshape
-        fmt = op_data_format(case.data_format)
+        fmt = kernel_layout(case.data_format)
         stats = (_replicated(c, mesh), _replicated(c, mesh))
         if case.op == "batch_norm":
             use_global = not case.training

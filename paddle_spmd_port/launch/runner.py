@@ -38,7 +38,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from .cases import LaunchCase, op_data_format, read_cases
+from ..rules.signatures import kernel_layout
+from .cases import LaunchCase, read_cases
 from .predict import predict
 
 MAX_MESSAGE = 4000
@@ -220,7 +221,7 @@ class CaseRun:
             rm, rv = self._dense(self.rm, False), self._dense(self.rv, False)
         with paddle.no_grad():
             outs = paddle._C_ops.batch_norm(x, rm, rv, w, b, not case.training, 0.9, case.epsilon,
-                                            op_data_format(case.data_format), not case.training, False)
+                                            kernel_layout(case.data_format), not case.training, False)
         if distributed:
             return dict(zip(("mean_out", "variance_out", "saved_mean", "saved_variance"), outs[1:5], strict=True))
         names = ("mean_out", "variance_out") + (("saved_mean", "saved_variance") if case.training else ())
