@@ -15,7 +15,7 @@ from .types import DistTensorSpec, ProcessMesh, SpmdResult
 
 @dataclass(frozen=True)
 class Case:
-    """``rule`` is a rule key (see :mod:`.rulebook`); ``inputs`` hold one spec (or None) per
+    """``rule`` is a rule key (see :mod:`paddle_spmd_port.rules.signatures`); ``inputs`` hold one spec (or None) per
     tensor argument in signature order; ``attrs`` every attribute, in signature order."""
 
     rule: str

@@ -148,7 +148,7 @@ class _VersionAction(argparse.Action):
 
 
 def rule_keys() -> tuple[str, ...]:
-    """Every rule key, in the rulebook's order (what ``--rules`` accepts, besides ``all``). Imported
+    """Every rule key, in the signature table's order (what ``--rules`` accepts, besides ``all``). Imported
     when first asked for, so that the dispatcher and ``--version`` do not load the rules."""
     from .rules.signatures import RULES
 

@@ -1,4 +1,5 @@
-"""Native backends: the only code that imports Paddle.
+"""Native backends: the only code that calls Paddle's SPMD rules (launch/ and compat/ import Paddle
+for other work: running ranks, the API shim).
 
 Everything here runs inside a worker subprocess (:mod:`.worker`), driven from the parent by
 :mod:`.pool`, so that a segfault in Paddle becomes a recorded ``native crashed`` outcome.

@@ -1,13 +1,13 @@
 """``python -m paddle_spmd_port parity``: the main job.
 
-Enumerates every rule's grid (:mod:`.cases.grid`), runs each case through the port (in this
+Enumerates every rule's grid (:mod:`.grid`), runs each case through the port (in this
 process) and through native Paddle (crash-isolated workers, :mod:`.native.pool`), compares every
 cell (:mod:`.compare`) and writes ``parity.md``, ``parity.json`` and ``parity-cases.jsonl.gz``
 (+ JUnit XML with ``--junit``) into the report directory -- after every backend group, so a
 failure or an interrupt still leaves a partial report whose first line says so.
 
 ``--random N --seed S`` replaces the grid with N random cases per rule drawn outside it
-(:mod:`.cases.random_cases`: other meshes, odd sizes, higher ranks, None, invalid and mixed-mesh
+(:mod:`.random_cases`: other meshes, odd sizes, higher ranks, None, invalid and mixed-mesh
 inputs), compared through each rule's primary backend (or ``--backend``); every mismatching case's
 ``infer --case-json`` line is printed on the console.
 
@@ -79,7 +79,7 @@ def build_parser() -> ArgumentParser:
     add_selection_arguments(ap, seed_help="seed for --sample and --random (default 0)")
     ap.add_argument("--random", type=count, default=None, metavar="N",
                     help="instead of the grid, N random cases per rule drawn outside it (other meshes, odd sizes, "
-                         "higher ranks, None, invalid and mixed-mesh inputs; see cases/random_cases.py), through "
+                         "higher ranks, None, invalid and mixed-mesh inputs; see parity/random_cases.py), through "
                          "each rule's primary backend unless --backend is given")
     ap.add_argument("--workers", type=count, default=2, help="native worker processes (default 2)")
     ap.add_argument("--timeout", type=float, default=60.0,
@@ -100,7 +100,7 @@ def build_parser() -> ArgumentParser:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
-    names = args.rules  # rule keys (all: the rulebook's order, which is the grid's), checked by runctl.rule_list
+    names = args.rules  # rule keys (all: the signature table's order, which is the grid's), checked by runctl.rule_list
     if args.random is not None:
         for flag, value in (("--sample", args.sample), ("--max-cases", args.max_cases)):
             if value is not None:

@@ -95,7 +95,7 @@ def outcome_cells(spec: RuleSpec, outcome: Outcome) -> list[tuple[str, str]]:
 
 
 def compare(spec: RuleSpec, port: Outcome, native: Outcome, input_invalid: bool | None = None) -> Comparison:
-    """The verdict and cells of one case. ``input_invalid`` (from :mod:`.cases.validity`) says
+    """The verdict and cells of one case. ``input_invalid`` (from :mod:`.validity`) says
     whether the case's input is invalid for the op; when it is False, the port rejecting the input
     while Paddle gives a well-formed answer is a mismatch (None: not known, the port is believed)."""
     n = spec.n_cells
