@@ -19,8 +19,8 @@ compiled caller it drives and any forked child -- is killed, and the case file r
 from __future__ import annotations
 
 import contextlib
-import json
 import os
+import pickle
 import select
 import signal
 import subprocess
@@ -30,10 +30,11 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..case import Case, write_jsonl
+from ..case import Case
 from ..outcome import Outcome
 from ..runctl import signal_text
 from ._paddle import paddle_version
+from .worker import DONE, FRAME, HELLO
 
 ProgressFn = Callable[[int], None]
 
@@ -86,6 +87,7 @@ class _Slice(threading.Thread):
         next_index = self.start_at
         env = dict(os.environ, PYTHONUNBUFFERED="1", GLOG_minloglevel="3", FLAGS_call_stack_level="0")
         straight_failures: list[str] = []
+        memo: dict[bytes, Outcome] = {}
         while next_index < self.stop_at:
             if self.stop_event.is_set():
                 return
@@ -110,21 +112,27 @@ class _Slice(threading.Thread):
                 if not chunk:
                     break
                 buf += chunk
-                *lines, buf = buf.split(b"\n")
-                done_here = 0
-                for line in lines:
-                    try:
-                        msg = json.loads(line)
-                    except ValueError:
-                        continue
-                    if "i" in msg:
-                        self.outcomes[msg["i"]] = Outcome.from_json(msg["outcome"])
-                        next_index = msg["i"] + 1
+                done_here, pos = 0, 0
+                while len(buf) - pos >= FRAME.size:  # whole frames only (see .worker)
+                    index, size = FRAME.unpack_from(buf, pos)
+                    if len(buf) - pos - FRAME.size < size:
+                        break
+                    payload = buf[pos + FRAME.size:pos + FRAME.size + size]
+                    pos += FRAME.size + size
+                    if index >= 0:
+                        outcome = memo.get(payload)
+                        if outcome is None:  # equal outcomes pickle alike: one object for all of them
+                            if len(memo) > 50_000:
+                                memo.clear()
+                            outcome = memo[payload] = pickle.loads(payload)
+                        self.outcomes[index] = outcome
+                        next_index = index + 1
                         done_here += 1
-                    elif "hello" in msg:
-                        self.info.update(msg["hello"])
-                    elif msg.get("done"):
+                    elif index == HELLO:
+                        self.info.update(pickle.loads(payload))
+                    elif index == DONE:
                         finished = True
+                buf = buf[pos:]
                 if done_here:
                     self.on_progress(done_here)
             proc.stdout.close()
@@ -303,8 +311,9 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
                                      for a, b in slices]
         else:
             tmp = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="paddle_spmd_port-", dir=work_dir))
-            case_file = os.path.join(tmp, "cases.jsonl")
-            write_jsonl(cases, case_file)
+            case_file = os.path.join(tmp, "cases.pickle")
+            with open(case_file, "wb") as fh:
+                pickle.dump(list(cases), fh, protocol=pickle.HIGHEST_PROTOCOL)
             threads = [_Slice(backend, case_file, a, b, outcomes, timeout, progress, info, stop_event)
                        for a, b in slices]
         try:
