@@ -10,10 +10,15 @@ after ``MAX_STRAIGHT_FAILURES`` hangs in a row, or as many Python-level worker d
 the slice gives up and its remaining cases are *not run* with the reason. A worker that cannot
 start at all raises :class:`BackendUnavailable`.
 
+The compiled route has no Python worker: each slice drives the C++ caller itself
+(:class:`_CallerSlice`; requests encoded here, replies parsed here), with the same crash, timeout
+and give-up rules. The other routes run :mod:`.worker` processes, which read the cases from one
+pickled file and answer in pickled frames.
+
 Interrupts: workers run in process groups of their own (so that a Ctrl-C in the terminal reaches
 only the parent, which decides); when :func:`run_native` is left by an exception (the sweep's
-:class:`~paddle_spmd_port.runctl.Interrupted` included) every worker group -- the worker, the
-compiled caller it drives and any forked child -- is killed, and the case file removed.
+:class:`~paddle_spmd_port.runctl.Interrupted` included) every worker group -- the worker or the
+compiled caller, and any child it forked -- is killed, and the case file removed.
 """
 
 from __future__ import annotations
