@@ -4,9 +4,7 @@ import importlib.util
 
 import pytest
 
-# Shared helpers live in tests/helpers.py (tests import them from there). paddle_profile is re-exported
-# here only until tests/test_rules_tables.py (owned by the rules engineer) imports it from helpers.
-from .helpers import paddle_profile  # noqa: F401
+# Shared helpers live in tests/helpers.py; tests import them from there, never from this file.
 
 HAVE_PADDLE = importlib.util.find_spec("paddle") is not None
 

@@ -332,7 +332,7 @@ def test_golden_rows_are_paddles_answers():
     from paddle_spmd_port.native.pool import run_native
     from paddle_spmd_port.parity.cli import DEFAULT_BACKEND
 
-    from .conftest import paddle_profile
+    from .helpers import paddle_profile
 
     profile = paddle_profile()  # older releases: leave out rules their profile says differ or are missing
     rows = [p.values for p in GOLDEN if profile is None or not (
