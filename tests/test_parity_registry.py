@@ -102,3 +102,19 @@ def test_parity_cli_writes_reports(tmp_path):
     assert md.startswith(f"**PASS: all {n_ln + n_bn:,} selected cases compared, 0 mismatching cases**")
     assert f"| layer_norm | registry | done | {n_ln:,} |" in md
     assert junit.read_text().startswith("<?xml")
+
+
+def test_crash_prone_cases_run_in_forked_children_and_the_worker_survives():
+    """layer_norm with begin_norm_axis > ndim segfaults Paddle: in a worker it runs in a forked
+    child (native/_fork.py), so the crash is an outcome and the next case runs in the same worker.
+    Without the isolation this test's own process would die on the first case."""
+    from paddle_spmd_port.native import registry
+    from paddle_spmd_port.native.compiled import may_crash
+
+    crashing = next(c for c in grid_for("layer_norm")
+                    if dict(c.attrs).get("begin_norm_axis", 1) > len(c.inputs[0].shape))
+    fine = next(c for c in grid_for("layer_norm") if not may_crash(c))
+    assert may_crash(crashing)
+    outcomes = list(registry.run_many([crashing, fine, crashing]))
+    assert [o.status for o in outcomes] == ["crash", "result", "crash"]
+    assert outcomes[0].crash.startswith("signal")

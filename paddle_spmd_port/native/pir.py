@@ -47,11 +47,7 @@ process (:mod:`.worker`).
 from __future__ import annotations
 
 import contextlib
-import gc
-import json
-import os
 import re
-import signal
 import traceback
 import warnings
 from collections.abc import Iterable, Iterator
@@ -61,8 +57,8 @@ from typing import Any
 from ..case import Case
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..rules.signatures import RULES
-from ..runctl import signal_text
 from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
+from ._fork import run_isolating
 from ._paddle import ReduceTypeError, from_paddle_mesh, paddle_version, to_paddle_mesh, typed_attrs
 
 warnings.filterwarnings("ignore")
@@ -74,8 +70,6 @@ from paddle.framework import core  # noqa: E402
 
 #: Ops per Program before a fresh one is started (bounds memory; input values are cached per Program).
 OPS_PER_PROGRAM = 20_000
-#: At most this many consecutive crash-prone cases share one forked child.
-CHILD_BATCH = 512
 
 _RULE_SOURCE = "infermeta/spmd_rules/"
 _SOURCE_PATH = re.compile(r"(/paddle/[\w./-]+?\.(?:cc|h|cpp|cu))")
@@ -242,22 +236,6 @@ def may_crash(case: Case) -> bool:
     return (scale is None or bias is None) and x is not None and any(m != -1 for m in x.dims_mapping)
 
 
-def _quiet_child() -> None:
-    """In a forked child: die on a fatal signal at once, without Paddle's handler (which prints a
-    symbolised C++ traceback to stdout, the worker's protocol channel, and takes ~40 ms) and
-    without a core file."""
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    for sig in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL):
-        signal.signal(sig, signal.SIG_DFL)
-    gc.disable()  # short-lived: a collection would write to every object's header, copying the worker's pages
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    os.close(devnull)
-
-
 class PirBackend:
     """Builds cases' ops into a long-lived Program; see the module docstring."""
 
@@ -315,35 +293,6 @@ class PirBackend:
         except ReduceTypeError as exc:
             return Outcome(error=ErrorInfo("ReduceTypeError", str(exc)))
 
-    def _run_in_children(self, cases: list[Case]) -> Iterator[Outcome]:
-        """Build ``cases`` in a forked copy of this process, one JSON line per outcome through a
-        pipe. If the child dies, the case it was on gets the crash and a new child takes the rest."""
-        done = 0
-        while done < len(cases):
-            read_fd, write_fd = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # child: build, report, leave without running any cleanup
-                code = 0
-                try:
-                    os.close(read_fd)
-                    _quiet_child()
-                    with os.fdopen(write_fd, "w") as pipe:
-                        for case in cases[done:]:
-                            pipe.write(json.dumps(self._build(case).to_json(), separators=(",", ":")) + "\n")
-                            pipe.flush()
-                except BaseException:  # the parent reports the missing answer
-                    code = 3
-                os._exit(code)
-            os.close(write_fd)
-            with os.fdopen(read_fd, "r") as pipe:
-                for line in pipe:
-                    done += 1
-                    yield Outcome.from_json(json.loads(line))
-            _, status = os.waitpid(pid, 0)
-            if done < len(cases):
-                done += 1
-                yield Outcome(crash=_describe_status(status))
-
     def run(self, case: Case) -> Outcome:
         """One case, built in this process (no crash isolation: see :meth:`run_many`)."""
         with _pir_mode():
@@ -357,33 +306,14 @@ class PirBackend:
         return self._build(case)
 
     def run_many(self, cases: Iterable[Case]) -> Iterator[Outcome]:
-        """Outcomes in order. A run of consecutive :func:`may_crash` cases (up to
-        ``CHILD_BATCH``) goes to forked children; everything else is built here."""
-        it = iter(cases)
-        pushed_back: list[Case] = []
+        """Outcomes in order; :func:`may_crash` cases are built in forked children (see
+        :mod:`._fork`), everything else here."""
+        def risky(case: Case) -> bool:
+            return self.isolate_risky and case.rule in ROUTES and may_crash(case)
+
         with _pir_mode():
-            while True:
-                case = pushed_back.pop() if pushed_back else next(it, None)
-                if case is None:
-                    return
-                if not (self.isolate_risky and case.rule in ROUTES and may_crash(case)):
-                    yield self._run_one(case)
-                    continue
-                batch = [case]
-                for other in it:
-                    if len(batch) < CHILD_BATCH and other.rule in ROUTES and may_crash(other):
-                        batch.append(other)
-                    else:
-                        pushed_back.append(other)
-                        break
-                yield from self._run_in_children(batch)
-
-
-def _describe_status(status: int) -> str:
-    """A child's wait status in :mod:`.pool`'s words (``signal 11 (SIGSEGV)``, ``exit code 3``)."""
-    if os.WIFSIGNALED(status):
-        return signal_text(os.WTERMSIG(status))
-    return f"exit code {os.WEXITSTATUS(status)}"
+            yield from run_isolating(cases, lambda case: self._build(case) if risky(case) else self._run_one(case),
+                                     risky)
 
 
 @contextlib.contextmanager

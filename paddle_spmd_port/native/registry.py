@@ -9,12 +9,15 @@ only inside a worker process.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..case import Case
 from ..outcome import ErrorInfo, Outcome
 from ..types import DistAttr, DistTensorSpec, SpmdResult
+from ._fork import run_isolating
 from ._paddle import from_paddle_mesh, to_paddle_mesh, typed_attrs
+from .compiled import may_crash
 
 warnings.filterwarnings("ignore")
 
@@ -101,3 +104,11 @@ def run(case: Case) -> Outcome:
     return Outcome(result=SpmdResult(tuple(from_paddle_attr(a) for a in _flatten(raw[0])),
                                      tuple(from_paddle_attr(a) for a in _flatten(raw[1]))))
 
+
+
+def run_many(cases: Iterable[Case]) -> Iterator[Outcome]:
+    """Outcomes in order; inputs Paddle's rules are known to crash on (the compiled caller's
+    :func:`~.compiled.may_crash`: no mesh on x, a dims_mapping whose length is not the rank,
+    begin_norm_axis out of range, inputs on meshes of another number of dims) run in forked
+    children (see :mod:`._fork`), so that a crash costs a fork instead of a worker restart."""
+    return run_isolating(cases, run, may_crash)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import sys
 import time
@@ -205,10 +206,15 @@ def _plan_groups(args: argparse.Namespace) -> dict[str, list[str]]:
 
 def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: dict[str, list[Case]],
                 native: Sequence[Outcome | None], native_seconds: float, profile: ReleaseProfile | None,
-                state: str = DONE, repros: list[str] | None = None) -> None:
+                state: str = DONE, repros: list[str] | None = None,
+                port_answers: dict[int, Outcome] | None = None) -> None:
     """Compare one backend group's native outcomes with the port, case by case, into the report.
     A None outcome (the group was interrupted before it) is left out: that case stays uncompared.
-    Each mismatching case's ``infer --case-json`` line is appended to ``repros``."""
+    Each mismatching case's ``infer --case-json`` line is appended to ``repros``. ``port_answers``
+    (keyed by ``id(case)``) keeps the port's outcome of a case for the next route that compares it:
+    the port is pure, so a case is answered once however many routes check it."""
+    if port_answers is None:
+        port_answers = {}
     offset = 0
     for rule in rules:
         tally = report.tallies[f"{rule}@{backend}"]
@@ -217,7 +223,9 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
         for index, (case, nat) in enumerate(zip(rule_cases, native[offset:offset + len(rule_cases)], strict=True)):
             if nat is None:
                 continue
-            port = port_outcome(case)
+            port = port_answers.get(id(case))
+            if port is None:
+                port = port_answers[id(case)] = port_outcome(case)
             cmp = compare(case.spec, port, nat, input_problem(case) is not None if port.error else None)
             if cmp.verdict not in AGREEING and profile is not None:
                 why = profile.explain(case, port, nat, cmp)
@@ -245,8 +253,13 @@ def _main(argv: Sequence[str] | None) -> int:
             print(f"{rule:22s} {len(cases):8,d} cases {len(cases) * n_cells:10,d} cells")
         return EXIT_OK
 
+    # The cases live until the end: move them out of the cyclic GC's way (each collection would
+    # walk every one of them again while the routes run).
+    gc.collect()
+    gc.freeze()
     report = ParityReport(selection=args.selection, allow_uncompared=args.allow_uncompared)
     groups = _plan_groups(args)
+    port_answers: dict[int, Outcome] = {}  # id(case) -> the port's outcome (see tally_group)
     for backend, rules in groups.items():
         for rule in rules:
             cases = by_rule[rule]
@@ -276,7 +289,8 @@ def _main(argv: Sequence[str] | None) -> int:
                 if profile.is_newer_than_known:
                     report.notes.append("Paddle is newer than every known profile: each mismatch is a possible "
                                         "regression of this release (or a change the port has to follow).")
-            tally_group(report, backend, rules, by_rule, native, native_seconds, profile, repros=repros)
+            tally_group(report, backend, rules, by_rule, native, native_seconds, profile, repros=repros,
+                        port_answers=port_answers)
             running = None
             report.write(out, args.junit)  # partial report after every group
         report.complete = True
@@ -287,7 +301,7 @@ def _main(argv: Sequence[str] | None) -> int:
             partial = getattr(exc, "partial_outcomes", None)
             if partial is not None:
                 tally_group(report, backend, rules, by_rule, partial, 0.0, profile, state=INTERRUPTED,
-                            repros=repros)
+                            repros=repros, port_answers=port_answers)
             for rule in rules:
                 report.tallies[f"{rule}@{backend}"].state = INTERRUPTED
         exc.detail = f"partial report in {out / 'parity.md'}"
