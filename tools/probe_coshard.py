@@ -27,6 +27,7 @@ and ``OUT/coshard.md`` (tables). Exit 0 when every family ran, 3 when a child ti
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -47,7 +48,7 @@ Probe = tuple[str, Callable[[], dict[str, Any]]]
 # --------------------------------------------------------------------------- pure helpers (no Paddle)
 def orders(ndim: int) -> list[tuple[int, ...]]:
     """Every ordered list of 2 distinct mesh dims, and of 3 on a mesh of 3 dims or more."""
-    out = list(itertools.permutations(range(ndim), 2))
+    out: list[tuple[int, ...]] = list(itertools.permutations(range(ndim), 2))
     if ndim >= 3:
         out += list(itertools.permutations(range(ndim), 3))
     return out
@@ -166,19 +167,33 @@ def _registry_call(rule: str, mesh: tuple[int, ...], name: str, multi: Any, part
     except Exception as exc:
         rec["build_error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
         return rec
-    specs = [_spec(shapes[n], attr if n == name else _attr(mesh, len(shapes[n]))) for n in names]
-    try:
+    def call(given: Any) -> Any:
+        specs = [_spec(shapes[n], given if n == name else _attr(mesh, len(shapes[n]))) for n in names]
         if rule == "batch_norm_static":
-            raw = core.get_phi_spmd_rule("batch_norm").infer_forward(*specs)
-        elif rule == "layer_norm":
-            raw = core.get_phi_spmd_rule("layer_norm").infer_forward(*specs, 1e-5, LN_BNA)
-        else:
-            raw = core.get_phi_spmd_rule("layer_norm").infer_backward(*specs, 1e-5, LN_BNA)
+            return core.get_phi_spmd_rule("batch_norm").infer_forward(*specs)
+        if rule == "layer_norm":
+            return core.get_phi_spmd_rule("layer_norm").infer_forward(*specs, 1e-5, LN_BNA)
+        return core.get_phi_spmd_rule("layer_norm").infer_backward(*specs, 1e-5, LN_BNA)
+
+    try:
+        raw = call(attr)
     except Exception as exc:
         rec["rule_error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
         return rec
     rec["inputs"] = [_attr_json(a) for a in _flat(raw[0])]
     rec["outputs"] = [_attr_json(a) for a in _flat(raw[1])]
+    # the same call with the collapsed mapping set as a plain dims_mapping: is the answer the same?
+    try:
+        plain = _attr(mesh, len(shapes[name]))
+        plain.dims_mapping = rec["built"]["dm"]
+        if rec["built"]["partial"]:
+            plain._set_partial_dims(rec["built"]["partial"])
+        ref = call(plain)
+        cells = [(a["dm"], a["partial"]) for a in rec["inputs"] + rec["outputs"]]
+        ref_cells = [(a["dm"], a["partial"]) for a in (_attr_json(b) for b in _flat(ref[0]) + _flat(ref[1]))]
+        rec["same_as_collapsed"] = cells == ref_cells
+    except Exception as exc:
+        rec["same_as_collapsed"] = f"reference call failed: {type(exc).__name__}"
     return rec
 
 
@@ -190,15 +205,21 @@ def _collapse(mesh: tuple[int, ...], members: tuple[int, ...]) -> dict[str, Any]
             "predicted": pred, "agrees": got == pred, "multi_after": [list(x) for x in a.multi_dims_mapping]}
 
 
+def _edge(label: str, rule: str, mesh: tuple[int, ...], name: str, multi: Any, partial: list[int] | None,
+          partial_first: bool) -> dict[str, Any]:
+    return dict(_registry_call(rule, mesh, name, multi, partial, partial_first), label=label)
+
+
 def _probes(family: str) -> list[Probe]:
     out: list[Probe] = []
     if family == "collapse":
-        meshes = ((2, 2), (2, 3), (3, 2), (2, 4), (4, 2), (3, 3), (2, 2, 2), (2, 3, 2), (3, 2, 2), (2, 2, 3),
-                  (4, 3, 2), (2, 3, 4), (3, 3, 2), (2, 3, 3), (2, 2, 2, 2), (2, 3, 4, 5))
+        meshes: tuple[tuple[int, ...], ...] = (
+            (2, 2), (2, 3), (3, 2), (2, 4), (4, 2), (3, 3), (2, 2, 2), (2, 3, 2), (3, 2, 2), (2, 2, 3),
+            (4, 3, 2), (2, 3, 4), (3, 3, 2), (2, 3, 3), (2, 2, 2, 2), (2, 3, 4, 5))
         for mesh in meshes:
             for members in orders(len(mesh)):
                 out.append((f"collapse {mesh_text(mesh)} {list(members)}",
-                            lambda m=mesh, o=members: _collapse(m, o)))
+                            functools.partial(_collapse, mesh, members)))
     elif family == "registry":
         for rule, (_, shapes) in REGISTRY_RULES.items():
             rank = len(shapes["x"])
@@ -207,7 +228,7 @@ def _probes(family: str) -> list[Probe]:
                     for axis in range(rank):
                         multi = [list(members) if a == axis else [] for a in range(rank)]
                         out.append((f"{rule} {mesh_text(mesh)} x axis {axis} {list(members)}",
-                                    lambda r=rule, m=mesh, mu=multi: _registry_call(r, m, "x", mu)))
+                                    functools.partial(_registry_call, rule, mesh, "x", multi)))
     elif family == "other":
         for rule, (names, shapes) in REGISTRY_RULES.items():
             for name in names[1:]:
@@ -217,7 +238,7 @@ def _probes(family: str) -> list[Probe]:
                         for axis in range(rank):
                             multi = [list(members) if a == axis else [] for a in range(rank)]
                             out.append((f"{rule} {mesh_text(mesh)} {name} axis {axis} {list(members)}",
-                                        lambda r=rule, m=mesh, n=name, mu=multi: _registry_call(r, m, n, mu)))
+                                        functools.partial(_registry_call, rule, mesh, name, multi)))
     elif family == "edges":
         cases: list[tuple[str, tuple[int, ...], Any, list[int] | None, bool]] = [
             ("partial on a co-shard member (partial set after)", (2, 2), [[0, 1], [], []], [1], False),
@@ -248,8 +269,7 @@ def _probes(family: str) -> list[Probe]:
                 mu = multi if not multi or len(multi) != 3 else multi + [[]] * (rank - 3)
                 name = "out" if rule == "layer_norm_reverse" else "x"
                 out.append((f"edge [{label}] {rule} {name} {mesh_text(mesh)} {mu} partial={partial}",
-                            lambda r=rule, m=mesh, n=name, mu=mu, p=partial, f=first, la=label:
-                            dict(_registry_call(r, m, n, mu, p, f), label=la)))
+                            functools.partial(_edge, label, rule, mesh, name, mu, partial, first)))
     elif family == "pir":
         out += _pir_probes()
     elif family == "dynamic":
@@ -350,6 +370,7 @@ def _pir_attribute_probe() -> dict[str, Any]:
 
     rec: dict[str, Any] = {}
     pm = _mesh((2, 2))
+    dm: Any
     for label, dm in (("nested [[0,1],[],[]]", [[0, 1], [], []]), ("flat [0,-1,-1]", [0, -1, -1])):
         try:
             a = pir.create_tensor_dist_attribute(pm, dm, {})
@@ -366,7 +387,7 @@ def _pir_probes() -> list[Probe]:
         for members in orders(len(mesh)):
             for axis in range(3):
                 out.append((f"pir value {mesh_text(mesh)} axis {axis} {list(members)}",
-                            lambda m=mesh, a=axis, o=members: _pir_value_probe(m, a, o)))
+                            functools.partial(_pir_value_probe, mesh, axis, members)))
     for op, (names, shapes, _) in PIR_OPS.items():
         for name in names:
             if name != "x" and name != "out_grad" and len(shapes[name]) > 1:
@@ -375,7 +396,7 @@ def _pir_probes() -> list[Probe]:
                 for members in ([(0, 1), (1, 0)] if len(mesh) == 2 else [(0, 1), (2, 0), (0, 1, 2), (2, 1, 0)]):
                     for axis in range(len(shapes[name])):
                         out.append((f"pir {op} {mesh_text(mesh)} {name} axis {axis} {list(members)}",
-                                    lambda op=op, m=mesh, n=name, a=axis, o=members: _pir_op_probe(op, m, n, a, o)))
+                                    functools.partial(_pir_op_probe, op, mesh, name, axis, members)))
     return out
 
 
@@ -424,7 +445,7 @@ def _dynamic_probes() -> list[Probe]:
         for members in ((0, 1), (1, 0)):
             for axis in (0, 1):
                 out.append((f"dynamic {kind} 2x2 x axis {axis} {list(members)}",
-                            lambda k=kind, o=members, a=axis: _dyn(k, o, a)))
+                            functools.partial(_dyn, kind, members, axis)))
     return out
 
 
@@ -510,11 +531,13 @@ def render(records: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     for fam in ("registry", "other", "edges"):
         if not by[fam]:
             continue
-        lines += ["", f"## {fam}", "", "| probe | built dm / multi | answer inputs | answer outputs | "
-                  "multi in answers | log |", "|---|---|---|---|---|---|"]
+        same = sum(1 for r in by[fam] if r.get("same_as_collapsed") is True)
+        lines += ["", f"## {fam}", "", f"Answer equals the answer for the collapsed plain dims_mapping: {same} of "
+                  f"{len(by[fam])} probes.", "", "| probe | built dm / multi | answer inputs | answer outputs | "
+                  "multi in answers | same as collapsed | log |", "|---|---|---|---|---|---|---|"]
         for r in by[fam]:
             if "crash" in r:
-                lines.append(f"| {r.get('id')} | CRASH exit {r['crash']} | | | | {'; '.join(r['log'])[:200]} |")
+                lines.append(f"| {r.get('id')} | CRASH exit {r['crash']} | | | | | {'; '.join(r['log'])[:200]} |")
                 continue
             built = r.get("built")
             bt = f"{built['dm']} / {built['multi']}" if built else r.get("build_error", r.get("probe_error", ""))
@@ -522,7 +545,7 @@ def render(records: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                             if any(len(v) > 1 for v in a["multi"])})
             lines.append(f"| {r.get('id')} | {bt} | {_dm(r, 'inputs') or r.get('rule_error', '')} | "
                          f"{_dm(r, 'outputs')} | {', '.join(multi) or 'none co-sharded'} | "
-                         f"{'; '.join(sorted(set(r.get('log', []))))[:200]} |")
+                         f"{r.get('same_as_collapsed', '')} | {'; '.join(sorted(set(r.get('log', []))))[:200]} |")
     if by["pir"]:
         lines += ["", "## pir", "", "| probe | value dims_mapping | answer inputs | answer outputs | log |",
                   "|---|---|---|---|---|"]
