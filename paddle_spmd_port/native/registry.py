@@ -41,7 +41,22 @@ ROUTES = {
 _rules: dict[str, Any] = {}
 
 
+#: port spec -> Paddle's spec. The rules take their inputs by value (the C++ side copies them into
+#: DistMetaTensors), so one Paddle spec serves every case that has an equal input; the sweep's
+#: cell-by-cell comparison would show any answer that depended on sharing it.
+_specs: dict[DistTensorSpec | None, Any] = {}
+
+
 def to_paddle_spec(spec: DistTensorSpec | None) -> Any:
+    found = _specs.get(spec)
+    if found is None:
+        if len(_specs) > 100_000:
+            _specs.clear()
+        found = _specs[spec] = _new_paddle_spec(spec)
+    return found
+
+
+def _new_paddle_spec(spec: DistTensorSpec | None) -> Any:
     attr = TensorDistAttr()
     if spec is None:  # Paddle's own stand-in for a missing optional tensor
         return PaddleSpec([0], attr)
@@ -62,7 +77,7 @@ def from_paddle_attr(attr: Any) -> DistAttr:
         text = str(attr)
         if text.count("SUM)") != len(partial):  # the rules here only ever mean SUM
             raise RuntimeError(f"unexpected partial reduce type in {text}")
-    return DistAttr(tuple(attr.dims_mapping), partial, mesh)
+    return DistAttr.make(tuple(attr.dims_mapping), partial, mesh)
 
 
 def _flatten(items: list) -> list:
