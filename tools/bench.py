@@ -29,7 +29,8 @@ refuses before the call).
    2-worker crash-isolating pool (start-up included), next to the port on the same cases.
 
 4. ``--sweep``: wall time and peak resident memory of the default ``parity`` sweep (run as a
-   child; the peak is the largest of the parent and its workers, from getrusage).
+   child; the peak is the largest single process among every child this run started, from
+   getrusage: run it alone, without --routes, for the sweep's own figure).
 """
 
 from __future__ import annotations
