@@ -300,6 +300,11 @@ MUTANTS: tuple[Mutant, ...] = (
        "    x: RuleInput = inputs[1]",
        "outputs take the second input's mesh (mean / scale) instead of x's",
        rules=("sync_batch_norm", "sync_batch_norm_grad")),
+    # ------------------------------------------------------------------ the compat layer
+    _m("compat-coshard-first-listed", "compat/dist_attr.py",
+       "        out.append(max(axis, key=lambda m: (sizes[m], -axis.index(m))))",
+       "        out.append(axis[0])",
+       "a co-sharded axis reads its first listed mesh dim, not the largest", tests=("tests/test_compat.py",)),
     # ------------------------------------------------------------------ the comparator
     _m("compare-fast-match-any-answers", CMP,
        "port.result is not None and port.result == native.result:",

@@ -6,6 +6,9 @@
     attr.dims_mapping = (0, -1)                stored as [0, -1]; ints, bools and numpy ints accepted
     attr._set_partial_dims([1])                Partial(SUM) on mesh dim 1
     attr._is_partial() / ._is_partial(1)       True / True;  attr._partial_dims() -> {1}
+    attr.multi_dims_mapping = [[0, 1], [], []] co-sharding: axis 0 split over mesh dims 0 and 1, kept as
+                                               given; dims_mapping then reads one mesh dim per axis
+                                               (see :func:`collapse`), which is what the rules see
     DistTensorSpec([64, 32], attr)             copies attr (later edits of attr don't reach the spec)
     DistTensorSpec(spec)                       an independent copy
     spec.shape = [np.prod(s)]                  stored as a list of ints
@@ -36,27 +39,58 @@ def _int_list(values: Any, what: str) -> list[int]:
         raise TypeError(f"{what}(): incompatible function arguments; expected list[int], got {values!r}") from None
 
 
+def collapse(multi: list[list[int]], mesh: CoreProcessMesh | None) -> list[int]:
+    """What Paddle 3.3.1's ``dims_mapping`` reads for a co-sharded attr: per axis, ``-1`` for ``[]``,
+    the one dim of a one-dim list, and for several dims the one of the largest mesh size, the first
+    listed among equal sizes (measured on the registry route, 180 of 180 probes:
+    docs/coshard-3.3.1.md)::
+
+        mesh 2x2  [[0, 1], [], []]  ->  [0, -1, -1]      mesh 2x3  [[0, 1], [], []]  ->  [1, -1, -1]
+        mesh 3x2  [[1, 0], [], []]  ->  [0, -1, -1]      mesh 2x2  [[0, 1], [-1], []] -> [0, -1, -1]
+
+    Where Paddle reads past the mesh (no mesh at all, a member outside it) it crashes or answers
+    garbage; here that is a ValueError naming the fix."""
+    out = []
+    for axis in multi:
+        if len(axis) <= 1:
+            out.append(axis[0] if axis else -1)
+            continue
+        if mesh is None:
+            raise ValueError("(InvalidArgument) a co-sharded dims_mapping needs a process_mesh to read it "
+                             "(Paddle 3.3.1 crashes here); set process_mesh first.")
+        if any(not 0 <= m < mesh.ndim for m in axis):
+            raise ValueError(f"(InvalidArgument) co-shard {axis} names a mesh dim outside the mesh's dims "
+                             f"0..{mesh.ndim - 1} (Paddle 3.3.1 reads past the mesh here); use dims of the mesh.")
+        sizes = mesh.shape
+        out.append(max(axis, key=lambda m: (sizes[m], -axis.index(m))))
+    return out
+
+
 class TensorDistAttr:
     """How one tensor is laid out on a mesh: ``process_mesh``, ``dims_mapping`` and the mesh dims
     on which it is Partial(SUM)."""
 
-    __slots__ = ("_mesh", "_dims_mapping", "_partial", "_dynamic_rank")
+    __slots__ = ("_mesh", "_dims_mapping", "_multi", "_partial", "_dynamic_rank")
     __hash__ = None  # type: ignore[assignment]  # unhashable, like Paddle's
 
     def __init__(self) -> None:
         self._mesh: CoreProcessMesh | None = None
         self._dims_mapping: list[int] = []
+        self._multi: list[list[int]] | None = None  # set by multi_dims_mapping; None: one dim per axis
         self._partial: set[int] = set()
         self._dynamic_rank = 0  # length of Paddle's dynamic_dims (shown by str): fixed by the first mapping set
 
     # --- public attributes -------------------------------------------------------------------
     @property
     def dims_mapping(self) -> list[int]:
-        return list(self._dims_mapping)
+        if self._multi is None:
+            return list(self._dims_mapping)
+        return collapse(self._multi, self.process_mesh)
 
     @dims_mapping.setter
     def dims_mapping(self, value: Iterable[int]) -> None:
         self._dims_mapping = _int_list(value, "dims_mapping")
+        self._multi = None
         self._dynamic_rank = self._dynamic_rank or len(self._dims_mapping)
 
     @property
@@ -69,8 +103,24 @@ class TensorDistAttr:
 
     @property
     def multi_dims_mapping(self) -> list[list[int]]:
-        """Per tensor axis, the mesh dims that split it (``[]`` for replicated)."""
+        """Per tensor axis, the mesh dims that split it (``[]`` for replicated), in the order given."""
+        if self._multi is not None:
+            return [list(axis) for axis in self._multi]
         return [[] if m == -1 else [m] for m in self._dims_mapping]
+
+    @multi_dims_mapping.setter
+    def multi_dims_mapping(self, value: Iterable[Iterable[int]]) -> None:
+        if isinstance(value, (str, bytes)):
+            raise TypeError(f"multi_dims_mapping(): incompatible function arguments; expected list[list[int]], "
+                            f"got {value!r}")
+        try:
+            axes = [_int_list(axis, "multi_dims_mapping") for axis in value]
+        except TypeError:
+            raise TypeError(f"multi_dims_mapping(): incompatible function arguments; expected list[list[int]], "
+                            f"got {value!r}") from None
+        self._multi = axes
+        self._dims_mapping = [axis[0] if len(axis) == 1 else -1 for axis in axes]  # (the shape of it; see getter)
+        self._dynamic_rank = self._dynamic_rank or len(axes)
 
     # --- partial status ----------------------------------------------------------------------
     def _is_partial(self, mesh_axis: int = -1) -> bool:
@@ -92,7 +142,7 @@ class TensorDistAttr:
                          else f"the mesh has dims 0..{mesh.ndim - 1}")
                 raise ValueError(f"(InvalidArgument) Cannot set mesh dim {dim} as Partial: {where} "
                                  "(Paddle 3.3.1 crashes here); set process_mesh first and use a dim of that mesh.")
-            if dim in self._dims_mapping:
+            if any(dim in axis for axis in self.multi_dims_mapping):  # every co-shard member counts
                 raise ValueError(f"(InvalidArgument) Trying to Set dim {dim} as Partial which is a Sharding dim.")
             self._partial.add(dim)
 
@@ -109,6 +159,7 @@ class TensorDistAttr:
     def copy(self) -> TensorDistAttr:
         twin = TensorDistAttr()
         twin._mesh, twin._dims_mapping, twin._partial = self._mesh, list(self._dims_mapping), set(self._partial)
+        twin._multi = None if self._multi is None else [list(axis) for axis in self._multi]
         twin._dynamic_rank = self._dynamic_rank
         return twin
 
@@ -128,14 +179,14 @@ class TensorDistAttr:
             return False
         return (self.process_mesh == other.process_mesh if self.process_mesh is not None
                 else other.process_mesh is None) and \
-            self._dims_mapping == other._dims_mapping and self._partial == other._partial
+            self.multi_dims_mapping == other.multi_dims_mapping and self._partial == other._partial
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
     def __str__(self) -> str:
         mesh = self._mesh if self._mesh is not None else CoreProcessMesh()
-        axes = "".join("[] " if m == -1 else f"[{m}] " for m in self._dims_mapping)
+        axes = "".join(f"[{','.join(map(str, axis))}] " for axis in self.multi_dims_mapping)
         dynamic = ",".join("0" for _ in range(self._dynamic_rank))
         partial = "".join(f"Partial(dims:{d}, SUM), " for d in sorted(self._partial))
         return (f"{{process_mesh: {mesh}, dim_mappings: [{axes}], batch_dim: 0, chunk_id: 0, skip_check_mesh: 0, "
@@ -192,7 +243,7 @@ class DistTensorSpec:
         """The port's :class:`~paddle_spmd_port.types.DistTensorSpec` for the same tensor."""
         attr = self._attr
         mesh = attr.process_mesh.to_port() if attr.process_mesh is not None else None
-        return PortSpec(tuple(self._shape), tuple(attr._dims_mapping), mesh, frozenset(attr._partial))
+        return PortSpec(tuple(self._shape), tuple(attr.dims_mapping), mesh, frozenset(attr._partial))
 
     def __str__(self) -> str:
         return f"{{tensor_shape:[{','.join(map(str, self._shape))}], dist_attr:{self._attr}}}"

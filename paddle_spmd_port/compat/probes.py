@@ -157,6 +157,65 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
     def _():
         return attr([1, -1, 0]).multi_dims_mapping
 
+    # co-sharding (3.3.1): the lists are kept, dims_mapping reads one mesh dim per axis
+    mesh22 = ProcessMesh(mesh=[[0, 1], [2, 3]])
+    mesh32 = ProcessMesh(mesh=[[0, 1], [2, 3], [4, 5]])
+
+    def coshard(multi: list[list[int]], on: Any = mesh22) -> Any:
+        a = TensorDistAttr()
+        a.process_mesh = on
+        a.multi_dims_mapping = multi
+        return a
+
+    @probe("coshard/read-back")
+    def _():
+        a = coshard([[0, 1], [], []])
+        return [a.multi_dims_mapping, a.dims_mapping, str(a)]
+
+    @probe("coshard/larger-mesh-dim-survives")
+    def _():
+        return [coshard(m, on).dims_mapping for on in (mesh, mesh32, mesh22)
+                for m in ([[0, 1], [], []], [[1, 0], [], []], [[-1], [1, 0]], [[0], [1]])]
+
+    @probe("coshard/dims-mapping-set-after-replaces-it")
+    def _():
+        a = coshard([[0, 1], [], []])
+        a.dims_mapping = [0, -1, -1]
+        return [a.multi_dims_mapping, a.dims_mapping, str(a)]
+
+    @probe("coshard/set-after-dims-mapping")
+    def _():
+        a = attr([0, -1, -1], on=mesh22)
+        a.multi_dims_mapping = [[0, 1], [], []]
+        return [a.multi_dims_mapping, a.dims_mapping]
+
+    @probe("coshard/partial-on-a-member-refused")
+    def _():
+        coshard([[0, 1], [], []])._set_partial_dims([1])
+
+    @probe("coshard/partial-set-before-kept")
+    def _():
+        a = TensorDistAttr()
+        a.process_mesh = mesh22
+        a._set_partial_dims([1])
+        a.multi_dims_mapping = [[0, 1], [], []]
+        return [a.multi_dims_mapping, a.dims_mapping, sorted(a._partial_dims())]
+
+    @probe("coshard/equality-and-spec-copy")
+    def _():
+        a = coshard([[0, 1], [], []])
+        copy = DistTensorSpec([8, 6, 4], a)
+        return [a == attr([0, -1, -1], on=mesh22), a == coshard([[0, 1], [], []]), copy.dims_mapping(), str(copy)]
+
+    @probe("coshard/not-a-list", message=False)
+    def _():
+        coshard("01")
+
+    @probe("coshard/layer-norm-reads-the-surviving-dim")
+    def _():
+        xs = DistTensorSpec([8, 6, 4], coshard([[0, 1], [], []], mesh32))
+        return result_view(fetch("layer_norm").infer_forward(xs, absent(), absent(), 1e-5, 2))
+
     @probe("attr/partial-api")
     def _():
         a = attr([-1, 0], [1])
