@@ -280,8 +280,23 @@ _PROBES_300 = (
     *((name, _STR_ARGS_300) for name in ("ln/attribute-str-axis", "ln/forward-extra-args",
                                          "replicated/attributes-ignored")),
     ("attr/multi-dims-mapping", "TensorDistAttr has no multi_dims_mapping attribute (AttributeError)"),
+    *((name, "no co-sharding: TensorDistAttr has no multi_dims_mapping attribute (AttributeError)") for name in (
+        "coshard/dims-mapping-set-after-replaces-it", "coshard/equality-and-spec-copy",
+        "coshard/larger-mesh-dim-survives", "coshard/layer-norm-reads-the-surviving-dim", "coshard/not-a-list",
+        "coshard/partial-on-a-member-refused", "coshard/partial-set-before-kept", "coshard/read-back",
+        "coshard/set-after-dims-mapping")),
     *_INT_ATTRS_UNCHECKED,
 )
+
+#: 3.1.x: co-sharded attrs can be set, but reading dims_mapping of one raises instead of falling back to one
+#: mesh dim (measured: ``python -m paddle_spmd_port.compat.probes native`` in the 3.1.0 and 3.1.1 venvs; 3.2.0
+#: and later answer like 3.3.1).
+_COSHARD_READ_RAISES_31 = tuple(
+    (name, "reading dims_mapping of a co-sharded attr raises ValueError (InvalidArgument) 'There are 2 mesh dim "
+           "sharded on tensor dim 0,you should call \"multi_dims_mapping()\"'; 3.2.0+ falls back to one mesh dim")
+    for name in ("coshard/equality-and-spec-copy", "coshard/larger-mesh-dim-survives",
+                 "coshard/layer-norm-reads-the-surviving-dim", "coshard/partial-set-before-kept",
+                 "coshard/read-back", "coshard/set-after-dims-mapping"))
 
 RELEASES: tuple[ReleaseProfile, ...] = (
     ReleaseProfile(
@@ -369,9 +384,10 @@ RELEASES: tuple[ReleaseProfile, ...] = (
                 params=(("crash", r"signal 11\b"), ("when_none", ("scale", "bias")), ("port_sharded", "x_grad")),
             ),
         ),
-        probe_differences=_INT_ATTRS_UNCHECKED,
+        probe_differences=(*_INT_ATTRS_UNCHECKED, *_COSHARD_READ_RAISES_31),
     ),
-    ReleaseProfile(version="3.1.1", commit="0cd8342db8", probe_differences=_INT_ATTRS_UNCHECKED),
+    ReleaseProfile(version="3.1.1", commit="0cd8342db8",
+                   probe_differences=(*_INT_ATTRS_UNCHECKED, *_COSHARD_READ_RAISES_31)),
     ReleaseProfile(version="3.2.0", commit="e22e2f9af7", probe_differences=_INT_ATTRS_UNCHECKED),
     ReleaseProfile(version="3.2.1", commit="659ebc9506", probe_differences=_INT_ATTRS_UNCHECKED),
     ReleaseProfile(version="3.2.2", commit="d90d3ad913", probe_differences=_INT_ATTRS_UNCHECKED),
