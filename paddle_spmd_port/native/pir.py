@@ -312,8 +312,7 @@ class PirBackend:
             return self.isolate_risky and case.rule in ROUTES and may_crash(case)
 
         with _pir_mode():
-            yield from run_isolating(cases, lambda case: self._build(case) if risky(case) else self._run_one(case),
-                                     risky)
+            yield from run_isolating(cases, self._run_one, risky)  # a risky case is routed: _run_one builds it
 
 
 @contextlib.contextmanager
