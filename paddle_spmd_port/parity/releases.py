@@ -263,6 +263,11 @@ _INT_ATTRS_UNCHECKED = (
                                       "IndexError (OutOfRange) first"),
 )
 
+#: The co-shard probes that read a co-sharded attr's dims_mapping (directly or through a copy or a rule).
+_COSHARD_READS = ("coshard/equality-and-spec-copy", "coshard/larger-mesh-dim-survives",
+                  "coshard/layer-norm-reads-the-surviving-dim", "coshard/partial-set-before-kept",
+                  "coshard/read-back", "coshard/set-after-dims-mapping")
+
 #: 3.0.0's compat-probe differences (measured: ``python -m paddle_spmd_port.compat.probes native`` in the 3.0.0 venv,
 #: compared with the compat layer's observations; the batch_norm probes are skipped by ``registry_missing``).
 _STR_FORMAT_300 = ("TensorDistAttr's str prints 'dims_mappings: [0,-1]' and no split_factor (3.3.1: "
@@ -281,10 +286,8 @@ _PROBES_300 = (
                                          "replicated/attributes-ignored")),
     ("attr/multi-dims-mapping", "TensorDistAttr has no multi_dims_mapping attribute (AttributeError)"),
     *((name, "no co-sharding: TensorDistAttr has no multi_dims_mapping attribute (AttributeError)") for name in (
-        "coshard/dims-mapping-set-after-replaces-it", "coshard/equality-and-spec-copy",
-        "coshard/larger-mesh-dim-survives", "coshard/layer-norm-reads-the-surviving-dim", "coshard/not-a-list",
-        "coshard/partial-on-a-member-refused", "coshard/partial-set-before-kept", "coshard/read-back",
-        "coshard/set-after-dims-mapping")),
+        *_COSHARD_READS, "coshard/dims-mapping-set-after-replaces-it", "coshard/not-a-list",
+        "coshard/partial-on-a-member-refused")),
     *_INT_ATTRS_UNCHECKED,
 )
 
@@ -294,9 +297,7 @@ _PROBES_300 = (
 _COSHARD_READ_RAISES_31 = tuple(
     (name, "reading dims_mapping of a co-sharded attr raises ValueError (InvalidArgument) 'There are 2 mesh dim "
            "sharded on tensor dim 0,you should call \"multi_dims_mapping()\"'; 3.2.0+ falls back to one mesh dim")
-    for name in ("coshard/equality-and-spec-copy", "coshard/larger-mesh-dim-survives",
-                 "coshard/layer-norm-reads-the-surviving-dim", "coshard/partial-set-before-kept",
-                 "coshard/read-back", "coshard/set-after-dims-mapping"))
+    for name in _COSHARD_READS)
 
 RELEASES: tuple[ReleaseProfile, ...] = (
     ReleaseProfile(
