@@ -11,11 +11,18 @@ Short forms, used in reports and repros and parsed back by :func:`parse_dist_att
     [0,-1]          dims_mapping only: axis 0 split along mesh dim 0, axis 1 replicated
     [0,-1] P{1}     ... and Partial(SUM) pending on mesh dim 1
     [-1] @-         an attr that carries no process mesh (Paddle's answer for a None input)
+    [(0,1),-1]      axis 0 co-sharded: split along mesh dim 0, each piece split again along mesh
+                    dim 1 (Paddle's ``multi_dims_mapping`` ``[[0,1],[]]``; the order is the shard order)
+
+A dims_mapping entry is a mesh dim, ``-1``, or a tuple of two or more mesh dims (a co-shard).
+The short spellings Paddle also accepts are normalised when a spec is built: ``()`` is ``-1``
+and ``(m,)`` is ``m``, so equal distributions are equal values.
 
 Placements, one per mesh dim (the dynamic-graph view of the same thing)::
 
     dims_mapping [1,-1,0] on a 2-D mesh  ->  (S(2), S(0))
     dims_mapping [-1,-1] P{0} on 2-D     ->  (P, R)
+    dims_mapping [(1,0),-1] on 2-D       ->  (S(0)#1, S(0)#0)    (#k: shard order k of that axis)
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .errors import ArgumentTypeError, InvalidSpecError
 
@@ -51,6 +58,61 @@ def _int_tuple(value: Iterable[Any], what: str) -> tuple[int, ...]:
         if isinstance(item, bool) or not isinstance(item, int):
             raise ArgumentTypeError(f"{what} must hold ints, got {item!r:.30} in {value!r:.60}", kind=kind)
     return items
+
+
+MeshDims = int | tuple[int, ...]
+"""One dims_mapping entry: a mesh dim, ``-1`` (replicated) or a co-shard (two or more mesh dims, in order)."""
+Mapping = tuple[MeshDims, ...]
+
+
+def _mapping_tuple(value: Iterable[Any], what: str) -> Mapping:
+    """``value`` as a dims_mapping: ints, or sequences of ints for co-sharded axes (normalised:
+    ``()`` -> -1, ``(m,)`` -> m); anything else raises :class:`ArgumentTypeError` naming ``what``."""
+    kind = f"invalid-spec:{what}:type"
+    if isinstance(value, (str, bytes, dict)) or not isinstance(value, Iterable):
+        raise ArgumentTypeError(f"{what} must be a sequence of ints, got {type(value).__name__} {value!r:.60}",
+                                kind=kind)
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise ArgumentTypeError(f"{what} must be a sequence of ints, got {value!r:.60}", kind=kind) from None
+    out: list[MeshDims] = []
+    for item in items:
+        if isinstance(item, (tuple, list)):
+            members = _int_tuple(item, what)
+            out.append(-1 if not members else members[0] if len(members) == 1 else members)
+            continue
+        if isinstance(item, bool) or not isinstance(item, int):
+            raise ArgumentTypeError(f"{what} must hold ints (or tuples of ints for a co-sharded axis), got "
+                                    f"{item!r:.30} in {value!r:.60}", kind=kind)
+        out.append(item)
+    return tuple(out)
+
+
+def mesh_dims_of(entry: MeshDims) -> tuple[int, ...]:
+    """The mesh dims one dims_mapping entry splits its axis along, in shard order: ``-1`` -> ``()``,
+    ``0`` -> ``(0,)``, ``(1, 0)`` -> ``(1, 0)``."""
+    if type(entry) is tuple:
+        return entry
+    return () if entry == -1 else (cast(int, entry),)
+
+
+def is_coshard(dims_mapping: Mapping) -> bool:
+    """True when some axis is split along two or more mesh dims."""
+    return tuple in {*map(type, dims_mapping)}
+
+
+def plain_mapping(dims_mapping: Mapping, where: str) -> tuple[int, ...]:
+    """``dims_mapping`` for code that handles one mesh dim per axis only; a co-shard raises
+    :class:`InvalidSpecError` naming ``where``, so such code never misreads a co-shard silently."""
+    if is_coshard(dims_mapping):
+        raise InvalidSpecError(f"{where} does not handle co-sharded dims_mapping {format_mapping(dims_mapping)} "
+                               "yet; give one mesh dim (or -1) per axis", kind="invalid-spec:coshard:unsupported")
+    return cast("tuple[int, ...]", dims_mapping)
+
+
+def _entry_text(entry: MeshDims) -> str:
+    return "(" + ",".join(map(str, entry)) + ")" if type(entry) is tuple else str(entry)
 
 
 @dataclass(frozen=True)
@@ -149,8 +211,9 @@ _MESHES_READ: dict[tuple[Any, ...], ProcessMesh] = {}
 _DEFAULT_LAYOUTS: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[str, ...]]] = {}
 
 
-def format_mapping(dims_mapping: Sequence[int], partial_dims: Iterable[int] = (), mesh_present: bool = True) -> str:
-    text = "[" + ",".join(map(str, dims_mapping)) + "]"
+def format_mapping(dims_mapping: Sequence[MeshDims], partial_dims: Iterable[int] = (),
+                   mesh_present: bool = True) -> str:
+    text = "[" + ",".join(map(_entry_text, dims_mapping)) + "]"
     partial = sorted(partial_dims)
     if partial:
         text += " P{" + ",".join(map(str, partial)) + "}"
@@ -168,16 +231,19 @@ class DistTensorSpec:
 
     shape: tuple[int, ...]
     """Global shape."""
-    dims_mapping: tuple[int, ...]
-    """Per tensor axis: mesh dim that splits it, or -1 for replicated."""
+    dims_mapping: Mapping
+    """Per tensor axis: the mesh dim that splits it, -1 for replicated, or a tuple of mesh dims
+    (co-shard, in shard order)."""
     mesh: ProcessMesh | None
     """The mesh; ``None`` only to reproduce Paddle's empty-attr inputs (x may never lack one)."""
     partial_dims: frozenset[int] = field(default_factory=frozenset)
     """Mesh dims on which the tensor is Partial(SUM)."""
     _problem: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False, hash=False)
     """What :meth:`check` will report, worked out once at construction."""
+    coshard: bool = field(default=False, init=False, repr=False, compare=False, hash=False)
+    """True when some axis is split along two or more mesh dims (worked out at construction)."""
 
-    def __init__(self, shape: Iterable[int], dims_mapping: Iterable[int], mesh: ProcessMesh | None,
+    def __init__(self, shape: Iterable[int], dims_mapping: Iterable[MeshDims], mesh: ProcessMesh | None,
                  partial_dims: Iterable[int] = frozenset()) -> None:
         # The common call (tuples of ints, a frozenset, a ProcessMesh or None) is checked with one
         # type scan; anything else takes _int_tuple, which converts what it can and names what it
@@ -187,8 +253,11 @@ class DistTensorSpec:
                 and _INT_ONLY >= {*map(type, shape + dims_mapping)}
                 and (not partial_dims or _INT_ONLY >= {*map(type, partial_dims)})):
             shape = _int_tuple(shape, "DistTensorSpec.shape")
-            dims_mapping = _int_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
+            dims_mapping = _mapping_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
             partial_dims = frozenset(_int_tuple(partial_dims, "partial_dims"))
+            _set(self, "coshard", is_coshard(dims_mapping))
+        else:
+            _set(self, "coshard", False)
         if shape and min(shape) < 0:
             raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
         if mesh is not None and type(mesh) is not ProcessMesh and not isinstance(mesh, ProcessMesh):
@@ -219,9 +288,9 @@ class DistTensorSpec:
 
     def _find_problem(self) -> tuple[str, str] | None:
         dm, mesh = self.dims_mapping, self.mesh
-        if mesh is not None and not self.partial_dims and len(dm) == len(self.shape):
+        if mesh is not None and not self.partial_dims and len(dm) == len(self.shape) and not is_coshard(dm):
             # the common valid spec, decided in one pass: every entry -1 or a mesh dim, none twice
-            used = [m for m in dm if m != -1]
+            used = [m for m in cast("tuple[int, ...]", dm) if m != -1]
             if not used or (min(used) >= 0 and max(used) < len(mesh.shape) and len(set(used)) == len(used)):
                 if len(_VALID_MAPPINGS) > 100_000:
                     _VALID_MAPPINGS.clear()
@@ -236,18 +305,21 @@ class DistTensorSpec:
                 return "mesh", "{arg}: a dims_mapping or partial dims need a mesh; give {arg} a ProcessMesh"
             return None
         n = self.mesh.ndim
-        dm = list(self.dims_mapping)
-        if len(dm) != self.ndim:
-            return "length", (f"{{arg}}: dims_mapping {dm} has {len(dm)} entries but the shape {list(self.shape)} "
-                              f"has rank {self.ndim}; give one entry per tensor axis")
-        for m in dm:
-            if not -1 <= m < n:
-                return "mesh-dim", (f"{{arg}}: dims_mapping {dm} uses mesh dim {m}, but the mesh {self.mesh} has "
-                                    f"dims 0..{n - 1}; use -1 (replicated) or a dim in that range")
-        used = [m for m in dm if m >= 0]
+        dm = format_mapping(self.dims_mapping)
+        if len(self.dims_mapping) != self.ndim:
+            return "length", (f"{{arg}}: dims_mapping {dm} has {len(self.dims_mapping)} entries but the shape "
+                              f"{list(self.shape)} has rank {self.ndim}; give one entry per tensor axis")
+        for entry in self.dims_mapping:
+            for m in entry if type(entry) is tuple else (cast(int, entry),):
+                if not -1 <= m < n or (m == -1 and type(entry) is tuple):
+                    where = f"co-shard {_entry_text(entry)}" if type(entry) is tuple else f"mesh dim {m}"
+                    return "mesh-dim", (f"{{arg}}: dims_mapping {dm} uses {where}, but the mesh {self.mesh} has "
+                                        f"dims 0..{n - 1}; use -1 (replicated), a dim in that range, or a tuple "
+                                        "of distinct dims in that range (co-shard)")
+        used = [m for entry in self.dims_mapping for m in mesh_dims_of(entry)]
         if len(used) != len(set(used)):
-            return "duplicate", (f"{{arg}}: dims_mapping {dm} splits two axes along the same mesh dim; "
-                                 "each mesh dim may shard at most one axis")
+            return "duplicate", (f"{{arg}}: dims_mapping {dm} splits along the same mesh dim twice; "
+                                 "each mesh dim may shard at most one axis, once")
         for p in sorted(self.partial_dims):
             if not 0 <= p < n:
                 return "partial-range", f"{{arg}}: partial dim {p} is outside the mesh {self.mesh} (dims 0..{n - 1})"
@@ -260,7 +332,7 @@ class DistTensorSpec:
         return f"{list(self.shape)}{format_mapping(self.dims_mapping, self.partial_dims, self.mesh is not None)}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"shape": list(self.shape), "dims_mapping": list(self.dims_mapping),
+        return {"shape": list(self.shape), "dims_mapping": _mapping_to_json(self.dims_mapping),
                 "partial_dims": sorted(self.partial_dims),
                 "mesh": None if self.mesh is None else self.mesh.to_json()}
 
@@ -269,7 +341,7 @@ class DistTensorSpec:
         if data is None:
             return None
         mesh = None if data["mesh"] is None else ProcessMesh.from_json(data["mesh"])
-        key = (tuple(data["shape"]), tuple(data["dims_mapping"]), mesh, frozenset(data["partial_dims"]))
+        key = (tuple(data["shape"]), _mapping_from_json(data["dims_mapping"]), mesh, frozenset(data["partial_dims"]))
         spec = _SPECS_READ.get(key)
         if spec is None:  # specs are immutable values: equal JSON, one object
             if len(_SPECS_READ) > 200_000:
@@ -278,11 +350,24 @@ class DistTensorSpec:
         return spec
 
 
+def _mapping_to_json(dims_mapping: Mapping) -> list[Any]:
+    """A dims_mapping as JSON: a co-shard is a nested list (``[[0, 1], -1]``)."""
+    return [list(e) if type(e) is tuple else e for e in dims_mapping]
+
+
+def _mapping_from_json(items: list[Any]) -> Mapping:
+    """A dims_mapping read back from JSON, where a co-shard is a nested list."""
+    if list in {*map(type, items)}:
+        return tuple(tuple(m) if type(m) is list else m for m in items)
+    return tuple(items)
+
+
 @dataclass(frozen=True, slots=True)
 class DistAttr:
     """One dist attr of a rule's answer (an input's wanted distribution, or an output's)."""
 
-    dims_mapping: tuple[int, ...]
+    dims_mapping: Mapping
+    """As :attr:`DistTensorSpec.dims_mapping` (a co-shard is a tuple of mesh dims)."""
     partial_dims: frozenset[int] = field(default_factory=frozenset)
     """Mesh dims with a pending Partial(SUM); the rules here never use another reduce type."""
     mesh: ProcessMesh | None = None
@@ -295,7 +380,7 @@ class DistAttr:
             object.__setattr__(self, "partial_dims", frozenset(self.partial_dims))
 
     @staticmethod
-    def make(dims_mapping: tuple[int, ...], partial_dims: frozenset[int], mesh: ProcessMesh | None) -> DistAttr:
+    def make(dims_mapping: Mapping, partial_dims: frozenset[int], mesh: ProcessMesh | None) -> DistAttr:
         """Fast constructor for the rules' hot path: the arguments must already be a tuple and a
         frozenset. Attrs are immutable values, so equal ones are shared: interned by value, the mesh's
         included (its hash is worked out once), so a new but equal mesh finds the same attrs."""
@@ -315,35 +400,57 @@ class DistAttr:
         return format_mapping(self.dims_mapping, self.partial_dims, self.mesh is not None)
 
     def placements(self) -> tuple[str, ...]:
-        """Per mesh dim: ``S(axis)``, ``P`` or ``R`` (empty for an attr without a mesh)."""
+        """Per mesh dim: ``S(axis)``, ``P`` or ``R`` (empty for an attr without a mesh); a co-shard
+        member is ``S(axis)#k``, k its shard order."""
         if self.mesh is None:
             return ()
         out = ["R"] * self.mesh.ndim
-        for axis, m in enumerate(self.dims_mapping):
-            if 0 <= m < len(out):
-                out[m] = f"S({axis})"
+        for axis, entry in enumerate(self.dims_mapping):
+            if type(entry) is tuple:
+                for order, m in enumerate(entry):
+                    if 0 <= m < len(out):
+                        out[m] = f"S({axis})#{order}"
+            elif 0 <= cast(int, entry) < len(out):
+                out[cast(int, entry)] = f"S({axis})"
         for p in self.partial_dims:
             if 0 <= p < len(out):
                 out[p] = "P"
         return tuple(out)
 
     def to_json(self) -> dict[str, Any]:
-        return {"dims_mapping": list(self.dims_mapping), "partial_dims": sorted(self.partial_dims),
+        return {"dims_mapping": _mapping_to_json(self.dims_mapping), "partial_dims": sorted(self.partial_dims),
                 "mesh": None if self.mesh is None else self.mesh.to_json()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DistAttr:
         mesh = None if data["mesh"] is None else ProcessMesh.from_json(data["mesh"])
-        return DistAttr.make(tuple(data["dims_mapping"]), frozenset(data["partial_dims"]), mesh)
+        return DistAttr.make(_mapping_from_json(data["dims_mapping"]), frozenset(data["partial_dims"]), mesh)
 
 
 _INTERNED: dict[tuple[Any, ...], DistAttr] = {}
 #: (dims_mapping, mesh ndim) pairs already found valid: every entry -1 or a mesh dim, none twice
-#: (keys are checked tuples of ints, so no float or bool can pass for an int here)
-_VALID_MAPPINGS: set[tuple[tuple[int, ...], int]] = set()
+#: (keys are checked tuples of ints, so no float or bool can pass for an int here; co-shards never enter)
+_VALID_MAPPINGS: set[tuple[Mapping, int]] = set()
 _SPECS_READ: dict[tuple[Any, ...], DistTensorSpec] = {}
 
-_ATTR_RE = re.compile(r"^\s*\[(?P<dm>[-\d,\s]*)\](?:\s*P\{(?P<p>[\d,\s]*)\})?(?P<nomesh>\s*@-)?\s*$")
+_ATTR_RE = re.compile(r"^\s*\[(?P<dm>[-\d,\s()]*)\](?:\s*P\{(?P<p>[\d,\s]*)\})?(?P<nomesh>\s*@-)?\s*$")
+_ENTRY_RE = re.compile(r"\s*(?:\((?P<co>[-\d,\s]*)\)|(?P<m>-?\d+))\s*(?:,|$)")
+
+
+def _parse_mapping(text: str) -> Mapping:
+    entries: list[MeshDims] = []
+    pos = 0
+    while text[pos:].strip():
+        match = _ENTRY_RE.match(text, pos)
+        if match is None:
+            raise ValueError(f"cannot parse dims_mapping entry at {text[pos:]!r}; expected -1, a mesh dim or (0,1)")
+        if match["co"] is not None:
+            members = tuple(int(v) for v in match["co"].split(",") if v.strip())
+            entries.append(-1 if not members else members[0] if len(members) == 1 else members)
+        else:
+            entries.append(int(match["m"]))
+        pos = match.end()
+    return tuple(entries)
 
 
 def parse_dist_attr(text: str, mesh: ProcessMesh | None = None) -> DistAttr:
@@ -351,7 +458,7 @@ def parse_dist_attr(text: str, mesh: ProcessMesh | None = None) -> DistAttr:
     match = _ATTR_RE.match(text)
     if match is None:
         raise ValueError(f"cannot parse dist attr {text!r}; expected a form like '[0,-1]' or '[0,-1] P{{1}}'")
-    dm = tuple(int(v) for v in match["dm"].split(",") if v.strip())
+    dm = _parse_mapping(match["dm"])
     partial = frozenset(int(v) for v in (match["p"] or "").split(",") if v.strip())
     return DistAttr(dm, partial, None if match["nomesh"] else mesh)
 

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
-from ..types import DistAttr
+from ..rules._tensor import coshard_survivor
+from ..types import DistAttr, mesh_dims_of
 from ..types import DistTensorSpec as PortSpec
 from .mesh import CoreProcessMesh, as_core_mesh, from_port_mesh
 
@@ -61,8 +62,7 @@ def collapse(multi: list[list[int]], mesh: CoreProcessMesh | None) -> list[int]:
         if any(not 0 <= m < mesh.ndim for m in axis):
             raise ValueError(f"(InvalidArgument) co-shard {axis} names a mesh dim outside the mesh's dims "
                              f"0..{mesh.ndim - 1} (Paddle 3.3.1 reads past the mesh here); use dims of the mesh.")
-        sizes = mesh.shape
-        out.append(max(axis, key=lambda m: (sizes[m], -axis.index(m))))
+        out.append(coshard_survivor(axis, mesh.shape))
     return out
 
 
@@ -168,7 +168,11 @@ class TensorDistAttr:
         """A rule's answer (the port's :class:`~paddle_spmd_port.types.DistAttr`) in Paddle's shape."""
         made = cls()
         made._mesh = from_port_mesh(attr.mesh)
-        made._dims_mapping = list(attr.dims_mapping)
+        if any(type(e) is tuple for e in attr.dims_mapping):
+            made._multi = [list(mesh_dims_of(e)) for e in attr.dims_mapping]
+            made._dims_mapping = [-1 if type(e) is tuple else cast(int, e) for e in attr.dims_mapping]  # as the setter
+        else:
+            made._dims_mapping = list(attr.dims_mapping)  # type: ignore[arg-type]
         made._partial = set(attr.partial_dims)
         made._dynamic_rank = len(attr.dims_mapping)
         return made
@@ -243,7 +247,8 @@ class DistTensorSpec:
         """The port's :class:`~paddle_spmd_port.types.DistTensorSpec` for the same tensor."""
         attr = self._attr
         mesh = attr.process_mesh.to_port() if attr.process_mesh is not None else None
-        return PortSpec(tuple(self._shape), tuple(attr.dims_mapping), mesh, frozenset(attr._partial))
+        mapping = tuple(attr._dims_mapping) if attr._multi is None else tuple(map(tuple, attr._multi))
+        return PortSpec(tuple(self._shape), mapping, mesh, frozenset(attr._partial))
 
     def __str__(self) -> str:
         return f"{{tensor_shape:[{','.join(map(str, self._shape))}], dist_attr:{self._attr}}}"

@@ -53,7 +53,7 @@ from ..rules import (
     sync_batch_norm_infer_spmd,
 )
 from ..rules.signatures import kernel_layout
-from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
+from ..types import DistAttr, DistTensorSpec, Mapping, ProcessMesh, SpmdResult, plain_mapping
 from .cases import LaunchCase
 
 BN_STAT_OUTPUTS = ("mean_out", "variance_out", "saved_mean", "saved_variance")
@@ -145,13 +145,14 @@ def local_shapes(shape: Sequence[int], attr: DistAttr, mesh_shape: Sequence[int]
     out: list[tuple[int, ...] | None] = []
     for coords in itertools.product(*(range(n) for n in mesh_shape)):
         try:
-            out.append(local_shape(shape, attr.dims_mapping, coords, mesh_shape))
+            out.append(local_shape(shape, plain_mapping(attr.dims_mapping, "launch's local shapes"), coords,
+                                   mesh_shape))
         except ShardError:
             out.append(None)
     return tuple(out)
 
 
-def _spec(shape: Sequence[int], dims_mapping: Sequence[int], mesh: ProcessMesh) -> DistTensorSpec:
+def _spec(shape: Sequence[int], dims_mapping: Mapping, mesh: ProcessMesh) -> DistTensorSpec:
     return DistTensorSpec(tuple(shape), tuple(dims_mapping), mesh)
 
 
@@ -220,7 +221,8 @@ def _bn_local_checks(case: LaunchCase, pred: StagePrediction) -> tuple[StagePred
 def _expect(name: str, stage: str, rule_output: str, attr: DistAttr, shape: Sequence[int],
             case: LaunchCase) -> TensorExpectation:
     ranks = local_shapes(shape, attr, case.mesh_shape)
-    first = local_shape(shape, attr.dims_mapping, (0,) * len(case.mesh_shape), case.mesh_shape)  # starts at 0
+    first = local_shape(shape, plain_mapping(attr.dims_mapping, "launch's local shapes"), (0,) * len(case.mesh_shape),
+                        case.mesh_shape)  # starts at 0
     return TensorExpectation(name, stage, rule_output, attr.placements(), first, ranks)
 
 

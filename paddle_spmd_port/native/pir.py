@@ -57,7 +57,7 @@ from typing import Any
 from ..case import Case
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..rules.signatures import RULES
-from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
+from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, format_mapping, plain_mapping
 from ._fork import run_isolating
 from ._paddle import ReduceTypeError, from_paddle_mesh, paddle_version, to_paddle_mesh, typed_attrs
 
@@ -115,8 +115,11 @@ def placements_of(spec: DistTensorSpec, name: str) -> list[Any]:
     if len(spec.dims_mapping) != len(spec.shape):
         raise _Unreachable(f"{name}: dims_mapping {list(spec.dims_mapping)} does not have one entry per axis of "
                            f"shape {list(spec.shape)}; placements cannot express it")
+    if spec.coshard:
+        raise _Unreachable(f"{name}: co-sharded dims_mapping {format_mapping(spec.dims_mapping)}; a PIR value holds "
+                           "one mesh dim per axis (shard_tensor keeps the highest-numbered one: docs/coshard-3.3.1.md)")
     out: list[Any] = [dist.Replicate() for _ in range(mesh.ndim)]
-    for axis, m in enumerate(spec.dims_mapping):
+    for axis, m in enumerate(plain_mapping(spec.dims_mapping, "the PIR route")):
         if m == -1:
             continue
         if not 0 <= m < mesh.ndim:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..case import Case
 from ..outcome import ErrorInfo, Outcome
-from ..types import DistAttr, DistTensorSpec, SpmdResult
+from ..types import DistAttr, DistTensorSpec, SpmdResult, mesh_dims_of
 from ._fork import run_isolating
 from ._paddle import from_paddle_mesh, to_paddle_mesh, typed_attrs
 from .compiled import may_crash
@@ -62,13 +62,18 @@ def _new_paddle_spec(spec: DistTensorSpec | None) -> Any:
         return PaddleSpec([0], attr)
     if spec.mesh is not None:
         attr.process_mesh = to_paddle_mesh(spec.mesh)
-    attr.dims_mapping = list(spec.dims_mapping)
+    if spec.coshard:  # Paddle's static attr takes one list of mesh dims per axis (3.2.0 and later)
+        attr.multi_dims_mapping = [list(mesh_dims_of(e)) for e in spec.dims_mapping]
+    else:
+        attr.dims_mapping = list(spec.dims_mapping)
     if spec.partial_dims:
         attr._set_partial_dims(sorted(spec.partial_dims))
     return PaddleSpec(list(spec.shape), attr)
 
 
-def from_paddle_attr(attr: Any) -> DistAttr:
+def from_paddle_attr(attr: Any, multi: bool = False) -> DistAttr:
+    """The port's attr for one of Paddle's answers. ``multi``: read ``multi_dims_mapping`` (so a
+    co-shard in the answer shows as one) instead of ``dims_mapping`` (which collapses it)."""
     pm = attr.process_mesh
     mesh = None if pm is None else from_paddle_mesh(pm)
     partial: frozenset[int] = frozenset()
@@ -77,6 +82,10 @@ def from_paddle_attr(attr: Any) -> DistAttr:
         text = str(attr)
         if text.count("SUM)") != len(partial):  # the rules here only ever mean SUM
             raise RuntimeError(f"unexpected partial reduce type in {text}")
+    if multi:
+        mapping = tuple(-1 if not axis else axis[0] if len(axis) == 1 else tuple(axis)
+                        for axis in attr.multi_dims_mapping)
+        return DistAttr.make(mapping, partial, mesh)
     return DistAttr.make(tuple(attr.dims_mapping), partial, mesh)
 
 
@@ -116,8 +125,9 @@ def run(case: Case) -> Outcome:
             raw = getattr(rule, method)(*specs, *typed_attrs(case, exact=False))
     except Exception as exc:  # every native error is a recorded outcome
         return Outcome(error=ErrorInfo.from_exception(exc))
-    return Outcome(result=SpmdResult(tuple(from_paddle_attr(a) for a in _flatten(raw[0])),
-                                     tuple(from_paddle_attr(a) for a in _flatten(raw[1]))))
+    multi = any(s is not None and s.coshard for s in case.inputs)  # only then can an answer hold a co-shard
+    return Outcome(result=SpmdResult(tuple(from_paddle_attr(a, multi) for a in _flatten(raw[0])),
+                                     tuple(from_paddle_attr(a, multi) for a in _flatten(raw[1]))))
 
 
 

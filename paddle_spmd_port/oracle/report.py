@@ -24,7 +24,7 @@ from ..reporting import markdown_table
 from ..rules.registry import PROFILES as RULE_PROFILES
 from ..rules.registry import rule_function
 from ..rules.signatures import DATA_FORMAT_NDIM
-from ..types import DistAttr, DistTensorSpec, SpmdResult
+from ..types import DistAttr, DistTensorSpec, SpmdResult, plain_mapping
 from .simulator import (
     LOCAL_STATS,
     OP_REJECTS,
@@ -52,7 +52,7 @@ def reshard_kind(given: DistTensorSpec, wanted: DistAttr) -> str:
         return ""
     if given.partial_dims - frozenset(wanted.partial_dims):
         return "comm"
-    for axis, m in enumerate(given.dims_mapping):
+    for axis, m in enumerate(plain_mapping(given.dims_mapping, "the oracle's move count")):
         if m >= 0 and (axis >= len(wanted.dims_mapping) or wanted.dims_mapping[axis] != m):
             return "comm"
     return "local"
@@ -216,7 +216,7 @@ def bug_key(j: Judged) -> tuple[str, str, str, str]:
 def _size(case: Case) -> tuple:
     x = case.named_inputs().get("x")
     numel = math.prod(x.shape) if x is not None else 0
-    given = sum(1 for s in case.inputs if s is not None and (any(m >= 0 for m in s.dims_mapping) or s.partial_dims))
+    given = sum(1 for s in case.inputs if s is not None and (any(m != -1 for m in s.dims_mapping) or s.partial_dims))
     return (math.prod(case.mesh.shape), len(case.mesh.shape), given, numel)
 
 
@@ -239,9 +239,9 @@ def _partial_x_script_fits(case: Case) -> bool:
     x = named["x"]
     if case.rule != "layer_norm_grad" or x is None or tuple(case.mesh.shape) != (2,) or x.partial_dims != {0}:
         return False
-    if any(m >= 0 for m in x.dims_mapping):
+    if any(m != -1 for m in x.dims_mapping):
         return False
-    return all(not s.partial_dims and all(m < 0 for m in s.dims_mapping)
+    return all(not s.partial_dims and all(m == -1 for m in s.dims_mapping)
                for n, s in named.items() if n != "x" and s is not None)
 
 
@@ -268,11 +268,11 @@ def _launch_case(case: Case) -> dict[str, Any] | None:
     for name, spec in named.items():
         if name in ("x", "out_grad", "reserve_space") or spec is None:
             continue
-        if any(m >= 0 for m in spec.dims_mapping) or spec.partial_dims:
+        if any(m != -1 for m in spec.dims_mapping) or spec.partial_dims:
             return None
     attrs = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))
     placements = ["R"] * len(case.mesh.shape)
-    for axis, m in enumerate(x.dims_mapping):
+    for axis, m in enumerate(plain_mapping(x.dims_mapping, "the launch repro")):
         if m >= 0:
             placements[m] = f"S({axis})"
     data: dict[str, Any] = {"case_id": f"oracle-{case.case_id}", "shape": list(x.shape),

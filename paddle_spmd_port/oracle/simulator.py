@@ -52,7 +52,7 @@ from ..case import Case
 from ..notation import ShardError, local_shape, shard_range
 from ..rules.signatures import BN_FWD_ATTRS, channel_axis, kernel_layout
 from ..rules.signatures import BN_PER_CHANNEL as PER_CHANNEL
-from ..types import DistAttr, DistTensorSpec, SpmdResult
+from ..types import DistAttr, DistTensorSpec, SpmdResult, plain_mapping
 from . import kernels
 from .kernels import MODELS, KernelRejects, OpModel, bn_global_stats, bn_grad_global_stats, required
 
@@ -116,7 +116,7 @@ def distribute(value: np.ndarray, attr: DistAttr, mesh: VirtualMesh, rng: np.ran
         base = value
         if partial:
             base = addends[int(np.ravel_multi_index([coords[p] for p in partial], [mesh.shape[p] for p in partial]))]
-        pieces.append(local_slice(base, attr.dims_mapping, coords, mesh.shape))
+        pieces.append(local_slice(base, plain_mapping(attr.dims_mapping, "the oracle"), coords, mesh.shape))
     return pieces
 
 
@@ -290,7 +290,7 @@ class _Run:
         return self.in_attrs["x"]
 
     def batch_mesh_dim(self) -> int:
-        dm = self.x_attr.dims_mapping
+        dm = plain_mapping(self.x_attr.dims_mapping, "the oracle")
         return dm[0] if dm and dm[0] >= 0 else -1
 
     def groups(self) -> list[tuple[int, ...]]:
@@ -347,7 +347,8 @@ def _layout(run: _Run, rng: np.random.Generator) -> str:
         if len(attr.dims_mapping) != value.ndim:
             return (f"the answer gives {name} the dist attr {attr} (rank {len(attr.dims_mapping)}) for a "
                     f"rank-{value.ndim} tensor")
-        bad = [m for m in list(attr.dims_mapping) + sorted(attr.partial_dims) if m >= len(run.mesh.shape)]
+        bad = [m for m in list(plain_mapping(attr.dims_mapping, "the oracle")) + sorted(attr.partial_dims)
+               if m >= len(run.mesh.shape)]
         if bad:
             return f"the answer gives {name} the dist attr {attr}, which uses mesh dims outside the mesh"
         both = set(attr.dims_mapping) & set(attr.partial_dims)
@@ -373,7 +374,7 @@ def _check(run: _Run, outs: list[dict[str, np.ndarray | None]],
             continue
         attr = run.out_attrs[name]
         claim = str(attr)
-        dm, partial = attr.dims_mapping, frozenset(attr.partial_dims)
+        dm, partial = plain_mapping(attr.dims_mapping, "the oracle"), frozenset(attr.partial_dims)
         got = [o.get(name) for o in outs]
         locs = [v for v in got if v is not None]
         if len(locs) != len(got):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from ..outcome import Outcome
 from ..rules.signatures import RuleSpec
-from ..types import DistAttr, SpmdResult
+from ..types import DistAttr, SpmdResult, mesh_dims_of
 
 CLASSES = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "unreachable", "not-run",
            "known-difference", "mismatch")
@@ -70,7 +70,7 @@ def well_formed(result: SpmdResult) -> bool:
     partial; an attr without a mesh is replicated. (Paddle returns malformed answers for some input
     it does not validate: those are garbage, and the port rejecting that input is right.)"""
     for a in (*result.inputs, *result.outputs):
-        used = [m for m in a.dims_mapping if m != -1]
+        used = [m for e in a.dims_mapping for m in mesh_dims_of(e)]
         ndim = 0 if a.mesh is None else a.mesh.ndim
         if any(not 0 <= m < ndim for m in used) or len(used) != len(set(used)):
             return False

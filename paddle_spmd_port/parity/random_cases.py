@@ -43,12 +43,11 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..case import Case
 from ..rules.signatures import DATA_FORMATS, channel_axis, rule_spec
-from ..types import DistTensorSpec, ProcessMesh
+from ..types import DistTensorSpec, Mapping, ProcessMesh, mesh_dims_of
 from .grid import MESH_SHAPES, mesh_of, valid_mappings
 
 #: Meshes beyond the grid's, then the grid's own.
@@ -110,12 +109,13 @@ def _draw_mapping(rng: random.Random, rank: int, mesh_ndim: int) -> tuple[int, .
     return tuple(dm)
 
 
-def _draw_partial(rng: random.Random, dm: Sequence[int], mesh_ndim: int) -> frozenset[int]:
-    return frozenset(m for m in range(mesh_ndim) if m not in dm and rng.random() < 1 / 3)
+def _draw_partial(rng: random.Random, dm: Mapping, mesh_ndim: int) -> frozenset[int]:
+    used = {m for e in dm for m in mesh_dims_of(e)}
+    return frozenset(m for m in range(mesh_ndim) if m not in used and rng.random() < 1 / 3)
 
 
 def _placed(rng: random.Random, shape: tuple[int, ...], mesh: ProcessMesh,
-            like: tuple[int, ...] | None = None) -> DistTensorSpec:
+            like: Mapping | None = None) -> DistTensorSpec:
     dm = like[:len(shape)] if like is not None and len(like) >= len(shape) else \
         _draw_mapping(rng, len(shape), mesh.ndim)
     return DistTensorSpec(shape, dm, mesh, _draw_partial(rng, dm, mesh.ndim))

@@ -45,7 +45,7 @@ from typing import Any
 
 from ..case import Case
 from ..outcome import Outcome
-from ..types import DistAttr
+from ..types import DistAttr, mesh_dims_of
 from .compare import Comparison, compare
 
 #: Verdicts that are not differences at all: nothing to explain.
@@ -105,7 +105,7 @@ def _match_crash_with_none(d: KnownDifference, case: Case, port: Outcome, native
     if port.result is None:
         return False
     attr = dict(zip(case.spec.result_outputs, port.result.outputs, strict=False)).get(sharded)
-    return attr is not None and any(m >= 0 for m in attr.dims_mapping)
+    return attr is not None and any(m != -1 for m in attr.dims_mapping)
 
 
 def _match_partial_on_absent_grad(d: KnownDifference, case: Case, port: Outcome, native: Outcome,
@@ -120,7 +120,7 @@ def _match_partial_on_absent_grad(d: KnownDifference, case: Case, port: Outcome,
     x_grad = outputs.get("x_grad")
     if x_grad is None:
         return False
-    expected = sorted({m for m in x_grad.dims_mapping if m >= 0})
+    expected = sorted({m for e in x_grad.dims_mapping for m in mesh_dims_of(e)})
     named = case.named_inputs()
     for diff in cmp.diffs:
         side, _, rest = diff.cell.partition(".")

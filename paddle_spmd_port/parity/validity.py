@@ -8,7 +8,8 @@ the op's contract, independently of ``rules/``::
 
     check                      invalid when
     spec                       dims_mapping length != rank, a mesh dim out of range or used
-                               twice, a partial dim out of range or also sharding, no mesh
+                               twice (co-shard members included), a partial dim out of range or
+                               also sharding, no mesh
     meshes                     an input's mesh has another number of dims than x's
     batch_norm family          x rank outside 2..5; a per-channel tensor not 1-D; out_grad's
                                rank != x's; data_format not a batch_norm layout
@@ -33,7 +34,8 @@ def _spec_problem(name: str, spec: DistTensorSpec) -> str | None:
     ndim, dm = spec.mesh.ndim, list(spec.dims_mapping)
     if len(dm) != len(spec.shape):
         return f"{name}: dims_mapping length {len(dm)} != rank {len(spec.shape)}"
-    used = [m for m in dm if m != -1]
+    used = [m for entry in dm for m in (entry if isinstance(entry, tuple) else (entry,)) if m != -1 or
+            isinstance(entry, tuple)]  # a co-shard lists mesh dims only: a -1 in it is out of range
     if any(not 0 <= m < ndim for m in used) or len(used) != len(set(used)):
         return f"{name}: mesh dims {dm} out of range or repeated"
     if any(not 0 <= p < ndim for p in spec.partial_dims) or set(used) & set(spec.partial_dims):

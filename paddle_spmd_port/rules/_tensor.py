@@ -8,11 +8,11 @@ same thing, so the rules treat it exactly as Paddle does.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple, cast
 
 from ..errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument
-from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
+from ..types import DistAttr, DistTensorSpec, Mapping, ProcessMesh, SpmdResult, mesh_dims_of
 
 _NO_PARTIAL: frozenset[int] = frozenset()
 
@@ -55,7 +55,31 @@ def as_input(spec: DistTensorSpec | None, name: str, *, optional: bool = False) 
     if type(spec) is not DistTensorSpec and not isinstance(spec, DistTensorSpec):
         raise ArgumentTypeError(f"{name} must be a DistTensorSpec{' or None' if optional else ''}, got "
                                 f"{type(spec).__name__} {_short(spec)}", kind=f"invalid-spec:{name}:type")
-    return _new_input((name, len(spec.shape), spec.dims_mapping, spec.partial_dims, spec.mesh, False))
+    dims_mapping = spec.dims_mapping if not spec.coshard else getter_mapping(spec.dims_mapping, spec.mesh)
+    return _new_input((name, len(spec.shape), dims_mapping, spec.partial_dims, spec.mesh, False))
+
+
+def getter_mapping(dims_mapping: Mapping, mesh: ProcessMesh | None) -> tuple[int, ...]:
+    """What a Paddle rule reads of a co-sharded input: ``TensorDistAttr::dims_mapping()`` keeps one
+    mesh dim per axis, the member of the largest mesh size, the first listed among equal sizes
+    (Paddle 3.3.1 logs ``fallback to sharding by mesh dim M`` and goes on; 180 of 180 probes on 16
+    meshes, docs/coshard-3.3.1.md). Worked on a 2x3 mesh (sizes 2, 3) and a 2x2x2 one::
+
+        mesh    entry      size of each member    kept
+        2x3     (0, 1)     2, 3                   1
+        2x3     (1, 0)     3, 2                   1
+        2x2x2   (2, 0)     2, 2                   2     (tie: first listed)
+        2x2x2   (0, 1, 2)  2, 2, 2                0
+
+    A member outside the mesh counts as size 0 (Paddle reads past the shape there; the spec's own
+    check rejects such input before any rule uses it)."""
+    sizes = mesh.shape if mesh is not None else ()
+    return tuple(coshard_survivor(e, sizes) if type(e) is tuple else cast(int, e) for e in dims_mapping)
+
+
+def coshard_survivor(members: Sequence[int], mesh_shape: Sequence[int]) -> int:
+    """The one mesh dim Paddle keeps of a co-shard's ``members`` (see :func:`getter_mapping`)."""
+    return max(members, key=lambda m: mesh_shape[m] if 0 <= m < len(mesh_shape) else 0)  # max keeps the first tie
 
 
 #: The type every rule attribute needs: what ``check_attrs`` accepts for it.
@@ -144,7 +168,7 @@ def require_mesh_dims_exist(result: SpmdResult, owners: Iterable[tuple[str, Rule
     for attr, (label, owner) in zip(result.inputs + result.outputs, owners, strict=True):
         mesh = attr.mesh
         if mesh is None:  # a spec without a mesh: its answer may hold no mesh dim at all
-            used = [m for m in attr.dims_mapping if m >= 0] + sorted(attr.partial_dims)
+            used = [m for e in attr.dims_mapping for m in mesh_dims_of(e)] + sorted(attr.partial_dims)
             if used:
                 what = "is None" if owner.missing else "has no process mesh"
                 raise InvalidSpecError(
@@ -153,7 +177,8 @@ def require_mesh_dims_exist(result: SpmdResult, owners: Iterable[tuple[str, Rule
                     "ProcessMesh", kind=f"invalid-spec:{owner.name}:mesh")
             continue
         k = mesh.ndim
-        bad = [m for m in attr.dims_mapping if m >= k] + [p for p in attr.partial_dims if p >= k]
+        bad = [m for e in attr.dims_mapping for m in mesh_dims_of(e) if m >= k] + \
+            [p for p in attr.partial_dims if p >= k]
         if not bad:
             continue
         if owner.mesh is not None and x.mesh is not None and owner.mesh.ndim != x.mesh.ndim:

@@ -51,7 +51,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
-from ..types import DistAttr, DistTensorSpec, SpmdResult
+from ..types import DistAttr, DistTensorSpec, SpmdResult, mesh_dims_of
 from ._tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
 from .preconditions import ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
 
@@ -141,7 +141,7 @@ def layer_norm_grad_infer_spmd(
     else:
         x_attr, mean_attr, var_attr, og_attr = tx.replicated(), tm.replicated(), tv.replicated(), tg.replicated()
 
-    partial = frozenset(m for m in x_attr.dims_mapping[:b] if m != -1)
+    partial = frozenset(m for e in x_attr.dims_mapping[:b] for m in mesh_dims_of(e))
 
     def grad_of(t: RuleInput) -> DistAttr:
         rep = t.replicated()
