@@ -48,7 +48,7 @@ from typing import IO
 from ..case import Case
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..runctl import signal_text
-from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
+from ..types import DistAttr, DistTensorSpec, Mapping, ProcessMesh, SpmdResult, mesh_dims_of
 from ._paddle import ReduceTypeError, paddle_dir, paddle_version
 
 SOURCE = Path(__file__).with_name("cpp") / "spmd_caller.cc"
@@ -141,10 +141,16 @@ def _tensor_tokens(spec: DistTensorSpec | None) -> str:
     if text is None:
         if len(_spec_text) > _MEMO_LIMIT:
             _spec_text.clear()
+        if spec.coshard:  # per axis: how many mesh dims, then those dims in order
+            mapping = [str(len(spec.dims_mapping))]
+            for entry in spec.dims_mapping:
+                members = mesh_dims_of(entry)
+                mapping += [str(len(members)), *map(str, members)]
+        else:
+            mapping = [str(len(spec.dims_mapping)), *map(str, spec.dims_mapping)]
         text = _spec_text[spec] = " ".join([
-            "T", str(len(spec.shape)), *map(str, spec.shape), str(len(spec.dims_mapping)),
-            *map(str, spec.dims_mapping), str(len(spec.partial_dims)), *map(str, sorted(spec.partial_dims)),
-            *_mesh_tokens(spec.mesh)])
+            "M" if spec.coshard else "T", str(len(spec.shape)), *map(str, spec.shape), *mapping,
+            str(len(spec.partial_dims)), *map(str, sorted(spec.partial_dims)), *_mesh_tokens(spec.mesh)])
     return text
 
 
@@ -222,7 +228,8 @@ class _Reply:
         return out
 
     def attr(self, kind: str | None = None) -> DistAttr:
-        if (kind or self.word()) != "A":
+        kind = kind or self.word()
+        if kind not in ("A", "Q"):
             raise ValueError("malformed reply from the C++ caller")
         head = self.word()
         mesh = None
@@ -238,7 +245,12 @@ class _Reply:
                 shape = tuple(int(v) for v in words[:ndim])
                 ids = tuple(int(v) for v in words[ndim + 1:ndim + 1 + n_ids])
                 mesh = _meshes[key] = ProcessMesh(shape, ids, tuple(_unhex(v) for v in words[ndim + 1 + n_ids:]))
-        dims_mapping = self.ints(int(self.word()))
+        dims_mapping: Mapping
+        if kind == "A":
+            dims_mapping = self.ints(int(self.word()))
+        else:  # an answer holding a co-shard
+            axes = [self.ints(int(self.word())) for _ in range(int(self.word()))]
+            dims_mapping = tuple(-1 if not a else a[0] if len(a) == 1 else a for a in axes)
         partial = {}
         for _ in range(int(self.word())):
             dim, reduce_type = int(self.word()), int(self.word())

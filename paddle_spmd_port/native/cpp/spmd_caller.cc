@@ -9,12 +9,16 @@
 //   request   <rule> <isolate 0|1> <n_tensors> <tensor>... <n_attrs> <attr>...
 //     tensor  "-"                                   a missing optional input
 //             "T" <rank> <dim>... <n_dm> <m>... <n_partial> <p>... <mesh>
+//             "M" <rank> <dim>... <n_axes> (<n_members> <m>...)... <n_partial> <p>... <mesh>
+//                                                   co-sharded: mesh dims per axis, in order
 //     mesh    "-"                                   no process mesh
 //             <ndim> <size>... <n_ids> <id>... <name_hex>...
 //     attr    "b" 0|1 | "i" <int> | "f" <float> | "s" <hex>
 //
 //   reply     "R" <n_in> <attr>... <n_out> <attr>...  the rule's answer
 //     attr    "A" <mesh> <n_dm> <m>... <n_partial> (<p> <reduce_type>)...
+//             "Q" <mesh> <n_axes> (<n_members> <m>...)... <n_partial> (<p> <reduce_type>)...
+//                                                    an answer that holds a co-shard
 //             "V" <n> <attr>...                      a vector of attrs
 //             "E" <python_exception_name> <hex message>   the rule raised
 //             "U" <hex reason>                       this caller cannot express the case
@@ -122,9 +126,16 @@ pd::DistMetaTensor read_tensor(Tokens* t) {
   if (head == "-") {  // Paddle's stand-in for a missing optional tensor: shape [0], empty attr
     return pd::DistMetaTensor(common::make_ddim({0}), pd::TensorDistAttr());
   }
-  if (head != "T") throw Unreachable("bad tensor token " + std::string(head));
+  if (head != "T" && head != "M") throw Unreachable("bad tensor token " + std::string(head));
   std::vector<int64_t> shape = t->ints(t->integer());
-  std::vector<int64_t> dims_mapping = t->ints(t->integer());
+  std::vector<int64_t> dims_mapping;
+  std::vector<std::vector<int64_t>> multi;
+  if (head == "T") {
+    dims_mapping = t->ints(t->integer());
+  } else {
+    int64_t n_axes = t->integer();
+    for (int64_t i = 0; i < n_axes; ++i) multi.push_back(t->ints(t->integer()));
+  }
   std::vector<int64_t> partial = t->ints(t->integer());
   pd::TensorDistAttr attr;
   std::string_view mesh_head = t->word();
@@ -141,7 +152,11 @@ pd::DistMetaTensor read_tensor(Tokens* t) {
     for (int64_t i = 0; i < ndim; ++i) names.push_back(hex_decode(t->word()));
     attr.set_process_mesh(pd::ProcessMesh(mesh_shape, ids, names));
   }
-  attr.set_dims_mapping(dims_mapping);
+  if (head == "T") {
+    attr.set_dims_mapping(dims_mapping);
+  } else {
+    attr.set_dims_mapping(multi);
+  }
   if (!partial.empty()) attr.set_partial_status(partial);
   return pd::DistMetaTensor(common::make_ddim(shape), attr);
 }
@@ -245,7 +260,10 @@ class Reply {
 };
 
 void write_attr(Reply* out, const pd::TensorDistAttr& attr) {
-  out->word("A");
+  const std::vector<std::vector<int64_t>>& multi = attr.multi_dims_mapping();
+  bool coshard = false;
+  for (const auto& axis : multi) coshard = coshard || axis.size() > 1;
+  out->word(coshard ? "Q" : "A");
   const pd::ProcessMesh& mesh = attr.process_mesh();
   if (mesh.empty()) {
     out->word("-");
@@ -256,8 +274,16 @@ void write_attr(Reply* out, const pd::TensorDistAttr& attr) {
     for (int64_t id : mesh.process_ids()) out->number(id);
     for (const std::string& name : mesh.dim_names()) out->word(hex_encode(name));
   }
-  out->number(static_cast<int64_t>(attr.dims_mapping().size()));
-  for (int64_t m : attr.dims_mapping()) out->number(m);
+  if (coshard) {
+    out->number(static_cast<int64_t>(multi.size()));
+    for (const auto& axis : multi) {
+      out->number(static_cast<int64_t>(axis.size()));
+      for (int64_t m : axis) out->number(m);
+    }
+  } else {
+    out->number(static_cast<int64_t>(attr.dims_mapping().size()));
+    for (int64_t m : attr.dims_mapping()) out->number(m);
+  }
   const auto& partial = attr.partial_status();
   out->number(static_cast<int64_t>(partial.size()));
   for (const auto& kv : partial) out->number(kv.first).number(static_cast<int>(kv.second));
