@@ -67,26 +67,31 @@ def merge_shardings(tensors: Iterable[tuple[str, Sequence[int]]]) -> dict[str, i
     the end of the notation or leave one unmerged; no input reaches that).
     """
     letter_to_dim: dict[str, int] = {}
-    dim_to_letters: dict[int, str] = {}
+    claims: list[str] = []  # letters in the order they first took a mesh dim (a letter takes one at most once)
     for axes, dims_mapping in tensors:
         if len(dims_mapping) != len(axes):
             raise InvalidSpecError(
                 f"dims_mapping {list(dims_mapping)} does not match its notation {axes!r}",
                 kind="invalid-spec:notation")
-        for letter, mesh_dim in zip(axes, dims_mapping, strict=True):
-            known = letter_to_dim.get(letter)
-            merged = mesh_dim if known is None else merge_axis(letter, mesh_dim, known)
-            letter_to_dim[letter] = merged
-            if merged != -1:
-                claimants = dim_to_letters.get(merged)
-                if claimants is None:
-                    dim_to_letters[merged] = letter
-                elif claimants.find(letter) == -1:
-                    dim_to_letters[merged] = claimants + letter
+        for letter, mesh_dim in zip(axes, dims_mapping, strict=False):  # lengths checked just above
+            if mesh_dim == -1:  # replicated yields to any real dim: it only records the letter
+                letter_to_dim.setdefault(letter, -1)
+                continue
+            known = letter_to_dim.get(letter, -1)
+            if known == -1:
+                letter_to_dim[letter] = mesh_dim
+                claims.append(letter)
+            elif mesh_dim != known:
+                letter_to_dim[letter] = merge_axis(letter, mesh_dim, known)
     # One mesh dim may shard only one letter: the first letter recorded keeps it.
-    for claimants in dim_to_letters.values():
-        for loser in claimants[1:]:
-            letter_to_dim[loser] = -1
+    if len(claims) > 1:
+        taken: set[int] = set()
+        for letter in claims:
+            mesh_dim = letter_to_dim[letter]
+            if mesh_dim in taken:
+                letter_to_dim[letter] = -1
+            else:
+                taken.add(mesh_dim)
     return letter_to_dim
 
 
