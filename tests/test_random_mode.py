@@ -62,8 +62,15 @@ def test_the_draws_cover_meshes_ranks_none_partial_and_kinds(rule):
     spec = RULES[rule]
     kinds = Counter(d.kind for d in draws)
     valid = [d.case for d in draws if d.kind == "valid"]
-    # kinds: about 70 / 15 / 15
-    assert 0.64 * N < kinds["valid"] < 0.76 * N, kinds
+    # kinds: about 60 / 10 / 15 / 15; a co-shard draw on a 1-D mesh (4 of 12 meshes) stays valid
+    assert 0.57 * N < kinds["valid"] < 0.70 * N, kinds
+    assert 0.04 * N < kinds["coshard"] < 0.10 * N, kinds
+    for d in draws:
+        if d.kind == "coshard":  # x always co-sharded, every named tensor co-sharded, all still valid specs
+            assert d.case.inputs[0].coshard and d.mutation.startswith("x"), d
+            named = d.case.named_inputs()
+            assert all(named[n].coshard for n in d.mutation.split("+")), d
+            assert all(s is None or s._problem is None for s in d.case.inputs), d
     assert 0.11 * N < kinds["mixed-mesh"] < 0.19 * N, kinds
     assert 0.11 * N < kinds["invalid"] < 0.19 * N, kinds
     # every mesh, each about 1/12 of the draws
@@ -88,7 +95,7 @@ def test_the_draws_cover_meshes_ranks_none_partial_and_kinds(rule):
         else:
             assert nones == 0, name
     # random partial sets, on x and on the others
-    assert 0.15 * len(valid) < sum(1 for c in valid if c.inputs[0].partial_dims) < 0.6 * len(valid)
+    assert 0.12 * len(valid) < sum(1 for c in valid if c.inputs[0].partial_dims) < 0.6 * len(valid)
     assert sum(1 for c in valid if any(s is not None and s.partial_dims for s in c.inputs[1:])) > 0.15 * len(valid)
     assert max(len(c.inputs[0].partial_dims) for c in valid) >= 2
     # attributes

@@ -66,13 +66,14 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Mapping as MappingOf
 from functools import cache
 
 from ..case import Case
 from ..rules.signatures import DATA_FORMATS as BN_DATA_FORMATS
 from ..rules.signatures import RULES, channel_axis
-from ..types import DistTensorSpec, ProcessMesh
+from ..types import DistTensorSpec, Mapping, ProcessMesh, mesh_dims_of
 
 MESH_SHAPES: tuple[tuple[int, ...], ...] = ((2,), (4,), (2, 2), (2, 3), (2, 2, 2))
 X_SHAPES = {1: (8,), 2: (8, 6), 3: (8, 6, 4), 4: (8, 6, 4, 4), 5: (8, 6, 4, 4, 2)}
@@ -223,7 +224,7 @@ def _other_meshes(base: ProcessMesh) -> tuple[ProcessMesh, ...]:
 
 
 def _mixed_meshes(rule: str, variants: Sequence[tuple[dict[str, tuple[int, ...]], tuple]],
-                  x_maps: Mapping[int, Sequence[tuple[int, ...]]],
+                  x_maps: MappingOf[int, Sequence[tuple[int, ...]]],
                   bases: Sequence[tuple[int, ...]] = ((2, 3), (2,))) -> Iterator[Case]:
     """The mixed-mesh corner sets: x on each of ``bases``, one other input at a time on each of
     :func:`_other_meshes`, replicated or with axis 0 split along that mesh's last dim; the rest
@@ -545,11 +546,123 @@ GRIDS = {
 
 
 def grid_for(rule: str) -> Iterator[Case]:
-    """Every case of ``rule``'s grid, in a fixed order."""
+    """Every case of ``rule``'s grid, in a fixed order: its own grid, then its co-shard set."""
     try:
-        return GRIDS[rule]()
+        own = GRIDS[rule]()
     except KeyError:
         raise ValueError(f"no grid for rule {rule!r}; choose one of {', '.join(GRIDS)}") from None
+    return itertools.chain(own, coshard_cases(rule))
+
+
+# --------------------------------------------------------------------------- co-sharded inputs
+#: Meshes of the co-shard set: 2-D and 3-D, even and uneven (the mesh dim that survives Paddle's
+#: fallback depends on the sizes: docs/coshard-3.3.1.md).
+COSHARD_MESH_SHAPES: tuple[tuple[int, ...], ...] = ((2, 2), (2, 3), (3, 2), (2, 2, 2), (2, 3, 2))
+#: batch_norm layouts of the co-shard set: channel first and channel last.
+COSHARD_FORMATS = ("NCHW", "NHWC")
+
+
+@cache
+def coshard_mappings(rank: int, mesh_ndim: int) -> tuple[Mapping, ...]:
+    """Every dims_mapping of ``rank`` entries that splits some axis along two or more mesh dims:
+    each mesh dim on at most one axis, the dims of an axis in every order. On a 2-D mesh, rank 2::
+
+        ((0,1),-1)  ((1,0),-1)  (-1,(0,1))  (-1,(1,0))
+    """
+    out: list[Mapping] = []
+    for owner in itertools.product(range(-1, rank), repeat=mesh_ndim):  # owner[m]: the axis mesh dim m splits
+        groups = [[m for m in range(mesh_ndim) if owner[m] == axis] for axis in range(rank)]
+        if max(map(len, groups), default=0) < 2:
+            continue
+        for orders in itertools.product(*(itertools.permutations(g) for g in groups)):
+            out.append(tuple(-1 if not o else o[0] if len(o) == 1 else tuple(o) for o in orders))
+    return tuple(out)
+
+
+def coshard_placements(rank: int, mesh_ndim: int) -> Iterator[tuple[Mapping, frozenset[int]]]:
+    """:func:`coshard_mappings`, each with partial over every subset of the mesh dims it leaves free."""
+    for dm in coshard_mappings(rank, mesh_ndim):
+        used = {m for e in dm for m in mesh_dims_of(e)}
+        free = [m for m in range(mesh_ndim) if m not in used]
+        for k in range(len(free) + 1):
+            for subset in itertools.combinations(free, k):
+                yield dm, frozenset(subset)
+
+
+def input_shapes(rule: str, x_shape: tuple[int, ...], attrs: MappingOf[str, object]) -> dict[str, tuple[int, ...]]:
+    """Each input's shape for an x of ``x_shape`` (the shapes a real call passes): per channel
+    ``[C]`` for the batch_norm family, ``x.shape[:b]`` for layer_norm's statistics, and the size of
+    the normalised axes for its scale and bias."""
+    names = RULES[rule].inputs
+    if RULES[rule].op in ("batch_norm", "sync_batch_norm"):
+        c = channel_axis(str(attrs.get("data_format", "NCHW")), len(x_shape))
+        return {n: x_shape if n in _LIKE_X else (x_shape[c],) for n in names}
+    b = int(attrs["begin_norm_axis"])  # type: ignore[call-overload]
+    return {n: x_shape if n in _LIKE_X else x_shape[:b] if n in ("mean", "variance") else (math.prod(x_shape[b:]),)
+            for n in names}
+
+
+_LIKE_X = frozenset({"x", "out", "out_grad"})
+
+
+def _coshard_attr_variants(rule: str, rank: int) -> list[dict[str, object]]:
+    if RULES[rule].op == "layer_norm":
+        return [{"epsilon": 1e-5, "begin_norm_axis": b} for b in range(rank + 1)]
+    if any(name == "data_format" for name, _ in RULES[rule].attrs):
+        return [{"data_format": fmt} for fmt in COSHARD_FORMATS]
+    return [{}]  # batch_norm_static: NCHW, no attribute
+
+
+def coshard_cases(rule: str) -> Iterator[Case]:
+    """The co-shard set (ids ``<rule>-coshard-<n>``), on every mesh of :data:`COSHARD_MESH_SHAPES`
+    and x ranks batch_norm 2-4, layer_norm 1-3 (rank 5 / 4 would add 3x the cases: the fallback is
+    per axis, so more axes add no new way to fall back), for every attribute variant
+    (begin_norm_axis 0..rank; data_format NCHW and NHWC):
+
+    * x through every co-shard mapping, with partial over every subset of the mesh dims left free;
+      the other inputs replicated (out_grad: replicated, and again with x's mapping);
+    * every other input of rank >= 1, one at a time, through every co-shard mapping of its rank,
+      x replicated;
+
+    then ``<rule>-coshard-invalid-<n>`` (a corner set, kept by :func:`sample`): on 2x3, a partial
+    dim that is also a co-shard member, a member listed twice, a member outside the mesh, ``-1``
+    inside a co-shard, and a member that also splits another axis.
+    """
+    make = _Ids(rule, "coshard")
+    names = RULES[rule].inputs
+    ranks = range(1, 4) if RULES[rule].op == "layer_norm" else range(2, 5)
+    for mesh_shape in COSHARD_MESH_SHAPES:
+        mesh = mesh_of(mesh_shape)
+        for rank in ranks:
+            x_shape = X_SHAPES[rank]
+            for attrs in _coshard_attr_variants(rule, rank):
+                shapes = input_shapes(rule, x_shape, attrs)
+                reps = {n: _rep(shapes[n], mesh) for n in names}
+                attr_items = tuple(attrs.items())
+                for dm, partial in coshard_placements(rank, mesh.ndim):
+                    x = DistTensorSpec(x_shape, dm, mesh, partial)
+                    yield make(mesh, [x] + [reps[n] for n in names[1:]], attr_items)
+                    if "out_grad" in names and not partial:
+                        with_og = {**reps, "x": x, "out_grad": DistTensorSpec(x_shape, dm, mesh)}
+                        yield make(mesh, [with_og[n] for n in names], attr_items)
+                for name in names[1:]:
+                    for dm in coshard_mappings(len(shapes[name]), mesh.ndim):
+                        one = {**reps, name: DistTensorSpec(shapes[name], dm, mesh)}
+                        yield make(mesh, [one[n] for n in names], attr_items)
+    bad = _Ids(rule, "coshard-invalid")
+    mesh = mesh_of((2, 3))
+    rank = 3 if RULES[rule].op == "layer_norm" else 4
+    x_shape = X_SHAPES[rank]
+    attrs = _coshard_attr_variants(rule, rank)[1 if RULES[rule].op == "layer_norm" else 0]
+    shapes = input_shapes(rule, x_shape, attrs)
+    reps = {n: _rep(shapes[n], mesh) for n in names}
+    tail = (-1,) * (rank - 1)
+    invalid: tuple[tuple[Mapping, tuple[int, ...]], ...] = (
+        (((0, 1),) + tail, (1,)), (((0, 1),) + tail, (0,)), (((0, 0),) + tail, ()), (((0, 2),) + tail, ()),
+        (((-1, 0),) + tail, ()), (((0, 1), 1) + tail[1:], ()))
+    for dm, partial_dims in invalid:
+        x = DistTensorSpec(x_shape, dm, mesh, frozenset(partial_dims))
+        yield bad(mesh, [x] + [reps[n] for n in names[1:]], tuple(attrs.items()))
 
 
 def sample(cases: Sequence[Case], n: int, seed: int = 0, corners: bool = True) -> list[Case]:

@@ -4,7 +4,8 @@ Every case is drawn independently; the stream depends only on (rule, seed), so a
 not change when other rules are selected, and one seed always gives the same cases::
 
     axis               distribution (per case)
-    kind               70% valid, 15% mixed meshes, 15% invalid (one mutation of a valid draw)
+    kind               60% valid, 10% co-shard, 15% mixed meshes, 15% invalid (one mutation of a
+                       valid draw)
     mesh               uniform over RANDOM_MESH_SHAPES: 3, 8, 1x2, 2x4, 4x2, 3x2, 2x2x2, 1x1 and the
                        grid's 2, 4, 2x2, 2x3; 1 in 4 with other process ids (shifted or reversed)
     x rank             uniform 2..5 (batch_norm family), 1..6 (layer_norm family)
@@ -19,6 +20,10 @@ not change when other rules are selected, and one seed always gives the same cas
     data_format        uniform over the 7 batch_norm layouts (rules that take one)
     begin_norm_axis    uniform 0..rank(x)
     other attrs        epsilon, momentum from small lists; booleans fair coins
+    co-shard           on a mesh of 2 or more dims (a 1-D mesh: the draw stays valid), x and each
+                       other tensor with probability 1/2 redrawn uniformly over
+                       ``grid.coshard_mappings`` of its rank (some axis split along 2+ mesh dims),
+                       partial drawn as above over the dims left free
     mixed meshes       1 (2/3) or 2 (1/3) inputs other than x moved to another mesh: half of them
                        another shape (any other of RANDOM_MESH_SHAPES, so also more or fewer mesh
                        dims), half x's shape with other process ids; placement drawn for that mesh
@@ -41,20 +46,19 @@ each case was drawn as (and which mutation), for tests and reports.
 
 from __future__ import annotations
 
-import math
 import random
 from typing import Any, NamedTuple
 
 from ..case import Case
-from ..rules.signatures import DATA_FORMATS, channel_axis, rule_spec
+from ..rules.signatures import DATA_FORMATS, rule_spec
 from ..types import DistTensorSpec, Mapping, ProcessMesh, mesh_dims_of
-from .grid import MESH_SHAPES, mesh_of, valid_mappings
+from .grid import MESH_SHAPES, coshard_mappings, input_shapes, mesh_of, valid_mappings
 
 #: Meshes beyond the grid's, then the grid's own.
 RANDOM_MESH_SHAPES: tuple[tuple[int, ...], ...] = tuple(dict.fromkeys(
     ((3,), (8,), (1, 2), (2, 4), (4, 2), (3, 2), (2, 2, 2), (1, 1)) + MESH_SHAPES))
 SIZES = (1, 3, 5, 7, 9, 11, 2, 4, 6, 8, 12, 16)
-KINDS = (("valid", 70), ("mixed-mesh", 15), ("invalid", 15))
+KINDS = (("valid", 60), ("coshard", 10), ("mixed-mesh", 15), ("invalid", 15))
 EPSILONS = (1e-5, 1e-6, 1e-3, 0.5)
 MOMENTUMS = (0.9, 0.99, 0.5, 0.0)
 BAD_DATA_FORMATS = ("", "N", "CN", "NWC", "NCWH", "nchw")
@@ -143,24 +147,13 @@ def _attrs(rule: str, rng: random.Random, rank: int) -> dict[str, Any]:
     return out
 
 
-def _shapes(rule: str, x_shape: tuple[int, ...], attrs: dict[str, Any]) -> dict[str, tuple[int, ...]]:
-    """Each input's shape, consistent with x's (the shape a real call would pass)."""
-    names = rule_spec(rule).inputs
-    if rule in _BN_RULES:
-        c = channel_axis(attrs.get("data_format", "NCHW"), len(x_shape))
-        return {n: x_shape if n in _LIKE_X else (x_shape[c],) for n in names}
-    b = attrs["begin_norm_axis"]
-    return {n: x_shape if n in _LIKE_X else x_shape[:b] if n in _LN_STATS else (math.prod(x_shape[b:]),)
-            for n in names}
-
-
 def _valid(rule: str, rng: random.Random) -> tuple[ProcessMesh, dict[str, DistTensorSpec | None], dict[str, Any]]:
     spec = rule_spec(rule)
     mesh = _draw_mesh(rng)
     rank = rng.randint(2, 5) if rule in _BN_RULES else rng.randint(1, 6)
     x_shape = tuple(rng.choice(SIZES) for _ in range(rank))
     attrs = _attrs(rule, rng, rank)
-    shapes = _shapes(rule, x_shape, attrs)
+    shapes = input_shapes(rule, x_shape, attrs)
     x = _placed(rng, x_shape, mesh)
     inputs: dict[str, DistTensorSpec | None] = {"x": x}
     for name in spec.inputs[1:]:
@@ -173,6 +166,21 @@ def _valid(rule: str, rng: random.Random) -> tuple[ProcessMesh, dict[str, DistTe
         else:
             inputs[name] = _rep(shapes[name], mesh)
     return mesh, inputs, attrs
+
+
+def _coshard(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, DistTensorSpec | None]) -> str:
+    """Co-shard x and, each with probability 1/2, the other present tensors of rank >= 1; returns
+    their names ("" on a 1-D mesh, where no axis can take two mesh dims)."""
+    if mesh.ndim < 2:
+        return ""
+    names = ["x"] + [n for n in rule_spec(rule).inputs[1:] if (t := inputs[n]) is not None and t.ndim >= 1
+                     and t.mesh is not None and rng.random() < 0.5]
+    for name in names:
+        t = inputs[name]
+        assert t is not None and t.mesh is not None
+        dm = rng.choice(coshard_mappings(t.ndim, mesh.ndim))
+        inputs[name] = DistTensorSpec(t.shape, dm, mesh, _draw_partial(rng, dm, mesh.ndim))
+    return "+".join(names)
 
 
 def _move_to_other_meshes(rule: str, rng: random.Random, mesh: ProcessMesh,
@@ -279,6 +287,10 @@ def random_draws(rule: str, n: int, seed: int = 0) -> list[Draw]:
         note = ""
         if kind == "mixed-mesh":
             note = _move_to_other_meshes(rule, rng, mesh, inputs)
+            if not note:
+                kind = "valid"
+        elif kind == "coshard":
+            note = _coshard(rule, rng, mesh, inputs)
             if not note:
                 kind = "valid"
         elif kind == "invalid":

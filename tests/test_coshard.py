@@ -1,0 +1,159 @@
+"""Co-sharded dims_mapping entries: the data model, what Paddle 3.3.1's rules read of them, the grid
+and random co-shard sets, and (native) the port against the registry and the compiled caller."""
+
+import json
+
+import pytest
+
+from paddle_spmd_port import DistAttr, DistTensorSpec, InvalidSpecError, ProcessMesh, parse_dist_attr
+from paddle_spmd_port.case import Case
+from paddle_spmd_port.outcome import port_outcome
+from paddle_spmd_port.parity.grid import coshard_cases, coshard_mappings, grid_for
+from paddle_spmd_port.rules._tensor import as_input, getter_mapping
+from paddle_spmd_port.rules.signatures import RULES
+from paddle_spmd_port.types import plain_mapping
+
+from .helpers import MESH_2x3
+
+MESH_2x2x2 = ProcessMesh((2, 2, 2))
+
+
+# --------------------------------------------------------------------------- the value type
+@pytest.mark.parametrize("given, kept", [
+    pytest.param(([0, 1], -1, -1), ((0, 1), -1, -1), id="list-becomes-tuple"),
+    pytest.param(((), -1, 1), (-1, -1, 1), id="empty-is-replicated"),
+    pytest.param(((1,), -1, -1), (1, -1, -1), id="one-dim-is-plain"),
+    pytest.param(((1, 0), [], [0]), ((1, 0), -1, 0), id="mixed"),
+])
+def test_short_spellings_are_normalised(given, kept):
+    s = DistTensorSpec((8, 6, 4), given, MESH_2x3)
+    assert s.dims_mapping == kept
+    assert s == DistTensorSpec((8, 6, 4), kept, MESH_2x3)
+    assert s.coshard == any(isinstance(e, tuple) for e in kept)
+
+
+@pytest.mark.parametrize("dm, partial, fragment", [
+    pytest.param(((0, 0), -1, -1), (), "same mesh dim twice", id="member-twice"),
+    pytest.param(((0, 1), 1, -1), (), "same mesh dim twice", id="member-on-another-axis"),
+    pytest.param(((0, 2), -1, -1), (), "co-shard (0,2)", id="member-outside-mesh"),
+    pytest.param(((-1, 0), -1, -1), (), "co-shard (-1,0)", id="minus-one-inside"),
+    pytest.param(((0, 1), -1, -1), (1,), "both shards an axis and is partial", id="partial-member"),
+])
+def test_invalid_coshards_are_named_with_the_fix(dm, partial, fragment):
+    s = DistTensorSpec((8, 6, 4), dm, MESH_2x3, frozenset(partial))
+    with pytest.raises(InvalidSpecError, match=fragment.replace("(", r"\(").replace(")", r"\)")) as err:
+        s.check("x")
+    assert str(err.value).startswith("x:")
+
+
+def test_a_tuple_of_non_ints_is_a_type_error():
+    with pytest.raises(TypeError, match="dims_mapping"):
+        DistTensorSpec((8, 6), ((0, 1.0), -1), MESH_2x3)
+
+
+@pytest.mark.parametrize("text", ["[(0,1),-1]", "[(1,0),-1,0] P{}", "[-1,(2,0,1)] P{}", "[(0,1),-1] P{2}"])
+def test_short_form_round_trips(text):
+    text = text.replace(" P{}", "")
+    attr = parse_dist_attr(text, MESH_2x2x2)
+    assert str(attr) == text
+    assert str(DistTensorSpec((8,) * len(attr.dims_mapping), attr.dims_mapping, MESH_2x2x2,
+                              attr.partial_dims)).endswith(text)
+
+
+def test_json_round_trips_through_text():
+    s = DistTensorSpec((8, 6, 4), ((1, 0), -1, -1), MESH_2x3)
+    data = json.loads(json.dumps(s.to_json()))
+    assert data["dims_mapping"] == [[1, 0], -1, -1]
+    assert DistTensorSpec.from_json(data) == s
+    a = DistAttr(((0, 2), 1), frozenset(), MESH_2x2x2)
+    assert DistAttr.from_json(json.loads(json.dumps(a.to_json()))) == a
+
+
+def test_placements_show_the_shard_order():
+    assert DistAttr(((1, 0), -1), frozenset(), MESH_2x3).placements() == ("S(0)#1", "S(0)#0")
+    assert DistAttr((-1, (2, 0)), frozenset({1}), MESH_2x2x2).placements() == ("S(1)#1", "P", "S(1)#0")
+
+
+def test_code_for_one_dim_per_axis_refuses_a_coshard_by_name():
+    with pytest.raises(InvalidSpecError, match="the oracle does not handle co-sharded dims_mapping"):
+        plain_mapping(((0, 1), -1), "the oracle")
+    assert plain_mapping((0, -1), "the oracle") == (0, -1)
+
+
+# --------------------------------------------------------------------------- what the rules read
+# Measured on Paddle 3.3.1 (docs/coshard-3.3.1.md, 180 of 180 registry probes): the member of the
+# largest mesh size survives, the first listed among equal sizes.
+@pytest.mark.parametrize("mesh_shape, members, kept", [
+    ((2, 2), (0, 1), 0), ((2, 2), (1, 0), 1), ((2, 3), (0, 1), 1), ((2, 3), (1, 0), 1),
+    ((3, 2), (0, 1), 0), ((3, 2), (1, 0), 0), ((3, 3), (1, 0), 1), ((2, 2, 2), (2, 0), 2),
+    ((2, 2, 2), (1, 2, 0), 1), ((2, 3, 2), (0, 2), 0), ((2, 3, 2), (2, 0, 1), 1), ((3, 2, 2), (1, 2), 1),
+    ((3, 3, 2), (2, 1, 0), 1), ((2, 3, 4, 5), (3, 0, 2), 3), ((1, 2), (0, 1), 1), ((2, 1), (1, 0), 0),
+    ((1, 1), (0, 1), 0), ((2, 1, 2), (1, 0, 2), 0),
+])
+def test_rules_read_the_member_paddle_keeps(mesh_shape, members, kept):
+    mesh = ProcessMesh(mesh_shape)
+    rank = 2
+    dm = (members, -1)
+    assert getter_mapping(dm, mesh) == (kept, -1)
+    assert as_input(DistTensorSpec((8,) * rank, dm, mesh), "x").dims_mapping == (kept, -1)
+
+
+def test_a_coshard_answers_as_its_collapsed_mapping():
+    """layer_norm forward on 2x3, x [(0,1),-1,-1]: Paddle answers as for [1,-1,-1] (docs section 2)."""
+    x = DistTensorSpec((12, 12, 12), ((0, 1), -1, -1), MESH_2x3)
+    plain = DistTensorSpec((12, 12, 12), (1, -1, -1), MESH_2x3)
+    attrs = (("epsilon", 1e-5), ("begin_norm_axis", 2))
+    got = port_outcome(Case("layer_norm", MESH_2x3, (x, None, None), attrs)).result
+    want = port_outcome(Case("layer_norm", MESH_2x3, (plain, None, None), attrs)).result
+    assert got == want and str(got.outputs[0]) == "[1,-1,-1]"
+
+
+# --------------------------------------------------------------------------- the grid and random sets
+def test_coshard_mappings_are_every_order_of_every_split():
+    assert coshard_mappings(2, 2) == (((0, 1), -1), ((1, 0), -1), (-1, (0, 1)), (-1, (1, 0)))
+    three = coshard_mappings(2, 3)
+    assert ((2, 0, 1), -1) in three and ((0, 2), 1) in three and (1, (2, 0)) in three
+    for dm in three:
+        used = [m for e in dm for m in (e if isinstance(e, tuple) else (e,)) if m != -1]
+        assert len(used) == len(set(used)) and any(isinstance(e, tuple) for e in dm)
+    assert coshard_mappings(3, 1) == ()
+
+
+@pytest.mark.parametrize("rule", list(RULES))
+def test_every_rule_grid_holds_coshard_cases(rule):
+    cases = list(coshard_cases(rule))
+    assert sum(1 for c in grid_for(rule) if "-coshard-" in c.case_id) == len(cases)
+    meshes = {c.mesh.shape for c in cases}
+    assert {(2, 3), (3, 2), (2, 2, 2), (2, 3, 2)} <= meshes
+    x_co = [c for c in cases if c.inputs[0] is not None and c.inputs[0].coshard]
+    others = [c for c in cases if any(s is not None and s.coshard for s in c.inputs[1:])]
+    assert x_co and others
+    axes = {next(i for i, e in enumerate(c.inputs[0].dims_mapping) if isinstance(e, tuple)) for c in x_co}
+    assert axes >= {0, 1}
+    assert len({c.case_id for c in cases}) == len(cases)
+    invalid = [c for c in cases if "-coshard-invalid-" in c.case_id]
+    assert len(invalid) == 6
+    for c in invalid:
+        assert port_outcome(c).error is not None
+
+
+# --------------------------------------------------------------------------- against Paddle
+@pytest.mark.native
+@pytest.mark.parametrize("rule", list(RULES))
+def test_port_equals_paddle_on_a_sample_of_the_coshard_set(rule):
+    from paddle_spmd_port.native.pool import run_native
+    from paddle_spmd_port.parity.compare import compare
+    from paddle_spmd_port.parity.grid import sample
+    from paddle_spmd_port.parity.validity import input_problem
+
+    from .helpers import skip_if_rule_missing
+
+    skip_if_rule_missing(rule)
+    backend = "registry" if rule in ("batch_norm_static", "layer_norm", "layer_norm_reverse", "sync_batch_norm",
+                                     "sync_batch_norm_grad") else "compiled"
+    cases = sample(list(coshard_cases(rule)), 150, seed=3)
+    outcomes, _info = run_native(cases, backend=backend, workers=2)
+    verdicts = [compare(c.spec, port_outcome(c), o, input_problem(c) is not None).verdict
+                for c, o in zip(cases, outcomes, strict=True)]
+    assert "mismatch" not in verdicts and "not-run" not in verdicts
+    assert verdicts.count("match") >= len(cases) - 10
