@@ -157,3 +157,15 @@ def test_port_equals_paddle_on_a_sample_of_the_coshard_set(rule):
                 for c, o in zip(cases, outcomes, strict=True)]
     assert "mismatch" not in verdicts and "not-run" not in verdicts
     assert verdicts.count("match") >= len(cases) - 10
+
+
+def test_compiled_caller_protocol_carries_coshards_both_ways():
+    """Requests write a co-shard as ``M`` with the mesh dims per axis; an answer holding one comes
+    back as ``Q`` (3.3.1's rules never answer one, so this is the only test of the reading side)."""
+    from paddle_spmd_port.native import compiled
+
+    mesh = " ".join(compiled._mesh_tokens(MESH_2x3))
+    assert compiled._tensor_tokens(DistTensorSpec((8, 6), ((1, 0), -1), MESH_2x3)).startswith("M 2 8 6 2 2 1 0 0 ")
+    assert compiled._tensor_tokens(DistTensorSpec((8, 6), (1, -1), MESH_2x3)).startswith("T 2 8 6 2 1 -1 0 ")
+    outcome = compiled.outcome_of(f"R 1 Q {mesh} 2 2 1 0 0 0 1 A {mesh} 2 1 -1 1 0 0")
+    assert str(outcome.result) == "in: [(1,0),-1] | out: [1,-1] P{0}"

@@ -121,6 +121,42 @@ struct Attr {
   std::string text;
 };
 
+// Co-shards (one tensor axis over several mesh dims) need TensorDistAttr's nested dims_mapping
+// (Paddle 3.2 and later); on a build without it, a co-sharded input is unreachable and answers
+// are read one mesh dim per axis. Chosen at compile time, so one source builds on every release.
+template <typename A>
+auto set_multi(A* attr, const std::vector<std::vector<int64_t>>& multi, int)
+    -> decltype(attr->set_dims_mapping(multi), void()) {
+  attr->set_dims_mapping(multi);
+}
+template <typename A>
+void set_multi(A*, const std::vector<std::vector<int64_t>>&, long) {
+  throw Unreachable("this Paddle build's TensorDistAttr holds one mesh dim per axis (no co-shard)");
+}
+template <typename A>
+auto has_coshard(const A& attr, int) -> decltype(attr.multi_dims_mapping().size(), bool()) {
+  const std::vector<std::vector<int64_t>>& multi = attr.multi_dims_mapping();
+  for (const auto& axis : multi) {
+    if (axis.size() > 1) return true;
+  }
+  return false;
+}
+template <typename A>
+bool has_coshard(const A&, long) {
+  return false;
+}
+template <typename Out, typename A>
+auto write_multi(Out* out, const A& attr, int) -> decltype(attr.multi_dims_mapping().size(), void()) {
+  const std::vector<std::vector<int64_t>>& multi = attr.multi_dims_mapping();
+  out->number(static_cast<int64_t>(multi.size()));
+  for (const auto& axis : multi) {
+    out->number(static_cast<int64_t>(axis.size()));
+    for (int64_t m : axis) out->number(m);
+  }
+}
+template <typename Out, typename A>
+void write_multi(Out*, const A&, long) {}
+
 pd::DistMetaTensor read_tensor(Tokens* t) {
   std::string_view head = t->word();
   if (head == "-") {  // Paddle's stand-in for a missing optional tensor: shape [0], empty attr
@@ -155,7 +191,7 @@ pd::DistMetaTensor read_tensor(Tokens* t) {
   if (head == "T") {
     attr.set_dims_mapping(dims_mapping);
   } else {
-    attr.set_dims_mapping(multi);
+    set_multi(&attr, multi, 0);
   }
   if (!partial.empty()) attr.set_partial_status(partial);
   return pd::DistMetaTensor(common::make_ddim(shape), attr);
@@ -260,9 +296,7 @@ class Reply {
 };
 
 void write_attr(Reply* out, const pd::TensorDistAttr& attr) {
-  const std::vector<std::vector<int64_t>>& multi = attr.multi_dims_mapping();
-  bool coshard = false;
-  for (const auto& axis : multi) coshard = coshard || axis.size() > 1;
+  const bool coshard = has_coshard(attr, 0);
   out->word(coshard ? "Q" : "A");
   const pd::ProcessMesh& mesh = attr.process_mesh();
   if (mesh.empty()) {
@@ -275,11 +309,7 @@ void write_attr(Reply* out, const pd::TensorDistAttr& attr) {
     for (const std::string& name : mesh.dim_names()) out->word(hex_encode(name));
   }
   if (coshard) {
-    out->number(static_cast<int64_t>(multi.size()));
-    for (const auto& axis : multi) {
-      out->number(static_cast<int64_t>(axis.size()));
-      for (int64_t m : axis) out->number(m);
-    }
+    write_multi(out, attr, 0);
   } else {
     out->number(static_cast<int64_t>(attr.dims_mapping().size()));
     for (int64_t m : attr.dims_mapping()) out->number(m);
