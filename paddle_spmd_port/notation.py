@@ -155,6 +155,29 @@ def shard_range(size: int, parts: int, index: int) -> tuple[int, int]:
     return start, min(start + chunk, size)
 
 
+def axis_range(size: int, entry: int | tuple[int, ...], coords: Sequence[int],
+               mesh_shape: Sequence[int]) -> tuple[int, int]:
+    """The ``[start, stop)`` of one tensor axis that the rank at mesh ``coords`` holds, for a
+    dims_mapping ``entry``: -1 (the whole axis), a mesh dim (:func:`shard_range`), or a co-shard
+    (mesh dims in shard order: the axis is cut along the first, each piece again along the next)::
+
+        size 10, entry (0, 1) on a 2x3 mesh:  coords (0,0) [0,2)  (0,1) [2,4)  (0,2) [4,5)
+                                              coords (1,0) [5,7)  (1,1) [7,9)  (1,2) [9,10)
+
+    For sizes that divide evenly this equals one cut into prod(sizes) pieces (row-major over the
+    members); for uneven sizes the nested cut is an assumption until a real run measures it (the
+    launch co-shard cases compare local shapes with Paddle's)."""
+    if type(entry) is not tuple:
+        if entry < 0:  # type: ignore[operator]
+            return 0, size
+        return shard_range(size, mesh_shape[entry], coords[entry])  # type: ignore[index]
+    lo, hi = 0, size
+    for m in entry:
+        start, stop = shard_range(hi - lo, mesh_shape[m], coords[m])
+        lo, hi = lo + start, lo + stop
+    return lo, hi
+
+
 def local_shape(shape: Sequence[int], dims_mapping: Sequence[int], coords: Sequence[int],
                 mesh_shape: Sequence[int]) -> tuple[int, ...]:
     """The shape the rank at mesh ``coords`` holds of a tensor of ``shape`` split by ``dims_mapping``
