@@ -227,6 +227,9 @@ def test_proposed_sync_rules_are_sound_when_the_kernel_reduces_over_the_whole_me
     judge = Judge(sync_group="mesh")
     for case in sample(list(oracle_grid(rule)), 200, seed=9):
         verdict = judge(case, "proposed").verdict
+        if verdict.label == RULE_ERROR:  # the co-shard invalid set is on 2x3, an oracle mesh
+            assert "-invalid-" in case.case_id, (case.describe(), verdict.summary())
+            continue
         assert verdict.label in (SOUND, OP_REJECTS), (case.describe(), verdict.summary())
 
 

@@ -24,7 +24,7 @@ from ..reporting import markdown_table
 from ..rules.registry import PROFILES as RULE_PROFILES
 from ..rules.registry import rule_function
 from ..rules.signatures import DATA_FORMAT_NDIM
-from ..types import DistAttr, DistTensorSpec, SpmdResult, plain_mapping
+from ..types import DistAttr, DistTensorSpec, SpmdResult, mesh_dims_of, plain_mapping
 from .simulator import (
     LOCAL_STATS,
     OP_REJECTS,
@@ -52,8 +52,12 @@ def reshard_kind(given: DistTensorSpec, wanted: DistAttr) -> str:
         return ""
     if given.partial_dims - frozenset(wanted.partial_dims):
         return "comm"
-    for axis, m in enumerate(plain_mapping(given.dims_mapping, "the oracle's move count")):
-        if m >= 0 and (axis >= len(wanted.dims_mapping) or wanted.dims_mapping[axis] != m):
+    for axis, entry in enumerate(given.dims_mapping):
+        held = mesh_dims_of(entry)
+        if not held:
+            continue
+        want = mesh_dims_of(wanted.dims_mapping[axis]) if axis < len(wanted.dims_mapping) else ()
+        if want[:len(held)] != held:  # local only when the wanted cut refines the held one (nested cut)
             return "comm"
     return "local"
 
@@ -263,7 +267,7 @@ def _launch_case(case: Case) -> dict[str, Any] | None:
         return None
     named = case.named_inputs()
     x = named["x"]
-    if x is None or x.partial_dims or len(case.mesh.shape) > 2:
+    if x is None or x.partial_dims or x.coshard or len(case.mesh.shape) > 2:  # (launch writes no co-shard here yet)
         return None
     for name, spec in named.items():
         if name in ("x", "out_grad", "reserve_space") or spec is None:

@@ -49,10 +49,10 @@ from typing import Any
 import numpy as np
 
 from ..case import Case
-from ..notation import ShardError, local_shape, shard_range
+from ..notation import ShardError, axis_range, local_shape, shard_range
 from ..rules.signatures import BN_FWD_ATTRS, channel_axis, kernel_layout
 from ..rules.signatures import BN_PER_CHANNEL as PER_CHANNEL
-from ..types import DistAttr, DistTensorSpec, SpmdResult, plain_mapping
+from ..types import DistAttr, DistTensorSpec, Mapping, SpmdResult, mesh_dims_of
 from . import kernels
 from .kernels import MODELS, KernelRejects, OpModel, bn_global_stats, bn_grad_global_stats, required
 
@@ -86,19 +86,20 @@ class VirtualMesh:
                      if all(c[d] == mine[d] for d in range(len(self.shape)) if d not in dims))
 
 
-def _ranges(shape: Sequence[int], dims_mapping: Sequence[int], coords: Sequence[int],
+def _ranges(shape: Sequence[int], dims_mapping: Mapping, coords: Sequence[int],
             mesh_shape: Sequence[int]) -> tuple[slice, ...]:
-    out = []
-    for axis, m in enumerate(dims_mapping):
-        if m < 0:
-            out.append(slice(None))
-        else:
-            lo, hi = shard_range(shape[axis], mesh_shape[m], coords[m])
-            out.append(slice(lo, hi))
-    return tuple(out)
+    """Per axis, the slice the rank at ``coords`` holds (co-shards: :func:`~paddle_spmd_port.notation.axis_range`)."""
+    return tuple(slice(*axis_range(size, entry, coords, mesh_shape)) for size, entry in zip(shape, dims_mapping,
+                                                                                           strict=True))
 
 
-def local_slice(value: np.ndarray, dims_mapping: Sequence[int], coords: Sequence[int],
+def _local_shape(shape: Sequence[int], dims_mapping: Mapping, coords: Sequence[int],
+                 mesh_shape: Sequence[int]) -> tuple[int, ...]:
+    return tuple(hi - lo for lo, hi in (axis_range(size, entry, coords, mesh_shape)
+                                         for size, entry in zip(shape, dims_mapping, strict=True)))
+
+
+def local_slice(value: np.ndarray, dims_mapping: Mapping, coords: Sequence[int],
                 mesh_shape: Sequence[int]) -> np.ndarray:
     return value[_ranges(value.shape, dims_mapping, coords, mesh_shape)]
 
@@ -116,7 +117,7 @@ def distribute(value: np.ndarray, attr: DistAttr, mesh: VirtualMesh, rng: np.ran
         base = value
         if partial:
             base = addends[int(np.ravel_multi_index([coords[p] for p in partial], [mesh.shape[p] for p in partial]))]
-        pieces.append(local_slice(base, plain_mapping(attr.dims_mapping, "the oracle"), coords, mesh.shape))
+        pieces.append(local_slice(base, attr.dims_mapping, coords, mesh.shape))
     return pieces
 
 
@@ -289,15 +290,15 @@ class _Run:
     def x_attr(self) -> DistAttr:
         return self.in_attrs["x"]
 
-    def batch_mesh_dim(self) -> int:
-        dm = plain_mapping(self.x_attr.dims_mapping, "the oracle")
-        return dm[0] if dm and dm[0] >= 0 else -1
+    def batch_mesh_dims(self) -> tuple[int, ...]:
+        """The mesh dims that split x's batch axis, in shard order (several for a co-shard)."""
+        dm = self.x_attr.dims_mapping
+        return mesh_dims_of(dm[0]) if dm else ()
 
     def groups(self) -> list[tuple[int, ...]]:
         if self.sync_group == "mesh":
             return [tuple(range(self.mesh.size))] * self.mesh.size
-        b = self.batch_mesh_dim()
-        dims = frozenset({b}) if b >= 0 else frozenset()
+        dims = frozenset(self.batch_mesh_dims())
         return [self.mesh.group(r, dims) for r in range(self.mesh.size)]
 
 
@@ -347,11 +348,11 @@ def _layout(run: _Run, rng: np.random.Generator) -> str:
         if len(attr.dims_mapping) != value.ndim:
             return (f"the answer gives {name} the dist attr {attr} (rank {len(attr.dims_mapping)}) for a "
                     f"rank-{value.ndim} tensor")
-        bad = [m for m in list(plain_mapping(attr.dims_mapping, "the oracle")) + sorted(attr.partial_dims)
-               if m >= len(run.mesh.shape)]
+        used = [m for e in attr.dims_mapping for m in mesh_dims_of(e)]
+        bad = [m for m in used + sorted(attr.partial_dims) if not 0 <= m < len(run.mesh.shape)]
         if bad:
             return f"the answer gives {name} the dist attr {attr}, which uses mesh dims outside the mesh"
-        both = set(attr.dims_mapping) & set(attr.partial_dims)
+        both = set(used) & set(attr.partial_dims)
         if both:
             return f"the answer gives {name} the dist attr {attr}: mesh dim {min(both)} both shards an axis and is " \
                    "Partial, which no tensor can be"
@@ -374,23 +375,24 @@ def _check(run: _Run, outs: list[dict[str, np.ndarray | None]],
             continue
         attr = run.out_attrs[name]
         claim = str(attr)
-        dm, partial = plain_mapping(attr.dims_mapping, "the oracle"), frozenset(attr.partial_dims)
+        dm, partial = attr.dims_mapping, frozenset(attr.partial_dims)
+        used = {m for e in dm for m in mesh_dims_of(e)}
         got = [o.get(name) for o in outs]
         locs = [v for v in got if v is not None]
         if len(locs) != len(got):
             continue
-        if len(dm) != ref.ndim or any(m >= len(run.mesh.shape) for m in list(dm) + sorted(partial)):
+        if len(dm) != ref.ndim or any(m >= len(run.mesh.shape) for m in sorted(used) + sorted(partial)):
             failures.append(TensorFailure(name, claim, "claim-rank", math.inf, 0,
                                           f"a rank-{len(dm)} claim for a rank-{ref.ndim} tensor"))
             continue
-        if set(dm) & partial:
+        if used & partial:
             failures.append(TensorFailure(name, claim, "claim-invalid", math.inf, 0,
-                                          f"mesh dim {min(set(dm) & partial)} both shards an axis and is Partial"))
+                                          f"mesh dim {min(used & partial)} both shards an axis and is Partial"))
             continue
         shape_problem = None
         for r, coords in enumerate(run.mesh.coords):
             try:
-                want = local_shape(ref.shape, dm, coords, run.mesh.shape)
+                want = _local_shape(ref.shape, dm, coords, run.mesh.shape)
             except ShardError as exc:
                 shape_problem = TensorFailure(name, claim, "shape", math.inf, r, str(exc))
                 break
@@ -438,8 +440,8 @@ def _unsound(run: _Run, failures: list[TensorFailure]) -> Verdict:
     if partial_in:
         symptoms.append("partial inputs: " + ",".join(partial_in))
     if run.model.family == "sync_batch_norm":
-        b = run.batch_mesh_dim()
-        uneven = b >= 0 and bool(required(run.data.inputs, "x").shape[0] % run.mesh.shape[b])
+        split = math.prod(run.mesh.shape[m] for m in run.batch_mesh_dims())
+        uneven = split > 1 and bool(required(run.data.inputs, "x").shape[0] % split)
     claimed_partial = [f for f in failures if "P{" in f.claim]
     if partial_in:
         cause = CAUSE_PARTIAL_IN
@@ -468,13 +470,17 @@ def _batch_stats(run: _Run) -> bool:
 
 def _local_stats_expected(run: _Run) -> Callable[[str, int], np.ndarray] | None:
     """Expected values if each batch shard were normalised on its own (None if not applicable)."""
-    b = run.batch_mesh_dim()
-    if b < 0 or not _batch_stats(run):
+    dims = run.batch_mesh_dims()
+    if not dims or not _batch_stats(run):
         return None
     n = required(run.data.inputs, "x").shape[0]
     blocks = []
-    for j in range(run.mesh.shape[b]):
-        lo, hi = shard_range(n, run.mesh.shape[b], j)
+    block_coords = list(itertools.product(*(range(run.mesh.shape[m]) for m in dims)))  # one block per batch shard
+    for j in block_coords:
+        coords = [0] * len(run.mesh.shape)
+        for m, c in zip(dims, j, strict=True):
+            coords[m] = c
+        lo, hi = axis_range(n, dims if len(dims) > 1 else dims[0], coords, run.mesh.shape)
         ins = {k: (v[lo:hi] if k in ("x", "out_grad") and v is not None else v) for k, v in run.data.inputs.items()}
         try:
             blocks.append(run.model.run([ins], run.attrs, [[0]])[0])
@@ -484,9 +490,9 @@ def _local_stats_expected(run: _Run) -> Callable[[str, int], np.ndarray] | None:
     def expected(name: str, rank: int) -> np.ndarray:
         if name in run.model.batch_axis_outputs:
             return np.concatenate([required(blk, name) for blk in blocks], axis=0)
-        if b in run.out_attrs[name].partial_dims:
+        if set(dims) & run.out_attrs[name].partial_dims:
             return sum((required(blk, name) for blk in blocks), np.zeros_like(required(blocks[0], name)))
-        return required(blocks[run.mesh.coords[rank][b]], name)
+        return required(blocks[block_coords.index(tuple(run.mesh.coords[rank][m] for m in dims))], name)
 
     return expected
 
