@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +23,14 @@ from pathlib import Path
 
 import pytest
 
-from paddle_spmd_port.launch.cases import LaunchCase, default_cases, placements_to_dims_mapping, read_cases, write_cases
+from paddle_spmd_port.launch.cases import (
+    LaunchCase,
+    coshard_cases,
+    default_cases,
+    placements_to_dims_mapping,
+    read_cases,
+    write_cases,
+)
 from paddle_spmd_port.launch.launcher import (
     TOKEN_ENV,
     LaunchConfig,
@@ -33,8 +41,9 @@ from paddle_spmd_port.launch.launcher import (
     processes_with_token,
     run_launch,
 )
-from paddle_spmd_port.launch.predict import predict
+from paddle_spmd_port.launch.predict import UNEVEN_COSHARD, predict, uneven_coshard
 from paddle_spmd_port.launch.report import build_report, verdict_for_case
+from paddle_spmd_port.launch.runner import placement_text
 from paddle_spmd_port.launch.session import ChildGuard, Stopped, read_rank_records
 
 
@@ -54,10 +63,109 @@ def test_placements_to_dims_mapping():
     assert placements_to_dims_mapping(("S(1)", "R"), 3) == (-1, 0, -1)
     assert placements_to_dims_mapping(("S(2)", "S(0)"), 3) == (1, -1, 0)
     assert placements_to_dims_mapping(("R",), 2) == (-1, -1)
-    with pytest.raises(ValueError, match="two mesh dims"):
+    with pytest.raises(ValueError, match="on 2 mesh dims"):
         placements_to_dims_mapping(("S(0)", "S(0)"), 2)
     with pytest.raises(ValueError, match="axis 3"):
         placements_to_dims_mapping(("S(3)",), 3)
+
+
+def test_co_shard_placements_give_the_mesh_dims_in_shard_order():
+    assert placements_to_dims_mapping(("S(0)#0", "S(0)#1"), 3) == ((0, 1), -1, -1)
+    assert placements_to_dims_mapping(("S(0)#1", "S(0)#0"), 3) == ((1, 0), -1, -1)
+    assert placements_to_dims_mapping(("S(1)#1", "S(0)", "S(1)#0"), 2) == (1, (2, 0))
+    assert placements_to_dims_mapping(("S(0)#2", "S(0)#0", "S(0)#1"), 1) == ((1, 2, 0),)
+    bad = {("S(0)#0", "S(0)#0"): "distinct shard order 0..1",   # two members, one order
+           ("S(0)#1", "S(0)#2"): "distinct shard order 0..1",   # orders not 0..n-1
+           ("S(0)", "S(0)#1"): "distinct shard order 0..1",     # one member without an order
+           ("S(0)#0", "R"): "one mesh dim only",                # an order on a lone member
+           ("S(0)#x", "R"): "is not 'R', 'S(<axis>)'",
+           ("S(0)#-1", "S(0)#0"): "is not 'R', 'S(<axis>)'"}
+    for placements, message in bad.items():
+        with pytest.raises(ValueError, match=re.escape(message)):
+            placements_to_dims_mapping(placements, 2)
+    case = ln("cs", (8, 4, 8), ("S(0)#1", "S(0)#0"), (8,), mesh=(2, 2))
+    assert case.dims_mapping == ((1, 0), -1, -1)
+    assert LaunchCase.from_json(json.loads(json.dumps(case.to_json()))) == case
+    with pytest.raises(ValueError, match="distinct shard order"):
+        ln("bad", (8, 4, 8), ("S(0)#0", "S(0)#0"), (8,), mesh=(2, 2))
+
+
+def test_the_runner_reads_co_shard_placements_back_with_their_shard_order():
+    class Shard:  # a plain Shard: has get_dim
+        def __init__(self, dim):
+            self.dim = dim
+
+        def is_shard(self):
+            return True
+
+        def get_dim(self):
+            return self.dim
+
+    class CoShardMember:  # what tensor.placements holds for a co-shard member in 3.3.1: no get_dim
+        def __init__(self, text):
+            self.text = text
+
+        def is_shard(self):
+            return True
+
+        def __str__(self):
+            return self.text
+
+    assert placement_text(Shard(2)) == "S(2)"
+    assert placement_text(CoShardMember("Shard(dim=0, shard_order=1)")) == "S(0)#1"
+    # a format the runner does not know is kept visibly, so it differs from every prediction
+    assert placement_text(CoShardMember("CoShard(dim=0, order=1)")) == "?CoShard(dim=0, order=1)"
+
+
+def test_co_shard_predictions_follow_the_collapse_and_the_nested_cut():
+    # 2x2, equal sizes: the rule reads the member listed first (shard order 0)
+    p = predict(ln("a", (8, 4, 8), ("S(0)#0", "S(0)#1"), (8,), mesh=(2, 2)))
+    assert p.forward.runs and p.expectation("out").placements == ("S(0)", "R")
+    assert p.expectation("weight_grad").placements == ("P", "R")
+    x_grad = p.expectation("x_grad")  # the leaf's own placement, co-shard kept, nested cut
+    assert x_grad.placements == ("S(0)#0", "S(0)#1") and x_grad.rank_local_shapes == ((2, 4, 8),) * 4
+    p = predict(ln("b", (8, 4, 8), ("S(0)#1", "S(0)#0"), (8,), mesh=(2, 2)))
+    assert p.expectation("out").placements == ("R", "S(0)")
+    # 2x3: the member of the larger mesh size, whatever its order
+    for pl in (("S(0)#0", "S(0)#1"), ("S(0)#1", "S(0)#0")):
+        assert predict(ln("c", (12, 4, 8), pl, (8,), mesh=(2, 3))).expectation("out").placements == ("R", "S(0)")
+    # batch_norm, C co-sharded: C stays split on one mesh dim, scale replicated: the kernel error
+    p = predict(bn("d", (8, 8, 2, 8), ("S(1)#1", "S(1)#0"), "NCHW", mesh=(2, 2)))
+    assert p.forward.kernel_error and p.forward.result.outputs[0].placements() == ("R", "S(1)")
+
+
+def test_an_uneven_co_shard_is_a_predicted_forward_abort_and_an_expected_skip():
+    case = ln("u", (10, 4, 8), ("S(0)#0", "S(0)#1"), (8,), mesh=(2, 2))  # pieces 3,2,3,2
+    p = predict(case)
+    assert p.forward.crash.startswith(UNEVEN_COSHARD) and "pieces of 3, 2 rows" in p.forward.crash
+    assert p.skip_reason("forward") is not None
+    assert uneven_coshard(ln("e", (8, 4, 8), ("S(0)#0", "S(0)#1"), (8,), mesh=(2, 2))) is None
+    assert uneven_coshard(ln("p", (10, 4, 8), ("S(0)", "R"), (8,), mesh=(4, 1))) is None  # plain: not a co-shard
+    record = {"kind": "case", "case_id": "u", "stages": {"reference": "ok"}, "error": None, "tensors": {},
+              "skipped": {"stage": "forward", "reason": p.skip_reason("forward")}}
+    v = verdict_for_case(case, {r: dict(record, rank=r) for r in range(4)}, [0, 1, 2, 3], 1e-5)
+    assert v.verdict == "skipped" and v.expected and UNEVEN_COSHARD in v.reasons[0]
+    # a forward skipped without a predicted crash is not accounted for
+    other = ln("o", (8, 4, 8), ("S(0)#0", "S(0)#1"), (8,), mesh=(2, 2))
+    v = verdict_for_case(other, {r: dict(record, case_id="o", rank=r) for r in range(4)}, [0, 1, 2, 3], 1e-5)
+    assert v.verdict == "skipped" and not v.expected
+
+
+def test_the_co_shard_set():
+    for mesh, orders in (((2, 2), 2), ((2, 2, 2), 6)):
+        cases = coshard_cases(mesh)
+        assert {c.op for c in cases} == {"layer_norm", "batch_norm"} and all(c.backward for c in cases)
+        entries = {c.dims_mapping for c in cases}
+        assert all(any(type(e) is tuple for e in dm) for dm in entries)  # every case co-shards x
+        members = {e for dm in entries for e in dm if type(e) is tuple}
+        assert len(members) == orders and all(m[::-1] in members for m in members)  # both orders
+        what = {n for c in cases for n in c.notes}
+        for needed in ("not normalised", "normalised", "N", "C", "W (normalised)"):
+            assert any(n.endswith(f": {needed}") for n in what), needed
+        assert {c.data_format for c in cases if "C" in c.notes[0].rsplit(": ", 1)[1]} == {"NCHW", "NHWC"}
+        assert len({c.case_id for c in cases}) == len(cases)
+        predictions = [predict(c) for c in cases]
+        assert sum(p.forward.crash is not None for p in predictions) == 2 * orders  # the uneven config only
 
 
 def test_case_validation_and_json_roundtrip(tmp_path):

@@ -28,48 +28,73 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..case import write_jsonl
 from ..rules.signatures import DATA_FORMAT_NDIM, channel_axis
+from ..types import Mapping, MeshDims
 
 OPS = ("layer_norm", "batch_norm", "sync_batch_norm")
 
 
-def parse_placement(text: str) -> int | None:
-    """``"S(2)"`` -> 2, ``"R"`` -> None."""
+_PLACEMENT = re.compile(r"S\((\d+)\)(?:#(\d+))?")
+
+
+def parse_placement(text: str) -> tuple[int, int | None] | None:
+    """One mesh dim's placement of x: ``"R"`` -> None, ``"S(2)"`` -> ``(2, None)``, ``"S(0)#1"`` ->
+    ``(0, 1)`` (``Shard(0, shard_order=1)``: this mesh dim is member 1 of a co-shard of axis 0)."""
     text = text.strip()
     if text == "R":
         return None
-    if text.startswith("S(") and text.endswith(")"):
-        return int(text[2:-1])
-    raise ValueError(f"placement {text!r} is not 'R' or 'S(<axis>)'")
+    m = _PLACEMENT.fullmatch(text)
+    if m is None:
+        raise ValueError(f"placement {text!r} is not 'R', 'S(<axis>)' or 'S(<axis>)#<shard order>'")
+    return int(m.group(1)), None if m.group(2) is None else int(m.group(2))
 
 
-def placements_to_dims_mapping(placements: Sequence[str], ndim: int) -> tuple[int, ...]:
-    """Per-mesh-dim placements of an input -> per-tensor-axis dims_mapping.
+def placements_to_dims_mapping(placements: Sequence[str], ndim: int) -> Mapping:
+    """Per-mesh-dim placements of an input -> per-tensor-axis dims_mapping; the one place a case's
+    placements are checked.
 
-    ``("S(1)", "R")`` on a rank-3 tensor -> ``(-1, 0, -1)``.
+    ``("S(1)", "R")`` on a rank-3 tensor -> ``(-1, 0, -1)``. An axis on two or more mesh dims is a
+    co-shard: every member says its shard order, the orders are 0..n-1 once each, and the entry is
+    the tuple of mesh dims in shard order: ``("S(0)#1", "S(0)#0")`` -> ``((1, 0), -1, -1)``. A lone
+    member carries no order (``S(0)#0`` alone is ``S(0)``: one spelling per distribution).
     """
-    mapping = [-1] * ndim
+    members: dict[int, list[tuple[int | None, int]]] = {}
     for mesh_dim, text in enumerate(placements):
-        axis = parse_placement(text)
-        if axis is None:
+        parsed = parse_placement(text)
+        if parsed is None:
             continue
+        axis, order = parsed
         if not 0 <= axis < ndim:
             raise ValueError(f"placement {text} names axis {axis} of a rank-{ndim} tensor")
-        if mapping[axis] != -1:
-            raise ValueError(f"axis {axis} is sharded on two mesh dims in {list(placements)}")
-        mapping[axis] = mesh_dim
+        members.setdefault(axis, []).append((order, mesh_dim))
+    mapping: list[MeshDims] = [-1] * ndim
+    for axis, held in members.items():
+        orders = [order for order, _ in held]
+        if len(held) == 1:
+            if orders[0] is not None:
+                raise ValueError(f"axis {axis} is on one mesh dim only in {list(placements)}: write S({axis}), "
+                                 "a shard order (#k) is for an axis split along two or more mesh dims")
+            mapping[axis] = held[0][1]
+        elif sorted(o if o is not None else -1 for o in orders) != list(range(len(held))):
+            raise ValueError(f"axis {axis} is sharded on {len(held)} mesh dims in {list(placements)}: a co-shard "
+                             f"gives each member a distinct shard order 0..{len(held) - 1} (S({axis})#k)")
+        else:
+            by_order = dict(held)
+            mapping[axis] = tuple(by_order[k] for k in range(len(held)))
     return tuple(mapping)
 
 
 @dataclass(frozen=True)
 class LaunchCase:
-    """One op call on real ranks. ``placements`` are x's, one per mesh dim (``"R"``/``"S(k)"``)."""
+    """One op call on real ranks. ``placements`` are x's, one per mesh dim: ``"R"``, ``"S(k)"``, or
+    ``"S(k)#j"`` for member j (shard order) of a co-shard of axis k (:func:`placements_to_dims_mapping`)."""
 
     case_id: str
     op: str
@@ -122,7 +147,7 @@ class LaunchCase:
         if not self.shape or not self.mesh_shape:
             raise ValueError(f"{self.case_id}: shape and mesh_shape must not be empty")
         if not all(isinstance(p, str) for p in self.placements):
-            raise ValueError(f"{self.case_id}: placements must be strings like 'R' or 'S(0)', got "
+            raise ValueError(f"{self.case_id}: placements must be strings like 'R', 'S(0)' or 'S(0)#1', got "
                              f"{list(self.placements)!r}")
         for name in ("training", "weight", "bias", "backward"):
             if not isinstance(getattr(self, name), bool):
@@ -140,7 +165,8 @@ class LaunchCase:
         return math.prod(self.mesh_shape)
 
     @property
-    def dims_mapping(self) -> tuple[int, ...]:
+    def dims_mapping(self) -> Mapping:
+        """x's dims_mapping; a co-sharded axis holds its mesh dims in shard order."""
         return placements_to_dims_mapping(self.placements, len(self.shape))
 
     @property
@@ -298,4 +324,69 @@ def default_cases(mesh_shape: Sequence[int], backend: str = "cpu") -> list[Launc
             shape = _scaled(shape, factor)
             for pl in placement_grid(len(shape), mesh_ndim)[: 2 * len(shape) + 1]:
                 add(op="sync_batch_norm", shape=shape, mesh_shape=mesh_shape, placements=pl, data_format=fmt)
+    return cases
+
+
+#: The co-shard set's x configurations, written for mesh dims of size 2 (scaled like the grid's):
+#: (op, shape, normalized_shape or data_format, {co-sharded axis: what it is}).
+COSHARD_CONFIGS: tuple[tuple[str, tuple[int, ...], tuple[int, ...] | str, dict[int, str]], ...] = (
+    ("layer_norm", (8, 4, 8), (8,), {0: "not normalised", 2: "normalised"}),
+    ("layer_norm", (10, 4, 8), (8,), {0: "not normalised, uneven pieces: predicted to abort, not run"}),
+    ("layer_norm", (4, 8, 8), (8, 8), {1: "normalised, not the last"}),
+    ("batch_norm", (8, 8, 2, 8), "NCHW", {0: "N", 1: "C", 3: "W (normalised)"}),
+    ("batch_norm", (8, 2, 8, 8), "NHWC", {3: "C"}),
+)
+
+
+def coshard_orders(mesh_ndim: int) -> list[tuple[int, ...]]:
+    """The member lists (mesh dims in shard order) of the co-shard set: mesh dims 0 and 1 in both
+    orders; on a mesh of 3 or more dims also 1 and 2 in both orders, and every mesh dim in both
+    directions."""
+    if mesh_ndim < 2:
+        raise ValueError("a co-shard needs a mesh of 2 or more dims")
+    orders: list[tuple[int, ...]] = [(0, 1), (1, 0)]
+    if mesh_ndim >= 3:
+        every = tuple(range(mesh_ndim))
+        orders += [(1, 2), (2, 1), every, every[::-1]]
+    return orders
+
+
+def coshard_placements(axis: int, members: Sequence[int], mesh_ndim: int) -> tuple[str, ...]:
+    """x's placements with ``axis`` co-sharded along ``members`` (in shard order), other mesh dims R:
+    ``coshard_placements(0, (1, 0), 2) == ("S(0)#1", "S(0)#0")``."""
+    out = ["R"] * mesh_ndim
+    for order, mesh_dim in enumerate(members):
+        out[mesh_dim] = f"S({axis})#{order}"
+    return tuple(out)
+
+
+def coshard_cases(mesh_shape: Sequence[int]) -> list[LaunchCase]:
+    """The co-shard set (``launch --coshard``): for every configuration of :data:`COSHARD_CONFIGS`,
+    every co-sharded axis it names and every member list of :func:`coshard_orders`, one case with
+    weight and bias and one without (layer_norm over 2 axes: without only, as a 2-D weight is refused
+    by the rule; batch_norm: training, and eval too where the N axis is co-sharded), forward and
+    backward. Case ids ``cs0000``... Each case's notes say what the
+    co-sharded axis is."""
+    mesh_shape = tuple(mesh_shape)
+    factor = _factor(mesh_shape)
+    cases: list[LaunchCase] = []
+    for members in coshard_orders(len(mesh_shape)):
+        for op, shape, option, axes in COSHARD_CONFIGS:
+            shape = _scaled(shape, factor)
+            for axis, what in axes.items():
+                placements = coshard_placements(axis, members, len(mesh_shape))
+                if op == "layer_norm":
+                    ns = cast(tuple[int, ...], option)
+                    kw: dict[str, Any] = {"normalized_shape": _scaled(ns, factor)}
+                    # a 2-D weight is refused by the rule whatever x's placement: no affine there
+                    variants = [(True, True, True), (True, False, False)] if len(ns) == 1 else [(True, False, False)]
+                else:
+                    kw = {"data_format": option}
+                    variants = [(True, True, True), (True, False, False)]
+                    if what == "N":
+                        variants.append((False, True, True))
+                for training, w, b in variants:
+                    cases.append(LaunchCase(case_id=f"cs{len(cases):04d}", op=op, shape=shape, mesh_shape=mesh_shape,
+                                            placements=placements, training=training, weight=w, bias=b,
+                                            notes=(f"x co-sharded on axis {axis}: {what}",), **kw))
     return cases

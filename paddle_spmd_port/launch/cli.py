@@ -6,11 +6,12 @@
     python -m paddle_spmd_port launch --nproc 4                 # 2x2 mesh, CPU/gloo
     python -m paddle_spmd_port launch --nproc 2 --device gpu    # NCCL, --devices 0,1; adds SyncBatchNorm
     python -m paddle_spmd_port launch --nproc 2 --cases my.jsonl --timeout 300 --report-dir out/
+    python -m paddle_spmd_port launch --nproc 4 --coshard       # the co-shard set on 2x2 (8 ranks: 2x2x2)
 
-Writes ``<report-dir>/launch-np<N>.md`` and ``.json``. Rank logs, launcher output and raw rank
-results are moved to ``<report-dir>/launch-np<N>-logs/`` whenever the launch fails, times out, is
-interrupted, leaves cases unrun or a case ends in an outcome the port does not account for (always
-with ``--keep-logs``).
+Writes ``<report-dir>/launch-np<N>.md`` and ``.json`` (``launch-np<N>-coshard.*`` with ``--coshard``).
+Rank logs, launcher output and raw rank results are moved to ``<report-dir>/<that stem>-logs/``
+whenever the launch fails, times out, is interrupted, leaves cases unrun or a case ends in an
+outcome the port does not account for (always with ``--keep-logs``).
 
 Exit code (the shared table of :mod:`paddle_spmd_port.runctl`): 0 the port accounts for every
 case's outcome (a case skipped for a known reason, like sync_batch_norm on CPU, included); 1 some
@@ -52,7 +53,7 @@ from ..runctl import (
     positive,
     run_command,
 )
-from .cases import LaunchCase, default_cases, read_cases, write_cases
+from .cases import LaunchCase, coshard_cases, default_cases, read_cases, write_cases
 from .launcher import LaunchConfig, LaunchResult, discard_work_dir, end_processes, keep_dir, keep_work_dir, new_job_id
 from .predict import predict
 from .report import DEFAULT_RTOL, Report, build_report, crash_key
@@ -71,6 +72,10 @@ def default_mesh(nproc: int) -> tuple[int, ...]:
     return (2, 2) if nproc == 4 else (nproc,)
 
 
+#: ``--coshard`` without ``--mesh``: ranks -> mesh (a co-shard needs 2 or more mesh dims).
+COSHARD_MESHES = {4: (2, 2), 8: (2, 2, 2)}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog=PROG, description=__doc__.split("\n")[0], epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -81,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mesh of the built-in grid, sizes joined by x, e.g. 4 or 2x2 (default: 2 ranks -> 2, "
                         "4 -> 2x2, n -> n)")
     p.add_argument("--cases", type=Path, default=None, help="JSON-lines case file (default: the built-in grid)")
+    p.add_argument("--coshard", action="store_true",
+                   help="run the co-shard set instead of the built-in grid: x split along 2 or more mesh dims "
+                        "(Shard(d, shard_order=k)), layer_norm and batch_norm; mesh 2x2 for 4 ranks, 2x2x2 for 8, "
+                        "else give --mesh with 2 or more dims")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds for the whole launch (default 300)")
     p.add_argument("--report-dir", type=Path, default=Path("reports"), help="where the report goes")
     p.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help="relative tolerance (default 1e-5)")
@@ -179,7 +188,9 @@ def check_args(args: argparse.Namespace) -> list[LaunchCase]:
         raise UsageError("--master", "empty", "give IP:PORT of the master node")
     nodes = _nodes(args.nnodes)
     _check_devices(args)
-    if args.cases is not None:
+    if args.coshard:
+        cases = _coshard_cases(args, nodes)
+    elif args.cases is not None:
         if args.mesh is not None:
             raise UsageError("--mesh", "only shapes the built-in grid; every case of --cases has its own mesh_shape",
                              "drop --mesh or drop --cases")
@@ -212,8 +223,28 @@ def check_args(args: argparse.Namespace) -> list[LaunchCase]:
     return cases
 
 
+def _coshard_cases(args: argparse.Namespace, nodes: int | None) -> list[LaunchCase]:
+    """The co-shard set for ``--coshard`` on ``--mesh`` or the ranks' default co-shard mesh."""
+    if args.cases is not None:
+        raise UsageError("--coshard", "runs the built-in co-shard set; --cases gives cases of its own",
+                         "drop --coshard or drop --cases (a case file may hold S(d)#k placements)")
+    world = args.nproc * (nodes or 1)
+    mesh = args.mesh or COSHARD_MESHES.get(world)
+    if mesh is None:
+        raise UsageError("--coshard", f"no default co-shard mesh for {world} ranks",
+                         "use 4 ranks (2x2) or 8 (2x2x2), or give --mesh with 2 or more dims, e.g. --mesh 2x3")
+    if len(mesh) < 2:
+        raise UsageError("--mesh", f"{'x'.join(map(str, mesh))}: a co-shard needs a mesh of 2 or more dims",
+                         "give a mesh like 2x2 or 2x2x2")
+    if nodes is not None and math.prod(mesh) != world:
+        raise UsageError("--mesh", f"{'x'.join(map(str, mesh))} needs {math.prod(mesh)} ranks, this launch has "
+                         f"{world}", f"give a mesh of {world} ranks")
+    return coshard_cases(mesh)
+
+
 def report_stem(args: argparse.Namespace) -> str:
-    return f"launch-np{args.nproc}" + ("-gpu" if args.device == "gpu" else "")
+    return (f"launch-np{args.nproc}" + ("-gpu" if args.device == "gpu" else "")
+            + ("-coshard" if args.coshard else ""))
 
 
 def _check_report_paths(args: argparse.Namespace) -> None:
@@ -272,7 +303,7 @@ def _meta(cases: Sequence[LaunchCase], args: argparse.Namespace, records: dict[i
           probes: dict[str, dict]) -> dict[str, Any]:
     info = rank_info(records).get(min(ranks) if ranks else 0, {})
     return {
-        "title": f"{args.nproc} ranks, {args.device}",
+        "title": f"{args.nproc} ranks, {args.device}" + (", co-shard set" if args.coshard else ""),
         "command": f"{PROG} " + " ".join(getattr(args, "argv", [])),
         "launch": launch_text, "launch_command": launch_command,
         "paddle": f"{info.get('paddle', '?')} ({info.get('commit', '')[:12]})", "backend": args.device,

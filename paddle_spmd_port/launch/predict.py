@@ -20,8 +20,8 @@ What eager mode lets one observe, and so what is compared::
     out                        forward outputs[0]                   placements, local shape, values
     mean_out .. saved_variance forward outputs[1..4] (batch_norm)    placements, local shape
     weight_grad, bias_grad     grad outputs[1], [2]                 placements (Partial too), local shape, values
-    x_grad                     -                                    values only: a leaf's .grad is resharded
-                                                                    back to the leaf's own placement
+    x_grad                     x's own placement (a leaf's .grad    placements (co-shard members with their
+                               is resharded back to the leaf's)     shard order), local shape, values
     running_mean / _var        -                                    values only: updated in place, they keep
                                                                     the placement they were given
 
@@ -32,11 +32,15 @@ Three ways a stage can be predicted to fail:
   (batch_norm with C sharded over >1 rank keeps x split on C but replicates scale: the kernel
   rejects a scale of C entries against C/n local channels);
 * the port rejects the input because Paddle crashes on it (batch_norm_grad with weight or bias
-  None while C is sharded: SIGSEGV). The runner never executes such a stage.
+  None while C is sharded: SIGSEGV). The runner never executes such a stage;
+* x is co-sharded and its pieces differ in size across ranks (10 rows over a 2x2 co-shard: 3,2,3,2):
+  the forward's reshard of x to the rule's single-mesh-dim placement aborts the ranks
+  (:data:`UNEVEN_COSHARD`, a forward crash; the runner never executes it).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -53,14 +57,21 @@ from ..rules import (
     sync_batch_norm_infer_spmd,
 )
 from ..rules.signatures import kernel_layout
-from ..types import DistAttr, DistTensorSpec, Mapping, ProcessMesh, SpmdResult, plain_mapping
+from ..types import DistAttr, DistTensorSpec, Mapping, ProcessMesh, SpmdResult
 from .cases import LaunchCase
 
 BN_STAT_OUTPUTS = ("mean_out", "variance_out", "saved_mean", "saved_variance")
 
+#: The forward crash predicted for an unevenly co-sharded x. Measured on 4 CPU ranks (gloo, Paddle
+#: 3.3.1, 2x2 mesh, x [10,4,8] co-sharded on axis 0 along (0, 1): pieces 3,2,3,2): ``F.layer_norm``,
+#: ``dist.reshard`` to [S(0),R] and to [R,R] each end with gloo's ``op.preamble.length <= op.nbytes.
+#: 192 vs 128`` (SIGABRT / SIGTERM on the ranks; the ranks holding 3 rows first return 6 rows, gathered
+#: 12 of 10); the same x with 8 rows (even pieces) and a plain uneven shard (7 rows over 2 ranks)
+#: reshard correctly. The port predicts it for every co-sharded axis of x whose pieces differ.
+UNEVEN_COSHARD = "coshard:uneven-reshard"
+
 #: Observed tensors whose placement eager mode does not take from the rule, and why.
 NOT_RULE_PLACED = {
-    "x_grad": "a leaf's .grad is resharded back to the leaf's own placement",
     "running_mean": "updated in place; keeps the placement it was given",
     "running_var": "updated in place; keeps the placement it was given",
 }
@@ -73,6 +84,7 @@ class TensorExpectation:
     name: str
     stage: str
     rule_output: str
+    """The rule output it is predicted from; "" for x_grad (the leaf's own placement)."""
     placements: tuple[str, ...]
     local_shape: tuple[int, ...]
     """Rank 0's local shape."""
@@ -140,13 +152,13 @@ def case_mesh(case: LaunchCase) -> ProcessMesh:
 
 def local_shapes(shape: Sequence[int], attr: DistAttr, mesh_shape: Sequence[int]) -> tuple[tuple[int, ...] | None, ...]:
     """Each rank's shape (ranks 0..n-1 in the mesh's row-major order) of a tensor distributed as
-    ``attr``: :func:`~paddle_spmd_port.notation.local_shape` (Paddle's cut; Partial keeps the
-    shape), None on a rank where Paddle cannot lay the tensor out."""
+    ``attr``: :func:`~paddle_spmd_port.notation.local_shape` (Paddle's cut, a co-sharded axis cut
+    along its mesh dims in shard order; Partial keeps the shape), None on a rank where Paddle
+    cannot lay the tensor out."""
     out: list[tuple[int, ...] | None] = []
     for coords in itertools.product(*(range(n) for n in mesh_shape)):
         try:
-            out.append(local_shape(shape, plain_mapping(attr.dims_mapping, "launch's local shapes"), coords,
-                                   mesh_shape))
+            out.append(local_shape(shape, attr.dims_mapping, coords, mesh_shape))
         except ShardError:
             out.append(None)
     return tuple(out)
@@ -218,11 +230,29 @@ def _bn_local_checks(case: LaunchCase, pred: StagePrediction) -> tuple[StagePred
     return pred, tuple(risks)
 
 
+def uneven_coshard(case: LaunchCase) -> str | None:
+    """Why resharding x aborts the ranks (:data:`UNEVEN_COSHARD`), or None: the first co-sharded
+    axis of x whose pieces differ in size across ranks (an empty piece or a piece Paddle cannot lay
+    out counts as differing)."""
+    for axis, entry in enumerate(case.dims_mapping):
+        if type(entry) is not tuple:
+            continue
+        x_axis = tuple(-1 if a != axis else entry for a in range(len(case.shape)))
+        sizes = {None if s is None else s[axis]
+                 for s in local_shapes(case.shape, DistAttr.make(x_axis, frozenset(), case_mesh(case)),
+                                       case.mesh_shape)}
+        if len(sizes) > 1:
+            pieces = sorted(sizes, key=lambda v: -1 if v is None else v, reverse=True)
+            return (f"{UNEVEN_COSHARD}: x axis {axis} ({case.shape[axis]}) co-sharded along mesh dims {list(entry)} "
+                    f"has pieces of {', '.join('?' if v is None else str(v) for v in pieces)} rows; Paddle 3.3.1's "
+                    "reshard of an uneven co-shard aborts the ranks (gloo: op.preamble.length <= op.nbytes)")
+    return None
+
+
 def _expect(name: str, stage: str, rule_output: str, attr: DistAttr, shape: Sequence[int],
             case: LaunchCase) -> TensorExpectation:
     ranks = local_shapes(shape, attr, case.mesh_shape)
-    first = local_shape(shape, plain_mapping(attr.dims_mapping, "launch's local shapes"), (0,) * len(case.mesh_shape),
-                        case.mesh_shape)  # starts at 0
+    first = local_shape(shape, attr.dims_mapping, (0,) * len(case.mesh_shape), case.mesh_shape)  # starts at 0
     return TensorExpectation(name, stage, rule_output, attr.placements(), first, ranks)
 
 
@@ -276,8 +306,13 @@ def predict(case: LaunchCase) -> Prediction:
                     backward = _call("backward", sync_batch_norm_grad_infer_spmd, x, scale, bias, saved[2], saved[3],
                                      None, og, 0.9, case.epsilon, fmt, not case.training, False, False)
 
+    abort = uneven_coshard(case)
+    if abort is not None:
+        forward = dataclasses.replace(forward, crash=abort)
     if backward is not None and backward.result is not None:
         grads = backward.result.outputs
+        tensors.append(_expect("x_grad", "backward", "", DistAttr.make(case.dims_mapping, frozenset(), mesh),
+                               case.shape, case))  # the leaf's own placement, not the rule's x_grad
         for name, present, attr in (("weight_grad", case.weight, grads[1]), ("bias_grad", case.bias, grads[2])):
             if present:
                 rule_name = "scale_grad" if name == "weight_grad" else "bias_grad"

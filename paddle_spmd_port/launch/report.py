@@ -9,7 +9,8 @@ Per case, one verdict::
     numerics differ    placements as predicted, but a gathered value is off by more than the tolerance
     Paddle error       Paddle raised in the case (forward or backward)
     skipped            the case did not run (mesh needs another world size, the launch died first,
-                       or the run was interrupted: "not run: interrupted by SIGINT")
+                       the port predicts its forward to crash the ranks, or the run was
+                       interrupted: "not run: interrupted by SIGINT")
 
 ``expected`` says whether the port accounts for the outcome: the same rule error (type and
 message), a kernel error whose message carries the local shapes the port's placements imply, a
@@ -184,6 +185,9 @@ def verdict_for_case(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks
 
     # forward
     fwd = pred.forward
+    if skipped and skipped.get("stage") == "forward":  # the runner never runs a forward the port says crashes
+        return CaseVerdict(case, pred, "skipped", fwd.crash is not None, (f"forward not run: {skipped['reason']}",),
+                           notes=tuple(notes), seconds=seconds)
     if error and error.get("stage") in ("forward", "runner"):
         if error.get("stage") == "runner":
             return CaseVerdict(case, pred, "Paddle error", False, (f"runner error: {error.get('message')}",),
@@ -293,9 +297,10 @@ What eager mode can show, and so what is compared:
 * compared: placements (Partial included) and local shapes of `out`, of batch_norm's
   `mean_out`/`variance_out`/`saved_mean`/`saved_variance` (seen through the same
   `_C_ops.batch_norm` call `F.batch_norm` makes, forward only), and of `weight.grad`/`bias.grad`;
+  `x.grad`'s against x's own placement (a leaf's `.grad` is resharded back to the leaf's placement,
+  co-shard members with their shard order `S(d)#k`; so the grad rule's `x_grad` is invisible);
   the values of `out`, `x.grad`, `weight.grad`, `bias.grad` and the running statistics.
-* not compared: the placement of `x.grad` (a leaf's `.grad` is resharded back to the leaf's own
-  placement, so the grad rule's `x_grad` is invisible); the placements of `running_mean`/`running_var`
+* not compared: the placements of `running_mean`/`running_var`
   (updated in place, they keep the placement they were given); the input-side attributes a rule
   chooses (x, scale, mean ... after resharding) and layer_norm's `mean`/`variance` (intermediate
   outputs that `F.layer_norm` does not return).

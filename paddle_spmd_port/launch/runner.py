@@ -13,6 +13,9 @@ did::
                          "ref_max_abs": 2.1, "present": true, "ref_present": true}, ...}}
     {"kind": "done", "rank": 0, "cases": 254, "seconds": 21.3}
 
+Placements are written as the cases spell them (:func:`placement_text`): ``R``, ``S(d)``,
+``S(d)#k`` (a co-shard member of shard order k), ``P``.
+
 Per case, on every rank: seed numpy from the case id; run the op on plain dense tensors (the
 single-device reference); ``dist.shard_tensor`` x with the case's placements (weight, bias and
 running statistics Replicate) and run the same functional call; feed the upstream gradient with
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -39,23 +43,37 @@ from pathlib import Path
 from typing import Any
 
 from ..rules.signatures import kernel_layout
-from .cases import LaunchCase, read_cases
+from .cases import LaunchCase, parse_placement, read_cases
 from .predict import predict
 
 MAX_MESSAGE = 4000
 
 
+#: ``str()`` of a co-shard member in Paddle 3.3.1. ``dist.Shard(d, shard_order=k)`` on two or more
+#: mesh dims of one axis comes back from ``tensor.placements`` as a bare ``Placement`` (no
+#: ``get_dim``) that prints ``Shard(dim=0, shard_order=1)``; a lone ``Shard(d, shard_order=0)``
+#: comes back as a plain ``Shard`` printing ``Shard(dim=0)``.
+_CO_SHARD = re.compile(r"Shard\(dim=(\d+), shard_order=(\d+)\)")
+
+
+def placement_text(p: Any) -> str:
+    """One placement in the cases' notation: ``R``, ``S(d)``, ``S(d)#k`` (co-shard member of shard
+    order k, read from ``str(p)`` in the format of ``_CO_SHARD``), ``P`` (Partial SUM) or
+    ``P(<reduce type>)``. A shard in any other format is kept as ``?<str(p)>``: it then differs
+    from every prediction instead of being misread."""
+    if p.is_shard():
+        if hasattr(p, "get_dim"):
+            return f"S({p.get_dim()})"
+        m = _CO_SHARD.fullmatch(str(p))
+        return f"S({m.group(1)})#{m.group(2)}" if m else f"?{p}"
+    if p.is_partial():
+        kind = str(p.reduce_type()).rsplit(".", 1)[-1]
+        return "P" if kind == "kRedSum" else f"P({kind})"
+    return "R"
+
+
 def _placements_text(tensor: Any) -> list[str]:
-    out = []
-    for p in tensor.placements:
-        if p.is_shard():
-            out.append(f"S({p.get_dim()})")
-        elif p.is_partial():
-            kind = str(p.reduce_type()).rsplit(".", 1)[-1]
-            out.append("P" if kind == "kRedSum" else f"P({kind})")
-        else:
-            out.append("R")
-    return out
+    return [placement_text(p) for p in tensor.placements]
 
 
 class CaseRun:
@@ -88,9 +106,16 @@ class CaseRun:
         return t
 
     def _placements(self, texts: tuple[str, ...]) -> list[Any]:
+        """``R`` -> ``Replicate()``, ``S(d)`` -> ``Shard(d)``, ``S(d)#k`` -> ``Shard(d, shard_order=k)``."""
         out = []
         for text in texts:
-            out.append(self.dist.Replicate() if text == "R" else self.dist.Shard(int(text[2:-1])))
+            parsed = parse_placement(text)
+            if parsed is None:
+                out.append(self.dist.Replicate())
+            elif parsed[1] is None:
+                out.append(self.dist.Shard(parsed[0]))
+            else:
+                out.append(self.dist.Shard(parsed[0], shard_order=parsed[1]))
         return out
 
     def _replicate(self) -> list[Any]:
