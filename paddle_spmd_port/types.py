@@ -39,7 +39,7 @@ REPLICATED = -1
 _set = object.__setattr__
 
 
-#: ``_INT_ONLY >= {*map(type, items)}``: every item is exactly an int (bool and int subclasses are not)
+#: ``_INT_ONLY.issuperset(map(type, items))``: every item is exactly an int (bool and int subclasses are not)
 _INT_ONLY = frozenset({int})
 
 
@@ -135,18 +135,20 @@ class ProcessMesh:
     ints, so it is the same in every process and survives pickling."""
 
     def __post_init__(self) -> None:
-        shape = self.shape
-        if self.process_ids is None and self.dim_names is None and type(shape) is tuple and shape \
-                and _INT_ONLY >= {*map(type, shape)} and min(shape) >= 1:
-            # the common ProcessMesh((2, 3)): default ids and names, worked out once per shape
+        shape, ids = self.shape, self.process_ids
+        if self.dim_names is None and type(shape) is tuple and shape \
+                and _INT_ONLY.issuperset(map(type, shape)) and min(shape) >= 1:
+            # the common ProcessMesh((2, 3)), or with its ids 0..n-1 spelt out: default ids and
+            # names, worked out once per shape
             layout = _DEFAULT_LAYOUTS.get(shape)
             if layout is None:
                 layout = _DEFAULT_LAYOUTS[shape] = (tuple(range(math.prod(shape))),
                                                     tuple(f"d{i}" for i in range(len(shape))))
-            _set(self, "process_ids", layout[0])
-            _set(self, "dim_names", layout[1])
-            _set(self, "_hash", hash((shape, layout[0])))
-            return
+            if ids is None or (type(ids) is tuple and ids == layout[0] and _INT_ONLY.issuperset(map(type, ids))):
+                _set(self, "process_ids", layout[0])
+                _set(self, "dim_names", layout[1])
+                _set(self, "_hash", hash((shape, layout[0])))
+                return
         shape = _int_tuple(self.shape, "ProcessMesh.shape")
         if not shape or any(s < 1 for s in shape):
             raise InvalidSpecError(
@@ -242,22 +244,35 @@ class DistTensorSpec:
     """What :meth:`check` will report, worked out once at construction."""
     coshard: bool = field(default=False, init=False, repr=False, compare=False, hash=False)
     """True when some axis is split along two or more mesh dims (worked out at construction)."""
+    plain: bool = field(default=False, init=False, repr=False, compare=False, hash=False)
+    """True when the spec is on a mesh, passes :meth:`check` and splits each axis along one mesh
+    dim at most (no co-shard): the rules take such a spec as it is (worked out at construction)."""
 
     def __init__(self, shape: Iterable[int], dims_mapping: Iterable[MeshDims], mesh: ProcessMesh | None,
                  partial_dims: Iterable[int] = frozenset()) -> None:
         # The common call (tuples of ints, a frozenset, a ProcessMesh or None) is checked with one
         # type scan; anything else takes _int_tuple, which converts what it can and names what it
         # cannot. Written out instead of a generated __init__ + __post_init__: specs are built by
-        # the hundred thousand, and the checks are the same either way.
-        if not (type(shape) is tuple and type(dims_mapping) is tuple and type(partial_dims) is frozenset
-                and _INT_ONLY >= {*map(type, shape + dims_mapping)}
-                and (not partial_dims or _INT_ONLY >= {*map(type, partial_dims)})):
+        # the hundred thousand, and the checks are the same either way. A spec whose values were
+        # already found plain (after the type scan, so no bool or float passes for an int) skips
+        # the value checks. coshard, _problem and plain are set only where they differ from the
+        # class defaults.
+        if type(shape) is tuple and type(dims_mapping) is tuple and type(partial_dims) is frozenset \
+                and _INT_ONLY.issuperset(map(type, shape + dims_mapping)) \
+                and (not partial_dims or _INT_ONLY.issuperset(map(type, partial_dims))):
+            if type(mesh) is ProcessMesh and (shape, dims_mapping, partial_dims, len(mesh.shape)) in _PLAIN_SPECS:
+                _set(self, "shape", shape)
+                _set(self, "dims_mapping", dims_mapping)
+                _set(self, "mesh", mesh)
+                _set(self, "partial_dims", partial_dims)
+                _set(self, "plain", True)  # coshard False, _problem None: the class defaults
+                return
+            coshard = False
+        else:
             shape = _int_tuple(shape, "DistTensorSpec.shape")
             dims_mapping = _mapping_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
             partial_dims = frozenset(_int_tuple(partial_dims, "partial_dims"))
-            _set(self, "coshard", is_coshard(dims_mapping))
-        else:
-            _set(self, "coshard", False)
+            coshard = is_coshard(dims_mapping)
         if shape and min(shape) < 0:
             raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
         if mesh is not None and type(mesh) is not ProcessMesh and not isinstance(mesh, ProcessMesh):
@@ -268,11 +283,13 @@ class DistTensorSpec:
         _set(self, "dims_mapping", dims_mapping)
         _set(self, "mesh", mesh)
         _set(self, "partial_dims", partial_dims)
-        if mesh is not None and not partial_dims and len(dims_mapping) == len(shape) \
-                and (dims_mapping, len(mesh.shape)) in _VALID_MAPPINGS:
-            _set(self, "_problem", None)
-        else:
-            _set(self, "_problem", self._find_problem())
+        if coshard:
+            _set(self, "coshard", True)
+        problem = self._find_problem()
+        if problem is not None:
+            _set(self, "_problem", problem)
+        elif mesh is not None and not coshard:
+            _set(self, "plain", True)
 
     @property
     def ndim(self) -> int:
@@ -287,14 +304,17 @@ class DistTensorSpec:
             raise InvalidSpecError(template.format(arg=arg), kind=f"invalid-spec:{arg}:{what}")
 
     def _find_problem(self) -> tuple[str, str] | None:
-        dm, mesh = self.dims_mapping, self.mesh
-        if mesh is not None and not self.partial_dims and len(dm) == len(self.shape) and not is_coshard(dm):
-            # the common valid spec, decided in one pass: every entry -1 or a mesh dim, none twice
+        dm, mesh, partial = self.dims_mapping, self.mesh, self.partial_dims
+        if mesh is not None and len(dm) == len(self.shape) and not is_coshard(dm):
+            # the common valid spec, decided in one pass: every entry -1 or a mesh dim, none twice,
+            # every partial dim a mesh dim that splits no axis
             used = [m for m in cast("tuple[int, ...]", dm) if m != -1]
-            if not used or (min(used) >= 0 and max(used) < len(mesh.shape) and len(set(used)) == len(used)):
-                if len(_VALID_MAPPINGS) > 100_000:
-                    _VALID_MAPPINGS.clear()
-                _VALID_MAPPINGS.add((dm, len(mesh.shape)))
+            n = len(mesh.shape)
+            if (not used or (min(used) >= 0 and max(used) < n and len(set(used)) == len(used))) \
+                    and all(0 <= p < n and p not in used for p in partial):
+                if len(_PLAIN_SPECS) > 100_000:
+                    _PLAIN_SPECS.clear()
+                _PLAIN_SPECS.add((self.shape, cast("tuple[int, ...]", dm), partial, n))
                 return None
         return self._first_problem()
 
@@ -428,9 +448,11 @@ class DistAttr:
 
 
 _INTERNED: dict[tuple[Any, ...], DistAttr] = {}
-#: (dims_mapping, mesh ndim) pairs already found valid: every entry -1 or a mesh dim, none twice
-#: (keys are checked tuples of ints, so no float or bool can pass for an int here; co-shards never enter)
-_VALID_MAPPINGS: set[tuple[Mapping, int]] = set()
+#: (shape, dims_mapping, partial dims, mesh ndim) of specs already found plain: sizes non-negative,
+#: one entry per axis, each -1 or a mesh dim, none twice, every partial dim a mesh dim splitting no
+#: axis (keys are checked tuples and frozensets of ints, so no float or bool can pass for an int
+#: here; co-shards never enter)
+_PLAIN_SPECS: set[tuple[tuple[int, ...], tuple[int, ...], frozenset[int], int]] = set()
 _SPECS_READ: dict[tuple[Any, ...], DistTensorSpec] = {}
 
 _ATTR_RE = re.compile(r"^\s*\[(?P<dm>[-\d,\s()]*)\](?:\s*P\{(?P<p>[\d,\s]*)\})?(?P<nomesh>\s*@-)?\s*$")

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, cast
 
 from ..errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument
-from ..types import DistAttr, DistTensorSpec, Mapping, ProcessMesh, SpmdResult, mesh_dims_of
+from ..types import DistAttr, DistTensorSpec, Mapping, MeshDims, ProcessMesh, SpmdResult, mesh_dims_of
 
 _NO_PARTIAL: frozenset[int] = frozenset()
 
@@ -27,7 +27,7 @@ class RuleInput(NamedTuple):
     mesh: ProcessMesh | None
     missing: bool
 
-    def attr(self, dims_mapping: Iterable[int], *, keep_partial: bool = False) -> DistAttr:
+    def attr(self, dims_mapping: Iterable[MeshDims], *, keep_partial: bool = False) -> DistAttr:
         """A copy of this input's attr with a new dims_mapping.
 
         ``keep_partial=False`` is Paddle's ``CopyTensorDistAttrForOutput`` (partial cleared);
@@ -57,6 +57,23 @@ def as_input(spec: DistTensorSpec | None, name: str, *, optional: bool = False) 
                                 f"{type(spec).__name__} {_short(spec)}", kind=f"invalid-spec:{name}:type")
     dims_mapping = spec.dims_mapping if not spec.coshard else getter_mapping(spec.dims_mapping, spec.mesh)
     return _new_input((name, len(spec.shape), dims_mapping, spec.partial_dims, spec.mesh, False))
+
+
+def plain_inputs(specs: Sequence[DistTensorSpec | None], names: Sequence[tuple[str, bool]]) -> list[RuleInput] | None:
+    """:func:`as_input` of each spec at once (``names``: (name, optional) per spec) when every spec is
+    *plain* (:attr:`DistTensorSpec.plain`: of the class itself, valid, on a mesh, no co-shard) or
+    ``None`` where optional; ``None`` when any spec needs :func:`as_input`'s checks or its spec check.
+    The preambles' fast path (:mod:`.preconditions`)."""
+    out = []
+    for spec, (name, optional) in zip(specs, names, strict=True):
+        if type(spec) is DistTensorSpec and spec.plain:
+            out.append(tuple.__new__(RuleInput, (name, len(spec.shape), spec.dims_mapping, spec.partial_dims,
+                                                 spec.mesh, False)))
+        elif spec is None and optional:
+            out.append(as_input(None, name, optional=True))
+        else:
+            return None
+    return out
 
 
 def getter_mapping(dims_mapping: Mapping, mesh: ProcessMesh | None) -> tuple[int, ...]:
@@ -94,6 +111,8 @@ _WANTED = {"real": "a real number (int or float, not bool)", "int": "an int (not
 #: Exact types each kind accepts outright; other values go through the general checks below.
 _EXACT_OK: dict[str, frozenset[type]] = {"real": frozenset({float, int}), "int": frozenset({int}),
                                          "str": frozenset({str}), "bool": frozenset({bool})}
+#: attribute name -> the exact types its check accepts outright
+EXACT_ATTR_TYPES: dict[str, frozenset[type]] = {name: _EXACT_OK[kind] for name, kind in ATTR_TYPES.items()}
 
 
 def _short(value: Any) -> str:
@@ -126,6 +145,14 @@ def check_attrs(*named: tuple[str, Any]) -> None:
         if not attr_type_ok(kind, value):
             raise ArgumentTypeError(f"{name} must be {_WANTED[kind]}, got {type(value).__name__} {_short(value)}",
                                     kind=f"invalid-spec:{name}:type")
+
+
+def attrs_plain(attrs: Sequence[tuple[str, Any]]) -> bool:
+    """True when every attribute is of an exact type :func:`check_attrs` accepts outright (the fast path)."""
+    for name, value in attrs:
+        if type(value) not in EXACT_ATTR_TYPES[name]:
+            return False
+    return True
 
 
 def check_specs(*named: tuple[str, DistTensorSpec | None]) -> None:
