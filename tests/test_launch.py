@@ -36,6 +36,7 @@ from paddle_spmd_port.launch.launcher import (
     LaunchConfig,
     discard_work_dir,
     end_processes,
+    keep_work_dir,
     launch_command,
     new_job_id,
     processes_with_token,
@@ -45,6 +46,7 @@ from paddle_spmd_port.launch.predict import UNEVEN_COSHARD, predict, uneven_cosh
 from paddle_spmd_port.launch.report import build_report, verdict_for_case
 from paddle_spmd_port.launch.runner import placement_text
 from paddle_spmd_port.launch.session import ChildGuard, Stopped, read_rank_records
+from tests.cli_checks import BadInput, assert_usage_error
 
 
 def ln(cid, shape, pl, ns, mesh=(2,), **kw):
@@ -134,6 +136,25 @@ def test_co_shard_predictions_follow_the_collapse_and_the_nested_cut():
     assert p.forward.kernel_error and p.forward.result.outputs[0].placements() == ("R", "S(1)")
 
 
+def test_x_grad_read_back_without_its_shard_order_is_a_placement_difference():
+    case = ln("x", (8, 4, 8), ("S(0)#1", "S(0)#0"), (8,), mesh=(2, 2), weight=False, bias=False)
+    pred = predict(case)
+
+    def record(rank, x_grad_placements):
+        tensors = {t.name: {"present": True, "ref_present": True, "placements": list(t.placements),
+                            "local_shape": list(t.local_shape_on(rank)), "max_abs_err": 0.0, "ref_max_abs": 1.0,
+                            "shape_ok": True} for t in pred.tensors}
+        tensors["x_grad"]["placements"] = x_grad_placements
+        return {"kind": "case", "case_id": "x", "rank": rank, "stages": {"reference": "ok", "forward": "ok",
+                "backward": "ok"}, "error": None, "skipped": None, "tensors": tensors}
+
+    good = {r: record(r, ["S(0)#1", "S(0)#0"]) for r in range(4)}
+    assert verdict_for_case(case, good, [0, 1, 2, 3], 1e-5).verdict == "agree"
+    for wrong in (["S(0)", "S(0)"], ["S(0)#0", "S(0)#1"], ["?Shard(dim=0, order=1)", "R"]):
+        v = verdict_for_case(case, {r: record(r, wrong) for r in range(4)}, [0, 1, 2, 3], 1e-5)
+        assert v.verdict == "placement differs" and not v.expected and "x_grad" in v.reasons[0]
+
+
 def test_an_uneven_co_shard_is_a_predicted_forward_abort_and_an_expected_skip():
     case = ln("u", (10, 4, 8), ("S(0)#0", "S(0)#1"), (8,), mesh=(2, 2))  # pieces 3,2,3,2
     p = predict(case)
@@ -194,6 +215,28 @@ def test_default_grids_have_enough_cases_for_one_launch():
         assert {(c.weight, c.bias) for c in cases} == {(True, True), (False, False), (True, False), (False, True)}
     assert any(c.op == "sync_batch_norm" for c in default_cases((2,), backend="gpu"))
     assert not any(c.op == "sync_batch_norm" for c in default_cases((2,)))
+
+
+COSHARD_BAD = [
+    BadInput(("launch", "--nproc", "4", "--coshard", "--cases", "c.jsonl"), "--coshard",
+             {"c.jsonl": json.dumps(ln("a", (8, 8), ("S(0)#0", "S(0)#1"), (8,), mesh=(2, 2)).to_json()) + "\n"}),
+    BadInput(("launch", "--nproc", "2", "--coshard"), "--coshard"),        # no default co-shard mesh for 2
+    BadInput(("launch", "--nproc", "4", "--coshard", "--mesh", "4"), "--mesh"),  # a 1-D mesh cannot co-shard
+]
+
+
+@pytest.mark.parametrize("row", COSHARD_BAD, ids=[r.id for r in COSHARD_BAD])
+def test_coshard_usage_errors(row: BadInput, tmp_path: Path) -> None:
+    assert_usage_error(row, tmp_path)
+
+
+def test_coshard_writes_its_set_for_the_mesh_of_the_ranks(tmp_path: Path) -> None:
+    from paddle_spmd_port.launch.cli import main
+
+    for nproc, mesh, args in (("4", (2, 2), ()), ("8", (2, 2, 2), ()), ("6", (2, 3), ("--mesh", "2x3"))):
+        out = tmp_path / f"cs{nproc}.jsonl"
+        assert main(["--nproc", nproc, "--coshard", *args, "--write-cases", str(out)]) == 0
+        assert read_cases(out) == coshard_cases(mesh)
 
 
 def test_predict_layer_norm_keeps_leading_axes_and_makes_grads_partial():
@@ -445,6 +488,38 @@ def test_four_ranks_two_by_two_mesh(tmp_path):
         print(f"\n4 ranks: {len(cases)} cases, launch {session.launch.seconds:.1f}s, {dict(report.counts())}")
     finally:
         discard_work_dir(session.launch)
+
+
+@pytest.mark.multiproc
+@pytest.mark.native
+def test_four_ranks_one_co_sharded_case(tmp_path):
+    """x [8,4,8] co-sharded on axis 0 along mesh dims (1, 0) of 2x2: the rule reads mesh dim 1, so
+    out comes out [R,S(0)] and weight_grad [R,P]; x.grad comes back co-sharded with its shard order.
+    Free ports and a private log dir per launch (launcher); the logs are kept in tmp_path on failure."""
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.launch.session import run_cases
+
+    case = ln("cs", (8, 4, 8), ("S(0)#1", "S(0)#0"), (8,), mesh=(2, 2))
+    session = run_cases([case], LaunchConfig(nproc=4, timeout=150))
+    passed = False
+    try:
+        logs = f"logs kept in {tmp_path / 'logs'}"
+        assert session.launch.ok, session.launch.failure_text() + "\n" + logs
+        assert _leftovers(session.launch.job_id) == []
+        report = build_report([case], session.case_records(), [0, 1, 2, 3], {})
+        (v,) = report.verdicts
+        assert v.verdict == "agree" and v.expected, (v.verdict, v.reasons, logs)
+        t = {c.name: c for c in v.tensors}
+        assert t["out"].observed == ("R", "S(0)") and t["out"].observed_local == (4, 4, 8)
+        assert t["weight_grad"].observed == ("R", "P") and t["weight_grad"].numerics_ok
+        assert t["x_grad"].observed == ("S(0)#1", "S(0)#0") and t["x_grad"].observed_local == (2, 4, 8)
+        assert all(c.placement_ok is not False and c.numerics_ok is not False for c in v.tensors)
+        passed = True
+    finally:
+        if passed:
+            discard_work_dir(session.launch)
+        else:
+            keep_work_dir(session.launch, tmp_path / "logs")
 
 
 @pytest.mark.multiproc

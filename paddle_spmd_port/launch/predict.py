@@ -67,7 +67,8 @@ BN_STAT_OUTPUTS = ("mean_out", "variance_out", "saved_mean", "saved_variance")
 #: ``dist.reshard`` to [S(0),R] and to [R,R] each end with gloo's ``op.preamble.length <= op.nbytes.
 #: 192 vs 128`` (SIGABRT / SIGTERM on the ranks; the ranks holding 3 rows first return 6 rows, gathered
 #: 12 of 10); the same x with 8 rows (even pieces) and a plain uneven shard (7 rows over 2 ranks)
-#: reshard correctly. The port predicts it for every co-sharded axis of x whose pieces differ.
+#: reshard correctly. On 8 ranks (2x2x2), ``F.layer_norm`` on the same x co-sharded along (0, 1, 2)
+#: or (1, 2) aborts the same way. The port predicts it for every co-sharded axis of x whose pieces differ.
 UNEVEN_COSHARD = "coshard:uneven-reshard"
 
 #: Observed tensors whose placement eager mode does not take from the rule, and why.
