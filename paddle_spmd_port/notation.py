@@ -167,8 +167,8 @@ def axis_range(size: int, entry: int | tuple[int, ...], coords: Sequence[int],
                                               coords (1,0) [5,7)  (1,1) [7,9)  (1,2) [9,10)
 
     For sizes that divide evenly this equals one cut into prod(sizes) pieces (row-major over the
-    members); for uneven sizes the nested cut is an assumption until a real run measures it (the
-    launch co-shard cases compare local shapes with Paddle's)."""
+    members); for uneven sizes it does not, and the nested cut is Paddle's (measured on real ranks:
+    see :func:`local_shape`)."""
     if type(entry) is not tuple:
         if entry < 0:  # type: ignore[operator]
             return 0, size

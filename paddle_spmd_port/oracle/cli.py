@@ -209,6 +209,15 @@ def _render(run: _Run, args: argparse.Namespace, seconds: float, interrupted: st
             "with communication = those that need a collective (a Shard or Partial that is not kept; "
             "Replicate -> Shard is a local slice); summed over the cases both profiles answer, and over those "
             "where both answers are sound.\n")
+        coshard = {r: [i for i, j in enumerate(rows) if "-coshard-" in j.case.case_id]
+                   for r, rows in judged["paddle"].items()}
+        if any(coshard.values()):
+            parts.append("## paddle vs proposed on co-sharded inputs\n\n" + comparison_table(
+                {label(r): [judged["paddle"][r][i] for i in idx] for r, idx in coshard.items() if idx},
+                {label(r): [judged["proposed"][r][i] for i in idx] for r, idx in coshard.items() if idx}) + "\n\n"
+                "The same columns over the grid's co-shard set only (ids `<rule>-coshard-...`): Paddle 3.3.1 "
+                "reads one mesh dim of a co-shard and gathers the rest; `proposed` keeps the co-shard on the "
+                "axes it keeps split (rules/proposed.py `_with_coshards`).\n")
     if "paddle" in profiles:
         parts.append("## Paddle's rule raising on cases the op can run\n\n"
                      + rule_error_groups(judged["paddle"], judged.get("proposed")))

@@ -39,6 +39,13 @@ What changes, and why (c = channel axis, d = the mesh dim C ends up on; N = batc
     layer_norm_grad       keeps x's, mean's, variance's Partial   partial cleared; conflicts resolved per
                           (fed into a non-linear kernel); raises  axis by the mesh dim most of x, mean,
                           on conflicting shardings                variance, out_grad hold (fewest moves)
+    co-sharded inputs     every rule reads one mesh dim of a      an axis the rule keeps split keeps the
+    (every rule)          co-shard (the largest; the rest of      whole co-shard of the input that decided
+                          the axis is gathered)                   it (:func:`_with_coshards`): the leading
+                                                                  axes of layer_norm, C (and in running-
+                                                                  statistics modes every axis) of
+                                                                  batch_norm, N of sync_batch_norm when
+                                                                  it splits evenly over all its mesh dims
 
 Worked table, 2x3 mesh (x [8,7,10,12] NCHW for batch_norm, [8,7,10] with b=2 for layer_norm)::
 
@@ -58,12 +65,13 @@ Worked table, 2x3 mesh (x [8,7,10,12] NCHW for batch_norm, [8,7,10] with b=2 for
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Sequence
 
 from ..errors import InvalidSpecError
 from ..notation import dedupe, first_claim, most_held
-from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
+from ..types import DistAttr, DistTensorSpec, MeshDims, SpmdResult, mesh_dims_of
+from ._tensor import RuleInput, getter_mapping, on_meshes_of_other_ndim, require_mesh_dims_exist
 from .preconditions import bn_forward_inputs, bn_grad_inputs, ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
 from .signatures import BN_PER_CHANNEL, RULES, channel_axis
 
@@ -89,7 +97,34 @@ def _checked(result: SpmdResult, owners: Sequence[tuple[str, RuleInput]], tx: Ru
     return result
 
 
-def _param(t: RuleInput, mapping: tuple[int, ...], partial: frozenset[int] = frozenset()) -> DistAttr:
+def _with_coshards(kept: Sequence[int], *specs: DistTensorSpec | None,
+                   partial: Collection[int] = ()) -> tuple[MeshDims, ...]:
+    """``kept`` (the rule's mapping, one mesh dim per axis) with each split axis given back the whole
+    co-shard of the first of ``specs`` whose co-shard on that axis keeps that dim (the one the rules
+    read: :func:`~._tensor.getter_mapping`), when no other member is used on another axis or in
+    ``partial`` and the axis splits evenly over all the members (an uneven co-shard can leave a rank
+    an empty piece, and Paddle's ranks abort on one: measured by the launch co-shard runs). Splitting a kept axis
+    further is sound wherever splitting it once is: each piece is a sub-block of the rank's rows.
+    2x3 mesh, x [(0,1),-1] of shape [12, 5], read as [1,-1]::
+
+        kept [1,-1]  ->  [(0,1),-1]        kept [-1,-1]  ->  [-1,-1]  (the axis is gathered anyway)
+        kept [1,0]   ->  [1,0]             (mesh dim 0 splits axis 1: the co-shard cannot come back)
+    """
+    out: list[MeshDims] = list(kept)
+    for spec in specs:
+        if spec is None or not spec.coshard or spec.mesh is None or len(spec.dims_mapping) != len(kept):
+            continue
+        read = getter_mapping(spec.dims_mapping, spec.mesh)
+        for axis, entry in enumerate(spec.dims_mapping):
+            if type(entry) is not tuple or kept[axis] != read[axis] or type(out[axis]) is tuple:
+                continue
+            others = {m for a, e in enumerate(out) if a != axis for m in mesh_dims_of(e)} | set(partial)
+            if not others & set(entry) and spec.shape[axis] % math.prod(spec.mesh.shape[m] for m in entry) == 0:
+                out[axis] = entry
+    return tuple(out)
+
+
+def _param(t: RuleInput, mapping: tuple[MeshDims, ...], partial: frozenset[int] = frozenset()) -> DistAttr:
     """An attr for a per-channel / parameter tensor; a missing input keeps Paddle's meshless ``[-1]``."""
     if t.mesh is None:
         return DistAttr((-1,) * max(len(mapping), 1), frozenset(), None)
@@ -104,7 +139,7 @@ def _bn_forward(x: DistTensorSpec, mean: DistTensorSpec, variance: DistTensorSpe
     fewest of x and the per-channel tensors. ``attrs``: every attribute, in signature order."""
     tx, tm, tv, ts, tb = bn_forward_inputs(x, mean, variance, scale, bias, attrs)
     c = channel_axis(data_format, tx.ndim)
-    kept = _vote(tx, c, axes(tx, c), (), (tm, tv, ts, tb))
+    kept = _with_coshards(_vote(tx, c, axes(tx, c), (), (tm, tv, ts, tb)), x)
     stat = (kept[c],)
     result = SpmdResult(
         inputs=(tx.attr(kept), tm.attr(stat), tv.attr(stat), _param(ts, stat), _param(tb, stat)),
@@ -174,7 +209,7 @@ def _per_channel(t: dict[str, RuleInput]) -> list[RuleInput]:
     return [v for k, v in t.items() if k in BN_PER_CHANNEL]
 
 
-def _grad_result(t: dict[str, RuleInput], order: Sequence[str], kept: tuple[int, ...], c: int,
+def _grad_result(t: dict[str, RuleInput], order: Sequence[str], kept: tuple[MeshDims, ...], c: int,
                  grad_partial: frozenset[int]) -> SpmdResult:
     stat = (kept[c],)
     inputs = []
@@ -222,18 +257,20 @@ def batch_norm_grad_infer_spmd(
     tx = t["x"]
     c = channel_axis(data_format, tx.ndim)
     running = is_test or use_global_stats  # the grad kernel's own test (trainable_statistics is not read)
-    kept = _vote(tx, c, range(tx.ndim) if running else (c,), (t["out_grad"],), _per_channel(t))
-    partial = frozenset(m for axis, m in enumerate(kept) if axis != c and m >= 0)
+    kept = _with_coshards(_vote(tx, c, range(tx.ndim) if running else (c,), (t["out_grad"],), _per_channel(t)),
+                          x, out_grad)
+    partial = frozenset(m for axis, e in enumerate(kept) if axis != c for m in mesh_dims_of(e))
     return _grad_result(t, order, kept, c, partial)
 
 
 # --------------------------------------------------------------------------- sync_batch_norm
-def _even_batch(tx: RuleInput, shape: Sequence[int], mapping: Sequence[int]) -> int:
-    """N's mesh dim when it splits N evenly (the sync kernel averages per-rank means), else -1."""
-    b = mapping[0]
-    if b < 0 or tx.mesh is None or shape[0] % tx.mesh.shape[b]:
+def _even_batch(tx: RuleInput, shape: Sequence[int], mapping: Sequence[MeshDims]) -> int:
+    """N's mesh dim when it splits N evenly (the sync kernel averages per-rank means), else -1;
+    for a co-shard on N, its first member when N splits evenly over all of them."""
+    dims = mesh_dims_of(mapping[0])
+    if not dims or tx.mesh is None or shape[0] % math.prod(tx.mesh.shape[m] for m in dims):
         return -1
-    return b
+    return dims[0]
 
 
 def sync_batch_norm_infer_spmd(
@@ -257,7 +294,8 @@ def sync_batch_norm_infer_spmd(
     def axes(tx: RuleInput, c: int) -> Sequence[int]:
         if running:
             return range(tx.ndim)
-        return (0,) if _even_batch(tx, x.shape, tx.dims_mapping) >= 0 else ()
+        even = _even_batch(tx, x.shape, x.dims_mapping) >= 0 and _even_batch(tx, x.shape, tx.dims_mapping) >= 0
+        return (0,) if even else ()
 
     return _bn_forward(x, mean, variance, scale, bias, attrs, data_format, axes)
 
@@ -286,10 +324,10 @@ def sync_batch_norm_grad_infer_spmd(
         ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics)))
     tx = t["x"]
     c = channel_axis(data_format, tx.ndim)
-    kept = list(_vote(tx, c, (0,), (t["out_grad"],), _per_channel(t)))
-    if c != 0 and kept[0] >= 0 and _even_batch(tx, x.shape, kept) < 0:
+    kept = list(_with_coshards(_vote(tx, c, (0,), (t["out_grad"],), _per_channel(t)), x, out_grad))
+    if c != 0 and kept[0] != -1 and _even_batch(tx, x.shape, kept) < 0:
         kept[0] = -1
-    partial = frozenset({kept[0]}) if kept[0] >= 0 and c != 0 else frozenset()
+    partial = frozenset(mesh_dims_of(kept[0])) if c != 0 else frozenset()
     return _grad_result(t, order, tuple(kept), c, partial)
 
 
@@ -308,8 +346,8 @@ def layer_norm_infer_spmd(
     """Forward: axes before b keep their sharding, the rest are replicated; no partial."""
     tx, ts, tb = ln_forward_inputs(x, scale, bias, epsilon, begin_norm_axis)
     b = begin_norm_axis
-    lead = dedupe(tx.dims_mapping[:b])
-    kept = lead + (-1,) * (tx.ndim - b)
+    kept = _with_coshards(dedupe(tx.dims_mapping[:b]) + (-1,) * (tx.ndim - b), x)
+    lead = kept[:b]
     return SpmdResult(inputs=(tx.attr(kept), _ln_param(ts), _ln_param(tb)),
                       outputs=(tx.attr(kept), tx.attr(lead), tx.attr(lead)))
 
@@ -328,8 +366,9 @@ def layer_norm_infer_spmd_reverse(
     tx, ts, tb, to, tm, tv = ln_reverse_inputs(x, scale, bias, out, mean, variance, epsilon, begin_norm_axis)
     b = begin_norm_axis
     _fits_x_mesh(tx, to, tm, tv)
-    lead = first_claim(to.dims_mapping[:b], tm.dims_mapping, tv.dims_mapping) if b else ()
-    kept = lead + (-1,) * (tx.ndim - b)
+    claimed = first_claim(to.dims_mapping[:b], tm.dims_mapping, tv.dims_mapping) if b else ()
+    kept = _with_coshards(claimed + (-1,) * (tx.ndim - b), out)
+    lead = kept[:b]
     result = SpmdResult(inputs=(tx.attr(kept), _ln_param(ts), _ln_param(tb)),
                         outputs=(to.attr(kept), tm.attr(lead), tv.attr(lead)))
     owners = (("x", tx), ("scale", ts), ("bias", tb), ("out", to), ("mean", tm), ("variance", tv))
@@ -352,9 +391,10 @@ def layer_norm_grad_infer_spmd(
     tx, ts, tb, tm, tv, tg = ln_grad_inputs(x, scale, bias, mean, variance, out_grad, epsilon, begin_norm_axis)
     b = begin_norm_axis
     _fits_x_mesh(tx, tm, tv, tg)
-    lead = most_held(tx.dims_mapping[:b], tm.dims_mapping, tv.dims_mapping, tg.dims_mapping[:b]) if b else ()
-    kept = lead + (-1,) * (tx.ndim - b)
-    partial = frozenset(m for m in lead if m >= 0)
+    held = most_held(tx.dims_mapping[:b], tm.dims_mapping, tv.dims_mapping, tg.dims_mapping[:b]) if b else ()
+    kept = _with_coshards(held + (-1,) * (tx.ndim - b), x, out_grad)
+    lead = kept[:b]
+    partial = frozenset(m for e in lead for m in mesh_dims_of(e))
     result = SpmdResult(
         inputs=(tx.attr(kept), _ln_param(ts), _ln_param(tb), tm.attr(lead), tv.attr(lead), tg.attr(kept)),
         outputs=(tg.attr(kept), _ln_param(ts, partial), _ln_param(tb, partial)),
