@@ -11,6 +11,7 @@ Axes of the grid (per rule, see each ``_grid_*``)::
                       varied one tensor at a time around the all-replicated default (batch_norm
                       family: against x replicated, and x split on N or on C along each mesh dim)
     corner sets       invalid inputs, inputs on other meshes (see below); ``sample`` keeps them all
+    co-shard set      after each rule's own grid: co-sharded inputs (:func:`coshard_cases`)
 
 What is a full product and what is thinned, and why (pairs counted over every mesh, rank,
 begin_norm_axis and data_format of the grid)::
