@@ -1,10 +1,11 @@
 """Real runs with paddle.distributed.launch, checked against the port (paddle_spmd_port.launch).
 
-Pure tests (no Paddle): case/placement bookkeeping (co-shard placements ``S(d)#k`` included), the
-port's predictions for the cases the real runs are about, the verdict logic on hand-made rank records, the launch command line.
-Multi-process tests (``multiproc``): 2 ranks on a 1-D mesh and 4 ranks on a 2x2 mesh, each a
-batch of batch_norm and layer_norm cases in one launch; one co-sharded case on 4 ranks; a rank raising and a rank hanging make
-the launcher fail within its timeout, show that rank's log, and leave no process behind; a launch
+Pure tests (no Paddle): case/placement bookkeeping (co-shard placements ``S(d)#k`` included),
+the port's predictions for the cases the real runs are about, the verdict logic on hand-made rank
+records, the launch command line. Multi-process tests (``multiproc``): 2 ranks on a 1-D mesh and 4
+ranks on a 2x2 mesh, each a batch of batch_norm and layer_norm cases in one launch; one co-sharded
+case on 4 ranks; a rank raising and a rank hanging make the launcher fail within its timeout, show
+that rank's log, and leave no process behind; a launch
 timing out through the CLI exits 3 with its report and logs. Bad arguments:
 ``test_bad_input_launch.py``; SIGINT/SIGTERM during a launch: ``test_signals_launch.py``.
 """
