@@ -22,6 +22,9 @@ The default grids (:func:`default_cases`), for a mesh whose every dim has size 2
 
 (*) see :func:`placement_grid`: n+1 placements of a rank-n x on a 1-D mesh, (n+1)^2 - n on a
 2-D mesh. ``sync_batch_norm`` cases are added only for ``backend="gpu"`` (no CPU kernel in Paddle).
+
+The co-shard set (:func:`coshard_cases`, ``launch --coshard``): x split along two or more mesh
+dims (``S(d)#k`` placements), see :data:`COSHARD_CONFIGS` and :func:`coshard_orders`.
 """
 
 from __future__ import annotations
