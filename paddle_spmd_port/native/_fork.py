@@ -11,6 +11,15 @@ everything else in the worker itself:
 
 A crash that ``may_crash`` misses still becomes a crash outcome: the worker dies and
 :mod:`.pool` restarts it, only slower. ``may_crash`` picks where a case runs, never its outcome.
+
+Fork server: a worker calls :func:`start_fork_server` right after importing its backend, before
+it loads the cases or builds anything. That forks a *zygote*, a copy of the worker as it is then
+(Paddle imported, nothing else), which from then on forks the children for the worker
+(:func:`run_isolating` hands it each run of crash-prone cases with a module-level runner). A fork
+of the grown worker cost 25-40 ms a crash case in a sweep (its page tables, the copy-on-write
+faults of both sides afterwards); the zygote is smaller and idle, and the worker itself never
+forks, so its own pages stay writable. Without a server (tests, ``run_many`` in a plain process),
+or if it has gone, the children are forked from the calling process as before.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ import os
 import pickle
 import signal
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from ..case import Case
 from ..outcome import Outcome
@@ -102,10 +111,104 @@ def run_in_children(run: Callable[[Case], Outcome], cases: list[Case]) -> Iterat
             yield Outcome(crash=describe_status(status))
 
 
+def _write_frame(fd: int, payload: bytes) -> None:
+    data = memoryview(_LEN.pack(len(payload)) + payload)
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _read_frame(fd: int) -> bytes | None:
+    head = _read_exact(fd, _LEN.size)
+    return None if head is None else _read_exact(fd, _LEN.unpack(head)[0])
+
+
+class ForkServerGone(RuntimeError):
+    """The fork server stopped answering (it died); the cases it had not answered are run here."""
+
+
+class ForkServer:
+    """The zygote (see the module docstring): asked with ``(runner, cases)``, it answers with the
+    outcomes of :func:`run_in_children` on them, one frame each. ``runner`` must be picklable
+    by reference (a module-level function) and must not isolate again."""
+
+    def __init__(self, close_fds: Sequence[int] = ()) -> None:
+        req_read, req_write = os.pipe()
+        rep_read, rep_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the zygote: serve until the worker closes its end (it ended, or died)
+            code = 0
+            try:
+                for fd in (req_write, rep_read, *close_fds):
+                    os.close(fd)
+                _serve(req_read, rep_write)
+            except BaseException:  # the worker sees the pipe end and runs the rest itself
+                code = 3
+            os._exit(code)
+        os.close(req_read)
+        os.close(rep_write)
+        self.pid, self._requests, self._replies = pid, req_write, rep_read
+
+    def run(self, runner: Callable[[Case], Outcome], cases: list[Case]) -> Iterator[Outcome]:
+        try:
+            _write_frame(self._requests, pickle.dumps((runner, cases), protocol=pickle.HIGHEST_PROTOCOL))
+        except OSError as exc:
+            raise ForkServerGone(f"fork server {self.pid}: {exc}") from exc
+        for _ in cases:
+            body = _read_frame(self._replies)
+            if body is None:
+                raise ForkServerGone(f"fork server {self.pid} ended")
+            yield pickle.loads(body)
+
+
+def _serve(requests: int, replies: int) -> None:
+    gc.collect()
+    gc.freeze()  # the zygote's objects stay put: a collection in a child would copy their pages
+    while True:
+        body = _read_frame(requests)
+        if body is None:
+            return
+        runner, cases = pickle.loads(body)
+        for outcome in run_in_children(runner, cases):
+            _write_frame(replies, pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+_server: ForkServer | None = None
+
+
+def start_fork_server(close_fds: Sequence[int] = ()) -> None:
+    """Fork this process's zygote now (a worker, after importing its backend and before loading
+    its cases); ``close_fds`` are closed in it (the worker's protocol pipe, whose end the pool
+    must see when the worker ends)."""
+    global _server
+    _server = ForkServer(close_fds)
+
+
+def _in_children(run: Callable[[Case], Outcome], isolated: Callable[[Case], Outcome] | None,
+                 cases: list[Case]) -> Iterator[Outcome]:
+    """``cases`` in forked children: the fork server's (running ``isolated``) if there is one,
+    else this process's own (running ``run``)."""
+    global _server
+    server = _server
+    if server is not None and isolated is not None:
+        done = 0
+        try:
+            for outcome in server.run(isolated, cases):
+                done += 1
+                yield outcome
+            return
+        except ForkServerGone:
+            _server = None  # from now on this process forks its children itself
+            cases = cases[done:]
+    yield from run_in_children(run, cases)
+
+
 def run_isolating(cases: Iterable[Case], run: Callable[[Case], Outcome],
-                  may_crash: Callable[[Case], bool]) -> Iterator[Outcome]:
+                  may_crash: Callable[[Case], bool],
+                  isolated: Callable[[Case], Outcome] | None = None) -> Iterator[Outcome]:
     """Outcomes in order: a run of consecutive ``may_crash`` cases (up to :data:`CHILD_BATCH`)
-    goes to :func:`run_in_children`; every other case is ``run`` here."""
+    goes to forked children (the fork server's, running ``isolated``, a module-level function
+    doing what ``run`` does; else this process's own, running ``run``); every other case is
+    ``run`` here."""
     it = iter(cases)
     pushed_back: list[Case] = []
     while True:
@@ -122,4 +225,4 @@ def run_isolating(cases: Iterable[Case], run: Callable[[Case], Outcome],
             else:
                 pushed_back.append(other)
                 break
-        yield from run_in_children(run, batch)
+        yield from _in_children(run, isolated, batch)

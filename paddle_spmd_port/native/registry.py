@@ -136,4 +136,4 @@ def run_many(cases: Iterable[Case]) -> Iterator[Outcome]:
     :func:`~.compiled.may_crash`: no mesh on x, a dims_mapping whose length is not the rank,
     begin_norm_axis out of range, inputs on meshes of another number of dims) run in forked
     children (see :mod:`._fork`), so that a crash costs a fork instead of a worker restart."""
-    return run_isolating(cases, run, may_crash)
+    return run_isolating(cases, run, may_crash, isolated=run)

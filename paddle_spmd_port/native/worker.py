@@ -13,6 +13,7 @@ index was in flight and restarts the worker after it.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import pickle
@@ -24,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 from ..case import Case
+from ._fork import start_fork_server
 from ._paddle import paddle_version
 
 #: A frame's header: the case index (or HELLO / DONE) and the payload's length in bytes.
@@ -71,15 +73,21 @@ def main(argv: list[str] | None = None) -> int:
     for fatal in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL):
         signal.signal(fatal, signal.SIG_DFL)
     write_frame(out, HELLO, pickle.dumps(paddle_version()))
+    start_fork_server(close_fds=[out.fileno()])  # before the cases are loaded: a small zygote (see ._fork)
     with open(args.cases, "rb") as fh:
         cases: list[Case] = pickle.load(fh)
+    gc.collect()
+    gc.freeze()  # the cases live to the end: out of the cyclic GC's way
     stop = len(cases) if args.stop < 0 else min(args.stop, len(cases))
-    if hasattr(backend, "run_many"):  # batched backend: same protocol, one frame per case
-        _stream_many(backend, cases, args.start, stop, out)
-    else:
-        for index in range(args.start, stop):
-            outcome = backend.run(cases[index])
-            write_frame(out, index, pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL))
+    try:
+        if hasattr(backend, "run_many"):  # batched backend: same protocol, one frame per case
+            _stream_many(backend, cases, args.start, stop, out)
+        else:
+            for index in range(args.start, stop):
+                outcome = backend.run(cases[index])
+                write_frame(out, index, pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL))
+    finally:  # Paddle's objects must be torn down in the order the collector finds (frozen, PIR aborts at exit)
+        gc.unfreeze()
     write_frame(out, DONE)
     return 0
 
