@@ -20,7 +20,7 @@ from paddle_spmd_port.case import Case
 from paddle_spmd_port.compat.probes import compat_api, observe
 from paddle_spmd_port.outcome import ErrorInfo, Outcome, port_outcome
 from paddle_spmd_port.parity.detect import detect_release, version_key
-from paddle_spmd_port.parity.grid import grid_for, sample
+from paddle_spmd_port.parity.grid import coshard_cases, grid_for, sample
 from paddle_spmd_port.parity.releases import (
     MATCHERS,
     RELEASES,
@@ -236,6 +236,85 @@ def test_layer_norm_grad_segfault_is_known_for_3_1_0_only_when_x_grad_is_split()
     assert p310.explain(split, port_outcome(split), Outcome(crash="signal 6 (SIGABRT)")) is None
     for version in ("3.0.0", "3.1.1", "3.3.1"):
         assert release_for(version).explain(split, port_outcome(split), segv) is None
+
+
+# What the sweep measured on the co-shard set (parity.grid.coshard_cases): 3.1.x rules raise when they read a
+# co-sharded dims_mapping; 3.0.0's registry route cannot set one.
+_READS_RAISE = Outcome(error=ErrorInfo("ValueError", 'There are 2 mesh dim sharded on tensor dim 0,you should call '
+                                                     '"multi_dims_mapping()"'))
+_NO_MULTI = Outcome(error=ErrorInfo("AttributeError", "'paddle.base.libpaddle.TensorDistAttr' object has no "
+                                                      "attribute 'multi_dims_mapping'"))
+
+
+def _ln(x_mapping):
+    return _case("layer_norm", [spec([8, 6, 4], x_mapping), rep([4]), rep([4])], begin_norm_axis=2)
+
+
+def _first_coshard(rule):
+    return next(iter(coshard_cases(rule)))
+
+
+def test_coshard_read_raising_is_known_for_3_1_x_on_cases_with_a_coshard_only():
+    cosharded, plain = _ln([(0, 1), -1, -1]), _ln([1, -1, -1])
+    assert cosharded.inputs[0].coshard and not plain.inputs[0].coshard
+    port = port_outcome(cosharded)
+    for version in ("3.1.0", "3.1.1"):
+        why = release_for(version).explain(cosharded, port, _READS_RAISE)
+        assert why is not None and why.startswith(f"known difference for {version}: ") and "dims_mapping" in why
+    for version in ("3.0.0", "3.2.0", "3.3.1"):
+        assert release_for(version).explain(cosharded, port, _READS_RAISE) is None
+    p311 = release_for("3.1.1")
+    # near misses: the same error without a co-shard, an answer, another family, another message, another rule
+    assert p311.explain(plain, port_outcome(plain), _READS_RAISE) is None
+    assert p311.explain(cosharded, port, _fallback(cosharded)) is None
+    assert p311.explain(cosharded, port, Outcome(error=dataclasses.replace(_READS_RAISE.error,
+                                                                           family="RuntimeError"))) is None
+    other = ErrorInfo("ValueError", "Tensor Axis[0] is Sharded by two different mesh dimension [1] and [0].")
+    assert p311.explain(cosharded, port, Outcome(error=other)) is None
+    sync = _first_coshard("sync_batch_norm")  # the replicated rule reads no mapping: 3.1.x answers like 3.3.1
+    assert p311.explain(sync, port_outcome(sync), _READS_RAISE) is None
+
+
+def test_no_multi_dims_mapping_is_known_for_3_0_0_registry_rules_on_cases_with_a_coshard_only():
+    cosharded, plain = _ln([-1, (1, 0), -1]), _ln([-1, 1, -1])
+    why = release_for(OLD).explain(cosharded, port_outcome(cosharded), _NO_MULTI)
+    assert why is not None and "multi_dims_mapping" in why
+    sync = _first_coshard("sync_batch_norm_grad")
+    assert release_for(OLD).explain(sync, port_outcome(sync), _NO_MULTI) is not None
+    assert release_for(OLD).explain(plain, port_outcome(plain), _NO_MULTI) is None
+    assert release_for(OLD).explain(cosharded, port_outcome(cosharded), _READS_RAISE) is None
+    compiled = _first_coshard("batch_norm")  # not a registry rule: its route is the (missing) compiled caller
+    assert release_for(OLD).explain(compiled, port_outcome(compiled), _NO_MULTI) is None
+    for version in ("3.1.1", "3.3.1"):
+        assert release_for(version).explain(cosharded, port_outcome(cosharded), _NO_MULTI) is None
+
+
+def test_coshard_only_differences_leave_the_rule_s_other_cases_alone():
+    """differences_for (what tests use to skip a rule on an older release) names a co-shard-only
+    difference only when asked for co-shard cases."""
+    assert release_for("3.1.1").differences_for("layer_norm") == ()
+    assert [d.name for d in release_for("3.1.1").differences_for("layer_norm", coshard=True)] == [
+        "coshard-dims-mapping-read-raises"]
+    assert [d.name for d in release_for(OLD).differences_for("sync_batch_norm", coshard=True)] == [
+        "no-multi-dims-mapping"]
+    assert release_for(OLD).differences_for("sync_batch_norm") == ()
+    names = [d.name for d in release_for("3.1.0").differences_for("layer_norm_grad")]
+    assert names == ["layer-norm-grad-segfault-without-scale"]
+
+
+@pytest.mark.parametrize("rule", ["layer_norm_reverse", "batch_norm_grad"])
+def test_coshard_refused_explains_grid_cases_exactly_when_an_input_is_cosharded(rule):
+    cases = list(coshard_cases(rule))[::40] + [c for c in sample(list(grid_for(rule)), 60, seed=11)]
+    explained = 0
+    for case in cases:
+        port = port_outcome(case)
+        why = release_for("3.1.1").explain(case, port, _READS_RAISE)
+        has_coshard = any(s is not None and s.coshard for s in case.inputs)
+        assert why is None or has_coshard, case.describe()
+        if has_coshard and port.result is not None:
+            assert why is not None, case.describe()
+            explained += 1
+    assert explained > 20
 
 
 def test_agreeing_outcomes_and_invalid_input_are_never_explained():

@@ -13,17 +13,22 @@ Measured with the CPU wheels from the package index (Python 3.11): every case of
 grid through every default native route (registry, compiled caller, PIR), classified by
 :meth:`ReleaseProfile.explain`. No mismatch is left unexplained in any release; the only
 unexplained outcomes were 3 of 37,436 batch_norm_grad cases on 3.0.0 recorded as "native
-crashed: exit code 1", which did not recur when run again::
+crashed: exit code 1", which did not recur when run again. The grid's co-shard set (ids
+``<rule>-coshard-<n>``: inputs with several mesh dims on one axis) was measured on its own, by the
+sweep restricted to it (see ``_COSHARD_SWEEP`` below); 3.2.0 and later answer it like 3.3.1::
 
     release  commit      registry batch_norm  BatchNorm*InferSpmd  differences from 3.3.1
     3.0.0    6ed5dd3833  missing              none                 batch_norm_static unreachable; batch_norm,
                                                                    batch_norm_grad fully replicated (fallback);
                                                                    batch_norm_grad aborts with scale/bias None;
                                                                    layer_norm_grad marks absent grads Partial;
-                                                                   compiled caller cannot be built
+                                                                   compiled caller cannot be built;
+                                                                   registry cannot set a co-shard
     3.1.0    cdcd76a93d  present              3 functions          layer_norm_grad segfaults with scale/bias
-                                                                   None and x_grad split; int attrs (*)
-    3.1.1    0cd8342db8  present              3 functions          int attrs (*)
+                                                                   None and x_grad split; rules raise reading a
+                                                                   co-sharded dims_mapping; int attrs (*)
+    3.1.1    0cd8342db8  present              3 functions          rules raise reading a co-sharded
+                                                                   dims_mapping; int attrs (*)
     3.2.0    e22e2f9af7  present              3 functions          int attrs (*)
     3.2.1    659ebc9506  present              3 functions          int attrs (*)
     3.2.2    d90d3ad913  present              3 functions          int attrs (*)
@@ -133,12 +138,25 @@ def _match_partial_on_absent_grad(d: KnownDifference, case: Case, port: Outcome,
     return True
 
 
+def _match_coshard_refused(d: KnownDifference, case: Case, port: Outcome, native: Outcome, cmp: Comparison) -> bool:
+    """Some input of the case is co-sharded (several mesh dims on one axis) and the native route
+    raised on it: the exception family ``family`` with a message matching ``message``. A case
+    without a co-sharded input, an answer, a crash or another error is not this difference."""
+    if not any(spec is not None and spec.coshard for spec in case.inputs):
+        return False
+    err = native.error
+    return err is not None and err.family == d.param("family") and bool(re.search(d.param("message"), err.message))
+
+
 MATCHERS: dict[str, Matcher] = {
     "rule-missing": _match_rule_missing,
     "replicated-fallback": _match_replicated_fallback,
     "crash-with-none": _match_crash_with_none,
     "partial-on-absent-grad": _match_partial_on_absent_grad,
+    "coshard-refused": _match_coshard_refused,
 }
+#: The kinds that only ever explain a case with a co-sharded input (the rule's other cases are not affected).
+_COSHARD_ONLY_KINDS = frozenset({"coshard-refused"})
 
 
 # --------------------------------------------------------------------------- data model
@@ -169,6 +187,11 @@ class KnownDifference:
 
     def matches(self, case: Case, port: Outcome, native: Outcome, cmp: Comparison) -> bool:
         return case.rule in self.rules and MATCHERS[self.kind](self, case, port, native, cmp)
+
+    @property
+    def coshard_only(self) -> bool:
+        """It explains only cases with a co-sharded input (see its kind)."""
+        return self.kind in _COSHARD_ONLY_KINDS
 
 
 @dataclass(frozen=True)
@@ -223,8 +246,10 @@ class ReleaseProfile:
         why = dict(self.probe_differences).get(probe) or dict(self.probe_crashes).get(probe)
         return None if why is None else f"known difference for {self.version}: {why}"
 
-    def differences_for(self, rule: str) -> tuple[KnownDifference, ...]:
-        return tuple(d for d in self.differences if rule in d.rules)
+    def differences_for(self, rule: str, coshard: bool = False) -> tuple[KnownDifference, ...]:
+        """The known differences of ``rule`` that can concern a case without a co-sharded input; with
+        ``coshard``, also those that concern only cases with one."""
+        return tuple(d for d in self.differences if rule in d.rules and (coshard or not d.coshard_only))
 
     def headline(self) -> str:
         """One line for reports: which profile is used and how much to trust it."""
@@ -299,6 +324,33 @@ _COSHARD_READ_RAISES_31 = tuple(
            "sharded on tensor dim 0,you should call \"multi_dims_mapping()\"'; 3.2.0+ falls back to one mesh dim")
     for name in _COSHARD_READS)
 
+#: How the co-shard set (:func:`~.grid.coshard_cases`: 23,430 cases, ids ``<rule>-coshard-<n>``) was measured on
+#: each release: the parity sweep (parity/cli.py: every rule's default routes, the release's profile) with its
+#: grid replaced by the co-shard set, ``--workers 1``, in a venv per release (paddlepaddle==X.Y.Z, numpy).
+#: PIR marks every co-shard case unreachable in every release (a PIR value holds one mesh dim per axis).
+_COSHARD_SWEEP = "co-shard set (23,430 cases, the sweep's default routes)"
+_COSHARD_LIKE_331 = (f"{_COSHARD_SWEEP}: the same native statuses and verdicts as 3.3.1 on every rule and route, "
+                     "0 mismatches",)
+
+#: 3.1.x sets a co-shard (compiled caller and registry alike), but the rules read dims_mapping, which raises.
+_COSHARD_READ_RAISES_SWEEP_31 = KnownDifference(
+    name="coshard-dims-mapping-read-raises",
+    rules=frozenset({"batch_norm_static", "batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_reverse",
+                     "layer_norm_grad"}),
+    kind="coshard-refused",
+    why="a rule reading a co-sharded input's dims_mapping raises ValueError 'There are <n> mesh dim sharded on tensor "
+        "dim <k>,you should call \"multi_dims_mapping()\"' (3.2.0+ falls back to one mesh dim)",
+    evidence=f"{_COSHARD_SWEEP}, 3.1.0 and 3.1.1 alike: 13,230 cases raise it, batch_norm_static 978 (registry), "
+             "batch_norm 1,956, batch_norm_grad 2,256, layer_norm_grad 4,500 (compiled), layer_norm 1,740, "
+             "layer_norm_reverse 1,800 (registry): exactly the cases whose co-sharded input the rule reads "
+             "(batch_norm_grad: x; layer_norm_reverse: out, mean, variance; 120 of these raise NotImplementedError "
+             "in 3.3.1); the others match (batch_norm_grad 2,280, layer_norm_reverse 1,740, sync_batch_norm(_grad) "
+             "6,132: the replicated rule reads no mapping); invalid cases stay port-rejects-invalid",
+    params=(("family", "ValueError"),
+            ("message", r'^There are \d+ mesh dim sharded on tensor dim \d+, ?you should call '
+                        r'"multi_dims_mapping\(\)"')),
+)
+
 RELEASES: tuple[ReleaseProfile, ...] = (
     ReleaseProfile(
         version="3.0.0",
@@ -363,6 +415,19 @@ RELEASES: tuple[ReleaseProfile, ...] = (
                          "partial status of a grad whose input is None, Partial on x_grad's mesh dims",
                 params=(("grads", (("scale_grad", "scale"), ("bias_grad", "bias"))),),
             ),
+            KnownDifference(
+                name="no-multi-dims-mapping",
+                rules=frozenset({"layer_norm", "layer_norm_reverse", "sync_batch_norm", "sync_batch_norm_grad"}),
+                kind="coshard-refused",
+                why="TensorDistAttr has no multi_dims_mapping, so the registry route cannot set a co-sharded input "
+                    "(AttributeError)",
+                evidence=f"{_COSHARD_SWEEP}: every one of the 11,412 valid cases of the registry's rules raises "
+                         "AttributeError \"'paddle.base.libpaddle.TensorDistAttr' object has no attribute "
+                         "'multi_dims_mapping'\": layer_norm 1,740, layer_norm_reverse 3,540, sync_batch_norm 1,956, "
+                         "sync_batch_norm_grad 4,176 (the invalid ones too: port-rejects-invalid); batch_norm_static "
+                         "and the compiled rules are unreachable (no-batch-norm-rule, no-compiled-caller)",
+                params=(("family", "AttributeError"), ("message", r"has no attribute 'multi_dims_mapping'")),
+            ),
         ),
         probe_differences=_PROBES_300,
         probe_crashes=(
@@ -384,16 +449,22 @@ RELEASES: tuple[ReleaseProfile, ...] = (
                          "replicated match the port); in 3.0.0 the same cases answer with the Partial instead",
                 params=(("crash", r"signal 11\b"), ("when_none", ("scale", "bias")), ("port_sharded", "x_grad")),
             ),
+            _COSHARD_READ_RAISES_SWEEP_31,
         ),
         probe_differences=(*_INT_ATTRS_UNCHECKED, *_COSHARD_READ_RAISES_31),
     ),
-    ReleaseProfile(version="3.1.1", commit="0cd8342db8",
+    ReleaseProfile(version="3.1.1", commit="0cd8342db8", differences=(_COSHARD_READ_RAISES_SWEEP_31,),
                    probe_differences=(*_INT_ATTRS_UNCHECKED, *_COSHARD_READ_RAISES_31)),
-    ReleaseProfile(version="3.2.0", commit="e22e2f9af7", probe_differences=_INT_ATTRS_UNCHECKED),
-    ReleaseProfile(version="3.2.1", commit="659ebc9506", probe_differences=_INT_ATTRS_UNCHECKED),
-    ReleaseProfile(version="3.2.2", commit="d90d3ad913", probe_differences=_INT_ATTRS_UNCHECKED),
-    ReleaseProfile(version="3.3.0", commit="cbf3469113"),
-    ReleaseProfile(version="3.3.1", commit="7688495538"),
+    ReleaseProfile(version="3.2.0", commit="e22e2f9af7", probe_differences=_INT_ATTRS_UNCHECKED,
+                   notes=_COSHARD_LIKE_331),
+    ReleaseProfile(version="3.2.1", commit="659ebc9506", probe_differences=_INT_ATTRS_UNCHECKED,
+                   notes=_COSHARD_LIKE_331),
+    ReleaseProfile(version="3.2.2", commit="d90d3ad913", probe_differences=_INT_ATTRS_UNCHECKED,
+                   notes=_COSHARD_LIKE_331),
+    ReleaseProfile(version="3.3.0", commit="cbf3469113", notes=_COSHARD_LIKE_331),
+    ReleaseProfile(version="3.3.1", commit="7688495538",
+                   notes=(f"{_COSHARD_SWEEP}: 0 mismatches (registry and compiled routes compared; PIR "
+                          "unreachable)",)),
 )
 
 _BY_VERSION = {p.version: p for p in RELEASES}
