@@ -29,6 +29,7 @@ ROWS = [
     BadInput(("parity", "--random", "many"), "--random"),
     BadInput(("parity", "--random", "10", "--sample", "5"), "--random"),
     BadInput(("parity", "--random", "10", "--max-cases", "5"), "--random"),
+    BadInput(("parity", "--random", "10", "--coshard"), "--random"),
     BadInput(("parity", "--no-such-flag"), "--no-such-flag"),
     BadInput(("parity", "--report-dir", "{tmp}/afile"), "--report-dir", {"afile": "x"}),
     BadInput(("parity", "--report-dir", "{tmp}/afile/sub"), "--report-dir", {"afile": "x"}),

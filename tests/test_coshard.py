@@ -146,17 +146,22 @@ def test_port_equals_paddle_on_a_sample_of_the_coshard_set(rule):
     from paddle_spmd_port.parity.grid import sample
     from paddle_spmd_port.parity.validity import input_problem
 
-    from .helpers import skip_if_rule_missing
+    from .helpers import known_difference, skip_if_rule_missing
 
     skip_if_rule_missing(rule)
     backend = "registry" if rule in ("batch_norm_static", "layer_norm", "layer_norm_reverse", "sync_batch_norm",
                                      "sync_batch_norm_grad") else "compiled"
     cases = sample(list(coshard_cases(rule)), 150, seed=3)
     outcomes, _info = run_native(cases, backend=backend, workers=2)
-    verdicts = [compare(c.spec, port_outcome(c), o, input_problem(c) is not None).verdict
-                for c, o in zip(cases, outcomes, strict=True)]
+    verdicts = []
+    for c, o in zip(cases, outcomes, strict=True):
+        port = port_outcome(c)
+        verdict = compare(c.spec, port, o, input_problem(c) is not None).verdict
+        if verdict == "mismatch" and known_difference(c, port, o):  # releases before 3.2 (parity/releases.py)
+            verdict = "known-difference"
+        verdicts.append(verdict)
     assert "mismatch" not in verdicts and "not-run" not in verdicts
-    assert verdicts.count("match") >= len(cases) - 10
+    assert verdicts.count("match") + verdicts.count("known-difference") >= len(cases) - 10
 
 
 def test_compiled_caller_protocol_carries_coshards_both_ways():
@@ -226,3 +231,13 @@ def test_proposed_gives_no_coshard_back_when_a_member_splits_another_axis():
     answer = grad(x, c, c, c, c, c, c, None, og, 0.9, 1e-5, "NCHW", False, True, False)
     assert well_formed(answer)
     assert str(answer.inputs[0]) == "[1,0,-1,-1]" and str(answer.outputs[1]) == "[0] P{1}"
+
+
+def test_parity_coshard_selects_only_the_coshard_set():
+    from paddle_spmd_port.parity.cli import parse_args, select_cases
+
+    args = parse_args(["--coshard", "--rules", "layer_norm", "--sample", "40", "--list"])
+    assert args.selection["slug"] == "rules-layer_norm_coshard_sample40-seed0"
+    cases = select_cases("layer_norm", None, 40, 0, None, coshard=True)
+    assert cases and all("-coshard-" in c.case_id for c in cases)
+    assert sum("-coshard-invalid-" in c.case_id for c in cases) == 6  # the corner set is kept by --sample

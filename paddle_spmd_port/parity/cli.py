@@ -34,6 +34,7 @@ import dataclasses
 import gc
 import json
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -57,7 +58,7 @@ from ..runctl import (
 from .backends import BACKENDS, DEFAULT_BACKEND, DEFAULT_BACKENDS, add_backend_argument
 from .compare import compare
 from .detect import detect_release
-from .grid import GRIDS, grid_for, sample
+from .grid import GRIDS, coshard_cases, grid_for, sample
 from .progress import Progress
 from .random_cases import random_cases
 from .releases import AGREEING, ReleaseProfile
@@ -82,6 +83,9 @@ def build_parser() -> ArgumentParser:
                     help="instead of the grid, N random cases per rule drawn outside it (other meshes, odd sizes, "
                          "higher ranks, None, invalid and mixed-mesh inputs; see parity/random_cases.py), through "
                          "each rule's primary backend unless --backend is given")
+    ap.add_argument("--coshard", action="store_true",
+                    help="only each rule's co-shard set (co-sharded inputs, ids <rule>-coshard-...; parity/grid.py "
+                         "coshard_cases); --sample and --max-cases then apply to it")
     ap.add_argument("--workers", type=count, default=2, help="native worker processes (default 2)")
     ap.add_argument("--timeout", type=float, default=60.0,
                     help="seconds a silent worker is given before it is killed (> 0; default 60)")
@@ -103,7 +107,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
     names = args.rules  # rule keys (all: the signature table's order, which is the grid's), checked by runctl.rule_list
     if args.random is not None:
-        for flag, value in (("--sample", args.sample), ("--max-cases", args.max_cases)):
+        for flag, value in (("--sample", args.sample), ("--max-cases", args.max_cases),
+                            ("--coshard", args.coshard or None)):
             if value is not None:
                 raise UsageError("--random", f"cannot be combined with {flag} (random cases are drawn, not sampled "
                                  "from the grid)", f"give --random N alone (N cases per rule), without {flag}")
@@ -139,6 +144,9 @@ def selection_of(args: argparse.Namespace) -> dict:
         words.append("primary backends only")
     else:
         words.append("default backends")
+    if args.coshard:
+        slug.append("coshard")
+        words.append("the co-shard set only")
     if args.random is not None:
         slug.append(f"random{args.random}-seed{args.seed}")
         words.append(f"random {args.random} cases per rule outside the grid (seed {args.seed})")
@@ -151,7 +159,7 @@ def selection_of(args: argparse.Namespace) -> dict:
     full = not slug
     return {"full": full, "slug": "_".join(slug) or "full", "rules": args.rule_names, "backend": args.backend,
             "primary_only": args.primary_only or args.random is not None, "sample": args.sample,
-            "random": args.random, "seed": args.seed,
+            "random": args.random, "seed": args.seed, "coshard": args.coshard,
             "max_cases": args.max_cases, "describe": ("the whole grid: " if full else "") + "; ".join(words)}
 
 
@@ -170,10 +178,10 @@ def _refuse_other_selection(report_dir: Path, selection: dict) -> None:
 
 
 def select_cases(rule: str, max_cases: int | None, n_sample: int | None, seed: int,
-                 n_random: int | None = None) -> list[Case]:
+                 n_random: int | None = None, coshard: bool = False) -> list[Case]:
     if n_random is not None:
         return random_cases(rule, n_random, seed)
-    cases = list(grid_for(rule))
+    cases = list(coshard_cases(rule) if coshard else grid_for(rule))
     if n_sample is not None:
         cases = sample(cases, n_sample, seed)
     if max_cases is not None:
@@ -193,6 +201,58 @@ def run_native_group(backend: str, cases: list[Case], args: argparse.Namespace,
         bar.close()
     report.paddle.update(info)
     return outcomes
+
+
+#: The group started first and run alongside the others (the longest: it sets the sweep's wall time).
+BACKGROUND_BACKEND = "pir"
+
+
+class BackgroundGroup(threading.Thread):
+    """One backend group's native run in a thread of its own, so that the other groups, and the
+    port and the comparison of each, run meanwhile: the cores stay busy while this one's workers
+    start and while its slices finish unevenly. :meth:`stop` ends its workers (an interrupt)."""
+
+    def __init__(self, backend: str, cases: list[Case], args: argparse.Namespace) -> None:
+        super().__init__(daemon=True)
+        self.backend, self.cases, self.args = backend, cases, args
+        self.cancel = threading.Event()
+        self.outcomes: list[Outcome] | None = None
+        self.partial: list[Outcome | None] | None = None
+        self.info: dict = {}
+        self.error: BaseException | None = None
+        self.seconds = 0.0
+
+    def run(self) -> None:
+        from ..native.pool import run_native
+
+        t0 = time.time()
+        bar = Progress(f"native {self.backend:8s}", len(self.cases), enabled=not self.args.quiet)
+        bar.tty = False  # a line every few seconds: the groups run meanwhile redraw their own line
+        try:
+            self.outcomes, self.info = run_native(self.cases, backend=self.backend, workers=self.args.workers,
+                                                  timeout=self.args.timeout, on_progress=bar.update,
+                                                  cancel=self.cancel)
+        except BaseException as exc:  # handed to the main thread by result()
+            self.error = exc
+            self.partial = getattr(exc, "partial_outcomes", None)
+        finally:
+            self.seconds = time.time() - t0
+            bar.close()
+
+    def result(self) -> list[Outcome]:
+        """Wait for the outcomes (interruptible: joins in short steps)."""
+        while self.is_alive():
+            self.join(0.2)
+        if self.error is not None:
+            raise self.error
+        assert self.outcomes is not None
+        return self.outcomes
+
+    def stop(self) -> list[Outcome | None] | None:
+        """End the workers; the outcomes received so far (None for the rest), if any."""
+        self.cancel.set()
+        self.join(30)
+        return list(self.outcomes) if self.outcomes is not None else self.partial
 
 
 def _plan_groups(args: argparse.Namespace) -> dict[str, list[str]]:
@@ -246,7 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = parse_args(argv)
-    by_rule = {r: select_cases(r, args.max_cases, args.sample, args.seed, args.random) for r in args.rule_names}
+    by_rule = {r: select_cases(r, args.max_cases, args.sample, args.seed, args.random, args.coshard)
+               for r in args.rule_names}
     if args.list:
         for rule, cases in by_rule.items():
             n_cells = cases[0].spec.n_cells if cases else 0
@@ -265,19 +326,32 @@ def _main(argv: Sequence[str] | None) -> int:
             cases = by_rule[rule]
             report.plan(rule, backend, len(cases), cases[0].spec.n_cells if cases else 0)
     profile: ReleaseProfile | None = None
-    running: tuple[str, list[str]] | None = None  # the group in flight
+    running: tuple[str, list[str]] | None = None  # the group in flight in this thread
+    background: BackgroundGroup | None = None  # the group in flight alongside (see BackgroundGroup)
+    tallied: set[str] = set()  # backends whose group is in the report
     repros: list[str] = []  # one `infer --case-json` line per mismatching case
     out = args.report_dir
     report.open_cases_file(out)
     try:
-        for backend, rules in groups.items():
+        if BACKGROUND_BACKEND in groups and len(groups) > 1:
+            rules = groups[BACKGROUND_BACKEND]
+            for rule in rules:
+                report.tallies[f"{rule}@{BACKGROUND_BACKEND}"].state = RUNNING
+            background = BackgroundGroup(BACKGROUND_BACKEND, [c for r in rules for c in by_rule[r]], args)
+            background.start()
+        for backend, rules in groups.items():  # tallied in this order, whichever native run ends first
             cases = [c for r in rules for c in by_rule[r]]
             running = (backend, rules)
             for rule in rules:
                 report.tallies[f"{rule}@{backend}"].state = RUNNING
             t0 = time.time()
             try:
-                native = run_native_group(backend, cases, args, report)
+                if background is not None and backend == background.backend:
+                    native = background.result()
+                    report.paddle.update(background.info)
+                    t0 = time.time() - background.seconds
+                else:
+                    native = run_native_group(backend, cases, args, report)
             except (ImportError, RuntimeError) as exc:
                 why = " ".join(str(exc).strip().split())[-300:]
                 report.notes.append(f"{backend} backend unavailable: {why}")
@@ -291,14 +365,20 @@ def _main(argv: Sequence[str] | None) -> int:
                                         "regression of this release (or a change the port has to follow).")
             tally_group(report, backend, rules, by_rule, native, native_seconds, profile, repros=repros,
                         port_answers=port_answers)
+            tallied.add(backend)
             running = None
             report.write(out, args.junit)  # partial report after every group
         report.complete = True
     except Interrupted as exc:
         report.interrupted = exc.name
-        if running:  # what the workers answered before the signal still counts
-            backend, rules = running
-            partial = getattr(exc, "partial_outcomes", None)
+        in_flight = [running] if running else []
+        partials = {running[0]: getattr(exc, "partial_outcomes", None)} if running else {}
+        if background is not None and background.backend not in tallied:
+            partials[background.backend] = background.stop()  # its workers end here
+            if not running or running[0] != background.backend:
+                in_flight.append((background.backend, groups[background.backend]))
+        for backend, rules in in_flight:  # what the workers answered before the signal still counts
+            partial = partials.get(backend)
             if partial is not None:
                 tally_group(report, backend, rules, by_rule, partial, 0.0, profile, state=INTERRUPTED,
                             repros=repros, port_answers=port_answers)
@@ -307,6 +387,8 @@ def _main(argv: Sequence[str] | None) -> int:
         exc.detail = f"partial report in {out / 'parity.md'}"
         raise
     finally:
+        if background is not None and background.is_alive():  # any other way out: its workers end too
+            background.stop()
         report.finished = time.time()
         report.close_cases_file()
         report.write(out, args.junit)
