@@ -276,12 +276,18 @@ class _CallerSlice(_Slice):
                 return
 
 
+class Cancelled(Exception):
+    """:func:`run_native` was cancelled through its ``cancel`` event (workers ended, as for an interrupt)."""
+
+
 def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 2, timeout: float = 120.0,
-               on_progress: ProgressFn | None = None, work_dir: str | Path | None = None) -> tuple[list[Outcome], dict]:
+               on_progress: ProgressFn | None = None, work_dir: str | Path | None = None,
+               cancel: threading.Event | None = None) -> tuple[list[Outcome], dict]:
     """Outcomes of ``cases`` on a native backend, in order, plus the Paddle version info.
 
-    If an exception (an interrupt) ends the wait, it carries ``partial_outcomes``: the outcomes
-    received so far, None for the rest."""
+    If an exception (an interrupt, or :class:`Cancelled` once ``cancel`` is set: how a caller running
+    this in a thread of its own stops it) ends the wait, it carries ``partial_outcomes``: the
+    outcomes received so far, None for the rest."""
     outcomes: list[Outcome | None] = [None] * len(cases)
     info: dict = {}
     lock = threading.Lock()
@@ -325,7 +331,10 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
             for t in threads:
                 t.start()
             for t in threads:
-                t.join()
+                while t.is_alive():
+                    t.join(0.2 if cancel is not None else None)
+                    if cancel is not None and cancel.is_set():
+                        raise Cancelled(f"the {backend} group was cancelled")
         except BaseException as exc:  # an interrupt: hand what was answered so far to the caller
             exc.partial_outcomes = list(outcomes)  # type: ignore[attr-defined]
             raise
