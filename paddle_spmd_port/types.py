@@ -244,30 +244,34 @@ class DistTensorSpec:
     """What :meth:`check` will report, worked out once at construction."""
     coshard: bool = field(default=False, init=False, repr=False, compare=False, hash=False)
     """True when some axis is split along two or more mesh dims (worked out at construction)."""
-    plain: bool = field(default=False, init=False, repr=False, compare=False, hash=False)
-    """True when the spec is on a mesh, passes :meth:`check` and splits each axis along one mesh
-    dim at most (no co-shard): the rules take such a spec as it is (worked out at construction)."""
+    valid_on_mesh: bool = field(default=False, init=False, repr=False, compare=False, hash=False)
+    """True when the spec is on a mesh and passes :meth:`check`: the rules take such a spec as it is
+    (worked out at construction)."""
 
     def __init__(self, shape: Iterable[int], dims_mapping: Iterable[MeshDims], mesh: ProcessMesh | None,
                  partial_dims: Iterable[int] = frozenset()) -> None:
         # The common call (tuples of ints, a frozenset, a ProcessMesh or None) is checked with one
         # type scan; anything else takes _int_tuple, which converts what it can and names what it
         # cannot. Written out instead of a generated __init__ + __post_init__: specs are built by
-        # the hundred thousand, and the checks are the same either way. A spec whose values were
-        # already found plain (after the type scan, so no bool or float passes for an int) skips
-        # the value checks. coshard, _problem and plain are set only where they differ from the
-        # class defaults.
+        # the hundred thousand, and the checks are the same either way. A co-shard already in its
+        # normal form (tuples of two or more ints) passes a second scan as it is. A spec whose
+        # values were already found valid on a mesh of that many dims (looked up after the type
+        # scans, so no bool or float passes for an int) skips the value checks. coshard, _problem
+        # and valid_on_mesh are set only where they differ from the class defaults.
         if type(shape) is tuple and type(dims_mapping) is tuple and type(partial_dims) is frozenset \
-                and _INT_ONLY.issuperset(map(type, shape + dims_mapping)) \
-                and (not partial_dims or _INT_ONLY.issuperset(map(type, partial_dims))):
-            if type(mesh) is ProcessMesh and (shape, dims_mapping, partial_dims, len(mesh.shape)) in _PLAIN_SPECS:
+                and (not partial_dims or _INT_ONLY.issuperset(map(type, partial_dims))) \
+                and ((plain_types := _INT_ONLY.issuperset(map(type, shape + dims_mapping)))
+                     or (_INT_ONLY.issuperset(map(type, shape)) and _normal_coshard(dims_mapping))):
+            coshard = not plain_types  # some entry is a tuple
+            if type(mesh) is ProcessMesh and (shape, dims_mapping, partial_dims, len(mesh.shape)) in _VALID_ON_MESH:
                 _set(self, "shape", shape)
                 _set(self, "dims_mapping", dims_mapping)
                 _set(self, "mesh", mesh)
                 _set(self, "partial_dims", partial_dims)
-                _set(self, "plain", True)  # coshard False, _problem None: the class defaults
+                _set(self, "valid_on_mesh", True)  # _problem None: the class default
+                if coshard:
+                    _set(self, "coshard", True)
                 return
-            coshard = False
         else:
             shape = _int_tuple(shape, "DistTensorSpec.shape")
             dims_mapping = _mapping_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
@@ -288,8 +292,11 @@ class DistTensorSpec:
         problem = self._find_problem()
         if problem is not None:
             _set(self, "_problem", problem)
-        elif mesh is not None and not coshard:
-            _set(self, "plain", True)
+        elif mesh is not None:
+            if len(_VALID_ON_MESH) > 100_000:
+                _VALID_ON_MESH.clear()
+            _VALID_ON_MESH.add((shape, dims_mapping, partial_dims, len(mesh.shape)))
+            _set(self, "valid_on_mesh", True)
 
     @property
     def ndim(self) -> int:
@@ -312,9 +319,6 @@ class DistTensorSpec:
             n = len(mesh.shape)
             if (not used or (min(used) >= 0 and max(used) < n and len(set(used)) == len(used))) \
                     and all(0 <= p < n and p not in used for p in partial):
-                if len(_PLAIN_SPECS) > 100_000:
-                    _PLAIN_SPECS.clear()
-                _PLAIN_SPECS.add((self.shape, cast("tuple[int, ...]", dm), partial, n))
                 return None
         return self._first_problem()
 
@@ -325,20 +329,20 @@ class DistTensorSpec:
                 return "mesh", "{arg}: a dims_mapping or partial dims need a mesh; give {arg} a ProcessMesh"
             return None
         n = self.mesh.ndim
-        dm = format_mapping(self.dims_mapping)
-        if len(self.dims_mapping) != self.ndim:
-            return "length", (f"{{arg}}: dims_mapping {dm} has {len(self.dims_mapping)} entries but the shape "
-                              f"{list(self.shape)} has rank {self.ndim}; give one entry per tensor axis")
+        dm = self.dims_mapping  # formatted (format_mapping) only into a message
+        if len(dm) != self.ndim:
+            return "length", (f"{{arg}}: dims_mapping {format_mapping(dm)} has {len(dm)} entries but the "
+                              f"shape {list(self.shape)} has rank {self.ndim}; give one entry per tensor axis")
         for entry in self.dims_mapping:
             for m in entry if type(entry) is tuple else (cast(int, entry),):
                 if not -1 <= m < n or (m == -1 and type(entry) is tuple):
                     where = f"co-shard {_entry_text(entry)}" if type(entry) is tuple else f"mesh dim {m}"
-                    return "mesh-dim", (f"{{arg}}: dims_mapping {dm} uses {where}, but the mesh {self.mesh} has "
-                                        f"dims 0..{n - 1}; use -1 (replicated), a dim in that range, or a tuple "
-                                        "of distinct dims in that range (co-shard)")
+                    return "mesh-dim", (f"{{arg}}: dims_mapping {format_mapping(dm)} uses {where}, but the mesh "
+                                        f"{self.mesh} has dims 0..{n - 1}; use -1 (replicated), a dim in that range, "
+                                        "or a tuple of distinct dims in that range (co-shard)")
         used = [m for entry in self.dims_mapping for m in mesh_dims_of(entry)]
         if len(used) != len(set(used)):
-            return "duplicate", (f"{{arg}}: dims_mapping {dm} splits along the same mesh dim twice; "
+            return "duplicate", (f"{{arg}}: dims_mapping {format_mapping(dm)} splits along the same mesh dim twice; "
                                  "each mesh dim may shard at most one axis, once")
         for p in sorted(self.partial_dims):
             if not 0 <= p < n:
@@ -448,11 +452,21 @@ class DistAttr:
 
 
 _INTERNED: dict[tuple[Any, ...], DistAttr] = {}
-#: (shape, dims_mapping, partial dims, mesh ndim) of specs already found plain: sizes non-negative,
-#: one entry per axis, each -1 or a mesh dim, none twice, every partial dim a mesh dim splitting no
-#: axis (keys are checked tuples and frozensets of ints, so no float or bool can pass for an int
-#: here; co-shards never enter)
-_PLAIN_SPECS: set[tuple[tuple[int, ...], tuple[int, ...], frozenset[int], int]] = set()
+#: (shape, dims_mapping, partial dims, mesh ndim) of specs on a mesh already found valid (sizes
+#: non-negative, :meth:`DistTensorSpec.check` passes); the keys hold checked ints only (tuples of
+#: them for a co-shard, in normal form), so no float or bool can pass for an int here
+_VALID_ON_MESH: set[tuple[tuple[int, ...], Mapping, frozenset[int], int]] = set()
+
+
+def _normal_coshard(dims_mapping: tuple[Any, ...]) -> bool:
+    """True when every entry is an int or a tuple of two or more ints (a co-shard in the form
+    :func:`_mapping_tuple` gives): such a dims_mapping needs no conversion."""
+    for entry in dims_mapping:
+        if type(entry) is not int and (type(entry) is not tuple or len(entry) < 2
+                                       or not _INT_ONLY.issuperset(map(type, entry))):
+            return False
+    return True
+
 _SPECS_READ: dict[tuple[Any, ...], DistTensorSpec] = {}
 
 _ATTR_RE = re.compile(r"^\s*\[(?P<dm>[-\d,\s()]*)\](?:\s*P\{(?P<p>[\d,\s]*)\})?(?P<nomesh>\s*@-)?\s*$")

@@ -1,8 +1,8 @@
 """The rules' fast path answers exactly what the full checks answer.
 
-Each preamble (rules/preconditions.py) first takes *plain* inputs at once (rules/_tensor.plain_inputs:
-every spec of the class itself, valid, on a mesh, no co-shard; attributes of their usual exact types;
-ranks as the op needs) and leaves anything else to the full checks. Here every rule in every profile
+Each preamble (rules/preconditions.py) first takes ready input at once (rules/_tensor.valid_inputs:
+every spec of the class itself, on a mesh and valid; attributes of their usual exact types; ranks as
+the op needs) and leaves anything else to the full checks. Here every rule in every profile
 runs twice on the same input, once as shipped and once with the fast path switched off, and the two
 outcomes (answer, or error class, message and kind) must be equal: on a sample of every grid
 (corner sets included) and on the fuzz's calls. A fast path that takes too much is caught (the
@@ -22,7 +22,7 @@ from paddle_spmd_port import DistTensorSpec, ProcessMesh
 from paddle_spmd_port.errors import ArgumentTypeError
 from paddle_spmd_port.parity.grid import GRIDS, grid_for, sample
 from paddle_spmd_port.rules import PROFILES, _tensor, preconditions
-from paddle_spmd_port.rules._tensor import as_input, plain_inputs
+from paddle_spmd_port.rules._tensor import as_input, valid_inputs
 from paddle_spmd_port.rules.signatures import RULES
 from tests.helpers import load_tool
 
@@ -33,7 +33,7 @@ fuzz = load_tool("fuzz")
 def full_checks_only() -> Iterator[None]:
     """Every preamble takes its full checks (the fast path never applies)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(preconditions, "plain_inputs", lambda specs, names: None)
+        mp.setattr(preconditions, "valid_inputs", lambda specs, names: None)
         yield
 
 
@@ -68,35 +68,37 @@ def test_fuzz_same_outcome(call):
 
 
 @pytest.mark.parametrize("rule", sorted(GRIDS))
-def test_plain_inputs_are_as_inputs(rule):
+def test_valid_inputs_are_as_inputs(rule):
     names = tuple((n, n in RULES[rule].optional) for n in RULES[rule].inputs)
     taken = 0
     for case in sample(list(grid_for(rule)), 200, seed=5):
-        got = plain_inputs(case.inputs, names)
+        got = valid_inputs(case.inputs, names)
         if got is not None:
             taken += 1
             assert got == [as_input(s, n, optional=o) for s, (n, o) in zip(case.inputs, names, strict=True)]
     assert taken > 50  # the fast path does apply to the grid's ordinary cases
 
 
-def test_plain_flag():
+def test_valid_on_mesh_flag():
     mesh = ProcessMesh((2, 3))
-    assert DistTensorSpec((4, 6), (0, -1), mesh, frozenset({1})).plain
-    assert not DistTensorSpec((4, 6), (0, -1), mesh, frozenset({0})).plain  # partial on a splitting dim
-    assert not DistTensorSpec((4, 6), (0, 0), mesh).plain                   # mesh dim twice
-    assert not DistTensorSpec((4, 6), ((0, 1), -1), mesh).plain             # co-shard
-    assert not DistTensorSpec((4,), (), None).plain                          # valid, but no mesh
-    assert not DistTensorSpec((4, 6), (0,), mesh).plain                     # wrong length
-    for _ in range(2):  # the second build reads the plain-spec cache: still no bool for an int
-        assert DistTensorSpec((4, 6), (1, -1), mesh).plain
-        with pytest.raises(ArgumentTypeError):
-            DistTensorSpec((4, 6), (True, -1), mesh)
-        with pytest.raises(ArgumentTypeError):
-            DistTensorSpec((4, True), (1, -1), mesh)
+    assert DistTensorSpec((4, 6), (0, -1), mesh, frozenset({1})).valid_on_mesh
+    assert DistTensorSpec((4, 6), ((0, 1), -1), mesh).valid_on_mesh                 # co-shard
+    assert not DistTensorSpec((4, 6), (0, -1), mesh, frozenset({0})).valid_on_mesh  # partial on a splitting dim
+    assert not DistTensorSpec((4, 6), (0, 0), mesh).valid_on_mesh                   # mesh dim twice
+    assert not DistTensorSpec((4, 6), ((0, 1), 1), mesh).valid_on_mesh              # ... in a co-shard too
+    assert not DistTensorSpec((4,), (), None).valid_on_mesh                          # valid, but no mesh
+    assert not DistTensorSpec((4, 6), (0,), mesh).valid_on_mesh                     # wrong length
+    for _ in range(2):  # the second build reads the cache of valid specs: still no bool for an int
+        assert DistTensorSpec((4, 6), (1, -1), mesh).valid_on_mesh
+        assert DistTensorSpec((4, 6), ((1, 0), -1), mesh).valid_on_mesh
+        for bad in [((4, 6), (True, -1)), ((4, True), (1, -1)), ((4, 6), ((1, False), -1))]:
+            with pytest.raises(ArgumentTypeError):
+                DistTensorSpec(*bad, mesh)
+        assert DistTensorSpec((4, 6), ((1,), ()), mesh).dims_mapping == (1, -1)  # short forms still normalised
 
 
 def test_a_fast_path_that_takes_too_much_is_caught(monkeypatch):
-    """Planted defect: plain_inputs takes every spec of the class (invalid ones too)."""
+    """Planted defect: valid_inputs takes every spec of the class (invalid ones too)."""
     def too_lenient(specs, names):
         out = []
         for spec, (name, optional) in zip(specs, names, strict=True):
@@ -108,7 +110,7 @@ def test_a_fast_path_that_takes_too_much_is_caught(monkeypatch):
                 return None
         return out
 
-    monkeypatch.setattr(preconditions, "plain_inputs", too_lenient)
+    monkeypatch.setattr(preconditions, "valid_inputs", too_lenient)
     differ = 0
     for case in sample(list(grid_for("layer_norm")), 150, seed=11):
         fast = outcome(lambda case=case: case.call_port())

@@ -142,7 +142,10 @@ class NativeSide:
         shape, dm, partial, key = item
         if key is not None:
             attr.process_mesh = meshes[key]
-        attr.dims_mapping = list(dm)
+        if tuple in {*map(type, dm)}:  # a co-shard: one list of mesh dims per axis (as the registry backend)
+            attr.multi_dims_mapping = [list(e) if type(e) is tuple else [] if e == -1 else [e] for e in dm]
+        else:
+            attr.dims_mapping = list(dm)
         if partial:
             attr._set_partial_dims(list(partial))
         return self.spec_cls(list(shape), attr)

@@ -33,7 +33,8 @@ class RuleInput(NamedTuple):
         ``keep_partial=False`` is Paddle's ``CopyTensorDistAttrForOutput`` (partial cleared);
         ``True`` is a plain copy of the incoming attr followed by ``set_dims_mapping``.
         """
-        return DistAttr.make(tuple(dims_mapping), self.partial_dims if keep_partial else _NO_PARTIAL, self.mesh)
+        mapping = dims_mapping if type(dims_mapping) is tuple else tuple(dims_mapping)
+        return DistAttr.make(mapping, self.partial_dims if keep_partial else _NO_PARTIAL, self.mesh)
 
     def replicated(self) -> DistAttr:
         """Paddle's ``GetReplicatedDistAttr``: all -1 with the length of the *incoming*
@@ -59,15 +60,16 @@ def as_input(spec: DistTensorSpec | None, name: str, *, optional: bool = False) 
     return _new_input((name, len(spec.shape), dims_mapping, spec.partial_dims, spec.mesh, False))
 
 
-def plain_inputs(specs: Sequence[DistTensorSpec | None], names: Sequence[tuple[str, bool]]) -> list[RuleInput] | None:
+def valid_inputs(specs: Sequence[DistTensorSpec | None], names: Sequence[tuple[str, bool]]) -> list[RuleInput] | None:
     """:func:`as_input` of each spec at once (``names``: (name, optional) per spec) when every spec is
-    *plain* (:attr:`DistTensorSpec.plain`: of the class itself, valid, on a mesh, no co-shard) or
-    ``None`` where optional; ``None`` when any spec needs :func:`as_input`'s checks or its spec check.
-    The preambles' fast path (:mod:`.preconditions`)."""
+    of the class itself and :attr:`~DistTensorSpec.valid_on_mesh`, or ``None`` where optional;
+    ``None`` when any spec needs :func:`as_input`'s checks or fails its own. The preambles' fast path
+    (:mod:`.preconditions`)."""
     out = []
     for spec, (name, optional) in zip(specs, names, strict=True):
-        if type(spec) is DistTensorSpec and spec.plain:
-            out.append(tuple.__new__(RuleInput, (name, len(spec.shape), spec.dims_mapping, spec.partial_dims,
+        if type(spec) is DistTensorSpec and spec.valid_on_mesh:
+            dims_mapping = spec.dims_mapping if not spec.coshard else getter_mapping(spec.dims_mapping, spec.mesh)
+            out.append(tuple.__new__(RuleInput, (name, len(spec.shape), dims_mapping, spec.partial_dims,
                                                  spec.mesh, False)))
         elif spec is None and optional:
             out.append(as_input(None, name, optional=True))
@@ -147,7 +149,7 @@ def check_attrs(*named: tuple[str, Any]) -> None:
                                     kind=f"invalid-spec:{name}:type")
 
 
-def attrs_plain(attrs: Sequence[tuple[str, Any]]) -> bool:
+def attrs_exact(attrs: Sequence[tuple[str, Any]]) -> bool:
     """True when every attribute is of an exact type :func:`check_attrs` accepts outright (the fast path)."""
     for name, value in attrs:
         if type(value) not in EXACT_ATTR_TYPES[name]:
@@ -179,8 +181,16 @@ def on_meshes_of_other_ndim(x: RuleInput, *others: RuleInput) -> bool:
     """True when some input lives on a mesh with another number of dims than x's, or is a spec
     without a mesh (not a None input): only then can a rule's answer name a mesh dim that its
     attr's mesh lacks (see :func:`require_mesh_dims_exist`)."""
-    n = x.mesh.ndim if x.mesh is not None else 0
-    return any(t.mesh.ndim != n if t.mesh is not None else not t.missing for t in others)
+    x_mesh = x.mesh
+    n = len(x_mesh.shape) if x_mesh is not None else 0
+    for t in others:
+        mesh = t.mesh
+        if mesh is None:
+            if not t.missing:
+                return True
+        elif mesh is not x_mesh and len(mesh.shape) != n:  # x's own mesh object: the usual case
+            return True
+    return False
 
 
 def require_mesh_dims_exist(result: SpmdResult, owners: Iterable[tuple[str, RuleInput]], x: RuleInput,

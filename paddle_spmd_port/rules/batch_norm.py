@@ -43,19 +43,20 @@ on an attr without a mesh).
 from __future__ import annotations
 
 from ..errors import InvalidSpecError
-from ..notation import letters, mapping_for_axes, merge_shardings
 from ..types import DistAttr, DistTensorSpec, SpmdResult
 from ._tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
 from .preconditions import bn_forward_inputs, bn_grad_inputs
 from .signatures import channel_axis
 
 
-def _keep_channel_only(x: RuleInput, c: int) -> tuple[str, tuple[int, ...], dict[str, int]]:
-    """x's notation, x's mapping with every axis but ``c`` replicated, and the merged map."""
-    axes = letters(x.ndim)
+def _keep_channel_only(x: RuleInput, c: int) -> tuple[int, ...]:
+    """x's mapping with every axis but ``c`` replicated. Paddle then merges it alone in x's notation
+    (``ijkl``) and reads out and the statistics (``j``) from the merge; one mapping that splits along
+    a mesh dim once at most (a valid x) merges to itself, so out is this mapping and the statistics
+    ``(kept[c],)``."""
     kept = [-1] * x.ndim
     kept[c] = x.dims_mapping[c]
-    return axes, tuple(kept), merge_shardings([(axes, kept)])
+    return tuple(kept)
 
 
 def batch_norm_infer_spmd(
@@ -78,16 +79,16 @@ def batch_norm_infer_spmd(
         ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics)))
     c = channel_axis(data_format, tx.ndim)
 
-    axes, kept, merged = _keep_channel_only(tx, c)
-    stat = mapping_for_axes(axes[c], merged)
+    kept = _keep_channel_only(tx, c)
+    stat = (kept[c],)
+    x_attr = tx.attr(kept)
+    mean_attr, var_attr = tm.attr(stat), tv.attr(stat)
     result = SpmdResult.make(
-        inputs=(tx.attr(kept), tm.attr(stat), tv.attr(stat), ts.attr((-1,)), tb.attr((-1,))),
+        inputs=(x_attr, mean_attr, var_attr, ts.attr((-1,)), tb.attr((-1,))),
         outputs=(
-            tx.attr(mapping_for_axes(axes, merged)),  # out
-            tm.attr(stat),                            # mean_out
-            tv.attr(stat),                            # variance_out
-            tm.attr(stat),                            # saved_mean
-            tv.attr(stat),                            # saved_variance
+            x_attr,                                   # out
+            mean_attr, var_attr,                      # mean_out, variance_out
+            mean_attr, var_attr,                      # saved_mean, saved_variance
             tx.attr((-1,)),                           # reserve_space
         ),
     )
@@ -138,8 +139,8 @@ def batch_norm_grad_infer_spmd(
     tx = t["x"]
     c = channel_axis(data_format, tx.ndim)
 
-    axes, kept, merged = _keep_channel_only(tx, c)
-    stat = mapping_for_axes(axes[c], merged)
+    kept = _keep_channel_only(tx, c)
+    stat = (kept[c],)
     partial = frozenset(m for m in kept if m != -1)
     for name in ("scale", "bias"):
         if partial and t[name].mesh is None:
@@ -149,13 +150,14 @@ def batch_norm_grad_infer_spmd(
                 kind=f"invalid-spec:{name}:none-with-sharded-c")
     from_x = tx.attr  # PADDLE-QUIRK(bn-grad-og-ignored): every grad input takes x's mesh
     ts, tb = t["scale"], t["bias"]
+    one, stat_attr = from_x((-1,)), from_x(stat)
     result = SpmdResult.make(
-        inputs=(from_x(kept), from_x((-1,)), from_x((-1,)), from_x(stat), from_x(stat), from_x(stat), from_x(stat),
-                from_x((-1,)), from_x(mapping_for_axes(axes, merged))),
+        inputs=(from_x(kept), one, one, stat_attr, stat_attr, stat_attr, stat_attr, one,
+                from_x(kept)),  # out_grad
         outputs=(
             tx.attr(kept),
-            DistAttr((-1,), partial, ts.mesh),  # PADDLE-QUIRK(bn-grad-partial)
-            DistAttr((-1,), partial, tb.mesh),
+            DistAttr.make((-1,), partial, ts.mesh),  # PADDLE-QUIRK(bn-grad-partial)
+            DistAttr.make((-1,), partial, tb.mesh),
         ),
     )
     if on_meshes_of_other_ndim(tx, ts, tb):  # C's mesh dim as partial on a smaller mesh's scale/bias grad

@@ -51,7 +51,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
-from ..types import DistAttr, DistTensorSpec, SpmdResult, mesh_dims_of
+from ..types import DistAttr, DistTensorSpec, SpmdResult
 from ._tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
 from .preconditions import ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
 
@@ -73,14 +73,13 @@ def layer_norm_infer_spmd(
     """Forward rule. Inputs (x, scale, bias); outputs (out, mean, variance)."""
     tx, ts, tb = ln_forward_inputs(x, scale, bias, epsilon, begin_norm_axis)
 
-    x_axes, mean_axes = layer_norm_notation(tx.ndim, begin_norm_axis)
-    filled = tx.dims_mapping[:begin_norm_axis] + (-1,) * (tx.ndim - begin_norm_axis)
-    merged = merge_shardings([(x_axes, filled)])
-    stat = mapping_for_axes(mean_axes, merged)
-    return SpmdResult.make(
-        inputs=(tx.attr(filled), ts.attr((-1,)), tb.attr((-1,))),  # filled == merged: no mesh dim is used twice
-        outputs=(tx.attr(mapping_for_axes(x_axes, merged)), tx.attr(stat), tx.attr(stat)),
-    )
+    # Paddle merges x alone in its notation (ij1: the axes from b on forced to -1). A valid x splits
+    # along each mesh dim once at most, so the merge hands that filled mapping back unchanged.
+    b = begin_norm_axis  # the first normalised axis
+    out = tx.dims_mapping[:b] + (-1,) * (tx.ndim - b)
+    x_attr = tx.attr(out)         # x's wanted attr and out's (partial cleared)
+    stat = tx.attr(out[:b])       # mean and variance: x's leading axes
+    return SpmdResult.make(inputs=(x_attr, ts.attr((-1,)), tb.attr((-1,))), outputs=(x_attr, stat, stat))
 
 
 def layer_norm_infer_spmd_reverse(
@@ -100,11 +99,13 @@ def layer_norm_infer_spmd_reverse(
     x_axes, mean_axes = layer_norm_notation(tx.ndim, begin_norm_axis)
     merged = merge_shardings([(x_axes, to.dims_mapping), (mean_axes, tm.dims_mapping),
                               (mean_axes, tv.dims_mapping)])  # PADDLE-QUIRK(ln-forced-key)
-    stat = mapping_for_axes(mean_axes, merged)
-    keep = {"keep_partial": True}  # PADDLE-QUIRK(ln-partial): reverse copies the incoming attrs
+    x_mapping, stat = mapping_for_axes(x_axes, merged), mapping_for_axes(mean_axes, merged)
+    keep = True  # PADDLE-QUIRK(ln-partial): reverse copies the incoming attrs, partial status included
     result = SpmdResult.make(
-        inputs=(tx.attr(mapping_for_axes(x_axes, merged), **keep), ts.attr((-1,), **keep), tb.attr((-1,), **keep)),
-        outputs=(to.attr(mapping_for_axes(x_axes, merged), **keep), tm.attr(stat, **keep), tv.attr(stat, **keep)),
+        inputs=(tx.attr(x_mapping, keep_partial=keep), ts.attr((-1,), keep_partial=keep),
+                tb.attr((-1,), keep_partial=keep)),
+        outputs=(to.attr(x_mapping, keep_partial=keep), tm.attr(stat, keep_partial=keep),
+                 tv.attr(stat, keep_partial=keep)),
     )
     if on_meshes_of_other_ndim(tx, ts, tb, to, tm, tv):  # merged mesh dims of one mesh put on another
         owners = (("x", tx), ("scale", ts), ("bias", tb), ("out", to), ("mean", tm), ("variance", tv))
@@ -134,18 +135,19 @@ def layer_norm_grad_infer_spmd(
         og_filled = tg.dims_mapping[:b] + (-1,) * (tg.ndim - b)
         merged = merge_shardings([(x_axes, x_filled), (stat_axes, tm.dims_mapping), (stat_axes, tv.dims_mapping),
                                   (x_axes, og_filled)])
-        x_attr = tx.attr(mapping_for_axes(x_axes, merged), keep_partial=True)
-        mean_attr = tm.attr(mapping_for_axes(stat_axes, merged), keep_partial=True)
-        var_attr = tv.attr(mapping_for_axes(stat_axes, merged), keep_partial=True)
-        og_attr = tg.attr(mapping_for_axes(x_axes, merged))  # out_grad's partial is cleared first
+        x_mapping, stat = mapping_for_axes(x_axes, merged), mapping_for_axes(stat_axes, merged)
+        x_attr = tx.attr(x_mapping, keep_partial=True)
+        mean_attr = tm.attr(stat, keep_partial=True)
+        var_attr = tv.attr(stat, keep_partial=True)
+        og_attr = tg.attr(x_mapping)  # out_grad's partial is cleared first
+        partial = frozenset(m for m in x_mapping[:b] if m != -1)
     else:
         x_attr, mean_attr, var_attr, og_attr = tx.replicated(), tm.replicated(), tv.replicated(), tg.replicated()
-
-    partial = frozenset(m for e in x_attr.dims_mapping[:b] for m in mesh_dims_of(e))
+        partial = frozenset()
 
     def grad_of(t: RuleInput) -> DistAttr:
-        rep = t.replicated()
-        return rep if t.mesh is None else DistAttr(rep.dims_mapping, partial, rep.mesh)  # PADDLE-QUIRK(ln-grad-partial)
+        rep = t.replicated()  # PADDLE-QUIRK(ln-grad-partial): Partial(SUM) over x's leading mesh dims
+        return rep if t.mesh is None else DistAttr.make(rep.dims_mapping, partial, rep.mesh)
 
     result = SpmdResult.make(
         inputs=(x_attr, ts.replicated(), tb.replicated(), mean_attr, var_attr, og_attr),

@@ -37,12 +37,12 @@ from ._tensor import (
     EXACT_ATTR_TYPES,
     RuleInput,
     as_input,
-    attrs_plain,
+    attrs_exact,
     check_attrs,
     check_specs,
-    plain_inputs,
     require_ndim,
     require_x_mesh,
+    valid_inputs,
 )
 from .signatures import GRAD_OPTIONAL, RULES
 
@@ -54,8 +54,8 @@ _BN_GRAD_1D = ("mean_out", "variance_out", "scale", "bias", "saved_mean", "saved
 
 
 # --------------------------------------------------------------------------- the fast path
-# Each preamble first tries the common case in one pass: every tensor a *plain* spec (exactly a
-# DistTensorSpec, valid by its own check, on a mesh, one mesh dim per axis) or None where the
+# Each preamble first tries the common case in one pass: every tensor a spec of the class itself,
+# on a mesh and valid by its own check (co-shards read as Paddle's getter does), or None where the
 # signature allows it, every attribute of its usual exact type, and every rank what the op needs.
 # None of the full checks can raise on such input, so the inputs are built at once. Anything else
 # takes the full checks in their order: every error, its message and which error comes first are
@@ -87,10 +87,10 @@ def bn_forward_inputs(x: DistTensorSpec, mean: DistTensorSpec, variance: DistTen
                       scale: DistTensorSpec | None, bias: DistTensorSpec | None,
                       attrs: Sequence[tuple[str, Any]]) -> tuple[RuleInput, RuleInput, RuleInput, RuleInput, RuleInput]:
     """The forward rules' checks; ``attrs`` in signature order. Returns (x, mean, variance, scale, bias)."""
-    plain = plain_inputs((x, mean, variance, scale, bias), _BN_FORWARD)
-    if plain is not None and attrs_plain(attrs) and 2 <= plain[0].ndim <= 5 \
-            and plain[1].ndim == plain[2].ndim == plain[3].ndim == plain[4].ndim == 1:
-        tx, tm, tv, ts, tb = plain
+    ready = valid_inputs((x, mean, variance, scale, bias), _BN_FORWARD)
+    if ready is not None and attrs_exact(attrs) and 2 <= ready[0].ndim <= 5 \
+            and ready[1].ndim == ready[2].ndim == ready[3].ndim == ready[4].ndim == 1:
+        tx, tm, tv, ts, tb = ready
         return tx, tm, tv, ts, tb
     tx, tm, tv = as_input(x, "x"), as_input(mean, "mean"), as_input(variance, "variance")
     ts, tb = as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
@@ -107,11 +107,11 @@ def bn_grad_inputs(named: Sequence[tuple[str, DistTensorSpec | None]],
                    attrs: Sequence[tuple[str, Any]]) -> dict[str, RuleInput]:
     """The grad rules' checks (batch_norm_grad and sync_batch_norm_grad): ``named`` are the
     tensors in signature order, ``attrs`` the attributes. Returns the wrapped tensors by name."""
-    plain = plain_inputs([spec for _, spec in named], [(name, name in GRAD_OPTIONAL) for name, _ in named])
-    if plain is not None and attrs_plain(attrs) and 2 <= plain[0].ndim <= 5:
-        by_name = {t.name: t for t in plain}
-        if by_name["out_grad"].ndim == plain[0].ndim and \
-                all(t.ndim == 1 for t in plain if t.name != "x" and t.name != "out_grad"):
+    ready = valid_inputs([spec for _, spec in named], [(name, name in GRAD_OPTIONAL) for name, _ in named])
+    if ready is not None and attrs_exact(attrs) and 2 <= ready[0].ndim <= 5:
+        by_name = {t.name: t for t in ready}
+        if by_name["out_grad"].ndim == ready[0].ndim and \
+                all(t.ndim == 1 for t in ready if t.name != "x" and t.name != "out_grad"):
             return by_name
     t = {name: as_input(spec, name, optional=name in GRAD_OPTIONAL) for name, spec in named}
     check_attrs(*attrs)
@@ -178,9 +178,9 @@ def require_grad_meshes(*tensors: RuleInput) -> None:
 def ln_forward_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTensorSpec | None,
                       epsilon: float, begin_norm_axis: int) -> tuple[RuleInput, RuleInput, RuleInput]:
     """The forward rule's checks. Returns (x, scale, bias)."""
-    plain = plain_inputs((x, scale, bias), _LN_FORWARD)
-    if plain is not None and type(epsilon) in _REAL and type(begin_norm_axis) is int:
-        tx, ts, tb = plain
+    ready = valid_inputs((x, scale, bias), _LN_FORWARD)
+    if ready is not None and type(epsilon) in _REAL and type(begin_norm_axis) is int:
+        tx, ts, tb = ready
         if ts.ndim == tb.ndim == 1 and 0 <= begin_norm_axis <= tx.ndim and 1 <= tx.ndim <= len(ALPHABET):
             return tx, ts, tb
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
@@ -197,9 +197,9 @@ def ln_reverse_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: Dis
                       out: DistTensorSpec, mean: DistTensorSpec, variance: DistTensorSpec, epsilon: float,
                       begin_norm_axis: int) -> tuple[RuleInput, ...]:
     """The reverse rule's checks. Returns (x, scale, bias, out, mean, variance)."""
-    plain = plain_inputs((x, scale, bias, out, mean, variance), _LN_REVERSE)
-    if plain is not None and type(epsilon) in _REAL and type(begin_norm_axis) is int:
-        tx, ts, tb, to, tm, tv = plain
+    ready = valid_inputs((x, scale, bias, out, mean, variance), _LN_REVERSE)
+    if ready is not None and type(epsilon) in _REAL and type(begin_norm_axis) is int:
+        tx, ts, tb, to, tm, tv = ready
         if 0 <= begin_norm_axis <= tx.ndim and 1 <= tx.ndim <= len(ALPHABET) and to.ndim == tx.ndim \
                 and tm.ndim == tv.ndim == begin_norm_axis and ts.ndim == tb.ndim == 1:
             return tx, ts, tb, to, tm, tv
@@ -225,9 +225,9 @@ def ln_grad_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTe
                    mean: DistTensorSpec, variance: DistTensorSpec, out_grad: DistTensorSpec, epsilon: float,
                    begin_norm_axis: int) -> tuple[RuleInput, ...]:
     """The grad rule's checks. Returns (x, scale, bias, mean, variance, out_grad)."""
-    plain = plain_inputs((x, scale, bias, mean, variance, out_grad), _LN_GRAD)
-    if plain is not None and type(epsilon) in _REAL and type(begin_norm_axis) is int:
-        tx, ts, tb, tm, tv, tg = plain
+    ready = valid_inputs((x, scale, bias, mean, variance, out_grad), _LN_GRAD)
+    if ready is not None and type(epsilon) in _REAL and type(begin_norm_axis) is int:
+        tx, ts, tb, tm, tv, tg = ready
         if 0 <= begin_norm_axis <= tx.ndim and 1 <= tx.ndim <= len(ALPHABET) and tg.ndim == tx.ndim \
                 and ts.ndim == tb.ndim and tm.ndim == tv.ndim == begin_norm_axis:
             return tx, ts, tb, tm, tv, tg
