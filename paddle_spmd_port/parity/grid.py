@@ -67,7 +67,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Mapping as MappingOf
 from functools import cache
 
@@ -533,6 +533,152 @@ def _grid_layer_norm_grad() -> Iterator[Case]:
     yield bad(mesh, [x_split, None, None, _rep((8,), mesh), _rep((8,), mesh), DistTensorSpec(x3, (), None)], b1)
     yield from _ln_mixed_meshes("layer_norm_grad")
 
+# --------------------------------------------------------------------------- instance_norm, rms_norm, fast_ln
+#: The ops of these grids (each rule reads x, its statistics and, for instance_norm's grad, scale's mesh).
+NORM_OPS_MORE = ("instance_norm", "rms_norm", "fast_ln")
+#: x ranks of each op's own grid: instance_norm 4-5 (2-3 crash Paddle: invalid set), rms_norm 1-4
+#: (the grad raises for rank 1: Paddle's own error, compared), fast_ln 1-4.
+_NORM_RANKS = {"instance_norm": (4, 5), "rms_norm": (1, 2, 3, 4), "fast_ln": (1, 2, 3, 4)}
+EPS = (("epsilon", 1e-5),)
+
+
+def norm_shapes(rule: str, x_shape: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
+    """Input shapes of an instance_norm / rms_norm / fast_ln rule for x of ``x_shape``: scale and
+    bias ``[C]`` (instance_norm) or the last axis' size; statistics ``[N, C]`` (instance_norm) or
+    ``x.shape[:-1]``; out / out_grad / y_grad like x."""
+    inst = RULES[rule].op == "instance_norm"
+    param = (x_shape[1],) if inst and len(x_shape) > 1 else x_shape[-1:] or (4,)
+    stat = x_shape[:2] if inst else x_shape[:-1]
+    shapes = {}
+    for name in RULES[rule].inputs:
+        shapes[name] = x_shape if name in _LIKE_X else param if name in ("scale", "bias") else stat
+    return shapes
+
+
+def _norm_x_probes(rank: int, mesh: ProcessMesh, inst: bool) -> list[Placement]:
+    """x placements the other inputs are varied against: replicated; axis 0 split along mesh dim 0;
+    the axis before the normalised one (instance_norm: C) split along the last mesh dim."""
+    probes: list[Placement] = [((-1,) * rank, frozenset())]
+    for axis, m in ((0, 0), (1 if inst else rank - 2, mesh.ndim - 1)):
+        if 0 <= axis < rank:
+            dm = [-1] * rank
+            dm[axis] = m
+            if tuple(dm) not in [p[0] for p in probes]:
+                probes.append((tuple(dm), frozenset()))
+    return probes
+
+
+def _norm_grid(rule: str) -> Iterator[Case]:
+    """The own grid of an instance_norm / rms_norm / fast_ln rule, on every mesh and x rank of
+    :data:`_NORM_RANKS`: x through every placement, paired with out / out_grad / y_grad cycled
+    through every placement (each placement once as x and once as the other: ``(7k+3) mod n``, as
+    batch_norm_grad's grid pairs them; rms_norm_grad's alignment reads both, the other rules x
+    only) and the statistics taken from x (rms_norm_reverse: out through every mapping with invvar
+    cycled, x cycled: the rule ignores x); then every other input one at a time through every
+    placement (and None where optional) against :func:`_norm_x_probes`, at the op's first
+    rank of 3 or more."""
+    make = _Ids(rule)
+    spec = RULES[rule]
+    inst = spec.op == "instance_norm"
+    names = spec.inputs
+    like_x = [n for n in names[1:] if n in _LIKE_X]
+    for mesh_shape in MESH_SHAPES:
+        mesh = mesh_of(mesh_shape)
+        for rank in _NORM_RANKS[spec.op]:
+            x_shape = X_SHAPES[rank]
+            shapes = norm_shapes(rule, x_shape)
+            all_pl = placements(rank, mesh.ndim)
+            reps = {n: _rep(shapes[n], mesh) for n in names}
+            for k, pl in enumerate(all_pl):
+                other = all_pl[(k * 7 + 3) % len(all_pl)]
+                pairs = ((pl, other), (other, pl)) if like_x else ((pl, other),)
+                for x_pl, o_pl in pairs:
+                    tensors: dict[str, DistTensorSpec | None] = {**reps, "x": _spec(x_shape, x_pl, mesh)}
+                    for n in like_x:
+                        tensors[n] = _spec(x_shape, o_pl, mesh)
+                    if spec.direction == "reverse":  # the statistics from out: x is not read
+                        tensors["invvar"] = _spec(shapes["invvar"], (o_pl[0][:-1], frozenset()), mesh)
+                    else:
+                        for n in names:
+                            if n in ("saved_mean", "saved_variance", "mean", "invvar"):
+                                tensors[n] = _spec(shapes[n], (x_pl[0][:len(shapes[n])], frozenset()), mesh)
+                    yield make(mesh, [tensors[n] for n in names], EPS)
+            if rank != next(r for r in _NORM_RANKS[spec.op] if r >= 3):
+                continue
+            side = [n for n in names[1:] if n not in _LIKE_X]
+            optional = [n for n in side if n in spec.optional]
+            for xp in _norm_x_probes(rank, mesh, inst):
+                base = {n: _spec(x_shape, xp, mesh) for n in like_x}
+                for variant in _one_at_a_time(side, shapes, mesh, optional)[1:]:
+                    tensors = {"x": _spec(x_shape, xp, mesh), **base, **variant}
+                    yield make(mesh, [tensors[n] for n in names], EPS)
+                if spec.direction == "reverse":  # invvar against each out mapping of the probe's kind
+                    for inv in placements(rank - 1, mesh.ndim):
+                        tensors = {**reps, "out": _spec(x_shape, xp, mesh),
+                                   "invvar": _spec(shapes["invvar"], inv, mesh)}
+                        yield make(mesh, [tensors[n] for n in names], EPS)
+
+
+def _norm_mixed_meshes(rule: str) -> Iterator[Case]:
+    """The mixed-mesh sets (see :func:`_mixed_meshes`): x [8,6,4,4] (instance_norm) or [8,6,4]."""
+    rank = 4 if RULES[rule].op == "instance_norm" else 3
+    x_maps = _BN_MIXED_X if rank == 4 else _LN_MIXED_X
+    yield from _mixed_meshes(rule, [(norm_shapes(rule, X_SHAPES[rank]), EPS)], x_maps)
+
+
+def _norm_invalid(rule: str) -> Iterator[Case]:
+    """Per rule, on 2x3: ranks Paddle rejects or crashes on, statistics / scale of the wrong rank,
+    x mappings Paddle does not validate (a mesh dim twice, out of range, shorter than the rank),
+    x without a mesh, and each rule's own crash inputs (instance_norm: a 2-D / 3-D x, SIGABRT;
+    its grad: scale None while N or C is split, SIGSEGV; rms_norm: a None scale, Paddle's check)."""
+    bad = _Ids(rule, "invalid")
+    spec = RULES[rule]
+    names = spec.inputs
+    mesh = mesh_of((2, 3))
+    rank = 4 if spec.op == "instance_norm" else 3
+    x_shape = X_SHAPES[rank]
+    shapes = norm_shapes(rule, x_shape)
+    base: dict[str, DistTensorSpec | None] = {n: _rep(shapes[n], mesh) for n in names}
+    variants: list[dict[str, DistTensorSpec | None]] = []
+    x_ranks = (1, 2, 3, 6) if spec.op == "instance_norm" else (0,) if spec.op == "fast_ln" else (0, 1)
+    for r in x_ranks:  # ranks Paddle rejects (instance_norm 1, 6) or crashes on / answers garbage for
+        other_shapes = norm_shapes(rule, X_SHAPES.get(r, (8, 6, 4, 4, 2, 2)) if r else ())
+        variants.append({n: _rep(other_shapes[n], mesh) for n in names})
+    for n in names[1:]:
+        if n in _LIKE_X:
+            variants.append({n: _rep(x_shape[:-1], mesh)})  # rank != x's
+        else:
+            variants.append({n: _rep(shapes[n] + (2,), mesh)})  # one axis too many
+    split = (0,) + (-1,) * (rank - 1)
+    variants += [{"x": DistTensorSpec(x_shape, (0, 0) + (-1,) * (rank - 2), mesh)},
+                 {"x": DistTensorSpec(x_shape, (-1, 2) + (-1,) * (rank - 2), mesh)},
+                 {"x": DistTensorSpec(x_shape, split[:-1], mesh)},
+                 {"x": DistTensorSpec(x_shape, (), None)}]
+    if "scale" in spec.optional:
+        variants.append({"x": DistTensorSpec(x_shape, split, mesh), "scale": None})
+    for variant in variants:
+        tensors = {**base, **variant}
+        yield bad(mesh, [tensors[n] for n in names], EPS)
+
+
+def _norm_rule_grid(rule: str) -> Callable[[], Iterator[Case]]:
+    def grid() -> Iterator[Case]:
+        yield from _norm_grid(rule)
+        yield from _norm_mixed_meshes(rule)
+        yield from _norm_invalid(rule)
+    grid.__name__ = f"_grid_{rule}"
+    grid.__doc__ = f"{rule}: :func:`_norm_grid`, :func:`_norm_mixed_meshes`, :func:`_norm_invalid`."
+    return grid
+
+
+_grid_instance_norm = _norm_rule_grid("instance_norm")
+_grid_instance_norm_grad = _norm_rule_grid("instance_norm_grad")
+_grid_rms_norm = _norm_rule_grid("rms_norm")
+_grid_rms_norm_reverse = _norm_rule_grid("rms_norm_reverse")
+_grid_rms_norm_grad = _norm_rule_grid("rms_norm_grad")
+_grid_fast_ln = _norm_rule_grid("fast_ln")
+_grid_fast_ln_grad = _norm_rule_grid("fast_ln_grad")
+
 
 GRIDS = {
     "batch_norm_static": _grid_batch_norm_static,
@@ -543,6 +689,13 @@ GRIDS = {
     "layer_norm": _grid_layer_norm,
     "layer_norm_reverse": _grid_layer_norm_reverse,
     "layer_norm_grad": _grid_layer_norm_grad,
+    "instance_norm": _grid_instance_norm,
+    "instance_norm_grad": _grid_instance_norm_grad,
+    "rms_norm": _grid_rms_norm,
+    "rms_norm_reverse": _grid_rms_norm_reverse,
+    "rms_norm_grad": _grid_rms_norm_grad,
+    "fast_ln": _grid_fast_ln,
+    "fast_ln_grad": _grid_fast_ln_grad,
 }
 
 
@@ -598,12 +751,14 @@ def input_shapes(rule: str, x_shape: tuple[int, ...], attrs: MappingOf[str, obje
     if RULES[rule].op in ("batch_norm", "sync_batch_norm"):
         c = channel_axis(str(attrs.get("data_format", "NCHW")), len(x_shape))
         return {n: x_shape if n in _LIKE_X else (x_shape[c],) for n in names}
+    if RULES[rule].op in NORM_OPS_MORE:
+        return norm_shapes(rule, x_shape)
     b = int(attrs["begin_norm_axis"])  # type: ignore[call-overload]
     return {n: x_shape if n in _LIKE_X else x_shape[:b] if n in ("mean", "variance") else (math.prod(x_shape[b:]),)
             for n in names}
 
 
-_LIKE_X = frozenset({"x", "out", "out_grad"})
+_LIKE_X = frozenset({"x", "out", "out_grad", "y_grad"})
 
 
 def _coshard_attr_variants(rule: str, rank: int) -> list[dict[str, object]]:
@@ -614,9 +769,16 @@ def _coshard_attr_variants(rule: str, rank: int) -> list[dict[str, object]]:
     return [{}]  # batch_norm_static: NCHW, no attribute
 
 
+#: x ranks of the co-shard set per op (batch_norm's 2-4 otherwise): the ranks each rule answers
+#: (instance_norm: 4; rms_norm_grad raises below 2, so rms_norm's start at 2).
+_COSHARD_RANKS = {"layer_norm": range(1, 4), "fast_ln": range(1, 4), "rms_norm": range(2, 4),
+                  "instance_norm": range(4, 5)}
+
+
 def coshard_cases(rule: str) -> Iterator[Case]:
     """The co-shard set (ids ``<rule>-coshard-<n>``), on every mesh of :data:`COSHARD_MESH_SHAPES`
-    and x ranks batch_norm 2-4, layer_norm 1-3 (rank 5 / 4 would add 3x the cases: the fallback is
+    and x ranks batch_norm 2-4, layer_norm 1-3 (instance_norm 4, rms_norm 2-3, fast_ln 1-3;
+    rank 5 / 4 would add 3x the cases: the fallback is
     per axis, so more axes add no new way to fall back), for every attribute variant
     (begin_norm_axis 0..rank; data_format NCHW and NHWC):
 
@@ -631,7 +793,7 @@ def coshard_cases(rule: str) -> Iterator[Case]:
     """
     make = _Ids(rule, "coshard")
     names = RULES[rule].inputs
-    ranks = range(1, 4) if RULES[rule].op == "layer_norm" else range(2, 5)
+    ranks = _COSHARD_RANKS.get(RULES[rule].op, range(2, 5))
     for mesh_shape in COSHARD_MESH_SHAPES:
         mesh = mesh_of(mesh_shape)
         for rank in ranks:
@@ -652,7 +814,7 @@ def coshard_cases(rule: str) -> Iterator[Case]:
                         yield make(mesh, [one[n] for n in names], attr_items)
     bad = _Ids(rule, "coshard-invalid")
     mesh = mesh_of((2, 3))
-    rank = 3 if RULES[rule].op == "layer_norm" else 4
+    rank = 4 if RULES[rule].op in ("batch_norm", "sync_batch_norm", "instance_norm") else 3
     x_shape = X_SHAPES[rank]
     attrs = _coshard_attr_variants(rule, rank)[1 if RULES[rule].op == "layer_norm" else 0]
     shapes = input_shapes(rule, x_shape, attrs)

@@ -15,6 +15,11 @@ the op's contract, independently of ``rules/``::
                                rank != x's; data_format not a batch_norm layout
     layer_norm family          x rank 0; begin_norm_axis not an int in 0..rank(x); scale/bias not 1-D;
                                mean/variance rank != begin_norm_axis; out/out_grad rank != x's
+    instance_norm              x rank outside 4..5 (the rule indexes axes 2 and 3: a 2-D / 3-D x
+                               corrupts Paddle's heap); scale/bias not 1-D; saved statistics not 2-D;
+                               y_grad's rank != x's
+    rms_norm, fast_ln          x rank 0; scale/bias not 1-D; mean/invvar rank != rank(x) - 1;
+                               out/out_grad/y_grad rank != x's
     attributes                 epsilon / momentum not a number
 """
 
@@ -78,6 +83,8 @@ def input_problem(case: Case) -> str | None:
         if og is not None and len(og.shape) != rank:
             return "out_grad's rank differs from x's"
         return None
+    if case.spec.op in _NORM_MORE_RANKS:
+        return _norm_more_problem(case.spec.op, rank, named)
     if rank < 1:
         return "x is rank 0 (layer_norm normalises at least one axis)"
     b = attrs.get("begin_norm_axis")
@@ -87,6 +94,27 @@ def input_problem(case: Case) -> str | None:
         if spec is None or name == "x":
             continue
         want = {"scale": 1, "bias": 1, "mean": b, "variance": b}.get(name, rank)
+        if len(spec.shape) != want:
+            return f"{name} rank {len(spec.shape)} != {want}"
+    return None
+
+
+#: x ranks instance_norm, rms_norm and fast_ln take (instance_norm: [N, C, H, W] or [N, C, D, H, W];
+#: its rule clears axes 2 and 3 by index, so an NC / NCL input is outside what it can answer).
+_NORM_MORE_RANKS = {"instance_norm": range(4, 6), "rms_norm": range(1, 19), "fast_ln": range(1, 19)}
+
+
+def _norm_more_problem(op: str, rank: int, named: dict[str, DistTensorSpec | None]) -> str | None:
+    """instance_norm: scale/bias [C], saved statistics [N, C], y_grad like x; rms_norm and fast_ln:
+    scale/bias [last], statistics (mean, invvar) x.shape[:-1], out / out_grad / y_grad like x."""
+    if rank not in _NORM_MORE_RANKS[op]:
+        return f"x rank {rank} outside {_NORM_MORE_RANKS[op].start}..{_NORM_MORE_RANKS[op].stop - 1} for {op}"
+    stat_rank = 2 if op == "instance_norm" else rank - 1
+    for name, spec in named.items():
+        if spec is None or name == "x":
+            continue
+        want = {"scale": 1, "bias": 1, "saved_mean": stat_rank, "saved_variance": stat_rank, "mean": stat_rank,
+                "invvar": stat_rank}.get(name, rank)
         if len(spec.shape) != want:
             return f"{name} rank {len(spec.shape)} != {want}"
     return None

@@ -251,3 +251,168 @@ def ln_grad_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTe
     require_rank(tm, begin_norm_axis, "mean of shape x.shape[:begin_norm_axis]")
     require_grad_meshes(tm, tv, tg)
     return tx, ts, tb, tm, tv, tg
+
+
+# --------------------------------------------------------------------------- instance_norm
+IN = "instance_norm"
+
+
+def in_forward_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTensorSpec | None,
+                      epsilon: float) -> tuple[RuleInput, RuleInput, RuleInput]:
+    """instance_norm's forward checks: P x rank 2..5, scale and bias 1-D; port x on a mesh, specs
+    valid, x rank 4 or 5. Returns (x, scale, bias)."""
+    tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    check_attrs(("epsilon", epsilon))
+    if tx.ndim < 2:
+        raise PaddleInvalidArgument(f"The ndim of x in {IN} should be greater than 1, but got [{tx.ndim}].",
+                                    kind="ndim:x:min")
+    if tx.ndim > 5:
+        raise PaddleInvalidArgument(f"The ndim of x in {IN} should be less than 6, but got [{tx.ndim}].",
+                                    kind="ndim:x:max")
+    require_ndim(ts, 1, IN)
+    require_ndim(tb, 1, IN)
+    require_x_mesh(tx)
+    check_specs(("x", x), ("scale", scale), ("bias", bias))
+    require_in_spatial_axes(tx)
+    return tx, ts, tb
+
+
+def in_grad_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTensorSpec | None,
+                   saved_mean: DistTensorSpec, saved_variance: DistTensorSpec, y_grad: DistTensorSpec,
+                   epsilon: float) -> tuple[RuleInput, ...]:
+    """instance_norm's grad checks, Paddle's in its order: x rank 2..5 (the grad's own wording),
+    y_grad's rank == x's (the message prints ``[0]`` whatever the rank: PADDLE-QUIRK(in-grad-message)),
+    scale 1-D, saved_mean and saved_variance 2-D; bias is never read. Then the port's: x on a mesh,
+    specs valid, x rank 4 or 5. Returns (x, scale, bias, saved_mean, saved_variance, y_grad)."""
+    tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    tm, tv = as_input(saved_mean, "saved_mean"), as_input(saved_variance, "saved_variance")
+    tg = as_input(y_grad, "y_grad")
+    check_attrs(("epsilon", epsilon))
+    if tx.ndim < 2:
+        raise PaddleInvalidArgument(f"The ndim of x in {IN} should greater than 1, but got [{tx.ndim}].",
+                                    kind="ndim:x:min")
+    if tx.ndim > 5:
+        raise PaddleInvalidArgument(f"The ndim of x in {IN} should less than 6, but got [{tx.ndim}].",
+                                    kind="ndim:x:max")
+    if tg.ndim != tx.ndim:
+        raise PaddleInvalidArgument(f"The ndim of y_grad in {IN} should be equal with x, but got [0].",
+                                    kind="ndim:y_grad")
+    require_ndim(ts, 1, IN)
+    require_ndim(tm, 2, IN)
+    require_ndim(tv, 2, IN)
+    require_x_mesh(tx)
+    check_specs(("x", x), ("scale", scale), ("bias", bias), ("saved_mean", saved_mean),
+                ("saved_variance", saved_variance), ("y_grad", y_grad))
+    require_in_spatial_axes(tx)
+    return tx, ts, tb, tm, tv, tg
+
+
+def require_in_spatial_axes(x: RuleInput) -> None:
+    """Port-only: Paddle clears x's axes 2 and 3 (the spatial axes of NCHW) by index, so a 2-D or
+    3-D x makes it write past the end of the dims_mapping (SIGABRT, heap corruption; a few runs
+    answer garbage)."""
+    if x.ndim < 4:
+        raise InvalidSpecError(
+            f"x has rank {x.ndim}; Paddle's instance_norm rule clears axes 2 and 3 by index and corrupts "
+            "its heap (SIGABRT) for a 2-D or 3-D x; pass x as [N, C, H, W] or [N, C, D, H, W] "
+            "(reshape an [N, C, L] input to [N, C, L, 1])", kind="invalid-spec:x:rank")
+
+
+# --------------------------------------------------------------------------- rms_norm
+#: Where Paddle 3.3.1's rms_norm rules check each tensor's rank against its dims_mapping size: the
+#: message carries the build's file name and line (measured; the compiled caller and the registry
+#: raise the same text).
+RMS_SOURCE = "/paddle/paddle/phi/infermeta/spmd_rules/rms_norm.cc"
+RMS_CHECK_LINES = {
+    "rms_norm": {"x": 32, "scale": 33},
+    "rms_norm_reverse": {"x": 84, "scale": 85, "out": 86, "invvar": 87},
+    "rms_norm_grad": {"x": 146, "scale": 147, "invvar": 148, "out_grad": 149},
+}
+
+
+def _rms_rank_vs_mapping(rule_key: str, *tensors: RuleInput) -> None:
+    """Paddle's first check in every rms_norm rule: each tensor's rank equals its dims_mapping's
+    length (a None scale, a [0]-shaped stand-in with an empty mapping, fails it)."""
+    for t in tensors:
+        if t.ndim != len(t.dims_mapping):
+            raise PaddleInvalidArgument(
+                f"[{RMS_SOURCE}] [{RMS_CHECK_LINES[rule_key][t.name]}] The Tensor [{t.name}]'s rank [{t.ndim}] "
+                f"and dims_mapping size [{len(t.dims_mapping)}] are not matched.", kind=f"rank-vs-mapping:{t.name}")
+
+
+def _require_rms_rank(t: RuleInput, want: int, why: str) -> None:
+    if t.ndim != want:
+        raise InvalidSpecError(f"{t.name} has rank {t.ndim}, but {why} requires rank {want} (Paddle answers "
+                               f"garbage or reads past its notation); pass {t.name} of rank {want}",
+                               kind=f"invalid-spec:{t.name}:rank")
+
+
+def rms_forward_inputs(x: DistTensorSpec, scale: DistTensorSpec, epsilon: float) -> tuple[RuleInput, RuleInput]:
+    """rms_norm's forward checks: P rank vs dims_mapping of x, scale; port x on a mesh, specs valid,
+    x rank >= 1 (rank 0: Paddle raises a bare ``basic_string::_M_create``), scale 1-D (Paddle
+    answers ``[-1]`` for any rank). Returns (x, scale)."""
+    tx, ts = as_input(x, "x"), as_input(scale, "scale", optional=True)
+    check_attrs(("epsilon", epsilon))
+    _rms_rank_vs_mapping("rms_norm", tx, ts)
+    require_x_mesh(tx)
+    check_specs(("x", x), ("scale", scale))
+    _require_rms_x_rank(tx)
+    _require_rms_rank(ts, 1, "rms_norm's scale (the size of x's last axis; the rule answers [-1])")
+    return tx, ts
+
+
+def _require_rms_x_rank(x: RuleInput) -> None:
+    if x.ndim < 1:
+        raise InvalidSpecError("x has rank 0; rms_norm normalises x's last axis (Paddle raises a bare "
+                               "basic_string::_M_create); pass x of rank >= 1", kind="invalid-spec:x:rank")
+    if x.ndim > len(ALPHABET):
+        raise InvalidSpecError(f"x has rank {x.ndim}; rms_norm's notation names at most {len(ALPHABET)} axes",
+                               kind="invalid-spec:x:rank")
+
+
+def rms_reverse_inputs(x: DistTensorSpec, scale: DistTensorSpec, out: DistTensorSpec, invvar: DistTensorSpec,
+                       epsilon: float) -> tuple[RuleInput, RuleInput, RuleInput, RuleInput]:
+    """rms_norm's reverse checks: P rank vs dims_mapping of x, scale, out, invvar; port x on a mesh,
+    specs valid, x rank >= 1, out's rank x's and invvar's one less (Paddle builds the notation from
+    out's rank and answers garbage otherwise), scale 1-D. Returns (x, scale, out, invvar)."""
+    tx, ts = as_input(x, "x"), as_input(scale, "scale", optional=True)
+    to, tv = as_input(out, "out"), as_input(invvar, "invvar")
+    check_attrs(("epsilon", epsilon))
+    _rms_rank_vs_mapping("rms_norm_reverse", tx, ts, to, tv)
+    require_x_mesh(tx)
+    check_specs(("x", x), ("scale", scale), ("out", out), ("invvar", invvar))
+    _require_rms_x_rank(tx)
+    _require_rms_rank(to, tx.ndim, "out = rms_norm(x)")
+    _require_rms_rank(tv, tx.ndim - 1, "invvar of shape x.shape[:-1]")
+    _require_rms_rank(ts, 1, "rms_norm's scale (the size of x's last axis; the rule answers [-1])")
+    return tx, ts, to, tv
+
+
+def rms_grad_inputs(x: DistTensorSpec, scale: DistTensorSpec, invvar: DistTensorSpec, out_grad: DistTensorSpec,
+                    epsilon: float) -> tuple[RuleInput, RuleInput, RuleInput, RuleInput]:
+    """rms_norm's grad checks: P rank vs dims_mapping of x, scale, invvar, out_grad; P x's rank ==
+    out_grad's; P x rank >= 2 (``align_axis is empty``); port x on a mesh, specs valid, invvar of
+    rank ndim - 1, x / invvar / out_grad on meshes of x's number of dims (Paddle reads their
+    placements by x's mesh dims: past the end on a smaller mesh, SIGSEGV). Returns (x, scale,
+    invvar, out_grad)."""
+    tx, ts = as_input(x, "x"), as_input(scale, "scale", optional=True)
+    tv, tg = as_input(invvar, "invvar"), as_input(out_grad, "out_grad")
+    check_attrs(("epsilon", epsilon))
+    _rms_rank_vs_mapping("rms_norm_grad", tx, ts, tv, tg)
+    if tx.ndim != tg.ndim:
+        raise PaddleInvalidArgument(f"The Tensor x's rank [{tx.ndim}] and Tensor out_grad's rank [{tg.ndim}] are "
+                                    "not matched.", kind="rank:x-vs-out_grad")
+    if tx.ndim < 2:
+        raise PaddleInvalidArgument("align_axis is empty", kind="rank:x:align")
+    require_x_mesh(tx)
+    check_specs(("x", x), ("scale", scale), ("invvar", invvar), ("out_grad", out_grad))
+    _require_rms_x_rank(tx)
+    _require_rms_rank(tv, tx.ndim - 1, "invvar of shape x.shape[:-1]")
+    for t in (tv, tg):
+        if t.mesh is None or t.mesh.ndim != tx.mesh.ndim:  # type: ignore[union-attr]
+            where = "has no process mesh" if t.mesh is None else f"is on mesh {t.mesh}"
+            raise InvalidSpecError(
+                f"{t.name} {where} while x is on mesh {tx.mesh}: rms_norm_grad reads {t.name}'s placement on "
+                f"every mesh dim of x's mesh (Paddle reads past the end or answers mesh dims the mesh lacks); "
+                f"put {t.name} on a mesh with as many dims as x's", kind=f"invalid-spec:{t.name}:mixed-mesh")
+    return tx, ts, tv, tg

@@ -1,8 +1,10 @@
 """A registry mirroring ``paddle.framework.core.get_phi_spmd_rule``, with rule *profiles*.
 
-Paddle registers two of our rules by name: ``batch_norm`` (the attribute-less static forward,
-no infer_backward) and ``layer_norm`` (forward + reverse). The names marked ``port`` are our
-own, for the rules Paddle keeps unregistered::
+Paddle registers these of our rules by name: ``batch_norm`` (the attribute-less static forward,
+no infer_backward), ``layer_norm`` (forward + reverse), ``instance_norm`` (forward + the grad rule
+as infer_backward) and ``fused_rms_norm`` (rms_norm's forward + reverse; a name for PaddleNLP's
+custom kernel); rms_norm's grad and fast_ln are unregistered and get no name here. The names
+marked ``port`` are our own, for the rules Paddle keeps unregistered::
 
     name                   infer_forward (rule key)   infer_backward       source
     batch_norm             batch_norm_static          raises (NotFound)    Paddle
@@ -12,6 +14,8 @@ own, for the rules Paddle keeps unregistered::
     layer_norm_grad        layer_norm_grad            raises               port
     sync_batch_norm        sync_batch_norm            raises               port
     sync_batch_norm_grad   sync_batch_norm_grad       raises               port
+    instance_norm          instance_norm              instance_norm_grad   Paddle
+    fused_rms_norm         rms_norm                   rms_norm_reverse     Paddle
 
 Profiles choose the implementation behind each rule key:
 
@@ -28,7 +32,7 @@ from typing import Any
 
 from ..errors import ArgumentTypeError, RuleNotFoundError, UnknownKeyError
 from ..types import SpmdResult
-from . import batch_norm, layer_norm, pr72918, proposed, sync_batch_norm
+from . import batch_norm, fast_ln, instance_norm, layer_norm, pr72918, proposed, rms_norm, sync_batch_norm
 
 RuleFn = Callable[..., SpmdResult]
 
@@ -41,11 +45,19 @@ PADDLE_RULES: dict[str, RuleFn] = {
     "layer_norm": layer_norm.layer_norm_infer_spmd,
     "layer_norm_reverse": layer_norm.layer_norm_infer_spmd_reverse,
     "layer_norm_grad": layer_norm.layer_norm_grad_infer_spmd,
+    "instance_norm": instance_norm.instance_norm_infer_spmd,
+    "instance_norm_grad": instance_norm.instance_norm_grad_infer_spmd,
+    "rms_norm": rms_norm.rms_norm_infer_spmd,
+    "rms_norm_reverse": rms_norm.rms_norm_infer_spmd_reverse,
+    "rms_norm_grad": rms_norm.rms_norm_grad_infer_spmd,
+    "fast_ln": fast_ln.fast_ln_infer_spmd,
+    "fast_ln_grad": fast_ln.fast_ln_grad_infer_spmd,
 }
 
 PROFILES: dict[str, dict[str, RuleFn]] = {
     "paddle": PADDLE_RULES,
     "pr72918": {**PADDLE_RULES, **pr72918.RULES},
+    # proposed: instance_norm, rms_norm and fast_ln reuse the paddle rules until the oracle judges them
     "proposed": {**PADDLE_RULES, **proposed.PROPOSED_RULES},
 }
 
@@ -58,6 +70,8 @@ NAMES: dict[str, tuple[str, str | None, bool]] = {
     "layer_norm_grad": ("layer_norm_grad", None, False),
     "sync_batch_norm": ("sync_batch_norm", None, False),
     "sync_batch_norm_grad": ("sync_batch_norm_grad", None, False),
+    "instance_norm": ("instance_norm", "instance_norm_grad", True),
+    "fused_rms_norm": ("rms_norm", "rms_norm_reverse", True),
 }
 
 

@@ -21,6 +21,14 @@ their defaults in signature order; for batch_norm, the data formats it accepts a
                                                                                 x scale bias only)
                      layer_norm_grad       x scale? bias? mean variance         x_grad scale_grad bias_grad
                                            out_grad
+    instance_norm    instance_norm         x scale? bias?                       y saved_mean saved_variance
+                     instance_norm_grad    x scale? bias? saved_mean            x_grad scale_grad bias_grad (returned
+                                           saved_variance y_grad                inputs: all but bias)
+    rms_norm         rms_norm              x scale?                             out invvar
+                     rms_norm_reverse      x scale? out invvar                  out invvar (returned inputs: x scale)
+                     rms_norm_grad         x scale? invvar out_grad             x_grad scale_grad
+    fast_ln          fast_ln               x scale? bias?                       out mean invvar
+                     fast_ln_grad          x scale? mean invvar y_grad          x_grad scale_grad bias_grad
 
     attributes (signature order, defaults)
     batch_norm, sync_batch_norm     is_test=False momentum=0.9 epsilon=1e-5 data_format='NCHW'
@@ -29,13 +37,14 @@ their defaults in signature order; for batch_norm, the data formats it accepts a
                                     use_global_stats=False trainable_statistics=False
     batch_norm_static               none (the header defaults: always NCHW)
     layer_norm (all three)          epsilon=1e-5 begin_norm_axis=1
+    instance_norm, rms_norm, fast_ln  epsilon=1e-5 (rms_norm's and fast_ln's headers give no default)
 
     data_format     NC  NCL  NCHW  NCDHW  NLC  NHWC  NDHWC
     rank of x       2   3    4     5      3    4     5
     channel axis    1   1    1     1      2    3     4      (second character 'C' -> 1, else the last axis)
     kernel layout   NCHW ...                  NHWC ...      (what F.batch_norm hands the op)
 
-The eight rule keys and the functions behind them::
+The rule keys and the functions behind them::
 
     key                    port function                      Paddle's C++ function
     batch_norm_static      batch_norm_infer_spmd_static       BatchNormInferSpmdStatic (registry "batch_norm")
@@ -46,6 +55,13 @@ The eight rule keys and the functions behind them::
     layer_norm             layer_norm_infer_spmd              LayerNormInferSpmd (registry "layer_norm")
     layer_norm_reverse     layer_norm_infer_spmd_reverse      LayerNormInferSpmdReverse (registry infer_backward)
     layer_norm_grad        layer_norm_grad_infer_spmd         LayerNormGradInferSpmd
+    instance_norm          instance_norm_infer_spmd           InstanceNormInferSpmd (registry "instance_norm")
+    instance_norm_grad     instance_norm_grad_infer_spmd      InstanceNormGradInferSpmd (registry infer_backward)
+    rms_norm               rms_norm_infer_spmd                RmsNormInferSpmd (registry "fused_rms_norm")
+    rms_norm_reverse       rms_norm_infer_spmd_reverse        RmsNormInferSpmdReverse (registry infer_backward)
+    rms_norm_grad          rms_norm_grad_infer_spmd           RmsNormGradInferSpmd
+    fast_ln                fast_ln_infer_spmd                 FastLnInferSpmd
+    fast_ln_grad           fast_ln_grad_infer_spmd            FastLnGradInferSpmd
 """
 
 from __future__ import annotations
@@ -120,6 +136,19 @@ LN_IN = ("x", "scale", "bias")
 LN_OUT = ("out", "mean", "variance")
 LN_REVERSE_IN = ("x", "scale", "bias", "out", "mean", "variance")
 LN_GRAD_IN = ("x", "scale", "bias", "mean", "variance", "out_grad")
+#: instance_norm, rms_norm, fast_ln: epsilon only (the port's default 1e-5 also where the header has none).
+EPS_ATTRS = (("epsilon", 1e-5),)
+IN_OUT = ("y", "saved_mean", "saved_variance")
+IN_GRAD_IN = ("x", "scale", "bias", "saved_mean", "saved_variance", "y_grad")
+IN_GRAD_RESULT_IN = ("x", "scale", "saved_mean", "saved_variance", "y_grad")  # bias is not returned
+RMS_IN = ("x", "scale")
+RMS_OUT = ("out", "invvar")
+RMS_REVERSE_IN = ("x", "scale", "out", "invvar")
+RMS_GRAD_IN = ("x", "scale", "invvar", "out_grad")
+#: rms_norm's scale is no optional input, but Paddle answers a None one with its own rank check.
+RMS_OPTIONAL = frozenset({"scale"})
+FAST_LN_OUT = ("out", "mean", "invvar")
+FAST_LN_GRAD_IN = ("x", "scale", "mean", "invvar", "y_grad")
 #: The inputs that may be None: scale and bias everywhere, and the grads' reserve_space.
 OPTIONAL = frozenset({"scale", "bias"})
 GRAD_OPTIONAL = frozenset({"scale", "bias", "reserve_space"})
@@ -141,12 +170,23 @@ RULES: dict[str, RuleSpec] = {
         RuleSpec("layer_norm", "layer_norm", "forward", LN_IN, OPTIONAL, LN_ATTRS, LN_IN, LN_OUT),
         RuleSpec("layer_norm_reverse", "layer_norm", "reverse", LN_REVERSE_IN, OPTIONAL, LN_ATTRS, LN_IN, LN_OUT),
         RuleSpec("layer_norm_grad", "layer_norm", "grad", LN_GRAD_IN, OPTIONAL, LN_ATTRS, LN_GRAD_IN, GRAD_OUT),
+        RuleSpec("instance_norm", "instance_norm", "forward", LN_IN, OPTIONAL, EPS_ATTRS, LN_IN, IN_OUT),
+        RuleSpec("instance_norm_grad", "instance_norm", "grad", IN_GRAD_IN, OPTIONAL, EPS_ATTRS, IN_GRAD_RESULT_IN,
+                 GRAD_OUT),
+        RuleSpec("rms_norm", "rms_norm", "forward", RMS_IN, RMS_OPTIONAL, EPS_ATTRS, RMS_IN, RMS_OUT),
+        RuleSpec("rms_norm_reverse", "rms_norm", "reverse", RMS_REVERSE_IN, RMS_OPTIONAL, EPS_ATTRS, RMS_IN,
+                 RMS_OUT),
+        RuleSpec("rms_norm_grad", "rms_norm", "grad", RMS_GRAD_IN, RMS_OPTIONAL, EPS_ATTRS, RMS_GRAD_IN,
+                 ("x_grad", "scale_grad")),
+        RuleSpec("fast_ln", "fast_ln", "forward", LN_IN, OPTIONAL, EPS_ATTRS, LN_IN, FAST_LN_OUT),
+        RuleSpec("fast_ln_grad", "fast_ln", "grad", FAST_LN_GRAD_IN, OPTIONAL, EPS_ATTRS, FAST_LN_GRAD_IN, GRAD_OUT),
     )
 }
 
 #: op -> its rule keys.
 OPS: dict[str, tuple[str, ...]] = {op: tuple(k for k, s in RULES.items() if s.op == op)
-                                   for op in ("batch_norm", "sync_batch_norm", "layer_norm")}
+                                   for op in ("batch_norm", "sync_batch_norm", "layer_norm", "instance_norm",
+                                              "rms_norm", "fast_ln")}
 
 
 def rule_spec(key: str) -> RuleSpec:
