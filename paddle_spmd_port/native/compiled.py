@@ -192,6 +192,10 @@ def may_crash(case: Case) -> bool:
     if case.rule == "batch_norm_grad":
         scale, bias = case.inputs[1], case.inputs[2]
         return (scale is None or bias is None) and any(m != -1 for m in x.dims_mapping)
+    if case.spec.op == "instance_norm":  # 2-D / 3-D x: heap corruption; grad: scale None with N or C split
+        scale = case.inputs[1]
+        return len(x.shape) < 4 or (case.rule == "instance_norm_grad" and (scale is None or scale.mesh is None)
+                                    and any(m != -1 for m in x.dims_mapping[:2]))
     return False
 
 

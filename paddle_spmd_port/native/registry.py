@@ -1,6 +1,8 @@
 """Backend: Paddle's Python rule registry (``core.get_phi_spmd_rule``).
 
-Reaches ``batch_norm`` (BatchNormInferSpmdStatic), ``layer_norm`` (forward and reverse) and,
+Reaches ``batch_norm`` (BatchNormInferSpmdStatic), ``layer_norm`` (forward and reverse),
+``instance_norm`` (forward; its infer_backward is the grad rule), ``fused_rms_norm`` (rms_norm's
+forward and reverse; epsilon always passed: the registry object segfaults without it) and,
 for sync_batch_norm, the generic ``replicated`` rule that its dist API falls back to, applied
 to the op's signature: ``infer_forward([inputs...], [outputs...])``. Imports Paddle: run it
 only inside a worker process.
@@ -36,6 +38,10 @@ ROUTES = {
     "layer_norm_reverse": ("layer_norm", "infer_backward"),
     "sync_batch_norm": ("replicated", "replicated"),
     "sync_batch_norm_grad": ("replicated", "replicated"),
+    "instance_norm": ("instance_norm", "infer_forward"),
+    "instance_norm_grad": ("instance_norm", "infer_backward"),
+    "rms_norm": ("fused_rms_norm", "infer_forward"),
+    "rms_norm_reverse": ("fused_rms_norm", "infer_backward"),
 }
 
 _rules: dict[str, Any] = {}

@@ -24,6 +24,13 @@ DEFAULT_BACKENDS: dict[str, tuple[str, ...]] = {
     "batch_norm": ("compiled", "pir"),
     "batch_norm_grad": ("compiled", "pir"),
     "layer_norm_grad": ("compiled", "pir"),
+    "instance_norm": ("registry", "compiled"),
+    "instance_norm_grad": ("registry", "compiled"),
+    "rms_norm": ("registry", "compiled"),
+    "rms_norm_reverse": ("registry", "compiled"),
+    "rms_norm_grad": ("compiled",),
+    "fast_ln": ("compiled",),
+    "fast_ln_grad": ("compiled",),
 }
 #: Each rule's primary native backend.
 DEFAULT_BACKEND: dict[str, str] = {rule: backends[0] for rule, backends in DEFAULT_BACKENDS.items()}
