@@ -53,6 +53,8 @@ def wait_for(predicate, timeout: float, what: str) -> None:
     pytest.param(signal.SIGINT, "compiled", 130, id="SIGINT-compiled"),
     pytest.param(signal.SIGTERM, "compiled", 143, id="SIGTERM-compiled"),
     pytest.param(signal.SIGTERM, "pir", 143, id="SIGTERM-pir"),
+    # each rule's default routes: the PIR group runs alongside the compiled one (parity/cli.py's BackgroundGroup)
+    pytest.param(signal.SIGTERM, None, 143, id="SIGTERM-default-routes"),
 ])
 def test_signal_ends_workers_and_writes_the_partial_report(tmp_path, sig, backend, code):
     token = f"PSP_SIGNAL_TEST_{uuid.uuid4().hex}"
@@ -62,7 +64,7 @@ def test_signal_ends_workers_and_writes_the_partial_report(tmp_path, sig, backen
     env = dict(os.environ, PYTHONPATH=str(REPO), TMPDIR=str(tmp), **{token: "1"})
     proc = subprocess.Popen(
         [sys.executable, "-m", "paddle_spmd_port", "parity", "--quiet", "--rules", "batch_norm_grad,layer_norm_grad",
-         "--backend", backend, "--report-dir", str(report_dir)],
+         *(["--backend", backend] if backend else []), "--report-dir", str(report_dir)],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
         # workers alive = more processes with the token than the parity process itself

@@ -35,9 +35,10 @@ Outcome mapping:
 
 Cases that may take the process down (batch_norm_grad with scale or bias None, where Paddle
 3.3.1 marks partial on an attr without a mesh and segfaults; inputs on meshes of another number
-of dims than x's: see :func:`may_crash`) are built in a forked child of the worker (consecutive
-ones share a child), so a crash costs one fork (20-25 ms measured on a
-2-core VM) instead of a worker restart with a fresh ``import paddle`` (1.5-3 s). The crash is
+of dims than x's: see :func:`may_crash`) are built in a forked child (consecutive ones share a
+child; in a worker the child of its fork server, see :mod:`._fork`, running :func:`build_here`),
+so a crash costs one fork (15-20 ms of CPU from the fork server on a loaded 2-core VM, fork and
+exit included) instead of a worker restart with a fresh ``import paddle`` (1.5-3 s). The crash is
 reported as ``native crashed: signal N``, as :mod:`.pool` would.
 
 Imports Paddle and switches it to static PIR mode while building: run it only inside a worker

@@ -7,7 +7,8 @@ read once; JSON lines cost ~70 µs a case on the two sides, this ~4 µs). From i
 frame per case is written to stdout and flushed: ``>iI`` (index, payload length) then the pickled
 :class:`~paddle_spmd_port.outcome.Outcome`; index -1 carries the pickled Paddle version info
 (first), -2 ends the stream. If Paddle kills the process, the parent (:mod:`.pool`) sees which
-index was in flight and restarts the worker after it.
+index was in flight and restarts the worker after it. Crash-prone cases run in children of the
+worker's fork server, started before the case file is read (:mod:`._fork`).
 """
 
 from __future__ import annotations

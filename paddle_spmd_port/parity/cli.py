@@ -4,7 +4,9 @@ Enumerates every rule's grid (:mod:`.grid`), runs each case through the port (in
 process) and through native Paddle (crash-isolated workers, :mod:`.native.pool`), compares every
 cell (:mod:`.compare`) and writes ``parity.md``, ``parity.json`` and ``parity-cases.jsonl.gz``
 (+ JUnit XML with ``--junit``) into the report directory -- after every backend group, so a
-failure or an interrupt still leaves a partial report whose first line says so.
+failure or an interrupt still leaves a partial report whose first line says so. The PIR group,
+the longest, starts first and runs alongside the others (:class:`BackgroundGroup`); groups are
+still compared and reported in the fixed order of :data:`.backends.BACKENDS`.
 
 ``--random N --seed S`` replaces the grid with N random cases per rule drawn outside it
 (:mod:`.random_cases`: other meshes, odd sizes, higher ranks, None, invalid and mixed-mesh
