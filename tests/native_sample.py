@@ -1,0 +1,21 @@
+"""A seeded sample of one rule's grid (its corner sets included) run through one native route and
+held against the port: no mismatch, nothing uncompared (shared by the issue-15 rule tests)."""
+
+from __future__ import annotations
+
+from paddle_spmd_port.outcome import port_outcome
+
+
+def assert_sample_matches(rule: str, backend: str, n: int = 150, seed: int = 15) -> None:
+    from paddle_spmd_port.native.pool import run_native
+    from paddle_spmd_port.parity.compare import COMPARED, compare
+    from paddle_spmd_port.parity.grid import grid_for, sample
+    from paddle_spmd_port.parity.validity import input_problem
+
+    cases = sample(list(grid_for(rule)), n, seed=seed)
+    outcomes, _info = run_native(cases, backend=backend, workers=2)
+    verdicts = [compare(c.spec, port_outcome(c), o, input_problem(c) is not None).verdict
+                for c, o in zip(cases, outcomes, strict=True)]
+    bad = [(c.case_id, v) for c, v in zip(cases, verdicts, strict=True) if v == "mismatch" or v not in COMPARED]
+    assert not bad, bad[:5]
+    assert verdicts.count("match") >= n // 2
