@@ -104,7 +104,7 @@ def coshard_survivor(members: Sequence[int], mesh_shape: Sequence[int]) -> int:
 #: The type every rule attribute needs: what ``check_attrs`` accepts for it.
 ATTR_TYPES: dict[str, str] = {
     "epsilon": "real", "momentum": "real", "begin_norm_axis": "int", "data_format": "str",
-    "is_test": "bool", "use_global_stats": "bool", "trainable_statistics": "bool",
+    "is_test": "bool", "use_global_stats": "bool", "trainable_statistics": "bool", "groups": "int",
 }
 _WANTED = {"real": "a real number (int or float, not bool)", "int": "an int (not bool)", "str": "a str",
            "bool": "a bool (or 0 / 1)"}

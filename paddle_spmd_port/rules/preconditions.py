@@ -17,6 +17,9 @@ port = InvalidSpecError, where Paddle crashes or accepts garbage)::
     ln_grad_inputs      P 0 <= b <= rank(x); P rank pairs x/out_grad, scale/bias, mean/variance;
                         port x on a mesh, specs valid, begin_norm_axis, mean's rank, mean/variance/
                         out_grad on a mesh
+    gn_forward_inputs   P x rank 3..5; P scale, bias 1-D; port x on a mesh, specs valid
+    gn_grad_inputs      P x rank 3..5; P y, y_grad rank == x's; P scale, bias 1-D; P mean, variance
+                        2-D; port x on a mesh, specs valid
 
 ``begin_norm_axis``: x of rank 1..18 and ``0 <= b <= rank(x)``. batch_norm's data_format is
 checked by :func:`.signatures.channel_axis` (the PR #72918 rules do not read it).
@@ -416,3 +419,61 @@ def rms_grad_inputs(x: DistTensorSpec, scale: DistTensorSpec, invvar: DistTensor
                 f"every mesh dim of x's mesh (Paddle reads past the end or answers mesh dims the mesh lacks); "
                 f"put {t.name} on a mesh with as many dims as x's", kind=f"invalid-spec:{t.name}:mixed-mesh")
     return tx, ts, tv, tg
+
+
+# --------------------------------------------------------------------------- group_norm
+GN = "group_norm"
+
+
+def _gn_x_rank(x: RuleInput, low_message: str) -> None:
+    """Paddle's x-rank check of group_norm: 3 <= rank <= 5 (the grad words the lower bound its own
+    way: PADDLE-QUIRK(gn-grad-messages))."""
+    if x.ndim < 3:
+        raise PaddleInvalidArgument(f"The ndim of x in {GN} {low_message} than 2, but got [{x.ndim}].",
+                                    kind="ndim:x:min")
+    if x.ndim > 5:
+        raise PaddleInvalidArgument(f"The ndim of x in {GN} should be less than 6 , but got [{x.ndim}].",
+                                    kind="ndim:x:max")
+
+
+def gn_forward_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTensorSpec | None,
+                      attrs: Sequence[tuple[str, Any]]) -> tuple[RuleInput, RuleInput, RuleInput]:
+    """group_norm's forward checks (``attrs``: epsilon, groups, data_format, or none for the Base
+    rule; types only): P x rank 3..5, scale and bias 1-D; port x on a mesh, specs valid (a
+    dims_mapping shorter than the rank: Paddle aborts). Returns (x, scale, bias)."""
+    tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    check_attrs(*attrs)
+    _gn_x_rank(tx, "should be greater")
+    require_ndim(ts, 1, GN)
+    require_ndim(tb, 1, GN)
+    require_x_mesh(tx)
+    check_specs(("x", x), ("scale", scale), ("bias", bias))
+    return tx, ts, tb
+
+
+def gn_grad_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTensorSpec | None, y: DistTensorSpec,
+                   mean: DistTensorSpec, variance: DistTensorSpec, y_grad: DistTensorSpec,
+                   attrs: Sequence[tuple[str, Any]]) -> tuple[RuleInput, ...]:
+    """group_norm's grad checks, Paddle's in its order: x rank 3..5, y's and y_grad's rank == x's,
+    scale and bias 1-D, mean and variance 2-D (reported under bias's name:
+    PADDLE-QUIRK(gn-grad-messages)); then the port's: x on a mesh, specs valid. Returns (x, scale,
+    bias, y, mean, variance, y_grad)."""
+    tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    ty, tm, tv = as_input(y, "y"), as_input(mean, "mean"), as_input(variance, "variance")
+    tg = as_input(y_grad, "y_grad")
+    check_attrs(*attrs)
+    _gn_x_rank(tx, "should grater")
+    for t in (ty, tg):
+        if t.ndim != tx.ndim:
+            raise PaddleInvalidArgument(f"The ndim of x and {t.name} in {GN} should be equal, but got x:[{tx.ndim}] "
+                                        f"and {t.name}[{t.ndim}] .", kind=f"ndim:{t.name}")
+    require_ndim(ts, 1, GN)
+    require_ndim(tb, 1, GN)
+    for t in (tm, tv):
+        if t.ndim != 2:  # Paddle names bias and prints its rank (1 by now)
+            raise PaddleInvalidArgument(f"The ndim of bias in {GN} should be 2, but got [{tb.ndim}].",
+                                        kind=f"ndim:{t.name}")
+    require_x_mesh(tx)
+    check_specs(("x", x), ("scale", scale), ("bias", bias), ("y", y), ("mean", mean), ("variance", variance),
+                ("y_grad", y_grad))
+    return tx, ts, tb, ty, tm, tv, tg

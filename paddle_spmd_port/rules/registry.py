@@ -16,6 +16,8 @@ marked ``port`` are our own, for the rules Paddle keeps unregistered::
     sync_batch_norm_grad   sync_batch_norm_grad       raises               port
     instance_norm          instance_norm              instance_norm_grad   Paddle
     fused_rms_norm         rms_norm                   rms_norm_reverse     Paddle
+    group_norm             group_norm                 raises (NotFound)    Paddle (runs the Base rule: the
+                                                                           attributes it is given are ignored)
 
 Profiles choose the implementation behind each rule key:
 
@@ -32,7 +34,7 @@ from typing import Any
 
 from ..errors import ArgumentTypeError, RuleNotFoundError, UnknownKeyError
 from ..types import SpmdResult
-from . import batch_norm, fast_ln, instance_norm, layer_norm, pr72918, proposed, rms_norm, sync_batch_norm
+from . import batch_norm, fast_ln, group_norm, instance_norm, layer_norm, pr72918, proposed, rms_norm, sync_batch_norm
 
 RuleFn = Callable[..., SpmdResult]
 
@@ -52,12 +54,16 @@ PADDLE_RULES: dict[str, RuleFn] = {
     "rms_norm_grad": rms_norm.rms_norm_grad_infer_spmd,
     "fast_ln": fast_ln.fast_ln_infer_spmd,
     "fast_ln_grad": fast_ln.fast_ln_grad_infer_spmd,
+    "group_norm": group_norm.group_norm_infer_spmd,
+    "group_norm_base": group_norm.group_norm_infer_spmd_base,
+    "group_norm_grad": group_norm.group_norm_grad_infer_spmd,
+    "group_norm_grad_base": group_norm.group_norm_grad_infer_spmd_base,
 }
 
 PROFILES: dict[str, dict[str, RuleFn]] = {
     "paddle": PADDLE_RULES,
     "pr72918": {**PADDLE_RULES, **pr72918.RULES},
-    # proposed: instance_norm, rms_norm and fast_ln reuse the paddle rules until the oracle judges them
+    # proposed: instance_norm, rms_norm, fast_ln and group_norm reuse the paddle rules until the oracle judges them
     "proposed": {**PADDLE_RULES, **proposed.PROPOSED_RULES},
 }
 
@@ -72,6 +78,7 @@ NAMES: dict[str, tuple[str, str | None, bool]] = {
     "sync_batch_norm_grad": ("sync_batch_norm_grad", None, False),
     "instance_norm": ("instance_norm", "instance_norm_grad", True),
     "fused_rms_norm": ("rms_norm", "rms_norm_reverse", True),
+    "group_norm": ("group_norm", None, True),
 }
 
 

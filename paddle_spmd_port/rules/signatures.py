@@ -29,6 +29,11 @@ their defaults in signature order; for batch_norm, the data formats it accepts a
                      rms_norm_grad         x scale? invvar out_grad             x_grad scale_grad
     fast_ln          fast_ln               x scale? bias?                       out mean invvar
                      fast_ln_grad          x scale? mean invvar y_grad          x_grad scale_grad bias_grad
+    group_norm       group_norm            x scale? bias?                       y mean variance
+                     group_norm_base       (as group_norm)                      (as group_norm)
+                     group_norm_grad       x scale? bias? y mean variance       x_grad scale_grad bias_grad
+                                           y_grad
+                     group_norm_grad_base  (as group_norm_grad)                 (as group_norm_grad)
 
     attributes (signature order, defaults)
     batch_norm, sync_batch_norm     is_test=False momentum=0.9 epsilon=1e-5 data_format='NCHW'
@@ -38,6 +43,8 @@ their defaults in signature order; for batch_norm, the data formats it accepts a
     batch_norm_static               none (the header defaults: always NCHW)
     layer_norm (all three)          epsilon=1e-5 begin_norm_axis=1
     instance_norm, rms_norm, fast_ln  epsilon=1e-5 (rms_norm's and fast_ln's headers give no default)
+    group_norm, group_norm_grad     epsilon=1e-5 groups=-1 data_format='NCHW' (the rules read none)
+    group_norm_base, ..._grad_base  none
 
     data_format     NC  NCL  NCHW  NCDHW  NLC  NHWC  NDHWC
     rank of x       2   3    4     5      3    4     5
@@ -62,6 +69,10 @@ The rule keys and the functions behind them::
     rms_norm_grad          rms_norm_grad_infer_spmd           RmsNormGradInferSpmd
     fast_ln                fast_ln_infer_spmd                 FastLnInferSpmd
     fast_ln_grad           fast_ln_grad_infer_spmd            FastLnGradInferSpmd
+    group_norm             group_norm_infer_spmd              GroupNormInferSpmd
+    group_norm_base        group_norm_infer_spmd_base         GroupNormInferSpmdBase (registry "group_norm")
+    group_norm_grad        group_norm_grad_infer_spmd         GroupNormGradInferSpmd
+    group_norm_grad_base   group_norm_grad_infer_spmd_base    GroupNormGradInferSpmdBase
 """
 
 from __future__ import annotations
@@ -149,6 +160,11 @@ RMS_GRAD_IN = ("x", "scale", "invvar", "out_grad")
 RMS_OPTIONAL = frozenset({"scale"})
 FAST_LN_OUT = ("out", "mean", "invvar")
 FAST_LN_GRAD_IN = ("x", "scale", "mean", "invvar", "y_grad")
+GN_ATTRS = (("epsilon", 1e-5), ("groups", -1), ("data_format", "NCHW"))
+GN_OUT = ("y", "mean", "variance")
+GN_GRAD_IN = ("x", "scale", "bias", "y", "mean", "variance", "y_grad")
+#: The layouts group_norm takes (``paddle.nn.functional.group_norm``; its rules read none of them).
+GN_DATA_FORMATS = ("NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC")
 #: The inputs that may be None: scale and bias everywhere, and the grads' reserve_space.
 OPTIONAL = frozenset({"scale", "bias"})
 GRAD_OPTIONAL = frozenset({"scale", "bias", "reserve_space"})
@@ -180,13 +196,17 @@ RULES: dict[str, RuleSpec] = {
                  ("x_grad", "scale_grad")),
         RuleSpec("fast_ln", "fast_ln", "forward", LN_IN, OPTIONAL, EPS_ATTRS, LN_IN, FAST_LN_OUT),
         RuleSpec("fast_ln_grad", "fast_ln", "grad", FAST_LN_GRAD_IN, OPTIONAL, EPS_ATTRS, FAST_LN_GRAD_IN, GRAD_OUT),
+        RuleSpec("group_norm", "group_norm", "forward", LN_IN, OPTIONAL, GN_ATTRS, LN_IN, GN_OUT),
+        RuleSpec("group_norm_base", "group_norm", "forward", LN_IN, OPTIONAL, (), LN_IN, GN_OUT),
+        RuleSpec("group_norm_grad", "group_norm", "grad", GN_GRAD_IN, OPTIONAL, GN_ATTRS, GN_GRAD_IN, GRAD_OUT),
+        RuleSpec("group_norm_grad_base", "group_norm", "grad", GN_GRAD_IN, OPTIONAL, (), GN_GRAD_IN, GRAD_OUT),
     )
 }
 
 #: op -> its rule keys.
 OPS: dict[str, tuple[str, ...]] = {op: tuple(k for k, s in RULES.items() if s.op == op)
                                    for op in ("batch_norm", "sync_batch_norm", "layer_norm", "instance_norm",
-                                              "rms_norm", "fast_ln")}
+                                              "rms_norm", "fast_ln", "group_norm")}
 
 
 def rule_spec(key: str) -> RuleSpec:
