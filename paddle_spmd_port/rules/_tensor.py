@@ -42,8 +42,11 @@ class RuleInput(NamedTuple):
         return DistAttr.make((-1,) * len(self.dims_mapping), _NO_PARTIAL, self.mesh)
 
 
+_tuple_new = tuple.__new__  # builds a RuleInput without NamedTuple's Python-level __new__ (hot path)
+
+
 def _new_input(fields: tuple[Any, ...]) -> RuleInput:
-    return tuple.__new__(RuleInput, fields)  # skips NamedTuple's Python-level __new__ (hot path)
+    return _tuple_new(RuleInput, fields)
 
 
 def as_input(spec: DistTensorSpec | None, name: str, *, optional: bool = False) -> RuleInput:
@@ -66,11 +69,11 @@ def valid_inputs(specs: Sequence[DistTensorSpec | None], names: Sequence[tuple[s
     ``None`` when any spec needs :func:`as_input`'s checks or fails its own. The preambles' fast path
     (:mod:`.preconditions`)."""
     out = []
-    for spec, (name, optional) in zip(specs, names, strict=True):
+    for spec, (name, optional) in zip(specs, names, strict=False):  # one name per spec (strict costs here)
         if type(spec) is DistTensorSpec and spec.valid_on_mesh:
             dims_mapping = spec.dims_mapping if not spec.coshard else getter_mapping(spec.dims_mapping, spec.mesh)
-            out.append(tuple.__new__(RuleInput, (name, len(spec.shape), dims_mapping, spec.partial_dims,
-                                                 spec.mesh, False)))
+            out.append(_tuple_new(RuleInput, (name, len(spec.shape), dims_mapping, spec.partial_dims, spec.mesh,
+                                              False)))
         elif spec is None and optional:
             out.append(as_input(None, name, optional=True))
         else:
