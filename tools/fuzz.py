@@ -224,6 +224,11 @@ def tensor_shapes(rule: str, x_shape: tuple[int, ...], fmt: str, b: int, reserve
         shapes = {n: c for n in RULES[rule].inputs}
         shapes.update(x=x_shape, out_grad=x_shape, reserve_space=(reserve,))
         return shapes
+    if RULES[rule].op in ("instance_norm", "rms_norm", "fast_ln"):  # [C] and [N, C]; or [last] and x.shape[:-1]
+        inst = RULES[rule].op == "instance_norm"
+        param, stat = ((x_shape[1],), x_shape[:2]) if inst else ((x_shape[-1],), x_shape[:-1])
+        return {n: param if n in ("scale", "bias") else stat if n in ("saved_mean", "saved_variance", "mean", "invvar")
+                else x_shape for n in RULES[rule].inputs}
     norm = (math.prod(x_shape[b:]),)
     return {"x": x_shape, "scale": norm, "bias": norm, "out": x_shape, "mean": x_shape[:b], "variance": x_shape[:b],
             "out_grad": x_shape}
@@ -235,7 +240,8 @@ def draw_valid_call(draw: Callable, rule: str) -> Call:
     spec = RULES[rule]
     mesh = draw_mesh(draw)
     bn = spec.op in ("batch_norm", "sync_batch_norm")
-    rank = _int(draw, 2, 5) if bn else _pick(draw, (1, 2, 2, 3, 3, 4, 5, 6))
+    rank = _int(draw, 2, 5) if bn else _int(draw, 4, 5) if spec.op == "instance_norm" else \
+        _pick(draw, (1, 2, 2, 3, 3, 4, 5, 6))
     x_shape = _ints(draw, rank, 1, 9)
     fmt = _pick(draw, BN_FORMATS) if rule != "batch_norm_static" else "NCHW"
     b = _int(draw, 0, rank)
@@ -375,6 +381,8 @@ def draw_call(draw: Callable) -> Call:
             mutate(draw, call)
     call.profile = _pick(draw, PROFILE_NAMES)
     call.via = _pick(draw, ("function", "function", "registry"))
+    if rule not in REGISTRY_ROUTE:  # no registry name (rms_norm_grad, fast_ln)
+        call.via = "function"
     call.kwargs = bool(call.attrs) and bool(_int(draw, 0, 1))
     return call
 
@@ -433,13 +441,16 @@ def expected_ranks(call: Call) -> list[int | tuple[int, ...]]:
     x = _rank(named["x"])
     ranks = [_rank(named[n]) for n in spec.result_inputs]
     attrs = dict(call.attrs)
+    last_axis = spec.op in ("rms_norm", "fast_ln")  # statistics x.shape[:-1]
     for out in spec.result_outputs:
-        if out in ("out", "x_grad"):
+        if out in ("out", "x_grad", "y"):
             ranks.append(x)
-        elif out in ("mean", "variance"):  # layer_norm: x.shape[:begin_norm_axis]
-            ranks.append(attrs.get("begin_norm_axis", 1))
-        elif out in ("scale_grad", "bias_grad"):
-            ranks.append(_rank(named[out[:-5]]))
+        elif out in ("saved_mean", "saved_variance") and spec.op == "instance_norm":  # [N, C]
+            ranks.append(2)
+        elif out in ("mean", "variance", "invvar"):  # layer_norm: x.shape[:begin_norm_axis]
+            ranks.append(x - 1 if last_axis and isinstance(x, int) else attrs.get("begin_norm_axis", 1))
+        elif out in ("scale_grad", "bias_grad"):  # instance_norm / fast_ln: bias_grad is scale's twin
+            ranks.append(_rank(named[out[:-5] if out[:-5] in named and spec.op != "instance_norm" else "scale"]))
         else:
             ranks.append(1)
     return ranks

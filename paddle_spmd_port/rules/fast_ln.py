@@ -20,8 +20,9 @@ Quirks kept on purpose (Paddle 3.3.1 does this), besides layer_norm's (ln-partia
 * PADDLE-QUIRK(fast-ln-grad-bias): the grad rule has no bias; it passes scale as layer_norm_grad's
   bias, so bias_grad is scale_grad's twin (scale's mesh and rank), and it drops that bias from the
   returned inputs (five: x, scale, mean, invvar, y_grad).
-* PADDLE-QUIRK(fast-ln-messages): errors are layer_norm's, naming layer_norm and its arguments
-  (variance for invvar, out_grad for y_grad); the port's own InvalidSpecErrors name them the same way.
+* PADDLE-QUIRK(fast-ln-messages): Paddle's errors are layer_norm's, naming layer_norm and its
+  arguments (variance for invvar, out_grad for y_grad); the port's own InvalidSpecErrors name
+  fast_ln_grad's arguments.
 
 Port-only checks: layer_norm's (:mod:`.preconditions`), with begin_norm_axis = rank - 1: x of rank
 0 (Paddle: a bare ``basic_string::_M_create`` in the forward) is rejected; in the grad, mean and
@@ -30,6 +31,9 @@ invvar of rank ndim - 1.
 
 from __future__ import annotations
 
+import re
+
+from ..errors import InvalidSpecError
 from ..types import DistTensorSpec, SpmdResult
 from .layer_norm import layer_norm_grad_infer_spmd, layer_norm_infer_spmd
 
@@ -63,5 +67,22 @@ def fast_ln_grad_infer_spmd(
     """Grad rule: ``LayerNormGradInferSpmd`` with scale passed as bias too and begin_norm_axis =
     rank(x) - 1 (PADDLE-QUIRK(fast-ln-grad-bias)). Inputs (x, scale, mean, invvar, y_grad);
     outputs (x_grad, scale_grad, bias_grad)."""
-    full = layer_norm_grad_infer_spmd(x, scale, scale, mean, invvar, y_grad, epsilon, _last_axis(x))
+    try:
+        full = layer_norm_grad_infer_spmd(x, scale, scale, mean, invvar, y_grad, epsilon, _last_axis(x))
+    except InvalidSpecError as exc:  # the port's own errors name fast_ln_grad's arguments
+        raise _renamed(exc) from None
     return SpmdResult.make(inputs=full.inputs[:2] + full.inputs[3:], outputs=full.outputs)
+
+
+#: layer_norm_grad's argument names in the port's own messages -> fast_ln_grad's.
+_GRAD_NAMES = ((re.compile(r"\bvariance\b"), "invvar"), (re.compile(r"\bout_grad\b"), "y_grad"),
+               (re.compile(r"x\.shape\[:begin_norm_axis\]"), "x.shape[:-1]"))
+
+
+def _renamed(exc: InvalidSpecError) -> InvalidSpecError:
+    """``exc`` (an InvalidSpecError or ArgumentTypeError raised by layer_norm_grad's checks) with
+    fast_ln_grad's argument names in its message and kind; Paddle's own errors keep their text."""
+    message, kind = str(exc), exc.kind
+    for pattern, name in _GRAD_NAMES:
+        message, kind = pattern.sub(name, message), pattern.sub(name, kind)
+    return type(exc)(message, kind=kind)
