@@ -74,7 +74,7 @@ PROFILE_NAMES = tuple(PROFILES)
 BN_FORMATS = DATA_FORMATS
 #: The specification of each attribute's Python type (independent of the rules' own checks).
 ATTR_KIND = {"epsilon": "real", "momentum": "real", "begin_norm_axis": "int", "data_format": "str",
-             "is_test": "bool", "use_global_stats": "bool", "trainable_statistics": "bool"}
+             "is_test": "bool", "use_global_stats": "bool", "trainable_statistics": "bool", "groups": "int"}
 #: rule key -> (registry name, "forward" | "backward")
 REGISTRY_ROUTE = {fwd: (name, "forward") for name, (fwd, _, _) in NAMES.items()}
 REGISTRY_ROUTE.update({bwd: (name, "backward") for name, (_, bwd, _) in NAMES.items() if bwd})
@@ -229,6 +229,10 @@ def tensor_shapes(rule: str, x_shape: tuple[int, ...], fmt: str, b: int, reserve
         param, stat = ((x_shape[1],), x_shape[:2]) if inst else ((x_shape[-1],), x_shape[:-1])
         return {n: param if n in ("scale", "bias") else stat if n in ("saved_mean", "saved_variance", "mean", "invvar")
                 else x_shape for n in RULES[rule].inputs}
+    if RULES[rule].op == "group_norm":  # scale/bias [C] (C by the layout's second letter), mean/variance [N, groups]
+        c = (x_shape[1 if fmt[1:2] == "C" else -1],)
+        return {n: c if n in ("scale", "bias") else (x_shape[0], 2) if n in ("mean", "variance") else x_shape
+                for n in RULES[rule].inputs}
     norm = (math.prod(x_shape[b:]),)
     return {"x": x_shape, "scale": norm, "bias": norm, "out": x_shape, "mean": x_shape[:b], "variance": x_shape[:b],
             "out_grad": x_shape}
@@ -241,6 +245,7 @@ def draw_valid_call(draw: Callable, rule: str) -> Call:
     mesh = draw_mesh(draw)
     bn = spec.op in ("batch_norm", "sync_batch_norm")
     rank = _int(draw, 2, 5) if bn else _int(draw, 4, 5) if spec.op == "instance_norm" else \
+        _int(draw, 3, 5) if spec.op == "group_norm" else \
         _pick(draw, (1, 2, 2, 3, 3, 4, 5, 6))
     x_shape = _ints(draw, rank, 1, 9)
     fmt = _pick(draw, BN_FORMATS) if rule != "batch_norm_static" else "NCHW"
@@ -254,7 +259,8 @@ def draw_valid_call(draw: Callable, rule: str) -> Call:
             tensors.append(draw_valid_spec(draw, shapes[name], mesh))
     values = {"epsilon": _pick(draw, (1e-5, 1e-6, 1e-12, 0.1, 0, 1)), "momentum": _pick(draw, (0.9, 0.99, 0.0, 1)),
               "begin_norm_axis": b, "data_format": fmt, "is_test": _pick(draw, (False, True)),
-              "use_global_stats": _pick(draw, (False, True)), "trainable_statistics": _pick(draw, (False, True))}
+              "use_global_stats": _pick(draw, (False, True)), "trainable_statistics": _pick(draw, (False, True)),
+              "groups": _pick(draw, (-1, 0, 1, 2, 3))}
     attrs = [(name, values[name]) for name, _ in spec.attrs]
     return Call(None, rule, "function", tensors, attrs)
 
@@ -445,7 +451,8 @@ def expected_ranks(call: Call) -> list[int | tuple[int, ...]]:
     for out in spec.result_outputs:
         if out in ("out", "x_grad", "y"):
             ranks.append(x)
-        elif out in ("saved_mean", "saved_variance") and spec.op == "instance_norm":  # [N, C]
+        elif out in ("saved_mean", "saved_variance") and spec.op == "instance_norm" or spec.op == "group_norm" \
+                and out in ("mean", "variance"):  # [N, C] / [N, groups]
             ranks.append(2)
         elif out in ("mean", "variance", "invvar"):  # layer_norm: x.shape[:begin_norm_axis]
             ranks.append(x - 1 if last_axis and isinstance(x, int) else attrs.get("begin_norm_axis", 1))

@@ -2,7 +2,8 @@
 
 Reaches ``batch_norm`` (BatchNormInferSpmdStatic), ``layer_norm`` (forward and reverse),
 ``instance_norm`` (forward; its infer_backward is the grad rule), ``fused_rms_norm`` (rms_norm's
-forward and reverse; epsilon always passed: the registry object segfaults without it) and,
+forward and reverse; epsilon always passed: the registry object segfaults without it),
+``group_norm`` (GroupNormInferSpmdBase: any arguments after bias are ignored) and,
 for sync_batch_norm, the generic ``replicated`` rule that its dist API falls back to, applied
 to the op's signature: ``infer_forward([inputs...], [outputs...])``. Imports Paddle: run it
 only inside a worker process.
@@ -42,6 +43,8 @@ ROUTES = {
     "instance_norm_grad": ("instance_norm", "infer_backward"),
     "rms_norm": ("fused_rms_norm", "infer_forward"),
     "rms_norm_reverse": ("fused_rms_norm", "infer_backward"),
+    "group_norm": ("group_norm", "infer_forward"),  # runs the Base rule: the attributes passed are ignored
+    "group_norm_base": ("group_norm", "infer_forward"),
 }
 
 _rules: dict[str, Any] = {}

@@ -40,6 +40,9 @@ begin_norm_axis and data_format of the grid)::
     layer_norm            x placement x scale/bias         every x placement with replicated scale/bias and with one
                                                            cycled scale/bias variant; every scale/bias variant with x
                                                            split on axis 0 along each mesh dim
+    group_norm(_grad)     x placement x attributes x       every x placement once, the 4 (data_format, groups)
+                          y / y_grad placement             variants of its rank and (grad) the y / y_grad placement
+                                                           cycled along them: the rules read x's mapping only
 
 Corner sets (ids ``<rule>-<label>-<n>``; ``is_corner``)::
 
@@ -73,7 +76,7 @@ from functools import cache
 
 from ..case import Case
 from ..rules.signatures import DATA_FORMATS as BN_DATA_FORMATS
-from ..rules.signatures import RULES, channel_axis
+from ..rules.signatures import GN_DATA_FORMATS, RULES, channel_axis
 from ..types import DistTensorSpec, Mapping, ProcessMesh, mesh_dims_of
 
 MESH_SHAPES: tuple[tuple[int, ...], ...] = ((2,), (4,), (2, 2), (2, 3), (2, 2, 2))
@@ -680,6 +683,150 @@ _grid_fast_ln = _norm_rule_grid("fast_ln")
 _grid_fast_ln_grad = _norm_rule_grid("fast_ln_grad")
 
 
+# --------------------------------------------------------------------------- group_norm
+#: x ranks of the group_norm grids: the three the rules answer (3-5); 2 and 6 are in the corner set.
+_GN_RANKS = (3, 4, 5)
+
+
+def gn_groups(channels: int) -> tuple[int, int]:
+    """(a groups count that divides C, one that does not) -- the rules read neither."""
+    return 2 if channels % 2 == 0 else 1, next(g for g in (4, 3, 5) if channels % g)
+
+
+def gn_shapes(rule: str, x_shape: tuple[int, ...], attrs: MappingOf[str, object]) -> dict[str, tuple[int, ...]]:
+    """Input shapes of a group_norm rule: scale and bias ``[C]`` (C on axis 1, or the last axis for a
+    channel-last data_format), mean and variance ``[N, groups]``, y and y_grad like x."""
+    channel_last = str(attrs.get("data_format", "NCHW"))[1:2] != "C"
+    channels = x_shape[-1] if channel_last else x_shape[1]
+    groups = int(attrs.get("groups", gn_groups(channels)[0]))  # type: ignore[call-overload]
+    stat = (x_shape[0], groups if groups > 0 else 1)
+    return {n: x_shape if n in ("x", "y", "y_grad") else stat if n in ("mean", "variance") else (channels,)
+            for n in RULES[rule].inputs}
+
+
+def _gn_attr_variants(rule: str, rank: int) -> list[tuple[tuple[str, object], ...]]:
+    """Every group_norm layout of ``rank`` axes x (groups dividing C, groups not dividing C); one
+    empty variant for the Base rules, which take no attribute."""
+    if not RULES[rule].attrs:
+        return [()]
+    out: list[tuple[tuple[str, object], ...]] = []
+    for fmt in (f for f in GN_DATA_FORMATS if len(f) == rank):
+        channels = X_SHAPES[rank][-1 if fmt[1] != "C" else 1]
+        out += [(("epsilon", 1e-5), ("groups", g), ("data_format", fmt)) for g in gn_groups(channels)]
+    return out
+
+
+def _gn_grid(rule: str) -> Iterator[Case]:
+    """The own grid of a group_norm rule, on every mesh and x rank 3-5: x through every placement,
+    the attribute variants (:func:`_gn_attr_variants`) cycled along them; grad: y and y_grad
+    cycled through the placements (placement ``(7k+3) mod n`` with x's k-th: the rules read only
+    x), mean and variance ``[x's axis-0 dim, -1]``. Then, at rank 4 with the first attribute
+    variant, scale, bias (and mean, variance) one at a time through every placement and None where
+    optional, against x replicated, split on axis 0 along each mesh dim, and split on C along the
+    last."""
+    make = _Ids(rule)
+    spec = RULES[rule]
+    names = spec.inputs
+    like_x = [n for n in names[1:] if n in ("y", "y_grad")]
+    for mesh_shape in MESH_SHAPES:
+        mesh = mesh_of(mesh_shape)
+        for rank in _GN_RANKS:
+            x_shape = X_SHAPES[rank]
+            variants = _gn_attr_variants(rule, rank)
+            all_pl = placements(rank, mesh.ndim)
+            for k, pl in enumerate(all_pl):
+                attrs = variants[k % len(variants)]
+                shapes = gn_shapes(rule, x_shape, dict(attrs))
+                reps = {n: _rep(shapes[n], mesh) for n in names}
+                tensors: dict[str, DistTensorSpec | None] = {**reps, "x": _spec(x_shape, pl, mesh)}
+                for n in like_x:
+                    tensors[n] = _spec(x_shape, all_pl[(k * 7 + 3) % len(all_pl)], mesh)
+                for n in ("mean", "variance"):
+                    if n in names:
+                        tensors[n] = DistTensorSpec(shapes[n], (pl[0][0], -1), mesh)
+                yield make(mesh, [tensors[n] for n in names], attrs)
+            if rank != 4:
+                continue
+            attrs = variants[0]
+            shapes = gn_shapes(rule, x_shape, dict(attrs))
+            side = [n for n in names[1:] if n not in like_x]
+            probes = _norm_x_probes(rank, mesh, inst=True)
+            probes += [(tuple(m if i == 0 else -1 for i in range(rank)), frozenset()) for m in range(1, mesh.ndim)]
+            for xp in probes:
+                base = {n: _spec(x_shape, xp, mesh) for n in like_x}
+                for variant in _one_at_a_time(side, shapes, mesh, [n for n in side if n in spec.optional])[1:]:
+                    tensors = {"x": _spec(x_shape, xp, mesh), **base, **variant}
+                    yield make(mesh, [tensors[n] for n in names], attrs)
+
+
+def _gn_invalid(rule: str) -> Iterator[Case]:
+    """On 2x3, x [8,6,4,4]: ranks Paddle rejects (x 1, 2, 6; scale / bias 2-D; grad: y / y_grad of
+    another rank than x's, mean / variance not 2-D), x mappings Paddle does not validate (a mesh dim
+    twice, out of range, shorter than the rank: SIGABRT), x without a mesh (SIGSEGV, or an answer
+    on an attr without a mesh); grad: scale or bias None or without a mesh while x's axis 0 is split
+    (SIGSEGV), y / mean without a mesh while it is split (an answer naming a mesh dim on an attr
+    without a mesh). With attributes: groups 0 and -1, data_format "zz", "" and a layout of another
+    rank -- outside the op's contract, answered alike by Paddle's rules and the port."""
+    bad = _Ids(rule, "invalid")
+    names = RULES[rule].inputs
+    mesh = mesh_of((2, 3))
+    x_shape = X_SHAPES[4]
+    attrs = _gn_attr_variants(rule, 4)[0]
+    shapes = gn_shapes(rule, x_shape, dict(attrs))
+    base: dict[str, DistTensorSpec | None] = {n: _rep(shapes[n], mesh) for n in names}
+    split = DistTensorSpec(x_shape, (0, -1, -1, -1), mesh)
+    variants: list[dict[str, DistTensorSpec | None]] = []
+    for r in (1, 2, 6):
+        shape = X_SHAPES.get(r, (8, 6, 4, 4, 2, 2))
+        variants.append({n: _rep(shape, mesh) for n in names if n in ("x", "y", "y_grad")})
+    variants += [{"scale": _rep((6, 1), mesh)}, {"bias": _rep((6, 1), mesh)}]
+    if "y" in names:
+        variants += [{"y": _rep(x_shape[:-1], mesh)}, {"y_grad": _rep(x_shape + (2,), mesh)},
+                     {"mean": _rep((8,), mesh)}, {"variance": _rep((8, 2, 1), mesh)}]
+    variants += [{"x": DistTensorSpec(x_shape, (0, 0, -1, -1), mesh)},
+                 {"x": DistTensorSpec(x_shape, (-1, 2, -1, -1), mesh)},
+                 {"x": DistTensorSpec(x_shape, (2, -1, -1, -1), mesh)},
+                 {"x": DistTensorSpec(x_shape, (0, -1, -1), mesh)},
+                 {"x": DistTensorSpec(x_shape, (), None)},
+                 {"x": DistTensorSpec(x_shape, (0, -1, -1, -1), None)}]
+    if "y" in names:
+        variants += [{"x": split, "scale": None}, {"x": split, "bias": None},
+                     {"x": split, "scale": DistTensorSpec((6,), (), None)},
+                     {"x": split, "y": DistTensorSpec(x_shape, (), None)},
+                     {"x": split, "mean": DistTensorSpec((8, 2), (), None)}]
+    for variant in variants:
+        tensors = {**base, **variant}
+        yield bad(mesh, [tensors[n] for n in names], attrs)
+    if attrs:
+        for odd in ((("groups", 0),), (("groups", -1),), (("data_format", "zz"),), (("data_format", ""),),
+                    (("data_format", "NCL"),)):
+            yield bad(mesh, [split] + [base[n] for n in names[1:]], tuple({**dict(attrs), **dict(odd)}.items()))
+
+
+#: x mappings of the group_norm mixed-mesh sets, per mesh ndim (x [8,6,4,4]): axis 0 split along the
+#: last mesh dim (which a mesh of fewer dims lacks), along mesh dim 0, or nothing split.
+_GN_MIXED_X = {3: ((2, -1, -1, -1), (-1, 1, -1, 0)), 2: ((1, 0, -1, -1), (0, -1, -1, 1), (-1, -1, -1, -1)),
+               1: ((0, -1, -1, -1), (-1, 0, -1, -1))}
+
+
+def _gn_rule_grid(rule: str) -> Callable[[], Iterator[Case]]:
+    def grid() -> Iterator[Case]:
+        yield from _gn_grid(rule)
+        attrs = _gn_attr_variants(rule, 4)[0]
+        yield from _mixed_meshes(rule, [(gn_shapes(rule, X_SHAPES[4], dict(attrs)), attrs)], _GN_MIXED_X,
+                                 ((2, 3), (2,), (2, 2, 2)))
+        yield from _gn_invalid(rule)
+    grid.__name__ = f"_grid_{rule}"
+    grid.__doc__ = f"{rule}: :func:`_gn_grid`, the mixed-mesh sets (x [8,6,4,4] on 2x3, 2, 2x2x2), :func:`_gn_invalid`."
+    return grid
+
+
+_grid_group_norm = _gn_rule_grid("group_norm")
+_grid_group_norm_base = _gn_rule_grid("group_norm_base")
+_grid_group_norm_grad = _gn_rule_grid("group_norm_grad")
+_grid_group_norm_grad_base = _gn_rule_grid("group_norm_grad_base")
+
+
 GRIDS = {
     "batch_norm_static": _grid_batch_norm_static,
     "batch_norm": _grid_batch_norm,
@@ -696,6 +843,10 @@ GRIDS = {
     "rms_norm_grad": _grid_rms_norm_grad,
     "fast_ln": _grid_fast_ln,
     "fast_ln_grad": _grid_fast_ln_grad,
+    "group_norm": _grid_group_norm,
+    "group_norm_base": _grid_group_norm_base,
+    "group_norm_grad": _grid_group_norm_grad,
+    "group_norm_grad_base": _grid_group_norm_grad_base,
 }
 
 
@@ -753,6 +904,8 @@ def input_shapes(rule: str, x_shape: tuple[int, ...], attrs: MappingOf[str, obje
         return {n: x_shape if n in _LIKE_X else (x_shape[c],) for n in names}
     if RULES[rule].op in NORM_OPS_MORE:
         return norm_shapes(rule, x_shape)
+    if RULES[rule].op == "group_norm":
+        return gn_shapes(rule, x_shape, attrs)
     b = int(attrs["begin_norm_axis"])  # type: ignore[call-overload]
     return {n: x_shape if n in _LIKE_X else x_shape[:b] if n in ("mean", "variance") else (math.prod(x_shape[b:]),)
             for n in names}
@@ -764,6 +917,8 @@ _LIKE_X = frozenset({"x", "out", "out_grad", "y_grad"})
 def _coshard_attr_variants(rule: str, rank: int) -> list[dict[str, object]]:
     if RULES[rule].op == "layer_norm":
         return [{"epsilon": 1e-5, "begin_norm_axis": b} for b in range(rank + 1)]
+    if RULES[rule].op == "group_norm":
+        return [{}]  # the rules read no attribute; their own grid has every layout and groups
     if any(name == "data_format" for name, _ in RULES[rule].attrs):
         return [{"data_format": fmt} for fmt in COSHARD_FORMATS]
     return [{}]  # batch_norm_static: NCHW, no attribute
@@ -772,15 +927,16 @@ def _coshard_attr_variants(rule: str, rank: int) -> list[dict[str, object]]:
 #: x ranks of the co-shard set per op (batch_norm's 2-4 otherwise): the ranks each rule answers
 #: (instance_norm: 4; rms_norm_grad raises below 2, so rms_norm's start at 2).
 _COSHARD_RANKS = {"layer_norm": range(1, 4), "fast_ln": range(1, 4), "rms_norm": range(2, 4),
-                  "instance_norm": range(4, 5)}
+                  "instance_norm": range(4, 5), "group_norm": range(3, 4)}
 
 
 def coshard_cases(rule: str) -> Iterator[Case]:
     """The co-shard set (ids ``<rule>-coshard-<n>``), on every mesh of :data:`COSHARD_MESH_SHAPES`
-    and x ranks batch_norm 2-4, layer_norm 1-3 (instance_norm 4, rms_norm 2-3, fast_ln 1-3;
+    and x ranks batch_norm 2-4, layer_norm 1-3 (instance_norm 4, rms_norm 2-3, fast_ln 1-3, group_norm 3;
     rank 5 / 4 would add 3x the cases: the fallback is
     per axis, so more axes add no new way to fall back), for every attribute variant
-    (begin_norm_axis 0..rank; data_format NCHW and NHWC):
+    (begin_norm_axis 0..rank; data_format NCHW and NHWC; group_norm: the defaults, its rules read
+    no attribute):
 
     * x through every co-shard mapping, with partial over every subset of the mesh dims left free;
       the other inputs replicated (out_grad: replicated, and again with x's mapping);

@@ -20,6 +20,9 @@ the op's contract, independently of ``rules/``::
                                y_grad's rank != x's
     rms_norm, fast_ln          x rank 0; scale/bias not 1-D; mean/invvar rank != rank(x) - 1;
                                out/out_grad/y_grad rank != x's
+    group_norm                 x rank outside 3..5; scale/bias not 1-D; mean/variance not 2-D; y/y_grad
+                               rank != x's; data_format not a group_norm layout of x's rank; groups
+                               not a positive divisor of C (the rules read neither attribute)
     attributes                 epsilon / momentum not a number
 """
 
@@ -29,7 +32,7 @@ from numbers import Real
 
 from ..case import Case
 from ..rules.signatures import BN_PER_CHANNEL as PER_CHANNEL
-from ..rules.signatures import DATA_FORMATS
+from ..rules.signatures import DATA_FORMATS, GN_DATA_FORMATS
 from ..types import DistTensorSpec
 
 
@@ -85,6 +88,8 @@ def input_problem(case: Case) -> str | None:
         return None
     if case.spec.op in _NORM_MORE_RANKS:
         return _norm_more_problem(case.spec.op, rank, named)
+    if case.spec.op == "group_norm":
+        return _group_norm_problem(rank, named, attrs)
     if rank < 1:
         return "x is rank 0 (layer_norm normalises at least one axis)"
     b = attrs.get("begin_norm_axis")
@@ -117,4 +122,27 @@ def _norm_more_problem(op: str, rank: int, named: dict[str, DistTensorSpec | Non
                 "invvar": stat_rank}.get(name, rank)
         if len(spec.shape) != want:
             return f"{name} rank {len(spec.shape)} != {want}"
+    return None
+
+
+def _group_norm_problem(rank: int, named: dict[str, DistTensorSpec | None], attrs: dict[str, object]) -> str | None:
+    """group_norm: x [N, C, *] or [N, *, C] of rank 3..5, scale/bias [C], mean/variance [N, groups],
+    y / y_grad like x; data_format one of the op's layouts with one letter per axis of x; groups
+    dividing C (where the rule takes the attributes)."""
+    if not 3 <= rank <= 5:
+        return f"x rank {rank} outside 3..5 for group_norm"
+    for name, spec in named.items():
+        if spec is None or name == "x":
+            continue
+        want = {"scale": 1, "bias": 1, "mean": 2, "variance": 2}.get(name, rank)
+        if len(spec.shape) != want:
+            return f"{name} rank {len(spec.shape)} != {want}"
+    if "data_format" not in attrs:  # the Base rules take no attribute
+        return None
+    fmt, groups, x = attrs["data_format"], attrs["groups"], named["x"]
+    if not isinstance(fmt, str) or fmt not in GN_DATA_FORMATS or len(fmt) != rank:
+        return f"data_format {fmt!r} is not a group_norm layout of a rank-{rank} x"
+    channels = x.shape[1 if fmt[1] == "C" else -1] if x is not None else 0
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1 or channels % groups:
+        return f"groups {groups!r} does not divide C = {channels}"
     return None
