@@ -80,7 +80,8 @@ def test_the_draws_cover_meshes_ranks_none_partial_and_kinds(rule):
     assert sum(1 for c in valid if c.mesh.process_ids != tuple(range(len(c.mesh.process_ids)))) > len(valid) / 8
     # every rank the op takes, and nothing else among the valid draws
     ranks = Counter(len(c.inputs[0].shape) for c in valid)
-    assert set(ranks) == (set(range(2, 6)) if rule in BN else set(range(1, 7))), ranks
+    want = set(range(2, 6)) if rule in BN else {4, 5} if spec.op == "instance_norm" else set(range(1, 7))
+    assert set(ranks) == want, ranks
     assert min(ranks.values()) > len(valid) / len(ranks) / 2
     # odd and uneven sizes, shapes outside the grid
     sizes = Counter(s for c in valid for s in c.inputs[0].shape)
@@ -96,7 +97,8 @@ def test_the_draws_cover_meshes_ranks_none_partial_and_kinds(rule):
             assert nones == 0, name
     # random partial sets, on x and on the others
     assert 0.12 * len(valid) < sum(1 for c in valid if c.inputs[0].partial_dims) < 0.6 * len(valid)
-    assert sum(1 for c in valid if any(s is not None and s.partial_dims for s in c.inputs[1:])) > 0.15 * len(valid)
+    others_partial = sum(1 for c in valid if any(s is not None and s.partial_dims for s in c.inputs[1:]))
+    assert others_partial > (0.15 if len(spec.inputs) > 2 else 0.08) * len(valid)  # rms_norm: scale alone
     assert max(len(c.inputs[0].partial_dims) for c in valid) >= 2
     # attributes
     attrs = [dict(c.attrs) for c in valid]

@@ -151,6 +151,13 @@ def test_crash_or_garbage_inputs_rejected(call, name):
     assert err.value.kind.startswith(f"invalid-spec:{name}:")
 
 
+def test_partial_dim_outside_the_mesh_rejected_before_paddles_checks():
+    """Paddle crashes building such an input, before its rank-vs-dims_mapping check would raise."""
+    with pytest.raises(InvalidSpecError) as err:
+        rms_norm_infer_spmd(spec(X3, (-1, -1, -1), partial=(2,)), None)
+    assert err.value.kind == "invalid-spec:x:partial-range"
+
+
 def test_registry_name_runs_forward_and_reverse():
     rule = get_spmd_rule("fused_rms_norm")
     assert rule.registered_in_paddle

@@ -70,8 +70,10 @@ INVALID_MUTATIONS = {"x-rank": 12, "other-rank": 12, "mapping-length": 12, "mesh
 
 _BN_RULES = frozenset({"batch_norm_static", "batch_norm", "batch_norm_grad", "sync_batch_norm",
                        "sync_batch_norm_grad"})
-_LIKE_X = frozenset({"x", "out", "out_grad"})
-_LN_STATS = frozenset({"mean", "variance"})
+#: instance_norm takes x of rank 4-5 (a 2-D / 3-D x crashes Paddle's rule: an x-rank mutation).
+_IN_RULES = frozenset({"instance_norm", "instance_norm_grad"})
+_LIKE_X = frozenset({"x", "out", "out_grad", "y_grad"})
+_LN_STATS = frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"})
 
 
 class Draw(NamedTuple):
@@ -150,7 +152,7 @@ def _attrs(rule: str, rng: random.Random, rank: int) -> dict[str, Any]:
 def _valid(rule: str, rng: random.Random) -> tuple[ProcessMesh, dict[str, DistTensorSpec | None], dict[str, Any]]:
     spec = rule_spec(rule)
     mesh = _draw_mesh(rng)
-    rank = rng.randint(2, 5) if rule in _BN_RULES else rng.randint(1, 6)
+    rank = rng.randint(2, 5) if rule in _BN_RULES else rng.randint(4, 5) if rule in _IN_RULES else rng.randint(1, 6)
     x_shape = tuple(rng.choice(SIZES) for _ in range(rank))
     attrs = _attrs(rule, rng, rank)
     shapes = input_shapes(rule, x_shape, attrs)
@@ -210,7 +212,8 @@ def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, 
     x = inputs["x"]
     assert x is not None
     if what == "x-rank":
-        bad = rng.choice((1, 6, 7)) if rule in _BN_RULES else rng.choice((0, 7))
+        bad = rng.choice((1, 6, 7)) if rule in _BN_RULES else rng.choice((1, 2, 3, 6)) if rule in _IN_RULES \
+            else rng.choice((0, 7))
         shape = tuple(rng.choice(SIZES) for _ in range(bad))
         inputs["x"] = _placed(rng, shape, mesh)
         if "begin_norm_axis" in attrs:

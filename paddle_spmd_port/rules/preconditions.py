@@ -266,6 +266,7 @@ def in_forward_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: Dis
     valid, x rank 4 or 5. Returns (x, scale, bias)."""
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
     check_attrs(("epsilon", epsilon))
+    require_buildable(("x", x), ("scale", scale), ("bias", bias))
     if tx.ndim < 2:
         raise PaddleInvalidArgument(f"The ndim of x in {IN} should be greater than 1, but got [{tx.ndim}].",
                                     kind="ndim:x:min")
@@ -291,6 +292,8 @@ def in_grad_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTe
     tm, tv = as_input(saved_mean, "saved_mean"), as_input(saved_variance, "saved_variance")
     tg = as_input(y_grad, "y_grad")
     check_attrs(("epsilon", epsilon))
+    require_buildable(("x", x), ("scale", scale), ("bias", bias), ("saved_mean", saved_mean),
+                      ("saved_variance", saved_variance), ("y_grad", y_grad))
     if tx.ndim < 2:
         raise PaddleInvalidArgument(f"The ndim of x in {IN} should greater than 1, but got [{tx.ndim}].",
                                     kind="ndim:x:min")
@@ -333,6 +336,16 @@ RMS_CHECK_LINES = {
 }
 
 
+def require_buildable(*named: tuple[str, DistTensorSpec | None]) -> None:
+    """Port-only, before Paddle's own checks: a partial dim outside a spec's mesh (or on a spec
+    without one) crashes Paddle while it builds the input's dist attr (SIGSEGV), before any rule
+    check runs; the spec's own check names it."""
+    for name, spec in named:
+        if spec is not None and spec.partial_dims and (
+                spec.mesh is None or any(not 0 <= p < spec.mesh.ndim for p in spec.partial_dims)):
+            spec.check(name)
+
+
 def _rms_rank_vs_mapping(rule_key: str, *tensors: RuleInput) -> None:
     """Paddle's first check in every rms_norm rule: each tensor's rank equals its dims_mapping's
     length (a None scale, a [0]-shaped stand-in with an empty mapping, fails it)."""
@@ -356,6 +369,7 @@ def rms_forward_inputs(x: DistTensorSpec, scale: DistTensorSpec, epsilon: float)
     answers ``[-1]`` for any rank). Returns (x, scale)."""
     tx, ts = as_input(x, "x"), as_input(scale, "scale", optional=True)
     check_attrs(("epsilon", epsilon))
+    require_buildable(("x", x), ("scale", scale))
     _rms_rank_vs_mapping("rms_norm", tx, ts)
     require_x_mesh(tx)
     check_specs(("x", x), ("scale", scale))
@@ -381,6 +395,7 @@ def rms_reverse_inputs(x: DistTensorSpec, scale: DistTensorSpec, out: DistTensor
     tx, ts = as_input(x, "x"), as_input(scale, "scale", optional=True)
     to, tv = as_input(out, "out"), as_input(invvar, "invvar")
     check_attrs(("epsilon", epsilon))
+    require_buildable(("x", x), ("scale", scale), ("out", out), ("invvar", invvar))
     _rms_rank_vs_mapping("rms_norm_reverse", tx, ts, to, tv)
     require_x_mesh(tx)
     check_specs(("x", x), ("scale", scale), ("out", out), ("invvar", invvar))
@@ -401,6 +416,7 @@ def rms_grad_inputs(x: DistTensorSpec, scale: DistTensorSpec, invvar: DistTensor
     tx, ts = as_input(x, "x"), as_input(scale, "scale", optional=True)
     tv, tg = as_input(invvar, "invvar"), as_input(out_grad, "out_grad")
     check_attrs(("epsilon", epsilon))
+    require_buildable(("x", x), ("scale", scale), ("invvar", invvar), ("out_grad", out_grad))
     _rms_rank_vs_mapping("rms_norm_grad", tx, ts, tv, tg)
     if tx.ndim != tg.ndim:
         raise PaddleInvalidArgument(f"The Tensor x's rank [{tx.ndim}] and Tensor out_grad's rank [{tg.ndim}] are "
