@@ -27,18 +27,20 @@ PER_RULE = 150
 #: Every reason the PIR route may give for not reaching a case, per rule.
 #: PIR builds no op whose inputs sit on different process meshes (the grid's mixed-mesh cases)
 OTHER_MESH = r"not belong to input mesh"
+#: A PIR value holds one mesh dim per axis: the grid's co-shard set is unreachable on this route
+COSHARD = r"co-sharded dims_mapping .*; a PIR value holds one mesh dim per axis"
 UNREACHABLE = {
     "batch_norm": (r"Unknown data layout type string: (NC|NCL|NLC)\.",
                    r"ShapeError: the shape of scale must equal to",
                    r"ShapeError: the dimension of (input X|scale) must",
-                   r"placements cannot express it", OTHER_MESH),
-    "batch_norm_grad": (r"placements cannot express it", OTHER_MESH),
+                   r"placements cannot express it", OTHER_MESH, COSHARD),
+    "batch_norm_grad": (r"placements cannot express it", OTHER_MESH, COSHARD),
     "layer_norm": (r"'begin_norm_axis' in Op\(LayerNorm\) should be ?greater than zero",  # 3.1.1: "begreater"
                    r"'begin_norm_axis' must be less than the dimensions of X",
                    r"The dimensions of Input\((Scale|Bias)\) must be 1",
-                   r"placements cannot express it", OTHER_MESH),
+                   r"placements cannot express it", OTHER_MESH, COSHARD),
     "layer_norm_grad": (r"ProcessMesh dimension \{\d\} cannot be both shard and partial",
-                        r"placements cannot express it", OTHER_MESH),
+                        r"placements cannot express it", OTHER_MESH, COSHARD),
 }
 
 
@@ -97,6 +99,8 @@ def test_unreachable_only_for_documented_reasons(pir_run, rule):
         if "begin_norm_axis" in native.unreachable:
             b = dict(case.attrs)["begin_norm_axis"]
             assert not 0 < b < len(case.inputs[0].shape)  # the op's InferMeta wants 0 < b < rank
+        if "co-sharded" in native.unreachable:
+            assert any(s is not None and s.coshard for s in case.inputs), case.describe()
         if "both shard and partial" in native.unreachable:
             # the rule's own answer holds such an attr, which PIR's placements cannot represent
             attrs = port.result.inputs + port.result.outputs
@@ -104,8 +108,9 @@ def test_unreachable_only_for_documented_reasons(pir_run, rule):
 
 
 def _one_mesh(case) -> bool:
+    """All inputs on x's mesh and none co-sharded: a case a PIR op can be built for."""
     x = case.inputs[0]
-    return all(s is None or s.mesh == x.mesh for s in case.inputs)
+    return all(s is None or (s.mesh == x.mesh and not s.coshard) for s in case.inputs)
 
 
 def test_layouts_the_op_accepts_are_always_reached(pir_run):
