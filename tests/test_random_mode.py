@@ -80,7 +80,8 @@ def test_the_draws_cover_meshes_ranks_none_partial_and_kinds(rule):
     assert sum(1 for c in valid if c.mesh.process_ids != tuple(range(len(c.mesh.process_ids)))) > len(valid) / 8
     # every rank the op takes, and nothing else among the valid draws
     ranks = Counter(len(c.inputs[0].shape) for c in valid)
-    want = set(range(2, 6)) if rule in BN else {4, 5} if spec.op == "instance_norm" else set(range(1, 7))
+    want = set(range(2, 6)) if rule in BN else {4, 5} if spec.op == "instance_norm" else \
+        {3, 4, 5} if spec.op == "group_norm" else set(range(1, 7))
     assert set(ranks) == want, ranks
     assert min(ranks.values()) > len(valid) / len(ranks) / 2
     # odd and uneven sizes, shapes outside the grid

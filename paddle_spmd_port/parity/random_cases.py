@@ -8,7 +8,7 @@ not change when other rules are selected, and one seed always gives the same cas
                        valid draw)
     mesh               uniform over RANDOM_MESH_SHAPES: 3, 8, 1x2, 2x4, 4x2, 3x2, 2x2x2, 1x1 and the
                        grid's 2, 4, 2x2, 2x3; 1 in 4 with other process ids (shifted or reversed)
-    x rank             uniform 2..5 (batch_norm family), 1..6 (layer_norm family)
+    x rank             uniform 2..5 (batch_norm family), 1..6 (layer_norm family), 3..5 (group_norm)
     axis sizes         uniform over SIZES (1, 3, 5, 7, 9, 11 odd; 2, 4, 6, 8, 12, 16 even)
     dims_mapping       per tensor, one of: each axis split with probability 1/5, 1/2 or 4/5 along
                        a mesh dim no other axis uses, or uniform over every valid mapping;
@@ -19,7 +19,7 @@ not change when other rules are selected, and one seed always gives the same cas
                        required), else replicated
     data_format        uniform over the 7 batch_norm layouts (rules that take one)
     begin_norm_axis    uniform 0..rank(x)
-    other attrs        epsilon, momentum from small lists; booleans fair coins
+    other attrs        epsilon, momentum, groups (-1..4) from small lists; booleans fair coins
     co-shard           on a mesh of 2 or more dims (a 1-D mesh: the draw stays valid), x and each
                        other tensor with probability 1/2 redrawn uniformly over
                        ``grid.coshard_mappings`` of its rank (some axis split along 2+ mesh dims),
@@ -72,6 +72,8 @@ _BN_RULES = frozenset({"batch_norm_static", "batch_norm", "batch_norm_grad", "sy
                        "sync_batch_norm_grad"})
 #: instance_norm takes x of rank 4-5 (a 2-D / 3-D x crashes Paddle's rule: an x-rank mutation).
 _IN_RULES = frozenset({"instance_norm", "instance_norm_grad"})
+#: group_norm takes x of rank 3-5 (1, 2 and 6 are x-rank mutations: Paddle's own check).
+_GN_RULES = frozenset({"group_norm", "group_norm_base", "group_norm_grad", "group_norm_grad_base"})
 _LIKE_X = frozenset({"x", "out", "out_grad", "y_grad"})
 _LN_STATS = frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"})
 
@@ -142,6 +144,8 @@ def _attrs(rule: str, rng: random.Random, rank: int) -> dict[str, Any]:
             out[name] = rng.choice(EPSILONS)
         elif name == "momentum":
             out[name] = rng.choice(MOMENTUMS)
+        elif name == "groups":  # group_norm's rules read none: any count, dividing C or not
+            out[name] = rng.choice((-1, 0, 1, 2, 3, 4))
         elif isinstance(default, bool):
             out[name] = rng.random() < 0.5
         else:
@@ -152,7 +156,8 @@ def _attrs(rule: str, rng: random.Random, rank: int) -> dict[str, Any]:
 def _valid(rule: str, rng: random.Random) -> tuple[ProcessMesh, dict[str, DistTensorSpec | None], dict[str, Any]]:
     spec = rule_spec(rule)
     mesh = _draw_mesh(rng)
-    rank = rng.randint(2, 5) if rule in _BN_RULES else rng.randint(4, 5) if rule in _IN_RULES else rng.randint(1, 6)
+    rank = rng.randint(2, 5) if rule in _BN_RULES else rng.randint(4, 5) if rule in _IN_RULES else \
+        rng.randint(3, 5) if rule in _GN_RULES else rng.randint(1, 6)
     x_shape = tuple(rng.choice(SIZES) for _ in range(rank))
     attrs = _attrs(rule, rng, rank)
     shapes = input_shapes(rule, x_shape, attrs)
@@ -213,7 +218,7 @@ def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, 
     assert x is not None
     if what == "x-rank":
         bad = rng.choice((1, 6, 7)) if rule in _BN_RULES else rng.choice((1, 2, 3, 6)) if rule in _IN_RULES \
-            else rng.choice((0, 7))
+            else rng.choice((1, 2, 6)) if rule in _GN_RULES else rng.choice((0, 7))
         shape = tuple(rng.choice(SIZES) for _ in range(bad))
         inputs["x"] = _placed(rng, shape, mesh)
         if "begin_norm_axis" in attrs:

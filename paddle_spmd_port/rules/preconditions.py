@@ -455,10 +455,12 @@ def _gn_x_rank(x: RuleInput, low_message: str) -> None:
 def gn_forward_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTensorSpec | None,
                       attrs: Sequence[tuple[str, Any]]) -> tuple[RuleInput, RuleInput, RuleInput]:
     """group_norm's forward checks (``attrs``: epsilon, groups, data_format, or none for the Base
-    rule; types only): P x rank 3..5, scale and bias 1-D; port x on a mesh, specs valid (a
-    dims_mapping shorter than the rank: Paddle aborts). Returns (x, scale, bias)."""
+    rule; types only): port every partial dim on its spec's mesh (:func:`require_buildable`); P x
+    rank 3..5, scale and bias 1-D; port x on a mesh, specs valid (a dims_mapping shorter than the
+    rank: Paddle aborts). Returns (x, scale, bias)."""
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
     check_attrs(*attrs)
+    require_buildable(("x", x), ("scale", scale), ("bias", bias))
     _gn_x_rank(tx, "should be greater")
     require_ndim(ts, 1, GN)
     require_ndim(tb, 1, GN)
@@ -470,7 +472,8 @@ def gn_forward_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: Dis
 def gn_grad_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTensorSpec | None, y: DistTensorSpec,
                    mean: DistTensorSpec, variance: DistTensorSpec, y_grad: DistTensorSpec,
                    attrs: Sequence[tuple[str, Any]]) -> tuple[RuleInput, ...]:
-    """group_norm's grad checks, Paddle's in its order: x rank 3..5, y's and y_grad's rank == x's,
+    """group_norm's grad checks: :func:`require_buildable`, then Paddle's in its order: x rank 3..5,
+    y's and y_grad's rank == x's,
     scale and bias 1-D, mean and variance 2-D (reported under bias's name:
     PADDLE-QUIRK(gn-grad-messages)); then the port's: x on a mesh, specs valid. Returns (x, scale,
     bias, y, mean, variance, y_grad)."""
@@ -478,6 +481,8 @@ def gn_grad_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTe
     ty, tm, tv = as_input(y, "y"), as_input(mean, "mean"), as_input(variance, "variance")
     tg = as_input(y_grad, "y_grad")
     check_attrs(*attrs)
+    require_buildable(("x", x), ("scale", scale), ("bias", bias), ("y", y), ("mean", mean), ("variance", variance),
+                      ("y_grad", y_grad))
     _gn_x_rank(tx, "should grater")
     for t in (ty, tg):
         if t.ndim != tx.ndim:
