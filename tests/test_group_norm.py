@@ -138,6 +138,15 @@ def test_x_without_mesh_or_short_mapping_rejected():
     assert err.value.kind.startswith("invalid-spec:x:")
 
 
+def test_partial_dim_outside_the_mesh_rejected_before_paddles_checks():
+    """Paddle segfaults building such an input, before its own rank check could raise."""
+    with pytest.raises(InvalidSpecError) as err:
+        group_norm_infer_spmd(spec((8, 6), (0, -1), partial=(5,)), None, None)
+    assert err.value.kind.startswith("invalid-spec:x:")
+    with pytest.raises(InvalidSpecError):
+        grad((0, -1, -1, -1), bias=spec(C, (-1,), partial=(2,)))
+
+
 @pytest.mark.parametrize("which", ["scale", "bias"])
 @pytest.mark.parametrize("missing", [None, DistTensorSpec(C, (), None)])
 def test_grad_params_without_mesh_with_n_split_rejected(which, missing):
