@@ -166,6 +166,20 @@ def test_registry_name_runs_forward_and_reverse():
         == show(rev((0, -1, -1), (-1, 1)))
 
 
+def test_registry_object_needs_a_float_epsilon():
+    """Paddle's fused_rms_norm / instance_norm objects segfault without epsilon and raise a cast
+    error for an int one."""
+    rule = get_spmd_rule("fused_rms_norm")
+    with pytest.raises(InvalidSpecError) as err:
+        rule.infer_forward(rep(X3), rep(SCALE))
+    assert err.value.kind == "invalid-spec:epsilon:missing"
+    with pytest.raises(PaddleInvalidArgument, match="Attribute cast error"):
+        rule.infer_backward(rep(X3), rep(SCALE), rep(X3), rep(INV), 1)
+    with pytest.raises(PaddleInvalidArgument, match="Attribute cast error"):
+        get_spmd_rule("instance_norm").infer_forward(rep((8, 6, 4, 4)), None, None, epsilon=0)
+    assert rms_norm_infer_spmd(rep(X3), rep(SCALE), 1) == rule.infer_forward(rep(X3), rep(SCALE), 1.0)
+
+
 # --------------------------------------------------------------------------- against Paddle
 @pytest.mark.native
 @pytest.mark.parametrize("rule, backend", [("rms_norm", "registry"), ("rms_norm_reverse", "registry"),

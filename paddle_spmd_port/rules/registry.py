@@ -28,13 +28,16 @@ Profiles choose the implementation behind each rule key:
 
 from __future__ import annotations
 
+import inspect
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ArgumentTypeError, RuleNotFoundError, UnknownKeyError
-from ..types import SpmdResult
+from ..errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument, RuleNotFoundError, UnknownKeyError
+from ..types import DistTensorSpec, SpmdResult
 from . import batch_norm, fast_ln, group_norm, instance_norm, layer_norm, pr72918, proposed, rms_norm, sync_batch_norm
+from .signatures import OPTIONAL
 
 RuleFn = Callable[..., SpmdResult]
 
@@ -102,6 +105,13 @@ def _require_str(value: object, name: str) -> None:
                                 kind=f"invalid-spec:{name}:type")
 
 
+#: Registry names whose Paddle objects read epsilon unchecked: left out, SIGSEGV; an int, Paddle's
+#: attribute cast error (measured on 3.3.1). The port's objects for them refuse both the same way.
+EPSILON_READ_UNCHECKED = frozenset({"instance_norm", "fused_rms_norm"})
+_CAST_ERROR = ("Attribute cast error in InferSpmd Context, the input attr type is `i`, but the expected attribute "
+               "type is `f`.")
+
+
 @dataclass(frozen=True)
 class SpmdRule:
     name: str
@@ -110,12 +120,30 @@ class SpmdRule:
     registered_in_paddle: bool = False
 
     def infer_forward(self, *args: Any, **kwargs: Any) -> SpmdResult:
+        self._check_epsilon(self.forward, args, kwargs)
         return self.forward(*args, **kwargs)
 
     def infer_backward(self, *args: Any, **kwargs: Any) -> SpmdResult:
         if self.backward is None:
             raise RuleNotFoundError(f"Current SpmdRule's backward function is not found (rule {self.name!r}).")
+        self._check_epsilon(self.backward, args, kwargs)
         return self.backward(*args, **kwargs)
+
+    def _check_epsilon(self, fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """For :data:`EPSILON_READ_UNCHECKED`: epsilon must be given (InvalidSpecError) and, once every
+        tensor argument is a spec or None, not an int (Paddle's cast error, raised before its rule runs)."""
+        if self.name not in EPSILON_READ_UNCHECKED:
+            return
+        params = list(inspect.signature(fn).parameters)
+        at = params.index("epsilon")
+        if len(args) <= at and "epsilon" not in kwargs:
+            raise InvalidSpecError(f"epsilon is missing: Paddle's {self.name!r} registry object reads it unchecked "
+                                   "(SIGSEGV); pass epsilon", kind="invalid-spec:epsilon:missing")
+        eps = args[at] if len(args) > at else kwargs["epsilon"]
+        given = dict(zip(params, args[:at], strict=False)) | {n: kwargs[n] for n in params[:at] if n in kwargs}
+        if isinstance(eps, numbers.Integral) and not isinstance(eps, bool) and len(given) == at and all(
+                isinstance(t, DistTensorSpec) or (t is None and n in OPTIONAL) for n, t in given.items()):
+            raise PaddleInvalidArgument(_CAST_ERROR, kind="attr-cast:epsilon")
 
 
 def contains_spmd_rule(name: str) -> bool:
