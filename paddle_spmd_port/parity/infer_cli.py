@@ -45,12 +45,13 @@ from ..runctl import (
 from ..types import DistTensorSpec, ProcessMesh
 from .backends import DEFAULT_BACKEND, add_backend_argument
 from .compare import COMPARED, compare
+from .grid import input_shapes
 from .validity import input_problem
 
 PROG = "python -m paddle_spmd_port infer"
 DEFAULT_MESH = (2, 3)
 ATTR_FLAGS = ("epsilon", "momentum", "begin_norm_axis", "data_format", "is_test", "use_global_stats",
-              "trainable_statistics")
+              "trainable_statistics", "groups")
 TENSOR_NAMES = sorted({n for spec in RULES.values() for n in spec.inputs})
 CASE_JSON_EXAMPLE = "give a case as a report's repro line prints it (see --help)"
 
@@ -105,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="attribute begin_norm_axis, layer_norm family (default: the rule's)")
     ap.add_argument("--data-format", dest="data_format",
                     help="attribute data_format, batch_norm family, e.g. NCHW or NHWC (default: the rule's)")
+    ap.add_argument("--groups", type=int, help="attribute groups, group_norm (default: the rule's; its rules read "
+                    "no attribute)")
     for flag in ("is_test", "use_global_stats", "trainable_statistics"):
         ap.add_argument(f"--{_flag(flag)}", dest=flag, type=_bool, metavar="true|false",
                         help=f"attribute {flag}, batch_norm family (default: the rule's)")
@@ -127,6 +130,8 @@ def _case_flags(args: argparse.Namespace) -> list[str]:
 def _derived_shape(rule: str, name: str, x_shape: tuple[int, ...], attrs: dict) -> tuple[int, ...]:
     if name in ("x", "out", "out_grad"):
         return x_shape
+    if RULES[rule].op not in ("batch_norm", "sync_batch_norm", "layer_norm"):  # the grid's shapes of the rest
+        return input_shapes(rule, x_shape, attrs)[name]
     if rule.startswith(("batch_norm", "sync_batch_norm")):
         fmt = attrs.get("data_format", "NCHW")
         c = channel_axis(fmt, len(x_shape), strict=False)
