@@ -205,7 +205,7 @@ def test_reshard_kind_separates_slicing_from_communication():
 
 
 # --------------------------------------------------------------------------- proposed rules
-@pytest.mark.parametrize("rule", list(RULES))
+@pytest.mark.parametrize("rule", [r for r in RULES if r in kernels.MODELS])  # rules the oracle has kernels for
 def test_proposed_rules_are_sound_on_a_sample_of_the_grid(rule):
     judge = Judge()
     cases = sample(list(oracle_grid(rule)), 250, seed=5)
