@@ -38,9 +38,10 @@ Quirks kept on purpose (Paddle 3.3.1 does this):
   forward's: "should be greater than 2"); a mean or variance not 2-D is reported as "The ndim of
   bias in group_norm should be 2, but got [1]." whatever its rank.
 
-Port-only checks (Paddle crashes or accepts garbage; :mod:`.preconditions`): x needs a mesh
-(without one Paddle segfaults or answers on an attr without a mesh); a dims_mapping shorter than
-the rank (SIGABRT) and the rest of each spec's own check; grad: scale or bias None (or without a
+Port-only checks (Paddle crashes or accepts garbage; :mod:`.preconditions`): first, a partial dim
+outside its spec's mesh (Paddle segfaults building that input, before its own checks); x needs a
+mesh (without one Paddle segfaults or answers on an attr without a mesh); a dims_mapping shorter
+than the rank (SIGABRT) and the rest of each spec's own check; grad: scale or bias None (or without a
 mesh) while x's axis 0 is split (Paddle marks partial on an attr without a mesh: SIGSEGV), and any
 answer naming a mesh dim that an attr's own mesh lacks (inputs on meshes of other sizes: Paddle
 segfaults, or answers y / mean / variance / y_grad with a mesh dim their mesh lacks).
