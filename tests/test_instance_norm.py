@@ -147,3 +147,15 @@ def test_port_equals_paddle_on_a_grid_sample(rule, backend):
     from .native_sample import assert_sample_matches
 
     assert_sample_matches(rule, backend)
+
+
+@pytest.mark.native
+def test_paddle_style_file_for_instance_norm_and_fused_rms_norm_passes_on_both_backends(tmp_path):
+    """tests/paddle_style/test_instance_rms_paddle_style.py: the compat objects answer as Paddle's."""
+    from .test_compat import TESTS, compat_test, statuses
+
+    path = TESTS / "paddle_style" / "test_instance_rms_paddle_style.py"
+    rc, out, data = compat_test(str(path), "--against", "both", tmp_path=tmp_path)
+    assert rc == 0, out
+    results = statuses(data, path)
+    assert len(results) >= 7 and all(s == {"port": "pass", "native": "pass"} for s in results.values()), out

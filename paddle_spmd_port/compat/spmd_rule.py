@@ -10,6 +10,10 @@ the next tensor, anything else the next attribute. Attributes are typed from the
     layer_norm  infer_backward   x, scale, bias, out, mean, variance        epsilon: float, begin_norm_axis: int
     batch_norm  infer_forward    x, mean, variance, scale, bias             (none; extra ones are ignored)
     batch_norm  infer_backward   RuntimeError (NotFound), like Paddle
+    instance_norm   infer_forward    x, scale, bias                          epsilon: float
+    instance_norm   infer_backward   x, scale, bias, saved_mean, saved_variance, y_grad   epsilon: float
+    fused_rms_norm  infer_forward    x, scale                                epsilon: float
+    fused_rms_norm  infer_backward   x, scale, out, invvar                   epsilon: float
     replicated  infer_forward    [inputs], [outputs]                        (none)
     replicated  infer_backward   [inputs], [outputs]                        (none)
 
@@ -186,7 +190,9 @@ def _registry() -> dict[str, SpmdRule]:
     ln_attrs = (("epsilon", "f"), ("begin_norm_axis", "i"))
     scale_bias = frozenset({"scale", "bias"})
     layer_norm, batch_norm = get_spmd_rule("layer_norm"), get_spmd_rule("batch_norm")
-    assert layer_norm.backward is not None
+    instance_norm, rms = get_spmd_rule("instance_norm"), get_spmd_rule("fused_rms_norm")
+    assert layer_norm.backward is not None and instance_norm.backward is not None and rms.backward is not None
+    eps = (("epsilon", "f"),)
     return {
         "layer_norm": SpmdRule(
             "layer_norm",
@@ -196,6 +202,14 @@ def _registry() -> dict[str, SpmdRule]:
         "batch_norm": SpmdRule(
             "batch_norm", Signature(batch_norm.forward, ("x", "mean", "variance", "scale", "bias"),
                                     optional=scale_bias), None),
+        "instance_norm": SpmdRule(
+            "instance_norm",
+            Signature(instance_norm.forward, ("x", "scale", "bias"), eps, optional=scale_bias),
+            Signature(instance_norm.backward, ("x", "scale", "bias", "saved_mean", "saved_variance", "y_grad"), eps,
+                      optional=scale_bias)),
+        "fused_rms_norm": SpmdRule(
+            "fused_rms_norm", Signature(rms.forward, ("x", "scale"), eps),
+            Signature(rms.backward, ("x", "scale", "out", "invvar"), eps)),
         "replicated": SpmdRule(
             "replicated",
             Signature(replicated_infer_spmd, ("inputs", "outputs"), vector=True),
