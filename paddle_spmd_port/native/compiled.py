@@ -11,6 +11,11 @@ The only route that reaches every C++ rule with every input exactly as given::
     layer_norm_reverse    LayerNormInferSpmdReverse    (registry reaches it too)
     layer_norm_grad       LayerNormGradInferSpmd       PIR: cannot hold an answer that is Shard and
                                                        Partial on one mesh dim
+    instance_norm(_grad)  InstanceNorm(Grad)InferSpmd   (registry reaches them too; PIR cannot build
+                                                       the op with a distributed input)
+    rms_norm(_reverse)    RmsNormInferSpmd(Reverse)    (registry ``fused_rms_norm`` reaches them too)
+    rms_norm_grad         RmsNormGradInferSpmd         registry: unregistered
+    fast_ln(_grad)        FastLn(Grad)InferSpmd        registry: unregistered; no Paddle op
     sync_batch_norm(_grad) none exported               -> unreachable
 
 ``cpp/spmd_caller.cc`` is compiled on first use with ``$CXX`` (default ``g++``) against the
@@ -53,7 +58,9 @@ from ._paddle import ReduceTypeError, paddle_dir, paddle_version
 
 SOURCE = Path(__file__).with_name("cpp") / "spmd_caller.cc"
 
-RULES = ("batch_norm", "batch_norm_static", "batch_norm_grad", "layer_norm", "layer_norm_reverse", "layer_norm_grad")
+RULES = ("batch_norm", "batch_norm_static", "batch_norm_grad", "layer_norm", "layer_norm_reverse", "layer_norm_grad",
+         "instance_norm", "instance_norm_grad", "rms_norm", "rms_norm_reverse", "rms_norm_grad",
+         "fast_ln", "fast_ln_grad")
 _ATTR_TYPES = {"epsilon": "f", "momentum": "f", "begin_norm_axis": "i", "data_format": "s"}
 _SUM = 0  # phi::ReduceType::kRedSum
 

@@ -50,7 +50,9 @@
 #include "paddle/phi/core/distributed/auto_parallel/dist_meta_tensor.h"
 #include "paddle/phi/core/distributed/auto_parallel/process_mesh.h"
 #include "paddle/phi/infermeta/spmd_rules/batch_norm.h"
+#include "paddle/phi/infermeta/spmd_rules/instance_norm.h"
 #include "paddle/phi/infermeta/spmd_rules/layer_norm.h"
+#include "paddle/phi/infermeta/spmd_rules/rms_norm.h"
 
 namespace pd = phi::distributed;
 
@@ -268,6 +270,41 @@ pd::SpmdInfo call_rule(const std::string& rule, const std::vector<pd::DistMetaTe
     need(6);
     a.expect(2);
     return pd::LayerNormGradInferSpmd(in[0], in[1], in[2], in[3], in[4], in[5], a.real(0), a.integer(1));
+  }
+  if (rule == "instance_norm") {
+    need(3);
+    a.expect(1);
+    return pd::InstanceNormInferSpmd(in[0], in[1], in[2], a.real(0));
+  }
+  if (rule == "instance_norm_grad") {
+    need(6);
+    a.expect(1);
+    return pd::InstanceNormGradInferSpmd(in[0], in[1], in[2], in[3], in[4], in[5], a.real(0));
+  }
+  if (rule == "rms_norm") {
+    need(2);
+    a.expect(1);
+    return pd::RmsNormInferSpmd(in[0], in[1], a.real(0));
+  }
+  if (rule == "rms_norm_reverse") {
+    need(4);
+    a.expect(1);
+    return pd::RmsNormInferSpmdReverse(in[0], in[1], in[2], in[3], a.real(0));
+  }
+  if (rule == "rms_norm_grad") {
+    need(4);
+    a.expect(1);
+    return pd::RmsNormGradInferSpmd(in[0], in[1], in[2], in[3], a.real(0));
+  }
+  if (rule == "fast_ln") {
+    need(3);
+    a.expect(1);
+    return pd::FastLnInferSpmd(in[0], in[1], in[2], a.real(0));
+  }
+  if (rule == "fast_ln_grad") {
+    need(5);
+    a.expect(1);
+    return pd::FastLnGradInferSpmd(in[0], in[1], in[2], in[3], in[4], a.real(0));
   }
   throw Unreachable("Paddle exports no C++ rule for " + rule);
 }
