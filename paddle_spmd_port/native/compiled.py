@@ -11,6 +11,8 @@ The only route that reaches every C++ rule with every input exactly as given::
     layer_norm_reverse    LayerNormInferSpmdReverse    (registry reaches it too)
     layer_norm_grad       LayerNormGradInferSpmd       PIR: cannot hold an answer that is Shard and
                                                        Partial on one mesh dim
+    group_norm(_base)     GroupNormInferSpmd(Base)     (registry reaches the Base rule too)
+    group_norm_grad(_base) GroupNormGradInferSpmd(Base) registry: unregistered
     instance_norm(_grad)  InstanceNorm(Grad)InferSpmd   (registry reaches them too; PIR cannot build
                                                        the op with a distributed input)
     rms_norm(_reverse)    RmsNormInferSpmd(Reverse)    (registry ``fused_rms_norm`` reaches them too)
@@ -60,8 +62,8 @@ SOURCE = Path(__file__).with_name("cpp") / "spmd_caller.cc"
 
 RULES = ("batch_norm", "batch_norm_static", "batch_norm_grad", "layer_norm", "layer_norm_reverse", "layer_norm_grad",
          "instance_norm", "instance_norm_grad", "rms_norm", "rms_norm_reverse", "rms_norm_grad",
-         "fast_ln", "fast_ln_grad")
-_ATTR_TYPES = {"epsilon": "f", "momentum": "f", "begin_norm_axis": "i", "data_format": "s"}
+         "fast_ln", "fast_ln_grad", "group_norm", "group_norm_base", "group_norm_grad", "group_norm_grad_base")
+_ATTR_TYPES = {"epsilon": "f", "momentum": "f", "begin_norm_axis": "i", "data_format": "s", "groups": "i"}
 _SUM = 0  # phi::ReduceType::kRedSum
 
 
@@ -199,6 +201,8 @@ def may_crash(case: Case) -> bool:
     if case.rule == "batch_norm_grad":
         scale, bias = case.inputs[1], case.inputs[2]
         return (scale is None or bias is None) and any(m != -1 for m in x.dims_mapping)
+    if case.spec.op == "group_norm" and case.spec.direction == "grad" and x.dims_mapping[:1] != (-1,):
+        return any(t is None or t.mesh is None for t in case.inputs[1:3])  # partial on an attr without a mesh
     if case.spec.op == "instance_norm":  # 2-D / 3-D x: heap corruption; grad: scale None with N or C split
         scale = case.inputs[1]
         return len(x.shape) < 4 or (case.rule == "instance_norm_grad" and (scale is None or scale.mesh is None)

@@ -52,6 +52,10 @@
 #include "paddle/phi/infermeta/spmd_rules/batch_norm.h"
 #include "paddle/phi/infermeta/spmd_rules/instance_norm.h"
 #include "paddle/phi/infermeta/spmd_rules/layer_norm.h"
+#if __has_include("paddle/phi/infermeta/spmd_rules/group_norm.h")  // releases without it build the rest
+#include "paddle/phi/infermeta/spmd_rules/group_norm.h"
+#define SPMD_CALLER_GROUP_NORM 1
+#endif
 #include "paddle/phi/infermeta/spmd_rules/rms_norm.h"
 
 namespace pd = phi::distributed;
@@ -306,6 +310,29 @@ pd::SpmdInfo call_rule(const std::string& rule, const std::vector<pd::DistMetaTe
     a.expect(1);
     return pd::FastLnGradInferSpmd(in[0], in[1], in[2], in[3], in[4], a.real(0));
   }
+#ifdef SPMD_CALLER_GROUP_NORM
+  if (rule == "group_norm") {  // epsilon, groups, data_format (unread by the rule)
+    need(3);
+    a.expect(3);
+    return pd::GroupNormInferSpmd(in[0], in[1], in[2], a.real(0), a.integer(1), a.text(2));
+  }
+  if (rule == "group_norm_base") {
+    need(3);
+    a.expect(0);
+    return pd::GroupNormInferSpmdBase(in[0], in[1], in[2]);
+  }
+  if (rule == "group_norm_grad") {
+    need(7);
+    a.expect(3);
+    return pd::GroupNormGradInferSpmd(in[0], in[1], in[2], in[3], in[4], in[5], in[6], a.real(0), a.integer(1),
+                                      a.text(2));
+  }
+  if (rule == "group_norm_grad_base") {
+    need(7);
+    a.expect(0);
+    return pd::GroupNormGradInferSpmdBase(in[0], in[1], in[2], in[3], in[4], in[5], in[6]);
+  }
+#endif
   throw Unreachable("Paddle exports no C++ rule for " + rule);
 }
 
