@@ -970,7 +970,7 @@ def coshard_cases(rule: str) -> Iterator[Case]:
                         yield make(mesh, [one[n] for n in names], attr_items)
     bad = _Ids(rule, "coshard-invalid")
     mesh = mesh_of((2, 3))
-    rank = 4 if RULES[rule].op in ("batch_norm", "sync_batch_norm", "instance_norm") else 3
+    rank = 3 if RULES[rule].op in ("layer_norm", "rms_norm", "fast_ln") else 4
     x_shape = X_SHAPES[rank]
     attrs = _coshard_attr_variants(rule, rank)[1 if RULES[rule].op == "layer_norm" else 0]
     shapes = input_shapes(rule, x_shape, attrs)

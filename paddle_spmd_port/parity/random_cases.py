@@ -75,7 +75,9 @@ _IN_RULES = frozenset({"instance_norm", "instance_norm_grad"})
 #: group_norm takes x of rank 3-5 (1, 2 and 6 are x-rank mutations: Paddle's own check).
 _GN_RULES = frozenset({"group_norm", "group_norm_base", "group_norm_grad", "group_norm_grad_base"})
 _LIKE_X = frozenset({"x", "out", "out_grad", "y_grad"})
-_LN_STATS = frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"})
+_LN_STATS = frozenset({"mean", "variance"})
+#: instance_norm's and rms_norm's statistics (also drawn like x); batch_norm's saved_* keep their own draws.
+_NORM_STATS = frozenset({"saved_mean", "saved_variance", "invvar"})
 
 
 class Draw(NamedTuple):
@@ -168,7 +170,8 @@ def _valid(rule: str, rng: random.Random) -> tuple[ProcessMesh, dict[str, DistTe
         if name in spec.optional and r < 0.15:
             inputs[name] = None
         elif r < 0.55:
-            like = x.dims_mapping if (name in _LIKE_X or name in _LN_STATS) and rng.random() < 0.3 else None
+            like_x = name in _LIKE_X or name in _LN_STATS or (name in _NORM_STATS and rule not in _BN_RULES)
+            like = x.dims_mapping if like_x and rng.random() < 0.3 else None
             inputs[name] = _placed(rng, shapes[name], mesh, like)
         else:
             inputs[name] = _rep(shapes[name], mesh)
