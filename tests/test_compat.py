@@ -333,5 +333,6 @@ def test_errors_keep_the_port_classes_and_paddle_tags():
                                                        spec([64, 32], [0, -1]), spec([64, 32], [-1, -1]), 1e-5, 2)
     with pytest.raises(PaddleInvalidArgument, match=r"^\(InvalidArgument\) The ndim of x in batch_norm"):
         get_phi_spmd_rule("batch_norm").infer_forward(spec([8], [0]), w, w, w, w)
-    with pytest.raises(RuleNotFoundError, match="serves only batch_norm, fused_rms_norm, instance_norm, layer_norm, replicated"):
+    with pytest.raises(RuleNotFoundError,
+                       match="serves only batch_norm, fused_rms_norm, instance_norm, layer_norm, replicated"):
         get_phi_spmd_rule("cummax")
