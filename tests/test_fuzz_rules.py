@@ -157,7 +157,7 @@ def test_registry_lookups_raise_documented_errors():
         rule_function("layer_norm", "nightly")
     assert isinstance(err.value, ValueError) and isinstance(err.value, RuleNotFoundError)
     with pytest.raises(UnknownKeyError, match="unknown rule key"):
-        rule_function("rms_norm")
+        rule_function("skip_layer_norm")  # no such rule key (rms_norm is one since issue 15)
     with pytest.raises(UnknownKeyError):
         get_spmd_rule("layer_norm", profile="Paddle")
     for bad in ([1], None, 3):

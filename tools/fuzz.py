@@ -365,7 +365,7 @@ def draw_random_call(draw: Callable, rule: str) -> Call:
     return Call(None, rule, "function", tensors, attrs, mode="random")
 
 
-LOOKUP_NAMES = tuple(NAMES) + RULE_KEYS + ("rms_norm", "", "Layer_Norm", "batch_norm ")
+LOOKUP_NAMES = tuple(NAMES) + RULE_KEYS + ("skip_layer_norm", "", "Layer_Norm", "batch_norm ")
 
 
 def draw_lookup_call(draw: Callable) -> Call:

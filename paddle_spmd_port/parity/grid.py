@@ -622,10 +622,15 @@ def _norm_grid(rule: str) -> Iterator[Case]:
                         yield make(mesh, [tensors[n] for n in names], EPS)
 
 
+#: x mappings of the rms_norm / fast_ln mixed-mesh sets (x [8,6,4]): layer_norm's and a few more,
+#: as these rules have one or two other tensors to move.
+_NORM_MIXED_X = {2: _LN_MIXED_X[2] + ((1, 0, -1), (-1, 0, -1)), 1: _LN_MIXED_X[1] + ((-1, 0, -1),)}
+
+
 def _norm_mixed_meshes(rule: str) -> Iterator[Case]:
     """The mixed-mesh sets (see :func:`_mixed_meshes`): x [8,6,4,4] (instance_norm) or [8,6,4]."""
     rank = 4 if RULES[rule].op == "instance_norm" else 3
-    x_maps = _BN_MIXED_X if rank == 4 else _LN_MIXED_X
+    x_maps = _BN_MIXED_X if rank == 4 else _NORM_MIXED_X
     yield from _mixed_meshes(rule, [(norm_shapes(rule, X_SHAPES[rank]), EPS)], x_maps)
 
 
