@@ -51,9 +51,11 @@ from ..runctl import (
     add_selection_arguments,
     check_output_dir,
     mesh_list,
+    rule_keys,
     run_command,
 )
 from .grid import ORACLE_MESHES, oracle_grid
+from .kernels import MODELS
 from .report import (
     BUG_LABELS,
     PROFILE_NAMES,
@@ -113,6 +115,7 @@ class _Run:
     rules: list[str]
     profiles: tuple[str, ...]
     judge: Judge
+    no_kernel: list[str] = field(default_factory=list)  # rules of `--rules all` the oracle has no kernel for
     rows: dict[str, dict[str, list[Judged]]] = field(default_factory=dict)  # profile -> rule -> judged so far
     planned: dict[str, int] = field(default_factory=dict)  # rule -> cases to judge (once its grid is built)
     done: list[str] = field(default_factory=list)  # rules judged completely
@@ -188,6 +191,8 @@ def _render(run: _Run, args: argparse.Namespace, seconds: float, interrupted: st
              f"over {'the batch mesh dims' if args.sync_group == 'batch' else 'the whole mesh'}; "
              f"{sum(len(r) for r in judged[profiles[0]].values())} cases per profile; {run.judge.simulations} "
              f"distinct simulations; {seconds:.1f}s.\n"]
+    if run.no_kernel:
+        parts.append(f"Not judged (no numpy kernel yet): {', '.join(run.no_kernel)}.\n")
 
     tallies = {p: _tallies(judged[p]) for p in profiles}
 
@@ -264,13 +269,17 @@ def _write_report(run: _Run, args: argparse.Namespace, out: Path, interrupted: s
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    rules = args.rules  # checked by runctl.rule_list
+    rules = [r for r in args.rules if r in MODELS]  # args.rules: checked by runctl.rule_list
+    no_kernel = [r for r in args.rules if r not in MODELS]
+    if no_kernel and args.rules != list(rule_keys()):  # named explicitly: refused; `all`: said in the report
+        raise UsageError("--rules", f"the oracle has no numpy kernel for {', '.join(no_kernel)} yet",
+                         f"choose among {', '.join(MODELS)}")
     if args.max_bugs < 0:
         raise UsageError("--max-bugs", f"{args.max_bugs} is negative", "give 0 or more")
     out = check_output_dir(args.report_dir, "--report-dir")
     profiles = PROFILE_NAMES if args.profile == "all" else (args.profile,)
 
-    run = _Run(rules, profiles, Judge(sync_group=args.sync_group))
+    run = _Run(rules, profiles, Judge(sync_group=args.sync_group), no_kernel=no_kernel)
     if not args.quiet:
         print(f"[oracle] judging {len(rules)} rule(s) x {len(profiles)} profile(s) on meshes "
               f"{' '.join(_mesh_text(m) for m in args.meshes)}", file=sys.stderr, flush=True)
