@@ -43,17 +43,24 @@ _set = object.__setattr__
 _INT_ONLY = frozenset({int})
 
 
-def _int_tuple(value: Iterable[Any], what: str) -> tuple[int, ...]:
-    """``value`` as a tuple of ints; anything else raises :class:`ArgumentTypeError` (a TypeError)
-    naming ``what``."""
+def _items(value: Iterable[Any], what: str) -> tuple[Any, ...]:
+    """``value`` as a tuple, when it is a sequence (not a str, bytes or dict); else
+    :class:`ArgumentTypeError` (a TypeError) naming ``what``."""
     kind = f"invalid-spec:{what}:type"
     if isinstance(value, (str, bytes, dict)) or not isinstance(value, Iterable):
         raise ArgumentTypeError(f"{what} must be a sequence of ints, got {type(value).__name__} {value!r:.60}",
                                 kind=kind)
     try:
-        items = tuple(value)
+        return tuple(value)
     except TypeError:
         raise ArgumentTypeError(f"{what} must be a sequence of ints, got {value!r:.60}", kind=kind) from None
+
+
+def _int_tuple(value: Iterable[Any], what: str) -> tuple[int, ...]:
+    """``value`` as a tuple of ints; anything else raises :class:`ArgumentTypeError` (a TypeError)
+    naming ``what``."""
+    kind = f"invalid-spec:{what}:type"
+    items = _items(value, what)
     for item in items:
         if isinstance(item, bool) or not isinstance(item, int):
             raise ArgumentTypeError(f"{what} must hold ints, got {item!r:.30} in {value!r:.60}", kind=kind)
@@ -65,22 +72,20 @@ MeshDims = int | tuple[int, ...]
 Mapping = tuple[MeshDims, ...]
 
 
+def entry_of(members: Sequence[int]) -> MeshDims:
+    """The dims_mapping entry of an axis split along ``members`` (in shard order): ``()`` -> -1,
+    ``(m,)`` -> m, two or more -> the tuple (the inverse of :func:`mesh_dims_of`)."""
+    return -1 if not members else members[0] if len(members) == 1 else tuple(members)
+
+
 def _mapping_tuple(value: Iterable[Any], what: str) -> Mapping:
-    """``value`` as a dims_mapping: ints, or sequences of ints for co-sharded axes (normalised:
-    ``()`` -> -1, ``(m,)`` -> m); anything else raises :class:`ArgumentTypeError` naming ``what``."""
+    """``value`` as a dims_mapping: ints, or sequences of ints for co-sharded axes (normalised by
+    :func:`entry_of`); anything else raises :class:`ArgumentTypeError` naming ``what``."""
     kind = f"invalid-spec:{what}:type"
-    if isinstance(value, (str, bytes, dict)) or not isinstance(value, Iterable):
-        raise ArgumentTypeError(f"{what} must be a sequence of ints, got {type(value).__name__} {value!r:.60}",
-                                kind=kind)
-    try:
-        items = tuple(value)
-    except TypeError:
-        raise ArgumentTypeError(f"{what} must be a sequence of ints, got {value!r:.60}", kind=kind) from None
     out: list[MeshDims] = []
-    for item in items:
+    for item in _items(value, what):
         if isinstance(item, (tuple, list)):
-            members = _int_tuple(item, what)
-            out.append(-1 if not members else members[0] if len(members) == 1 else members)
+            out.append(entry_of(_int_tuple(item, what)))
             continue
         if isinstance(item, bool) or not isinstance(item, int):
             raise ArgumentTypeError(f"{what} must hold ints (or tuples of ints for a co-sharded axis), got "
@@ -481,8 +486,7 @@ def _parse_mapping(text: str) -> Mapping:
         if match is None:
             raise ValueError(f"cannot parse dims_mapping entry at {text[pos:]!r}; expected -1, a mesh dim or (0,1)")
         if match["co"] is not None:
-            members = tuple(int(v) for v in match["co"].split(",") if v.strip())
-            entries.append(-1 if not members else members[0] if len(members) == 1 else members)
+            entries.append(entry_of(tuple(int(v) for v in match["co"].split(",") if v.strip())))
         else:
             entries.append(int(match["m"]))
         pos = match.end()

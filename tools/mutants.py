@@ -257,8 +257,8 @@ MUTANTS: tuple[Mutant, ...] = (
        "            tm.attr((-1,)),                           # reserve_space",
        "reserve_space takes mean's mesh instead of x's", rules=("batch_norm",)),
     _m("bn-rank-message", PRE,
-       "in batch_norm should be less than 6, but got",
-       "in batch_norm should be less than or equal to 5, but got",
+       "in {op} should be less than 6, but got",
+       "in {op} should be less than or equal to 5, but got",
        "the x-rank error message reworded", rules=("batch_norm_static",)),
     # ------------------------------------------------------------------ batch_norm grad
     _m("bn-grad-partial-cleared", BN,

@@ -55,7 +55,7 @@ from typing import IO
 from ..case import Case
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..runctl import signal_text
-from ..types import DistAttr, DistTensorSpec, Mapping, ProcessMesh, SpmdResult, mesh_dims_of
+from ..types import DistAttr, DistTensorSpec, Mapping, ProcessMesh, SpmdResult, entry_of, mesh_dims_of
 from ._paddle import ReduceTypeError, paddle_dir, paddle_version
 
 SOURCE = Path(__file__).with_name("cpp") / "spmd_caller.cc"
@@ -268,7 +268,7 @@ class _Reply:
             dims_mapping = self.ints(int(self.word()))
         else:  # an answer holding a co-shard
             axes = [self.ints(int(self.word())) for _ in range(int(self.word()))]
-            dims_mapping = tuple(-1 if not a else a[0] if len(a) == 1 else a for a in axes)
+            dims_mapping = tuple(entry_of(a) for a in axes)
         partial = {}
         for _ in range(int(self.word())):
             dim, reduce_type = int(self.word()), int(self.word())

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..case import Case
 from ..outcome import ErrorInfo, Outcome
-from ..types import DistAttr, DistTensorSpec, SpmdResult, mesh_dims_of
+from ..types import DistAttr, DistTensorSpec, SpmdResult, entry_of, mesh_dims_of
 from ._fork import run_isolating
 from ._paddle import from_paddle_mesh, to_paddle_mesh, typed_attrs
 from .compiled import may_crash
@@ -92,8 +92,7 @@ def from_paddle_attr(attr: Any, multi: bool = False) -> DistAttr:
         if text.count("SUM)") != len(partial):  # the rules here only ever mean SUM
             raise RuntimeError(f"unexpected partial reduce type in {text}")
     if multi:
-        mapping = tuple(-1 if not axis else axis[0] if len(axis) == 1 else tuple(axis)
-                        for axis in attr.multi_dims_mapping)
+        mapping = tuple(entry_of(axis) for axis in attr.multi_dims_mapping)
         return DistAttr.make(mapping, partial, mesh)
     return DistAttr.make(tuple(attr.dims_mapping), partial, mesh)
 

@@ -77,7 +77,7 @@ from functools import cache
 from ..case import Case
 from ..rules.signatures import DATA_FORMATS as BN_DATA_FORMATS
 from ..rules.signatures import GN_DATA_FORMATS, RULES, channel_axis
-from ..types import DistTensorSpec, Mapping, ProcessMesh, mesh_dims_of
+from ..types import DistTensorSpec, Mapping, ProcessMesh, entry_of, mesh_dims_of
 
 MESH_SHAPES: tuple[tuple[int, ...], ...] = ((2,), (4,), (2, 2), (2, 3), (2, 2, 2))
 X_SHAPES = {1: (8,), 2: (8, 6), 3: (8, 6, 4), 4: (8, 6, 4, 4), 5: (8, 6, 4, 4, 2)}
@@ -885,7 +885,7 @@ def coshard_mappings(rank: int, mesh_ndim: int) -> tuple[Mapping, ...]:
         if max(map(len, groups), default=0) < 2:
             continue
         for orders in itertools.product(*(itertools.permutations(g) for g in groups)):
-            out.append(tuple(-1 if not o else o[0] if len(o) == 1 else tuple(o) for o in orders))
+            out.append(tuple(entry_of(o) for o in orders))
     return tuple(out)
 
 

@@ -76,13 +76,13 @@ _REAL = EXACT_ATTR_TYPES["epsilon"]
 
 
 # --------------------------------------------------------------------------- batch_norm family
-def check_bn_x_rank(x: RuleInput) -> None:
-    """Paddle's x-rank check of batch_norm: 2 <= rank <= 5."""
+def check_bn_x_rank(x: RuleInput, op: str = "batch_norm") -> None:
+    """Paddle's x-rank check of batch_norm (and instance_norm's forward, same words): 2 <= rank <= 5."""
     if x.ndim < 2:
-        raise PaddleInvalidArgument(f"The ndim of x in batch_norm should be greater than 1, but got [{x.ndim}].",
+        raise PaddleInvalidArgument(f"The ndim of x in {op} should be greater than 1, but got [{x.ndim}].",
                                     kind="ndim:x:min")
     if x.ndim > 5:
-        raise PaddleInvalidArgument(f"The ndim of x in batch_norm should be less than 6, but got [{x.ndim}].",
+        raise PaddleInvalidArgument(f"The ndim of x in {op} should be less than 6, but got [{x.ndim}].",
                                     kind="ndim:x:max")
 
 
@@ -267,12 +267,7 @@ def in_forward_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: Dis
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
     check_attrs(("epsilon", epsilon))
     require_buildable(("x", x), ("scale", scale), ("bias", bias))
-    if tx.ndim < 2:
-        raise PaddleInvalidArgument(f"The ndim of x in {IN} should be greater than 1, but got [{tx.ndim}].",
-                                    kind="ndim:x:min")
-    if tx.ndim > 5:
-        raise PaddleInvalidArgument(f"The ndim of x in {IN} should be less than 6, but got [{tx.ndim}].",
-                                    kind="ndim:x:max")
+    check_bn_x_rank(tx, IN)
     require_ndim(ts, 1, IN)
     require_ndim(tb, 1, IN)
     require_x_mesh(tx)
