@@ -217,10 +217,11 @@ def count(text: str) -> int:
     return value
 
 
-def add_rules_argument(parser: argparse.ArgumentParser, what: str = "rule keys") -> None:
-    """``--rules a,b`` (default: all); ``args.rules`` is the list of rule keys."""
+def add_rules_argument(parser: argparse.ArgumentParser, what: str = "rule keys", all_means: str = "") -> None:
+    """``--rules a,b`` (default: all); ``args.rules`` is the list of rule keys. ``all_means``: what
+    ``all`` stands for in this command, when not every rule key."""
     parser.add_argument("--rules", type=rule_list, default="all", metavar="RULE[,RULE...]",
-                        help=f"comma-separated {what}, or all (the default): {', '.join(rule_keys())}")
+                        help=f"comma-separated {what}, or all (the default): {all_means or ', '.join(rule_keys())}")
 
 
 def add_profile_argument(parser: argparse.ArgumentParser, default: str = "paddle", also: Sequence[str] = (),

@@ -473,3 +473,14 @@ def test_simulator_agrees_with_real_paddle_on_two_ranks(tmp_path):
         parts = (part.rsplit(" err ", 1) for part in line.split(": ", 1)[1].split(","))
         errors = {k.strip(): float(v) for k, v in parts}
         assert errors["y"] < 1e-4 and errors["x.grad"] > 1e-1, line
+
+
+def test_rules_all_judges_the_rules_with_kernels_and_names_the_others(tmp_path):
+    """`--rules all` is every rule with a numpy kernel; the report lists the rest as not judged (naming
+    one of those explicitly is a usage error: tests/test_bad_input_oracle.py)."""
+    code = oracle_main(["--max-cases", "1", "--profile", "paddle", "--report-dir", str(tmp_path), "--quiet"])
+    assert code == 0
+    md = (tmp_path / "oracle.md").read_text()
+    missing = [r for r in RULES if r not in kernels.MODELS]
+    assert missing and f"Not judged (no numpy kernel yet): {', '.join(missing)}." in md
+    assert all(f"| {r} " in md for r in kernels.MODELS)

@@ -91,7 +91,8 @@ def _grid_meshes(text: str) -> list[tuple[int, ...]]:
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog=PROG, description=__doc__.split("\n")[0],
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_rules_argument(p)
+    add_rules_argument(p, all_means=f"every rule with a numpy kernel ({', '.join(MODELS)}); the others "
+                                    "are listed in the report as not judged, and refused when named")
     add_profile_argument(p, default="all", also=("all",),
                          help="whose answers to judge: a rule profile, or all (the default; paddle is compared "
                               "with proposed)")
