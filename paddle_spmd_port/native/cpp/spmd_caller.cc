@@ -237,6 +237,19 @@ class Attrs {
   std::string rule_;
 };
 
+// InstanceNormGradInferSpmd takes bias since Paddle 3.1.1 (3.1.0's: x, scale, saved_mean, saved_variance,
+// y_grad, epsilon); on a build without it the rule is unreachable. Chosen at compile time, like set_multi.
+template <typename T>
+auto instance_norm_grad(const std::vector<T>& in, float epsilon, int)
+    -> decltype(pd::InstanceNormGradInferSpmd(in[0], in[1], in[2], in[3], in[4], in[5], epsilon)) {
+  return pd::InstanceNormGradInferSpmd(in[0], in[1], in[2], in[3], in[4], in[5], epsilon);
+}
+template <typename T>
+pd::SpmdInfo instance_norm_grad(const std::vector<T>&, float, long) {
+  throw Unreachable("this Paddle build's InstanceNormGradInferSpmd takes no bias (x, scale, saved_mean, "
+                    "saved_variance, y_grad, epsilon: Paddle 3.1.0)");
+}
+
 pd::SpmdInfo call_rule(const std::string& rule, const std::vector<pd::DistMetaTensor>& in, const Attrs& a) {
   auto need = [&](size_t n) {
     if (in.size() != n) {
@@ -283,7 +296,7 @@ pd::SpmdInfo call_rule(const std::string& rule, const std::vector<pd::DistMetaTe
   if (rule == "instance_norm_grad") {
     need(6);
     a.expect(1);
-    return pd::InstanceNormGradInferSpmd(in[0], in[1], in[2], in[3], in[4], in[5], a.real(0));
+    return instance_norm_grad(in, a.real(0), 0);
   }
   if (rule == "rms_norm") {
     need(2);
