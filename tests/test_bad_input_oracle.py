@@ -30,7 +30,6 @@ ROWS = [
     BadInput(oracle("--rules", "no_such_rule"), "--rules", OLD_REPORT),
     BadInput(oracle("--rules", "layer_norm,nope"), "--rules"),
     BadInput(oracle("--rules", ","), "--rules"),
-    BadInput(oracle("--rules", "layer_norm,instance_norm"), "--rules", OLD_REPORT),  # no numpy kernel yet
     BadInput(oracle("--max-bugs", "-1"), "--max-bugs"),
     BadInput(oracle("--profile", "mine"), "--profile"),
     BadInput(oracle("--sync-group", "world"), "--sync-group"),

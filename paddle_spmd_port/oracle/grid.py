@@ -18,6 +18,10 @@ re-sized for numerics and crossed with batch_norm's statistics modes.
   size, out_grad and out to x's shape, layer_norm's scale/bias to the product of the normalised
   sizes and mean/variance to ``x.shape[:b]``. Tensors of a shape no role explains (the invalid
   set) keep their shape.
+* **group_norm**: x is re-sized to :data:`GN_ORACLE_X_SHAPES` (C = 12, divisible by the grid's
+  groups 2 and 4); its co-shard set, which carries the header's default ``groups=-1`` (which the op
+  rejects), is judged with ``groups=2``. instance_norm's statistics ``[N, C]`` and rms_norm's /
+  fast_ln's ``x.shape[:-1]`` follow x (their scale/bias: C, the last axis).
 * **batch_norm modes**: every batch_norm / sync_batch_norm case (and their grads) is crossed with
   ``train``, ``eval`` (is_test), ``global`` (use_global_stats) and ``eval-trainable`` (is_test +
   trainable_statistics). ``batch_norm_static`` has no attributes (always train).
@@ -36,6 +40,11 @@ from ..types import DistTensorSpec
 ORACLE_MESHES: tuple[tuple[int, ...], ...] = ((2,), (4,), (2, 2), (2, 3))
 ORACLE_X_SHAPES: dict[int, tuple[int, ...]] = {1: (8,), 2: (8, 7), 3: (8, 7, 10), 4: (8, 7, 10, 12),
                                                5: (8, 7, 7, 8, 10)}
+#: group_norm's x: C = 12 on axis 1 and on the last axis (channel-first and channel-last layouts), so
+#: the grid's groups (2 and 4, ``parity.grid.gn_groups``) divide C as the op requires.
+GN_ORACLE_X_SHAPES: dict[int, tuple[int, ...]] = {3: (8, 12, 12), 4: (8, 12, 10, 12), 5: (8, 12, 7, 10, 12)}
+#: groups for group_norm's co-shard set, which carries the header's default -1 (the op rejects it).
+GN_COSHARD_GROUPS = 2
 BN_MODES: tuple[tuple[str, tuple[tuple[str, bool], ...]], ...] = (
     ("train", ()),
     ("eval", (("is_test", True),)),
@@ -57,16 +66,20 @@ def resize(case: Case) -> Case:
     x = named.get("x")
     if x is None or x.ndim not in ORACLE_X_SHAPES:
         return case
-    old, new = x.shape, ORACLE_X_SHAPES[x.ndim]
+    op = case.spec.op
+    old = x.shape
+    new = GN_ORACLE_X_SHAPES.get(x.ndim, old) if op == "group_norm" else ORACLE_X_SHAPES[x.ndim]
     attrs = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))
     role: dict[tuple[int, ...], tuple[int, ...]] = {old: new}
-    if case.spec.op in ("batch_norm", "sync_batch_norm"):
+    if op in ("batch_norm", "sync_batch_norm", "instance_norm", "group_norm"):
         if x.ndim < 2:
             return case
-        c = channel_axis(str(attrs.get("data_format", "NCHW")), x.ndim, strict=False)
+        c = 1 if op == "instance_norm" else channel_axis(str(attrs.get("data_format", "NCHW")), x.ndim, strict=False)
         role[(old[c],)] = (new[c],)
+        if op == "instance_norm":
+            role.setdefault(old[:2], new[:2])
     else:
-        b = attrs.get("begin_norm_axis", 1)
+        b = x.ndim - 1 if op in ("rms_norm", "fast_ln") else attrs.get("begin_norm_axis", 1)
         if isinstance(b, int) and 0 <= b <= x.ndim:
             role.setdefault((math.prod(old[b:]),), (math.prod(new[b:]),))
             role.setdefault(tuple(old[:b]), tuple(new[:b]))
@@ -81,6 +94,10 @@ def oracle_grid(rule: str, meshes: Sequence[tuple[int, ...]] = ORACLE_MESHES) ->
         if tuple(case.mesh.shape) not in wanted:
             continue
         case = resize(case)
+        values = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))
+        if "-coshard-" in case.case_id and values.get("groups") == -1:
+            attrs = tuple(kv for kv in case.attrs if kv[0] != "groups") + (("groups", GN_COSHARD_GROUPS),)
+            case = Case(case.rule, case.mesh, case.inputs, attrs, case.case_id)
         if rule not in MODE_RULES:
             yield case
             continue

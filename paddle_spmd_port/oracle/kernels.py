@@ -1,4 +1,5 @@
-"""numpy models of the kernels the rules feed: batch_norm, sync_batch_norm, layer_norm and their grads.
+"""numpy models of the kernels the rules feed: batch_norm, sync_batch_norm, layer_norm, instance_norm,
+rms_norm, fast_ln, group_norm and their grads.
 
 Each model takes one dict of input arrays *per rank* (a single dict = one device) and returns
 one dict of output arrays per rank. Only sync_batch_norm talks across ranks: its statistics are
@@ -25,11 +26,28 @@ follows the arithmetic of Paddle's GPU kernel, ``sync_batch_norm_utils.h``)::
                           ignored (always saved stats)
     layer_norm            mean/var over axes >= b per row        out, mean, variance (shape x.shape[:b])
     layer_norm_grad       the given mean/variance                x_grad, scale_grad, bias_grad
+    instance_norm         mean/var over the spatial axes per     y, saved_mean, saved_variance = 1/sqrt(var+eps),
+                          (n, c)                                 both [N, C] (Paddle's op stores [N*C])
+    instance_norm_grad    the saved statistics                   x_grad, scale_grad, bias_grad (sums over N and
+                                                                 the spatial axes)
+    rms_norm              mean(x^2) over the last axis           out = x * invvar * scale, invvar = 1/sqrt(. + eps)
+    rms_norm_grad         the given invvar                       x_grad, scale_grad (sum over the leading axes)
+    fast_ln               layer_norm over the last axis          out, mean, invvar = 1/sqrt(var+eps)
+    fast_ln_grad          the given mean/invvar                  x_grad, scale_grad, bias_grad (always made)
+    group_norm            mean/var over each group of C/groups   y, mean, variance (biased), both [N, groups];
+                          channels and the spatial axes          C on axis 1 or last (data_format)
+    group_norm_grad       x_hat from y, scale, bias (as Paddle's x_grad, scale_grad, bias_grad
+                          CPU kernel) and the given variance
+
+The closed-form grads are checked against central finite differences of the forward kernels
+(``tests/test_oracle_norms.py``).
 
 Local shapes a kernel cannot use raise :class:`KernelRejects`. ``checked`` says whether Paddle's
 kernel itself rejects them (``True``: an InvalidArgument/ShapeError) or silently reads the wrong
 entries or past the end of the buffer (``False``: batch_norm's mean/variance, batch_norm_grad's
-scale/bias/statistics), measured on the 3.3.1 CPU kernels.
+scale/bias/statistics, instance_norm_grad's scale and statistics), measured on the 3.3.1 CPU
+kernels; ``None`` where no 3.3.1 CPU kernel exists to measure (rms_norm, fast_ln: the message
+says so).
 """
 
 from __future__ import annotations
@@ -49,7 +67,7 @@ Arrays = dict[str, "np.ndarray | None"]
 class KernelRejects(Exception):
     """The local inputs of one rank do not fit the kernel."""
 
-    def __init__(self, tensor: str, message: str, *, checked: bool, rank: int | None = None) -> None:
+    def __init__(self, tensor: str, message: str, *, checked: bool | None, rank: int | None = None) -> None:
         super().__init__(message)
         self.tensor = tensor
         self.checked = checked
@@ -345,6 +363,225 @@ def layer_norm_grad(ins: Arrays, attrs: dict) -> Arrays:
             "bias_grad": drows.sum(axis=0) if ins.get("bias") is not None else None}
 
 
+# --------------------------------------------------------------------------- instance_norm
+def _spatial(x: np.ndarray) -> tuple[int, ...]:
+    return tuple(range(2, x.ndim))
+
+
+def _nc(stat: np.ndarray, ndim: int) -> np.ndarray:
+    """A ``[N, C]`` statistic broadcast against x of ``ndim`` axes."""
+    return stat.reshape(stat.shape + (1,) * (ndim - 2))
+
+
+def _check_stats(ins: Arrays, names: Sequence[str], shape: tuple[int, ...], op: str, *,
+                 checked: bool | None) -> None:
+    for name in names:
+        t = required(ins, name)
+        if t.shape != shape:
+            raise KernelRejects(name, f"{op}: local {name} has shape {list(t.shape)} but the local x needs "
+                                f"{list(shape)}" + _how(checked), checked=checked)
+
+
+def _how(checked: bool | None) -> str:
+    if checked is None:
+        return " (not measured on Paddle: no CPU kernel to measure)"
+    return "" if checked else " (Paddle does not check this: it reads the wrong entries or past the end)"
+
+
+def instance_norm(ins: Arrays, attrs: dict) -> Arrays:
+    """``ins``: x [N, C, *spatial], scale, bias (``[C]`` or None) -> y, saved_mean and saved_variance
+    ``[N, C]`` (the rule's view; Paddle's op stores them flat, ``[N*C]``), saved_variance = 1/sqrt(var+eps)."""
+    x = required(ins, "x")
+    _check_x(x, "instance_norm")
+    _per_channel(ins, ("scale", "bias"), x.shape[1], checked=lambda _: True, op="instance_norm")
+    axes = _spatial(x)
+    mean = x.mean(axis=axes)
+    inv = 1.0 / np.sqrt(((x - _nc(mean, x.ndim)) ** 2).mean(axis=axes) + f32(attrs["epsilon"]))
+    bs = _bshape(x.ndim, 1, x.shape[1])
+    y = (x - _nc(mean, x.ndim)) * _nc(inv, x.ndim)
+    if (scale := ins.get("scale")) is not None:
+        y = y * scale.reshape(bs)
+    if (bias := ins.get("bias")) is not None:
+        y = y + bias.reshape(bs)
+    return {"y": y, "saved_mean": mean, "saved_variance": inv}
+
+
+def instance_norm_grad(ins: Arrays, attrs: dict) -> Arrays:
+    """``ins``: x, scale, saved_mean, saved_variance, y_grad (the rule's returned inputs; bias is
+    not one) -> x_grad, scale_grad (with a scale), bias_grad (when the case has a bias:
+    ``attrs["has_bias"]``). Paddle's CPU grad kernel checks neither scale's nor the statistics' size
+    (measured: a wrong size runs and corrupts the heap)."""
+    x, dy = required(ins, "x"), required(ins, "y_grad")
+    _check_x(x, "instance_norm_grad")
+    if dy.shape != x.shape:
+        raise KernelRejects("y_grad", f"instance_norm_grad: local y_grad {list(dy.shape)} != local x "
+                            f"{list(x.shape)}", checked=False)
+    _per_channel(ins, ("scale",), x.shape[1], checked=lambda _: False, op="instance_norm_grad")
+    _check_stats(ins, ("saved_mean", "saved_variance"), x.shape[:2], "instance_norm_grad", checked=False)
+    axes = _spatial(x)
+    inv = _nc(required(ins, "saved_variance"), x.ndim)
+    x_hat = (x - _nc(required(ins, "saved_mean"), x.ndim)) * inv
+    scale = ins.get("scale")
+    g = dy * (scale.reshape(_bshape(x.ndim, 1, x.shape[1])) if scale is not None else 1.0)
+    dx = inv * (g - g.mean(axis=axes, keepdims=True) - x_hat * (g * x_hat).mean(axis=axes, keepdims=True))
+    per_channel = (0,) + axes
+    return {"x_grad": dx, "scale_grad": (dy * x_hat).sum(axis=per_channel) if scale is not None else None,
+            "bias_grad": dy.sum(axis=per_channel) if attrs.get("has_bias", True) else None}
+
+
+# --------------------------------------------------------------------------- rms_norm, fast_ln
+def _last_axis_rows(x: np.ndarray, ins: Arrays, names: Sequence[str], op: str) -> None:
+    if x.ndim < 1 or x.size == 0:
+        raise KernelRejects("x", f"{op}: a rank holds x {list(x.shape)} (no axis to normalise, or empty)",
+                            checked=False)
+    for name in names:
+        t = ins.get(name)
+        if t is not None and t.size != x.shape[-1]:
+            raise KernelRejects(name, f"{op}: local {name} has {t.size} entries but the local x's last axis has "
+                                f"{x.shape[-1]}" + _how(None), checked=None)
+
+
+def rms_norm(ins: Arrays, attrs: dict) -> Arrays:
+    """``ins``: x, scale -> out = x * invvar * scale, invvar = 1/sqrt(mean(x^2 over the last axis) + eps)
+    (shape ``x.shape[:-1]``)."""
+    x = required(ins, "x")
+    _last_axis_rows(x, ins, ("scale",), "rms_norm")
+    inv = 1.0 / np.sqrt((x * x).mean(axis=-1) + f32(attrs["epsilon"]))
+    out = x * inv[..., None]
+    if (scale := ins.get("scale")) is not None:
+        out = out * scale
+    return {"out": out, "invvar": inv}
+
+
+def rms_norm_grad(ins: Arrays, attrs: dict) -> Arrays:
+    """``ins``: x, scale, invvar, out_grad -> x_grad = invvar * (g - x_hat * mean(g * x_hat)) with
+    g = out_grad * scale and x_hat = x * invvar; scale_grad = sum(out_grad * x_hat) over the leading axes."""
+    x, dy = required(ins, "x"), required(ins, "out_grad")
+    _last_axis_rows(x, ins, ("scale",), "rms_norm_grad")
+    if dy.shape != x.shape:
+        raise KernelRejects("out_grad", f"rms_norm_grad: local out_grad {list(dy.shape)} != local x "
+                            f"{list(x.shape)}" + _how(None), checked=None)
+    _check_stats(ins, ("invvar",), x.shape[:-1], "rms_norm_grad", checked=None)
+    inv = required(ins, "invvar")[..., None]
+    x_hat = x * inv
+    scale = ins.get("scale")
+    g = dy * scale if scale is not None else dy
+    dx = inv * (g - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))
+    lead = tuple(range(x.ndim - 1))
+    return {"x_grad": dx, "scale_grad": (dy * x_hat).sum(axis=lead) if scale is not None else None}
+
+
+def fast_ln(ins: Arrays, attrs: dict) -> Arrays:
+    """layer_norm over the last axis: ``ins`` x, scale, bias -> out, mean, invvar = 1/sqrt(var+eps)
+    (both ``x.shape[:-1]``)."""
+    x = required(ins, "x")
+    _last_axis_rows(x, ins, ("scale", "bias"), "fast_ln")
+    mean = x.mean(axis=-1)
+    inv = 1.0 / np.sqrt(((x - mean[..., None]) ** 2).mean(axis=-1) + f32(attrs["epsilon"]))
+    out = (x - mean[..., None]) * inv[..., None]
+    if (scale := ins.get("scale")) is not None:
+        out = out * scale
+    if (bias := ins.get("bias")) is not None:
+        out = out + bias
+    return {"out": out, "mean": mean, "invvar": inv}
+
+
+def fast_ln_grad(ins: Arrays, attrs: dict) -> Arrays:
+    """``ins``: x, scale, mean, invvar, y_grad -> x_grad, scale_grad (with a scale), bias_grad =
+    sum(y_grad) over the leading axes (the op has no bias input; its bias_grad is always made)."""
+    x, dy = required(ins, "x"), required(ins, "y_grad")
+    _last_axis_rows(x, ins, ("scale",), "fast_ln_grad")
+    if dy.shape != x.shape:
+        raise KernelRejects("y_grad", f"fast_ln_grad: local y_grad {list(dy.shape)} != local x "
+                            f"{list(x.shape)}" + _how(None), checked=None)
+    _check_stats(ins, ("mean", "invvar"), x.shape[:-1], "fast_ln_grad", checked=None)
+    inv = required(ins, "invvar")[..., None]
+    x_hat = (x - required(ins, "mean")[..., None]) * inv
+    scale = ins.get("scale")
+    g = dy * scale if scale is not None else dy
+    dx = inv * (g - g.mean(axis=-1, keepdims=True) - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))
+    lead = tuple(range(x.ndim - 1))
+    return {"x_grad": dx, "scale_grad": (dy * x_hat).sum(axis=lead) if scale is not None else None,
+            "bias_grad": dy.sum(axis=lead)}
+
+
+# --------------------------------------------------------------------------- group_norm
+def _gn_layout(x: np.ndarray, attrs: dict, op: str) -> tuple[int, int]:
+    """(channel axis, groups); Paddle rejects C % groups != 0 (measured: "Expected number of channels
+    in input to be divisible by num_groups")."""
+    if not 2 <= x.ndim <= 5:
+        raise KernelRejects("x", f"{op}: x must have rank 2..5, got {x.ndim}", checked=True)
+    if x.size == 0:
+        raise KernelRejects("x", f"{op}: a rank holds an empty x {list(x.shape)}", checked=False)
+    c = channel_axis(attrs["data_format"], x.ndim)
+    groups = int(attrs["groups"])
+    if groups < 1 or x.shape[c] % groups:
+        raise KernelRejects("x", f"{op}: the local x has C={x.shape[c]} channels, not divisible by groups={groups}",
+                            checked=True)
+    return c, groups
+
+
+def _grouped(t: np.ndarray, c: int, groups: int) -> np.ndarray:
+    """x-shaped ``t`` as ``[N, groups, C/groups * spatial]`` (channel axis moved next to N)."""
+    moved = np.moveaxis(t, c, 1)
+    return moved.reshape(moved.shape[0], groups, -1)
+
+
+def _ungrouped(t: np.ndarray, like: np.ndarray, c: int) -> np.ndarray:
+    return np.moveaxis(t.reshape(np.moveaxis(like, c, 1).shape), 1, c)
+
+
+def _channel_row(t: np.ndarray, like: np.ndarray, c: int) -> np.ndarray:
+    """A per-channel ``[C]`` vector broadcast against the grouped view of x."""
+    moved = np.moveaxis(like, c, 1)
+    full = np.broadcast_to(t.reshape((1, -1) + (1,) * (like.ndim - 2)), (1,) + moved.shape[1:])
+    return full.reshape(1, -1)
+
+
+def group_norm(ins: Arrays, attrs: dict) -> Arrays:
+    """``ins``: x, scale, bias -> y, mean, variance (``[N, groups]``, biased variance); statistics over
+    each group of C/groups channels and every spatial axis; channel axis from data_format."""
+    x = required(ins, "x")
+    c, groups = _gn_layout(x, attrs, "group_norm")
+    _per_channel(ins, ("scale", "bias"), x.shape[c], checked=lambda _: True, op="group_norm")
+    rows = _grouped(x, c, groups)
+    mean = rows.mean(axis=2)
+    var = ((rows - mean[..., None]) ** 2).mean(axis=2)
+    y = ((rows - mean[..., None]) / np.sqrt(var[..., None] + f32(attrs["epsilon"]))).reshape(rows.shape[0], -1)
+    if (scale := ins.get("scale")) is not None:
+        y = y * _channel_row(scale, x, c)
+    if (bias := ins.get("bias")) is not None:
+        y = y + _channel_row(bias, x, c)
+    return {"y": _ungrouped(y, x, c), "mean": mean, "variance": var}
+
+
+def group_norm_grad(ins: Arrays, attrs: dict) -> Arrays:
+    """``ins``: x, scale, bias, y, mean, variance, y_grad. As Paddle's CPU kernel, the normalised
+    input comes from y: x_hat = (y - bias) / scale (x and mean are only shape-checked here)."""
+    x, y, dy = required(ins, "x"), required(ins, "y"), required(ins, "y_grad")
+    c, groups = _gn_layout(x, attrs, "group_norm_grad")
+    for name, t in (("y", y), ("y_grad", dy)):
+        if t.shape != x.shape:
+            raise KernelRejects(name, f"group_norm_grad: local {name} {list(t.shape)} != local x {list(x.shape)}",
+                                checked=False)
+    _per_channel(ins, ("scale", "bias"), x.shape[c], checked=lambda _: False, op="group_norm_grad")
+    _check_stats(ins, ("mean", "variance"), (x.shape[0], groups), "group_norm_grad", checked=False)
+    n = x.shape[0]
+    scale, bias = ins.get("scale"), ins.get("bias")
+    s_row = _channel_row(scale, x, c) if scale is not None else np.ones((1, 1))
+    b_row = _channel_row(bias, x, c) if bias is not None else np.zeros((1, 1))
+    flat_y, flat_dy = _grouped(y, c, 1).reshape(n, -1), _grouped(dy, c, 1).reshape(n, -1)
+    x_hat = ((flat_y - b_row) / s_row).reshape(n, groups, -1)
+    g = (flat_dy * s_row).reshape(n, groups, -1)
+    inv = 1.0 / np.sqrt(required(ins, "variance")[..., None] + f32(attrs["epsilon"]))
+    dx = inv * (g - g.mean(axis=2, keepdims=True) - x_hat * (g * x_hat).mean(axis=2, keepdims=True))
+    per_channel = np.moveaxis(dy * _ungrouped(x_hat.reshape(n, -1), x, c), c, 1)
+    axes = tuple(a for a in range(x.ndim) if a != 1)
+    return {"x_grad": _ungrouped(dx.reshape(n, -1), x, c),
+            "scale_grad": per_channel.sum(axis=axes) if scale is not None else None,
+            "bias_grad": np.moveaxis(dy, c, 1).sum(axis=axes) if bias is not None else None}
+
+
 # --------------------------------------------------------------------------- per-rule models
 @dataclass(frozen=True)
 class OpModel:
@@ -386,4 +623,15 @@ MODELS: dict[str, OpModel] = {
     "layer_norm": _model("layer_norm", _each(layer_norm)),
     "layer_norm_reverse": _model("layer_norm_reverse", _each(layer_norm)),
     "layer_norm_grad": _model("layer_norm_grad", _each(layer_norm_grad)),
+    "instance_norm": _model("instance_norm", _each(instance_norm)),
+    "instance_norm_grad": _model("instance_norm_grad", _each(instance_norm_grad)),
+    "rms_norm": _model("rms_norm", _each(rms_norm)),
+    "rms_norm_reverse": _model("rms_norm_reverse", _each(rms_norm)),
+    "rms_norm_grad": _model("rms_norm_grad", _each(rms_norm_grad)),
+    "fast_ln": _model("fast_ln", _each(fast_ln)),
+    "fast_ln_grad": _model("fast_ln_grad", _each(fast_ln_grad)),
+    "group_norm": _model("group_norm", _each(group_norm)),
+    "group_norm_base": _model("group_norm_base", _each(group_norm)),
+    "group_norm_grad": _model("group_norm_grad", _each(group_norm_grad)),
+    "group_norm_grad_base": _model("group_norm_grad_base", _each(group_norm_grad)),
 }

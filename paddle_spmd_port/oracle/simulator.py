@@ -180,9 +180,27 @@ def kernel_attrs(case: Case) -> dict[str, Any]:
     attrs = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))
     if case.rule == "batch_norm_static":
         attrs = dict(BN_FWD_ATTRS)
+    if case.rule in ("group_norm_base", "group_norm_grad_base"):
+        attrs = dict(GN_BASE_KERNEL_ATTRS)
+    if case.rule == "instance_norm_grad":
+        attrs["has_bias"] = case.named_inputs().get("bias") is not None
     if "data_format" in attrs:
         attrs["data_format"] = kernel_layout(str(attrs["data_format"]))
     return attrs
+
+
+GN_BASE_KERNEL_ATTRS = (("epsilon", 1e-5), ("groups", 2), ("data_format", "NCHW"))
+"""The op attributes the group_norm Base rules (which take none) are judged with: the grid's
+groups for them (``parity.grid.gn_groups``: 2) and a channel-first layout."""
+
+#: grad rule -> (forward rule, {grad input: forward output}): the inputs the forward op saved.
+SAVED_BY_FORWARD: dict[str, tuple[str, dict[str, str]]] = {
+    "instance_norm_grad": ("instance_norm", {"saved_mean": "saved_mean", "saved_variance": "saved_variance"}),
+    "rms_norm_grad": ("rms_norm", {"invvar": "invvar"}),
+    "fast_ln_grad": ("fast_ln", {"mean": "mean", "invvar": "invvar"}),
+    "group_norm_grad": ("group_norm", {"y": "y", "mean": "mean", "variance": "variance"}),
+    "group_norm_grad_base": ("group_norm_base", {"y": "y", "mean": "mean", "variance": "variance"}),
+}
 
 
 def _stable_seed(*parts: object) -> int:
@@ -230,7 +248,7 @@ def make_case_data(case: Case) -> CaseData:
         spec = specs.get(name)
         if spec is None or name == "reserve_space":
             arrays[name] = None
-        elif name in ("x", "out_grad"):
+        elif name in ("x", "out_grad", "y_grad"):
             arrays[name] = _data(rng, spec.shape)
         elif name in ("scale",):
             arrays[name] = _param(rng, spec.shape, "scale")
@@ -262,6 +280,17 @@ def _consistent_statistics(case: Case, attrs: dict[str, Any], arrays: dict[str, 
             arrays["saved_mean"] = mean
         if (saved := arrays.get("saved_variance")) is not None and saved.shape == var.shape:
             arrays["saved_variance"] = 1.0 / np.sqrt(var + kernels.f32(attrs["epsilon"]))
+    if case.rule in SAVED_BY_FORWARD:
+        forward, saved_by = SAVED_BY_FORWARD[case.rule]
+        ins = {name: arrays.get(name) for name in MODELS[forward].inputs}
+        try:
+            outs = MODELS[forward].run([ins], attrs, [[0]])[0]
+        except KernelRejects:
+            return  # the grad kernel will say what does not fit
+        for name, out in saved_by.items():
+            value = outs[out]
+            if (given := arrays.get(name)) is not None and value is not None and given.shape == value.shape:
+                arrays[name] = value
     if case.rule == "layer_norm_grad":
         b = attrs["begin_norm_axis"]
         if 0 <= b <= x.ndim:
@@ -322,16 +351,29 @@ def _layout_cause(reason: str) -> str:
     return CAUSE_LAYOUT_RANK
 
 
+#: families whose scale/bias are per channel (the others': one entry per element of a normalised row).
+CHANNEL_FAMILIES = frozenset({"batch_norm", "sync_batch_norm", "instance_norm", "group_norm"})
+
+
+def _how_checked(checked: bool | None) -> str:
+    if checked is None:
+        return "not measured on Paddle"
+    return "Paddle rejects it" if checked else "Paddle does not check it"
+
+
 def _kernel_cause(exc: KernelRejects, family: str) -> str:
-    how = "Paddle rejects it" if exc.checked else "Paddle does not check it"
-    if exc.tensor in PER_CHANNEL and family != "layer_norm":
+    how = _how_checked(exc.checked)
+    if exc.tensor in ("invvar", "saved_mean", "saved_variance") or (
+            exc.tensor in ("mean", "variance") and family in ("instance_norm", "group_norm", "fast_ln")):
+        return f"statistics do not match the local x ({how})"
+    if exc.tensor in PER_CHANNEL and family in CHANNEL_FAMILIES:
         return f"a per-channel input does not match the local channel count ({how})"
     if exc.tensor in ("scale", "bias"):
         return f"scale/bias do not match a local row ({how})"
     if exc.tensor in ("mean", "variance"):
         return f"mean/variance do not match the local rows ({how})"
-    if exc.tensor == "out_grad":
-        return f"out_grad's local shape differs from x's ({how})"
+    if exc.tensor in ("out_grad", "y_grad", "y"):
+        return f"{exc.tensor}'s local shape differs from x's ({how})"
     return f"{exc.tensor}: local shape the kernel cannot use ({how})"
 
 
@@ -504,7 +546,7 @@ def _execute(run: _Run, rng: np.random.Generator, *, allow_repair: bool) -> Verd
     try:
         outs = run.model.run(run.per_rank, run.attrs, run.groups())
     except KernelRejects as exc:
-        how = "rejected" if exc.checked else "unchecked"
+        how = "unmeasured" if exc.checked is None else "rejected" if exc.checked else "unchecked"
         repaired = _repair(run, rng) if allow_repair else None
         return Verdict(UNRUNNABLE, exc.tensor, None, f"rank {exc.rank}: {exc}", _kernel_cause(exc, run.model.family),
                        f"{how}:{exc.tensor}", (), repaired)
@@ -531,16 +573,21 @@ def _repair(run: _Run, rng: np.random.Generator) -> Verdict | None:
 
 
 def _repaired_attrs(run: _Run) -> dict[str, DistAttr] | None:
-    if run.model.family == "layer_norm":
-        return None
+    """The per-channel inputs on x's channel mesh dim (batch_norm family: every 1-D per-channel
+    tensor; instance_norm: scale and bias); None for the other families."""
     x = required(run.data.inputs, "x")
-    c = channel_axis(run.attrs["data_format"], x.ndim)
+    if run.model.family in ("batch_norm", "sync_batch_norm"):
+        c, channel_inputs = channel_axis(run.attrs["data_format"], x.ndim), PER_CHANNEL
+    elif run.model.family == "instance_norm":
+        c, channel_inputs = 1, frozenset({"scale", "bias"})
+    else:
+        return None
     d = run.x_attr.dims_mapping[c] if len(run.x_attr.dims_mapping) == x.ndim else -1
     fixed = dict(run.in_attrs)
     changed = False
     for name in run.model.inputs:
         attr = fixed[name]
-        if name in PER_CHANNEL and run.data.inputs[name] is not None and attr.dims_mapping != (d,):
+        if name in channel_inputs and run.data.inputs[name] is not None and attr.dims_mapping != (d,):
             fixed[name] = DistAttr((d,), frozenset(attr.partial_dims) - {d}, attr.mesh)
             changed = True
     return fixed if changed else None

@@ -72,7 +72,21 @@ from ..errors import InvalidSpecError
 from ..notation import dedupe, first_claim, most_held
 from ..types import DistAttr, DistTensorSpec, MeshDims, SpmdResult, mesh_dims_of
 from ._tensor import RuleInput, getter_mapping, on_meshes_of_other_ndim, require_mesh_dims_exist
-from .preconditions import bn_forward_inputs, bn_grad_inputs, ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
+from .fast_ln import _last_axis, _renamed
+from .preconditions import (
+    bn_forward_inputs,
+    bn_grad_inputs,
+    gn_forward_inputs,
+    gn_grad_inputs,
+    in_forward_inputs,
+    in_grad_inputs,
+    ln_forward_inputs,
+    ln_grad_inputs,
+    ln_reverse_inputs,
+    rms_forward_inputs,
+    rms_grad_inputs,
+    rms_reverse_inputs,
+)
 from .signatures import BN_PER_CHANNEL, RULES, channel_axis
 
 
@@ -404,6 +418,230 @@ def layer_norm_grad_infer_spmd(
     return _checked(result, owners, tx, (ts, tb, tm, tv, tg))
 
 
+# --------------------------------------------------------------------------- instance_norm
+def _grad_needs_mesh(partial: frozenset[int], *tensors: RuleInput) -> None:
+    """A parameter grad Partial over ``partial`` needs its tensor's mesh: a spec given without one is
+    refused (a None input has no grad to place)."""
+    for t in tensors:
+        if partial and t.mesh is None and not t.missing:
+            raise InvalidSpecError(
+                f"{t.name} is a spec without a process mesh while x's batch axis is split along mesh dims "
+                f"{sorted(partial)}: {t.name}_grad is Partial over them and needs a mesh; pass {t.name} on x's mesh",
+                kind=f"invalid-spec:{t.name}:no-mesh")
+
+
+def _in_kept(x: DistTensorSpec, tx: RuleInput) -> tuple[MeshDims, ...]:
+    """N and C keep x's sharding; every spatial axis (2 .. ndim-1) is replicated: the statistics
+    reduce over all of them."""
+    return _with_coshards(tx.dims_mapping[:2] + (-1,) * (tx.ndim - 2), x)
+
+
+def instance_norm_infer_spmd(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    epsilon: float = 1e-5,
+) -> SpmdResult:
+    """Forward: N and C kept, scale and bias follow C, every spatial axis replicated."""
+    tx, ts, tb = in_forward_inputs(x, scale, bias, epsilon)
+    kept = _in_kept(x, tx)
+    channel = kept[1:2]
+    result = SpmdResult(inputs=(tx.attr(kept), _param(ts, channel), _param(tb, channel)),
+                        outputs=(tx.attr(kept), tx.attr(kept[:2]), tx.attr(kept[:2])))
+    owners = (("x", tx), ("scale", ts), ("bias", tb), ("y", tx), ("saved_mean", tx), ("saved_variance", tx))
+    return _checked(result, owners, tx, (ts, tb))
+
+
+def instance_norm_grad_infer_spmd(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    saved_mean: DistTensorSpec,
+    saved_variance: DistTensorSpec,
+    y_grad: DistTensorSpec,
+    epsilon: float = 1e-5,
+) -> SpmdResult:
+    """Grad: as the forward; scale_grad and bias_grad follow C (each on its own tensor's mesh),
+    Partial over N's mesh dims."""
+    tx, ts, tb, tm, tv, tg = in_grad_inputs(x, scale, bias, saved_mean, saved_variance, y_grad, epsilon)
+    kept = _in_kept(x, tx)
+    channel = kept[1:2]
+    partial = frozenset(mesh_dims_of(kept[0]))
+    _grad_needs_mesh(partial, ts, tb)
+    result = SpmdResult(
+        inputs=(tx.attr(kept), _param(ts, channel), tm.attr(kept[:2]), tv.attr(kept[:2]), tg.attr(kept)),
+        outputs=(tx.attr(kept), _param(ts, channel, partial), _param(tb, channel, partial)),
+    )
+    owners = (("x", tx), ("scale", ts), ("saved_mean", tm), ("saved_variance", tv), ("y_grad", tg),
+              ("x_grad", tx), ("scale_grad", ts), ("bias_grad", tb))
+    return _checked(result, owners, tx, (ts, tb, tm, tv, tg))
+
+
+# --------------------------------------------------------------------------- rms_norm
+def rms_norm_infer_spmd(
+    x: DistTensorSpec,
+    scale: DistTensorSpec,
+    epsilon: float = 1e-5,
+) -> SpmdResult:
+    """Forward: every axis but the last keeps its sharding (co-shards too); no partial."""
+    tx, ts = rms_forward_inputs(x, scale, epsilon)
+    kept = _with_coshards(tx.dims_mapping[:-1] + (-1,), x)
+    return SpmdResult(inputs=(tx.attr(kept), _ln_param(ts)), outputs=(tx.attr(kept), tx.attr(kept[:-1])))
+
+
+def rms_norm_infer_spmd_reverse(
+    x: DistTensorSpec,
+    scale: DistTensorSpec,
+    out: DistTensorSpec,
+    invvar: DistTensorSpec,
+    epsilon: float = 1e-5,
+) -> SpmdResult:
+    """Reverse: x's leading axes from out, then invvar (no '1' merge: out's last axis is ignored,
+    a conflict is resolved, not raised); nothing partial."""
+    tx, ts, to, tv = rms_reverse_inputs(x, scale, out, invvar, epsilon)
+    _fits_x_mesh(tx, to, tv)
+    claimed = first_claim(to.dims_mapping[:-1], tv.dims_mapping) if tx.ndim > 1 else ()
+    kept = _with_coshards(claimed + (-1,), out)
+    result = SpmdResult(inputs=(tx.attr(kept), _ln_param(ts)), outputs=(to.attr(kept), tv.attr(kept[:-1])))
+    owners = (("x", tx), ("scale", ts), ("out", to), ("invvar", tv))
+    return _checked(result, owners, tx, (ts, to, tv))
+
+
+def rms_norm_grad_infer_spmd(
+    x: DistTensorSpec,
+    scale: DistTensorSpec,
+    invvar: DistTensorSpec,
+    out_grad: DistTensorSpec,
+    epsilon: float = 1e-5,
+) -> SpmdResult:
+    """Grad: x, invvar and out_grad agree on the leading axes, per axis the mesh dim most of them
+    hold (ties: x, invvar, out_grad; no split moves to another axis); scale_grad Partial over them."""
+    tx, ts, tv, tg = rms_grad_inputs(x, scale, invvar, out_grad, epsilon)
+    _fits_x_mesh(tx, tv, tg)
+    kept = _with_coshards(most_held(tx.dims_mapping[:-1], tv.dims_mapping, tg.dims_mapping[:-1]) + (-1,), x, out_grad)
+    lead = kept[:-1]
+    partial = frozenset(m for e in lead for m in mesh_dims_of(e))
+    result = SpmdResult(inputs=(tx.attr(kept), _ln_param(ts), tv.attr(lead), tg.attr(kept)),
+                        outputs=(tg.attr(kept), _ln_param(ts, partial)))
+    owners = (("x", tx), ("scale", ts), ("invvar", tv), ("out_grad", tg), ("x_grad", tg), ("scale_grad", ts))
+    return _checked(result, owners, tx, (ts, tv, tg))
+
+
+# --------------------------------------------------------------------------- fast_ln
+def fast_ln_infer_spmd(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    epsilon: float = 1e-5,
+) -> SpmdResult:
+    """Forward: the proposed layer_norm with begin_norm_axis = rank(x) - 1 (Paddle's is sound too)."""
+    return layer_norm_infer_spmd(x, scale, bias, epsilon, _last_axis(x))
+
+
+def fast_ln_grad_infer_spmd(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    mean: DistTensorSpec,
+    invvar: DistTensorSpec,
+    y_grad: DistTensorSpec,
+    epsilon: float = 1e-5,
+) -> SpmdResult:
+    """Grad: the proposed layer_norm_grad with begin_norm_axis = rank(x) - 1 (no partial input);
+    bias_grad is its own 1-D attr, Partial over the leading mesh dims, on scale's mesh (x's when
+    scale is None: the op makes bias_grad without a bias input)."""
+    try:  # scale also stands in for the bias Paddle passes: the same checks as the paddle profile
+        full = layer_norm_grad_infer_spmd(x, scale, scale, mean, invvar, y_grad, epsilon, _last_axis(x))
+    except InvalidSpecError as exc:
+        raise _renamed(exc) from None
+    x_attr = full.inputs[0]
+    partial = frozenset(m for e in x_attr.dims_mapping[:-1] for m in mesh_dims_of(e))
+    scale_grad = full.outputs[1]
+    bias_grad = DistAttr((-1,), partial, scale_grad.mesh if scale_grad.mesh is not None else x_attr.mesh)
+    return SpmdResult(inputs=full.inputs[:2] + full.inputs[3:], outputs=(full.outputs[0], scale_grad, bias_grad))
+
+
+# --------------------------------------------------------------------------- group_norm
+def _gn_kept(x: DistTensorSpec, tx: RuleInput) -> tuple[MeshDims, ...]:
+    """Only N keeps its sharding (co-shards too). C cannot: the op's ``groups`` is global, so a rank
+    holding C/k channels would group them as if it held all C; the spatial axes are reduced."""
+    return _with_coshards((tx.dims_mapping[0],) + (-1,) * (tx.ndim - 1), x)
+
+
+def _gn_forward(x: DistTensorSpec, tx: RuleInput, ts: RuleInput, tb: RuleInput) -> SpmdResult:
+    kept = _gn_kept(x, tx)
+    stat = (kept[0], -1)
+    return SpmdResult(inputs=(tx.attr(kept), _ln_param(ts), _ln_param(tb)),
+                      outputs=(tx.attr(kept), tx.attr(stat), tx.attr(stat)))
+
+
+def group_norm_infer_spmd_base(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+) -> SpmdResult:
+    """Forward (Base): Paddle's answer (sound), with N's co-shard kept."""
+    return _gn_forward(x, *gn_forward_inputs(x, scale, bias, ()))
+
+
+def group_norm_infer_spmd(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    epsilon: float = 1e-5,
+    groups: int = -1,
+    data_format: str = "NCHW",
+) -> SpmdResult:
+    """Forward: as the Base rule (the attributes are checked, not needed)."""
+    return _gn_forward(x, *gn_forward_inputs(x, scale, bias, (("epsilon", epsilon), ("groups", groups),
+                                                              ("data_format", data_format))))
+
+
+def _gn_grad(x: DistTensorSpec, t: Sequence[RuleInput]) -> SpmdResult:
+    tx, ts, tb, ty, tm, tv, tg = t
+    kept = _gn_kept(x, tx)
+    stat = (kept[0], -1)
+    partial = frozenset(mesh_dims_of(kept[0]))
+    _grad_needs_mesh(partial, ts, tb)
+    result = SpmdResult(
+        inputs=(tx.attr(kept), _ln_param(ts), _ln_param(tb), ty.attr(kept), tm.attr(stat), tv.attr(stat),
+                tg.attr(kept)),
+        outputs=(tx.attr(kept), _ln_param(ts, partial), _ln_param(tb, partial)),
+    )
+    owners = (("x", tx), ("scale", ts), ("bias", tb), ("y", ty), ("mean", tm), ("variance", tv), ("y_grad", tg),
+              ("x_grad", tx), ("scale_grad", ts), ("bias_grad", tb))
+    return _checked(result, owners, tx, (ts, tb, ty, tm, tv, tg))
+
+
+def group_norm_grad_infer_spmd_base(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    y: DistTensorSpec,
+    mean: DistTensorSpec,
+    variance: DistTensorSpec,
+    y_grad: DistTensorSpec,
+) -> SpmdResult:
+    """Grad (Base): Paddle's answer (sound: scale_grad/bias_grad Partial over N's mesh dims)."""
+    return _gn_grad(x, gn_grad_inputs(x, scale, bias, y, mean, variance, y_grad, ()))
+
+
+def group_norm_grad_infer_spmd(
+    x: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+    y: DistTensorSpec,
+    mean: DistTensorSpec,
+    variance: DistTensorSpec,
+    y_grad: DistTensorSpec,
+    epsilon: float = 1e-5,
+    groups: int = -1,
+    data_format: str = "NCHW",
+) -> SpmdResult:
+    """Grad: as the Base rule."""
+    return _gn_grad(x, gn_grad_inputs(x, scale, bias, y, mean, variance, y_grad,
+                                      (("epsilon", epsilon), ("groups", groups), ("data_format", data_format))))
+
+
 #: rule key (see :mod:`paddle_spmd_port.rules.signatures`) -> proposed rule function.
 PROPOSED_RULES: dict[str, Callable[..., SpmdResult]] = {
     "batch_norm_static": batch_norm_infer_spmd_static,
@@ -414,4 +652,15 @@ PROPOSED_RULES: dict[str, Callable[..., SpmdResult]] = {
     "layer_norm": layer_norm_infer_spmd,
     "layer_norm_reverse": layer_norm_infer_spmd_reverse,
     "layer_norm_grad": layer_norm_grad_infer_spmd,
+    "instance_norm": instance_norm_infer_spmd,
+    "instance_norm_grad": instance_norm_grad_infer_spmd,
+    "rms_norm": rms_norm_infer_spmd,
+    "rms_norm_reverse": rms_norm_infer_spmd_reverse,
+    "rms_norm_grad": rms_norm_grad_infer_spmd,
+    "fast_ln": fast_ln_infer_spmd,
+    "fast_ln_grad": fast_ln_grad_infer_spmd,
+    "group_norm": group_norm_infer_spmd,
+    "group_norm_base": group_norm_infer_spmd_base,
+    "group_norm_grad": group_norm_grad_infer_spmd,
+    "group_norm_grad_base": group_norm_grad_infer_spmd_base,
 }

@@ -66,8 +66,7 @@ PADDLE_RULES: dict[str, RuleFn] = {
 PROFILES: dict[str, dict[str, RuleFn]] = {
     "paddle": PADDLE_RULES,
     "pr72918": {**PADDLE_RULES, **pr72918.RULES},
-    # proposed: instance_norm, rms_norm, fast_ln and group_norm reuse the paddle rules until the oracle judges them
-    "proposed": {**PADDLE_RULES, **proposed.PROPOSED_RULES},
+    "proposed": {**PADDLE_RULES, **proposed.PROPOSED_RULES},  # proposed has every rule key
 }
 
 #: registry name -> (forward rule key, backward rule key or None, registered in Paddle)
