@@ -340,7 +340,8 @@ _PROBE = """
 import json, warnings; warnings.filterwarnings("ignore")
 import paddle
 from paddle.framework import core
-names = ["batch_norm", "layer_norm", "instance_norm", "group_norm", "sync_batch_norm", "batch_norm_grad"]
+names = ["batch_norm", "layer_norm", "instance_norm", "group_norm", "fused_rms_norm", "sync_batch_norm",
+         "batch_norm_grad"]
 print(json.dumps({"version": paddle.__version__, "commit": paddle.version.commit,
                   "registered": {n: bool(core.contains_spmd_rule(n)) for n in names}}))
 """
@@ -403,3 +404,149 @@ def test_matrix_versions_are_the_newest_patch_of_each_minor_line():
         lines.setdefault(version_key(v)[:2], []).append(v)
     assert list(matrix_versions()) == [max(vs, key=version_key) for vs in lines.values()]
     assert matrix_versions()[-1] == NEWEST and matrix_versions()[0] == OLD
+
+
+# --------------------------------------------------------------------------- the issue-15 rules on older releases
+# Shapes of what the sweep measured (docs/releases-norms.md): outcomes built from the port's answer the way each
+# release was seen to differ, and near misses that must stay unexplained.
+_OLD_WORDING = ("3.1.0", "3.1.1", "3.2.0", "3.2.1", "3.2.2")
+
+
+def _raises(message: str, family: str = "ValueError") -> Outcome:
+    return Outcome(error=ErrorInfo(family, message))
+
+
+def _with_outputs(case: Case, port: Outcome, **mappings) -> Outcome:
+    """The port's answer with the named outputs' dims_mappings replaced."""
+    res = port.result
+    outs = tuple(dataclasses.replace(a, dims_mapping=tuple(mappings[n])) if n in mappings else a
+                 for n, a in zip(case.spec.result_outputs, res.outputs, strict=True))
+    return Outcome(result=dataclasses.replace(res, outputs=outs))
+
+
+def _group_norm(x_mapping, x_shape=(8, 6, 4, 4)):
+    return _case("group_norm", [spec(list(x_shape), x_mapping), rep([6]), rep([6])], epsilon=1e-5, groups=2,
+                 data_format="NCHW")
+
+
+def test_x_rank_wording_is_known_from_3_1_0_to_3_2_2():
+    inorm = _case("instance_norm", [spec([8], [-1]), rep([8]), rep([8])], epsilon=1e-5)
+    port = port_outcome(inorm)
+    assert port.error is not None and "should be greater than 1" in port.error.message
+    old = _raises(port.error.message.replace("should be greater", "should greater"))
+    for version in _OLD_WORDING:
+        why = release_for(version).explain(inorm, port, old)
+        assert why is not None and "should greater than" in why
+    for version in ("3.0.0", "3.3.0", "3.3.1"):
+        assert release_for(version).explain(inorm, port, old) is None
+    gnorm = _group_norm([-1, -1], x_shape=(8, 6))
+    gport = port_outcome(gnorm)
+    assert release_for("3.2.2").explain(gnorm, gport, _raises(
+        gport.error.message.replace("should be greater", "should grater"))) is not None
+    p = release_for("3.2.2")
+    # near misses: another family, another number, the port's own words (agreeing), a rule it is not about
+    assert p.explain(inorm, port, _raises(old.error.message, "RuntimeError")) is None
+    assert p.explain(inorm, port, _raises(old.error.message.replace("[1]", "[2]"))) is None
+    assert p.explain(inorm, port, _raises("The ndim of x in instance_norm should be greater than 2, but got [1].")) \
+        is None
+    grad = _case("instance_norm_grad", [spec([8], [-1]), rep([8]), rep([8]), rep([8]), rep([8]), spec([8], [-1])],
+                 epsilon=1e-5)
+    gp = port_outcome(grad)
+    assert gp.error is not None
+    assert p.explain(grad, gp, _raises(gp.error.message.replace("should greater", "should gr8er"))) is None
+
+
+def test_group_norm_statistics_1d_is_known_for_3_1_0_only():
+    case = _group_norm([1, -1, -1, -1])
+    port = port_outcome(case)
+    assert port.result.outputs[1].dims_mapping == (1, -1)
+    native = _with_outputs(case, port, mean=(1,), variance=(1,))
+    why = release_for("3.1.0").explain(case, port, native)
+    assert why is not None and "1-D" in why
+    for version in ("3.0.0", "3.1.1", "3.3.1"):
+        assert release_for(version).explain(case, port, native) is None
+    p310 = release_for("3.1.0")
+    assert p310.explain(case, port, _with_outputs(case, port, mean=(1,))) is None  # variance still 2-D
+    assert p310.explain(case, port, _with_outputs(case, port, mean=(0,), variance=(0,))) is None  # not the port's dim
+    assert p310.explain(case, port, _with_outputs(case, port, y=(-1, -1, -1, -1), mean=(1,), variance=(1,))) is None
+
+
+def _group_norm_grad(mean_shape):
+    x = spec([8, 6, 4, 4], [0, -1, -1, -1])
+    stats = spec(list(mean_shape), [-1] * len(mean_shape))
+    return _case("group_norm_grad", [x, rep([6]), rep([6]), x, stats, stats, x], epsilon=1e-5, groups=2,
+                 data_format="NCHW")
+
+
+def test_group_norm_grad_refusing_2d_statistics_is_known_for_3_1_0_only():
+    case = _group_norm_grad([8, 2])
+    port = port_outcome(case)
+    assert port.result is not None
+    native = _raises("The ndim of mean in group_norm should be 1, but got [2].")
+    why = release_for("3.1.0").explain(case, port, native)
+    assert why is not None and "1-D mean and variance" in why
+    assert release_for("3.1.1").explain(case, port, native) is None
+    p310 = release_for("3.1.0")
+    assert p310.explain(case, port, _raises("The ndim of mean in group_norm should be 1, but got [3].")) is None
+    assert p310.explain(case, port, _raises(native.error.message, "RuntimeError")) is None
+    one_d = _group_norm_grad([8])  # a rank-1 mean is what 3.1.0 wants: its refusal would be something else
+    assert p310.explain(one_d, port_outcome(one_d), native) is None
+
+
+def _instance_norm_grad(x_shape, x_mapping):
+    x = spec(list(x_shape), x_mapping)
+    stats = rep([8, 6])
+    return _case("instance_norm_grad", [x, rep([6]), rep([6]), stats, stats, x], epsilon=1e-5)
+
+
+def test_instance_norm_grad_without_bias_is_known_for_3_1_0_only():
+    message = "The ndim of y_grad in instance_norm should be equal with x, but got [0]."
+    case = _instance_norm_grad([8, 6, 4, 4], [0, -1, -1, -1])
+    port = port_outcome(case)
+    why = release_for("3.1.0").explain(case, port, _raises(message))
+    assert why is not None and "no bias" in why
+    assert release_for("3.1.1").explain(case, port, _raises(message)) is None
+    # saved_variance (read as y_grad) has x's rank: 3.1.0 would not raise this, so it is not explained
+    flat = _case("instance_norm_grad", [spec([8, 6], [0, -1]), rep([6]), rep([6]), rep([8, 6]), rep([8, 6]),
+                                        spec([8, 6], [0, -1])], epsilon=1e-5)
+    assert release_for("3.1.0").explain(flat, port_outcome(flat), _raises(message)) is None
+    no_bias = Outcome(unreachable="this Paddle build's InstanceNormGradInferSpmd takes no bias (x, scale, "
+                                  "saved_mean, saved_variance, y_grad, epsilon: Paddle 3.1.0)")
+    assert release_for("3.1.0").explain(case, port, no_bias) is not None
+    assert release_for("3.1.1").explain(case, port, no_bias) is None
+
+
+def test_fast_ln_grad_segfault_is_known_for_3_1_0_only_when_scale_is_none_and_x_split():
+    segv = Outcome(crash="signal 11 (SIGSEGV)")
+
+    def fast_ln_grad(scale, x_mapping):
+        x = spec([8, 6, 4], x_mapping)
+        return _case("fast_ln_grad", [x, scale, rep([8, 6]), rep([8, 6]), x], epsilon=1e-5)
+
+    split, flat, present = fast_ln_grad(None, [0, -1, -1]), fast_ln_grad(None, [-1, -1, -1]), \
+        fast_ln_grad(rep([4]), [0, -1, -1])
+    why = release_for("3.1.0").explain(split, port_outcome(split), segv)
+    assert why is not None and "FastLnGradInferSpmd segfaults" in why
+    assert release_for("3.1.0").explain(flat, port_outcome(flat), segv) is None
+    assert release_for("3.1.0").explain(present, port_outcome(present), segv) is None
+    assert release_for("3.1.1").explain(split, port_outcome(split), segv) is None
+
+
+def test_3_0_0_lacks_instance_and_group_norm_and_a_compiled_caller_for_rms_and_fast_ln():
+    old = release_for(OLD)
+    inorm = _case("instance_norm", [spec([8, 6, 4, 4], [0, -1, -1, -1]), rep([6]), rep([6])], epsilon=1e-5)
+    port = port_outcome(inorm)
+    missing = Outcome(unreachable="this Paddle build registers no 'instance_norm' rule")
+    assert "no instance_norm or group_norm" in old.explain(inorm, port, missing)
+    no_caller = Outcome(unreachable="compiled caller unavailable: /x/paddle/include has no "
+                                    "phi/infermeta/spmd_rules/batch_norm.h (Paddle < 3.1 or no headers)")
+    fast_ln = _case("fast_ln", [spec([8, 6, 4], [0, -1, -1]), rep([4]), rep([4])], epsilon=1e-5)
+    why = old.explain(fast_ln, port_outcome(fast_ln), no_caller)
+    assert why is not None and "reached by no route" in why
+    for version in ("3.1.0", "3.3.1"):
+        assert release_for(version).explain(inorm, port, missing) is None
+        assert release_for(version).explain(fast_ln, port_outcome(fast_ln), no_caller) is None
+    # the registry's fused_rms_norm is there in 3.0.0: a missing rms_norm registry rule is not explained
+    rms = _case("rms_norm", [spec([8, 6], [0, -1]), rep([6])], epsilon=1e-5)
+    assert old.explain(rms, port_outcome(rms), Outcome(unreachable="this Paddle build registers no "
+                                                                   "'fused_rms_norm' rule")) is None

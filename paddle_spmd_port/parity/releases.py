@@ -38,6 +38,22 @@ sweep restricted to it (see ``_COSHARD_SWEEP`` below); 3.2.0 and later answer it
     (*) not in the sweep: two binding probes of :mod:`paddle_spmd_port.compat.probes` (integer
         attributes are not range-checked before 3.3.0), see :attr:`ReleaseProfile.probe_differences`.
 
+The rules issue 15 added (instance_norm, rms_norm, fast_ln, group_norm families: ``_NORM_RULES_15``) were
+measured on their own, full grid with co-shards, registry and compiled routes (``_NORM_SWEEP``; the
+table with case counts is docs/releases-norms.md)::
+
+    release  differences from 3.3.1 on those rules
+    3.0.0    no instance_norm / group_norm rule at all; RmsNorm*/FastLn* exported but the compiled caller
+             cannot be built (no batch_norm.h): rms_norm_grad, fast_ln(_grad) reached by no route,
+             rms_norm(_reverse) compared through fused_rms_norm; registry cannot set a co-shard
+    3.1.0    group_norm(_base) answers 1-D mean/variance and its grad refuses 2-D ones;
+             InstanceNormGradInferSpmd has no bias (registry reads the inputs shifted, compiled caller
+             cannot call it); fast_ln_grad segfaults with scale None and x split; co-shard reads raise;
+             x-rank wording
+    3.1.1    co-shard reads raise; x-rank wording of instance_norm / group_norm
+    3.2.x    x-rank wording of instance_norm / group_norm
+    3.3.0    none
+
 CI and ``tools/matrix.py`` run the newest release of each minor line (:func:`matrix_versions`).
 """
 
@@ -148,12 +164,67 @@ def _match_coshard_refused(d: KnownDifference, case: Case, port: Outcome, native
     return err is not None and err.family == d.param("family") and bool(re.search(d.param("message"), err.message))
 
 
+def _match_error_text_differs(d: KnownDifference, case: Case, port: Outcome, native: Outcome,
+                              cmp: Comparison) -> bool:
+    """Both raise the same family, and native's message becomes the port's (3.3.1's) once each
+    ``(old, new)`` of param ``rewrites`` is applied to it: the same check, older wording."""
+    if port.error is None or native.error is None or port.error.family != native.error.family:
+        return False
+    message = native.error.message
+    for old, new in d.param("rewrites"):
+        message = message.replace(old, new)
+    return message != native.error.message and message == port.error.message
+
+
+def _match_outputs_truncated(d: KnownDifference, case: Case, port: Outcome, native: Outcome,
+                             cmp: Comparison) -> bool:
+    """Both answer; every differing cell is the dims_mapping of an output named in param ``outputs``, and
+    native's mapping of each is the port's cut to its first ``keep`` entries (a lower-rank output)."""
+    if port.result is None or native.result is None or not cmp.diffs:
+        return False
+    names = d.param("outputs")
+    if any(not any(diff.cell == f"out.{name}.dims_mapping" for name in names) for diff in cmp.diffs):
+        return False
+    ours = dict(zip(case.spec.result_outputs, port.result.outputs, strict=False))
+    theirs = dict(zip(case.spec.result_outputs, native.result.outputs, strict=False))
+    keep = d.param("keep")
+    return all(name in ours and name in theirs and theirs[name].dims_mapping == ours[name].dims_mapping[:keep]
+               for name in names)
+
+
+def _match_native_raises(d: KnownDifference, case: Case, port: Outcome, native: Outcome, cmp: Comparison) -> bool:
+    """Native raised the exception family ``family`` with a message matching ``message``. When the
+    pattern has groups ``name`` and ``rank``, the input ``name`` must have that rank; with param
+    ``ranks_differ`` (two input names), those two inputs must have different ranks."""
+    err = native.error
+    if err is None or err.family != d.param("family"):
+        return False
+    found = re.search(d.param("message"), err.message)
+    if found is None:
+        return False
+    named = case.named_inputs()
+    groups = found.groupdict()
+    if "name" in groups and "rank" in groups:
+        spec = named.get(groups["name"])
+        if spec is None or len(spec.shape) != int(groups["rank"]):
+            return False
+    pair = d.param("ranks_differ", None)
+    if pair is not None:
+        first, second = (named.get(name) for name in pair)
+        if first is None or second is None or len(first.shape) == len(second.shape):
+            return False
+    return True
+
+
 MATCHERS: dict[str, Matcher] = {
     "rule-missing": _match_rule_missing,
     "replicated-fallback": _match_replicated_fallback,
     "crash-with-none": _match_crash_with_none,
     "partial-on-absent-grad": _match_partial_on_absent_grad,
     "coshard-refused": _match_coshard_refused,
+    "error-text-differs": _match_error_text_differs,
+    "outputs-truncated": _match_outputs_truncated,
+    "native-raises": _match_native_raises,
 }
 #: The kinds that only ever explain a case with a co-sharded input (the rule's other cases are not affected).
 _COSHARD_ONLY_KINDS = frozenset({"coshard-refused"})
@@ -332,11 +403,35 @@ _COSHARD_SWEEP = "co-shard set (23,430 cases, the sweep's default routes)"
 _COSHARD_LIKE_331 = (f"{_COSHARD_SWEEP}: the same native statuses and verdicts as 3.3.1 on every rule and route, "
                      "0 mismatches",)
 
+#: The rule keys issue 15 added (group_norm, instance_norm, rms_norm, fast_ln families).
+_NORM_RULES_15 = frozenset({"instance_norm", "instance_norm_grad", "rms_norm", "rms_norm_reverse", "rms_norm_grad",
+                            "fast_ln", "fast_ln_grad", "group_norm", "group_norm_base", "group_norm_grad",
+                            "group_norm_grad_base"})
+#: How the issue-15 rules were measured on each release (see docs/releases-norms.md for the table).
+_NORM_SWEEP = ("parity --rules <the 11 issue-15 keys>, full grid with its co-shard set: 23,074 cases, every "
+               "default route (registry where registered, compiled caller), --workers 1")
+
+#: 3.1.0-3.2.2 word the x-rank checks of instance_norm's and group_norm's forward rules differently (same checks,
+#: same family; 3.3.0 has 3.3.1's words).
+_X_RANK_WORDING = KnownDifference(
+    name="x-rank-message-wording",
+    rules=frozenset({"instance_norm", "group_norm", "group_norm_base"}),
+    kind="error-text-differs",
+    why="the x-rank check says 'should greater than' / 'should less than' (instance_norm) and 'should grater "
+        "than' (group_norm) where 3.3.0+ says 'should be greater than' / 'should be less than'",
+    evidence=f"{_NORM_SWEEP}, 3.1.0, 3.1.1, 3.2.0, 3.2.1, 3.2.2 alike: the only other difference of 3.2.x; per "
+             "route (registry and compiled alike) instance_norm 2 cases (x rank 1 and 6), group_norm and "
+             "group_norm_base 2 each (x rank 1 and 2); instance_norm_grad's check keeps the old words in 3.3.1 too",
+    params=(("rewrites", (("should greater than", "should be greater than"),
+                          ("should less than", "should be less than"),
+                          ("should grater than", "should be greater than"))),),
+)
+
 #: 3.1.x sets a co-shard (compiled caller and registry alike), but the rules read dims_mapping, which raises.
 _COSHARD_READ_RAISES_SWEEP_31 = KnownDifference(
     name="coshard-dims-mapping-read-raises",
     rules=frozenset({"batch_norm_static", "batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_reverse",
-                     "layer_norm_grad"}),
+                     "layer_norm_grad", *_NORM_RULES_15}),
     kind="coshard-refused",
     why="a rule reading a co-sharded input's dims_mapping raises ValueError 'There are <n> mesh dim sharded on tensor "
         "dim <k>,you should call \"multi_dims_mapping()\"' (3.2.0+ falls back to one mesh dim)",
@@ -345,7 +440,11 @@ _COSHARD_READ_RAISES_SWEEP_31 = KnownDifference(
              "layer_norm_reverse 1,800 (registry): exactly the cases whose co-sharded input the rule reads "
              "(batch_norm_grad: x; layer_norm_reverse: out, mean, variance; 120 of these raise NotImplementedError "
              "in 3.3.1); the others match (batch_norm_grad 2,280, layer_norm_reverse 1,740, sync_batch_norm(_grad) "
-             "6,132: the replicated rule reads no mapping); invalid cases stay port-rejects-invalid",
+             "6,132: the replicated rule reads no mapping); invalid cases stay port-rejects-invalid. The issue-15 "
+             f"rules ({_NORM_SWEEP}), every valid co-shard case, per route (registry / compiled): instance_norm "
+             "372 / 372, instance_norm_grad 774 / 774 (3.1.0: 540 / unreachable), rms_norm 366 / 366, "
+             "rms_norm_reverse 726 / 726, rms_norm_grad 972, fast_ln 528, fast_ln_grad 942, group_norm, "
+             "group_norm_base 258 / 258 each, group_norm_grad, group_norm_grad_base 258 each",
     params=(("family", "ValueError"),
             ("message", r'^There are \d+ mesh dim sharded on tensor dim \d+, ?you should call '
                         r'"multi_dims_mapping\(\)"')),
@@ -356,7 +455,9 @@ RELEASES: tuple[ReleaseProfile, ...] = (
         version="3.0.0",
         commit="6ed5dd3833",
         registry_missing=frozenset({"batch_norm", "instance_norm", "group_norm", "cummax"}),
-        cpp_rules_missing=_BN_SYMBOLS,
+        cpp_rules_missing=_BN_SYMBOLS | {"InstanceNormInferSpmd", "InstanceNormGradInferSpmd", "GroupNormInferSpmd",
+                                         "GroupNormInferSpmdBase", "GroupNormGradInferSpmd",
+                                         "GroupNormGradInferSpmdBase"},
         differences=(
             KnownDifference(
                 name="no-batch-norm-rule",
@@ -417,7 +518,8 @@ RELEASES: tuple[ReleaseProfile, ...] = (
             ),
             KnownDifference(
                 name="no-multi-dims-mapping",
-                rules=frozenset({"layer_norm", "layer_norm_reverse", "sync_batch_norm", "sync_batch_norm_grad"}),
+                rules=frozenset({"layer_norm", "layer_norm_reverse", "sync_batch_norm", "sync_batch_norm_grad",
+                                 "rms_norm", "rms_norm_reverse"}),
                 kind="coshard-refused",
                 why="TensorDistAttr has no multi_dims_mapping, so the registry route cannot set a co-sharded input "
                     "(AttributeError)",
@@ -425,8 +527,41 @@ RELEASES: tuple[ReleaseProfile, ...] = (
                          "AttributeError \"'paddle.base.libpaddle.TensorDistAttr' object has no attribute "
                          "'multi_dims_mapping'\": layer_norm 1,740, layer_norm_reverse 3,540, sync_batch_norm 1,956, "
                          "sync_batch_norm_grad 4,176 (the invalid ones too: port-rejects-invalid); batch_norm_static "
-                         "and the compiled rules are unreachable (no-batch-norm-rule, no-compiled-caller)",
+                         "and the compiled rules are unreachable (no-batch-norm-rule, no-compiled-caller). "
+                         f"{_NORM_SWEEP}: fused_rms_norm's rules through the registry, rms_norm 366 and "
+                         "rms_norm_reverse 726 cases (every valid co-shard case; the rest match)",
                 params=(("family", "AttributeError"), ("message", r"has no attribute 'multi_dims_mapping'")),
+            ),
+            KnownDifference(
+                name="no-instance-group-norm-rule",
+                rules=frozenset({"instance_norm", "instance_norm_grad", "group_norm", "group_norm_base",
+                                 "group_norm_grad", "group_norm_grad_base"}),
+                kind="rule-missing",
+                why="no instance_norm or group_norm SPMD rule exists (no registry entry, no InstanceNorm*/GroupNorm* "
+                    "InferSpmd functions, no instance_norm.h or group_norm.h before 3.1)",
+                evidence=f"{_NORM_SWEEP}: every case unreachable, through the registry ('this Paddle build registers "
+                         "no 'instance_norm' rule': instance_norm 1,306, instance_norm_grad 2,877; 'group_norm': "
+                         "group_norm 1,485, group_norm_base 1,480) and the compiled caller (it cannot be built); "
+                         "nm -D libphi_core.so exports none of the six functions, paddle/include has neither header",
+                params=(("patterns", (r"registers no '(instance|group)_norm' rule",
+                                      r"compiled caller unavailable: .*has no phi/infermeta/spmd_rules/"
+                                      r"batch_norm\.h")),),
+            ),
+            KnownDifference(
+                name="no-compiled-caller-rms-fast-ln",
+                rules=frozenset({"rms_norm", "rms_norm_reverse", "rms_norm_grad", "fast_ln", "fast_ln_grad"}),
+                kind="rule-missing",
+                why="the compiled caller is built against batch_norm.h, which this release lacks, so it cannot reach "
+                    "RmsNorm*/FastLn* InferSpmd, although the library exports them: rms_norm_grad, fast_ln and "
+                    "fast_ln_grad are reached by no route (rms_norm and rms_norm_reverse are still compared "
+                    "through the registry's fused_rms_norm)",
+                evidence=f"{_NORM_SWEEP}: every case of the five keys unreachable through the compiled caller "
+                         "('compiled caller unavailable: ... has no phi/infermeta/spmd_rules/batch_norm.h'): rms_norm "
+                         "1,054, rms_norm_reverse 2,487, rms_norm_grad 2,493, fast_ln 1,415, fast_ln_grad 2,746; "
+                         "nm -D libphi_core.so exports RmsNormInferSpmd(Reverse), RmsNormGradInferSpmd, "
+                         "FastLn(Grad)InferSpmd and paddle/include has rms_norm.h and layer_norm.h as in 3.3.1",
+                params=(("patterns", (r"compiled caller unavailable: .*has no phi/infermeta/spmd_rules/"
+                                      r"batch_norm\.h",)),),
             ),
         ),
         probe_differences=_PROBES_300,
@@ -450,16 +585,78 @@ RELEASES: tuple[ReleaseProfile, ...] = (
                 params=(("crash", r"signal 11\b"), ("when_none", ("scale", "bias")), ("port_sharded", "x_grad")),
             ),
             _COSHARD_READ_RAISES_SWEEP_31,
+            _X_RANK_WORDING,
+            KnownDifference(
+                name="fast-ln-grad-segfault-without-scale",
+                rules=frozenset({"fast_ln_grad"}),
+                kind="crash-with-none",
+                why="FastLnGradInferSpmd segfaults when scale is None and x_grad is split; fixed in 3.1.1",
+                evidence=f"{_NORM_SWEEP}: 11 fast_ln_grad cases end in SIGSEGV (compiled caller), exactly those with "
+                         "scale None whose x is split (x_grad split in the port's answer); 3.1.1 answers them like "
+                         "3.3.1",
+                params=(("crash", r"signal 11\b"), ("when_none", ("scale",)), ("port_sharded", "x_grad")),
+            ),
+            KnownDifference(
+                name="group-norm-statistics-1d",
+                rules=frozenset({"group_norm", "group_norm_base"}),
+                kind="outputs-truncated",
+                why="GroupNormInferSpmd(Base) answers mean and variance 1-D [N's mesh dim] where 3.1.1+ answers 2-D "
+                    "[N's mesh dim, -1]",
+                evidence=f"{_NORM_SWEEP}: every valid case differs in exactly that, registry and compiled alike: "
+                         "group_norm 1,210, group_norm_base 1,205 (the others are invalid input or co-shards)",
+                params=(("outputs", ("mean", "variance")), ("keep", 1)),
+            ),
+            KnownDifference(
+                name="group-norm-grad-wants-1d-statistics",
+                rules=frozenset({"group_norm_grad", "group_norm_grad_base"}),
+                kind="native-raises",
+                why="GroupNormGradInferSpmd(Base) requires 1-D mean and variance (its forward answers them 1-D) and "
+                    "raises 'The ndim of mean/variance in group_norm should be 1' on the 2-D ones of 3.1.1+",
+                evidence=f"{_NORM_SWEEP}: group_norm_grad 2,523 cases (2,031 plain, 492 co-shard), "
+                         "group_norm_grad_base 2,518 (2,026, 492) raise it for a mean or variance of rank 2 "
+                         "(compiled caller, the only route); the port answers them (or rejects invalid input)",
+                params=(("family", "ValueError"),
+                        ("message", r"^The ndim of (?P<name>mean|variance) in group_norm should be 1, but got "
+                                    r"\[(?P<rank>\d+)\]\.$")),
+            ),
+            KnownDifference(
+                name="instance-norm-grad-without-bias",
+                rules=frozenset({"instance_norm_grad"}),
+                kind="native-raises",
+                why="InstanceNormGradInferSpmd takes (x, scale, saved_mean, saved_variance, y_grad), no bias: the "
+                    "registry's infer_backward reads the inputs shifted by one (saved_variance as y_grad) and raises "
+                    "'The ndim of y_grad in instance_norm should be equal with x'",
+                evidence=f"{_NORM_SWEEP}: through the registry 2,293 cases raise it (2,029 plain, 264 co-shard), "
+                         "exactly those whose saved_variance rank differs from x's; the header and the exported "
+                         "symbol have 5 tensors (3.1.1 added bias)",
+                params=(("family", "ValueError"),
+                        ("message", r"^The ndim of y_grad in instance_norm should be equal with x"),
+                        ("ranks_differ", ("saved_variance", "x"))),
+            ),
+            KnownDifference(
+                name="instance-norm-grad-no-compiled-call",
+                rules=frozenset({"instance_norm_grad"}),
+                kind="rule-missing",
+                why="the compiled caller cannot call InstanceNormGradInferSpmd with bias (3.1.0's takes none): "
+                    "unreachable there, compared through the registry",
+                evidence=f"{_NORM_SWEEP}: 2,875 of 2,877 cases unreachable through the compiled caller (the other 2 "
+                         "are invalid co-shard+partial input refused while the inputs are set)",
+                params=(("patterns", (r"InstanceNormGradInferSpmd takes no bias",)),),
+            ),
         ),
         probe_differences=(*_INT_ATTRS_UNCHECKED, *_COSHARD_READ_RAISES_31),
     ),
-    ReleaseProfile(version="3.1.1", commit="0cd8342db8", differences=(_COSHARD_READ_RAISES_SWEEP_31,),
+    ReleaseProfile(version="3.1.1", commit="0cd8342db8",
+                   differences=(_COSHARD_READ_RAISES_SWEEP_31, _X_RANK_WORDING),
                    probe_differences=(*_INT_ATTRS_UNCHECKED, *_COSHARD_READ_RAISES_31)),
-    ReleaseProfile(version="3.2.0", commit="e22e2f9af7", probe_differences=_INT_ATTRS_UNCHECKED,
+    ReleaseProfile(version="3.2.0", commit="e22e2f9af7", differences=(_X_RANK_WORDING,),
+                   probe_differences=_INT_ATTRS_UNCHECKED,
                    notes=_COSHARD_LIKE_331),
-    ReleaseProfile(version="3.2.1", commit="659ebc9506", probe_differences=_INT_ATTRS_UNCHECKED,
+    ReleaseProfile(version="3.2.1", commit="659ebc9506", differences=(_X_RANK_WORDING,),
+                   probe_differences=_INT_ATTRS_UNCHECKED,
                    notes=_COSHARD_LIKE_331),
-    ReleaseProfile(version="3.2.2", commit="d90d3ad913", probe_differences=_INT_ATTRS_UNCHECKED,
+    ReleaseProfile(version="3.2.2", commit="d90d3ad913", differences=(_X_RANK_WORDING,),
+                   probe_differences=_INT_ATTRS_UNCHECKED,
                    notes=_COSHARD_LIKE_331),
     ReleaseProfile(version="3.3.0", commit="cbf3469113", notes=_COSHARD_LIKE_331),
     ReleaseProfile(version="3.3.1", commit="7688495538",
