@@ -61,7 +61,7 @@ class Flag:
 
 FLAGS = [
     Flag("--rules", "layer_norm,batch_norm", ["layer_norm", "batch_norm"], "layer_norm,no_such_rule",
-         ("parity", "oracle")),
+         ("parity", "oracle", "launch")),
     Flag("--mesh", "2x3", (2, 3), "2,3", ("infer", "launch")),
     Flag("--meshes", "2,2x3", [(2,), (2, 3)], "2,0", ("oracle",)),
     Flag("--max-cases", "5", 5, "0", ("parity", "oracle")),

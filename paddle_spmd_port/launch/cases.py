@@ -1,8 +1,8 @@
 """Cases for real multi-process runs: one functional-API call on one sharded input.
 
-A :class:`LaunchCase` says which op to call (``F.layer_norm``, ``F.batch_norm`` or
-``paddle.nn.SyncBatchNorm``), on which global shape, how x is placed on which mesh, and the
-op's options. Weight, bias and the running statistics are always placed Replicate; the
+A :class:`LaunchCase` says which op to call (``F.layer_norm``, ``F.batch_norm``,
+``paddle.nn.SyncBatchNorm``, ``F.group_norm`` or ``F.instance_norm``), on which global shape, how x
+is placed on which mesh, and the op's options. Weight, bias and the running statistics are always placed Replicate; the
 upstream gradient is given exactly the placement the forward output came out with.
 
 The default grids (:func:`default_cases`), for a mesh whose every dim has size 2::
@@ -19,6 +19,18 @@ The default grids (:func:`default_cases`), for a mesh whose every dim has size 2
                                                                                        only with C sharded
     batch_norm  NCHW, NHWC, NC on a 1x2 / 2x1 mesh (the C axis on a size-1 mesh dim: the only way
                 the rule's "C stays sharded" path runs in 3.3.1)
+    group_norm  NCHW [4,6,2,4] groups 3, NHWC [4,2,4,6] groups 3,     as above (*)         affine both/none;
+                NCL [4,6,8] groups 2, NDHWC [2,2,2,4,6] groups 2                           weight/bias-only for
+                                                                                       x all R or S(0) alone
+    instance_   NCHW [4,6,2,4], NCDHW [2,6,2,2,4]                     as above (*)         affine both/none;
+    norm                                                                                   weight/bias-only for
+                                                                                       x all R, S(0) or
+                                                                                       S(1) alone; and
+                                                                                       forward-only where
+                                                                                       the rule keeps a
+                                                                                       spatial axis split
+    instance_   NC [4,6], NCL [4,6,8] (the rule aborts Paddle on a    all R, S(0) alone    affine both
+    norm        2-D / 3-D x: never run, confirmed by a crash probe)
 
 (*) see :func:`placement_grid`: n+1 placements of a rank-n x on a 1-D mesh, (n+1)^2 - n on a
 2-D mesh. ``sync_batch_norm`` cases are added only for ``backend="gpu"`` (no CPU kernel in Paddle).
@@ -41,7 +53,42 @@ from ..case import write_jsonl
 from ..rules.signatures import DATA_FORMAT_NDIM, channel_axis
 from ..types import Mapping, MeshDims
 
-OPS = ("layer_norm", "batch_norm", "sync_batch_norm")
+OPS = ("layer_norm", "batch_norm", "sync_batch_norm", "group_norm", "instance_norm")
+BN_OPS = ("batch_norm", "sync_batch_norm")
+"""The ops with running statistics."""
+
+#: The rule keys (``runctl.rule_keys``) each op's eager call runs: its forward rule, and its grad
+#: rule in the backward (GroupNormInferSpmd calls GroupNormInferSpmdBase, the grad alike).
+OP_RULES: dict[str, tuple[str, ...]] = {
+    "layer_norm": ("layer_norm", "layer_norm_grad"),
+    "batch_norm": ("batch_norm", "batch_norm_grad"),
+    "sync_batch_norm": ("sync_batch_norm", "sync_batch_norm_grad"),
+    "group_norm": ("group_norm", "group_norm_base", "group_norm_grad", "group_norm_grad_base"),
+    "instance_norm": ("instance_norm", "instance_norm_grad"),
+}
+
+_RMS_NOT_REACHED = (
+    "no eager API reaches the rms_norm rules in Paddle 3.3.1 on CPU: F.rms_norm, fused_rms_norm_ext and "
+    "fast_rms_norm have no CPU kernel (NotFound), fused_rms_norm (fused_rms_norm_quant) dies with SIGILL in "
+    "its AVX kernel on this CPU, and none of their eager functions calls RmsNorm*InferSpmd "
+    "(docs/launch-norms-3.3.1.md)")
+
+#: Rule keys no launch case reaches, and why (``launch --rules`` refuses them by name).
+NOT_LAUNCHED: dict[str, str] = {
+    "batch_norm_static": "a static-graph rule; eager calls run the forward and grad rules only",
+    "layer_norm_reverse": "a reverse rule; eager calls run the forward and grad rules only",
+    "rms_norm": _RMS_NOT_REACHED,
+    "rms_norm_reverse": _RMS_NOT_REACHED,
+    "rms_norm_grad": _RMS_NOT_REACHED,
+    "fast_ln": "fast_ln is no Paddle op (FastLnInferSpmd has no eager caller)",
+    "fast_ln_grad": "fast_ln is no Paddle op (FastLnGradInferSpmd has no eager caller)",
+}
+
+
+def select_by_rules(cases: Iterable[LaunchCase], rules: Iterable[str]) -> list[LaunchCase]:
+    """The cases whose op runs one of ``rules`` (rule keys, :data:`OP_RULES`)."""
+    wanted = set(rules)
+    return [c for c in cases if wanted & set(OP_RULES[c.op])]
 
 
 _PLACEMENT = re.compile(r"S\((\d+)\)(?:#(\d+))?")
@@ -107,9 +154,12 @@ class LaunchCase:
     normalized_shape: tuple[int, ...] = ()
     """layer_norm only."""
     data_format: str = ""
-    """batch_norm / sync_batch_norm only: the layout given to the functional API."""
+    """batch_norm / sync_batch_norm / group_norm / instance_norm: the layout given to the functional
+    API (``F.instance_norm`` passes none to the op: channel-first layouts only)."""
     training: bool = True
     """batch_norm / sync_batch_norm only."""
+    groups: int = 0
+    """group_norm only: ``num_groups`` (>= 1, dividing C)."""
     weight: bool = True
     bias: bool = True
     backward: bool = True
@@ -135,6 +185,15 @@ class LaunchCase:
             raise ValueError(f"{self.case_id}: data_format must be one of {sorted(DATA_FORMAT_NDIM)}")
         elif DATA_FORMAT_NDIM[self.data_format] != len(self.shape):
             raise ValueError(f"{self.case_id}: {self.data_format} needs a rank-{DATA_FORMAT_NDIM[self.data_format]} x")
+        if self.op == "instance_norm" and self.channel_axis != 1:
+            raise ValueError(f"{self.case_id}: F.instance_norm passes no layout to the op: give NC, NCL, NCHW or NCDHW")
+        if self.op == "group_norm":
+            if len(self.shape) < 3:
+                raise ValueError(f"{self.case_id}: F.group_norm takes a rank 3 to 5 x "
+                                 "(NCL, NLC, NCHW, NHWC, NCDHW, NDHWC)")
+            if self.groups < 1 or self.shape[self.channel_axis] % self.groups:
+                raise ValueError(f"{self.case_id}: groups must be >= 1 and divide C ({self.shape[self.channel_axis]}), "
+                                 f"got {self.groups}")
 
     def _check_types(self) -> None:
         """Field types, so that a hand-written case file fails here, with its line, not in a rank."""
@@ -160,8 +219,8 @@ class LaunchCase:
         if not (isinstance(self.epsilon, (int, float)) and not isinstance(self.epsilon, bool)
                 and math.isfinite(self.epsilon) and self.epsilon > 0):
             raise ValueError(f"{self.case_id}: epsilon must be a number > 0, got {self.epsilon!r}")
-        if not whole(self.seed):
-            raise ValueError(f"{self.case_id}: seed must be an integer, got {self.seed!r}")
+        if not whole(self.seed) or not whole(self.groups):
+            raise ValueError(f"{self.case_id}: seed and groups must be integers, got {self.seed!r}, {self.groups!r}")
 
     @property
     def world_size(self) -> int:
@@ -184,7 +243,7 @@ class LaunchCase:
 
     @property
     def param_shape(self) -> tuple[int, ...]:
-        """Shape of weight/bias: normalized_shape for layer_norm, (C,) for batch norm."""
+        """Shape of weight/bias: normalized_shape for layer_norm, (C,) for the others."""
         if self.op == "layer_norm":
             return self.normalized_shape
         return (self.shape[self.channel_axis],)
@@ -194,8 +253,10 @@ class LaunchCase:
         parts = [self.op, f"x{list(self.shape)}", f"[{','.join(self.placements)}]@{mesh}"]
         if self.op == "layer_norm":
             parts.append(f"ns={list(self.normalized_shape)}")
-        else:
+        elif self.op in BN_OPS:
             parts += [self.data_format, "train" if self.training else "eval"]
+        else:
+            parts += [self.data_format] + ([f"groups={self.groups}"] if self.op == "group_norm" else [])
         affine = {(True, True): "w+b", (False, False): "no-affine", (True, False): "w-only", (False, True): "b-only"}
         parts.append(affine[(self.weight, self.bias)])
         if not self.backward:
@@ -274,6 +335,24 @@ BN_CONFIGS: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("NDHWC", (2, 2, 2, 4, 6)),
 )
 
+#: (data_format, shape, groups) for a mesh whose dims all have size 2.
+GN_CONFIGS: tuple[tuple[str, tuple[int, ...], int], ...] = (
+    ("NCHW", (4, 6, 2, 4), 3),
+    ("NHWC", (4, 2, 4, 6), 3),
+    ("NCL", (4, 6, 8), 2),
+    ("NDHWC", (2, 2, 2, 4, 6), 2),
+)
+
+#: (data_format, shape) of the instance_norm cases that run; :data:`IN_CRASH_CONFIGS` abort Paddle.
+IN_CONFIGS: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("NCHW", (4, 6, 2, 4)),
+    ("NCDHW", (2, 6, 2, 2, 4)),
+)
+IN_CRASH_CONFIGS: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("NC", (4, 6)),
+    ("NCL", (4, 6, 8)),
+)
+
 _AFFINE_MAIN = ((True, True), (False, False))
 _AFFINE_EXTRA = ((True, False), (False, True))
 
@@ -327,6 +406,28 @@ def default_cases(mesh_shape: Sequence[int], backend: str = "cpu") -> list[Launc
             shape = _scaled(shape, factor)
             for pl in placement_grid(len(shape), mesh_ndim)[: 2 * len(shape) + 1]:
                 add(op="sync_batch_norm", shape=shape, mesh_shape=mesh_shape, placements=pl, data_format=fmt)
+    for fmt, shape, groups in GN_CONFIGS:
+        shape = _scaled(shape, factor)
+        for pl in placement_grid(len(shape), mesh_ndim):
+            for w, b in _AFFINE_MAIN + (_AFFINE_EXTRA if few(pl, 0) else ()):
+                add(op="group_norm", shape=shape, mesh_shape=mesh_shape, placements=pl, data_format=fmt,
+                    groups=groups, weight=w, bias=b)
+    for fmt, shape in IN_CONFIGS:
+        shape = _scaled(shape, factor)
+        for pl in placement_grid(len(shape), mesh_ndim):
+            # PADDLE-QUIRK(in-5d-last-axis): the rule clears axes 2 and 3 only; a split of axis 4 stays
+            keeps_spatial = any(p == f"S({a})" for p in pl for a in range(4, len(shape)))
+            for w, b in _AFFINE_MAIN + (_AFFINE_EXTRA if few(pl, 0) or few(pl, 1) else ()):
+                add(op="instance_norm", shape=shape, mesh_shape=mesh_shape, placements=pl, data_format=fmt,
+                    weight=w, bias=b)
+            if keeps_spatial:  # the backward always raises (1-D saved_mean): the forward values alone too
+                add(op="instance_norm", shape=shape, mesh_shape=mesh_shape, placements=pl, data_format=fmt,
+                    backward=False)
+    for alone in ("R", "S(0)"):  # config inner: `--crash-probes 2` probes a 2-D and a 3-D x
+        pl = (alone,) + ("R",) * (mesh_ndim - 1)
+        for fmt, shape in IN_CRASH_CONFIGS:
+            add(op="instance_norm", shape=_scaled(shape, factor), mesh_shape=mesh_shape, placements=pl,
+                data_format=fmt)
     return cases
 
 

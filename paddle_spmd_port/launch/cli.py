@@ -7,6 +7,12 @@
     python -m paddle_spmd_port launch --nproc 2 --device gpu    # NCCL, --devices 0,1; adds SyncBatchNorm
     python -m paddle_spmd_port launch --nproc 2 --cases my.jsonl --timeout 300 --report-dir out/
     python -m paddle_spmd_port launch --nproc 4 --coshard       # the co-shard set on 2x2 (8 ranks: 2x2x2)
+    python -m paddle_spmd_port launch --nproc 2 --rules group_norm,instance_norm   # only the cases of these rules
+
+``--rules`` (rule keys, as every command spells it) keeps the cases whose op runs one of the rules
+(:data:`.cases.OP_RULES`); a rule no launch case reaches (:data:`.cases.NOT_LAUNCHED`: the rms_norm
+and fast_ln rules, the static and reverse rules) is refused by name (exit 2), and listed in the
+report under ``all``.
 
 Writes ``<report-dir>/launch-np<N>.md`` and ``.json`` (``launch-np<N>-coshard.*`` with ``--coshard``).
 Rank logs, launcher output and raw rank results are moved to ``<report-dir>/<that stem>-logs/``
@@ -46,14 +52,25 @@ from ..runctl import (
     ArgumentParser,
     Interrupted,
     UsageError,
+    add_rules_argument,
     check_output_dir,
     check_output_file,
     count,
     mesh_shape,
     positive,
+    rule_keys,
     run_command,
 )
-from .cases import LaunchCase, coshard_cases, default_cases, read_cases, write_cases
+from .cases import (
+    NOT_LAUNCHED,
+    OP_RULES,
+    LaunchCase,
+    coshard_cases,
+    default_cases,
+    read_cases,
+    select_by_rules,
+    write_cases,
+)
 from .launcher import LaunchConfig, LaunchResult, discard_work_dir, end_processes, keep_dir, keep_work_dir, new_job_id
 from .predict import predict
 from .report import DEFAULT_RTOL, Report, build_report, crash_key
@@ -90,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the co-shard set instead of the built-in grid: x split along 2 or more mesh dims "
                         "(Shard(d, shard_order=k)), layer_norm and batch_norm; mesh 2x2 for 4 ranks, 2x2x2 for 8, "
                         "else give --mesh with 2 or more dims")
+    add_rules_argument(p, all_means="every rule a launch case reaches: "
+                       f"{', '.join(sorted({k for keys in OP_RULES.values() for k in keys}))}; the others "
+                       f"({', '.join(NOT_LAUNCHED)}) are listed in the report as not launched, and refused when named")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds for the whole launch (default 300)")
     p.add_argument("--report-dir", type=Path, default=Path("reports"), help="where the report goes")
     p.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help="relative tolerance (default 1e-5)")
@@ -209,6 +229,7 @@ def check_args(args: argparse.Namespace) -> list[LaunchCase]:
             cases = default_cases(mesh, args.device)
         except ValueError as exc:
             raise UsageError("--mesh", _one_line(exc), "give a 1-D or 2-D mesh like 4 or 2x2") from None
+    cases = _select_rules(args.rules, cases)
     for case in cases:  # the report predicts every case: a case the port cannot take fails here, not at the end
         try:
             predict(case)
@@ -221,6 +242,22 @@ def check_args(args: argparse.Namespace) -> list[LaunchCase]:
     else:
         _check_report_paths(args)
     return cases
+
+
+def _select_rules(rules: list[str], cases: list[LaunchCase]) -> list[LaunchCase]:
+    """The cases of ``rules`` (``--rules``, checked by runctl); a rule named explicitly that no
+    launch case reaches is refused with the reason."""
+    if rules != list(rule_keys()):
+        refused = [r for r in rules if r in NOT_LAUNCHED]
+        if refused:
+            raise UsageError("--rules", f"no launch case reaches {refused[0]}: {NOT_LAUNCHED[refused[0]]}",
+                             f"choose from all, {', '.join(k for k in rule_keys() if k not in NOT_LAUNCHED)}")
+    chosen = select_by_rules(cases, rules)
+    if not chosen:
+        ops = sorted({c.op for c in cases})
+        raise UsageError("--rules", f"no case of this selection (ops {', '.join(ops)}) runs {', '.join(rules)}",
+                         "name a rule of those ops, or drop --rules")
+    return chosen
 
 
 def _coshard_cases(args: argparse.Namespace, nodes: int | None) -> list[LaunchCase]:
@@ -309,6 +346,7 @@ def _meta(cases: Sequence[LaunchCase], args: argparse.Namespace, records: dict[i
         "paddle": f"{info.get('paddle', '?')} ({info.get('commit', '')[:12]})", "backend": args.device,
         "nproc": args.nproc, "meshes": sorted({"x".join(map(str, c.mesh_shape)) for c in cases}),
         "cases": len(cases), "launch_seconds": round(launch_seconds, 1), "probes": probes,
+        "not_launched": {r: NOT_LAUNCHED[r] for r in getattr(args, "rules", []) if r in NOT_LAUNCHED},
     }
 
 

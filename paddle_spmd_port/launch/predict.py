@@ -9,6 +9,11 @@ really passes, and the rule's answer is turned into per-mesh-dim placements and 
     F.batch_norm(x, rm, rv, w, b, fmt)  batch_norm_infer_spmd       batch_norm_grad_infer_spmd
                                         data_format = 'NCHW' if fmt[1] == 'C' else 'NHWC'
     nn.SyncBatchNorm (GPU only)         sync_batch_norm_infer_spmd  sync_batch_norm_grad_infer_spmd
+    F.group_norm(x, g, eps, w, b, fmt)  group_norm_infer_spmd       group_norm_grad_infer_spmd
+                                        data_format = 'NCHW' if fmt[1] == 'C' else 'NHWC'
+    F.instance_norm(x, w=w, b=b)        instance_norm_infer_spmd    instance_norm_grad_infer_spmd
+                                        saved_mean / saved_variance reach the grad rule 1-D [N*C]
+                                        (InstanceNormInferMeta's shape), so it always raises
 
 The grad rule gets x as placed by the case, mean/variance (or mean_out, saved_* ...) with the
 forward rule's output mappings, and out_grad with the forward rule's ``out`` mapping (the runner
@@ -19,6 +24,8 @@ What eager mode lets one observe, and so what is compared::
     tensor                     predicted from                       compared
     out                        forward outputs[0]                   placements, local shape, values
     mean_out .. saved_variance forward outputs[1..4] (batch_norm)    placements, local shape
+                               (group_norm's mean / variance and instance_norm's saved_* are
+                               not returned by the functional API: not compared)
     weight_grad, bias_grad     grad outputs[1], [2]                 placements (Partial too), local shape, values
     x_grad                     x's own placement (a leaf's .grad    placements (co-shard members with their
                                is resharded back to the leaf's)     shard order), local shape, values
@@ -30,12 +37,16 @@ Three ways a stage can be predicted to fail:
 * the rule raises (e.g. layer_norm with a 2-D weight: "The ndim of scale in layer_norm should be 1");
 * the rule answers, but the placements it picks give the kernel inputs whose local shapes disagree
   (batch_norm with C sharded over >1 rank keeps x split on C but replicates scale: the kernel
-  rejects a scale of C entries against C/n local channels);
+  rejects a scale of C entries against C/n local channels; instance_norm alike);
 * the port rejects the input because Paddle crashes on it (batch_norm_grad with weight or bias
   None while C is sharded: SIGSEGV). The runner never executes such a stage;
 * x is co-sharded and its pieces differ in size across ranks (10 rows over a 2x2 co-shard: 3,2,3,2):
   the forward's reshard of x to the rule's single-mesh-dim placement aborts the ranks
   (:data:`UNEVEN_COSHARD`, a forward crash; the runner never executes it).
+
+A predicted numeric error (``numeric_risks``): batch_norm's C-vector inputs with other local sizes
+than x's channels (:func:`_bn_local_checks`); instance_norm keeping a split of a spatial axis the op
+reduces over (a 5-D x's axis 4: :func:`_in_local_checks`).
 """
 
 from __future__ import annotations
@@ -51,6 +62,10 @@ from ..outcome import ErrorInfo
 from ..rules import (
     batch_norm_grad_infer_spmd,
     batch_norm_infer_spmd,
+    group_norm_grad_infer_spmd,
+    group_norm_infer_spmd,
+    instance_norm_grad_infer_spmd,
+    instance_norm_infer_spmd,
     layer_norm_grad_infer_spmd,
     layer_norm_infer_spmd,
     sync_batch_norm_grad_infer_spmd,
@@ -231,6 +246,37 @@ def _bn_local_checks(case: LaunchCase, pred: StagePrediction) -> tuple[StagePred
     return pred, tuple(risks)
 
 
+def _in_local_checks(case: LaunchCase, pred: StagePrediction) -> tuple[StagePrediction, tuple[tuple[str, str], ...]]:
+    """What instance_norm's kernel makes of the rule's input placements.
+
+    scale and bias are replicated ([-1]) whatever x's C does; the kernel's shape check runs on the
+    local tensors, each given input on its own (scale first): with x's C split to fewer local
+    channels than scale or bias holds, a predicted kernel error. The kernel normalises each (n, c)
+    slice over every spatial axis of its local x: a spatial axis the rule leaves split
+    (PADDLE-QUIRK(in-5d-last-axis)) gives each rank the statistics of its own piece, a predicted
+    numeric error.
+    """
+    if pred.result is None:
+        return pred, ()
+    x_attr = pred.result.inputs[0]
+    channels = case.shape[1]
+    local_c = next((xs[1] for xs in local_shapes(case.shape, x_attr, case.mesh_shape)
+                    if xs is not None and xs[1] != channels), None)
+    for name, present in (("scale", case.weight), ("bias", case.bias)):
+        if present and local_c is not None:
+            reason = (f"x keeps C (axis 1) split to {local_c} local channels ({list(x_attr.placements())}), but "
+                      f"{name} is replicated with {channels} entries")
+            return StagePrediction(pred.stage, result=pred.result, kernel_reason=reason,
+                                   kernel_error=(f"the shape of {name} must equal to [{local_c}]",
+                                                 f"the shape of {name} is [{channels}]")), ()
+    split_spatial = [a for a in range(2, len(case.shape)) if x_attr.dims_mapping[a] != -1]
+    if not split_spatial:
+        return pred, ()
+    why = (f"x keeps spatial axis {split_spatial} split ({list(x_attr.placements())}); instance norm reduces "
+           "over every spatial axis: each rank normalises its own piece")
+    return pred, tuple((t, why) for t in ("out", "x_grad", "weight_grad", "bias_grad"))
+
+
 def uneven_coshard(case: LaunchCase) -> str | None:
     """Why resharding x aborts the ranks (:data:`UNEVEN_COSHARD`), or None: the first co-sharded
     axis of x whose pieces differ in size across ranks (an empty piece or a piece Paddle cannot lay
@@ -279,6 +325,30 @@ def predict(case: LaunchCase) -> Prediction:
                 backward = _call("backward", layer_norm_grad_infer_spmd, x, scale, bias,
                                  _spec(stat_shape, mean.dims_mapping, mesh), _spec(stat_shape, var.dims_mapping, mesh),
                                  _spec(case.shape, out.dims_mapping, mesh), case.epsilon, bna)
+    elif case.op == "group_norm":
+        fmt = kernel_layout(case.data_format)  # what F.group_norm passes to the op
+        forward = _call("forward", group_norm_infer_spmd, x, scale, bias, case.epsilon, case.groups, fmt)
+        if forward.result is not None:
+            out, mean, var = forward.result.outputs
+            tensors.append(_expect("out", "forward", "out", out, case.shape, case))
+            if case.backward:
+                stat_shape = (case.shape[0], case.groups)
+                y = _spec(case.shape, out.dims_mapping, mesh)
+                backward = _call("backward", group_norm_grad_infer_spmd, x, scale, bias, y,
+                                 _spec(stat_shape, mean.dims_mapping, mesh), _spec(stat_shape, var.dims_mapping, mesh),
+                                 y, case.epsilon, case.groups, fmt)
+    elif case.op == "instance_norm":
+        forward, risks = _in_local_checks(case, _call("forward", instance_norm_infer_spmd, x, scale, bias,
+                                                      case.epsilon))
+        if forward.result is not None:
+            out = forward.result.outputs[0]
+            tensors.append(_expect("out", "forward", "out", out, case.shape, case))
+            if case.backward:
+                # InstanceNormInferMeta makes saved_mean / saved_variance 1-D [N*C]; the forward rule's
+                # 2-D mapping is not what the grad rule's rank check reads (it reads the shape)
+                stat = _replicated((case.shape[0] * case.shape[1],), mesh)
+                backward = _call("backward", instance_norm_grad_infer_spmd, x, scale, bias, stat, stat,
+                                 _spec(case.shape, out.dims_mapping, mesh), case.epsilon)
     else:
         c = pshape
         fmt = kernel_layout(case.data_format)

@@ -34,7 +34,7 @@ from typing import Any
 from ..outcome import normalize_message
 from ..reporting import markdown_table, write_atomic, write_json
 from .cases import LaunchCase
-from .predict import NOT_RULE_PLACED, Prediction, StagePrediction, predict
+from .predict import NOT_RULE_PLACED, UNEVEN_COSHARD, Prediction, StagePrediction, predict
 
 VERDICTS = ("agree", "placement differs", "numerics differ", "Paddle error", "skipped")
 DEFAULT_RTOL = 1e-5
@@ -186,8 +186,15 @@ def verdict_for_case(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks
     # forward
     fwd = pred.forward
     if skipped and skipped.get("stage") == "forward":  # the runner never runs a forward the port says crashes
-        return CaseVerdict(case, pred, "skipped", fwd.crash is not None, (f"forward not run: {skipped['reason']}",),
-                           notes=tuple(notes), seconds=seconds)
+        key = forward_crash_key(pred)
+        probe = (probes or {}).get(key) if key else None
+        if probe is not None:
+            notes.append(f"probe {probe['case_id']}: {probe['summary']}")
+            if not probe["confirmed"]:
+                reasons.append(f"the port predicts a native crash in the forward, but the probe did not crash: "
+                               f"{probe['summary']}")
+        return CaseVerdict(case, pred, "skipped", fwd.crash is not None and not reasons,
+                           (f"forward not run: {skipped['reason']}", *reasons), notes=tuple(notes), seconds=seconds)
     if error and error.get("stage") in ("forward", "runner"):
         if error.get("stage") == "runner":
             return CaseVerdict(case, pred, "Paddle error", False, (f"runner error: {error.get('message')}",),
@@ -212,7 +219,18 @@ def verdict_for_case(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks
     elif error and error.get("stage") == "backward":
         ok, why = _error_matches(bwd, error) if bwd is not None else (False, f"unexpected {error.get('type')}")
         checks = _check_tensors(pred, by_rank, rtol)
-        return CaseVerdict(case, pred, "Paddle error", ok and not reasons, tuple(reasons) + (why,), tuple(checks),
+        risks = dict(pred.numeric_risks)
+        for c in checks:  # what the forward gave is judged too: a backward error hides no forward difference
+            if c.placement_ok is False:
+                reasons.append(f"{c.name}: predicted {list(c.predicted or ())} local {list(c.predicted_local or ())}, "
+                               f"observed {list(c.observed or ())} local {list(c.observed_local or ())}")
+            elif c.numerics_ok is False:
+                text = f"{c.name}: rel error {c.rel_err:.3g} > {rtol:g}" if c.rel_err is not None else c.name
+                if c.name in risks:
+                    notes.append(f"{text}; port: {risks[c.name]}")
+                else:
+                    reasons.append(text)
+        return CaseVerdict(case, pred, "Paddle error", ok and not reasons, (*reasons, why), tuple(checks),
                            error=error, notes=tuple(notes), seconds=seconds)
     elif bwd is not None and not bwd.runs and case.backward and fwd.runs:
         reasons.append(f"port predicted the backward to fail ({bwd.describe()}); Paddle ran it")
@@ -238,8 +256,21 @@ def verdict_for_case(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks
     return CaseVerdict(case, pred, "agree", True, tuple(reasons), tuple(checks), notes=tuple(notes), seconds=seconds)
 
 
+def forward_crash_key(prediction: Prediction) -> str | None:
+    """The error kind of a forward crash a probe can reproduce alone (the rule rejects the input),
+    else None. An uneven co-shard's abort (:data:`UNEVEN_COSHARD`) needs the real ranks' reshard."""
+    crash = prediction.forward.crash
+    if crash is None or crash.startswith(UNEVEN_COSHARD):
+        return None
+    return crash.split(": ", 1)[0]
+
+
 def crash_key(prediction: Prediction) -> str | None:
-    """Groups cases whose backward the port says crashes for the same reason (the error kind)."""
+    """Groups cases the port says crash for the same reason (the error kind): the forward's when
+    :func:`forward_crash_key` names one, else the backward's."""
+    key = forward_crash_key(prediction)
+    if key is not None:
+        return key
     bwd = prediction.backward
     if bwd is None or bwd.crash is None:
         return None
@@ -302,8 +333,12 @@ What eager mode can show, and so what is compared:
   the values of `out`, `x.grad`, `weight.grad`, `bias.grad` and the running statistics.
 * not compared: the placements of `running_mean`/`running_var`
   (updated in place, they keep the placement they were given); the input-side attributes a rule
-  chooses (x, scale, mean ... after resharding) and layer_norm's `mean`/`variance` (intermediate
-  outputs that `F.layer_norm` does not return).
+  chooses (x, scale, mean ... after resharding), layer_norm's and group_norm's `mean`/`variance` and
+  instance_norm's `saved_mean`/`saved_variance` (intermediate outputs the functional API does not
+  return).
+* instance_norm's backward never reaches a kernel: the grad rule gets saved_mean 1-D `[N*C]`
+  (InstanceNormInferMeta's shape) and raises "The ndim of saved_mean in instance_norm should be 2";
+  its forward is still compared (a backward error hides no forward difference).
 * upstream gradient: fed with exactly the placement `out` came out with, so the grad rule sees
   out_grad placed like the forward rule's `out`.
 """
@@ -343,6 +378,10 @@ def render_markdown(report: Report) -> str:
     lines += ["", "### By op", "", markdown_table(("op", *VERDICTS),
                                                   [(op, *(c[k] for k in VERDICTS)) for op, c in by_op.items()])]
     lines += ["", EAGER_LIMITS, SYNC_NOTE]
+    if meta.get("not_launched"):
+        lines += ["## Rules no launch case reaches", ""]
+        lines += [f"- `{rule}`: {why}" for rule, why in meta["not_launched"].items()]
+        lines.append("")
     if meta.get("probes"):
         lines += ["## Crash probes", "", "Stages the port predicts to crash Paddle are not run inside the launch; "
                   "one case per kind was run alone on a mesh of size-1 dims:", ""]

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..rules.signatures import kernel_layout
-from .cases import LaunchCase, parse_placement, read_cases
+from .cases import BN_OPS, LaunchCase, parse_placement, read_cases
 from .predict import predict
 
 MAX_MESSAGE = 4000
@@ -91,7 +91,7 @@ class CaseRun:
         self.w = rng.uniform(0.5, 1.5, case.param_shape).astype(f32)
         self.b = rng.uniform(-0.5, 0.5, case.param_shape).astype(f32)
         self.g = rng.uniform(-1.0, 1.0, case.shape).astype(f32)
-        c = case.param_shape if case.op != "layer_norm" else (1,)
+        c = case.param_shape if case.op in BN_OPS else (1,)
         self.rm = rng.uniform(-0.1, 0.1, c).astype(f32)
         self.rv = rng.uniform(0.5, 1.5, c).astype(f32)
         self.ref: dict[str, Any] = {}
@@ -148,6 +148,11 @@ class CaseRun:
         case = self.case
         if case.op == "layer_norm":
             return self.F.layer_norm(x, list(case.normalized_shape), weight=w, bias=b, epsilon=case.epsilon)
+        if case.op == "group_norm":
+            return self.F.group_norm(x, case.groups, epsilon=case.epsilon, weight=w, bias=b,
+                                     data_format=case.data_format)
+        if case.op == "instance_norm":
+            return self.F.instance_norm(x, weight=w, bias=b, eps=case.epsilon, data_format=case.data_format)
         return self.F.batch_norm(x, rm, rv, weight=w, bias=b, training=case.training, epsilon=case.epsilon,
                                  data_format=case.data_format)
 
@@ -172,7 +177,7 @@ class CaseRun:
             rm, rv = self._dense(self.rm, False), self._dense(self.rv, False)
             y = self._call(x, w, b, rm, rv)  # sync_batch_norm on one device is batch_norm
             self.ref["out"] = y.numpy().astype("float64")
-            if case.op != "layer_norm":
+            if case.op in BN_OPS:
                 self.ref["running_mean"] = rm.numpy().astype("float64")
                 self.ref["running_var"] = rv.numpy().astype("float64")
             if case.op == "batch_norm":
@@ -212,7 +217,7 @@ class CaseRun:
             return
         self.record["stages"]["forward"] = "ok"
         self._observe("out", y)
-        if case.op != "layer_norm":
+        if case.op in BN_OPS:
             self._observe("running_mean", rm)
             self._observe("running_var", rv)
         if case.op == "batch_norm":
