@@ -61,6 +61,7 @@ from ..rules.signatures import RULES
 from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, format_mapping, plain_mapping
 from ._fork import run_isolating
 from ._paddle import ReduceTypeError, from_paddle_mesh, paddle_version, to_paddle_mesh, typed_attrs
+from .crash_prone import pir_may_crash as may_crash
 
 warnings.filterwarnings("ignore")
 
@@ -241,31 +242,6 @@ def _check_names(case: Case, op: Any) -> None:
         raise RuntimeError(f"{op.name()} has inputs {got_in} and outputs {got_out}, but the rulebook orders "
                            f"{case.rule}'s result as {spec.result_inputs} / {spec.result_outputs}")
     _checked_names.add(case.rule)
-
-
-def may_crash(case: Case) -> bool:
-    """Cases built in a forked child. batch_norm_grad with scale or bias None and x split
-    anywhere (Paddle 3.3.1 segfaults when the channel axis is split: it marks partial on an attr
-    without a mesh), a data_format too short for the rule's ``data_format[1]`` read, and any rule
-    with an input on a mesh of another number of dims than x's (the rules then name mesh dims an
-    attr's own mesh lacks; on the grid 44 of 416 such cases segfault).
-
-    This only picks how a case is run, never its outcome: a crash it misses still becomes a
-    ``native crashed`` outcome through the worker restart of :mod:`.pool`, only slower (a fresh
-    worker imports Paddle: 1.5-3 s, against ~25 ms for a fork)."""
-    x = case.inputs[0]
-    if x is not None and x.mesh is not None and any(
-            s is not None and s.mesh is not None and s.mesh.ndim != x.mesh.ndim for s in case.inputs):
-        return True
-    if case.rule not in ("batch_norm", "batch_norm_grad"):
-        return False
-    fmt = dict(case.attrs).get("data_format", "NCHW")
-    if not isinstance(fmt, str) or len(fmt) < 2:
-        return True
-    if case.rule == "batch_norm":
-        return False
-    x, scale, bias = case.inputs[0], case.inputs[1], case.inputs[2]
-    return (scale is None or bias is None) and x is not None and any(m != -1 for m in x.dims_mapping)
 
 
 class PirBackend:

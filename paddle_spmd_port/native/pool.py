@@ -10,6 +10,10 @@ after ``MAX_STRAIGHT_FAILURES`` hangs in a row, or as many Python-level worker d
 the slice gives up and its remaining cases are *not run* with the reason. A worker that cannot
 start at all raises :class:`BackendUnavailable`.
 
+Order: within each worker's slice the cases its backend runs in forked children (crash-prone:
+:data:`.crash_prone.MAY_CRASH`) come last, next to each other, so that they share children
+(:func:`crash_prone_last`); outcomes are handed back in the caller's order.
+
 The compiled route has no Python worker: each slice drives the C++ caller itself
 (:class:`_CallerSlice`; requests encoded here, replies parsed here), with the same crash, timeout
 and give-up rules. The other routes run :mod:`.worker` processes, which read the cases from one
@@ -39,6 +43,7 @@ from ..case import Case
 from ..outcome import Outcome
 from ..runctl import signal_text
 from ._paddle import paddle_version
+from .crash_prone import MAY_CRASH
 from .worker import DONE, FRAME, HELLO
 
 ProgressFn = Callable[[int], None]
@@ -306,6 +311,8 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     workers = max(1, min(workers, n))
     bounds = [n * k // workers for k in range(workers + 1)]
     slices = [(bounds[k], bounds[k + 1]) for k in range(workers) if bounds[k] < bounds[k + 1]]
+    order = crash_prone_last(cases, slices, MAY_CRASH.get(backend))
+    cases = [cases[i] for i in order]  # the workers see the cases in this order
     binary = None
     if backend == "compiled":  # the pool drives the C++ caller itself (see _CallerSlice)
         from . import compiled
@@ -336,7 +343,7 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
                     if cancel is not None and cancel.is_set():
                         raise Cancelled(f"the {backend} group was cancelled")
         except BaseException as exc:  # an interrupt: hand what was answered so far to the caller
-            exc.partial_outcomes = list(outcomes)  # type: ignore[attr-defined]
+            exc.partial_outcomes = in_given_order(outcomes, order)  # type: ignore[attr-defined]
             raise
         finally:  # normal end: nothing left to kill; interrupt or error: every worker group ends here
             stop_event.set()
@@ -347,7 +354,32 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
         for t in threads:
             if t.error is not None:
                 raise t.error
-    missing = [i for i, o in enumerate(outcomes) if o is None]
+    answered = in_given_order(outcomes, order)
+    missing = [i for i, o in enumerate(answered) if o is None]
     if missing:
         raise RuntimeError(f"native backend left {len(missing)} cases without an outcome (first: {missing[0]})")
-    return outcomes, info  # type: ignore[return-value]
+    return answered, info  # type: ignore[return-value]
+
+
+def crash_prone_last(cases: Sequence[Case], slices: Sequence[tuple[int, int]],
+                     may_crash: Callable[[Case], bool] | None) -> list[int]:
+    """The order the workers run ``cases`` in: within each slice, the cases its backend runs in a
+    forked child (``may_crash``) after the others, so that they follow each other and share
+    children (one fork per run of them, :mod:`._fork`), instead of a fork for each scattered
+    one. Each slice keeps its cases, so the work stays split as evenly as before."""
+    if may_crash is None:
+        return list(range(len(cases)))
+    order: list[int] = []
+    for start, stop in slices:
+        prone = [may_crash(cases[i]) for i in range(start, stop)]
+        order += [i for i, p in zip(range(start, stop), prone, strict=True) if not p]
+        order += [i for i, p in zip(range(start, stop), prone, strict=True) if p]
+    return order
+
+
+def in_given_order(outcomes: Sequence[Outcome | None], order: Sequence[int]) -> list[Outcome | None]:
+    """``outcomes`` (in the workers' order, :func:`crash_prone_last`) back in the caller's order."""
+    back: list[Outcome | None] = [None] * len(order)
+    for position, index in enumerate(order):
+        back[index] = outcomes[position]
+    return back

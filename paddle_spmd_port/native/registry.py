@@ -20,7 +20,7 @@ from ..outcome import ErrorInfo, Outcome
 from ..types import DistAttr, DistTensorSpec, SpmdResult, entry_of, mesh_dims_of
 from ._fork import run_isolating
 from ._paddle import from_paddle_mesh, to_paddle_mesh, typed_attrs
-from .compiled import may_crash
+from .crash_prone import MAY_CRASH
 
 warnings.filterwarnings("ignore")
 
@@ -144,4 +144,4 @@ def run_many(cases: Iterable[Case]) -> Iterator[Outcome]:
     :func:`~.compiled.may_crash`: no mesh on x, a dims_mapping whose length is not the rank,
     begin_norm_axis out of range, inputs on meshes of another number of dims) run in forked
     children (see :mod:`._fork`), so that a crash costs a fork instead of a worker restart."""
-    return run_isolating(cases, run, may_crash, isolated=run)
+    return run_isolating(cases, run, MAY_CRASH["registry"], isolated=run)
