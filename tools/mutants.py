@@ -70,6 +70,7 @@ PKG = "paddle_spmd_port"
 ALL_BN = ("batch_norm_static", "batch_norm", "batch_norm_grad")
 LN_MERGING = ("layer_norm_reverse", "layer_norm_grad")
 COMPARE_TESTS = ("tests/test_compare.py",)
+ORACLE_NORMS = ("tests/test_oracle_norms.py",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +115,9 @@ PRE = "rules/preconditions.py"
 SIG = "rules/signatures.py"
 CMP = "parity/compare.py"
 OUT = "outcome.py"
+KERNELS = "oracle/kernels.py"
+SIM = "oracle/simulator.py"
+PROPOSED = "rules/proposed.py"
 
 MUTANTS: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ notation (the merge)
@@ -435,6 +439,47 @@ MUTANTS: tuple[Mutant, ...] = (
        "        return len(x.shape) - 1",
        "        return max(len(x.shape) - 2, 0)",
        "fast_ln normalises the last two axes (begin_norm_axis = rank - 2)", rules=("fast_ln",)),
+    # ------------------------------------------------------------------ the oracle on issue 15's rules
+    _m("oracle-in-two-spatial-axes", KERNELS,
+       "    return tuple(range(2, x.ndim))",
+       "    return tuple(range(2, min(x.ndim, 4)))",
+       "the instance_norm kernel reduces over axes 2 and 3 only (as Paddle's rule assumes)", tests=ORACLE_NORMS),
+    _m("oracle-rms-grad-no-projection", KERNELS,
+       "    dx = inv * (g - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))",
+       "    dx = inv * g",
+       "rms_norm_grad's x_grad drops the term through invvar", tests=ORACLE_NORMS),
+    _m("oracle-fast-ln-grad-no-mean-term", KERNELS,
+       "    dx = inv * (g - g.mean(axis=-1, keepdims=True) - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))",
+       "    dx = inv * (g - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))",
+       "fast_ln_grad's x_grad drops the term through the mean", tests=ORACLE_NORMS),
+    _m("oracle-gn-one-group", KERNELS,
+       "    rows = _grouped(x, c, groups)",
+       "    rows = _grouped(x, c, 1)",
+       "the group_norm kernel normalises over all channels (groups ignored)", tests=ORACLE_NORMS),
+    _m("oracle-grad-stats-not-saved", SIM,
+       "    if case.rule in SAVED_BY_FORWARD:",
+       "    if case.rule in ():",
+       "a grad case's saved statistics are random, not what the forward saved", tests=ORACLE_NORMS),
+    _m("proposed-in-keeps-spatial", PROPOSED,
+       "    return _with_coshards(tx.dims_mapping[:2] + (-1,) * (tx.ndim - 2), x)",
+       "    return _with_coshards(tx.dims_mapping, x)",
+       "proposed instance_norm keeps x's spatial splits", tests=ORACLE_NORMS),
+    _m("proposed-in-grad-partial-on-c", PROPOSED,
+       "    channel = kept[1:2]\n    partial = frozenset(mesh_dims_of(kept[0]))",
+       "    channel = kept[1:2]\n    partial = frozenset(m for e in kept[:2] for m in mesh_dims_of(e))",
+       "proposed instance_norm_grad marks scale_grad/bias_grad Partial over C's mesh dim too", tests=ORACLE_NORMS),
+    _m("proposed-fast-ln-bias-grad-not-partial", PROPOSED,
+       "    bias_grad = DistAttr((-1,), partial,",
+       "    bias_grad = DistAttr((-1,), frozenset(),",
+       "proposed fast_ln_grad's bias_grad is not Partial over the split leading axes", tests=ORACLE_NORMS),
+    _m("proposed-gn-keeps-c", PROPOSED,
+       "    return _with_coshards((tx.dims_mapping[0],) + (-1,) * (tx.ndim - 1), x)",
+       "    return _with_coshards(tx.dims_mapping[:2] + (-1,) * (tx.ndim - 2), x)",
+       "proposed group_norm keeps C split", tests=ORACLE_NORMS),
+    _m("proposed-rms-grad-scale-grad-not-partial", PROPOSED,
+       "                        outputs=(tg.attr(kept), _ln_param(ts, partial)))",
+       "                        outputs=(tg.attr(kept), _ln_param(ts)))",
+       "proposed rms_norm_grad's scale_grad is not Partial over the split leading axes", tests=ORACLE_NORMS),
 )
 
 

@@ -1,8 +1,10 @@
-"""The ``proposed`` rule profile: Paddle's eight rules with the bugs the oracle finds fixed.
+"""The ``proposed`` rule profile: Paddle's rules with the bugs the oracle finds fixed (every rule key).
 
 Same signatures, same validation and error classes as the ``paddle`` profile (the ported 3.3.1
 rules: both run :mod:`.preconditions`); only the answers differ, and the checks that an answer
-fits the inputs' meshes. Every answer here is sound on the whole oracle grid
+fits the inputs' meshes (group_norm's and instance_norm's grads answer a None scale/bias while x is
+split, which crashes Paddle and the paddle profile refuses: a None input has no grad to place).
+Every answer here is sound on the whole oracle grid
 (``python -m paddle_spmd_port oracle --profile proposed``).
 
 What changes, and why (c = channel axis, d = the mesh dim C ends up on; N = batch axis 0)::
@@ -46,6 +48,17 @@ What changes, and why (c = channel axis, d = the mesh dim C ends up on; N = batc
                                                                   statistics modes every axis) of
                                                                   batch_norm, N of sync_batch_norm when
                                                                   it splits evenly over all its mesh dims
+    instance_norm(_grad)  scale/bias [-1] while C stays split;    scale/bias follow C; every spatial axis
+                          a 5-D x keeps its last spatial axis     replicated; scale_grad/bias_grad follow C,
+                          split; scale_grad/bias_grad [-1]        Partial over N's mesh dims, each on its own
+                          Partial{N, C}                           tensor's mesh
+    rms_norm(_reverse,    (sound); reverse merges out's last      reverse: leading axes from out, then invvar
+    _grad)                axis as the '1' key and raises on a     (first claim); grad: per axis the mesh dim
+                          conflict; grad moves splits by cost     most of x, invvar, out_grad hold
+    fast_ln(_grad)        layer_norm's; grad: bias_grad = the     the proposed layer_norm(_grad); bias_grad
+                          scale's attr ([] @- for a None scale)   its own [-1], Partial over the leading dims
+    group_norm (4 keys)   (sound: only N kept)                    the same; C cannot stay split (groups is
+                                                                  one attribute for every rank)
 
 Worked table, 2x3 mesh (x [8,7,10,12] NCHW for batch_norm, [8,7,10] with b=2 for layer_norm)::
 
