@@ -3,7 +3,8 @@
 Pure tests (no Paddle): case/placement bookkeeping (co-shard placements ``S(d)#k`` included),
 the port's predictions for the cases the real runs are about, the verdict logic on hand-made rank
 records, the launch command line. Multi-process tests (``multiproc``): 2 ranks on a 1-D mesh and 4
-ranks on a 2x2 mesh, each a batch of batch_norm and layer_norm cases in one launch; one co-sharded
+ranks on a 2x2 mesh, each a batch of batch_norm and layer_norm cases in one launch; group_norm and
+instance_norm on 2 ranks, then judged again with a planted wrong rule (a placement mismatch); one co-sharded
 case on 4 ranks; a rank raising and a rank hanging make the launcher fail within its timeout, show
 that rank's log, and leave no process behind; a launch
 timing out through the CLI exits 3 with its report and logs. Bad arguments:
@@ -30,6 +31,7 @@ from paddle_spmd_port.launch.cases import (
     default_cases,
     placements_to_dims_mapping,
     read_cases,
+    select_by_rules,
     write_cases,
 )
 from paddle_spmd_port.launch.launcher import (
@@ -44,9 +46,9 @@ from paddle_spmd_port.launch.launcher import (
     run_launch,
 )
 from paddle_spmd_port.launch.predict import UNEVEN_COSHARD, predict, uneven_coshard
-from paddle_spmd_port.launch.report import build_report, verdict_for_case
+from paddle_spmd_port.launch.report import build_report, crash_key, forward_crash_key, verdict_for_case
 from paddle_spmd_port.launch.runner import placement_text
-from paddle_spmd_port.launch.session import ChildGuard, Stopped, read_rank_records
+from paddle_spmd_port.launch.session import ChildGuard, Stopped, case_records, read_rank_records
 from tests.cli_checks import BadInput, assert_usage_error
 
 
@@ -625,3 +627,122 @@ def test_two_gpus_with_sync_batch_norm(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))
+
+
+# --------------------------------------------------------------------------------------------
+# group_norm and instance_norm (issue 15): predictions, the --rules selection, a real launch
+
+
+def gn(cid, shape, pl, fmt, groups, mesh=(2,), **kw):
+    return LaunchCase(cid, "group_norm", tuple(shape), tuple(mesh), tuple(pl), data_format=fmt, groups=groups, **kw)
+
+
+def inorm(cid, shape, pl, fmt, mesh=(2,), **kw):
+    return LaunchCase(cid, "instance_norm", tuple(shape), tuple(mesh), tuple(pl), data_format=fmt, **kw)
+
+
+def test_predict_group_norm_keeps_only_axis_0_and_its_grads_partial():
+    p = predict(gn("a", (4, 6, 2, 4), ("S(1)", "S(0)"), "NCHW", 3, mesh=(2, 2)))
+    assert p.forward.runs and p.backward.runs
+    assert p.expectation("out").placements == ("R", "S(0)") and p.expectation("out").local_shape == (2, 6, 2, 4)
+    assert p.expectation("weight_grad").placements == ("R", "P") == p.expectation("bias_grad").placements
+    assert p.expectation("x_grad").placements == ("S(1)", "S(0)")  # the leaf's own placement
+    p = predict(gn("b", (4, 2, 4, 6), ("S(3)",), "NHWC", 3))  # C (channel-last) is not kept either
+    assert p.expectation("out").placements == ("R",) and p.expectation("weight_grad").placements == ("R",)
+    p = predict(gn("c", (4, 6, 8), ("S(0)",), "NCL", 2, weight=False))  # grad: scale None, N split
+    assert p.forward.runs and "scale:none-with-sharded-n" in p.backward.crash
+    assert crash_key(p) == "invalid-spec:scale:none-with-sharded-n"
+    with pytest.raises(ValueError, match="divide C"):
+        gn("d", (4, 6, 8), ("R",), "NCL", 4)
+
+
+def test_predict_instance_norm_outcomes():
+    p = predict(inorm("a", (4, 6, 2, 4), ("S(0)",), "NCHW"))
+    assert p.forward.runs and p.expectation("out").placements == ("S(0)",) and not p.numeric_risks
+    assert p.backward.rule_error.message == "The ndim of saved_mean in instance_norm should be 2, but got [1]."
+    p = predict(inorm("b", (4, 6, 2, 4), ("S(1)",), "NCHW", weight=False))  # C split, bias given
+    assert p.forward.kernel_error == ("the shape of bias must equal to [3]", "the shape of bias is [6]")
+    assert predict(inorm("c", (4, 6, 2, 4), ("S(1)",), "NCHW", weight=False, bias=False)).forward.runs
+    p = predict(inorm("d", (2, 6, 2, 2, 4), ("R", "S(4)"), "NCDHW", mesh=(2, 2), backward=False))
+    assert p.expectation("out").placements == ("R", "S(4)") and "out" in dict(p.numeric_risks)
+    p = predict(inorm("e", (4, 6, 8), ("S(0)",), "NCL"))  # 3-D x: Paddle's rule aborts
+    assert p.skip_reason("forward") and crash_key(p) == forward_crash_key(p) == "invalid-spec:x:rank"
+    with pytest.raises(ValueError, match="no layout"):
+        inorm("f", (4, 2, 4, 6), ("R",), "NHWC")
+
+
+def test_rules_select_cases_and_refuse_rules_no_launch_reaches(tmp_path: Path) -> None:
+    grid = default_cases((2,))
+    assert {c.op for c in select_by_rules(grid, ["group_norm_grad"])} == {"group_norm"}
+    assert {c.op for c in select_by_rules(grid, ["instance_norm", "layer_norm"])} == {"instance_norm", "layer_norm"}
+    for rule in ("rms_norm", "fast_ln_grad"):
+        line = assert_usage_error(BadInput(("launch", "--nproc", "2", "--rules", rule), "--rules"), tmp_path)
+        assert f"no launch case reaches {rule}" in line
+    line = assert_usage_error(BadInput(("launch", "--nproc", "4", "--coshard", "--rules", "group_norm"), "--rules"),
+                              tmp_path)
+    assert "no case of this selection" in line
+    from paddle_spmd_port.launch.cli import main
+
+    assert main(["--nproc", "2", "--rules", "group_norm,instance_norm", "--write-cases",
+                 str(tmp_path / "sel.jsonl")]) == 0
+    assert {c.op for c in read_cases(tmp_path / "sel.jsonl")} == {"group_norm", "instance_norm"}
+
+
+def _keep_channels_too(x, scale, bias, *args):
+    """A planted wrong group_norm rule: keeps x's C (axis 1) sharding as well as N's."""
+    from paddle_spmd_port.rules import group_norm_infer_spmd
+
+    right = group_norm_infer_spmd(x, scale, bias, *args)
+    out = right.outputs[0]
+    wrong = out.dims_mapping[:1] + x.dims_mapping[1:2] + out.dims_mapping[2:]
+    return dataclasses.replace(right, outputs=(dataclasses.replace(out, dims_mapping=wrong), *right.outputs[1:]))
+
+
+@pytest.mark.multiproc
+@pytest.mark.native
+def test_two_ranks_group_norm_and_instance_norm(tmp_path, monkeypatch):
+    """F.group_norm and F.instance_norm on 2 ranks through the CLI (free port, private log dir, a
+    timeout; the rank logs kept in tmp_path/rep on failure): every outcome as the port predicts.
+    Then the same rank records judged with a planted wrong group_norm rule: a placement mismatch."""
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.launch import predict as predict_module
+    from paddle_spmd_port.launch.cli import main
+
+    cases = [
+        gn("g0", (4, 6, 2, 4), ("S(0)",), "NCHW", 3),                      # out S(0), weight/bias grad Partial
+        gn("g1", (4, 6, 2, 4), ("S(1)",), "NCHW", 3),                      # C resharded to R: out R
+        gn("g2", (4, 6, 8), ("S(0)",), "NCL", 2, weight=False),            # backward: SIGSEGV, not run
+        inorm("i0", (4, 6, 2, 4), ("S(1)",), "NCHW", weight=False, bias=False),  # backward: the rule raises
+        inorm("i1", (4, 6, 2, 4), ("S(1)",), "NCHW"),                      # kernel: scale of 6 for 3 channels
+        inorm("i2", (2, 6, 2, 2, 4), ("S(4)",), "NCDHW", backward=False),  # axis 4 kept split: wrong values
+        inorm("i3", (4, 6, 8), ("R",), "NCL"),                             # 3-D x: SIGABRT, not run
+    ]
+    write_cases(cases, tmp_path / "cases.jsonl")
+    rep = tmp_path / "rep"
+    code = main(["--nproc", "2", "--cases", str(tmp_path / "cases.jsonl"), "--timeout", "120", "--crash-probes", "0",
+                 "--keep-logs", "--report-dir", str(rep)])
+    report = json.loads((rep / "launch-np2.json").read_text())
+    by_id = {c["case_id"]: c for c in report["cases"]}
+    unexpected = [(c["case_id"], c["describe"], c["verdict"], c["reasons"]) for c in report["cases"]
+                  if not c["expected"]]
+    assert code == 0, (unexpected, f"logs in {rep / 'launch-np2-logs'}")
+
+    def tensor(cid, name):
+        return next(t for t in by_id[cid]["tensors"] if t["name"] == name)
+
+    assert by_id["g0"]["verdict"] == "agree" and tensor("g0", "weight_grad")["observed"] == ["P"]
+    assert tensor("g0", "x_grad")["rel_err"] <= 1e-5 and tensor("g1", "out")["observed"] == ["R"]
+    assert tensor("g2", "out")["numerics_ok"] and any("native crash" in n for n in by_id["g2"]["notes"])
+    assert by_id["i0"]["verdict"] == "Paddle error" and "ndim of saved_mean" in by_id["i0"]["error"]["message"]
+    assert tensor("i0", "out")["observed"] == ["S(1)"] and tensor("i0", "out")["numerics_ok"]
+    assert "the shape of scale must equal to [3]" in by_id["i1"]["error"]["message"]
+    assert by_id["i2"]["verdict"] == "numerics differ" and tensor("i2", "out")["observed"] == ["S(4)"]
+    assert tensor("i2", "out")["rel_err"] > 1e-2
+    assert by_id["i3"]["verdict"] == "skipped"
+
+    records = case_records(read_rank_records(rep / "launch-np2-logs" / "results"))
+    monkeypatch.setattr(predict_module, "group_norm_infer_spmd", _keep_channels_too)
+    planted = build_report(cases, records, [0, 1], {})
+    wrong = {v.case.case_id: v for v in planted.verdicts if not v.expected}
+    assert set(wrong) == {"g1"} and wrong["g1"].verdict == "placement differs"
+    assert "out: predicted ['S(1)']" in wrong["g1"].reasons[0]

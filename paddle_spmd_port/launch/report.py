@@ -377,6 +377,9 @@ def render_markdown(report: Report) -> str:
              for op in sorted({v.case.op for v in report.verdicts})}
     lines += ["", "### By op", "", markdown_table(("op", *VERDICTS),
                                                   [(op, *(c[k] for k in VERDICTS)) for op, c in by_op.items()])]
+    lines += ["", "### Placements and values by op", "", markdown_table(
+        ("op", "placements compared", "equal to the port", "max rel err (values the port says hold)",
+         "max rel err (values the port says cannot hold)"), [_op_figures(report, op) for op in by_op])]
     lines += ["", EAGER_LIMITS, SYNC_NOTE]
     if meta.get("not_launched"):
         lines += ["## Rules no launch case reaches", ""]
@@ -419,6 +422,25 @@ def render_markdown(report: Report) -> str:
     lines += ["## All cases", "", markdown_table(
         ("case", "call", "verdict", "out pred/obs", "weight_grad pred/obs", "max rel err"), rows)]
     return "\n".join(lines) + "\n"
+
+
+def _op_figures(report: Report, op: str) -> tuple[str, int, int, str, str]:
+    """One row of the per-op figures: tensor placements compared (and equal to the prediction),
+    the largest relative error where the port predicts right values, and where it predicts wrong ones."""
+    placed = equal = 0
+    held: list[float] = []
+    unsound: list[float] = []
+    for v in report.verdicts:
+        if v.case.op != op:
+            continue
+        risky = dict(v.prediction.numeric_risks)
+        for c in v.tensors:
+            if c.placement_ok is not None:
+                placed += 1
+                equal += c.placement_ok
+            if c.rel_err is not None:
+                (unsound if c.name in risky else held).append(c.rel_err)
+    return (op, placed, equal, f"{max(held):.1e}" if held else "-", f"{max(unsound):.2g}" if unsound else "-")
 
 
 def _generalise(text: str) -> str:
