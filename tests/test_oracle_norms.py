@@ -267,3 +267,37 @@ def test_a_rule_without_a_kernel_is_still_refused_by_name_and_listed_under_all(t
     code = oracle_main(["--max-cases", "1", "--profile", "paddle", "--report-dir", str(tmp_path), "--quiet"])
     assert code == 0
     assert "Not judged (no numpy kernel yet): fast_ln." in (tmp_path / "oracle.md").read_text()
+
+
+# --------------------------------------------------------------------------- against Paddle
+@pytest.mark.native
+@pytest.mark.parametrize("op,fmt,shape", [
+    ("instance_norm", "NCHW", (3, 4, 5, 6)), ("instance_norm", "NCDHW", (2, 3, 4, 3, 5)),
+    ("group_norm", "NCHW", (2, 6, 4, 5)), ("group_norm", "NHWC", (2, 4, 5, 6)), ("group_norm", "NCL", (2, 6, 7))])
+def test_new_kernels_match_paddle_dense(op, fmt, shape):
+    """Forward and autograd on one device (float64) against the numpy kernels: y, x_grad, scale_grad, bias_grad."""
+    paddle = pytest.importorskip("paddle")
+    import paddle.nn.functional as F
+
+    paddle.set_device("cpu")
+    rng = np.random.default_rng(7)
+    x, dy = rng.standard_normal(shape), rng.standard_normal(shape)
+    c = shape[1] if fmt[1] == "C" else shape[-1]
+    scale, bias = rng.uniform(0.5, 2.0, c), rng.standard_normal(c)
+    tx, ts, tb = (paddle.to_tensor(a, stop_gradient=False) for a in (x, scale, bias))
+    if op == "instance_norm":
+        y = F.instance_norm(tx, weight=ts, bias=tb, eps=1e-5)
+        attrs = {"epsilon": 1e-5, "has_bias": True}
+        fwd = kernels.instance_norm({"x": x, "scale": scale, "bias": bias}, attrs)
+        grads = kernels.instance_norm_grad({"x": x, "scale": scale, "saved_mean": fwd["saved_mean"],
+                                            "saved_variance": fwd["saved_variance"], "y_grad": dy}, attrs)
+    else:
+        y = F.group_norm(tx, num_groups=2, epsilon=1e-5, weight=ts, bias=tb, data_format=fmt)
+        attrs = {"epsilon": 1e-5, "groups": 2, "data_format": fmt}
+        fwd = kernels.group_norm({"x": x, "scale": scale, "bias": bias}, attrs)
+        grads = kernels.group_norm_grad({"x": x, "scale": scale, "bias": bias, "y": fwd["y"], "mean": fwd["mean"],
+                                         "variance": fwd["variance"], "y_grad": dy}, attrs)
+    y.backward(paddle.to_tensor(dy))
+    np.testing.assert_allclose(fwd["y"], y.numpy(), atol=1e-8)
+    for name, t in (("x_grad", tx), ("scale_grad", ts), ("bias_grad", tb)):
+        np.testing.assert_allclose(grads[name], t.grad.numpy(), atol=1e-8, err_msg=name)
