@@ -100,6 +100,24 @@ def test_paddle_style_file_same_result_under_both_backends(tmp_path):
     assert "same result" in out and "| OK" in out
 
 
+#: Paddle-style files for the registry names issue 15 added, and the rule each needs.
+NORM_FILES_15 = {"test_group_norm_rule.py": "group_norm", "test_instance_norm_rule.py": "instance_norm",
+                 "test_fused_rms_norm_rule.py": "rms_norm"}
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("name", sorted(NORM_FILES_15))
+def test_norm_rule_files_same_result_under_both_backends(name, tmp_path):
+    pytest.importorskip("paddle")
+    skip_if_rule_missing(NORM_FILES_15[name])
+    path = PADDLE_STYLE.parent / name
+    rc, out, data = compat_test(str(path), "--against", "both", tmp_path=tmp_path)
+    assert rc == 0, out
+    results = statuses(data, path)
+    assert len(results) >= 4
+    assert all(s == {"port": "pass", "native": "pass"} for s in results.values()), out
+
+
 @pytest.mark.native
 def test_compat_test_flags_a_disagreement(tmp_path):
     pytest.importorskip("paddle")
@@ -334,5 +352,6 @@ def test_errors_keep_the_port_classes_and_paddle_tags():
     with pytest.raises(PaddleInvalidArgument, match=r"^\(InvalidArgument\) The ndim of x in batch_norm"):
         get_phi_spmd_rule("batch_norm").infer_forward(spec([8], [0]), w, w, w, w)
     with pytest.raises(RuleNotFoundError,
-                       match="serves only batch_norm, fused_rms_norm, instance_norm, layer_norm, replicated"):
+                       match="serves only batch_norm, fused_rms_norm, group_norm, instance_norm, layer_norm, "
+                             "replicated"):
         get_phi_spmd_rule("cummax")

@@ -14,6 +14,10 @@ the next tensor, anything else the next attribute. Attributes are typed from the
     instance_norm   infer_backward   x, scale, bias, saved_mean, saved_variance, y_grad   epsilon: float
     fused_rms_norm  infer_forward    x, scale                                epsilon: float
     fused_rms_norm  infer_backward   x, scale, out, invvar                   epsilon: float
+    group_norm      infer_forward    x, scale, bias                          (none: Paddle registers the Base
+                                                                             rule; epsilon, groups, data_format
+                                                                             and any others are ignored)
+    group_norm      infer_backward   RuntimeError (NotFound), like Paddle
     replicated  infer_forward    [inputs], [outputs]                        (none)
     replicated  infer_backward   [inputs], [outputs]                        (none)
 
@@ -191,6 +195,7 @@ def _registry() -> dict[str, SpmdRule]:
     scale_bias = frozenset({"scale", "bias"})
     layer_norm, batch_norm = get_spmd_rule("layer_norm"), get_spmd_rule("batch_norm")
     instance_norm, rms = get_spmd_rule("instance_norm"), get_spmd_rule("fused_rms_norm")
+    group_norm = get_spmd_rule("group_norm")
     assert layer_norm.backward is not None and instance_norm.backward is not None and rms.backward is not None
     eps = (("epsilon", "f"),)
     return {
@@ -210,6 +215,8 @@ def _registry() -> dict[str, SpmdRule]:
         "fused_rms_norm": SpmdRule(
             "fused_rms_norm", Signature(rms.forward, ("x", "scale"), eps),
             Signature(rms.backward, ("x", "scale", "out", "invvar"), eps)),
+        "group_norm": SpmdRule(
+            "group_norm", Signature(group_norm.forward, ("x", "scale", "bias"), optional=scale_bias), None),
         "replicated": SpmdRule(
             "replicated",
             Signature(replicated_infer_spmd, ("inputs", "outputs"), vector=True),
