@@ -17,8 +17,9 @@ directory) -- the package in the repository is never touched:
   --sample N --seed S --primary-only --report-dir <tmp> --quiet`` against native Paddle.
   exit 1 with a mismatching case in the report = **killed**; exit 0 = **survived**; anything
   else (3 = some case uncompared, a crash, a timeout) = **not judged**, never killed.
-* comparator mutants (``parity/compare.py``, ``outcome.py``): ``python -m pytest -q`` on the suite's
-  comparator tests, run from a copy of ``tests/`` next to the mutated package (the tests import
+* pytest mutants (the comparator: ``parity/compare.py``, ``outcome.py``; the oracle's kernels and
+  simulator and the ``proposed`` rules; co-shard reading): ``python -m pytest -q`` on the test files
+  the mutant names, run from a copy of ``tests/`` next to the mutated package (the tests import
   ``paddle_spmd_port``; run from the repository they would import the original). exit 1 (a test
   failed) = killed; 0 = survived; other = not judged.
 

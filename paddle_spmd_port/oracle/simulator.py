@@ -150,8 +150,8 @@ class Verdict:
     """Which tensors failed and how, e.g. ``x_grad:values | scale_grad:values``."""
     failures: tuple[TensorFailure, ...] = ()
     repaired: Verdict | None = None
-    """For an unrunnable batch_norm answer: the verdict once the per-channel inputs are resharded
-    to follow x's channel axis (what else would be wrong)."""
+    """For an unrunnable batch_norm / instance_norm answer: the verdict once the per-channel inputs
+    are resharded to follow x's channel axis (what else would be wrong)."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"label": self.label}
