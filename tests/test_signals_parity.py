@@ -1,12 +1,20 @@
 """SIGINT / SIGTERM during a real ``parity`` run with native workers alive.
 
 Checked: exit 130 / 143, one line on stderr and no traceback, no process of the run left (every
-process that inherited the run's token), no temp file left, and a partial report whose first line
-says it was interrupted, with the unfinished groups marked.
+process that inherited the run's token), every worker the run started ended (and reaped) by the
+run itself before it exited, no temp file left, and a partial report whose first line says it was
+interrupted, with the unfinished groups marked.
+
+Why the second check: a worker the run forgets to stop dies anyway soon after the run exits (its
+next write hits a closed pipe), so "nothing left afterwards" cannot tell the two apart. The test
+process becomes a child subreaper (Linux ``prctl``) while the run goes: a worker still alive when
+the run exits is then handed to the test process, which sees it as its own child.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
 import signal
@@ -49,6 +57,56 @@ def wait_for(predicate, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+def parent_of(pid: int) -> int | None:
+    try:
+        return int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def adopting_orphans():
+    """While the block runs, orphaned descendants of this process become its children (instead of
+    init's), so the test can see which of the run's workers outlived it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        pytest.skip(f"prctl(PR_SET_CHILD_SUBREAPER) failed: errno {ctypes.get_errno()}")
+    try:
+        yield
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+#: what the workers of each route run (in their command line), and the routes each test run has
+WORKER_MARK = {"compiled": b"spmd_caller", "pir": b"--backend\x00pir"}
+ROUTES_RUN = {"compiled": ("compiled",), "pir": ("pir",), None: ("compiled", "pir")}  # None: the default routes
+
+
+def workers_of(pid: int, token: str) -> dict[int, bytes]:
+    """The live children of ``pid`` that carry ``token``, with their command lines."""
+    found = {}
+    for child in processes_with(token):
+        if parent_of(child) == pid:
+            with contextlib.suppress(OSError):
+                found[child] = (Path("/proc") / str(child) / "cmdline").read_bytes()
+    return found
+
+
+def adopted(pids: list[int]) -> list[int]:
+    """Those of ``pids`` that are now children of this process (reaped here on the way)."""
+    found = []
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # not ours: its parent reaped it
+            continue
+        found.append(pid)
+    return found
+
+
 @pytest.mark.parametrize(("sig", "backend", "code"), [
     pytest.param(signal.SIGINT, "compiled", 130, id="SIGINT-compiled"),
     pytest.param(signal.SIGTERM, "compiled", 143, id="SIGTERM-compiled"),
@@ -62,27 +120,36 @@ def test_signal_ends_workers_and_writes_the_partial_report(tmp_path, sig, backen
     tmp.mkdir()
     report_dir = tmp_path / "r"
     env = dict(os.environ, PYTHONPATH=str(REPO), TMPDIR=str(tmp), **{token: "1"})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "paddle_spmd_port", "parity", "--quiet", "--rules", "batch_norm_grad,layer_norm_grad",
-         *(["--backend", backend] if backend else []), "--report-dir", str(report_dir)],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    try:
-        # workers alive = more processes with the token than the parity process itself
-        wait_for(lambda: len(processes_with(token)) >= 3, 90, "native workers to start")
-        time.sleep(1.5)  # let them answer some cases
-        alive_before = processes_with(token)
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    with adopting_orphans():
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "paddle_spmd_port", "parity", "--quiet", "--rules",
+             "batch_norm_grad,layer_norm_grad", *(["--backend", backend] if backend else []),
+             "--report-dir", str(report_dir)],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+        try:
+            # every route of the run has its workers up (the PIR group's start later than the compiled callers)
+            marks = [WORKER_MARK[route] for route in ROUTES_RUN[backend]]
+            wait_for(lambda: all(any(m in cmd for cmd in workers_of(proc.pid, token).values()) for m in marks), 90,
+                     f"the workers of {ROUTES_RUN[backend]} to start")
+            time.sleep(1.5)  # let them answer some cases
+            alive_before = processes_with(token)
+            workers = list(workers_of(proc.pid, token))
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        outlived = adopted(workers)  # the run's own workers that were still alive when it exited
+        wait_for(lambda: not processes_with(token), 10, f"every process of the run to end (had {alive_before})")
+        adopted(alive_before)  # reap what else came to this process (a worker's fork server, ...)
     context = f"exit={proc.returncode}\nstderr={err[-3000:]}\nstdout={out[-2000:]}"
     assert proc.returncode == code, context
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert lines == [f"parity: interrupted by {sig.name}; partial report in {report_dir / 'parity.md'}"], context
     assert "Traceback" not in err
-    wait_for(lambda: not processes_with(token), 10, f"every process of the run to end (had {alive_before})")
+    assert workers, f"no worker of the run seen among {alive_before}"
+    assert outlived == [], f"workers {outlived} of {workers} were still alive when the run exited"
     assert list(tmp.iterdir()) == [], "temp files left behind"
     md = (report_dir / "parity.md").read_text()
     assert md.startswith(f"**INTERRUPTED by {sig.name}: partial report;"), md[:300]
