@@ -746,3 +746,21 @@ def test_two_ranks_group_norm_and_instance_norm(tmp_path, monkeypatch):
     wrong = {v.case.case_id: v for v in planted.verdicts if not v.expected}
     assert set(wrong) == {"g1"} and wrong["g1"].verdict == "placement differs"
     assert "out: predicted ['S(1)']" in wrong["g1"].reasons[0]
+
+
+def test_a_crash_probe_runs_again_until_a_run_dies(tmp_path: Path) -> None:
+    """A heap corruption does not abort every run: the probe starts the case again (a stand-in
+    for Python that exits 0 on its first run and aborts on its second), up to ``attempts`` runs."""
+    from paddle_spmd_port.launch.session import probe_crash
+
+    runs = tmp_path / "runs"
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\necho run >> {runs}\n[ $(wc -l < {runs}) -ge 2 ] && kill -ABRT $$\nexit 0\n")
+    fake.chmod(0o755)
+    case = inorm("a", (4, 6, 8), ("S(0)",), "NCL")
+    probe = probe_crash(case, python=str(fake), attempts=3, work_dir=tmp_path / "w")
+    assert probe["confirmed"] and probe["attempts"] == 2 and "SIGABRT" in probe["summary"]
+    assert "run 2 of up to 3; before: no crash: exit code 0" in probe["summary"]
+    runs.unlink()
+    probe = probe_crash(case, python=str(fake), attempts=1, work_dir=tmp_path / "w1")
+    assert not probe["confirmed"] and probe["attempts"] == 1 and probe["summary"] == "no crash: exit code 0"

@@ -89,6 +89,10 @@ def default_mesh(nproc: int) -> tuple[int, ...]:
     return (2, 2) if nproc == 4 else (nproc,)
 
 
+#: Runs of one crash probe before a crash the port predicts counts as not reproduced: a heap
+#: corruption does not abort every run (:func:`.session.probe_crash`).
+PROBE_ATTEMPTS = 5
+
 #: ``--coshard`` without ``--mesh``: ranks -> mesh (a co-shard needs 2 or more mesh dims).
 COSHARD_MESHES = {4: (2, 2), 8: (2, 2, 2)}
 
@@ -322,7 +326,8 @@ def run_probes(cases: Sequence[LaunchCase], per_kind: int, work_dir: Path, *, to
     guard = ChildGuard()
     pool = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="crash-probe")
     try:
-        futures = {pool.submit(probe_crash, case, work_dir=work_dir / case.case_id, token=token, guard=guard): i
+        futures = {pool.submit(probe_crash, case, work_dir=work_dir / case.case_id, token=token, guard=guard,
+                               attempts=PROBE_ATTEMPTS): i
                    for i, (_, case) in enumerate(jobs)}
         for future in as_completed(futures):
             done[futures[future]] = future.result()
