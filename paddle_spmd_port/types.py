@@ -269,13 +269,10 @@ class DistTensorSpec:
                      or (_INT_ONLY.issuperset(map(type, shape)) and _normal_coshard(dims_mapping))):
             coshard = not plain_types  # some entry is a tuple
             if type(mesh) is ProcessMesh and (shape, dims_mapping, partial_dims, len(mesh.shape)) in _VALID_ON_MESH:
-                _set(self, "shape", shape)
-                _set(self, "dims_mapping", dims_mapping)
-                _set(self, "mesh", mesh)
-                _set(self, "partial_dims", partial_dims)
-                _set(self, "valid_on_mesh", True)  # _problem None: the class default
-                if coshard:
-                    _set(self, "coshard", True)
+                # the instance dict in one write (a fifth of the cost of five field writes);
+                # _problem stays None, the class default
+                _set(self, "__dict__", {"shape": shape, "dims_mapping": dims_mapping, "mesh": mesh,
+                                        "partial_dims": partial_dims, "valid_on_mesh": True, "coshard": coshard})
                 return
         else:
             shape = _int_tuple(shape, "DistTensorSpec.shape")
