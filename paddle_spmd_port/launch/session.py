@@ -164,9 +164,8 @@ def probe_crash(case: LaunchCase, *, python: str | None = None, timeout: float =
     """
     outcomes: list[str] = []
     for attempt in range(1, attempts + 1):
-        result = _probe_once(case, python=python, timeout=timeout,
-                             work_dir=None if work_dir is None else Path(work_dir) / f"attempt{attempt}",
-                             token=token, guard=guard)
+        where = work_dir if work_dir is None or attempt == 1 else Path(work_dir) / f"run{attempt}"
+        result = _probe_once(case, python=python, timeout=timeout, work_dir=where, token=token, guard=guard)
         if result["confirmed"] or attempt == attempts:
             if attempt > 1:
                 result["summary"] += f" (run {attempt} of up to {attempts}; before: {'; '.join(outcomes)})"
