@@ -263,14 +263,14 @@ def distinct_bugs(judged: Iterable[Judged]) -> list[Bug]:
 # --------------------------------------------------------------------------- real-Paddle repros
 def _launch_case(case: Case) -> dict[str, Any] | None:
     """The case as a ``launch`` case (x placed, everything else replicated), when one exists."""
-    if case.rule not in ("batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad"):
+    if case.rule not in _LAUNCH_RULES:
         return None
     named = case.named_inputs()
     x = named["x"]
     if x is None or x.partial_dims or x.coshard or len(case.mesh.shape) > 2:  # (launch writes no co-shard here yet)
         return None
     for name, spec in named.items():
-        if name in ("x", "out_grad", "reserve_space") or spec is None:
+        if name in ("x", "out_grad", "y_grad", "reserve_space") or spec is None:
             continue
         if any(m != -1 for m in spec.dims_mapping) or spec.partial_dims:
             return None
@@ -287,12 +287,19 @@ def _launch_case(case: Case) -> dict[str, Any] | None:
         if not 1 <= b < x.ndim:
             return None
         data.update(op="layer_norm", normalized_shape=list(x.shape[b:]))
+    elif case.spec.op == "instance_norm":  # F.instance_norm: channel first, forward only
+        data.update(op="instance_norm", data_format={3: "NCL", 4: "NCHW", 5: "NCDHW"}[x.ndim], backward=False)
     else:
         fmt = attrs["data_format"]
         if DATA_FORMAT_NDIM.get(fmt) != x.ndim or attrs["use_global_stats"] or attrs["trainable_statistics"]:
             return None
         data.update(op="batch_norm", data_format=fmt, training=not attrs["is_test"])
     return data
+
+
+#: rules whose cases ``launch`` can run (x placed, the rest replicated): F.batch_norm and F.layer_norm
+#: forward and backward, F.instance_norm forward (its backward: :data:`_NOT_ON_RANKS`).
+_LAUNCH_RULES = frozenset({"batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad", "instance_norm"})
 
 
 _PARTIAL_X_SCRIPT = '''# layer_norm on 2 ranks with a Partial(SUM) x: the forward is right, the backward is not
@@ -331,6 +338,13 @@ _NOT_ON_RANKS = {
     "layer_norm_reverse": "the reverse rule is only used by static completion",
     "layer_norm_grad": "a dygraph backward feeds the grad rule the forward's own placements, which never combine "
                        "like this",
+    "instance_norm_grad": "an eager backward never reaches the kernel in 3.3.1: InstanceNormInferMeta makes "
+                          "saved_mean 1-D [N*C] and the grad rule raises on it",
+    "fast_ln": "3.3.1 has no CPU fast_ln kernel",
+    "fast_ln_grad": "3.3.1 has no CPU fast_ln kernel",
+    "rms_norm": "no eager API reaches the rms_norm rules on a 3.3.1 CPU build",
+    "rms_norm_reverse": "the reverse rule is only used by static completion",
+    "rms_norm_grad": "no eager API reaches the rms_norm rules on a 3.3.1 CPU build",
 }
 
 
