@@ -764,3 +764,29 @@ def test_a_crash_probe_runs_again_until_a_run_dies(tmp_path: Path) -> None:
     runs.unlink()
     probe = probe_crash(case, python=str(fake), attempts=1, work_dir=tmp_path / "w1")
     assert not probe["confirmed"] and probe["attempts"] == 1 and probe["summary"] == "no crash: exit code 0"
+
+
+def test_a_backward_error_hides_no_forward_difference_and_an_unconfirmed_forward_crash_is_a_finding():
+    case = inorm("a", (4, 6, 2, 4), ("S(0)",), "NCHW")  # the backward rule raises: "ndim of saved_mean"
+    error = {"stage": "backward", "type": "ValueError",
+             "message": "(InvalidArgument) The ndim of saved_mean in instance_norm should be 2, but got [1].\n"
+                        "  [Hint: x] (at y)"}
+    right = {r: dict(_ok_record(case, r), error=error) for r in (0, 1)}
+    v = verdict_for_case(case, right, [0, 1], 1e-5)
+    assert v.verdict == "Paddle error" and v.expected, v.reasons
+    out = dict(right[0]["tensors"]["out"], placements=["R"], local_shape=[4, 6, 2, 4])
+    v = verdict_for_case(case, {r: dict(right[r], tensors={"out": out}) for r in (0, 1)}, [0, 1], 1e-5)
+    assert v.verdict == "Paddle error" and not v.expected and "out: predicted ['S(0)']" in v.reasons[0]
+    off = dict(right[0]["tensors"]["out"], max_abs_err=0.3)
+    v = verdict_for_case(case, {r: dict(right[r], tensors={"out": off}) for r in (0, 1)}, [0, 1], 1e-5)
+    assert not v.expected and "out: rel error 0.3" in v.reasons[0]
+
+    crash = inorm("b", (4, 6, 8), ("R",), "NCL")
+    skipped = {r: {"kind": "case", "case_id": "b", "stages": {}, "error": None, "tensors": {},
+                   "skipped": {"stage": "forward", "reason": "port predicts a native crash"}} for r in (0, 1)}
+    key = forward_crash_key(predict(crash))
+    died = {key: {"case_id": "b", "summary": "process died with signal 6 (SIGABRT), as predicted", "confirmed": True}}
+    assert verdict_for_case(crash, skipped, [0, 1], 1e-5, died).expected
+    lived = {key: {"case_id": "b", "summary": "no crash: exit code 0", "confirmed": False}}
+    v = verdict_for_case(crash, skipped, [0, 1], 1e-5, lived)
+    assert v.verdict == "skipped" and not v.expected and "probe did not crash" in v.reasons[1]
