@@ -387,7 +387,8 @@ def render_markdown(report: Report) -> str:
         lines.append("")
     if meta.get("probes"):
         lines += ["## Crash probes", "", "Stages the port predicts to crash Paddle are not run inside the launch; "
-                  "one case per kind was run alone on a mesh of size-1 dims:", ""]
+                  "one case per kind was run alone on a mesh of size-1 dims (a run that did not crash was "
+                  "started again, a few times at most: a heap corruption does not abort every run):", ""]
         for key, probe in meta["probes"].items():
             lines.append(f"- `{key}`: case {probe['case_id']} -> {probe['summary']}")
         lines.append("")
