@@ -408,19 +408,24 @@ class DistAttr:
     @staticmethod
     def make(dims_mapping: Mapping, partial_dims: frozenset[int], mesh: ProcessMesh | None) -> DistAttr:
         """Fast constructor for the rules' hot path: the arguments must already be a tuple and a
-        frozenset. Attrs are immutable values, so equal ones are shared: interned by value, the mesh's
-        included (its hash is worked out once), so a new but equal mesh finds the same attrs."""
-        key = (dims_mapping, partial_dims, mesh)
+        frozenset. Attrs are immutable values, so equal ones are shared: interned by value, so a new
+        but equal mesh finds the same attrs. The key holds the mesh's stored hash, an int, instead of
+        the mesh (hashing a mesh runs a Python ``__hash__``, a third of the lookup); a hit counts only
+        when its mesh is this one or equal to it, and the rare other mesh of the same hash gets an
+        attr of its own, not interned."""
+        key = (dims_mapping, partial_dims, None if mesh is None else mesh._hash)
         attr = _INTERNED.get(key)
+        if attr is not None and (attr.mesh is mesh or attr.mesh == mesh):
+            return attr
+        fresh = object.__new__(DistAttr)
+        _set(fresh, "dims_mapping", dims_mapping)
+        _set(fresh, "partial_dims", partial_dims)
+        _set(fresh, "mesh", mesh)
         if attr is None:
-            attr = object.__new__(DistAttr)
-            _set(attr, "dims_mapping", dims_mapping)
-            _set(attr, "partial_dims", partial_dims)
-            _set(attr, "mesh", mesh)
             if len(_INTERNED) > 65536:
                 _INTERNED.clear()
-            _INTERNED[key] = attr
-        return attr
+            _INTERNED[key] = fresh
+        return fresh
 
     def __str__(self) -> str:
         return format_mapping(self.dims_mapping, self.partial_dims, self.mesh is not None)

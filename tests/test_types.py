@@ -70,3 +70,16 @@ def test_case_fills_unset_attributes_with_the_signature_defaults():
 def test_case_rejects_unknown_attribute():
     with pytest.raises(ValueError, match="has no attribute 'data_format'"):
         Case("layer_norm", MESH_2x3, (spec((4, 6), (0, -1)), None, None), (("data_format", "NCHW"),))
+
+
+def test_interned_attrs_are_shared_by_equal_meshes_only():
+    """DistAttr.make keys its intern table by the mesh's stored hash: an equal mesh finds the same
+    attr, and a different mesh that happens to have the same hash gets an attr of its own (a
+    version that trusted the hash alone would hand it an attr on the wrong mesh)."""
+    first = DistAttr.make((0, -1), frozenset(), ProcessMesh((2, 3)))
+    assert DistAttr.make((0, -1), frozenset(), ProcessMesh((2, 3))) is first
+    other = ProcessMesh((3, 2))
+    object.__setattr__(other, "_hash", ProcessMesh((2, 3))._hash)  # a planted hash collision
+    attr = DistAttr.make((0, -1), frozenset(), other)
+    assert attr.mesh is other and attr is not first
+    assert DistAttr.make((0, -1), frozenset(), ProcessMesh((2, 3))) is first
