@@ -91,8 +91,10 @@ def _grid_meshes(text: str) -> list[tuple[int, ...]]:
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog=PROG, description=__doc__.split("\n")[0],
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_rules_argument(p, all_means=f"every rule with a numpy kernel ({', '.join(MODELS)}); the others "
-                                    "are listed in the report as not judged, and refused when named")
+    missing = [r for r in rule_keys() if r not in MODELS]
+    add_rules_argument(p, all_means="every rule with a numpy kernel (" + (
+        f"all but {', '.join(missing)}, which are listed in the report as not judged and refused when named"
+        if missing else "every rule key has one") + ")")
     add_profile_argument(p, default="all", also=("all",),
                          help="whose answers to judge: a rule profile, or all (the default; paddle is compared "
                               "with proposed)")
