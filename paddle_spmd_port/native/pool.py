@@ -16,13 +16,14 @@ Order: within each worker's slice the cases its backend runs in forked children 
 
 The compiled route has no Python worker: each slice drives the C++ caller itself
 (:class:`_CallerSlice`; requests encoded here, replies parsed here), with the same crash, timeout
-and give-up rules. The other routes run :mod:`.worker` processes, which read the cases from one
-pickled file and answer in pickled frames.
+and give-up rules. The other routes run :mod:`.worker` processes, which read their slice of cases
+pickled on stdin (pickled and written here while the worker imports Paddle; no file) and answer in
+pickled frames.
 
 Interrupts: workers run in process groups of their own (so that a Ctrl-C in the terminal reaches
 only the parent, which decides); when :func:`run_native` is left by an exception (the sweep's
 :class:`~paddle_spmd_port.runctl.Interrupted` included) every worker group -- the worker or the
-compiled caller, and any child it forked -- is killed, and the case file removed.
+compiled caller, and any child it forked -- is killed.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import IO
 
 from ..case import Case
 from ..outcome import Outcome
@@ -62,16 +64,24 @@ def _describe_exit(code: int | None) -> str:
     return signal_text(-code) if code < 0 else f"exit code {code}"
 
 
-def worker_command(backend: str, case_file: str, start: int, stop: int) -> list[str]:
-    return [sys.executable, "-m", "paddle_spmd_port.native.worker", "--backend", backend, "--cases", case_file,
-            "--start", str(start), "--stop", str(stop)]
+def worker_command(backend: str, base: int, start: int) -> list[str]:
+    return [sys.executable, "-m", "paddle_spmd_port.native.worker", "--backend", backend, "--base", str(base),
+            "--start", str(start)]
+
+
+def _feed(pipe: IO[bytes], payload: bytes) -> None:
+    """Write the worker's cases to its stdin and close it (a thread of its own: the worker reads
+    them once Paddle is imported; a worker that died or was killed ends the write)."""
+    with contextlib.suppress(OSError):
+        with pipe:
+            pipe.write(payload)
 
 
 class _Slice(threading.Thread):
-    def __init__(self, backend: str, case_file: str, start: int, stop: int, outcomes: list[Outcome | None],
+    def __init__(self, backend: str, cases: Sequence[Case], start: int, stop: int, outcomes: list[Outcome | None],
                  timeout: float, on_progress: ProgressFn, info: dict, stop_event: threading.Event) -> None:
         super().__init__(daemon=True)
-        self.backend, self.case_file, self.start_at, self.stop_at = backend, case_file, start, stop
+        self.backend, self.cases, self.start_at, self.stop_at = backend, cases, start, stop
         self.outcomes, self.timeout, self.on_progress, self.info = outcomes, timeout, on_progress, info
         self.stop_event = stop_event
         self.proc: subprocess.Popen | None = None
@@ -98,17 +108,22 @@ class _Slice(threading.Thread):
         env = dict(os.environ, PYTHONUNBUFFERED="1", GLOG_minloglevel="3", FLAGS_call_stack_level="0")
         straight_failures: list[str] = []
         memo: dict[bytes, Outcome] = {}
+        pickled_cases = b""  # this slice's cases, pickled once the first worker is starting
         while next_index < self.stop_at:
             if self.stop_event.is_set():
                 return
             first_index = next_index
             err_log = tempfile.TemporaryFile()  # a file, not a pipe: a chatty worker can't block on it
             proc = self.proc = subprocess.Popen(
-                worker_command(self.backend, self.case_file, next_index, self.stop_at),
+                worker_command(self.backend, self.start_at, next_index), stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=err_log, env=env, start_new_session=True)
             if self.stop_event.is_set():  # stopped while this worker was starting: the parent may not see it
                 self.kill()
-            assert proc.stdout is not None
+            if not pickled_cases:
+                pickled_cases = pickle.dumps(list(self.cases[self.start_at:self.stop_at]),
+                                             protocol=pickle.HIGHEST_PROTOCOL)
+            assert proc.stdin is not None and proc.stdout is not None
+            threading.Thread(target=_feed, args=(proc.stdin, pickled_cases), daemon=True).start()
             fd = proc.stdout.fileno()
             buf = b""
             finished = hung = False
@@ -195,8 +210,8 @@ class _CallerSlice(_Slice):
 
     def __init__(self, binary: Path, cases: Sequence[Case], start: int, stop: int, outcomes: list[Outcome | None],
                  timeout: float, on_progress: ProgressFn, info: dict, stop_event: threading.Event) -> None:
-        super().__init__("compiled", "", start, stop, outcomes, timeout, on_progress, info, stop_event)
-        self.binary, self.cases = binary, cases
+        super().__init__("compiled", cases, start, stop, outcomes, timeout, on_progress, info, stop_event)
+        self.binary = binary
 
     def _run(self) -> None:
         from . import compiled
@@ -286,8 +301,8 @@ class Cancelled(Exception):
 
 
 def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 2, timeout: float = 120.0,
-               on_progress: ProgressFn | None = None, work_dir: str | Path | None = None,
-               cancel: threading.Event | None = None) -> tuple[list[Outcome], dict]:
+               on_progress: ProgressFn | None = None, cancel: threading.Event | None = None
+               ) -> tuple[list[Outcome], dict]:
     """Outcomes of ``cases`` on a native backend, in order, plus the Paddle version info.
 
     If an exception (an interrupt, or :class:`Cancelled` once ``cancel`` is set: how a caller running
@@ -323,37 +338,29 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
         except compiled.BuildError as why:
             progress(n)
             return [compiled.unavailable(why)] * n, info
-    with contextlib.ExitStack() as cleanup:
-        if binary is not None:
-            threads: list[_Slice] = [_CallerSlice(binary, cases, a, b, outcomes, timeout, progress, info, stop_event)
-                                     for a, b in slices]
-        else:
-            tmp = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="paddle_spmd_port-", dir=work_dir))
-            case_file = os.path.join(tmp, "cases.pickle")
-            with open(case_file, "wb") as fh:
-                pickle.dump(list(cases), fh, protocol=pickle.HIGHEST_PROTOCOL)
-            threads = [_Slice(backend, case_file, a, b, outcomes, timeout, progress, info, stop_event)
-                       for a, b in slices]
-        try:
-            for t in threads:
-                t.start()
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.2 if cancel is not None else None)
-                    if cancel is not None and cancel.is_set():
-                        raise Cancelled(f"the {backend} group was cancelled")
-        except BaseException as exc:  # an interrupt: hand what was answered so far to the caller
-            exc.partial_outcomes = in_given_order(outcomes, order)  # type: ignore[attr-defined]
-            raise
-        finally:  # normal end: nothing left to kill; interrupt or error: every worker group ends here
-            stop_event.set()
-            for t in threads:
-                t.kill()
-            for t in threads:
-                t.join(timeout=10)
+    threads: list[_Slice] = [
+        _CallerSlice(binary, cases, a, b, outcomes, timeout, progress, info, stop_event) if binary is not None
+        else _Slice(backend, cases, a, b, outcomes, timeout, progress, info, stop_event) for a, b in slices]
+    try:
         for t in threads:
-            if t.error is not None:
-                raise t.error
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2 if cancel is not None else None)
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled(f"the {backend} group was cancelled")
+    except BaseException as exc:  # an interrupt: hand what was answered so far to the caller
+        exc.partial_outcomes = in_given_order(outcomes, order)  # type: ignore[attr-defined]
+        raise
+    finally:  # normal end: nothing left to kill; interrupt or error: every worker group ends here
+        stop_event.set()
+        for t in threads:
+            t.kill()
+        for t in threads:
+            t.join(timeout=10)
+    for t in threads:
+        if t.error is not None:
+            raise t.error
     answered = in_given_order(outcomes, order)
     missing = [i for i, o in enumerate(answered) if o is None]
     if missing:

@@ -1,14 +1,15 @@
 """Worker process: runs cases through one native backend and streams outcomes as frames.
 
-    python -m paddle_spmd_port.native.worker --backend registry --cases FILE.pickle --start K
+    python -m paddle_spmd_port.native.worker --backend registry --base B --start K  < SLICE.pickle
 
-The case file is a pickled list of :class:`~paddle_spmd_port.case.Case` (written by :mod:`.pool`,
-read once; JSON lines cost ~70 µs a case on the two sides, this ~4 µs). From index K on, one
-frame per case is written to stdout and flushed: ``>iI`` (index, payload length) then the pickled
+Its cases come on stdin, one pickled list of :class:`~paddle_spmd_port.case.Case` (the pool's
+slice, whose first case has the index B in the whole run), read once the backend is imported, so
+that the pool pickles and writes them while Paddle is imported here. From index K on, one frame per
+case is written to stdout and flushed: ``>iI`` (index, payload length) then the pickled
 :class:`~paddle_spmd_port.outcome.Outcome`; index -1 carries the pickled Paddle version info
 (first), -2 ends the stream. If Paddle kills the process, the parent (:mod:`.pool`) sees which
 index was in flight and restarts the worker after it. Crash-prone cases run in children of the
-worker's fork server, started before the case file is read (:mod:`._fork`).
+worker's fork server, started before the cases are read (:mod:`._fork`).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def write_frame(out: IO[bytes], index: int, payload: bytes = b"") -> None:
     out.flush()
 
 
-def _stream_many(backend: Any, cases: Sequence[Case], start: int, stop: int, out: IO[bytes]) -> None:
-    """Feed cases lazily to ``backend.run_many`` and write each outcome as it comes.
+def _stream_many(backend: Any, cases: Sequence[Case], start: int, stop: int, out: IO[bytes], base: int) -> None:
+    """Feed ``cases[start:stop]`` lazily to ``backend.run_many`` and write each outcome as it comes,
+    labelled ``base`` + its position.
 
     The indices of the cases handed over are queued as they are read, so the k-th outcome is
     labelled with the k-th index even if the backend reads ahead."""
@@ -49,7 +51,7 @@ def _stream_many(backend: Any, cases: Sequence[Case], start: int, stop: int, out
 
     def feed() -> Iterator[Case]:
         for index in range(start, stop):
-            pending.append(index)
+            pending.append(base + index)
             yield cases[index]
 
     for outcome in backend.run_many(feed()):
@@ -59,9 +61,8 @@ def _stream_many(backend: Any, cases: Sequence[Case], start: int, stop: int, out
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", required=True)
-    ap.add_argument("--cases", required=True)
-    ap.add_argument("--start", type=int, default=0)
-    ap.add_argument("--stop", type=int, default=-1)
+    ap.add_argument("--base", type=int, default=0, help="the index of the first case on stdin in the whole run")
+    ap.add_argument("--start", type=int, default=0, help="the index of the first case to run")
     args = ap.parse_args(argv)
     # The protocol gets its own copy of stdout; fd 1 then points at stderr, so whatever Paddle
     # prints (from Python or C++) can't corrupt the frames.
@@ -74,19 +75,19 @@ def main(argv: list[str] | None = None) -> int:
     for fatal in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL):
         signal.signal(fatal, signal.SIG_DFL)
     write_frame(out, HELLO, pickle.dumps(paddle_version()))
-    start_fork_server(close_fds=[out.fileno()])  # before the cases are loaded: a small zygote (see ._fork)
-    with open(args.cases, "rb") as fh:
+    start_fork_server(close_fds=[out.fileno(), 0])  # before the cases are loaded: a small zygote (see ._fork)
+    with os.fdopen(0, "rb") as fh:
         cases: list[Case] = pickle.load(fh)
     gc.collect()
     gc.freeze()  # the cases live to the end: out of the cyclic GC's way
-    stop = len(cases) if args.stop < 0 else min(args.stop, len(cases))
+    start, stop = args.start - args.base, len(cases)  # positions in the slice; frames carry run indices
     try:
         if hasattr(backend, "run_many"):  # batched backend: same protocol, one frame per case
-            _stream_many(backend, cases, args.start, stop, out)
+            _stream_many(backend, cases, start, stop, out, args.base)
         else:
-            for index in range(args.start, stop):
+            for index in range(start, stop):
                 outcome = backend.run(cases[index])
-                write_frame(out, index, pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL))
+                write_frame(out, args.base + index, pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL))
     finally:  # Paddle's objects must be torn down in the order the collector finds (frozen, PIR aborts at exit)
         gc.unfreeze()
     write_frame(out, DONE)

@@ -5,7 +5,8 @@ process) and through native Paddle (crash-isolated workers, :mod:`.native.pool`)
 cell (:mod:`.compare`) and writes ``parity.md``, ``parity.json`` and ``parity-cases.jsonl.gz``
 (+ JUnit XML with ``--junit``) into the report directory -- after every backend group, so a
 failure or an interrupt still leaves a partial report whose first line says so. The PIR group,
-the longest, starts first and runs alongside the others (:class:`BackgroundGroup`); groups are
+the longest, starts first (as soon as its own cases are drawn) and runs alongside the others
+(:class:`BackgroundGroup`); groups are
 still compared and reported in the fixed order of :data:`.backends.BACKENDS`.
 
 ``--random N --seed S`` replaces the grid with N random cases per rule drawn outside it
@@ -308,39 +309,51 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = parse_args(argv)
-    by_rule = {r: select_cases(r, args.max_cases, args.sample, args.seed, args.random, args.coshard)
-               for r in args.rule_names}
+
+    def draw(rules: list[str]) -> dict[str, list[Case]]:
+        return {r: select_cases(r, args.max_cases, args.sample, args.seed, args.random, args.coshard) for r in rules}
+
     if args.list:
-        for rule, cases in by_rule.items():
+        for rule, cases in draw(args.rule_names).items():
             n_cells = cases[0].spec.n_cells if cases else 0
             print(f"{rule:22s} {len(cases):8,d} cases {len(cases) * n_cells:10,d} cells")
         return EXIT_OK
 
-    # The cases live until the end: move them out of the cyclic GC's way (each collection would
-    # walk every one of them again while the routes run).
-    gc.collect()
-    gc.freeze()
-    report = ParityReport(selection=args.selection, allow_uncompared=args.allow_uncompared)
     groups = _plan_groups(args)
-    port_answers: dict[int, Outcome] = {}  # id(case) -> the port's outcome (see tally_group)
-    for backend, rules in groups.items():
-        for rule in rules:
-            cases = by_rule[rule]
-            report.plan(rule, backend, len(cases), cases[0].spec.n_cells if cases else 0)
+    # The background group starts as soon as its own cases are drawn: its workers import Paddle and
+    # take their cases while the other rules' cases are drawn here.
+    background_rules = groups[BACKGROUND_BACKEND] if BACKGROUND_BACKEND in groups and len(groups) > 1 else []
+    drawn = draw(background_rules)
+    background: BackgroundGroup | None = None  # the group in flight alongside (see BackgroundGroup)
+    if background_rules:
+        background = BackgroundGroup(BACKGROUND_BACKEND, [c for r in background_rules for c in drawn[r]], args)
+        background.start()
+    try:  # until the main loop's own handler takes over, anything that ends the run ends the background's workers
+        drawn.update(draw([r for r in args.rule_names if r not in drawn]))
+        by_rule = {r: drawn[r] for r in args.rule_names}
+        # The cases live until the end: move them out of the cyclic GC's way (each collection would
+        # walk every one of them again while the routes run).
+        gc.collect()
+        gc.freeze()
+        report = ParityReport(selection=args.selection, allow_uncompared=args.allow_uncompared)
+        port_answers: dict[int, Outcome] = {}  # id(case) -> the port's outcome (see tally_group)
+        for backend, rules in groups.items():
+            for rule in rules:
+                cases = by_rule[rule]
+                report.plan(rule, backend, len(cases), cases[0].spec.n_cells if cases else 0)
+        for rule in background_rules:
+            report.tallies[f"{rule}@{BACKGROUND_BACKEND}"].state = RUNNING
+        out = args.report_dir
+        report.open_cases_file(out)
+    except BaseException:
+        if background is not None:
+            background.stop()
+        raise
     profile: ReleaseProfile | None = None
     running: tuple[str, list[str]] | None = None  # the group in flight in this thread
-    background: BackgroundGroup | None = None  # the group in flight alongside (see BackgroundGroup)
     tallied: set[str] = set()  # backends whose group is in the report
     repros: list[str] = []  # one `infer --case-json` line per mismatching case
-    out = args.report_dir
-    report.open_cases_file(out)
     try:
-        if BACKGROUND_BACKEND in groups and len(groups) > 1:
-            rules = groups[BACKGROUND_BACKEND]
-            for rule in rules:
-                report.tallies[f"{rule}@{BACKGROUND_BACKEND}"].state = RUNNING
-            background = BackgroundGroup(BACKGROUND_BACKEND, [c for r in rules for c in by_rule[r]], args)
-            background.start()
         for backend, rules in groups.items():  # tallied in this order, whichever native run ends first
             cases = [c for r in rules for c in by_rule[r]]
             running = (backend, rules)
