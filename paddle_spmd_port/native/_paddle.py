@@ -23,15 +23,15 @@ class ReduceTypeError(Exception):
 def typed_attrs(case: Case, *, exact: bool) -> list[Any]:
     """The case's attributes in signature order, typed for Paddle: epsilon and momentum always
     ``float`` (a Python int would reach the C++ rule as an int attribute). ``exact`` (the PIR op
-    builders, whose arguments are typed): also begin_norm_axis ``int``, data_format ``str`` and
-    every other attribute ``bool``; without it (the registry's rule call) those pass as given."""
+    builders, whose arguments are typed): also begin_norm_axis and groups ``int``, data_format ``str``
+    and every other attribute ``bool``; without it (the registry's rule call) those pass as given."""
     values = []
     for (name, _), value in zip(case.spec.attrs, case.attr_values(), strict=True):
         if name in ("epsilon", "momentum"):
             value = float(value)
         elif not exact:
             pass
-        elif name == "begin_norm_axis":
+        elif name in ("begin_norm_axis", "groups"):
             value = int(value)
         elif name == "data_format":
             value = str(value)

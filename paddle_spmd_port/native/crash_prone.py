@@ -19,7 +19,9 @@ def pir_may_crash(case: Case) -> bool:
     split anywhere (Paddle 3.3.1 segfaults when the channel axis is split: it marks partial on an
     attr without a mesh), a data_format too short for the rule's ``data_format[1]`` read, and any
     rule with an input on a mesh of another number of dims than x's (the rules then name mesh dims
-    an attr's own mesh lacks; on the grid 44 of 416 such cases segfault).
+    an attr's own mesh lacks; on the grid 44 of 416 such cases segfault); group_norm_grad with scale
+    or bias None while x's axis 0 is split (the rule marks Partial on an attr without a mesh:
+    SIGSEGV: all 29 such cases of its grid).
 
     A crash it misses still becomes a ``native crashed`` outcome through the worker restart of
     :mod:`.pool`, only slower (a fresh worker imports Paddle: 1.5-3 s, against ~25 ms for a fork)."""
@@ -27,6 +29,9 @@ def pir_may_crash(case: Case) -> bool:
     if x is not None and x.mesh is not None and any(
             s is not None and s.mesh is not None and s.mesh.ndim != x.mesh.ndim for s in case.inputs):
         return True
+    if case.rule == "group_norm_grad":  # scale or bias None, x's axis 0 split: partial on an attr without a mesh
+        return (x is not None and x.dims_mapping[:1] not in ((), (-1,))
+                and (case.inputs[1] is None or case.inputs[2] is None))
     if case.rule not in ("batch_norm", "batch_norm_grad"):
         return False
     fmt = dict(case.attrs).get("data_format", "NCHW")
