@@ -31,9 +31,9 @@ DEFAULT_BACKENDS: dict[str, tuple[str, ...]] = {
     "rms_norm_grad": ("compiled",),
     "fast_ln": ("compiled",),
     "fast_ln_grad": ("compiled",),
-    "group_norm": ("registry", "compiled"),
+    "group_norm": ("registry", "compiled", "pir"),
     "group_norm_base": ("registry", "compiled"),
-    "group_norm_grad": ("compiled",),
+    "group_norm_grad": ("compiled", "pir"),
     "group_norm_grad_base": ("compiled",),
 }
 #: Each rule's primary native backend.
