@@ -101,7 +101,7 @@ def test_paddle_style_file_same_result_under_both_backends(tmp_path):
 
 
 #: Paddle-style files for the registry names issue 15 added, and the rule each needs.
-NORM_FILES_15 = {"test_group_norm_rule.py": "group_norm", "test_instance_norm_rule.py": "instance_norm",
+NORM_FILES_15 = {"test_group_norm_rule.py": "group_norm", "test_instance_norm_rule.py": "instance_norm_grad",
                  "test_fused_rms_norm_rule.py": "rms_norm"}
 
 
