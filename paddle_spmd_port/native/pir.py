@@ -38,9 +38,9 @@ Outcome mapping:
   length is not the rank, shard and partial on one mesh dim, a present input without a mesh,
   a missing required input) -> ``unreachable`` with the reason; nothing is dropped.
 
-Cases that may take the process down (batch_norm_grad with scale or bias None, where Paddle
-3.3.1 marks partial on an attr without a mesh and segfaults; inputs on meshes of another number
-of dims than x's: see :func:`may_crash`) are built in a forked child (consecutive ones share a
+Cases that may take the process down (batch_norm_grad and group_norm_grad with scale or bias
+None, where Paddle 3.3.1 marks partial on an attr without a mesh and segfaults; inputs on meshes
+of another number of dims than x's: see :func:`may_crash`) are built in a forked child (consecutive ones share a
 child; in a worker the child of its fork server, see :mod:`._fork`, running :func:`build_here`),
 so a crash costs one fork (15-20 ms of CPU from the fork server on a loaded 2-core VM, fork and
 exit included) instead of a worker restart with a fresh ``import paddle`` (1.5-3 s). The crash is
