@@ -550,3 +550,44 @@ def test_3_0_0_lacks_instance_and_group_norm_and_a_compiled_caller_for_rms_and_f
     rms = _case("rms_norm", [spec([8, 6], [0, -1]), rep([6])], epsilon=1e-5)
     assert old.explain(rms, port_outcome(rms), Outcome(unreachable="this Paddle build registers no "
                                                                    "'fused_rms_norm' rule")) is None
+
+
+@pytest.mark.parametrize("rule", ["group_norm", "group_norm_grad"])
+def test_group_norm_pir_replicated_fallback_is_known_for_3_0_0_only(rule):
+    """3.0.0's PIR group_norm ops have no rule: they replicate everything (measured: every mismatching
+    PIR case of the grid); a fallback answer that still splits or marks Partial is not explained."""
+    explained = 0
+    for case in sample(list(grid_for(rule)), 150, seed=3, corners=False):
+        port = port_outcome(case)
+        if port.result is None or case.inputs[0] is None or case.inputs[0].mesh is None:
+            continue
+        native = _fallback(case)
+        if native.result == port.result:
+            continue
+        why = release_for(OLD).explain(case, port, native)
+        assert why is not None and "PIR group_norm / group_norm_grad ops fall back" in why, case.describe()
+        assert release_for("3.1.0").explain(case, port, native) is None
+        assert release_for(NEWEST).explain(case, port, native) is None
+        res = native.result
+        partial = dataclasses.replace(res, outputs=(*res.outputs[:-1],
+                                                    dataclasses.replace(res.outputs[-1], partial_dims=frozenset({0}))))
+        assert release_for(OLD).explain(case, port, Outcome(result=partial)) is None
+        explained += 1
+    assert explained > 20
+
+
+def test_group_norm_grad_pir_abort_is_known_for_3_0_0_only_with_scale_or_bias_none():
+    stat = spec([8, 2], [-1, -1])
+    x = spec([8, 6, 4, 4], [-1, -1, -1, -1])
+
+    def grad(scale_none: bool) -> Case:
+        return _case("group_norm_grad", [x, None if scale_none else rep([6]), rep([6]), x, stat, stat, x],
+                     epsilon=1e-5, groups=2, data_format="NCHW")
+
+    abort = Outcome(crash="signal 6 (SIGABRT)")
+    case = grad(scale_none=True)
+    assert "aborts" in release_for(OLD).explain(case, port_outcome(case), abort)
+    assert release_for(NEWEST).explain(case, port_outcome(case), abort) is None
+    assert release_for(OLD).explain(case, port_outcome(case), Outcome(crash="signal 11 (SIGSEGV)")) is None
+    with_scale = grad(scale_none=False)
+    assert release_for(OLD).explain(with_scale, port_outcome(with_scale), abort) is None

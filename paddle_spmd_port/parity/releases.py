@@ -45,7 +45,8 @@ table with case counts is docs/releases-norms.md)::
     release  differences from 3.3.1 on those rules
     3.0.0    no instance_norm / group_norm rule at all; RmsNorm*/FastLn* exported but the compiled caller
              cannot be built (no batch_norm.h): rms_norm_grad, fast_ln(_grad) reached by no route,
-             rms_norm(_reverse) compared through fused_rms_norm; registry cannot set a co-shard
+             rms_norm(_reverse) compared through fused_rms_norm; registry cannot set a co-shard; the
+             PIR group_norm(_grad) ops replicate everything, the grad aborts with scale/bias None
     3.1.0    group_norm(_base) answers 1-D mean/variance and its grad refuses 2-D ones;
              InstanceNormGradInferSpmd has no bias (registry reads the inputs shifted, compiled caller
              cannot call it); fast_ln_grad segfaults with scale None and x split; co-shard reads raise;
@@ -411,6 +412,9 @@ _NORM_RULES_15 = frozenset({"instance_norm", "instance_norm_grad", "rms_norm", "
 _NORM_SWEEP = ("parity --rules <the 11 issue-15 keys>, full grid with its co-shard set: 23,074 cases, every "
                "default route (registry where registered, compiled caller), --workers 1")
 
+_PIR_GN_SWEEP = ("parity --rules group_norm,group_norm_base,group_norm_grad,group_norm_grad_base --workers 1, full "
+                 "grid, the PIR route of group_norm / group_norm_grad (a default route since 3.3.1's was measured)")
+
 #: 3.1.0-3.2.2 word the x-rank checks of instance_norm's and group_norm's forward rules differently (same checks,
 #: same family; 3.3.0 has 3.3.1's words).
 _X_RANK_WORDING = KnownDifference(
@@ -562,6 +566,26 @@ RELEASES: tuple[ReleaseProfile, ...] = (
                          "FastLn(Grad)InferSpmd and paddle/include has rms_norm.h and layer_norm.h as in 3.3.1",
                 params=(("patterns", (r"compiled caller unavailable: .*has no phi/infermeta/spmd_rules/"
                                       r"batch_norm\.h",)),),
+            ),
+            KnownDifference(
+                name="group-norm-pir-replicated-fallback",
+                rules=frozenset({"group_norm", "group_norm_grad"}),
+                kind="replicated-fallback",
+                why="group_norm has no InferSpmd rule, so the PIR group_norm / group_norm_grad ops fall back to "
+                    "replicating every input and output (no Partial on the grads)",
+                evidence=f"{_PIR_GN_SWEEP}: all 340 group_norm and 904 group_norm_grad mismatching PIR cases are "
+                         "this answer; 295 + 936 others match the port, the rest are unreachable on PIR",
+            ),
+            KnownDifference(
+                name="group-norm-grad-pir-abort-without-scale",
+                rules=frozenset({"group_norm_grad"}),
+                kind="crash-with-none",
+                why="building group_norm_grad without scale or bias aborts the process (SIGABRT) in the "
+                    "replicated fallback",
+                evidence=f"{_PIR_GN_SWEEP}: all 30 group_norm_grad cases with scale or bias None and x's axis 0 "
+                         "not split end in SIGABRT (those with it split crash too, on 3.3.1 as well: invalid input "
+                         "the port rejects)",
+                params=(("crash", r"signal 6\b"), ("when_none", ("scale", "bias"))),
             ),
         ),
         probe_differences=_PROBES_300,
