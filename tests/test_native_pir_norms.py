@@ -108,6 +108,7 @@ def test_no_cell_differs_and_most_are_reached(pir_run, rule):
 
 @pytest.mark.parametrize("rule", ROUTED)
 def test_unreachable_only_for_documented_reasons(pir_run, rule):
+    skip_if_rule_missing(rule)  # 3.1.0: the group_norm op cannot hold its rule's 1-D statistics at all
     for case, _, native in pir_run:
         if case.rule != rule or native.unreachable is None:
             continue
@@ -133,6 +134,7 @@ def _op_accepts(case: Case) -> bool:
 
 
 def test_inputs_the_op_accepts_are_always_reached(pir_run):
+    skip_if_rule_missing("group_norm")
     seen = 0
     for case, port, native in pir_run:
         if case.rule == "group_norm" and port.result is not None and _op_accepts(case):
@@ -144,6 +146,7 @@ def test_inputs_the_op_accepts_are_always_reached(pir_run):
 @pytest.mark.parametrize("label", ["gn-c-split", "gng-c-split", "gng-after-crash"])
 def test_curated_case_matches(pir_run, label):
     case, port, native = _by_label(pir_run, label)
+    skip_if_rule_missing(case.rule)
     if why := known_difference(case, port, native):
         pytest.skip(why)
     assert compare(case.spec, port, native).verdict == "match", f"port {port}\nnative {native}"
@@ -190,6 +193,7 @@ def _keeps_c_split(case: Case) -> Outcome:
 def test_a_planted_wrong_answer_is_a_mismatch_on_this_route(pir_run, rule):
     """The check can fail: against a rule that keeps x's non-batch splits, every reached case whose
     x is split beyond axis 0 is a mismatch on x's dims_mapping cell."""
+    skip_if_rule_missing(rule)
     caught = 0
     for case, port, native in pir_run:
         x = case.inputs[0]
