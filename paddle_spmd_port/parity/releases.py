@@ -409,8 +409,9 @@ _NORM_RULES_15 = frozenset({"instance_norm", "instance_norm_grad", "rms_norm", "
                             "fast_ln", "fast_ln_grad", "group_norm", "group_norm_base", "group_norm_grad",
                             "group_norm_grad_base"})
 #: How the issue-15 rules were measured on each release (see docs/releases-norms.md for the table).
-_NORM_SWEEP = ("parity --rules <the 11 issue-15 keys>, full grid with its co-shard set: 23,074 cases, every "
-               "default route (registry where registered, compiled caller), --workers 1")
+_NORM_SWEEP = ("parity --rules <the 11 issue-15 keys>, full grid with its co-shard set: 23,074 cases, registry "
+               "where registered and the compiled caller, --workers 1; group_norm and group_norm_grad also through "
+               "PIR (--backend pir), and every rule in the full default sweep of 3.0.0, 3.1.1, 3.2.2, 3.3.1")
 
 _PIR_GN_SWEEP = ("parity --rules group_norm,group_norm_base,group_norm_grad,group_norm_grad_base --workers 1, full "
                  "grid, the PIR route of group_norm / group_norm_grad (a default route since 3.3.1's was measured)")
@@ -425,7 +426,8 @@ _X_RANK_WORDING = KnownDifference(
         "than' (group_norm) where 3.3.0+ says 'should be greater than' / 'should be less than'",
     evidence=f"{_NORM_SWEEP}, 3.1.0, 3.1.1, 3.2.0, 3.2.1, 3.2.2 alike: the only other difference of 3.2.x; per "
              "route (registry and compiled alike) instance_norm 2 cases (x rank 1 and 6), group_norm and "
-             "group_norm_base 2 each (x rank 1 and 2); instance_norm_grad's check keeps the old words in 3.3.1 too",
+             "group_norm_base 2 each (x rank 1 and 2), and 1 group_norm case through PIR; instance_norm_grad's "
+             "check keeps the old words in 3.3.1 too",
     params=(("rewrites", (("should greater than", "should be greater than"),
                           ("should less than", "should be less than"),
                           ("should grater than", "should be greater than"))),),
@@ -627,7 +629,9 @@ RELEASES: tuple[ReleaseProfile, ...] = (
                 why="GroupNormInferSpmd(Base) answers mean and variance 1-D [N's mesh dim] where 3.1.1+ answers 2-D "
                     "[N's mesh dim, -1]",
                 evidence=f"{_NORM_SWEEP}: every valid case differs in exactly that, registry and compiled alike: "
-                         "group_norm 1,210, group_norm_base 1,205 (the others are invalid input or co-shards)",
+                         "group_norm 1,210, group_norm_base 1,205 (the others are invalid input or co-shards); "
+                         "through PIR 689 more group_norm cases cannot be built ('The global ddim size must equal' "
+                         "the op's 2-D mean: unreachable there, 1,483 of 1,485 against 850 in 3.2.0+)",
                 params=(("outputs", ("mean", "variance")), ("keep", 1)),
             ),
             KnownDifference(
@@ -638,7 +642,8 @@ RELEASES: tuple[ReleaseProfile, ...] = (
                     "raises 'The ndim of mean/variance in group_norm should be 1' on the 2-D ones of 3.1.1+",
                 evidence=f"{_NORM_SWEEP}: group_norm_grad 2,523 cases (2,031 plain, 492 co-shard), "
                          "group_norm_grad_base 2,518 (2,026, 492) raise it for a mean or variance of rank 2 "
-                         "(compiled caller, the only route); the port answers them (or rejects invalid input)",
+                         "(compiled caller), and 2,031 group_norm_grad cases through PIR; the port answers them "
+                         "(or rejects invalid input)",
                 params=(("family", "ValueError"),
                         ("message", r"^The ndim of (?P<name>mean|variance) in group_norm should be 1, but got "
                                     r"\[(?P<rank>\d+)\]\.$")),
