@@ -80,8 +80,9 @@ NOT_LAUNCHED: dict[str, str] = {
     "rms_norm": _RMS_NOT_REACHED,
     "rms_norm_reverse": _RMS_NOT_REACHED,
     "rms_norm_grad": _RMS_NOT_REACHED,
-    "fast_ln": "fast_ln is no Paddle op (FastLnInferSpmd has no eager caller)",
-    "fast_ln_grad": "fast_ln is no Paddle op (FastLnGradInferSpmd has no eager caller)",
+    "fast_ln": "the fast_ln op never calls FastLnInferSpmd (libpaddle links no FastLn* function) and has no CPU kernel",
+    "fast_ln_grad": ("the fast_ln_grad op never calls FastLnGradInferSpmd (libpaddle links no FastLn* function) "
+                     "and has no CPU kernel"),
 }
 
 

@@ -17,7 +17,7 @@ The only route that reaches every C++ rule with every input exactly as given::
                                                        the op with a distributed input)
     rms_norm(_reverse)    RmsNormInferSpmd(Reverse)    (registry ``fused_rms_norm`` reaches them too)
     rms_norm_grad         RmsNormGradInferSpmd         registry: unregistered
-    fast_ln(_grad)        FastLn(Grad)InferSpmd        registry: unregistered; no Paddle op
+    fast_ln(_grad)        FastLn(Grad)InferSpmd        registry: unregistered; the fast_ln op never calls it
     sync_batch_norm(_grad) none exported               -> unreachable
 
 ``cpp/spmd_caller.cc`` is compiled on first use with ``$CXX`` (default ``g++``) against the
