@@ -411,20 +411,24 @@ class DistAttr:
         frozenset. Attrs are immutable values, so equal ones are shared: interned by value, so a new
         but equal mesh finds the same attrs. The key holds the mesh's stored hash, an int, instead of
         the mesh (hashing a mesh runs a Python ``__hash__``, a third of the lookup); a hit counts only
-        when its mesh is this one or equal to it, and the rare other mesh of the same hash gets an
-        attr of its own, not interned."""
-        key = (dims_mapping, partial_dims, None if mesh is None else mesh._hash)
+        when its mesh is this one or equal to it. Another mesh of the same hash (the hash leaves out
+        dim names: a 2x3 mesh named ``x, y`` and one named ``d0, d1``) is keyed by the mesh itself."""
+        key: tuple[Any, ...] = (dims_mapping, partial_dims, None if mesh is None else mesh._hash)
         attr = _INTERNED.get(key)
-        if attr is not None and (attr.mesh is mesh or attr.mesh == mesh):
-            return attr
+        if attr is not None:
+            if attr.mesh is mesh or attr.mesh == mesh:
+                return attr
+            key = (dims_mapping, partial_dims, mesh)  # the hash's key is taken by another mesh
+            attr = _INTERNED.get(key)
+            if attr is not None:
+                return attr
         fresh = object.__new__(DistAttr)
         _set(fresh, "dims_mapping", dims_mapping)
         _set(fresh, "partial_dims", partial_dims)
         _set(fresh, "mesh", mesh)
-        if attr is None:
-            if len(_INTERNED) > 65536:
-                _INTERNED.clear()
-            _INTERNED[key] = fresh
+        if len(_INTERNED) > 65536:
+            _INTERNED.clear()
+        _INTERNED[key] = fresh
         return fresh
 
     def __str__(self) -> str:

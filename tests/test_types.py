@@ -74,12 +74,21 @@ def test_case_rejects_unknown_attribute():
 
 def test_interned_attrs_are_shared_by_equal_meshes_only():
     """DistAttr.make keys its intern table by the mesh's stored hash: an equal mesh finds the same
-    attr, and a different mesh that happens to have the same hash gets an attr of its own (a
-    version that trusted the hash alone would hand it an attr on the wrong mesh)."""
+    attr, and a different mesh with the same hash (planted here; dim names alone differing gives
+    one too) gets attrs of its own, shared among its equals (a version that trusted the hash alone
+    would hand it an attr on the wrong mesh)."""
+    from paddle_spmd_port.types import _INTERNED
+
+    _INTERNED.clear()  # the table empties itself when full: start empty so no refill lands mid-test
+    named = ProcessMesh((2, 3), dim_names=("x", "y"))  # hash of shape and ids only: collides with 2x3
+    on_named = DistAttr.make((0, -1), frozenset(), named)
     first = DistAttr.make((0, -1), frozenset(), ProcessMesh((2, 3)))
+    assert first.mesh == ProcessMesh((2, 3)) and on_named.mesh == named
     assert DistAttr.make((0, -1), frozenset(), ProcessMesh((2, 3))) is first
+    assert DistAttr.make((0, -1), frozenset(), ProcessMesh((2, 3), dim_names=("x", "y"))) is on_named
     other = ProcessMesh((3, 2))
     object.__setattr__(other, "_hash", ProcessMesh((2, 3))._hash)  # a planted hash collision
     attr = DistAttr.make((0, -1), frozenset(), other)
     assert attr.mesh is other and attr is not first
+    assert DistAttr.make((0, -1), frozenset(), other) is attr
     assert DistAttr.make((0, -1), frozenset(), ProcessMesh((2, 3))) is first
