@@ -31,7 +31,8 @@ milliseconds. Requests go over a pipe, one line per case (see the protocol in th
 written a batch ahead while the replies are read (:func:`exchange`); the program loops over them
 in C++. Cases Paddle is known to crash on (x without a mesh, a dims_mapping whose length is not
 the rank or that names a mesh dim its mesh lacks, begin_norm_axis out of range, batch_norm_grad
-with a None scale/bias) run in a forked child of the C++ program; if the program still dies, the
+with a None scale/bias, ...: ``crash_prone.compiled_may_crash``) run in a forked child of the C++
+program; if the program still dies, the
 case in flight gets the crash and a new program takes the rest. The pool (:mod:`.pool`) drives
 these programs directly, with no Python worker in between; :class:`CompiledBackend` drives them in
 this process.
@@ -58,6 +59,7 @@ from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..runctl import signal_text
 from ..types import DistAttr, DistTensorSpec, Mapping, ProcessMesh, SpmdResult, entry_of, mesh_dims_of
 from ._paddle import ReduceTypeError, paddle_dir, paddle_version
+from .crash_prone import compiled_may_crash as may_crash
 
 SOURCE = Path(__file__).with_name("cpp") / "spmd_caller.cc"
 
@@ -178,44 +180,6 @@ def _attr_tokens(name: str, value: float | str) -> list[str]:
     if kind == "s":
         return ["s", _hex(str(value))]
     return ["b", "1" if value else "0"]
-
-
-def may_crash(case: Case) -> bool:
-    """Inputs Paddle's rules are known to crash on, run in a forked child of the caller (a fork
-    costs 2-3 ms, a program restart ~50 ms). Only picks how a case runs, never its outcome (a
-    crash it misses costs a program restart). Among them: an input on a mesh of another number of
-    dims than x's (the rules then name mesh dims an attr's own mesh lacks; on the grid 28 of 352
-    such cases segfault)."""
-    x = case.inputs[0]
-    if x is None or x.mesh is None:
-        return True
-    if any(s is not None and s.mesh is not None and s.mesh.ndim != x.mesh.ndim for s in case.inputs):
-        return True
-    if any(s is not None and len(s.dims_mapping) != len(s.shape) for s in case.inputs):
-        return True
-    if any(s is not None and s.mesh is not None
-           and any(m >= s.mesh.ndim for e in s.dims_mapping for m in mesh_dims_of(e))
-           for s in case.inputs):  # a mesh dim its mesh lacks (instance_norm_grad segfaults on it)
-        return True
-    attrs = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))
-    if "begin_norm_axis" in attrs and not 0 <= attrs["begin_norm_axis"] <= len(x.shape):
-        return True
-    fmt = attrs.get("data_format", "NCHW")
-    if not isinstance(fmt, str) or len(fmt) < 2:
-        return True
-    if case.rule == "batch_norm_grad":
-        scale, bias = case.inputs[1], case.inputs[2]
-        return (scale is None or bias is None) and any(m != -1 for m in x.dims_mapping)
-    if case.spec.op == "group_norm" and case.spec.direction == "grad" and x.dims_mapping[:1] != (-1,):
-        return any(t is None or t.mesh is None for t in case.inputs[1:3])  # partial on an attr without a mesh
-    if case.rule == "rms_norm_grad":  # invvar of another rank: the alignment writes past its dims_mapping
-        invvar = case.inputs[2]
-        return invvar is not None and len(invvar.shape) != len(x.shape) - 1
-    if case.spec.op == "instance_norm":  # 2-D / 3-D x: heap corruption; grad: scale None with N or C split
-        scale = case.inputs[1]
-        return len(x.shape) < 4 or (case.rule == "instance_norm_grad" and (scale is None or scale.mesh is None)
-                                    and any(m != -1 for m in x.dims_mapping[:2]))
-    return False
 
 
 def request_line(case: Case) -> str:
