@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -13,7 +13,7 @@ from .rules.signatures import RuleSpec, rule_spec
 from .types import DistTensorSpec, ProcessMesh, SpmdResult
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Case:
     """``rule`` is a rule key (see :mod:`paddle_spmd_port.rules.signatures`); ``inputs`` hold one spec (or None) per
     tensor argument in signature order; ``attrs`` every attribute, in signature order."""
@@ -24,15 +24,26 @@ class Case:
     attrs: tuple[tuple[str, Any], ...]
     case_id: str = ""
 
-    def __post_init__(self) -> None:
-        spec = rule_spec(self.rule)
-        if len(self.inputs) != len(spec.inputs):
-            raise ValueError(f"case for {self.rule} needs {len(spec.inputs)} inputs {spec.inputs}, "
-                             f"got {len(self.inputs)}")
-        known = {name for name, _ in spec.attrs}
-        for name, _ in self.attrs:
+    def __init__(self, rule: str, mesh: ProcessMesh, inputs: tuple[DistTensorSpec | None, ...],
+                 attrs: tuple[tuple[str, Any], ...], case_id: str = "") -> None:
+        # written out (a sweep builds hundreds of thousands): the rule's input count and attribute
+        # names are looked up once per rule
+        shape = _RULE_SHAPES.get(rule)
+        if shape is None:
+            spec = rule_spec(rule)
+            shape = _RULE_SHAPES[rule] = (len(spec.inputs), frozenset(name for name, _ in spec.attrs))
+        if len(inputs) != shape[0]:
+            spec = rule_spec(rule)
+            raise ValueError(f"case for {rule} needs {len(spec.inputs)} inputs {spec.inputs}, got {len(inputs)}")
+        known = shape[1]
+        for name, _ in attrs:
             if name not in known:
-                raise ValueError(f"{self.rule} has no attribute {name!r}; it takes {sorted(known) or 'none'}")
+                raise ValueError(f"{rule} has no attribute {name!r}; it takes {sorted(known) or 'none'}")
+        _set(self, "rule", rule)  # (field by field: the instances then share their dict's keys)
+        _set(self, "mesh", mesh)
+        _set(self, "inputs", inputs)
+        _set(self, "attrs", attrs)
+        _set(self, "case_id", case_id)
 
     @property
     def spec(self) -> RuleSpec:
@@ -40,8 +51,18 @@ class Case:
 
     def attr_values(self) -> tuple[Any, ...]:
         """All attributes in signature order, defaults filled in."""
-        given = dict(self.attrs)
-        return tuple(given.get(name, default) for name, default in self.spec.attrs)
+        attrs = self.attrs
+        hit = _ATTR_VALUES.get(id(attrs))  # (a sweep's cases share a few hundred attrs tuples)
+        if hit is not None and hit[0] is attrs and hit[1] == self.rule:
+            return hit[2]
+        given = dict(attrs)
+        values = tuple(given.get(name, default) for name, default in self.spec.attrs)
+        if type(attrs) is not tuple:  # kept for immutable attrs only
+            return values
+        if len(_ATTR_VALUES) > 20_000:
+            _ATTR_VALUES.clear()
+        _ATTR_VALUES[id(attrs)] = (attrs, self.rule, values)
+        return values
 
     def named_inputs(self) -> dict[str, DistTensorSpec | None]:
         return dict(zip(self.spec.inputs, self.inputs, strict=True))
@@ -60,11 +81,58 @@ class Case:
                 "inputs": [None if s is None else s.to_json() for s in self.inputs],
                 "attrs": [[k, v] for k, v in self.attrs]}
 
+    def json_text(self) -> str:
+        """The text of ``json.dumps(self.to_json(), separators=(",", ":"))``, put together from the
+        texts of its parts: a sweep's cases share a few thousand meshes and attribute tuples, whose
+        texts are kept (tests/test_case_json_text.py holds it to :meth:`to_json` on every grid)."""
+        inputs = ",".join(["null" if s is None else _spec_text(s) for s in self.inputs])
+        mesh = _shared_text(self.mesh, _mesh_text)
+        return (f'{{"id":{_dumps(self.case_id)},"rule":{_dumps(self.rule)},"mesh":{mesh},"inputs":[{inputs}],'
+                f'"attrs":{_shared_text(self.attrs, _attrs_text)}}}')
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Case:
         return cls(data["rule"], ProcessMesh.from_json(data["mesh"]),
                    tuple(DistTensorSpec.from_json(s) for s in data["inputs"]),
                    tuple((k, v) for k, v in data["attrs"]), data.get("id", ""))
+
+
+_set = object.__setattr__
+_RULE_SHAPES: dict[str, tuple[int, frozenset[str]]] = {}
+"""rule -> (its number of inputs, its attribute names)."""
+_ATTR_VALUES: dict[int, tuple[tuple[tuple[str, Any], ...], str, tuple[Any, ...]]] = {}
+"""id(attrs tuple) -> (it, the rule, its values in signature order); holding it keeps the id its own."""
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+_TEXTS: dict[int, tuple[Any, str]] = {}
+"""id(mesh or attrs tuple) -> (it, its JSON text); holding the object keeps the id its own."""
+
+
+def _shared_text(obj: Any, render: Callable[[Any], str]) -> str:
+    hit = _TEXTS.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    if len(_TEXTS) > 20_000:
+        _TEXTS.clear()
+    text = render(obj)
+    _TEXTS[id(obj)] = (obj, text)
+    return text
+
+
+def _mesh_text(mesh: ProcessMesh) -> str:
+    return _dumps(mesh.to_json())
+
+
+def _attrs_text(attrs: tuple[tuple[str, Any], ...]) -> str:
+    return _dumps([[k, v] for k, v in attrs])
+
+
+def _spec_text(spec: DistTensorSpec) -> str:
+    """The text of ``spec.to_json()``, its mesh (the last field) from the kept texts."""
+    data = spec.to_json()
+    if spec.mesh is None or len(data) < 2 or next(reversed(data)) != "mesh":
+        return _dumps(data)
+    del data["mesh"]
+    return _dumps(data)[:-1] + ',"mesh":' + _shared_text(spec.mesh, _mesh_text) + "}"
 
 
 class JsonRecord(Protocol):

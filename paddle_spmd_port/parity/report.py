@@ -38,6 +38,7 @@ MISMATCHES_KEPT = 200
 REASONS_SHOWN = 50
 """Distinct uncompared reasons printed per rule (every one is in parity.json)."""
 CASES_FILE = "parity-cases.jsonl.gz"
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 #: Group states: a group that did not finish is marked in every rendering.
 DONE, RUNNING, INTERRUPTED, NOT_STARTED = "done", "running", "interrupted", "not started"
@@ -68,22 +69,42 @@ class GroupTally:
 
     def add(self, case: Case, port: Outcome, native: Outcome, cmp: Comparison) -> dict[str, Any] | None:
         """Count one case; returns its per-case record when it is not a plain agreement."""
+        if not self.count(native, cmp):
+            return None
+        record = self.record(case, port, native, cmp, case_json_text(case))
+        record["case"] = case.to_json()
+        self.keep(record)
+        return record
+
+    def count(self, native: Outcome, cmp: Comparison) -> bool:
+        """Count one case in the totals; True when it needs a per-case record (not a plain agreement)."""
+        verdict = cmp.verdict
         self.cases += 1
         self.cells += cmp.cells
         self.matching_cells += cmp.matching_cells
-        self.verdicts[cmp.verdict] += 1
-        if cmp.verdict == "port-rejects-invalid":
+        self.verdicts[verdict] += 1
+        if verdict == "match" or verdict == "both-raise-same":
+            return False
+        if verdict == "port-rejects-invalid":
             self.invalid_native[native.status] = self.invalid_native.get(native.status, 0) + 1
-        if cmp.verdict == "match" or cmp.verdict == "both-raise-same":
-            return None
-        record = {"rule": self.rule, "backend": self.backend, "verdict": cmp.verdict, "id": case.case_id,
-                  "describe": case.describe(), "port": str(port), "native": str(native),
-                  "diffs": [str(d) for d in cmp.diffs], "note": cmp.note, "repro": one_line_repro(case),
-                  "case": case.to_json()}
-        kept = self.examples.setdefault(cmp.verdict, [])
-        if len(kept) < (MISMATCHES_KEPT if cmp.verdict == "mismatch" else EXAMPLES_PER_CLASS):
-            kept.append(record)
-        return record
+        return True
+
+    def record(self, case: Case, port: Outcome, native: Outcome, cmp: Comparison, case_text: str) -> dict[str, Any]:
+        """A case's per-case record without its ``case`` field (the last one; ``case_text`` is its JSON)."""
+        return {"rule": self.rule, "backend": self.backend, "verdict": cmp.verdict, "id": case.case_id,
+                "describe": case.describe(), "port": str(port), "native": str(native),
+                "diffs": [str(d) for d in cmp.diffs], "note": cmp.note, "repro": _REPRO_HEAD + case_text + "'"}
+
+    def wants(self, verdict: str) -> bool:
+        """Whether a record of this verdict is still kept as an example."""
+        kept = self.examples.get(verdict)
+        return kept is None or len(kept) < (MISMATCHES_KEPT if verdict == "mismatch" else EXAMPLES_PER_CLASS)
+
+    def keep(self, record: dict[str, Any]) -> None:
+        """Keep ``record`` (with its ``case``) among the examples, if its class has room."""
+        verdict = record["verdict"]
+        if self.wants(verdict):
+            self.examples.setdefault(verdict, []).append(record)
 
     @property
     def mismatches(self) -> int:
@@ -124,7 +145,7 @@ class RuleCoverage:
     def record(self, index: int, backend: str, native: Outcome, verdict: str) -> None:
         if verdict in COMPARED:
             self.compared_mask[index] = 1
-        else:
+        elif not self.compared_mask[index]:  # (a compared case's reasons are never read)
             self.why.setdefault(index, []).append(_reason(backend, native, verdict))
 
     @property
@@ -157,8 +178,16 @@ class RuleCoverage:
                 "uncompared_reasons": dict(self.reasons(interrupted).most_common())}
 
 
+_REPRO_HEAD = "python -m paddle_spmd_port infer --case-json '"
+
+
+def case_json_text(case: Case) -> str:
+    """``case`` as compact JSON (as in the cases file and the repro line): :meth:`Case.json_text`."""
+    return case.json_text()
+
+
 def one_line_repro(case: Case) -> str:
-    return "python -m paddle_spmd_port infer --case-json '" + json.dumps(case.to_json(), separators=(",", ":")) + "'"
+    return _REPRO_HEAD + case_json_text(case) + "'"
 
 
 def repro_snippet(case: Case) -> str:
@@ -210,10 +239,17 @@ class ParityReport:
 
     def add(self, tally: GroupTally, index: int, case: Case, port: Outcome, native: Outcome,
             cmp: Comparison) -> None:
-        record = tally.add(case, port, native, cmp)
+        needs_record = tally.count(native, cmp)
         self.coverage[tally.rule].record(index, tally.backend, native, cmp.verdict)
-        if record is not None and self._cases_fh is not None:
-            self._cases_fh.write(json.dumps(record, separators=(",", ":")) + "\n")
+        if not needs_record:
+            return
+        case_text = case_json_text(case)
+        record = tally.record(case, port, native, cmp, case_text)
+        if self._cases_fh is not None:  # the record's JSON with the case's text spliced in as its last field
+            self._cases_fh.write(_dumps(record)[:-1] + ',"case":' + case_text + "}\n")
+        if tally.wants(cmp.verdict):
+            record["case"] = case.to_json()
+            tally.keep(record)
 
     @property
     def total_cells(self) -> int:
@@ -390,7 +426,7 @@ class ParityReport:
         """Start the per-case file (replacing an earlier run's); rows are added as cases are tallied."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        self._cases_fh = gzip.open(out / CASES_FILE, "wt", compresslevel=6)
+        self._cases_fh = gzip.open(out / CASES_FILE, "wt", compresslevel=1)
 
     def close_cases_file(self) -> None:
         if self._cases_fh is not None:

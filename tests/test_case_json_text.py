@@ -1,0 +1,64 @@
+"""Case.json_text (the cases file's and the repro line's text of a case, put together from kept
+texts of its meshes and attribute tuples) is the text of ``json.dumps(case.to_json())`` itself."""
+
+import json
+
+import pytest
+
+from paddle_spmd_port import DistTensorSpec, ProcessMesh
+from paddle_spmd_port.case import Case
+from paddle_spmd_port.parity.grid import GRIDS, coshard_cases, grid_for, sample
+from paddle_spmd_port.parity.random_cases import random_cases
+from paddle_spmd_port.parity.report import one_line_repro
+
+
+def _plain(case: Case) -> str:
+    return json.dumps(case.to_json(), separators=(",", ":"))
+
+
+@pytest.mark.parametrize("rule", list(GRIDS))
+def test_json_text_is_the_json_of_every_kind_of_case(rule):
+    cases = sample(list(grid_for(rule)), 150, 0) + list(coshard_cases(rule))[:60] + random_cases(rule, 60, 3)
+    for case in cases:
+        assert case.json_text() == _plain(case), case.case_id
+        assert Case.from_json(json.loads(case.json_text())) == case
+
+
+def test_json_text_follows_a_mesh_it_has_not_seen_and_odd_values():
+    mesh = ProcessMesh((2, 2), (3, 1, 0, 2), ("a\u00e9", 'q"t'))
+    other = ProcessMesh((2,))
+    case = Case("layer_norm", mesh, (DistTensorSpec((4, 6), (0, -1), mesh, frozenset({1})), None,
+                                     DistTensorSpec((6,), (-1,), other)),
+                (("epsilon", 1e-7), ("begin_norm_axis", 1)), "id \"with\" quotes \u00e9")
+    assert case.json_text() == _plain(case)
+    assert one_line_repro(case).endswith("'" + _plain(case) + "'")
+    again = Case("layer_norm", mesh, case.inputs, (("epsilon", 1e-5), ("begin_norm_axis", 1)), "x")
+    assert again.json_text() == _plain(again)  # another attrs tuple: its own text, not a kept one
+
+
+def test_attr_values_follow_each_attrs_tuple():
+    mesh = ProcessMesh((2,))
+    x = DistTensorSpec((4, 6), (0, -1), mesh)
+    attrs = (("begin_norm_axis", 1),)
+    a = Case("layer_norm", mesh, (x, None, None), attrs)
+    b = Case("layer_norm", mesh, (x, None, None), (("epsilon", 0.5), ("begin_norm_axis", 1)))
+    assert a.attr_values() == a.attr_values() == (1e-5, 1)
+    assert b.attr_values() == (0.5, 1)
+    as_list = Case("layer_norm", mesh, (x, None, None), [("begin_norm_axis", 2)])  # type: ignore[arg-type]
+    assert as_list.attr_values() == (1e-5, 2)
+    x4 = DistTensorSpec((2, 4, 6, 6), (0, -1, -1, -1), mesh)
+    for rule, inputs, values in (("layer_norm", (x, None, None), (1e-5, 1)),
+                                 ("instance_norm", (x4, None, None), (1e-5,)),
+                                 ("layer_norm", (x, None, None), (1e-5, 1))):
+        assert Case(rule, mesh, inputs, ()).attr_values() == values  # one () for every rule: its own defaults
+
+
+def test_case_checks_its_inputs_and_attribute_names():
+    mesh = ProcessMesh((2,))
+    x = DistTensorSpec((4, 6), (0, -1), mesh)
+    with pytest.raises(ValueError, match="needs 3 inputs"):
+        Case("layer_norm", mesh, (x,), ())
+    with pytest.raises(ValueError, match="has no attribute 'groups'"):
+        Case("layer_norm", mesh, (x, None, None), (("groups", 2),))
+    with pytest.raises(ValueError, match="unknown rule"):
+        Case("no_such_rule", mesh, (x,), ())
