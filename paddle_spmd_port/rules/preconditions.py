@@ -72,6 +72,9 @@ def _names(rule_key: str) -> tuple[tuple[str, bool], ...]:
 
 _BN_FORWARD, _LN_FORWARD = _names("batch_norm"), _names("layer_norm")
 _LN_REVERSE, _LN_GRAD = _names("layer_norm_reverse"), _names("layer_norm_grad")
+_IN_FORWARD, _IN_GRAD = _names("instance_norm"), _names("instance_norm_grad")
+_RMS_FORWARD, _RMS_REVERSE, _RMS_GRAD = _names("rms_norm"), _names("rms_norm_reverse"), _names("rms_norm_grad")
+_GN_FORWARD, _GN_GRAD = _names("group_norm"), _names("group_norm_grad")
 _REAL = EXACT_ATTR_TYPES["epsilon"]
 
 
@@ -264,6 +267,11 @@ def in_forward_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: Dis
                       epsilon: float) -> tuple[RuleInput, RuleInput, RuleInput]:
     """instance_norm's forward checks: P x rank 2..5, scale and bias 1-D; port x on a mesh, specs
     valid, x rank 4 or 5. Returns (x, scale, bias)."""
+    ready = valid_inputs((x, scale, bias), _IN_FORWARD)
+    if ready is not None and type(epsilon) in _REAL:
+        tx, ts, tb = ready
+        if 4 <= tx.ndim <= 5 and ts.ndim == tb.ndim == 1:
+            return tx, ts, tb
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
     check_attrs(("epsilon", epsilon))
     require_buildable(("x", x), ("scale", scale), ("bias", bias))
@@ -283,6 +291,11 @@ def in_grad_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTe
     y_grad's rank == x's (the message prints ``[0]`` whatever the rank: PADDLE-QUIRK(in-grad-message)),
     scale 1-D, saved_mean and saved_variance 2-D; bias is never read. Then the port's: x on a mesh,
     specs valid, x rank 4 or 5. Returns (x, scale, bias, saved_mean, saved_variance, y_grad)."""
+    ready = valid_inputs((x, scale, bias, saved_mean, saved_variance, y_grad), _IN_GRAD)
+    if ready is not None and type(epsilon) in _REAL:
+        tx, ts, tb, tm, tv, tg = ready  # bias is never read: any rank passes
+        if 4 <= tx.ndim <= 5 and tg.ndim == tx.ndim and ts.ndim == 1 and tm.ndim == tv.ndim == 2:
+            return tx, ts, tb, tm, tv, tg
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
     tm, tv = as_input(saved_mean, "saved_mean"), as_input(saved_variance, "saved_variance")
     tg = as_input(y_grad, "y_grad")
@@ -362,6 +375,11 @@ def rms_forward_inputs(x: DistTensorSpec, scale: DistTensorSpec, epsilon: float)
     """rms_norm's forward checks: P rank vs dims_mapping of x, scale; port x on a mesh, specs valid,
     x rank >= 1 (rank 0: Paddle raises a bare ``basic_string::_M_create``), scale 1-D (Paddle
     answers ``[-1]`` for any rank). Returns (x, scale)."""
+    ready = valid_inputs((x, scale), _RMS_FORWARD)
+    if ready is not None and type(epsilon) in _REAL:
+        tx, ts = ready  # a None scale fails Paddle's rank-vs-mapping check: the full checks say so
+        if not ts.missing and 1 <= tx.ndim <= len(ALPHABET) and ts.ndim == 1:
+            return tx, ts
     tx, ts = as_input(x, "x"), as_input(scale, "scale", optional=True)
     check_attrs(("epsilon", epsilon))
     require_buildable(("x", x), ("scale", scale))
@@ -387,6 +405,12 @@ def rms_reverse_inputs(x: DistTensorSpec, scale: DistTensorSpec, out: DistTensor
     """rms_norm's reverse checks: P rank vs dims_mapping of x, scale, out, invvar; port x on a mesh,
     specs valid, x rank >= 1, out's rank x's and invvar's one less (Paddle builds the notation from
     out's rank and answers garbage otherwise), scale 1-D. Returns (x, scale, out, invvar)."""
+    ready = valid_inputs((x, scale, out, invvar), _RMS_REVERSE)
+    if ready is not None and type(epsilon) in _REAL:
+        tx, ts, to, tv = ready
+        if not ts.missing and 1 <= tx.ndim <= len(ALPHABET) and to.ndim == tx.ndim and tv.ndim == tx.ndim - 1 \
+                and ts.ndim == 1:
+            return tx, ts, to, tv
     tx, ts = as_input(x, "x"), as_input(scale, "scale", optional=True)
     to, tv = as_input(out, "out"), as_input(invvar, "invvar")
     check_attrs(("epsilon", epsilon))
@@ -408,6 +432,12 @@ def rms_grad_inputs(x: DistTensorSpec, scale: DistTensorSpec, invvar: DistTensor
     rank ndim - 1, x / invvar / out_grad on meshes of x's number of dims (Paddle reads their
     placements by x's mesh dims: past the end on a smaller mesh, SIGSEGV). Returns (x, scale,
     invvar, out_grad)."""
+    ready = valid_inputs((x, scale, invvar, out_grad), _RMS_GRAD)
+    if ready is not None and type(epsilon) in _REAL:
+        tx, ts, tv, tg = ready
+        if not ts.missing and 2 <= tx.ndim <= len(ALPHABET) and tg.ndim == tx.ndim and tv.ndim == tx.ndim - 1 \
+                and len(tv.mesh.shape) == len(tg.mesh.shape) == len(tx.mesh.shape):  # type: ignore[union-attr]
+            return tx, ts, tv, tg
     tx, ts = as_input(x, "x"), as_input(scale, "scale", optional=True)
     tv, tg = as_input(invvar, "invvar"), as_input(out_grad, "out_grad")
     check_attrs(("epsilon", epsilon))
@@ -472,6 +502,12 @@ def gn_grad_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTe
     scale and bias 1-D, mean and variance 2-D (reported under bias's name:
     PADDLE-QUIRK(gn-grad-messages)); then the port's: x on a mesh, specs valid. Returns (x, scale,
     bias, y, mean, variance, y_grad)."""
+    ready = valid_inputs((x, scale, bias, y, mean, variance, y_grad), _GN_GRAD)
+    if ready is not None and attrs_exact(attrs):
+        tx, ts, tb, ty, tm, tv, tg = ready
+        if 3 <= tx.ndim <= 5 and ty.ndim == tg.ndim == tx.ndim and ts.ndim == tb.ndim == 1 \
+                and tm.ndim == tv.ndim == 2:
+            return tx, ts, tb, ty, tm, tv, tg
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
     ty, tm, tv = as_input(y, "y"), as_input(mean, "mean"), as_input(variance, "variance")
     tg = as_input(y_grad, "y_grad")
