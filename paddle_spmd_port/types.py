@@ -469,6 +469,13 @@ _INTERNED: dict[tuple[Any, ...], DistAttr] = {}
 _VALID_ON_MESH: set[tuple[tuple[int, ...], Mapping, frozenset[int], int]] = set()
 
 
+def clear_caches() -> None:
+    """Empty the tables of interned attrs and of spec values found valid (a benchmark starts each
+    timed loop cold, so that no loop gains from work an earlier one did)."""
+    _INTERNED.clear()
+    _VALID_ON_MESH.clear()
+
+
 def _normal_coshard(dims_mapping: tuple[Any, ...]) -> bool:
     """True when every entry is an int or a tuple of two or more ints (a co-shard in the form
     :func:`_mapping_tuple` gives): such a dims_mapping needs no conversion."""

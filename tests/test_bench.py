@@ -1,0 +1,103 @@
+"""tools/bench.py: the benchmark's own guarantees (never its numbers: no timed asserts).
+
+Every timed loop starts cold (the port's tables emptied before it), both sides run from the same
+plain data, the registry list is every rule the registry answers with a rule of its own, and bad
+input ends in one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from paddle_spmd_port import types
+from tests.cli_checks import REPO
+from tests.helpers import load_tool
+
+bench = load_tool("bench")
+
+
+def _run(*argv: str, timeout: float = 300.0) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, str(REPO / "tools" / "bench.py"), *argv], capture_output=True, text=True,
+                          env=env, timeout=timeout, cwd=REPO, stdin=subprocess.DEVNULL)
+
+
+def test_every_timed_loop_starts_with_the_port_tables_empty():
+    seen: list[tuple[int, int]] = []
+
+    def loop() -> None:  # sees the tables as the timed loop starts, then fills them as a rule call would
+        seen.append((len(types._INTERNED), len(types._VALID_ON_MESH)))
+        mesh = types.ProcessMesh((2, 3))
+        types.DistTensorSpec((4, 6), (0, -1), mesh)
+        types.DistAttr.make((0, -1), frozenset(), mesh)
+
+    bench.best_of({"a": loop, "b": loop}, repeat=2)
+    assert seen == [(0, 0)] * 4
+
+
+def test_a_benchmark_that_keeps_the_tables_warm_is_caught(monkeypatch):
+    """Planted defect: best_of without the reset. The check above must see the filled tables."""
+    monkeypatch.setattr(bench, "clear_caches", lambda: None)
+    seen: list[int] = []
+
+    def loop() -> None:
+        seen.append(len(types._INTERNED))
+        types.DistAttr.make((0,), frozenset(), types.ProcessMesh((2,)))
+
+    bench.best_of({"a": loop}, repeat=2)
+    assert seen[1] > 0
+
+
+def test_both_sides_take_the_same_plain_data():
+    case = bench.cases_for("layer_norm", 40, seed=3)[0]
+    inputs, attrs = bench.plain(case)
+    for item in inputs:  # plain Python values only: nothing either library built
+        assert item is None or all(type(part) is tuple or part is None for part in item)
+    spec = bench.PortSide.spec(inputs[0], {inputs[0][3]: bench.PortSide.mesh(inputs[0][3])})
+    assert spec == case.inputs[0]
+    assert attrs == tuple(case.attr_values())
+
+
+def test_the_sample_leaves_out_the_cases_paddle_may_crash_on():
+    from paddle_spmd_port.native.crash_prone import compiled_may_crash
+
+    cases = bench.cases_for("instance_norm_grad", 400, seed=3)
+    assert cases and not any(compiled_may_crash(c) for c in cases)
+
+
+@pytest.mark.native
+def test_registry_rules_are_the_registry_routes_with_a_rule_of_their_own():
+    from paddle_spmd_port.native.registry import ROUTES
+
+    own = {rule for rule, (name, _) in ROUTES.items() if name != "replicated"}
+    assert set(bench.REGISTRY_RULES) == own
+
+
+@pytest.mark.native
+def test_a_short_run_prints_both_sides_and_their_ratio():
+    proc = _run("--rules", "layer_norm,batch_norm", "--sample", "40", "--repeat", "1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| layer_norm |")
+            or line.startswith("| batch_norm |")]
+    assert len(rows) == 2
+    for row in rows:
+        assert row.count("µs") >= 2 and row.count("x** |") >= 1
+
+
+@pytest.mark.parametrize("argv, names", [
+    (("--rules", "nope"), "--rules"),
+    (("--rules", ""), "--rules"),
+    (("--sample", "0"), "--sample"),
+    (("--repeat", "-1"), "--repeat"),
+    (("--routes", "gpu"), "--routes"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, names):
+    proc = _run(*argv, timeout=120)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2
+    assert len(lines) == 1 and names in lines[0] and "Traceback" not in proc.stderr
+    assert proc.stdout == ""
