@@ -32,8 +32,11 @@ written a batch ahead while the replies are read (:func:`exchange`); the program
 in C++. Cases Paddle is known to crash on (x without a mesh, a dims_mapping whose length is not
 the rank or that names a mesh dim its mesh lacks, begin_norm_axis out of range, batch_norm_grad
 with a None scale/bias, ...: ``crash_prone.compiled_may_crash``) run in a forked child of the C++
-program; if the program still dies, the
-case in flight gets the crash and a new program takes the rest. The pool (:mod:`.pool`) drives
+program's fork server, a copy of the program taken before any case ran, so their outcomes do not
+depend on what ran before them (some corrupt the heap without dying: whether the child then aborts
+depended on the program's history before); if the program still dies, the case in flight gets the
+crash and a new program takes the rest. The program builds each distinct input once (by its
+request text); the requests' text is memoised here per input and per attrs tuple. The pool (:mod:`.pool`) drives
 these programs directly, with no Python worker in between; :class:`CompiledBackend` drives them in
 this process.
 """
@@ -149,7 +152,12 @@ def _mesh_tokens(mesh: ProcessMesh | None) -> list[str]:
 def _tensor_tokens(spec: DistTensorSpec | None) -> str:
     if spec is None:
         return "-"
-    text = _spec_text.get(spec)
+    mesh = spec.mesh
+    # looked up by value (a grid builds a spec object per case, over a few thousand values), with
+    # the fields themselves as the key: cheaper than the dataclass's hash and equality in Python
+    key = (spec.shape, spec.dims_mapping, spec.partial_dims,
+           None if mesh is None else (mesh.shape, mesh.process_ids, mesh.dim_names))
+    text = _spec_text.get(key)
     if text is None:
         if len(_spec_text) > _MEMO_LIMIT:
             _spec_text.clear()
@@ -160,15 +168,16 @@ def _tensor_tokens(spec: DistTensorSpec | None) -> str:
                 mapping += [str(len(members)), *map(str, members)]
         else:
             mapping = [str(len(spec.dims_mapping)), *map(str, spec.dims_mapping)]
-        text = _spec_text[spec] = " ".join([
+        text = _spec_text[key] = " ".join([
             "M" if spec.coshard else "T", str(len(spec.shape)), *map(str, spec.shape), *mapping,
-            str(len(spec.partial_dims)), *map(str, sorted(spec.partial_dims)), *_mesh_tokens(spec.mesh)])
+            str(len(spec.partial_dims)), *map(str, sorted(spec.partial_dims)), *_mesh_tokens(mesh)])
     return text
 
 
 _MEMO_LIMIT = 200_000
-_spec_text: dict[DistTensorSpec, str] = {}  # request tokens per input spec
-_reply_outcome: dict[str, Outcome] = {}  # parsed replies (many cases share an answer)
+_spec_text: dict[tuple, str] = {}  # request tokens per input spec (by its field values)
+_attrs_text: dict[tuple[str, int], tuple[tuple, str]] = {}  # (rule, id(attrs)) -> (attrs, their tokens)
+_reply_outcome: dict[bytes, Outcome] = {}  # parsed replies (many cases share an answer)
 
 
 def _attr_tokens(name: str, value: float | str) -> list[str]:
@@ -182,14 +191,32 @@ def _attr_tokens(name: str, value: float | str) -> list[str]:
     return ["b", "1" if value else "0"]
 
 
-def request_line(case: Case) -> str:
-    tokens = [case.rule, "1" if may_crash(case) else "0", str(len(case.inputs))]
-    tokens += [_tensor_tokens(spec) for spec in case.inputs]
-    names = [n for n, _ in case.spec.attrs]
-    tokens.append(str(len(names)))
-    for name, value in zip(names, case.attr_values(), strict=True):
-        tokens += _attr_tokens(name, value)
-    return " ".join(tokens)
+def _case_attr_tokens(case: Case) -> str:
+    """The request's attribute tokens. Cases of a grid share a few hundred attrs tuples, so the
+    text is looked up by the tuple's identity (the entry holds the tuple, so its id is not reused
+    while the entry lives); equal tuples of other identities (``1`` and ``True``, ``0.0`` and
+    ``-0.0`` compare equal but are written differently) each get their own entry."""
+    attrs = case.attrs
+    entry = _attrs_text.get((case.rule, id(attrs)))
+    if entry is None or entry[0] is not attrs:
+        if len(_attrs_text) > 10_000:
+            _attrs_text.clear()
+        names = [n for n, _ in case.spec.attrs]
+        tokens = [str(len(names))]
+        for name, value in zip(names, case.attr_values(), strict=True):
+            tokens += _attr_tokens(name, value)
+        entry = _attrs_text[(case.rule, id(attrs))] = (attrs, " ".join(tokens))
+    return entry[1]
+
+
+def request_line(case: Case, isolate: bool | None = None) -> str:
+    """The request for ``case`` (see the protocol in the C++ source); ``isolate`` is
+    ``may_crash(case)``, worked out here when not given."""
+    if isolate is None:
+        isolate = may_crash(case)
+    inputs = case.inputs
+    return " ".join([case.rule, "1" if isolate else "0", str(len(inputs)), *map(_tensor_tokens, inputs),
+                     _case_attr_tokens(case)])
 
 
 class _Reply:
@@ -255,14 +282,24 @@ class _Message(Exception):
     """Carries a C++ exception's text so that ErrorInfo sees Paddle's family and message."""
 
 
-def outcome_of(line: str) -> Outcome:
+def outcome_of(line: str | bytes) -> Outcome:
     """The outcome a reply line stands for (memoised: outcomes are immutable)."""
-    outcome = _reply_outcome.get(line)
+    key = line if isinstance(line, bytes) else line.encode()
+    outcome = _reply_outcome.get(key)
     if outcome is None:
         if len(_reply_outcome) > _MEMO_LIMIT:
             _reply_outcome.clear()
-        outcome = _reply_outcome[line] = _parse_reply(line)
+        outcome = _reply_outcome[key] = _parse_reply(key.decode(errors="replace"))
     return outcome
+
+
+def outcomes_of(lines: list[bytes]) -> list[Outcome]:
+    """:func:`outcome_of` of each reply line, in order."""
+    memo = _reply_outcome
+    out = [memo.get(line) for line in lines]
+    if None in out:
+        out = [outcome_of(line) if o is None else o for line, o in zip(lines, out, strict=True)]
+    return out  # type: ignore[return-value]
 
 
 def _parse_reply(line: str) -> Outcome:
@@ -289,11 +326,14 @@ def _signal_text(sig: int) -> str:
 
 # --------------------------------------------------------------------------- the program
 #: Requests handed to the program per write: a batch it loops over without a round trip.
-BATCH = 512
+BATCH = 1024
 #: glibc malloc settings for the program: a deep per-thread cache of freed blocks. Paddle's rules
 #: allocate and free many small vectors per call; measured 1.17 -> 0.81 s of CPU for the 31,750
 #: batch_norm grid cases, with the same replies byte for byte.
 MALLOC_TUNABLES = "glibc.malloc.tcache_count=1000"
+# (glibc.malloc.hugetlb=1 would move the heap's blocks, and some isolated cases corrupt the heap
+# without dying: whether the child then aborts depends on that layout, so it would change outcomes.
+# The caller's fork server puts its heap in huge pages itself, with the layout unchanged.)
 NO_RULE = "Paddle exports no C++ SPMD rule for {rule} (its dist API falls back to the replicated rule)"
 
 
@@ -305,13 +345,17 @@ def unavailable(why: BuildError) -> Outcome:
 
 
 def start_program(binary: Path, stderr: int | IO[bytes] = subprocess.DEVNULL,
-                  new_session: bool = False) -> subprocess.Popen[bytes]:
+                  new_session: bool = False, isolating: bool = False) -> subprocess.Popen[bytes]:
     """A running ``spmd_caller`` with binary pipes (``new_session``: in a process group of its own,
-    so that its forked children can be ended with it)."""
+    so that its forked children can be ended with it). ``isolating``: isolated cases will come, so
+    the program forks its fork server at start-up (and binds its symbols then, once, instead of in
+    every child); without it a server is started when the first one comes."""
     env = dict(os.environ, GLOG_minloglevel="3", FLAGS_call_stack_level="0")
     env["GLIBC_TUNABLES"] = ":".join(t for t in (env.get("GLIBC_TUNABLES"), MALLOC_TUNABLES) if t)
-    return subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env,
-                            bufsize=0, start_new_session=new_session)
+    if isolating:
+        env["LD_BIND_NOW"] = "1"
+    return subprocess.Popen([str(binary), *(["--isolating"] if isolating else [])], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=stderr, env=env, bufsize=0, start_new_session=new_session)
 
 
 class Silent(Exception):
@@ -319,12 +363,13 @@ class Silent(Exception):
 
 
 def exchange(proc: subprocess.Popen[bytes], requests: Iterator[str], timeout: float | None = None
-             ) -> Iterator[str]:
-    """Reply lines of ``proc``, in order, while its stdin is fed ``requests`` (full duplex: batches
-    of ``BATCH`` requests are written as fast as the program takes them, replies read as they come,
-    so neither side waits for the other; stdin is closed after the last request). Ends when the
-    program's stdout does: every request answered, or the program died on the first unanswered
-    one. Raises :class:`Silent` when no reply came for ``timeout`` seconds."""
+             ) -> Iterator[list[bytes]]:
+    """Reply lines of ``proc``, in order, a list per read (each line without its newline), while
+    its stdin is fed ``requests`` (full duplex: batches of ``BATCH`` requests are written as fast
+    as the program takes them, replies read as they come, so neither side waits for the other;
+    stdin is closed after the last request). Ends when the program's stdout does: every request
+    answered, or the program died on the first unanswered one. Raises :class:`Silent` when no
+    reply came for ``timeout`` seconds."""
     assert proc.stdin is not None and proc.stdout is not None
     out_fd, in_fd = proc.stdout.fileno(), proc.stdin.fileno()
     os.set_blocking(in_fd, False)
@@ -334,7 +379,9 @@ def exchange(proc: subprocess.Popen[bytes], requests: Iterator[str], timeout: fl
     while True:
         if sent == len(pending) and more:
             block = list(itertools.islice(requests, BATCH))
-            pending, sent = memoryview("".join(line + "\n" for line in block).encode()), 0
+            if block:
+                block.append("")  # the last request's newline
+            pending, sent = memoryview("\n".join(block).encode()), 0
             if not block:
                 more = False
                 proc.stdin.close()
@@ -351,13 +398,14 @@ def exchange(proc: subprocess.Popen[bytes], requests: Iterator[str], timeout: fl
             except BrokenPipeError:  # the program died: its stdout ends next
                 sent, pending, more = 0, memoryview(b""), False
         if readable:
-            data = os.read(out_fd, 1 << 16)
+            data = os.read(out_fd, 1 << 18)
             if not data:
                 return
             last = time.monotonic()
-            *lines, buf = (buf + data).split(b"\n")
-            for line in lines:
-                yield line.decode()
+            lines = (buf + data).split(b"\n") if buf else data.split(b"\n")
+            buf = lines.pop()
+            if lines:
+                yield lines
 
 
 def death_text(code: int) -> str:
@@ -403,11 +451,12 @@ class CompiledBackend:
         while True:
             proc = start_program(self._binary)
             try:
-                for reply in exchange(proc, requests()):
-                    while in_flight[0].rule not in RULES:
-                        yield Outcome(unreachable=NO_RULE.format(rule=in_flight.popleft().rule))
-                    in_flight.popleft()
-                    yield outcome_of(reply)
+                for replies in exchange(proc, requests()):
+                    for outcome in outcomes_of(replies):
+                        while in_flight[0].rule not in RULES:
+                            yield Outcome(unreachable=NO_RULE.format(rule=in_flight.popleft().rule))
+                        in_flight.popleft()
+                        yield outcome
                 code = proc.wait()
             finally:
                 if proc.poll() is None:

@@ -1,9 +1,9 @@
 """Which cases each native route runs crash-isolated, without importing Paddle.
 
-Each backend runs the cases its predicate names in forked children (:mod:`._fork`, or the C++
-caller's own fork), consecutive ones sharing a child. :mod:`.pool` reads :data:`MAY_CRASH` to
-put them next to each other within every worker's slice (a fork per run of them instead of one
-per scattered case). A predicate only picks how a case runs, never its outcome.
+Each backend runs the cases its predicate names in forked children (:mod:`._fork`: consecutive
+ones sharing a child; the C++ caller: a child each, forked by its fork server). :mod:`.pool` reads
+:data:`MAY_CRASH` to put them next to each other within every worker's slice (a fork per run of
+them instead of one per scattered case). A predicate only picks how a case runs, never its outcome.
 """
 
 from __future__ import annotations
@@ -41,39 +41,73 @@ def _attrs(case: Case) -> dict[str, object]:
     return dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))
 
 
-def _short_data_format(case: Case) -> bool:
-    """A data_format too short for the rules' ``data_format[1]`` read."""
-    fmt = _attrs(case).get("data_format", "NCHW")
+def _short_format(fmt: object) -> bool:
     return not isinstance(fmt, str) or len(fmt) < 2
 
 
+def _short_data_format(case: Case) -> bool:
+    """A data_format too short for the rules' ``data_format[1]`` read."""
+    return _short_format(_attrs(case).get("data_format", "NCHW"))
+
+
+def _attr_facts(case: Case) -> tuple[bool, object]:
+    """What the compiled predicate reads of the attributes: a short data_format, begin_norm_axis
+    (None without one). Worked out once per rule and attrs tuple: cases of a grid share a few
+    hundred attrs tuples, so this is looked up by the tuple's identity (the entry holds the tuple,
+    so its id is not reused while the entry lives; an equal tuple of another identity, say ``1``
+    against ``True``, gets an entry of its own)."""
+    attrs = case.attrs
+    entry = _ATTR_FACTS.get((case.rule, id(attrs)))
+    if entry is None or entry[0] is not attrs:
+        if len(_ATTR_FACTS) > 10_000:
+            _ATTR_FACTS.clear()
+        named = _attrs(case)
+        entry = _ATTR_FACTS[(case.rule, id(attrs))] = (
+            attrs, _short_format(named.get("data_format", "NCHW")), named.get("begin_norm_axis"))
+    return entry[1], entry[2]
+
+
+_ATTR_FACTS: dict[tuple[str, int], tuple[tuple, bool, object]] = {}
+
+
 def compiled_may_crash(case: Case) -> bool:
-    """Inputs Paddle's rules are known to crash on, run in a forked child of the C++ caller (a fork
-    costs 2-3 ms, a program restart ~50 ms); the registry backend isolates the same cases. Besides
+    """Inputs Paddle's rules are known to crash on, run in a forked child of the C++ caller's fork
+    server (a fork costs ~1 ms of CPU, a program restart ~50 ms); the registry backend isolates the
+    same cases. Besides
     the shared clauses above (on the grid 28 of 352 other-mesh cases segfault): x without a mesh,
     a dims_mapping whose length is not the rank or that names a mesh dim its mesh lacks
     (instance_norm_grad segfaults on it), begin_norm_axis out of range, rms_norm_grad with an
     invvar of another rank (the alignment writes past its dims_mapping), instance_norm with a 2-D
     or 3-D x (heap corruption) and its grad with scale None or meshless while N or C is split."""
-    x = case.inputs[0]
+    inputs = case.inputs
+    x = inputs[0]
     if x is None or x.mesh is None:
         return True
-    if _on_meshes_of_other_ndim(case) or _short_data_format(case) or _grad_partial_without_mesh(case):
+    x_ndim = len(x.mesh.shape)
+    for s in inputs:  # one pass over the inputs: the mesh-ndim, length and mesh-dim clauses
+        if s is None:
+            continue
+        mesh = s.mesh
+        if mesh is not None:
+            n = len(mesh.shape)
+            if n != x_ndim:
+                return True
+            if s.valid_on_mesh:  # checked at construction: one entry per axis, each -1 or a dim < n
+                continue
+            if any(m >= n for e in s.dims_mapping for m in mesh_dims_of(e)):
+                return True
+        if len(s.dims_mapping) != len(s.shape):
+            return True
+    short_format, begin_norm_axis = _attr_facts(case)
+    if short_format or _grad_partial_without_mesh(case):
         return True
-    if any(s is not None and len(s.dims_mapping) != len(s.shape) for s in case.inputs):
-        return True
-    if any(s is not None and s.mesh is not None
-           and any(m >= s.mesh.ndim for e in s.dims_mapping for m in mesh_dims_of(e))
-           for s in case.inputs):
-        return True
-    begin_norm_axis = _attrs(case).get("begin_norm_axis")
     if isinstance(begin_norm_axis, int) and not 0 <= begin_norm_axis <= len(x.shape):
         return True
     if case.rule == "rms_norm_grad":
-        invvar = case.inputs[2]
+        invvar = inputs[2]
         return invvar is not None and len(invvar.shape) != len(x.shape) - 1
     if case.spec.op == "instance_norm":
-        scale = case.inputs[1]
+        scale = inputs[1]
         return len(x.shape) < 4 or (case.rule == "instance_norm_grad" and (scale is None or scale.mesh is None)
                                     and any(m != -1 for m in x.dims_mapping[:2]))
     return False

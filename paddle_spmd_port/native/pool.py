@@ -209,9 +209,11 @@ class _CallerSlice(_Slice):
     *not run*; a program that ends with an exit code (not a signal) is a failure of the harness."""
 
     def __init__(self, binary: Path, cases: Sequence[Case], start: int, stop: int, outcomes: list[Outcome | None],
-                 timeout: float, on_progress: ProgressFn, info: dict, stop_event: threading.Event) -> None:
+                 timeout: float, on_progress: ProgressFn, info: dict, stop_event: threading.Event,
+                 isolate: Sequence[bool]) -> None:
         super().__init__("compiled", cases, start, stop, outcomes, timeout, on_progress, info, stop_event)
         self.binary = binary
+        self.isolate = isolate  # per case (the pool's order): compiled.may_crash, worked out once
 
     def _run(self) -> None:
         from . import compiled
@@ -233,24 +235,21 @@ class _CallerSlice(_Slice):
                 return
             first = pos
             err_log = tempfile.TemporaryFile()
-            proc = self.proc = compiled.start_program(self.binary, stderr=err_log, new_session=True)
+            proc = self.proc = compiled.start_program(self.binary, stderr=err_log, new_session=True,
+                                                      isolating=any(self.isolate[i] for i in routed[pos:]))
             if self.stop_event.is_set():  # stopped while this program was starting: the parent may not see it
                 self.kill()
-            requests = (compiled.request_line(self.cases[i]) for i in routed[pos:])
+            cases, isolate = self.cases, self.isolate
+            requests = (compiled.request_line(cases[i], isolate[i]) for i in routed[pos:])
             hung = False
-            done_here = 0
             try:
-                for reply in compiled.exchange(proc, requests, self.timeout):
-                    self.outcomes[routed[pos]] = compiled.outcome_of(reply)
-                    pos += 1
-                    done_here += 1
-                    if done_here == 256:
-                        self.on_progress(done_here)
-                        done_here = 0
+                for replies in compiled.exchange(proc, requests, self.timeout):
+                    for outcome in compiled.outcomes_of(replies):
+                        self.outcomes[routed[pos]] = outcome
+                        pos += 1
+                    self.on_progress(len(replies))
             except compiled.Silent:
                 hung = True
-            if done_here:
-                self.on_progress(done_here)
             if hung:
                 self.kill()
             try:  # its stdout ended: it has answered everything, or died
@@ -326,7 +325,9 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     workers = max(1, min(workers, n))
     bounds = [n * k // workers for k in range(workers + 1)]
     slices = [(bounds[k], bounds[k + 1]) for k in range(workers) if bounds[k] < bounds[k + 1]]
-    order = crash_prone_last(cases, slices, MAY_CRASH.get(backend))
+    may_crash = MAY_CRASH.get(backend)
+    prone = None if may_crash is None else [may_crash(case) for case in cases]
+    order = crash_prone_last(slices, prone) if prone is not None else list(range(n))
     cases = [cases[i] for i in order]  # the workers see the cases in this order
     binary = None
     if backend == "compiled":  # the pool drives the C++ caller itself (see _CallerSlice)
@@ -338,8 +339,9 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
         except compiled.BuildError as why:
             progress(n)
             return [compiled.unavailable(why)] * n, info
+    isolate = [bool(prone[i]) for i in order] if prone is not None else [False] * n  # in the workers' order
     threads: list[_Slice] = [
-        _CallerSlice(binary, cases, a, b, outcomes, timeout, progress, info, stop_event) if binary is not None
+        _CallerSlice(binary, cases, a, b, outcomes, timeout, progress, info, stop_event, isolate) if binary is not None
         else _Slice(backend, cases, a, b, outcomes, timeout, progress, info, stop_event) for a, b in slices]
     try:
         for t in threads:
@@ -368,19 +370,15 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     return answered, info  # type: ignore[return-value]
 
 
-def crash_prone_last(cases: Sequence[Case], slices: Sequence[tuple[int, int]],
-                     may_crash: Callable[[Case], bool] | None) -> list[int]:
-    """The order the workers run ``cases`` in: within each slice, the cases its backend runs in a
-    forked child (``may_crash``) after the others, so that they follow each other and share
-    children (one fork per run of them, :mod:`._fork`), instead of a fork for each scattered
-    one. Each slice keeps its cases, so the work stays split as evenly as before."""
-    if may_crash is None:
-        return list(range(len(cases)))
+def crash_prone_last(slices: Sequence[tuple[int, int]], prone: Sequence[bool]) -> list[int]:
+    """The order the workers run the cases in: within each slice, the cases its backend runs in a
+    forked child (``prone[i]``: its ``may_crash``) after the others, so that they follow each other
+    and share children (one fork per run of them, :mod:`._fork`), instead of a fork for each
+    scattered one. Each slice keeps its cases, so the work stays split as evenly as before."""
     order: list[int] = []
     for start, stop in slices:
-        prone = [may_crash(cases[i]) for i in range(start, stop)]
-        order += [i for i, p in zip(range(start, stop), prone, strict=True) if not p]
-        order += [i for i, p in zip(range(start, stop), prone, strict=True) if p]
+        order += [i for i in range(start, stop) if not prone[i]]
+        order += [i for i in range(start, stop) if prone[i]]
     return order
 
 

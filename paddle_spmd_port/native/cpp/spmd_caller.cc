@@ -31,18 +31,30 @@
 // unanswered request is the case in flight: the client records it as a crash and starts a new
 // program for the rest. The program exits 0 at the end of its input.
 //
-// With isolate=1 the case runs in a fork()ed child, so a segfault in Paddle costs one fork.
+// With isolate=1 the case runs in a fork()ed child of the fork server (a copy of the program in
+// its start-up state: see Zygote), so a segfault in Paddle costs one fork, and the case's outcome
+// does not depend on the cases run before it. Arguments: --isolating (isolated cases will come:
+// fork the server at start-up), --serve-isolated (run as that server; used by the program itself).
+// Other inputs are built once per distinct request text and reused (InputCache).
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "paddle/common/enforce.h"
@@ -116,6 +128,16 @@ class Tokens {
     for (int64_t i = 0; i < n; ++i) v.push_back(integer());
     return v;
   }
+  void skip_ints(int64_t n) {  // ints(n), read and checked alike, not kept
+    if (n < 0) throw Unreachable("negative count in the request");
+    for (int64_t i = 0; i < n; ++i) integer();
+  }
+  // Where the next word starts (after the blanks before it).
+  const char* next_start() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r')) ++p_;
+    return p_;
+  }
+  const char* pos() const { return p_; }
 
  private:
   const char* p_;
@@ -203,6 +225,86 @@ pd::DistMetaTensor read_tensor(Tokens* t) {
   return pd::DistMetaTensor(common::make_ddim(shape), attr);
 }
 
+// The request text of the next tensor, read as read_tensor() reads it (the same checks, in the
+// same order, so a malformed tensor fails alike) but with nothing built.
+std::string_view tensor_text(Tokens* t) {
+  const char* start = t->next_start();
+  std::string_view head = t->word();
+  if (head != "-") {
+    if (head != "T" && head != "M") throw Unreachable("bad tensor token " + std::string(head));
+    t->skip_ints(t->integer());
+    if (head == "T") {
+      t->skip_ints(t->integer());
+    } else {
+      int64_t n_axes = t->integer();
+      for (int64_t i = 0; i < n_axes; ++i) t->skip_ints(t->integer());
+    }
+    t->skip_ints(t->integer());
+    std::string_view mesh_head = t->word();
+    if (mesh_head != "-") {
+      int64_t ndim = 0;
+      auto [end, ec] = std::from_chars(mesh_head.data(), mesh_head.data() + mesh_head.size(), ndim);
+      if (ec != std::errc() || end != mesh_head.data() + mesh_head.size() || ndim < 0) {
+        throw Unreachable("bad mesh token " + std::string(mesh_head));
+      }
+      t->skip_ints(ndim);
+      t->skip_ints(t->integer());
+      for (int64_t i = 0; i < ndim; ++i) t->word();
+    }
+  }
+  return std::string_view(start, static_cast<size_t>(t->pos() - start));
+}
+
+// Built inputs by their request text: a grid repeats a few thousand distinct tensors over
+// hundreds of thousands of cases, and building one (ProcessMesh, TensorDistAttr) costs more than
+// the lookup. The rules take their inputs by const reference and copy what they keep, so a cached
+// input is never changed. Only the program's own loop uses it: a forked child (isolated cases)
+// builds its inputs afresh, from the zygote's state (see Zygote).
+class InputCache {
+ public:
+  const pd::DistMetaTensor& get(std::string_view text) {
+    auto found = map_.find(text);
+    if (found != map_.end()) return found->second->tensor;
+    Tokens t(text);
+    std::unique_ptr<Entry> entry(new Entry{std::string(text), read_tensor(&t)});
+    const pd::DistMetaTensor& tensor = entry->tensor;
+    std::string_view key(entry->text);  // the entry's own copy: stable while the entry lives
+    map_.emplace(key, std::move(entry));
+    return tensor;
+  }
+  // Between requests only: every reference handed out is dropped with it.
+  void trim() {
+    if (map_.size() > 50000) map_.clear();
+  }
+
+ private:
+  struct Entry {
+    std::string text;  // the key's storage
+    pd::DistMetaTensor tensor;
+  };
+  std::unordered_map<std::string_view, std::unique_ptr<Entry>> map_;
+};
+
+// The inputs of one call, by reference (cached or built for this call).
+class Inputs {
+ public:
+  void reserve(size_t n) {
+    refs_.reserve(n);
+    own_.reserve(n);
+  }
+  void add(const pd::DistMetaTensor& tensor) { refs_.push_back(&tensor); }
+  void add_own(pd::DistMetaTensor tensor) {
+    own_.push_back(std::make_unique<pd::DistMetaTensor>(std::move(tensor)));
+    refs_.push_back(own_.back().get());
+  }
+  size_t size() const { return refs_.size(); }
+  const pd::DistMetaTensor& operator[](size_t i) const { return *refs_[i]; }
+
+ private:
+  std::vector<const pd::DistMetaTensor*> refs_;
+  std::vector<std::unique_ptr<pd::DistMetaTensor>> own_;
+};
+
 Attr read_attr(Tokens* t) {
   std::string_view type = t->word();
   if (type.size() != 1 || std::string_view("bifs").find(type[0]) == std::string_view::npos) {
@@ -240,17 +342,17 @@ class Attrs {
 // InstanceNormGradInferSpmd takes bias since Paddle 3.1.1 (3.1.0's: x, scale, saved_mean, saved_variance,
 // y_grad, epsilon); on a build without it the rule is unreachable. Chosen at compile time, like set_multi.
 template <typename T>
-auto instance_norm_grad(const std::vector<T>& in, float epsilon, int)
+auto instance_norm_grad(const T& in, float epsilon, int)
     -> decltype(pd::InstanceNormGradInferSpmd(in[0], in[1], in[2], in[3], in[4], in[5], epsilon)) {
   return pd::InstanceNormGradInferSpmd(in[0], in[1], in[2], in[3], in[4], in[5], epsilon);
 }
 template <typename T>
-pd::SpmdInfo instance_norm_grad(const std::vector<T>&, float, long) {
+pd::SpmdInfo instance_norm_grad(const T&, float, long) {
   throw Unreachable("this Paddle build's InstanceNormGradInferSpmd takes no bias (x, scale, saved_mean, "
                     "saved_variance, y_grad, epsilon: Paddle 3.1.0)");
 }
 
-pd::SpmdInfo call_rule(const std::string& rule, const std::vector<pd::DistMetaTensor>& in, const Attrs& a) {
+pd::SpmdInfo call_rule(const std::string& rule, const Inputs& in, const Attrs& a) {
   auto need = [&](size_t n) {
     if (in.size() != n) {
       throw Unreachable(rule + " takes " + std::to_string(n) + " tensors, got " + std::to_string(in.size()));
@@ -428,7 +530,8 @@ const char* python_exception(common::ErrorCode code) {
   }
 }
 
-std::string answer(std::string_view line) {
+// The reply to one request; ``cache`` null: every input built afresh.
+std::string answer(std::string_view line, InputCache* cache) {
   Reply out;
   try {
     Tokens t(line);
@@ -436,9 +539,15 @@ std::string answer(std::string_view line) {
     t.word();  // isolate flag, handled by the caller
     int64_t n_tensors = t.integer();
     if (n_tensors < 0) throw Unreachable("negative tensor count");
-    std::vector<pd::DistMetaTensor> tensors;
+    Inputs tensors;
     tensors.reserve(static_cast<size_t>(n_tensors));
-    for (int64_t i = 0; i < n_tensors; ++i) tensors.push_back(read_tensor(&t));
+    for (int64_t i = 0; i < n_tensors; ++i) {
+      if (cache != nullptr) {
+        tensors.add(cache->get(tensor_text(&t)));
+      } else {
+        tensors.add_own(read_tensor(&t));
+      }
+    }
     int64_t n_attrs = t.integer();
     if (n_attrs < 0) throw Unreachable("negative attribute count");
     std::vector<Attr> attrs;
@@ -494,7 +603,7 @@ std::string answer_isolated(std::string_view line) {
     setrlimit(RLIMIT_CORE, &no_core);
     for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) signal(sig, SIG_DFL);
     close(fds[0]);
-    std::string reply = answer(line) + "\n";
+    std::string reply = answer(line, nullptr) + "\n";
     write_all(fds[1], reply.data(), reply.size());
     _exit(0);
   }
@@ -519,9 +628,10 @@ std::string answer_isolated(std::string_view line) {
   return reply;
 }
 
-// stdin in large blocks, one complete line at a time.
+// A file descriptor (stdin by default) in large blocks, one complete line at a time.
 class LineReader {
  public:
+  explicit LineReader(int fd = 0) : fd_(fd) {}
   bool next(std::string_view* line) {
     for (;;) {
       size_t nl = buf_.find('\n', pos_);
@@ -540,24 +650,164 @@ class LineReader {
       pos_ = 0;
       size_t old = buf_.size();
       buf_.resize(old + (1 << 16));
-      ssize_t n = read(0, &buf_[old], 1 << 16);
-      while (n < 0 && errno == EINTR) n = read(0, &buf_[old], 1 << 16);
+      ssize_t n = read(fd_, &buf_[old], 1 << 16);
+      while (n < 0 && errno == EINTR) n = read(fd_, &buf_[old], 1 << 16);
       buf_.resize(old + static_cast<size_t>(n > 0 ? n : 0));
       if (n <= 0) eof_ = true;
     }
   }
 
  private:
+  int fd_;
   std::string buf_;
   size_t pos_ = 0;
   bool eof_ = false;
 };
 
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25  // Linux 6.1; older kernels refuse it (EINVAL), which changes nothing
+#endif
+
+// The heap in transparent huge pages where the kernel can: a fork then copies a page table entry
+// per 2 MB of heap instead of one per 4 kB (the heap is ~27 MB of Paddle's registries before the
+// first case). The heap's contents and layout stay as they are.
+void collapse_heap() {
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return;
+  char text[512];
+  while (std::fgets(text, sizeof text, maps) != nullptr) {
+    if (std::string_view(text).find("[heap]") == std::string_view::npos) continue;
+    unsigned long start = 0, end = 0;
+    if (std::sscanf(text, "%lx-%lx", &start, &end) != 2) break;
+    const unsigned long huge = 2ul << 20;
+    start = (start + huge - 1) & ~(huge - 1);
+    end &= ~(huge - 1);
+    if (end > start) madvise(reinterpret_cast<void*>(start), end - start, MADV_COLLAPSE);
+    break;
+  }
+  std::fclose(maps);
+}
+
+// The fork server of the isolated cases: a copy of the program in its start-up state, before any
+// case, that forks a child per isolated case (answer_isolated) and hands back its reply. So an
+// isolated case always runs on the same fresh state, whatever ran before it in the program (a heap
+// that some rules corrupt without dying gives one outcome, not one per history), and the program's
+// own grown heap (its input cache) is never copied. With --isolating the program forks the server
+// at start-up (the client says so when isolated cases will come); otherwise it starts one when the
+// first isolated case comes, as a fresh run of this binary (--serve-isolated: the same start-up
+// state, reached by exec instead). If the server is gone, the program forks the child itself.
+class Zygote {
+ public:
+  static constexpr int kRequests = 3, kReplies = 4;  // the server's ends, as an exec'd server has them
+
+  // fresh: exec a new copy of the binary (after cases ran here); else fork this one (at start-up).
+  void start(bool fresh) {
+    started_ = true;
+    int requests[2], replies[2];
+    if (pipe(requests) != 0) return;
+    if (pipe(replies) != 0) {
+      close(requests[0]);
+      close(requests[1]);
+      return;
+    }
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) {
+      for (int fd : {requests[0], requests[1], replies[0], replies[1]}) close(fd);
+      return;
+    }
+    if (pid == 0) {
+      close(requests[1]);
+      close(replies[0]);
+      // hold none of the program's pipes (its reader waits for their EOF)
+      int in = fcntl(requests[0], F_DUPFD, 10), out = fcntl(replies[1], F_DUPFD, 10);
+      close(requests[0]);
+      close(replies[1]);
+      int devnull = open("/dev/null", O_RDWR);
+      if (in < 0 || out < 0 || devnull < 0) _exit(127);
+      dup2(devnull, 0);
+      dup2(devnull, 1);
+      close(devnull);
+      if (dup2(in, kRequests) < 0 || dup2(out, kReplies) < 0) _exit(127);
+      close(in);
+      close(out);
+      if (fresh) {
+        setenv("LD_BIND_NOW", "1", 1);  // resolve every symbol once here, not in each child
+        char self[] = "/proc/self/exe", flag[] = "--serve-isolated";
+        char* argv[] = {self, flag, nullptr};
+        execv(self, argv);
+        _exit(127);
+      }
+      serve(parent);
+    }
+    close(requests[0]);
+    close(replies[1]);
+    pid_ = pid;
+    to_ = requests[1];
+    from_ = replies[0];
+    reader_ = std::make_unique<LineReader>(from_);
+  }
+
+  // The isolated case's reply; false when there is no server (the caller answers it itself).
+  bool answer(std::string_view line, std::string* reply) {
+    if (!started_) start(true);
+    if (to_ < 0) return false;
+    std::string request(line);
+    request.push_back('\n');
+    std::string_view got;
+    if (write_all(to_, request.data(), request.size()) && reader_->next(&got)) {
+      reply->assign(got.data(), got.size());
+      return true;
+    }
+    close(to_);
+    close(from_);
+    to_ = from_ = -1;
+    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return false;
+  }
+
+  // The server's loop: requests on fd kRequests, replies on fd kReplies, until the program is gone.
+  [[noreturn]] static void serve(pid_t parent) {
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives the program
+#endif
+    if (getppid() != parent) _exit(0);
+    LineReader in(kRequests);
+    std::string_view line;
+    bool collapsed = false;
+    while (in.next(&line)) {
+      if (!collapsed) {  // on the first isolated case: a run without any pays nothing
+        collapse_heap();
+        collapsed = true;
+      }
+      std::string reply = answer_isolated(line);
+      reply.push_back('\n');
+      if (!write_all(kReplies, reply.data(), reply.size())) break;
+    }
+    _exit(0);
+  }
+
+ private:
+  bool started_ = false;
+  pid_t pid_ = -1;
+  int to_ = -1;
+  int from_ = -1;
+  std::unique_ptr<LineReader> reader_;
+};
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  signal(SIGPIPE, SIG_IGN);  // a fork server gone is seen as EPIPE (and so is a reader gone: exit 1)
+  const std::string_view flag = argc > 1 ? argv[1] : "";
+  if (flag == "--serve-isolated") Zygote::serve(getppid());
+  Zygote zygote;
+  if (flag == "--isolating") zygote.start(false);
+  InputCache cache;
   LineReader in;
   std::string_view line;
+  std::string reply;
   while (in.next(&line)) {
     if (line.empty()) continue;
     Tokens head(line);
@@ -567,7 +817,12 @@ int main() {
       isolate = head.word();
     } catch (const Unreachable&) {  // answer() says so
     }
-    std::string reply = isolate == "1" ? answer_isolated(line) : answer(line);
+    if (isolate == "1") {
+      if (!zygote.answer(line, &reply)) reply = answer_isolated(line);
+    } else {
+      cache.trim();
+      reply = answer(line, &cache);
+    }
     reply.push_back('\n');
     if (!write_all(1, reply.data(), reply.size())) return 1;
   }
