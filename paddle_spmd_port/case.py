@@ -72,8 +72,10 @@ class Case:
         return rule_function(self.rule, profile)(*self.inputs, *self.attr_values())
 
     def describe(self) -> str:
-        parts = [f"{n}={'None' if s is None else s}" for n, s in zip(self.spec.inputs, self.inputs, strict=True)]
-        parts += [f"{k}={v!r}" for k, v in self.attrs]
+        parts = [f"{n}={'None' if s is None else _spec_str(s)}"
+                 for n, s in zip(self.spec.inputs, self.inputs, strict=True)]
+        if self.attrs:
+            parts.append(_shared_text(self.attrs, _attrs_str))
         return f"{self.rule} mesh={self.mesh} " + " ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -103,18 +105,19 @@ _RULE_SHAPES: dict[str, tuple[int, frozenset[str]]] = {}
 _ATTR_VALUES: dict[int, tuple[tuple[tuple[str, Any], ...], str, tuple[Any, ...]]] = {}
 """id(attrs tuple) -> (it, the rule, its values in signature order); holding it keeps the id its own."""
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
-_TEXTS: dict[int, tuple[Any, str]] = {}
-"""id(mesh or attrs tuple) -> (it, its JSON text); holding the object keeps the id its own."""
+_TEXTS: dict[tuple[int, Callable[[Any], str]], tuple[Any, str]] = {}
+"""(id(mesh or attrs tuple), how it is written) -> (it, its text); holding it keeps the id its own."""
 
 
 def _shared_text(obj: Any, render: Callable[[Any], str]) -> str:
-    hit = _TEXTS.get(id(obj))
+    key = (id(obj), render)
+    hit = _TEXTS.get(key)
     if hit is not None and hit[0] is obj:
         return hit[1]
     if len(_TEXTS) > 20_000:
         _TEXTS.clear()
     text = render(obj)
-    _TEXTS[id(obj)] = (obj, text)
+    _TEXTS[key] = (obj, text)
     return text
 
 
@@ -127,12 +130,40 @@ def _attrs_text(attrs: tuple[tuple[str, Any], ...]) -> str:
 
 
 def _spec_text(spec: DistTensorSpec) -> str:
-    """The text of ``spec.to_json()``, its mesh (the last field) from the kept texts."""
-    data = spec.to_json()
-    if spec.mesh is None or len(data) < 2 or next(reversed(data)) != "mesh":
-        return _dumps(data)
-    del data["mesh"]
-    return _dumps(data)[:-1] + ',"mesh":' + _shared_text(spec.mesh, _mesh_text) + "}"
+    """The text of ``spec.to_json()``: its fields but the mesh (the last one) kept per value, the
+    mesh's text per mesh."""
+    key = (spec.shape, spec.dims_mapping, spec.partial_dims, spec.mesh is None)
+    head = _SPEC_HEADS.get(key)
+    if head is None:
+        data = spec.to_json()
+        if spec.mesh is None or len(data) < 2 or next(reversed(data)) != "mesh":
+            return _dumps(data)
+        del data["mesh"]
+        if len(_SPEC_HEADS) > 50_000:
+            _SPEC_HEADS.clear()
+        head = _SPEC_HEADS[key] = _dumps(data)[:-1] + ',"mesh":'
+    return head + _shared_text(spec.mesh, _mesh_text) + "}"
+
+
+def _spec_str(spec: DistTensorSpec) -> str:
+    """``str(spec)``, kept per value (it shows the shape, the mapping, the partial dims and whether
+    there is a mesh)."""
+    key = (spec.shape, spec.dims_mapping, spec.partial_dims, spec.mesh is None)
+    text = _SPEC_STRS.get(key)
+    if text is None:
+        if len(_SPEC_STRS) > 50_000:
+            _SPEC_STRS.clear()
+        text = _SPEC_STRS[key] = str(spec)
+    return text
+
+
+def _attrs_str(attrs: tuple[tuple[str, Any], ...]) -> str:
+    return " ".join([f"{k}={v!r}" for k, v in attrs])
+
+
+_SPEC_STRS: dict[tuple[Any, ...], str] = {}
+_SPEC_HEADS: dict[tuple[Any, ...], str] = {}
+"""(shape, dims_mapping, partial dims, no mesh) -> the text of a spec's JSON up to its mesh's."""
 
 
 class JsonRecord(Protocol):

@@ -1,5 +1,6 @@
 """Case.json_text (the cases file's and the repro line's text of a case, put together from kept
-texts of its meshes and attribute tuples) is the text of ``json.dumps(case.to_json())`` itself."""
+texts of its meshes, attribute tuples and spec values) is the text of ``json.dumps(case.to_json())``
+itself; Case.describe (kept texts too) is the case's specs and attributes as they print."""
 
 import json
 
@@ -16,10 +17,17 @@ def _plain(case: Case) -> str:
     return json.dumps(case.to_json(), separators=(",", ":"))
 
 
+def _plain_describe(case: Case) -> str:
+    parts = [f"{n}={'None' if s is None else s}" for n, s in zip(case.spec.inputs, case.inputs, strict=True)]
+    parts += [f"{k}={v!r}" for k, v in case.attrs]
+    return f"{case.rule} mesh={case.mesh} " + " ".join(parts)
+
+
 @pytest.mark.parametrize("rule", list(GRIDS))
 def test_json_text_is_the_json_of_every_kind_of_case(rule):
     cases = sample(list(grid_for(rule)), 150, 0) + list(coshard_cases(rule))[:60] + random_cases(rule, 60, 3)
     for case in cases:
+        assert case.describe() == _plain_describe(case), case.case_id
         assert case.json_text() == _plain(case), case.case_id
         assert Case.from_json(json.loads(case.json_text())) == case
 
@@ -31,6 +39,7 @@ def test_json_text_follows_a_mesh_it_has_not_seen_and_odd_values():
                                      DistTensorSpec((6,), (-1,), other)),
                 (("epsilon", 1e-7), ("begin_norm_axis", 1)), "id \"with\" quotes \u00e9")
     assert case.json_text() == _plain(case)
+    assert case.describe() == _plain_describe(case)
     assert one_line_repro(case).endswith("'" + _plain(case) + "'")
     again = Case("layer_norm", mesh, case.inputs, (("epsilon", 1e-5), ("begin_norm_axis", 1)), "x")
     assert again.json_text() == _plain(again)  # another attrs tuple: its own text, not a kept one
