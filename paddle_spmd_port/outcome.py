@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidSpecError, SpmdError
-from .types import SpmdResult
+from .types import DistAttr, SpmdResult
 
 if TYPE_CHECKING:
     from .case import Case
@@ -105,7 +105,7 @@ class Outcome:
             return f"unreachable: {self.unreachable}"
         if self.error is not None:
             return f"raises {self.error}"
-        return str(self.result)
+        return _result_text(self.result)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"status": self.status}
@@ -133,6 +133,29 @@ class Outcome:
             unreachable=data.get("unreachable"),
             not_run=data.get("not_run"),
         )
+
+
+def _result_text(result: SpmdResult | None) -> str:
+    """``str(result)``, each attr's text kept per attr (the rules' answers share interned attrs)."""
+    if type(result) is not SpmdResult:
+        return str(result)
+    return ("in: " + " ".join([_attr_text(a) for a in result.inputs]) + " | out: "
+            + " ".join([_attr_text(a) for a in result.outputs]))
+
+
+def _attr_text(attr: DistAttr) -> str:
+    hit = _ATTR_TEXTS.get(id(attr))
+    if hit is not None and hit[0] is attr:
+        return hit[1]
+    if len(_ATTR_TEXTS) > 50_000:
+        _ATTR_TEXTS.clear()
+    text = str(attr)
+    _ATTR_TEXTS[id(attr)] = (attr, text)
+    return text
+
+
+_ATTR_TEXTS: dict[int, tuple[DistAttr, str]] = {}
+"""id(attr) -> (it, its text); holding it keeps the id its own."""
 
 
 def port_outcome(case: Case, profile: str = "paddle") -> Outcome:

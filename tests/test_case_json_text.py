@@ -71,3 +71,21 @@ def test_case_checks_its_inputs_and_attribute_names():
         Case("layer_norm", mesh, (x, None, None), (("groups", 2),))
     with pytest.raises(ValueError, match="unknown rule"):
         Case("no_such_rule", mesh, (x,), ())
+
+
+@pytest.mark.parametrize("rule", ["batch_norm_grad", "layer_norm_grad", "group_norm", "rms_norm_reverse"])
+def test_an_answers_text_is_its_results_text(rule):
+    from paddle_spmd_port.outcome import Outcome, port_outcome
+    from paddle_spmd_port.types import DistAttr, SpmdResult
+
+    answered = 0
+    for case in sample(list(grid_for(rule)), 200, 1) + random_cases(rule, 40, 5):
+        out = port_outcome(case)
+        if out.result is None:
+            continue
+        answered += 1
+        assert str(out) == str(out.result), case.case_id
+        fresh = SpmdResult(tuple(DistAttr(a.dims_mapping, a.partial_dims, a.mesh) for a in out.result.inputs),
+                           tuple(DistAttr(a.dims_mapping, a.partial_dims, None) for a in out.result.outputs))
+        assert str(Outcome(result=fresh)) == str(fresh)  # attrs of their own, some without a mesh
+    assert answered >= 100
