@@ -224,3 +224,19 @@ def test_an_isolated_case_does_not_depend_on_what_ran_before():
     assert _replies(history + wanted, isolating=True)[len(history):] == alone
     assert _replies(history + wanted[::-1])[len(history):] == alone[::-1]
     assert any(r.startswith("C ") for r in alone) and any(r.startswith("R ") for r in alone)
+
+
+def test_joined_attr_words_parse_as_spaced_tokens():
+    """The caller writes each attr as one word (tokens joined by ","), looked up whole; it reads as
+    the same attr spelt out token by token, vectors and co-shards included."""
+    mesh = "2,2,3,6,0,1,2,3,4,5,6430,6431"
+    joined = f"R 3 A,{mesh},2,0,-1,1,1,0 A,-,1,-1,0 V 2 A,1,4,4,0,1,2,3,7864,1,0,0 Q,{mesh},2,2,1,0,0,0 " \
+             f"2 A,{mesh},2,-1,-1,0 A,{mesh},1,1,1,0,0"
+    spaced = joined.replace(",", " ")
+    compiled._attr_words.clear()
+    assert compiled._parse_reply(joined) == compiled._parse_reply(spaced)
+    assert compiled._parse_reply(joined) == compiled._parse_reply(joined)  # the second time from the memo
+    result = compiled.outcome_of(joined).result
+    assert result is not None and len(result.inputs) == 4 and len(result.outputs) == 2
+    assert result.inputs[3].dims_mapping == ((1, 0), -1)
+    assert compiled._parse_reply("R 1 A,-,1,-1,1,0,3 0").status == "error"  # a MAX partial: not a DistAttr

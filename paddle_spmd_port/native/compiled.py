@@ -278,6 +278,35 @@ class _Reply:
 _meshes: dict[tuple[int | str, ...], ProcessMesh] = {}  # reply tokens of a mesh -> the mesh
 
 
+def _joined_attrs(words: list[str], pos: int) -> tuple[tuple[DistAttr, ...], int]:
+    """The attrs of a reply's input or output list starting at ``words[pos]``, each attr one word
+    (its tokens joined by ","), and the position after them. Attrs are memoised by their word:
+    replies are mostly distinct combinations of a few distinct attrs."""
+    out: list[DistAttr] = []
+    memo = _attr_words
+    count = int(words[pos])
+    pos += 1
+    for _ in range(count):
+        word = words[pos]
+        pos += 1
+        if word == "V":
+            members = words[pos + 1:pos + 1 + int(words[pos])]
+            pos += 1 + len(members)
+        else:
+            members = [word]
+        for member in members:
+            attr = memo.get(member)
+            if attr is None:
+                if len(memo) > _MEMO_LIMIT:
+                    memo.clear()
+                attr = memo[member] = _Reply(member.replace(",", " ")).attr()
+            out.append(attr)
+    return tuple(out), pos
+
+
+_attr_words: dict[str, DistAttr] = {}  # an attr's reply word -> the attr
+
+
 class _Message(Exception):
     """Carries a C++ exception's text so that ErrorInfo sees Paddle's family and message."""
 
@@ -305,8 +334,13 @@ def outcomes_of(lines: list[bytes]) -> list[Outcome]:
 def _parse_reply(line: str) -> Outcome:
     kind, _, rest = line.partition(" ")
     if kind == "R":
-        reply = _Reply(rest)
         try:
+            if "," in rest:  # one word per attr (the caller's replies)
+                words = rest.split()
+                inputs, pos = _joined_attrs(words, 0)
+                outputs, _ = _joined_attrs(words, pos)
+                return Outcome(result=SpmdResult(inputs, outputs))
+            reply = _Reply(rest)  # an attr's tokens spaced out, as the protocol allows too
             return Outcome(result=SpmdResult(tuple(reply.attrs()), tuple(reply.attrs())))
         except ReduceTypeError as exc:
             return Outcome(error=ErrorInfo("ReduceTypeError", str(exc)))

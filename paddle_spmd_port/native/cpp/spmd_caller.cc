@@ -18,7 +18,9 @@
 //   reply     "R" <n_in> <attr>... <n_out> <attr>...  the rule's answer
 //     attr    "A" <mesh> <n_dm> <m>... <n_partial> (<p> <reduce_type>)...
 //             "Q" <mesh> <n_axes> (<n_members> <m>...)... <n_partial> (<p> <reduce_type>)...
-//                                                    an answer that holds a co-shard
+//                                                    an answer that holds a co-shard; an attr's
+//                                                    tokens are joined by "," (one word per attr,
+//                                                    so the client can look each attr up whole)
 //             "V" <n> <attr>...                      a vector of attrs
 //             "E" <python_exception_name> <hex message>   the rule raised
 //             "U" <hex reason>                       this caller cannot express the case
@@ -455,7 +457,7 @@ pd::SpmdInfo call_rule(const std::string& rule, const Inputs& in, const Attrs& a
 class Reply {
  public:
   Reply& word(std::string_view w) {
-    text_.push_back(' ');
+    text_.push_back(sep_);
     text_.append(w);
     return *this;
   }
@@ -463,20 +465,23 @@ class Reply {
     char buf[24];
     auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
     (void)ec;
-    text_.push_back(' ');
+    text_.push_back(sep_);
     text_.append(buf, static_cast<size_t>(end - buf));
     return *this;
   }
   std::string take() { return std::move(text_); }
   void start(std::string_view kind) { text_.assign(kind); }
+  void joined(bool on) { sep_ = on ? ',' : ' '; }  // the tokens of one attr: one word
 
  private:
   std::string text_;
+  char sep_ = ' ';
 };
 
 void write_attr(Reply* out, const pd::TensorDistAttr& attr) {
   const bool coshard = has_coshard(attr, 0);
   out->word(coshard ? "Q" : "A");
+  out->joined(true);
   const pd::ProcessMesh& mesh = attr.process_mesh();
   if (mesh.empty()) {
     out->word("-");
@@ -496,6 +501,7 @@ void write_attr(Reply* out, const pd::TensorDistAttr& attr) {
   const auto& partial = attr.partial_status();
   out->number(static_cast<int64_t>(partial.size()));
   for (const auto& kv : partial) out->number(kv.first).number(static_cast<int>(kv.second));
+  out->joined(false);
 }
 
 void write_arg(Reply* out, const pd::ArgDistAttr& arg) {
