@@ -111,7 +111,10 @@ class PortSide:
         if item is None:
             return None
         shape, dm, partial, key = item
-        return DistTensorSpec(shape, dm, None if key is None else meshes[key], frozenset(partial))
+        mesh = None if key is None else meshes[key]
+        if partial:  # as the native side: partial dims set only where there are some
+            return DistTensorSpec(shape, dm, mesh, frozenset(partial))
+        return DistTensorSpec(shape, dm, mesh)
 
     def call(self, specs: Sequence[Any], attrs: tuple[Any, ...]) -> None:
         try:
