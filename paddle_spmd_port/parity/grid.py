@@ -116,8 +116,16 @@ _MESH_IDS_AND_NAMES = {
 
 
 def mesh_of(shape: tuple[int, ...]) -> ProcessMesh:
-    ids, names = _MESH_IDS_AND_NAMES.get(shape, (None, None))
-    return ProcessMesh(shape, ids, names)
+    """The grid's mesh of this shape: one object per shape for every rule's grid (meshes are
+    immutable values; the port's interned answers then find theirs by identity)."""
+    mesh = _GRID_MESHES.get(shape)
+    if mesh is None:
+        ids, names = _MESH_IDS_AND_NAMES.get(shape, (None, None))
+        mesh = _GRID_MESHES[shape] = ProcessMesh(shape, ids, names)
+    return mesh
+
+
+_GRID_MESHES: dict[tuple[int, ...], ProcessMesh] = {}
 
 
 def _spec(shape: Sequence[int], placement: Placement, mesh: ProcessMesh) -> DistTensorSpec:

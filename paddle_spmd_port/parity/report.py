@@ -26,7 +26,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
-from xml.sax.saxutils import escape, quoteattr
 
 from ..case import Case
 from ..outcome import Outcome
@@ -383,6 +382,8 @@ class ParityReport:
                 "rules": {k: t.to_json() for k, t in self.tallies.items()}}
 
     def junit(self) -> str:
+        from xml.sax.saxutils import escape, quoteattr  # (imports urllib.request & co.: only for --junit)
+
         suites = []
         for t in self.tallies.values():
             cases = []
