@@ -214,18 +214,33 @@ class _CallerSlice(_Slice):
         super().__init__("compiled", cases, start, stop, outcomes, timeout, on_progress, info, stop_event)
         self.binary = binary
         self.isolate = isolate  # per case (the pool's order): compiled.may_crash, worked out once
+        self.routed: list[int] = []  # the slice's cases the caller has a rule for
+        self.early: tuple[subprocess.Popen[bytes], IO[bytes]] | None = None  # see prestart
+
+    def prestart(self) -> None:
+        """Route the slice's cases and start its first program (:func:`run_native` calls this for
+        every slice before starting any thread: the programs start up side by side, and the
+        threads encode requests meanwhile)."""
+        from . import compiled
+
+        self.routed = [i for i in range(self.start_at, self.stop_at) if self.cases[i].rule in compiled.RULES]
+        if self.routed:
+            err_log = tempfile.TemporaryFile()
+            self.proc = compiled.start_program(self.binary, stderr=err_log, new_session=True,
+                                               isolating=any(self.isolate[i] for i in self.routed))
+            self.early = (self.proc, err_log)
 
     def _run(self) -> None:
         from . import compiled
 
-        routed = []
-        for i in range(self.start_at, self.stop_at):
-            rule = self.cases[i].rule
-            if rule in compiled.RULES:
-                routed.append(i)
-            else:
-                self.outcomes[i] = Outcome(unreachable=compiled.NO_RULE.format(rule=rule))
+        if self.early is None:
+            self.prestart()
+        routed = self.routed
         if len(routed) < self.stop_at - self.start_at:
+            taken = set(routed)
+            for i in range(self.start_at, self.stop_at):
+                if i not in taken:
+                    self.outcomes[i] = Outcome(unreachable=compiled.NO_RULE.format(rule=self.cases[i].rule))
             self.on_progress(self.stop_at - self.start_at - len(routed))
         pos = 0  # routed[pos] is the first case without an outcome
         straight_failures: list[str] = []
@@ -234,9 +249,13 @@ class _CallerSlice(_Slice):
             if self.stop_event.is_set():
                 return
             first = pos
-            err_log = tempfile.TemporaryFile()
-            proc = self.proc = compiled.start_program(self.binary, stderr=err_log, new_session=True,
-                                                      isolating=any(self.isolate[i] for i in routed[pos:]))
+            if self.early is not None:  # the first program, started by prestart
+                proc, err_log = self.early
+                self.early = None
+            else:
+                err_log = tempfile.TemporaryFile()
+                proc = self.proc = compiled.start_program(self.binary, stderr=err_log, new_session=True,
+                                                          isolating=any(self.isolate[i] for i in routed[pos:]))
             if self.stop_event.is_set():  # stopped while this program was starting: the parent may not see it
                 self.kill()
             cases, isolate = self.cases, self.isolate
@@ -344,6 +363,9 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
         _CallerSlice(binary, cases, a, b, outcomes, timeout, progress, info, stop_event, isolate) if binary is not None
         else _Slice(backend, cases, a, b, outcomes, timeout, progress, info, stop_event) for a, b in slices]
     try:
+        for t in threads:
+            if isinstance(t, _CallerSlice):
+                t.prestart()
         for t in threads:
             t.start()
         for t in threads:
