@@ -21,11 +21,16 @@ dims); the op's ``dist_attr.operands()`` / ``results()`` are the rule's answer (
 and output attrs, with partial status and reduce type), read once per distinct attribute
 (:func:`outcome_of_op`). Nothing runs, so any mesh works in one process.
 
-Speed: one Program holds many ops. Input values are cached per Program by (shape, mapping,
-partial, mesh), so most cases cost one op build; a new Program starts every
-``OPS_PER_PROGRAM`` ops to bound memory. The data op is made with ``paddle._pir_ops.data``,
-the op ``paddle.static.data`` makes, without its walk over every op of the Program to move the
-insertion point (that walk makes ``static.data`` O(program size)).
+Speed: one Program holds many ops, its input values' data and shard_tensor ops included. Input
+values are cached per Program by the spec object, then by (shape, mapping, partial, mesh), so
+most cases cost one op build; a new Program starts every ``OPS_PER_PROGRAM`` ops to bound memory
+(measured: 2,000 or 100,000 cost the same CPU within the noise). Each build moves the insertion
+point to the end of the Program's block (no ``program_guard`` a case; :func:`_pir_mode` puts the
+insertion point back when it ends). The data op is made with ``paddle._pir_ops.data``, the op
+``paddle.static.data`` makes, without its walk over every op of the Program to move the
+insertion point (that walk makes ``static.data`` O(program size)). Equal outcomes are one object
+(answers by :func:`outcome_of_op`, errors and unreachable ones by their value), so a worker
+pickles each once.
 
 Outcome mapping:
 
@@ -42,8 +47,8 @@ Cases that may take the process down (batch_norm_grad and group_norm_grad with s
 None, where Paddle 3.3.1 marks partial on an attr without a mesh and segfaults; inputs on meshes
 of another number of dims than x's: see :func:`may_crash`) are built in a forked child (consecutive ones share a
 child; in a worker the child of its fork server, see :mod:`._fork`, running :func:`build_here`),
-so a crash costs one fork (15-20 ms of CPU from the fork server on a loaded 2-core VM, fork and
-exit included) instead of a worker restart with a fresh ``import paddle`` (1.5-3 s). The crash is
+so a crash costs one fork (about 9 ms of CPU from the fork server on a loaded 2-core VM, fork and
+exit included: :mod:`._fork`) instead of a worker restart with a fresh ``import paddle`` (1.5-3 s). The crash is
 reported as ``native crashed: signal N``, as :mod:`.pool` would.
 
 Imports Paddle and switches it to static PIR mode while building: run it only inside a worker
@@ -74,6 +79,9 @@ import paddle  # noqa: E402
 import paddle.distributed as dist  # noqa: E402
 from paddle import _C_ops  # noqa: E402
 from paddle.framework import core  # noqa: E402
+from paddle.pir.core import get_current_insertion_point as _insertion_point  # noqa: E402
+from paddle.pir.core import set_insertion_point as _restore_insertion_point  # noqa: E402
+from paddle.pir.core import set_insertion_point_to_block_end as _insert_at_end  # noqa: E402
 
 #: Ops per Program before a fresh one is started (bounds memory; input values are cached per Program).
 OPS_PER_PROGRAM = 20_000
@@ -169,16 +177,24 @@ def placements_of(spec: DistTensorSpec, name: str) -> list[Any]:
 
 
 class _Program:
-    """One PIR Program and the dist input values already made in it."""
+    """One PIR Program and the dist input values already made in it (its data and shard_tensor
+    ops live in it, ahead of the ops that read them)."""
 
     def __init__(self) -> None:
         self.program = paddle.static.Program()
+        self.block = self.program.global_block()
         self.values: dict[tuple, Any] = {}
+        self.by_spec: dict[int, tuple[DistTensorSpec, Any]] = {}
         self.ops = 0
         self.dtype = paddle.pir.core.convert_np_dtype_to_dtype_("float32")
         self.place = core.Place()
 
     def value(self, spec: DistTensorSpec, name: str) -> Any:
+        # first by the spec object (a sweep's cases share their specs: one object per equal spec; the
+        # entry holds the spec, so its id is not reused while the entry lives), then by content
+        hit = self.by_spec.get(id(spec))
+        if hit is not None and hit[0] is spec:
+            return hit[1]
         key = (spec.shape, spec.dims_mapping, spec.partial_dims, spec.mesh)
         v = self.values.get(key)
         if v is None:
@@ -187,6 +203,7 @@ class _Program:
             data = paddle._pir_ops.data(f"in{len(self.values)}", list(spec.shape), self.dtype, self.place)
             data.stop_gradient = True
             v = self.values[key] = dist.shard_tensor(data, to_paddle_mesh(spec.mesh), placements)
+        self.by_spec[id(spec)] = (spec, v)
         return v
 
 
@@ -241,6 +258,20 @@ def outcome_of_op(op: Any, key: tuple) -> Outcome:
     return outcome
 
 
+_outcomes: dict[Outcome, Outcome] = {}
+
+
+def _one_of(outcome: Outcome) -> Outcome:
+    """One object for equal error and unreachable outcomes, as :func:`outcome_of_op` has for
+    answers (a worker then pickles each once: :mod:`.worker`)."""
+    known = _outcomes.get(outcome)
+    if known is None:
+        if len(_outcomes) > 50_000:
+            _outcomes.clear()
+        known = _outcomes[outcome] = outcome
+    return known
+
+
 def _answer_key(case: Case) -> tuple:
     x = case.inputs[0]
     return (case.rule,) if x is None else (case.rule, x.mesh, x.dims_mapping, x.partial_dims)
@@ -260,6 +291,22 @@ def _where(message: str) -> str:
 
 
 _checked_names: set[str] = set()
+
+_typed: dict[int, tuple[tuple, str, list[Any]]] = {}
+
+
+def _typed_attrs(case: Case) -> list[Any]:
+    """:func:`typed_attrs` (exact), once per attrs tuple (a sweep's cases share a few hundred)."""
+    attrs = case.attrs
+    hit = _typed.get(id(attrs))
+    if hit is not None and hit[0] is attrs and hit[1] == case.rule:
+        return hit[2]
+    values = typed_attrs(case, exact=True)
+    if type(attrs) is tuple:  # kept for immutable attrs only
+        if len(_typed) > 20_000:
+            _typed.clear()
+        _typed[id(attrs)] = (attrs, case.rule, values)
+    return values
 
 
 def _check_names(case: Case, op: Any) -> None:
@@ -293,6 +340,8 @@ class PirBackend:
         spec = case.spec
         if spec.inputs != route.inputs:
             raise RuntimeError(f"{case.rule}: rulebook inputs {spec.inputs} differ from the op's {route.inputs}")
+        # every op of this case goes to the end of this Program's block (cheaper than a program_guard a case)
+        _insert_at_end(prog.block)
         try:
             if case.inputs[0] is None or case.inputs[0].mesh is None:
                 raise _Unreachable("x has no process mesh (Paddle's rules segfault on that); the PIR route needs "
@@ -306,23 +355,22 @@ class PirBackend:
                 else:
                     args.append(prog.value(s, name))
         except _Unreachable as why:
-            return Outcome(unreachable=str(why))
-        attrs = typed_attrs(case, exact=True)
+            return _one_of(Outcome(unreachable=str(why)))
+        attrs = _typed_attrs(case)
         builder = getattr(_C_ops, route.builder)
-        with paddle.static.program_guard(prog.program):
-            try:
-                built = builder(*args, *attrs)
-            except Exception as exc:  # every Paddle error becomes an outcome
-                message = str(exc)
-                if raised_by_rule(message):
-                    return Outcome(error=ErrorInfo.from_exception(exc))
-                reason = normalize_message(message)
-                if re.search(r"expected_dtype:\s*$", reason):
-                    reason += " (an empty list: no kernel of this op is registered in this build)"
-                return Outcome(unreachable=f"{route.builder} cannot be built here ({type(exc).__name__} in "
-                                           f"{_where(message)}): {reason}")
-            finally:
-                prog.ops += 1
+        try:
+            built = builder(*args, *attrs)
+        except Exception as exc:  # every Paddle error becomes an outcome
+            message = str(exc)
+            if raised_by_rule(message):
+                return _one_of(Outcome(error=ErrorInfo.from_exception(exc)))
+            reason = normalize_message(message)
+            if re.search(r"expected_dtype:\s*$", reason):
+                reason += " (an empty list: no kernel of this op is registered in this build)"
+            return _one_of(Outcome(unreachable=f"{route.builder} cannot be built here ({type(exc).__name__} in "
+                                               f"{_where(message)}): {reason}"))
+        finally:
+            prog.ops += 1
         first = built[0] if isinstance(built, (tuple, list)) else built
         op = first.get_defining_op()
         _check_names(case, op)
@@ -362,7 +410,11 @@ def _pir_mode() -> Iterator[None]:
     traceback.extract_stack = _no_stack
     try:
         with paddle.pir_utils.IrGuard():
-            yield
+            where = _insertion_point()  # _build moves it into its own Program: put it back after
+            try:
+                yield
+            finally:
+                _restore_insertion_point(where)
     finally:
         traceback.extract_stack = real_extract_stack
 
