@@ -363,6 +363,9 @@ def _signal_text(sig: int) -> str:
 BATCH = 1024
 #: Batches encoded ahead of the writes, in the parent's idle moments (the program's start-up).
 AHEAD = 16
+#: A read shorter than this many bytes is followed by a pause of GATHER_SECONDS before the next one.
+GATHER = 1 << 14
+GATHER_SECONDS = 0.0005
 #: glibc malloc settings for the program: a deep per-thread cache of freed blocks. Paddle's rules
 #: allocate and free many small vectors per call; measured 1.17 -> 0.81 s of CPU for the 31,750
 #: batch_norm grid cases, with the same replies byte for byte.
@@ -460,6 +463,10 @@ def exchange(proc: subprocess.Popen[bytes], requests: Iterator[str], timeout: fl
             buf = lines.pop()
             if lines:
                 yield lines
+            if len(data) < GATHER and sent < len(pending):
+                # a few replies only: let more gather before the next wake-up (the program has
+                # requests in hand meanwhile, so it does not wait)
+                time.sleep(GATHER_SECONDS)
 
 
 def death_text(code: int) -> str:
