@@ -56,6 +56,18 @@ class Comparison:
     """Why a difference is known (for ``known-difference``)."""
 
 
+_PLAIN: dict[tuple[str, int, int], Comparison] = {}
+
+
+def _plain(verdict: str, cells: int, matching: int) -> Comparison:
+    """A comparison without diffs or note; one object per value (comparisons are immutable)."""
+    key = (verdict, cells, matching)
+    cmp = _PLAIN.get(key)
+    if cmp is None:
+        cmp = _PLAIN[key] = Comparison(verdict, cells, matching)
+    return cmp
+
+
 def _attr_cells(prefix: str, a: DistAttr | None) -> list[tuple[str, str]]:
     if a is None:
         return [(f"{prefix}.dims_mapping", "absent"), (f"{prefix}.partial", "absent"), (f"{prefix}.mesh", "absent")]
@@ -100,25 +112,25 @@ def compare(spec: RuleSpec, port: Outcome, native: Outcome, input_invalid: bool 
     while Paddle gives a well-formed answer is a mismatch (None: not known, the port is believed)."""
     n = spec.n_cells
     if native.not_run is not None:
-        return Comparison("not-run", n, 0)
+        return _plain("not-run", n, 0)
     if native.unreachable is not None:
-        return Comparison("unreachable", n, 0)
+        return _plain("unreachable", n, 0)
     if port.error is not None and port.error.port_invalid:
         if input_invalid is False and native.result is not None and well_formed(native.result):
             # Paddle answered this input with a well-formed answer: the port may not call it invalid
             # (else a port that rejects valid input would pass the sweep unseen)
             return Comparison("mismatch", n, n - 1, (CellDiff("error", str(port.error), "a well-formed answer: "
                                                               f"{native.result}"),))
-        return Comparison("port-rejects-invalid", n, 0)
+        return _plain("port-rejects-invalid", n, 0)
     if native.crash is not None:
         return Comparison("native-crash", n, 0)
     # Equal values give equal cells (a cell is the text of one field), so two equal answers, or
     # two errors of one family and message, need no cell-by-cell walk; any difference takes it.
     if port.error is None and native.error is None and port.result is not None and port.result == native.result:
-        return Comparison("match", n, n)
+        return _plain("match", n, n)
     if port.result is None and native.result is None and port.error is not None and native.error is not None \
             and (port.error.family, port.error.message) == (native.error.family, native.error.message):
-        return Comparison("both-raise-same", n, n)
+        return _plain("both-raise-same", n, n)
     pc, nc = outcome_cells(spec, port), outcome_cells(spec, native)
     native_by_name = dict(nc)
     names = list(dict.fromkeys([k for k, _ in pc] + [k for k, _ in nc]))
