@@ -9,7 +9,6 @@ isolated case's outcome does not depend on the cases the program ran before it.
 
 from __future__ import annotations
 
-import gc
 import os
 import shutil
 
@@ -137,8 +136,7 @@ def test_attr_tokens_follow_the_value_not_an_earlier_tuple():
         # the memo is keyed by the tuple's id: its entry must keep that tuple alive (else a new tuple
         # could take the id and read this one's text)
         assert compiled._attrs_text[(case.rule, id(attrs))][0] is attrs
-        del case, attrs
-        gc.collect()
+        del case, attrs  # (refcounting frees the tuple here unless something holds it)
 
 
 def test_may_crash_equals_its_clauses():
