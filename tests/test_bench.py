@@ -101,3 +101,13 @@ def test_bad_input_is_one_line_and_exit_2(argv, names):
     assert proc.returncode == 2
     assert len(lines) == 1 and names in lines[0] and "Traceback" not in proc.stderr
     assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("route", ["compiled", "pir"])
+def test_the_group_row_is_what_the_default_sweep_sends_to_the_route(route):
+    from paddle_spmd_port.parity.cli import _plan_groups, parse_args
+
+    label, cases = bench.sweep_group(route)
+    planned = _plan_groups(parse_args([]))[route]
+    assert {c.rule for c in cases} == set(planned) and f"({len(planned)} rules)" in label
+    assert len(cases) == sum(len(list(bench.grid_for(rule))) for rule in planned)

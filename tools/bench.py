@@ -32,7 +32,9 @@ refuses before the call, and so are the cases Paddle may crash on, ``crash_prone
    C++ rule and reads the replies back into attrs; both read every field of every answer.
 
 3. ``--routes compiled,pir``: native throughput, cases/s, in this process and through the
-   2-worker crash-isolating pool (start-up included), next to the port on the same cases.
+   2-worker crash-isolating pool (start-up included), next to the port on the same cases; with
+   ``--group`` also on every case the default sweep sends to that route (compiled: 130,801 cases),
+   where the programs' start-up (~50 ms each) no longer dominates as it does on a 2,000-case sample.
 
 4. ``--sweep``: wall time and peak resident memory of the default ``parity`` sweep (run as a
    child; the peak is the largest single process among every child this run started, from
@@ -55,7 +57,7 @@ from typing import Any
 
 from paddle_spmd_port.case import Case
 from paddle_spmd_port.native.crash_prone import compiled_may_crash as may_crash
-from paddle_spmd_port.parity.grid import grid_for, is_corner, sample
+from paddle_spmd_port.parity.grid import GRIDS, grid_for, is_corner, sample
 from paddle_spmd_port.rules import rule_function
 from paddle_spmd_port.rules.signatures import rule_spec
 from paddle_spmd_port.runctl import ArgumentParser, UsageError, run_command
@@ -278,14 +280,27 @@ def bench_hidden(rules: Sequence[str], n: int, seed: int, repeat: int) -> list[d
     return rows
 
 
-def bench_throughput(route: str, n: int, seed: int) -> list[tuple[str, int, float, float, float]]:
+def sweep_group(route: str) -> tuple[str, list[Case]]:
+    """Every case the default ``parity`` sweep sends to ``route``: each rule's grid and co-shard set,
+    for the rules whose default backends include it (a label and the cases)."""
+    from paddle_spmd_port.parity.backends import DEFAULT_BACKENDS
+    from paddle_spmd_port.parity.cli import select_cases
+
+    rules = [rule for rule in GRIDS if route in DEFAULT_BACKENDS.get(rule, ())]
+    cases = [c for rule in rules for c in select_cases(rule, None, None, 0, None, False)]
+    return f"the sweep's {route} group ({len(rules)} rules)", cases
+
+
+def bench_throughput(route: str, n: int, seed: int, group: bool = False) -> list[tuple[str, int, float, float, float]]:
     from paddle_spmd_port.native.pool import run_native
     from paddle_spmd_port.outcome import port_outcome
 
     module = importlib.import_module(f"paddle_spmd_port.native.{route}")
     rows = []
-    for rule in HIDDEN_RULES:
-        cases = cases_for(rule, n, seed)
+    sets = [(rule, cases_for(rule, n, seed)) for rule in HIDDEN_RULES]
+    if group:
+        sets.append(sweep_group(route))
+    for rule, cases in sets:
         t0 = time.perf_counter()
         outs = list(module.run_many(cases))
         in_process = len(cases) / (time.perf_counter() - t0)
@@ -315,6 +330,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--repeat", type=int, default=5, help="rounds per loop; the best counts")
     ap.add_argument("--routes", default="", help="comma-separated native routes to measure throughput of: "
                     "compiled, pir")
+    ap.add_argument("--group", action="store_true", help="with --routes: also every case the default sweep sends to "
+                    "the route (its whole group, start-up included; the pir group takes about a minute)")
     ap.add_argument("--sweep", action="store_true", help="also time the default parity sweep (wall, peak RSS)")
     args = ap.parse_args(argv)
     rules = [r for r in args.rules.split(",") if r]
@@ -360,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\n## {route} route throughput, cases/s\n")
         print("| rule | cases | in-process | pool (2 workers, start-up included) | port (1 process) |")
         print("|---|---|---|---|---|")
-        for rule, n, in_process, pooled, port in bench_throughput(route, args.sample, args.seed):
+        for rule, n, in_process, pooled, port in bench_throughput(route, args.sample, args.seed, args.group):
             print(f"| {rule} | {n} | {in_process:,.0f} | {pooled:,.0f} | {port:,.0f} |")
     if args.sweep:
         t0 = time.perf_counter()
