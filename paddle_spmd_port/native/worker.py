@@ -102,5 +102,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+#: glibc malloc settings for a worker: a larger per-thread cache (more freed chunks of each size
+#: kept, up to 4 KiB ones) spares the C heap's bin walks that Paddle's many small allocations per
+#: op build cause (perf: ``unlink_chunk`` 11-14% of a PIR worker's cycles). Measured on half the
+#: PIR group's non-crash-prone cases (60,349, worker alone): 12.0-13.8 s CPU without, 10.8-12.0 s
+#: with (6 pairs), output bytes identical. glibc reads them only at process start.
+MALLOC_TUNABLES = "glibc.malloc.tcache_count=2000:glibc.malloc.tcache_max=4096"
+
+
+def _with_malloc_tunables() -> None:
+    """Run as a program: start over with :data:`MALLOC_TUNABLES` unless the environment sets
+    glibc tunables already (then they are left as they are). Same process (the pool's process
+    group and pipes stay), stdin not read yet."""
+    if "GLIBC_TUNABLES" not in os.environ:
+        os.execve(sys.executable, sys.orig_argv, dict(os.environ, GLIBC_TUNABLES=MALLOC_TUNABLES))
+
+
 if __name__ == "__main__":
+    _with_malloc_tunables()
     sys.exit(main())
