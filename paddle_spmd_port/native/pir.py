@@ -185,9 +185,36 @@ class _Program:
         self.block = self.program.global_block()
         self.values: dict[tuple, Any] = {}
         self.by_spec: dict[int, tuple[DistTensorSpec, Any]] = {}
+        self.args: dict[tuple, tuple[tuple, list[Any] | Outcome]] = {}
         self.ops = 0
         self.dtype = paddle.pir.core.convert_np_dtype_to_dtype_("float32")
         self.place = core.Place()
+
+    def args_of(self, case: Case, route: OpRoute) -> list[Any] | Outcome:
+        """The op's input values for ``case``, or its unreachable outcome; once per tuple of input
+        spec objects (cases share them; the entry holds them, so their ids are not reused)."""
+        inputs = case.inputs
+        key = (case.rule, *map(id, inputs))
+        hit = self.args.get(key)
+        if hit is not None:
+            return hit[1]
+        result: list[Any] | Outcome
+        try:
+            if inputs[0] is None or inputs[0].mesh is None:
+                raise _Unreachable("x has no process mesh (Paddle's rules segfault on that); the PIR route needs "
+                                   "x as a dist value")
+            result = []
+            for name, s in zip(route.inputs, inputs, strict=True):
+                if s is None:
+                    if name not in route.optional:
+                        raise _Unreachable(f"{name} is None, but the {route.builder} op requires it")
+                    result.append(None)
+                else:
+                    result.append(self.value(s, name))
+        except _Unreachable as why:
+            result = _one_of(Outcome(unreachable=str(why)))
+        self.args[key] = (inputs, result)
+        return result
 
     def value(self, spec: DistTensorSpec, name: str) -> Any:
         # first by the spec object (a sweep's cases share their specs: one object per equal spec; the
@@ -342,20 +369,9 @@ class PirBackend:
             raise RuntimeError(f"{case.rule}: rulebook inputs {spec.inputs} differ from the op's {route.inputs}")
         # every op of this case goes to the end of this Program's block (cheaper than a program_guard a case)
         _insert_at_end(prog.block)
-        try:
-            if case.inputs[0] is None or case.inputs[0].mesh is None:
-                raise _Unreachable("x has no process mesh (Paddle's rules segfault on that); the PIR route needs "
-                                   "x as a dist value")
-            args: list[Any] = []
-            for name, s in zip(route.inputs, case.inputs, strict=True):
-                if s is None:
-                    if name not in route.optional:
-                        raise _Unreachable(f"{name} is None, but the {route.builder} op requires it")
-                    args.append(None)
-                else:
-                    args.append(prog.value(s, name))
-        except _Unreachable as why:
-            return _one_of(Outcome(unreachable=str(why)))
+        args = prog.args_of(case, route)
+        if isinstance(args, Outcome):
+            return args
         attrs = _typed_attrs(case)
         builder = getattr(_C_ops, route.builder)
         try:
