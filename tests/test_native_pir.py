@@ -194,3 +194,32 @@ def test_program_reuse_and_errors_do_not_change_answers():
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["shared"] == got["fresh"] == got["small"]
     assert [o["status"] for o in got["shared"]].count("error") == 3
+
+
+def test_worker_pickles_an_outcome_object_once_and_never_another_in_its_place():
+    """The worker pickles each outcome object once (the PIR backend hands back one object for
+    equal outcomes). Outcomes a backend drops right after yielding them must not be answered with
+    an earlier one's bytes when a new object takes the freed one's id."""
+    import io
+    import pickle
+
+    from paddle_spmd_port.native.worker import FRAME, _stream_many
+    from paddle_spmd_port.outcome import Outcome
+
+    shared = Outcome(unreachable="shared")
+
+    class Backend:
+        def run_many(self, cases):
+            for i, case in enumerate(cases):
+                yield shared if case == "same" else Outcome(unreachable=f"fresh {i}")  # dropped after use
+
+    cases = ["same", "new"] * 200
+    out = io.BytesIO()
+    _stream_many(Backend(), cases, 0, len(cases), out, base=1000)
+    data, pos, got = out.getvalue(), 0, []
+    while pos < len(data):
+        index, size = FRAME.unpack_from(data, pos)
+        got.append((index, pickle.loads(data[pos + FRAME.size:pos + FRAME.size + size])))
+        pos += FRAME.size + size
+    assert [i for i, _ in got] == list(range(1000, 1000 + len(cases)))
+    assert [o.unreachable for _, o in got] == ["shared" if c == "same" else f"fresh {i}" for i, c in enumerate(cases)]
