@@ -66,12 +66,24 @@ def _stream_many(backend: Any, cases: Sequence[Case], start: int, stop: int, out
         write_frame(out, pending.popleft(), hit[1])
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", required=True)
     ap.add_argument("--base", type=int, default=0, help="the index of the first case on stdin in the whole run")
     ap.add_argument("--start", type=int, default=0, help="the index of the first case to run")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+#: Backends whose workers run with the settings below (malloc tunables, no GC while importing, one
+#: OpenBLAS thread). Only the PIR route: they move where the C heap puts things, and the registry
+#: route answers some invalid corner cases (co-shard-invalid, a dims_mapping of the wrong length)
+#: from whatever memory it reads, so their answers would move with them (seen: 3 of 71,477).
+TUNED = ("pir",)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    tuned = args.backend in TUNED
     # The protocol gets its own copy of stdout; fd 1 then points at stderr, so whatever Paddle
     # prints (from Python or C++) can't corrupt the frames.
     out = os.fdopen(os.dup(1), "wb")
@@ -80,8 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     # Importing Paddle allocates a great many objects that live to the end: no cyclic collections
     # meanwhile (measured: importing the pir backend 1.05-1.09 -> 0.95-0.98 s CPU), one after the cases are loaded.
     # OpenBLAS (loaded with numpy) would start a thread that only spins here: nothing is computed.
-    gc.disable()
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if tuned:
+        gc.disable()
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     backend = importlib.import_module(f"paddle_spmd_port.native.{args.backend}")
     # Paddle installs C-level handlers that print a stack trace on fatal signals; after heap
     # corruption they can deadlock (seen: a SIGABRT turning into a 120 s hang). Die at once instead.
@@ -117,10 +130,10 @@ MALLOC_TUNABLES = "glibc.malloc.tcache_count=2000:glibc.malloc.tcache_max=4096"
 
 
 def _with_malloc_tunables() -> None:
-    """Run as a program: start over with :data:`MALLOC_TUNABLES` unless the environment sets
-    glibc tunables already (then they are left as they are). Same process (the pool's process
-    group and pipes stay), stdin not read yet."""
-    if "GLIBC_TUNABLES" not in os.environ:
+    """Run as a program for a :data:`TUNED` backend: start over with :data:`MALLOC_TUNABLES`
+    unless the environment sets glibc tunables already (then they are left as they are). Same
+    process (the pool's process group and pipes stay), stdin not read yet."""
+    if _parse(sys.argv[1:]).backend in TUNED and "GLIBC_TUNABLES" not in os.environ:
         os.execve(sys.executable, sys.orig_argv, dict(os.environ, GLIBC_TUNABLES=MALLOC_TUNABLES))
 
 
