@@ -24,7 +24,8 @@ refuses before the call, and so are the cases Paddle may crash on, ``crash_prone
    Each loop runs ``--repeat`` times, port and native alternating; the best run counts. Every
    timed loop starts cold: the port's tables (interned attrs, spec values already found valid)
    are emptied before it, outside the timing, so no round reuses an earlier round's work. (The
-   compiled caller's memo of decoded replies, section 2, is left warm: that favours Paddle.)
+   compiled caller's memos of request text and decoded replies, section 2, are left warm: that
+   favours Paddle.)
 
 2. Hidden rules (no registry entry): both sides build the same Case objects from the plain data
    (the compiled caller writes its requests from Cases), then the port calls the rule and the

@@ -11,8 +11,9 @@ the slice gives up and its remaining cases are *not run* with the reason. A work
 start at all raises :class:`BackendUnavailable`.
 
 Order: within each worker's slice the cases its backend runs in forked children (crash-prone:
-:data:`.crash_prone.MAY_CRASH`) come last, next to each other, so that they share children
-(:func:`crash_prone_last`); outcomes are handed back in the caller's order.
+:data:`.crash_prone.MAY_CRASH`) come last, next to each other (:func:`crash_prone_last`): on the
+registry and PIR routes they then share children; the compiled caller forks each one from its own
+fork server. Outcomes are handed back in the caller's order.
 
 The compiled route has no Python worker: each slice drives the C++ caller itself
 (:class:`_CallerSlice`; requests encoded here, replies parsed here), with the same crash, timeout
@@ -395,8 +396,9 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
 def crash_prone_last(slices: Sequence[tuple[int, int]], prone: Sequence[bool]) -> list[int]:
     """The order the workers run the cases in: within each slice, the cases its backend runs in a
     forked child (``prone[i]``: its ``may_crash``) after the others, so that they follow each other
-    and share children (one fork per run of them, :mod:`._fork`), instead of a fork for each
-    scattered one. Each slice keeps its cases, so the work stays split as evenly as before."""
+    (on the registry and PIR routes they share children, one fork per run of them, :mod:`._fork`,
+    instead of a fork for each scattered one). Each slice keeps its cases, so the work stays split
+    as evenly as before."""
     order: list[int] = []
     for start, stop in slices:
         order += [i for i in range(start, stop) if not prone[i]]
