@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from .rules.registry import PADDLE_RULES, rule_function
 from .rules.signatures import RuleSpec, rule_spec
@@ -51,18 +51,7 @@ class Case:
 
     def attr_values(self) -> tuple[Any, ...]:
         """All attributes in signature order, defaults filled in."""
-        attrs = self.attrs
-        hit = _ATTR_VALUES.get(id(attrs))  # (a sweep's cases share a few hundred attrs tuples)
-        if hit is not None and hit[0] is attrs and hit[1] == self.rule:
-            return hit[2]
-        given = dict(attrs)
-        values = tuple(given.get(name, default) for name, default in self.spec.attrs)
-        if type(attrs) is not tuple:  # kept for immutable attrs only
-            return values
-        if len(_ATTR_VALUES) > 20_000:
-            _ATTR_VALUES.clear()
-        _ATTR_VALUES[id(attrs)] = (attrs, self.rule, values)
-        return values
+        return _attr_values(self)
 
     def named_inputs(self) -> dict[str, DistTensorSpec | None]:
         return dict(zip(self.spec.inputs, self.inputs, strict=True))
@@ -105,8 +94,45 @@ class Case:
 _set = object.__setattr__
 _RULE_SHAPES: dict[str, tuple[int, frozenset[str]]] = {}
 """rule -> (its number of inputs, its attribute names)."""
-_ATTR_VALUES: dict[int, tuple[tuple[tuple[str, Any], ...], str, tuple[Any, ...]]] = {}
-"""id(attrs tuple) -> (it, the rule, its values in signature order); holding it keeps the id its own."""
+
+T = TypeVar("T")
+
+
+class PerAttrs(dict[tuple[str, int], tuple[Any, T]], Generic[T]):
+    """``compute(case)`` for a value that depends on the case's rule and attributes only, worked out
+    once per rule and attrs tuple (a sweep's cases share a few hundred attrs tuples).
+
+    Looked up by the tuple's identity, as ``(rule, id(attrs)) -> (attrs, value)``: the entry holds
+    the tuple, so its id is not reused while the entry lives, and an equal tuple of another identity
+    (``1`` against ``True``, ``0.0`` against ``-0.0``: equal, but typed or written differently) gets
+    an entry of its own. Only tuples are kept (other attrs could change); the table empties itself
+    when it holds ``limit`` entries."""
+
+    def __init__(self, compute: Callable[[Case], T], limit: int = 20_000) -> None:
+        super().__init__()
+        self.compute = compute
+        self.limit = limit
+
+    def __call__(self, case: Case) -> T:
+        attrs = case.attrs
+        key = (case.rule, id(attrs))
+        hit = self.get(key)
+        if hit is not None and hit[0] is attrs:
+            return hit[1]
+        value = self.compute(case)
+        if type(attrs) is tuple:
+            if len(self) >= self.limit:
+                self.clear()
+            self[key] = (attrs, value)
+        return value
+
+
+def _attr_values_of(case: Case) -> tuple[Any, ...]:
+    given = dict(case.attrs)
+    return tuple(given.get(name, default) for name, default in case.spec.attrs)
+
+
+_attr_values = PerAttrs(_attr_values_of)
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
 _TEXTS: dict[tuple[int, Callable[[Any], str]], tuple[Any, str]] = {}
 """(id(mesh or attrs tuple), how it is written) -> (it, its text); holding it keeps the id its own."""

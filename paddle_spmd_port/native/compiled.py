@@ -57,7 +57,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from ..case import Case
+from ..case import Case, PerAttrs
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..runctl import signal_text
 from ..types import DistAttr, DistTensorSpec, Mapping, ProcessMesh, SpmdResult, entry_of, mesh_dims_of
@@ -176,7 +176,6 @@ def _tensor_tokens(spec: DistTensorSpec | None) -> str:
 
 _MEMO_LIMIT = 200_000
 _spec_text: dict[tuple, str] = {}  # request tokens per input spec (by its field values)
-_attrs_text: dict[tuple[str, int], tuple[tuple, str]] = {}  # (rule, id(attrs)) -> (attrs, their tokens)
 _reply_outcome: dict[bytes, Outcome] = {}  # parsed replies (many cases share an answer)
 
 
@@ -191,22 +190,16 @@ def _attr_tokens(name: str, value: float | str) -> list[str]:
     return ["b", "1" if value else "0"]
 
 
-def _case_attr_tokens(case: Case) -> str:
-    """The request's attribute tokens. Cases of a grid share a few hundred attrs tuples, so the
-    text is looked up by the tuple's identity (the entry holds the tuple, so its id is not reused
-    while the entry lives); equal tuples of other identities (``1`` and ``True``, ``0.0`` and
-    ``-0.0`` compare equal but are written differently) each get their own entry."""
-    attrs = case.attrs
-    entry = _attrs_text.get((case.rule, id(attrs)))
-    if entry is None or entry[0] is not attrs:
-        if len(_attrs_text) > 10_000:
-            _attrs_text.clear()
-        names = [n for n, _ in case.spec.attrs]
-        tokens = [str(len(names))]
-        for name, value in zip(names, case.attr_values(), strict=True):
-            tokens += _attr_tokens(name, value)
-        entry = _attrs_text[(case.rule, id(attrs))] = (attrs, " ".join(tokens))
-    return entry[1]
+def _attr_tokens_of(case: Case) -> str:
+    """The request's attribute tokens (kept per attrs tuple: :data:`_attrs_text`)."""
+    names = [n for n, _ in case.spec.attrs]
+    tokens = [str(len(names))]
+    for name, value in zip(names, case.attr_values(), strict=True):
+        tokens += _attr_tokens(name, value)
+    return " ".join(tokens)
+
+
+_attrs_text = PerAttrs(_attr_tokens_of)
 
 
 def request_line(case: Case, isolate: bool | None = None) -> str:
@@ -216,7 +209,7 @@ def request_line(case: Case, isolate: bool | None = None) -> str:
         isolate = may_crash(case)
     inputs = case.inputs
     return " ".join([case.rule, "1" if isolate else "0", str(len(inputs)), *map(_tensor_tokens, inputs),
-                     _case_attr_tokens(case)])
+                     _attrs_text(case)])
 
 
 class _Reply:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..case import Case
+from ..case import Case, PerAttrs
 from ..types import mesh_dims_of
 
 
@@ -50,24 +50,14 @@ def _short_data_format(case: Case) -> bool:
     return _short_format(_attrs(case).get("data_format", "NCHW"))
 
 
-def _attr_facts(case: Case) -> tuple[bool, object]:
+def _attr_facts_of(case: Case) -> tuple[bool, object]:
     """What the compiled predicate reads of the attributes: a short data_format, begin_norm_axis
-    (None without one). Worked out once per rule and attrs tuple: cases of a grid share a few
-    hundred attrs tuples, so this is looked up by the tuple's identity (the entry holds the tuple,
-    so its id is not reused while the entry lives; an equal tuple of another identity, say ``1``
-    against ``True``, gets an entry of its own)."""
-    attrs = case.attrs
-    entry = _ATTR_FACTS.get((case.rule, id(attrs)))
-    if entry is None or entry[0] is not attrs:
-        if len(_ATTR_FACTS) > 10_000:
-            _ATTR_FACTS.clear()
-        named = _attrs(case)
-        entry = _ATTR_FACTS[(case.rule, id(attrs))] = (
-            attrs, _short_format(named.get("data_format", "NCHW")), named.get("begin_norm_axis"))
-    return entry[1], entry[2]
+    (None without one)."""
+    named = _attrs(case)
+    return _short_format(named.get("data_format", "NCHW")), named.get("begin_norm_axis")
 
 
-_ATTR_FACTS: dict[tuple[str, int], tuple[tuple, bool, object]] = {}
+_attr_facts = PerAttrs(_attr_facts_of)  # once per rule and attrs tuple
 
 
 def compiled_may_crash(case: Case) -> bool:

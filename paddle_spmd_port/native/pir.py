@@ -65,7 +65,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..case import Case
+from ..case import Case, PerAttrs
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..rules.signatures import RULES
 from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, format_mapping, plain_mapping
@@ -319,21 +319,11 @@ def _where(message: str) -> str:
 
 _checked_names: set[str] = set()
 
-_typed: dict[int, tuple[tuple, str, list[Any]]] = {}
+def _exact_attrs(case: Case) -> list[Any]:
+    return typed_attrs(case, exact=True)
 
 
-def _typed_attrs(case: Case) -> list[Any]:
-    """:func:`typed_attrs` (exact), once per attrs tuple (a sweep's cases share a few hundred)."""
-    attrs = case.attrs
-    hit = _typed.get(id(attrs))
-    if hit is not None and hit[0] is attrs and hit[1] == case.rule:
-        return hit[2]
-    values = typed_attrs(case, exact=True)
-    if type(attrs) is tuple:  # kept for immutable attrs only
-        if len(_typed) > 20_000:
-            _typed.clear()
-        _typed[id(attrs)] = (attrs, case.rule, values)
-    return values
+_typed_attrs = PerAttrs(_exact_attrs)  # :func:`typed_attrs` (exact), once per rule and attrs tuple
 
 
 def _check_names(case: Case, op: Any) -> None:
