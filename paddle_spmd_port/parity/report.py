@@ -66,15 +66,6 @@ class GroupTally:
     def key(self) -> str:
         return group_key(self.rule, self.backend)
 
-    def add(self, case: Case, port: Outcome, native: Outcome, cmp: Comparison) -> dict[str, Any] | None:
-        """Count one case; returns its per-case record when it is not a plain agreement."""
-        if not self.count(native, cmp):
-            return None
-        record = self.record(case, port, native, cmp, case_json_text(case))
-        record["case"] = case.to_json()
-        self.keep(record)
-        return record
-
     def count(self, native: Outcome, cmp: Comparison) -> bool:
         """Count one case in the totals; True when it needs a per-case record (not a plain agreement)."""
         verdict = cmp.verdict
@@ -100,10 +91,8 @@ class GroupTally:
         return kept is None or len(kept) < (MISMATCHES_KEPT if verdict == "mismatch" else EXAMPLES_PER_CLASS)
 
     def keep(self, record: dict[str, Any]) -> None:
-        """Keep ``record`` (with its ``case``) among the examples, if its class has room."""
-        verdict = record["verdict"]
-        if self.wants(verdict):
-            self.examples.setdefault(verdict, []).append(record)
+        """Keep ``record`` (with its ``case``) among the examples (:meth:`wants` said its class has room)."""
+        self.examples.setdefault(record["verdict"], []).append(record)
 
     @property
     def mismatches(self) -> int:
@@ -180,13 +169,8 @@ class RuleCoverage:
 _REPRO_HEAD = "python -m paddle_spmd_port infer --case-json '"
 
 
-def case_json_text(case: Case) -> str:
-    """``case`` as compact JSON (as in the cases file and the repro line): :meth:`Case.json_text`."""
-    return case.json_text()
-
-
 def one_line_repro(case: Case) -> str:
-    return _REPRO_HEAD + case_json_text(case) + "'"
+    return _REPRO_HEAD + case.json_text() + "'"
 
 
 def repro_snippet(case: Case) -> str:
@@ -238,19 +222,11 @@ class ParityReport:
 
     def add(self, tally: GroupTally, index: int, case: Case, port: Outcome, native: Outcome,
             cmp: Comparison) -> None:
-        verdict = cmp.verdict
-        if verdict == "match" or verdict == "both-raise-same":  # most cases: GroupTally.count and
-            tally.cases += 1                                    # RuleCoverage.record, written out
-            tally.cells += cmp.cells
-            tally.matching_cells += cmp.matching_cells
-            tally.verdicts[verdict] += 1
-            self.coverage[tally.rule].compared_mask[index] = 1
-            return
         needs_record = tally.count(native, cmp)
         self.coverage[tally.rule].record(index, tally.backend, native, cmp.verdict)
         if not needs_record:
             return
-        case_text = case_json_text(case)
+        case_text = case.json_text()
         record = tally.record(case, port, native, cmp, case_text)
         if self._cases_fh is not None:  # the record's JSON with the case's text spliced in as its last field
             self._cases_fh.write(_dumps(record)[:-1] + ',"case":' + case_text + "}\n")
