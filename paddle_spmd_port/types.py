@@ -431,6 +431,11 @@ class DistAttr:
         _INTERNED[key] = fresh
         return fresh
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as a :meth:`make` call, so an attr read back in another process (a worker's
+        answer) is the interned one there too."""
+        return (DistAttr.make, (self.dims_mapping, self.partial_dims, self.mesh))
+
     def __str__(self) -> str:
         return format_mapping(self.dims_mapping, self.partial_dims, self.mesh is not None)
 

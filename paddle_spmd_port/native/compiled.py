@@ -265,7 +265,7 @@ class _Reply:
         odd = {d: r for d, r in partial.items() if r != _SUM}
         if odd:
             raise ReduceTypeError(f"partial reduce type other than SUM (phi::ReduceType values): {odd}")
-        return DistAttr(dims_mapping, frozenset(partial), mesh)
+        return DistAttr.make(dims_mapping, frozenset(partial), mesh)
 
 
 _meshes: dict[tuple[int | str, ...], ProcessMesh] = {}  # reply tokens of a mesh -> the mesh

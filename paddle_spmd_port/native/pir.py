@@ -253,7 +253,7 @@ def dist_attr_of(attr: Any) -> DistAttr:
         odd = {d: str(r) for d, r in status.items() if r != _SUM}
         if odd:
             raise ReduceTypeError(f"partial reduce type other than SUM: {odd}")
-    return DistAttr(tuple(t.dims_mapping), frozenset(status), _mesh_back(t.process_mesh))
+    return DistAttr.make(tuple(t.dims_mapping), frozenset(status), _mesh_back(t.process_mesh))
 
 
 def _read_op(op: Any) -> SpmdResult:

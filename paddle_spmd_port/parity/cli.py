@@ -59,7 +59,6 @@ from ..runctl import (
     count,
     run_command,
 )
-from ..types import DistAttr, SpmdResult
 from .backends import BACKENDS, DEFAULT_BACKEND, DEFAULT_BACKENDS, add_backend_argument
 from .compare import compare
 from .detect import detect_release
@@ -280,11 +279,6 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
     the port is pure, so a case is answered once however many routes check it."""
     if port_answers is None:
         port_answers = {}
-    # The pool hands back one object for equal native outcomes; each is compared through a copy
-    # whose attrs are the interned ones (DistAttr.make) the port's answers hold, so that two equal
-    # answers are equal attr by attr at a glance (an attr interned apart still compares by value).
-    # The report gets the outcome itself.
-    interned: dict[int, Outcome] = {}
     explain = profile.explain if profile is not None else None
     add = report.add
     offset = 0
@@ -299,13 +293,10 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
             port = port_answers.get(id(case))
             if port is None:
                 port = port_answers[id(case)] = port_outcome(case)
-            seen = interned.get(id(nat))
-            if seen is None:
-                seen = interned[id(nat)] = _interned(nat)
             # validity of the input matters only where the port rejects it and Paddle answered
             err = port.error
             invalid = input_problem(case) is not None if err and err.port_invalid and nat.result is not None else None
-            cmp = compare(spec, port, seen, invalid)
+            cmp = compare(spec, port, nat, invalid)
             if cmp.verdict not in AGREEING and explain is not None:
                 why = explain(case, port, nat, cmp)
                 if why:
@@ -317,17 +308,6 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
         tally.native_seconds = native_seconds * len(rule_cases) / max(len(native), 1)
         tally.state = state
         offset += len(rule_cases)
-
-
-def _interned(outcome: Outcome) -> Outcome:
-    """``outcome`` with its answer's attrs replaced by the interned equal ones (itself without an answer)."""
-    res = outcome.result
-    if res is None:
-        return outcome
-    make = DistAttr.make
-    return dataclasses.replace(outcome, result=SpmdResult.make(
-        tuple([make(a.dims_mapping, a.partial_dims, a.mesh) for a in res.inputs]),
-        tuple([make(a.dims_mapping, a.partial_dims, a.mesh) for a in res.outputs])))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
