@@ -92,3 +92,16 @@ def test_interned_attrs_are_shared_by_equal_meshes_only():
     assert attr.mesh is other and attr is not first
     assert DistAttr.make((0, -1), frozenset(), other) is attr
     assert DistAttr.make((0, -1), frozenset(), ProcessMesh((2, 3))) is first
+
+
+def test_an_attr_read_back_from_a_pickle_is_the_interned_one():
+    """Workers pickle their answers: read back, each attr is the one DistAttr.make gives here, so equal
+    answers from the port and from Paddle share attrs (without __reduce__ it would be a fresh copy)."""
+    import pickle
+
+    from paddle_spmd_port.types import DistAttr, ProcessMesh
+
+    mesh = ProcessMesh((2, 3))
+    fresh = DistAttr((0, -1), frozenset({1}), mesh)  # built apart from the table
+    back = pickle.loads(pickle.dumps(fresh, protocol=pickle.HIGHEST_PROTOCOL))
+    assert back is DistAttr.make((0, -1), frozenset({1}), mesh) and back == fresh
