@@ -111,3 +111,38 @@ def test_the_group_row_is_what_the_default_sweep_sends_to_the_route(route):
     planned = _plan_groups(parse_args([]))[route]
     assert {c.rule for c in cases} == set(planned) and f"({len(planned)} rules)" in label
     assert len(cases) == sum(len(list(bench.grid_for(rule))) for rule in planned)
+
+
+def test_a_route_that_runs_nothing_is_not_measured(monkeypatch):
+    """Broken input: the compiled caller unavailable, every case *not run*. The throughput would time
+    nothing; the bench refuses it instead of printing a figure."""
+    from paddle_spmd_port.native import compiled, pool
+    from paddle_spmd_port.outcome import Outcome
+
+    unavailable = Outcome(not_run="backend unavailable: compiled caller: no compiler")
+    monkeypatch.setattr(compiled, "run_many", lambda cases: iter([unavailable for _ in cases]))
+    monkeypatch.setattr(pool, "run_native", lambda cases, **_: ([unavailable] * len(cases), {}))
+    with pytest.raises(bench.NotMeasured, match="not run"):
+        bench.bench_throughput("compiled", 20, seed=3)
+    with pytest.raises(bench.NotMeasured, match="not run"):
+        bench.bench_hidden(["batch_norm"], 20, seed=3, repeat=1)
+
+
+def test_require_run_takes_every_kind_of_answer():
+    from paddle_spmd_port.outcome import ErrorInfo, Outcome
+
+    bench.require_run("pir", "layer_norm", [Outcome(unreachable="x"), Outcome(crash="signal 11"),
+                                            Outcome(error=ErrorInfo("ValueError", "m"))])
+    with pytest.raises(bench.NotMeasured):
+        bench.require_run("pir", "layer_norm", [Outcome(unreachable="x"), None])
+
+
+@pytest.mark.native
+def test_without_the_compiled_caller_the_bench_exits_3(tmp_path):
+    env_cache = {"PADDLE_SPMD_PORT_CACHE": str(tmp_path), "CXX": str(tmp_path / "no-such-compiler")}
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "bench.py"), "--rules", "batch_norm", "--sample",
+                           "20", "--repeat", "1"], capture_output=True, text=True, timeout=300, cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO), **env_cache), stdin=subprocess.DEVNULL)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert lines[-1].startswith("bench: not measured: compiled:") and "Traceback" not in proc.stderr

@@ -40,6 +40,10 @@ refuses before the call, and so are the cases Paddle may crash on, ``crash_prone
 4. ``--sweep``: wall time and peak resident memory of the default ``parity`` sweep (run as a
    child; the peak is the largest single process among every child this run started, from
    getrusage: run it alone, without --routes, for the sweep's own figure).
+
+Exit 0 when every figure asked for was measured; 3 when a native side did not run what it was
+asked to (Paddle missing, the compiled caller unavailable, cases *not run*, the sweep not green),
+with one line saying what; 2 on bad usage.
 """
 
 from __future__ import annotations
@@ -58,10 +62,11 @@ from typing import Any
 
 from paddle_spmd_port.case import Case
 from paddle_spmd_port.native.crash_prone import compiled_may_crash as may_crash
+from paddle_spmd_port.outcome import Outcome
 from paddle_spmd_port.parity.grid import GRIDS, grid_for, is_corner, sample
 from paddle_spmd_port.rules import rule_function
 from paddle_spmd_port.rules.signatures import rule_spec
-from paddle_spmd_port.runctl import ArgumentParser, UsageError, run_command
+from paddle_spmd_port.runctl import EXIT_INCOMPLETE, ArgumentParser, UsageError, run_command
 from paddle_spmd_port.types import DistTensorSpec, ProcessMesh, clear_caches
 
 #: every rule key Paddle answers from a registry rule of its own (native.registry.ROUTES, less the two
@@ -251,6 +256,20 @@ def _cases_from(rule: str, data: list[PlainCase]) -> list[Case]:
     return cases
 
 
+class NotMeasured(Exception):
+    """A native side that did not run what it was asked to (Paddle missing, the compiled caller
+    unavailable, cases not run): its figure would time nothing, so none is printed (exit 3)."""
+
+
+def require_run(route: str, rule: str, outcomes: Sequence[Outcome | None]) -> None:
+    """Raise :class:`NotMeasured` unless every case got an outcome from ``route`` (an answer, an
+    error, a crash or an unreachable verdict all count; *not run* does not)."""
+    missing = [o for o in outcomes if o is None or o.not_run is not None]
+    if missing:
+        why = missing[0].not_run if missing[0] is not None else "no outcome"
+        raise NotMeasured(f"{route}: {len(missing)} of {len(outcomes)} {rule} cases not run ({why})")
+
+
 def _read(attrs: Sequence[Any]) -> None:
     for a in attrs:
         a.dims_mapping, a.partial_dims, a.mesh  # noqa: B018 - reading every field is the point
@@ -270,6 +289,8 @@ def bench_hidden(rules: Sequence[str], n: int, seed: int, repeat: int) -> list[d
                 except (ValueError, NotImplementedError, TypeError):
                     continue
                 _read(res.inputs + res.outputs)
+
+        require_run("compiled", rule, list(compiled.run_many(_cases_from(rule, data))))
 
         def native(rule: str = rule, data: list[PlainCase] = data) -> None:
             for outcome in compiled.run_many(_cases_from(rule, data)):
@@ -306,10 +327,12 @@ def bench_throughput(route: str, n: int, seed: int, group: bool = False) -> list
         outs = list(module.run_many(cases))
         in_process = len(cases) / (time.perf_counter() - t0)
         if len(outs) != len(cases):
-            raise RuntimeError(f"{route} answered {len(outs)} of {len(cases)} cases")
+            raise NotMeasured(f"{route} answered {len(outs)} of {len(cases)} cases")
+        require_run(route, rule, outs)
         t0 = time.perf_counter()
-        run_native(cases, backend=route, workers=2)
+        pooled_outs, _ = run_native(cases, backend=route, workers=2)
         pooled = len(cases) / (time.perf_counter() - t0)
+        require_run(route, rule, pooled_outs)
         t0 = time.perf_counter()
         for c in cases:
             port_outcome(c)
@@ -352,6 +375,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    try:
+        return _bench(args)
+    except (NotMeasured, ImportError) as exc:  # ImportError: Paddle is not installed
+        print(f"bench: not measured: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+
+
+def _bench(args: argparse.Namespace) -> int:
     warnings.filterwarnings("ignore")
     # Paddle logs a warning line for every co-sharded input it reads (glog, to stderr): silenced
     # before Paddle is imported, so neither side spends the timed loops writing text
@@ -387,6 +418,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         print(f"\n## Default parity sweep: {time.perf_counter() - t0:.1f} s wall, peak RSS {peak:.0f} MiB "
               f"(largest single process), exit {rc}")
+        if rc != 0:
+            raise NotMeasured(f"the default parity sweep exited {rc} (see reports/bench-sweep/parity.md)")
     return 0
 
 
