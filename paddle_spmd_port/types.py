@@ -28,6 +28,7 @@ Placements, one per mesh dim (the dynamic-graph view of the same thing)::
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,24 @@ from .errors import ArgumentTypeError, InvalidSpecError
 
 REPLICATED = -1
 _set = object.__setattr__
+
+
+def _load_speedups() -> Any:
+    """The optional C module (``_speedups.c``) that stands in for the hot constructors below, or
+    ``None``: when ``PADDLE_SPMD_PORT_PURE`` is set (to anything but ``0``), or when it was not built
+    (an install without a C compiler builds none and runs this module's Python as it is)."""
+    if os.environ.get("PADDLE_SPMD_PORT_PURE", "0") not in ("", "0"):
+        return None
+    try:
+        from . import _speedups
+    except ImportError:
+        return None
+    return _speedups
+
+
+#: the C module when it is in use (see :func:`_load_speedups`), else ``None``; :data:`CORE` names which
+SPEEDUPS: Any = _load_speedups()
+CORE = "python" if SPEEDUPS is None else "c"
 
 
 #: ``_INT_ONLY.issuperset(map(type, items))``: every item is exactly an int (bool and int subclasses are not)
@@ -553,3 +572,20 @@ class SpmdResult:
     def from_json(cls, data: dict[str, Any]) -> SpmdResult:
         read = DistAttr.from_json
         return SpmdResult.make(tuple([read(a) for a in data["inputs"]]), tuple([read(a) for a in data["outputs"]]))
+
+
+# --- the C stand-ins ----------------------------------------------------------------------------
+#: the Python constructors as written above: the reference the C module is tested against
+#: (tests/test_speedups.py), and what it hands every spec off its common path to
+_spec_init = DistTensorSpec.__init__
+_attr_make = DistAttr.make
+_result_make = SpmdResult.make
+
+if SPEEDUPS is not None:
+    # DistTensorSpec.__init__ becomes a C method that builds the common valid spec itself and calls
+    # _spec_init for anything else; make() of DistAttr and SpmdResult become C functions that intern
+    # into the same _INTERNED table. Everything else of the classes stays as written above.
+    DistTensorSpec.__init__ = SPEEDUPS.configure_types(  # type: ignore[method-assign]
+        ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, _INTERNED, _spec_init)
+    DistAttr.make = staticmethod(SPEEDUPS.attr_make)  # type: ignore[method-assign]
+    SpmdResult.make = staticmethod(SPEEDUPS.result_make)  # type: ignore[method-assign]

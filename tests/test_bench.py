@@ -53,13 +53,21 @@ def test_a_benchmark_that_keeps_the_tables_warm_is_caught(monkeypatch):
 
 
 def test_both_sides_take_the_same_plain_data():
-    case = bench.cases_for("layer_norm", 40, seed=3)[0]
-    inputs, attrs = bench.plain(case)
-    for item in inputs:  # plain Python values only: nothing either library built
-        assert item is None or all(type(part) is tuple or part is None for part in item)
-    spec = bench.PortSide.spec(inputs[0], {inputs[0][3]: bench.PortSide.mesh(inputs[0][3])})
-    assert spec == case.inputs[0]
-    assert attrs == tuple(case.attr_values())
+    cases = bench.cases_for("layer_norm", 40, seed=3)
+    mesh_keys, data = bench.plain(cases)
+    for key in mesh_keys:  # plain Python values only: nothing either library built
+        assert type(key) is tuple and all(type(part) is tuple for part in key)
+    for case, (inputs, attrs) in zip(cases, data, strict=True):
+        for item in inputs:
+            assert item is None or all(type(part) is tuple for part in item[:3])
+            assert item is None or item[3] is None or type(item[3]) is int
+        meshes = [bench.PortSide.mesh(key) for key in mesh_keys]
+        built = [bench.PortSide.spec(item, meshes) for item in inputs]
+        # the same values, on meshes of the same shape and ids (both sides name mesh dims by default)
+        assert [None if s is None else (s.shape, s.dims_mapping, s.partial_dims, bench._mesh_key(s.mesh))
+                for s in built] == [None if s is None else (s.shape, s.dims_mapping, s.partial_dims,
+                                                            bench._mesh_key(s.mesh)) for s in case.inputs]
+        assert attrs == tuple(case.attr_values())
 
 
 def test_the_sample_leaves_out_the_cases_paddle_may_crash_on():

@@ -3,9 +3,10 @@
 
     python tools/bench.py [--rules a,b] [--sample N] [--seed S] [--repeat R] [--routes compiled,pir] [--sweep]
 
-Every figure starts from the same *plain data* on both sides: per case, the mesh shape and process
-ids, each input as ``None`` or ``(shape, dims_mapping, partial dims, mesh key)``, and the attribute
-values -- Python tuples and numbers, no object of either library. Drawn from the parity grid
+Every figure starts from the same *plain data* on both sides: a list of meshes (each a mesh shape
+and its process ids) and per case each input as ``None`` or ``(shape, dims_mapping, partial dims,
+mesh number)`` -- the number indexes that list, as a user's code names the mesh variable it keeps
+-- and the attribute values: Python tuples and numbers, no object of either library. Drawn from the parity grid
 (``--sample`` cases per rule, seeded; corner sets left out, since half of them are inputs one side
 refuses before the call, and so are the cases Paddle may crash on, ``crash_prone.compiled_may_crash``).
 
@@ -77,8 +78,9 @@ HIDDEN_RULES = ("batch_norm", "batch_norm_grad", "layer_norm_grad")
 ROUTES = ("compiled", "pir")
 
 MeshKey = tuple[tuple[int, ...], tuple[int, ...]]
-PlainInput = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], MeshKey | None] | None
+PlainInput = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int | None] | None
 PlainCase = tuple[tuple[PlainInput, ...], tuple[Any, ...]]
+Meshes = Sequence[Any] | dict[int, Any]  # mesh number -> one side's mesh object
 
 
 # --- plain data -------------------------------------------------------------------------------
@@ -86,10 +88,19 @@ def _mesh_key(mesh: ProcessMesh | None) -> MeshKey | None:
     return None if mesh is None else (tuple(mesh.shape), tuple(mesh.process_ids or ()))
 
 
-def plain(case: Case) -> PlainCase:
-    inputs = tuple(None if s is None else (tuple(s.shape), tuple(s.dims_mapping), tuple(sorted(s.partial_dims)),
-                                           _mesh_key(s.mesh)) for s in case.inputs)
-    return inputs, tuple(case.attr_values())
+def plain(cases: Sequence[Case]) -> tuple[list[MeshKey], list[PlainCase]]:
+    """The plain data of ``cases``: the distinct meshes (shape, process ids) and per case its inputs,
+    each naming its mesh by its number in that list, and its attribute values."""
+    keys: dict[MeshKey, int] = {}
+
+    def number(mesh: ProcessMesh | None) -> int | None:
+        key = _mesh_key(mesh)
+        return None if key is None else keys.setdefault(key, len(keys))
+
+    data = [(tuple(None if s is None else (tuple(s.shape), tuple(s.dims_mapping), tuple(sorted(s.partial_dims)),
+                                           number(s.mesh)) for s in case.inputs), tuple(case.attr_values()))
+            for case in cases]
+    return list(keys), data
 
 
 def cases_for(rule: str, n: int, seed: int) -> list[Case]:
@@ -115,7 +126,7 @@ class PortSide:
         return ProcessMesh(key[0], key[1])
 
     @staticmethod
-    def spec(item: PlainInput, meshes: dict[MeshKey, Any]) -> DistTensorSpec | None:
+    def spec(item: PlainInput, meshes: Meshes) -> DistTensorSpec | None:
         if item is None:
             return None
         shape, dm, partial, key = item
@@ -159,7 +170,7 @@ class NativeSide:
             nested = [nested[i:i + size] for i in range(0, len(nested), size)]
         return self.dist.ProcessMesh(nested)
 
-    def spec(self, item: PlainInput, meshes: dict[MeshKey, Any]) -> Any:
+    def spec(self, item: PlainInput, meshes: Meshes) -> Any:
         attr = self.attr_cls()
         if item is None:
             return self.spec_cls([0], attr)
@@ -191,13 +202,10 @@ class NativeSide:
             pass
 
 
-def _mesh_keys(data: list[PlainCase]) -> set[MeshKey]:
-    return {item[3] for inputs, _ in data for item in inputs if item is not None and item[3] is not None}
-
-
-def loops(side: PortSide | NativeSide, data: list[PlainCase]) -> dict[str, Callable[[], None]]:
+def loops(side: PortSide | NativeSide, mesh_keys: list[MeshKey],
+          data: list[PlainCase]) -> dict[str, Callable[[], None]]:
     """The three timed loops of one side, over the same plain data."""
-    shared = {key: side.mesh(key) for key in _mesh_keys(data)}
+    shared = [side.mesh(key) for key in mesh_keys]
     prebuilt = [([side.spec(item, shared) for item in inputs], attrs) for inputs, attrs in data]
     spec, call, bare, mesh = side.spec, side.call, side.bare, side.mesh
 
@@ -207,7 +215,8 @@ def loops(side: PortSide | NativeSide, data: list[PlainCase]) -> dict[str, Calla
 
     def fresh() -> None:
         for inputs, attrs in data:
-            meshes = {key: mesh(key) for key in {item[3] for item in inputs if item is not None and item[3]}}
+            meshes = {i: mesh(mesh_keys[i]) for i in {item[3] for item in inputs if item is not None
+                                                      and item[3] is not None}}
             call([spec(item, meshes) for item in inputs], attrs)
 
     def bare_call() -> None:
@@ -235,19 +244,19 @@ def best_of(fns: dict[str, Callable[[], None]], repeat: int) -> dict[str, float]
 def bench_registry(rules: Sequence[str], n: int, seed: int, repeat: int) -> list[dict[str, Any]]:
     rows = []
     for rule in rules:
-        data = [plain(c) for c in cases_for(rule, n, seed)]
-        port, native = loops(PortSide(rule), data), loops(NativeSide(rule), data)
+        mesh_keys, data = plain(cases_for(rule, n, seed))
+        port, native = loops(PortSide(rule), mesh_keys, data), loops(NativeSide(rule), mesh_keys, data)
         fns = {f"port {k}": v for k, v in port.items()} | {f"native {k}": v for k, v in native.items()}
         best = best_of(fns, repeat)
         rows.append({"rule": rule, "cases": len(data), **{k: v / len(data) for k, v in best.items()}})
     return rows
 
 
-def _cases_from(rule: str, data: list[PlainCase]) -> list[Case]:
+def _cases_from(rule: str, mesh_keys: list[MeshKey], data: list[PlainCase]) -> list[Case]:
     """The Case objects of plain data (one mesh object per mesh shape): what both sides of the
     hidden-rule benchmark build, since the compiled caller writes its requests from Cases."""
     names = [name for name, _ in rule_spec(rule).attrs]
-    shared = {key: PortSide.mesh(key) for key in _mesh_keys(data)}
+    shared = [PortSide.mesh(key) for key in mesh_keys]
     cases = []
     for inputs, attrs in data:
         specs = tuple(PortSide.spec(item, shared) for item in inputs)
@@ -280,20 +289,20 @@ def bench_hidden(rules: Sequence[str], n: int, seed: int, repeat: int) -> list[d
 
     rows = []
     for rule in rules:
-        data = [plain(c) for c in cases_for(rule, n, seed)]
+        mesh_keys, data = plain(cases_for(rule, n, seed))
 
-        def port(rule: str = rule, data: list[PlainCase] = data) -> None:
-            for case in _cases_from(rule, data):
+        def port(rule: str = rule, mesh_keys: list[MeshKey] = mesh_keys, data: list[PlainCase] = data) -> None:
+            for case in _cases_from(rule, mesh_keys, data):
                 try:
                     res = case.call_port()
                 except (ValueError, NotImplementedError, TypeError):
                     continue
                 _read(res.inputs + res.outputs)
 
-        require_run("compiled", rule, list(compiled.run_many(_cases_from(rule, data))))
+        require_run("compiled", rule, list(compiled.run_many(_cases_from(rule, mesh_keys, data))))
 
-        def native(rule: str = rule, data: list[PlainCase] = data) -> None:
-            for outcome in compiled.run_many(_cases_from(rule, data)):
+        def native(rule: str = rule, mesh_keys: list[MeshKey] = mesh_keys, data: list[PlainCase] = data) -> None:
+            for outcome in compiled.run_many(_cases_from(rule, mesh_keys, data)):
                 if outcome.result is not None:
                     _read(outcome.result.inputs + outcome.result.outputs)
 

@@ -539,7 +539,10 @@ def _record():
 atexit.register(_record)
 '''
 
-_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+#: the copy leaves out the built C module (_speedups.*.so), and every judged run sets
+#: PADDLE_SPMD_PORT_PURE=1: a mutant of the Python reference must be what runs, not the C stand-in
+#: built from the unmutated source (the C module is held to that reference by tests/test_speedups.py)
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "*.so", "*.pyd")
 
 
 def snapshot(dest: Path) -> Path:
@@ -563,7 +566,8 @@ class Verdict:
 def _run(cmd: list[str], cwd: Path, probe: Path, timeout: float, log: Path) -> tuple[int | None, str]:
     """Run ``cmd`` with the copy at ``cwd`` first on the path; (exit code or None on timeout, output)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
-    env.update(PYTHONPATH=str(cwd), MUTANTS_IMPORT_PROBE=str(probe), PYTHONDONTWRITEBYTECODE="1")
+    env.update(PYTHONPATH=str(cwd), MUTANTS_IMPORT_PROBE=str(probe), PYTHONDONTWRITEBYTECODE="1",
+               PADDLE_SPMD_PORT_PURE="1")
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     try:

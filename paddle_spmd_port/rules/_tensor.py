@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, cast
 
 from ..errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument
-from ..types import DistAttr, DistTensorSpec, Mapping, MeshDims, ProcessMesh, SpmdResult, mesh_dims_of
+from ..types import SPEEDUPS, DistAttr, DistTensorSpec, Mapping, MeshDims, ProcessMesh, SpmdResult, mesh_dims_of
 
 _NO_PARTIAL: frozenset[int] = frozenset()
 
@@ -31,7 +31,8 @@ class RuleInput(NamedTuple):
         """A copy of this input's attr with a new dims_mapping.
 
         ``keep_partial=False`` is Paddle's ``CopyTensorDistAttrForOutput`` (partial cleared);
-        ``True`` is a plain copy of the incoming attr followed by ``set_dims_mapping``.
+        ``True`` is a plain copy of the incoming attr followed by ``set_dims_mapping``. (With the C
+        module in use, ``RuleInput.attr`` is its C stand-in and this method is ``RuleInput._attr``.)
         """
         mapping = dims_mapping if type(dims_mapping) is tuple else tuple(dims_mapping)
         return DistAttr.make(mapping, self.partial_dims if keep_partial else _NO_PARTIAL, self.mesh)
@@ -63,11 +64,13 @@ def as_input(spec: DistTensorSpec | None, name: str, *, optional: bool = False) 
     return _new_input((name, len(spec.shape), dims_mapping, spec.partial_dims, spec.mesh, False))
 
 
-def valid_inputs(specs: Sequence[DistTensorSpec | None], names: Sequence[tuple[str, bool]]) -> list[RuleInput] | None:
+def _valid_inputs(specs: Sequence[DistTensorSpec | None],
+                  names: Sequence[tuple[str, bool]]) -> list[RuleInput] | None:
     """:func:`as_input` of each spec at once (``names``: (name, optional) per spec) when every spec is
     of the class itself and :attr:`~DistTensorSpec.valid_on_mesh`, or ``None`` where optional;
     ``None`` when any spec needs :func:`as_input`'s checks or fails its own. The preambles' fast path
-    (:mod:`.preconditions`)."""
+    (:mod:`.preconditions`). The reference of ``_speedups.valid_inputs``: :data:`valid_inputs` is
+    that C function when the C module is in use."""
     out = []
     position = 0  # an index into names, not zip(): a tenth fewer instructions on this hot path (callgrind)
     for spec in specs:
@@ -81,6 +84,9 @@ def valid_inputs(specs: Sequence[DistTensorSpec | None], names: Sequence[tuple[s
             return None
         position += 1
     return out
+
+
+valid_inputs = _valid_inputs
 
 
 def getter_mapping(dims_mapping: Mapping, mesh: ProcessMesh | None) -> tuple[int, ...]:
@@ -234,3 +240,13 @@ def require_mesh_dims_exist(result: SpmdResult, owners: Iterable[tuple[str, Rule
             f"attr as is); put {culprit.name} on a mesh with as many dims as x's",
             kind=f"invalid-spec:{culprit.name}:mixed-mesh")
     return result
+
+
+#: the Python RuleInput.attr as written above: the C stand-in's reference
+_attr = RuleInput.attr
+RuleInput._attr = _attr  # type: ignore[attr-defined]
+
+if SPEEDUPS is not None:
+    # valid_inputs and RuleInput.attr become C; a None input is still built by as_input itself
+    RuleInput.attr = SPEEDUPS.configure_rules(RuleInput, getter_mapping, as_input)  # type: ignore[method-assign]
+    valid_inputs = SPEEDUPS.valid_inputs

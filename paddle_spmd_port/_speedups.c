@@ -1,0 +1,662 @@
+/* _speedups: C versions of the value types' hot constructors (optional; the Python ones are the reference).
+ *
+ * What is here, and the Python function each one stands in for (same arguments, same result, same
+ * objects interned; anything off the common path is handed to the Python function itself):
+ *
+ *   spec_init(DistTensorSpec)   -> a method descriptor installed as DistTensorSpec.__init__;
+ *                                  the reference is types._spec_init
+ *   attr_make(dm, partial, mesh) = types._attr_make           (DistAttr.make)
+ *   result_make(inputs, outputs) = types._result_make         (SpmdResult.make)
+ *   valid_inputs(specs, names)   = rules._tensor._valid_inputs
+ *
+ * The common path of spec_init, worked (mesh 2x3, so mesh dims 0 and 1):
+ *
+ *   shape       dims_mapping  partial   here                 why
+ *   (8, 6)      (0, -1)       {}        valid_on_mesh=True   entries in -1..1, none twice
+ *   (8, 6)      (1, 1)        {}        Python reference     mesh dim 1 twice: the reference names the problem
+ *   (8, 6)      (0, -1)       {1}       valid_on_mesh=True   partial dim 1 splits no axis
+ *   (8, 6)      (0, -1)       {0}       Python reference     partial dim 0 also shards axis 0
+ *   (8, 6)      ((0, 1), -1)  {}        Python reference     co-shards are not handled here
+ *   [8, 6]      ...           ...       Python reference     lists (the reference converts them)
+ *
+ * So this code never raises a spec error of its own and never judges a spec invalid: either it
+ * proves the spec valid (and builds it as the reference's valid-on-mesh branch does) or it calls
+ * the reference. tests/test_speedups.py runs both on the same values and compares every field.
+ * Set PADDLE_SPMD_PORT_PURE=1 to run without this module.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* set once by configure_types / configure_rules */
+static PyTypeObject *Mesh_t, *Spec_t, *Attr_t, *Result_t, *RuleInput_t;
+static PyObject *interned;       /* types._INTERNED */
+static PyObject *pure_init;      /* types._spec_init */
+static PyObject *getter_mapping; /* rules._tensor.getter_mapping */
+static PyObject *no_partial;     /* the empty frozenset a RuleInput's attr gets by default */
+static PyObject *as_input;       /* rules._tensor.as_input: builds a None input */
+static Py_ssize_t interned_limit = 65536;
+
+static PyObject *s_shape, *s_dims_mapping, *s_mesh, *s_partial_dims, *s_valid_on_mesh, *s_coshard, *s_hash,
+    *s_inputs, *s_outputs, *s_optional, *empty_tuple, *empty_frozenset;
+
+/* A non-negative exact int below `limit` (or -1 when allow_minus_one), as a C long; -2 when not. */
+static long small_index(PyObject *item, long limit, int allow_minus_one) {
+    int overflow = 0;
+    long v;
+    if (!PyLong_CheckExact(item))
+        return -2;
+    v = PyLong_AsLongAndOverflow(item, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return -2;
+    }
+    if (v == -1 && allow_minus_one)
+        return -1;
+    if (v < 0 || v >= limit)
+        return -2;
+    return v;
+}
+
+/* 1 when (shape, dims_mapping, mesh, partial) is the common valid spec on a mesh (see the table). */
+static int common_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial) {
+    Py_ssize_t rank, i, n;
+    PyObject *mesh_shape;
+    unsigned long long used = 0;
+    if (!PyTuple_CheckExact(shape) || !PyTuple_CheckExact(dm) || !PyFrozenSet_CheckExact(partial) ||
+        Py_TYPE(mesh) != Mesh_t)
+        return 0;
+    rank = PyTuple_GET_SIZE(shape);
+    if (PyTuple_GET_SIZE(dm) != rank)
+        return 0;
+    mesh_shape = PyObject_GetAttr(mesh, s_shape);
+    if (mesh_shape == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    n = PyTuple_CheckExact(mesh_shape) ? PyTuple_GET_SIZE(mesh_shape) : 0;
+    Py_DECREF(mesh_shape);
+    if (n < 1 || n > 63)
+        return 0;
+    for (i = 0; i < rank; i++) {
+        long m;
+        if (small_index(PyTuple_GET_ITEM(shape, i), LONG_MAX, 0) < 0)
+            return 0;
+        m = small_index(PyTuple_GET_ITEM(dm, i), (long)n, 1);
+        if (m == -2)
+            return 0;
+        if (m >= 0) {
+            if (used & (1ULL << m))
+                return 0;
+            used |= 1ULL << m;
+        }
+    }
+    if (PySet_GET_SIZE(partial) > 0) {
+        PyObject *it = PyObject_GetIter(partial), *p;
+        int ok = 1;
+        if (it == NULL)
+            return -1;
+        while (ok && (p = PyIter_Next(it)) != NULL) {
+            long v = small_index(p, (long)n, 0);
+            if (v < 0 || (used & (1ULL << v)))
+                ok = 0;
+            Py_DECREF(p);
+        }
+        Py_DECREF(it);
+        if (PyErr_Occurred())
+            return -1;
+        return ok;
+    }
+    return 1;
+}
+
+static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames == NULL && (nargs == 3 || nargs == 4)) {
+        PyObject *shape = args[0], *dm = args[1], *mesh = args[2];
+        PyObject *partial = nargs == 4 ? args[3] : NULL;
+        int ok;
+        Py_INCREF(partial == NULL ? (partial = empty_frozenset) : partial);
+        ok = common_valid(shape, dm, mesh, partial);
+        if (ok == 1) {
+            if (PyObject_GenericSetAttr(self, s_shape, shape) < 0 ||
+                PyObject_GenericSetAttr(self, s_dims_mapping, dm) < 0 ||
+                PyObject_GenericSetAttr(self, s_mesh, mesh) < 0 ||
+                PyObject_GenericSetAttr(self, s_partial_dims, partial) < 0 ||
+                PyObject_GenericSetAttr(self, s_valid_on_mesh, Py_True) < 0 ||
+                PyObject_GenericSetAttr(self, s_coshard, Py_False) < 0) {
+                Py_DECREF(partial);
+                return NULL;
+            }
+            Py_DECREF(partial);
+            Py_RETURN_NONE;
+        }
+        Py_DECREF(partial);
+        if (ok < 0)
+            return NULL;
+    }
+    {   /* the reference, with self first */
+        Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames), k;
+        PyObject *small[8], **full = small, *res;
+        if (nargs + nkw + 1 > 8) {
+            full = PyMem_Malloc((nargs + nkw + 1) * sizeof(PyObject *));
+            if (full == NULL)
+                return PyErr_NoMemory();
+        }
+        full[0] = self;
+        for (k = 0; k < nargs + nkw; k++)
+            full[k + 1] = args[k];
+        res = PyObject_Vectorcall(pure_init, full, nargs + 1, kwnames);
+        if (full != small)
+            PyMem_Free(full);
+        return res;
+    }
+}
+
+static PyMethodDef spec_init_def = {"__init__", (PyCFunction)(void (*)(void))spec_init,
+                                    METH_FASTCALL | METH_KEYWORDS,
+                                    "Build a spec: the common valid spec here, anything else by types._spec_init."};
+
+static PyObject *new_object(PyTypeObject *type) {
+    return type->tp_alloc(type, 0);
+}
+
+/* The n arguments of a METH_FASTCALL | METH_KEYWORDS call, positional or by name, into out[]
+ * (borrowed); -1 with a TypeError naming `func` when one is missing, unknown or given twice. */
+static int take_args(const char *func, const char *const *names, Py_ssize_t n, PyObject *const *args,
+                     Py_ssize_t nargs, PyObject *kwnames, PyObject **out) {
+    Py_ssize_t i, k, nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (nargs > n) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments (%zd given)", func, n, nargs);
+        return -1;
+    }
+    for (i = 0; i < n; i++)
+        out[i] = i < nargs ? args[i] : NULL;
+    for (k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        for (i = 0; i < n; i++)
+            if (PyUnicode_CompareWithASCIIString(key, names[i]) == 0)
+                break;
+        if (i == n || out[i] != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected or repeated argument %R", func, key);
+            return -1;
+        }
+        out[i] = args[nargs + k];
+    }
+    for (i = 0; i < n; i++)
+        if (out[i] == NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() missing argument '%s'", func, names[i]);
+            return -1;
+        }
+    return 0;
+}
+
+static const char *const attr_names[] = {"dims_mapping", "partial_dims", "mesh"};
+
+static PyObject *attr_make(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
+    PyObject *dm, *partial, *mesh, *hash, *key, *attr, *fresh, *given[3];
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    (void)module;
+    if (kwnames != NULL || nargs != 3) {
+        if (take_args("make", attr_names, 3, args, nargs, kwnames, given) < 0)
+            return NULL;
+        args = given;
+    }
+    dm = args[0], partial = args[1], mesh = args[2];
+    if (mesh == Py_None) {
+        hash = Py_NewRef(Py_None);
+    } else {
+        hash = PyObject_GetAttr(mesh, s_hash);
+        if (hash == NULL)
+            return NULL;
+    }
+    key = PyTuple_Pack(3, dm, partial, hash);
+    Py_DECREF(hash);
+    if (key == NULL)
+        return NULL;
+    attr = PyDict_GetItemWithError(interned, key);
+    if (attr == NULL && PyErr_Occurred())
+        goto fail;
+    if (attr != NULL) {
+        PyObject *held = PyObject_GetAttr(attr, s_mesh);
+        int same;
+        if (held == NULL)
+            goto fail;
+        same = held == mesh ? 1 : PyObject_RichCompareBool(held, mesh, Py_EQ);
+        Py_DECREF(held);
+        if (same < 0)
+            goto fail;
+        if (same) {
+            Py_DECREF(key);
+            return Py_NewRef(attr);
+        }
+        Py_DECREF(key);  /* the hash's key is taken by another mesh: key by the mesh itself */
+        key = PyTuple_Pack(3, dm, partial, mesh);
+        if (key == NULL)
+            return NULL;
+        attr = PyDict_GetItemWithError(interned, key);
+        if (attr != NULL) {
+            Py_DECREF(key);
+            return Py_NewRef(attr);
+        }
+        if (PyErr_Occurred())
+            goto fail;
+    }
+    fresh = new_object(Attr_t);
+    if (fresh == NULL)
+        goto fail;
+    if (PyObject_GenericSetAttr(fresh, s_dims_mapping, dm) < 0 ||
+        PyObject_GenericSetAttr(fresh, s_partial_dims, partial) < 0 ||
+        PyObject_GenericSetAttr(fresh, s_mesh, mesh) < 0) {
+        Py_DECREF(fresh);
+        goto fail;
+    }
+    if (PyDict_GET_SIZE(interned) > interned_limit)
+        PyDict_Clear(interned);
+    if (PyDict_SetItem(interned, key, fresh) < 0) {
+        Py_DECREF(fresh);
+        goto fail;
+    }
+    Py_DECREF(key);
+    return fresh;
+fail:
+    Py_DECREF(key);
+    return NULL;
+}
+
+static const char *const result_names[] = {"inputs", "outputs"};
+
+static PyObject *result_make(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
+    PyObject *res, *given[2];
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    (void)module;
+    if (kwnames != NULL || nargs != 2) {
+        if (take_args("make", result_names, 2, args, nargs, kwnames, given) < 0)
+            return NULL;
+        args = given;
+    }
+    res = new_object(Result_t);
+    if (res == NULL)
+        return NULL;
+    if (PyObject_GenericSetAttr(res, s_inputs, args[0]) < 0 || PyObject_GenericSetAttr(res, s_outputs, args[1]) < 0) {
+        Py_DECREF(res);
+        return NULL;
+    }
+    return res;
+}
+
+static PyObject *rule_input(PyObject *name, PyObject *ndim, PyObject *dm, PyObject *partial, PyObject *mesh,
+                            PyObject *missing) {
+    PyObject *t = RuleInput_t->tp_alloc(RuleInput_t, 6);
+    if (t == NULL)
+        return NULL;
+    PyTuple_SET_ITEM(t, 0, Py_NewRef(name));
+    PyTuple_SET_ITEM(t, 1, ndim); /* stolen */
+    PyTuple_SET_ITEM(t, 2, Py_NewRef(dm));
+    PyTuple_SET_ITEM(t, 3, Py_NewRef(partial));
+    PyTuple_SET_ITEM(t, 4, Py_NewRef(mesh));
+    PyTuple_SET_ITEM(t, 5, Py_NewRef(missing));
+    return t;
+}
+
+/* valid_inputs(specs, names): see rules._tensor._valid_inputs (the reference). */
+static PyObject *valid_inputs(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *specs, *names, *out = NULL;
+    Py_ssize_t i, n;
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "valid_inputs() takes specs and names");
+        return NULL;
+    }
+    if (RuleInput_t == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure_rules was not called");
+        return NULL;
+    }
+    specs = PySequence_Fast(args[0], "specs must be a sequence");
+    if (specs == NULL)
+        return NULL;
+    names = PySequence_Fast(args[1], "names must be a sequence");
+    if (names == NULL) {
+        Py_DECREF(specs);
+        return NULL;
+    }
+    n = PySequence_Fast_GET_SIZE(specs);
+    if (PySequence_Fast_GET_SIZE(names) < n) {
+        PyErr_SetString(PyExc_IndexError, "fewer names than specs");
+        goto done;
+    }
+    out = PyList_New(n);
+    if (out == NULL)
+        goto done;
+    for (i = 0; i < n; i++) {
+        PyObject *spec = PySequence_Fast_GET_ITEM(specs, i), *entry = PySequence_Fast_GET_ITEM(names, i);
+        PyObject *name, *item;
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) < 2) {
+            PyErr_SetString(PyExc_TypeError, "names must hold (name, optional) pairs");
+            Py_CLEAR(out);
+            goto done;
+        }
+        name = PyTuple_GET_ITEM(entry, 0);
+        if (Py_TYPE(spec) == Spec_t) {
+            PyObject *valid = PyObject_GetAttr(spec, s_valid_on_mesh), *coshard, *shape, *dm, *partial, *mesh, *ndim;
+            int truth;
+            if (valid == NULL) {
+                Py_CLEAR(out);
+                goto done;
+            }
+            truth = PyObject_IsTrue(valid);
+            Py_DECREF(valid);
+            if (truth <= 0) {
+                Py_CLEAR(out);
+                if (truth == 0)
+                    out = Py_NewRef(Py_None);
+                goto done;
+            }
+            coshard = PyObject_GetAttr(spec, s_coshard);
+            shape = PyObject_GetAttr(spec, s_shape);
+            dm = PyObject_GetAttr(spec, s_dims_mapping);
+            partial = PyObject_GetAttr(spec, s_partial_dims);
+            mesh = PyObject_GetAttr(spec, s_mesh);
+            item = NULL;
+            if (coshard && shape && dm && partial && mesh) {
+                truth = PyObject_IsTrue(coshard);
+                if (truth > 0) {
+                    PyObject *kept = PyObject_CallFunctionObjArgs(getter_mapping, dm, mesh, NULL);
+                    Py_SETREF(dm, kept);
+                }
+                ndim = truth < 0 || dm == NULL ? NULL : PyLong_FromSsize_t(PyObject_Length(shape));
+                if (ndim != NULL)
+                    item = rule_input(name, ndim, dm, partial, mesh, Py_False);
+            }
+            Py_XDECREF(coshard);
+            Py_XDECREF(shape);
+            Py_XDECREF(dm);
+            Py_XDECREF(partial);
+            Py_XDECREF(mesh);
+            if (item == NULL) {
+                Py_CLEAR(out);
+                goto done;
+            }
+        } else if (spec == Py_None) {
+            int optional = PyObject_IsTrue(PyTuple_GET_ITEM(entry, 1));
+            if (optional <= 0) {
+                Py_CLEAR(out);
+                if (optional == 0)
+                    out = Py_NewRef(Py_None);
+                goto done;
+            }
+            PyObject *call[3] = {Py_None, name, Py_True}, *kw = PyTuple_Pack(1, s_optional);
+            item = kw == NULL ? NULL : PyObject_Vectorcall(as_input, call, 2, kw); /* as_input(None, name, optional=True) */
+            Py_XDECREF(kw);
+            if (item == NULL) {
+                Py_CLEAR(out);
+                goto done;
+            }
+        } else {
+            Py_CLEAR(out);
+            out = Py_NewRef(Py_None);
+            goto done;
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+done:
+    Py_DECREF(specs);
+    Py_DECREF(names);
+    return out;
+}
+
+
+/* ---- notation ---------------------------------------------------------------------------------- */
+static PyObject *pure_merge, *pure_mapping_for_axes;
+
+#define NO_LETTER (-3) /* letter not recorded yet */
+
+/* merge_shardings(tensors): see notation._merge_shardings (the reference). Done here for ASCII
+ * notations and int mesh dims in -1..63 that merge without conflict; anything else (a conflict, a
+ * length that differs, other types) is handed to the reference, which raises or merges it. */
+static PyObject *merge_shardings(PyObject *module, PyObject *tensors) {
+    long dim[128];
+    unsigned char order[128], claims[128];
+    int norder = 0, nclaims = 0, c;
+    Py_ssize_t i, n;
+    PyObject *seq, *out;
+    (void)module;
+    seq = PySequence_Fast(tensors, "tensors must be an iterable of (axes, dims_mapping)");
+    if (seq == NULL)
+        return NULL;
+    for (c = 0; c < 128; c++)
+        dim[c] = NO_LETTER;
+    n = PySequence_Fast_GET_SIZE(seq);
+    for (i = 0; i < n; i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(seq, i), *axes, *dm;
+        Py_ssize_t k, len;
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2)
+            goto reference;
+        axes = PyTuple_GET_ITEM(pair, 0), dm = PyTuple_GET_ITEM(pair, 1);
+        if (!PyUnicode_CheckExact(axes) || !PyUnicode_IS_ASCII(axes) || !PyTuple_CheckExact(dm))
+            goto reference;
+        len = PyTuple_GET_SIZE(dm);
+        if (PyUnicode_GET_LENGTH(axes) != len)
+            goto reference;
+        for (k = 0; k < len; k++) {
+            long m = small_index(PyTuple_GET_ITEM(dm, k), 64, 1);
+            int letter = PyUnicode_1BYTE_DATA(axes)[k];
+            if (m == -2)
+                goto reference;
+            if (m == -1) {
+                if (dim[letter] == NO_LETTER) {
+                    dim[letter] = -1;
+                    order[norder++] = (unsigned char)letter;
+                }
+            } else if (dim[letter] == NO_LETTER || dim[letter] == -1) {
+                if (dim[letter] == NO_LETTER)
+                    order[norder++] = (unsigned char)letter;
+                dim[letter] = m;
+                claims[nclaims++] = (unsigned char)letter;
+            } else if (dim[letter] != m) {
+                goto reference; /* two mesh dims for one letter: the reference raises */
+            }
+        }
+    }
+    if (nclaims > 1) { /* one mesh dim shards one letter: the first recorded keeps it */
+        unsigned long long taken = 0;
+        for (c = 0; c < nclaims; c++) {
+            long m = dim[claims[c]];
+            if (taken & (1ULL << m))
+                dim[claims[c]] = -1;
+            else
+                taken |= 1ULL << m;
+        }
+    }
+    out = PyDict_New();
+    for (c = 0; out != NULL && c < norder; c++) {
+        PyObject *key = PyUnicode_FromOrdinal(order[c]), *value = PyLong_FromLong(dim[order[c]]);
+        if (key == NULL || value == NULL || PyDict_SetItem(out, key, value) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+    }
+    Py_DECREF(seq);
+    return out;
+reference:
+    out = PyObject_CallOneArg(pure_merge, seq);
+    Py_DECREF(seq);
+    return out;
+}
+
+/* mapping_for_axes(axes, letter_to_dim): see notation._mapping_for_axes (the reference). */
+static PyObject *mapping_for_axes(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *axes, *merged, *out;
+    Py_ssize_t k, len;
+    (void)module;
+    if (nargs != 2 || !PyUnicode_CheckExact(args[0]) || !PyUnicode_IS_ASCII(args[0]) || !PyDict_CheckExact(args[1]))
+        return PyObject_Vectorcall(pure_mapping_for_axes, args, nargs, NULL);
+    axes = args[0], merged = args[1];
+    len = PyUnicode_GET_LENGTH(axes);
+    out = PyTuple_New(len);
+    if (out == NULL)
+        return NULL;
+    for (k = 0; k < len; k++) {
+        int letter = PyUnicode_1BYTE_DATA(axes)[k];
+        PyObject *value;
+        if (letter == '1') {
+            value = PyLong_FromLong(-1);
+        } else {
+            PyObject *key = PyUnicode_FromOrdinal(letter);
+            if (key == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            value = PyDict_GetItemWithError(merged, key);
+            Py_DECREF(key);
+            if (value == NULL) {
+                Py_DECREF(out);
+                if (PyErr_Occurred())
+                    return NULL;
+                return PyObject_Vectorcall(pure_mapping_for_axes, args, nargs, NULL); /* raises as it does */
+            }
+            Py_INCREF(value);
+        }
+        PyTuple_SET_ITEM(out, k, value);
+    }
+    return out;
+}
+
+/* configure_notation(merge_shardings, mapping_for_axes): the references */
+static PyObject *configure_notation(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "configure_notation() takes 2 arguments");
+        return NULL;
+    }
+    Py_XSETREF(pure_merge, Py_NewRef(args[0]));
+    Py_XSETREF(pure_mapping_for_axes, Py_NewRef(args[1]));
+    Py_RETURN_NONE;
+}
+
+/* ---- RuleInput.attr ---------------------------------------------------------------------------- */
+static const char *const rule_attr_names[] = {"dims_mapping", "keep_partial"};
+
+/* RuleInput.attr(dims_mapping, *, keep_partial=False): see rules._tensor.RuleInput._attr (the reference) */
+static PyObject *rule_input_attr(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *mapping, *partial, *call[3], *res;
+    int keep = 0;
+    if (nargs != 1 || !PyTuple_Check(self) || PyTuple_GET_SIZE(self) != 6) {
+        PyErr_SetString(PyExc_TypeError, "attr() takes one positional argument, dims_mapping");
+        return NULL;
+    }
+    if (kwnames != NULL) {
+        if (PyTuple_GET_SIZE(kwnames) != 1 ||
+            PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), rule_attr_names[1]) != 0) {
+            PyErr_SetString(PyExc_TypeError, "attr() takes keep_partial as its only keyword");
+            return NULL;
+        }
+        keep = PyObject_IsTrue(args[1]);
+        if (keep < 0)
+            return NULL;
+    }
+    mapping = PyTuple_CheckExact(args[0]) ? Py_NewRef(args[0]) : PySequence_Tuple(args[0]);
+    if (mapping == NULL)
+        return NULL;
+    partial = keep ? PyTuple_GET_ITEM(self, 3) : no_partial;
+    call[0] = mapping, call[1] = partial, call[2] = PyTuple_GET_ITEM(self, 4);
+    res = attr_make(NULL, call, 3, NULL);
+    Py_DECREF(mapping);
+    return res;
+}
+
+static PyMethodDef rule_input_attr_def = {"attr", (PyCFunction)(void (*)(void))rule_input_attr,
+                                          METH_FASTCALL | METH_KEYWORDS,
+                                          "attr($self, dims_mapping, /, *, keep_partial=False)\n--\n\n"
+                                          "A copy of this input's attr with a new dims_mapping (see "
+                                          "rules._tensor.RuleInput._attr)."};
+
+static int keep_type(PyObject *obj, PyTypeObject **slot, const char *what) {
+    if (!PyType_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a class", what);
+        return -1;
+    }
+    Py_XSETREF(*slot, (PyTypeObject *)Py_NewRef(obj));
+    return 0;
+}
+
+/* configure_types(ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, interned, pure_init) -> the
+ * method descriptor to install as DistTensorSpec.__init__ */
+static PyObject *configure_types(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "configure_types() takes 6 arguments");
+        return NULL;
+    }
+    if (keep_type(args[0], &Mesh_t, "ProcessMesh") < 0 || keep_type(args[1], &Spec_t, "DistTensorSpec") < 0 ||
+        keep_type(args[2], &Attr_t, "DistAttr") < 0 || keep_type(args[3], &Result_t, "SpmdResult") < 0)
+        return NULL;
+    if (!PyDict_CheckExact(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "interned must be a dict");
+        return NULL;
+    }
+    Py_XSETREF(interned, Py_NewRef(args[4]));
+    Py_XSETREF(pure_init, Py_NewRef(args[5]));
+    return PyDescr_NewMethod(Spec_t, &spec_init_def);
+}
+
+/* configure_rules(RuleInput, getter_mapping, as_input) -> the method descriptor to install as RuleInput.attr */
+static PyObject *configure_rules(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "configure_rules() takes 3 arguments");
+        return NULL;
+    }
+    if (keep_type(args[0], &RuleInput_t, "RuleInput") < 0)
+        return NULL;
+    Py_XSETREF(getter_mapping, Py_NewRef(args[1]));
+    Py_XSETREF(as_input, Py_NewRef(args[2]));
+    return PyDescr_NewMethod(RuleInput_t, &rule_input_attr_def);
+}
+
+static PyMethodDef methods[] = {
+    {"attr_make", (PyCFunction)(void (*)(void))attr_make, METH_FASTCALL | METH_KEYWORDS,
+     "DistAttr.make(dims_mapping, partial_dims, mesh): see types._attr_make."},
+    {"result_make", (PyCFunction)(void (*)(void))result_make, METH_FASTCALL | METH_KEYWORDS,
+     "SpmdResult.make(inputs, outputs): see types._result_make."},
+    {"valid_inputs", (PyCFunction)(void (*)(void))valid_inputs, METH_FASTCALL,
+     "rules._tensor.valid_inputs(specs, names): see rules._tensor._valid_inputs."},
+    {"merge_shardings", (PyCFunction)merge_shardings, METH_O,
+     "notation.merge_shardings(tensors): see notation._merge_shardings."},
+    {"mapping_for_axes", (PyCFunction)(void (*)(void))mapping_for_axes, METH_FASTCALL,
+     "notation.mapping_for_axes(axes, letter_to_dim): see notation._mapping_for_axes."},
+    {"configure_notation", (PyCFunction)(void (*)(void))configure_notation, METH_FASTCALL,
+     "Register notation's reference functions (notation.py calls it once)."},
+    {"configure_types", (PyCFunction)(void (*)(void))configure_types, METH_FASTCALL,
+     "Register the value types (types.py calls it once)."},
+    {"configure_rules", (PyCFunction)(void (*)(void))configure_rules, METH_FASTCALL,
+     "Register RuleInput and its helpers (rules/_tensor.py calls it once)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_speedups",
+                                        "C versions of the value types' hot constructors (see _speedups.c).", -1,
+                                        methods};
+
+PyMODINIT_FUNC PyInit__speedups(void) {
+#define INTERN(var, text)                                  \
+    if ((var = PyUnicode_InternFromString(text)) == NULL) \
+        return NULL;
+    INTERN(s_shape, "shape")
+    INTERN(s_dims_mapping, "dims_mapping")
+    INTERN(s_mesh, "mesh")
+    INTERN(s_partial_dims, "partial_dims")
+    INTERN(s_valid_on_mesh, "valid_on_mesh")
+    INTERN(s_coshard, "coshard")
+    INTERN(s_hash, "_hash")
+    INTERN(s_inputs, "inputs")
+    INTERN(s_outputs, "outputs")
+    INTERN(s_optional, "optional")
+#undef INTERN
+    empty_tuple = PyTuple_New(0);
+    empty_frozenset = PyFrozenSet_New(NULL);
+    no_partial = empty_frozenset;
+    if (empty_tuple == NULL || empty_frozenset == NULL)
+        return NULL;
+    return PyModule_Create(&module_def);
+}
