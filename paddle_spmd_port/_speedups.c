@@ -31,6 +31,8 @@
 static PyTypeObject *Mesh_t, *Spec_t, *Attr_t, *Result_t, *RuleInput_t;
 static PyObject *interned;       /* types._INTERNED */
 static PyObject *pure_init;      /* types._spec_init */
+static PyObject *pure_attr_make, *pure_result_make; /* types._attr_make, types._result_make */
+static PyObject *pure_valid_inputs, *pure_rule_attr; /* rules._tensor._valid_inputs, RuleInput._attr */
 static PyObject *getter_mapping; /* rules._tensor.getter_mapping */
 static PyObject *no_partial;     /* the empty frozenset a RuleInput's attr gets by default */
 static PyObject *as_input;       /* rules._tensor.as_input: builds a None input */
@@ -160,47 +162,12 @@ static PyObject *new_object(PyTypeObject *type) {
     return type->tp_alloc(type, 0);
 }
 
-/* The n arguments of a METH_FASTCALL | METH_KEYWORDS call, positional or by name, into out[]
- * (borrowed); -1 with a TypeError naming `func` when one is missing, unknown or given twice. */
-static int take_args(const char *func, const char *const *names, Py_ssize_t n, PyObject *const *args,
-                     Py_ssize_t nargs, PyObject *kwnames, PyObject **out) {
-    Py_ssize_t i, k, nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    if (nargs > n) {
-        PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments (%zd given)", func, n, nargs);
-        return -1;
-    }
-    for (i = 0; i < n; i++)
-        out[i] = i < nargs ? args[i] : NULL;
-    for (k = 0; k < nkw; k++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
-        for (i = 0; i < n; i++)
-            if (PyUnicode_CompareWithASCIIString(key, names[i]) == 0)
-                break;
-        if (i == n || out[i] != NULL) {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected or repeated argument %R", func, key);
-            return -1;
-        }
-        out[i] = args[nargs + k];
-    }
-    for (i = 0; i < n; i++)
-        if (out[i] == NULL) {
-            PyErr_Format(PyExc_TypeError, "%s() missing argument '%s'", func, names[i]);
-            return -1;
-        }
-    return 0;
-}
-
-static const char *const attr_names[] = {"dims_mapping", "partial_dims", "mesh"};
-
 static PyObject *attr_make(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
-    PyObject *dm, *partial, *mesh, *hash, *key, *attr, *fresh, *given[3];
+    PyObject *dm, *partial, *mesh, *hash, *key, *attr, *fresh;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     (void)module;
-    if (kwnames != NULL || nargs != 3) {
-        if (take_args("make", attr_names, 3, args, nargs, kwnames, given) < 0)
-            return NULL;
-        args = given;
-    }
+    if (kwnames != NULL || nargs != 3) /* keywords, or a wrong call: the reference takes or rejects it */
+        return PyObject_Vectorcall(pure_attr_make, args, nargs, kwnames);
     dm = args[0], partial = args[1], mesh = args[2];
     if (mesh == Py_None) {
         hash = Py_NewRef(Py_None);
@@ -263,17 +230,12 @@ fail:
     return NULL;
 }
 
-static const char *const result_names[] = {"inputs", "outputs"};
-
 static PyObject *result_make(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
-    PyObject *res, *given[2];
+    PyObject *res;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     (void)module;
-    if (kwnames != NULL || nargs != 2) {
-        if (take_args("make", result_names, 2, args, nargs, kwnames, given) < 0)
-            return NULL;
-        args = given;
-    }
+    if (kwnames != NULL || nargs != 2)
+        return PyObject_Vectorcall(pure_result_make, args, nargs, kwnames);
     res = new_object(Result_t);
     if (res == NULL)
         return NULL;
@@ -299,30 +261,24 @@ static PyObject *rule_input(PyObject *name, PyObject *ndim, PyObject *dm, PyObje
 }
 
 /* valid_inputs(specs, names): see rules._tensor._valid_inputs (the reference). */
-static PyObject *valid_inputs(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *valid_inputs(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     PyObject *specs, *names, *out = NULL;
-    Py_ssize_t i, n;
+    Py_ssize_t i, n, nargs = PyVectorcall_NARGS(nargsf);
     (void)module;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "valid_inputs() takes specs and names");
-        return NULL;
-    }
-    if (RuleInput_t == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure_rules was not called");
-        return NULL;
-    }
-    specs = PySequence_Fast(args[0], "specs must be a sequence");
-    if (specs == NULL)
-        return NULL;
-    names = PySequence_Fast(args[1], "names must be a sequence");
-    if (names == NULL) {
-        Py_DECREF(specs);
-        return NULL;
-    }
+    /* the usual call: a tuple or list of specs, as many (name, optional) tuples; anything else, the reference */
+    if (kwnames != NULL || nargs != 2 || !(PyTuple_CheckExact(args[0]) || PyList_CheckExact(args[0])) ||
+        !(PyTuple_CheckExact(args[1]) || PyList_CheckExact(args[1])) ||
+        PySequence_Fast_GET_SIZE(args[1]) < PySequence_Fast_GET_SIZE(args[0]))
+        return PyObject_Vectorcall(pure_valid_inputs, args, nargs, kwnames);
+    specs = Py_NewRef(args[0]);
+    names = Py_NewRef(args[1]);
     n = PySequence_Fast_GET_SIZE(specs);
-    if (PySequence_Fast_GET_SIZE(names) < n) {
-        PyErr_SetString(PyExc_IndexError, "fewer names than specs");
-        goto done;
+    for (i = 0; i < n; i++) {
+        PyObject *entry = PySequence_Fast_GET_ITEM(names, i);
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2) {
+            out = PyObject_Vectorcall(pure_valid_inputs, args, nargs, NULL);
+            goto done;
+        }
     }
     out = PyList_New(n);
     if (out == NULL)
@@ -330,11 +286,6 @@ static PyObject *valid_inputs(PyObject *module, PyObject *const *args, Py_ssize_
     for (i = 0; i < n; i++) {
         PyObject *spec = PySequence_Fast_GET_ITEM(specs, i), *entry = PySequence_Fast_GET_ITEM(names, i);
         PyObject *name, *item;
-        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) < 2) {
-            PyErr_SetString(PyExc_TypeError, "names must hold (name, optional) pairs");
-            Py_CLEAR(out);
-            goto done;
-        }
         name = PyTuple_GET_ITEM(entry, 0);
         if (Py_TYPE(spec) == Spec_t) {
             PyObject *valid = PyObject_GetAttr(spec, s_valid_on_mesh), *coshard, *shape, *dm, *partial, *mesh, *ndim;
@@ -413,16 +364,16 @@ static PyObject *pure_merge, *pure_mapping_for_axes;
 /* merge_shardings(tensors): see notation._merge_shardings (the reference). Done here for ASCII
  * notations and int mesh dims in -1..63 that merge without conflict; anything else (a conflict, a
  * length that differs, other types) is handed to the reference, which raises or merges it. */
-static PyObject *merge_shardings(PyObject *module, PyObject *tensors) {
+static PyObject *merge_shardings(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     long dim[128];
     unsigned char order[128], claims[128];
     int norder = 0, nclaims = 0, c;
-    Py_ssize_t i, n;
+    Py_ssize_t i, n, nargs = PyVectorcall_NARGS(nargsf);
     PyObject *seq, *out;
     (void)module;
-    seq = PySequence_Fast(tensors, "tensors must be an iterable of (axes, dims_mapping)");
-    if (seq == NULL)
-        return NULL;
+    if (kwnames != NULL || nargs != 1 || !(PyList_CheckExact(args[0]) || PyTuple_CheckExact(args[0])))
+        return PyObject_Vectorcall(pure_merge, args, nargs, kwnames); /* other forms, iterators */
+    seq = Py_NewRef(args[0]);
     for (c = 0; c < 128; c++)
         dim[c] = NO_LETTER;
     n = PySequence_Fast_GET_SIZE(seq);
@@ -484,12 +435,13 @@ reference:
 }
 
 /* mapping_for_axes(axes, letter_to_dim): see notation._mapping_for_axes (the reference). */
-static PyObject *mapping_for_axes(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *mapping_for_axes(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     PyObject *axes, *merged, *out;
-    Py_ssize_t k, len;
+    Py_ssize_t k, len, nargs = PyVectorcall_NARGS(nargsf);
     (void)module;
-    if (nargs != 2 || !PyUnicode_CheckExact(args[0]) || !PyUnicode_IS_ASCII(args[0]) || !PyDict_CheckExact(args[1]))
-        return PyObject_Vectorcall(pure_mapping_for_axes, args, nargs, NULL);
+    if (kwnames != NULL || nargs != 2 || !PyUnicode_CheckExact(args[0]) || !PyUnicode_IS_ASCII(args[0]) ||
+        !PyDict_CheckExact(args[1]))
+        return PyObject_Vectorcall(pure_mapping_for_axes, args, nargs, kwnames);
     axes = args[0], merged = args[1];
     len = PyUnicode_GET_LENGTH(axes);
     out = PyTuple_New(len);
@@ -534,23 +486,31 @@ static PyObject *configure_notation(PyObject *module, PyObject *const *args, Py_
 }
 
 /* ---- RuleInput.attr ---------------------------------------------------------------------------- */
-static const char *const rule_attr_names[] = {"dims_mapping", "keep_partial"};
-
 /* RuleInput.attr(dims_mapping, *, keep_partial=False): see rules._tensor.RuleInput._attr (the reference) */
 static PyObject *rule_input_attr(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *mapping, *partial, *call[3], *res;
     int keep = 0;
-    if (nargs != 1 || !PyTuple_Check(self) || PyTuple_GET_SIZE(self) != 6) {
-        PyErr_SetString(PyExc_TypeError, "attr() takes one positional argument, dims_mapping");
-        return NULL;
+    if (nargs != 1 || PyTuple_GET_SIZE(self) != 6 ||
+        (kwnames != NULL && (PyTuple_GET_SIZE(kwnames) != 1 ||
+                             PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "keep_partial") != 0))) {
+        /* other call forms: the reference, with self first */
+        Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames), k;
+        PyObject *small[8], **full = small, *out;
+        if (nargs + nkw + 1 > 8) {
+            full = PyMem_Malloc((nargs + nkw + 1) * sizeof(PyObject *));
+            if (full == NULL)
+                return PyErr_NoMemory();
+        }
+        full[0] = self;
+        for (k = 0; k < nargs + nkw; k++)
+            full[k + 1] = args[k];
+        out = PyObject_Vectorcall(pure_rule_attr, full, nargs + 1, kwnames);
+        if (full != small)
+            PyMem_Free(full);
+        return out;
     }
     if (kwnames != NULL) {
-        if (PyTuple_GET_SIZE(kwnames) != 1 ||
-            PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), rule_attr_names[1]) != 0) {
-            PyErr_SetString(PyExc_TypeError, "attr() takes keep_partial as its only keyword");
-            return NULL;
-        }
         keep = PyObject_IsTrue(args[1]);
         if (keep < 0)
             return NULL;
@@ -580,12 +540,13 @@ static int keep_type(PyObject *obj, PyTypeObject **slot, const char *what) {
     return 0;
 }
 
-/* configure_types(ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, interned, pure_init) -> the
- * method descriptor to install as DistTensorSpec.__init__ */
+/* configure_types(ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, interned, spec_init, attr_make,
+ * result_make) -> the method descriptor to install as DistTensorSpec.__init__; the last three are the
+ * Python references */
 static PyObject *configure_types(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "configure_types() takes 6 arguments");
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "configure_types() takes 8 arguments");
         return NULL;
     }
     if (keep_type(args[0], &Mesh_t, "ProcessMesh") < 0 || keep_type(args[1], &Spec_t, "DistTensorSpec") < 0 ||
@@ -597,20 +558,25 @@ static PyObject *configure_types(PyObject *module, PyObject *const *args, Py_ssi
     }
     Py_XSETREF(interned, Py_NewRef(args[4]));
     Py_XSETREF(pure_init, Py_NewRef(args[5]));
+    Py_XSETREF(pure_attr_make, Py_NewRef(args[6]));
+    Py_XSETREF(pure_result_make, Py_NewRef(args[7]));
     return PyDescr_NewMethod(Spec_t, &spec_init_def);
 }
 
-/* configure_rules(RuleInput, getter_mapping, as_input) -> the method descriptor to install as RuleInput.attr */
+/* configure_rules(RuleInput, getter_mapping, as_input, valid_inputs, attr) -> the method descriptor to
+ * install as RuleInput.attr; the last two are the Python references */
 static PyObject *configure_rules(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "configure_rules() takes 3 arguments");
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "configure_rules() takes 5 arguments");
         return NULL;
     }
     if (keep_type(args[0], &RuleInput_t, "RuleInput") < 0)
         return NULL;
     Py_XSETREF(getter_mapping, Py_NewRef(args[1]));
     Py_XSETREF(as_input, Py_NewRef(args[2]));
+    Py_XSETREF(pure_valid_inputs, Py_NewRef(args[3]));
+    Py_XSETREF(pure_rule_attr, Py_NewRef(args[4]));
     return PyDescr_NewMethod(RuleInput_t, &rule_input_attr_def);
 }
 
@@ -619,11 +585,11 @@ static PyMethodDef methods[] = {
      "DistAttr.make(dims_mapping, partial_dims, mesh): see types._attr_make."},
     {"result_make", (PyCFunction)(void (*)(void))result_make, METH_FASTCALL | METH_KEYWORDS,
      "SpmdResult.make(inputs, outputs): see types._result_make."},
-    {"valid_inputs", (PyCFunction)(void (*)(void))valid_inputs, METH_FASTCALL,
+    {"valid_inputs", (PyCFunction)(void (*)(void))valid_inputs, METH_FASTCALL | METH_KEYWORDS,
      "rules._tensor.valid_inputs(specs, names): see rules._tensor._valid_inputs."},
-    {"merge_shardings", (PyCFunction)merge_shardings, METH_O,
+    {"merge_shardings", (PyCFunction)(void (*)(void))merge_shardings, METH_FASTCALL | METH_KEYWORDS,
      "notation.merge_shardings(tensors): see notation._merge_shardings."},
-    {"mapping_for_axes", (PyCFunction)(void (*)(void))mapping_for_axes, METH_FASTCALL,
+    {"mapping_for_axes", (PyCFunction)(void (*)(void))mapping_for_axes, METH_FASTCALL | METH_KEYWORDS,
      "notation.mapping_for_axes(axes, letter_to_dim): see notation._mapping_for_axes."},
     {"configure_notation", (PyCFunction)(void (*)(void))configure_notation, METH_FASTCALL,
      "Register notation's reference functions (notation.py calls it once)."},

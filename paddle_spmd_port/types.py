@@ -586,6 +586,6 @@ if SPEEDUPS is not None:
     # _spec_init for anything else; make() of DistAttr and SpmdResult become C functions that intern
     # into the same _INTERNED table. Everything else of the classes stays as written above.
     DistTensorSpec.__init__ = SPEEDUPS.configure_types(  # type: ignore[method-assign]
-        ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, _INTERNED, _spec_init)
+        ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, _INTERNED, _spec_init, _attr_make, _result_make)
     DistAttr.make = staticmethod(SPEEDUPS.attr_make)  # type: ignore[method-assign]
     SpmdResult.make = staticmethod(SPEEDUPS.result_make)  # type: ignore[method-assign]

@@ -248,5 +248,6 @@ RuleInput._attr = _attr  # type: ignore[attr-defined]
 
 if SPEEDUPS is not None:
     # valid_inputs and RuleInput.attr become C; a None input is still built by as_input itself
-    RuleInput.attr = SPEEDUPS.configure_rules(RuleInput, getter_mapping, as_input)  # type: ignore[method-assign]
+    RuleInput.attr = SPEEDUPS.configure_rules(  # type: ignore[method-assign]
+        RuleInput, getter_mapping, as_input, _valid_inputs, _attr)
     valid_inputs = SPEEDUPS.valid_inputs
