@@ -16,7 +16,8 @@
  *   (8, 6)      (1, 1)        {}        Python reference     mesh dim 1 twice: the reference names the problem
  *   (8, 6)      (0, -1)       {1}       valid_on_mesh=True   partial dim 1 splits no axis
  *   (8, 6)      (0, -1)       {0}       Python reference     partial dim 0 also shards axis 0
- *   (8, 6)      ((0, 1), -1)  {}        Python reference     co-shards are not handled here
+ *   (8, 6)      ((0, 1), -1)  {}        valid_on_mesh=True   a co-shard: two or more distinct dims, coshard=True
+ *   (8, 6)      ((0,), -1)    {}        Python reference     not in normal form (the reference writes it 0)
  *   [8, 6]      ...           ...       Python reference     lists (the reference converts them)
  *
  * So this code never raises a spec error of its own and never judges a spec invalid: either it
@@ -59,11 +60,13 @@ static long small_index(PyObject *item, long limit, int allow_minus_one) {
     return v;
 }
 
-/* 1 when (shape, dims_mapping, mesh, partial) is the common valid spec on a mesh (see the table). */
+/* 1 when (shape, dims_mapping, mesh, partial) is the common valid spec on a mesh (see the table), 2
+ * when it is that with a co-shard in normal form, 0 when it is not, -1 on an error. */
 static int common_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial) {
     Py_ssize_t rank, i, n;
     PyObject *mesh_shape;
     unsigned long long used = 0;
+    int coshard = 0;
     if (!PyTuple_CheckExact(shape) || !PyTuple_CheckExact(dm) || !PyFrozenSet_CheckExact(partial) ||
         Py_TYPE(mesh) != Mesh_t)
         return 0;
@@ -81,9 +84,24 @@ static int common_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
         return 0;
     for (i = 0; i < rank; i++) {
         long m;
+        PyObject *entry;
         if (small_index(PyTuple_GET_ITEM(shape, i), LONG_MAX, 0) < 0)
             return 0;
-        m = small_index(PyTuple_GET_ITEM(dm, i), (long)n, 1);
+        entry = PyTuple_GET_ITEM(dm, i);
+        if (PyTuple_CheckExact(entry)) { /* a co-shard in normal form: two or more distinct mesh dims */
+            Py_ssize_t k, members = PyTuple_GET_SIZE(entry);
+            if (members < 2)
+                return 0;
+            for (k = 0; k < members; k++) {
+                m = small_index(PyTuple_GET_ITEM(entry, k), (long)n, 0);
+                if (m < 0 || (used & (1ULL << m)))
+                    return 0;
+                used |= 1ULL << m;
+            }
+            coshard = 1;
+            continue;
+        }
+        m = small_index(entry, (long)n, 1);
         if (m == -2)
             return 0;
         if (m >= 0) {
@@ -106,9 +124,9 @@ static int common_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
         Py_DECREF(it);
         if (PyErr_Occurred())
             return -1;
-        return ok;
+        return ok ? 1 + coshard : 0;
     }
-    return 1;
+    return 1 + coshard;
 }
 
 static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
@@ -119,13 +137,13 @@ static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nar
         int ok;
         Py_INCREF(partial == NULL ? (partial = empty_frozenset) : partial);
         ok = common_valid(shape, dm, mesh, partial);
-        if (ok == 1) {
+        if (ok > 0) {
             if (PyObject_GenericSetAttr(self, s_shape, shape) < 0 ||
                 PyObject_GenericSetAttr(self, s_dims_mapping, dm) < 0 ||
                 PyObject_GenericSetAttr(self, s_mesh, mesh) < 0 ||
                 PyObject_GenericSetAttr(self, s_partial_dims, partial) < 0 ||
                 PyObject_GenericSetAttr(self, s_valid_on_mesh, Py_True) < 0 ||
-                PyObject_GenericSetAttr(self, s_coshard, Py_False) < 0) {
+                PyObject_GenericSetAttr(self, s_coshard, ok == 2 ? Py_True : Py_False) < 0) {
                 Py_DECREF(partial);
                 return NULL;
             }
