@@ -27,6 +27,20 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
+
+/* Slot offsets of the slotted value classes (DistTensorSpec, DistAttr, SpmdResult), read from their
+ * member descriptors by configure_types: fields are read and written in place, as the slot
+ * descriptors themselves do. */
+static Py_ssize_t off_shape, off_dm, off_mesh, off_partial, off_problem, off_coshard, off_valid;
+static Py_ssize_t off_attr_dm, off_attr_partial, off_attr_mesh, off_inputs, off_outputs;
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* set a slot (the new value's reference is taken here) */
+static inline void set_slot(PyObject *obj, Py_ssize_t off, PyObject *value) {
+    Py_XSETREF(SLOT(obj, off), Py_NewRef(value));
+}
 
 /* set once by configure_types / configure_rules */
 static PyTypeObject *Mesh_t, *Spec_t, *Attr_t, *Result_t, *RuleInput_t;
@@ -138,15 +152,13 @@ static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nar
         Py_INCREF(partial == NULL ? (partial = empty_frozenset) : partial);
         ok = common_valid(shape, dm, mesh, partial);
         if (ok > 0) {
-            if (PyObject_GenericSetAttr(self, s_shape, shape) < 0 ||
-                PyObject_GenericSetAttr(self, s_dims_mapping, dm) < 0 ||
-                PyObject_GenericSetAttr(self, s_mesh, mesh) < 0 ||
-                PyObject_GenericSetAttr(self, s_partial_dims, partial) < 0 ||
-                PyObject_GenericSetAttr(self, s_valid_on_mesh, Py_True) < 0 ||
-                PyObject_GenericSetAttr(self, s_coshard, ok == 2 ? Py_True : Py_False) < 0) {
-                Py_DECREF(partial);
-                return NULL;
-            }
+            set_slot(self, off_shape, shape);
+            set_slot(self, off_dm, dm);
+            set_slot(self, off_mesh, mesh);
+            set_slot(self, off_partial, partial);
+            set_slot(self, off_problem, Py_None);
+            set_slot(self, off_coshard, ok == 2 ? Py_True : Py_False);
+            set_slot(self, off_valid, Py_True);
             Py_DECREF(partial);
             Py_RETURN_NONE;
         }
@@ -202,12 +214,13 @@ static PyObject *attr_make(PyObject *module, PyObject *const *args, Py_ssize_t n
     if (attr == NULL && PyErr_Occurred())
         goto fail;
     if (attr != NULL) {
-        PyObject *held = PyObject_GetAttr(attr, s_mesh);
+        PyObject *held = Py_TYPE(attr) == Attr_t ? SLOT(attr, off_attr_mesh) : NULL;
         int same;
-        if (held == NULL)
-            goto fail;
+        if (held == NULL) { /* not one of ours: the reference reads it */
+            Py_DECREF(key);
+            return PyObject_Vectorcall(pure_attr_make, args, nargs, NULL);
+        }
         same = held == mesh ? 1 : PyObject_RichCompareBool(held, mesh, Py_EQ);
-        Py_DECREF(held);
         if (same < 0)
             goto fail;
         if (same) {
@@ -229,12 +242,9 @@ static PyObject *attr_make(PyObject *module, PyObject *const *args, Py_ssize_t n
     fresh = new_object(Attr_t);
     if (fresh == NULL)
         goto fail;
-    if (PyObject_GenericSetAttr(fresh, s_dims_mapping, dm) < 0 ||
-        PyObject_GenericSetAttr(fresh, s_partial_dims, partial) < 0 ||
-        PyObject_GenericSetAttr(fresh, s_mesh, mesh) < 0) {
-        Py_DECREF(fresh);
-        goto fail;
-    }
+    set_slot(fresh, off_attr_dm, dm);
+    set_slot(fresh, off_attr_partial, partial);
+    set_slot(fresh, off_attr_mesh, mesh);
     if (PyDict_GET_SIZE(interned) > interned_limit)
         PyDict_Clear(interned);
     if (PyDict_SetItem(interned, key, fresh) < 0) {
@@ -252,15 +262,16 @@ static PyObject *result_make(PyObject *module, PyObject *const *args, Py_ssize_t
     PyObject *res;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     (void)module;
-    if (kwnames != NULL || nargs != 2)
+    /* make(ins, outs) or make(inputs=ins, outputs=outs); any other form, the reference */
+    if (!(kwnames == NULL && nargs == 2) &&
+        !(kwnames != NULL && nargs == 0 && PyTuple_GET_SIZE(kwnames) == 2 &&
+          PyTuple_GET_ITEM(kwnames, 0) == s_inputs && PyTuple_GET_ITEM(kwnames, 1) == s_outputs))
         return PyObject_Vectorcall(pure_result_make, args, nargs, kwnames);
     res = new_object(Result_t);
     if (res == NULL)
         return NULL;
-    if (PyObject_GenericSetAttr(res, s_inputs, args[0]) < 0 || PyObject_GenericSetAttr(res, s_outputs, args[1]) < 0) {
-        Py_DECREF(res);
-        return NULL;
-    }
+    set_slot(res, off_inputs, args[0]);
+    set_slot(res, off_outputs, args[1]);
     return res;
 }
 
@@ -306,41 +317,39 @@ static PyObject *valid_inputs(PyObject *module, PyObject *const *args, Py_ssize_
         PyObject *name, *item;
         name = PyTuple_GET_ITEM(entry, 0);
         if (Py_TYPE(spec) == Spec_t) {
-            PyObject *valid = PyObject_GetAttr(spec, s_valid_on_mesh), *coshard, *shape, *dm, *partial, *mesh, *ndim;
-            int truth;
-            if (valid == NULL) {
-                Py_CLEAR(out);
+            PyObject *valid = SLOT(spec, off_valid), *coshard = SLOT(spec, off_coshard), *shape = SLOT(spec, off_shape);
+            PyObject *dm = SLOT(spec, off_dm), *partial = SLOT(spec, off_partial), *mesh = SLOT(spec, off_mesh);
+            PyObject *ndim;
+            Py_ssize_t rank;
+            if (valid == NULL || coshard == NULL || shape == NULL || dm == NULL || partial == NULL || mesh == NULL) {
+                Py_CLEAR(out); /* a field never set: the reference reads it (and raises) */
+                out = PyObject_Vectorcall(pure_valid_inputs, args, nargs, NULL);
                 goto done;
             }
-            truth = PyObject_IsTrue(valid);
-            Py_DECREF(valid);
-            if (truth <= 0) {
-                Py_CLEAR(out);
-                if (truth == 0)
-                    out = Py_NewRef(Py_None);
-                goto done;
-            }
-            coshard = PyObject_GetAttr(spec, s_coshard);
-            shape = PyObject_GetAttr(spec, s_shape);
-            dm = PyObject_GetAttr(spec, s_dims_mapping);
-            partial = PyObject_GetAttr(spec, s_partial_dims);
-            mesh = PyObject_GetAttr(spec, s_mesh);
-            item = NULL;
-            if (coshard && shape && dm && partial && mesh) {
-                truth = PyObject_IsTrue(coshard);
-                if (truth > 0) {
-                    PyObject *kept = PyObject_CallFunctionObjArgs(getter_mapping, dm, mesh, NULL);
-                    Py_SETREF(dm, kept);
+            if (valid != Py_True) {
+                int truth = PyObject_IsTrue(valid);
+                if (truth <= 0) {
+                    Py_CLEAR(out);
+                    if (truth == 0)
+                        out = Py_NewRef(Py_None);
+                    goto done;
                 }
-                ndim = truth < 0 || dm == NULL ? NULL : PyLong_FromSsize_t(PyObject_Length(shape));
-                if (ndim != NULL)
-                    item = rule_input(name, ndim, dm, partial, mesh, Py_False);
             }
-            Py_XDECREF(coshard);
-            Py_XDECREF(shape);
-            Py_XDECREF(dm);
-            Py_XDECREF(partial);
-            Py_XDECREF(mesh);
+            rank = PyObject_Length(shape);
+            ndim = rank < 0 ? NULL : PyLong_FromSsize_t(rank);
+            if (ndim == NULL) {
+                Py_CLEAR(out);
+                goto done;
+            }
+            if (coshard == Py_False || (coshard != Py_True && PyObject_IsTrue(coshard) == 0)) {
+                item = rule_input(name, ndim, dm, partial, mesh, Py_False);
+            } else {
+                PyObject *kept = PyErr_Occurred() ? NULL : PyObject_CallFunctionObjArgs(getter_mapping, dm, mesh, NULL);
+                item = kept == NULL ? NULL : rule_input(name, ndim, kept, partial, mesh, Py_False);
+                if (kept == NULL)
+                    Py_DECREF(ndim);
+                Py_XDECREF(kept);
+            }
             if (item == NULL) {
                 Py_CLEAR(out);
                 goto done;
@@ -549,6 +558,24 @@ static PyMethodDef rule_input_attr_def = {"attr", (PyCFunction)(void (*)(void))r
                                           "A copy of this input's attr with a new dims_mapping (see "
                                           "rules._tensor.RuleInput._attr)."};
 
+/* The offset of slot `name` of `type` (a __slots__ member: an object reference that may be unset);
+ * -1 with a TypeError when the class has no such slot (say, a field turned back into a dict entry). */
+static int slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *offset) {
+    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
+    int ok;
+    if (descr == NULL)
+        return -1;
+    ok = Py_TYPE(descr) == &PyMemberDescr_Type && ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX;
+    if (ok)
+        *offset = ((PyMemberDescrObject *)descr)->d_member->offset;
+    Py_DECREF(descr);
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "_speedups: %s.%s is not a slot", type->tp_name, name);
+        return -1;
+    }
+    return 0;
+}
+
 static int keep_type(PyObject *obj, PyTypeObject **slot, const char *what) {
     if (!PyType_Check(obj)) {
         PyErr_Format(PyExc_TypeError, "%s must be a class", what);
@@ -575,6 +602,14 @@ static PyObject *configure_types(PyObject *module, PyObject *const *args, Py_ssi
         return NULL;
     }
     Py_XSETREF(interned, Py_NewRef(args[4]));
+    if (slot_offset(Spec_t, "shape", &off_shape) < 0 || slot_offset(Spec_t, "dims_mapping", &off_dm) < 0 ||
+        slot_offset(Spec_t, "mesh", &off_mesh) < 0 || slot_offset(Spec_t, "partial_dims", &off_partial) < 0 ||
+        slot_offset(Spec_t, "_problem", &off_problem) < 0 || slot_offset(Spec_t, "coshard", &off_coshard) < 0 ||
+        slot_offset(Spec_t, "valid_on_mesh", &off_valid) < 0 ||
+        slot_offset(Attr_t, "dims_mapping", &off_attr_dm) < 0 ||
+        slot_offset(Attr_t, "partial_dims", &off_attr_partial) < 0 || slot_offset(Attr_t, "mesh", &off_attr_mesh) < 0 ||
+        slot_offset(Result_t, "inputs", &off_inputs) < 0 || slot_offset(Result_t, "outputs", &off_outputs) < 0)
+        return NULL;
     Py_XSETREF(pure_init, Py_NewRef(args[5]));
     Py_XSETREF(pure_attr_make, Py_NewRef(args[6]));
     Py_XSETREF(pure_result_make, Py_NewRef(args[7]));

@@ -248,7 +248,7 @@ def format_mapping(dims_mapping: Sequence[MeshDims], partial_dims: Iterable[int]
     return text
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True, init=False, slots=True)
 class DistTensorSpec:
     """One input tensor of a rule call: its global shape and how it is distributed.
 
@@ -280,18 +280,15 @@ class DistTensorSpec:
         # the hundred thousand, and the checks are the same either way. A co-shard already in its
         # normal form (tuples of two or more ints) passes a second scan as it is. A spec whose
         # values were already found valid on a mesh of that many dims (looked up after the type
-        # scans, so no bool or float passes for an int) skips the value checks. coshard, _problem
-        # and valid_on_mesh are set only where they differ from the class defaults.
+        # scans, so no bool or float passes for an int) skips the value checks. Every field is
+        # set on every path (slots: a field never set would not read as its default).
         if type(shape) is tuple and type(dims_mapping) is tuple and type(partial_dims) is frozenset \
                 and (not partial_dims or _INT_ONLY.issuperset(map(type, partial_dims))) \
                 and ((plain_types := _INT_ONLY.issuperset(map(type, shape + dims_mapping)))
                      or (_INT_ONLY.issuperset(map(type, shape)) and _normal_coshard(dims_mapping))):
             coshard = not plain_types  # some entry is a tuple
             if type(mesh) is ProcessMesh and (shape, dims_mapping, partial_dims, len(mesh.shape)) in _VALID_ON_MESH:
-                # the instance dict in one write (a fifth of the cost of five field writes);
-                # _problem stays None, the class default
-                _set(self, "__dict__", {"shape": shape, "dims_mapping": dims_mapping, "mesh": mesh,
-                                        "partial_dims": partial_dims, "valid_on_mesh": True, "coshard": coshard})
+                _fill_spec(self, shape, dims_mapping, mesh, partial_dims, coshard, True)
                 return
         else:
             shape = _int_tuple(shape, "DistTensorSpec.shape")
@@ -304,12 +301,7 @@ class DistTensorSpec:
             raise ArgumentTypeError(
                 f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(mesh).__name__}",
                 kind="invalid-spec:mesh:type")
-        _set(self, "shape", shape)
-        _set(self, "dims_mapping", dims_mapping)
-        _set(self, "mesh", mesh)
-        _set(self, "partial_dims", partial_dims)
-        if coshard:
-            _set(self, "coshard", True)
+        _fill_spec(self, shape, dims_mapping, mesh, partial_dims, coshard, False)
         problem = self._find_problem()
         if problem is not None:
             _set(self, "_problem", problem)
@@ -393,6 +385,19 @@ class DistTensorSpec:
                 _SPECS_READ.clear()
             spec = _SPECS_READ[key] = cls(*key)
         return spec
+
+
+def _fill_spec(spec: DistTensorSpec, shape: tuple[int, ...], dims_mapping: Mapping, mesh: ProcessMesh | None,
+               partial_dims: frozenset[int], coshard: bool, valid_on_mesh: bool) -> None:
+    """Write every field of a spec under construction (``_problem`` None: the caller sets it when
+    there is one)."""
+    _set(spec, "shape", shape)
+    _set(spec, "dims_mapping", dims_mapping)
+    _set(spec, "mesh", mesh)
+    _set(spec, "partial_dims", partial_dims)
+    _set(spec, "_problem", None)
+    _set(spec, "coshard", coshard)
+    _set(spec, "valid_on_mesh", valid_on_mesh)
 
 
 def _mapping_to_json(dims_mapping: Mapping) -> list[Any]:
@@ -540,7 +545,7 @@ def parse_dist_attr(text: str, mesh: ProcessMesh | None = None) -> DistAttr:
     return DistAttr(dm, partial, None if match["nomesh"] else mesh)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SpmdResult:
     """A rule's answer: the dist attrs it wants for its inputs and those it gives its outputs,
     in Paddle's order and count."""
