@@ -89,6 +89,7 @@ def test_registry_rules_are_the_registry_routes_with_a_rule_of_their_own():
 def test_a_short_run_prints_both_sides_and_their_ratio():
     proc = _run("--rules", "layer_norm,batch_norm", "--sample", "40", "--repeat", "1")
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith(f"port core: {types.CORE} ")  # which port was timed
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| layer_norm |")
             or line.startswith("| batch_norm |")]
     assert len(rows) == 2

@@ -42,6 +42,10 @@ refuses before the call, and so are the cases Paddle may crash on, ``crash_prone
    child; the peak is the largest single process among every child this run started, from
    getrusage: run it alone, without --routes, for the sweep's own figure).
 
+The first line says which port core was timed: ``c`` (the C module ``_speedups`` standing in for the
+hot constructors, see ``paddle_spmd_port/_speedups.c``) or ``python`` (not built, or
+``PADDLE_SPMD_PORT_PURE=1``).
+
 Exit 0 when every figure asked for was measured; 3 when a native side did not run what it was
 asked to (Paddle missing, the compiled caller unavailable, cases *not run*, the sweep not green),
 with one line saying what; 2 on bad usage.
@@ -68,7 +72,7 @@ from paddle_spmd_port.parity.grid import GRIDS, grid_for, is_corner, sample
 from paddle_spmd_port.rules import rule_function
 from paddle_spmd_port.rules.signatures import rule_spec
 from paddle_spmd_port.runctl import EXIT_INCOMPLETE, ArgumentParser, UsageError, run_command
-from paddle_spmd_port.types import DistTensorSpec, ProcessMesh, clear_caches
+from paddle_spmd_port.types import CORE, DistTensorSpec, ProcessMesh, clear_caches
 
 #: every rule key Paddle answers from a registry rule of its own (native.registry.ROUTES, less the two
 #: sync_batch_norm keys: Paddle has no rule for them and answers with its generic replicated rule)
@@ -398,6 +402,8 @@ def _bench(args: argparse.Namespace) -> int:
     os.environ.setdefault("GLOG_minloglevel", "2")
     registry = [r for r in args.rules if r in REGISTRY_RULES]
     hidden = [r for r in args.rules if r in HIDDEN_RULES]
+    print(f"port core: {CORE} ({'the C module _speedups' if CORE == 'c' else 'Python only'}; "
+          "PADDLE_SPMD_PORT_PURE=1 times the Python)\n")
     if registry:
         print(f"## Registry rules: port vs `core.get_phi_spmd_rule`, per case (best of {args.repeat})\n")
         print("| rule | cases | trip port | trip native | ratio | fresh-mesh port | fresh-mesh native | ratio "

@@ -481,8 +481,12 @@ def gn_forward_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: Dis
                       attrs: Sequence[tuple[str, Any]]) -> tuple[RuleInput, RuleInput, RuleInput]:
     """group_norm's forward checks (``attrs``: epsilon, groups, data_format, or none for the Base
     rule; types only): port every partial dim on its spec's mesh (:func:`require_buildable`); P x
-    rank 3..5, scale and bias 1-D; port x on a mesh, specs valid (a dims_mapping shorter than the
     rank: Paddle aborts). Returns (x, scale, bias)."""
+    ready = valid_inputs((x, scale, bias), _GN_FORWARD)
+    if ready is not None and attrs_exact(attrs):
+        tx, ts, tb = ready
+        if 3 <= tx.ndim <= 5 and ts.ndim == tb.ndim == 1:
+            return tx, ts, tb
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
     check_attrs(*attrs)
     require_buildable(("x", x), ("scale", scale), ("bias", bias))
