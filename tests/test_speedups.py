@@ -957,3 +957,15 @@ def test_planted_fault_in_the_pure_subprocess_is_caught(tmp_path):
 
 if __name__ == "__main__":
     _grid_child(sys.argv[1:])
+
+
+def test_the_parity_report_names_the_port_core_that_ran():
+    """A parity report says which port it compared: with the C module, or the Python alone."""
+    from paddle_spmd_port.parity.report import ParityReport
+
+    report = ParityReport()
+    assert report.to_json()["port_core"] == types.CORE and f"port core {types.CORE};" in report.markdown()
+    code = "from paddle_spmd_port.parity.report import ParityReport; print(ParityReport().to_json()['port_core'])"
+    pure = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PADDLE_SPMD_PORT_PURE="1"), stdin=subprocess.DEVNULL)
+    assert pure.stdout.strip() == "python", pure.stderr[-2000:]

@@ -30,6 +30,7 @@ from typing import IO, Any
 from ..case import Case
 from ..outcome import Outcome
 from ..reporting import markdown_table, write_atomic, write_json
+from ..types import CORE
 from .compare import CLASSES, COMPARED, Comparison
 
 EXAMPLES_PER_CLASS = 5
@@ -310,7 +311,7 @@ class ParityReport:
             "# Parity report: paddle_spmd_port vs Paddle",
             "",
             f"Paddle {self.paddle.get('version', '?')} (commit {self.paddle.get('commit', '?')[:12]}); "
-            f"wall time {wall:.1f} s; selection: {self.selection.get('describe', '?')}.",
+            f"port core {CORE}; wall time {wall:.1f} s; selection: {self.selection.get('describe', '?')}.",
             "",
             "## Coverage",
             "",
@@ -359,7 +360,7 @@ class ParityReport:
         interrupted = self._interrupt_reason()
         return {"status": self.status_line(), "complete": self.complete, "interrupted": self.interrupted or None,
                 "allow_uncompared": self.allow_uncompared, "selection": self.selection,
-                "paddle": self.paddle, "profile": self.profile, "started": self.started, "finished": self.finished,
+                "paddle": self.paddle, "port_core": CORE, "profile": self.profile, "started": self.started, "finished": self.finished,
                 "total_cells": self.total_cells, "total_mismatches": self.total_mismatches,
                 "total_uncompared": self.total_uncompared, "notes": self.notes, "cases_file": CASES_FILE,
                 "coverage": {r: c.to_json(interrupted) for r, c in self.coverage.items()},
