@@ -360,7 +360,8 @@ class ParityReport:
         interrupted = self._interrupt_reason()
         return {"status": self.status_line(), "complete": self.complete, "interrupted": self.interrupted or None,
                 "allow_uncompared": self.allow_uncompared, "selection": self.selection,
-                "paddle": self.paddle, "port_core": CORE, "profile": self.profile, "started": self.started, "finished": self.finished,
+                "paddle": self.paddle, "port_core": CORE, "profile": self.profile, "started": self.started,
+                "finished": self.finished,
                 "total_cells": self.total_cells, "total_mismatches": self.total_mismatches,
                 "total_uncompared": self.total_uncompared, "notes": self.notes, "cases_file": CASES_FILE,
                 "coverage": {r: c.to_json(interrupted) for r, c in self.coverage.items()},
