@@ -143,6 +143,26 @@ static int common_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
     return 1 + coshard;
 }
 
+/* func(self, *args, **kwargs) for a method's vectorcall arguments (a stand-in handing its call to the
+ * Python reference it stands in for) */
+static PyObject *call_with_self(PyObject *func, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames) {
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames), k;
+    PyObject *small[8], **full = small, *res;
+    if (nargs + nkw + 1 > 8) {
+        full = PyMem_Malloc((nargs + nkw + 1) * sizeof(PyObject *));
+        if (full == NULL)
+            return PyErr_NoMemory();
+    }
+    full[0] = self;
+    for (k = 0; k < nargs + nkw; k++)
+        full[k + 1] = args[k];
+    res = PyObject_Vectorcall(func, full, nargs + 1, kwnames);
+    if (full != small)
+        PyMem_Free(full);
+    return res;
+}
+
 static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (kwnames == NULL && (nargs == 3 || nargs == 4)) {
@@ -166,22 +186,7 @@ static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (ok < 0)
             return NULL;
     }
-    {   /* the reference, with self first */
-        Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames), k;
-        PyObject *small[8], **full = small, *res;
-        if (nargs + nkw + 1 > 8) {
-            full = PyMem_Malloc((nargs + nkw + 1) * sizeof(PyObject *));
-            if (full == NULL)
-                return PyErr_NoMemory();
-        }
-        full[0] = self;
-        for (k = 0; k < nargs + nkw; k++)
-            full[k + 1] = args[k];
-        res = PyObject_Vectorcall(pure_init, full, nargs + 1, kwnames);
-        if (full != small)
-            PyMem_Free(full);
-        return res;
-    }
+    return call_with_self(pure_init, self, args, nargs, kwnames); /* the reference */
 }
 
 static PyMethodDef spec_init_def = {"__init__", (PyCFunction)(void (*)(void))spec_init,
@@ -521,21 +526,7 @@ static PyObject *rule_input_attr(PyObject *self, PyObject *const *args, Py_ssize
     if (nargs != 1 || PyTuple_GET_SIZE(self) != 6 ||
         (kwnames != NULL && (PyTuple_GET_SIZE(kwnames) != 1 ||
                              PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "keep_partial") != 0))) {
-        /* other call forms: the reference, with self first */
-        Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames), k;
-        PyObject *small[8], **full = small, *out;
-        if (nargs + nkw + 1 > 8) {
-            full = PyMem_Malloc((nargs + nkw + 1) * sizeof(PyObject *));
-            if (full == NULL)
-                return PyErr_NoMemory();
-        }
-        full[0] = self;
-        for (k = 0; k < nargs + nkw; k++)
-            full[k + 1] = args[k];
-        out = PyObject_Vectorcall(pure_rule_attr, full, nargs + 1, kwnames);
-        if (full != small)
-            PyMem_Free(full);
-        return out;
+        return call_with_self(pure_rule_attr, self, args, nargs, kwnames); /* other call forms: the reference */
     }
     if (kwnames != NULL) {
         keep = PyObject_IsTrue(args[1]);
