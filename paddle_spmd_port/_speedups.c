@@ -1,13 +1,19 @@
-/* _speedups: C versions of the value types' hot constructors (optional; the Python ones are the reference).
+/* _speedups: optional C stand-ins for the port's hottest Python functions (the Python ones are the reference).
  *
  * What is here, and the Python function each one stands in for (same arguments, same result, same
- * objects interned; anything off the common path is handed to the Python function itself):
+ * objects interned; any input or call form off the common path is handed to the Python function):
  *
  *   spec_init(DistTensorSpec)   -> a method descriptor installed as DistTensorSpec.__init__;
  *                                  the reference is types._spec_init
  *   attr_make(dm, partial, mesh) = types._attr_make           (DistAttr.make)
  *   result_make(inputs, outputs) = types._result_make         (SpmdResult.make)
  *   valid_inputs(specs, names)   = rules._tensor._valid_inputs
+ *   rule_input_attr              -> installed as RuleInput.attr; the reference is RuleInput._attr
+ *   merge_shardings(tensors)     = notation._merge_shardings
+ *   mapping_for_axes(axes, dims) = notation._mapping_for_axes
+ *
+ * The Python modules install them (the bottoms of types.py, notation.py, rules/_tensor.py) unless
+ * PADDLE_SPMD_PORT_PURE is set; the rules themselves are Python only.
  *
  * The common path of spec_init, worked (mesh 2x3, so mesh dims 0 and 1):
  *
@@ -23,7 +29,6 @@
  * So this code never raises a spec error of its own and never judges a spec invalid: either it
  * proves the spec valid (and builds it as the reference's valid-on-mesh branch does) or it calls
  * the reference. tests/test_speedups.py runs both on the same values and compares every field.
- * Set PADDLE_SPMD_PORT_PURE=1 to run without this module.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -646,7 +651,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_speedups",
                                         "C versions of the value types' hot constructors (see _speedups.c).", -1,
-                                        methods};
+                                        methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__speedups(void) {
 #define INTERN(var, text)                                  \
