@@ -6,6 +6,11 @@ can be checked without knowing which rule will read the object) or in
 because Paddle's own classes accept such input silently and so must the spec constructor, for
 the comparator to be able to send the very same input to Paddle).
 
+When the optional C module is in use (:data:`SPEEDUPS`, :data:`CORE` ``"c"``), ``DistTensorSpec.__init__``,
+``DistAttr.make`` and ``SpmdResult.make`` are its C stand-ins, installed at the bottom of this module;
+the Python written here stays the reference (``_spec_init``, ``_attr_make``, ``_result_make``), and
+the C hands it every input it does not handle itself.
+
 Short forms, used in reports and repros and parsed back by :func:`parse_dist_attr`::
 
     [0,-1]          dims_mapping only: axis 0 split along mesh dim 0, axis 1 replicated
