@@ -336,3 +336,25 @@ def test_corner_sets_match_paddle_on_each_primary_route():
                 (cmp.verdict, case.case_id, case.describe(), [str(d) for d in cmp.diffs])
             verdicts[cmp.verdict] = verdicts.get(cmp.verdict, 0) + 1
     assert verdicts["match"] > 1000 and verdicts["port-rejects-invalid"] > 50
+
+
+def _fast_ln_grad_call(profile: str) -> object:
+    """The fuzz's find (seed 7): fast_ln_grad with a scale of rank 4 (the paddle profile's bias_grad is
+    scale's twin, the proposed profile's its own 1-D attr)."""
+    m4 = ProcessMesh((4,))
+    tensors = [DistTensorSpec((1,), (-1,), m4), DistTensorSpec((5, 1, 8, 0), (-1, -1, -1, -1), m4, frozenset({0})),
+               DistTensorSpec((), (), m4), DistTensorSpec((), (), None), DistTensorSpec((1,), (-1,), m4)]
+    return fuzz.Call(profile, "fast_ln_grad", "function", tensors, [("epsilon", 1e-6)], kwargs=True)
+
+
+@pytest.mark.parametrize("profile", ["paddle", "proposed"])
+def test_fast_ln_grad_bias_grad_rank_follows_the_profile(profile):
+    verdict = fuzz.judge(_fast_ln_grad_call(profile))
+    assert verdict.outcome == "answer" and verdict.problem is None, verdict
+
+
+def test_a_proposed_fast_ln_grad_bias_grad_of_scales_rank_is_malformed(monkeypatch):
+    """Planted: a proposed fast_ln_grad answering bias_grad with scale's rank, as the paddle profile's."""
+    monkeypatch.setitem(PROFILES["proposed"], "fast_ln_grad", PROFILES["paddle"]["fast_ln_grad"])
+    verdict = fuzz.judge(_fast_ln_grad_call("proposed"))
+    assert verdict.category == "malformed" and "bias_grad" in verdict.problem

@@ -456,6 +456,8 @@ def expected_ranks(call: Call) -> list[int | tuple[int, ...]]:
             ranks.append(2)
         elif out in ("mean", "variance", "invvar"):  # layer_norm: x.shape[:begin_norm_axis]
             ranks.append(x - 1 if last_axis and isinstance(x, int) else attrs.get("begin_norm_axis", 1))
+        elif out == "bias_grad" and spec.op == "fast_ln" and call.profile == "proposed":
+            ranks.append(1)  # the proposed fast_ln_grad's bias_grad is its own 1-D attr (rules/proposed.py)
         elif out in ("scale_grad", "bias_grad"):  # instance_norm / fast_ln: bias_grad is scale's twin
             ranks.append(_rank(named[out[:-5] if out[:-5] in named and spec.op != "instance_norm" else "scale"]))
         else:
