@@ -1,5 +1,6 @@
 """paddle_spmd_port: PaddlePaddle's SPMD rules for batch_norm, sync_batch_norm and layer_norm,
-ported to pure Python and checked cell by cell against Paddle's own C++ rules."""
+ported to Python (the value types' hot constructors also in an optional C module, ``_speedups``)
+and checked cell by cell against Paddle's own C++ rules."""
 
 from .errors import (
     ArgumentTypeError,
