@@ -377,6 +377,24 @@ def test_probe_differences_are_explained_per_release():
     assert detect_release("3.4.0").explain_probe(probe) is None
 
 
+def test_norm_probe_differences_per_release():
+    """The in/rms/gn probes: x-rank wording 3.1.0-3.2.2, co-shard reads 3.1.x, 3.1.0's group_norm statistics and
+    instance_norm grad only there, fused_rms_norm's str format only in 3.0.0 (which lacks instance/group_norm)."""
+    wording = ("3.1.0", "3.1.1", "3.2.0", "3.2.1", "3.2.2")
+    for version in known_versions():
+        profile = release_for(version)
+        for name in ("in/x-rank-1", "gn/x-rank-2"):
+            assert (profile.explain_probe(name) is not None) == (version in wording), (version, name)
+        for name in ("in/forward-coshard", "rms/forward-coshard", "gn/forward-coshard"):
+            assert (profile.explain_probe(name) is not None) == (version in ("3.1.0", "3.1.1")
+                                                               or (version == "3.0.0" and name.startswith("rms"))), \
+                (version, name)
+        for name in ("gn/forward", "in/grad"):
+            assert (profile.explain_probe(name) is not None) == (version == "3.1.0"), (version, name)
+        assert (profile.explain_probe("rms/reverse") is not None) == (version == "3.0.0"), version
+    assert {"instance_norm", "group_norm"} <= release_for("3.0.0").registry_missing
+
+
 @pytest.mark.native
 def test_installed_paddle_differs_from_the_compat_layer_exactly_in_the_profiles_probes():
     """paddle_spmd_port.compat.probes on this Paddle vs the compat layer (which follows 3.3.1): the probes

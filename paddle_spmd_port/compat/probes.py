@@ -496,6 +496,100 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
     def _():
         bn.infer_forward(bx, stat, stat, spec([16, 2], [-1, -1]), stat)
 
+    # --- instance_norm, fused_rms_norm, group_norm (registry names; see docs/*-3.3.1.md for the crash inputs) ----
+    inorm, rms, gn = (_LazyRule(fetch, name) for name in ("instance_norm", "fused_rms_norm", "group_norm"))
+    nx, c6 = spec([8, 6, 4, 4], [1, 0, -1, -1]), spec([6], [-1])
+    stat2 = spec([8, 6], [1, 0])
+    rx, r1 = spec([16, 32, 64], [1, -1, 0]), spec([64], [-1])
+
+    @probe("in/forward")
+    def _():
+        return result_view(inorm.infer_forward(nx, c6, c6, 1e-5))
+
+    @probe("in/forward-partial-and-absent-bias")
+    def _():
+        return result_view(inorm.infer_forward(spec([8, 6, 4, 4], [-1, 1, -1, -1], [0]), c6, absent(), 1e-5))
+
+    @probe("in/forward-one-dim-mesh")
+    def _():
+        w = spec([6], [-1], on=mesh1)
+        return result_view(inorm.infer_forward(spec([8, 6, 4, 4], [-1, 0, -1, -1], on=mesh1), w, w, 1e-5))
+
+    @probe("in/forward-coshard")
+    def _():
+        w = spec([6], [-1], on=mesh32)
+        xs = DistTensorSpec([8, 6, 4, 4], coshard([[], [0, 1], [], []], mesh32))
+        return result_view(inorm.infer_forward(xs, w, w, 1e-5))
+
+    @probe("in/x-rank-1")
+    def _():
+        inorm.infer_forward(spec([8], [-1]), c6, c6, 1e-5)
+
+    @probe("in/grad")
+    def _():
+        return result_view(inorm.infer_backward(nx, c6, c6, stat2, stat2, spec([8, 6, 4, 4], [-1, -1, 0, 1]), 1e-5))
+
+    @probe("in/grad-partial-and-absent-bias")
+    def _():
+        dy = spec([8, 6, 4, 4], [1, -1, -1, -1], [0])
+        return result_view(inorm.infer_backward(nx, spec([6], [-1], [1]), absent(), stat2, stat2, dy, 1e-5))
+
+    @probe("in/grad-y-grad-rank")
+    def _():
+        inorm.infer_backward(nx, c6, c6, stat2, stat2, spec([8, 6, 4], [-1, -1, -1]), 1e-5)
+
+    @probe("rms/forward")
+    def _():
+        return result_view(rms.infer_forward(rx, r1, 1e-6))
+
+    @probe("rms/forward-partial")
+    def _():
+        return result_view(rms.infer_forward(spec([16, 32, 64], [-1, 1, -1], [0]), spec([64], [-1], [1]), 1e-6))
+
+    @probe("rms/forward-absent-scale")
+    def _():
+        rms.infer_forward(rx, absent(), 1e-6)
+
+    @probe("rms/forward-one-dim-mesh")
+    def _():
+        return result_view(rms.infer_forward(spec([16, 64], [0, -1], on=mesh1), spec([64], [-1], on=mesh1), 1e-6))
+
+    @probe("rms/forward-coshard")
+    def _():
+        xs = DistTensorSpec([16, 32, 64], coshard([[1, 0], [], []], mesh32))
+        return result_view(rms.infer_forward(xs, spec([64], [-1], on=mesh32), 1e-6))
+
+    @probe("rms/reverse")
+    def _():
+        return result_view(rms.infer_backward(rx, r1, spec([16, 32, 64], [-1, 1, -1]), spec([16, 32], [0, 1]), 1e-6))
+
+    @probe("rms/reverse-partial")
+    def _():
+        out = spec([16, 32, 64], [1, -1, -1], [0])
+        return result_view(rms.infer_backward(rx, r1, out, spec([16, 32], [1, -1]), 1e-6))
+
+    @probe("gn/forward")
+    def _():
+        return result_view(gn.infer_forward(nx, c6, c6))
+
+    @probe("gn/forward-partial-absent-and-attributes")
+    def _():
+        return result_view(gn.infer_forward(spec([8, 6, 4, 4], [-1, -1, -1, 1], [0]), absent(), c6, 1e-5, 2, "NCHW"))
+
+    @probe("gn/forward-one-dim-mesh")
+    def _():
+        w = spec([6], [-1], on=mesh1)
+        return result_view(gn.infer_forward(spec([8, 6, 4, 4], [0, -1, -1, -1], on=mesh1), w, w))
+
+    @probe("gn/forward-coshard")
+    def _():
+        w = spec([6], [-1], on=mesh32)
+        return result_view(gn.infer_forward(DistTensorSpec([8, 6, 4, 4], coshard([[0, 1], [], [], []], mesh32)), w, w))
+
+    @probe("gn/x-rank-2")
+    def _():
+        gn.infer_forward(spec([8, 6], [0, -1]), c6, c6)
+
     # --- replicated -------------------------------------------------------------------------------------
     z, o4 = spec([4, 4], [0, -1], on=mesh1), spec([3, 3, 3, 3], [-1, 0, -1, -1], [1])
 

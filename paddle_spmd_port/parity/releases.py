@@ -55,6 +55,12 @@ table with case counts is docs/releases-norms.md)::
     3.2.x    x-rank wording of instance_norm / group_norm
     3.3.0    none
 
+Their compat probes (``in/*``, ``rms/*``, ``gn/*`` of :mod:`paddle_spmd_port.compat.probes`, measured in the 3.0.0,
+3.1.0 and 3.2.2 venvs) differ in the same ways: 3.0.0 registers no instance_norm / group_norm (skipped by
+``registry_missing``) and prints fused_rms_norm's attrs in its older format; 3.1.0 answers group_norm's statistics
+1-D, reads instance_norm's grad inputs shifted (no bias) and raises on co-shards; 3.1.0-3.2.2 word the x-rank
+checks differently (see :attr:`ReleaseProfile.probe_differences`).
+
 CI and ``tools/matrix.py`` run the newest release of each minor line (:func:`matrix_versions`).
 """
 
@@ -364,9 +370,13 @@ _INT_ATTRS_UNCHECKED = (
 _COSHARD_READS = ("coshard/equality-and-spec-copy", "coshard/larger-mesh-dim-survives",
                   "coshard/layer-norm-reads-the-surviving-dim", "coshard/partial-set-before-kept",
                   "coshard/read-back", "coshard/set-after-dims-mapping")
+#: The probes of the issue-15 registry rules (instance_norm, fused_rms_norm, group_norm) with a co-sharded x.
+_NORM_COSHARD_READS = ("gn/forward-coshard", "in/forward-coshard", "rms/forward-coshard")
 
 #: 3.0.0's compat-probe differences (measured: ``python -m paddle_spmd_port.compat.probes native`` in the 3.0.0 venv,
-#: compared with the compat layer's observations; the batch_norm probes are skipped by ``registry_missing``).
+#: compared with the compat layer's observations; the batch_norm, instance_norm (``in/*``) and group_norm (``gn/*``)
+#: probes are skipped by ``registry_missing``: 3.0.0 raises "(NotFound) `instance_norm` Kernel's Spmd rules is not
+#: registered" there, or AttributeError first where the probe sets a co-shard).
 _STR_FORMAT_300 = ("TensorDistAttr's str prints 'dims_mappings: [0,-1]' and no split_factor (3.3.1: "
                    "'dim_mappings: [[0] [] ]' and 'split_factor')")
 _STR_ARGS_300 = "infer_spmd() rejects str arguments ('must be int, float, bool or Tensor, but got str')"
@@ -378,23 +388,45 @@ _PROBES_300 = (
         "ln/forward-partial-and-absent-scale", "ln/reverse-absent-scale-bias", "ln/reverse-partial-kept",
         "replicated/backward", "replicated/forward", "replicated/forward-absent-first",
         "replicated/forward-single-spec", "spec/absent-stand-in", "spec/attr-is-copied", "spec/copy-is-independent",
-        "spec/set-process-mesh", "spec/str")),
+        "spec/set-process-mesh", "spec/str", "rms/forward", "rms/forward-one-dim-mesh", "rms/forward-partial",
+        "rms/reverse", "rms/reverse-partial")),
     *((name, _STR_ARGS_300) for name in ("ln/attribute-str-axis", "ln/forward-extra-args",
                                          "replicated/attributes-ignored")),
     ("attr/multi-dims-mapping", "TensorDistAttr has no multi_dims_mapping attribute (AttributeError)"),
     *((name, "no co-sharding: TensorDistAttr has no multi_dims_mapping attribute (AttributeError)") for name in (
         *_COSHARD_READS, "coshard/dims-mapping-set-after-replaces-it", "coshard/not-a-list",
-        "coshard/partial-on-a-member-refused")),
+        "coshard/partial-on-a-member-refused", "rms/forward-coshard")),
     *_INT_ATTRS_UNCHECKED,
 )
 
 #: 3.1.x: co-sharded attrs can be set, but reading dims_mapping of one raises instead of falling back to one
 #: mesh dim (measured: ``python -m paddle_spmd_port.compat.probes native`` in the 3.1.0 and 3.1.1 venvs; 3.2.0
-#: and later answer like 3.3.1).
+#: and later answer like 3.3.1). The ``_NORM_COSHARD_READS`` were probed in the 3.1.0 venv; 3.1.1 is given them on
+#: the sweep's word (``coshard-dims-mapping-read-raises``: every valid co-shard case of those rules, 3.1.0 and 3.1.1).
 _COSHARD_READ_RAISES_31 = tuple(
     (name, "reading dims_mapping of a co-sharded attr raises ValueError (InvalidArgument) 'There are 2 mesh dim "
            "sharded on tensor dim 0,you should call \"multi_dims_mapping()\"'; 3.2.0+ falls back to one mesh dim")
-    for name in _COSHARD_READS)
+    for name in (*_COSHARD_READS, *_NORM_COSHARD_READS))
+
+#: 3.1.0-3.2.2 word the x-rank checks of instance_norm and group_norm differently (measured: the compat probes in
+#: the 3.1.0 and 3.2.2 venvs; the sweep's ``x-rank-message-wording`` saw the same in 3.1.1, 3.2.0 and 3.2.1).
+_X_RANK_WORDING_PROBES = (
+    ("in/x-rank-1", "instance_norm's x-rank check says 'The ndim of x in instance_norm should greater than 1' "
+                    "(3.3.0+: 'should be greater than 1'), same ValueError"),
+    ("gn/x-rank-2", "group_norm's x-rank check says 'The ndim of x in group_norm should grater than 2' "
+                    "(3.3.0+: 'should be greater than 2'), same ValueError"),
+)
+
+#: 3.1.0 alone (measured: the compat probes in the 3.1.0 venv; the sweep's group-norm-statistics-1d and
+#: instance-norm-grad-without-bias found both fixed in 3.1.1).
+_PROBES_310_ONLY = (
+    *((name, "group_norm's forward answers mean and variance 1-D [N's mesh dim] (3.1.1+: 2-D [N's mesh dim, -1]); "
+             "the other attrs as 3.3.1") for name in (
+        "gn/forward", "gn/forward-one-dim-mesh", "gn/forward-partial-absent-and-attributes")),
+    *((name, "InstanceNormGradInferSpmd takes no bias, so infer_backward reads the inputs shifted by one (the 2-D "
+             "saved_variance as y_grad) and raises ValueError 'The ndim of y_grad in instance_norm should be equal "
+             "with x, but got [0].'") for name in ("in/grad", "in/grad-partial-and-absent-bias")),
+)
 
 #: How the co-shard set (:func:`~.grid.coshard_cases`: 23,430 cases, ids ``<rule>-coshard-<n>``) was measured on
 #: each release: the parity sweep (parity/cli.py: every rule's default routes, the release's profile) with its
@@ -673,19 +705,20 @@ RELEASES: tuple[ReleaseProfile, ...] = (
                 params=(("patterns", (r"InstanceNormGradInferSpmd takes no bias",)),),
             ),
         ),
-        probe_differences=(*_INT_ATTRS_UNCHECKED, *_COSHARD_READ_RAISES_31),
+        probe_differences=(*_INT_ATTRS_UNCHECKED, *_COSHARD_READ_RAISES_31, *_X_RANK_WORDING_PROBES,
+                           *_PROBES_310_ONLY),
     ),
     ReleaseProfile(version="3.1.1", commit="0cd8342db8",
                    differences=(_COSHARD_READ_RAISES_SWEEP_31, _X_RANK_WORDING),
-                   probe_differences=(*_INT_ATTRS_UNCHECKED, *_COSHARD_READ_RAISES_31)),
+                   probe_differences=(*_INT_ATTRS_UNCHECKED, *_COSHARD_READ_RAISES_31, *_X_RANK_WORDING_PROBES)),
     ReleaseProfile(version="3.2.0", commit="e22e2f9af7", differences=(_X_RANK_WORDING,),
-                   probe_differences=_INT_ATTRS_UNCHECKED,
+                   probe_differences=(*_INT_ATTRS_UNCHECKED, *_X_RANK_WORDING_PROBES),
                    notes=_COSHARD_LIKE_331),
     ReleaseProfile(version="3.2.1", commit="659ebc9506", differences=(_X_RANK_WORDING,),
-                   probe_differences=_INT_ATTRS_UNCHECKED,
+                   probe_differences=(*_INT_ATTRS_UNCHECKED, *_X_RANK_WORDING_PROBES),
                    notes=_COSHARD_LIKE_331),
     ReleaseProfile(version="3.2.2", commit="d90d3ad913", differences=(_X_RANK_WORDING,),
-                   probe_differences=_INT_ATTRS_UNCHECKED,
+                   probe_differences=(*_INT_ATTRS_UNCHECKED, *_X_RANK_WORDING_PROBES),
                    notes=_COSHARD_LIKE_331),
     ReleaseProfile(version="3.3.0", commit="cbf3469113", notes=_COSHARD_LIKE_331),
     ReleaseProfile(version="3.3.1", commit="7688495538",
