@@ -61,6 +61,27 @@ def skip_if_rule_missing(rule: str) -> None:
         pytest.skip("; ".join(f"known difference for {profile.version}: {d.why}" for d in diffs))
 
 
+@functools.cache
+def compiled_unreachable() -> str | None:
+    """Why the installed Paddle has no rules for the compiled caller to call (its headers lack them:
+    Paddle < 3.1, so every compiled case is *unreachable*), or None when the caller can be built here
+    (or cannot for a reason of this machine, which the tests must still see as a failure)."""
+    from paddle_spmd_port.native import compiled
+
+    try:
+        compiled.compile_caller()
+    except compiled.BuildError as exc:
+        return str(exc) if exc.paddle_lacks_rules else None
+    return None
+
+
+def skip_if_compiled_unreachable() -> None:
+    """Skip a test that needs the compiled route to answer, on a release it cannot reach."""
+    why = compiled_unreachable()
+    if why is not None:
+        pytest.skip(f"the compiled caller has no rules to call in this Paddle: {why}")
+
+
 def known_difference(case, port, native) -> str | None:
     """``"known difference for X.Y.Z: <why>"`` when the installed release's profile explains how
     ``native`` differs from ``port`` for ``case`` (None on 3.3.1, without Paddle, or when they agree)."""

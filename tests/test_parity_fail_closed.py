@@ -22,6 +22,7 @@ from paddle_spmd_port.parity.compare import Comparison
 from paddle_spmd_port.parity.grid import GRIDS
 from paddle_spmd_port.parity.report import ParityReport
 from tests.cli_checks import REPO
+from tests.helpers import skip_if_compiled_unreachable
 
 pytestmark = pytest.mark.native
 
@@ -90,6 +91,7 @@ def test_workers_timing_out_are_not_run_and_the_run_exits_3_fast(tmp_path):
 
 def test_an_install_without_the_callers_source_is_backend_unavailable(tmp_path):
     """What a wheel without package data did: every compiled case a 'native crash' and exit 0."""
+    skip_if_compiled_unreachable()  # Paddle < 3.1: every compiled case is unreachable before the source is read
     copy = tmp_path / "site" / "paddle_spmd_port"
     shutil.copytree(REPO / "paddle_spmd_port", copy, ignore=shutil.ignore_patterns("cpp", "__pycache__"))
     done = parity(["--rules", "batch_norm_grad,layer_norm_grad", "--backend", "compiled", "--sample", "10",
