@@ -56,7 +56,7 @@ static PyObject *pure_valid_inputs, *pure_rule_attr; /* rules._tensor._valid_inp
 static PyObject *getter_mapping; /* rules._tensor.getter_mapping */
 static PyObject *no_partial;     /* the empty frozenset a RuleInput's attr gets by default */
 static PyObject *as_input;       /* rules._tensor.as_input: builds a None input */
-static Py_ssize_t interned_limit = 65536;
+static Py_ssize_t interned_limit; /* types.INTERNED_LIMIT */
 
 static PyObject *s_shape, *s_dims_mapping, *s_mesh, *s_partial_dims, *s_valid_on_mesh, *s_coshard, *s_hash,
     *s_inputs, *s_outputs, *s_optional, *empty_tuple, *empty_frozenset;
@@ -581,13 +581,13 @@ static int keep_type(PyObject *obj, PyTypeObject **slot, const char *what) {
     return 0;
 }
 
-/* configure_types(ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, interned, spec_init, attr_make,
- * result_make) -> the method descriptor to install as DistTensorSpec.__init__; the last three are the
+/* configure_types(ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, interned, interned_limit, spec_init,
+ * attr_make, result_make) -> the method descriptor to install as DistTensorSpec.__init__; the last three are the
  * Python references */
 static PyObject *configure_types(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "configure_types() takes 8 arguments");
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "configure_types() takes 9 arguments");
         return NULL;
     }
     if (keep_type(args[0], &Mesh_t, "ProcessMesh") < 0 || keep_type(args[1], &Spec_t, "DistTensorSpec") < 0 ||
@@ -606,9 +606,15 @@ static PyObject *configure_types(PyObject *module, PyObject *const *args, Py_ssi
         slot_offset(Attr_t, "partial_dims", &off_attr_partial) < 0 || slot_offset(Attr_t, "mesh", &off_attr_mesh) < 0 ||
         slot_offset(Result_t, "inputs", &off_inputs) < 0 || slot_offset(Result_t, "outputs", &off_outputs) < 0)
         return NULL;
-    Py_XSETREF(pure_init, Py_NewRef(args[5]));
-    Py_XSETREF(pure_attr_make, Py_NewRef(args[6]));
-    Py_XSETREF(pure_result_make, Py_NewRef(args[7]));
+    interned_limit = PyLong_AsSsize_t(args[5]);
+    if (interned_limit < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "interned_limit must be >= 0");
+        return NULL;
+    }
+    Py_XSETREF(pure_init, Py_NewRef(args[6]));
+    Py_XSETREF(pure_attr_make, Py_NewRef(args[7]));
+    Py_XSETREF(pure_result_make, Py_NewRef(args[8]));
     return PyDescr_NewMethod(Spec_t, &spec_init_def);
 }
 

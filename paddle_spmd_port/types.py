@@ -455,7 +455,7 @@ class DistAttr:
         _set(fresh, "dims_mapping", dims_mapping)
         _set(fresh, "partial_dims", partial_dims)
         _set(fresh, "mesh", mesh)
-        if len(_INTERNED) > 65536:
+        if len(_INTERNED) > INTERNED_LIMIT:
             _INTERNED.clear()
         _INTERNED[key] = fresh
         return fresh
@@ -497,6 +497,8 @@ class DistAttr:
 
 
 _INTERNED: dict[tuple[Any, ...], DistAttr] = {}
+#: the interned-attr table is emptied when it grows past this many entries (by DistAttr.make and its C stand-in)
+INTERNED_LIMIT = 65536
 #: (shape, dims_mapping, partial dims, mesh ndim) of specs on a mesh already found valid (sizes
 #: non-negative, :meth:`DistTensorSpec.check` passes); the keys hold checked ints only (tuples of
 #: them for a co-shard, in normal form), so no float or bool can pass for an int here
@@ -596,6 +598,7 @@ if SPEEDUPS is not None:
     # _spec_init for anything else; make() of DistAttr and SpmdResult become C functions that intern
     # into the same _INTERNED table. Everything else of the classes stays as written above.
     DistTensorSpec.__init__ = SPEEDUPS.configure_types(  # type: ignore[method-assign]
-        ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, _INTERNED, _spec_init, _attr_make, _result_make)
+        ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, _INTERNED, INTERNED_LIMIT, _spec_init, _attr_make,
+        _result_make)
     DistAttr.make = staticmethod(SPEEDUPS.attr_make)  # type: ignore[method-assign]
     SpmdResult.make = staticmethod(SPEEDUPS.result_make)  # type: ignore[method-assign]
