@@ -10,7 +10,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from .rules.registry import PADDLE_RULES, rule_function
 from .rules.signatures import RuleSpec, rule_spec
-from .types import DistTensorSpec, ProcessMesh, SpmdResult
+from .types import DistTensorSpec, ProcessMesh, SpmdResult, mesh_dims_of
 
 
 @dataclass(frozen=True, init=False)
@@ -89,6 +89,38 @@ class Case:
         return cls(data["rule"], ProcessMesh.from_json(data["mesh"]),
                    tuple(DistTensorSpec.from_json(s) for s in data["inputs"]),
                    tuple((k, v) for k, v in data["attrs"]), data.get("id", ""))
+
+
+INT64 = (-(1 << 63), (1 << 63) - 1)
+"""The range of the int64 Paddle holds sizes, mesh dims and process ids in."""
+INT32 = (-(1 << 31), (1 << 31) - 1)
+"""The range of the C++ ``int`` Paddle holds integer attributes (begin_norm_axis, groups) in."""
+
+
+def int_range_problem(case: Case) -> str | None:
+    """Which of the case's integers Paddle cannot hold, as a sentence, or None: a size, mesh dim
+    or process id beyond :data:`INT64`, an integer attribute beyond :data:`INT32`. A native route
+    cannot express such a case (Paddle's bindings raise TypeError or IndexError on it, or its C++
+    side misreads it): its outcome is ``unreachable`` with this reason, never a Paddle error held
+    against the port."""
+    fields: list[tuple[str, Iterable[Any], tuple[int, int]]] = [
+        ("the mesh's shape", case.mesh.shape, INT64), ("the mesh's process ids", case.mesh.process_ids or (), INT64)]
+    for name, spec in zip(case.spec.inputs, case.inputs, strict=True):
+        if spec is None:
+            continue
+        fields += [(f"{name}.shape", spec.shape, INT64),
+                   (f"{name}.dims_mapping", [m for e in spec.dims_mapping for m in mesh_dims_of(e)], INT64),
+                   (f"{name}.partial_dims", spec.partial_dims, INT64)]
+        if spec.mesh is not None:
+            fields += [(f"{name}'s mesh shape", spec.mesh.shape, INT64),
+                       (f"{name}'s process ids", spec.mesh.process_ids or (), INT64)]
+    fields += [(f"attribute {k}", [v], INT32) for k, v in case.attrs if type(v) is int]
+    for where, values, (lo, hi) in fields:
+        bad = next((v for v in values if isinstance(v, int) and not lo <= v <= hi), None)
+        if bad is not None:
+            kind = "int64" if hi == INT64[1] else "int32 (C++ int)"
+            return f"{where}: {bad} is beyond the {kind} Paddle holds it in ({lo}..{hi})"
+    return None
 
 
 _set = object.__setattr__

@@ -1,11 +1,17 @@
-"""What a backend made of a case: a result, an error, a crash, "can't express this", or "not run".
+"""What a backend made of a case: a result, an error, a crash, an answer it could not read,
+"can't express this", or "not run".
 
     status        field        meaning
     result        result       the rule answered
     error         error        the rule raised (family + normalised message)
     crash         crash        Paddle's process died on the case (signal or exit code)
+    undecodable   undecodable  Paddle answered, but the harness cannot read the answer as one
+                               (a mesh of an impossible size, a truncated or malformed reply line,
+                               non-numeric fields, ...): why, and the raw reply in ``raw``. Never a
+                               finding by itself, never compared (see parity/compare.py)
     unreachable   unreachable  this route cannot express the case, or this Paddle has no such
-                               rule (a fact about Paddle: the PIR op rejects a layout, ...)
+                               rule (a fact about Paddle: the PIR op rejects a layout, sizes
+                               beyond the int64 it holds, ...)
     not-run       not_run      the run gave no answer, for a reason of this machine or run: Paddle
                                or a compiler missing, a worker that timed out or kept failing, an
                                interrupt. Never a finding about Paddle, never compared.
@@ -83,6 +89,11 @@ class Outcome:
     """Why this backend cannot express the case (not a failure of the rule)."""
     not_run: str | None = None
     """Why no answer was obtained (backend unavailable, timeout, interrupt)."""
+    undecodable: str | None = None
+    """Why Paddle's answer could not be read (the decoder's complaint)."""
+    raw: str | None = None
+    """The raw answer that could not be read (a reply line, or the text of Paddle's objects), at
+    most :data:`RAW_KEPT` characters."""
 
     @property
     def status(self) -> str:
@@ -90,6 +101,8 @@ class Outcome:
             return "not-run"
         if self.crash is not None:
             return "crash"
+        if self.undecodable is not None:
+            return "undecodable"
         if self.unreachable is not None:
             return "unreachable"
         if self.error is not None:
@@ -101,6 +114,8 @@ class Outcome:
             return f"not run: {self.not_run}"
         if self.crash is not None:
             return f"native crashed: {self.crash}"
+        if self.undecodable is not None:
+            return f"native answer undecodable: {self.undecodable}; raw reply {(self.raw or '')[:200]!r}"
         if self.unreachable is not None:
             return f"unreachable: {self.unreachable}"
         if self.error is not None:
@@ -120,6 +135,9 @@ class Outcome:
             data["unreachable"] = self.unreachable
         if self.not_run is not None:
             data["not_run"] = self.not_run
+        if self.undecodable is not None:
+            data["undecodable"] = self.undecodable
+            data["raw"] = self.raw
         return data
 
     @classmethod
@@ -132,7 +150,38 @@ class Outcome:
             crash=data.get("crash"),
             unreachable=data.get("unreachable"),
             not_run=data.get("not_run"),
+            undecodable=data.get("undecodable"),
+            raw=data.get("raw"),
         )
+
+    @classmethod
+    def unreadable(cls, why: BaseException | str, raw: object) -> Outcome:
+        """The outcome of an answer the decoder could not read: ``why`` (its exception, or a
+        sentence) and the raw answer (text, bytes, or objects whose text is kept)."""
+        if isinstance(why, BaseException):
+            why = f"{type(why).__name__}: {' '.join(str(why).split())[:300]}"
+        return cls(undecodable=why, raw=raw_text(raw))
+
+
+RAW_KEPT = 4000
+"""Characters of an undecodable raw answer kept in the outcome (a garbage reply can be long)."""
+
+
+def raw_text(raw: object) -> str:
+    """The text of a raw answer, never raising (its objects may be as broken as the answer):
+    bytes decoded (undecodable bytes escaped), anything else through ``str`` (``repr`` if that
+    fails), cut to :data:`RAW_KEPT` characters with the length said."""
+    try:
+        text = raw.decode("utf-8", "backslashreplace") if isinstance(raw, (bytes, bytearray)) else \
+            raw if isinstance(raw, str) else str(raw)
+    except Exception as exc:  # a broken object's text: say so, keep going
+        try:
+            text = repr(raw)
+        except Exception:  # (its repr too)
+            text = f"<{type(raw).__name__} whose text raised {type(exc).__name__}>"
+    if len(text) > RAW_KEPT:
+        text = text[:RAW_KEPT] + f"... ({len(text):,} characters)"
+    return text
 
 
 def _result_text(result: SpmdResult | None) -> str:

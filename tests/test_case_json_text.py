@@ -40,7 +40,8 @@ def test_json_text_follows_a_mesh_it_has_not_seen_and_odd_values():
                 (("epsilon", 1e-7), ("begin_norm_axis", 1)), "id \"with\" quotes \u00e9")
     assert case.json_text() == _plain(case)
     assert case.describe() == _plain_describe(case)
-    assert one_line_repro(case).endswith("'" + _plain(case) + "'")
+    line = one_line_repro(case, "pir")
+    assert line.endswith("'" + _plain(case) + "'") and " --backend pir --case-json " in line
     again = Case("layer_norm", mesh, case.inputs, (("epsilon", 1e-5), ("begin_norm_axis", 1)), "x")
     assert again.json_text() == _plain(again)  # another attrs tuple: its own text, not a kept one
 

@@ -142,7 +142,45 @@ def test_only_answers_errors_and_predicted_crashes_count_as_compared():
     from paddle_spmd_port.parity.compare import CLASSES, COMPARED
 
     assert COMPARED == {"match", "both-raise-same", "port-rejects-invalid", "known-difference", "mismatch"}
-    assert set(CLASSES) - COMPARED == {"native-crash", "unreachable", "not-run"}
+    assert set(CLASSES) - COMPARED == {"native-crash", "undecodable", "unreachable", "not-run"}
+
+
+def test_an_undecodable_native_answer_is_uncompared_and_never_a_match_or_a_mismatch():
+    case, port = _first_answer()
+    garbage = Outcome.unreadable(ValueError("a count of 9 where 2 tokens are left"), "R 9 A,1")
+    for native in (garbage, Outcome.from_json(garbage.to_json())):  # (read back from a per-case file too)
+        assert native.status == "undecodable" and native.raw == "R 9 A,1"
+        assert compare(case.spec, port, native).verdict == "undecodable"
+        assert "R 9 A,1" in str(native) and "a count of 9" in str(native)
+    # a port error that is no invalid-input verdict: still nothing of Paddle's to hold it against
+    raises = Outcome(error=ErrorInfo("ValueError", "x"))
+    assert compare(case.spec, raises, garbage).verdict == "undecodable"
+
+
+def test_an_undecodable_answer_to_input_the_port_rejects_as_invalid_is_what_the_port_predicted():
+    invalid = Outcome(error=ErrorInfo("ValueError", "bad mapping", port_invalid=True))
+    garbage = Outcome.unreadable("a mesh of shape (94285896066016,)", b"R 1 A,1,94285896066016,1,0")
+    case, _ = _first_answer()
+    assert compare(case.spec, invalid, garbage).verdict == "port-rejects-invalid"
+    assert compare(case.spec, invalid, garbage, input_invalid=True).verdict == "port-rejects-invalid"
+    # the input is known to be valid: the port's refusal cannot be checked against garbage
+    assert compare(case.spec, invalid, garbage, input_invalid=False).verdict == "undecodable"
+
+
+def test_raw_text_never_raises_and_is_bounded():
+    from paddle_spmd_port.outcome import RAW_KEPT, raw_text
+
+    class Broken:
+        def __str__(self):
+            raise RuntimeError("no text")
+
+        def __repr__(self):
+            raise RuntimeError("no repr either")
+
+    assert "Broken whose text raised RuntimeError" in raw_text(Broken())
+    assert raw_text(b"R \xff\xfe 1") == "R \\xff\\xfe 1"
+    long = raw_text("R " + "7," * 10_000)
+    assert len(long) < RAW_KEPT + 40 and long.endswith("(20,002 characters)")
 
 
 def test_error_families_follow_pythons_classes():

@@ -221,15 +221,25 @@ class _Reply:
         self.pos += 1
         return self.tokens[self.pos - 1]
 
+    def end(self) -> None:
+        """Raise unless every token was read (a reply with words left over is not one the
+        protocol writes: its counts do not add up)."""
+        if self.pos != len(self.tokens):
+            raise ValueError(f"{len(self.tokens) - self.pos} tokens left over after the answer")
+
+    def count(self) -> int:
+        """A count (of attrs, axes, mesh dims, ids, ...): an int >= 0 the tokens left can hold."""
+        return _count(self.word(), len(self.tokens) - self.pos)
+
     def ints(self, n: int) -> tuple[int, ...]:
         return tuple(int(self.word()) for _ in range(n))
 
     def attrs(self) -> list[DistAttr]:
         out: list[DistAttr] = []
-        for _ in range(int(self.word())):
+        for _ in range(self.count()):
             kind = self.word()
             if kind == "V":
-                out += [self.attr() for _ in range(int(self.word()))]
+                out += [self.attr() for _ in range(self.count())]
             else:
                 out.append(self.attr(kind))
         return out
@@ -241,9 +251,9 @@ class _Reply:
         head = self.word()
         mesh = None
         if head != "-":
-            ndim = int(head)
+            ndim = _count(head, len(self.tokens) - self.pos)
             start = self.pos
-            n_ids = int(self.tokens[start + ndim])
+            n_ids = _count(self.tokens[start + ndim], len(self.tokens) - start - ndim - 1)
             self.pos = start + ndim + 1 + n_ids + ndim
             words = self.tokens[start:self.pos]  # shape, n_ids, ids, names
             key: tuple[int | str, ...] = (ndim, *words)
@@ -254,12 +264,12 @@ class _Reply:
                 mesh = _meshes[key] = ProcessMesh(shape, ids, tuple(_unhex(v) for v in words[ndim + 1 + n_ids:]))
         dims_mapping: Mapping
         if kind == "A":
-            dims_mapping = self.ints(int(self.word()))
+            dims_mapping = self.ints(self.count())
         else:  # an answer holding a co-shard
-            axes = [self.ints(int(self.word())) for _ in range(int(self.word()))]
+            axes = [self.ints(self.count()) for _ in range(self.count())]
             dims_mapping = tuple(entry_of(a) for a in axes)
         partial = {}
-        for _ in range(int(self.word())):
+        for _ in range(self.count()):
             dim, reduce_type = int(self.word()), int(self.word())
             partial[dim] = reduce_type
         odd = {d: r for d, r in partial.items() if r != _SUM}
@@ -271,19 +281,28 @@ class _Reply:
 _meshes: dict[tuple[int | str, ...], ProcessMesh] = {}  # reply tokens of a mesh -> the mesh
 
 
+def _count(token: str, room: int) -> int:
+    """``token`` as a count of items that follow it, each at least one token: a garbage count
+    (negative, or more than the ``room`` tokens left) is refused before anything is read by it."""
+    n = int(token)
+    if not 0 <= n <= room:
+        raise ValueError(f"a count of {n} where {room} tokens are left")
+    return n
+
+
 def _joined_attrs(words: list[str], pos: int) -> tuple[tuple[DistAttr, ...], int]:
     """The attrs of a reply's input or output list starting at ``words[pos]``, each attr one word
     (its tokens joined by ","), and the position after them. Attrs are memoised by their word:
     replies are mostly distinct combinations of a few distinct attrs."""
     out: list[DistAttr] = []
     memo = _attr_words
-    count = int(words[pos])
+    count = _count(words[pos], len(words) - pos - 1)
     pos += 1
     for _ in range(count):
         word = words[pos]
         pos += 1
         if word == "V":
-            members = words[pos + 1:pos + 1 + int(words[pos])]
+            members = words[pos + 1:pos + 1 + _count(words[pos], len(words) - pos - 1)]
             pos += 1 + len(members)
         else:
             members = [word]
@@ -292,7 +311,10 @@ def _joined_attrs(words: list[str], pos: int) -> tuple[tuple[DistAttr, ...], int
             if attr is None:
                 if len(memo) > _MEMO_LIMIT:
                     memo.clear()
-                attr = memo[member] = _Reply(member.replace(",", " ")).attr()
+                reply = _Reply(member.replace(",", " "))
+                attr = reply.attr()
+                reply.end()
+                memo[member] = attr
             out.append(attr)
     return tuple(out), pos
 
@@ -311,7 +333,7 @@ def outcome_of(line: str | bytes) -> Outcome:
     if outcome is None:
         if len(_reply_outcome) > _MEMO_LIMIT:
             _reply_outcome.clear()
-        outcome = _reply_outcome[key] = _parse_reply(key.decode(errors="replace"))
+        outcome = _reply_outcome[key] = _parse_reply(key)
     return outcome
 
 
@@ -324,17 +346,32 @@ def outcomes_of(lines: list[bytes]) -> list[Outcome]:
     return out  # type: ignore[return-value]
 
 
-def _parse_reply(line: str) -> Outcome:
+def _parse_reply(line: str | bytes) -> Outcome:
+    """The outcome of one reply line; a line the protocol does not account for (a garbage mesh,
+    a truncated line, counts that do not add up, non-numeric fields, an unknown kind) is an
+    ``undecodable`` outcome that keeps the line, never an exception: the run goes on."""
+    text = line.decode(errors="replace") if isinstance(line, bytes) else line
+    try:
+        return _decode_reply(text)
+    except Exception as exc:  # whatever the reply made the decoder raise: recorded, with the reply
+        return Outcome.unreadable(exc, line)
+
+
+def _decode_reply(line: str) -> Outcome:
     kind, _, rest = line.partition(" ")
     if kind == "R":
         try:
             if "," in rest:  # one word per attr (the caller's replies)
                 words = rest.split()
                 inputs, pos = _joined_attrs(words, 0)
-                outputs, _ = _joined_attrs(words, pos)
+                outputs, pos = _joined_attrs(words, pos)
+                if pos != len(words):
+                    raise ValueError(f"{len(words) - pos} words left over after the answer")
                 return Outcome(result=SpmdResult(inputs, outputs))
             reply = _Reply(rest)  # an attr's tokens spaced out, as the protocol allows too
-            return Outcome(result=SpmdResult(tuple(reply.attrs()), tuple(reply.attrs())))
+            result = SpmdResult(tuple(reply.attrs()), tuple(reply.attrs()))
+            reply.end()
+            return Outcome(result=result)
         except ReduceTypeError as exc:
             return Outcome(error=ErrorInfo("ReduceTypeError", str(exc)))
     if kind == "E":
@@ -344,7 +381,7 @@ def _parse_reply(line: str) -> Outcome:
         return Outcome(unreachable=_unhex(rest.strip()))
     if kind == "C":
         return Outcome(crash=_signal_text(int(rest)))
-    raise ValueError(f"unexpected reply from the C++ caller: {line[:200]!r}")
+    raise ValueError(f"unknown reply kind {kind[:20]!r}")
 
 
 def _signal_text(sig: int) -> str:

@@ -65,7 +65,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..case import Case, PerAttrs
+from ..case import INT64, Case, PerAttrs, int_range_problem
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..rules.signatures import RULES
 from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, format_mapping, plain_mapping
@@ -225,6 +225,10 @@ class _Program:
         key = (spec.shape, spec.dims_mapping, spec.partial_dims, spec.mesh)
         v = self.values.get(key)
         if v is None:
+            lo, hi = INT64  # (once per distinct input: Paddle segfaults on a size beyond int64)
+            if any(not lo <= n <= hi for n in (*spec.shape, *(spec.mesh.shape + (spec.mesh.process_ids or ())
+                                                                if spec.mesh is not None else ()))):
+                raise _Unreachable(f"{name}: a size or process id beyond the int64 Paddle holds it in ({lo}..{hi})")
             placements = placements_of(spec, name)
             assert spec.mesh is not None  # placements_of raises _Unreachable for a spec without a mesh
             data = paddle._pir_ops.data(f"in{len(self.values)}", list(spec.shape), self.dtype, self.place)
@@ -281,8 +285,22 @@ def outcome_of_op(op: Any, key: tuple) -> Outcome:
         outcome = Outcome(result=_read_op(op))
     except ReduceTypeError as exc:
         outcome = Outcome(error=ErrorInfo("ReduceTypeError", str(exc)))
+    except Exception as exc:  # an attribute that is no DistAttr (a garbage mesh, ...): recorded, with its text
+        outcome = Outcome.unreadable(exc, _LazyText(da))
     bucket.append((da, outcome))
     return outcome
+
+
+class _LazyText:
+    """The text of an op's dist attribute, made only when an undecodable outcome keeps it."""
+
+    def __init__(self, da: Any) -> None:
+        self.da = da
+
+    def __str__(self) -> str:
+        da = self.da
+        return ("operands: [" + ", ".join(map(str, da.operands())) + "] | results: ["
+                + ", ".join(map(str, da.results())) + "]")
 
 
 _outcomes: dict[Outcome, Outcome] = {}
@@ -367,6 +385,9 @@ class PirBackend:
         try:
             built = builder(*args, *attrs)
         except Exception as exc:  # every Paddle error becomes an outcome
+            why = int_range_problem(case)  # (looked for only here: Paddle's bindings refuse such ints)
+            if why is not None:
+                return _one_of(Outcome(unreachable=why))
             message = str(exc)
             if raised_by_rule(message):
                 return _one_of(Outcome(error=ErrorInfo.from_exception(exc)))

@@ -15,11 +15,11 @@ import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..case import Case
+from ..case import Case, int_range_problem
 from ..outcome import ErrorInfo, Outcome
 from ..types import DistAttr, DistTensorSpec, SpmdResult, entry_of, mesh_dims_of
 from ._fork import run_isolating
-from ._paddle import from_paddle_mesh, to_paddle_mesh, typed_attrs
+from ._paddle import ReduceTypeError, from_paddle_mesh, to_paddle_mesh, typed_attrs
 from .crash_prone import MAY_CRASH
 
 warnings.filterwarnings("ignore")
@@ -90,7 +90,7 @@ def from_paddle_attr(attr: Any, multi: bool = False) -> DistAttr:
         partial = frozenset(attr._partial_dims())
         text = str(attr)
         if text.count("SUM)") != len(partial):  # the rules here only ever mean SUM
-            raise RuntimeError(f"unexpected partial reduce type in {text}")
+            raise ReduceTypeError(f"partial reduce type other than SUM in {text}")
     if multi:
         mapping = tuple(entry_of(axis) for axis in attr.multi_dims_mapping)
         return DistAttr.make(mapping, partial, mesh)
@@ -132,10 +132,28 @@ def run(case: Case) -> Outcome:
         else:
             raw = getattr(rule, method)(*specs, *typed_attrs(case, exact=False))
     except Exception as exc:  # every native error is a recorded outcome
+        why = int_range_problem(case)  # (looked for only here: Paddle's bindings refuse such ints)
+        if why is not None:
+            return Outcome(unreachable=why)
         return Outcome(error=ErrorInfo.from_exception(exc))
     multi = any(s is not None and s.coshard for s in case.inputs)  # only then can an answer hold a co-shard
-    return Outcome(result=SpmdResult(tuple(from_paddle_attr(a, multi) for a in _flatten(raw[0])),
-                                     tuple(from_paddle_attr(a, multi) for a in _flatten(raw[1]))))
+    try:
+        return Outcome(result=SpmdResult(tuple(from_paddle_attr(a, multi) for a in _flatten(raw[0])),
+                                         tuple(from_paddle_attr(a, multi) for a in _flatten(raw[1]))))
+    except ReduceTypeError as exc:
+        return Outcome(error=ErrorInfo("ReduceTypeError", str(exc)))
+    except Exception as exc:  # an answer that is no DistAttr (a garbage mesh, ...): recorded, with its text
+        return Outcome.unreadable(exc, _LazyText(raw))
+
+
+class _LazyText:
+    """The text of Paddle's raw answer, made only when an undecodable outcome keeps it."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def __str__(self) -> str:
+        return " | ".join("[" + ", ".join(str(a) for a in _flatten(list(side))) + "]" for side in self.raw)
 
 
 

@@ -302,7 +302,7 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
                 if why:
                     cmp = dataclasses.replace(cmp, verdict="known-difference", note=why)
             if cmp.verdict == "mismatch" and repros is not None:
-                repros.append(f"{rule}@{backend} {case.case_id}: {one_line_repro(case)}")
+                repros.append(f"{rule}@{backend} {case.case_id}: {one_line_repro(case, backend)}")
             add(tally, index, case, port, nat, cmp)
         tally.port_seconds = time.time() - t1
         tally.native_seconds = native_seconds * len(rule_cases) / max(len(native), 1)
@@ -440,7 +440,7 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.show_repro:
         for tally in report.tallies.values():
             for ex in tally.examples.get("mismatch", []):
-                print(f"\n# --- {ex['describe']}\n" + repro_snippet(Case.from_json(ex["case"])))
+                print(f"\n# --- {ex['describe']}\n" + repro_snippet(Case.from_json(ex["case"]), ex["backend"]))
     if report.total_mismatches:
         return EXIT_FINDING
     if report.empty or (report.total_uncompared and not args.allow_uncompared):

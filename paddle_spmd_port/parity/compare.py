@@ -12,6 +12,12 @@ Classes::
                           mesh dims its mesh lacks or uses twice; a well-formed answer from Paddle
                           makes the case a mismatch instead)
     native-crash          Paddle's process died (the port answered or raised)
+    undecodable           Paddle answered, but the harness could not read the answer (a garbage
+                          mesh, a malformed reply: the outcome keeps the raw reply). Not compared,
+                          and not a finding: nothing of Paddle's can be held against the port. Where
+                          the port rejects the input as invalid (and the input is not known to be
+                          valid) the case is port-rejects-invalid instead: unreadable garbage is
+                          what Paddle does with input it does not validate, as a malformed answer is
     unreachable           the native backend cannot express this case (or this Paddle has no such rule)
     not-run               the native backend gave no answer: unavailable here, timed out, interrupted
     known-difference      a difference the Paddle release's profile expects (see releases.py;
@@ -27,8 +33,8 @@ from ..outcome import Outcome
 from ..rules.signatures import RuleSpec
 from ..types import DistAttr, SpmdResult, mesh_dims_of
 
-CLASSES = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "unreachable", "not-run",
-           "known-difference", "mismatch")
+CLASSES = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "undecodable", "unreachable",
+           "not-run", "known-difference", "mismatch")
 
 #: The classes in which Paddle's side was actually held against the port's: an answer, an error,
 #: or a crash the port predicted (it rejects the input as invalid), or a difference the release
@@ -115,6 +121,10 @@ def compare(spec: RuleSpec, port: Outcome, native: Outcome, input_invalid: bool 
         return _plain("not-run", n, 0)
     if native.unreachable is not None:
         return _plain("unreachable", n, 0)
+    if native.undecodable is not None:
+        if port.error is not None and port.error.port_invalid and input_invalid is not False:
+            return _plain("port-rejects-invalid", n, 0)
+        return _plain("undecodable", n, 0)
     if port.error is not None and port.error.port_invalid:
         if input_invalid is False and native.result is not None and well_formed(native.result):
             # Paddle answered this input with a well-formed answer: the port may not call it invalid

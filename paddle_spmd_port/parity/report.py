@@ -84,7 +84,9 @@ class GroupTally:
         """A case's per-case record without its ``case`` field (the last one; ``case_text`` is its JSON)."""
         return {"rule": self.rule, "backend": self.backend, "verdict": cmp.verdict, "id": case.case_id,
                 "describe": case.describe(), "port": str(port), "native": str(native),
-                "diffs": [str(d) for d in cmp.diffs], "note": cmp.note, "repro": _REPRO_HEAD + case_text + "'"}
+                "diffs": [str(d) for d in cmp.diffs], "note": cmp.note,
+                **({"raw": native.raw} if native.undecodable is not None else {}),
+                "repro": repro_head(self.backend) + case_text + "'"}
 
     def wants(self, verdict: str) -> bool:
         """Whether a record of this verdict is still kept as an example."""
@@ -109,6 +111,8 @@ class GroupTally:
 def _reason(backend: str, native: Outcome, verdict: str) -> str:
     if verdict == "not-run":
         text = f"not run: {native.not_run}"
+    elif verdict == "undecodable":
+        text = f"native answer undecodable: {native.undecodable}"
     elif verdict == "unreachable":
         text = f"unreachable: {native.unreachable}"
     else:
@@ -167,31 +171,45 @@ class RuleCoverage:
                 "uncompared_reasons": dict(self.reasons(interrupted).most_common())}
 
 
-_REPRO_HEAD = "python -m paddle_spmd_port infer --case-json '"
+_REPRO_HEADS: dict[str, str] = {}
 
 
-def one_line_repro(case: Case) -> str:
-    return _REPRO_HEAD + case.json_text() + "'"
+def repro_head(backend: str) -> str:
+    """The start of a repro line up to its case's JSON: ``infer`` on the route the case was
+    compared through (the line ends with the JSON and a closing quote)."""
+    head = _REPRO_HEADS.get(backend)
+    if head is None:
+        head = _REPRO_HEADS[backend] = f"python -m paddle_spmd_port infer --backend {backend} --case-json '"
+    return head
 
 
-def repro_snippet(case: Case) -> str:
-    """A standalone Python snippet that runs ``case`` on Paddle and prints the raw answer."""
+def one_line_repro(case: Case, backend: str) -> str:
+    """The command that repeats ``case`` on route ``backend``: it prints that route and the verdict."""
+    return repro_head(backend) + case.json_text() + "'"
+
+
+def repro_snippet(case: Case, backend: str) -> str:
+    """A standalone Python snippet that runs ``case`` on route ``backend`` in this process and
+    prints the route, both answers and the verdict class (without the release profile's
+    known differences: ``infer`` applies those)."""
     payload = json.dumps(case.to_json(), separators=(",", ":"))
     return "\n".join([
         "# needs: pip install paddlepaddle==3.3.1 and this package (for the case codec and backends)",
         "import json",
         "from paddle_spmd_port.case import Case",
         "from paddle_spmd_port.outcome import port_outcome",
+        "from paddle_spmd_port.parity.compare import compare",
         f"case = Case.from_json(json.loads({payload!r}))",
         "try:",
-        "    from paddle_spmd_port.native import registry as backend",
-        "    if case.rule not in backend.ROUTES:",
-        "        from paddle_spmd_port.native import pir as backend",
+        f"    from paddle_spmd_port.native import {backend} as backend",
         "except ImportError as exc:",
         "    raise SystemExit(f'Paddle is needed for the native side: {exc}')",
+        "native, port = backend.run(case), port_outcome(case)",
         "print('case  :', case.describe())",
-        "print('paddle:', backend.run(case))",
-        "print('port  :', port_outcome(case))",
+        f"print('route : {backend}')",
+        "print('paddle:', native)",
+        "print('port  :', port)",
+        "print('verdict:', compare(case.spec, port, native).verdict)",
     ])
 
 
@@ -292,14 +310,13 @@ class ParityReport:
         return lines
 
     def table(self) -> str:
-        head = ("rule", "backend", "state", "cases", "cells", "matching cells", "match", "both raise",
-                "port rejects invalid", "native crash", "unreachable", "not run", "known difference", "mismatch")
-        classes = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "unreachable", "not-run",
-                   "known-difference", "mismatch")
+        classes = CLASSES
+        head = ("rule", "backend", "state", "cases", "cells", "matching cells",
+                *(c.replace("-", " ").replace("both raise same", "both raise") for c in classes))
         rows = [(t.rule, t.backend, t.state if t.state == DONE else f"**{t.state}**", f"{t.cases:,}", f"{t.cells:,}",
                  f"{t.matching_cells:,}", *(f"{t.verdicts[c]:,}" for c in classes)) for t in self.tallies.values()]
         rows.append(("**total**", "", "", f"{sum(t.cases for t in self.tallies.values()):,}", f"{self.total_cells:,}",
-                     f"{sum(t.matching_cells for t in self.tallies.values()):,}", *[""] * 7,
+                     f"{sum(t.matching_cells for t in self.tallies.values()):,}", *[""] * (len(classes) - 1),
                      f"**{self.total_mismatches:,}**"))
         return markdown_table(head, rows)
 
@@ -327,7 +344,8 @@ class ParityReport:
             "",
             "Classes: *match* = every cell equal; *both raise* = same error family and message; *port rejects "
             "invalid* = input Paddle does not validate (it returned garbage, crashed or raised something else); "
-            "*native crash* = Paddle's process died; *unreachable* = the backend cannot express the case; "
+            "*native crash* = Paddle's process died; *undecodable* = Paddle answered something the harness cannot "
+            "read (its raw reply is in the case's record; not compared); *unreachable* = the backend cannot express the case; "
             "*not run* = no answer was obtained (backend unavailable here, worker timed out, interrupted); "
             "*known difference* = a difference this Paddle release is known to have (releases.py).",
             "",
