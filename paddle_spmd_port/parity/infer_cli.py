@@ -4,32 +4,50 @@
         --begin-norm-axis 2
     python -m paddle_spmd_port infer batch_norm_grad --mesh 2 --x-shape 8,6,4,4 --x-mapping -1,0,-1,-1 \\
         --scale-none --data-format NHWC
-    python -m paddle_spmd_port infer --case-json '{"rule": ...}'     # the repro line of a report
+    python -m paddle_spmd_port infer layer_norm --mesh 2x2 --x-shape 8,6,4 --x-mapping '(0,1),-1,-1'
+    python -m paddle_spmd_port infer --backend pir --case-json '{"rule": ...}'   # a report's repro line
+    python -m paddle_spmd_port infer --case-json @one-record.json     # a case or a per-case record
 
 Every tensor argument NAME of the rule takes ``--NAME-shape``, ``--NAME-mapping``,
 ``--NAME-partial`` (mesh dims, comma separated) and, where optional, ``--NAME-none``. Shapes not
 given are derived from x (per-channel [C] for batch_norm, x.shape[b:] product for scale/bias,
-x.shape[:b] for mean/variance); mappings not given are replicated. ``--profile`` picks the rule
-profile the port answers with (native Paddle is always Paddle's own rule).
+x.shape[:b] for mean/variance); mappings not given are replicated. A mapping is a mesh dim or -1
+per axis (``0,-1``); a co-sharded axis, split along several mesh dims in order, is written
+``(0,1)`` or ``[0,1]`` (``'(0,1),-1,-1'``); the whole list may be in brackets, as reports print it
+(``[(0,1),-1,-1]``, or JSON's ``[[0,1],-1,-1]``), so ``[0,1]`` alone is the two-axis mapping 0,1.
+``--profile`` picks the rule profile the port answers with (native Paddle is always Paddle's own
+rule).
+
+``--case-json`` takes one JSON object: a case (``{"rule", "mesh", "inputs", "attrs"}``, a co-shard
+as a nested list), or a per-case record of a report (a line of ``parity-cases.jsonl.gz``, whose
+``backend`` then picks the route unless ``--backend`` is given). ``--case-json @FILE`` reads it
+from FILE (gzip or plain; ``@-``: stdin); FILE must hold exactly one record (a jsonl with more
+lines is refused: take one out, e.g. ``zcat F | sed -n 3p > one.json``). The route is printed
+(``route: ...``), and the verdict is classed as ``parity`` classes it, the Paddle release's known
+differences included, so a report's repro line prints the route and the verdict it recorded.
 
 Exit code (:mod:`paddle_spmd_port.runctl`): 0 port and native agree (or --no-native: the port
 answered or refused); 1 they differ; 2 bad arguments, i.e. arguments that do not form a case (one
 line on stderr). A case the port refuses (a dims_mapping longer than the rank, a mesh dim out of
 range, ...) is a case: the port's answer is that refusal. 3 Paddle's side gave nothing to compare
 with (Paddle missing, the backend failing to start, a worker timing out, Paddle crashing, the
-backend unable to express the case): the reason is one line on stderr. 130/143 interrupted.
+backend unable to express the case, an answer the harness cannot decode): the reason is one
+line on stderr. 130/143 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import gzip
 import json
 import math
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..case import Case
+from ..case import Case, int_range_problem
 from ..outcome import Outcome, port_outcome
 from ..rules.signatures import RULES, RuleSpec, channel_axis
 from ..runctl import (
@@ -42,10 +60,12 @@ from ..runctl import (
     mesh_shape,
     run_command,
 )
-from ..types import DistTensorSpec, ProcessMesh
-from .backends import DEFAULT_BACKEND, add_backend_argument
+from ..types import DistTensorSpec, Mapping, ProcessMesh, entry_of
+from .backends import BACKENDS, DEFAULT_BACKEND, add_backend_argument
 from .compare import COMPARED, compare
+from .detect import detect_release
 from .grid import input_shapes
+from .releases import AGREEING
 from .validity import input_problem
 
 PROG = "python -m paddle_spmd_port infer"
@@ -68,6 +88,55 @@ def _ints(text: str, arg: str, example: str = "0,-1") -> tuple[int, ...]:
                          ) from None
 
 
+MAPPING_VALID = ("give a mesh dim or -1 per axis, comma-separated, e.g. 0,-1; a co-sharded axis as (0,1) or [0,1], "
+                 "e.g. '(0,1),-1,-1' (the whole list may be in [...], as reports print it)")
+_ENTRY = re.compile(r"\s*(?:(?P<open>[\[(])(?P<members>[^\[\]()]*)(?P<close>[\])])|(?P<int>[+-]?\d+))\s*")
+
+
+def _outer_brackets(text: str) -> bool:
+    """Whether ``text`` is one bracketed group: its opening ``[`` closes at its last character."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if depth == 0:
+            return i == len(text) - 1
+    return False
+
+
+def _mapping(text: str, arg: str) -> Mapping:
+    """A dims_mapping from the command line (see the module docstring): plain ``0,-1`` as
+    before, co-shards in ``(..)`` or ``[..]``, the whole list optionally in ``[..]``."""
+    body = text.strip()
+    if not any(ch in body for ch in "[]()"):
+        return _ints(text, arg)
+    if body.startswith("[") and body.endswith("]") and _outer_brackets(body):
+        body = body[1:-1]
+    bad = UsageError(arg, f"{text!r} is not a dims_mapping", MAPPING_VALID)
+    out: list[int | tuple[int, ...]] = []
+    pos = 0
+    while body.strip():
+        m = _ENTRY.match(body, pos)
+        if m is None or (m["open"] is not None and "[(".index(m["open"]) != "])".index(m["close"])):
+            raise bad
+        if m["int"] is not None:
+            out.append(int(m["int"]))
+        else:
+            members = [v.strip() for v in m["members"].split(",")]
+            if not all(re.fullmatch(r"[+-]?\d+", v) for v in members):
+                raise bad
+            out.append(entry_of([int(v) for v in members]))
+        pos = m.end()
+        if pos == len(body):
+            break
+        if body[pos] != ",":
+            raise bad
+        pos += 1
+    return tuple(out)
+
+
 def _bool(text: str) -> bool:
     if text.lower() in ("1", "true", "yes"):
         return True
@@ -80,8 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap = ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("rule", nargs="?", choices=list(RULES), metavar="RULE",
                     help=f"the rule key: {', '.join(RULES)} (or give --case-json)")
-    ap.add_argument("--case-json", metavar="JSON", help="a case as JSON (what a report's repro line carries); "
-                                                        "replaces RULE and every case flag")
+    ap.add_argument("--case-json", metavar="JSON|@FILE",
+                    help="a case as JSON (what a report's repro line carries), or a report's per-case record (its "
+                         "backend is the route unless --backend is given); @FILE reads one record from FILE (gzip or "
+                         "plain, @- stdin; more than one record is refused); replaces RULE and every case flag")
     ap.add_argument("--mesh", type=mesh_shape, default=None,
                     help=f"mesh shape, sizes joined by x, e.g. 2 or 2x3 (default {'x'.join(map(str, DEFAULT_MESH))}); "
                          "process ids 0..n-1")
@@ -95,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"shape of {name}, comma-separated sizes (default: derived from x)"
                         if name != "x" else "shape of x, comma-separated sizes (required unless --case-json)")
         ap.add_argument(f"--{flag}-mapping", dest=f"{name}_mapping", metavar="D,D,...",
-                        help=f"dims_mapping of {name}: a mesh dim or -1 per axis (default: replicated)")
+                        help=f"dims_mapping of {name}: a mesh dim or -1 per axis, a co-shard as (0,1) "
+                             "(default: replicated)")
         ap.add_argument(f"--{flag}-partial", dest=f"{name}_partial", metavar="D,...",
                         help=f"mesh dims {name} is Partial(SUM) over, comma-separated (default: none)")
         ap.add_argument(f"--{flag}-none", dest=f"{name}_none", action="store_true",
@@ -146,12 +218,22 @@ def _derived_shape(rule: str, name: str, x_shape: tuple[int, ...], attrs: dict) 
 
 
 def case_from_args(args: argparse.Namespace) -> Case:
+    return case_and_record(args)[0]
+
+
+def case_and_record(args: argparse.Namespace) -> tuple[Case, dict[str, Any]]:
+    """The case the arguments describe and, for ``--case-json`` given a report's per-case record,
+    that record (its route and verdict)."""
     if args.case_json is not None:
         given = _case_flags(args) + ([args.rule] if args.rule else [])
         if given:
             raise UsageError("--case-json", f"given together with {' '.join(given)}",
                              "give either --case-json or a RULE with its flags")
-        return case_from_json(args.case_json)
+        return record_from_json(args.case_json)
+    return _case_from_flags(args), {}
+
+
+def _case_from_flags(args: argparse.Namespace) -> Case:
     if args.rule is None:
         raise UsageError("RULE", "missing", "give a rule (one of " + ", ".join(RULES) + ") or --case-json")
     spec = RULES[args.rule]
@@ -184,7 +266,7 @@ def case_from_args(args: argparse.Namespace) -> Case:
         if name == "x":
             x_shape = shape
         mapping_text = getattr(args, f"{name}_mapping")
-        mapping = _ints(mapping_text, f"--{flag}-mapping") if mapping_text is not None else (-1,) * len(shape)
+        mapping = _mapping(mapping_text, f"--{flag}-mapping") if mapping_text is not None else (-1,) * len(shape)
         partial_text = getattr(args, f"{name}_partial")
         partial = frozenset(_ints(partial_text, f"--{flag}-partial", "0 or 0,1")) if partial_text else frozenset()
         inputs.append(DistTensorSpec(shape, mapping, mesh, partial))
@@ -199,6 +281,18 @@ def _json_error(problem: str, valid: str = CASE_JSON_EXAMPLE) -> UsageError:
 def _int_list(value: Any, where: str) -> None:
     if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
         raise _json_error(f"{where} is {json.dumps(value)}, not a list of integers")
+
+
+def _mapping_list(value: Any, where: str) -> None:
+    """A dims_mapping: integers, a co-sharded axis as a list of integers (``[[0, 1], -1, -1]``)."""
+    def entry_ok(v: Any) -> bool:
+        if isinstance(v, list):
+            return all(isinstance(m, int) and not isinstance(m, bool) for m in v)
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if not isinstance(value, list) or not all(entry_ok(v) for v in value):
+        raise _json_error(f"{where} is {json.dumps(value)}, not a list of integers (or of lists of integers for a "
+                          "co-sharded axis)")
 
 
 def _check_mesh_json(mesh: Any, where: str) -> None:
@@ -226,13 +320,64 @@ def _check_attr_type(rule: str, name: str, value: Any, default: Any) -> None:
         raise _json_error(f"attribute {name}={json.dumps(value)} of {rule} is not a {type(default).__name__}")
 
 
-def case_from_json(text: str) -> Case:
-    """A case from a report's repro JSON; anything that does not form a case is a usage error."""
+def _record_text(arg: str) -> str:
+    """The JSON text ``--case-json`` was given: itself, or ``@FILE``'s one record."""
+    if not arg.startswith("@"):
+        return arg
+    name = arg[1:]
+    if not name:
+        raise _json_error("@ names no file", "give @FILE (a file holding one record) or @- (stdin)")
+    try:
+        if name == "-":
+            raw = sys.stdin.buffer.read()
+        else:
+            with open(name, "rb") as fh:
+                raw = fh.read()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        text = raw.decode()
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise _json_error(f"cannot read {name}: {getattr(exc, 'strerror', None) or exc}",
+                          "give @FILE naming a readable file with one record") from None
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) > 1:
+        try:  # one object spread over lines (pretty-printed JSON) is one record
+            json.loads(text)
+            return text
+        except ValueError:
+            pass
+        raise _json_error(f"{name} holds {len(lines):,} lines, not one record",
+                          f"take one out first, e.g. zcat -f {name} | sed -n 1p > one.json")
+    if not lines:
+        raise _json_error(f"{name} is empty", "give a file holding one record")
+    return lines[0]
+
+
+def record_from_json(arg: str) -> tuple[Case, dict[str, Any]]:
+    """The case of ``--case-json``'s argument (JSON text or ``@FILE``) and, when it is a report's
+    per-case record, the record (else an empty dict); anything else is a usage error."""
+    text = _record_text(arg)
     try:
         data = json.loads(text)
     except ValueError as exc:
         raise _json_error(f"not JSON ({getattr(exc, 'msg', exc)}, at character {getattr(exc, 'pos', '?')})"
                           ) from None
+    if isinstance(data, dict) and "case" in data and "rule" in data and "mesh" not in data:
+        record = data
+        if record.get("backend") not in (None, *BACKENDS):
+            raise _json_error(f"the record's backend is {json.dumps(record.get('backend'))}",
+                              f"a route is one of {', '.join(BACKENDS)}")
+        return _case_of(record["case"]), record
+    return _case_of(data), {}
+
+
+def case_from_json(text: str) -> Case:
+    """A case from a report's repro JSON (or a per-case record, or ``@FILE``); anything that does
+    not form a case is a usage error."""
+    return record_from_json(text)[0]
+
+
+def _case_of(data: Any) -> Case:
     if not isinstance(data, dict):
         raise _json_error(f"a JSON {type(data).__name__}, not an object")
     missing = [k for k in ("rule", "mesh", "inputs", "attrs") if k not in data]
@@ -256,8 +401,9 @@ def case_from_json(text: str) -> Case:
         for key in ("shape", "dims_mapping", "partial_dims", "mesh"):
             if key not in item:
                 raise _json_error(f"{where} has no {key!r}", "an input has shape, dims_mapping, partial_dims, mesh")
-        for key in ("shape", "dims_mapping", "partial_dims"):
+        for key in ("shape", "partial_dims"):
             _int_list(item[key], f"{where}.{key}")
+        _mapping_list(item["dims_mapping"], f"{where}.dims_mapping")
         if item["mesh"] is not None:
             _check_mesh_json(item["mesh"], f"{where}.mesh")
     attrs = data["attrs"]
@@ -316,34 +462,55 @@ def _one_line(text: str) -> str:
 
 def _main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(_glue_negative_values(argv))
-    case = case_from_args(args)
+    case, record = case_and_record(args)
     print(case.describe())
     port = port_outcome(case, args.profile)
     _show("port" if args.profile == "paddle" else f"port ({args.profile} profile)", case, port)
     if args.no_native:
         return EXIT_OK
-    backend = args.backend or DEFAULT_BACKEND[case.rule]
-    try:
-        from ..native.pool import run_native
+    backend = args.backend or record.get("backend") or DEFAULT_BACKEND[case.rule]
+    print(f"route: {backend}" + ("" if args.backend or not record.get("backend") else " (the record's)"))
+    beyond = int_range_problem(case)
+    info: dict[str, Any] = {}
+    if beyond is not None:  # no route can hand Paddle such a case: not asked
+        native = Outcome(unreachable=beyond)
+    else:
+        try:
+            from ..native.pool import run_native
 
-        (native,), info = run_native([case], backend=backend, workers=1)
-    except (ImportError, RuntimeError) as exc:
-        sys.stdout.flush()
-        print(f"{PROG}: native backend {backend} unavailable: {_one_line(str(exc))} "
-              "(--no-native shows the port's answer alone)", file=sys.stderr)
-        return EXIT_INCOMPLETE
+            (native,), info = run_native([case], backend=backend, workers=1)
+        except (ImportError, RuntimeError) as exc:
+            sys.stdout.flush()
+            print(f"{PROG}: native backend {backend} unavailable: {_one_line(str(exc))} "
+                  "(--no-native shows the port's answer alone)", file=sys.stderr)
+            return EXIT_INCOMPLETE
     _show(f"native ({backend}, Paddle {info.get('version', '?')})", case, native)
-    cmp = compare(case.spec, port, native, input_problem(case) is not None if port.error else None)
-    print(f"verdict: {cmp.verdict} ({cmp.matching_cells}/{cmp.cells} cells equal)")
+    cmp = compare(case.spec, port, native, input_invalid_as_parity(case, port, native))
+    if args.profile == "paddle" and cmp.verdict not in AGREEING and info.get("version") not in (None, "not installed"):
+        why = detect_release(info["version"], info.get("commit", "")).explain(case, port, native, cmp)
+        if why:  # as the sweep classes it (parity/cli.py tally_group)
+            cmp = dataclasses.replace(cmp, verdict="known-difference", note=why)
+    recorded = record.get("verdict")
+    print(f"verdict: {cmp.verdict} ({cmp.matching_cells}/{cmp.cells} cells equal)"
+          + (f"; recorded: {recorded}" if recorded else ""))
+    if cmp.note:
+        print(f"  {cmp.note}")
     for diff in cmp.diffs:
         print(f"  {diff}")
     if cmp.verdict == "mismatch":
         return EXIT_FINDING
     if cmp.verdict not in COMPARED:
         sys.stdout.flush()
-        print(f"{PROG}: not compared ({cmp.verdict}): {native}", file=sys.stderr)
+        print(f"{PROG}: not compared ({cmp.verdict}): {_one_line(str(native))}", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_OK
+
+
+def input_invalid_as_parity(case: Case, port: Outcome, native: Outcome) -> bool | None:
+    """Whether the case's input is invalid, where the sweep asks (parity/cli.py tally_group: the
+    port rejects the input as invalid and Paddle answered), else None: the same verdict here."""
+    err = port.error
+    return input_problem(case) is not None if err and err.port_invalid and native.result is not None else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

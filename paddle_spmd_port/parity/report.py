@@ -345,7 +345,8 @@ class ParityReport:
             "Classes: *match* = every cell equal; *both raise* = same error family and message; *port rejects "
             "invalid* = input Paddle does not validate (it returned garbage, crashed or raised something else); "
             "*native crash* = Paddle's process died; *undecodable* = Paddle answered something the harness cannot "
-            "read (its raw reply is in the case's record; not compared); *unreachable* = the backend cannot express the case; "
+            "read (its raw reply is in the case's record; not compared); *unreachable* = the backend cannot express "
+            "the case; "
             "*not run* = no answer was obtained (backend unavailable here, worker timed out, interrupted); "
             "*known difference* = a difference this Paddle release is known to have (releases.py).",
             "",
