@@ -37,7 +37,7 @@ UNREADABLE = {
     f"R 1 A,{MESH},1,0,0,7 0": "left over",  # an attr with tokens left over
     f"R 1 A,{MESH},one,0,0 0": "invalid literal",  # a non-numeric field
     f"R 1 A,{MESH},1,x,0 0": "invalid literal",
-    f"R 1 A,1,2,2,0,1,zz,1,0,0 0": "non-hexadecimal",  # a dim name that is no hex
+    "R 1 A,1,2,2,0,1,zz,1,0,0 0": "non-hexadecimal",  # a dim name that is no hex
     f"R 1 B,{MESH},1,0,0 0": "malformed reply",  # an unknown attr kind
     "R 1 A 1 2 2 0 1 6430 1 0 0 1 A - 1 -1 0 junk": "left over",  # the spaced form too
     "R 1 A 1 2 2 0 1": "ProcessMesh.dim_names",  # truncated in the mesh's names
@@ -64,7 +64,7 @@ def test_the_compiled_decoder_records_a_reply_it_cannot_read(line):
 
 def test_the_readable_replies_still_read():
     assert str(compiled.outcome_of(GOOD).result) == "in: [0] | out: [-1]"
-    assert compiled.outcome_of("U " + "no rule".encode().hex()).unreachable == "no rule"
+    assert compiled.outcome_of("U " + b"no rule".hex()).unreachable == "no rule"
     assert compiled.outcome_of("C 11").crash == "signal 11 (SIGSEGV)"
     assert compiled.outcome_of("R 1 A - 1 -1 1 0 3 0").status == "error"  # a MAX partial: ReduceTypeError
 
