@@ -171,3 +171,62 @@ def test_a_run_with_garbage_replies_completes_fails_closed_and_keeps_the_raw_rep
         "python -m paddle_spmd_port infer --backend compiled --case-json '") for r in garbled_records)
     md = (out / "parity.md").read_text()
     assert "batch_norm@compiled: undecodable" in md and "94285896066016" in md
+
+
+# --------------------------------------------------------------------------- ints Paddle cannot hold
+BEYOND_INT64 = 99999999999999999999999
+
+
+def _beyond(where: str, big: int = BEYOND_INT64):
+    from paddle_spmd_port import DistTensorSpec, ProcessMesh
+    from paddle_spmd_port.case import Case
+
+    mesh = ProcessMesh((2,), (0, big)) if where == "ids" else ProcessMesh((2,))
+    x = DistTensorSpec((big, 6) if where == "shape" else (4, 6), (0, -1), mesh)
+    return Case("layer_norm", mesh, (x, None, None), (("begin_norm_axis", big if where == "attr" else 1),))
+
+
+@pytest.mark.parametrize("where, big", [("shape", BEYOND_INT64), ("ids", BEYOND_INT64), ("attr", BEYOND_INT64),
+                                        ("attr", 1 << 32)])
+def test_ints_paddle_cannot_hold_are_named(where, big):
+    from paddle_spmd_port.case import int_range_problem
+
+    why = int_range_problem(_beyond(where, big))
+    assert why is not None and str(big) in why and ("int32" if where == "attr" else "int64") in why
+    assert int_range_problem(_beyond("none", 1)) is None
+    assert int_range_problem(_beyond("shape", (1 << 63) - 1)) is None  # int64's largest still fits
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("backend", ["registry", "pir"])
+@pytest.mark.parametrize("where, big", [("shape", BEYOND_INT64), ("ids", BEYOND_INT64), ("attr", BEYOND_INT64),
+                                        ("attr", 1 << 32)])
+def test_a_route_given_ints_paddle_cannot_hold_says_unreachable_never_an_error(backend, where, big):
+    """Paddle's TypeError (or its C++ side misreading the int) is no answer to hold against the port."""
+    pytest.importorskip("paddle")
+    import importlib
+
+    route = importlib.import_module(f"paddle_spmd_port.native.{backend}")
+    case = _beyond(where, big)
+    outcome = route.run(case)
+    assert outcome.status == "unreachable" and "beyond the int" in outcome.unreachable, outcome
+    from paddle_spmd_port.outcome import port_outcome
+
+    assert compare(case.spec, port_outcome(case), outcome).verdict == "unreachable"
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("backend", ["registry", "compiled", "pir"])
+def test_infer_given_a_size_beyond_int64_in_case_json_is_uncompared_not_a_mismatch(backend, tmp_path):
+    import subprocess
+    import sys
+
+    from .cli_checks import REPO
+
+    case = _beyond("shape")
+    done = subprocess.run([sys.executable, "-m", "paddle_spmd_port", "infer", "--backend", backend, "--case-json",
+                           case.json_text()], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "verdict: unreachable" in done.stdout and "beyond the int64" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
