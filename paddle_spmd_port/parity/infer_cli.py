@@ -493,6 +493,9 @@ def _main(argv: Sequence[str]) -> int:
     recorded = record.get("verdict")
     print(f"verdict: {cmp.verdict} ({cmp.matching_cells}/{cmp.cells} cells equal)"
           + (f"; recorded: {recorded}" if recorded else ""))
+    if recorded and recorded != cmp.verdict:
+        print("  not the recorded verdict: this run's answers differ from the sweep's (Paddle answers some inputs "
+              "from memory it never set, differently from run to run; another port or Paddle would differ too)")
     if cmp.note:
         print(f"  {cmp.note}")
     for diff in cmp.diffs:
