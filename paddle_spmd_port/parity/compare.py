@@ -29,9 +29,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..case import Case
 from ..outcome import Outcome
 from ..rules.signatures import RuleSpec
 from ..types import DistAttr, SpmdResult, mesh_dims_of
+from .validity import input_problem
 
 CLASSES = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "undecodable", "unreachable",
            "not-run", "known-difference", "mismatch")
@@ -110,6 +112,16 @@ def outcome_cells(spec: RuleSpec, outcome: Outcome) -> list[tuple[str, str]]:
             cells += _attr_cells(f"{side}.#{extra}", attrs[extra])
     cells.append(("error", "none" if outcome.error is None else f"{outcome.error.family}: {outcome.error.message}"))
     return cells
+
+
+def input_invalid_for(case: Case, port: Outcome, native: Outcome) -> bool | None:
+    """The ``input_invalid`` :func:`compare` is given for ``case``: whether its input is invalid
+    (:mod:`.validity`), asked only where it decides the verdict (the port rejects the input as
+    invalid and Paddle answered), else None. ``infer`` and a repro snippet use it, and the sweep's
+    ``tally_group`` (parity/cli.py) makes the same test inline, so a case replayed is classed as the
+    sweep classed it."""
+    err = port.error
+    return input_problem(case) is not None if err and err.port_invalid and native.result is not None else None
 
 
 def compare(spec: RuleSpec, port: Outcome, native: Outcome, input_invalid: bool | None = None) -> Comparison:

@@ -62,11 +62,10 @@ from ..runctl import (
 )
 from ..types import DistTensorSpec, Mapping, ProcessMesh, entry_of
 from .backends import BACKENDS, DEFAULT_BACKEND, add_backend_argument
-from .compare import COMPARED, compare
+from .compare import COMPARED, compare, input_invalid_for
 from .detect import detect_release
 from .grid import input_shapes
 from .releases import AGREEING
-from .validity import input_problem
 
 PROG = "python -m paddle_spmd_port infer"
 DEFAULT_MESH = (2, 3)
@@ -485,7 +484,7 @@ def _main(argv: Sequence[str]) -> int:
                   "(--no-native shows the port's answer alone)", file=sys.stderr)
             return EXIT_INCOMPLETE
     _show(f"native ({backend}, Paddle {info.get('version', '?')})", case, native)
-    cmp = compare(case.spec, port, native, input_invalid_as_parity(case, port, native))
+    cmp = compare(case.spec, port, native, input_invalid_for(case, port, native))
     if args.profile == "paddle" and cmp.verdict not in AGREEING and info.get("version") not in (None, "not installed"):
         why = detect_release(info["version"], info.get("commit", "")).explain(case, port, native, cmp)
         if why:  # as the sweep classes it (parity/cli.py tally_group)
@@ -507,13 +506,6 @@ def _main(argv: Sequence[str]) -> int:
         print(f"{PROG}: not compared ({cmp.verdict}): {_one_line(str(native))}", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_OK
-
-
-def input_invalid_as_parity(case: Case, port: Outcome, native: Outcome) -> bool | None:
-    """Whether the case's input is invalid, where the sweep asks (parity/cli.py tally_group: the
-    port rejects the input as invalid and Paddle answered), else None: the same verdict here."""
-    err = port.error
-    return input_problem(case) is not None if err and err.port_invalid and native.result is not None else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

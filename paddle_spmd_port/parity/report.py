@@ -198,7 +198,7 @@ def repro_snippet(case: Case, backend: str) -> str:
         "import json",
         "from paddle_spmd_port.case import Case",
         "from paddle_spmd_port.outcome import port_outcome",
-        "from paddle_spmd_port.parity.compare import compare",
+        "from paddle_spmd_port.parity.compare import compare, input_invalid_for",
         f"case = Case.from_json(json.loads({payload!r}))",
         "try:",
         f"    from paddle_spmd_port.native import {backend} as backend",
@@ -209,7 +209,7 @@ def repro_snippet(case: Case, backend: str) -> str:
         f"print('route : {backend}')",
         "print('paddle:', native)",
         "print('port  :', port)",
-        "print('verdict:', compare(case.spec, port, native).verdict)",
+        "print('verdict:', compare(case.spec, port, native, input_invalid_for(case, port, native)).verdict)",
     ])
 
 
