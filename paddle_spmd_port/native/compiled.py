@@ -29,7 +29,9 @@ every case is ``unreachable`` with the reason.
 Paddle itself is never imported here: the program links the wheel's libraries, so it starts in
 milliseconds. Requests go over a pipe, one line per case (see the protocol in the C++ source),
 written a batch ahead while the replies are read (:func:`exchange`); the program loops over them
-in C++. Cases Paddle is known to crash on (x without a mesh, a dims_mapping whose length is not
+in C++. A reply line the protocol does not account for (a mesh of an impossible size, counts that
+do not add up, a truncated line) is an ``undecodable`` outcome keeping the line (:func:`outcome_of`),
+never an exception. Cases Paddle is known to crash on (x without a mesh, a dims_mapping whose length is not
 the rank or that names a mesh dim its mesh lacks, begin_norm_axis out of range, batch_norm_grad
 with a None scale/bias, ...: ``crash_prone.compiled_may_crash``) run in a forked child of the C++
 program's fork server, a copy of the program taken before any case ran, so their outcomes do not

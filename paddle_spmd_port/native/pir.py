@@ -34,11 +34,14 @@ pickles each once.
 
 Outcome mapping:
 
-* the op builds -> ``result`` read back from ``op.dist_attr``;
+* the op builds -> ``result`` read back from ``op.dist_attr`` (an attribute that is no
+  :class:`DistAttr`, e.g. a mesh of an impossible size -> ``undecodable``, its text kept);
 * Build raises from a file under ``phi/infermeta/spmd_rules/`` -> ``error`` (the rule raised);
 * Build raises anywhere else (InferMeta shape checks, data layout parsing, the PIR dist
   attribute, dtype/kernel checks) -> ``unreachable`` with that message: the rule's answer, if
   any, cannot be seen this way;
+* a size or process id beyond int64, an integer attribute beyond int32 -> ``unreachable`` (Paddle
+  segfaults on the first, its bindings refuse the others);
 * input a placement list cannot express (duplicate or out-of-range mesh dims, a mapping whose
   length is not the rank, shard and partial on one mesh dim, a present input without a mesh,
   a missing required input) -> ``unreachable`` with the reason; nothing is dropped.

@@ -5,8 +5,11 @@ Reaches ``batch_norm`` (BatchNormInferSpmdStatic), ``layer_norm`` (forward and r
 forward and reverse; epsilon always passed: the registry object segfaults without it),
 ``group_norm`` (GroupNormInferSpmdBase: any arguments after bias are ignored) and,
 for sync_batch_norm, the generic ``replicated`` rule that its dist API falls back to, applied
-to the op's signature: ``infer_forward([inputs...], [outputs...])``. Imports Paddle: run it
-only inside a worker process.
+to the op's signature: ``infer_forward([inputs...], [outputs...])``. Paddle raising is an
+``error`` outcome (``unreachable`` where the case holds an int Paddle cannot hold:
+:func:`~paddle_spmd_port.case.int_range_problem`); an answer that is no :class:`DistAttr` (a mesh
+of an impossible size, ...) is ``undecodable``, its text kept. Imports Paddle: run it only inside
+a worker process.
 """
 
 from __future__ import annotations
