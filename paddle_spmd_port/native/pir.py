@@ -41,7 +41,7 @@ Outcome mapping:
   attribute, dtype/kernel checks) -> ``unreachable`` with that message: the rule's answer, if
   any, cannot be seen this way;
 * a size or process id beyond int64, an integer attribute beyond int32 -> ``unreachable`` (Paddle
-  segfaults on the first, its bindings refuse the others);
+  segfaults on a size beyond int64 and its bindings refuse the others: measured on 3.3.1);
 * input a placement list cannot express (duplicate or out-of-range mesh dims, a mapping whose
   length is not the rank, shard and partial on one mesh dim, a present input without a mesh,
   a missing required input) -> ``unreachable`` with the reason; nothing is dropped.
