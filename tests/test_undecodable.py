@@ -198,7 +198,7 @@ def test_ints_paddle_cannot_hold_are_named(where, big):
 
 
 @pytest.mark.native
-@pytest.mark.parametrize("backend", ["registry", "pir"])
+@pytest.mark.parametrize("backend", ["registry", "compiled", "pir"])
 @pytest.mark.parametrize("where, big", [("shape", BEYOND_INT64), ("ids", BEYOND_INT64), ("attr", BEYOND_INT64),
                                         ("attr", 1 << 32)])
 def test_a_route_given_ints_paddle_cannot_hold_says_unreachable_never_an_error(backend, where, big):

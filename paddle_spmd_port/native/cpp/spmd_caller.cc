@@ -120,6 +120,9 @@ class Tokens {
     std::string_view w = word();
     int64_t value = 0;
     auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), value);
+    if (ec == std::errc::result_out_of_range) {  // a size Paddle cannot hold is no question to ask it
+      throw Unreachable(std::string(w) + " is beyond the int64 Paddle holds sizes, mesh dims and ids in");
+    }
     if (ec != std::errc() || end != w.data() + w.size()) throw Unreachable("bad integer token " + std::string(w));
     return value;
   }
@@ -324,12 +327,25 @@ class Attrs {
       throw Unreachable(rule_ + " takes " + std::to_string(n) + " attributes, got " + std::to_string(attrs_.size()));
     }
   }
-  bool boolean(size_t i) const { return std::stoi(get(i, 'b').text) != 0; }
-  int integer(size_t i) const { return std::stoi(get(i, 'i').text); }
+  bool boolean(size_t i) const { return whole(i, 'b') != 0; }
+  int integer(size_t i) const { return whole(i, 'i'); }
   float real(size_t i) const { return std::strtof(get(i, 'f').text.c_str(), nullptr); }
   std::string text(size_t i) const { return hex_decode(get(i, 's').text); }
 
  private:
+  // std::stoi would throw out_of_range for an int beyond int32, which reads as Paddle's IndexError:
+  // a false error held against the port. Paddle's bindings cannot take such an attribute at all.
+  int whole(size_t i, char type) const {
+    const std::string& w = get(i, type).text;
+    int value = 0;
+    auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), value);
+    if (ec == std::errc::result_out_of_range) {
+      throw Unreachable(rule_ + " attribute " + std::to_string(i) + ": " + w +
+                        " is beyond the int32 (C++ int) Paddle holds it in");
+    }
+    if (ec != std::errc() || end != w.data() + w.size()) throw Unreachable("bad integer attribute " + w);
+    return value;
+  }
   const Attr& get(size_t i, char type) const {
     if (attrs_[i].type != type) {
       throw Unreachable(rule_ + " attribute " + std::to_string(i) + " must have type " + type + ", got " +
