@@ -260,7 +260,8 @@ def test_the_routes_are_the_ones_each_backend_declares():
     (("skip", "skip"), ("needs a GPU", "no GPU here"), True),  # a skip's reason is not a result
 ])
 def test_same_result_needs_the_same_kind_and_message(statuses, messages, same):
-    assert same_result(dict(zip(("port", "native"), statuses)), dict(zip(("port", "native"), messages))) is same
+    backends = ("port", "native")
+    assert same_result(dict(zip(backends, statuses, strict=True)), dict(zip(backends, messages, strict=True))) is same
 
 
 UNRELATED_ERRORS = """
