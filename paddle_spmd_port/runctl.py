@@ -408,10 +408,13 @@ def run_command(prog: str, body: Callable[[], int | None]) -> int:
     reader closing stdout does not end the run (see :class:`_ClosedPipeTolerant`)."""
     name = prefix(prog)
     if not isinstance(sys.stdout, _ClosedPipeTolerant) and sys.stdout is not None:
-        sys.stdout = _ClosedPipeTolerant(sys.stdout)  # type: ignore[assignment]
+        # stays in place: the interpreter's last flush must go through it too
+        sys.stdout = _ClosedPipeTolerant(sys.stdout)
     try:
         with signals_raise():
-            return int(body() or 0)
+            code = int(body() or 0)
+        sys.stdout.flush()  # a reader gone by now is noticed here, while the exit code is still ours
+        return code
     except SystemExit as exc:  # argparse: --help (0) or its one-line error, already printed (2)
         if exc.code is None or isinstance(exc.code, int):
             return exc.code or EXIT_OK
