@@ -413,7 +413,8 @@ def run_command(prog: str, body: Callable[[], int | None]) -> int:
     try:
         with signals_raise():
             code = int(body() or 0)
-        sys.stdout.flush()  # a reader gone by now is noticed here, while the exit code is still ours
+        if sys.stdout is not None:  # a reader gone by now is noticed here, while the exit code is still ours
+            sys.stdout.flush()
         return code
     except SystemExit as exc:  # argparse: --help (0) or its one-line error, already printed (2)
         if exc.code is None or isinstance(exc.code, int):
