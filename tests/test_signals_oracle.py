@@ -132,7 +132,7 @@ def test_compat_test_interrupted_ends_its_runners(sig: signal.Signals, tmp_path:
     for name in ("a", "b", "c"):  # two run at a time: one waits in the queue
         (tests / f"test_{name}.py").write_text(SLOW_TEST)
     report = tmp_path / "report.json"
-    proc, err = start(["compat-test", str(tests), "--against", "port", "--shim", "--jobs", "2",
+    proc, err = start(["compat-test", str(tests), "--against", "port", "--shim", "--jobs", "2", "--quiet",
                        "--json", str(report)], tmp_path)
     wait_for(lambda: len(list(tests.glob("*.started"))) == 2, proc, "two runners at work")
     runners = [marker.read_text().split(" ", 1) for marker in tests.glob("*.started")]
