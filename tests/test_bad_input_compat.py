@@ -34,6 +34,7 @@ ROWS = [
     BadInput(compat(FILE, "--against", "port", "--json", ""), "--json", TEST_FILE),
     BadInput(compat("", "--against", "port"), "PATH", TEST_FILE),  # '' would be the current directory
     BadInput(compat(FILE, " ", "--against", "port"), "PATH", TEST_FILE),
+    BadInput(compat(FILE, "--against", "native", "--shim"), "--shim", TEST_FILE),  # the shim is the port's
 ]
 
 

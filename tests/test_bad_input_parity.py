@@ -39,6 +39,7 @@ ROWS = [
     BadInput(("parity", "--backend", "registry", "--rules", "batch_norm_grad"), "--backend"),
     BadInput(("parity", "--backend", "registry", "--rules", "fast_ln"), "--backend"),
     BadInput(("parity", "--backend", "registry"), "--backend"),  # every rule: batch_norm is not in the registry
+    BadInput(("parity", "--backend", "pir", "--primary-only", "--rules", "layer_norm"), "--primary-only"),
     # more workers than cores (1000 started 16 Paddle workers: 22 s instead of 9); --oversubscribe insists
     BadInput(("parity", "--workers", "1000"), "--workers"),
     BadInput(("parity", "--workers", str(available_cores() + 1), "--rules", "layer_norm"), "--workers"),

@@ -288,6 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     positive(args.jobs, "--jobs", "a number of processes >= 1")
+    if args.shim and args.against == "native":
+        raise UsageError("--shim", "contradicts --against native (the shim replaces Paddle for the port backend only)",
+                         "drop --shim, or use --against port or both")
     if args.json_path is not None:
         check_output_file(args.json_path, "--json")
     files = expand(args.paths)

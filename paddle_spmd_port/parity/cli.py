@@ -133,6 +133,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             if value is not None:
                 raise UsageError("--random", f"cannot be combined with {flag} (random cases are drawn, not sampled "
                                  "from the grid)", f"give --random N alone (N cases per rule), without {flag}")
+    if args.primary_only and args.backend:
+        raise UsageError("--primary-only", f"contradicts --backend {args.backend} (one route is already chosen)",
+                         "drop --primary-only or drop --backend")
     args.rule_names = list(dict.fromkeys(names))
     _check_routes(args.rule_names, args.backend)
     args.workers = _workers(args.workers, args.oversubscribe)

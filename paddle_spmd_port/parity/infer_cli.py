@@ -229,7 +229,7 @@ def case_from_args(args: argparse.Namespace) -> Case:
         raise UsageError(foreign[0], f"{args.rule} takes no such argument", f"{args.rule} takes {takes}")
     for name in spec.inputs:  # None and a placement of the same tensor cannot both hold
         given = [f for f in _tensor_flags(args, name) if not f.endswith("-none")]
-        if getattr(args, f"{name}_none") and given:
+        if getattr(args, f"{name}_none") and given and name in spec.optional:
             raise UsageError(f"--{_flag(name)}-none", f"contradicts {' '.join(given)} ({name} is either None or a "
                              "tensor)", f"drop --{_flag(name)}-none or drop {' '.join(given)}")
     mesh = ProcessMesh(DEFAULT_MESH if args.mesh is None else args.mesh)  # checked by runctl.mesh_shape
