@@ -125,6 +125,8 @@ ROWS = [
     row("--nproc", str(machine_ranks()[0] + 1), names="--nproc"),
     row("--nproc", "100000", "--mesh", "100000", names="--nproc"),
     row(*NP2, "--mesh", "100000x100000", names="--mesh"),  # more processes than a mesh may list
+    row(*NP2, "--cases", "c.jsonl", names="--cases", setup={"c.jsonl": _case(shape=[2**40, 8])}),  # no rank holds it
+    row(*NP2, "--cases", "c.jsonl", names="--cases", setup={"c.jsonl": _case(shape=[2**62, 8])}),  # beyond int64
     # a narrower run never silently replaces the broader report (was: launch-np2.md rewritten each time)
     row(*NP2, "--rules", "layer_norm", "--report-dir", "rep", names="--report-dir", setup=OLD),
     row(*NP2, "--cases", "c.jsonl", "--report-dir", "rep", names="--report-dir", setup={**OLD, "c.jsonl": _case()}),

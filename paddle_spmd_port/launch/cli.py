@@ -268,6 +268,7 @@ def check_args(args: argparse.Namespace) -> list[LaunchCase]:
         except ValueError as exc:
             raise UsageError("--mesh", _one_line(exc), "give a 1-D or 2-D mesh like 4 or 2x2") from None
     cases = _select_rules(args.rules, cases)
+    _check_sizes(cases, args)
     for case in cases:  # the report predicts every case: a case the port cannot take fails here, not at the end
         try:
             predict(case)
@@ -402,6 +403,29 @@ def opening_line(args: argparse.Namespace, cases: Sequence[LaunchCase]) -> str:
               else f"Paddle {found['version']} (commit {found['commit'][:12]})")
     return (f"{prefix(PROG)}: {paddle}; {len(cases)} cases ({args.selection['describe']}) on {args.nproc} ranks "
             f"({args.device}); report in {args.report_dir / report_stem(args)}.md")
+
+
+#: Bytes a rank holds per element of a case's x: the float32 global tensor, its gradient and the
+#: op's output and its gradient, on every rank (each builds the global tensor, then shards it).
+BYTES_PER_ELEMENT = 4 * 4
+
+
+def _check_sizes(cases: Sequence[LaunchCase], args: argparse.Namespace) -> None:
+    """A case whose x the ranks cannot hold is refused by name before the launch (a shape of 10^11
+    elements would have every rank allocate it): beyond int64 elements, or beyond the memory
+    available to ``--nproc`` ranks."""
+    memory = _available_memory_mb()
+    where = "--cases" if args.cases is not None else "--mesh"
+    for case in cases:
+        numel = math.prod(case.shape)
+        if numel > 2**63 - 1:
+            raise UsageError(where, f"case {case.case_id}: shape {list(case.shape)} holds {numel:.3g} elements, "
+                             "beyond int64 (the largest size Paddle holds)", "fix or drop that case")
+        need_mb = numel * BYTES_PER_ELEMENT * args.nproc // 2**20
+        if memory is not None and need_mb > memory and not args.oversubscribe:
+            raise UsageError(where, f"case {case.case_id}: shape {list(case.shape)} needs ~{need_mb:,} MB on "
+                             f"{args.nproc} ranks, {memory:,} MB are available",
+                             "give a smaller shape, or add --oversubscribe to insist")
 
 
 def _select_rules(rules: list[str], cases: list[LaunchCase]) -> list[LaunchCase]:
