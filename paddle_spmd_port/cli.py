@@ -8,7 +8,8 @@
 
 Each command lives in its own module exposing ``main(argv) -> int``; this file only dispatches,
 so adding a command is one line in ``COMMANDS``. A missing or unknown command is a usage error:
-one line on stderr, exit 2 (:mod:`paddle_spmd_port.runctl`).
+one line on stderr, exit 2 (:mod:`paddle_spmd_port.runctl`). Every message starts
+``paddle_spmd_port COMMAND:`` (``paddle_spmd_port:`` here); an internal error exits 4.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from .runctl import EXIT_OK, EXIT_USAGE, UsageError, run_command, version_text
+from .runctl import EXIT_OK, EXIT_USAGE, UsageError, prefix, run_command, version_text
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "parity": ("paddle_spmd_port.parity.cli", "the exhaustive parity sweep against native Paddle (main job)"),
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     if not args or args[0] not in COMMANDS:
         problem = "no COMMAND given" if not args else f"unknown command {args[0]!r}"
-        print(f"{PROG}: error: {UsageError('COMMAND', problem, 'choose one of ' + ', '.join(COMMANDS))} "
+        print(f"{prefix(PROG)}: error: {UsageError('COMMAND', problem, 'choose one of ' + ', '.join(COMMANDS))} "
               "(see --help)", file=sys.stderr)
         return EXIT_USAGE
     name, rest = args[0], args[1:]

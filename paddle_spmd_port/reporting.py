@@ -6,13 +6,19 @@
   removed whatever happens.
 * :func:`write_files` -- several files into one directory, each atomically.
 * :func:`write_json` -- ``json.dumps(data, indent=1)``, atomically (no trailing newline).
+
+Every file written here honours the umask (0644 under umask 022), as ``open()`` would: a report is
+for others to read (a shared machine, a CI artifact). ``tempfile.mkstemp`` makes 0600 files, and
+renaming one over the target kept that mode for every report; the temp file is now made by
+:func:`_create_temp` with mode 0666 minus the umask.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,11 +45,36 @@ def markdown_table(header: Sequence[object], rows: Iterable[Sequence[object]], *
     return "\n".join([top, rule, *lines])
 
 
+_UMASK_LOCK = threading.Lock()
+
+
+def mode_for(mode: int) -> int:
+    """``mode`` minus the process's umask (what ``open()``/``mkdir()`` would give): for a file or
+    directory whose mode has to be set after the fact."""
+    with _UMASK_LOCK:  # reading the umask means setting it: no other thread may see the 0 meanwhile
+        umask = os.umask(0o077)
+        os.umask(umask)
+    return mode & ~umask
+
+
+def _create_temp(target: Path) -> tuple[int, str]:
+    """A new, empty temp file next to ``target`` (a dot file), created with mode 0666 so that the
+    umask applies (as for ``open()``); its file descriptor and path."""
+    for _ in range(100):
+        tmp = str(target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temp file name next to {target}")
+
+
 def write_atomic(path: str | Path, data: str | bytes) -> Path:
     """Write ``data`` (text as UTF-8) to ``path`` through a temp file in the same directory and a
-    rename: the file is the old one or the new one, never part of either. Returns the path."""
+    rename: the file is the old one or the new one, never part of either; its mode honours the
+    umask. Returns the path."""
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    fd, tmp = _create_temp(target)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
@@ -69,4 +100,4 @@ def write_json(path: str | Path, data: Any) -> Path:
     return write_atomic(path, json.dumps(data, indent=1))
 
 
-__all__ = ["markdown_table", "write_atomic", "write_files", "write_json"]
+__all__ = ["markdown_table", "mode_for", "write_atomic", "write_files", "write_json"]

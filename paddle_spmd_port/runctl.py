@@ -10,12 +10,17 @@ Exit codes, the same for every command (``python -m paddle_spmd_port COMMAND``):
                             nothing was run and nothing was written
     3     EXIT_INCOMPLETE   something asked for was not compared or not run (Paddle missing, a
                             backend unavailable, workers timing out, an empty selection, a launch
-                            that failed); the report says what and why
+                            that failed, a GPU launch without a CUDA build or enough GPUs); the
+                            report (or the one line) says what and why
+    4     EXIT_INTERNAL     an internal error: an exception of ours nobody expected (a bug to
+                            report); one line names it and the file its traceback was saved in
     130   SIGINT            interrupted: child processes ended, temp files removed, partial report
     143   SIGTERM           written (its first line says so)
 
 A finding (1) outranks incompleteness (3): a run that mismatched and also left cases uncompared
-exits 1, and its report lists both.
+exits 1, and its report lists both. A closed stdout (``... | head -1``) changes nothing: the rest
+of the output is dropped, the run goes on to its end (report included) and exits with its own code.
+Every message a command prints about itself starts ``paddle_spmd_port COMMAND:`` (:func:`prefix`).
 
 How a command uses this module::
 
@@ -39,7 +44,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -54,6 +61,14 @@ EXIT_OK = 0
 EXIT_FINDING = 1
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 3
+EXIT_INTERNAL = 4
+
+PACKAGE = "paddle_spmd_port"
+#: The longest timeout any command takes (a week): finite, and well inside what ``threading`` and
+#: ``select`` accept (``--timeout 1e300`` overflowed them).
+MAX_SECONDS = 7 * 24 * 3600.0
+#: The most processes a ``--mesh`` may have (the mesh lists one process id each).
+MAX_MESH_SIZE = 1 << 20
 
 _FIRED: list[int] = []
 """Signals received in this process; only the first raises (nested ``signals_raise`` included)."""
@@ -102,15 +117,48 @@ exit codes (the same for every command):
   1        findings (a mismatch, an unexpected outcome, an unsound proposed answer); outranks 3
   2        bad usage: one line on stderr names the argument; nothing run, nothing written
   3        could not compare or run something asked for (the report says what and why)
-  130/143  interrupted by SIGINT/SIGTERM (children ended, partial report written)"""
+  4        internal error (a bug of paddle_spmd_port): one line, the traceback saved to a file
+  130/143  interrupted by SIGINT/SIGTERM (children ended, partial report written)
+A closed stdout (| head) does not change the code: the rest of the output is dropped."""
+
+
+def prefix(prog: str) -> str:
+    """The one prefix of every message a command prints about itself: ``paddle_spmd_port parity``
+    (from ``parity``, ``python -m paddle_spmd_port parity`` or ``paddle_spmd_port parity``)."""
+    name = prog.strip()
+    if name.startswith("python -m "):
+        name = name[len("python -m "):]
+    if name == PACKAGE or name.startswith(PACKAGE + " "):
+        return name
+    return f"{PACKAGE} {name}"
+
+
+def command_prog(command: str) -> str:
+    """How ``--help``'s usage line names a command: ``python -m paddle_spmd_port COMMAND``."""
+    return f"python -m {PACKAGE} {command}"
+
+
+_ROLE = re.compile(r":(?:mod|func|class|data|meth|attr|exc|obj):`~?\.?([^`]+)`")
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain(text: str) -> str:
+    """Docstring text as plain text for ``--help``: Sphinx roles (``:mod:`.grid```) become their
+    target's name, double-backquoted literals lose their backquotes, a ``::`` block marker is ``:``."""
+    text = _ROLE.sub(lambda m: m.group(1), text)
+    text = _LITERAL.sub(lambda m: m.group(1), text)
+    return re.sub(r"(?<=\S)::$", ":", re.sub(r"^::$", "", text, flags=re.M), flags=re.M)
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with one-line errors (``prog: error: MESSAGE (see --help)``, exit 2), a
-    ``--version`` flag, and the exit-code table at the end of ``--help`` (after any epilog given)."""
+    """argparse with one-line errors (``paddle_spmd_port COMMAND: error: MESSAGE (see --help)``,
+    exit 2), a ``--version`` flag, the exit-code table at the end of ``--help`` (after any epilog
+    given), and description and epilog as plain text (:func:`plain`: docstrings serve as both)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        epilog = kwargs.get("epilog")
+        if kwargs.get("description"):
+            kwargs["description"] = plain(kwargs["description"])
+        epilog = plain(kwargs["epilog"]) if kwargs.get("epilog") else None
         kwargs["epilog"] = f"{epilog}\n\n{EXIT_CODES_HELP}" if epilog else EXIT_CODES_HELP
         if "formatter_class" not in kwargs:  # keep the exit-code table's lines as written
             kwargs["formatter_class"] = argparse.RawDescriptionHelpFormatter
@@ -119,7 +167,7 @@ class ArgumentParser(argparse.ArgumentParser):
                           help="print this package's version and the installed Paddle's, then exit")
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(EXIT_USAGE, f"{prefix(self.prog)}: error: {message} (see --help)\n")
 
 
 # --------------------------------------------------------------------------- the shared grammar
@@ -189,6 +237,12 @@ def mesh_shape(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"{text!r} is not a mesh; {valid}") from None
     if min(shape) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} has a size < 1; {valid}")
+    total = 1
+    for size in shape:
+        total *= size
+    if total > MAX_MESH_SIZE:  # every process of a mesh gets an id: 100000x100000 ran out of memory
+        raise argparse.ArgumentTypeError(f"{text!r} has {total:,} processes; give a mesh of at most "
+                                         f"{MAX_MESH_SIZE:,} processes")
     return shape
 
 
@@ -215,6 +269,35 @@ def count(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not allowed; give an integer >= 1")
     return value
+
+
+def seconds(text: str) -> float:
+    """A timeout in seconds: finite, > 0 and at most :data:`MAX_SECONDS` (``inf``, ``nan``, ``1e300``,
+    ``0`` and negatives refused). An argparse ``type`` (every command's ``--timeout``)."""
+    valid = f"give a number of seconds > 0 and at most {MAX_SECONDS:.0f} (a week)"
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; {valid}") from None
+    if not (0 < value <= MAX_SECONDS):  # also false for nan
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; {valid}")
+    return value
+
+
+def path_text(text: str) -> Path:
+    """A path given on the command line, refused when empty (``''`` would silently mean the current
+    directory, or the default). An argparse ``type`` for every path flag."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path is not allowed; give a file or directory path")
+    return Path(text)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, else ``os.cpu_count()``), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def add_rules_argument(parser: argparse.ArgumentParser, what: str = "rule keys", all_means: str = "") -> None:
@@ -268,24 +351,88 @@ def signals_raise() -> Iterator[None]:
             signal.signal(sig, signal.SIG_IGN if _FIRED else old)
 
 
+class _ClosedPipeTolerant:
+    """A stand-in for ``sys.stdout``: once the reader has gone (``| head -1``), writes are dropped
+    instead of raising ``BrokenPipeError``, and the file descriptor is pointed at ``/dev/null`` so
+    that the interpreter's last flush is quiet too. Everything else goes to the real stream."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.broken = False
+
+    def _gone(self) -> None:
+        self.broken = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # no file descriptor: dropping the writes is enough
+            pass
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._gone()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _save_traceback(prog: str, exc: BaseException) -> str:
+    """The traceback of an internal error, written to a file of its own; its path (or why not)."""
+    import traceback
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    try:
+        fd, path = tempfile.mkstemp(prefix=f"{PACKAGE}-{prog.split()[-1]}-", suffix=".traceback")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"{prog} {' '.join(sys.argv[1:])}\n{text}")
+    except OSError as err:
+        return f"the traceback could not be saved ({err.strerror or err})"
+    return f"traceback saved in {path}"
+
+
 def run_command(prog: str, body: Callable[[], int | None]) -> int:
-    """Run a command's body with signals raising, and turn usage errors and interrupts into
-    their one line on stderr and their exit code."""
+    """Run a command's body with signals raising, and turn usage errors, interrupts and internal
+    errors into their one line on stderr (prefixed by :func:`prefix`) and their exit code. A
+    reader closing stdout does not end the run (see :class:`_ClosedPipeTolerant`)."""
+    name = prefix(prog)
+    if not isinstance(sys.stdout, _ClosedPipeTolerant) and sys.stdout is not None:
+        # stays in place: the interpreter's last flush must go through it too
+        sys.stdout = _ClosedPipeTolerant(sys.stdout)
     try:
         with signals_raise():
-            return int(body() or 0)
+            code = int(body() or 0)
+        if sys.stdout is not None:  # a reader gone by now is noticed here, while the exit code is still ours
+            sys.stdout.flush()
+        return code
     except SystemExit as exc:  # argparse: --help (0) or its one-line error, already printed (2)
         if exc.code is None or isinstance(exc.code, int):
             return exc.code or EXIT_OK
         print(exc.code, file=sys.stderr)  # sys.exit("text"): the text is the one line
         return EXIT_USAGE
     except UsageError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(f"{name}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Interrupted as exc:
         where = f"; {exc.detail}" if exc.detail else ""
-        print(f"{prog}: interrupted by {exc.name}{where}", file=sys.stderr)
+        print(f"{name}: interrupted by {exc.name}{where}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:  # a bug of ours: never exit 1 (a finding) nor a bare traceback
+        text = " ".join(str(exc).split())[:300]
+        print(f"{name}: internal error: {type(exc).__name__}{': ' + text if text else ''} (a bug of {PACKAGE}: "
+              f"please report it; {_save_traceback(name, exc)})", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 # --------------------------------------------------------------------------- output paths
@@ -309,10 +456,16 @@ def _check_creatable_below(existing: Path, arg: str, target: Path) -> None:
                          "give a writable directory") from None
 
 
+def _non_empty(path: str | Path, arg: str) -> Path:
+    if not str(path).strip():
+        raise UsageError(arg, "an empty path is not allowed", "give a path")
+    return Path(path)
+
+
 def check_output_dir(path: str | Path, arg: str) -> Path:
     """``path`` as a directory the run can write its report into; checked before any work starts
     and without creating anything. Raises :class:`UsageError` naming ``arg``."""
-    target = Path(path)
+    target = _non_empty(path, arg)
     if target.exists() and not target.is_dir():
         raise UsageError(arg, f"{target} is a file", "give a directory (it is created if missing)")
     _check_creatable_below(_nearest_existing(target), arg, target)
@@ -321,7 +474,7 @@ def check_output_dir(path: str | Path, arg: str) -> Path:
 
 def check_output_file(path: str | Path, arg: str) -> Path:
     """``path`` as a file the run can (over)write; checked before any work starts."""
-    target = Path(path)
+    target = _non_empty(path, arg)
     if target.is_dir():
         raise UsageError(arg, f"{target} is a directory", "give a file path")
     if target.exists() and not os.access(target, os.W_OK):
@@ -334,3 +487,33 @@ def positive(value: float | int | None, arg: str, what: str = "a number > 0") ->
     """Raise :class:`UsageError` unless ``value`` is None or > 0."""
     if value is not None and not value > 0:
         raise UsageError(arg, f"{value!r} is not allowed", f"give {what}")
+
+
+# --------------------------------------------------------------------------- one report per selection
+def add_replace_report_argument(parser: argparse.ArgumentParser) -> None:
+    """``--replace-report``: let a run replace a report of another selection (see :func:`refuse_other_selection`)."""
+    parser.add_argument("--replace-report", action="store_true",
+                        help="let this run replace a report of another selection in --report-dir")
+
+
+def refuse_other_selection(report_json: Path, selection: dict[str, Any], replace: bool = False,
+                           arg: str = "--report-dir") -> None:
+    """Refuse (exit 2, before any work) to overwrite ``report_json`` when it holds the report of
+    another selection -- a narrower run must never silently replace a broader one (parity, launch
+    and oracle alike). ``selection`` has ``slug`` (the key compared) and ``describe`` (a sentence);
+    the report keeps it under ``selection`` (or ``meta.selection``). A report without one, or one
+    that cannot be read, counts as another selection. ``replace`` (``--replace-report``) allows it."""
+    if replace or not report_json.is_file():
+        return
+    try:
+        data = json.loads(report_json.read_text())
+        old = data.get("selection") or (data.get("meta") or {}).get("selection") or {}
+        if not isinstance(old, dict):
+            old = {}
+    except (OSError, ValueError, AttributeError):
+        old = {}
+    if old.get("slug") != selection["slug"]:
+        what = old.get("describe") or "a run of unknown selection"
+        raise UsageError(arg, f"{report_json} holds the report of another run ({what}); this run: "
+                         f"{selection['describe']}",
+                         f"choose another {arg}, or pass --replace-report to replace it")

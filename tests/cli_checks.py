@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+COMMANDS = ("parity", "infer", "launch", "oracle", "compat-test")
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class BadInput:
     argv: tuple[str, ...]
     names: str
     setup: dict[str, str] = field(default_factory=dict)
+    code: int = 2  # 3 where the machine, not the input, cannot run it (a GPU launch on a CPU build)
 
     @property
     def id(self) -> str:
@@ -56,8 +58,9 @@ def run_cli(argv: list[str], cwd: Path, timeout: float = 120.0) -> subprocess.Co
 
 
 def assert_usage_error(row: BadInput, tmp_path: Path) -> str:
-    """Run ``row`` in ``tmp_path``: exit 2, exactly one non-empty line on stderr that names
-    ``row.names``, no traceback, nothing on stdout, and no file created, changed or removed."""
+    """Run ``row`` in ``tmp_path``: exit ``row.code`` (2), exactly one non-empty line on stderr that
+    names ``row.names`` and starts with the one prefix (``paddle_spmd_port COMMAND: ``), no
+    traceback, nothing on stdout, and no file created, changed or removed."""
     for rel, content in row.setup.items():
         target = tmp_path / rel
         if rel.endswith("/"):
@@ -70,10 +73,12 @@ def assert_usage_error(row: BadInput, tmp_path: Path) -> str:
     done = run_cli(argv, tmp_path)
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     context = f"argv={argv}\nexit={done.returncode}\nstdout={done.stdout[-2000:]}\nstderr={done.stderr[-2000:]}"
-    assert done.returncode == 2, context
+    assert done.returncode == row.code, context
     assert "Traceback" not in done.stderr, context
     assert len(lines) == 1, context
     assert row.names in lines[0], context
+    command = argv[0] if argv and not argv[0].startswith("-") and argv[0] in COMMANDS else ""
+    assert lines[0].startswith(f"paddle_spmd_port{' ' + command if command else ''}: "), context
     assert done.stdout.strip() == "", context
     assert _snapshot(tmp_path) == before, "files changed:\n" + context
     return lines[0]

@@ -27,6 +27,14 @@ ROWS = [
     BadInput(compat(FILE, "--against", "port", "--timeout", "0"), "--timeout", TEST_FILE),
     BadInput(compat(FILE, "--against", "port", "--timeout", "soon"), "--timeout", TEST_FILE),
     BadInput(compat(FILE, "--against", "port", "--jobs", "0"), "--jobs", TEST_FILE),
+    BadInput(compat(FILE, "--against", "port", "--timeout", "inf"), "--timeout", TEST_FILE),  # was OverflowError
+    BadInput(compat(FILE, "--against", "port", "--timeout", "1e300"), "--timeout", TEST_FILE),
+    BadInput(compat(FILE, "--against", "port", "--timeout", "nan"), "--timeout", TEST_FILE),
+    BadInput(compat(FILE, "--against", "port", "--timeout", "-1"), "--timeout", TEST_FILE),
+    BadInput(compat(FILE, "--against", "port", "--json", ""), "--json", TEST_FILE),
+    BadInput(compat("", "--against", "port"), "PATH", TEST_FILE),  # '' would be the current directory
+    BadInput(compat(FILE, " ", "--against", "port"), "PATH", TEST_FILE),
+    BadInput(compat(FILE, "--against", "native", "--shim"), "--shim", TEST_FILE),  # the shim is the port's
 ]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from paddle_spmd_port.rules.signatures import RULES
 from tests.cli_checks import REPO, BadInput, assert_usage_error, run_cli
 
 MESH = {"shape": [2], "process_ids": [0, 1], "dim_names": ["x"]}
@@ -79,7 +80,27 @@ ROWS = [
     BadInput(infer("--case-json", case_json(attrs=[["momentum", 0.9]]), "--no-native"), "--case-json"),
     BadInput(infer("--case-json", case_json(attrs={"epsilon": 1e-5}), "--no-native"), "--case-json"),
     BadInput(infer("layer_norm", "--case-json", case_json(), "--no-native"), "--case-json"),
+    # contradictory flags (were accepted: --scale-none won over --scale-mapping, --no-native over --backend)
+    BadInput(infer(*LN, "--scale-shape", "6", "--scale-none"), "--scale-none"),
+    BadInput(infer(*LN, "--bias-partial", "0", "--bias-none"), "--bias-none"),
+    BadInput(infer("layer_norm", "--x-shape", "8,6", "--backend", "pir", "--no-native"), "--backend"),
+    # sizes Paddle cannot hold (int64): were Paddle's TypeError, reported as a mismatch (exit 1)
+    BadInput(infer("layer_norm", "--x-shape", "99999999999999999999999,6"), "--x-shape"),
+    BadInput(infer("layer_norm", "--x-shape", "8,-99999999999999999999999"), "--x-shape"),
+    BadInput(infer(*LN, "--x-mapping", "99999999999999999999,-1"), "--x-mapping"),
+    BadInput(infer(*LN, "--x-partial", "9223372036854775808"), "--x-partial"),
+    BadInput(infer(*LN, "--begin-norm-axis", "99999999999999999999"), "--begin-norm-axis"),
+    BadInput(infer("group_norm", "--x-shape", "8,6,4", "--groups", "-99999999999999999999", "--no-native"),
+             "--groups"),
+    BadInput(infer("--case-json", case_json(inputs=[{"shape": [2**63, 6], "dims_mapping": [0, -1], "partial_dims": [],
+                                                     "mesh": MESH}, None, None]), "--no-native"), "--case-json"),
+    # a mesh too large to list its process ids (was a MemoryError traceback)
+    BadInput(infer(*LN, "--mesh", "100000x100000"), "--mesh"),
 ]
+# every optional tensor of every rule: --NAME-none contradicts --NAME-mapping (and -shape, -partial)
+ROWS += [BadInput(infer(rule, "--x-shape", "8,6,4,4", f"--{name.replace('_', '-')}-mapping", "-1",
+                        f"--{name.replace('_', '-')}-none", "--no-native"), f"--{name.replace('_', '-')}-none")
+         for rule, spec in RULES.items() for name in spec.inputs if name in spec.optional]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.id or "(no arguments)" for r in ROWS])

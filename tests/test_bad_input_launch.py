@@ -9,6 +9,8 @@ import json
 
 import pytest
 
+from paddle_spmd_port.launch.cli import machine_ranks
+
 from .cli_checks import BadInput, assert_usage_error
 
 
@@ -21,8 +23,21 @@ def _case(**override) -> str:
     return json.dumps(case) + "\n"
 
 
-def row(*argv: str, names: str, setup: dict[str, str] | None = None) -> BadInput:
-    return BadInput(("launch", *argv), names, setup or {})
+def row(*argv: str, names: str, setup: dict[str, str] | None = None, code: int = 2) -> BadInput:
+    return BadInput(("launch", *argv), names, setup or {}, code)
+
+
+def _cpu_build() -> bool:
+    """The installed Paddle is a CPU build (its version file says so; Paddle is not imported)."""
+    from paddle_spmd_port.installed import paddle_dir
+
+    root = paddle_dir()
+    return root is not None and "cuda_version     = 'False'" in (root / "version" / "__init__.py").read_text()
+
+
+FULL_REPORT = json.dumps({"meta": {"selection": {"slug": "full", "describe": "the built-in grid, every rule"}},
+                          "cases": []})
+OLD = {"rep/launch-np2.json": FULL_REPORT, "rep/launch-np2.md": "# the full launch\n"}
 
 
 NP2 = ("--nproc", "2")
@@ -99,7 +114,27 @@ ROWS = [
     row(*NP2, "--nnodes", "2", "--mesh", "2", names="--mesh"),  # 2 nodes x 2 ranks = 4
     row(*NP2, "--master", "", names="--master"),
     row(*NP2, "--no-such-option", names="--no-such-option"),
+    # timeouts finite and within what the launcher's waits accept
+    row(*NP2, "--timeout", "1e300", names="--timeout"),
+    row(*NP2, "--timeout", "-inf", names="--timeout"),
+    # empty paths: '' was the current directory (reports and logs written there)
+    row(*NP2, "--report-dir", "", names="--report-dir"),
+    row(*NP2, "--cases", "", names="--cases"),
+    row(*NP2, "--write-cases", "", names="--write-cases"),
+    # more ranks than the machine holds (64 on 2 cores: load 34, 12 GB, a timeout); --oversubscribe insists
+    row("--nproc", str(machine_ranks()[0] + 1), names="--nproc"),
+    row("--nproc", "100000", "--mesh", "100000", names="--nproc"),
+    row(*NP2, "--mesh", "100000x100000", names="--mesh"),  # more processes than a mesh may list
+    row(*NP2, "--cases", "c.jsonl", names="--cases", setup={"c.jsonl": _case(shape=[2**40, 8])}),  # no rank holds it
+    row(*NP2, "--cases", "c.jsonl", names="--cases", setup={"c.jsonl": _case(shape=[2**62, 8])}),  # beyond int64
+    # a narrower run never silently replaces the broader report (was: launch-np2.md rewritten each time)
+    row(*NP2, "--rules", "layer_norm", "--report-dir", "rep", names="--report-dir", setup=OLD),
+    row(*NP2, "--cases", "c.jsonl", "--report-dir", "rep", names="--report-dir", setup={**OLD, "c.jsonl": _case()}),
+    row(*NP2, "--report-dir", "rep", names="--report-dir",
+        setup={"rep/launch-np2.json": "{}", "rep/launch-np2.md": "# a report of unknown selection\n"}),
 ]
+if _cpu_build():  # a CUDA build is refused here with the GPU count instead (on a machine without enough GPUs)
+    ROWS.append(row(*NP2, "--device", "gpu", names="--device gpu", code=3))
 
 
 def _id(r: BadInput) -> str:

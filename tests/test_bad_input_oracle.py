@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 from tests.cli_checks import BadInput, assert_usage_error
 
 OLD_REPORT = {"reports/oracle.md": "an earlier report\n", "reports/oracle.json": "{}\n"}
+FULL = json.dumps({"status": "complete", "selection": {"slug": "full", "describe": "every rule, profile all"}})
+FULL_REPORT = {"reports/oracle.md": "the full report\n", "reports/oracle.json": FULL}
 
 
 def oracle(*args: str) -> tuple[str, ...]:
@@ -36,6 +39,14 @@ ROWS = [
     BadInput(oracle("--bogus"), "--bogus"),
     BadInput(("oracle", "--report-dir", "{tmp}/a-file"), "--report-dir", {"a-file": "not a directory\n"}),
     BadInput(("oracle", "--report-dir", "{tmp}/a-file/reports"), "--report-dir", {"a-file": "not a directory\n"}),
+    BadInput(("oracle", "--report-dir", ""), "--report-dir"),  # was: the report written into the current directory
+    BadInput(("oracle", "--report-dir", "", "--rules", "layer_norm"), "--report-dir", FULL_REPORT),
+    # a narrower run never silently replaces a broader report (was: oracle.md always rewritten)
+    BadInput(oracle("--rules", "layer_norm"), "--report-dir", FULL_REPORT),
+    BadInput(oracle("--max-cases", "3"), "--report-dir", FULL_REPORT),
+    BadInput(oracle("--profile", "paddle"), "--report-dir", FULL_REPORT),
+    BadInput(oracle("--sync-group", "mesh"), "--report-dir", FULL_REPORT),
+    BadInput(oracle(), "--report-dir", OLD_REPORT),  # a report that does not say its selection
 ]
 
 

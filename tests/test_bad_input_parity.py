@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from paddle_spmd_port.runctl import available_cores
 from tests.cli_checks import BadInput, assert_usage_error
 
 OTHER_RUN = json.dumps({"selection": {"slug": "full", "describe": "the whole grid: all 8 rules"}, "complete": True})
@@ -19,6 +20,29 @@ ROWS = [
     BadInput(("parity", "--timeout", "0"), "--timeout"),
     BadInput(("parity", "--timeout", "nan"), "--timeout"),
     BadInput(("parity", "--timeout", "soon"), "--timeout"),
+    # timeouts must be finite and fit what threading/select accept (inf and 1e300 were OverflowError tracebacks)
+    BadInput(("parity", "--timeout", "inf"), "--timeout"),
+    BadInput(("parity", "--timeout", "-inf"), "--timeout"),
+    BadInput(("parity", "--timeout", "1e300"), "--timeout"),
+    BadInput(("parity", "--timeout", "1e7"), "--timeout"),  # beyond a week
+    BadInput(("parity", "--timeout", ""), "--timeout"),
+    # empty paths (were: no JUnit file and no word; the default report dir)
+    BadInput(("parity", "--junit", ""), "--junit"),
+    BadInput(("parity", "--report-dir", ""), "--report-dir"),
+    BadInput(("parity", "--report-dir", "  "), "--report-dir"),
+    # a rule the route cannot reach, refused before any work with the routes that can
+    BadInput(("parity", "--backend", "compiled", "--rules", "sync_batch_norm"), "--backend"),
+    BadInput(("parity", "--backend", "compiled", "--rules", "layer_norm,sync_batch_norm_grad"), "--backend"),
+    BadInput(("parity", "--backend", "pir", "--rules", "layer_norm_reverse"), "--backend"),
+    BadInput(("parity", "--backend", "pir", "--rules", "rms_norm"), "--backend"),
+    BadInput(("parity", "--backend", "pir", "--random", "5", "--rules", "instance_norm"), "--backend"),
+    BadInput(("parity", "--backend", "registry", "--rules", "batch_norm_grad"), "--backend"),
+    BadInput(("parity", "--backend", "registry", "--rules", "fast_ln"), "--backend"),
+    BadInput(("parity", "--backend", "registry"), "--backend"),  # every rule: batch_norm is not in the registry
+    BadInput(("parity", "--backend", "pir", "--primary-only", "--rules", "layer_norm"), "--primary-only"),
+    # more workers than cores (1000 started 16 Paddle workers: 22 s instead of 9); --oversubscribe insists
+    BadInput(("parity", "--workers", "1000"), "--workers"),
+    BadInput(("parity", "--workers", str(available_cores() + 1), "--rules", "layer_norm"), "--workers"),
     BadInput(("parity", "--max-cases", "0"), "--max-cases"),
     BadInput(("parity", "--sample", "-3"), "--sample"),
     BadInput(("parity", "--workers", "0"), "--workers"),
@@ -56,3 +80,14 @@ def test_the_check_catches_a_command_that_writes_or_rambles(tmp_path):
     which succeeds and prints), so a green table means something."""
     with pytest.raises(AssertionError):
         assert_usage_error(BadInput(("parity", "--list", "--rules", "layer_norm"), "--rules"), tmp_path)
+
+
+def test_a_route_line_names_the_routes_that_can(tmp_path):
+    line = assert_usage_error(BadInput(("parity", "--backend", "compiled", "--rules", "sync_batch_norm"), "--backend"),
+                              tmp_path)
+    assert "sync_batch_norm is reached by registry" in line, line
+    line = assert_usage_error(BadInput(("parity", "--backend", "pir", "--rules", "layer_norm_reverse"), "--backend"),
+                              tmp_path)
+    assert "reached by registry, compiled" in line, line
+    line = assert_usage_error(BadInput(("parity", "--workers", "1000"), "--workers"), tmp_path)
+    assert "--oversubscribe" in line and f"{available_cores()} core" in line, line

@@ -22,7 +22,14 @@ from typing import Any
 import pytest
 
 from paddle_spmd_port import __version__
-from paddle_spmd_port.runctl import EXIT_CODES_HELP, EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
+from paddle_spmd_port.runctl import (
+    EXIT_CODES_HELP,
+    EXIT_FINDING,
+    EXIT_INCOMPLETE,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+)
 from tests.cli_checks import REPO, BadInput, assert_usage_error, run_cli
 
 #: command -> (its module, arguments that make the rest of a command line parse)
@@ -91,7 +98,7 @@ def test_a_bad_value_is_exit_2_and_one_line_naming_the_flag(flag: Flag, command:
     setup = {"test_a.py": "import unittest\n"} if command == "compat-test" else {}
     line = assert_usage_error(BadInput((command, *COMMANDS[command][1], flag.flag, flag.bad), flag.flag, setup),
                               tmp_path)
-    assert line.startswith(f"python -m paddle_spmd_port {command}: error: ")
+    assert line.startswith(f"paddle_spmd_port {command}: error: ")
 
 
 @pytest.mark.parametrize("command", [*COMMANDS, None], ids=[*COMMANDS, "dispatcher"])
@@ -113,18 +120,73 @@ def test_version_does_not_import_paddle() -> None:
     assert codes == [EXIT_OK] * len(COMMANDS) and not imported
 
 
+def _parsers(command: str) -> list[tuple[str, argparse.ArgumentParser, set[str]]]:
+    """(label, parser, flags it may hide): infer's --help shows one rule's tensor and attribute
+    flags (``infer RULE --help``; none in ``infer --help``), so each rule's parser is checked."""
+    if command != "infer":
+        return [(command, build_parser(command), set())]
+    from paddle_spmd_port.parity import infer_cli
+    from paddle_spmd_port.rules.signatures import RULES
+
+    every = {f"--{infer_cli._flag(n)}-{part}" for n in infer_cli.TENSOR_NAMES for part in ("shape", "mapping",
+                                                                                           "partial", "none")}
+    every |= {f"--{infer_cli._flag(a)}" for a in infer_cli.ATTR_FLAGS}
+    out = [("infer", infer_cli.build_parser(), every)]
+    for rule, spec in RULES.items():
+        own = {f"--{infer_cli._flag(n)}-{part}" for n in spec.inputs for part in ("shape", "mapping", "partial")}
+        own |= {f"--{infer_cli._flag(n)}-none" for n in spec.inputs if n in spec.optional}
+        own |= {f"--{infer_cli._flag(a)}" for a, _ in spec.attrs}
+        out.append((f"infer {rule}", infer_cli.build_parser(rule), every - own))
+    return out
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_flag_has_help_and_help_ends_with_the_exit_codes(command: str) -> None:
-    parser = build_parser(command)
-    silent = [action.option_strings or [action.dest] for action in parser._actions
-              if not (action.help or "").strip() or action.help == argparse.SUPPRESS]
-    assert not silent, f"{command}: no help text for {silent}"
-    assert parser.format_help().rstrip().endswith(EXIT_CODES_HELP.rstrip())
+    for label, parser, hidden in _parsers(command):
+        silent = [action.option_strings or [action.dest] for action in parser._actions
+                  if (not (action.help or "").strip() or action.help == argparse.SUPPRESS)
+                  and not set(action.option_strings) <= hidden]
+        assert not silent, f"{label}: no help text for {silent}"
+        assert parser.format_help().rstrip().endswith(EXIT_CODES_HELP.rstrip())
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_is_plain_text(command: str) -> None:
+    """No Sphinx markup in --help (parity's showed ``:mod:`.grid```): descriptions are docstrings."""
+    for label, parser, _ in _parsers(command):
+        text = parser.format_help()
+        for markup in (":mod:`", ":func:`", ":class:`", ":data:`", ":meth:`", "``"):
+            assert markup not in text, f"{label} --help shows {markup!r}"
+
+
+def test_plain_strips_the_markup_the_help_check_looks_for() -> None:
+    """The check above can fail: the raw docstrings hold the markup that plain() removes."""
+    from paddle_spmd_port.parity import cli as parity_cli
+    from paddle_spmd_port.runctl import plain
+
+    raw = parity_cli.__doc__ + (importlib.import_module("paddle_spmd_port.launch.cli").__doc__ or "")
+    assert "``" in raw and "``" not in plain(raw)
+    assert plain("see :mod:`.grid` and :func:`~.runctl.mesh_list`") == "see grid and runctl.mesh_list"
+
+
+def test_infer_help_lists_one_rules_flags() -> None:
+    """``infer RULE --help``: that rule's tensors and attributes only; ``infer --help``: the rules."""
+    ln = run_cli(["infer", "layer_norm", "--help"], REPO)
+    assert ln.returncode == 0, ln.stderr
+    assert "--x-shape" in ln.stdout and "--begin-norm-axis" in ln.stdout and "--scale-none" in ln.stdout
+    for other in ("--momentum", "--mean-out-shape", "--groups", "--y-grad-mapping", "--data-format"):
+        assert other not in ln.stdout, other
+    bn = run_cli(["infer", "batch_norm_grad", "--help"], REPO)
+    assert "--reserve-space-none" in bn.stdout and "--momentum" in bn.stdout and "--begin-norm-axis" not in bn.stdout
+    everything = run_cli(["infer", "--help"], REPO)
+    assert everything.returncode == 0 and "--x-shape N" not in everything.stdout
+    assert all(f"\n  {rule} " in everything.stdout for rule in ("layer_norm", "batch_norm_grad", "fast_ln_grad"))
+    assert len(everything.stdout.splitlines()) < 120  # was ~250 lines of every rule's tensor flags
 
 
 def test_the_exit_codes_are_the_shared_ones() -> None:
-    assert (EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_INCOMPLETE) == (0, 1, 2, 3)
-    for code in ("0 ", "1 ", "2 ", "3 ", "130/143"):
+    assert (EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERNAL) == (0, 1, 2, 3, 4)
+    for code in ("0 ", "1 ", "2 ", "3 ", "4 ", "130/143"):
         assert f"\n  {code}" in EXIT_CODES_HELP
 
 

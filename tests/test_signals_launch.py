@@ -76,8 +76,8 @@ class Run:
         self.stdout_path, self.stderr_path = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "paddle_spmd_port", "launch", "--nproc", "2", "--report-dir", str(self.rep),
-                 "--timeout", "120", *args], cwd=tmp_path, env=env, stdout=out, stderr=err,
+                [sys.executable, "-m", "paddle_spmd_port", "launch", "--quiet", "--nproc", "2", "--report-dir",
+                 str(self.rep), "--timeout", "120", *args], cwd=tmp_path, env=env, stdout=out, stderr=err,
                 stdin=subprocess.DEVNULL, start_new_session=True)
         self.prefix = f"spmdlaunch-{self.proc.pid}-"
 
@@ -153,7 +153,7 @@ def _signal_and_check(run: Run, sig: signal.Signals, *, hammer: bool = False) ->
     assert code == 128 + sig, f"exit {code}, want {128 + sig}"
     assert "Traceback" not in err
     assert len(lines) == 1, lines
-    assert lines[0].startswith(f"launch: interrupted by {sig.name}"), lines[0]
+    assert lines[0].startswith(f"paddle_spmd_port launch: interrupted by {sig.name}"), lines[0]
     assert "partial report" in lines[0] and "rank logs in" in lines[0], lines[0]
     left = run.leftovers()
     assert not left, f"processes of the run still alive: { {p: c[:200] for p, c in left.items()} }"

@@ -149,7 +149,8 @@ def test_signal_ends_workers_and_writes_the_partial_report(tmp_path, sig, backen
     context = f"exit={proc.returncode}\nstderr={err[-3000:]}\nstdout={out[-2000:]}"
     assert proc.returncode == code, context
     lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert lines == [f"parity: interrupted by {sig.name}; partial report in {report_dir / 'parity.md'}"], context
+    want = f"paddle_spmd_port parity: interrupted by {sig.name}; partial report in {report_dir / 'parity.md'}"
+    assert lines == [want], context
     assert "Traceback" not in err
     assert workers, f"no worker of the run seen among {alive_before}"
     assert outlived == [], f"workers {outlived} of {workers} were still alive when the run exited"

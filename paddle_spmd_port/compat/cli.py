@@ -9,12 +9,17 @@ one subprocess per (backend, file), and prints the per-test results side by side
     TestLayerNormRule.test_reverse          pass    pass
     summary: 2 tests | port: 2 pass | native: 2 pass | same result 2/2 | OK
 
-A directory argument means its ``test_*.py`` files. Exit status (:mod:`paddle_spmd_port.runctl`):
+A directory argument means its ``test_*.py`` files. Each file's line is printed (stderr) as it
+finishes, after an opening line saying what runs (``--quiet`` silences both). Two backends give a
+test the *same result* only when they agree on its status and, for a failure or an error, on its
+kind and message (``AssertionError: 3 != 4``); a timeout, a crash or an unavailable backend is never
+the same result as anything (two timeouts compare nothing). Exit status (:mod:`paddle_spmd_port.runctl`):
 0 when every test passes (or is skipped) under every backend run and, with ``both``, both
 backends give each test the same result; 1 when a test fails, errors, the file crashes or does
 not import, or the backends disagree; 3 when nothing failed but a backend could not run a file
 (the native backend without Paddle, a runner timing out); 2 on bad arguments (one line on
-stderr, nothing run or written); 130/143 on SIGINT/SIGTERM (the runner processes are ended first).
+stderr, nothing run or written: a --timeout that is not finite and > 0, an empty PATH or --json);
+4 an internal error; 130/143 on SIGINT/SIGTERM (the runner processes are ended first).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +42,17 @@ from ..runctl import (
     EXIT_FINDING,
     EXIT_INCOMPLETE,
     EXIT_OK,
+    MAX_SECONDS,
     ArgumentParser,
     Interrupted,
     UsageError,
     check_output_file,
     count,
+    path_text,
     positive,
+    prefix,
     run_command,
+    seconds,
     signal_text,
 )
 
@@ -55,11 +64,30 @@ NOT_RUN_STATUSES = frozenset({"unavailable", "timeout", "stopped"})
 FILE_ROW = "(whole file)"
 
 
+#: Statuses whose message says what happened: two backends agree only if the messages agree too.
+MESSAGE_STATUSES = frozenset({"fail", "error", "import-error", "unexpected-success"})
+
+
+def same_result(statuses: dict[str, str], messages: dict[str, str]) -> bool:
+    """Whether the backends gave a test the same result: the same status, never one of
+    ``NOT_RUN_STATUSES`` or a crash (nothing was compared), and for a failure or an error the same
+    kind and message (whitespace aside)."""
+    kinds = set(statuses.values())
+    if len(kinds) != 1 or kinds & (NOT_RUN_STATUSES | {"crash"}):
+        return False
+    if kinds & MESSAGE_STATUSES:
+        return len({" ".join(m.split()) for m in messages.values()}) == 1
+    return True
+
+
 def expand(paths: Sequence[str]) -> list[Path]:
     """Files as given; directories become their ``test_*.py`` files, sorted. A path that is
-    missing, or a directory without ``test_*.py`` files, is a :class:`UsageError`."""
+    missing or empty, or a directory without ``test_*.py`` files, is a :class:`UsageError`."""
     files: list[Path] = []
     for raw in paths:
+        if not raw.strip():
+            raise UsageError("PATH", "an empty path is not allowed (it would mean the current directory)",
+                             "give test files or directories holding test_*.py files")
         path = Path(raw)
         if path.is_dir():
             found = sorted(path.glob("test_*.py"))
@@ -184,9 +212,9 @@ def compare(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 statuses[backend], messages[backend] = row["status"], row["message"]
             else:
                 statuses[backend] = report.get("status", "crash")
-                messages[backend] = ""
+                messages[backend] = report.get("message", "")
         tests.append({"id": test_id, "status": statuses, "message": messages,
-                      "agree": len(set(statuses.values())) == 1,
+                      "agree": same_result(statuses, messages),
                       "ok": all(s in OK_STATUSES for s in statuses.values())})
     file_messages = {b: f"{r.get('status')}: {r.get('message', '')}" for b, r in results.items() if b not in ran}
     return {"tests": tests, "file_messages": file_messages,
@@ -201,6 +229,18 @@ def _count(tests: list[dict[str, Any]], backend: str) -> str:
     return ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def _difference(test: dict[str, Any]) -> str:
+    """How a test's row is flagged when the backends did not give it the same result."""
+    if test["agree"]:
+        return ""
+    statuses = set(test["status"].values())
+    if len(statuses) > 1:
+        return "   <-- differs"
+    if statuses & (NOT_RUN_STATUSES | {"crash"}):
+        return "   <-- not compared"
+    return "   <-- differs (messages)"
+
+
 def render(files: list[dict[str, Any]], backends: list[str], environments: dict[str, str]) -> str:
     lines = ["compat-test: " + " | ".join(f"{b}: {environments.get(b, '?')}" for b in backends)]
     every: list[dict[str, Any]] = []
@@ -208,7 +248,7 @@ def render(files: list[dict[str, Any]], backends: list[str], environments: dict[
     for f in files:
         lines += ["", f["path"], "  " + "test".ljust(width) + "".join(b.ljust(18) for b in backends)]
         for t in f["tests"]:
-            flag = "" if t["agree"] else "   <-- differs"
+            flag = _difference(t) if len(backends) > 1 else ""
             lines.append("  " + t["id"].ljust(width) + "".join(t["status"][b].ljust(18) for b in backends) + flag)
         every.extend(t for t in f["tests"])
     problems = [f"  [{b}] {Path(f['path']).name}::{t['id']}: {t['message'][b]}" for f in files for t in f["tests"]
@@ -236,26 +276,46 @@ def build_parser() -> argparse.ArgumentParser:
                         help="run the tests against the port, native Paddle, or both side by side (default both)")
     parser.add_argument("--shim", action="store_true",
                         help="port backend: use the compat 'paddle' shim even when Paddle is installed")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per file and backend (default 300)")
+    parser.add_argument("--timeout", type=seconds, default=300.0,
+                        help=f"seconds per file and backend (> 0, at most {MAX_SECONDS:.0f}; default 300)")
     parser.add_argument("--jobs", type=count, default=2, help="runner processes at a time (default 2)")
-    parser.add_argument("--json", dest="json_path", metavar="FILE", help="also write the full results as JSON here")
+    parser.add_argument("--json", dest="json_path", type=path_text, metavar="FILE",
+                        help="also write the full results as JSON here")
+    parser.add_argument("--quiet", action="store_true", help="no opening line and no line per finished file")
     return parser
 
 
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    positive(args.timeout, "--timeout", "a number of seconds > 0")
     positive(args.jobs, "--jobs", "a number of processes >= 1")
+    if args.shim and args.against == "native":
+        raise UsageError("--shim", "contradicts --against native (the shim replaces Paddle for the port backend only)",
+                         "drop --shim, or use --against port or both")
     if args.json_path is not None:
         check_output_file(args.json_path, "--json")
     files = expand(args.paths)
     backends = ["port", "native"] if args.against == "both" else [args.against]
     jobs = [(path, backend) for path in files for backend in backends]
+    if not args.quiet:
+        print(opening_line(files, backends, args), file=sys.stderr, flush=True)
     runners = Runners()
     pool = ThreadPoolExecutor(max_workers=args.jobs)
     try:
-        reports = list(pool.map(lambda job: run_backend(job[0], job[1], shim=args.shim, timeout=args.timeout,
-                                                        runners=runners), jobs))
+        futures = {pool.submit(run_backend, path, backend, shim=args.shim, timeout=args.timeout, runners=runners):
+                   i for i, (path, backend) in enumerate(jobs)}
+        results: dict[int, dict[str, Any]] = {}
+        pending = {path: len(backends) for path in files}
+        for future in as_completed(futures):
+            i = futures[future]
+            results[i] = future.result()
+            path = jobs[i][0]
+            pending[path] -= 1
+            if not pending[path] and not args.quiet:
+                done = len(files) - sum(1 for n in pending.values() if n)
+                mine = {b: results[j] for j, (p, b) in enumerate(jobs) if p == path}
+                print(f"{prefix(PROG)}: [{done}/{len(files)}] {path}: " + " | ".join(
+                    f"{b} {_file_summary(r)}" for b, r in mine.items()), file=sys.stderr, flush=True)
+        reports = [results[i] for i in range(len(jobs))]
     except Interrupted:
         runners.stop()  # the threads' communicate() returns once their runner is gone
         raise
@@ -277,6 +337,27 @@ def _main(argv: Sequence[str] | None) -> int:
     if ok:
         return EXIT_OK
     return EXIT_FINDING if any(_failed(t) for f in files_out for t in f["tests"]) else EXIT_INCOMPLETE
+
+
+def _file_summary(report: dict[str, Any]) -> str:
+    """One backend's run of one file in a few words: ``5 pass, 1 fail`` or its file status."""
+    if report.get("status") != "ran":
+        return str(report.get("status", "crash"))
+    counts: dict[str, int] = {}
+    for row in report.get("tests", []):
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no tests"
+
+
+def opening_line(files: list[Path], backends: list[str], args: argparse.Namespace) -> str:
+    from ..installed import NOT_INSTALLED, paddle_version
+
+    found = paddle_version()
+    paddle = ("Paddle not installed" if found["version"] == NOT_INSTALLED
+              else f"Paddle {found['version']} (commit {found['commit'][:12]})")
+    json_to = f"; results also in {args.json_path}" if args.json_path else ""
+    return (f"{prefix(PROG)}: {len(files)} file(s) against {' and '.join(backends)} ({paddle}), {args.jobs} runner(s) "
+            f"at a time, {args.timeout:g} s per file and backend{json_to}")
 
 
 def _failed(test: dict[str, Any]) -> bool:

@@ -15,6 +15,12 @@ and fast_ln rules, the static and reverse rules) is refused by name (exit 2), an
 report under ``all``.
 
 Writes ``<report-dir>/launch-np<N>.md`` and ``.json`` (``launch-np<N>-coshard.*`` with ``--coshard``).
+A report there of another selection (other ``--rules``, ``--cases``, ``--mesh``) is refused before
+anything runs unless ``--replace-report``, as in every command. ``--nproc`` beyond what the machine
+holds (:data:`RANKS_PER_CORE` ranks a core, :data:`RANK_MEMORY_MB` MB of available memory a rank) is
+refused unless ``--oversubscribe``. ``--device gpu`` asks Paddle first for a CUDA build and enough
+visible GPUs (one line, exit 3, nothing launched). It says what it is about to do within a second
+(on stderr; ``--quiet`` silences it), then prints each phase: the launch, the crash probes, the report.
 Rank logs, launcher output and raw rank results are moved to ``<report-dir>/<that stem>-logs/``
 whenever the launch fails, times out, is interrupted, leaves cases unrun or a case ends in an
 outcome the port does not account for (always with ``--keep-logs``).
@@ -24,7 +30,8 @@ case's outcome (a case skipped for a known reason, like sync_batch_norm on CPU, 
 verdict the port does not account for (a finding; outranks 3); 2 bad arguments: one line on stderr
 names the argument and what is valid, checked (output paths included) before anything is launched
 or written; 3 the launch itself failed or timed out, or cases were left unrun (the report covers
-what the ranks finished); 130 / 143 interrupted by SIGINT / SIGTERM: the launcher, every rank and
+what the ranks finished), or ``--device gpu`` without a CUDA build or enough GPUs (one line, nothing
+written); 4 an internal error; 130 / 143 interrupted by SIGINT / SIGTERM: the launcher, every rank and
 every crash probe are ended, the temporary directory is removed, the partial report is written (its
 first line says INTERRUPTED; unfinished cases are "not run: interrupted") and the rank logs are kept
 in ``launch-np<N>-logs/``; the one line on stderr says where. A second signal during that cleanup
@@ -37,6 +44,7 @@ import argparse
 import math
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,17 +57,24 @@ from ..runctl import (
     EXIT_FINDING,
     EXIT_INCOMPLETE,
     EXIT_OK,
+    MAX_SECONDS,
     ArgumentParser,
     Interrupted,
     UsageError,
+    add_replace_report_argument,
     add_rules_argument,
+    available_cores,
     check_output_dir,
     check_output_file,
     count,
     mesh_shape,
+    path_text,
     positive,
+    prefix,
+    refuse_other_selection,
     rule_keys,
     run_command,
+    seconds,
 )
 from .cases import (
     NOT_LAUNCHED,
@@ -100,13 +115,18 @@ COSHARD_MESHES = {4: (2, 2), 8: (2, 2, 2)}
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog=PROG, description=__doc__.split("\n")[0], epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--nproc", type=count, required=True, help="ranks to start on this node (2: 1-D mesh, 4: 2x2)")
+    p.add_argument("--nproc", type=count, required=True,
+                   help=f"ranks to start on this node (2: 1-D mesh, 4: 2x2); at most what the machine holds "
+                        f"({RANKS_PER_CORE} a core, {RANK_MEMORY_MB} MB of available memory each) unless "
+                        "--oversubscribe")
+    p.add_argument("--oversubscribe", action="store_true",
+                   help="allow --nproc beyond what this machine holds (cores, memory)")
     p.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
                    help="where the ranks run: cpu (gloo) or gpu (NCCL; adds the SyncBatchNorm cases); default cpu")
     p.add_argument("--mesh", type=mesh_shape, default=None,
                    help="mesh of the built-in grid, sizes joined by x, e.g. 4 or 2x2 (default: 2 ranks -> 2, "
                         "4 -> 2x2, n -> n)")
-    p.add_argument("--cases", type=Path, default=None, help="JSON-lines case file (default: the built-in grid)")
+    p.add_argument("--cases", type=path_text, default=None, help="JSON-lines case file (default: the built-in grid)")
     p.add_argument("--coshard", action="store_true",
                    help="run the co-shard set instead of the built-in grid: x split along 2 or more mesh dims "
                         "(Shard(d, shard_order=k)), layer_norm and batch_norm; mesh 2x2 for 4 ranks, 2x2x2 for 8, "
@@ -114,8 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_rules_argument(p, all_means="every rule a launch case reaches: "
                        f"{', '.join(sorted({k for keys in OP_RULES.values() for k in keys}))}; the others "
                        f"({', '.join(NOT_LAUNCHED)}) are listed in the report as not launched, and refused when named")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds for the whole launch (default 300)")
-    p.add_argument("--report-dir", type=Path, default=Path("reports"), help="where the report goes")
+    p.add_argument("--timeout", type=seconds, default=300.0,
+                   help=f"seconds for the whole launch (> 0, at most {MAX_SECONDS:.0f}; default 300)")
+    p.add_argument("--report-dir", type=path_text, default=Path("reports"),
+                   help="where the report goes (default reports/); a report there of another selection (other "
+                        "--rules, --cases, --mesh) is refused unless --replace-report")
+    add_replace_report_argument(p)
     p.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help="relative tolerance (default 1e-5)")
     p.add_argument("--crash-probes", type=int, default=1,
                    help="per kind of predicted crash, how many cases to run alone to confirm it (default 1)")
@@ -123,13 +147,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nnodes", default=None, help="passed to paddle.distributed.launch (N or MIN:MAX)")
     p.add_argument("--master", default=None, help="passed to paddle.distributed.launch")
     p.add_argument("--keep-logs", action="store_true", help="keep rank logs even when everything agrees")
-    p.add_argument("--write-cases", type=Path, default=None, help="write the case list to FILE and exit")
+    p.add_argument("--write-cases", type=path_text, default=None, help="write the case list to FILE and exit")
+    p.add_argument("--quiet", action="store_true", help="no opening line")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    return run_command("launch", lambda: _main(argv))
+    return run_command(PROG, lambda: _main(argv))
 
 
 def _main(argv: list[str]) -> int:
@@ -144,6 +169,16 @@ def _main(argv: list[str]) -> int:
                              "give a writable file path") from None
         print(f"wrote {written} cases to {args.write_cases}")
         return EXIT_OK
+    try:
+        if args.device == "gpu":
+            cpu_build_by_files()  # instant; Paddle itself is asked below, after the opening line
+        if not args.quiet:
+            print(opening_line(args, cases), file=sys.stderr, flush=True)
+        if args.device == "gpu":
+            check_gpus(args)
+    except GpuUnavailable as exc:
+        print(f"{prefix(PROG)}: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     return run(cases, args)
 
 
@@ -200,9 +235,8 @@ def check_args(args: argparse.Namespace) -> list[LaunchCase]:
     """Every argument checked before anything is launched or written; returns the cases.
     Raises :class:`UsageError` naming the first bad argument."""
     positive(args.nproc, "--nproc", "a whole number of ranks >= 1")
-    positive(args.timeout, "--timeout", "a number of seconds > 0")
-    if not math.isfinite(args.timeout):
-        raise UsageError("--timeout", f"{args.timeout!r} is not allowed", "give a finite number of seconds > 0")
+    if args.write_cases is None:
+        _check_capacity(args.nproc, args.oversubscribe)
     if not (math.isfinite(args.rtol) and args.rtol >= 0):
         raise UsageError("--rtol", f"{args.rtol!r} is not allowed", "give a relative tolerance >= 0, e.g. 1e-5")
     if args.crash_probes < 0:
@@ -234,6 +268,7 @@ def check_args(args: argparse.Namespace) -> list[LaunchCase]:
         except ValueError as exc:
             raise UsageError("--mesh", _one_line(exc), "give a 1-D or 2-D mesh like 4 or 2x2") from None
     cases = _select_rules(args.rules, cases)
+    _check_sizes(cases, args)
     for case in cases:  # the report predicts every case: a case the port cannot take fails here, not at the end
         try:
             predict(case)
@@ -245,7 +280,152 @@ def check_args(args: argparse.Namespace) -> list[LaunchCase]:
         check_output_file(args.write_cases, "--write-cases")
     else:
         _check_report_paths(args)
+        args.selection = selection_of(args)
+        refuse_other_selection(args.report_dir / f"{report_stem(args)}.json", args.selection, args.replace_report)
     return cases
+
+
+#: Ranks a core can hold: a rank mostly waits on its peers (gloo), and 4 ranks on 2 cores (the
+#: README's 2x2 launch) run in time; 64 on 2 cores loaded the machine to 34 and timed out.
+RANKS_PER_CORE = 4
+#: Available memory a rank needs: a CPU rank with Paddle imported holds ~190 MB (64 ranks: 12 GB).
+RANK_MEMORY_MB = 400
+
+
+def _available_memory_mb() -> int | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def machine_ranks() -> tuple[int, str]:
+    """How many ranks this machine holds, and why (cores x RANKS_PER_CORE, capped by memory)."""
+    cores = available_cores()
+    limit, why = cores * RANKS_PER_CORE, f"{cores} core(s) x {RANKS_PER_CORE} ranks a core"
+    memory = _available_memory_mb()
+    if memory is not None and memory // RANK_MEMORY_MB < limit:
+        limit, why = max(1, memory // RANK_MEMORY_MB), f"{memory:,} MB available at {RANK_MEMORY_MB} MB a rank"
+    return limit, why
+
+
+def _check_capacity(nproc: int, oversubscribe: bool) -> None:
+    limit, why = machine_ranks()
+    if nproc > limit and not oversubscribe:
+        raise UsageError("--nproc", f"{nproc} ranks are more than this machine holds ({limit}: {why})",
+                         f"give at most {limit}, or add --oversubscribe to insist")
+
+
+def selection_of(args: argparse.Namespace) -> dict[str, Any]:
+    """What this launch runs, beyond what the report's file name says (ranks, device, co-shard set):
+    its key (``slug``) and a sentence. A report of another selection is not replaced silently."""
+    slug, words = [], []
+    if args.cases is not None:
+        where = Path(args.cases).resolve()
+        slug.append(f"cases={where}")
+        words.append(f"the cases of {args.cases}")
+    elif args.mesh is not None:
+        slug.append("mesh=" + "x".join(map(str, args.mesh)))
+        words.append("the built-in " + ("co-shard set" if args.coshard else "grid") + " on mesh "
+                     + "x".join(map(str, args.mesh)))
+    else:
+        words.append("the built-in " + ("co-shard set" if args.coshard else "grid"))
+    if args.rules != list(rule_keys()):
+        slug.append("rules=" + ",".join(args.rules))
+        words.append("rules " + ", ".join(args.rules))
+    else:
+        words.append("every rule")
+    if args.nnodes not in (None, "1"):
+        slug.append(f"nnodes={args.nnodes}")
+        words.append(f"{args.nnodes} nodes")
+    return {"slug": ";".join(slug) or "full", "describe": ", ".join(words)}
+
+
+def cpu_build_by_files() -> None:
+    """``--device gpu`` with a CPU wheel, told without importing Paddle: the wheel's
+    ``paddle/version/__init__.py`` says ``cuda_version = 'False'`` (what ``paddle.version.cuda()``
+    returns) for a build without CUDA. Raises :class:`GpuUnavailable`."""
+    from ..installed import paddle_dir
+
+    root = paddle_dir()
+    if root is None:
+        raise GpuUnavailable("--device gpu: Paddle is not installed")
+    try:
+        text = (root / "version" / "__init__.py").read_text()
+    except OSError:
+        return  # no verdict from the files: check_gpus asks Paddle
+    found = re.search(r"^cuda_version\s*=\s*['\"]([^'\"]*)['\"]", text, re.M)
+    if found and found.group(1) in ("False", ""):
+        raise GpuUnavailable("--device gpu: the installed Paddle is a CPU build (paddle.version.cuda() is "
+                             f"{found.group(1)!r}); install a CUDA build, or run --device cpu")
+
+
+def check_gpus(args: argparse.Namespace) -> None:
+    """``--device gpu``: a CUDA build of Paddle and as many visible GPUs as ranks on this node, asked
+    of Paddle itself (``paddle.is_compiled_with_cuda()``, ``paddle.device.cuda.device_count()``, in a
+    subprocess: the launch never imports Paddle here). Raises :class:`GpuUnavailable` (exit 3)."""
+    from ..installed import NOT_INSTALLED, paddle_version
+
+    found = paddle_version()
+    if found["version"] == NOT_INSTALLED:
+        raise GpuUnavailable("--device gpu: Paddle is not installed")
+    probe = ("import warnings; warnings.filterwarnings('ignore'); import paddle;"
+             " cuda = paddle.is_compiled_with_cuda(); "
+             "print(int(cuda), paddle.device.cuda.device_count() if cuda else 0)")
+    try:
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
+                              stdin=subprocess.DEVNULL)
+        cuda, gpus = (int(v) for v in done.stdout.split()[-2:])
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        raise GpuUnavailable(f"--device gpu: could not ask Paddle for its GPUs ({_one_line(exc)[:200]})") from None
+    if not cuda:
+        raise GpuUnavailable(f"--device gpu: Paddle {found['version']} is a CPU build "
+                             "(paddle.is_compiled_with_cuda() is False); install a CUDA build, or run --device cpu")
+    wanted = [int(d) for d in args.devices.split(",")] if args.devices else list(range(args.nproc))
+    if gpus < args.nproc or max(wanted) >= gpus:
+        raise GpuUnavailable(f"--device gpu: {gpus} GPU(s) visible, this launch needs {args.nproc} "
+                             f"(ids {','.join(map(str, wanted))}); check CUDA_VISIBLE_DEVICES, or use fewer --nproc")
+
+
+class GpuUnavailable(Exception):
+    """``--device gpu`` where this machine cannot run it: one line, exit 3 (nothing launched, nothing written)."""
+
+
+def opening_line(args: argparse.Namespace, cases: Sequence[LaunchCase]) -> str:
+    from ..installed import NOT_INSTALLED, paddle_version
+
+    found = paddle_version()
+    paddle = ("Paddle not installed" if found["version"] == NOT_INSTALLED
+              else f"Paddle {found['version']} (commit {found['commit'][:12]})")
+    return (f"{prefix(PROG)}: {paddle}; {len(cases)} cases ({args.selection['describe']}) on {args.nproc} ranks "
+            f"({args.device}); report in {args.report_dir / report_stem(args)}.md")
+
+
+#: Bytes a rank holds per element of a case's x: the float32 global tensor, its gradient and the
+#: op's output and its gradient, on every rank (each builds the global tensor, then shards it).
+BYTES_PER_ELEMENT = 4 * 4
+
+
+def _check_sizes(cases: Sequence[LaunchCase], args: argparse.Namespace) -> None:
+    """A case whose x the ranks cannot hold is refused by name before the launch (a shape of 10^11
+    elements would have every rank allocate it): beyond int64 elements, or beyond the memory
+    available to ``--nproc`` ranks."""
+    memory = _available_memory_mb()
+    where = "--cases" if args.cases is not None else "--mesh"
+    for case in cases:
+        numel = math.prod(case.shape)
+        if numel > 2**63 - 1:
+            raise UsageError(where, f"case {case.case_id}: shape {list(case.shape)} holds {numel:.3g} elements, "
+                             "beyond int64 (the largest size Paddle holds)", "fix or drop that case")
+        need_mb = numel * BYTES_PER_ELEMENT * args.nproc // 2**20
+        if memory is not None and need_mb > memory and not args.oversubscribe:
+            raise UsageError(where, f"case {case.case_id}: shape {list(case.shape)} needs ~{need_mb:,} MB on "
+                             f"{args.nproc} ranks, {memory:,} MB are available",
+                             "give a smaller shape, or add --oversubscribe to insist")
 
 
 def _select_rules(rules: list[str], cases: list[LaunchCase]) -> list[LaunchCase]:
@@ -352,6 +532,7 @@ def _meta(cases: Sequence[LaunchCase], args: argparse.Namespace, records: dict[i
         "nproc": args.nproc, "meshes": sorted({"x".join(map(str, c.mesh_shape)) for c in cases}),
         "cases": len(cases), "launch_seconds": round(launch_seconds, 1), "probes": probes,
         "not_launched": {r: NOT_LAUNCHED[r] for r in getattr(args, "rules", []) if r in NOT_LAUNCHED},
+        "selection": getattr(args, "selection", None),
     }
 
 
@@ -389,15 +570,19 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
     kept: list[Path] = []  # where the normal path moved the work dir, if it got that far
     try:
         work.mkdir(mode=0o700)
-        print(f"launching {len(runnable)} cases on {args.nproc} ranks ({args.device}) ...", flush=True)
+        print(f"phase 1/3: launching {len(runnable)} cases on {args.nproc} ranks ({args.device}) ...", flush=True)
         session = run_cases(runnable, config, work_dir=work, job_id=job_id)
         launch, records = session.launch, session.records
         print(launch.summary(), flush=True)
 
+        kinds = len({k for k in (crash_key(predict(c)) for c in runnable) if k is not None})
+        print(f"phase 2/3: crash probes: {kinds} kind(s) of predicted crash, up to {args.crash_probes} case(s) "
+              "each, run alone ..." if kinds and args.crash_probes else "phase 2/3: no crash probe to run", flush=True)
         run_probes(runnable, args.crash_probes, work / "probes", token=job_id, into=probes)
         for key, probe in probes.items():
             print(f"crash probe {key} (case {probe['case_id']}): {probe['summary']}", flush=True)
 
+        print("phase 3/3: comparing every rank's tensors with the port's prediction ...", flush=True)
         report = _report(cases, args, records, not_run, probes, launch.summary(), " ".join(launch.command),
                          launch.seconds, t0)
         md, js = report.write(args.report_dir, stem)

@@ -43,6 +43,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..reporting import mode_for
+
 TOKEN_ENV = "PADDLE_SPMD_LAUNCH_TOKEN"
 LOG_TAIL_LINES = 40
 _FAILED_RANK = re.compile(r"Container rank (\d+) status failed")
@@ -291,6 +293,9 @@ def keep_dir(source: Path, destination: Path) -> Path:
     elif destination.exists() or destination.is_symlink():
         destination.unlink()
     shutil.move(str(source), str(destination))
+    # the work dir was made 0700 (private while the launch ran in the temp dir); kept as a report
+    # next to the report files it is as readable as they are (reporting.mode_for)
+    destination.chmod(mode_for(0o777))
     return destination
 
 

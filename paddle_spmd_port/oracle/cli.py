@@ -47,10 +47,14 @@ from ..runctl import (
     Interrupted,
     UsageError,
     add_profile_argument,
+    add_replace_report_argument,
     add_rules_argument,
     add_selection_arguments,
     check_output_dir,
     mesh_list,
+    path_text,
+    prefix,
+    refuse_other_selection,
     rule_keys,
     run_command,
 )
@@ -98,7 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_profile_argument(p, default="all", also=("all",),
                          help="whose answers to judge: a rule profile, or all (the default; paddle is compared "
                               "with proposed)")
-    p.add_argument("--report-dir", type=Path, default=Path("reports"), help="where the report goes (default reports/)")
+    p.add_argument("--report-dir", type=path_text, default=Path("reports"),
+                   help="where the report goes (default reports/); a report there of another selection (other "
+                        "--rules, --profile, --meshes, --sample, --max-cases, --sync-group) is refused unless "
+                        "--replace-report")
+    add_replace_report_argument(p)
     add_selection_arguments(p)
     p.add_argument("--meshes", type=_grid_meshes, default=list(ORACLE_MESHES), metavar="MESH[,MESH...]",
                    help=f"comma-separated mesh shapes (default {','.join(_mesh_text(m) for m in ORACLE_MESHES)}; "
@@ -107,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ranks sync_batch_norm all-reduces over: the mesh dims that shard x's batch axis (default) "
                         "or the whole mesh (what Paddle's GPU kernel does with the world communicator)")
     p.add_argument("--max-bugs", type=int, default=40, help="distinct bugs to print in full (default 40)")
-    p.add_argument("--quiet", action="store_true", help="print only the tables")
+    p.add_argument("--quiet", action="store_true", help="print only the tables (no opening line, no progress)")
     return p
 
 
@@ -241,7 +249,8 @@ def _render(run: _Run, args: argparse.Namespace, seconds: float, interrupted: st
     report = "\n".join(parts)
     printed = report if not args.quiet else "\n".join(parts[: len(profiles) + 2])
     summary = {"status": f"INTERRUPTED by {interrupted}: partial" if interrupted else "complete",
-               "rules": status, **summary_json(tallies, bugs, seconds, run.judge.simulations)}
+               "selection": getattr(args, "selection", None), "rules": status,
+               **summary_json(tallies, bugs, seconds, run.judge.simulations)}
     return report, printed, summary, everything, files
 
 
@@ -269,6 +278,33 @@ def _write_report(run: _Run, args: argparse.Namespace, out: Path, interrupted: s
     return printed
 
 
+def selection_of(args: argparse.Namespace) -> dict[str, Any]:
+    """What this run judges: its key (``slug``) and a sentence; kept in oracle.json so that a narrower
+    run never silently replaces a broader report (runctl.refuse_other_selection)."""
+    slug, words = [], []
+    if args.rules != list(rule_keys()):
+        slug.append("rules=" + ",".join(args.rules))
+        words.append("rules " + ", ".join(args.rules))
+    else:
+        words.append("every rule")
+    if args.profile != "all":
+        slug.append(f"profile={args.profile}")
+    words.append(f"profile {args.profile}")
+    if args.meshes != list(ORACLE_MESHES):
+        slug.append("meshes=" + ",".join(_mesh_text(m) for m in args.meshes))
+        words.append("meshes " + ",".join(_mesh_text(m) for m in args.meshes))
+    if args.sample is not None:
+        slug.append(f"sample={args.sample},seed={args.seed}")
+        words.append(f"a sample of {args.sample} cases per rule (seed {args.seed})")
+    if args.max_cases is not None:
+        slug.append(f"max={args.max_cases}")
+        words.append(f"the first {args.max_cases} cases per rule")
+    if args.sync_group != "batch":
+        slug.append(f"sync-group={args.sync_group}")
+        words.append(f"sync group {args.sync_group}")
+    return {"slug": ";".join(slug) or "full", "describe": ", ".join(words)}
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -280,12 +316,15 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.max_bugs < 0:
         raise UsageError("--max-bugs", f"{args.max_bugs} is negative", "give 0 or more")
     out = check_output_dir(args.report_dir, "--report-dir")
+    args.selection = selection_of(args)
+    refuse_other_selection(out / "oracle.json", args.selection, args.replace_report)
     profiles = PROFILE_NAMES if args.profile == "all" else (args.profile,)
 
     run = _Run(rules, profiles, Judge(sync_group=args.sync_group), no_kernel=no_kernel)
     if not args.quiet:
-        print(f"[oracle] judging {len(rules)} rule(s) x {len(profiles)} profile(s) on meshes "
-              f"{' '.join(_mesh_text(m) for m in args.meshes)}", file=sys.stderr, flush=True)
+        print(f"{prefix(PROG)}: judging {len(rules)} rule(s) x {len(profiles)} profile(s) "
+              f"({args.selection['describe']}) on a virtual mesh in numpy (Paddle not used); report in "
+              f"{out / 'oracle.md'}", file=sys.stderr, flush=True)
     try:
         for rule in rules:
             cases = list(oracle_grid(rule, args.meshes))
@@ -300,17 +339,18 @@ def _main(argv: Sequence[str] | None) -> int:
         exc.detail = f"partial report in {out / 'oracle.md'}"
         raise
     print(printed)
-    print(f"\n[oracle] report: {out / 'oracle.md'} ({time.perf_counter() - run.start:.1f}s)", file=sys.stderr)
+    print(f"\n{prefix(PROG)}: report in {out / 'oracle.md'} ({time.perf_counter() - run.start:.1f}s)", file=sys.stderr)
 
     judged = run.judged
     if not any(judged[profiles[0]].values()):
-        print(f"[oracle] no case to judge: the grid has none for {', '.join(rules)} on these meshes", file=sys.stderr)
+        print(f"{prefix(PROG)}: no case to judge: the grid has none for {', '.join(rules)} on these meshes",
+              file=sys.stderr)
         return EXIT_INCOMPLETE
     if "proposed" in profiles:
         bad = [j for rows in judged["proposed"].values() for j in rows
                if j.verdict.label not in (SOUND, OP_REJECTS) and j.answer is not None]
         if bad:
-            print(f"[oracle] the proposed profile has {len(bad)} answers that are not sound", file=sys.stderr)
+            print(f"{prefix(PROG)}: the proposed profile has {len(bad)} answers that are not sound", file=sys.stderr)
             return EXIT_FINDING
     return EXIT_OK
 

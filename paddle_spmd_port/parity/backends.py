@@ -40,6 +40,17 @@ DEFAULT_BACKENDS: dict[str, tuple[str, ...]] = {
 DEFAULT_BACKEND: dict[str, str] = {rule: backends[0] for rule, backends in DEFAULT_BACKENDS.items()}
 
 
+def routes_reaching(rule: str) -> tuple[str, ...]:
+    """Every native route that can compare ``rule``, in :data:`BACKENDS` order: its default routes,
+    plus the compiled caller wherever it exports the rule (``native.compiled.RULES``; it also
+    reaches rules whose default routes are others). Paddle is not imported. Tested against each
+    backend's own table (tests/test_bad_input_parity.py)."""
+    from ..native.compiled import RULES as COMPILED_RULES
+
+    routes = set(DEFAULT_BACKENDS[rule]) | ({"compiled"} if rule in COMPILED_RULES else set())
+    return tuple(b for b in BACKENDS if b in routes)
+
+
 def add_backend_argument(parser: argparse.ArgumentParser, help: str) -> None:
     """``--backend registry|compiled|pir``: the native route to compare with (default: per rule)."""
     parser.add_argument("--backend", choices=BACKENDS, default=None,

@@ -1,33 +1,40 @@
 """``python -m paddle_spmd_port parity``: the main job.
 
-Enumerates every rule's grid (:mod:`.grid`), runs each case through the port (in this
-process) and through native Paddle (crash-isolated workers, :mod:`.native.pool`), compares every
-cell (:mod:`.compare`) and writes ``parity.md``, ``parity.json`` and ``parity-cases.jsonl.gz``
-(+ JUnit XML with ``--junit``) into the report directory -- after every backend group, so a
+Enumerates every rule's grid (parity/grid.py), runs each case through the port (in this
+process) and through native Paddle (crash-isolated workers, native/pool.py), compares every
+cell (parity/compare.py) and writes parity.md, parity.json and parity-cases.jsonl.gz
+(+ JUnit XML with --junit) into the report directory -- after every backend group, so a
 failure or an interrupt still leaves a partial report whose first line says so. The PIR group,
 the longest, starts first (as soon as its own cases are drawn) and runs alongside the others
-(:class:`BackgroundGroup`); groups are
-still compared and reported in the fixed order of :data:`.backends.BACKENDS`.
+(BackgroundGroup); groups are still compared and reported in the fixed order of
+parity/backends.py BACKENDS.
 
-``--random N --seed S`` replaces the grid with N random cases per rule drawn outside it
-(:mod:`.random_cases`: other meshes, odd sizes, higher ranks, None, invalid and mixed-mesh
-inputs), compared through each rule's primary backend (or ``--backend``); every mismatching case's
-``infer --case-json`` line is printed on the console.
+--random N --seed S replaces the grid with N random cases per rule drawn outside it
+(parity/random_cases.py: other meshes, odd sizes, higher ranks, None, invalid and mixed-mesh
+inputs), compared through each rule's primary backend (or --backend); every mismatching case's
+infer --case-json line is printed on the console.
 
 Fails closed: a case is *compared* when at least one native route gave an answer, an error, or a
-crash the port predicted. Exit status (the table in :mod:`.runctl`):
+crash the port predicted. Exit status (the table in runctl.py):
 
     0    every selected case compared, no mismatching cell
     1    some case mismatches (outranks 3)
     2    bad usage (one line; nothing run, nothing written)
     3    some selected case was compared by no route (Paddle missing, a backend unavailable,
-         workers timing out, an empty selection); ``--allow-uncompared`` accepts that, and the
+         workers timing out, an empty selection); --allow-uncompared accepts that, and the
          report's first line then says so
+    4    internal error (one line; the traceback saved to a file)
     130 / 143  interrupted by SIGINT / SIGTERM (workers ended, partial report written)
 
-The report goes to ``reports/parity`` for the whole default sweep and to
-``reports/parity-<selection>`` for any narrower one, so a sample never replaces the full sweep's
-report; a ``--report-dir`` holding another selection's report is refused unless ``--replace-report``.
+Checked before any work (one line, exit 2): a --timeout that is not finite and > 0, an empty
+--report-dir or --junit, a --backend that cannot reach a rule of --rules (the line names the routes
+that can), --workers beyond this machine's cores (--oversubscribe insists). Within a second it
+says what it is about to do (Paddle version and commit, release profile, selection, report
+directory) on stderr, unless --quiet.
+
+The report goes to reports/parity for the whole default sweep and to
+reports/parity-<selection> for any narrower one, so a sample never replaces the full sweep's
+report; a --report-dir holding another selection's report is refused unless --replace-report.
 """
 
 from __future__ import annotations
@@ -35,7 +42,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
-import json
 import sys
 import threading
 import time
@@ -49,17 +55,24 @@ from ..runctl import (
     EXIT_FINDING,
     EXIT_INCOMPLETE,
     EXIT_OK,
+    MAX_SECONDS,
     ArgumentParser,
     Interrupted,
     UsageError,
+    add_replace_report_argument,
     add_rules_argument,
     add_selection_arguments,
+    available_cores,
     check_output_dir,
     check_output_file,
     count,
+    path_text,
+    prefix,
+    refuse_other_selection,
     run_command,
+    seconds,
 )
-from .backends import BACKENDS, DEFAULT_BACKEND, DEFAULT_BACKENDS, add_backend_argument
+from .backends import BACKENDS, DEFAULT_BACKEND, DEFAULT_BACKENDS, add_backend_argument, routes_reaching
 from .compare import compare
 from .detect import detect_release
 from .grid import GRIDS, coshard_cases, grid_for, sample
@@ -90,20 +103,24 @@ def build_parser() -> ArgumentParser:
     ap.add_argument("--coshard", action="store_true",
                     help="only each rule's co-shard set (co-sharded inputs, ids <rule>-coshard-...; parity/grid.py "
                          "coshard_cases); --sample and --max-cases then apply to it")
-    ap.add_argument("--workers", type=count, default=2, help="native worker processes (default 2)")
-    ap.add_argument("--timeout", type=float, default=60.0,
-                    help="seconds a silent worker is given before it is killed (> 0; default 60)")
-    ap.add_argument("--report-dir", default=None,
+    ap.add_argument("--workers", type=count, default=None,
+                    help="native worker processes per backend group (default 2, or 1 on a 1-core machine; at most "
+                         "this machine's cores unless --oversubscribe)")
+    ap.add_argument("--oversubscribe", action="store_true",
+                    help="allow --workers beyond this machine's cores")
+    ap.add_argument("--timeout", type=seconds, default=60.0,
+                    help=f"seconds a silent worker is given before it is killed (> 0, at most {MAX_SECONDS:.0f}; "
+                         "default 60)")
+    ap.add_argument("--report-dir", type=path_text, default=None,
                     help=f"where the report goes (default {DEFAULT_REPORT_DIR} for the whole sweep, "
                          f"{DEFAULT_REPORT_DIR}-<selection> for a narrower one)")
-    ap.add_argument("--replace-report", action="store_true",
-                    help="let this run replace a report of another selection in --report-dir")
+    add_replace_report_argument(ap)
     ap.add_argument("--allow-uncompared", action="store_true",
                     help="exit 0 even if some case was compared by no route (the report's first line says so)")
-    ap.add_argument("--junit", default=None, help="also write JUnit XML to this path")
+    ap.add_argument("--junit", type=path_text, default=None, help="also write JUnit XML to this path")
     ap.add_argument("--show-repro", action="store_true", help="print a standalone Python snippet per mismatch")
     ap.add_argument("--list", action="store_true", help="print each rule's grid size and exit")
-    ap.add_argument("--quiet", action="store_true", help="no progress line")
+    ap.add_argument("--quiet", action="store_true", help="no opening line and no progress line")
     return ap
 
 
@@ -116,9 +133,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             if value is not None:
                 raise UsageError("--random", f"cannot be combined with {flag} (random cases are drawn, not sampled "
                                  "from the grid)", f"give --random N alone (N cases per rule), without {flag}")
-    if not args.timeout > 0:  # also rejects nan
-        raise UsageError("--timeout", f"{args.timeout:g} is not allowed", "give a number of seconds > 0")
+    if args.primary_only and args.backend:
+        raise UsageError("--primary-only", f"contradicts --backend {args.backend} (one route is already chosen)",
+                         "drop --primary-only or drop --backend")
     args.rule_names = list(dict.fromkeys(names))
+    _check_routes(args.rule_names, args.backend)
+    args.workers = _workers(args.workers, args.oversubscribe)
     args.selection = selection_of(args)
     if not args.list:
         slug = args.selection["slug"]
@@ -126,9 +146,51 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.report_dir = check_output_dir(args.report_dir or default_dir, "--report-dir")
         if args.junit:
             args.junit = check_output_file(args.junit, "--junit")
-        if not args.replace_report:
-            _refuse_other_selection(args.report_dir, args.selection)
+        refuse_other_selection(args.report_dir / "parity.json", args.selection, args.replace_report)
     return args
+
+
+def opening_line(args: argparse.Namespace) -> str:
+    """What the run is about to do, printed before any work: Paddle's version and commit (read from its
+    files: Paddle is not imported), the release profile the run compares with, the selection, the report."""
+    from ..installed import NOT_INSTALLED, paddle_version
+
+    found = paddle_version()
+    if found["version"] == NOT_INSTALLED:
+        paddle = "Paddle not installed (no native route can answer: every case stays uncompared)"
+    else:
+        profile = detect_release(found["version"], found["commit"])
+        how = ("exact" if profile.is_exact and profile.commit_matches else
+               "newer than every known profile" if profile.is_newer_than_known else
+               "older than every known profile" if profile.is_older_than_known else "nearest known")
+        paddle = f"Paddle {found['version']} (commit {found['commit'][:12]}), release profile {profile.version} ({how})"
+    junit = f" and {args.junit}" if args.junit else ""
+    return f"{prefix('parity')}: {paddle}; comparing {args.selection['describe']}; report in {args.report_dir}{junit}"
+
+
+def _check_routes(rules: list[str], backend: str | None) -> None:
+    """``--backend`` names a route every rule of the selection can be compared through
+    (backends.routes_reaching: the routes each rule has); else one line naming the routes that can."""
+    if backend is None:
+        return
+    for rule in rules:
+        routes = routes_reaching(rule)
+        if backend not in routes:
+            raise UsageError("--backend", f"the {backend} route cannot reach {rule}",
+                             f"{rule} is reached by {', '.join(routes)}: give one of them, or leave out --backend "
+                             "(each rule's own routes)")
+
+
+def _workers(given: int | None, oversubscribe: bool) -> int:
+    """``--workers``: at most this machine's cores unless ``--oversubscribe`` (more workers than cores
+    only add start-up and switching: 1000 started 16 Paddle workers, 22 s instead of 9)."""
+    cores = available_cores()
+    if given is None:
+        return min(2, cores)
+    if given > cores and not oversubscribe:
+        raise UsageError("--workers", f"{given} is more than this machine's {cores} core(s)",
+                         f"give at most {cores}, or add --oversubscribe to insist")
+    return given
 
 
 def selection_of(args: argparse.Namespace) -> dict:
@@ -165,20 +227,6 @@ def selection_of(args: argparse.Namespace) -> dict:
             "primary_only": args.primary_only or args.random is not None, "sample": args.sample,
             "random": args.random, "seed": args.seed, "coshard": args.coshard,
             "max_cases": args.max_cases, "describe": ("the whole grid: " if full else "") + "; ".join(words)}
-
-
-def _refuse_other_selection(report_dir: Path, selection: dict) -> None:
-    old_file = report_dir / "parity.json"
-    if not old_file.is_file():
-        return
-    try:
-        old = json.loads(old_file.read_text()).get("selection") or {}
-    except (OSError, ValueError, AttributeError):
-        old = {}
-    if old.get("slug") != selection["slug"]:
-        what = old.get("describe") or "a run of unknown selection"
-        raise UsageError("--report-dir", f"{report_dir} holds the report of another run ({what})",
-                         "choose another --report-dir, or pass --replace-report to replace it")
 
 
 def select_cases(rule: str, max_cases: int | None, n_sample: int | None, seed: int,
@@ -339,6 +387,8 @@ def _sweep(args: argparse.Namespace) -> int:
             print(f"{rule:22s} {len(cases):8,d} cases {len(cases) * n_cells:10,d} cells")
         return EXIT_OK
 
+    if not args.quiet:
+        print(opening_line(args), file=sys.stderr, flush=True)
     groups = _plan_groups(args)
     # The background group starts as soon as its own cases are drawn: its workers import Paddle and
     # take their cases while the other rules' cases are drawn here.

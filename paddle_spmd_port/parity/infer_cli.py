@@ -44,6 +44,7 @@ import json
 import math
 import re
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,6 +59,7 @@ from ..runctl import (
     UsageError,
     add_profile_argument,
     mesh_shape,
+    prefix,
     run_command,
 )
 from ..types import DistTensorSpec, Mapping, ProcessMesh, entry_of
@@ -79,12 +81,39 @@ def _flag(name: str) -> str:
     return name.replace("_", "-")
 
 
+#: The largest integer Paddle holds (shapes, dims_mappings and integer attributes are int64 there).
+INT64_MAX = 2**63 - 1
+
+
 def _ints(text: str, arg: str, example: str = "0,-1") -> tuple[int, ...]:
     try:
-        return tuple(int(v) for v in text.split(",") if v.strip() != "")
+        values = tuple(int(v) for v in text.split(",") if v.strip() != "")
     except ValueError:
         raise UsageError(arg, f"{text!r} is not a list of integers", f"give comma-separated integers like {example}"
                          ) from None
+    _int64_range(values, arg)
+    return values
+
+
+def _int64_range(values: Sequence[int], arg: str) -> None:
+    big = [v for v in values if not -INT64_MAX - 1 <= v <= INT64_MAX]
+    if big:
+        raise UsageError(arg, f"{big[0]} is beyond int64, the largest integer Paddle holds",
+                         f"give integers of magnitude at most {INT64_MAX}")
+
+
+def _int64(arg: str) -> Any:
+    """An argparse ``type``: an integer Paddle can hold (int64)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not -INT64_MAX - 1 <= value <= INT64_MAX:
+            raise argparse.ArgumentTypeError(f"{value} is beyond int64, the largest integer Paddle holds; "
+                                             f"give an integer of magnitude at most {INT64_MAX}")
+        return value
+    return parse
 
 
 MAPPING_VALID = ("give a mesh dim or -1 per axis, comma-separated, e.g. 0,-1; a co-sharded axis as (0,1) or [0,1], "
@@ -126,7 +155,7 @@ def _mapping(text: str, arg: str) -> Mapping:
             members = [v.strip() for v in m["members"].split(",")]
             if not all(re.fullmatch(r"[+-]?\d+", v) for v in members):
                 raise bad
-            out.append(entry_of([int(v) for v in members]))
+            out.append(entry_of(_ints(m["members"], arg)))
         pos = m.end()
         if pos == len(body):
             break
@@ -144,10 +173,37 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def _rules_help() -> str:
+    """``infer --help``'s list of rules: each with its tensors and attributes, one line a rule."""
+    lines = ["rules (infer RULE --help lists that rule's flags):"]
+    for key, spec in RULES.items():
+        tensors = ", ".join(f"{n}?" if n in spec.optional else n for n in spec.inputs)
+        attrs = ", ".join(k for k, _ in spec.attrs) or "no attributes"
+        lines.append(f"  {key:<22} {tensors}; {attrs}")
+    return "\n".join(lines + ["  (? = optional: --NAME-none passes None)"])
+
+
+def build_parser(rule: str | None = None) -> argparse.ArgumentParser:
+    """The parser; ``--help`` shows ``rule``'s tensor and attribute flags only (none without a rule:
+    the list of rules instead). Every rule's flags are parsed either way, so that a flag of another
+    rule gets the line saying what this rule takes."""
+    spec = RULES.get(rule) if rule else None
+    shown_tensors = set(spec.inputs) if spec else set()
+    shown_attrs = {k for k, _ in spec.attrs} if spec else set()
+
+    def shown(help_text: str, visible: bool) -> str:
+        return help_text if visible else argparse.SUPPRESS
+
+    description = __doc__ if spec is None else textwrap.fill(
+        f"{rule} (op {spec.op}): tensors {', '.join(spec.inputs)}"
+        f"{' (optional: ' + ', '.join(sorted(spec.optional)) + ')' if spec.optional else ''}; attributes "
+        f"{', '.join(k for k, _ in spec.attrs) or 'none'}. Shapes not given are derived from x, mappings not "
+        "given are replicated (infer --help: every rule and the common flags).", width=100)
+    ap = ArgumentParser(prog=PROG, description=description, epilog=_rules_help() if spec is None else None,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("rule", nargs="?", choices=list(RULES), metavar="RULE",
-                    help=f"the rule key: {', '.join(RULES)} (or give --case-json)")
+                    help="the rule key (listed below; infer RULE --help: its flags), or give --case-json"
+                    if spec is None else f"the rule key ({rule} here; infer --help lists every rule)")
     ap.add_argument("--case-json", metavar="JSON|@FILE",
                     help="a case as JSON (what a report's repro line carries), or a report's per-case record (its "
                          "backend is the route unless --backend is given); @FILE reads one record from FILE (gzip or "
@@ -157,31 +213,41 @@ def build_parser() -> argparse.ArgumentParser:
                          "process ids 0..n-1")
     add_profile_argument(ap, help="the rule profile the port answers with (default paddle = Paddle 3.3.1; "
                                   "pr72918, proposed: see the README); native Paddle is always Paddle's own rule")
-    ap.add_argument("--no-native", action="store_true", help="the port's answer only (no Paddle needed)")
-    add_backend_argument(ap, "the native route to ask (default: the rule's primary route)")
+    ap.add_argument("--no-native", action="store_true",
+                    help="the port's answer only (no Paddle needed; not with --backend)")
+    add_backend_argument(ap, "the native route to ask (default: the rule's primary route; not with --no-native)")
     for name in TENSOR_NAMES:
-        flag = _flag(name)
+        flag, visible = _flag(name), name in shown_tensors
         ap.add_argument(f"--{flag}-shape", dest=f"{name}_shape", metavar="N,N,...",
-                        help=f"shape of {name}, comma-separated sizes (default: derived from x)"
-                        if name != "x" else "shape of x, comma-separated sizes (required unless --case-json)")
+                        help=shown(f"shape of {name}, comma-separated sizes (default: derived from x)"
+                                   if name != "x" else "shape of x, comma-separated sizes (required unless "
+                                   "--case-json)", visible))
         ap.add_argument(f"--{flag}-mapping", dest=f"{name}_mapping", metavar="D,D,...",
-                        help=f"dims_mapping of {name}: a mesh dim or -1 per axis, a co-shard as (0,1) "
-                             "(default: replicated)")
+                        help=shown(f"dims_mapping of {name}: a mesh dim or -1 per axis, a co-shard as (0,1) "
+                                   "(default: replicated)", visible))
         ap.add_argument(f"--{flag}-partial", dest=f"{name}_partial", metavar="D,...",
-                        help=f"mesh dims {name} is Partial(SUM) over, comma-separated (default: none)")
+                        help=shown(f"mesh dims {name} is Partial(SUM) over, comma-separated (default: none)",
+                                   visible))
         ap.add_argument(f"--{flag}-none", dest=f"{name}_none", action="store_true",
-                        help=f"pass None for {name} (where the rule takes it as optional)")
-    ap.add_argument("--epsilon", type=float, help="attribute epsilon (default: the rule's)")
-    ap.add_argument("--momentum", type=float, help="attribute momentum, batch_norm family (default: the rule's)")
-    ap.add_argument("--begin-norm-axis", type=int, dest="begin_norm_axis",
-                    help="attribute begin_norm_axis, layer_norm family (default: the rule's)")
+                        help=shown(f"pass None for {name} (not with the other --{flag}-* flags)",
+                                   visible and spec is not None and name in spec.optional))
+    attr_help = {
+        "epsilon": "attribute epsilon (default: the rule's)",
+        "momentum": "attribute momentum (default: the rule's)",
+        "begin_norm_axis": "attribute begin_norm_axis (default: the rule's)",
+        "data_format": "attribute data_format, e.g. NCHW or NHWC (default: the rule's)",
+        "groups": "attribute groups (default: the rule's)",
+    }
+    ap.add_argument("--epsilon", type=float, help=shown(attr_help["epsilon"], "epsilon" in shown_attrs))
+    ap.add_argument("--momentum", type=float, help=shown(attr_help["momentum"], "momentum" in shown_attrs))
+    ap.add_argument("--begin-norm-axis", type=_int64("--begin-norm-axis"), dest="begin_norm_axis",
+                    help=shown(attr_help["begin_norm_axis"], "begin_norm_axis" in shown_attrs))
     ap.add_argument("--data-format", dest="data_format",
-                    help="attribute data_format, batch_norm family, e.g. NCHW or NHWC (default: the rule's)")
-    ap.add_argument("--groups", type=int, help="attribute groups, group_norm (default: the rule's; its rules read "
-                    "no attribute)")
+                    help=shown(attr_help["data_format"], "data_format" in shown_attrs))
+    ap.add_argument("--groups", type=_int64("--groups"), help=shown(attr_help["groups"], "groups" in shown_attrs))
     for flag in ("is_test", "use_global_stats", "trainable_statistics"):
         ap.add_argument(f"--{_flag(flag)}", dest=flag, type=_bool, metavar="true|false",
-                        help=f"attribute {flag}, batch_norm family (default: the rule's)")
+                        help=shown(f"attribute {flag} (default: the rule's)", flag in shown_attrs))
     return ap
 
 
@@ -241,6 +307,11 @@ def _case_from_flags(args: argparse.Namespace) -> Case:
     if foreign:
         takes = ", ".join([f"--{_flag(n)}-*" for n in spec.inputs] + [f"--{_flag(k)}" for k, _ in spec.attrs])
         raise UsageError(foreign[0], f"{args.rule} takes no such argument", f"{args.rule} takes {takes}")
+    for name in spec.inputs:  # None and a placement of the same tensor cannot both hold
+        given = [f for f in _tensor_flags(args, name) if not f.endswith("-none")]
+        if getattr(args, f"{name}_none") and given and name in spec.optional:
+            raise UsageError(f"--{_flag(name)}-none", f"contradicts {' '.join(given)} ({name} is either None or a "
+                             "tensor)", f"drop --{_flag(name)}-none or drop {' '.join(given)}")
     mesh = ProcessMesh(DEFAULT_MESH if args.mesh is None else args.mesh)  # checked by runctl.mesh_shape
     attrs = {k: getattr(args, k) for k, _ in spec.attrs if getattr(args, k, None) is not None}
     if args.x_shape is None:
@@ -280,6 +351,10 @@ def _json_error(problem: str, valid: str = CASE_JSON_EXAMPLE) -> UsageError:
 def _int_list(value: Any, where: str) -> None:
     if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
         raise _json_error(f"{where} is {json.dumps(value)}, not a list of integers")
+    big = [v for v in value if not -INT64_MAX - 1 <= v <= INT64_MAX]
+    if big:
+        raise _json_error(f"{where} holds {big[0]}, beyond int64 (the largest integer Paddle holds)",
+                          f"give integers of magnitude at most {INT64_MAX}")
 
 
 def _mapping_list(value: Any, where: str) -> None:
@@ -459,8 +534,17 @@ def _one_line(text: str) -> str:
     return lines[0] if len(lines) == 1 else f"{lines[0].rstrip(':')}: {lines[-1]}"[:400]
 
 
+def _rule_named(argv: Sequence[str]) -> str | None:
+    """The RULE of a command line, for ``--help`` (the first word that is a rule key)."""
+    return next((a for a in argv if a in RULES), None)
+
+
 def _main(argv: Sequence[str]) -> int:
-    args = build_parser().parse_args(_glue_negative_values(argv))
+    argv = _glue_negative_values(argv)
+    args = build_parser(_rule_named(argv) if {"-h", "--help"} & set(argv) else None).parse_args(argv)
+    if args.no_native and args.backend is not None:
+        raise UsageError("--backend", "contradicts --no-native (no native route is asked)",
+                         "drop --backend for the port alone, or drop --no-native")
     case, record = case_and_record(args)
     print(case.describe())
     port = port_outcome(case, args.profile)
@@ -480,7 +564,7 @@ def _main(argv: Sequence[str]) -> int:
             (native,), info = run_native([case], backend=backend, workers=1)
         except (ImportError, RuntimeError) as exc:
             sys.stdout.flush()
-            print(f"{PROG}: native backend {backend} unavailable: {_one_line(str(exc))} "
+            print(f"{prefix(PROG)}: native backend {backend} unavailable: {_one_line(str(exc))} "
                   "(--no-native shows the port's answer alone)", file=sys.stderr)
             return EXIT_INCOMPLETE
     _show(f"native ({backend}, Paddle {info.get('version', '?')})", case, native)
@@ -503,7 +587,7 @@ def _main(argv: Sequence[str]) -> int:
         return EXIT_FINDING
     if cmp.verdict not in COMPARED:
         sys.stdout.flush()
-        print(f"{PROG}: not compared ({cmp.verdict}): {_one_line(str(native))}", file=sys.stderr)
+        print(f"{prefix(PROG)}: not compared ({cmp.verdict}): {_one_line(str(native))}", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_OK
 
