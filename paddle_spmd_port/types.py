@@ -33,6 +33,7 @@ Placements, one per mesh dim (the dynamic-graph view of the same thing)::
 from __future__ import annotations
 
 import math
+import operator
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -63,13 +64,17 @@ SPEEDUPS: Any = _load_speedups()
 CORE = "python" if SPEEDUPS is None else "c"
 
 
-#: ``_INT_ONLY.issuperset(map(type, items))``: every item is exactly an int (bool and int subclasses are not)
+#: ``_INT_ONLY.issuperset(map(type, items))``: every item is exactly an int (no bool, no int subclass, no numpy int)
 _INT_ONLY = frozenset({int})
 
 
 def _items(value: Iterable[Any], what: str) -> tuple[Any, ...]:
     """``value`` as a tuple, when it is a sequence (not a str, bytes or dict); else
     :class:`ArgumentTypeError` (a TypeError) naming ``what``."""
+    if type(value) is tuple:
+        return value
+    if type(value) is list:
+        return tuple(value)
     kind = f"invalid-spec:{what}:type"
     if isinstance(value, (str, bytes, dict)) or not isinstance(value, Iterable):
         raise ArgumentTypeError(f"{what} must be a sequence of ints, got {type(value).__name__} {value!r:.60}",
@@ -80,15 +85,35 @@ def _items(value: Iterable[Any], what: str) -> tuple[Any, ...]:
         raise ArgumentTypeError(f"{what} must be a sequence of ints, got {value!r:.60}", kind=kind) from None
 
 
+def _as_int(item: Any) -> int | None:
+    """``item`` as an exact int when it is an integer -- anything with ``__index__``: an int, a bool
+    (``True`` is 1, as Paddle's ``TensorDistAttr.dims_mapping`` and ``DistTensorSpec`` take it), an int
+    subclass, a numpy integer -- else None (a float, a str, None, a numpy bool: numpy gives it no
+    ``__index__``)."""
+    if type(item) is int:
+        return item
+    if isinstance(item, float):
+        return None  # a float has no __index__; checked first as the likeliest wrong type
+    try:
+        return operator.index(item)
+    except TypeError:
+        return None
+
+
 def _int_tuple(value: Iterable[Any], what: str) -> tuple[int, ...]:
-    """``value`` as a tuple of ints; anything else raises :class:`ArgumentTypeError` (a TypeError)
-    naming ``what``."""
-    kind = f"invalid-spec:{what}:type"
+    """``value`` as a tuple of exact ints (integers converted by :func:`_as_int`); anything else raises
+    :class:`ArgumentTypeError` (a TypeError) naming ``what``."""
     items = _items(value, what)
+    if _INT_ONLY.issuperset(map(type, items)):  # the common case: already exact ints
+        return items
+    out = []
     for item in items:
-        if isinstance(item, bool) or not isinstance(item, int):
-            raise ArgumentTypeError(f"{what} must hold ints, got {item!r:.30} in {value!r:.60}", kind=kind)
-    return items
+        number = _as_int(item)
+        if number is None:
+            raise ArgumentTypeError(f"{what} must hold ints, got {item!r:.30} in {value!r:.60}",
+                                    kind=f"invalid-spec:{what}:type")
+        out.append(number)
+    return tuple(out)
 
 
 MeshDims = int | tuple[int, ...]
@@ -103,18 +128,23 @@ def entry_of(members: Sequence[int]) -> MeshDims:
 
 
 def _mapping_tuple(value: Iterable[Any], what: str) -> Mapping:
-    """``value`` as a dims_mapping: ints, or sequences of ints for co-sharded axes (normalised by
-    :func:`entry_of`); anything else raises :class:`ArgumentTypeError` naming ``what``."""
-    kind = f"invalid-spec:{what}:type"
+    """``value`` as a dims_mapping: integers (:func:`_as_int`), or sequences of them for co-sharded
+    axes (normalised by :func:`entry_of`); anything else raises :class:`ArgumentTypeError` naming ``what``."""
+    items = _items(value, what)
+    if _INT_ONLY.issuperset(map(type, items)):  # the common case: one exact int per axis
+        return items
     out: list[MeshDims] = []
-    for item in _items(value, what):
-        if isinstance(item, (tuple, list)):
+    for item in items:
+        if type(item) is int:
+            out.append(item)
+        elif isinstance(item, (tuple, list)):
             out.append(entry_of(_int_tuple(item, what)))
-            continue
-        if isinstance(item, bool) or not isinstance(item, int):
-            raise ArgumentTypeError(f"{what} must hold ints (or tuples of ints for a co-sharded axis), got "
-                                    f"{item!r:.30} in {value!r:.60}", kind=kind)
-        out.append(item)
+        else:
+            number = _as_int(item)
+            if number is None:
+                raise ArgumentTypeError(f"{what} must hold ints (or tuples of ints for a co-sharded axis), got "
+                                        f"{item!r:.30} in {value!r:.60}", kind=f"invalid-spec:{what}:type")
+            out.append(number)
     return tuple(out)
 
 
@@ -165,6 +195,8 @@ class ProcessMesh:
 
     def __post_init__(self) -> None:
         shape, ids = self.shape, self.process_ids
+        if type(shape) is list:  # ProcessMesh([2, 3]) as ProcessMesh((2, 3))
+            shape = tuple(shape)
         if self.dim_names is None and type(shape) is tuple and shape \
                 and _INT_ONLY.issuperset(map(type, shape)) and min(shape) >= 1:
             # the common ProcessMesh((2, 3)), or with its ids 0..n-1 spelt out: default ids and
@@ -173,7 +205,10 @@ class ProcessMesh:
             if layout is None:
                 layout = _DEFAULT_LAYOUTS[shape] = (tuple(range(math.prod(shape))),
                                                     tuple(f"d{i}" for i in range(len(shape))))
+            if type(ids) is list:
+                ids = tuple(ids)
             if ids is None or (type(ids) is tuple and ids == layout[0] and _INT_ONLY.issuperset(map(type, ids))):
+                _set(self, "shape", shape)
                 _set(self, "process_ids", layout[0])
                 _set(self, "dim_names", layout[1])
                 _set(self, "_hash", hash((shape, layout[0])))
@@ -279,33 +314,35 @@ class DistTensorSpec:
 
     def __init__(self, shape: Iterable[int], dims_mapping: Iterable[MeshDims], mesh: ProcessMesh | None,
                  partial_dims: Iterable[int] = frozenset()) -> None:
-        # The common call (tuples of ints, a frozenset, a ProcessMesh or None) is checked with one
-        # type scan; anything else takes _int_tuple, which converts what it can and names what it
-        # cannot. Written out instead of a generated __init__ + __post_init__: specs are built by
-        # the hundred thousand, and the checks are the same either way. A co-shard already in its
-        # normal form (tuples of two or more ints) passes a second scan as it is. A spec whose
-        # values were already found valid on a mesh of that many dims (looked up after the type
-        # scans, so no bool or float passes for an int) skips the value checks. Every field is
-        # set on every path (slots: a field never set would not read as its default).
-        if type(shape) is tuple and type(dims_mapping) is tuple and type(partial_dims) is frozenset \
-                and (not partial_dims or _INT_ONLY.issuperset(map(type, partial_dims))) \
-                and ((plain_types := _INT_ONLY.issuperset(map(type, shape + dims_mapping)))
-                     or (_INT_ONLY.issuperset(map(type, shape)) and _normal_coshard(dims_mapping))):
-            coshard = not plain_types  # some entry is a tuple
-            if type(mesh) is ProcessMesh and (shape, dims_mapping, partial_dims, len(mesh.shape)) in _VALID_ON_MESH:
+        # Every call form (tuples or lists, positional or keywords, partial dims given or not, numpy
+        # ints) takes the same path: each argument is made its normal form once (tuples and a
+        # frozenset of exact ints: _int_tuple and _mapping_tuple return a tuple of exact ints as it
+        # is after one type scan), then the values are judged. A spec whose values were already
+        # found valid on a mesh of that many dims (the keys hold normal forms only) skips the value
+        # checks. Written out instead of a generated __init__ + __post_init__: specs are built by
+        # the hundred thousand. Every field is set on every path (slots: a field never set would not
+        # read as its default).
+        shape = _int_tuple(shape, "DistTensorSpec.shape")
+        if type(dims_mapping) is tuple and _INT_ONLY.issuperset(map(type, dims_mapping)):
+            coshard = False
+        else:
+            dims_mapping = _mapping_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
+            coshard = tuple in {*map(type, dims_mapping)}
+        if type(partial_dims) is not frozenset or (partial_dims and not _INT_ONLY.issuperset(map(type, partial_dims))):
+            partial_dims = frozenset(_int_tuple(partial_dims, "partial_dims"))
+        if type(mesh) is ProcessMesh:
+            if (shape, dims_mapping, partial_dims, len(mesh.shape)) in _VALID_ON_MESH:
                 _fill_spec(self, shape, dims_mapping, mesh, partial_dims, coshard, True)
                 return
+            if shape and min(shape) < 0:
+                raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
         else:
-            shape = _int_tuple(shape, "DistTensorSpec.shape")
-            dims_mapping = _mapping_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
-            partial_dims = frozenset(_int_tuple(partial_dims, "partial_dims"))
-            coshard = is_coshard(dims_mapping)
-        if shape and min(shape) < 0:
-            raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
-        if mesh is not None and type(mesh) is not ProcessMesh and not isinstance(mesh, ProcessMesh):
-            raise ArgumentTypeError(
-                f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(mesh).__name__}",
-                kind="invalid-spec:mesh:type")
+            if shape and min(shape) < 0:
+                raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
+            if mesh is not None and not isinstance(mesh, ProcessMesh):
+                raise ArgumentTypeError(
+                    f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(mesh).__name__}",
+                    kind="invalid-spec:mesh:type")
         _fill_spec(self, shape, dims_mapping, mesh, partial_dims, coshard, False)
         problem = self._find_problem()
         if problem is not None:
@@ -330,7 +367,7 @@ class DistTensorSpec:
 
     def _find_problem(self) -> tuple[str, str] | None:
         dm, mesh, partial = self.dims_mapping, self.mesh, self.partial_dims
-        if mesh is not None and len(dm) == len(self.shape) and not is_coshard(dm):
+        if mesh is not None and not self.coshard and len(dm) == len(self.shape):
             # the common valid spec, decided in one pass: every entry -1 or a mesh dim, none twice,
             # every partial dim a mesh dim that splits no axis
             used = [m for m in cast("tuple[int, ...]", dm) if m != -1]
@@ -512,15 +549,6 @@ def clear_caches() -> None:
     _VALID_ON_MESH.clear()
 
 
-def _normal_coshard(dims_mapping: tuple[Any, ...]) -> bool:
-    """True when every entry is an int or a tuple of two or more ints (a co-shard in the form
-    :func:`_mapping_tuple` gives): such a dims_mapping needs no conversion."""
-    for entry in dims_mapping:
-        if type(entry) is not int and (type(entry) is not tuple or len(entry) < 2
-                                       or not _INT_ONLY.issuperset(map(type, entry))):
-            return False
-    return True
-
 _SPECS_READ: dict[tuple[Any, ...], DistTensorSpec] = {}
 
 _ATTR_RE = re.compile(r"^\s*\[(?P<dm>[-\d,\s()]*)\](?:\s*P\{(?P<p>[\d,\s]*)\})?(?P<nomesh>\s*@-)?\s*$")
@@ -597,8 +625,9 @@ if SPEEDUPS is not None:
     # DistTensorSpec.__init__ becomes a C method that builds the common valid spec itself and calls
     # _spec_init for anything else; make() of DistAttr and SpmdResult become C functions that intern
     # into the same _INTERNED table. Everything else of the classes stays as written above.
-    DistTensorSpec.__init__ = SPEEDUPS.configure_types(  # type: ignore[method-assign]
-        ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, _INTERNED, INTERNED_LIMIT, _spec_init, _attr_make,
-        _result_make)
+    # (configure_types installs the C __init__ itself, and the class call that runs it without packing
+    # the arguments into a tuple and a dict; it returns that __init__)
+    SPEEDUPS.configure_types(ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, _INTERNED, INTERNED_LIMIT,
+                             _spec_init, _attr_make, _result_make)
     DistAttr.make = staticmethod(SPEEDUPS.attr_make)  # type: ignore[method-assign]
     SpmdResult.make = staticmethod(SPEEDUPS.result_make)  # type: ignore[method-assign]

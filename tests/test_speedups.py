@@ -816,7 +816,7 @@ def fake_spec_other_kind(*args: Any, **kw: Any) -> DistTensorSpec:
 
 @pytest.mark.parametrize("fake, row", [
     (fake_spec_duplicates_valid, ((8, 6), (1, 1), M23)), (fake_spec_lists_kept, ([8, 6], (0, -1), M23)),
-    (fake_spec_mesh_copied, ((8, 6), (0, -1), M23)), (fake_spec_other_kind, ((8, 6), (True, -1), M23))])
+    (fake_spec_mesh_copied, ((8, 6), (0, -1), M23)), (fake_spec_other_kind, ((8, 6), (1.0, -1), M23))])
 def test_planted_spec_faults_are_caught(fake, row):
     assert spec_difference(build_reference, build_reference, spec_call(*row)) is None
     assert spec_difference(fake, build_reference, spec_call(*row)) is not None
