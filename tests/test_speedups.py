@@ -281,6 +281,43 @@ SPEC_ROWS = [
     ((8, 6), ((0, 5), -1), M23), ((8, 6), ((0, 1), -1), M23, frozenset({1})), ((8, 6), ((0, True), -1), M23),
 ]
 
+try:  # numpy comes with Paddle; without it, its rows are left out
+    import numpy as np
+except ImportError:  # pragma: no cover - CI installs Paddle
+    np = None
+
+#: a user's data: lists as JSON gives them, numpy ints, bools (integers, as Paddle takes them), the
+#: co-shard spellings, and invalid specs of each kind from lists (the keyword forms: ``form`` below)
+USER_ROWS: list[tuple[Any, ...]] = [
+    ([8, 6, 4], [0, -1, 1], M23), ([8, 6, 4], [0, -1, -1], M23, [1]), ([8, 6, 4], [0, -1, -1], M23, (1,)),
+    ([8, 6, 4], [[0, 1], -1, -1], M23), ([8, 6], [(0, 1), -1], M23), ([8, 6], [[0], [1]], M23),
+    ([8, 6], [[], [1]], M23, [0]), ([8, 6, 4], [[0, 1], [], [1]], M23), ([8, 6], [[0, 1], -1], M23, [1]),
+    ([True, 6], [True, False], M23), ([8, 6], [False, -1], M23, [True]), ([8, 6], [[True, 0], -1], M23),
+    ([8, 6], [True, True], M23), ([8, 6], [0, -1], M23, {True}),
+    ([8, 6, 4], [0, -1], M23), ([8, 6], [0, -1, -1], M23), ([8, 6], [0, 2], M23), ([8, 6], [0, -2], M23),
+    ([8, 6], [0, 0], M23), ([8, 6], [0, -1], M23, [0]), ([8, 6], [0, -1], M23, [2]), ([8, 6], [0, -1], M23, [-1]),
+    ([8, 6], [-1, -1], M23, [1, 0, 5]), ([8, 6], [0, 0], M23, [7]), ([8, 6], [5, 0], M23), ([8, 6], [0, -1], None),
+    ([8, 6], [], None, [0]), ([-1, 6], [0, -1], M23), ([-1, 6], [0, 0], M23), ([8.0, 6], [0, -1], M23),
+    (["8", 6], [0, -1], M23), ([8, 6], [0, -1], M23, [1.0]), ([8, 6], [0, None], M23), ([8, 6], [0, "1"], M23),
+    ([8, 6], [2 ** 70, -1], M23), ([8, 6], [-2 ** 70, -1], M23), ([2 ** 70, 6], [0, 0], M23),
+    ([2 ** 62, 6], [0, 5], M23), ([8, 6], [2 ** 62, 0], M23), ([8, 6], [-1, -1], M23, [2 ** 70]),
+    ([1] * 1000, [-1] * 999, M23), ([1] * 300, [-1] * 299, M23), ([8, 6], [0, 62], M63), ([8, 6], [0, 63], M63),
+    ([8, 6], [0, 70], M64), ([8, 6], [0, 1], M23_XY), ([8, 6], [0, 5], M23_XY), ([8, 6], [0, 5], M23_SUB),
+    ([8, 6], [0, 0], M23_SUB), ([8, 6], [0, 5], M222), ([8, 6], [0, -1], M23, frozenset({IntSub(1)})),
+    ([IntSub(8), 6], [IntSub(0), -1], M23), ((8, 6), [0, 0], M23, frozenset({0})),
+]
+if np is not None:
+    I64, I32, U64 = np.int64, np.int32, np.uint64
+    USER_ROWS += [
+        (list(np.array([8, 6, 4])), list(np.array([0, -1, 1])), M23), ([I64(8), I32(6)], [I64(1), I64(-1)], M23, [I64(0)]),
+        ([U64(2 ** 64 - 1), 6], [0, -1], M23), ([8, 6], [U64(2 ** 64 - 1), -1], M23), ([I64(-1), 6], [0, -1], M23),
+        ([8, 6], [np.bool_(True), -1], M23), ([8, 6], [np.float64(0.0), -1], M23), ([8, 6], [np.float32(0), -1], M23),
+        ([8, 6], [np.array(0), -1], M23), ([8, 6], [np.array([0, 1]), -1], M23), ([8, 6], [[I64(0), I64(1)], -1], M23),
+        ([8, 6], [I64(0), I64(0)], M23), ([8, 6], [I64(2), -1], M23), ((I64(8), I64(6)), (I64(0), I64(-1)), M23),
+        ([8, 6], [0, -1], M23, np.array([1])), ([8, 6], [0, -1], M23, [np.uint8(1)]), (np.array([8, 6]), [0, -1], M23),
+    ]
+SPEC_ROWS += USER_ROWS
+
 
 @needs_c
 @pytest.mark.parametrize("form", ["pos", "kw", "kw-mesh", "missing", "extra", "unknown", "twice"])
@@ -292,7 +329,8 @@ def test_spec_rows_match_reference(row, form):
 
 LEAVES = st.one_of(st.integers(-2, 4), st.sampled_from(
     [2 ** 70, -2 ** 70, 2 ** 63, 2 ** 63 - 1, 62, 63, 64, True, False, 1.0, -1.0, IntSub(0), IntSub(-1), IntSub(2),
-     None, "0"]))
+     None, "0"] + ([] if np is None else [np.int64(1), np.int64(-1), np.int32(0), np.uint64(2 ** 64 - 1),
+                                          np.bool_(True), np.float64(1.0)])))
 
 
 def _container(items: Any, kinds: Any) -> Any:
@@ -814,7 +852,31 @@ def fake_spec_other_kind(*args: Any, **kw: Any) -> DistTensorSpec:
         raise
 
 
+def fake_spec_numpy_kept(*args: Any, **kw: Any) -> DistTensorSpec:
+    """A constructor that keeps numpy ints as they came (equal values of another type)."""
+    spec = build_reference(*args, **kw)
+    object.__setattr__(spec, "shape", tuple(args[0]))
+    return spec
+
+
+def fake_spec_other_message(*args: Any, **kw: Any) -> DistTensorSpec:
+    """A constructor that names the problem in other words."""
+    spec = build_reference(*args, **kw)
+    if spec._problem is not None:
+        object.__setattr__(spec, "_problem", (spec._problem[0], spec._problem[1].replace("twice", "two times")))
+    return spec
+
+
+def fake_spec_bools_refused(*args: Any, **kw: Any) -> DistTensorSpec:
+    """A constructor that refuses a bool where Paddle (and the reference) take it as 0 or 1."""
+    if any(type(v) is bool for v in args[1]):
+        raise types.ArgumentTypeError("DistTensorSpec.dims_mapping must hold ints", kind="invalid-spec:x:type")
+    return build_reference(*args, **kw)
+
+
 @pytest.mark.parametrize("fake, row", [
+    (fake_spec_other_message, ([8, 6], [0, 0], M23)), (fake_spec_bools_refused, ([8, 6], [True, -1], M23)),
+    *([] if np is None else [(fake_spec_numpy_kept, ([np.int64(8), 6], [0, -1], M23))]),
     (fake_spec_duplicates_valid, ((8, 6), (1, 1), M23)), (fake_spec_lists_kept, ([8, 6], (0, -1), M23)),
     (fake_spec_mesh_copied, ((8, 6), (0, -1), M23)), (fake_spec_other_kind, ((8, 6), (1.0, -1), M23))])
 def test_planted_spec_faults_are_caught(fake, row):
