@@ -313,11 +313,11 @@ static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
     return 1;
 }
 
-/* The first problem of a spec with a plain dims_mapping (one int per axis) on an exact ProcessMesh of
- * n dims, as types.DistTensorSpec._first_problem words it: the tuple (what, template), a new
- * reference; NULL with no error set when this code does not word it (a co-shard, a value beyond a C
- * long: the reference does), NULL with an error on a failure of Python's. Called only for values of
- * the right types that normal_valid did not take. */
+/* The first problem of a spec in normal form (co-shards included) on an exact ProcessMesh of n dims,
+ * as types.DistTensorSpec._first_problem words it: the tuple (what, template), a new reference; NULL
+ * with no error set when this code does not word it (a value beyond a C long, a negative size, a
+ * text too long: the reference does), NULL with an error on a failure of Python's. Called only for
+ * values of the right types that normal_valid did not take. */
 /* A message under construction (snprintf was most of an invalid spec's build). */
 typedef struct {
     char text[2048];
@@ -368,19 +368,41 @@ static int put_longs(Text *t, PyObject *items, const char *open, const char *sep
     return 0;
 }
 
-static PyObject *plain_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial) {
+/* format_mapping(dm): "[0,(1,2),-1]"; -1 when a value is beyond a C long */
+static int put_mapping(Text *t, PyObject *dm) {
+    Py_ssize_t i, n = PyTuple_GET_SIZE(dm);
+    put(t, "[");
+    for (i = 0; i < n; i++) {
+        PyObject *entry = PyTuple_GET_ITEM(dm, i);
+        if (i)
+            put(t, ",");
+        if (PyTuple_CheckExact(entry)) {
+            if (put_longs(t, entry, "(", ",", ")") < 0)
+                return -1;
+        } else {
+            int overflow = 0;
+            long v = PyLong_AsLongAndOverflow(entry, &overflow);
+            if (overflow || (v == -1 && PyErr_Occurred())) {
+                PyErr_Clear();
+                return -1;
+            }
+            put_long(t, v);
+        }
+    }
+    put(t, "]");
+    return 0;
+}
+
+static PyObject *spec_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial) {
     Text t, mesh_text;
     PyObject *mesh_shape, *sorted, *template, *out;
     PyObject *what = NULL; /* borrowed: one of the interned names */
-    Py_ssize_t rank = PyTuple_GET_SIZE(shape), entries = PyTuple_GET_SIZE(dm), n, i;
+    Py_ssize_t rank = PyTuple_GET_SIZE(shape), entries = PyTuple_GET_SIZE(dm), n, i, k;
     unsigned long long used = 0;
     t.len = mesh_text.len = 0;
     t.full = mesh_text.full = 0;
     if (Py_TYPE(mesh) != Mesh_t)
         return NULL;
-    for (i = 0; i < entries; i++)
-        if (!PyLong_CheckExact(PyTuple_GET_ITEM(dm, i)))
-            return NULL; /* a co-shard: the reference words it */
     for (i = 0; i < rank; i++)
         if (small_index(PyTuple_GET_ITEM(shape, i), LONG_MAX, 0) < 0)
             return NULL; /* a negative size (the reference raises) or one beyond a C long */
@@ -398,7 +420,7 @@ static PyObject *plain_problem(PyObject *shape, PyObject *dm, PyObject *mesh, Py
     if (entries != rank) {
         what = s_length;
         put(&t, "{arg}: dims_mapping ");
-        if (put_longs(&t, dm, "[", ",", "]") < 0)
+        if (put_mapping(&t, dm) < 0)
             return NULL;
         put(&t, " has ");
         put_long(&t, (long)entries);
@@ -410,40 +432,55 @@ static PyObject *plain_problem(PyObject *shape, PyObject *dm, PyObject *mesh, Py
         put(&t, "; give one entry per tensor axis");
         goto done;
     }
-    for (i = 0; i < entries; i++) {
-        int overflow = 0;
-        long m = PyLong_AsLongAndOverflow(PyTuple_GET_ITEM(dm, i), &overflow);
-        if (overflow || (m == -1 && PyErr_Occurred())) {
-            PyErr_Clear();
-            return NULL; /* beyond a C long: the reference words it */
-        }
-        if (m < -1 || m >= (long)n) {
-            what = s_mesh_dim;
-            put(&t, "{arg}: dims_mapping ");
-            put_longs(&t, dm, "[", ",", "]");
-            put(&t, " uses mesh dim ");
-            put_long(&t, m);
-            put(&t, ", but the mesh ");
-            put(&t, mesh_text.text);
-            put(&t, " has dims 0..");
-            put_long(&t, (long)n - 1);
-            put(&t, "; use -1 (replicated), a dim in that range, or a tuple of distinct dims in that range "
-                    "(co-shard)");
-            goto done;
+    for (i = 0; i < entries; i++) { /* each member in range (a co-shard's in 0..n-1), in order */
+        PyObject *entry = PyTuple_GET_ITEM(dm, i);
+        int co = PyTuple_CheckExact(entry);
+        Py_ssize_t members = co ? PyTuple_GET_SIZE(entry) : 1;
+        for (k = 0; k < members; k++) {
+            int overflow = 0;
+            long m = PyLong_AsLongAndOverflow(co ? PyTuple_GET_ITEM(entry, k) : entry, &overflow);
+            if (overflow || (m == -1 && PyErr_Occurred())) {
+                PyErr_Clear();
+                return NULL; /* beyond a C long: the reference words it */
+            }
+            if (m < -1 || m >= (long)n || (m == -1 && co)) {
+                what = s_mesh_dim;
+                put(&t, "{arg}: dims_mapping ");
+                put_mapping(&t, dm);
+                if (co) {
+                    put(&t, " uses co-shard ");
+                    put_longs(&t, entry, "(", ",", ")");
+                } else {
+                    put(&t, " uses mesh dim ");
+                    put_long(&t, m);
+                }
+                put(&t, ", but the mesh ");
+                put(&t, mesh_text.text);
+                put(&t, " has dims 0..");
+                put_long(&t, (long)n - 1);
+                put(&t, "; use -1 (replicated), a dim in that range, or a tuple of distinct dims in that range "
+                        "(co-shard)");
+                goto done;
+            }
         }
     }
-    for (i = 0; i < entries; i++) { /* every entry is in -1..n-1 here */
-        long m = PyLong_AsLong(PyTuple_GET_ITEM(dm, i));
-        if (m == -1)
-            continue;
-        if (used & (1ULL << m)) {
-            what = s_duplicate;
-            put(&t, "{arg}: dims_mapping ");
-            put_longs(&t, dm, "[", ",", "]");
-            put(&t, " splits along the same mesh dim twice; each mesh dim may shard at most one axis, once");
-            goto done;
+    for (i = 0; i < entries; i++) { /* every member is in -1..n-1 here (-1 only outside a co-shard) */
+        PyObject *entry = PyTuple_GET_ITEM(dm, i);
+        int co = PyTuple_CheckExact(entry);
+        Py_ssize_t members = co ? PyTuple_GET_SIZE(entry) : 1;
+        for (k = 0; k < members; k++) {
+            long m = PyLong_AsLong(co ? PyTuple_GET_ITEM(entry, k) : entry);
+            if (m == -1)
+                continue;
+            if (used & (1ULL << m)) {
+                what = s_duplicate;
+                put(&t, "{arg}: dims_mapping ");
+                put_mapping(&t, dm);
+                put(&t, " splits along the same mesh dim twice; each mesh dim may shard at most one axis, once");
+                goto done;
+            }
+            used |= 1ULL << m;
         }
-        used |= 1ULL << m;
     }
     sorted = PySequence_List(partial);
     if (sorted == NULL || PyList_Sort(sorted) < 0) {
@@ -563,18 +600,18 @@ static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nar
         Py_DECREF(partial);
         Py_RETURN_NONE;
     }
-    /* values of the right types that are not a valid spec: worded here when the dims_mapping is plain,
-     * else (a co-shard, a mesh of another type or none, a negative size) the reference judges them and
-     * names the problem; given the converted values, it skips the conversion */
-    if (!coshard) {
-        PyObject *problem = plain_problem(shape, dm, given[2], partial);
+    /* values of the right types that are not a valid spec: worded here on an exact ProcessMesh, else
+     * (a mesh of another type or none, a negative size, a value beyond a C long) the reference judges
+     * them and names the problem; given the converted values, it skips the conversion */
+    {
+        PyObject *problem = spec_problem(shape, dm, given[2], partial);
         if (problem != NULL) {
             set_slot(self, off_shape, shape);
             set_slot(self, off_dm, dm);
             set_slot(self, off_mesh, given[2]);
             set_slot(self, off_partial, partial);
             set_slot(self, off_problem, problem);
-            set_slot(self, off_coshard, Py_False);
+            set_slot(self, off_coshard, coshard ? Py_True : Py_False);
             set_slot(self, off_valid, Py_False);
             Py_DECREF(problem);
             Py_DECREF(shape);
