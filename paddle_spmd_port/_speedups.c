@@ -15,20 +15,33 @@
  * The Python modules install them (the bottoms of types.py, notation.py, rules/_tensor.py) unless
  * PADDLE_SPMD_PORT_PURE is set; the rules themselves are Python only.
  *
- * The common path of spec_init, worked (mesh 2x3, so mesh dims 0 and 1):
+ * spec_init takes every ordinary call form: positional or keyword arguments, partial_dims given or
+ * not, shape / dims_mapping / partial dims as tuples or lists (a frozenset, set, tuple or list for the
+ * partial dims), each item an integer the reference converts the same way (an exact int; a bool or an
+ * int subclass, and a numpy integer scalar, by PyNumber_Index: operator.index's own function). It
+ * makes each value its normal form (tuples of exact ints, co-shards by entry_of), then judges it on
+ * the mesh (mesh 2x3, so mesh dims 0 and 1):
  *
- *   shape       dims_mapping  partial   here                 why
- *   (8, 6)      (0, -1)       {}        valid_on_mesh=True   entries in -1..1, none twice
- *   (8, 6)      (1, 1)        {}        Python reference     mesh dim 1 twice: the reference names the problem
- *   (8, 6)      (0, -1)       {1}       valid_on_mesh=True   partial dim 1 splits no axis
- *   (8, 6)      (0, -1)       {0}       Python reference     partial dim 0 also shards axis 0
- *   (8, 6)      ((0, 1), -1)  {}        valid_on_mesh=True   a co-shard: two or more distinct dims, coshard=True
- *   (8, 6)      ((0,), -1)    {}        Python reference     not in normal form (the reference writes it 0)
- *   [8, 6]      ...           ...       Python reference     lists (the reference converts them)
+ *   shape       dims_mapping  partial   here                      why
+ *   (8, 6)      (0, -1)       {}        valid_on_mesh=True        entries in -1..1, none twice
+ *   [8, 6]      [0, -1]       [1]       valid_on_mesh=True        the same values as lists
+ *   (8, 6)      ((0, 1), -1)  {}        valid_on_mesh=True        a co-shard: two or more distinct dims
+ *   [8, 6]      [[0], []]     {}        valid_on_mesh=True        short co-shard forms: (1,) is 1, () is -1
+ *   (8, 6)      (1, 1)        {}        _problem ("duplicate",    worded here exactly as
+ *                                       "{arg}: dims_mapping ...") DistTensorSpec._first_problem does
+ *   (8, 6)      (0, -1)       {0}       _problem ("partial-shard", ...)
+ *   (8.0, 6)    ...           ...       Python reference          not an integer: the reference names it
+ *   (-1, 6)     ...           ...       Python reference          a negative size: the reference raises
+ *   (8, 6)      (0, -1)       ...       Python reference          on None or a ProcessMesh subclass
  *
- * So this code never raises a spec error of its own and never judges a spec invalid: either it
- * proves the spec valid (and builds it as the reference's valid-on-mesh branch does) or it calls
- * the reference. tests/test_speedups.py runs both on the same values and compares every field.
+ * and a value beyond a C long, a generator, a numpy array or any other form also goes to the
+ * reference (given the converted values where the conversion is done, else the call as it came).
+ * So this code never raises a spec error of its own: the wording of every problem it names is the
+ * reference's, which tests/test_speedups.py holds it to (every field, on the same values, plus the
+ * whole parity grid against a PADDLE_SPMD_PORT_PURE=1 process).
+ *
+ * spec_call is installed as the class's vectorcall, so DistTensorSpec(...) runs spec_init on the
+ * arguments as they come, keywords included, instead of packing them into a tuple and a dict.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -194,7 +194,7 @@ class ProcessMesh:
     ints, so it is the same in every process and survives pickling."""
 
     def __post_init__(self) -> None:
-        shape, ids = self.shape, self.process_ids
+        shape, ids = cast(Any, self.shape), cast(Any, self.process_ids)  # as given: lists too
         if type(shape) is list:  # ProcessMesh([2, 3]) as ProcessMesh((2, 3))
             shape = tuple(shape)
         if self.dim_names is None and type(shape) is tuple and shape \
@@ -279,7 +279,7 @@ _DEFAULT_LAYOUTS: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[str, ...]]]
 
 def format_mapping(dims_mapping: Sequence[MeshDims], partial_dims: Iterable[int] = (),
                    mesh_present: bool = True) -> str:
-    text = "[" + ",".join(map(_entry_text, dims_mapping)) + "]"
+    text = "[" + ",".join(map(_entry_text if tuple in {*map(type, dims_mapping)} else str, dims_mapping)) + "]"
     partial = sorted(partial_dims)
     if partial:
         text += " P{" + ",".join(map(str, partial)) + "}"
@@ -293,6 +293,15 @@ class DistTensorSpec:
     """One input tensor of a rule call: its global shape and how it is distributed.
 
     A missing optional input (``scale=None``) is passed as ``None`` instead of a spec.
+
+    ``shape``, ``dims_mapping`` and ``partial_dims`` may be given as tuples or lists (co-shards as
+    nested tuples or lists), by position or keyword; the spec holds tuples and a frozenset of
+    exact ints. An integer is anything with ``__index__`` (numpy ints included); a bool is an
+    integer too, ``True`` 1 and ``False`` 0, as Paddle 3.3.1's ``TensorDistAttr.dims_mapping``,
+    ``_set_partial_dims`` and ``DistTensorSpec`` take them. A float, a str or None is refused
+    (:class:`ArgumentTypeError`), as Paddle refuses them; so is a numpy bool, which has no
+    ``__index__`` in numpy 2 (Paddle converts it, and a numpy float32, through ``__int__``: the port
+    does not follow that).
     """
 
     shape: tuple[int, ...]
@@ -322,7 +331,8 @@ class DistTensorSpec:
         # checks. Written out instead of a generated __init__ + __post_init__: specs are built by
         # the hundred thousand. Every field is set on every path (slots: a field never set would not
         # read as its default).
-        shape = _int_tuple(shape, "DistTensorSpec.shape")
+        if type(shape) is not tuple or not _INT_ONLY.issuperset(map(type, shape)):
+            shape = _int_tuple(shape, "DistTensorSpec.shape")
         if type(dims_mapping) is tuple and _INT_ONLY.issuperset(map(type, dims_mapping)):
             coshard = False
         else:
@@ -332,7 +342,13 @@ class DistTensorSpec:
             partial_dims = frozenset(_int_tuple(partial_dims, "partial_dims"))
         if type(mesh) is ProcessMesh:
             if (shape, dims_mapping, partial_dims, len(mesh.shape)) in _VALID_ON_MESH:
-                _fill_spec(self, shape, dims_mapping, mesh, partial_dims, coshard, True)
+                _set(self, "shape", shape)  # _fill_spec written out: the most frequent path of all
+                _set(self, "dims_mapping", dims_mapping)
+                _set(self, "mesh", mesh)
+                _set(self, "partial_dims", partial_dims)
+                _set(self, "_problem", None)
+                _set(self, "coshard", coshard)
+                _set(self, "valid_on_mesh", True)
                 return
             if shape and min(shape) < 0:
                 raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
@@ -378,30 +394,34 @@ class DistTensorSpec:
         return self._first_problem()
 
     def _first_problem(self) -> tuple[str, str] | None:
-        """The first problem of the spec, in a fixed order (mesh, length, range, duplicates, partial)."""
-        if self.mesh is None:
-            if self.dims_mapping or self.partial_dims:
+        """The first problem of the spec, in a fixed order (mesh, length, range, duplicates, partial);
+        the message is formatted only here, for a spec that has one."""
+        mesh, dm = self.mesh, self.dims_mapping
+        if mesh is None:
+            if dm or self.partial_dims:
                 return "mesh", "{arg}: a dims_mapping or partial dims need a mesh; give {arg} a ProcessMesh"
             return None
-        n = self.mesh.ndim
-        dm = self.dims_mapping  # formatted (format_mapping) only into a message
-        if len(dm) != self.ndim:
+        n = len(mesh.shape)
+        if len(dm) != len(self.shape):
             return "length", (f"{{arg}}: dims_mapping {format_mapping(dm)} has {len(dm)} entries but the "
-                              f"shape {list(self.shape)} has rank {self.ndim}; give one entry per tensor axis")
-        for entry in self.dims_mapping:
-            for m in entry if type(entry) is tuple else (cast(int, entry),):
-                if not -1 <= m < n or (m == -1 and type(entry) is tuple):
-                    where = f"co-shard {_entry_text(entry)}" if type(entry) is tuple else f"mesh dim {m}"
+                              f"shape {list(self.shape)} has rank {len(self.shape)}; give one entry per tensor axis")
+        used: list[int] = []
+        for entry in dm:
+            co = type(entry) is tuple
+            for m in cast("tuple[int, ...]", entry) if co else (cast(int, entry),):
+                if not -1 <= m < n or (m == -1 and co):
+                    where = f"co-shard {_entry_text(entry)}" if co else f"mesh dim {m}"
                     return "mesh-dim", (f"{{arg}}: dims_mapping {format_mapping(dm)} uses {where}, but the mesh "
-                                        f"{self.mesh} has dims 0..{n - 1}; use -1 (replicated), a dim in that range, "
+                                        f"{mesh} has dims 0..{n - 1}; use -1 (replicated), a dim in that range, "
                                         "or a tuple of distinct dims in that range (co-shard)")
-        used = [m for entry in self.dims_mapping for m in mesh_dims_of(entry)]
+                if m != -1:
+                    used.append(m)
         if len(used) != len(set(used)):
             return "duplicate", (f"{{arg}}: dims_mapping {format_mapping(dm)} splits along the same mesh dim twice; "
                                  "each mesh dim may shard at most one axis, once")
         for p in sorted(self.partial_dims):
             if not 0 <= p < n:
-                return "partial-range", f"{{arg}}: partial dim {p} is outside the mesh {self.mesh} (dims 0..{n - 1})"
+                return "partial-range", f"{{arg}}: partial dim {p} is outside the mesh {mesh} (dims 0..{n - 1})"
             if p in used:
                 return "partial-shard", (f"{{arg}}: mesh dim {p} both shards an axis and is partial; "
                                          "a mesh dim is either Shard or Partial")
