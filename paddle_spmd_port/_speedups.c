@@ -5,6 +5,7 @@
  *
  *   spec_init(DistTensorSpec)   -> a method descriptor installed as DistTensorSpec.__init__;
  *                                  the reference is types._spec_init
+ *   spec_check(DistTensorSpec)  -> installed as DistTensorSpec.check; the reference is types._spec_check
  *   attr_make(dm, partial, mesh) = types._attr_make           (DistAttr.make)
  *   result_make(inputs, outputs) = types._result_make         (SpmdResult.make)
  *   valid_inputs(specs, names)   = rules._tensor._valid_inputs
@@ -657,6 +658,92 @@ error:
     return NULL;
 }
 
+/* DistTensorSpec.check(arg): see types._spec_check (the reference). A valid spec returns at once; a
+ * spec with a problem raises InvalidSpecError(template.format(arg=arg), kind=f"invalid-spec:{arg}:{what}"),
+ * the text put together here by replacing "{arg}" (the same text whenever the template holds no other
+ * brace and arg none: checked, else the reference formats it), the exception made by calling the
+ * class as the reference does. Any other call form, or a subclass, goes to the reference. */
+static PyObject *pure_check, *invalid_spec_error, *s_arg_field, *kind_kwnames;
+static PyObject *spec_call(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+static int has_brace(PyObject *text) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    Py_ssize_t open = PyUnicode_FindChar(text, '{', 0, n, 1), close = PyUnicode_FindChar(text, '}', 0, n, 1);
+    return open == -2 || close == -2 ? -1 : open >= 0 || close >= 0;
+}
+
+static PyObject *spec_check(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *problem, *what, *template, *arg, *msg, *kind, *exc, *call[2];
+    int brace;
+    if (kwnames != NULL || nargs != 1 || Py_TYPE(self) != Spec_t || !PyUnicode_CheckExact(args[0]))
+        goto reference;
+    problem = SLOT(self, off_problem);
+    if (problem == Py_None)
+        Py_RETURN_NONE;
+    if (problem == NULL || !PyTuple_CheckExact(problem) || PyTuple_GET_SIZE(problem) != 2)
+        goto reference;
+    what = PyTuple_GET_ITEM(problem, 0), template = PyTuple_GET_ITEM(problem, 1), arg = args[0];
+    if (!PyUnicode_CheckExact(what) || !PyUnicode_CheckExact(template))
+        goto reference;
+    brace = has_brace(arg);
+    if (brace != 0) {
+        if (brace < 0)
+            return NULL;
+        goto reference;
+    }
+    msg = PyUnicode_Replace(template, s_arg_field, arg, -1);
+    if (msg == NULL)
+        return NULL;
+    brace = has_brace(msg);
+    if (brace != 0) { /* an escaped or other field: str.format reads it, so the reference does */
+        Py_DECREF(msg);
+        if (brace < 0)
+            return NULL;
+        goto reference;
+    }
+    kind = PyUnicode_FromFormat("invalid-spec:%U:%U", arg, what);
+    if (kind == NULL) {
+        Py_DECREF(msg);
+        return NULL;
+    }
+    call[0] = msg, call[1] = kind;
+    exc = PyObject_Vectorcall(invalid_spec_error, call, 1, kind_kwnames); /* InvalidSpecError(msg, kind=kind) */
+    Py_DECREF(msg);
+    Py_DECREF(kind);
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+    return NULL;
+reference:
+    return call_with_self(pure_check, self, args, nargs, kwnames);
+}
+
+static PyMethodDef spec_check_def = {"check", (PyCFunction)(void (*)(void))spec_check, METH_FASTCALL | METH_KEYWORDS,
+                                     "check($self, arg)\n--\n\nRaise InvalidSpecError naming arg when the spec has a "
+                                     "problem (see types._spec_check)."};
+
+/* configure_check(InvalidSpecError, check): installs spec_check as DistTensorSpec.check and returns it;
+ * check is the Python reference (call after configure_types) */
+static PyObject *configure_check(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2 || Spec_t == NULL) {
+        PyErr_SetString(PyExc_TypeError, "configure_check() takes 2 arguments, after configure_types()");
+        return NULL;
+    }
+    PyObject *descr;
+    Py_XSETREF(invalid_spec_error, Py_NewRef(args[0]));
+    Py_XSETREF(pure_check, Py_NewRef(args[1]));
+    descr = PyDescr_NewMethod(Spec_t, &spec_check_def);
+    if (descr == NULL || PyObject_SetAttrString((PyObject *)Spec_t, "check", descr) < 0) {
+        Py_XDECREF(descr);
+        return NULL;
+    }
+    Spec_t->tp_vectorcall = spec_call; /* again: setting an attribute may have reset it */
+    return descr;
+}
+
 static PyMethodDef spec_init_def = {"__init__", (PyCFunction)(void (*)(void))spec_init,
                                     METH_FASTCALL | METH_KEYWORDS,
                                     "Build a spec: the common valid spec here, anything else by types._spec_init."};
@@ -1169,6 +1256,8 @@ static PyMethodDef methods[] = {
      "Register notation's reference functions (notation.py calls it once)."},
     {"configure_types", (PyCFunction)(void (*)(void))configure_types, METH_FASTCALL,
      "Register the value types (types.py calls it once)."},
+    {"configure_check", (PyCFunction)(void (*)(void))configure_check, METH_FASTCALL,
+     "Register InvalidSpecError and the reference DistTensorSpec.check (types.py calls it once)."},
     {"configure_rules", (PyCFunction)(void (*)(void))configure_rules, METH_FASTCALL,
      "Register RuleInput and its helpers (rules/_tensor.py calls it once)."},
     {NULL, NULL, 0, NULL},
@@ -1198,7 +1287,11 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     INTERN(s_duplicate, "duplicate")
     INTERN(s_partial_range, "partial-range")
     INTERN(s_partial_shard, "partial-shard")
+    INTERN(s_arg_field, "{arg}")
 #undef INTERN
+    kind_kwnames = PyTuple_Pack(1, PyUnicode_InternFromString("kind"));
+    if (kind_kwnames == NULL)
+        return NULL;
     empty_tuple = PyTuple_New(0);
     empty_frozenset = PyFrozenSet_New(NULL);
     no_partial = empty_frozenset;

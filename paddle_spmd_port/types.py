@@ -638,16 +638,18 @@ class SpmdResult:
 #: the Python constructors as written above: the reference the C module is tested against
 #: (tests/test_speedups.py), and what it hands every spec off its common path to
 _spec_init = DistTensorSpec.__init__
+_spec_check = DistTensorSpec.check
 _attr_make = DistAttr.make
 _result_make = SpmdResult.make
 
 if SPEEDUPS is not None:
-    # DistTensorSpec.__init__ becomes a C method that builds the common valid spec itself and calls
-    # _spec_init for anything else; make() of DistAttr and SpmdResult become C functions that intern
-    # into the same _INTERNED table. Everything else of the classes stays as written above.
-    # (configure_types installs the C __init__ itself, and the class call that runs it without packing
-    # the arguments into a tuple and a dict; it returns that __init__)
+    # DistTensorSpec.__init__ becomes a C method that builds every spec of an ordinary call form
+    # itself and calls _spec_init for anything else (configure_types installs it, and the class call
+    # that runs it without packing the arguments into a tuple and a dict); DistTensorSpec.check a C
+    # method that raises as _spec_check does; make() of DistAttr and SpmdResult C functions that
+    # intern into the same _INTERNED table. Everything else of the classes stays as written above.
     SPEEDUPS.configure_types(ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, _INTERNED, INTERNED_LIMIT,
                              _spec_init, _attr_make, _result_make)
+    SPEEDUPS.configure_check(InvalidSpecError, _spec_check)  # installs DistTensorSpec.check, the same way
     DistAttr.make = staticmethod(SPEEDUPS.attr_make)  # type: ignore[method-assign]
     SpmdResult.make = staticmethod(SPEEDUPS.result_make)  # type: ignore[method-assign]

@@ -61,7 +61,7 @@ def test_c_module_is_in_use():
     assert types.SPEEDUPS is not None and types.CORE == "c", \
         "paddle_spmd_port._speedups is not in use: build it (pip install -e .) or set PADDLE_SPMD_PORT_PURE=1"
     sp = types.SPEEDUPS
-    assert DistTensorSpec.__init__ is not types._spec_init
+    assert DistTensorSpec.__init__ is not types._spec_init and DistTensorSpec.check is not types._spec_check
     assert DistAttr.make is sp.attr_make and SpmdResult.make is sp.result_make
     assert notation.merge_shardings is sp.merge_shardings and notation.mapping_for_axes is sp.mapping_for_axes
     assert _tensor.valid_inputs is sp.valid_inputs and RuleInput.attr is not RuleInput._attr
@@ -176,11 +176,12 @@ def _mesh_value(mesh: Any) -> Any:
     return (type(mesh).__qualname__, mesh.shape, mesh.process_ids, mesh.dim_names) if mesh is not None else None
 
 
-def spec_view(spec: DistTensorSpec) -> dict[str, Any]:
-    """Everything observable of a built spec (fields and their types, check, str, hash, pickling)."""
+def spec_view(spec: DistTensorSpec, check: Any = None) -> dict[str, Any]:
+    """Everything observable of a built spec (fields and their types, ``check`` -- the installed one
+    unless given --, str, hash, pickling)."""
     view: dict[str, Any] = {name: typed(getattr(spec, name)) for name in SPEC_FIELDS}
     view["type"] = type(spec)
-    view["check"] = outcome(lambda: spec.check("x"))
+    view["check"] = outcome(lambda: (check or type(spec).check)(spec, "x"))
     view["str"], view["repr"], view["ndim"] = str(spec), repr(spec), spec.ndim
     view["hash"] = outcome(lambda: hash(spec))
     view["to_json"] = typed(outcome(spec.to_json))
@@ -197,7 +198,7 @@ def spec_view(spec: DistTensorSpec) -> dict[str, Any]:
 def spec_pair_difference(a: Any, b: Any) -> str | None:
     if a[0] != "returns" or b[0] != "returns":
         return None if a == b else f"outcomes differ:\n  installed {a!r}\n  reference {b!r}"
-    va, vb = spec_view(a[1]), spec_view(b[1])
+    va, vb = spec_view(a[1]), spec_view(b[1], check=types._spec_check)  # the reference: its own check
     for key in va:
         if va[key] != vb[key]:
             return f"{key} differs:\n  installed {va[key]!r}\n  reference {vb[key]!r}"
@@ -379,6 +380,58 @@ def test_spec_built_by_c_equals_one_built_by_reference():
         a, b = build_installed(*row), build_reference(*row)
         assert a == b and hash(a) == hash(b) and {a, b} == {a}
         assert outcome(lambda a=a: a.check("x")) == outcome(lambda b=b: b.check("x"))
+
+
+class SpecSub(DistTensorSpec):
+    """A DistTensorSpec subclass (check takes the reference for it)."""
+
+
+CHECK_ARGS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    (("x",), {}), (("out_grad",), {}), (("{x}",), {}), (("a}b",), {}), (("{arg}",), {}), (("é",), {}), ((5,), {}),
+    ((None,), {}), ((), {"arg": "x"}), ((), {}), (("x", "y"), {}), ((IntSub(1),), {})]
+
+
+def _check_specs() -> list[Any]:
+    specs: list[Any] = [build_reference(*row) for row in USER_ROWS[:40] if _builds(row)]
+    odd = build_reference((8, 6), (0, 0), M23)
+    object.__setattr__(odd, "_problem", ("duplicate", "{arg}: {{literal}} and {arg}"))  # an escaped brace
+    other = build_reference((8, 6), (0, 0), M23)
+    object.__setattr__(other, "_problem", ("duplicate", "{arg!r}: a conversion"))
+    odd_kind = build_reference((8, 6), (0, 0), M23)
+    object.__setattr__(odd_kind, "_problem", (IntSub(1), "{arg}: x"))
+    unset = object.__new__(DistTensorSpec)  # no field set: the reference raises AttributeError
+    sub = object.__new__(SpecSub)
+    types._spec_init(sub, (8, 6), (0, 0), M23)
+    return specs + [odd, other, odd_kind, unset, sub]
+
+
+def _builds(row: Any) -> bool:
+    try:
+        build_reference(*row)
+    except Exception:
+        return False
+    return True
+
+
+@needs_c
+def test_spec_check_raises_as_reference():
+    """DistTensorSpec.check (C) against types._spec_check on specs of every kind and odd arguments."""
+    for spec in _check_specs():
+        for args, kw in CHECK_ARGS:
+            diff = call_difference(lambda: DistTensorSpec.check(spec, *args, **kw),
+                                   lambda: types._spec_check(spec, *args, **kw))
+            assert diff is None, f"{spec!r:.80} {args} {kw}: {diff}"
+
+
+def test_planted_check_fault_is_caught():
+    def other_kind(spec: Any, arg: Any) -> None:
+        try:
+            types._spec_check(spec, arg)
+        except types.InvalidSpecError as exc:
+            raise types.InvalidSpecError(str(exc), kind="invalid-spec") from None
+    spec = build_reference((8, 6), (0, 0), M23)
+    assert call_difference(lambda: other_kind(spec, "x"), lambda: types._spec_check(spec, "x")) is not None
+    assert call_difference(lambda: types._spec_check(spec, "x"), lambda: types._spec_check(spec, "x")) is None
 
 
 # --------------------------------------------------------------------------- DistAttr.make / SpmdResult.make
