@@ -10,6 +10,14 @@ mesh number)`` -- the number indexes that list, as a user's code names the mesh 
 (``--sample`` cases per rule, seeded; corner sets left out, since half of them are inputs one side
 refuses before the call, and so are the cases Paddle may crash on, ``crash_prone.compiled_may_crash``).
 
+0. Call forms: ``DistTensorSpec`` built from the grid's own specs (a uniform draw of ``--sample``
+   cases per rule, each value once), each form from the same values put into it before the loop:
+   tuples by position (the reference row), tuples then ``.check``, lists (co-shards as nested
+   lists), keywords with lists, ``partial_dims=`` always given, numpy int64 scalars in lists; and
+   invalid specs (every one the rules' grids hold, and each valid spec made invalid in one of the
+   five ways a check names), built, and built then refused (``check`` raising). An untimed pass
+   checks every form built the tuple form's very specs; a form over 2x the tuple form is marked.
+
 1. Registry rules (Paddle answers them from ``core.get_phi_spmd_rule``), three trips per side:
 
    trip         build the input specs (one mesh object per mesh shape, built before the timed
@@ -27,6 +35,15 @@ refuses before the call, and so are the cases Paddle may crash on, ``crash_prone
    are emptied before it, outside the timing, so no round reuses an earlier round's work. (The
    compiled caller's memos of request text and decoded replies, section 2, are left warm: that
    favours Paddle.)
+
+   Then the *mixed form*, a user's data: the same three trips on a uniform draw from each rule's
+   whole grid (corner sets at their share, not added on top; less the cases Paddle may crash this
+   process on), the plain data written to JSON and read back (lists, co-shards as nested lists),
+   partial dims by keyword. The shares of invalid inputs (the port refuses them) and of co-shards
+   are measured on the grid and on the draw, and printed. An input a side refuses to build
+   (Paddle refuses a partial dim that also shards when its attr is set) is that case's answer; the
+   bare calls are timed on the cases both sides built. An untimed pass counts each side's rule
+   calls in every loop: a side that skips a case it built is not measured (exit 3).
 
 2. Hidden rules (no registry entry): both sides build the same Case objects from the plain data
    (the compiled caller writes its requests from Cases), then the port calls the rule and the
