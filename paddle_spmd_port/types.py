@@ -331,15 +331,26 @@ class DistTensorSpec:
         # checks. Written out instead of a generated __init__ + __post_init__: specs are built by
         # the hundred thousand. Every field is set on every path (slots: a field never set would not
         # read as its default).
-        if type(shape) is not tuple or not _INT_ONLY.issuperset(map(type, shape)):
+        # (the tuple and list cases of _int_tuple and _mapping_tuple written out first: a list of
+        # exact ints, as JSON gives it, is one type scan and a tuple() away)
+        kind = type(shape)
+        if kind is list and _INT_ONLY.issuperset(map(type, shape)):
+            shape = tuple(shape)
+        elif kind is not tuple or not _INT_ONLY.issuperset(map(type, shape)):
             shape = _int_tuple(shape, "DistTensorSpec.shape")
-        if type(dims_mapping) is tuple and _INT_ONLY.issuperset(map(type, dims_mapping)):
+        kind = type(dims_mapping)
+        if (kind is tuple or kind is list) and _INT_ONLY.issuperset(map(type, dims_mapping)):
+            dims_mapping = tuple(dims_mapping)  # the very tuple when it is one
             coshard = False
         else:
             dims_mapping = _mapping_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
             coshard = tuple in {*map(type, dims_mapping)}
-        if type(partial_dims) is not frozenset or (partial_dims and not _INT_ONLY.issuperset(map(type, partial_dims))):
-            partial_dims = frozenset(_int_tuple(partial_dims, "partial_dims"))
+        kind = type(partial_dims)
+        if kind is not frozenset or (partial_dims and not _INT_ONLY.issuperset(map(type, partial_dims))):
+            if (kind is list or kind is tuple) and _INT_ONLY.issuperset(map(type, partial_dims)):
+                partial_dims = frozenset(partial_dims)
+            else:
+                partial_dims = frozenset(_int_tuple(partial_dims, "partial_dims"))
         if type(mesh) is ProcessMesh:
             if (shape, dims_mapping, partial_dims, len(mesh.shape)) in _VALID_ON_MESH:
                 _set(self, "shape", shape)  # _fill_spec written out: the most frequent path of all
