@@ -38,7 +38,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .errors import ArgumentTypeError, InvalidSpecError
 
@@ -333,7 +333,7 @@ class DistTensorSpec:
         # read as its default).
         # (the tuple and list cases of _int_tuple and _mapping_tuple written out first: a list of
         # exact ints, as JSON gives it, is one type scan and a tuple() away)
-        kind = type(shape)
+        kind: Any = type(shape)
         if kind is list and _INT_ONLY.issuperset(map(type, shape)):
             shape = tuple(shape)
         elif kind is not tuple or not _INT_ONLY.issuperset(map(type, shape)):
@@ -351,6 +351,8 @@ class DistTensorSpec:
                 partial_dims = frozenset(partial_dims)
             else:
                 partial_dims = frozenset(_int_tuple(partial_dims, "partial_dims"))
+        if TYPE_CHECKING:  # normal forms now (no cast call at run time: this is the hottest path)
+            shape, partial_dims = cast("tuple[int, ...]", shape), cast("frozenset[int]", partial_dims)
         if type(mesh) is ProcessMesh:
             if (shape, dims_mapping, partial_dims, len(mesh.shape)) in _VALID_ON_MESH:
                 _set(self, "shape", shape)  # _fill_spec written out: the most frequent path of all
