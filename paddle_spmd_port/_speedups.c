@@ -5,6 +5,7 @@
  *
  *   spec_init(DistTensorSpec)   -> a method descriptor installed as DistTensorSpec.__init__;
  *                                  the reference is types._spec_init
+ *   spec_check(DistTensorSpec)  -> installed as DistTensorSpec.check; the reference is types._spec_check
  *   attr_make(dm, partial, mesh) = types._attr_make           (DistAttr.make)
  *   result_make(inputs, outputs) = types._result_make         (SpmdResult.make)
  *   valid_inputs(specs, names)   = rules._tensor._valid_inputs
@@ -15,20 +16,33 @@
  * The Python modules install them (the bottoms of types.py, notation.py, rules/_tensor.py) unless
  * PADDLE_SPMD_PORT_PURE is set; the rules themselves are Python only.
  *
- * The common path of spec_init, worked (mesh 2x3, so mesh dims 0 and 1):
+ * spec_init takes every ordinary call form: positional or keyword arguments, partial_dims given or
+ * not, shape / dims_mapping / partial dims as tuples or lists (a frozenset, set, tuple or list for the
+ * partial dims), each item an integer the reference converts the same way (an exact int; a bool or an
+ * int subclass, and a numpy integer scalar, by PyNumber_Index: operator.index's own function). It
+ * makes each value its normal form (tuples of exact ints, co-shards by entry_of), then judges it on
+ * the mesh (mesh 2x3, so mesh dims 0 and 1):
  *
- *   shape       dims_mapping  partial   here                 why
- *   (8, 6)      (0, -1)       {}        valid_on_mesh=True   entries in -1..1, none twice
- *   (8, 6)      (1, 1)        {}        Python reference     mesh dim 1 twice: the reference names the problem
- *   (8, 6)      (0, -1)       {1}       valid_on_mesh=True   partial dim 1 splits no axis
- *   (8, 6)      (0, -1)       {0}       Python reference     partial dim 0 also shards axis 0
- *   (8, 6)      ((0, 1), -1)  {}        valid_on_mesh=True   a co-shard: two or more distinct dims, coshard=True
- *   (8, 6)      ((0,), -1)    {}        Python reference     not in normal form (the reference writes it 0)
- *   [8, 6]      ...           ...       Python reference     lists (the reference converts them)
+ *   shape       dims_mapping  partial   here                      why
+ *   (8, 6)      (0, -1)       {}        valid_on_mesh=True        entries in -1..1, none twice
+ *   [8, 6]      [0, -1]       [1]       valid_on_mesh=True        the same values as lists
+ *   (8, 6)      ((0, 1), -1)  {}        valid_on_mesh=True        a co-shard: two or more distinct dims
+ *   [8, 6]      [[0], []]     {}        valid_on_mesh=True        short co-shard forms: (1,) is 1, () is -1
+ *   (8, 6)      (1, 1)        {}        _problem ("duplicate",    worded here exactly as
+ *                                       "{arg}: dims_mapping ...") DistTensorSpec._first_problem does
+ *   (8, 6)      (0, -1)       {0}       _problem ("partial-shard", ...)
+ *   (8.0, 6)    ...           ...       Python reference          not an integer: the reference names it
+ *   (-1, 6)     ...           ...       Python reference          a negative size: the reference raises
+ *   (8, 6)      (0, -1)       ...       Python reference          on None or a ProcessMesh subclass
  *
- * So this code never raises a spec error of its own and never judges a spec invalid: either it
- * proves the spec valid (and builds it as the reference's valid-on-mesh branch does) or it calls
- * the reference. tests/test_speedups.py runs both on the same values and compares every field.
+ * and a value beyond a C long, a generator, a numpy array or any other form also goes to the
+ * reference (given the converted values where the conversion is done, else the call as it came).
+ * So this code never raises a spec error of its own: the wording of every problem it names is the
+ * reference's, which tests/test_speedups.py holds it to (every field, on the same values, plus the
+ * whole parity grid against a PADDLE_SPMD_PORT_PURE=1 process).
+ *
+ * spec_call is installed as the class's vectorcall, so DistTensorSpec(...) runs spec_init on the
+ * arguments as they come, keywords included, instead of packing them into a tuple and a dict.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -59,7 +73,174 @@ static PyObject *as_input;       /* rules._tensor.as_input: builds a None input 
 static Py_ssize_t interned_limit; /* types.INTERNED_LIMIT */
 
 static PyObject *s_shape, *s_dims_mapping, *s_mesh, *s_partial_dims, *s_valid_on_mesh, *s_coshard, *s_hash,
-    *s_inputs, *s_outputs, *s_optional, *empty_tuple, *empty_frozenset;
+    *s_inputs, *s_outputs, *s_optional, *s_init, *empty_tuple,
+    *s_length, *s_mesh_dim, *s_duplicate, *s_partial_range, *s_partial_shard, *empty_frozenset;
+
+/* ---- DistTensorSpec.__init__ ------------------------------------------------------------------ */
+/* The integers the fast path converts, as types._as_int does: an exact int as it is; an int subclass
+ * (bool: True is 1) and a numpy integer scalar by PyNumber_Index, which is what operator.index calls.
+ * A numpy scalar type is told by its name and by being a static type (numpy's are; a Python class
+ * can take any name but is a heap type), so no numpy import is needed and no Python code runs.
+ * Returns a new reference, or NULL with no error set for anything else (the reference decides). */
+static int is_numpy_int(PyTypeObject *tp) {
+    return !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) && strncmp(tp->tp_name, "numpy.", 6) == 0 &&
+           tp->tp_as_number != NULL && tp->tp_as_number->nb_index != NULL;
+}
+
+static PyObject *as_exact_int(PyObject *item) {
+    PyObject *out;
+    if (PyLong_CheckExact(item))
+        return Py_NewRef(item);
+    if (!PyLong_Check(item) && (PyFloat_Check(item) || !is_numpy_int(Py_TYPE(item))))
+        return NULL;
+    out = PyNumber_Index(item);
+    if (out == NULL || !PyLong_CheckExact(out)) {
+        PyErr_Clear();
+        Py_XDECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* `seq` (a tuple or a list) as a tuple of exact ints, as types._int_tuple makes it: the very tuple
+ * when it already is one; NULL with no error set when some item is not an integer, or `seq` neither
+ * a tuple nor a list (the reference decides); NULL with an error set on a failure of Python's. */
+static PyObject *int_tuple(PyObject *seq) {
+    Py_ssize_t i, n;
+    PyObject *out;
+    if (PyTuple_CheckExact(seq)) {
+        n = PyTuple_GET_SIZE(seq);
+        for (i = 0; i < n && PyLong_CheckExact(PyTuple_GET_ITEM(seq, i)); i++)
+            ;
+        if (i == n)
+            return Py_NewRef(seq);
+    } else if (!PyList_CheckExact(seq)) {
+        return NULL;
+    }
+    n = PySequence_Fast_GET_SIZE(seq);
+    out = PyTuple_New(n);
+    if (out == NULL)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        PyObject *item = as_exact_int(PySequence_Fast_GET_ITEM(seq, i));
+        if (item == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, i, item);
+    }
+    return out;
+}
+
+/* `dm` (a tuple or a list) as a dims_mapping in normal form, as types._mapping_tuple makes it (a
+ * co-shard entry, a tuple or list of integers, by types.entry_of: () -> -1, (m,) -> m); *coshard is
+ * set when some entry stays a tuple. NULL as int_tuple. */
+static PyObject *mapping_tuple(PyObject *dm, int *coshard) {
+    Py_ssize_t i, n;
+    PyObject *out;
+    *coshard = 0;
+    if (PyTuple_CheckExact(dm)) {
+        n = PyTuple_GET_SIZE(dm);
+        for (i = 0; i < n && PyLong_CheckExact(PyTuple_GET_ITEM(dm, i)); i++)
+            ;
+        if (i == n)
+            return Py_NewRef(dm);
+    } else if (!PyList_CheckExact(dm)) {
+        return NULL;
+    }
+    n = PySequence_Fast_GET_SIZE(dm);
+    out = PyTuple_New(n);
+    if (out == NULL)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(dm, i), *entry;
+        if (PyTuple_CheckExact(item) || PyList_CheckExact(item)) {
+            PyObject *members = int_tuple(item);
+            if (members == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            if (PyTuple_GET_SIZE(members) == 0) {
+                entry = PyLong_FromLong(-1);
+                Py_DECREF(members);
+            } else if (PyTuple_GET_SIZE(members) == 1) {
+                entry = Py_NewRef(PyTuple_GET_ITEM(members, 0));
+                Py_DECREF(members);
+            } else {
+                entry = members;
+                *coshard = 1;
+            }
+        } else {
+            entry = as_exact_int(item);
+        }
+        if (entry == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, i, entry);
+    }
+    return out;
+}
+
+/* `partial` as a frozenset of exact ints (the very frozenset when it already is one); NULL as
+ * int_tuple (a tuple, list, set or frozenset is read; anything else the reference decides). */
+static PyObject *partial_set(PyObject *partial) {
+    PyObject *items, *out, *it, *p;
+    int exact = PyFrozenSet_CheckExact(partial);
+    if (PyTuple_CheckExact(partial) || PyList_CheckExact(partial)) {
+        Py_ssize_t i, n = PySequence_Fast_GET_SIZE(partial);
+        for (i = 0; i < n && PyLong_CheckExact(PySequence_Fast_GET_ITEM(partial, i)); i++)
+            ;
+        if (i == n)
+            return PyFrozenSet_New(partial);
+        items = int_tuple(partial);
+        if (items == NULL)
+            return NULL;
+        out = PyFrozenSet_New(items);
+        Py_DECREF(items);
+        return out;
+    }
+    if (!exact && !PyAnySet_CheckExact(partial))
+        return NULL;
+    if (exact) {
+        int all_exact = 1;
+        it = PyObject_GetIter(partial);
+        if (it == NULL)
+            return NULL;
+        while (all_exact && (p = PyIter_Next(it)) != NULL) {
+            all_exact = PyLong_CheckExact(p);
+            Py_DECREF(p);
+        }
+        Py_DECREF(it);
+        if (PyErr_Occurred())
+            return NULL;
+        if (all_exact)
+            return Py_NewRef(partial);
+    }
+    out = PyFrozenSet_New(NULL);
+    it = out == NULL ? NULL : PyObject_GetIter(partial);
+    if (it == NULL) {
+        Py_XDECREF(out);
+        return NULL;
+    }
+    while ((p = PyIter_Next(it)) != NULL) {
+        PyObject *v = as_exact_int(p);
+        Py_DECREF(p);
+        if (v == NULL || PySet_Add(out, v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(it);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
 
 /* A non-negative exact int below `limit` (or -1 when allow_minus_one), as a C long; -2 when not. */
 static long small_index(PyObject *item, long limit, int allow_minus_one) {
@@ -79,15 +260,14 @@ static long small_index(PyObject *item, long limit, int allow_minus_one) {
     return v;
 }
 
-/* 1 when (shape, dims_mapping, mesh, partial) is the common valid spec on a mesh (see the table), 2
- * when it is that with a co-shard in normal form, 0 when it is not, -1 on an error. */
-static int common_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial) {
+/* 1 when the normal-form values (tuples and a frozenset of exact ints, see the table above) are a
+ * valid spec on `mesh` (an exact ProcessMesh), 0 when they are not or this code cannot tell, -1 on an
+ * error. */
+static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial) {
     Py_ssize_t rank, i, n;
     PyObject *mesh_shape;
     unsigned long long used = 0;
-    int coshard = 0;
-    if (!PyTuple_CheckExact(shape) || !PyTuple_CheckExact(dm) || !PyFrozenSet_CheckExact(partial) ||
-        Py_TYPE(mesh) != Mesh_t)
+    if (Py_TYPE(mesh) != Mesh_t)
         return 0;
     rank = PyTuple_GET_SIZE(shape);
     if (PyTuple_GET_SIZE(dm) != rank)
@@ -117,7 +297,6 @@ static int common_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
                     return 0;
                 used |= 1ULL << m;
             }
-            coshard = 1;
             continue;
         }
         m = small_index(entry, (long)n, 1);
@@ -143,9 +322,219 @@ static int common_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
         Py_DECREF(it);
         if (PyErr_Occurred())
             return -1;
-        return ok ? 1 + coshard : 0;
+        return ok;
     }
-    return 1 + coshard;
+    return 1;
+}
+
+/* The first problem of a spec in normal form (co-shards included) on an exact ProcessMesh of n dims,
+ * as types.DistTensorSpec._first_problem words it: the tuple (what, template), a new reference; NULL
+ * with no error set when this code does not word it (a value beyond a C long, a negative size, a
+ * text too long: the reference does), NULL with an error on a failure of Python's. Called only for
+ * values of the right types that normal_valid did not take. */
+/* A message under construction (snprintf was most of an invalid spec's build). */
+typedef struct {
+    char text[2048];
+    size_t len;
+    int full; /* set when something did not fit: the reference words that spec */
+} Text;
+
+static void put(Text *t, const char *s) {
+    size_t n = strlen(s);
+    if (t->len + n >= sizeof t->text) {
+        t->full = 1;
+        return;
+    }
+    memcpy(t->text + t->len, s, n);
+    t->len += n;
+}
+
+static void put_long(Text *t, long v) {
+    char digits[24];
+    int i = sizeof digits - 1;
+    unsigned long u = v < 0 ? 0UL - (unsigned long)v : (unsigned long)v;
+    digits[i] = '\0';
+    do {
+        digits[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        digits[--i] = '-';
+    put(t, digits + i);
+}
+
+/* `open` a<sep>b... `close` of a tuple of exact ints; -1 when an item is beyond a C long */
+static int put_longs(Text *t, PyObject *items, const char *open, const char *sep, const char *close) {
+    Py_ssize_t i, n = PyTuple_GET_SIZE(items);
+    put(t, open);
+    for (i = 0; i < n; i++) {
+        int overflow = 0;
+        long v = PyLong_AsLongAndOverflow(PyTuple_GET_ITEM(items, i), &overflow);
+        if (overflow || (v == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return -1;
+        }
+        if (i)
+            put(t, sep);
+        put_long(t, v);
+    }
+    put(t, close);
+    return 0;
+}
+
+/* format_mapping(dm): "[0,(1,2),-1]"; -1 when a value is beyond a C long */
+static int put_mapping(Text *t, PyObject *dm) {
+    Py_ssize_t i, n = PyTuple_GET_SIZE(dm);
+    put(t, "[");
+    for (i = 0; i < n; i++) {
+        PyObject *entry = PyTuple_GET_ITEM(dm, i);
+        if (i)
+            put(t, ",");
+        if (PyTuple_CheckExact(entry)) {
+            if (put_longs(t, entry, "(", ",", ")") < 0)
+                return -1;
+        } else {
+            int overflow = 0;
+            long v = PyLong_AsLongAndOverflow(entry, &overflow);
+            if (overflow || (v == -1 && PyErr_Occurred())) {
+                PyErr_Clear();
+                return -1;
+            }
+            put_long(t, v);
+        }
+    }
+    put(t, "]");
+    return 0;
+}
+
+static PyObject *spec_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial) {
+    Text t, mesh_text;
+    PyObject *mesh_shape, *sorted, *template, *out;
+    PyObject *what = NULL; /* borrowed: one of the interned names */
+    Py_ssize_t rank = PyTuple_GET_SIZE(shape), entries = PyTuple_GET_SIZE(dm), n, i, k;
+    unsigned long long used = 0;
+    t.len = mesh_text.len = 0;
+    t.full = mesh_text.full = 0;
+    if (Py_TYPE(mesh) != Mesh_t)
+        return NULL;
+    for (i = 0; i < rank; i++)
+        if (small_index(PyTuple_GET_ITEM(shape, i), LONG_MAX, 0) < 0)
+            return NULL; /* a negative size (the reference raises) or one beyond a C long */
+    mesh_shape = PyObject_GetAttr(mesh, s_shape);
+    if (mesh_shape == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    n = PyTuple_CheckExact(mesh_shape) ? PyTuple_GET_SIZE(mesh_shape) : 0;
+    i = n < 1 || n > 63 ? -1 : put_longs(&mesh_text, mesh_shape, "", "x", ""); /* str(mesh): "2x3" */
+    Py_DECREF(mesh_shape);
+    if (i < 0)
+        return NULL;
+    mesh_text.text[mesh_text.len] = '\0';
+    if (entries != rank) {
+        what = s_length;
+        put(&t, "{arg}: dims_mapping ");
+        if (put_mapping(&t, dm) < 0)
+            return NULL;
+        put(&t, " has ");
+        put_long(&t, (long)entries);
+        put(&t, " entries but the shape ");
+        if (put_longs(&t, shape, "[", ", ", "]") < 0)
+            return NULL;
+        put(&t, " has rank ");
+        put_long(&t, (long)rank);
+        put(&t, "; give one entry per tensor axis");
+        goto done;
+    }
+    for (i = 0; i < entries; i++) { /* each member in range (a co-shard's in 0..n-1), in order */
+        PyObject *entry = PyTuple_GET_ITEM(dm, i);
+        int co = PyTuple_CheckExact(entry);
+        Py_ssize_t members = co ? PyTuple_GET_SIZE(entry) : 1;
+        for (k = 0; k < members; k++) {
+            int overflow = 0;
+            long m = PyLong_AsLongAndOverflow(co ? PyTuple_GET_ITEM(entry, k) : entry, &overflow);
+            if (overflow || (m == -1 && PyErr_Occurred())) {
+                PyErr_Clear();
+                return NULL; /* beyond a C long: the reference words it */
+            }
+            if (m < -1 || m >= (long)n || (m == -1 && co)) {
+                what = s_mesh_dim;
+                put(&t, "{arg}: dims_mapping ");
+                put_mapping(&t, dm);
+                if (co) {
+                    put(&t, " uses co-shard ");
+                    put_longs(&t, entry, "(", ",", ")");
+                } else {
+                    put(&t, " uses mesh dim ");
+                    put_long(&t, m);
+                }
+                put(&t, ", but the mesh ");
+                put(&t, mesh_text.text);
+                put(&t, " has dims 0..");
+                put_long(&t, (long)n - 1);
+                put(&t, "; use -1 (replicated), a dim in that range, or a tuple of distinct dims in that range "
+                        "(co-shard)");
+                goto done;
+            }
+        }
+    }
+    for (i = 0; i < entries; i++) { /* every member is in -1..n-1 here (-1 only outside a co-shard) */
+        PyObject *entry = PyTuple_GET_ITEM(dm, i);
+        int co = PyTuple_CheckExact(entry);
+        Py_ssize_t members = co ? PyTuple_GET_SIZE(entry) : 1;
+        for (k = 0; k < members; k++) {
+            long m = PyLong_AsLong(co ? PyTuple_GET_ITEM(entry, k) : entry);
+            if (m == -1)
+                continue;
+            if (used & (1ULL << m)) {
+                what = s_duplicate;
+                put(&t, "{arg}: dims_mapping ");
+                put_mapping(&t, dm);
+                put(&t, " splits along the same mesh dim twice; each mesh dim may shard at most one axis, once");
+                goto done;
+            }
+            used |= 1ULL << m;
+        }
+    }
+    sorted = PySequence_List(partial);
+    if (sorted == NULL || PyList_Sort(sorted) < 0) {
+        Py_XDECREF(sorted);
+        return NULL;
+    }
+    for (i = 0; what == NULL && i < PyList_GET_SIZE(sorted); i++) {
+        int overflow = 0;
+        long p = PyLong_AsLongAndOverflow(PyList_GET_ITEM(sorted, i), &overflow);
+        if (overflow || (p == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            Py_DECREF(sorted);
+            return NULL;
+        }
+        if (p < 0 || p >= (long)n) {
+            what = s_partial_range;
+            put(&t, "{arg}: partial dim ");
+            put_long(&t, p);
+            put(&t, " is outside the mesh ");
+            put(&t, mesh_text.text);
+            put(&t, " (dims 0..");
+            put_long(&t, (long)n - 1);
+            put(&t, ")");
+        } else if (used & (1ULL << p)) {
+            what = s_partial_shard;
+            put(&t, "{arg}: mesh dim ");
+            put_long(&t, p);
+            put(&t, " both shards an axis and is partial; a mesh dim is either Shard or Partial");
+        }
+    }
+    Py_DECREF(sorted);
+done:
+    if (what == NULL || t.full || mesh_text.full) /* no problem found (normal_valid took such values), or too long */
+        return NULL;
+    template = PyUnicode_DecodeASCII(t.text, (Py_ssize_t)t.len, NULL);
+    if (template == NULL)
+        return NULL;
+    out = PyTuple_Pack(2, what, template);
+    Py_DECREF(template);
+    return out;
 }
 
 /* func(self, *args, **kwargs) for a method's vectorcall arguments (a stand-in handing its call to the
@@ -168,35 +557,248 @@ static PyObject *call_with_self(PyObject *func, PyObject *self, PyObject *const 
     return res;
 }
 
+/* The parameter number (0 shape, 1 dims_mapping, 2 mesh, 3 partial_dims) of a keyword, -1 for another. */
+static int spec_param(PyObject *name) {
+    PyObject *names[4] = {s_shape, s_dims_mapping, s_mesh, s_partial_dims};
+    int k;
+    for (k = 0; k < 4; k++)
+        if (name == names[k])
+            return k;
+    for (k = 0; k < 4; k++)
+        if (PyUnicode_Check(name) && PyUnicode_Compare(name, names[k]) == 0)
+            return k;
+    return -1;
+}
+
 static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (kwnames == NULL && (nargs == 3 || nargs == 4)) {
-        PyObject *shape = args[0], *dm = args[1], *mesh = args[2];
-        PyObject *partial = nargs == 4 ? args[3] : NULL;
-        int ok;
-        Py_INCREF(partial == NULL ? (partial = empty_frozenset) : partial);
-        ok = common_valid(shape, dm, mesh, partial);
-        if (ok > 0) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames), k;
+    PyObject *given[4] = {NULL, NULL, NULL, NULL}, *shape = NULL, *dm = NULL, *partial = NULL, *res;
+    int coshard = 0, ok;
+    /* the call's arguments by parameter: positional or keyword, each given once, the first three given;
+     * any other call form the reference takes or rejects */
+    if (nargs > 4)
+        goto reference;
+    for (k = 0; k < nargs; k++)
+        given[k] = args[k];
+    for (k = 0; k < nkw; k++) {
+        int param = spec_param(PyTuple_GET_ITEM(kwnames, k));
+        if (param < 0 || given[param] != NULL)
+            goto reference;
+        given[param] = args[nargs + k];
+    }
+    if (given[0] == NULL || given[1] == NULL || given[2] == NULL)
+        goto reference;
+    /* each value in its normal form; a value this code does not convert, the reference converts or names */
+    shape = int_tuple(given[0]);
+    if (shape == NULL)
+        goto reference_or_error;
+    dm = mapping_tuple(given[1], &coshard);
+    if (dm == NULL)
+        goto reference_or_error;
+    partial = given[3] == NULL ? Py_NewRef(empty_frozenset) : partial_set(given[3]);
+    if (partial == NULL)
+        goto reference_or_error;
+    ok = normal_valid(shape, dm, given[2], partial);
+    if (ok < 0)
+        goto error;
+    if (ok) {
+        set_slot(self, off_shape, shape);
+        set_slot(self, off_dm, dm);
+        set_slot(self, off_mesh, given[2]);
+        set_slot(self, off_partial, partial);
+        set_slot(self, off_problem, Py_None);
+        set_slot(self, off_coshard, coshard ? Py_True : Py_False);
+        set_slot(self, off_valid, Py_True);
+        Py_DECREF(shape);
+        Py_DECREF(dm);
+        Py_DECREF(partial);
+        Py_RETURN_NONE;
+    }
+    /* values of the right types that are not a valid spec: worded here on an exact ProcessMesh, else
+     * (a mesh of another type or none, a negative size, a value beyond a C long) the reference judges
+     * them and names the problem; given the converted values, it skips the conversion */
+    {
+        PyObject *problem = spec_problem(shape, dm, given[2], partial);
+        if (problem != NULL) {
             set_slot(self, off_shape, shape);
             set_slot(self, off_dm, dm);
-            set_slot(self, off_mesh, mesh);
+            set_slot(self, off_mesh, given[2]);
             set_slot(self, off_partial, partial);
-            set_slot(self, off_problem, Py_None);
-            set_slot(self, off_coshard, ok == 2 ? Py_True : Py_False);
-            set_slot(self, off_valid, Py_True);
+            set_slot(self, off_problem, problem);
+            set_slot(self, off_coshard, coshard ? Py_True : Py_False);
+            set_slot(self, off_valid, Py_False);
+            Py_DECREF(problem);
+            Py_DECREF(shape);
+            Py_DECREF(dm);
             Py_DECREF(partial);
             Py_RETURN_NONE;
         }
-        Py_DECREF(partial);
-        if (ok < 0)
-            return NULL;
+        if (PyErr_Occurred())
+            goto error;
     }
-    return call_with_self(pure_init, self, args, nargs, kwnames); /* the reference */
+    {
+        PyObject *call[5] = {self, shape, dm, given[2], partial};
+        res = PyObject_Vectorcall(pure_init, call, 5, NULL);
+    }
+    Py_DECREF(shape);
+    Py_DECREF(dm);
+    Py_DECREF(partial);
+    return res;
+reference_or_error:
+    if (PyErr_Occurred())
+        goto error;
+    Py_XDECREF(shape);
+    Py_XDECREF(dm);
+reference:
+    return call_with_self(pure_init, self, args, nargs, kwnames); /* the reference, as called */
+error:
+    Py_XDECREF(shape);
+    Py_XDECREF(dm);
+    Py_XDECREF(partial);
+    return NULL;
+}
+
+/* DistTensorSpec.check(arg): see types._spec_check (the reference). A valid spec returns at once; a
+ * spec with a problem raises InvalidSpecError(template.format(arg=arg), kind=f"invalid-spec:{arg}:{what}"),
+ * the text put together here by replacing "{arg}" (the same text whenever the template holds no other
+ * brace and arg none: checked, else the reference formats it), the exception made by calling the
+ * class as the reference does. Any other call form, or a subclass, goes to the reference. */
+static PyObject *pure_check, *invalid_spec_error, *s_arg_field, *kind_kwnames;
+static PyObject *spec_call(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+static int has_brace(PyObject *text) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    Py_ssize_t open = PyUnicode_FindChar(text, '{', 0, n, 1), close = PyUnicode_FindChar(text, '}', 0, n, 1);
+    return open == -2 || close == -2 ? -1 : open >= 0 || close >= 0;
+}
+
+static PyObject *spec_check(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *problem, *what, *template, *arg, *msg, *kind, *exc, *call[2];
+    int brace;
+    if (kwnames != NULL || nargs != 1 || Py_TYPE(self) != Spec_t || !PyUnicode_CheckExact(args[0]))
+        goto reference;
+    problem = SLOT(self, off_problem);
+    if (problem == Py_None)
+        Py_RETURN_NONE;
+    if (problem == NULL || !PyTuple_CheckExact(problem) || PyTuple_GET_SIZE(problem) != 2)
+        goto reference;
+    what = PyTuple_GET_ITEM(problem, 0), template = PyTuple_GET_ITEM(problem, 1), arg = args[0];
+    if (!PyUnicode_CheckExact(what) || !PyUnicode_CheckExact(template))
+        goto reference;
+    brace = has_brace(arg);
+    if (brace != 0) {
+        if (brace < 0)
+            return NULL;
+        goto reference;
+    }
+    msg = PyUnicode_Replace(template, s_arg_field, arg, -1);
+    if (msg == NULL)
+        return NULL;
+    brace = has_brace(msg);
+    if (brace != 0) { /* an escaped or other field: str.format reads it, so the reference does */
+        Py_DECREF(msg);
+        if (brace < 0)
+            return NULL;
+        goto reference;
+    }
+    kind = PyUnicode_FromFormat("invalid-spec:%U:%U", arg, what);
+    if (kind == NULL) {
+        Py_DECREF(msg);
+        return NULL;
+    }
+    call[0] = msg, call[1] = kind;
+    exc = PyObject_Vectorcall(invalid_spec_error, call, 1, kind_kwnames); /* InvalidSpecError(msg, kind=kind) */
+    Py_DECREF(msg);
+    Py_DECREF(kind);
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+    return NULL;
+reference:
+    return call_with_self(pure_check, self, args, nargs, kwnames);
+}
+
+static PyMethodDef spec_check_def = {"check", (PyCFunction)(void (*)(void))spec_check, METH_FASTCALL | METH_KEYWORDS,
+                                     "check($self, arg)\n--\n\nRaise InvalidSpecError naming arg when the spec has a "
+                                     "problem (see types._spec_check)."};
+
+/* configure_check(InvalidSpecError, check): installs spec_check as DistTensorSpec.check and returns it;
+ * check is the Python reference (call after configure_types) */
+static PyObject *configure_check(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2 || Spec_t == NULL) {
+        PyErr_SetString(PyExc_TypeError, "configure_check() takes 2 arguments, after configure_types()");
+        return NULL;
+    }
+    PyObject *descr;
+    Py_XSETREF(invalid_spec_error, Py_NewRef(args[0]));
+    Py_XSETREF(pure_check, Py_NewRef(args[1]));
+    descr = PyDescr_NewMethod(Spec_t, &spec_check_def);
+    if (descr == NULL || PyObject_SetAttrString((PyObject *)Spec_t, "check", descr) < 0) {
+        Py_XDECREF(descr);
+        return NULL;
+    }
+    Spec_t->tp_vectorcall = spec_call; /* again: setting an attribute may have reset it */
+    return descr;
 }
 
 static PyMethodDef spec_init_def = {"__init__", (PyCFunction)(void (*)(void))spec_init,
                                     METH_FASTCALL | METH_KEYWORDS,
                                     "Build a spec: the common valid spec here, anything else by types._spec_init."};
+
+/* The class call DistTensorSpec(...) itself, installed as the class's vectorcall (see
+ * configure_types): while DistTensorSpec.__init__ is this module's spec_init and __new__ is object's,
+ * it allocates the spec and runs spec_init on the call's arguments as they come, which is what
+ * type.__call__ would do after packing them into a tuple and a dict (the keyword form paid for that
+ * dict). Anything else (a subclass, a patched __init__ or __new__) takes type.__call__. */
+static PyObject *spec_init_descr; /* the descriptor configure_types installed as DistTensorSpec.__init__ */
+
+static PyObject *spec_call(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames), k;
+    PyObject *self, *res, *init, *argtuple, *kwargs = NULL;
+    if (type == (PyObject *)Spec_t && Spec_t->tp_new == PyBaseObject_Type.tp_new &&
+        (init = PyDict_GetItemWithError(Spec_t->tp_dict, s_init)) == spec_init_descr && init != NULL) {
+        self = Spec_t->tp_alloc(Spec_t, 0);
+        if (self == NULL)
+            return NULL;
+        res = spec_init(self, args, (Py_ssize_t)nargsf, kwnames);
+        if (res == NULL) {
+            Py_DECREF(self);
+            return NULL;
+        }
+        if (res != Py_None) {
+            PyErr_Format(PyExc_TypeError, "__init__() should return None, not '%.200s'", Py_TYPE(res)->tp_name);
+            Py_DECREF(res);
+            Py_DECREF(self);
+            return NULL;
+        }
+        Py_DECREF(res);
+        return self;
+    }
+    if (PyErr_Occurred())
+        return NULL;
+    argtuple = PyTuple_New(nargs);
+    if (argtuple == NULL)
+        return NULL;
+    for (k = 0; k < nargs; k++)
+        PyTuple_SET_ITEM(argtuple, k, Py_NewRef(args[k]));
+    if (nkw > 0) {
+        kwargs = PyDict_New();
+        for (k = 0; kwargs != NULL && k < nkw; k++)
+            if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, k), args[nargs + k]) < 0)
+                Py_CLEAR(kwargs);
+        if (kwargs == NULL) {
+            Py_DECREF(argtuple);
+            return NULL;
+        }
+    }
+    res = PyType_Type.tp_call(type, argtuple, kwargs);
+    Py_DECREF(argtuple);
+    Py_XDECREF(kwargs);
+    return res;
+}
 
 static PyObject *new_object(PyTypeObject *type) {
     return type->tp_alloc(type, 0);
@@ -615,7 +1217,11 @@ static PyObject *configure_types(PyObject *module, PyObject *const *args, Py_ssi
     Py_XSETREF(pure_init, Py_NewRef(args[6]));
     Py_XSETREF(pure_attr_make, Py_NewRef(args[7]));
     Py_XSETREF(pure_result_make, Py_NewRef(args[8]));
-    return PyDescr_NewMethod(Spec_t, &spec_init_def);
+    Py_XSETREF(spec_init_descr, PyDescr_NewMethod(Spec_t, &spec_init_def));
+    if (spec_init_descr == NULL || PyObject_SetAttr((PyObject *)Spec_t, s_init, spec_init_descr) < 0)
+        return NULL;
+    Spec_t->tp_vectorcall = spec_call; /* after the __init__ above: setting an attribute may reset it */
+    return Py_NewRef(spec_init_descr);
 }
 
 /* configure_rules(RuleInput, getter_mapping, as_input, valid_inputs, attr) -> the method descriptor to
@@ -650,6 +1256,8 @@ static PyMethodDef methods[] = {
      "Register notation's reference functions (notation.py calls it once)."},
     {"configure_types", (PyCFunction)(void (*)(void))configure_types, METH_FASTCALL,
      "Register the value types (types.py calls it once)."},
+    {"configure_check", (PyCFunction)(void (*)(void))configure_check, METH_FASTCALL,
+     "Register InvalidSpecError and the reference DistTensorSpec.check (types.py calls it once)."},
     {"configure_rules", (PyCFunction)(void (*)(void))configure_rules, METH_FASTCALL,
      "Register RuleInput and its helpers (rules/_tensor.py calls it once)."},
     {NULL, NULL, 0, NULL},
@@ -673,7 +1281,17 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     INTERN(s_inputs, "inputs")
     INTERN(s_outputs, "outputs")
     INTERN(s_optional, "optional")
+    INTERN(s_init, "__init__")
+    INTERN(s_length, "length")
+    INTERN(s_mesh_dim, "mesh-dim")
+    INTERN(s_duplicate, "duplicate")
+    INTERN(s_partial_range, "partial-range")
+    INTERN(s_partial_shard, "partial-shard")
+    INTERN(s_arg_field, "{arg}")
 #undef INTERN
+    kind_kwnames = PyTuple_Pack(1, PyUnicode_InternFromString("kind"));
+    if (kind_kwnames == NULL)
+        return NULL;
     empty_tuple = PyTuple_New(0);
     empty_frozenset = PyFrozenSet_New(NULL);
     no_partial = empty_frozenset;

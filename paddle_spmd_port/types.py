@@ -33,11 +33,12 @@ Placements, one per mesh dim (the dynamic-graph view of the same thing)::
 from __future__ import annotations
 
 import math
+import operator
 import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .errors import ArgumentTypeError, InvalidSpecError
 
@@ -63,13 +64,17 @@ SPEEDUPS: Any = _load_speedups()
 CORE = "python" if SPEEDUPS is None else "c"
 
 
-#: ``_INT_ONLY.issuperset(map(type, items))``: every item is exactly an int (bool and int subclasses are not)
+#: ``_INT_ONLY.issuperset(map(type, items))``: every item is exactly an int (no bool, no int subclass, no numpy int)
 _INT_ONLY = frozenset({int})
 
 
 def _items(value: Iterable[Any], what: str) -> tuple[Any, ...]:
     """``value`` as a tuple, when it is a sequence (not a str, bytes or dict); else
     :class:`ArgumentTypeError` (a TypeError) naming ``what``."""
+    if type(value) is tuple:
+        return value
+    if type(value) is list:
+        return tuple(value)
     kind = f"invalid-spec:{what}:type"
     if isinstance(value, (str, bytes, dict)) or not isinstance(value, Iterable):
         raise ArgumentTypeError(f"{what} must be a sequence of ints, got {type(value).__name__} {value!r:.60}",
@@ -80,15 +85,35 @@ def _items(value: Iterable[Any], what: str) -> tuple[Any, ...]:
         raise ArgumentTypeError(f"{what} must be a sequence of ints, got {value!r:.60}", kind=kind) from None
 
 
+def _as_int(item: Any) -> int | None:
+    """``item`` as an exact int when it is an integer -- anything with ``__index__``: an int, a bool
+    (``True`` is 1, as Paddle's ``TensorDistAttr.dims_mapping`` and ``DistTensorSpec`` take it), an int
+    subclass, a numpy integer -- else None (a float, a str, None, a numpy bool: numpy gives it no
+    ``__index__``)."""
+    if type(item) is int:
+        return item
+    if isinstance(item, float):
+        return None  # a float has no __index__; checked first as the likeliest wrong type
+    try:
+        return operator.index(item)
+    except TypeError:
+        return None
+
+
 def _int_tuple(value: Iterable[Any], what: str) -> tuple[int, ...]:
-    """``value`` as a tuple of ints; anything else raises :class:`ArgumentTypeError` (a TypeError)
-    naming ``what``."""
-    kind = f"invalid-spec:{what}:type"
+    """``value`` as a tuple of exact ints (integers converted by :func:`_as_int`); anything else raises
+    :class:`ArgumentTypeError` (a TypeError) naming ``what``."""
     items = _items(value, what)
+    if _INT_ONLY.issuperset(map(type, items)):  # the common case: already exact ints
+        return items
+    out = []
     for item in items:
-        if isinstance(item, bool) or not isinstance(item, int):
-            raise ArgumentTypeError(f"{what} must hold ints, got {item!r:.30} in {value!r:.60}", kind=kind)
-    return items
+        number = _as_int(item)
+        if number is None:
+            raise ArgumentTypeError(f"{what} must hold ints, got {item!r:.30} in {value!r:.60}",
+                                    kind=f"invalid-spec:{what}:type")
+        out.append(number)
+    return tuple(out)
 
 
 MeshDims = int | tuple[int, ...]
@@ -103,18 +128,23 @@ def entry_of(members: Sequence[int]) -> MeshDims:
 
 
 def _mapping_tuple(value: Iterable[Any], what: str) -> Mapping:
-    """``value`` as a dims_mapping: ints, or sequences of ints for co-sharded axes (normalised by
-    :func:`entry_of`); anything else raises :class:`ArgumentTypeError` naming ``what``."""
-    kind = f"invalid-spec:{what}:type"
+    """``value`` as a dims_mapping: integers (:func:`_as_int`), or sequences of them for co-sharded
+    axes (normalised by :func:`entry_of`); anything else raises :class:`ArgumentTypeError` naming ``what``."""
+    items = _items(value, what)
+    if _INT_ONLY.issuperset(map(type, items)):  # the common case: one exact int per axis
+        return items
     out: list[MeshDims] = []
-    for item in _items(value, what):
-        if isinstance(item, (tuple, list)):
+    for item in items:
+        if type(item) is int:
+            out.append(item)
+        elif isinstance(item, (tuple, list)):
             out.append(entry_of(_int_tuple(item, what)))
-            continue
-        if isinstance(item, bool) or not isinstance(item, int):
-            raise ArgumentTypeError(f"{what} must hold ints (or tuples of ints for a co-sharded axis), got "
-                                    f"{item!r:.30} in {value!r:.60}", kind=kind)
-        out.append(item)
+        else:
+            number = _as_int(item)
+            if number is None:
+                raise ArgumentTypeError(f"{what} must hold ints (or tuples of ints for a co-sharded axis), got "
+                                        f"{item!r:.30} in {value!r:.60}", kind=f"invalid-spec:{what}:type")
+            out.append(number)
     return tuple(out)
 
 
@@ -164,7 +194,9 @@ class ProcessMesh:
     ints, so it is the same in every process and survives pickling."""
 
     def __post_init__(self) -> None:
-        shape, ids = self.shape, self.process_ids
+        shape, ids = cast(Any, self.shape), cast(Any, self.process_ids)  # as given: lists too
+        if type(shape) is list:  # ProcessMesh([2, 3]) as ProcessMesh((2, 3))
+            shape = tuple(shape)
         if self.dim_names is None and type(shape) is tuple and shape \
                 and _INT_ONLY.issuperset(map(type, shape)) and min(shape) >= 1:
             # the common ProcessMesh((2, 3)), or with its ids 0..n-1 spelt out: default ids and
@@ -173,7 +205,10 @@ class ProcessMesh:
             if layout is None:
                 layout = _DEFAULT_LAYOUTS[shape] = (tuple(range(math.prod(shape))),
                                                     tuple(f"d{i}" for i in range(len(shape))))
+            if type(ids) is list:
+                ids = tuple(ids)
             if ids is None or (type(ids) is tuple and ids == layout[0] and _INT_ONLY.issuperset(map(type, ids))):
+                _set(self, "shape", shape)
                 _set(self, "process_ids", layout[0])
                 _set(self, "dim_names", layout[1])
                 _set(self, "_hash", hash((shape, layout[0])))
@@ -244,7 +279,7 @@ _DEFAULT_LAYOUTS: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[str, ...]]]
 
 def format_mapping(dims_mapping: Sequence[MeshDims], partial_dims: Iterable[int] = (),
                    mesh_present: bool = True) -> str:
-    text = "[" + ",".join(map(_entry_text, dims_mapping)) + "]"
+    text = "[" + ",".join(map(_entry_text if tuple in {*map(type, dims_mapping)} else str, dims_mapping)) + "]"
     partial = sorted(partial_dims)
     if partial:
         text += " P{" + ",".join(map(str, partial)) + "}"
@@ -258,6 +293,15 @@ class DistTensorSpec:
     """One input tensor of a rule call: its global shape and how it is distributed.
 
     A missing optional input (``scale=None``) is passed as ``None`` instead of a spec.
+
+    ``shape``, ``dims_mapping`` and ``partial_dims`` may be given as tuples or lists (co-shards as
+    nested tuples or lists), by position or keyword; the spec holds tuples and a frozenset of
+    exact ints. An integer is anything with ``__index__`` (numpy ints included); a bool is an
+    integer too, ``True`` 1 and ``False`` 0, as Paddle 3.3.1's ``TensorDistAttr.dims_mapping``,
+    ``_set_partial_dims`` and ``DistTensorSpec`` take them. A float, a str or None is refused
+    (:class:`ArgumentTypeError`), as Paddle refuses them; so is a numpy bool, which has no
+    ``__index__`` in numpy 2 (Paddle converts it, and a numpy float32, through ``__int__``: the port
+    does not follow that).
     """
 
     shape: tuple[int, ...]
@@ -279,33 +323,55 @@ class DistTensorSpec:
 
     def __init__(self, shape: Iterable[int], dims_mapping: Iterable[MeshDims], mesh: ProcessMesh | None,
                  partial_dims: Iterable[int] = frozenset()) -> None:
-        # The common call (tuples of ints, a frozenset, a ProcessMesh or None) is checked with one
-        # type scan; anything else takes _int_tuple, which converts what it can and names what it
-        # cannot. Written out instead of a generated __init__ + __post_init__: specs are built by
-        # the hundred thousand, and the checks are the same either way. A co-shard already in its
-        # normal form (tuples of two or more ints) passes a second scan as it is. A spec whose
-        # values were already found valid on a mesh of that many dims (looked up after the type
-        # scans, so no bool or float passes for an int) skips the value checks. Every field is
-        # set on every path (slots: a field never set would not read as its default).
-        if type(shape) is tuple and type(dims_mapping) is tuple and type(partial_dims) is frozenset \
-                and (not partial_dims or _INT_ONLY.issuperset(map(type, partial_dims))) \
-                and ((plain_types := _INT_ONLY.issuperset(map(type, shape + dims_mapping)))
-                     or (_INT_ONLY.issuperset(map(type, shape)) and _normal_coshard(dims_mapping))):
-            coshard = not plain_types  # some entry is a tuple
-            if type(mesh) is ProcessMesh and (shape, dims_mapping, partial_dims, len(mesh.shape)) in _VALID_ON_MESH:
-                _fill_spec(self, shape, dims_mapping, mesh, partial_dims, coshard, True)
-                return
-        else:
+        # Every call form (tuples or lists, positional or keywords, partial dims given or not, numpy
+        # ints) takes the same path: each argument is made its normal form once (tuples and a
+        # frozenset of exact ints: _int_tuple and _mapping_tuple return a tuple of exact ints as it
+        # is after one type scan), then the values are judged. A spec whose values were already
+        # found valid on a mesh of that many dims (the keys hold normal forms only) skips the value
+        # checks. Written out instead of a generated __init__ + __post_init__: specs are built by
+        # the hundred thousand. Every field is set on every path (slots: a field never set would not
+        # read as its default).
+        # (the tuple and list cases of _int_tuple and _mapping_tuple written out first: a list of
+        # exact ints, as JSON gives it, is one type scan and a tuple() away)
+        kind: Any = type(shape)
+        if kind is list and _INT_ONLY.issuperset(map(type, shape)):
+            shape = tuple(shape)
+        elif kind is not tuple or not _INT_ONLY.issuperset(map(type, shape)):
             shape = _int_tuple(shape, "DistTensorSpec.shape")
+        kind = type(dims_mapping)
+        if (kind is tuple or kind is list) and _INT_ONLY.issuperset(map(type, dims_mapping)):
+            dims_mapping = tuple(dims_mapping)  # the very tuple when it is one
+            coshard = False
+        else:
             dims_mapping = _mapping_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
-            partial_dims = frozenset(_int_tuple(partial_dims, "partial_dims"))
-            coshard = is_coshard(dims_mapping)
-        if shape and min(shape) < 0:
-            raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
-        if mesh is not None and type(mesh) is not ProcessMesh and not isinstance(mesh, ProcessMesh):
-            raise ArgumentTypeError(
-                f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(mesh).__name__}",
-                kind="invalid-spec:mesh:type")
+            coshard = tuple in {*map(type, dims_mapping)}
+        kind = type(partial_dims)
+        if kind is not frozenset or (partial_dims and not _INT_ONLY.issuperset(map(type, partial_dims))):
+            if (kind is list or kind is tuple) and _INT_ONLY.issuperset(map(type, partial_dims)):
+                partial_dims = frozenset(partial_dims)
+            else:
+                partial_dims = frozenset(_int_tuple(partial_dims, "partial_dims"))
+        if TYPE_CHECKING:  # normal forms now (no cast call at run time: this is the hottest path)
+            shape, partial_dims = cast("tuple[int, ...]", shape), cast("frozenset[int]", partial_dims)
+        if type(mesh) is ProcessMesh:
+            if (shape, dims_mapping, partial_dims, len(mesh.shape)) in _VALID_ON_MESH:
+                _set(self, "shape", shape)  # _fill_spec written out: the most frequent path of all
+                _set(self, "dims_mapping", dims_mapping)
+                _set(self, "mesh", mesh)
+                _set(self, "partial_dims", partial_dims)
+                _set(self, "_problem", None)
+                _set(self, "coshard", coshard)
+                _set(self, "valid_on_mesh", True)
+                return
+            if shape and min(shape) < 0:
+                raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
+        else:
+            if shape and min(shape) < 0:
+                raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
+            if mesh is not None and not isinstance(mesh, ProcessMesh):
+                raise ArgumentTypeError(
+                    f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(mesh).__name__}",
+                    kind="invalid-spec:mesh:type")
         _fill_spec(self, shape, dims_mapping, mesh, partial_dims, coshard, False)
         problem = self._find_problem()
         if problem is not None:
@@ -330,7 +396,7 @@ class DistTensorSpec:
 
     def _find_problem(self) -> tuple[str, str] | None:
         dm, mesh, partial = self.dims_mapping, self.mesh, self.partial_dims
-        if mesh is not None and len(dm) == len(self.shape) and not is_coshard(dm):
+        if mesh is not None and not self.coshard and len(dm) == len(self.shape):
             # the common valid spec, decided in one pass: every entry -1 or a mesh dim, none twice,
             # every partial dim a mesh dim that splits no axis
             used = [m for m in cast("tuple[int, ...]", dm) if m != -1]
@@ -341,30 +407,34 @@ class DistTensorSpec:
         return self._first_problem()
 
     def _first_problem(self) -> tuple[str, str] | None:
-        """The first problem of the spec, in a fixed order (mesh, length, range, duplicates, partial)."""
-        if self.mesh is None:
-            if self.dims_mapping or self.partial_dims:
+        """The first problem of the spec, in a fixed order (mesh, length, range, duplicates, partial);
+        the message is formatted only here, for a spec that has one."""
+        mesh, dm = self.mesh, self.dims_mapping
+        if mesh is None:
+            if dm or self.partial_dims:
                 return "mesh", "{arg}: a dims_mapping or partial dims need a mesh; give {arg} a ProcessMesh"
             return None
-        n = self.mesh.ndim
-        dm = self.dims_mapping  # formatted (format_mapping) only into a message
-        if len(dm) != self.ndim:
+        n = len(mesh.shape)
+        if len(dm) != len(self.shape):
             return "length", (f"{{arg}}: dims_mapping {format_mapping(dm)} has {len(dm)} entries but the "
-                              f"shape {list(self.shape)} has rank {self.ndim}; give one entry per tensor axis")
-        for entry in self.dims_mapping:
-            for m in entry if type(entry) is tuple else (cast(int, entry),):
-                if not -1 <= m < n or (m == -1 and type(entry) is tuple):
-                    where = f"co-shard {_entry_text(entry)}" if type(entry) is tuple else f"mesh dim {m}"
+                              f"shape {list(self.shape)} has rank {len(self.shape)}; give one entry per tensor axis")
+        used: list[int] = []
+        for entry in dm:
+            co = type(entry) is tuple
+            for m in cast("tuple[int, ...]", entry) if co else (cast(int, entry),):
+                if not -1 <= m < n or (m == -1 and co):
+                    where = f"co-shard {_entry_text(entry)}" if co else f"mesh dim {m}"
                     return "mesh-dim", (f"{{arg}}: dims_mapping {format_mapping(dm)} uses {where}, but the mesh "
-                                        f"{self.mesh} has dims 0..{n - 1}; use -1 (replicated), a dim in that range, "
+                                        f"{mesh} has dims 0..{n - 1}; use -1 (replicated), a dim in that range, "
                                         "or a tuple of distinct dims in that range (co-shard)")
-        used = [m for entry in self.dims_mapping for m in mesh_dims_of(entry)]
+                if m != -1:
+                    used.append(m)
         if len(used) != len(set(used)):
             return "duplicate", (f"{{arg}}: dims_mapping {format_mapping(dm)} splits along the same mesh dim twice; "
                                  "each mesh dim may shard at most one axis, once")
         for p in sorted(self.partial_dims):
             if not 0 <= p < n:
-                return "partial-range", f"{{arg}}: partial dim {p} is outside the mesh {self.mesh} (dims 0..{n - 1})"
+                return "partial-range", f"{{arg}}: partial dim {p} is outside the mesh {mesh} (dims 0..{n - 1})"
             if p in used:
                 return "partial-shard", (f"{{arg}}: mesh dim {p} both shards an axis and is partial; "
                                          "a mesh dim is either Shard or Partial")
@@ -512,15 +582,6 @@ def clear_caches() -> None:
     _VALID_ON_MESH.clear()
 
 
-def _normal_coshard(dims_mapping: tuple[Any, ...]) -> bool:
-    """True when every entry is an int or a tuple of two or more ints (a co-shard in the form
-    :func:`_mapping_tuple` gives): such a dims_mapping needs no conversion."""
-    for entry in dims_mapping:
-        if type(entry) is not int and (type(entry) is not tuple or len(entry) < 2
-                                       or not _INT_ONLY.issuperset(map(type, entry))):
-            return False
-    return True
-
 _SPECS_READ: dict[tuple[Any, ...], DistTensorSpec] = {}
 
 _ATTR_RE = re.compile(r"^\s*\[(?P<dm>[-\d,\s()]*)\](?:\s*P\{(?P<p>[\d,\s]*)\})?(?P<nomesh>\s*@-)?\s*$")
@@ -590,15 +651,18 @@ class SpmdResult:
 #: the Python constructors as written above: the reference the C module is tested against
 #: (tests/test_speedups.py), and what it hands every spec off its common path to
 _spec_init = DistTensorSpec.__init__
+_spec_check = DistTensorSpec.check
 _attr_make = DistAttr.make
 _result_make = SpmdResult.make
 
 if SPEEDUPS is not None:
-    # DistTensorSpec.__init__ becomes a C method that builds the common valid spec itself and calls
-    # _spec_init for anything else; make() of DistAttr and SpmdResult become C functions that intern
-    # into the same _INTERNED table. Everything else of the classes stays as written above.
-    DistTensorSpec.__init__ = SPEEDUPS.configure_types(  # type: ignore[method-assign]
-        ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, _INTERNED, INTERNED_LIMIT, _spec_init, _attr_make,
-        _result_make)
+    # DistTensorSpec.__init__ becomes a C method that builds every spec of an ordinary call form
+    # itself and calls _spec_init for anything else (configure_types installs it, and the class call
+    # that runs it without packing the arguments into a tuple and a dict); DistTensorSpec.check a C
+    # method that raises as _spec_check does; make() of DistAttr and SpmdResult C functions that
+    # intern into the same _INTERNED table. Everything else of the classes stays as written above.
+    SPEEDUPS.configure_types(ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, _INTERNED, INTERNED_LIMIT,
+                             _spec_init, _attr_make, _result_make)
+    SPEEDUPS.configure_check(InvalidSpecError, _spec_check)  # installs DistTensorSpec.check, the same way
     DistAttr.make = staticmethod(SPEEDUPS.attr_make)  # type: ignore[method-assign]
     SpmdResult.make = staticmethod(SPEEDUPS.result_make)  # type: ignore[method-assign]

@@ -93,7 +93,11 @@ def test_a_short_run_prints_both_sides_and_their_ratio():
     assert proc.stdout.startswith(f"port core: {types.CORE} ")  # which port was timed
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| layer_norm |")
             or line.startswith("| batch_norm |")]
-    assert len(rows) == 2
+    assert len(rows) == 3  # the tuple form's registry row, the mixed form's, the hidden rule's
+    assert "## Call forms" in proc.stdout and "## Mixed form" in proc.stdout
+    forms = [line for line in proc.stdout.splitlines() if line.startswith("| ") and " ns | **" in line]
+    for form in ("tuple", "list", "keywords", "partial_dims=", "numpy ints", "invalid"):
+        assert any(line.startswith(f"| {form}") for line in forms), form
     for row in rows:
         assert row.count("µs") >= 2 and row.count("x** |") >= 1
 
@@ -156,7 +160,7 @@ def test_the_registry_table_runs_on_the_installed_release():
     cannot set them (3.0.0 has no multi_dims_mapping)."""
     proc = _run("--rules", "layer_norm", "--sample", "40", "--repeat", "1")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert sum(line.startswith("| layer_norm |") for line in proc.stdout.splitlines()) == 1
+    assert sum(line.startswith("| layer_norm |") for line in proc.stdout.splitlines()) == 2  # tuple, mixed form
 
 
 @pytest.mark.native
@@ -168,3 +172,60 @@ def test_without_the_compiled_caller_the_bench_exits_3(tmp_path):
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 3, proc.stderr[-2000:]
     assert lines[-1].startswith("bench: not measured: compiled:") and "Traceback" not in proc.stderr
+
+
+# --------------------------------------------------------------------------- call forms, mixed form
+def test_every_call_form_builds_the_tuple_forms_specs():
+    valid, invalid = bench.form_specs(["layer_norm"], 60, seed=3)
+    assert valid and invalid and all(s._problem is None for s in valid) and all(s._problem for s in invalid)
+    assert {s._problem[0] for s in invalid} >= {"length", "mesh-dim", "duplicate", "partial-shard", "partial-range"}
+    assert any(s.coshard for s in valid) and any(s.partial_dims for s in valid)
+    bench.same_specs(valid, invalid)  # passes: every form builds the very values
+    names = list(bench.form_loops(valid, invalid))
+    for form in ("tuple", "list", "keywords", "partial_dims=", "numpy ints", "invalid"):
+        assert any(name.startswith(form) for name in names), form
+
+
+def test_a_form_that_builds_other_specs_is_caught(monkeypatch):
+    """Planted defect: the list form loses its co-shards (a form doing less work than the tuple form)."""
+    valid, invalid = bench.form_specs(["layer_norm"], 60, seed=3)
+    monkeypatch.setattr(bench, "_listed", lambda dm: [-1 if type(e) is tuple else e for e in dm])
+    with pytest.raises(bench.NotMeasured, match="'list' built other specs"):
+        bench.same_specs(valid, invalid)
+
+
+def test_a_form_over_the_target_is_marked():
+    rows = bench.form_rows([("tuple", 10, 100e-9), ("list", 10, 150e-9), ("keywords (lists)", 10, 201e-9)])
+    assert "over 2x" not in rows[0] + rows[1] and rows[2].endswith("**2.01x** (over 2x) |")
+    assert rows[1] == "| list | 10 | 150 ns | **1.50x** |"
+
+
+def test_the_mixed_form_reads_lists_as_from_json_and_measures_the_grid_shares():
+    cases, shares = bench.mixed_cases("layer_norm", 300, seed=3)
+    mesh_keys, data = bench.as_json(*bench.plain(cases))
+    assert all(type(part) is list for item in data for spec in item[0] if spec is not None for part in spec[:3])
+    meshes = [bench.MixedPortSide.mesh(key) for key in mesh_keys]
+    for case, (inputs, _) in zip(cases, data, strict=True):  # the same values as the grid's cases
+        built = [bench.MixedPortSide.spec(item, meshes) for item in inputs]
+        # the same values, on meshes of the same shape and ids (both sides name mesh dims by default)
+        assert [None if s is None else (s.shape, s.dims_mapping, s.partial_dims, bench._mesh_key(s.mesh))
+                for s in built] == [None if s is None else (s.shape, s.dims_mapping, s.partial_dims,
+                                                            bench._mesh_key(s.mesh)) for s in case.inputs]
+    grid = list(bench.grid_for("layer_norm"))
+    assert shares["grid invalid"] == sum(map(bench.refused, grid)) / len(grid) > 0
+    assert shares["grid coshard"] == sum(map(bench.has_coshard, grid)) / len(grid) > 0
+    assert not any(bench.may_crash(c) for c in cases)
+
+
+def test_a_side_that_skips_cases_is_caught():
+    """Planted defect: a side that does not call its rule on co-sharded cases would time less work."""
+    class Skipping(bench.MixedPortSide):
+        def call(self, specs, attrs):
+            if not any(s is not None and s.coshard for s in specs):
+                super().call(specs, attrs)
+
+    cases, _ = bench.mixed_cases("layer_norm", 300, seed=3)
+    mesh_keys, data = bench.as_json(*bench.plain(cases))
+    bench.same_work([bench.MixedPortSide("layer_norm")], mesh_keys, data)  # the honest side passes
+    with pytest.raises(bench.NotMeasured, match="Skipping trip called its rule"):
+        bench.same_work([Skipping("layer_norm")], mesh_keys, data)

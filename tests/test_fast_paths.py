@@ -88,13 +88,18 @@ def test_valid_on_mesh_flag():
     assert not DistTensorSpec((4, 6), ((0, 1), 1), mesh).valid_on_mesh              # ... in a co-shard too
     assert not DistTensorSpec((4,), (), None).valid_on_mesh                          # valid, but no mesh
     assert not DistTensorSpec((4, 6), (0,), mesh).valid_on_mesh                     # wrong length
-    for _ in range(2):  # the second build reads the cache of valid specs: still no bool for an int
+    for _ in range(2):  # the second build reads the cache of valid specs: still no float for an int
         assert DistTensorSpec((4, 6), (1, -1), mesh).valid_on_mesh
         assert DistTensorSpec((4, 6), ((1, 0), -1), mesh).valid_on_mesh
-        for bad in [((4, 6), (True, -1)), ((4, True), (1, -1)), ((4, 6), ((1, False), -1))]:
+        for bad in [((4, 6), (1.0, -1)), ((4, 1.0), (1, -1)), ((4, 6), ((1, 0.0), -1)), ((4, 6), ("1", -1))]:
             with pytest.raises(ArgumentTypeError):
                 DistTensorSpec(*bad, mesh)
         assert DistTensorSpec((4, 6), ((1,), ()), mesh).dims_mapping == (1, -1)  # short forms still normalised
+        # bools are integers, as Paddle's TensorDistAttr.dims_mapping and DistTensorSpec take them
+        # (True is 1): stored as exact ints, so the spec equals the one built from ints
+        built = DistTensorSpec((4, True), (True, -1), mesh, [False])
+        assert built == DistTensorSpec((4, 1), (1, -1), mesh, frozenset({0}))
+        assert {type(v) for v in built.shape + built.dims_mapping + tuple(built.partial_dims)} == {int}
 
 
 def test_a_fast_path_that_takes_too_much_is_caught(monkeypatch):

@@ -61,7 +61,7 @@ def test_c_module_is_in_use():
     assert types.SPEEDUPS is not None and types.CORE == "c", \
         "paddle_spmd_port._speedups is not in use: build it (pip install -e .) or set PADDLE_SPMD_PORT_PURE=1"
     sp = types.SPEEDUPS
-    assert DistTensorSpec.__init__ is not types._spec_init
+    assert DistTensorSpec.__init__ is not types._spec_init and DistTensorSpec.check is not types._spec_check
     assert DistAttr.make is sp.attr_make and SpmdResult.make is sp.result_make
     assert notation.merge_shardings is sp.merge_shardings and notation.mapping_for_axes is sp.mapping_for_axes
     assert _tensor.valid_inputs is sp.valid_inputs and RuleInput.attr is not RuleInput._attr
@@ -176,11 +176,12 @@ def _mesh_value(mesh: Any) -> Any:
     return (type(mesh).__qualname__, mesh.shape, mesh.process_ids, mesh.dim_names) if mesh is not None else None
 
 
-def spec_view(spec: DistTensorSpec) -> dict[str, Any]:
-    """Everything observable of a built spec (fields and their types, check, str, hash, pickling)."""
+def spec_view(spec: DistTensorSpec, check: Any = None) -> dict[str, Any]:
+    """Everything observable of a built spec (fields and their types, ``check`` -- the installed one
+    unless given --, str, hash, pickling)."""
     view: dict[str, Any] = {name: typed(getattr(spec, name)) for name in SPEC_FIELDS}
     view["type"] = type(spec)
-    view["check"] = outcome(lambda: spec.check("x"))
+    view["check"] = outcome(lambda: (check or type(spec).check)(spec, "x"))
     view["str"], view["repr"], view["ndim"] = str(spec), repr(spec), spec.ndim
     view["hash"] = outcome(lambda: hash(spec))
     view["to_json"] = typed(outcome(spec.to_json))
@@ -197,7 +198,7 @@ def spec_view(spec: DistTensorSpec) -> dict[str, Any]:
 def spec_pair_difference(a: Any, b: Any) -> str | None:
     if a[0] != "returns" or b[0] != "returns":
         return None if a == b else f"outcomes differ:\n  installed {a!r}\n  reference {b!r}"
-    va, vb = spec_view(a[1]), spec_view(b[1])
+    va, vb = spec_view(a[1]), spec_view(b[1], check=types._spec_check)  # the reference: its own check
     for key in va:
         if va[key] != vb[key]:
             return f"{key} differs:\n  installed {va[key]!r}\n  reference {vb[key]!r}"
@@ -281,6 +282,44 @@ SPEC_ROWS = [
     ((8, 6), ((0, 5), -1), M23), ((8, 6), ((0, 1), -1), M23, frozenset({1})), ((8, 6), ((0, True), -1), M23),
 ]
 
+try:  # numpy comes with Paddle; without it, its rows are left out
+    import numpy as np
+except ImportError:  # pragma: no cover - CI installs Paddle
+    np = None
+
+#: a user's data: lists as JSON gives them, numpy ints, bools (integers, as Paddle takes them), the
+#: co-shard spellings, and invalid specs of each kind from lists (the keyword forms: ``form`` below)
+USER_ROWS: list[tuple[Any, ...]] = [
+    ([8, 6, 4], [0, -1, 1], M23), ([8, 6, 4], [0, -1, -1], M23, [1]), ([8, 6, 4], [0, -1, -1], M23, (1,)),
+    ([8, 6, 4], [[0, 1], -1, -1], M23), ([8, 6], [(0, 1), -1], M23), ([8, 6], [[0], [1]], M23),
+    ([8, 6], [[], [1]], M23, [0]), ([8, 6, 4], [[0, 1], [], [1]], M23), ([8, 6], [[0, 1], -1], M23, [1]),
+    ([True, 6], [True, False], M23), ([8, 6], [False, -1], M23, [True]), ([8, 6], [[True, 0], -1], M23),
+    ([8, 6], [True, True], M23), ([8, 6], [0, -1], M23, {True}),
+    ([8, 6, 4], [0, -1], M23), ([8, 6], [0, -1, -1], M23), ([8, 6], [0, 2], M23), ([8, 6], [0, -2], M23),
+    ([8, 6], [0, 0], M23), ([8, 6], [0, -1], M23, [0]), ([8, 6], [0, -1], M23, [2]), ([8, 6], [0, -1], M23, [-1]),
+    ([8, 6], [-1, -1], M23, [1, 0, 5]), ([8, 6], [0, 0], M23, [7]), ([8, 6], [5, 0], M23), ([8, 6], [0, -1], None),
+    ([8, 6], [], None, [0]), ([-1, 6], [0, -1], M23), ([-1, 6], [0, 0], M23), ([8.0, 6], [0, -1], M23),
+    (["8", 6], [0, -1], M23), ([8, 6], [0, -1], M23, [1.0]), ([8, 6], [0, None], M23), ([8, 6], [0, "1"], M23),
+    ([8, 6], [2 ** 70, -1], M23), ([8, 6], [-2 ** 70, -1], M23), ([2 ** 70, 6], [0, 0], M23),
+    ([2 ** 62, 6], [0, 5], M23), ([8, 6], [2 ** 62, 0], M23), ([8, 6], [-1, -1], M23, [2 ** 70]),
+    ([1] * 1000, [-1] * 999, M23), ([1] * 300, [-1] * 299, M23), ([8, 6], [0, 62], M63), ([8, 6], [0, 63], M63),
+    ([8, 6], [0, 70], M64), ([8, 6], [0, 1], M23_XY), ([8, 6], [0, 5], M23_XY), ([8, 6], [0, 5], M23_SUB),
+    ([8, 6], [0, 0], M23_SUB), ([8, 6], [0, 5], M222), ([8, 6], [0, -1], M23, frozenset({IntSub(1)})),
+    ([IntSub(8), 6], [IntSub(0), -1], M23), ((8, 6), [0, 0], M23, frozenset({0})),
+]
+if np is not None:
+    I64, I32, U64 = np.int64, np.int32, np.uint64
+    USER_ROWS += [
+        (list(np.array([8, 6, 4])), list(np.array([0, -1, 1])), M23),
+        ([I64(8), I32(6)], [I64(1), I64(-1)], M23, [I64(0)]),
+        ([U64(2 ** 64 - 1), 6], [0, -1], M23), ([8, 6], [U64(2 ** 64 - 1), -1], M23), ([I64(-1), 6], [0, -1], M23),
+        ([8, 6], [np.bool_(True), -1], M23), ([8, 6], [np.float64(0.0), -1], M23), ([8, 6], [np.float32(0), -1], M23),
+        ([8, 6], [np.array(0), -1], M23), ([8, 6], [np.array([0, 1]), -1], M23), ([8, 6], [[I64(0), I64(1)], -1], M23),
+        ([8, 6], [I64(0), I64(0)], M23), ([8, 6], [I64(2), -1], M23), ((I64(8), I64(6)), (I64(0), I64(-1)), M23),
+        ([8, 6], [0, -1], M23, np.array([1])), ([8, 6], [0, -1], M23, [np.uint8(1)]), (np.array([8, 6]), [0, -1], M23),
+    ]
+SPEC_ROWS += USER_ROWS
+
 
 @needs_c
 @pytest.mark.parametrize("form", ["pos", "kw", "kw-mesh", "missing", "extra", "unknown", "twice"])
@@ -292,7 +331,8 @@ def test_spec_rows_match_reference(row, form):
 
 LEAVES = st.one_of(st.integers(-2, 4), st.sampled_from(
     [2 ** 70, -2 ** 70, 2 ** 63, 2 ** 63 - 1, 62, 63, 64, True, False, 1.0, -1.0, IntSub(0), IntSub(-1), IntSub(2),
-     None, "0"]))
+     None, "0"] + ([] if np is None else [np.int64(1), np.int64(-1), np.int32(0), np.uint64(2 ** 64 - 1),
+                                          np.bool_(True), np.float64(1.0)])))
 
 
 def _container(items: Any, kinds: Any) -> Any:
@@ -340,6 +380,54 @@ def test_spec_built_by_c_equals_one_built_by_reference():
         a, b = build_installed(*row), build_reference(*row)
         assert a == b and hash(a) == hash(b) and {a, b} == {a}
         assert outcome(lambda a=a: a.check("x")) == outcome(lambda b=b: b.check("x"))
+
+
+CHECK_ARGS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    (("x",), {}), (("out_grad",), {}), (("{x}",), {}), (("a}b",), {}), (("{arg}",), {}), (("é",), {}), ((5,), {}),
+    ((None,), {}), ((), {"arg": "x"}), ((), {}), (("x", "y"), {}), ((IntSub(1),), {})]
+
+
+def _check_specs() -> list[Any]:
+    specs: list[Any] = [build_reference(*row) for row in USER_ROWS[:40] if _builds(row)]
+    odd = build_reference((8, 6), (0, 0), M23)
+    object.__setattr__(odd, "_problem", ("duplicate", "{arg}: {{literal}} and {arg}"))  # an escaped brace
+    other = build_reference((8, 6), (0, 0), M23)
+    object.__setattr__(other, "_problem", ("duplicate", "{arg!r}: a conversion"))
+    odd_kind = build_reference((8, 6), (0, 0), M23)
+    object.__setattr__(odd_kind, "_problem", (IntSub(1), "{arg}: x"))
+    unset = object.__new__(DistTensorSpec)  # no field set: the reference raises AttributeError
+    sub = object.__new__(SpecSub)
+    types._spec_init(sub, (8, 6), (0, 0), M23)
+    return specs + [odd, other, odd_kind, unset, sub]
+
+
+def _builds(row: Any) -> bool:
+    try:
+        build_reference(*row)
+    except Exception:
+        return False
+    return True
+
+
+@needs_c
+def test_spec_check_raises_as_reference():
+    """DistTensorSpec.check (C) against types._spec_check on specs of every kind and odd arguments."""
+    for spec in _check_specs():
+        for args, kw in CHECK_ARGS:
+            diff = call_difference(lambda spec=spec, args=args, kw=kw: DistTensorSpec.check(spec, *args, **kw),
+                                   lambda spec=spec, args=args, kw=kw: types._spec_check(spec, *args, **kw))
+            assert diff is None, f"{spec!r:.80} {args} {kw}: {diff}"
+
+
+def test_planted_check_fault_is_caught():
+    def other_kind(spec: Any, arg: Any) -> None:
+        try:
+            types._spec_check(spec, arg)
+        except types.InvalidSpecError as exc:
+            raise types.InvalidSpecError(str(exc), kind="invalid-spec") from None
+    spec = build_reference((8, 6), (0, 0), M23)
+    assert call_difference(lambda: other_kind(spec, "x"), lambda: types._spec_check(spec, "x")) is not None
+    assert call_difference(lambda: types._spec_check(spec, "x"), lambda: types._spec_check(spec, "x")) is None
 
 
 # --------------------------------------------------------------------------- DistAttr.make / SpmdResult.make
@@ -814,9 +902,33 @@ def fake_spec_other_kind(*args: Any, **kw: Any) -> DistTensorSpec:
         raise
 
 
+def fake_spec_numpy_kept(*args: Any, **kw: Any) -> DistTensorSpec:
+    """A constructor that keeps numpy ints as they came (equal values of another type)."""
+    spec = build_reference(*args, **kw)
+    object.__setattr__(spec, "shape", tuple(args[0]))
+    return spec
+
+
+def fake_spec_other_message(*args: Any, **kw: Any) -> DistTensorSpec:
+    """A constructor that names the problem in other words."""
+    spec = build_reference(*args, **kw)
+    if spec._problem is not None:
+        object.__setattr__(spec, "_problem", (spec._problem[0], spec._problem[1].replace("twice", "two times")))
+    return spec
+
+
+def fake_spec_bools_refused(*args: Any, **kw: Any) -> DistTensorSpec:
+    """A constructor that refuses a bool where Paddle (and the reference) take it as 0 or 1."""
+    if any(type(v) is bool for v in args[1]):
+        raise types.ArgumentTypeError("DistTensorSpec.dims_mapping must hold ints", kind="invalid-spec:x:type")
+    return build_reference(*args, **kw)
+
+
 @pytest.mark.parametrize("fake, row", [
+    (fake_spec_other_message, ([8, 6], [0, 0], M23)), (fake_spec_bools_refused, ([8, 6], [True, -1], M23)),
+    *([] if np is None else [(fake_spec_numpy_kept, ([np.int64(8), 6], [0, -1], M23))]),
     (fake_spec_duplicates_valid, ((8, 6), (1, 1), M23)), (fake_spec_lists_kept, ([8, 6], (0, -1), M23)),
-    (fake_spec_mesh_copied, ((8, 6), (0, -1), M23)), (fake_spec_other_kind, ((8, 6), (True, -1), M23))])
+    (fake_spec_mesh_copied, ((8, 6), (0, -1), M23)), (fake_spec_other_kind, ((8, 6), (1.0, -1), M23))])
 def test_planted_spec_faults_are_caught(fake, row):
     assert spec_difference(build_reference, build_reference, spec_call(*row)) is None
     assert spec_difference(fake, build_reference, spec_call(*row)) is not None

@@ -10,6 +10,14 @@ mesh number)`` -- the number indexes that list, as a user's code names the mesh 
 (``--sample`` cases per rule, seeded; corner sets left out, since half of them are inputs one side
 refuses before the call, and so are the cases Paddle may crash on, ``crash_prone.compiled_may_crash``).
 
+0. Call forms: ``DistTensorSpec`` built from the grid's own specs (a uniform draw of ``--sample``
+   cases per rule, each value once), each form from the same values put into it before the loop:
+   tuples by position (the reference row), tuples then ``.check``, lists (co-shards as nested
+   lists), keywords with lists, ``partial_dims=`` always given, numpy int64 scalars in lists; and
+   invalid specs (every one the rules' grids hold, and each valid spec made invalid in one of the
+   five ways a check names), built, and built then refused (``check`` raising). An untimed pass
+   checks every form built the tuple form's very specs; a form over 2x the tuple form is marked.
+
 1. Registry rules (Paddle answers them from ``core.get_phi_spmd_rule``), three trips per side:
 
    trip         build the input specs (one mesh object per mesh shape, built before the timed
@@ -27,6 +35,15 @@ refuses before the call, and so are the cases Paddle may crash on, ``crash_prone
    are emptied before it, outside the timing, so no round reuses an earlier round's work. (The
    compiled caller's memos of request text and decoded replies, section 2, are left warm: that
    favours Paddle.)
+
+   Then the *mixed form*, a user's data: the same three trips on a uniform draw from each rule's
+   whole grid (corner sets at their share, not added on top; less the cases Paddle may crash this
+   process on), the plain data written to JSON and read back (lists, co-shards as nested lists),
+   partial dims by keyword. The shares of invalid inputs (the port refuses them) and of co-shards
+   are measured on the grid and on the draw, and printed. An input a side refuses to build
+   (Paddle refuses a partial dim that also shards when its attr is set) is that case's answer; the
+   bare calls are timed on the cases both sides built. An untimed pass counts each side's rule
+   calls in every loop: a side that skips a case it built is not measured (exit 3).
 
 2. Hidden rules (no registry entry): both sides build the same Case objects from the plain data
    (the compiled caller writes its requests from Cases), then the port calls the rule and the
@@ -56,6 +73,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import json
 import os
 import resource
 import subprocess
@@ -63,9 +81,10 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.errors import ArgumentTypeError, InvalidSpecError
 from paddle_spmd_port.native.crash_prone import compiled_may_crash as may_crash
 from paddle_spmd_port.outcome import Outcome
 from paddle_spmd_port.parity.grid import GRIDS, grid_for, is_corner, sample
@@ -184,13 +203,14 @@ class NativeSide:
         shape, dm, partial, key = item
         if key is not None:
             attr.process_mesh = meshes[key]
-        if tuple in {*map(type, dm)}:  # a co-shard: one list of mesh dims per axis (as the registry backend)
-            attr.multi_dims_mapping = [list(e) if type(e) is tuple else [] if e == -1 else [e] for e in dm]
-        else:
-            attr.dims_mapping = list(dm)
+        kinds = {*map(type, dm)}
+        if tuple in kinds or list in kinds:  # a co-shard: one list of mesh dims per axis (as the registry backend)
+            attr.multi_dims_mapping = [list(e) if type(e) in (tuple, list) else [] if e == -1 else [e] for e in dm]
+        else:  # a list as it is (the mixed form's data already holds lists): no copy Paddle does not need
+            attr.dims_mapping = dm if type(dm) is list else list(dm)
         if partial:
-            attr._set_partial_dims(list(partial))
-        return self.spec_cls(list(shape), attr)
+            attr._set_partial_dims(partial if type(partial) is list else list(partial))
+        return self.spec_cls(shape if type(shape) is list else list(shape), attr)
 
     def call(self, specs: Sequence[Any], attrs: tuple[Any, ...]) -> None:
         try:
@@ -209,22 +229,45 @@ class NativeSide:
             pass
 
 
+#: what building an input may raise on either side (Paddle refuses some invalid inputs when its
+#: TensorDistAttr is set, a partial dim that also shards, say): the case's answer, as a rule's error is
+BUILD_ERRORS = (ValueError, NotImplementedError, TypeError, RuntimeError)
+
+
+def _built(side: PortSide | NativeSide, inputs: Sequence[PlainInput], meshes: Meshes) -> list[Any] | None:
+    """The side's specs of one case, or None when the side refuses to build one."""
+    try:
+        return [side.spec(item, meshes) for item in inputs]
+    except BUILD_ERRORS:
+        return None
+
+
 def loops(side: PortSide | NativeSide, mesh_keys: list[MeshKey],
           data: list[PlainCase]) -> dict[str, Callable[[], None]]:
-    """The three timed loops of one side, over the same plain data."""
+    """The three timed loops of one side, over the same plain data. A case whose input the side
+    refuses to build ends there (that refusal is its answer); the bare loop calls the rule on the
+    cases it could build."""
     shared = [side.mesh(key) for key in mesh_keys]
-    prebuilt = [([side.spec(item, shared) for item in inputs], attrs) for inputs, attrs in data]
+    prebuilt = [(specs, attrs) for inputs, attrs in data if (specs := _built(side, inputs, shared)) is not None]
     spec, call, bare, mesh = side.spec, side.call, side.bare, side.mesh
 
     def trip() -> None:
         for inputs, attrs in data:
-            call([spec(item, shared) for item in inputs], attrs)
+            try:
+                specs = [spec(item, shared) for item in inputs]
+            except BUILD_ERRORS:
+                continue
+            call(specs, attrs)
 
     def fresh() -> None:
         for inputs, attrs in data:
             meshes = {i: mesh(mesh_keys[i]) for i in {item[3] for item in inputs if item is not None
                                                       and item[3] is not None}}
-            call([spec(item, meshes) for item in inputs], attrs)
+            try:
+                specs = [spec(item, meshes) for item in inputs]
+            except BUILD_ERRORS:
+                continue
+            call(specs, attrs)
 
     def bare_call() -> None:
         for specs, attrs in prebuilt:
@@ -263,6 +306,260 @@ def bench_registry(rules: Sequence[str], n: int, seed: int, repeat: int) -> list
         rows.append({"rule": rule, "cases": len(data), "coshards_left_out": drawn - len(cases),
                      **{k: v / len(data) for k, v in best.items()}})
     return rows
+
+
+# --- a user's data: the mixed form -------------------------------------------------------------
+class MixedPortSide(PortSide):
+    """The port side of the mixed form: the plain data as JSON gives it back (lists, co-shards as
+    nested lists, meshes as lists), partial dims by keyword where there are some."""
+
+    @staticmethod
+    def spec(item: PlainInput, meshes: Meshes) -> DistTensorSpec | None:
+        if item is None:
+            return None
+        shape, dm, partial, key = item
+        mesh = None if key is None else meshes[key]
+        if partial:
+            return DistTensorSpec(shape, dm, mesh, partial_dims=partial)
+        return DistTensorSpec(shape, dm, mesh)
+
+
+def as_json(mesh_keys: list[MeshKey], data: list[PlainCase]) -> tuple[list[Any], list[Any]]:
+    """The plain data written to JSON and read back: every tuple a list, as a user's file gives it."""
+    back = json.loads(json.dumps([mesh_keys, data]))
+    return back[0], back[1]
+
+
+def refused(case: Case) -> bool:
+    """True when the port refuses the case's input as invalid (InvalidSpecError: input Paddle
+    accepts silently or crashes on)."""
+    try:
+        case.call_port()
+    except InvalidSpecError as exc:
+        return not isinstance(exc, ArgumentTypeError)
+    except (ValueError, NotImplementedError, TypeError):
+        return False
+    return False
+
+
+def has_coshard(case: Case) -> bool:
+    return any(s is not None and s.coshard for s in case.inputs)
+
+
+def mixed_cases(rule: str, n: int, seed: int) -> tuple[list[Case], dict[str, float]]:
+    """A uniform draw of ``n`` cases from the rule's whole grid (corner sets at their share, not
+    added on top), less the cases Paddle may crash this process on; and the shares measured on the
+    grid and on the draw: invalid inputs (the port refuses them) and co-shards."""
+    grid = list(grid_for(rule))
+    drawn = [c for c in sample(grid, n, seed=seed, corners=False) if not may_crash(c)]
+    runnable = [c for c in grid if not may_crash(c)]
+    shares = {"grid invalid": sum(map(refused, grid)) / len(grid),
+              "grid runnable invalid": sum(map(refused, runnable)) / max(len(runnable), 1),
+              "grid coshard": sum(map(has_coshard, grid)) / len(grid),
+              "invalid": sum(map(refused, drawn)) / max(len(drawn), 1),
+              "coshard": sum(map(has_coshard, drawn)) / max(len(drawn), 1),
+              "crash-prone left out": 1 - len(runnable) / len(grid)}
+    return drawn, shares
+
+
+def same_work(sides: Sequence[PortSide | NativeSide], mesh_keys: list[Any], data: list[Any]) -> dict[str, int]:
+    """Each side calls its rule once per case it can build the input of, in every loop (errors
+    count): checked on one untimed pass of each loop, counting the calls; a side that skipped some
+    case would time less work (NotMeasured). Returns per side how many cases it refused to build."""
+    refused_at_build = {}
+    for side in sides:
+        shared = [side.mesh(key) for key in mesh_keys]
+        buildable = sum(_built(side, inputs, shared) is not None for inputs, _ in data)
+        refused_at_build[type(side).__name__] = len(data) - buildable
+        real = side.fn
+        counted = 0
+
+        def counting(*args: Any, real: Any = real) -> Any:
+            nonlocal counted
+            counted += 1
+            return real(*args)
+
+        side.fn = counting
+        try:
+            for name, loop in loops(side, mesh_keys, data).items():
+                counted = 0
+                loop()
+                if counted != buildable:
+                    raise NotMeasured(f"{type(side).__name__} {name} called its rule {counted} times for "
+                                      f"{buildable} cases")
+        finally:
+            side.fn = real
+    return refused_at_build
+
+
+def bench_mixed(rules: Sequence[str], n: int, seed: int, repeat: int) -> list[dict[str, Any]]:
+    """The registry trips on the mixed form: both sides build from the same JSON-read plain data."""
+    rows = []
+    for rule in rules:
+        native_side = NativeSide(rule)
+        cases, shares = mixed_cases(rule, n, seed)
+        if not native_side.coshards:  # Paddle 3.0.0: co-sharded inputs cannot be set
+            cases = [c for c in cases if not has_coshard(c)]
+        mesh_keys, data = as_json(*plain(cases))
+        port_side = MixedPortSide(rule)
+        refused_at_build = same_work([port_side, native_side], mesh_keys, data)
+        port, native = loops(port_side, mesh_keys, data), loops(native_side, mesh_keys, data)
+        # the bare calls on the cases both sides could build (Paddle refuses a few at build: no call)
+        native_mesh = [native_side.mesh(key) for key in mesh_keys]
+        common = [case for case in data if _built(native_side, case[0], native_mesh) is not None]
+        port["bare"] = loops(port_side, mesh_keys, common)["bare"]
+        native["bare"] = loops(native_side, mesh_keys, common)["bare"]
+        fns = {f"port {k}": v for k, v in port.items()} | {f"native {k}": v for k, v in native.items()}
+        best = best_of(fns, repeat)
+        best = {k: v * len(data) / len(common) if k.endswith("bare") else v for k, v in best.items()}
+        rows.append({"rule": rule, "cases": len(data), "native refused at build": refused_at_build["NativeSide"],
+                     "port refused at build": refused_at_build["MixedPortSide"], **shares,
+                     **{k: v / len(data) for k, v in best.items()}})
+    return rows
+
+
+# --- call forms -------------------------------------------------------------------------------
+#: The call forms of DistTensorSpec timed against the tuple form (each builds the same specs).
+FORM_TARGET = 2.0
+
+
+def _listed(dm: Sequence[Any]) -> list[Any]:
+    return [list(e) if type(e) is tuple else e for e in dm]
+
+
+def _invalid_variant(s: DistTensorSpec, k: int) -> DistTensorSpec:
+    """Spec ``s`` made invalid in the ``k % 5``-th way a check names: a dims_mapping one entry too
+    long, a mesh dim the mesh lacks, a mesh dim twice, a partial dim that also shards, a partial dim
+    the mesh lacks."""
+    mesh = cast(ProcessMesh, s.mesh)
+    dm, n, kind = s.dims_mapping, mesh.ndim, k % 5
+    if kind == 0 or not dm:
+        return DistTensorSpec(s.shape, dm + (-1,), mesh, s.partial_dims)
+    if kind == 1:
+        return DistTensorSpec(s.shape, (n,) + dm[1:], mesh, s.partial_dims)
+    if kind == 2 and len(dm) >= 2:
+        return DistTensorSpec(s.shape, (0, 0) + dm[2:], mesh)
+    if kind == 3:
+        return DistTensorSpec(s.shape, (0,) + (-1,) * (len(dm) - 1), mesh, frozenset({0}))
+    return DistTensorSpec(s.shape, dm, mesh, frozenset({n}))
+
+
+def form_specs(rules: Sequence[str], n: int, seed: int) -> tuple[list[DistTensorSpec], list[DistTensorSpec]]:
+    """The specs the call forms build, each value once: the valid inputs on a mesh of ``n`` cases
+    per rule (a uniform draw, corner sets at their share); and the invalid ones (their check
+    fails): every one the rules' grids hold, and each valid spec made invalid in one of the ways a
+    check names (:func:`_invalid_variant`, the ways in turn), as a user's mistakes come."""
+    valid: dict[Any, DistTensorSpec] = {}
+    invalid: dict[Any, DistTensorSpec] = {}
+
+    def key(s: DistTensorSpec) -> Any:
+        return (s.shape, s.dims_mapping, s.partial_dims, _mesh_key(s.mesh))
+
+    for rule in rules:
+        grid = list(grid_for(rule))
+        drawn = {id(c) for c in sample(grid, n, seed=seed, corners=False)}
+        for case in grid:
+            for s in case.inputs:
+                if s is not None and s.mesh is not None:
+                    if s._problem is not None:
+                        invalid.setdefault(key(s), s)
+                    elif id(case) in drawn:
+                        valid.setdefault(key(s), s)
+    for k, s in enumerate(list(valid.values())):
+        bad = _invalid_variant(s, k)
+        invalid.setdefault(key(bad), bad)
+    return list(valid.values()), list(invalid.values())
+
+
+def form_loops(valid: Sequence[DistTensorSpec], invalid: Sequence[DistTensorSpec],
+               spec: Callable[..., DistTensorSpec] = DistTensorSpec) -> dict[str, Callable[[], None]]:
+    """One timed loop per call form over the same specs' values, each written as a user's code
+    calls it (no ``*args`` / ``**kwargs`` unpacking of the harness's own); the values are put into
+    each form before the loop. ``spec`` is the constructor called (:func:`same_specs` passes one
+    that records what each form built)."""
+    import numpy as np
+
+    def mesh(s: DistTensorSpec) -> ProcessMesh:
+        return cast(ProcessMesh, s.mesh)
+
+    tuples = [(s.shape, s.dims_mapping, mesh(s), s.partial_dims or None) for s in valid]
+    lists = [(list(s.shape), _listed(s.dims_mapping), mesh(s), sorted(s.partial_dims) or None) for s in valid]
+    given = [(s.shape, s.dims_mapping, mesh(s), tuple(sorted(s.partial_dims))) for s in valid]
+    numpy_ints = [(list(np.array(s.shape, dtype=np.int64)),
+                   [list(np.array(e, dtype=np.int64)) if type(e) is tuple else np.int64(e) for e in s.dims_mapping],
+                   mesh(s), list(np.array(sorted(s.partial_dims), dtype=np.int64)) or None) for s in valid]
+    bad = [(s.shape, s.dims_mapping, mesh(s), s.partial_dims or None) for s in invalid]
+    bad_lists = [(list(s.shape), _listed(s.dims_mapping), mesh(s), sorted(s.partial_dims) or None) for s in invalid]
+
+    def tuple_form() -> None:
+        for shape, dm, m, p in tuples:
+            spec(shape, dm, m) if p is None else spec(shape, dm, m, p)
+
+    def tuple_checked() -> None:
+        for shape, dm, m, p in tuples:
+            (spec(shape, dm, m) if p is None else spec(shape, dm, m, p)).check("x")
+
+    def list_form() -> None:
+        for shape, dm, m, p in lists:
+            spec(shape, dm, m) if p is None else spec(shape, dm, m, p)
+
+    def keywords() -> None:
+        for shape, dm, m, p in lists:
+            spec(shape=shape, dims_mapping=dm, mesh=m) if p is None else \
+                spec(shape=shape, dims_mapping=dm, mesh=m, partial_dims=p)
+
+    def partial_given() -> None:
+        for shape, dm, m, p in given:
+            spec(shape, dm, m, partial_dims=p)
+
+    def numpy_form() -> None:
+        for shape, dm, m, p in numpy_ints:
+            spec(shape, dm, m) if p is None else spec(shape, dm, m, p)
+
+    def invalid_built() -> None:
+        for shape, dm, m, p in bad:
+            spec(shape, dm, m) if p is None else spec(shape, dm, m, p)
+
+    def refuse(items: list[Any]) -> Callable[[], None]:
+        def loop() -> None:
+            for shape, dm, m, p in items:
+                try:
+                    (spec(shape, dm, m) if p is None else spec(shape, dm, m, p)).check("x")
+                except InvalidSpecError:
+                    pass
+        return loop
+
+    return {"tuple": tuple_form, "tuple, checked": tuple_checked, "list": list_form,
+            "keywords (lists)": keywords, "partial_dims= (always given)": partial_given,
+            "numpy ints (lists)": numpy_form, "invalid, built": invalid_built,
+            "invalid, refused (built + check)": refuse(bad), "invalid lists, refused": refuse(bad_lists)}
+
+
+def same_specs(valid: Sequence[DistTensorSpec], invalid: Sequence[DistTensorSpec]) -> None:
+    """Every form builds the very values of the tuple form, and checks them where it says so
+    (NotMeasured otherwise: a form that dropped its partial dims, say, would time less work): one
+    untimed pass of every loop through a constructor that records each spec it builds."""
+    built: list[DistTensorSpec] = []
+
+    def record(*args: Any, **kwargs: Any) -> DistTensorSpec:
+        built.append(DistTensorSpec(*args, **kwargs))
+        return built[-1]
+
+    for name, fn in form_loops(valid, invalid, record).items():
+        built.clear()
+        fn()
+        want = list(invalid if "invalid" in name else valid)
+        if built != want or [s._problem for s in built] != [s._problem for s in want]:
+            raise NotMeasured(f"the call form {name!r} built other specs than the tuple form")
+
+
+def bench_forms(rules: Sequence[str], n: int, seed: int, repeat: int) -> list[tuple[str, int, float]]:
+    """Per call form: (form, specs built, seconds per spec), best of ``repeat``, the forms alternating."""
+    valid, invalid = form_specs(rules, n, seed)
+    same_specs(valid, invalid)
+    best = best_of(form_loops(valid, invalid), repeat)
+    return [(name, len(invalid if "invalid" in name else valid), t / len(invalid if "invalid" in name else valid))
+            for name, t in best.items()]
 
 
 def _cases_from(rule: str, mesh_keys: list[MeshKey], data: list[PlainCase]) -> list[Case]:
@@ -367,6 +664,14 @@ def bench_throughput(route: str, n: int, seed: int, group: bool = False) -> list
     return rows
 
 
+def form_rows(forms: Sequence[tuple[str, int, float]]) -> list[str]:
+    """The call-form table's rows, each form's time per spec against the first (the tuple form),
+    marked when over :data:`FORM_TARGET`."""
+    base = forms[0][2]
+    return [f"| {name} | {count} | {per * 1e9:,.0f} ns | **{per / base:.2f}x**"
+            f"{f' (over {FORM_TARGET:g}x)' if per > FORM_TARGET * base else ''} |" for name, count, per in forms]
+
+
 def _us(seconds: float) -> str:
     return f"{seconds * 1e6:.1f} µs"
 
@@ -418,8 +723,12 @@ def _bench(args: argparse.Namespace) -> int:
     hidden = [r for r in args.rules if r in HIDDEN_RULES]
     print(f"port core: {CORE} ({'the C module _speedups' if CORE == 'c' else 'Python only'}; "
           "PADDLE_SPMD_PORT_PURE=1 times the Python)\n")
+    print(f"## Call forms: `DistTensorSpec` built from the grid's specs, per spec (best of {args.repeat})\n")
+    print("| form | specs | per spec | vs tuple |")
+    print("|---|---|---|---|")
+    print("\n".join(form_rows(bench_forms(args.rules, args.sample, args.seed, args.repeat))))
     if registry:
-        print(f"## Registry rules: port vs `core.get_phi_spmd_rule`, per case (best of {args.repeat})\n")
+        print(f"\n## Registry rules: port vs `core.get_phi_spmd_rule`, per case (best of {args.repeat})\n")
         print("| rule | cases | trip port | trip native | ratio | fresh-mesh port | fresh-mesh native | ratio "
               "| bare port | bare native | ratio |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -431,6 +740,25 @@ def _bench(args: argparse.Namespace) -> int:
             left_out += r["coshards_left_out"]
         if left_out:
             print(f"\n({left_out:,} co-sharded cases left out: this Paddle cannot set multi_dims_mapping)")
+        print(f"\n## Mixed form: registry trips on a user's data, per case (best of {args.repeat})\n")
+        print("Both sides build from the same plain data read back from JSON (lists, co-shards as nested "
+              "lists), partial dims by keyword; a uniform draw from the whole grid (corner sets at their "
+              "share), less the cases Paddle may crash this process on.\n")
+        print("| rule | cases | invalid: grid / drawn | co-shards: grid / drawn | trip port | trip native | ratio "
+              "| fresh-mesh port | fresh-mesh native | ratio | bare port | bare native | ratio |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        refusals: list[str] = []
+        crash_prone: list[str] = []
+        for r in bench_mixed(registry, args.sample, args.seed, args.repeat):
+            cells = [f"{_us(r['port ' + k])} | {_us(r['native ' + k])} | **{r['native ' + k] / r['port ' + k]:.1f}x**"
+                     for k in ("trip", "fresh", "bare")]
+            print(f"| {r['rule']} | {r['cases']} | {r['grid invalid']:.1%} / {r['invalid']:.1%} "
+                  f"| {r['grid coshard']:.1%} / {r['coshard']:.1%} | " + " | ".join(cells) + " |")
+            refusals.append(f"{r['rule']} {r['native refused at build']}")
+            crash_prone.append(f"{r['rule']} {r['crash-prone left out']:.1%}")
+        print(f"\nPaddle refused inputs as it built them (no rule call; its answer): {', '.join(refusals)}; "
+              f"bare calls timed on the cases both sides built. Grid cases left out as crash-prone: "
+              f"{', '.join(crash_prone)}.")
     if hidden:
         print(f"\n## Hidden rules: port trip vs the compiled caller in this process (best of {args.repeat})\n")
         print("| rule | cases | port trip | compiled trip | ratio |")
