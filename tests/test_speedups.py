@@ -125,11 +125,12 @@ def typed(value: Any) -> Any:
 
 
 def outcome(call: Any) -> tuple[Any, ...]:
-    """``("raises", type, str, kind)`` or ``("returns", value)``."""
+    """``("raises", type, str, kind, args, attributes)`` or ``("returns", value)``."""
     try:
         value = call()
     except Exception as exc:  # any exception is an observable to compare
-        return ("raises", type(exc), _ADDRESS.sub(" at 0x?", str(exc)), getattr(exc, "kind", None))
+        return ("raises", type(exc), _ADDRESS.sub(" at 0x?", str(exc)), getattr(exc, "kind", None),
+                tuple(_ADDRESS.sub(" at 0x?", repr(a)) for a in exc.args), sorted(vars(exc)))
     return ("returns", value)
 
 
@@ -417,6 +418,23 @@ def test_spec_check_raises_as_reference():
             diff = call_difference(lambda spec=spec, args=args, kw=kw: DistTensorSpec.check(spec, *args, **kw),
                                    lambda spec=spec, args=args, kw=kw: types._spec_check(spec, *args, **kw))
             assert diff is None, f"{spec!r:.80} {args} {kw}: {diff}"
+
+
+def test_check_honours_a_patched_error_init(monkeypatch):
+    """The C check makes InvalidSpecError without calling its Python __init__ only while that
+    __init__ is the one it was configured with: an __init__ patched in later is called."""
+    seen = []
+    original = types.InvalidSpecError.__init__
+
+    def patched(self: Any, message: str, *, kind: str | None = None) -> None:
+        seen.append(kind)
+        original(self, message + " (patched)", kind=kind)
+
+    spec = build_installed((8, 6), (0, 0), M23)
+    monkeypatch.setattr(types.InvalidSpecError, "__init__", patched)
+    with pytest.raises(types.InvalidSpecError, match=r"\(patched\)$"):
+        spec.check("x")
+    assert seen == ["invalid-spec:x:duplicate"]
 
 
 def test_planted_check_fault_is_caught():
