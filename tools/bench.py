@@ -676,6 +676,10 @@ def _us(seconds: float) -> str:
     return f"{seconds * 1e6:.1f} µs"
 
 
+#: The tables bench prints, in order (--tables picks some; the rules each times come from --rules).
+TABLES = ("forms", "registry", "mixed", "hidden")
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = ArgumentParser(prog="python tools/bench.py", description=__doc__,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -689,7 +693,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--group", action="store_true", help="with --routes: also every case the default sweep sends to "
                     "the route (its whole group, start-up included; the pir group takes about a minute)")
     ap.add_argument("--sweep", action="store_true", help="also time the default parity sweep (wall, peak RSS)")
+    ap.add_argument("--tables", default=",".join(TABLES),
+                    help=f"comma-separated tables to print (default all: {', '.join(TABLES)})")
     args = ap.parse_args(argv)
+    tables = [t for t in args.tables.split(",") if t]
+    if not tables or any(t not in TABLES for t in tables):
+        raise UsageError("--tables", f"{args.tables!r} names no table or an unknown one",
+                         "a comma-separated list of " + ", ".join(TABLES))
+    args.tables = tables
     rules = [r for r in args.rules.split(",") if r]
     bad = [r for r in rules if r not in REGISTRY_RULES + HIDDEN_RULES]
     if bad or not rules:
@@ -720,14 +731,15 @@ def _bench(args: argparse.Namespace) -> int:
     # before Paddle is imported, so neither side spends the timed loops writing text
     os.environ.setdefault("GLOG_minloglevel", "2")
     registry = [r for r in args.rules if r in REGISTRY_RULES]
-    hidden = [r for r in args.rules if r in HIDDEN_RULES]
+    hidden = [r for r in args.rules if r in HIDDEN_RULES] if "hidden" in args.tables else []
     print(f"port core: {CORE} ({'the C module _speedups' if CORE == 'c' else 'Python only'}; "
           "PADDLE_SPMD_PORT_PURE=1 times the Python)\n")
-    print(f"## Call forms: `DistTensorSpec` built from the grid's specs, per spec (best of {args.repeat})\n")
-    print("| form | specs | per spec | vs tuple |")
-    print("|---|---|---|---|")
-    print("\n".join(form_rows(bench_forms(args.rules, args.sample, args.seed, args.repeat))))
-    if registry:
+    if "forms" in args.tables:
+        print(f"## Call forms: `DistTensorSpec` built from the grid's specs, per spec (best of {args.repeat})\n")
+        print("| form | specs | per spec | vs tuple |")
+        print("|---|---|---|---|")
+        print("\n".join(form_rows(bench_forms(args.rules, args.sample, args.seed, args.repeat))))
+    if registry and "registry" in args.tables:
         print(f"\n## Registry rules: port vs `core.get_phi_spmd_rule`, per case (best of {args.repeat})\n")
         print("| rule | cases | trip port | trip native | ratio | fresh-mesh port | fresh-mesh native | ratio "
               "| bare port | bare native | ratio |")
@@ -740,6 +752,7 @@ def _bench(args: argparse.Namespace) -> int:
             left_out += r["coshards_left_out"]
         if left_out:
             print(f"\n({left_out:,} co-sharded cases left out: this Paddle cannot set multi_dims_mapping)")
+    if registry and "mixed" in args.tables:
         print(f"\n## Mixed form: registry trips on a user's data, per case (best of {args.repeat})\n")
         print("Both sides build from the same plain data read back from JSON (lists, co-shards as nested "
               "lists), partial dims by keyword; a uniform draw from the whole grid (corner sets at their "
