@@ -97,7 +97,8 @@ def test_the_draws_cover_meshes_ranks_none_partial_and_kinds(rule):
         else:
             assert nones == 0, name
     # random partial sets, on x and on the others
-    assert 0.12 * len(valid) < sum(1 for c in valid if c.inputs[0].partial_dims) < 0.6 * len(valid)
+    # (instance_norm: 12% expected, its rank-4/5 x leaves few mesh dims free; 0.09 is 3 sigma below)
+    assert 0.09 * len(valid) < sum(1 for c in valid if c.inputs[0].partial_dims) < 0.6 * len(valid)
     others_partial = sum(1 for c in valid if any(s is not None and s.partial_dims for s in c.inputs[1:]))
     assert others_partial > (0.15 if len(spec.inputs) > 2 else 0.08) * len(valid)  # rms_norm: scale alone
     assert max(len(c.inputs[0].partial_dims) for c in valid) >= 2
