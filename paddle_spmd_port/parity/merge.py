@@ -63,31 +63,26 @@ def _whole(selection: dict[str, Any]) -> dict[str, Any]:
     return whole
 
 
-def _same_run(parts: list[tuple[Path, dict[str, Any]]]) -> tuple[int, dict[str, Any]]:
-    """The number of parts and the unsplit selection, after checking every part is of one run."""
-    first_dir, first = parts[0]
-    m = first["selection"]["shard"][1]
-    whole = _whole(first["selection"])
-    seen: dict[int, Path] = {}
-    for directory, data in parts:
-        k, parts_of = data["selection"]["shard"]
+def check_parts(parts: list[tuple[str, list[int], dict[str, Any]]], arg: str = "--merge") -> tuple[int, list[int]]:
+    """Of ``(where, [K, M], what was run)`` per part: the number of parts M and the part numbers
+    missing, after checking that every part is of one run (the same M and the same ``what``) and
+    that none is given twice; else :class:`UsageError` naming ``arg`` (the tools' merges use it too)."""
+    first_where, first_shard, first_what = parts[0]
+    m = first_shard[1]
+    seen: dict[int, str] = {}
+    for where, (k, parts_of), what in parts:
         if parts_of != m:
-            raise UsageError("--merge", f"{directory} is part {k} of {parts_of}, {first_dir} part of {m}",
+            raise UsageError(arg, f"{where} is part {k} of {parts_of}, {first_where} a part of {m}",
                              "give the parts of one sharded run")
-        other = _whole(data["selection"])
-        if other != whole:
-            diff = sorted(key for key in set(other) | set(whole) if other.get(key) != whole.get(key))
-            raise UsageError("--merge", f"{directory} is a part of another run than {first_dir} "
-                             f"(selection differs in {', '.join(diff)})", "give the parts of one sharded run")
-        for key in ("paddle", "port_core"):
-            if data.get(key) != first.get(key):
-                raise UsageError("--merge", f"{directory} was run with another {key} than {first_dir}",
-                                 "give the parts of one sharded run")
+        if what != first_what:
+            diff = sorted(key for key in set(what) | set(first_what) if what.get(key) != first_what.get(key))
+            raise UsageError(arg, f"{where} is a part of another run than {first_where} "
+                             f"({', '.join(diff)} differ)", "give the parts of one sharded run")
         if k in seen:
-            raise UsageError("--merge", f"part {k} of {m} is given twice ({seen[k]} and {directory})",
-                             "give each part's report once")
-        seen[k] = directory
-    return m, whole
+            raise UsageError(arg, f"part {k} of {m} is given twice ({seen[k]} and {where})",
+                             "give each part once")
+        seen[k] = where
+    return m, [k for k in range(1, m + 1) if k not in seen]
 
 
 def _tally(data: dict[str, Any]) -> GroupTally:
@@ -141,10 +136,12 @@ def merge_reports(dirs: list[Path]) -> tuple[ParityReport, list[Path], list[int]
     """The merged report of the parts in ``dirs`` (checked to be of one run, each once), their
     directories in part order, the missing part numbers, and the number of parts."""
     parts = [(d, _read_part(d)) for d in dirs]
-    m, whole = _same_run(parts)
+    m, missing = check_parts([(str(d), data["selection"]["shard"],
+                               {**_whole(data["selection"]), "paddle": data.get("paddle"),
+                                "port_core": data.get("port_core")}) for d, data in parts])
+    whole = _whole(parts[0][1]["selection"])
     parts.sort(key=lambda p: p[1]["selection"]["shard"][0])
     present = [data["selection"]["shard"][0] for _, data in parts]
-    missing = [k for k in range(1, m + 1) if k not in present]
     first = parts[0][1]
     report = ParityReport(selection=whole, allow_uncompared=bool(first.get("allow_uncompared")))
     report.paddle = dict(first.get("paddle") or {})
