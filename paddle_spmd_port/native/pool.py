@@ -30,7 +30,6 @@ compiled caller, and any child it forked -- is killed.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import pickle
 import select
@@ -41,12 +40,12 @@ import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from ..case import Case
 from ..outcome import Outcome
 from ..runctl import signal_text
-from ..types import DistTensorSpec, ProcessMesh, mesh_dims_of
+from ..types import mesh_dims_of
 from ._paddle import paddle_version
 from .crash_prone import MAY_CRASH
 from .worker import DONE, FRAME, HELLO
@@ -104,33 +103,10 @@ def worker_command(backend: str, base: int, start: int) -> list[str]:
             "--start", str(start)]
 
 
-def _reduce_spec(spec: DistTensorSpec) -> tuple[Any, tuple[Any, ...]]:
-    return DistTensorSpec, (spec.shape, spec.dims_mapping, spec.mesh, spec.partial_dims)
-
-
-def _reduce_mesh(mesh: ProcessMesh) -> tuple[Any, tuple[Any, ...]]:
-    return ProcessMesh, (mesh.shape, mesh.process_ids, mesh.dim_names)
-
-
-def _reduce_case(case: Case) -> tuple[Any, tuple[Any, ...]]:
-    return Case, (case.rule, case.mesh, case.inputs, case.attrs, case.case_id)
-
-
-#: How a slice's cases are pickled for a worker: each spec, mesh and case as a call of its
-#: constructor with its fields. The classes' own pickling (frozen dataclasses: a generated
-#: ``__getstate__`` / ``__setstate__`` walking ``dataclasses.fields`` per object) cost ~65 µs per
-#: random case to write and ~75 µs to read back; the constructor checks the same values again.
-_SLICE_PICKLING = {DistTensorSpec: _reduce_spec, ProcessMesh: _reduce_mesh, Case: _reduce_case}
-
-
 def slice_payload(cases: Sequence[Case], isolate: Sequence[bool]) -> bytes:
     """What a worker reads on stdin (:mod:`.worker`): the cases and one byte per case, set for
     those to run crash-isolated."""
-    buf = io.BytesIO()
-    pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = _SLICE_PICKLING  # type: ignore[assignment]
-    pickler.dump((list(cases), bytes(map(bool, isolate))))
-    return buf.getvalue()
+    return pickle.dumps((list(cases), bytes(map(bool, isolate))), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _feed(pipe: IO[bytes], payload: bytes) -> None:
