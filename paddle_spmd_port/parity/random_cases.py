@@ -110,11 +110,25 @@ def _other_ids(mesh: ProcessMesh, rng: random.Random) -> ProcessMesh:
     return other
 
 
-#: The meshes and specs drawn so far, by value: the draws repeat a few hundred meshes and (1-D
-#: per-channel and statistics tensors above all) many specs, each built and checked once, and
-#: shared by the cases that draw it (less memory, and a worker's slice pickles each once).
+#: The meshes, specs and attribute tuples drawn so far, by value: the draws repeat a few hundred
+#: meshes and attribute tuples and (1-D per-channel and statistics tensors above all) many specs,
+#: each built and checked once, and shared by the cases that draw it (less memory, a worker's slice
+#: pickles each once, and what is worked out per attrs tuple -- ``case.PerAttrs`` -- is found again).
 _MESHES: dict[tuple[Any, ...], ProcessMesh] = {}
 _SPECS: dict[tuple[Any, ...], DistTensorSpec] = {}
+_ATTRS: dict[tuple[Any, ...], tuple[tuple[str, Any], ...]] = {}
+#: Entries each table keeps at most (then it starts again: a long run's memory stays bounded).
+_TABLE_LIMIT = 50_000
+
+
+def _attrs_tuple(attrs: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    key = tuple((name, type(value), value) for name, value in attrs)  # (True and 1 stay apart)
+    found = _ATTRS.get(key)
+    if found is None:
+        if len(_ATTRS) > _TABLE_LIMIT:
+            _ATTRS.clear()
+        found = _ATTRS[key] = attrs
+    return found
 
 
 def _spec(shape: tuple[int, ...], dims_mapping: Mapping, mesh: ProcessMesh | None,
@@ -122,7 +136,7 @@ def _spec(shape: tuple[int, ...], dims_mapping: Mapping, mesh: ProcessMesh | Non
     key = (shape, dims_mapping, partial, id(mesh))
     spec = _SPECS.get(key)
     if spec is None or spec.mesh is not mesh:  # (the spec holds its mesh: the id stays the mesh's)
-        if len(_SPECS) > 200_000:
+        if len(_SPECS) > _TABLE_LIMIT:
             _SPECS.clear()
         spec = _SPECS[key] = DistTensorSpec(shape, dims_mapping, mesh, partial)
     return spec
@@ -351,7 +365,7 @@ def draw_block(rule: str, seed: int, block: int, size: int = BLOCK) -> list[Draw
         elif kind == "invalid":
             note = _mutate(rule, rng, mesh, inputs, attrs)
         case = Case(rule, mesh, tuple(inputs[name] for name in spec.inputs),
-                    tuple((name, attrs[name]) for name, _ in spec.attrs), f"{rule}-random{seed}-{i}")
+                    _attrs_tuple(tuple((name, attrs[name]) for name, _ in spec.attrs)), f"{rule}-random{seed}-{i}")
         draws.append(Draw(case, kind, note))
     return draws
 
