@@ -31,7 +31,7 @@ not change when other rules are selected, and one seed always gives the same cas
     invalid            one of INVALID_MUTATIONS, weighted 12 each: x rank out of range, another
                        tensor's rank wrong, dims_mapping length != rank, a mesh dim out of range, a
                        mesh dim used twice, begin_norm_axis outside 0..rank (3/4 negative), an
-                       unknown data_format; weighted 1 each (they kill the registry's worker):
+                       unknown data_format; weighted 1 each (they crash Paddle on most draws):
                        a partial dim outside the mesh, x without a mesh, None for a required input
 
 Left out on purpose: a partial dim that also shards an axis. Paddle refuses it while building the
@@ -70,9 +70,9 @@ KINDS = (("valid", 60), ("coshard", 10), ("mixed-mesh", 15), ("invalid", 15))
 EPSILONS = (1e-5, 1e-6, 1e-3, 0.5)
 MOMENTUMS = (0.9, 0.99, 0.5, 0.0)
 BAD_DATA_FORMATS = ("", "N", "CN", "NWC", "NCWH", "nchw")
-#: Mutation -> weight. The last three kill the registry's worker process on most draws (Paddle builds
-#: no input from them, or segfaults), which costs a worker restart (an import of Paddle, ~2.5 s of a
-#: core) per case: they are drawn 12 times more rarely than the others. The grid has each of them too.
+#: Mutation -> weight. The last three crash Paddle on most draws (it builds no input from them, or
+#: segfaults): they run in a forked child each (~20 ms of CPU a crash; they used to cost a worker
+#: restart) and are drawn 12 times more rarely than the others. The grid has each of them too.
 INVALID_MUTATIONS = {"x-rank": 12, "other-rank": 12, "mapping-length": 12, "mesh-dim-range": 12, "mesh-dim-twice": 12,
                      "begin_norm_axis": 12, "data_format": 12, "partial-bad": 1, "x-no-mesh": 1, "required-none": 1}
 
