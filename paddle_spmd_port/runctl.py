@@ -36,8 +36,9 @@ The command-line grammar shared by every command lives here too, so a flag is sp
 checked one way everywhere: ``--rules a,b`` (:func:`rule_list`), ``--mesh 2x3`` (:func:`mesh_shape`),
 ``--meshes 2,2x3`` (:func:`mesh_list`), ``--profile`` (:func:`add_profile_argument`), ``--max-cases N``
 (the first N cases in grid order), ``--sample N`` with ``--seed`` (a seeded sample)
-(:func:`add_selection_arguments`), and ``--version``, which :class:`ArgumentParser` adds to every
-parser along with the exit-code table at the end of ``--help``.
+(:func:`add_selection_arguments`), ``--shard K/M`` (part K of M of a long run: :func:`shard`), and
+``--version``, which :class:`ArgumentParser` adds to every parser along with the exit-code table at
+the end of ``--help``.
 """
 
 from __future__ import annotations
@@ -298,6 +299,26 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+def shard(text: str) -> tuple[int, int]:
+    """``--shard K/M``: this run's part K of M (``1 <= K <= M``), as ``(K, M)``. An argparse ``type``."""
+    valid = "give K/M with whole numbers 1 <= K <= M, like 2/4"
+    k, sep, m = text.partition("/")
+    try:
+        part, parts = int(k), int(m)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not K/M; {valid}") from None
+    if not sep or not 1 <= part <= parts:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; {valid}")
+    return part, parts
+
+
+def add_shard_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--shard K/M``: run only part K of M of the work (``what``); ``args.shard`` is ``(K, M)`` or None."""
+    parser.add_argument("--shard", type=shard, default=None, metavar="K/M",
+                        help=f"run only part K of M of {what}: the same split for the same selection "
+                             "and M, every unit of work in exactly one part (1 <= K <= M)")
 
 
 def add_rules_argument(parser: argparse.ArgumentParser, what: str = "rule keys", all_means: str = "") -> None:

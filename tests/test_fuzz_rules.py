@@ -50,6 +50,31 @@ def test_fuzz_long_form_prints_counts(capsys):
     assert "property violations: 0" in out
 
 
+def test_fuzz_parts_merge_into_the_unsplit_run(tmp_path, capsys):
+    """--shard K/M judges every M-th example; the parts' --json counts merged are the whole run's,
+    and a missing part (exit 3), a part given twice or of another seed (exit 2) are never a pass."""
+    common = ["--examples", "300", "--engine", "random", "--seed", "3"]
+    assert fuzz.main(common) == 0
+    whole = capsys.readouterr().out.splitlines()
+    parts = [str(tmp_path / f"part{k}.json") for k in (1, 2, 3)]
+    for k, path in zip((1, 2, 3), parts, strict=True):
+        assert fuzz.main([*common, "--shard", f"{k}/3", "--json", path]) == 0
+        assert f"fuzz: 100 examples (random, seed 3, part {k} of 3)" in capsys.readouterr().out
+    assert fuzz.main(["--merge", parts[2], parts[0], parts[1]]) == 0
+    merged = capsys.readouterr().out.splitlines()
+    assert merged[0].startswith("fuzz: 300 examples merged from 3 of 3 parts")
+    assert merged[1:] == whole[1:]  # every count of the unsplit run
+    assert fuzz.main(["--merge", parts[0], parts[2]]) == 3
+    assert "INCOMPLETE: parts 2 of 3 missing" in capsys.readouterr().out
+    other = str(tmp_path / "other.json")
+    assert fuzz.main(["--examples", "300", "--engine", "random", "--seed", "4", "--shard", "2/3", "--json", other]) == 0
+    capsys.readouterr()
+    for bad, why in (([parts[0], parts[1], parts[1]], "given twice"), ([parts[0], other, parts[2]], "seed")):
+        assert fuzz.main(["--merge", *bad]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and why in err, err
+
+
 # --------------------------------------------------------------------------- the defects it found
 LN_GRAD_ARGS = (spec((8, 6, 4), (0, -1, -1), ProcessMesh((2,))), None, None, spec((8,), (-1,), ProcessMesh((2,))),
                 spec((8,), (-1,), ProcessMesh((2,))), spec((8, 6, 4), (-1, -1, -1), ProcessMesh((2,))))

@@ -118,3 +118,53 @@ def test_a_run_that_imported_the_original_is_not_judged(tmp_path):
     probe.write_text(json.dumps({"paddle_spmd_port": str(ROOT / "paddle_spmd_port" / "__init__.py")}) + "\n")
     assert "outside the copy" in M._import_problem(probe, tmp_path, None)
     assert "no process" in M._import_problem(tmp_path / "missing.jsonl", tmp_path, None)
+
+
+# --------------------------------------------------------------------------- --shard K/M and --merge
+def test_the_parts_split_the_mutants_once():
+    for m in (1, 2, 3, 7):
+        parts = [M.shard_of(M.MUTANTS, (k, m)) for k in range(1, m + 1)]
+        names = [mu.name for part in parts for mu in part]
+        assert sorted(names) == sorted(mu.name for mu in M.MUTANTS) and len(names) == len(set(names))
+    assert M.shard_of(M.MUTANTS, None) == list(M.MUTANTS)
+
+
+def _part(tmp_path, k, m, statuses, names, sample=200, tag=""):
+    """A part's --json file as the tool writes it, its mutants' verdicts given."""
+    mine = [mu.name for mu in M.shard_of([M.MUTANTS_BY_NAME[n] for n in names], (k, m))]
+    rows = [{"name": n, "status": statuses.get(n, "killed"), "how": "test", "seconds": 1.0} for n in mine]
+    path = tmp_path / f"part{k}-{sample}{tag}.json"
+    path.write_text(json.dumps({"tool": "mutants", "shard": [k, m], "config": {"sample": sample, "seed": 0,
+                                "mutants": names}, "seconds": 1.0, "rows": rows}))
+    return str(path)
+
+
+@pytest.fixture()
+def names():
+    return [m.name for m in M.MUTANTS if not m.equivalent][:7]
+
+
+def test_merge_joins_the_parts_and_fails_closed(tmp_path, names, capsys):
+    parts = [_part(tmp_path, k, 3, {}, names) for k in (1, 2, 3)]
+    assert M.main(["--merge", parts[2], parts[0], parts[1]]) == 0
+    out = capsys.readouterr().out
+    assert f"kill rate {len(names)}/{len(names)} = 100%" in out and "merged 3 of 3 parts" in out
+    assert M.main(["--merge", parts[0], parts[2]]) == 3  # a part missing: never a pass
+    assert "parts 2 of 3 missing" in capsys.readouterr().out
+    survivor = _part(tmp_path, 2, 3, {names[1]: "survived"}, names, tag="-survivor")
+    assert M.main(["--merge", parts[0], survivor, parts[2]]) == 1  # a finding of one part is the run's
+    short = json.loads(Path(parts[1]).read_text())
+    short["rows"] = short["rows"][:-1]  # a part that lost a verdict
+    Path(parts[1]).write_text(json.dumps(short))
+    assert M.main(["--merge", *parts]) == 3
+
+
+def test_merge_refuses_parts_of_other_runs(tmp_path, names, capsys):
+    parts = [_part(tmp_path, k, 3, {}, names) for k in (1, 2, 3)]
+    other = _part(tmp_path, 2, 3, {}, names, sample=100)
+    for bad, why in (([parts[0], parts[1], parts[1], parts[2]], "given twice"),
+                     ([parts[0], other, parts[2]], "another run"),
+                     ([parts[0], str(tmp_path / "nowhere.json")], "not the --json file")):
+        assert M.main(["--merge", *bad]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and why in err, err

@@ -97,7 +97,8 @@ def test_the_draws_cover_meshes_ranks_none_partial_and_kinds(rule):
         else:
             assert nones == 0, name
     # random partial sets, on x and on the others
-    assert 0.12 * len(valid) < sum(1 for c in valid if c.inputs[0].partial_dims) < 0.6 * len(valid)
+    # (instance_norm: 12% expected, its rank-4/5 x leaves few mesh dims free; 0.09 is 3 sigma below)
+    assert 0.09 * len(valid) < sum(1 for c in valid if c.inputs[0].partial_dims) < 0.6 * len(valid)
     others_partial = sum(1 for c in valid if any(s is not None and s.partial_dims for s in c.inputs[1:]))
     assert others_partial > (0.15 if len(spec.inputs) > 2 else 0.08) * len(valid)  # rms_norm: scale alone
     assert max(len(c.inputs[0].partial_dims) for c in valid) >= 2
@@ -233,3 +234,21 @@ def test_a_broken_port_is_caught_and_its_case_printed(tmp_path):
     # and the real port agrees with Paddle on it (what the line would show after the fix)
     fixed = run_cli(["infer", "--case-json", json.dumps(case)], work, timeout=300)
     assert fixed.returncode == 0, fixed.stdout[-2000:] + fixed.stderr[-2000:]
+
+
+def test_the_pool_isolates_the_draws_that_restarted_workers():
+    """A partial dim or a mesh dim outside its input's mesh crashes the registry's and the compiled
+    caller's processes on most draws (`partial-bad`, `mesh-dim-range`): the pool runs them in forked
+    children; crash_prone's predicate alone misses the partial ones (each then cost a worker restart)."""
+    from paddle_spmd_port.native.crash_prone import MAY_CRASH
+    from paddle_spmd_port.native.pool import isolates
+
+    bad = [d.case for rule in ("layer_norm", "batch_norm", "rms_norm_grad") for d in _draws(rule, 8000, 2)
+           if d.mutation == "partial-bad"]
+    assert bad
+    for backend in ("registry", "compiled"):
+        assert all(isolates(backend)(c) for c in bad), backend
+    assert not all(MAY_CRASH["registry"](c) for c in bad)
+    assert isolates("pir") is MAY_CRASH["pir"]  # PIR refuses such input before building: nothing added
+    valid = [d.case for d in _draws("layer_norm", 500, 2) if d.kind == "valid"]
+    assert not any(isolates("registry")(c) for c in valid if not MAY_CRASH["registry"](c))

@@ -202,19 +202,70 @@ def test_gpu_launch_commands_parse(ci):
         assert args.device == "gpu" and args.nproc >= 2  # the gpu device adds the SyncBatchNorm cases
 
 
-def test_long_checks_commands_exist_and_parse(ci, tmp_path, monkeypatch):
-    """The scheduled job runs the long fuzz, 200,000 random cases and the mutation tool: each
-    command is one the repository has and its arguments parse."""
-    runs = [s["run"] for s in _steps(ci["jobs"]["long-checks"]) if "run" in s]
-    for tool in ("tools/fuzz.py", "tools/mutants.py"):
-        assert any(r.startswith(f"python {tool}") for r in runs) and (ROOT / tool).is_file()
-    parity = next(r for r in runs if "paddle_spmd_port parity --random" in r)
-    argv = shlex.split(parity.replace('"${GITHUB_RUN_NUMBER}"', "7"))
+def _long_runs(ci: dict[str, Any], job: str, shard: str) -> list[list[str]]:
+    """The job's command lines, split into words, the part's $SHARD and run number filled in."""
+    text = _runs(ci["jobs"][job]).replace("\\\n", " ")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("python ")]
+    return [shlex.split(ln.replace('"${SHARD}"', shard).replace('"${GITHUB_RUN_NUMBER}"', "7").split(">")[0])
+            for ln in lines]
+
+
+def test_long_checks_run_as_parts_of_one_split(ci, tmp_path, monkeypatch):
+    """The scheduled long checks -- the long fuzz, 475,000 random cases, the mutation tool -- run as
+    a matrix of parts: every part runs each command with its own --shard K/M (M the matrix's size,
+    K its entry) and uploads its reports under a name the summary job downloads."""
+    job = ci["jobs"]["long-checks"]
+    parts = job["strategy"]["matrix"]["part"]
+    assert parts == list(range(1, len(parts) + 1)) and len(parts) >= 2
+    assert job["env"]["SHARD"] == "${{ matrix.part }}/" + str(len(parts))
+    monkeypatch.chdir(tmp_path)
+    from paddle_spmd_port.parity.cli import parse_args
+    from paddle_spmd_port.runctl import shard
+
+    mutants = load_tool("mutants")
+    for k in parts:
+        runs = _long_runs(ci, "long-checks", f"{k}/{len(parts)}")
+        by_tool = {w[1] if w[1] != "-m" else w[3]: w for w in runs}
+        assert set(by_tool) == {"tools/fuzz.py", "parity", "tools/mutants.py"}, runs
+        for tool in ("tools/fuzz.py", "tools/mutants.py"):
+            assert (ROOT / tool).is_file()
+        words = by_tool["parity"]
+        args = parse_args(words[words.index("parity") + 1:])
+        assert args.shard == (k, len(parts)) and args.random * len(args.rule_names) >= 200_000
+        f = by_tool["tools/fuzz.py"]
+        assert f[f.index("--shard") + 1] == f"{k}/{len(parts)}" and int(f[f.index("--examples") + 1]) >= 100_000
+        m = by_tool["tools/mutants.py"]
+        assert m[m.index("--shard") + 1] == f"{k}/{len(parts)}" and "--json" in m
+        # every part's flags are accepted by the tools themselves
+        assert shard(f[f.index("--shard") + 1]) == (k, len(parts))
+        assert mutants.build_parser().parse_args(m[2:]).shard == (k, len(parts))
+    upload = _uses(job, "actions/upload-artifact")
+    assert len(upload) == 1 and upload[0]["with"]["name"] == "long-checks-part-${{ matrix.part }}"
+    assert upload[0]["if"] == "always()" and upload[0]["with"]["path"] == "reports/long/"
+
+
+def test_long_checks_summary_merges_every_part(ci, tmp_path, monkeypatch):
+    """One merged verdict: the summary job needs the parts (and runs even when one failed), downloads
+    every part's artifact, merges each check's reports (a part that uploaded nothing is then missing
+    from the merge: exit 3), writes the job summary and fails unless all three merges exit 0."""
+    job = ci["jobs"]["long-checks-summary"]
+    assert job["needs"] == "long-checks" and job["if"].startswith("always() &&")
+    down = _uses(job, "actions/download-artifact")
+    assert len(down) == 1 and down[0]["with"]["pattern"] == "long-checks-part-*"
+    path = down[0]["with"]["path"]
+    runs = _long_runs(ci, "long-checks-summary", "")
+    merges = {w[1] if w[1] != "-m" else w[3]: w for w in runs}
+    assert set(merges) == {"parity", "tools/fuzz.py", "tools/mutants.py"}
+    for tool, words in merges.items():
+        sources = words[words.index("--merge") + 1:]
+        assert sources[0].startswith(f"{path}/long-checks-part-*/"), (tool, words)
     monkeypatch.chdir(tmp_path)
     from paddle_spmd_port.parity.cli import parse_args
 
-    args = parse_args(argv[argv.index("parity") + 1:])
-    assert args.random * len(args.rule_names) >= 200_000
+    parity = merges["parity"]
+    assert parse_args(parity[parity.index("parity") + 1:]).merge  # a merge, not a run
+    script = _runs(job)
+    assert "GITHUB_STEP_SUMMARY" in script and 'test "${parity}" = 0 && test "${fuzz}" = 0' in script
 
 
 # --------------------------------------------------------------------------- tools/matrix.py

@@ -33,11 +33,17 @@ Properties checked on every example (:func:`judge`):
 Prints the counts of outcomes (answers, each exception type), per mode, and every property
 violation found (the first ``--show`` with a repro); exits 1 if any property was violated.
 ``tests/test_fuzz_rules.py`` runs the same property on a few hundred examples.
+
+Long runs in parts: ``--shard K/M`` draws the same examples as the whole run and judges every M-th
+(examples K-1, K-1+M, ...); ``--json FILE`` writes the counts, and
+``python tools/fuzz.py --merge FILE...`` adds the parts' counts up (the unsplit run's), refusing
+parts of different runs or a part given twice (exit 2); a part missing, or parts that drew
+different numbers of examples, is incomplete (exit 3), never a pass.
 """
 
 from __future__ import annotations
 
-import argparse
+import json
 import math
 import numbers
 import random
@@ -60,9 +66,18 @@ from paddle_spmd_port.errors import (
     ShardingConflictError,
 )
 from paddle_spmd_port.parity.grid import placements as grid_placements
+from paddle_spmd_port.parity.merge import check_parts
 from paddle_spmd_port.rules import contains_spmd_rule, get_spmd_rule, rule_function
 from paddle_spmd_port.rules.registry import NAMES, PROFILES
 from paddle_spmd_port.rules.signatures import DATA_FORMATS, RULES, channel_axis
+from paddle_spmd_port.runctl import (
+    EXIT_INCOMPLETE,
+    ArgumentParser,
+    UsageError,
+    add_shard_argument,
+    check_output_file,
+    run_command,
+)
 from paddle_spmd_port.types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
 
 DOCUMENTED: tuple[type[BaseException], ...] = (ShardingConflictError, PaddleInvalidArgument, InvalidSpecError,
@@ -586,6 +601,8 @@ class Tally:
     known: Counter = field(default_factory=Counter)
     examples: list[tuple[str, str]] = field(default_factory=list)
     total: int = 0
+    drawn: int = 0
+    """Examples drawn, judged or not (a part judges every M-th)."""
 
     def add(self, call: Call, verdict: Verdict, keep: int) -> None:
         self.total += 1
@@ -599,15 +616,39 @@ class Tally:
                 self.examples.append((verdict.problem, call.describe()))
 
 
-def run(n_examples: int, seed: int, keep: int = 10, engine: str = "hypothesis") -> Tally:
+    def to_json(self) -> dict[str, Any]:
+        return {"total": self.total, "drawn": self.drawn, "outcomes": dict(self.outcomes),
+                "by_mode": [[m, o, n] for (m, o), n in self.by_mode.items()],
+                "problems": [[c, o, n] for (c, o), n in self.problems.items()], "known": dict(self.known),
+                "examples": [list(e) for e in self.examples]}
+
+    def merge(self, data: dict[str, Any], keep: int) -> None:
+        self.total += data["total"]
+        self.outcomes.update(data["outcomes"])
+        self.by_mode.update({(m, o): n for m, o, n in data["by_mode"]})
+        self.problems.update({(c, o): n for c, o, n in data["problems"]})
+        self.known.update(data["known"])
+        self.examples += [tuple(e) for e in data["examples"]][:max(0, keep - len(self.examples))]
+
+
+def run(n_examples: int, seed: int, keep: int = 10, engine: str = "hypothesis",
+        shard: tuple[int, int] | None = None) -> Tally:
     """Judge ``n_examples`` calls; ``engine`` draws them through hypothesis or, 20x faster and
-    without hypothesis's own choices, from ``random.Random(seed)`` (same generators)."""
+    without hypothesis's own choices, from ``random.Random(seed)`` (same generators). ``shard``
+    ``(K, M)``: draw them all, judge examples K-1, K-1+M, ... only."""
     tally = Tally()
+    k, m = shard or (1, 1)
+
+    def mine() -> bool:
+        tally.drawn += 1
+        return (tally.drawn - 1) % m == k - 1
+
     if engine == "random":
         rng = random.Random(seed)
         for _ in range(n_examples):
             call = draw_call(rng)
-            tally.add(call, judge(call), keep)
+            if mine():
+                tally.add(call, judge(call), keep)
         return tally
 
     @hypothesis_seed(seed)
@@ -615,28 +656,16 @@ def run(n_examples: int, seed: int, keep: int = 10, engine: str = "hypothesis") 
               suppress_health_check=list(HealthCheck))
     @given(calls())
     def one(call: Call) -> None:
-        tally.add(call, judge(call), keep)
+        if mine():
+            tally.add(call, judge(call), keep)
 
     one()
     return tally
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python tools/fuzz.py", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--examples", type=int, default=100_000, help="examples to run (default 100000)")
-    ap.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
-    ap.add_argument("--show", type=int, default=10, help="violations printed with their call (default 10)")
-    ap.add_argument("--engine", choices=("hypothesis", "random"), default="hypothesis",
-                    help="draw examples through hypothesis (default) or from random.Random(seed): same generators, "
-                         "about 20x faster")
-    args = ap.parse_args(argv)
-    if args.examples < 1:
-        ap.error("--examples must be >= 1")
-    start = time.perf_counter()
-    tally = run(args.examples, args.seed, args.show, args.engine)
-    seconds = time.perf_counter() - start
-    print(f"fuzz: {tally.total:,} examples ({args.engine}, seed {args.seed}), {seconds:.1f} s, "
-          f"{len(PROFILE_NAMES)} profiles x {len(RULE_KEYS)} rules + lookups")
+def report(tally: Tally, header: str) -> int:
+    """Print the counts and the violations; 1 if any property was violated, else 0."""
+    print(header)
     print("outcomes:")
     for outcome, count in tally.outcomes.most_common():
         modes = ", ".join(f"{mode} {c:,}" for (mode, o), c in sorted(tally.by_mode.items()) if o == outcome)
@@ -654,6 +683,66 @@ def main(argv: Sequence[str] | None = None) -> int:
     for problem, call in tally.examples:
         print(f"- {problem}\n    {call}")
     return 1
+
+
+def merge(files: Sequence[str], keep: int) -> int:
+    """``--merge``: the parts' counts added up; 3 when a part is missing or the parts drew differently."""
+    parts = []
+    for name in files:
+        try:
+            data = json.loads(open(name).read())
+            parts.append((name, list(data["shard"]), dict(data["config"]), data))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError("--merge", f"{name} is not the --json file of a fuzz --shard run ({exc})",
+                             "give the --json FILE of each part") from None
+    m, missing = check_parts([(name, shard, config) for name, shard, config, _ in parts])
+    tally = Tally()
+    for _, _, _, data in sorted(parts, key=lambda p: p[1][0]):
+        tally.merge(data, keep)
+    drawn = {data["drawn"] for *_, data in parts}
+    config = parts[0][2]
+    code = report(tally, f"fuzz: {tally.total:,} examples merged from {len(parts)} of {m} parts "
+                         f"({config['engine']}, seed {config['seed']})")
+    if missing or len(drawn) != 1 or (not missing and tally.total != drawn.pop()):
+        why = f"parts {', '.join(map(str, missing))} of {m} missing" if missing else \
+            "the parts drew different examples"
+        print(f"INCOMPLETE: {why}; the examples they hold were not judged")
+        return code or EXIT_INCOMPLETE
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    ap = ArgumentParser(prog="python tools/fuzz.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--examples", type=int, default=100_000, help="examples to run (default 100000)")
+    ap.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
+    ap.add_argument("--show", type=int, default=10, help="violations printed with their call (default 10)")
+    ap.add_argument("--engine", choices=("hypothesis", "random"), default="hypothesis",
+                    help="draw examples through hypothesis (default) or from random.Random(seed): same generators, "
+                         "about 20x faster")
+    add_shard_argument(ap, "the examples (every M-th, from the K-th on; all are drawn)")
+    ap.add_argument("--json", default=None, metavar="FILE", help="also write the counts to FILE (for --merge)")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="FILE",
+                    help="add up the --json files of a run's --shard parts; nothing is run")
+    args = ap.parse_args(argv)
+    if args.merge:
+        return merge(args.merge, args.show)
+    if args.examples < 1:
+        ap.error("--examples must be >= 1")
+    out = check_output_file(args.json, "--json") if args.json else None
+    start = time.perf_counter()
+    tally = run(args.examples, args.seed, args.show, args.engine, args.shard)
+    seconds = time.perf_counter() - start
+    part = f", part {args.shard[0]} of {args.shard[1]}" if args.shard else ""
+    if out is not None:
+        config = {"examples": args.examples, "seed": args.seed, "engine": args.engine}
+        out.write_text(json.dumps({"tool": "fuzz", "shard": list(args.shard or (1, 1)), "config": config,
+                                   **tally.to_json()}))
+    return report(tally, f"fuzz: {tally.total:,} examples ({args.engine}, seed {args.seed}{part}), {seconds:.1f} s, "
+                         f"{len(PROFILE_NAMES)} profiles x {len(RULE_KEYS)} rules + lookups")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command("fuzz", lambda: _main(argv))
 
 
 if __name__ == "__main__":

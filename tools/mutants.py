@@ -32,6 +32,12 @@ judge are not judged.
 A mutant marked ``equivalent`` carries the reason no input can tell it from the original; it is
 run all the same, and if it is killed the claim is wrong (reported, exit 1).
 
+Long runs in parts: ``--shard K/M`` judges every M-th of the mutants selected (the K-th, the
+K+M-th, ...; each part judges its own baseline), ``--json FILE`` writes the verdicts, and
+``python tools/mutants.py --merge FILE...`` joins the parts' verdicts into the unsplit run's table
+and kill rate; parts of different runs or a part given twice are refused (exit 2), a part missing
+is incomplete (exit 3), never a pass.
+
 Exit: 0 every non-equivalent mutant killed; 1 a non-equivalent mutant survived or an "equivalent"
 one was killed (outranks 3); 2 bad usage (one line); 3 some mutant not judged (rotten old text,
 baseline failing, uncompared cases, the copy not imported); 130/143 interrupted.
@@ -61,7 +67,9 @@ from paddle_spmd_port.runctl import (  # pure Python, no Paddle
     ArgumentParser,
     Interrupted,
     UsageError,
+    add_shard_argument,
     check_output_dir,
+    check_output_file,
     positive,
     run_command,
 )
@@ -485,6 +493,9 @@ MUTANTS: tuple[Mutant, ...] = (
 
 
 # --------------------------------------------------------------------------- checking the table
+MUTANTS_BY_NAME = {m.name: m for m in MUTANTS}
+
+
 def occurrences(mutant: Mutant, root: Path = REPO) -> int:
     """How many times the mutant's old text occurs in its file under ``root``."""
     path = root / PKG / mutant.file
@@ -758,6 +769,10 @@ def build_parser() -> ArgumentParser:
     ap.add_argument("--report-dir", default=None,
                     help="keep every run's report and log here (DIR/<mutant>/); default: a temp dir, removed")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds one judging run may take (default 900)")
+    add_shard_argument(ap, "the mutants selected (every M-th, from the K-th on)")
+    ap.add_argument("--json", default=None, metavar="FILE", help="also write the verdicts to FILE (for --merge)")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="FILE",
+                    help="join the --json files of a run's --shard parts into one table; nothing is run")
     return ap
 
 
@@ -774,6 +789,11 @@ def select(only: Sequence[str]) -> list[Mutant]:
     return [by_name[n] for n in dict.fromkeys(names)]
 
 
+def shard_of(mutants: Sequence[Mutant], shard: tuple[int, int] | None) -> list[Mutant]:
+    """Part K of M of ``mutants``: the K-th, the K+M-th, ... (all of them without ``shard``)."""
+    return list(mutants[shard[0] - 1::shard[1]] if shard else mutants)
+
+
 def table(rows: Sequence[tuple[Mutant, Verdict]]) -> str:
     head = ("mutant", "file", "judged by", "verdict", "s", "how")
     body = [(m.name, m.file, m.target, v.status, f"{v.seconds:.1f}", v.how) for m, v in rows]
@@ -782,12 +802,78 @@ def table(rows: Sequence[tuple[Mutant, Verdict]]) -> str:
     return "\n".join(lines)
 
 
+def summary(rows: Sequence[tuple[Mutant, Verdict]], seconds: float, sample: int, seed: int) -> int:
+    """Print the table, the kill rate and each survivor; the exit status of the verdicts."""
+    print()
+    print(table(rows))
+    count = {s: sum(v.status == s for _, v in rows)
+             for s in ("killed", "survived", "equivalent", "not judged", "wrongly equivalent")}
+    must_die = count["killed"] + count["survived"]
+    rate = f"{count['killed']}/{must_die} = {100 * count['killed'] / must_die:.0f}%" if must_die else "n/a"
+    print(f"\nkill rate {rate} of the non-equivalent mutants judged; {count['equivalent']} equivalent, "
+          f"{count['not judged']} not judged, {count['wrongly equivalent']} claimed equivalent but killed; "
+          f"{seconds:.0f} s (--sample {sample} --seed {seed})")
+    for m, v in rows:
+        if v.status == "survived":
+            print(f"SURVIVED {m.name}: {m.what} ({v.how})")
+        elif v.status == "wrongly equivalent":
+            print(f"WRONGLY EQUIVALENT {m.name}: killed although marked equivalent ({m.equivalent})")
+        elif v.status == "equivalent":
+            print(f"equivalent {m.name}: {m.equivalent}")
+    if count["survived"] or count["wrongly equivalent"]:
+        return EXIT_FINDING
+    return EXIT_INCOMPLETE if count["not judged"] else EXIT_OK
+
+
+def merge(files: Sequence[str]) -> int:
+    """``--merge``: the parts' verdicts in one table; 3 (at best) when a part is missing."""
+    from paddle_spmd_port.parity.merge import check_parts
+
+    parts = []
+    for name in files:
+        try:
+            data = json.loads(Path(name).read_text())
+            parts.append((name, list(data["shard"]), dict(data["config"]), data))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError("--merge", f"{name} is not the --json file of a mutants --shard run ({exc})",
+                             "give the --json FILE of each part") from None
+    m, missing = check_parts([(name, shard, config) for name, shard, config, _ in parts])
+    by_name = MUTANTS_BY_NAME
+    config = parts[0][2]
+    rows: list[tuple[Mutant, Verdict]] = []
+    for _, _, _, data in parts:
+        for row in data["rows"]:
+            mutant = by_name.get(row["name"])
+            if mutant is None:
+                raise UsageError("--merge", f"{row['name']} is not a mutant of this table", "merge with the "
+                                 "tools/mutants.py that judged the parts")
+            rows.append((mutant, Verdict(row["status"], row["how"], row["seconds"])))
+    order = {name: i for i, name in enumerate(config["mutants"])}
+    rows.sort(key=lambda r: order.get(r[0].name, len(order)))
+    print(f"mutants: merged {len(parts)} of {m} parts")
+    code = summary(rows, sum(data["seconds"] for *_, data in parts), config["sample"], config["seed"])
+    present = {shard[0] for _, shard, _, _ in parts}
+    by_index = [by_name[name] for name in config["mutants"] if name in by_name]
+    expected = {mu.name for k in present for mu in shard_of(by_index, (k, m))}
+    judged = [mu.name for mu, _ in rows]
+    if missing or sorted(judged) != sorted(expected):
+        why = f"parts {', '.join(map(str, missing))} of {m} missing" if missing else \
+            "the parts' verdicts are not those of their mutants"
+        print(f"INCOMPLETE: {why}; their mutants were not judged")
+        return code if code == EXIT_FINDING else EXIT_INCOMPLETE
+    return code
+
+
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    if args.merge:
+        return merge(args.merge)
     positive(args.sample, "--sample", "a number of cases > 0")
     positive(args.timeout, "--timeout", "seconds > 0")
-    mutants = select(args.only)
+    selected = select(args.only)
+    mutants = shard_of(selected, args.shard)
     keep = check_output_dir(args.report_dir, "--report-dir") if args.report_dir else None
+    out = check_output_file(args.json, "--json") if args.json else None
     problems = check_table()
     if args.list:
         for m in mutants:
@@ -842,25 +928,13 @@ def _main(argv: Sequence[str] | None) -> int:
 
     order = {m.name: i for i, m in enumerate(mutants)}
     rows.sort(key=lambda r: order[r[0].name])
-    print()
-    print(table(rows))
-    count = {s: sum(v.status == s for _, v in rows)
-             for s in ("killed", "survived", "equivalent", "not judged", "wrongly equivalent")}
-    must_die = count["killed"] + count["survived"]
-    rate = f"{count['killed']}/{must_die} = {100 * count['killed'] / must_die:.0f}%" if must_die else "n/a"
-    print(f"\nkill rate {rate} of the non-equivalent mutants judged; {count['equivalent']} equivalent, "
-          f"{count['not judged']} not judged, {count['wrongly equivalent']} claimed equivalent but killed; "
-          f"{time.monotonic() - started:.0f} s (--sample {args.sample} --seed {args.seed})")
-    for m, v in rows:
-        if v.status == "survived":
-            print(f"SURVIVED {m.name}: {m.what} ({v.how})")
-        elif v.status == "wrongly equivalent":
-            print(f"WRONGLY EQUIVALENT {m.name}: killed although marked equivalent ({m.equivalent})")
-        elif v.status == "equivalent":
-            print(f"equivalent {m.name}: {m.equivalent}")
-    if count["survived"] or count["wrongly equivalent"]:
-        return EXIT_FINDING
-    return EXIT_INCOMPLETE if count["not judged"] else EXIT_OK
+    seconds = time.monotonic() - started
+    if out is not None:
+        config = {"sample": args.sample, "seed": args.seed, "mutants": [m.name for m in selected]}
+        out.write_text(json.dumps({"tool": "mutants", "shard": list(args.shard or (1, 1)), "config": config,
+                                   "seconds": seconds, "rows": [{"name": m.name, "status": v.status, "how": v.how,
+                                                                 "seconds": v.seconds} for m, v in rows]}))
+    return summary(rows, seconds, args.sample, args.seed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

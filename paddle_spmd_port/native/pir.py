@@ -64,7 +64,7 @@ import contextlib
 import re
 import traceback
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +74,7 @@ from ..rules.signatures import RULES
 from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, format_mapping, plain_mapping
 from ._fork import run_isolating
 from ._paddle import ReduceTypeError, from_paddle_mesh, paddle_version, to_paddle_mesh, typed_attrs
+from .crash_prone import pir_may_crash
 from .crash_prone import pir_may_crash as may_crash
 
 warnings.filterwarnings("ignore")
@@ -418,11 +419,13 @@ class PirBackend:
             return Outcome(unreachable=f"the pir backend has no op for rule {case.rule!r}")
         return self._build(case)
 
-    def run_many(self, cases: Iterable[Case]) -> Iterator[Outcome]:
-        """Outcomes in order; :func:`may_crash` cases are built in forked children (see
-        :mod:`._fork`), everything else here."""
+    def run_many(self, cases: Iterable[Case], may_crash: Callable[[Case], bool] | None = None) -> Iterator[Outcome]:
+        """Outcomes in order; ``may_crash`` cases (default :func:`may_crash`; a worker is handed the
+        pool's) are built in forked children (see :mod:`._fork`), everything else here."""
+        crashy = may_crash or pir_may_crash
+
         def risky(case: Case) -> bool:
-            return self.isolate_risky and case.rule in ROUTES and may_crash(case)
+            return self.isolate_risky and case.rule in ROUTES and crashy(case)
 
         with _pir_mode():  # a risky case is routed: _run_one builds it (build_here in a fork server's child)
             yield from run_isolating(cases, self._run_one, risky, isolated=build_here)
@@ -468,10 +471,10 @@ def run(case: Case) -> Outcome:
     return outcome
 
 
-def run_many(cases: Iterable[Case]) -> Iterator[Outcome]:
+def run_many(cases: Iterable[Case], may_crash: Callable[[Case], bool] | None = None) -> Iterator[Outcome]:
     """Outcomes of ``cases`` in order, one yielded as soon as it is known (a crash of the process
-    loses only the case in flight)."""
-    return _backend.run_many(cases)
+    loses only the case in flight); ``may_crash``: as :meth:`PirBackend.run_many`."""
+    return _backend.run_many(cases, may_crash)
 
 
 __all__ = ["NOT_ROUTED", "OPS_PER_PROGRAM", "ROUTES", "PirBackend", "build_here", "dist_attr_of", "may_crash",

@@ -11,9 +11,9 @@ the slice gives up and its remaining cases are *not run* with the reason. A work
 start at all raises :class:`BackendUnavailable`.
 
 Order: within each worker's slice the cases its backend runs in forked children (crash-prone:
-:data:`.crash_prone.MAY_CRASH`) come last, next to each other (:func:`crash_prone_last`): on the
-registry and PIR routes they then share children; the compiled caller forks each one from its own
-fork server. Outcomes are handed back in the caller's order.
+:func:`isolates`, worked out here once and handed over with the cases) come last, next to each
+other (:func:`crash_prone_last`): on the registry and PIR routes they then share children; the
+compiled caller forks each one from its own fork server. Outcomes are handed back in the caller's order.
 
 The compiled route has no Python worker: each slice drives the C++ caller itself
 (:class:`_CallerSlice`; requests encoded here, replies parsed here), with the same crash, timeout
@@ -45,6 +45,7 @@ from typing import IO
 from ..case import Case
 from ..outcome import Outcome
 from ..runctl import signal_text
+from ..types import mesh_dims_of
 from ._paddle import paddle_version
 from .crash_prone import MAY_CRASH
 from .worker import DONE, FRAME, HELLO
@@ -53,6 +54,38 @@ ProgressFn = Callable[[int], None]
 
 #: Hangs (or Python-level worker deaths) in a row after which a slice gives up.
 MAX_STRAIGHT_FAILURES = 3
+
+
+def _outside_mesh(case: Case) -> bool:
+    """A partial dim, or a mesh dim of a dims_mapping, outside its input's mesh (below -1 or past
+    its last dim). The registry's worker segfaults building such an input (``_set_partial_dims``)
+    and the compiled caller on reading it, on most draws; the grid has a few (its invalid sets,
+    already isolated there by other clauses), random mode's ``partial-bad`` and ``mesh-dim-range``
+    mutations a few hundred per million cases: unisolated, each cost a worker restart (an import
+    of Paddle, ~3 s of a core) or a program restart."""
+    for s in case.inputs:
+        if s is None or s.mesh is None or s.valid_on_mesh:
+            continue
+        n = len(s.mesh.shape)
+        if any(not 0 <= p < n for p in s.partial_dims):
+            return True
+        if any(m < -1 or m >= n for e in s.dims_mapping for m in mesh_dims_of(e)):
+            return True
+    return False
+
+
+def isolates(backend: str) -> Callable[[Case], bool] | None:
+    """The cases ``backend`` runs crash-isolated: :data:`.crash_prone.MAY_CRASH`'s, and on the
+    registry and compiled routes also :func:`_outside_mesh`'s. Worked out here once per case and
+    handed to the workers with their slice (:mod:`.worker`) and to the compiled caller with each
+    request. A predicate only picks how a case runs, never its outcome."""
+    base = MAY_CRASH.get(backend)
+    if base is None or backend not in ("registry", "compiled"):
+        return base
+
+    def may_crash(case: Case) -> bool:
+        return base(case) or _outside_mesh(case)
+    return may_crash
 
 
 class BackendUnavailable(RuntimeError):
@@ -70,6 +103,12 @@ def worker_command(backend: str, base: int, start: int) -> list[str]:
             "--start", str(start)]
 
 
+def slice_payload(cases: Sequence[Case], isolate: Sequence[bool]) -> bytes:
+    """What a worker reads on stdin (:mod:`.worker`): the cases and one byte per case, set for
+    those to run crash-isolated."""
+    return pickle.dumps((list(cases), bytes(map(bool, isolate))), protocol=pickle.HIGHEST_PROTOCOL)
+
+
 def _feed(pipe: IO[bytes], payload: bytes) -> None:
     """Write the worker's cases to its stdin and close it (a thread of its own: the worker reads
     them once Paddle is imported; a worker that died or was killed ends the write)."""
@@ -80,11 +119,13 @@ def _feed(pipe: IO[bytes], payload: bytes) -> None:
 
 class _Slice(threading.Thread):
     def __init__(self, backend: str, cases: Sequence[Case], start: int, stop: int, outcomes: list[Outcome | None],
-                 timeout: float, on_progress: ProgressFn, info: dict, stop_event: threading.Event) -> None:
+                 timeout: float, on_progress: ProgressFn, info: dict, stop_event: threading.Event,
+                 isolate: Sequence[bool]) -> None:
         super().__init__(daemon=True)
         self.backend, self.cases, self.start_at, self.stop_at = backend, cases, start, stop
         self.outcomes, self.timeout, self.on_progress, self.info = outcomes, timeout, on_progress, info
         self.stop_event = stop_event
+        self.isolate = isolate  # per case (the pool's order): isolates(backend), worked out once
         self.proc: subprocess.Popen | None = None
         self.error: BaseException | None = None
 
@@ -121,8 +162,8 @@ class _Slice(threading.Thread):
             if self.stop_event.is_set():  # stopped while this worker was starting: the parent may not see it
                 self.kill()
             if not pickled_cases:
-                pickled_cases = pickle.dumps(list(self.cases[self.start_at:self.stop_at]),
-                                             protocol=pickle.HIGHEST_PROTOCOL)
+                pickled_cases = slice_payload(self.cases[self.start_at:self.stop_at],
+                                              self.isolate[self.start_at:self.stop_at])
             assert proc.stdin is not None and proc.stdout is not None
             threading.Thread(target=_feed, args=(proc.stdin, pickled_cases), daemon=True).start()
             fd = proc.stdout.fileno()
@@ -212,9 +253,8 @@ class _CallerSlice(_Slice):
     def __init__(self, binary: Path, cases: Sequence[Case], start: int, stop: int, outcomes: list[Outcome | None],
                  timeout: float, on_progress: ProgressFn, info: dict, stop_event: threading.Event,
                  isolate: Sequence[bool]) -> None:
-        super().__init__("compiled", cases, start, stop, outcomes, timeout, on_progress, info, stop_event)
+        super().__init__("compiled", cases, start, stop, outcomes, timeout, on_progress, info, stop_event, isolate)
         self.binary = binary
-        self.isolate = isolate  # per case (the pool's order): compiled.may_crash, worked out once
         self.routed: list[int] = []  # the slice's cases the caller has a rule for
         self.early: tuple[subprocess.Popen[bytes], IO[bytes]] | None = None  # see prestart
 
@@ -345,7 +385,7 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     workers = max(1, min(workers, n))
     bounds = [n * k // workers for k in range(workers + 1)]
     slices = [(bounds[k], bounds[k + 1]) for k in range(workers) if bounds[k] < bounds[k + 1]]
-    may_crash = MAY_CRASH.get(backend)
+    may_crash = isolates(backend)
     prone = None if may_crash is None else [may_crash(case) for case in cases]
     order = crash_prone_last(slices, prone) if prone is not None else list(range(n))
     cases = [cases[i] for i in order]  # the workers see the cases in this order
@@ -362,7 +402,7 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     isolate = [bool(prone[i]) for i in order] if prone is not None else [False] * n  # in the workers' order
     threads: list[_Slice] = [
         _CallerSlice(binary, cases, a, b, outcomes, timeout, progress, info, stop_event, isolate) if binary is not None
-        else _Slice(backend, cases, a, b, outcomes, timeout, progress, info, stop_event) for a, b in slices]
+        else _Slice(backend, cases, a, b, outcomes, timeout, progress, info, stop_event, isolate) for a, b in slices]
     try:
         for t in threads:
             if isinstance(t, _CallerSlice):

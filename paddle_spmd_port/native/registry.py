@@ -15,7 +15,7 @@ a worker process.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..case import Case, int_range_problem
@@ -62,7 +62,7 @@ _specs: dict[DistTensorSpec | None, Any] = {}
 def to_paddle_spec(spec: DistTensorSpec | None) -> Any:
     found = _specs.get(spec)
     if found is None:
-        if len(_specs) > 100_000:
+        if len(_specs) > 20_000:  # (random cases rarely repeat an x: a bigger table only holds memory)
             _specs.clear()
         found = _specs[spec] = _new_paddle_spec(spec)
     return found
@@ -160,9 +160,10 @@ class _LazyText:
 
 
 
-def run_many(cases: Iterable[Case]) -> Iterator[Outcome]:
-    """Outcomes in order; inputs Paddle's rules are known to crash on (the compiled caller's
-    :func:`~.compiled.may_crash`: no mesh on x, a dims_mapping whose length is not the rank,
-    begin_norm_axis out of range, inputs on meshes of another number of dims) run in forked
+def run_many(cases: Iterable[Case], may_crash: Callable[[Case], bool] | None = None) -> Iterator[Outcome]:
+    """Outcomes in order; the ``may_crash`` cases (default: the compiled caller's
+    :func:`~.crash_prone.compiled_may_crash`: no mesh on x, a dims_mapping whose length is not the rank,
+    begin_norm_axis out of range, inputs on meshes of another number of dims; a worker is handed
+    the pool's :func:`~.pool.isolates`) run in forked
     children (see :mod:`._fork`), so that a crash costs a fork instead of a worker restart."""
-    return run_isolating(cases, run, MAY_CRASH["registry"], isolated=run)
+    return run_isolating(cases, run, may_crash or MAY_CRASH["registry"], isolated=run)

@@ -2,8 +2,9 @@
 
     python -m paddle_spmd_port.native.worker --backend registry --base B --start K  < SLICE.pickle
 
-Its cases come on stdin, one pickled list of :class:`~paddle_spmd_port.case.Case` (the pool's
-slice, whose first case has the index B in the whole run), read once the backend is imported, so
+Its cases come on stdin, one pickled pair: a list of :class:`~paddle_spmd_port.case.Case` (the
+pool's slice, whose first case has the index B in the whole run) and one byte per case, nonzero
+for the cases to run crash-isolated (the pool's :func:`~.pool.isolates`), read once the backend is imported, so
 that the pool pickles and writes them while Paddle is imported here. From index K on, one frame per
 case is written to stdout and flushed: ``>iI`` (index, payload length) then the pickled
 :class:`~paddle_spmd_port.outcome.Outcome`; index -1 carries the pickled Paddle version info
@@ -41,9 +42,10 @@ def write_frame(out: IO[bytes], index: int, payload: bytes = b"") -> None:
     out.flush()
 
 
-def _stream_many(backend: Any, cases: Sequence[Case], start: int, stop: int, out: IO[bytes], base: int) -> None:
+def _stream_many(backend: Any, cases: Sequence[Case], start: int, stop: int, out: IO[bytes], base: int,
+                 isolate: bytes) -> None:
     """Feed ``cases[start:stop]`` lazily to ``backend.run_many`` and write each outcome as it comes,
-    labelled ``base`` + its position.
+    labelled ``base`` + its position; the cases whose byte in ``isolate`` is set run crash-isolated.
 
     The indices of the cases handed over are queued as they are read, so the k-th outcome is
     labelled with the k-th index even if the backend reads ahead."""
@@ -57,7 +59,8 @@ def _stream_many(backend: Any, cases: Sequence[Case], start: int, stop: int, out
     # the backend hands back one object for equal outcomes (most cases share an answer): each is
     # pickled once (the entry holds the outcome, so its id is not reused while the entry lives)
     pickled: dict[int, tuple[Any, bytes]] = {}
-    for outcome in backend.run_many(feed()):
+    prone = {id(cases[i]) for i in range(start, stop) if isolate[i]}  # (the list holds them: ids stay theirs)
+    for outcome in backend.run_many(feed(), may_crash=lambda case: id(case) in prone):
         hit = pickled.get(id(outcome))
         if hit is None or hit[0] is not outcome:
             if len(pickled) > 100_000:
@@ -103,14 +106,15 @@ def main(argv: list[str] | None = None) -> int:
     write_frame(out, HELLO, pickle.dumps(paddle_version()))
     start_fork_server(close_fds=[out.fileno(), 0])  # before the cases are loaded: a small zygote (see ._fork)
     with os.fdopen(0, "rb") as fh:
-        cases: list[Case] = pickle.load(fh)
+        cases: list[Case]
+        cases, isolate = pickle.load(fh)
     gc.collect()
     gc.freeze()  # the cases live to the end: out of the cyclic GC's way
     gc.enable()
     start, stop = args.start - args.base, len(cases)  # positions in the slice; frames carry run indices
     try:
         if hasattr(backend, "run_many"):  # batched backend: same protocol, one frame per case
-            _stream_many(backend, cases, start, stop, out, args.base)
+            _stream_many(backend, cases, start, stop, out, args.base, isolate)
         else:
             for index in range(start, stop):
                 outcome = backend.run(cases[index])

@@ -62,6 +62,7 @@ from ..runctl import (
     add_replace_report_argument,
     add_rules_argument,
     add_selection_arguments,
+    add_shard_argument,
     available_cores,
     check_output_dir,
     check_output_file,
@@ -77,7 +78,7 @@ from .compare import compare
 from .detect import detect_release
 from .grid import GRIDS, coshard_cases, grid_for, sample
 from .progress import Progress
-from .random_cases import random_cases
+from .random_cases import CASES_PER_ROUND, draw_units, random_cases, rounds, shard_units
 from .releases import AGREEING, ReleaseProfile
 from .report import DONE, INTERRUPTED, RUNNING, ParityReport, one_line_repro, repro_snippet
 from .validity import input_problem
@@ -100,6 +101,11 @@ def build_parser() -> ArgumentParser:
                     help="instead of the grid, N random cases per rule drawn outside it (other meshes, odd sizes, "
                          "higher ranks, None, invalid and mixed-mesh inputs; see parity/random_cases.py), through "
                          "each rule's primary backend unless --backend is given")
+    add_shard_argument(ap, "the --random cases (blocks of each rule's stream, dealt in turn: parity/random_cases.py)")
+    ap.add_argument("--merge", nargs="+", type=path_text, default=None, metavar="DIR",
+                    help="join the reports of a run's --shard parts (their --report-dir each) into one, written "
+                         "to --report-dir (default: where the unsplit run's report goes); nothing is run. A part "
+                         "missing or unfinished makes it incomplete (exit 3), never a pass (parity/merge.py)")
     ap.add_argument("--coshard", action="store_true",
                     help="only each rule's co-shard set (co-sharded inputs, ids <rule>-coshard-...; parity/grid.py "
                          "coshard_cases); --sample and --max-cases then apply to it")
@@ -126,6 +132,10 @@ def build_parser() -> ArgumentParser:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
+    if args.merge is not None:  # checked by the merge itself (parity/merge.py), against the parts' reports
+        return args
+    if args.shard is not None and args.random is None:
+        raise UsageError("--shard", "splits a --random run only", "give --random N with --shard K/M")
     names = args.rules  # rule keys (all: the signature table's order, which is the grid's), checked by runctl.rule_list
     if args.random is not None:
         for flag, value in (("--sample", args.sample), ("--max-cases", args.max_cases),
@@ -216,6 +226,9 @@ def selection_of(args: argparse.Namespace) -> dict:
     if args.random is not None:
         slug.append(f"random{args.random}-seed{args.seed}")
         words.append(f"random {args.random} cases per rule outside the grid (seed {args.seed})")
+    if args.shard is not None:
+        slug.append(f"shard{args.shard[0]}of{args.shard[1]}")
+        words.append(f"part {args.shard[0]} of {args.shard[1]}")
     if args.sample is not None:
         slug.append(f"sample{args.sample}-seed{args.seed}")
         words.append(f"a sample of {args.sample} cases per rule (seed {args.seed})")
@@ -226,7 +239,8 @@ def selection_of(args: argparse.Namespace) -> dict:
     return {"full": full, "slug": "_".join(slug) or "full", "rules": args.rule_names, "backend": args.backend,
             "primary_only": args.primary_only or args.random is not None, "sample": args.sample,
             "random": args.random, "seed": args.seed, "coshard": args.coshard,
-            "max_cases": args.max_cases, "describe": ("the whole grid: " if full else "") + "; ".join(words)}
+            "max_cases": args.max_cases, "shard": list(args.shard) if args.shard else None,
+            "describe": ("the whole grid: " if full else "") + "; ".join(words)}
 
 
 def select_cases(rule: str, max_cases: int | None, n_sample: int | None, seed: int,
@@ -255,8 +269,10 @@ def run_native_group(backend: str, cases: list[Case], args: argparse.Namespace,
     return outcomes
 
 
-#: The group started first and run alongside the others (the longest: it sets the sweep's wall time).
+#: The group started first and run alongside the others (the longest: it sets the sweep's wall time);
+#: without it (random mode: primary backends only), the registry's (its workers import Paddle).
 BACKGROUND_BACKEND = "pir"
+BACKGROUND_FALLBACK = "registry"
 
 
 class BackgroundGroup(threading.Thread):
@@ -319,12 +335,13 @@ def _plan_groups(args: argparse.Namespace) -> dict[str, list[str]]:
 def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: dict[str, list[Case]],
                 native: Sequence[Outcome | None], native_seconds: float, profile: ReleaseProfile | None,
                 state: str = DONE, repros: list[str] | None = None,
-                port_answers: dict[int, Outcome] | None = None) -> None:
+                port_answers: dict[int, Outcome] | None = None, first: dict[str, int] | None = None) -> None:
     """Compare one backend group's native outcomes with the port, case by case, into the report.
     A None outcome (the group was interrupted before it) is left out: that case stays uncompared.
     Each mismatching case's ``infer --case-json`` line is appended to ``repros``. ``port_answers``
     (keyed by ``id(case)``) keeps the port's outcome of a case for the next route that compares it:
-    the port is pure, so a case is answered once however many routes check it."""
+    the port is pure, so a case is answered once however many routes check it. ``first``: per rule,
+    the position of its first case here among the rule's selected cases (a round of a long run)."""
     if port_answers is None:
         port_answers = {}
     explain = profile.explain if profile is not None else None
@@ -334,6 +351,7 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
         tally = report.tallies[f"{rule}@{backend}"]
         t1 = time.time()
         rule_cases = by_rule[rule]
+        base = first[rule] if first else 0
         spec = rule_spec(rule)
         for index, (case, nat) in enumerate(zip(rule_cases, native[offset:offset + len(rule_cases)], strict=True)):
             if nat is None:
@@ -351,9 +369,9 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
                     cmp = dataclasses.replace(cmp, verdict="known-difference", note=why)
             if cmp.verdict == "mismatch" and repros is not None:
                 repros.append(f"{rule}@{backend} {case.case_id}: {one_line_repro(case, backend)}")
-            add(tally, index, case, port, nat, cmp)
-        tally.port_seconds = time.time() - t1
-        tally.native_seconds = native_seconds * len(rule_cases) / max(len(native), 1)
+            add(tally, base + index, case, port, nat, cmp)
+        tally.port_seconds += time.time() - t1
+        tally.native_seconds += native_seconds * len(rule_cases) / max(len(native), 1)
         tally.state = state
         offset += len(rule_cases)
 
@@ -364,6 +382,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = parse_args(argv)
+    if args.merge is not None:
+        from .merge import merge_main
+
+        return merge_main(args)
     # The cyclic GC is off for the run: the sweep builds millions of objects that live until its
     # end (cases, specs, answers) and none in cycles, so each collection would only walk them
     # again (a third of the CPU of drawing the grid, a fifth of tallying it). Everything the run
@@ -378,8 +400,18 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    def draw(rules: list[str]) -> dict[str, list[Case]]:
-        return {r: select_cases(r, args.max_cases, args.sample, args.seed, args.random, args.coshard) for r in rules}
+    # A random run goes in rounds of about CASES_PER_ROUND cases (blocks of the rules' streams,
+    # random_cases.rounds), each drawn, compared and dropped before the next, so that a long run's
+    # memory stays bounded; any other run is one round.
+    units = shard_units(args.rule_names, args.random, args.shard) if args.random is not None else []
+    batches: list[list | None] = list(rounds(units, CASES_PER_ROUND)) if units else [None]
+
+    def draw(rules: list[str], batch: list | None = None) -> dict[str, list[Case]]:
+        if batch is None:
+            return {r: select_cases(r, args.max_cases, args.sample, args.seed, args.random, args.coshard)
+                    for r in rules}
+        drawn = draw_units([u for u in batch if u[0] in rules], args.seed)
+        return {r: drawn.get(r, []) for r in rules}
 
     if args.list:
         for rule, cases in draw(args.rule_names).items():
@@ -392,64 +424,85 @@ def _sweep(args: argparse.Namespace) -> int:
     groups = _plan_groups(args)
     # The background group starts as soon as its own cases are drawn: its workers import Paddle and
     # take their cases while the other rules' cases are drawn here.
-    background_rules = groups[BACKGROUND_BACKEND] if BACKGROUND_BACKEND in groups and len(groups) > 1 else []
-    drawn = draw(background_rules)
-    background: BackgroundGroup | None = None  # the group in flight alongside (see BackgroundGroup)
-    if background_rules:
-        background = BackgroundGroup(BACKGROUND_BACKEND, [c for r in background_rules for c in drawn[r]], args)
-        background.start()
+    background_backend = next((b for b in (BACKGROUND_BACKEND, BACKGROUND_FALLBACK) if b in groups), "")
+    background_rules = groups[background_backend] if background_backend and len(groups) > 1 else []
+
+    def start_round(batch: list | None) -> tuple[dict[str, list[Case]], BackgroundGroup | None]:
+        drawn = draw(background_rules, batch)
+        if not background_rules:
+            return drawn, None
+        group = BackgroundGroup(background_backend, [c for r in background_rules for c in drawn[r]], args)
+        group.start()
+        return drawn, group
+
+    drawn, background = start_round(batches[0])  # the group in flight alongside (see BackgroundGroup)
     try:  # until the main loop's own handler takes over, anything that ends the run ends the background's workers
-        drawn.update(draw([r for r in args.rule_names if r not in drawn]))
+        drawn.update(draw([r for r in args.rule_names if r not in drawn], batches[0]))
         by_rule = {r: drawn[r] for r in args.rule_names}
+        selected = {r: len(by_rule[r]) for r in args.rule_names} if not units else \
+            {r: sum(size for rule, _block, size in units if rule == r) for r in args.rule_names}
         report = ParityReport(selection=args.selection, allow_uncompared=args.allow_uncompared)
         port_answers: dict[int, Outcome] = {}  # id(case) -> the port's outcome (see tally_group)
         for backend, rules in groups.items():
             for rule in rules:
-                cases = by_rule[rule]
-                report.plan(rule, backend, len(cases), cases[0].spec.n_cells if cases else 0)
+                report.plan(rule, backend, selected[rule], rule_spec(rule).n_cells if selected[rule] else 0)
         for rule in background_rules:
-            report.tallies[f"{rule}@{BACKGROUND_BACKEND}"].state = RUNNING
+            report.tallies[f"{rule}@{background_backend}"].state = RUNNING
         out = args.report_dir
         report.open_cases_file(out)
     except BaseException:
         if background is not None:
             background.stop()
         raise
+    first = dict.fromkeys(args.rule_names, 0)  # per rule: the position of the round's first case
     profile: ReleaseProfile | None = None
     running: tuple[str, list[str]] | None = None  # the group in flight in this thread
-    tallied: set[str] = set()  # backends whose group is in the report
+    tallied: set[str] = set()  # backends whose group is in the report (this round)
     repros: list[str] = []  # one `infer --case-json` line per mismatching case
     try:
-        for backend, rules in groups.items():  # tallied in this order, whichever native run ends first
-            cases = [c for r in rules for c in by_rule[r]]
-            running = (backend, rules)
-            for rule in rules:
-                report.tallies[f"{rule}@{backend}"].state = RUNNING
-            t0 = time.time()
-            try:
-                if background is not None and backend == background.backend:
-                    native = background.result()
-                    report.paddle.update(background.info)
-                    t0 = time.time() - background.seconds
-                else:
-                    native = run_native_group(backend, cases, args, report)
-            except (ImportError, RuntimeError) as exc:
-                why = " ".join(str(exc).strip().split())[-300:]
-                report.notes.append(f"{backend} backend unavailable: {why}")
-                native = [Outcome(not_run=f"backend unavailable: {why}") for _ in cases]
-            native_seconds = time.time() - t0
-            if profile is None and report.paddle.get("version") not in (None, "not installed"):
-                profile = detect_release(report.paddle["version"], report.paddle.get("commit", ""))
-                report.profile = profile.to_json()
-                if profile.is_newer_than_known:
-                    report.notes.append("Paddle is newer than every known profile: each mismatch is a possible "
-                                        "regression of this release (or a change the port has to follow).")
-            tally_group(report, backend, rules, by_rule, native, native_seconds, profile, repros=repros,
-                        port_answers=port_answers)
-            tallied.add(backend)
-            running = None
-            if len(tallied) < len(groups):  # partial report after every group (the last one's: see finally)
-                report.write(out, args.junit)
+        for number, batch in enumerate(batches):
+            last_round = number == len(batches) - 1
+            if number:  # the last round's cases, outcomes and port answers are dropped here
+                by_rule, drawn, background, native = {}, {}, None, []
+                port_answers.clear()
+                drawn, background = start_round(batch)
+                drawn.update(draw([r for r in args.rule_names if r not in drawn], batch))
+                by_rule = {r: drawn[r] for r in args.rule_names}
+            tallied = set()
+            for backend, rules in groups.items():  # tallied in this order, whichever native run ends first
+                cases = [c for r in rules for c in by_rule[r]]
+                running = (backend, rules)
+                for rule in rules:
+                    report.tallies[f"{rule}@{backend}"].state = RUNNING
+                t0 = time.time()
+                try:
+                    if background is not None and backend == background.backend:
+                        native = background.result()
+                        report.paddle.update(background.info)
+                        t0 = time.time() - background.seconds
+                    else:
+                        native = run_native_group(backend, cases, args, report)
+                except (ImportError, RuntimeError) as exc:
+                    why = " ".join(str(exc).strip().split())[-300:]
+                    if f"{backend} backend unavailable: {why}" not in report.notes:
+                        report.notes.append(f"{backend} backend unavailable: {why}")
+                    native = [Outcome(not_run=f"backend unavailable: {why}") for _ in cases]
+                native_seconds = time.time() - t0
+                if profile is None and report.paddle.get("version") not in (None, "not installed"):
+                    profile = detect_release(report.paddle["version"], report.paddle.get("commit", ""))
+                    report.profile = profile.to_json()
+                    if profile.is_newer_than_known:
+                        report.notes.append("Paddle is newer than every known profile: each mismatch is a possible "
+                                            "regression of this release (or a change the port has to follow).")
+                tally_group(report, backend, rules, by_rule, native, native_seconds, profile,
+                            state=DONE if last_round else RUNNING, repros=repros, port_answers=port_answers,
+                            first=first)
+                tallied.add(backend)
+                running = None
+                if len(tallied) < len(groups) or not last_round:  # a partial report after every group
+                    report.write(out, args.junit)  # (the last one's: see finally)
+            for rule in args.rule_names:
+                first[rule] += len(by_rule[rule])
         report.complete = True
     except Interrupted as exc:
         report.interrupted = exc.name
@@ -461,11 +514,12 @@ def _sweep(args: argparse.Namespace) -> int:
                 in_flight.append((background.backend, groups[background.backend]))
         for backend, rules in in_flight:  # what the workers answered before the signal still counts
             partial = partials.get(backend)
-            if partial is not None:
+            if partial is not None and all(r in by_rule for r in rules):
                 tally_group(report, backend, rules, by_rule, partial, 0.0, profile, state=INTERRUPTED,
-                            repros=repros, port_answers=port_answers)
-            for rule in rules:
-                report.tallies[f"{rule}@{backend}"].state = INTERRUPTED
+                            repros=repros, port_answers=port_answers, first=first)
+        for tally in report.tallies.values():  # (a group of a long run is running between its rounds)
+            if tally.state == RUNNING:
+                tally.state = INTERRUPTED
         exc.detail = f"partial report in {out / 'parity.md'}"
         raise
     finally:

@@ -31,7 +31,7 @@ not change when other rules are selected, and one seed always gives the same cas
     invalid            one of INVALID_MUTATIONS, weighted 12 each: x rank out of range, another
                        tensor's rank wrong, dims_mapping length != rank, a mesh dim out of range, a
                        mesh dim used twice, begin_norm_axis outside 0..rank (3/4 negative), an
-                       unknown data_format; weighted 1 each (they kill the registry's worker):
+                       unknown data_format; weighted 1 each (they crash Paddle on most draws):
                        a partial dim outside the mesh, x without a mesh, None for a required input
 
 Left out on purpose: a partial dim that also shards an axis. Paddle refuses it while building the
@@ -42,11 +42,19 @@ cases), leaving the rest of the slice uncompared.
 
 Case ids are ``<rule>-random<seed>-<n>`` (n from 1). :func:`random_draws` also says which kind
 each case was drawn as (and which mutation), for tests and reports.
+
+Blocks: a rule's stream is cut into blocks of :data:`BLOCK` cases, each drawn by a generator
+seeded with (rule, seed, block) alone, so any block can be drawn without the ones before it: a
+long run draws, compares and drops a few blocks at a time (:func:`rounds`), and ``--shard K/M``
+takes every M-th (rule, block) unit (:func:`shard_units`). Block 0's generator is seeded as the
+whole stream was before blocks existed, so a rule's first BLOCK cases are what they were; from
+case BLOCK + 1 on, the cases differ from those older releases drew.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..case import Case
@@ -62,9 +70,9 @@ KINDS = (("valid", 60), ("coshard", 10), ("mixed-mesh", 15), ("invalid", 15))
 EPSILONS = (1e-5, 1e-6, 1e-3, 0.5)
 MOMENTUMS = (0.9, 0.99, 0.5, 0.0)
 BAD_DATA_FORMATS = ("", "N", "CN", "NWC", "NCWH", "nchw")
-#: Mutation -> weight. The last three kill the registry's worker process on most draws (Paddle builds
-#: no input from them, or segfaults), which costs a worker restart (an import of Paddle, ~2.5 s of a
-#: core) per case: they are drawn 12 times more rarely than the others. The grid has each of them too.
+#: Mutation -> weight. The last three crash Paddle on most draws (it builds no input from them, or
+#: segfaults): they run in a forked child each (~20 ms of CPU a crash; they used to cost a worker
+#: restart) and are drawn 12 times more rarely than the others. The grid has each of them too.
 INVALID_MUTATIONS = {"x-rank": 12, "other-rank": 12, "mapping-length": 12, "mesh-dim-range": 12, "mesh-dim-twice": 12,
                      "begin_norm_axis": 12, "data_format": 12, "partial-bad": 1, "x-no-mesh": 1, "required-none": 1}
 
@@ -95,7 +103,43 @@ def _other_ids(mesh: ProcessMesh, rng: random.Random) -> ProcessMesh:
     shifted = tuple(range(size, 2 * size)) if own != tuple(range(size, 2 * size)) else tuple(range(2 * size, 3 * size))
     backwards = tuple(reversed(own))
     ids = shifted if size == 1 or rng.random() < 0.5 else backwards
-    return ProcessMesh(mesh.shape, ids, mesh.dim_names)
+    key = (mesh.shape, ids, mesh.dim_names)
+    other = _MESHES.get(key)
+    if other is None:
+        other = _MESHES[key] = ProcessMesh(*key)
+    return other
+
+
+#: The meshes, specs and attribute tuples drawn so far, by value: the draws repeat a few hundred
+#: meshes and attribute tuples and (1-D per-channel and statistics tensors above all) many specs,
+#: each built and checked once, and shared by the cases that draw it (less memory, a worker's slice
+#: pickles each once, and what is worked out per attrs tuple -- ``case.PerAttrs`` -- is found again).
+_MESHES: dict[tuple[Any, ...], ProcessMesh] = {}
+_SPECS: dict[tuple[Any, ...], DistTensorSpec] = {}
+_ATTRS: dict[tuple[Any, ...], tuple[tuple[str, Any], ...]] = {}
+#: Entries each table keeps at most (then it starts again: a long run's memory stays bounded).
+_TABLE_LIMIT = 50_000
+
+
+def _attrs_tuple(attrs: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    key = tuple((name, type(value), value) for name, value in attrs)  # (True and 1 stay apart)
+    found = _ATTRS.get(key)
+    if found is None:
+        if len(_ATTRS) > _TABLE_LIMIT:
+            _ATTRS.clear()
+        found = _ATTRS[key] = attrs
+    return found
+
+
+def _spec(shape: tuple[int, ...], dims_mapping: Mapping, mesh: ProcessMesh | None,
+          partial: frozenset[int] = frozenset()) -> DistTensorSpec:
+    key = (shape, dims_mapping, partial, id(mesh))
+    spec = _SPECS.get(key)
+    if spec is None or spec.mesh is not mesh:  # (the spec holds its mesh: the id stays the mesh's)
+        if len(_SPECS) > _TABLE_LIMIT:
+            _SPECS.clear()
+        spec = _SPECS[key] = DistTensorSpec(shape, dims_mapping, mesh, partial)
+    return spec
 
 
 def _draw_mesh(rng: random.Random) -> ProcessMesh:
@@ -128,11 +172,11 @@ def _placed(rng: random.Random, shape: tuple[int, ...], mesh: ProcessMesh,
             like: Mapping | None = None) -> DistTensorSpec:
     dm = like[:len(shape)] if like is not None and len(like) >= len(shape) else \
         _draw_mapping(rng, len(shape), mesh.ndim)
-    return DistTensorSpec(shape, dm, mesh, _draw_partial(rng, dm, mesh.ndim))
+    return _spec(shape, dm, mesh, _draw_partial(rng, dm, mesh.ndim))
 
 
 def _rep(shape: tuple[int, ...], mesh: ProcessMesh | None) -> DistTensorSpec:
-    return DistTensorSpec(shape, (-1,) * len(shape) if mesh is not None else (), mesh)
+    return _spec(shape, (-1,) * len(shape) if mesh is not None else (), mesh)
 
 
 def _attrs(rule: str, rng: random.Random, rank: int) -> dict[str, Any]:
@@ -189,7 +233,7 @@ def _coshard(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str,
         t = inputs[name]
         assert t is not None and t.mesh is not None
         dm = rng.choice(coshard_mappings(t.ndim, mesh.ndim))
-        inputs[name] = DistTensorSpec(t.shape, dm, mesh, _draw_partial(rng, dm, mesh.ndim))
+        inputs[name] = _spec(t.shape, dm, mesh, _draw_partial(rng, dm, mesh.ndim))
     return "+".join(names)
 
 
@@ -238,7 +282,7 @@ def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, 
         assert t is not None and t.mesh is not None
         dm = t.dims_mapping
         dm = dm[:-1] if dm and rng.random() < 0.5 else dm + (-1,)
-        inputs[name] = DistTensorSpec(t.shape, dm, t.mesh)
+        inputs[name] = _spec(t.shape, dm, t.mesh)
     elif what == "mesh-dim-range":
         name = rng.choice([n for n in present if (tn := inputs[n]) is not None and tn.ndim > 0] or ["x"])
         t = inputs[name]
@@ -248,7 +292,7 @@ def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, 
             t = inputs[name] = _rep((rng.choice(SIZES),), t_mesh)
         mapping = list(t.dims_mapping)
         mapping[rng.randrange(len(mapping))] = rng.choice((t_mesh.ndim, t_mesh.ndim + 1, -2))
-        inputs[name] = DistTensorSpec(t.shape, tuple(mapping), t_mesh)
+        inputs[name] = _spec(t.shape, tuple(mapping), t_mesh)
     elif what == "mesh-dim-twice":
         names = [n for n in present if (tn := inputs[n]) is not None and tn.ndim >= 2]
         if not names:  # only rank-1 tensors (layer_norm of a vector): make x a matrix, out/out_grad too
@@ -263,14 +307,14 @@ def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, 
         a, b = rng.sample(range(t.ndim), 2)
         mapping = list(t.dims_mapping)
         mapping[a] = mapping[b] = rng.randrange(t.mesh.ndim)
-        inputs[name] = DistTensorSpec(t.shape, tuple(mapping), t.mesh)
+        inputs[name] = _spec(t.shape, tuple(mapping), t.mesh)
     elif what == "partial-bad":
         name = rng.choice(present)
         t = inputs[name]
         assert t is not None and t.mesh is not None
         # a partial dim outside the mesh; not one that also shards an axis (module docstring)
         p = t.mesh.ndim + rng.randrange(2)
-        inputs[name] = DistTensorSpec(t.shape, t.dims_mapping, t.mesh, t.partial_dims | {p})
+        inputs[name] = _spec(t.shape, t.dims_mapping, t.mesh, t.partial_dims | {p})
     elif what == "begin_norm_axis":
         rank = x.ndim
         # negative ones raise in Paddle; beyond the rank segfaults it (1 in 4, see INVALID_MUTATIONS)
@@ -285,14 +329,28 @@ def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, 
     return what
 
 
-def random_draws(rule: str, n: int, seed: int = 0) -> list[Draw]:
-    """``n`` random cases of ``rule`` with the kind each was drawn as; see the module docstring."""
+#: Cases per block of a rule's stream (see the module docstring).
+BLOCK = 1000
+#: Cases a random run draws, compares and drops at a time (:func:`rounds`): its memory grows with
+#: this, and each round starts the registry's workers again (an import of Paddle each).
+CASES_PER_ROUND = 100_000
+
+
+def block_sizes(n: int) -> list[int]:
+    """The sizes of the blocks of a stream of ``n`` cases: BLOCK each, the last one the rest."""
+    return [min(BLOCK, n - start) for start in range(0, n, BLOCK)]
+
+
+def draw_block(rule: str, seed: int, block: int, size: int = BLOCK) -> list[Draw]:
+    """The first ``size`` cases of block ``block`` of ``rule``'s stream (cases
+    ``block * BLOCK + 1`` on), with the kind each was drawn as."""
     spec = rule_spec(rule)
-    rng = random.Random(f"paddle_spmd_port.random:{rule}:{seed}")  # str seeds are hashed stably
+    # str seeds are hashed stably; block 0 keeps the name the whole stream had (module docstring)
+    rng = random.Random(f"paddle_spmd_port.random:{rule}:{seed}" + (f":{block}" if block else ""))
     kinds = [k for k, _ in KINDS]
     weights = [w for _, w in KINDS]
     draws = []
-    for i in range(1, n + 1):
+    for i in range(block * BLOCK + 1, block * BLOCK + size + 1):
         kind = rng.choices(kinds, weights)[0]
         mesh, inputs, attrs = _valid(rule, rng)
         note = ""
@@ -307,11 +365,55 @@ def random_draws(rule: str, n: int, seed: int = 0) -> list[Draw]:
         elif kind == "invalid":
             note = _mutate(rule, rng, mesh, inputs, attrs)
         case = Case(rule, mesh, tuple(inputs[name] for name in spec.inputs),
-                    tuple((name, attrs[name]) for name, _ in spec.attrs), f"{rule}-random{seed}-{i}")
+                    _attrs_tuple(tuple((name, attrs[name]) for name, _ in spec.attrs)), f"{rule}-random{seed}-{i}")
         draws.append(Draw(case, kind, note))
     return draws
+
+
+def random_draws(rule: str, n: int, seed: int = 0) -> list[Draw]:
+    """``n`` random cases of ``rule`` with the kind each was drawn as; see the module docstring."""
+    return [d for block, size in enumerate(block_sizes(n)) for d in draw_block(rule, seed, block, size)]
 
 
 def random_cases(rule: str, n: int, seed: int = 0) -> list[Case]:
     """``n`` random cases of ``rule`` outside the grid, the same for the same (rule, n, seed)."""
     return [d.case for d in random_draws(rule, n, seed)]
+
+
+Unit = tuple[str, int, int]
+"""(rule, block, size): one block of a rule's stream."""
+
+
+def shard_units(rules: Sequence[str], n: int, shard: tuple[int, int] | None = None) -> list[Unit]:
+    """The blocks a run of ``n`` cases per rule draws: every block of every rule, rules in the
+    order given; with ``shard`` ``(K, M)``, the K-th of every M units of that list (units
+    ``K-1``, ``K-1+M``, ...). Each block is in exactly one of the M shards, the same one for the
+    same rules and n whatever the seed; dealt round-robin, so each shard gets every rule's
+    blocks in turn (and about the same number of cases)."""
+    units = [(rule, block, size) for rule in rules for block, size in enumerate(block_sizes(n))]
+    if shard is None:
+        return units
+    k, m = shard
+    return units[k - 1::m]
+
+
+def rounds(units: Sequence[Unit], cases_per_round: int) -> list[list[Unit]]:
+    """``units`` in consecutive groups of about ``cases_per_round`` cases (at least one unit each):
+    what a long run draws, compares and drops at a time, so that its memory stays bounded."""
+    out: list[list[Unit]] = []
+    held = 0
+    for unit in units:
+        if not out or held + unit[2] > cases_per_round:
+            out.append([])
+            held = 0
+        out[-1].append(unit)
+        held += unit[2]
+    return out
+
+
+def draw_units(units: Sequence[Unit], seed: int) -> dict[str, list[Case]]:
+    """The cases of ``units``, per rule in the order the units give them."""
+    out: dict[str, list[Case]] = {}
+    for rule, block, size in units:
+        out.setdefault(rule, []).extend(d.case for d in draw_block(rule, seed, block, size))
+    return out

@@ -1,0 +1,265 @@
+"""``parity --merge DIR...``: join the reports of a run's ``--shard K/M`` parts into one.
+
+Each part's ``parity.json`` is read back; the merged report counts what the unsplit run would:
+per group, every verdict, cell and port-rejects-invalid count summed; per rule, the selected,
+compared and uncompared cases and every uncompared reason summed; the per-case records
+(``parity-cases.jsonl.gz``) joined in part order. The examples kept are the parts' firsts, up to
+the per-class limits of :mod:`.report`.
+
+Refused before anything is written (exit 2, one line): a directory without a readable part
+report, a report that is not a ``--shard`` part, parts of different runs (another selection,
+seed, number of parts, Paddle or port core), or one part given twice. Failing closed: a part
+that is missing, or that did not finish (interrupted, aborted), or parts whose cases do not add
+up to the selection's, make the merged report incomplete -- its first line says which, every
+case of a missing part counts as uncompared, and the exit status is 3 (1 if some part found a
+mismatch), never 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ..runctl import (
+    EXIT_FINDING,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    UsageError,
+    check_output_dir,
+    check_output_file,
+    refuse_other_selection,
+)
+from .report import (
+    CASES_FILE,
+    DONE,
+    INTERRUPTED,
+    GroupTally,
+    ParityReport,
+    RuleCoverage,
+)
+
+#: Selection fields that may differ between the parts of one run.
+_PER_PART = ("shard", "slug", "describe")
+
+
+def _read_part(directory: Path) -> dict[str, Any]:
+    path = directory / "parity.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError("--merge", f"{directory} holds no readable parity report ({exc})",
+                         "give the --report-dir of each --shard K/M run") from None
+    shard = (data.get("selection") or {}).get("shard") if isinstance(data, dict) else None
+    if not (isinstance(shard, list) and len(shard) == 2 and all(isinstance(v, int) for v in shard)):
+        raise UsageError("--merge", f"{directory}/parity.json is not the report of a --shard K/M run",
+                         "give the --report-dir of each part of one sharded run")
+    return data
+
+
+def _whole(selection: dict[str, Any]) -> dict[str, Any]:
+    """The selection of the unsplit run a part belongs to."""
+    whole = {k: v for k, v in selection.items() if k not in _PER_PART}
+    k, m = selection["shard"]
+    suffix, words = f"_shard{k}of{m}", f"; part {k} of {m}"
+    whole["slug"] = str(selection.get("slug", "")).removesuffix(suffix)
+    whole["describe"] = str(selection.get("describe", "")).replace(words, "")
+    whole["shard"] = None
+    return whole
+
+
+def check_parts(parts: list[tuple[str, list[int], dict[str, Any]]], arg: str = "--merge") -> tuple[int, list[int]]:
+    """Of ``(where, [K, M], what was run)`` per part: the number of parts M and the part numbers
+    missing, after checking that every part is of one run (the same M and the same ``what``) and
+    that none is given twice; else :class:`UsageError` naming ``arg`` (the tools' merges use it too)."""
+    first_where, first_shard, first_what = parts[0]
+    m = first_shard[1]
+    seen: dict[int, str] = {}
+    for where, (k, parts_of), what in parts:
+        if parts_of != m:
+            raise UsageError(arg, f"{where} is part {k} of {parts_of}, {first_where} a part of {m}",
+                             "give the parts of one sharded run")
+        if what != first_what:
+            diff = sorted(key for key in set(what) | set(first_what) if what.get(key) != first_what.get(key))
+            raise UsageError(arg, f"{where} is a part of another run than {first_where} "
+                             f"({', '.join(diff)} differ)", "give the parts of one sharded run")
+        if k in seen:
+            raise UsageError(arg, f"part {k} of {m} is given twice ({seen[k]} and {where})",
+                             "give each part once")
+        seen[k] = where
+    return m, [k for k in range(1, m + 1) if k not in seen]
+
+
+def _tally(data: dict[str, Any]) -> GroupTally:
+    t = GroupTally(data["rule"], data["backend"], data["state"], data["cases"], data["cells"], data["matching_cells"],
+                   dict(data["verdicts"]), {}, float(data["native_seconds"]), float(data["port_seconds"]),
+                   dict(data["invalid_native"]))
+    for verdict, examples in data["examples"].items():
+        for example in examples:
+            if t.wants(verdict):
+                t.keep(example)
+    return t
+
+
+def _add_tally(into: GroupTally, part: GroupTally) -> None:
+    into.cases += part.cases
+    into.cells += part.cells
+    into.matching_cells += part.matching_cells
+    for verdict, n in part.verdicts.items():
+        into.verdicts[verdict] = into.verdicts.get(verdict, 0) + n
+    for status, n in part.invalid_native.items():
+        into.invalid_native[status] = into.invalid_native.get(status, 0) + n
+    for verdict, examples in part.examples.items():
+        for example in examples:
+            if into.wants(verdict):
+                into.keep(example)
+    into.native_seconds += part.native_seconds
+    into.port_seconds += part.port_seconds
+    if part.state != DONE:
+        into.state = part.state
+
+
+class _Coverage(RuleCoverage):
+    """A rule's coverage rebuilt from counts: ``compared`` cases, then the uncompared ones, each with
+    its reasons as the part's report gave them (what :meth:`RuleCoverage.reasons` counts)."""
+
+    @classmethod
+    def of(cls, rule: str, selected: int, cells_per_case: int, routes: list[str], compared: int,
+           reasons: dict[str, int]) -> _Coverage:
+        cov = cls(rule, selected, cells_per_case, list(routes))
+        cov.compared_mask[:compared] = b"\x01" * compared
+        i = compared
+        for why, n in reasons.items():
+            for _ in range(n):
+                if i < selected:
+                    cov.why[i] = [why]
+                i += 1
+        return cov
+
+
+def merge_reports(dirs: list[Path]) -> tuple[ParityReport, list[Path], list[int], int]:
+    """The merged report of the parts in ``dirs`` (checked to be of one run, each once), their
+    directories in part order, the missing part numbers, and the number of parts."""
+    parts = [(d, _read_part(d)) for d in dirs]
+    m, missing = check_parts([(str(d), data["selection"]["shard"],
+                               {**_whole(data["selection"]), "paddle": data.get("paddle"),
+                                "port_core": data.get("port_core")}) for d, data in parts])
+    whole = _whole(parts[0][1]["selection"])
+    parts.sort(key=lambda p: p[1]["selection"]["shard"][0])
+    present = [data["selection"]["shard"][0] for _, data in parts]
+    first = parts[0][1]
+    report = ParityReport(selection=whole, allow_uncompared=bool(first.get("allow_uncompared")))
+    report.paddle = dict(first.get("paddle") or {})
+    report.profile = dict(first.get("profile") or {})
+    report.started = min(float(data["started"]) for _, data in parts)
+    report.finished = max(float(data.get("finished") or data["started"]) for _, data in parts)
+    per_rule: dict[str, dict[str, Any]] = {}
+    for _directory, data in parts:
+        for key, tally_json in data["rules"].items():
+            tally = _tally(tally_json)
+            if key in report.tallies:
+                _add_tally(report.tallies[key], tally)
+            else:
+                report.tallies[key] = tally
+        for rule, cov in data["coverage"].items():
+            into = per_rule.setdefault(rule, {"selected": 0, "compared": 0, "cells": 0, "routes": cov["routes"],
+                                              "reasons": {}})
+            into["selected"] += cov["selected"]
+            into["compared"] += cov["compared"]
+            if cov["compared"]:
+                into["cells"] = cov["cells_compared"] // cov["compared"]
+            for why, n in cov["uncompared_reasons"].items():
+                into["reasons"][why] = into["reasons"].get(why, 0) + n
+        for note in data.get("notes") or []:
+            if note not in report.notes:
+                report.notes.append(note)
+        if data.get("interrupted") and not report.interrupted:
+            report.interrupted = str(data["interrupted"])
+    wanted = whole.get("random")
+    short: list[str] = []
+    over: list[str] = []
+    for rule in whole.get("rules") or list(per_rule):
+        into = per_rule.setdefault(rule, {"selected": 0, "compared": 0, "cells": 0, "routes": [], "reasons": {}})
+        if isinstance(wanted, int) and into["selected"] != wanted:  # a missing part's cases count as uncompared
+            gap = wanted - into["selected"]
+            why = f"not run: parts {', '.join(map(str, missing))} of {m} missing" if missing else \
+                f"not run: the parts hold {into['selected']:,} of the selection's {wanted:,} cases"
+            if gap > 0:
+                into["reasons"][why] = into["reasons"].get(why, 0) + gap
+                into["selected"] = wanted
+            else:  # more cases than the selection has: not parts of one run as written
+                over.append(rule)
+            short.append(rule)
+        report.coverage[rule] = _Coverage.of(rule, into["selected"], into["cells"], into["routes"], into["compared"],
+                                             into["reasons"])
+    unfinished = [data["selection"]["shard"][0] for _, data in parts if not data.get("complete")]
+    # missing cases are uncompared (the status line says FAILED CLOSED); unfinished parts or too many
+    # cases leave the report incomplete (RUNNING or ABORTED)
+    report.complete = not unfinished and not over
+    report.notes.append(f"merged from parts {', '.join(map(str, present))} of {m}: "
+                        + ", ".join(str(d) for d, _ in parts))
+    if missing:
+        report.notes.append(f"INCOMPLETE: parts {', '.join(map(str, missing))} of {m} missing; their cases are "
+                            "counted as uncompared")
+    if unfinished:
+        report.notes.append(f"INCOMPLETE: parts {', '.join(map(str, unfinished))} did not finish")
+        for tally in report.tallies.values():
+            if tally.state == DONE:
+                continue
+            tally.state = INTERRUPTED if report.interrupted else tally.state
+    if short and not missing:
+        report.notes.append(f"INCOMPLETE: the parts' cases do not add up to the selection for {', '.join(short)}")
+    return report, [d for d, _ in parts], missing, m
+
+
+def _join_cases(dirs: list[Path], out: Path) -> None:
+    """The parts' per-case files, one after the other (gzip members concatenate into one file)."""
+    target = out / CASES_FILE
+    tmp = target.with_name(target.name + ".part")
+    with open(tmp, "wb") as fh:
+        for directory in dirs:
+            source = directory / CASES_FILE
+            if source.is_file():
+                with open(source, "rb") as part:
+                    shutil.copyfileobj(part, fh)
+            else:  # an empty member keeps the file a valid gzip stream
+                fh.write(gzip.compress(b""))
+    tmp.replace(target)
+
+
+def merge_main(args: argparse.Namespace) -> int:
+    """The ``--merge`` command: check, merge, write, print; the exit status of the merged report."""
+    dirs = [Path(d) for d in args.merge]
+    for flag, value in (("--random", args.random), ("--shard", args.shard), ("--sample", args.sample),
+                        ("--max-cases", args.max_cases), ("--coshard", args.coshard or None),
+                        ("--list", args.list or None), ("--backend", args.backend)):
+        if value is not None:
+            raise UsageError("--merge", f"cannot be combined with {flag} (a merge runs nothing)",
+                             "give --merge DIR... with --report-dir, --junit or --allow-uncompared only")
+    report, order, missing, m = merge_reports(dirs)
+    report.allow_uncompared = report.allow_uncompared or args.allow_uncompared
+    slug = report.selection.get("slug") or "merged"
+    out = check_output_dir(args.report_dir or Path(f"reports/parity-{slug}"), "--report-dir")
+    if out.resolve() in {d.resolve() for d in dirs}:
+        raise UsageError("--report-dir", f"{out} is one of the parts merged", "give another directory")
+    refuse_other_selection(out / "parity.json", {"describe": "the merged parts", **report.selection, "slug": slug},
+                           args.replace_report)
+    junit = check_output_file(args.junit, "--junit") if args.junit else None
+    out.mkdir(parents=True, exist_ok=True)
+    _join_cases(order, out)
+    report.write(out, junit)
+    print(report.table())
+    print("\ncoverage (a case is compared when at least one native route answered it):")
+    print("\n".join(report.coverage_lines()))
+    for note in report.notes:
+        print(note)
+    print(f"\n{report.status_line()}")
+    print(f"merged {len(dirs)} of {m} parts; report in {out}/parity.md")
+    if report.total_mismatches:
+        return EXIT_FINDING
+    if missing or not report.complete or report.empty or (report.total_uncompared and not report.allow_uncompared):
+        return EXIT_INCOMPLETE
+    return EXIT_OK

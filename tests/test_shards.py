@@ -1,0 +1,195 @@
+"""``--shard K/M`` and ``parity --merge``: a long random run split across machines and joined again.
+
+No Paddle needed: the split (every block of every rule in exactly one part, the same one for the
+same M whatever else), the rounds a long run is drawn in, and ``--shard``'s grammar. With Paddle
+(``native``): a small random run, unsplit and as 3 parts, merged: the same tallies, coverage and
+per-case records; and the planted faults -- a part dropped, a part given twice, a part of another
+seed, a part of another selection, a part whose counts were tampered with, an unfinished part --
+each refused (exit 2) or failing closed (exit 3), never a pass.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from paddle_spmd_port.parity.random_cases import BLOCK, draw_units, random_cases, rounds, shard_units
+from paddle_spmd_port.rules.signatures import RULES
+from tests.cli_checks import BadInput, assert_usage_error, run_cli
+
+
+# --------------------------------------------------------------------------- the split
+@pytest.mark.parametrize("n", [1, 999, 1000, 2500, 25_000])
+@pytest.mark.parametrize("m", [1, 2, 3, 7, 40])
+def test_every_block_is_in_exactly_one_part(n, m):
+    rules = list(RULES)
+    whole = shard_units(rules, n)
+    parts = [shard_units(rules, n, (k, m)) for k in range(1, m + 1)]
+    joined = [u for part in parts for u in part]
+    assert sorted(joined) == sorted(whole) and len(joined) == len(set(joined))
+    assert {r: sum(s for rr, _, s in whole if rr == r) for r in rules} == dict.fromkeys(rules, n)
+    assert parts == [shard_units(rules, n, (k, m)) for k in range(1, m + 1)]  # the same split again
+    counts = [len(part) for part in parts]
+    assert max(counts) - min(counts) <= 1  # dealt in turn: as many blocks each, give or take one
+
+
+def test_a_part_draws_the_cases_the_unsplit_run_draws():
+    rules = ["layer_norm", "batch_norm_grad"]
+    n = 2 * BLOCK + 300
+    whole = {r: random_cases(r, n, 5) for r in rules}
+    got: dict[str, dict[str, object]] = {r: {} for r in rules}
+    for k in (1, 2):
+        for rule, cases in draw_units(shard_units(rules, n, (k, 2)), 5).items():
+            for case in cases:
+                assert case.case_id not in got[rule]
+                got[rule][case.case_id] = case
+    for rule in rules:
+        assert sorted(got[rule].values(), key=lambda c: int(c.case_id.rsplit("-", 1)[1])) == whole[rule]
+
+
+def test_rounds_bound_the_cases_held_and_keep_every_unit():
+    units = shard_units(list(RULES), 5300)
+    batches = rounds(units, 20_000)
+    assert [u for b in batches for u in b] == units
+    assert all(sum(s for _, _, s in b) <= 20_000 for b in batches)
+    assert rounds(units, 1) == [[u] for u in units]  # at least one unit each
+
+
+BAD = [
+    BadInput(("parity", "--random", "5", "--shard", "0/3"), "--shard"),
+    BadInput(("parity", "--random", "5", "--shard", "4/3"), "--shard"),
+    BadInput(("parity", "--random", "5", "--shard", "2"), "--shard"),
+    BadInput(("parity", "--random", "5", "--shard", "a/b"), "--shard"),
+    BadInput(("parity", "--random", "5", "--shard", "1/0"), "--shard"),
+    BadInput(("parity", "--sample", "5", "--shard", "1/2"), "--shard"),
+    BadInput(("parity", "--merge", "{tmp}/nowhere"), "--merge"),
+    BadInput(("parity", "--merge", "{tmp}/part", "--random", "5"), "--merge", {"part/": ""}),
+]
+
+
+@pytest.mark.parametrize("row", BAD, ids=lambda r: r.id)
+def test_bad_shard_and_merge_arguments_are_one_line_exit_2(row, tmp_path):
+    assert_usage_error(row, tmp_path)
+
+
+# --------------------------------------------------------------------------- against Paddle
+#: A registry rule and a compiled one, two blocks each (the second short): 4 units over 3 parts.
+RUN = ["parity", "--rules", "layer_norm,batch_norm", "--random", str(BLOCK + 150), "--seed", "4", "--quiet"]
+
+
+def _parity(tmp: Path, *extra: str, timeout: float = 600) -> tuple[int, str]:
+    done = run_cli([*RUN, *extra], tmp, timeout=timeout)
+    return done.returncode, done.stdout + done.stderr
+
+
+def _merge(tmp: Path, *dirs: Path, out: str = "merged") -> tuple[int, str]:
+    done = run_cli(["parity", "--merge", *map(str, dirs), "--report-dir", str(tmp / out), "--replace-report"], tmp)
+    return done.returncode, done.stdout + done.stderr
+
+
+def _counts(report: Path) -> tuple[dict, dict, dict]:
+    data = json.loads((report / "parity.json").read_text())
+    fields = ("cases", "cells", "matching_cells", "verdicts", "invalid_native", "state")
+    tallies = {k: {f: t[f] for f in fields} for k, t in data["rules"].items()}
+    return tallies, data["coverage"], data["selection"]
+
+
+def _records(report: Path) -> list[str]:
+    with gzip.open(report / "parity-cases.jsonl.gz", "rt") as fh:
+        return sorted(fh)
+
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("shards")
+    code, out = _parity(tmp, "--report-dir", str(tmp / "whole"))
+    assert code == 0, out[-3000:]
+    parts = []
+    for k in (1, 2, 3):
+        code, out = _parity(tmp, "--shard", f"{k}/3", "--report-dir", str(tmp / f"part{k}"))
+        assert code == 0, out[-3000:]
+        parts.append(tmp / f"part{k}")
+    return tmp, parts
+
+
+@pytest.mark.native
+def test_merged_parts_equal_the_unsplit_run(sharded):
+    tmp, parts = sharded
+    code, out = _merge(tmp, parts[2], parts[0], parts[1])  # in any order
+    assert code == 0, out[-3000:]
+    assert "PASS: all 2,300 selected cases compared" in out
+    whole, merged = _counts(tmp / "whole"), _counts(tmp / "merged")
+    assert merged == whole  # tallies, coverage and the selection of the unsplit run
+    assert sum(t["cases"] for t in merged[0].values()) == 2 * (BLOCK + 150)
+    assert _records(tmp / "merged") == _records(tmp / "whole") and _records(tmp / "whole")
+    # each part alone is a part, not the whole: its own selection and fewer cases
+    part1 = _counts(parts[0])
+    assert part1[2]["shard"] == [1, 3] and part1[2]["slug"].endswith("_shard1of3")
+    assert sum(t["cases"] for t in part1[0].values()) < 2 * (BLOCK + 150)
+
+
+@pytest.mark.native
+def test_a_missing_part_fails_closed(sharded):
+    tmp, parts = sharded
+    code, out = _merge(tmp, parts[0], parts[2], out="dropped")
+    assert code == 3, out[-3000:]
+    assert "FAILED CLOSED" in out and "parts 2 of 3 missing" in out
+    data = json.loads((tmp / "dropped" / "parity.json").read_text())
+    assert data["total_uncompared"] > 0 and not data["status"].startswith("PASS")
+    # even with --allow-uncompared a missing part is never a pass
+    done = run_cli(["parity", "--merge", str(parts[0]), str(parts[2]), "--allow-uncompared",
+                    "--report-dir", str(tmp / "dropped2")], tmp)
+    assert done.returncode == 3, done.stdout[-2000:]
+
+
+@pytest.mark.native
+def test_a_part_given_twice_or_of_another_run_is_refused(sharded, tmp_path):
+    tmp, parts = sharded
+    code, out = _merge(tmp_path, parts[0], parts[1], parts[1], parts[2])
+    assert code == 2 and "part 2 of 3 is given twice" in out, out
+    again = tmp_path / "again"  # the same part under another directory
+    shutil.copytree(parts[1], again)
+    code, out = _merge(tmp_path, parts[0], parts[1], again, parts[2])
+    assert code == 2 and "given twice" in out, out
+    for field, value in (("seed", 5), ("rules", ["layer_norm"]), ("random", 999)):
+        other = tmp_path / f"other-{field}"
+        shutil.copytree(parts[1], other)
+        data = json.loads((other / "parity.json").read_text())
+        data["selection"][field] = value
+        (other / "parity.json").write_text(json.dumps(data))
+        code, out = _merge(tmp_path, parts[0], other, parts[2])
+        assert code == 2 and "another run" in out and field in out, (field, out)
+    assert not (tmp_path / "merged").exists()  # refused before anything was written
+    m4 = tmp_path / "of4"
+    shutil.copytree(parts[1], m4)
+    data = json.loads((m4 / "parity.json").read_text())
+    data["selection"]["shard"] = [2, 4]
+    (m4 / "parity.json").write_text(json.dumps(data))
+    code, out = _merge(tmp_path, parts[0], m4, parts[2])
+    assert code == 2 and "part 2 of 4" in out, out
+
+
+@pytest.mark.native
+def test_a_tampered_or_unfinished_part_is_not_a_pass(sharded, tmp_path):
+    tmp, parts = sharded
+    short = tmp_path / "short"  # a part that claims fewer cases than it should hold
+    shutil.copytree(parts[0], short)
+    data = json.loads((short / "parity.json").read_text())
+    rule = next(r for r, c in data["coverage"].items() if c["selected"])
+    data["coverage"][rule]["selected"] -= 10
+    data["coverage"][rule]["compared"] -= 10
+    (short / "parity.json").write_text(json.dumps(data))
+    code, out = _merge(tmp_path, short, parts[1], parts[2])
+    assert code == 3 and "FAILED CLOSED" in out, out
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(parts[2], unfinished)
+    data = json.loads((unfinished / "parity.json").read_text())
+    data["complete"] = False
+    data["interrupted"] = "SIGTERM"
+    (unfinished / "parity.json").write_text(json.dumps(data))
+    code, out = _merge(tmp_path, parts[0], parts[1], unfinished, out="merged2")
+    assert code == 3 and "did not finish" in out and "PASS" not in out, out
