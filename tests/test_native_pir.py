@@ -209,13 +209,13 @@ def test_worker_pickles_an_outcome_object_once_and_never_another_in_its_place():
     shared = Outcome(unreachable="shared")
 
     class Backend:
-        def run_many(self, cases):
+        def run_many(self, cases, may_crash=None):
             for i, case in enumerate(cases):
                 yield shared if case == "same" else Outcome(unreachable=f"fresh {i}")  # dropped after use
 
     cases = ["same", "new"] * 200
     out = io.BytesIO()
-    _stream_many(Backend(), cases, 0, len(cases), out, base=1000)
+    _stream_many(Backend(), cases, 0, len(cases), out, base=1000, isolate=bytes(len(cases)))
     data, pos, got = out.getvalue(), 0, []
     while pos < len(data):
         index, size = FRAME.unpack_from(data, pos)
