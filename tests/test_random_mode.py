@@ -225,7 +225,8 @@ def test_a_broken_port_is_caught_and_its_case_printed(tmp_path):
                            "layer_norm", "--quiet"], cwd=work, capture_output=True, text=True, timeout=600, env=env,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
-    repro = [ln for ln in done.stdout.splitlines() if "python -m paddle_spmd_port infer --case-json '" in ln]
+    repro = [ln for ln in done.stdout.splitlines()
+             if "python -m paddle_spmd_port infer --backend registry --case-json '" in ln]
     assert repro, done.stdout[-3000:]
     assert repro[0].startswith("layer_norm@registry layer_norm-random0-")
     # the printed line repeats the case: the case is a random one with x partial
