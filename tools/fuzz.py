@@ -66,14 +66,13 @@ from paddle_spmd_port.errors import (
     ShardingConflictError,
 )
 from paddle_spmd_port.parity.grid import placements as grid_placements
-from paddle_spmd_port.parity.merge import check_parts
+from paddle_spmd_port.parity.merge import read_tool_parts
 from paddle_spmd_port.rules import contains_spmd_rule, get_spmd_rule, rule_function
 from paddle_spmd_port.rules.registry import NAMES, PROFILES
 from paddle_spmd_port.rules.signatures import DATA_FORMATS, RULES, channel_axis
 from paddle_spmd_port.runctl import (
     EXIT_INCOMPLETE,
     ArgumentParser,
-    UsageError,
     add_shard_argument,
     check_output_file,
     run_command,
@@ -687,20 +686,12 @@ def report(tally: Tally, header: str) -> int:
 
 def merge(files: Sequence[str], keep: int) -> int:
     """``--merge``: the parts' counts added up; 3 when a part is missing or the parts drew differently."""
-    parts = []
-    for name in files:
-        try:
-            data = json.loads(open(name).read())
-            parts.append((name, list(data["shard"]), dict(data["config"]), data))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise UsageError("--merge", f"{name} is not the --json file of a fuzz --shard run ({exc})",
-                             "give the --json FILE of each part") from None
-    m, missing = check_parts([(name, shard, config) for name, shard, config, _ in parts])
+    parts, m, missing = read_tool_parts(files, "fuzz")
     tally = Tally()
-    for _, _, _, data in sorted(parts, key=lambda p: p[1][0]):
+    for data in parts:
         tally.merge(data, keep)
-    drawn = {data["drawn"] for *_, data in parts}
-    config = parts[0][2]
+    drawn = {data["drawn"] for data in parts}
+    config = parts[0]["config"]
     code = report(tally, f"fuzz: {tally.total:,} examples merged from {len(parts)} of {m} parts "
                          f"({config['engine']}, seed {config['seed']})")
     if missing or len(drawn) != 1 or (not missing and tally.total != drawn.pop()):

@@ -827,21 +827,13 @@ def summary(rows: Sequence[tuple[Mutant, Verdict]], seconds: float, sample: int,
 
 def merge(files: Sequence[str]) -> int:
     """``--merge``: the parts' verdicts in one table; 3 (at best) when a part is missing."""
-    from paddle_spmd_port.parity.merge import check_parts
+    from paddle_spmd_port.parity.merge import read_tool_parts
 
-    parts = []
-    for name in files:
-        try:
-            data = json.loads(Path(name).read_text())
-            parts.append((name, list(data["shard"]), dict(data["config"]), data))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise UsageError("--merge", f"{name} is not the --json file of a mutants --shard run ({exc})",
-                             "give the --json FILE of each part") from None
-    m, missing = check_parts([(name, shard, config) for name, shard, config, _ in parts])
+    parts, m, missing = read_tool_parts(files, "mutants")
     by_name = MUTANTS_BY_NAME
-    config = parts[0][2]
+    config = parts[0]["config"]
     rows: list[tuple[Mutant, Verdict]] = []
-    for _, _, _, data in parts:
+    for data in parts:
         for row in data["rows"]:
             mutant = by_name.get(row["name"])
             if mutant is None:
@@ -851,8 +843,8 @@ def merge(files: Sequence[str]) -> int:
     order = {name: i for i, name in enumerate(config["mutants"])}
     rows.sort(key=lambda r: order.get(r[0].name, len(order)))
     print(f"mutants: merged {len(parts)} of {m} parts")
-    code = summary(rows, sum(data["seconds"] for *_, data in parts), config["sample"], config["seed"])
-    present = {shard[0] for _, shard, _, _ in parts}
+    code = summary(rows, sum(data["seconds"] for data in parts), config["sample"], config["seed"])
+    present = {data["shard"][0] for data in parts}
     by_index = [by_name[name] for name in config["mutants"] if name in by_name]
     expected = {mu.name for k in present for mu in shard_of(by_index, (k, m))}
     judged = [mu.name for mu, _ in rows]
