@@ -661,8 +661,8 @@ error:
 /* DistTensorSpec.check(arg): see types._spec_check (the reference). A valid spec returns at once; a
  * spec with a problem raises InvalidSpecError(template.format(arg=arg), kind=f"invalid-spec:{arg}:{what}"),
  * the text put together here by replacing "{arg}" (the same text whenever the template holds no other
- * brace and arg none: checked, else the reference formats it), the exception made by calling the
- * class as the reference does. Any other call form, or a subclass, goes to the reference. */
+ * brace and arg none: checked, else the reference formats it), the exception made by
+ * new_invalid_spec_error (below). Any other call form, or a subclass, goes to the reference. */
 static PyObject *pure_check, *invalid_spec_error, *s_arg_field, *kind_kwnames;
 static PyObject *spec_call(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
