@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import IO
 
 from ..case import Case, PerAttrs
+from ..ops import RULES as OPS_RULES
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..runctl import signal_text
 from ..types import DistAttr, DistTensorSpec, Mapping, ProcessMesh, SpmdResult, entry_of, mesh_dims_of
@@ -68,9 +69,8 @@ from .crash_prone import compiled_may_crash as may_crash
 
 SOURCE = Path(__file__).with_name("cpp") / "spmd_caller.cc"
 
-RULES = ("batch_norm", "batch_norm_static", "batch_norm_grad", "layer_norm", "layer_norm_reverse", "layer_norm_grad",
-         "instance_norm", "instance_norm_grad", "rms_norm", "rms_norm_reverse", "rms_norm_grad",
-         "fast_ln", "fast_ln_grad", "group_norm", "group_norm_base", "group_norm_grad", "group_norm_grad_base")
+#: The rule keys whose C++ function the caller calls (each family declares ``cpp=``).
+RULES = tuple(key for key, spec in OPS_RULES.items() if spec.cpp is not None)
 _ATTR_TYPES = {"epsilon": "f", "momentum": "f", "begin_norm_axis": "i", "data_format": "s", "groups": "i"}
 _SUM = 0  # phi::ReduceType::kRedSum
 

@@ -11,31 +11,14 @@ from __future__ import annotations
 
 import argparse
 
-#: Every native route, also the order backend groups run in.
-BACKENDS: tuple[str, ...] = ("registry", "compiled", "pir")
+from ..ops import ROUTES, RULES
 
-#: The native backends each rule is compared with by default, the primary one first.
-DEFAULT_BACKENDS: dict[str, tuple[str, ...]] = {
-    "batch_norm_static": ("registry",),
-    "layer_norm": ("registry", "pir"),
-    "layer_norm_reverse": ("registry",),
-    "sync_batch_norm": ("registry",),
-    "sync_batch_norm_grad": ("registry",),
-    "batch_norm": ("compiled", "pir"),
-    "batch_norm_grad": ("compiled", "pir"),
-    "layer_norm_grad": ("compiled", "pir"),
-    "instance_norm": ("registry", "compiled"),
-    "instance_norm_grad": ("registry", "compiled"),
-    "rms_norm": ("registry", "compiled"),
-    "rms_norm_reverse": ("registry", "compiled"),
-    "rms_norm_grad": ("compiled",),
-    "fast_ln": ("compiled",),
-    "fast_ln_grad": ("compiled",),
-    "group_norm": ("registry", "compiled", "pir"),
-    "group_norm_base": ("registry", "compiled"),
-    "group_norm_grad": ("compiled", "pir"),
-    "group_norm_grad_base": ("compiled",),
-}
+#: Every native route, also the order backend groups run in.
+BACKENDS: tuple[str, ...] = ROUTES
+
+#: The native backends each rule is compared with by default, the primary one first (declared by
+#: each family: ``ops/<family>/__init__.py``).
+DEFAULT_BACKENDS: dict[str, tuple[str, ...]] = {key: spec.routes for key, spec in RULES.items()}
 #: Each rule's primary native backend.
 DEFAULT_BACKEND: dict[str, str] = {rule: backends[0] for rule, backends in DEFAULT_BACKENDS.items()}
 

@@ -35,9 +35,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument, RuleNotFoundError, UnknownKeyError
+from ..ops import REGISTRY_NAMES
+from ..ops.batch_norm import OPTIONAL
 from ..types import DistTensorSpec, SpmdResult
 from . import batch_norm, fast_ln, group_norm, instance_norm, layer_norm, pr72918, proposed, rms_norm, sync_batch_norm
-from .signatures import OPTIONAL
 
 RuleFn = Callable[..., SpmdResult]
 
@@ -69,19 +70,10 @@ PROFILES: dict[str, dict[str, RuleFn]] = {
     "proposed": {**PADDLE_RULES, **proposed.PROPOSED_RULES},  # proposed has every rule key
 }
 
-#: registry name -> (forward rule key, backward rule key or None, registered in Paddle)
+#: registry name -> (forward rule key, backward rule key or None, registered in Paddle), from the
+#: families' declarations (``ops/<family>/__init__.py``).
 NAMES: dict[str, tuple[str, str | None, bool]] = {
-    "batch_norm": ("batch_norm_static", None, True),
-    "layer_norm": ("layer_norm", "layer_norm_reverse", True),
-    "batch_norm_full": ("batch_norm", None, False),
-    "batch_norm_grad": ("batch_norm_grad", None, False),
-    "layer_norm_grad": ("layer_norm_grad", None, False),
-    "sync_batch_norm": ("sync_batch_norm", None, False),
-    "sync_batch_norm_grad": ("sync_batch_norm_grad", None, False),
-    "instance_norm": ("instance_norm", "instance_norm_grad", True),
-    "fused_rms_norm": ("rms_norm", "rms_norm_reverse", True),
-    "group_norm": ("group_norm", None, True),
-}
+    name: (reg.forward, reg.backward, reg.in_paddle) for name, reg in REGISTRY_NAMES.items()}
 
 
 def rule_function(rule_key: str, profile: str = "paddle") -> RuleFn:

@@ -1,0 +1,59 @@
+"""Op families, one folder each, registered here once.
+
+Every room (parity, native, oracle, launch, compat) reads the families through this module:
+``FAMILIES`` in the order sweeps run, ``RULES`` (rule key -> :class:`RuleSpec`), ``REGISTRY_NAMES``
+(the names ``get_spmd_rule`` answers to). Adding an op is a folder with an ``__init__`` declaring
+``FAMILY`` and one entry in :data:`_FAMILY_MODULES` (see docs/adding-an-op.md).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from .spec import ROUTES, OpFamily, RegistryName, RuleSpec
+
+#: The family folders, in the order sweeps and listings run.
+_FAMILY_MODULES = ("batch_norm", "sync_batch_norm", "layer_norm", "instance_norm", "rms_norm", "fast_ln",
+                   "group_norm")
+
+FAMILIES: dict[str, OpFamily] = {}
+for _module in _FAMILY_MODULES:
+    _family: OpFamily = import_module(f"{__name__}.{_module}").FAMILY
+    if _family.name != _module:
+        raise ImportError(f"ops/{_module} declares the family {_family.name!r}; a folder holds the family it names")
+    FAMILIES[_family.name] = _family
+
+#: Every rule key, family by family.
+RULES: dict[str, RuleSpec] = {}
+#: Every name ``get_spmd_rule`` answers to.
+REGISTRY_NAMES: dict[str, RegistryName] = {}
+for _family in FAMILIES.values():
+    for _spec in _family.rules:
+        if _spec.key in RULES:
+            raise ImportError(f"rule key {_spec.key!r} is declared by {RULES[_spec.key].op} and {_family.name}")
+        RULES[_spec.key] = _spec
+    for _name in _family.registry_names:
+        if _name.name in REGISTRY_NAMES:
+            raise ImportError(f"registry name {_name.name!r} is declared twice")
+        REGISTRY_NAMES[_name.name] = _name
+del _module, _family, _spec, _name
+
+#: family -> its rule keys.
+OPS: dict[str, tuple[str, ...]] = {name: family.keys for name, family in FAMILIES.items()}
+
+
+def rule_spec(key: str) -> RuleSpec:
+    """The declared spec of a rule key; an unknown key raises ValueError listing the known ones."""
+    try:
+        return RULES[key]
+    except KeyError:
+        raise ValueError(f"unknown rule {key!r}; choose one of {', '.join(RULES)}") from None
+
+
+def family_of(key: str) -> OpFamily:
+    """The family declaring a rule key."""
+    return FAMILIES[rule_spec(key).op]
+
+
+__all__ = ["FAMILIES", "OPS", "REGISTRY_NAMES", "ROUTES", "RULES", "OpFamily", "RegistryName", "RuleSpec",
+           "family_of", "rule_spec"]
