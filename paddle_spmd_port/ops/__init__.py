@@ -9,6 +9,8 @@ Every room (parity, native, oracle, launch, compat) reads the families through t
 from __future__ import annotations
 
 from importlib import import_module
+from importlib.util import find_spec
+from types import ModuleType
 
 from .spec import ROUTES, OpFamily, RegistryName, RuleSpec
 
@@ -50,10 +52,22 @@ def rule_spec(key: str) -> RuleSpec:
         raise ValueError(f"unknown rule {key!r}; choose one of {', '.join(RULES)}") from None
 
 
+def family_module(family: str, part: str) -> ModuleType | None:
+    """A family's module for one room (``ops/<family>/<part>.py``: ``rules``, ``grid``, ``kernel``,
+    ``launch``, ...), or None where the family has none. Rooms find a family's pieces by this
+    convention, so none of them names an op; a module that exists but fails to import raises."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown op family {family!r}; choose one of {', '.join(FAMILIES)}")
+    name = f"{__name__}.{family}.{part}"
+    if find_spec(name) is None:
+        return None
+    return import_module(name)
+
+
 def family_of(key: str) -> OpFamily:
     """The family declaring a rule key."""
     return FAMILIES[rule_spec(key).op]
 
 
 __all__ = ["FAMILIES", "OPS", "REGISTRY_NAMES", "ROUTES", "RULES", "OpFamily", "RegistryName", "RuleSpec",
-           "family_of", "rule_spec"]
+           "family_module", "family_of", "rule_spec"]
