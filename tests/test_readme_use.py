@@ -92,7 +92,8 @@ def test_the_docs_have_runnable_blocks_and_name_the_set_ups_interpreter() -> Non
 def test_the_runnable_extraction_can_fail() -> None:
     """A mark without a block is refused; a marked block with a bare python is found; an unmarked
     block is not taken."""
-    page = f"# p\n\n{MARK}\n```bash\n.venv/bin/python -m x\n# c\npython3 tools/bench.py | head\n```\n\n```bash\nrm -rf /\n```\n"
+    page = (f"# p\n\n{MARK}\n```bash\n.venv/bin/python -m x\n# c\npython3 tools/bench.py | head\n```\n\n"
+            "```bash\nrm -rf /\n```\n")
     blocks = runnable_blocks(page)
     assert blocks == [[".venv/bin/python -m x", "python3 tools/bench.py | head"]]
     assert bare_python(blocks[0]) == ["python3 tools/bench.py | head"]
