@@ -152,3 +152,32 @@ def test_a_pages_runnable_blocks_run_as_pasted(page: str, venv_root: Path, tmp_p
     for command in RUNNABLE[page]:
         problem = run_pasted(command, work)
         assert problem is None, f"{page}: {problem}"
+
+
+#: Pages linked before they exist on this branch: adding-an-op.md is written with the p_norm work, on
+#: its own branch; once merged it must exist (drop it from here then).
+PENDING = {"docs/adding-an-op.md"}
+
+
+def broken_links(page: Path, text: str) -> list[str]:
+    """Relative markdown links of ``page`` (``[t](path)`` or ``[t](path#anchor)``) whose file is missing."""
+    bad = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue
+        path = (page.parent / target.split("#", 1)[0]).resolve()
+        rel = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else str(path)
+        if not path.exists() and rel not in PENDING:
+            bad.append(target)
+    return bad
+
+
+def test_every_relative_link_of_the_readme_and_docs_resolves() -> None:
+    bad = {p.relative_to(REPO).as_posix(): b for p in _pages() if (b := broken_links(p, p.read_text()))}
+    assert not bad, f"links to missing files: {bad}"
+
+
+def test_the_link_check_finds_a_missing_file() -> None:
+    page = REPO / "docs" / "x.md"
+    text = "[a](parity.md) [b](nowhere.md#x) [c](https://example.org/y.md) [d](#here) [e](adding-an-op.md)"
+    assert broken_links(page, text) == ["nowhere.md#x"]
