@@ -181,3 +181,28 @@ def test_the_link_check_finds_a_missing_file() -> None:
     page = REPO / "docs" / "x.md"
     text = "[a](parity.md) [b](nowhere.md#x) [c](https://example.org/y.md) [d](#here) [e](adding-an-op.md)"
     assert broken_links(page, text) == ["nowhere.md#x"]
+
+
+def python_example(readme: str) -> tuple[str, list[str]]:
+    """The first ``python`` block under ``## Use`` and the output its ``# `` comment lines promise."""
+    section = readme.split("\n## Use\n", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block, "no python block under ## Use"
+    code = block.group(1)
+    return code, [ln[2:] for ln in code.splitlines() if ln.startswith("# ")]
+
+
+def test_the_python_example_prints_what_it_says() -> None:
+    code, promised = python_example((REPO / "README.md").read_text())
+    assert promised, "the example says nothing about its output"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == promised
+
+
+def test_the_python_example_check_can_fail() -> None:
+    code, promised = python_example("## Use\n```python\nprint(1)\n# 2\n```\n## Next\n")
+    assert promised == ["2"]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines() != promised
