@@ -202,7 +202,7 @@ def test_the_python_example_prints_what_it_says() -> None:
 
 
 def test_the_python_example_check_can_fail() -> None:
-    code, promised = python_example("## Use\n```python\nprint(1)\n# 2\n```\n## Next\n")
+    code, promised = python_example("# x\n## Use\n```python\nprint(1)\n# 2\n```\n## Next\n")
     assert promised == ["2"]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.splitlines() != promised
