@@ -506,11 +506,24 @@ def not_launched() -> dict[str, str]:
     return _found()[1]
 
 
+def coverage_problems(rules: dict[str, tuple[str, ...]], reasons: dict[str, str], keys: Sequence[str]) -> list[str]:
+    """What is wrong with how the launch room accounts for ``keys``: each must be run by an op
+    (``rules``: op -> its keys) or declared not launched with a reason, not both, and nothing else."""
+    reached = {k for ks in rules.values() for k in ks}
+    problems = [f"{k}: reached by a case and declared not launched" for k in sorted(reached & set(reasons))]
+    problems += [f"{k}: no launch case reaches it and no family says why" for k in keys
+                 if k not in reached and k not in reasons]
+    problems += [f"{k}: not a rule key" for k in sorted((reached | set(reasons)) - set(keys))]
+    problems += [f"{k}: the reason is empty" for k, why in reasons.items() if not why.strip()]
+    return problems
+
+
 def each_op() -> Iterator[LaunchOp]:
     return iter(launch_ops().values())
 
 
 __all__ = ["AFFINE_EXTRA", "AFFINE_MAIN", "AddCase", "Inputs", "LaunchCase", "LaunchOp", "OpPrediction",
            "Prediction", "RuleCall", "StagePrediction", "TensorExpectation", "coshard_orders", "coshard_placements",
+           "coverage_problems",
            "each_op", "expect", "few", "grid_factor", "kernel_rejects", "launch_ops", "local_shapes", "not_launched",
            "parse_placement", "placement_grid", "placements_to_dims_mapping", "replicated", "scaled", "spec"]
