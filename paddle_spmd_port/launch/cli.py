@@ -300,10 +300,10 @@ def check_args(args: argparse.Namespace) -> list[LaunchCase]:
     return cases
 
 
-#: Ranks a core can hold: a rank mostly waits on its peers (gloo), and 4 ranks on 2 cores (the
-#: README's 2x2 launch) run in time; 64 on 2 cores loaded the machine to 34 and timed out.
+#: Ranks a core can hold: a rank mostly waits on its peers (gloo), so a few share a core; far more
+#: overload the machine and time out (measured: docs/measurements/2026-12-01-launch-notes.md).
 RANKS_PER_CORE = 4
-#: Available memory a rank needs: a CPU rank with Paddle imported holds ~190 MB (64 ranks: 12 GB).
+#: Available memory a rank needs: about twice what a CPU rank with Paddle imported holds (same notes).
 RANK_MEMORY_MB = 400
 
 
