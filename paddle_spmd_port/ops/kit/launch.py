@@ -11,6 +11,7 @@ folder convention of :func:`paddle_spmd_port.ops.family_module`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -487,13 +488,10 @@ def _collect() -> tuple[dict[str, LaunchOp], dict[str, str]]:
     return {op.name: op for op in sorted(found, key=lambda o: o.order)}, not_launched
 
 
-_FOUND: list[tuple[dict[str, LaunchOp], dict[str, str]]] = []
-
-
+@functools.cache
 def _found() -> tuple[dict[str, LaunchOp], dict[str, str]]:
-    if not _FOUND:
-        _FOUND.append(_collect())
-    return _FOUND[0]
+    """Collected once, on first use: a case file names its op before any family module is needed."""
+    return _collect()
 
 
 def launch_ops() -> dict[str, LaunchOp]:
