@@ -741,7 +741,9 @@ def test_two_ranks_group_norm_and_instance_norm(tmp_path, monkeypatch):
     assert by_id["i3"]["verdict"] == "skipped"
 
     records = case_records(read_rank_records(rep / "launch-np2-logs" / "results"))
-    monkeypatch.setattr(predict_module, "group_norm_infer_spmd", _keep_channels_too)
+    right_rule = predict_module.rule_function
+    monkeypatch.setattr(predict_module, "rule_function",
+                        lambda key: _keep_channels_too if key == "group_norm" else right_rule(key))
     planted = build_report(cases, records, [0, 1], {})
     wrong = {v.case.case_id: v for v in planted.verdicts if not v.expected}
     assert set(wrong) == {"g1"} and wrong["g1"].verdict == "placement differs"

@@ -3,7 +3,7 @@
 
     python tools/launch_cases.py --nproc 2                  # 1-D mesh, CPU/gloo
     python tools/launch_cases.py --nproc 4                  # 2x2 mesh
-    python tools/launch_cases.py --nproc 2 --device gpu     # NCCL, adds SyncBatchNorm cases
+    python tools/launch_cases.py --nproc 2 --device gpu     # NCCL, adds the GPU-only cases
 """
 
 import sys

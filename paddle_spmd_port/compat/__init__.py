@@ -7,13 +7,14 @@ by the port's pure rules. Imports without Paddle.
     paddle.distributed.fleet.auto.ProcessMesh, dist.ProcessMesh        ProcessMesh
     core.ProcessMesh (what attr.process_mesh returns)                  CoreProcessMesh
 
-Rules served: ``layer_norm`` (forward + reverse), ``batch_norm`` (the attribute-less static
-forward; no backward) and the generic ``replicated`` rule, exactly the names Paddle registers.
+Rules served: the registry names each op family declares in its ``ops/<family>/compat.py``
+(exactly the names Paddle registers, with the arguments Paddle's binding takes) and the generic
+``replicated`` rule; :func:`rule_names` lists them.
 
 To run an unedited Paddle-style test file against this package and against Paddle::
 
-    python -m paddle_spmd_port compat-test path/to/test_layer_norm_rule.py [--against port|native|both]
-    pytest -p paddle_spmd_port.compat.pytest_plugin --spmd-backend=port path/to/test_layer_norm_rule.py
+    python -m paddle_spmd_port compat-test path/to/test_<op>_rule.py [--against port|native|both]
+    pytest -p paddle_spmd_port.compat.pytest_plugin --spmd-backend=port path/to/test_<op>_rule.py
 """
 
 from .dist_attr import DistTensorSpec, TensorDistAttr

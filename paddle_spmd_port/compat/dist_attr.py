@@ -43,8 +43,7 @@ def _int_list(values: Any, what: str) -> list[int]:
 def collapse(multi: list[list[int]], mesh: CoreProcessMesh | None) -> list[int]:
     """What Paddle 3.3.1's ``dims_mapping`` reads for a co-sharded attr: per axis, ``-1`` for ``[]``,
     the one dim of a one-dim list, and for several dims the one of the largest mesh size, the first
-    listed among equal sizes (measured on the registry route, 180 of 180 probes:
-    docs/coshard-3.3.1.md)::
+    listed among equal sizes (measured on the registry route: docs/coshard-3.3.1.md)::
 
         mesh 2x2  [[0, 1], [], []]  ->  [0, -1, -1]      mesh 2x3  [[0, 1], [], []]  ->  [1, -1, -1]
         mesh 3x2  [[1, 0], [], []]  ->  [0, -1, -1]      mesh 2x2  [[0, 1], [-1], []] -> [0, -1, -1]

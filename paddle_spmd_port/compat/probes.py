@@ -8,7 +8,11 @@ message), so tests/test_compat.py can compare the two probe by probe, and the re
 
 Paddle is imported only by :func:`native_api`, when it is called.
 
-Only calls that Paddle survives are probed (the ones that crash it are port-only tests).
+The probes of the binding's own types (TensorDistAttr, ProcessMesh, DistTensorSpec), the registry
+and the generic ``replicated`` rule live here; each op family's probes in its
+``ops/<family>/compat.py`` (``probes(kit)``, handed a :class:`~paddle_spmd_port.ops.kit.compat.ProbeKit`
+bound to the API probed). Only calls that Paddle survives are probed (the ones that crash it are
+port-only tests).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import sys
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
+
+from ..ops.kit.compat import ProbeKit, compat_modules
 
 FAMILIES = ("NotImplementedError", "IndexError", "ValueError", "RuntimeError", "TypeError", "AssertionError")
 
@@ -93,6 +99,8 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
     """Every probe's observation, by probe name; ``rules_used`` (if given) is filled with the
     registry names each probe looked up (``get_phi_spmd_rule`` or ``contains_spmd_rule``); the
     probes in ``not_run`` are recorded as ``{"not_run": True}`` (they kill the process)."""
+    import numpy as np
+
     used: dict[str, set[str]] = {} if rules_used is None else rules_used
     running = [""]
 
@@ -122,10 +130,7 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
     def absent() -> Any:
         return DistTensorSpec([0], TensorDistAttr())
 
-    ln, bn, rep = (_LazyRule(fetch, name) for name in ("layer_norm", "batch_norm", "replicated"))
-    x, s = spec([64, 32, 1024], [1, -1, -1]), spec([1024], [-1])
-    out, mean = spec([64, 32, 1024], [1, -1, -1], [0]), spec([64, 32], [1, -1])
-    bx, stat = spec([8, 16, 4, 4], [0, 1, -1, -1]), spec([16], [-1])
+    rep = _LazyRule(fetch, "replicated")
     probes: dict[str, Callable[[], Any]] = {}
 
     def probe(name: str, *, message: bool = True) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
@@ -210,11 +215,6 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
     @probe("coshard/not-a-list", message=False)
     def _():
         coshard("01")
-
-    @probe("coshard/layer-norm-reads-the-surviving-dim")
-    def _():
-        xs = DistTensorSpec([8, 6, 4], coshard([[0, 1], [], []], mesh32))
-        return result_view(fetch("layer_norm").infer_forward(xs, absent(), absent(), 1e-5, 2))
 
     @probe("attr/partial-api")
     def _():
@@ -369,228 +369,23 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
         DistTensorSpec([2, 3], TensorDistAttr()).set_process_mesh(None)
 
     # --- registry -------------------------------------------------------------------------------------
+    modules = list(compat_modules())
+
     @probe("registry/contains")
     def _():
-        names = ("layer_norm", "batch_norm", "replicated", "sync_batch_norm", "layer_norm_grad", "batch_norm_grad",
-                 "nope")
+        names = (*(name for _family, module in modules for name in module.CONTAINS), "replicated", "nope")
         return [contains(n) for n in names]
 
-    @probe("registry/unknown")
-    def _():
-        fetch("sync_batch_norm")
-
-    @probe("registry/batch-norm-backward")
-    def _():
-        bn.infer_backward(bx, stat, stat, stat, stat)
-
-    @probe("registry/kwargs", message=False)
-    def _():
-        ln.infer_forward(x=x)
-
-    # --- layer_norm -----------------------------------------------------------------------------------
-    @probe("ln/forward")
-    def _():
-        return result_view(ln.infer_forward(x, s, s, 1e-5, 2))
-
-    @probe("ln/forward-partial-and-absent-scale")
-    def _():
-        return result_view(ln.infer_forward(spec([64, 32, 1024], [1, -1, -1], [0]), absent(), s, 1e-5, 2))
-
-    @probe("ln/forward-absent-with-mapping")
-    def _():
-        b = absent()
-        b.set_dims_mapping([0])
-        return result_view(ln.infer_forward(x, s, b, 1e-5, 2))
-
-    @probe("ln/forward-begin-norm-axis-0")
-    def _():
-        return result_view(ln.infer_forward(x, s, s, 1e-5, 0))
-
-    @probe("ln/forward-interleaved-args")
-    def _():
-        return result_view(ln.infer_forward(x, 1e-5, s, 2, s))
-
-    @probe("ln/forward-extra-args")
-    def _():
-        return result_view(ln.infer_forward(x, s, s, x, 1e-5, 2, "extra", 3.5, [1, 2]))
-
-    @probe("ln/forward-one-dim-mesh")
-    def _():
-        w = spec([16], [-1], on=mesh1)
-        return result_view(ln.infer_forward(spec([8, 16], [0, -1], on=mesh1), w, w, 1e-5, 1))
-
-    @probe("ln/reverse-partial-kept")
-    def _():
-        return result_view(ln.infer_backward(spec([64, 32, 1024], [-1, -1, -1], [0]), s, s, out, mean, mean, 1e-5, 2))
-
-    @probe("ln/reverse-absent-scale-bias")
-    def _():
-        return result_view(ln.infer_backward(x, absent(), absent(), out, mean, mean, 1e-5, 2))
-
-    @probe("ln/reverse-conflict")
-    def _():
-        ln.infer_backward(x, s, s, spec([64, 32, 1024], [0, -1, -1]), mean, mean, 1e-5, 2)
-
-    @probe("ln/reverse-forced-axes-conflict")
-    def _():
-        o = spec([8, 8, 4, 4], [-1, -1, 0, 1])
-        m = spec([8, 8], [-1, -1])
-        ln.infer_backward(spec([8, 8, 4, 4], [-1, -1, -1, -1]), s, s, o, m, m, 1e-5, 2)
-
-    @probe("ln/reverse-rank-vs-mapping")
-    def _():
-        ln.infer_backward(x, s, s, out, spec([64], [1, -1]), mean, 1e-5, 2)
-
-    @probe("ln/scale-rank")
-    def _():
-        ln.infer_forward(x, spec([32, 1024], [-1, -1]), s, 1e-5, 1)
-
-    for label, args in {"int-epsilon": (0, 2), "float-axis": (1e-5, 2.0), "bool-epsilon": (True, 2),
-                        "bool-axis": (1e-5, False), "str-axis": (1e-5, "2"), "list-axis": (1e-5, [2]),
-                        "float-list-epsilon": ([1e-5], 2), "bool-list-epsilon": ([True], 2),
-                        "empty-list-epsilon": ([], 2), "float64-epsilon": (__import__("numpy").float64(1e-5), 2),
-                        "float32-epsilon": (__import__("numpy").float32(1e-5), 2),
-                        "int64-axis": (1e-5, __import__("numpy").int64(2)), "none-epsilon": (None, 2),
-                        "tuple-epsilon": ((1e-5,), 2), "dict-axis": (1e-5, {}), "big-axis": (1e-5, 2 ** 40),
-                        "str-list-epsilon": (["a"], 2), "int64-list-epsilon": ([__import__("numpy").int64(1)], 2),
-                        "big-list-epsilon": ([2 ** 40], 2), "mixed-list-axis": (1e-5, [1, 2.0]),
-                        "trailing-none": (1e-5, 2, None)}.items():
-        def attribute_probe(args: tuple[Any, ...] = args) -> Any:
-            return result_view(ln.infer_forward(x, s, s, *args))
-
-        probe(f"ln/attribute-{label}")(attribute_probe)
-
-    # --- batch_norm -----------------------------------------------------------------------------------
-    @probe("bn/forward")
-    def _():
-        return result_view(bn.infer_forward(bx, stat, stat, stat, stat))
-
-    @probe("bn/forward-partial-absent")
-    def _():
-        return result_view(bn.infer_forward(spec([8, 16, 4, 4], [-1, 1, -1, -1], [0]), spec([16], [-1], [0]), stat,
-                                            absent(), spec([16], [0])))
-
-    @probe("bn/forward-attributes-ignored")
-    def _():
-        return result_view(bn.infer_forward(spec([8, 4, 4, 16], [0, -1, -1, 1]), stat, stat, stat, stat, False, 0.9,
-                                            1e-5, "NHWC", False, False))
-
-    @probe("bn/forward-2d-5d")
-    def _():
-        return [result_view(bn.infer_forward(spec([8, 16], [0, 1]), stat, stat, stat, stat)),
-                result_view(bn.infer_forward(spec([2, 16, 4, 4, 4], [-1, 0, -1, -1, 1]), stat, stat, stat, stat))]
-
-    @probe("bn/x-rank-1")
-    def _():
-        bn.infer_forward(spec([8], [0]), stat, stat, stat, stat)
-
-    @probe("bn/x-rank-6")
-    def _():
-        bn.infer_forward(spec([2] * 6, [-1] * 6), stat, stat, stat, stat)
-
-    @probe("bn/mean-rank-2")
-    def _():
-        bn.infer_forward(bx, spec([16, 2], [-1, -1]), stat, stat, stat)
-
-    @probe("bn/scale-rank-2")
-    def _():
-        bn.infer_forward(bx, stat, stat, spec([16, 2], [-1, -1]), stat)
-
-    # --- instance_norm, fused_rms_norm, group_norm (registry names; see docs/*-3.3.1.md for the crash inputs) ----
-    inorm, rms, gn = (_LazyRule(fetch, name) for name in ("instance_norm", "fused_rms_norm", "group_norm"))
-    nx, c6 = spec([8, 6, 4, 4], [1, 0, -1, -1]), spec([6], [-1])
-    stat2 = spec([8, 6], [1, 0])
-    rx, r1 = spec([16, 32, 64], [1, -1, 0]), spec([64], [-1])
-
-    @probe("in/forward")
-    def _():
-        return result_view(inorm.infer_forward(nx, c6, c6, 1e-5))
-
-    @probe("in/forward-partial-and-absent-bias")
-    def _():
-        return result_view(inorm.infer_forward(spec([8, 6, 4, 4], [-1, 1, -1, -1], [0]), c6, absent(), 1e-5))
-
-    @probe("in/forward-one-dim-mesh")
-    def _():
-        w = spec([6], [-1], on=mesh1)
-        return result_view(inorm.infer_forward(spec([8, 6, 4, 4], [-1, 0, -1, -1], on=mesh1), w, w, 1e-5))
-
-    @probe("in/forward-coshard")
-    def _():
-        w = spec([6], [-1], on=mesh32)
-        xs = DistTensorSpec([8, 6, 4, 4], coshard([[], [0, 1], [], []], mesh32))
-        return result_view(inorm.infer_forward(xs, w, w, 1e-5))
-
-    @probe("in/x-rank-1")
-    def _():
-        inorm.infer_forward(spec([8], [-1]), c6, c6, 1e-5)
-
-    @probe("in/grad")
-    def _():
-        return result_view(inorm.infer_backward(nx, c6, c6, stat2, stat2, spec([8, 6, 4, 4], [-1, -1, 0, 1]), 1e-5))
-
-    @probe("in/grad-partial-and-absent-bias")
-    def _():
-        dy = spec([8, 6, 4, 4], [1, -1, -1, -1], [0])
-        return result_view(inorm.infer_backward(nx, spec([6], [-1], [1]), absent(), stat2, stat2, dy, 1e-5))
-
-    @probe("in/grad-y-grad-rank")
-    def _():
-        inorm.infer_backward(nx, c6, c6, stat2, stat2, spec([8, 6, 4], [-1, -1, -1]), 1e-5)
-
-    @probe("rms/forward")
-    def _():
-        return result_view(rms.infer_forward(rx, r1, 1e-6))
-
-    @probe("rms/forward-partial")
-    def _():
-        return result_view(rms.infer_forward(spec([16, 32, 64], [-1, 1, -1], [0]), spec([64], [-1], [1]), 1e-6))
-
-    @probe("rms/forward-absent-scale")
-    def _():
-        rms.infer_forward(rx, absent(), 1e-6)
-
-    @probe("rms/forward-one-dim-mesh")
-    def _():
-        return result_view(rms.infer_forward(spec([16, 64], [0, -1], on=mesh1), spec([64], [-1], on=mesh1), 1e-6))
-
-    @probe("rms/forward-coshard")
-    def _():
-        xs = DistTensorSpec([16, 32, 64], coshard([[1, 0], [], []], mesh32))
-        return result_view(rms.infer_forward(xs, spec([64], [-1], on=mesh32), 1e-6))
-
-    @probe("rms/reverse")
-    def _():
-        return result_view(rms.infer_backward(rx, r1, spec([16, 32, 64], [-1, 1, -1]), spec([16, 32], [0, 1]), 1e-6))
-
-    @probe("rms/reverse-partial")
-    def _():
-        out = spec([16, 32, 64], [1, -1, -1], [0])
-        return result_view(rms.infer_backward(rx, r1, out, spec([16, 32], [1, -1]), 1e-6))
-
-    @probe("gn/forward")
-    def _():
-        return result_view(gn.infer_forward(nx, c6, c6))
-
-    @probe("gn/forward-partial-absent-and-attributes")
-    def _():
-        return result_view(gn.infer_forward(spec([8, 6, 4, 4], [-1, -1, -1, 1], [0]), absent(), c6, 1e-5, 2, "NCHW"))
-
-    @probe("gn/forward-one-dim-mesh")
-    def _():
-        w = spec([6], [-1], on=mesh1)
-        return result_view(gn.infer_forward(spec([8, 6, 4, 4], [0, -1, -1, -1], on=mesh1), w, w))
-
-    @probe("gn/forward-coshard")
-    def _():
-        w = spec([6], [-1], on=mesh32)
-        return result_view(gn.infer_forward(DistTensorSpec([8, 6, 4, 4], coshard([[0, 1], [], [], []], mesh32)), w, w))
-
-    @probe("gn/x-rank-2")
-    def _():
-        gn.infer_forward(spec([8, 6], [0, -1]), c6, c6)
+    # --- each family's probes (ops/<family>/compat.py) -------------------------------------------------
+    kit = ProbeKit(probe=probe, rule=lambda name: _LazyRule(fetch, name), fetch=fetch, contains=contains,
+                   TensorDistAttr=TensorDistAttr, DistTensorSpec=DistTensorSpec, ProcessMesh=ProcessMesh, mesh=mesh,
+                   mesh1=mesh1, mesh22=mesh22, mesh32=mesh32, attr=attr, spec=spec, absent=absent, coshard=coshard,
+                   result_view=result_view, np=np)
+    for _family, module in modules:
+        module.probes(kit)
 
     # --- replicated -------------------------------------------------------------------------------------
+    x = spec([64, 32, 1024], [1, -1, -1])
     z, o4 = spec([4, 4], [0, -1], on=mesh1), spec([3, 3, 3, 3], [-1, 0, -1, -1], [1])
 
     @probe("replicated/forward")

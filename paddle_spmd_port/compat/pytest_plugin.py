@@ -1,7 +1,7 @@
 """pytest option ``--spmd-backend=port|native`` for Paddle-style SPMD rule tests.
 
-    pytest -p paddle_spmd_port.compat.pytest_plugin --spmd-backend=port   path/to/test_layer_norm_rule.py
-    pytest -p paddle_spmd_port.compat.pytest_plugin --spmd-backend=native path/to/test_layer_norm_rule.py
+    pytest -p paddle_spmd_port.compat.pytest_plugin --spmd-backend=port   path/to/test_<op>_rule.py
+    pytest -p paddle_spmd_port.compat.pytest_plugin --spmd-backend=native path/to/test_<op>_rule.py
 
 ``port`` installs the compat API before any test module is imported (see
 :mod:`paddle_spmd_port.compat.swap`: names swapped inside Paddle when it is installed, else the

@@ -1,5 +1,6 @@
 """The registry's generic ``replicated`` rule (Paddle's ``ReplicatedInferSpmd`` / ``...Reverse``),
-which the dist API of ops without a rule of their own (sync_batch_norm in 3.3.1) falls back to.
+which the dist API of ops without a rule of their own falls back to (a family's ``ops/<family>/compat.py``
+says when its op is one).
 
 Called as ``rule.infer_forward([inputs...], [outputs...])``; every tensor becomes fully
 replicated, keeping its rank (taken from the *shape*, not the dims_mapping), and every partial

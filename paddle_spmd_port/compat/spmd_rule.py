@@ -5,21 +5,14 @@ Paddle's binding sorts positional arguments by type: a ``DistTensorSpec`` (or a 
 the next tensor, anything else the next attribute. Attributes are typed from the Python value
 (bool ``b``, int ``i``, float ``f``, str, lists) and the rule accepts only its declared type.
 
+Each op family's ``ops/<family>/compat.py`` declares the registry names it serves and what each
+method reads (its ``RULES``: tensors in order, then typed attributes); the generic rule::
+
     name        method           tensors (in order)                         attributes
-    layer_norm  infer_forward    x, scale, bias                             epsilon: float, begin_norm_axis: int
-    layer_norm  infer_backward   x, scale, bias, out, mean, variance        epsilon: float, begin_norm_axis: int
-    batch_norm  infer_forward    x, mean, variance, scale, bias             (none; extra ones are ignored)
-    batch_norm  infer_backward   RuntimeError (NotFound), like Paddle
-    instance_norm   infer_forward    x, scale, bias                          epsilon: float
-    instance_norm   infer_backward   x, scale, bias, saved_mean, saved_variance, y_grad   epsilon: float
-    fused_rms_norm  infer_forward    x, scale                                epsilon: float
-    fused_rms_norm  infer_backward   x, scale, out, invvar                   epsilon: float
-    group_norm      infer_forward    x, scale, bias                          (none: Paddle registers the Base
-                                                                             rule; epsilon, groups, data_format
-                                                                             and any others are ignored)
-    group_norm      infer_backward   RuntimeError (NotFound), like Paddle
     replicated  infer_forward    [inputs], [outputs]                        (none)
     replicated  infer_backward   [inputs], [outputs]                        (none)
+
+A name with no backward declared raises RuntimeError (NotFound) from ``infer_backward``, like Paddle.
 
 Behaviour, as in Paddle: extra trailing tensors and attributes are ignored; a wrongly typed
 attribute raises ``ValueError("(InvalidArgument) Attribute cast error in InferSpmd Context, ...")``;
@@ -37,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidSpecError, PaddleInvalidArgument, RuleNotFoundError, ShardingConflictError, SpmdError
+from ..ops.kit.compat import Method, compat_modules
 from ..rules import get_spmd_rule
 from ..types import SpmdResult
 from .dist_attr import DistTensorSpec, TensorDistAttr
@@ -190,38 +184,31 @@ class SpmdRule:
                 [TensorDistAttr.from_port(a) for a in result.outputs])
 
 
+def _signature(fn: Callable[..., SpmdResult] | None, method: Method, where: str) -> Signature:
+    if fn is None:
+        raise ImportError(f"{where}: the port's registry object has no such method")
+    return Signature(fn, method.tensors, method.attributes, optional=method.optional)
+
+
 def _registry() -> dict[str, SpmdRule]:
-    ln_attrs = (("epsilon", "f"), ("begin_norm_axis", "i"))
-    scale_bias = frozenset({"scale", "bias"})
-    layer_norm, batch_norm = get_spmd_rule("layer_norm"), get_spmd_rule("batch_norm")
-    instance_norm, rms = get_spmd_rule("instance_norm"), get_spmd_rule("fused_rms_norm")
-    group_norm = get_spmd_rule("group_norm")
-    assert layer_norm.backward is not None and instance_norm.backward is not None and rms.backward is not None
-    eps = (("epsilon", "f"),)
-    return {
-        "layer_norm": SpmdRule(
-            "layer_norm",
-            Signature(layer_norm.forward, ("x", "scale", "bias"), ln_attrs, optional=scale_bias),
-            Signature(layer_norm.backward, ("x", "scale", "bias", "out", "mean", "variance"), ln_attrs,
-                      optional=scale_bias)),
-        "batch_norm": SpmdRule(
-            "batch_norm", Signature(batch_norm.forward, ("x", "mean", "variance", "scale", "bias"),
-                                    optional=scale_bias), None),
-        "instance_norm": SpmdRule(
-            "instance_norm",
-            Signature(instance_norm.forward, ("x", "scale", "bias"), eps, optional=scale_bias),
-            Signature(instance_norm.backward, ("x", "scale", "bias", "saved_mean", "saved_variance", "y_grad"), eps,
-                      optional=scale_bias)),
-        "fused_rms_norm": SpmdRule(
-            "fused_rms_norm", Signature(rms.forward, ("x", "scale"), eps),
-            Signature(rms.backward, ("x", "scale", "out", "invvar"), eps)),
-        "group_norm": SpmdRule(
-            "group_norm", Signature(group_norm.forward, ("x", "scale", "bias"), optional=scale_bias), None),
-        "replicated": SpmdRule(
-            "replicated",
-            Signature(replicated_infer_spmd, ("inputs", "outputs"), vector=True),
-            Signature(replicated_infer_spmd_reverse, ("inputs", "outputs"), vector=True)),
-    }
+    """Every family's declared rules (``ops/<family>/compat.py``), then ``replicated``; each takes
+    its functions from the port's registry object of the same name."""
+    out: dict[str, SpmdRule] = {}
+    for family, module in compat_modules():
+        for declared in module.RULES:
+            if declared.name in out:
+                raise ImportError(f"ops/{family}/compat.py serves {declared.name!r}, which another family serves")
+            rule = get_spmd_rule(declared.name)
+            where = f"ops/{family}/compat.py: {declared.name}"
+            out[declared.name] = SpmdRule(
+                declared.name, _signature(rule.forward, declared.forward, f"{where}.infer_forward"),
+                None if declared.backward is None
+                else _signature(rule.backward, declared.backward, f"{where}.infer_backward"))
+    out["replicated"] = SpmdRule(
+        "replicated",
+        Signature(replicated_infer_spmd, ("inputs", "outputs"), vector=True),
+        Signature(replicated_infer_spmd_reverse, ("inputs", "outputs"), vector=True))
+    return out
 
 
 RULES: dict[str, SpmdRule] = _registry()

@@ -4,14 +4,14 @@
 
     python -m paddle_spmd_port launch --nproc 2                 # 1-D mesh of 2, CPU/gloo
     python -m paddle_spmd_port launch --nproc 4                 # 2x2 mesh, CPU/gloo
-    python -m paddle_spmd_port launch --nproc 2 --device gpu    # NCCL, --devices 0,1; adds SyncBatchNorm
+    python -m paddle_spmd_port launch --nproc 2 --device gpu    # NCCL, --devices 0,1; adds the GPU-only cases
     python -m paddle_spmd_port launch --nproc 2 --cases my.jsonl --timeout 300 --report-dir out/
     python -m paddle_spmd_port launch --nproc 4 --coshard       # the co-shard set on 2x2 (8 ranks: 2x2x2)
-    python -m paddle_spmd_port launch --nproc 2 --rules group_norm,instance_norm   # only the cases of these rules
+    python -m paddle_spmd_port launch --nproc 2 --rules KEY,KEY # only the cases of these rule keys
 
 ``--rules`` (rule keys, as every command spells it) keeps the cases whose op runs one of the rules
-(:data:`.cases.OP_RULES`); a rule no launch case reaches (:data:`.cases.NOT_LAUNCHED`: the rms_norm
-and fast_ln rules, the static and reverse rules) is refused by name (exit 2), and listed in the
+(:data:`.cases.OP_RULES`); a rule no launch case reaches (:data:`.cases.NOT_LAUNCHED`: each family's
+``ops/<family>/launch.py`` says which and why) is refused by name (exit 2), and listed in the
 report under ``all``.
 
 Writes ``<report-dir>/launch-np<N>.md`` and ``.json`` (``launch-np<N>-coshard.*`` with ``--coshard``).
@@ -26,7 +26,7 @@ whenever the launch fails, times out, is interrupted, leaves cases unrun or a ca
 outcome the port does not account for (always with ``--keep-logs``).
 
 Exit code (the shared table of :mod:`paddle_spmd_port.runctl`): 0 the port accounts for every
-case's outcome (a case skipped for a known reason, like sync_batch_norm on CPU, included); 1 some
+case's outcome (a case skipped for a known reason, like an op without a kernel on the device, included); 1 some
 verdict the port does not account for (a finding; outranks 3); 2 bad arguments: one line on stderr
 names the argument and what is valid, checked (output paths included) before anything is launched
 or written; 3 the launch itself failed or timed out, or cases were left unrun (the report covers
@@ -53,6 +53,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from ..ops.kit.launch import launch_ops
 from ..runctl import (
     EXIT_FINDING,
     EXIT_INCOMPLETE,
@@ -112,6 +113,19 @@ PROBE_ATTEMPTS = 5
 COSHARD_MESHES = {4: (2, 2), 8: (2, 2, 2)}
 
 
+def _coshard_ops() -> str:
+    """The ops of the co-shard set, for --coshard's help."""
+    mesh = (2, 2)
+    ops = sorted({c.op for c in coshard_cases(mesh)}, key=list(OP_RULES).index)
+    return " and ".join([", ".join(ops[:-1]), ops[-1]] if len(ops) > 1 else ops)
+
+
+def _gpu_only_ops() -> str:
+    """The ops --device gpu adds, for --device's help."""
+    ops = [name for name, op in launch_ops().items() if "cpu" in op.no_kernel]
+    return f": {', '.join(ops)}" if ops else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog=PROG, description=__doc__.split("\n")[0], epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -122,14 +136,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--oversubscribe", action="store_true",
                    help="allow --nproc beyond what this machine holds (cores, memory)")
     p.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
-                   help="where the ranks run: cpu (gloo) or gpu (NCCL; adds the SyncBatchNorm cases); default cpu")
+                   help="where the ranks run: cpu (gloo) or gpu (NCCL; adds the GPU-only cases"
+                        f"{_gpu_only_ops()}); default cpu")
     p.add_argument("--mesh", type=mesh_shape, default=None,
                    help="mesh of the built-in grid, sizes joined by x, e.g. 4 or 2x2 (default: 2 ranks -> 2, "
                         "4 -> 2x2, n -> n)")
     p.add_argument("--cases", type=path_text, default=None, help="JSON-lines case file (default: the built-in grid)")
     p.add_argument("--coshard", action="store_true",
                    help="run the co-shard set instead of the built-in grid: x split along 2 or more mesh dims "
-                        "(Shard(d, shard_order=k)), layer_norm and batch_norm; mesh 2x2 for 4 ranks, 2x2x2 for 8, "
+                        f"(Shard(d, shard_order=k)), {_coshard_ops()}; mesh 2x2 for 4 ranks, 2x2x2 for 8, "
                         "else give --mesh with 2 or more dims")
     add_rules_argument(p, all_means="every rule a launch case reaches: "
                        f"{', '.join(sorted({k for keys in OP_RULES.values() for k in keys}))}; the others "
@@ -285,10 +300,10 @@ def check_args(args: argparse.Namespace) -> list[LaunchCase]:
     return cases
 
 
-#: Ranks a core can hold: a rank mostly waits on its peers (gloo), and 4 ranks on 2 cores (the
-#: README's 2x2 launch) run in time; 64 on 2 cores loaded the machine to 34 and timed out.
+#: Ranks a core can hold: a rank mostly waits on its peers (gloo), so a few share a core; far more
+#: overload the machine and time out (measured: docs/measurements/2026-12-01-launch-notes.md).
 RANKS_PER_CORE = 4
-#: Available memory a rank needs: a CPU rank with Paddle imported holds ~190 MB (64 ranks: 12 GB).
+#: Available memory a rank needs: about twice what a CPU rank with Paddle imported holds (same notes).
 RANK_MEMORY_MB = 400
 
 
@@ -554,9 +569,8 @@ def _report(cases: list[LaunchCase], args: argparse.Namespace, records: dict[int
 
 def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
     t0 = time.monotonic()
-    runnable = [c for c in cases if not (c.op == "sync_batch_norm" and args.device == "cpu")]
-    not_run = {c.case_id: "sync_batch_norm has no CPU kernel: run with --device gpu"
-               for c in cases if c not in runnable}
+    not_run = {c.case_id: c.launch_op.no_kernel[args.device] for c in cases if args.device in c.launch_op.no_kernel}
+    runnable = [c for c in cases if c.case_id not in not_run]
     config = LaunchConfig(nproc=args.nproc, backend=args.device, timeout=args.timeout, nnodes=args.nnodes,
                           master=args.master, devices=args.devices)
     job_id = new_job_id()

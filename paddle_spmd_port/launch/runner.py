@@ -18,11 +18,12 @@ Placements are written as the cases spell them (:func:`placement_text`): ``R``, 
 
 Per case, on every rank: seed numpy from the case id; run the op on plain dense tensors (the
 single-device reference); ``dist.shard_tensor`` x with the case's placements (weight, bias and
-running statistics Replicate) and run the same functional call; feed the upstream gradient with
-exactly the placement of ``out``; record placements and local shapes; gather every value with
-``dist.reshard(..., Replicate)`` and record its max error against the reference. For
-batch_norm, a second forward-only call of ``_C_ops.batch_norm`` (the very call ``F.batch_norm``
-makes) exposes mean_out/variance_out/saved_mean/saved_variance, which ``F.batch_norm`` drops.
+running statistics Replicate) and run the same call; feed the upstream gradient with exactly the
+placement of ``out``; record placements and local shapes; gather every value with
+``dist.reshard(..., Replicate)`` and record its max error against the reference. The call itself
+is the op's (its family's :class:`~paddle_spmd_port.ops.kit.launch.LaunchOp`, handed Paddle's
+modules); an op with outputs its functional call drops exposes them in a second, forward-only
+call (:meth:`~paddle_spmd_port.ops.kit.launch.LaunchOp.extra_outputs`, stage ``probe``).
 
 A Paddle exception in a stage is that case's result; the runner goes on with the next case. A
 stage the port predicts to kill the process (see :mod:`.predict`) is not executed.
@@ -40,10 +41,10 @@ import traceback
 import warnings
 import zlib
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
-from ..rules.signatures import kernel_layout
-from .cases import BN_OPS, LaunchCase, parse_placement, read_cases
+from .cases import LaunchCase, parse_placement, read_cases
 from .predict import predict
 
 MAX_MESSAGE = 4000
@@ -83,6 +84,8 @@ class CaseRun:
     def __init__(self, case: LaunchCase, mesh: Any, modules: dict[str, Any]) -> None:
         self.case, self.mesh = case, mesh
         self.np, self.paddle, self.dist, self.F = (modules[k] for k in ("np", "paddle", "dist", "F"))
+        self.api = SimpleNamespace(**modules)
+        self.op = case.launch_op
         self.record: dict[str, Any] = {"kind": "case", "case_id": case.case_id, "stages": {}, "error": None,
                                        "skipped": None, "tensors": {}}
         rng = self.np.random.RandomState((zlib.crc32(case.case_id.encode()) + case.seed) % 2**31)
@@ -91,7 +94,7 @@ class CaseRun:
         self.w = rng.uniform(0.5, 1.5, case.param_shape).astype(f32)
         self.b = rng.uniform(-0.5, 0.5, case.param_shape).astype(f32)
         self.g = rng.uniform(-1.0, 1.0, case.shape).astype(f32)
-        c = case.param_shape if case.op in BN_OPS else (1,)
+        c = case.param_shape if self.op.running_stats else (1,)
         self.rm = rng.uniform(-0.1, 0.1, c).astype(f32)
         self.rv = rng.uniform(0.5, 1.5, c).astype(f32)
         self.ref: dict[str, Any] = {}
@@ -145,28 +148,7 @@ class CaseRun:
 
     # -- the op --------------------------------------------------------------------------------
     def _call(self, x: Any, w: Any, b: Any, rm: Any, rv: Any) -> Any:
-        case = self.case
-        if case.op == "layer_norm":
-            return self.F.layer_norm(x, list(case.normalized_shape), weight=w, bias=b, epsilon=case.epsilon)
-        if case.op == "group_norm":
-            return self.F.group_norm(x, case.groups, epsilon=case.epsilon, weight=w, bias=b,
-                                     data_format=case.data_format)
-        if case.op == "instance_norm":
-            return self.F.instance_norm(x, weight=w, bias=b, eps=case.epsilon, data_format=case.data_format)
-        return self.F.batch_norm(x, rm, rv, weight=w, bias=b, training=case.training, epsilon=case.epsilon,
-                                 data_format=case.data_format)
-
-    def _sync_layer(self) -> Any:
-        """``paddle.nn.SyncBatchNorm`` with the case's weight, bias and running statistics, its
-        parameters and buffers replicated on the mesh (``dist.shard_layer``)."""
-        case, paddle = self.case, self.paddle
-        layer = paddle.nn.SyncBatchNorm(case.param_shape[0], epsilon=case.epsilon, data_format=case.data_format)
-        layer.weight.set_value(self.w)
-        layer.bias.set_value(self.b)
-        layer._mean.set_value(self.rm)
-        layer._variance.set_value(self.rv)
-        layer.train() if case.training else layer.eval()
-        return self.dist.shard_layer(layer, self.mesh)
+        return self.op.call(self.api, self.case, x, w, b, rm, rv)
 
     def run_reference(self) -> None:
         case = self.case
@@ -175,15 +157,17 @@ class CaseRun:
             w = self._dense(self.w, True) if case.weight else None
             b = self._dense(self.b, True) if case.bias else None
             rm, rv = self._dense(self.rm, False), self._dense(self.rv, False)
-            y = self._call(x, w, b, rm, rv)  # sync_batch_norm on one device is batch_norm
+            y = self._call(x, w, b, rm, rv)  # on one device: the op's plain call
             self.ref["out"] = y.numpy().astype("float64")
-            if case.op in BN_OPS:
+            if self.op.running_stats:
                 self.ref["running_mean"] = rm.numpy().astype("float64")
                 self.ref["running_var"] = rv.numpy().astype("float64")
-            if case.op == "batch_norm":
+            if self.op.extra_output_names:
                 try:
-                    self.ref.update(self._batch_norm_outputs(self._dense(self.x, False), w, b, distributed=False))
-                except Exception:  # then those four are simply not compared
+                    self.ref.update({n: t.numpy().astype("float64")
+                                     for n, t in self._extra_outputs(self._dense(self.x, False), w, b,
+                                                                     distributed=False).items()})
+                except Exception:  # then those are simply not compared
                     pass
             if case.backward:
                 y.backward(self._dense(self.g, False))
@@ -206,22 +190,17 @@ class CaseRun:
             self.record["skipped"] = {"stage": "forward", "reason": reason}
             return
         try:
-            if case.op == "sync_batch_norm":
-                layer = self._sync_layer()
-                y = layer(x)
-                w, b, rm, rv = layer.weight, layer.bias, layer._mean, layer._variance
-            else:
-                y = self._call(x, w, b, rm, rv)
+            y, w, b, rm, rv = self.op.call_distributed(self.api, self, x, w, b, rm, rv)
         except Exception as exc:
             self._fail("forward", exc)
             return
         self.record["stages"]["forward"] = "ok"
         self._observe("out", y)
-        if case.op in BN_OPS:
+        if self.op.running_stats:
             self._observe("running_mean", rm)
             self._observe("running_var", rv)
-        if case.op == "batch_norm":
-            self._probe_batch_norm_outputs(x, w, b)
+        if self.op.extra_output_names:
+            self._probe_extra_outputs(x, w, b)
         if not case.backward:
             return
         reason = None if run_predicted_crashes else prediction.skip_reason("backward")
@@ -239,27 +218,19 @@ class CaseRun:
             if t is not None:
                 self._observe(name, t.grad)
 
-    def _batch_norm_outputs(self, x: Any, w: Any, b: Any, distributed: bool) -> dict[str, Any]:
-        """The same ``_C_ops.batch_norm`` call ``F.batch_norm`` makes, forward only, on fresh copies
-        of the running statistics: the four statistics outputs ``F.batch_norm`` discards.
-        saved_mean/saved_variance are only defined in training mode."""
-        case, paddle = self.case, self.paddle
+    def _extra_outputs(self, x: Any, w: Any, b: Any, distributed: bool) -> dict[str, Any]:
+        """The op's outputs its functional call drops (forward only), on fresh copies of the running
+        statistics."""
         if distributed:
             rep = self._replicate()
             rm, rv = self._dist(self.rm, rep, False), self._dist(self.rv, rep, False)
         else:
             rm, rv = self._dense(self.rm, False), self._dense(self.rv, False)
-        with paddle.no_grad():
-            outs = paddle._C_ops.batch_norm(x, rm, rv, w, b, not case.training, 0.9, case.epsilon,
-                                            kernel_layout(case.data_format), not case.training, False)
-        if distributed:
-            return dict(zip(("mean_out", "variance_out", "saved_mean", "saved_variance"), outs[1:5], strict=True))
-        names = ("mean_out", "variance_out") + (("saved_mean", "saved_variance") if case.training else ())
-        return {n: t.numpy().astype("float64") for n, t in zip(names, outs[1:5], strict=False)}
+        return self.op.extra_outputs(self.api, self.case, x, w, b, rm, rv, reference=not distributed)
 
-    def _probe_batch_norm_outputs(self, x: Any, w: Any, b: Any) -> None:
+    def _probe_extra_outputs(self, x: Any, w: Any, b: Any) -> None:
         try:
-            outs = self._batch_norm_outputs(x, w, b, distributed=True)
+            outs = self._extra_outputs(x, w, b, distributed=True)
         except Exception as exc:
             self.record["stages"]["probe"] = f"error: {type(exc).__name__}: {str(exc)[:MAX_MESSAGE]}"
             return

@@ -159,8 +159,8 @@ def probe_crash(case: LaunchCase, *, python: str | None = None, timeout: float =
     environment as the launch token (so :func:`.launcher.end_processes` finds it); ``guard``
     starts the child (so an interrupt can end it from the main thread). ``attempts``: a process
     that does not crash is started again, up to that many runs in all, and the crash counts as
-    confirmed when one run dies (a heap corruption does not abort every run: instance_norm's
-    rule on a 2-D / 3-D x returned in 4 of 16 single runs); the summary says how many runs it took.
+    confirmed when one run dies (a heap corruption does not abort every run: measured in
+    docs/measurements/2026-12-01-launch-notes.md); the summary says how many runs it took.
     """
     outcomes: list[str] = []
     for attempt in range(1, attempts + 1):

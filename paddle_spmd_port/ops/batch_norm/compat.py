@@ -1,0 +1,67 @@
+"""batch_norm in the compat layer: Paddle registers ``batch_norm`` with the attribute-less static
+forward (BatchNormInferSpmdStatic: attributes given are ignored) and no backward (``infer_backward``
+raises NotFound).
+
+::
+
+    method          tensors (in order)                  attributes
+    infer_forward   x, mean, variance, scale, bias      (none; extra ones are ignored)
+    infer_backward  RuntimeError (NotFound), like Paddle
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..kit.compat import CompatRule, Method, ProbeKit
+
+RULES = (
+    CompatRule("batch_norm", Method(("x", "mean", "variance", "scale", "bias"), optional=frozenset({"scale", "bias"}))),
+)
+#: ``batch_norm_grad`` is not a registry name in Paddle: both registries must say so.
+CONTAINS = ("batch_norm", "batch_norm_grad")
+
+
+def probes(kit: ProbeKit) -> None:
+    probe, spec, absent, view = kit.probe, kit.spec, kit.absent, kit.result_view
+    bn = kit.rule("batch_norm")
+    bx, stat = spec([8, 16, 4, 4], [0, 1, -1, -1]), spec([16], [-1])
+
+    @probe("registry/batch-norm-backward")
+    def _() -> Any:
+        bn.infer_backward(bx, stat, stat, stat, stat)
+
+    @probe("bn/forward")
+    def _() -> Any:
+        return view(bn.infer_forward(bx, stat, stat, stat, stat))
+
+    @probe("bn/forward-partial-absent")
+    def _() -> Any:
+        return view(bn.infer_forward(spec([8, 16, 4, 4], [-1, 1, -1, -1], [0]), spec([16], [-1], [0]), stat,
+                                     absent(), spec([16], [0])))
+
+    @probe("bn/forward-attributes-ignored")
+    def _() -> Any:
+        return view(bn.infer_forward(spec([8, 4, 4, 16], [0, -1, -1, 1]), stat, stat, stat, stat, False, 0.9,
+                                     1e-5, "NHWC", False, False))
+
+    @probe("bn/forward-2d-5d")
+    def _() -> Any:
+        return [view(bn.infer_forward(spec([8, 16], [0, 1]), stat, stat, stat, stat)),
+                view(bn.infer_forward(spec([2, 16, 4, 4, 4], [-1, 0, -1, -1, 1]), stat, stat, stat, stat))]
+
+    @probe("bn/x-rank-1")
+    def _() -> Any:
+        bn.infer_forward(spec([8], [0]), stat, stat, stat, stat)
+
+    @probe("bn/x-rank-6")
+    def _() -> Any:
+        bn.infer_forward(spec([2] * 6, [-1] * 6), stat, stat, stat, stat)
+
+    @probe("bn/mean-rank-2")
+    def _() -> Any:
+        bn.infer_forward(bx, spec([16, 2], [-1, -1]), stat, stat, stat)
+
+    @probe("bn/scale-rank-2")
+    def _() -> Any:
+        bn.infer_forward(bx, stat, stat, spec([16, 2], [-1, -1]), stat)

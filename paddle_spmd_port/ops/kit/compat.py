@@ -1,0 +1,94 @@
+"""What a family's compat module (``ops/<family>/compat.py``) declares for the drop-in of Paddle's
+static SPMD rule-test API (:mod:`paddle_spmd_port.compat`), and the probe kit its probes use.
+
+A family's ``compat.py`` holds:
+
+* ``RULES``: the :class:`CompatRule` s it serves under Paddle's registry names (the compat layer
+  takes the functions from ``paddle_spmd_port.rules.get_spmd_rule(name)``);
+* ``CONTAINS``: names the ``registry/contains`` probe asks both registries about;
+* ``probes(kit)``: registers its probes on a :class:`ProbeKit` (the same calls run on Paddle and
+  on the compat layer, and the observations are compared by name).
+
+Pure: the kit's members are handed in by the compat room; nothing here imports Paddle or numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+#: Attribute kinds as Paddle's binding classifies Python values: bool, int, float.
+ATTRIBUTE_KINDS = ("b", "i", "f")
+
+
+@dataclass(frozen=True)
+class Method:
+    """What one rule method reads: tensor slots in order, then typed attributes ((name, kind) with
+    kind one of :data:`ATTRIBUTE_KINDS`). ``optional``: slots where a mesh-less rank-1 spec (Paddle's
+    ``DistTensorSpec([0], TensorDistAttr())``) means "no tensor"."""
+
+    tensors: tuple[str, ...]
+    attributes: tuple[tuple[str, str], ...] = ()
+    optional: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if bad := [kind for _, kind in self.attributes if kind not in ATTRIBUTE_KINDS]:
+            raise ValueError(f"attribute kinds {bad} are not among {ATTRIBUTE_KINDS}")
+        if not self.optional <= set(self.tensors):
+            raise ValueError(f"optional {sorted(self.optional - set(self.tensors))} are not tensor slots")
+
+
+@dataclass(frozen=True)
+class CompatRule:
+    """A registry name the compat layer serves: its infer_forward, and its infer_backward (None:
+    Paddle registers none, and the call raises NotFound as Paddle's does)."""
+
+    name: str
+    forward: Method
+    backward: Method | None = None
+
+
+Probe = Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class ProbeKit:
+    """Everything a family's probes call, bound to one API (Paddle's or the compat layer's).
+
+    ``probe(name, message=True)`` registers a probe (a decorator); ``rule(name)`` is the registry
+    rule fetched when a probe first uses it; ``fetch`` and ``contains`` ask the registry (and
+    record the name); ``spec``/``attr``/``absent``/``coshard`` build inputs on ``mesh`` (2x3) or
+    the mesh given; ``result_view`` is what a probe returns of a rule's answer; ``np`` is numpy."""
+
+    probe: Callable[..., Callable[[Probe], Probe]]
+    rule: Callable[[str], Any]
+    fetch: Callable[[str], Any]
+    contains: Callable[[str], Any]
+    TensorDistAttr: Any
+    DistTensorSpec: Any
+    ProcessMesh: Any
+    mesh: Any
+    mesh1: Any
+    mesh22: Any
+    mesh32: Any
+    attr: Callable[..., Any]
+    spec: Callable[..., Any]
+    absent: Callable[[], Any]
+    coshard: Callable[..., Any]
+    result_view: Callable[[Any], Any]
+    np: Any
+
+
+def compat_modules() -> Iterator[tuple[str, ModuleType]]:
+    """(family, its compat module), family by family, for the families that have one."""
+    from .. import FAMILIES, family_module
+
+    for family in FAMILIES:
+        module = family_module(family, "compat")
+        if module is not None:
+            yield family, module
+
+
+__all__ = ["ATTRIBUTE_KINDS", "CompatRule", "Method", "Probe", "ProbeKit", "compat_modules"]

@@ -1,0 +1,57 @@
+"""rms_norm in the compat layer, under Paddle's registry name ``fused_rms_norm``::
+
+    method          tensors (in order)          attributes
+    infer_forward   x, scale                    epsilon: float
+    infer_backward  x, scale, out, invvar       epsilon: float   (the reverse rule)
+
+The inputs that crash Paddle are in docs/instance-rms-fastln-3.3.1.md (port-only tests).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..kit.compat import CompatRule, Method, ProbeKit
+
+_EPS = (("epsilon", "f"),)
+
+RULES = (
+    CompatRule("fused_rms_norm", Method(("x", "scale"), _EPS), Method(("x", "scale", "out", "invvar"), _EPS)),
+)
+CONTAINS: tuple[str, ...] = ()
+
+
+def probes(kit: ProbeKit) -> None:
+    probe, spec, absent, view = kit.probe, kit.spec, kit.absent, kit.result_view
+    rms = kit.rule("fused_rms_norm")
+    rx, r1 = spec([16, 32, 64], [1, -1, 0]), spec([64], [-1])
+
+    @probe("rms/forward")
+    def _() -> Any:
+        return view(rms.infer_forward(rx, r1, 1e-6))
+
+    @probe("rms/forward-partial")
+    def _() -> Any:
+        return view(rms.infer_forward(spec([16, 32, 64], [-1, 1, -1], [0]), spec([64], [-1], [1]), 1e-6))
+
+    @probe("rms/forward-absent-scale")
+    def _() -> Any:
+        rms.infer_forward(rx, absent(), 1e-6)
+
+    @probe("rms/forward-one-dim-mesh")
+    def _() -> Any:
+        return view(rms.infer_forward(spec([16, 64], [0, -1], on=kit.mesh1), spec([64], [-1], on=kit.mesh1), 1e-6))
+
+    @probe("rms/forward-coshard")
+    def _() -> Any:
+        xs = kit.DistTensorSpec([16, 32, 64], kit.coshard([[1, 0], [], []], kit.mesh32))
+        return view(rms.infer_forward(xs, spec([64], [-1], on=kit.mesh32), 1e-6))
+
+    @probe("rms/reverse")
+    def _() -> Any:
+        return view(rms.infer_backward(rx, r1, spec([16, 32, 64], [-1, 1, -1]), spec([16, 32], [0, 1]), 1e-6))
+
+    @probe("rms/reverse-partial")
+    def _() -> Any:
+        out = spec([16, 32, 64], [1, -1, -1], [0])
+        return view(rms.infer_backward(rx, r1, out, spec([16, 32], [1, -1]), 1e-6))
