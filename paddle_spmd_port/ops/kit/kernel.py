@@ -215,8 +215,9 @@ class OpModel:
     saved_inputs: SavedInputs | None = None
     """Makes the grad inputs the forward op saved consistent with x (else they stay random)."""
     launch: Callable[[Attrs, Shape], dict[str, Any] | None] | None = None
-    """The op-specific fields of a ``launch`` case (x placed, the rest replicated), or None when no
-    launch case runs it; the attribute itself None: the rule has no launch case."""
+    """The op-specific fields of the rule's ``launch`` case (x placed, the rest replicated), from the
+    case's attributes and x's shape; it returns None where no launch case expresses them. None
+    here: the rule has no launch case."""
     partial_x_script: Callable[[Shape, Attrs, bool, bool], str] | None = None
     """A plain 2-rank script showing a Partial x on real Paddle (x's shape, the attributes, with a
     weight, with a bias), for the rules a dygraph backward reaches from a Partial x."""
