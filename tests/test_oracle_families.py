@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from paddle_spmd_port import ops
-from paddle_spmd_port.oracle import kernels
 from paddle_spmd_port.ops.kit.kernel import Facts, OpModel, each
+from paddle_spmd_port.oracle import kernels
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "paddle_spmd_port"
