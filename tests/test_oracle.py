@@ -14,6 +14,9 @@ import numpy as np
 import pytest
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.ops.batch_norm import kernel as bn_kernel
+from paddle_spmd_port.ops.layer_norm import kernel as ln_kernel
+from paddle_spmd_port.ops.sync_batch_norm import kernel as sync_kernel
 from paddle_spmd_port.oracle import kernels
 from paddle_spmd_port.oracle.cli import main as oracle_main
 from paddle_spmd_port.oracle.grid import ORACLE_X_SHAPES, oracle_grid
@@ -320,12 +323,12 @@ def test_kernels_match_paddle_dense():
         for is_test, ugs, ts in modes:
             attrs = {"is_test": is_test, "use_global_stats": ugs, "trainable_statistics": ts, "momentum": 0.9,
                      "epsilon": 1e-5, "data_format": fmt}
-            ours = kernels.batch_norm({"x": x, "mean": m, "variance": v, "scale": s, "bias": b}, attrs)
+            ours = bn_kernel.batch_norm({"x": x, "mean": m, "variance": v, "scale": s, "bias": b}, attrs)
             theirs = _C_ops.batch_norm(t(x), t(m), t(v), t(s), t(b), is_test, 0.9, 1e-5, fmt, ugs, ts)
             for name, value in zip(RULES["batch_norm"].result_outputs, theirs, strict=True):
                 if ours[name] is not None:
                     np.testing.assert_allclose(ours[name], value.numpy(), rtol=1e-9, atol=1e-10, err_msg=name)
-            g_ours = kernels.batch_norm_grad({"x": x, "scale": s, "bias": b, "mean_out": m, "variance_out": v,
+            g_ours = bn_kernel.batch_norm_grad({"x": x, "scale": s, "bias": b, "mean_out": m, "variance_out": v,
                                               "saved_mean": sm, "saved_variance": sv, "reserve_space": None,
                                               "out_grad": dy}, attrs)
             g_theirs = _C_ops.batch_norm_grad(t(x), t(s), t(b), t(m), t(v), t(sm), t(sv), None, t(dy), 0.9, 1e-5, fmt,
@@ -333,9 +336,9 @@ def test_kernels_match_paddle_dense():
             for name, value in zip(RULES["batch_norm_grad"].result_outputs, g_theirs, strict=True):
                 np.testing.assert_allclose(g_ours[name], value.numpy(), rtol=1e-9, atol=1e-10, err_msg=name)
         # the sync kernel on one device is batch_norm
-        one = kernels.sync_batch_norm([{"x": x, "mean": m, "variance": v, "scale": s, "bias": b}],
+        one = sync_kernel.sync_batch_norm([{"x": x, "mean": m, "variance": v, "scale": s, "bias": b}],
                                       {"is_test": False, "momentum": 0.9, "epsilon": 1e-5, "data_format": fmt}, [[0]])
-        ref = kernels.batch_norm({"x": x, "mean": m, "variance": v, "scale": s, "bias": b},
+        ref = bn_kernel.batch_norm({"x": x, "mean": m, "variance": v, "scale": s, "bias": b},
                                  {"is_test": False, "momentum": 0.9, "epsilon": 1e-5, "data_format": fmt})
         for name in ("out", "mean_out", "variance_out", "saved_mean", "saved_variance"):
             np.testing.assert_allclose(one[0][name], ref[name], rtol=1e-9, atol=1e-10)
@@ -343,9 +346,9 @@ def test_kernels_match_paddle_dense():
         right = math.prod(shape[b:])
         x, dy = rng.standard_normal(shape), rng.standard_normal(shape)
         s, bias = rng.standard_normal(right), rng.standard_normal(right)
-        out = kernels.layer_norm({"x": x, "scale": s, "bias": bias}, {"epsilon": 1e-5, "begin_norm_axis": b})
+        out = ln_kernel.layer_norm({"x": x, "scale": s, "bias": bias}, {"epsilon": 1e-5, "begin_norm_axis": b})
         np.testing.assert_allclose(out["out"], _C_ops.layer_norm(t(x), t(s), t(bias), 1e-5, b).numpy(), rtol=1e-9)
-        grads = kernels.layer_norm_grad({"x": x, "scale": s, "bias": bias, "mean": out["mean"],
+        grads = ln_kernel.layer_norm_grad({"x": x, "scale": s, "bias": bias, "mean": out["mean"],
                                          "variance": out["variance"], "out_grad": dy},
                                         {"epsilon": 1e-5, "begin_norm_axis": b})
         theirs = _C_ops.layer_norm_grad(t(x), t(s), t(bias), t(out["mean"]), t(out["variance"]), t(dy), 1e-5, b)
@@ -369,19 +372,19 @@ def test_kernel_shape_checks_match_paddle():
 
     c3, c6 = rng.standard_normal(3), rng.standard_normal(6)
     with pytest.raises(kernels.KernelRejects) as ours:
-        kernels.batch_norm({"x": x, "mean": c3, "variance": c3 ** 2, "scale": c6, "bias": c3}, attrs)
+        bn_kernel.batch_norm({"x": x, "mean": c3, "variance": c3 ** 2, "scale": c6, "bias": c3}, attrs)
     assert ours.value.checked
     with pytest.raises(ValueError, match="scale"):
         _C_ops.batch_norm(t(x), t(c3), t(c3 ** 2), t(c6), t(c3), False, 0.9, 1e-5, "NCHW", False, False)
     grad_in = {"x": x, "scale": c6, "bias": c3, "mean_out": c3, "variance_out": c3 ** 2, "saved_mean": c3,
                "saved_variance": c3 ** 2, "reserve_space": None, "out_grad": dy}
     with pytest.raises(kernels.KernelRejects) as ours:
-        kernels.batch_norm_grad(grad_in, attrs)
+        bn_kernel.batch_norm_grad(grad_in, attrs)
     assert not ours.value.checked
     _C_ops.batch_norm_grad(t(x), t(c6), t(c3), t(c3), t(c3 ** 2), t(c3), t(c3 ** 2), None, t(dy), 0.9, 1e-5, "NCHW",
                            False, False, False)  # Paddle runs it (reading the wrong channels)
     with pytest.raises(kernels.KernelRejects) as ours:
-        kernels.layer_norm({"x": x, "scale": c3, "bias": None}, {"epsilon": 1e-5, "begin_norm_axis": 2})
+        ln_kernel.layer_norm({"x": x, "scale": c3, "bias": None}, {"epsilon": 1e-5, "begin_norm_axis": 2})
     assert ours.value.checked
     with pytest.raises(ValueError, match="scale"):
         _C_ops.layer_norm(t(x), t(c3), None, 1e-5, 2)
@@ -390,7 +393,7 @@ def test_kernel_shape_checks_match_paddle():
 # --------------------------------------------------------------------------- real 2-rank runs
 def _oracle_cases_for(launch_case):
     """The forward and grad cases the dist API builds for a launch case (as launch.predict does)."""
-    from paddle_spmd_port.rules.signatures import kernel_layout
+    from paddle_spmd_port.ops.batch_norm.layout import kernel_layout
 
     mesh = ProcessMesh(tuple(launch_case.mesh_shape))
     x = spec(launch_case.shape, launch_case.dims_mapping, mesh)
@@ -425,7 +428,7 @@ def test_simulator_agrees_with_real_paddle_on_two_ranks(tmp_path):
     from paddle_spmd_port.launch.cases import LaunchCase
     from paddle_spmd_port.launch.launcher import LaunchConfig, run_launch
     from paddle_spmd_port.launch.session import run_cases
-    from paddle_spmd_port.oracle.report import _PARTIAL_X_SCRIPT
+    from paddle_spmd_port.ops.layer_norm.kernel import PARTIAL_X_SCRIPT
 
     def bn(i, shape, fmt, pl, training=True):
         return LaunchCase(f"o{i}", "batch_norm", shape, (2,), pl, data_format=fmt, training=training)
@@ -465,7 +468,7 @@ def test_simulator_agrees_with_real_paddle_on_two_ranks(tmp_path):
     partial = ln_grad_case((-1, -1, -1), M2, 2, shape=shape, x_partial=(0,))
     assert simulate(partial, partial.call_port()).label == UNSOUND
     script = tmp_path / "partial_x.py"
-    script.write_text(_PARTIAL_X_SCRIPT.format(shape=list(shape), norm=[10], weight=True, bias=True))
+    script.write_text(PARTIAL_X_SCRIPT.format(shape=list(shape), norm=[10], weight=True, bias=True))
     launched = run_launch(str(script), [], LaunchConfig(nproc=2, timeout=180), work_dir=tmp_path / "partial")
     assert launched.ok, launched.failure_text()
     for rank in (0, 1):

@@ -13,9 +13,13 @@ import numpy as np
 import pytest
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.ops.fast_ln import kernel as fast_ln_kernel
+from paddle_spmd_port.ops.group_norm import kernel as gn_kernel
+from paddle_spmd_port.ops.instance_norm import kernel as inn
+from paddle_spmd_port.ops.rms_norm import kernel as rms
 from paddle_spmd_port.oracle import kernels
 from paddle_spmd_port.oracle.cli import main as oracle_main
-from paddle_spmd_port.oracle.grid import GN_ORACLE_X_SHAPES, oracle_grid
+from paddle_spmd_port.oracle.grid import oracle_grid
 from paddle_spmd_port.oracle.report import Judge
 from paddle_spmd_port.oracle.simulator import (
     CAUSE_LAYOUT_BOTH,
@@ -77,17 +81,17 @@ def _grad_cases():
     rng = np.random.default_rng(3)
     eps = {"epsilon": 1e-5}
     x4 = rng.standard_normal((3, 4, 3, 2))
-    yield ("instance_norm", kernels.instance_norm, kernels.instance_norm_grad, {"x": x4, "scale": rng.uniform(.5, 2, 4),
+    yield ("instance_norm", inn.instance_norm, inn.instance_norm_grad, {"x": x4, "scale": rng.uniform(.5, 2, 4),
            "bias": rng.standard_normal(4)}, {**eps, "has_bias": True}, "y",
            {"saved_mean": "saved_mean", "saved_variance": "saved_variance"}, "y_grad", ("scale", "bias"))
     x3 = rng.standard_normal((3, 4, 5))
-    yield ("rms_norm", kernels.rms_norm, kernels.rms_norm_grad, {"x": x3, "scale": rng.uniform(.5, 2, 5)}, eps, "out",
+    yield ("rms_norm", rms.rms_norm, rms.rms_norm_grad, {"x": x3, "scale": rng.uniform(.5, 2, 5)}, eps, "out",
            {"invvar": "invvar"}, "out_grad", ("scale",))
-    yield ("fast_ln", kernels.fast_ln, kernels.fast_ln_grad, {"x": x3, "scale": rng.uniform(.5, 2, 5),
+    yield ("fast_ln", fast_ln_kernel.fast_ln, fast_ln_kernel.fast_ln_grad, {"x": x3, "scale": rng.uniform(.5, 2, 5),
            "bias": rng.standard_normal(5)}, eps, "out", {"mean": "mean", "invvar": "invvar"}, "y_grad",
            ("scale", "bias"))
     for fmt, shape in (("NCHW", (2, 6, 3, 2)), ("NHWC", (2, 3, 2, 6)), ("NCL", (2, 6, 3))):
-        yield (f"group_norm-{fmt}", kernels.group_norm, kernels.group_norm_grad, {"x": rng.standard_normal(shape),
+        yield (f"group_norm-{fmt}", gn_kernel.group_norm, gn_kernel.group_norm_grad, {"x": rng.standard_normal(shape),
                "scale": rng.uniform(.5, 2, 6), "bias": rng.standard_normal(6)},
                {**eps, "groups": 3, "data_format": fmt}, "y", {"y": "y", "mean": "mean", "variance": "variance"},
                "y_grad", ("scale", "bias"))
@@ -108,7 +112,7 @@ def test_group_norm_statistics_are_per_group_of_channels_in_either_layout():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 6, 3, 4))
     for fmt, data in (("NCHW", x), ("NHWC", np.moveaxis(x, 1, 3))):
-        outs = kernels.group_norm({"x": data, "scale": None, "bias": None},
+        outs = gn_kernel.group_norm({"x": data, "scale": None, "bias": None},
                                   {"epsilon": 1e-5, "groups": 3, "data_format": fmt})
         np.testing.assert_allclose(outs["mean"], x.reshape(2, 3, -1).mean(axis=2), atol=1e-12)
         np.testing.assert_allclose(outs["variance"], x.reshape(2, 3, -1).var(axis=2), atol=1e-12)
@@ -117,17 +121,17 @@ def test_group_norm_statistics_are_per_group_of_channels_in_either_layout():
 def test_grad_inputs_are_what_the_forward_saved():
     case = in_grad_case((0, -1, -1, -1), M2)
     data = case_data(case)
-    fwd = kernels.instance_norm({"x": data.inputs["x"], "scale": None, "bias": None}, {"epsilon": 1e-5})
+    fwd = inn.instance_norm({"x": data.inputs["x"], "scale": None, "bias": None}, {"epsilon": 1e-5})
     np.testing.assert_array_equal(data.inputs["saved_variance"], fwd["saved_variance"])
     gn = next(oracle_grid("group_norm_grad"))
     inputs = case_data(gn).inputs
-    fwd = kernels.group_norm({n: inputs[n] for n in ("x", "scale", "bias")}, dict(gn.attrs))
+    fwd = gn_kernel.group_norm({n: inputs[n] for n in ("x", "scale", "bias")}, dict(gn.attrs))
     for name in ("y", "mean", "variance"):
         np.testing.assert_array_equal(inputs[name], fwd[name])
 
 
 def test_group_norm_oracle_sizes_split_into_non_empty_shards_and_take_the_grid_groups():
-    for shape in GN_ORACLE_X_SHAPES.values():
+    for shape in gn_kernel.X_SHAPES.values():
         assert shape[1] % 4 == 0 and shape[-1] % 4 == 0  # groups 2 and 4, channel first or last
         for n in shape:
             for k in (2, 3, 4):
@@ -212,7 +216,7 @@ def test_rms_norm_reverse_raises_where_the_proposed_rule_answers_soundly():
 
 def test_group_norm_cannot_keep_c_split_the_op_groups_the_local_channels():
     """Why both profiles replicate C: groups is global, a rank's C/k channels are grouped as if all."""
-    shape = GN_ORACLE_X_SHAPES[4]
+    shape = gn_kernel.X_SHAPES[4]
     case = Case("group_norm", M2, (spec(shape, (-1, 0, -1, -1), M2), rep((12,), M2), rep((12,), M2)),
                 EPS + (("groups", 2), ("data_format", "NCHW")))
     answer = case.call_port()
@@ -304,14 +308,14 @@ def test_new_kernels_match_paddle_dense(op, fmt, shape):
     if op == "instance_norm":
         y = F.instance_norm(tx, weight=ts, bias=tb, eps=1e-5)
         attrs = {"epsilon": 1e-5, "has_bias": True}
-        fwd = kernels.instance_norm({"x": x, "scale": scale, "bias": bias}, attrs)
-        grads = kernels.instance_norm_grad({"x": x, "scale": scale, "saved_mean": fwd["saved_mean"],
+        fwd = inn.instance_norm({"x": x, "scale": scale, "bias": bias}, attrs)
+        grads = inn.instance_norm_grad({"x": x, "scale": scale, "saved_mean": fwd["saved_mean"],
                                             "saved_variance": fwd["saved_variance"], "y_grad": dy}, attrs)
     else:
         y = F.group_norm(tx, num_groups=2, epsilon=1e-5, weight=ts, bias=tb, data_format=fmt)
         attrs = {"epsilon": 1e-5, "groups": 2, "data_format": fmt}
-        fwd = kernels.group_norm({"x": x, "scale": scale, "bias": bias}, attrs)
-        grads = kernels.group_norm_grad({"x": x, "scale": scale, "bias": bias, "y": fwd["y"], "mean": fwd["mean"],
+        fwd = gn_kernel.group_norm({"x": x, "scale": scale, "bias": bias}, attrs)
+        grads = gn_kernel.group_norm_grad({"x": x, "scale": scale, "bias": bias, "y": fwd["y"], "mean": fwd["mean"],
                                          "variance": fwd["variance"], "y_grad": dy}, attrs)
     y.backward(paddle.to_tensor(dy))
     np.testing.assert_allclose(fwd["y"], y.numpy(), atol=1e-8)

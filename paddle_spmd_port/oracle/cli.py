@@ -3,7 +3,7 @@
 ::
 
     python -m paddle_spmd_port oracle                          # every rule, paddle and proposed
-    python -m paddle_spmd_port oracle --rules batch_norm,layer_norm_grad --profile paddle
+    python -m paddle_spmd_port oracle --rules all --profile paddle
     python -m paddle_spmd_port oracle --sample 300 --seed 1 --report-dir out/
     python -m paddle_spmd_port oracle --meshes 2,4,2x2,2x3,2x2x2 --sync-group mesh
 
@@ -59,7 +59,7 @@ from ..runctl import (
     run_command,
 )
 from .grid import ORACLE_MESHES, oracle_grid
-from .kernels import MODELS
+from .kernels import MODELS, all_reducing_families
 from .report import (
     BUG_LABELS,
     PROFILE_NAMES,
@@ -92,6 +92,14 @@ def _grid_meshes(text: str) -> list[tuple[int, ...]]:
     return meshes
 
 
+def _all_reducing() -> str:
+    """Who all-reduces statistics across ranks, as a sentence's subject and verb."""
+    families = all_reducing_families()
+    if not families:
+        return "a kernel that all-reduces would all-reduce"
+    return ", ".join(families) + (" all-reduces" if len(families) == 1 else " all-reduce")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog=PROG, description=__doc__.split("\n")[0],
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -112,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"comma-separated mesh shapes (default {','.join(_mesh_text(m) for m in ORACLE_MESHES)}; "
                         f"the grid also has 2x2x2)")
     p.add_argument("--sync-group", choices=SYNC_GROUPS, default="batch",
-                   help="ranks sync_batch_norm all-reduces over: the mesh dims that shard x's batch axis (default) "
+                   help=f"ranks {_all_reducing()} over: the mesh dims that shard x's batch axis (default) "
                         "or the whole mesh (what Paddle's GPU kernel does with the world communicator)")
     p.add_argument("--max-bugs", type=int, default=40, help="distinct bugs to print in full (default 40)")
     p.add_argument("--quiet", action="store_true", help="print only the tables (no opening line, no progress)")
@@ -198,7 +206,7 @@ def _render(run: _Run, args: argparse.Namespace, seconds: float, interrupted: st
     if interrupted:
         head = (f"INTERRUPTED by {interrupted} after {seconds:.1f}s: partial report of the cases judged so far; "
                 f"unfinished rules: {_unfinished_text(status)}\n\n")
-    parts = [f"{head}# Oracle: numerical soundness on a virtual mesh\n\nmeshes {meshes}; sync_batch_norm all-reduces "
+    parts = [f"{head}# Oracle: numerical soundness on a virtual mesh\n\nmeshes {meshes}; {_all_reducing()} "
              f"over {'the batch mesh dims' if args.sync_group == 'batch' else 'the whole mesh'}; "
              f"{sum(len(r) for r in judged[profiles[0]].values())} cases per profile; {run.judge.simulations} "
              f"distinct simulations; {seconds:.1f}s.\n"]

@@ -23,8 +23,8 @@ from ..outcome import ErrorInfo
 from ..reporting import markdown_table
 from ..rules.registry import PROFILES as RULE_PROFILES
 from ..rules.registry import rule_function
-from ..rules.signatures import DATA_FORMAT_NDIM
 from ..types import DistAttr, DistTensorSpec, SpmdResult, mesh_dims_of, plain_mapping
+from .kernels import MODELS
 from .simulator import (
     LOCAL_STATS,
     OP_REJECTS,
@@ -231,17 +231,19 @@ def repro_route(case: Case) -> int:
         return 0
     if _partial_x_script_fits(case):
         return 1
-    if case.rule in ("batch_norm_static", "layer_norm", "layer_norm_reverse"):
+    if MODELS[case.rule].registry_repro:
         return 2
     return 3
 
 
 def _partial_x_script_fits(case: Case) -> bool:
-    """layer_norm_grad as the dygraph backward reaches it from a Partial x on 2 ranks: x Partial,
-    everything else replicated (the forward rule replicates mean/variance and the output)."""
+    """A rule with a Partial-x script (its model's ``partial_x_script``), as the dygraph backward
+    reaches it from a Partial x on 2 ranks: x Partial, everything else replicated (the forward
+    rule replicates the rest)."""
     named = case.named_inputs()
     x = named["x"]
-    if case.rule != "layer_norm_grad" or x is None or tuple(case.mesh.shape) != (2,) or x.partial_dims != {0}:
+    if MODELS[case.rule].partial_x_script is None or x is None or tuple(case.mesh.shape) != (2,) \
+            or x.partial_dims != {0}:
         return False
     if any(m != -1 for m in x.dims_mapping):
         return False
@@ -262,8 +264,10 @@ def distinct_bugs(judged: Iterable[Judged]) -> list[Bug]:
 
 # --------------------------------------------------------------------------- real-Paddle repros
 def _launch_case(case: Case) -> dict[str, Any] | None:
-    """The case as a ``launch`` case (x placed, everything else replicated), when one exists."""
-    if case.rule not in _LAUNCH_RULES:
+    """The case as a ``launch`` case (x placed, everything else replicated), when one exists (the
+    op-specific fields: the rule's model's ``launch``)."""
+    launch_fields = MODELS[case.rule].launch
+    if launch_fields is None:
         return None
     named = case.named_inputs()
     x = named["x"]
@@ -282,70 +286,11 @@ def _launch_case(case: Case) -> dict[str, Any] | None:
     data: dict[str, Any] = {"case_id": f"oracle-{case.case_id}", "shape": list(x.shape),
                             "mesh_shape": list(case.mesh.shape), "placements": placements,
                             "weight": named.get("scale") is not None, "bias": named.get("bias") is not None}
-    if case.spec.op == "layer_norm":
-        b = attrs["begin_norm_axis"]
-        if not 1 <= b < x.ndim:
-            return None
-        data.update(op="layer_norm", normalized_shape=list(x.shape[b:]))
-    elif case.spec.op == "instance_norm":  # F.instance_norm: channel first, forward only
-        data.update(op="instance_norm", data_format={3: "NCL", 4: "NCHW", 5: "NCDHW"}[x.ndim], backward=False)
-    else:
-        fmt = attrs["data_format"]
-        if DATA_FORMAT_NDIM.get(fmt) != x.ndim or attrs["use_global_stats"] or attrs["trainable_statistics"]:
-            return None
-        data.update(op="batch_norm", data_format=fmt, training=not attrs["is_test"])
+    fields = launch_fields(attrs, tuple(x.shape))
+    if fields is None:
+        return None
+    data.update(fields)
     return data
-
-
-#: rules whose cases ``launch`` can run (x placed, the rest replicated): F.batch_norm and F.layer_norm
-#: forward and backward, F.instance_norm forward (its backward: :data:`_NOT_ON_RANKS`).
-_LAUNCH_RULES = frozenset({"batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad", "instance_norm"})
-
-
-_PARTIAL_X_SCRIPT = '''# layer_norm on 2 ranks with a Partial(SUM) x: the forward is right, the backward is not
-import numpy as np, paddle, paddle.distributed as dist, paddle.nn.functional as F
-paddle.set_device("cpu")
-mesh = dist.ProcessMesh([0, 1], dim_names=["x"])
-rs = np.random.RandomState(0)
-shape, norm, has_weight, has_bias = {shape}, {norm}, {weight}, {bias}
-xn, gy = rs.randn(*shape).astype("float32"), rs.randn(*shape).astype("float32")
-n = int(np.prod(norm))  # weight and bias are flat: prod(normalized_shape) entries
-wn, bn = rs.rand(n).astype("float32") + 0.5, rs.rand(n).astype("float32")
-a0 = rs.randn(*shape).astype("float32") * 3
-rx, rw, rb = (paddle.to_tensor(a, stop_gradient=False) for a in (xn, wn, bn))
-ry = F.layer_norm(rx, norm, weight=rw if has_weight else None, bias=rb if has_bias else None)
-ry.backward(paddle.to_tensor(gy))  # single-device reference
-local = a0 if dist.get_rank() == 0 else xn - a0  # rank r holds addend r; they sum to x
-x = dist.auto_parallel.api.dtensor_from_local(paddle.to_tensor(local), mesh, [dist.Partial()])
-x.stop_gradient = False
-w, b = (dist.shard_tensor(paddle.to_tensor(a), mesh, [dist.Replicate()]) for a in (wn, bn))
-w.stop_gradient = b.stop_gradient = False
-y = F.layer_norm(x, norm, weight=w if has_weight else None, bias=b if has_bias else None)
-y.backward(dist.shard_tensor(paddle.to_tensor(gy), mesh, y.placements))
-def full(t):
-    return dist.reshard(t, mesh, [dist.Replicate()]).numpy()
-print(f"rank {{dist.get_rank()}}: y err {{abs(full(y) - ry.numpy()).max():.2e}}, "
-      f"x.grad err {{abs(full(x.grad) - rx.grad.numpy()).max():.2e}}"
-      + (f", weight.grad err {{abs(full(w.grad) - rw.grad.numpy()).max():.2e}}" if has_weight else ""), flush=True)
-'''
-
-
-_NOT_ON_RANKS = {
-    "batch_norm_static": "the registry rule is only used by static completion",
-    "batch_norm_grad": "whenever C is split, a real run already stops in the batch_norm forward",
-    "sync_batch_norm": "3.3.1 has no CPU sync_batch_norm kernel",
-    "sync_batch_norm_grad": "3.3.1 has no CPU sync_batch_norm kernel",
-    "layer_norm_reverse": "the reverse rule is only used by static completion",
-    "layer_norm_grad": "a dygraph backward feeds the grad rule the forward's own placements, which never combine "
-                       "like this",
-    "instance_norm_grad": "an eager backward never reaches the kernel in 3.3.1: InstanceNormInferMeta makes "
-                          "saved_mean 1-D [N*C] and the grad rule raises on it",
-    "fast_ln": "3.3.1 has no CPU fast_ln kernel",
-    "fast_ln_grad": "3.3.1 has no CPU fast_ln kernel",
-    "rms_norm": "no eager API reaches the rms_norm rules on a 3.3.1 CPU build",
-    "rms_norm_reverse": "the reverse rule is only used by static completion",
-    "rms_norm_grad": "no eager API reaches the rms_norm rules on a 3.3.1 CPU build",
-}
 
 
 def real_paddle_repro(bug: Bug, index: str, report_dir: str | Path = "") -> tuple[str, dict[str, str]]:
@@ -374,17 +319,16 @@ def real_paddle_repro(bug: Bug, index: str, report_dir: str | Path = "") -> tupl
         return (f"On real Paddle ({ranks} ranks){note}:\n\n    python -m paddle_spmd_port launch --nproc {ranks} "
                 f"--cases {where(name)}\n\n{infer}"), files
     x = case.named_inputs()["x"]
-    if x is not None and _partial_x_script_fits(case):  # (it fits only with an x)
-        b = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))["begin_norm_axis"]
+    script = MODELS[case.rule].partial_x_script
+    if x is not None and script is not None and _partial_x_script_fits(case):  # (it fits only with an x)
+        attrs = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))
         name = f"repro-{index}.py"
         named = case.named_inputs()
-        files[name] = _PARTIAL_X_SCRIPT.format(shape=list(x.shape), norm=list(x.shape[b:]),
-                                               weight=named.get("scale") is not None,
-                                               bias=named.get("bias") is not None)
-        return ("On real Paddle (2 ranks; a Partial x reaches layer_norm_grad through the dygraph backward; the "
+        files[name] = script(tuple(x.shape), attrs, named.get("scale") is not None, named.get("bias") is not None)
+        return (f"On real Paddle (2 ranks; a Partial x reaches {case.rule} through the dygraph backward; the "
                 "launch package's cases place x as Shard/Replicate only, so this is a plain script):\n\n"
                 f"    python -m paddle.distributed.launch --nproc_per_node 2 {where(name)}\n\n{infer}"), files
-    why = _NOT_ON_RANKS.get(case.rule, "no launch case expresses these placements")
+    why = MODELS[case.rule].not_on_ranks or "no launch case expresses these placements"
     return f"Not shown on real ranks ({why}). {infer}", files
 
 

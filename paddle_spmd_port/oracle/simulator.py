@@ -7,8 +7,9 @@ Given a case (global shapes, mesh, attributes) and a rule's answer (:class:`Spmd
 2. give every rank its local piece according to the answer's *input* dist attrs: a Shard takes
    the rank's slice, a Partial(SUM) mesh dim splits the value into unequal random addends (their
    sum over the partial ranks is the value);
-3. run the op's local kernel on every rank (:mod:`.kernels`; sync_batch_norm all-reduces its
-   statistics, by default over the mesh dims that shard x's batch axis);
+3. run the op's local kernel on every rank (:mod:`.kernels`, gathered from the families'
+   ``kernel.py``; a kernel that all-reduces its statistics does so, by default, over the mesh dims
+   that shard x's batch axis);
 4. check every output against the single-device result the way the answer's *output* attrs
    claim: for each rank, sum the locals over its Partial mesh dims, and compare with the rank's
    slice of the global result. That covers "shards equal slices", "partial outputs sum to the
@@ -27,13 +28,14 @@ Verdicts::
     unrunnable        a rank's local shapes do not fit the kernel (Paddle rejects them, or
                       reads the wrong entries / past the end without checking), or a shard
                       cannot be laid out
-    local-stats-only  batch_norm only: wrong against the global result, but right if every
-                      group of ranks holding one batch shard normalises with its own statistics
-                      (per-rank "local batch statistics", i.e. plain data parallelism)
+    local-stats-only  rules whose model normalises with batch statistics: wrong against the
+                      global result, but right if every group of ranks holding one batch shard
+                      normalises with its own statistics (per-rank "local batch statistics",
+                      i.e. plain data parallelism)
     op-rejects        the op itself rejects the case on one device (not the rule's fault)
 
-Outputs not checked: ``reserve_space`` (empty on CPU) and ``saved_mean``/``saved_variance``
-when batch_norm normalises with the running statistics (Paddle leaves them uninitialised).
+Outputs not checked: those a kernel returns as None (e.g. a buffer that is empty on CPU, or
+statistics Paddle leaves uninitialised in some mode: each family's ``kernel.py`` says which).
 """
 
 from __future__ import annotations
@@ -50,11 +52,9 @@ import numpy as np
 
 from ..case import Case
 from ..notation import ShardError, axis_range, local_shape, shard_range
-from ..rules.signatures import BN_FWD_ATTRS, channel_axis, kernel_layout
-from ..rules.signatures import BN_PER_CHANNEL as PER_CHANNEL
 from ..types import DistAttr, DistTensorSpec, Mapping, SpmdResult, mesh_dims_of
 from . import kernels
-from .kernels import MODELS, KernelRejects, OpModel, bn_global_stats, bn_grad_global_stats, required
+from .kernels import MODELS, KernelRejects, OpModel, required
 
 SOUND, UNSOUND, UNRUNNABLE, LOCAL_STATS, RULE_ERROR, OP_REJECTS = (
     "sound", "unsound", "unrunnable", "local-stats-only", "rule-error", "op-rejects")
@@ -150,8 +150,9 @@ class Verdict:
     """Which tensors failed and how, e.g. ``x_grad:values | scale_grad:values``."""
     failures: tuple[TensorFailure, ...] = ()
     repaired: Verdict | None = None
-    """For an unrunnable batch_norm / instance_norm answer: the verdict once the per-channel inputs
-    are resharded to follow x's channel axis (what else would be wrong)."""
+    """For an unrunnable answer of a family with a channel axis to repair on (its facts'
+    ``channel_axis``): the verdict once the per-channel inputs are resharded to follow x's channel
+    axis (what else would be wrong)."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"label": self.label}
@@ -175,32 +176,16 @@ class Verdict:
 
 # --------------------------------------------------------------------------- global inputs
 def kernel_attrs(case: Case) -> dict[str, Any]:
-    """The op's attributes as the kernel sees them (data_format reduced to NCHW / NHWC, as
-    ``F.batch_norm`` does before calling the op)."""
+    """The op's attributes as the kernel sees them: the rule's model may set its own (a rule that
+    reads none, a flag derived from the inputs present), and the family may reduce data_format to
+    what the functional API hands the op."""
+    model = MODELS[case.rule]
     attrs = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))
-    if case.rule == "batch_norm_static":
-        attrs = dict(BN_FWD_ATTRS)
-    if case.rule in ("group_norm_base", "group_norm_grad_base"):
-        attrs = dict(GN_BASE_KERNEL_ATTRS)
-    if case.rule == "instance_norm_grad":
-        attrs["has_bias"] = case.named_inputs().get("bias") is not None
-    if "data_format" in attrs:
-        attrs["data_format"] = kernel_layout(str(attrs["data_format"]))
+    if model.attrs is not None:
+        attrs = model.attrs(attrs, frozenset(n for n, s in case.named_inputs().items() if s is not None))
+    if model.facts.layout is not None and "data_format" in attrs:
+        attrs["data_format"] = model.facts.layout(str(attrs["data_format"]))
     return attrs
-
-
-GN_BASE_KERNEL_ATTRS = (("epsilon", 1e-5), ("groups", 2), ("data_format", "NCHW"))
-"""The op attributes the group_norm Base rules (which take none) are judged with: the grid's
-groups for them (``parity.grid.gn_groups``: 2) and a channel-first layout."""
-
-#: grad rule -> (forward rule, {grad input: forward output}): the inputs the forward op saved.
-SAVED_BY_FORWARD: dict[str, tuple[str, dict[str, str]]] = {
-    "instance_norm_grad": ("instance_norm", {"saved_mean": "saved_mean", "saved_variance": "saved_variance"}),
-    "rms_norm_grad": ("rms_norm", {"invvar": "invvar"}),
-    "fast_ln_grad": ("fast_ln", {"mean": "mean", "invvar": "invvar"}),
-    "group_norm_grad": ("group_norm", {"y": "y", "mean": "mean", "variance": "variance"}),
-    "group_norm_grad_base": ("group_norm_base", {"y": "y", "mean": "mean", "variance": "variance"}),
-}
 
 
 def _stable_seed(*parts: object) -> int:
@@ -268,36 +253,12 @@ def make_case_data(case: Case) -> CaseData:
 
 def _consistent_statistics(case: Case, attrs: dict[str, Any], arrays: dict[str, np.ndarray | None],
                            x_spec: DistTensorSpec | None) -> None:
-    """Grad inputs that the forward op saved are computed from x (when their shapes fit)."""
-    x = arrays.get("x")
-    if x is None or x_spec is None:
+    """Grad inputs that the forward op saved are computed from x (when their shapes fit), as the
+    rule's model says."""
+    fill = MODELS[case.rule].saved_inputs
+    if arrays.get("x") is None or x_spec is None or fill is None:
         return
-    if case.rule in ("batch_norm_grad", "sync_batch_norm_grad") and 2 <= x.ndim:
-        c = channel_axis(attrs["data_format"], x.ndim)
-        axes = tuple(a for a in range(x.ndim) if a != c)
-        mean, var = x.mean(axis=axes), x.var(axis=axes)
-        if (saved := arrays.get("saved_mean")) is not None and saved.shape == mean.shape:
-            arrays["saved_mean"] = mean
-        if (saved := arrays.get("saved_variance")) is not None and saved.shape == var.shape:
-            arrays["saved_variance"] = 1.0 / np.sqrt(var + kernels.f32(attrs["epsilon"]))
-    if case.rule in SAVED_BY_FORWARD:
-        forward, saved_by = SAVED_BY_FORWARD[case.rule]
-        ins = {name: arrays.get(name) for name in MODELS[forward].inputs}
-        try:
-            outs = MODELS[forward].run([ins], attrs, [[0]])[0]
-        except KernelRejects:
-            return  # the grad kernel will say what does not fit
-        for name, out in saved_by.items():
-            value = outs[out]
-            if (given := arrays.get(name)) is not None and value is not None and given.shape == value.shape:
-                arrays[name] = value
-    if case.rule == "layer_norm_grad":
-        b = attrs["begin_norm_axis"]
-        if 0 <= b <= x.ndim:
-            rows = x.reshape(math.prod(x.shape[:b]), -1) if x.size else x.reshape(0, 0)
-            for name, value in (("mean", rows.mean(axis=1)), ("variance", rows.var(axis=1))):
-                if (given := arrays.get(name)) is not None and given.size == value.size:
-                    arrays[name] = value.reshape(given.shape)
+    fill(arrays, attrs)
 
 
 # --------------------------------------------------------------------------- simulation
@@ -351,22 +312,17 @@ def _layout_cause(reason: str) -> str:
     return CAUSE_LAYOUT_RANK
 
 
-#: families whose scale/bias are per channel (the others': one entry per element of a normalised row).
-CHANNEL_FAMILIES = frozenset({"batch_norm", "sync_batch_norm", "instance_norm", "group_norm"})
-
-
 def _how_checked(checked: bool | None) -> str:
     if checked is None:
         return "not measured on Paddle"
     return "Paddle rejects it" if checked else "Paddle does not check it"
 
 
-def _kernel_cause(exc: KernelRejects, family: str) -> str:
+def _kernel_cause(exc: KernelRejects, model: OpModel) -> str:
     how = _how_checked(exc.checked)
-    if exc.tensor in ("invvar", "saved_mean", "saved_variance") or (
-            exc.tensor in ("mean", "variance") and family in ("instance_norm", "group_norm", "fast_ln")):
+    if exc.tensor in model.facts.statistics:
         return f"statistics do not match the local x ({how})"
-    if exc.tensor in PER_CHANNEL and family in CHANNEL_FAMILIES:
+    if exc.tensor in model.facts.per_channel:
         return f"a per-channel input does not match the local channel count ({how})"
     if exc.tensor in ("scale", "bias"):
         return f"scale/bias do not match a local row ({how})"
@@ -481,7 +437,7 @@ def _unsound(run: _Run, failures: list[TensorFailure]) -> Verdict:
     uneven = False
     if partial_in:
         symptoms.append("partial inputs: " + ",".join(partial_in))
-    if run.model.family == "sync_batch_norm":
+    if run.model.facts.mean_of_rank_means:
         split = math.prod(run.mesh.shape[m] for m in run.batch_mesh_dims())
         uneven = split > 1 and bool(required(run.data.inputs, "x").shape[0] % split)
     claimed_partial = [f for f in failures if "P{" in f.claim]
@@ -504,10 +460,8 @@ def _unsound(run: _Run, failures: list[TensorFailure]) -> Verdict:
 
 
 def _batch_stats(run: _Run) -> bool:
-    if run.model.family != "batch_norm":
-        return False
-    grad = "out_grad" in run.model.inputs
-    return not (bn_grad_global_stats(run.attrs) if grad else bn_global_stats(run.attrs))
+    batch_statistics = run.model.batch_statistics
+    return batch_statistics is not None and batch_statistics(run.attrs)
 
 
 def _local_stats_expected(run: _Run) -> Callable[[str, int], np.ndarray] | None:
@@ -523,7 +477,8 @@ def _local_stats_expected(run: _Run) -> Callable[[str, int], np.ndarray] | None:
         for m, c in zip(dims, j, strict=True):
             coords[m] = c
         lo, hi = axis_range(n, dims if len(dims) > 1 else dims[0], coords, run.mesh.shape)
-        ins = {k: (v[lo:hi] if k in ("x", "out_grad") and v is not None else v) for k, v in run.data.inputs.items()}
+        ins = {k: (v[lo:hi] if k in run.model.batch_axis_inputs and v is not None else v)
+               for k, v in run.data.inputs.items()}
         try:
             blocks.append(run.model.run([ins], run.attrs, [[0]])[0])
         except KernelRejects:
@@ -548,7 +503,7 @@ def _execute(run: _Run, rng: np.random.Generator, *, allow_repair: bool) -> Verd
     except KernelRejects as exc:
         how = "unmeasured" if exc.checked is None else "rejected" if exc.checked else "unchecked"
         repaired = _repair(run, rng) if allow_repair else None
-        return Verdict(UNRUNNABLE, exc.tensor, None, f"rank {exc.rank}: {exc}", _kernel_cause(exc, run.model.family),
+        return Verdict(UNRUNNABLE, exc.tensor, None, f"rank {exc.rank}: {exc}", _kernel_cause(exc, run.model),
                        f"{how}:{exc.tensor}", (), repaired)
     reference = run.data.reference
     assert reference is not None
@@ -564,7 +519,8 @@ def _execute(run: _Run, rng: np.random.Generator, *, allow_repair: bool) -> Verd
 
 
 def _repair(run: _Run, rng: np.random.Generator) -> Verdict | None:
-    """batch_norm family: reshard per-channel inputs to follow x's channel axis and run again."""
+    """Reshard the per-channel inputs to follow x's channel axis and run again (families with a
+    channel axis to repair on)."""
     fixed = _repaired_attrs(run)
     if fixed is None:
         return None
@@ -573,15 +529,13 @@ def _repair(run: _Run, rng: np.random.Generator) -> Verdict | None:
 
 
 def _repaired_attrs(run: _Run) -> dict[str, DistAttr] | None:
-    """The per-channel inputs on x's channel mesh dim (batch_norm family: every 1-D per-channel
-    tensor; instance_norm: scale and bias); None for the other families."""
+    """The per-channel inputs on x's channel mesh dim; None for a family without a channel axis to
+    repair on (its facts' ``channel_axis``)."""
     x = required(run.data.inputs, "x")
-    if run.model.family in ("batch_norm", "sync_batch_norm"):
-        c, channel_inputs = channel_axis(run.attrs["data_format"], x.ndim), PER_CHANNEL
-    elif run.model.family == "instance_norm":
-        c, channel_inputs = 1, frozenset({"scale", "bias"})
-    else:
+    facts = run.model.facts
+    if facts.channel_axis is None:
         return None
+    c, channel_inputs = facts.channel_axis(run.attrs, x.ndim), facts.per_channel
     d = run.x_attr.dims_mapping[c] if len(run.x_attr.dims_mapping) == x.ndim else -1
     fixed = dict(run.in_attrs)
     changed = False
