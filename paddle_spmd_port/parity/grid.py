@@ -127,6 +127,14 @@ def input_shapes(rule: str, x_shape: tuple[int, ...], attrs: MappingOf[str, obje
     return shapes
 
 
+def derived_shapes(rule: str, x_shape: tuple[int, ...], attrs: MappingOf[str, object]) -> dict[str, tuple[int, ...]]:
+    """:func:`input_shapes` for ``infer``'s flags: the family's ``derived_shapes`` where it has one
+    (a user's attribute may lie outside what the grid draws), else its ``input_shapes``."""
+    module = grid_module(rule)
+    shapes: dict[str, tuple[int, ...]] = getattr(module, "derived_shapes", module.input_shapes)(rule, x_shape, attrs)
+    return shapes
+
+
 def coshard_cases(rule: str) -> Iterator[Case]:
     """The co-shard set of ``rule`` (ids ``<rule>-coshard-<n>``, then the corner set
     ``<rule>-coshard-invalid-<n>``): :func:`paddle_spmd_port.ops.kit.grid.coshard_cases` with the
@@ -148,5 +156,5 @@ def sample(cases: Sequence[Case], n: int, seed: int = 0, corners: bool = True) -
 
 
 __all__ = ["CORNER_LABELS", "GRIDS", "GRID_MODULES", "MESH_SHAPES", "X_SHAPES", "GridCase", "coshard_cases",
-           "coshard_mappings", "coshard_placements", "grid_for", "grid_module", "input_shapes", "is_corner",
-           "mesh_of", "placements", "sample", "valid_mappings"]
+           "coshard_mappings", "coshard_placements", "derived_shapes", "grid_for", "grid_module", "input_shapes",
+           "is_corner", "mesh_of", "placements", "sample", "valid_mappings"]

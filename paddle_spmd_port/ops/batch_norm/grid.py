@@ -35,6 +35,7 @@ from ..kit.grid import (
     Ids,
     Placement,
     RandomPlan,
+    ShapeNotDerivable,
     mesh_of,
     mixed_meshes,
     one_at_a_time,
@@ -188,6 +189,17 @@ GRIDS: dict[str, GridFn] = {
 def input_shapes(rule: str, x_shape: tuple[int, ...], attrs: Mapping[str, object]) -> dict[str, tuple[int, ...]]:
     """Per channel ``[C]`` (C by data_format), x-like tensors x's shape."""
     c = channel_axis(str(attrs.get("data_format", "NCHW")), len(x_shape))
+    return {n: x_shape if n in LIKE_X else (x_shape[c],) for n in RULES[rule].inputs}
+
+
+def derived_shapes(rule: str, x_shape: tuple[int, ...], attrs: Mapping[str, object]) -> dict[str, tuple[int, ...]]:
+    """:func:`input_shapes` for any data_format string (Paddle's bare character test: the rule
+    judges the format later); no channel axis (x of rank 0) raises :class:`ShapeNotDerivable`."""
+    fmt = str(attrs.get("data_format", "NCHW"))
+    c = channel_axis(fmt, len(x_shape), strict=False)
+    if not 0 <= c < len(x_shape):
+        raise ShapeNotDerivable(f"cannot be derived from an x of rank {len(x_shape)} (no channel axis for "
+                                f"data_format {fmt})")
     return {n: x_shape if n in LIKE_X else (x_shape[c],) for n in RULES[rule].inputs}
 
 

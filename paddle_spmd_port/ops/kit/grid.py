@@ -7,6 +7,9 @@ A family's ``ops/<family>/grid.py`` declares, for parity/grid.py to assemble:
     input_shapes     (rule, x shape, attrs) -> every input's shape for that x (what a real call
                      passes): the co-shard set, random mode and ``infer`` size tensors with it
     COSHARD          a :class:`CoshardPlan`: the ranks and attribute variants of its co-shard set
+    derived_shapes   (optional) input_shapes for ``infer``'s flags, where a user's attribute may be
+                     outside what the grid draws; raises :class:`ShapeNotDerivable` for a shape
+                     that cannot be worked out (``infer`` then asks for the flag)
     input_problem    (rule, named inputs, attrs, x rank) -> why the input is invalid for the op,
                      or None (parity/validity.py has the checks common to every op)
     RANDOM           a :class:`RandomPlan`: x ranks and attribute choices of ``parity --random``
@@ -34,6 +37,10 @@ X_SHAPES = {1: (8,), 2: (8, 6), 3: (8, 6, 4), 4: (8, 6, 4, 4), 5: (8, 6, 4, 4, 2
 Placement = tuple[tuple[int, ...], frozenset[int]]
 #: Inputs shaped like x in every family (the rest are statistics or parameters).
 LIKE_X = frozenset({"x", "out", "out_grad", "y_grad"})
+
+
+class ShapeNotDerivable(ValueError):
+    """An input's shape cannot be derived from x and the attributes given (the message says why)."""
 
 
 class GridCase(NamedTuple):

@@ -214,6 +214,11 @@ def input_shapes(rule: str, x_shape: tuple[int, ...], attrs: Mapping[str, object
             for n in RULES[rule].inputs}
 
 
+def derived_shapes(rule: str, x_shape: tuple[int, ...], attrs: Mapping[str, object]) -> dict[str, tuple[int, ...]]:
+    """:func:`input_shapes` with begin_norm_axis 1 where it is not given."""
+    return input_shapes(rule, x_shape, {"begin_norm_axis": 1, **attrs})
+
+
 def coshard_attr_variants(rule: str, rank: int) -> list[dict[str, object]]:
     """Every begin_norm_axis 0..rank."""
     return [{"epsilon": 1e-5, "begin_norm_axis": b} for b in range(rank + 1)]

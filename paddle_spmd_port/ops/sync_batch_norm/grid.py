@@ -10,7 +10,16 @@ from collections.abc import Iterator
 
 from ...types import DistTensorSpec
 from .. import RULES
-from ..batch_norm.grid import COSHARD, RANDOM, forward_grid, grad_grid, input_problem, input_shapes, mixed_mesh_set
+from ..batch_norm.grid import (
+    COSHARD,
+    RANDOM,
+    derived_shapes,
+    forward_grid,
+    grad_grid,
+    input_problem,
+    input_shapes,
+    mixed_mesh_set,
+)
 from ..kit.grid import X_SHAPES, GridCase, GridFn, Ids, mesh_of, rep
 
 
@@ -53,4 +62,4 @@ GRIDS: dict[str, GridFn] = {
     "sync_batch_norm_grad": _grid_sync_batch_norm_grad,
 }
 
-__all__ = ["COSHARD", "GRIDS", "RANDOM", "input_problem", "input_shapes"]
+__all__ = ["COSHARD", "GRIDS", "RANDOM", "derived_shapes", "input_problem", "input_shapes"]
