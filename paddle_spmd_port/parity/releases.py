@@ -28,7 +28,15 @@ from typing import Any
 
 from ..case import Case
 from ..ops import FAMILIES, family_module
-from ..ops.kit.releases import KINDS, KnownDifference
+from ..ops.kit.releases import (
+    COSHARD_READ_RAISES_31,
+    KINDS,
+    NO_COSHARD_300,
+    STR_ARGS_300,
+    STR_FORMAT_300,
+    KnownDifference,
+    probes,
+)
 from ..outcome import Outcome
 from ..types import DistAttr, mesh_dims_of
 from .compare import Comparison, compare
@@ -281,76 +289,25 @@ class ReleaseProfile:
 
 
 # --------------------------------------------------------------------------- compat-probe differences
-#: Before 3.3.0 the registry's Python binding does not range-check integer attributes (measured with
-#: ``python -m paddle_spmd_port.compat.probes native`` in every release's venv; 3.3.0 and 3.3.1 agree).
-_INT_ATTRS_UNCHECKED = (
-    ("ln/attribute-big-axis", "begin_norm_axis=2**40 is cut to int32 (0) and answered; 3.3.0+ raises IndexError "
-                              "(OutOfRange) 'Integer value 1099511627776 exceeds int32 range'"),
-    ("ln/attribute-big-list-epsilon", "epsilon=[2**40] raises ValueError 'Attribute cast error'; 3.3.0+ raises "
-                                      "IndexError (OutOfRange) first"),
-)
-
-#: The co-shard probes that read a co-sharded attr's dims_mapping (directly or through a copy or a rule).
+#: The probes of the value types and the replicated rule (``attr/*``, ``spec/*``, ``replicated/*``,
+#: ``coshard/*``) that a release answers differently; each family's own probes are in its releases module.
 _COSHARD_READS = ("coshard/equality-and-spec-copy", "coshard/larger-mesh-dim-survives",
                   "coshard/layer-norm-reads-the-surviving-dim", "coshard/partial-set-before-kept",
                   "coshard/read-back", "coshard/set-after-dims-mapping")
-#: The probes of the issue-15 registry rules (instance_norm, fused_rms_norm, group_norm) with a co-sharded x.
-_NORM_COSHARD_READS = ("gn/forward-coshard", "in/forward-coshard", "rms/forward-coshard")
-
-#: 3.0.0's compat-probe differences (measured: ``python -m paddle_spmd_port.compat.probes native`` in the 3.0.0 venv,
-#: compared with the compat layer's observations; the batch_norm, instance_norm (``in/*``) and group_norm (``gn/*``)
-#: probes are skipped by ``registry_missing``: 3.0.0 raises "(NotFound) `instance_norm` Kernel's Spmd rules is not
-#: registered" there, or AttributeError first where the probe sets a co-shard).
-_STR_FORMAT_300 = ("TensorDistAttr's str prints 'dims_mappings: [0,-1]' and no split_factor (3.3.1: "
-                   "'dim_mappings: [[0] [] ]' and 'split_factor')")
-_STR_ARGS_300 = "infer_spmd() rejects str arguments ('must be int, float, bool or Tensor, but got str')"
-_PROBES_300 = (
-    *((name, _STR_FORMAT_300) for name in (
-        "attr/dynamic-dims-fixed-by-first-mapping", "attr/empty", "attr/partial-api", "attr/partial-two-dims-sorted",
-        "attr/str-with-mesh", "ln/attribute-float64-epsilon", "ln/forward", "ln/forward-absent-with-mapping",
-        "ln/forward-begin-norm-axis-0", "ln/forward-interleaved-args", "ln/forward-one-dim-mesh",
-        "ln/forward-partial-and-absent-scale", "ln/reverse-absent-scale-bias", "ln/reverse-partial-kept",
-        "replicated/backward", "replicated/forward", "replicated/forward-absent-first",
-        "replicated/forward-single-spec", "spec/absent-stand-in", "spec/attr-is-copied", "spec/copy-is-independent",
-        "spec/set-process-mesh", "spec/str", "rms/forward", "rms/forward-one-dim-mesh", "rms/forward-partial",
-        "rms/reverse", "rms/reverse-partial")),
-    *((name, _STR_ARGS_300) for name in ("ln/attribute-str-axis", "ln/forward-extra-args",
-                                         "replicated/attributes-ignored")),
-    ("attr/multi-dims-mapping", "TensorDistAttr has no multi_dims_mapping attribute (AttributeError)"),
-    *((name, "no co-sharding: TensorDistAttr has no multi_dims_mapping attribute (AttributeError)") for name in (
-        *_COSHARD_READS, "coshard/dims-mapping-set-after-replaces-it", "coshard/not-a-list",
-        "coshard/partial-on-a-member-refused", "rms/forward-coshard")),
-    *_INT_ATTRS_UNCHECKED,
-)
-
-#: 3.1.x: co-sharded attrs can be set, but reading dims_mapping of one raises instead of falling back to one
-#: mesh dim (measured: ``python -m paddle_spmd_port.compat.probes native`` in the 3.1.0 and 3.1.1 venvs; 3.2.0
-#: and later answer like 3.3.1). The ``_NORM_COSHARD_READS`` were probed in the 3.1.0 venv; 3.1.1 is given them on
-#: the sweep's word (``coshard-dims-mapping-read-raises``: every valid co-shard case of those rules, 3.1.0 and 3.1.1).
-_COSHARD_READ_RAISES_31 = tuple(
-    (name, "reading dims_mapping of a co-sharded attr raises ValueError (InvalidArgument) 'There are 2 mesh dim "
-           "sharded on tensor dim 0,you should call \"multi_dims_mapping()\"'; 3.2.0+ falls back to one mesh dim")
-    for name in (*_COSHARD_READS, *_NORM_COSHARD_READS))
-
-#: 3.1.0-3.2.2 word the x-rank checks of instance_norm and group_norm differently (measured: the compat probes in
-#: the 3.1.0 and 3.2.2 venvs; the sweep's ``x-rank-message-wording`` saw the same in 3.1.1, 3.2.0 and 3.2.1).
-_X_RANK_WORDING_PROBES = (
-    ("in/x-rank-1", "instance_norm's x-rank check says 'The ndim of x in instance_norm should greater than 1' "
-                    "(3.3.0+: 'should be greater than 1'), same ValueError"),
-    ("gn/x-rank-2", "group_norm's x-rank check says 'The ndim of x in group_norm should grater than 2' "
-                    "(3.3.0+: 'should be greater than 2'), same ValueError"),
-)
-
-#: 3.1.0 alone (measured: the compat probes in the 3.1.0 venv; the sweep's group-norm-statistics-1d and
-#: instance-norm-grad-without-bias found both fixed in 3.1.1).
-_PROBES_310_ONLY = (
-    *((name, "group_norm's forward answers mean and variance 1-D [N's mesh dim] (3.1.1+: 2-D [N's mesh dim, -1]); "
-             "the other attrs as 3.3.1") for name in (
-        "gn/forward", "gn/forward-one-dim-mesh", "gn/forward-partial-absent-and-attributes")),
-    *((name, "InstanceNormGradInferSpmd takes no bias, so infer_backward reads the inputs shifted by one (the 2-D "
-             "saved_variance as y_grad) and raises ValueError 'The ndim of y_grad in instance_norm should be equal "
-             "with x, but got [0].'") for name in ("in/grad", "in/grad-partial-and-absent-bias")),
-)
+_GENERIC_PROBES: dict[str, tuple[tuple[str, str], ...]] = {
+    "3.0.0": (
+        *probes(STR_FORMAT_300, "attr/dynamic-dims-fixed-by-first-mapping", "attr/empty", "attr/partial-api",
+                "attr/partial-two-dims-sorted", "attr/str-with-mesh", "replicated/backward", "replicated/forward",
+                "replicated/forward-absent-first", "replicated/forward-single-spec", "spec/absent-stand-in",
+                "spec/attr-is-copied", "spec/copy-is-independent", "spec/set-process-mesh", "spec/str"),
+        *probes(STR_ARGS_300, "replicated/attributes-ignored"),
+        ("attr/multi-dims-mapping", "TensorDistAttr has no multi_dims_mapping attribute (AttributeError)"),
+        *probes(NO_COSHARD_300, *_COSHARD_READS, "coshard/dims-mapping-set-after-replaces-it", "coshard/not-a-list",
+                "coshard/partial-on-a-member-refused"),
+    ),
+    "3.1.0": probes(COSHARD_READ_RAISES_31, *_COSHARD_READS),
+    "3.1.1": probes(COSHARD_READ_RAISES_31, *_COSHARD_READS),
+}
 
 
 # --------------------------------------------------------------------------- the table
@@ -413,26 +370,33 @@ def _assemble(version: str) -> tuple[tuple[KnownDifference, ...], frozenset[str]
     return tuple(merged[n] for n in _merge_order(sequences)), frozenset(registry), frozenset(cpp)
 
 
+def _probes(version: str, part: str) -> tuple[tuple[str, str], ...]:
+    """A release's compat-probe differences (``PROBE_DIFFERENCES``) or crashes (``PROBE_CRASHES``):
+    the generic probes', then each family's; a probe named twice is refused."""
+    out = list(_GENERIC_PROBES.get(version, ())) if part == "PROBE_DIFFERENCES" else []
+    for family in FAMILIES:
+        module = family_module(family, "releases")
+        out += getattr(module, part, {}).get(version, ()) if module is not None else ()
+    if len({name for name, _ in out}) != len(out):
+        raise ValueError(f"{version}: a compat probe is declared twice in {part}")
+    return tuple(out)
+
+
 def _profile(version: str, commit: str, **kwargs: Any) -> ReleaseProfile:
     differences, registry_missing, cpp_missing = _assemble(version)
     return ReleaseProfile(version=version, commit=commit, registry_missing=registry_missing,
-                          cpp_rules_missing=cpp_missing, differences=differences, **kwargs)
+                          cpp_rules_missing=cpp_missing, differences=differences,
+                          probe_differences=_probes(version, "PROBE_DIFFERENCES"),
+                          probe_crashes=_probes(version, "PROBE_CRASHES"), **kwargs)
 
 
 RELEASES: tuple[ReleaseProfile, ...] = (
-    _profile("3.0.0", "6ed5dd3833", probe_differences=_PROBES_300, probe_crashes=(
-        ("ln/attribute-empty-list-epsilon", "epsilon=[] kills the process with SIGSEGV (3.1.1 answers like 3.3.1)"),
-    )),
-    _profile("3.1.0", "cdcd76a93d", probe_differences=(*_INT_ATTRS_UNCHECKED, *_COSHARD_READ_RAISES_31,
-                                                       *_X_RANK_WORDING_PROBES, *_PROBES_310_ONLY)),
-    _profile("3.1.1", "0cd8342db8",
-             probe_differences=(*_INT_ATTRS_UNCHECKED, *_COSHARD_READ_RAISES_31, *_X_RANK_WORDING_PROBES)),
-    _profile("3.2.0", "e22e2f9af7", probe_differences=(*_INT_ATTRS_UNCHECKED, *_X_RANK_WORDING_PROBES),
-             notes=_COSHARD_LIKE_331),
-    _profile("3.2.1", "659ebc9506", probe_differences=(*_INT_ATTRS_UNCHECKED, *_X_RANK_WORDING_PROBES),
-             notes=_COSHARD_LIKE_331),
-    _profile("3.2.2", "d90d3ad913", probe_differences=(*_INT_ATTRS_UNCHECKED, *_X_RANK_WORDING_PROBES),
-             notes=_COSHARD_LIKE_331),
+    _profile("3.0.0", "6ed5dd3833"),
+    _profile("3.1.0", "cdcd76a93d"),
+    _profile("3.1.1", "0cd8342db8"),
+    _profile("3.2.0", "e22e2f9af7", notes=_COSHARD_LIKE_331),
+    _profile("3.2.1", "659ebc9506", notes=_COSHARD_LIKE_331),
+    _profile("3.2.2", "d90d3ad913", notes=_COSHARD_LIKE_331),
     _profile("3.3.0", "cbf3469113", notes=_COSHARD_LIKE_331),
     _profile("3.3.1", "7688495538", notes=("co-shard set: 0 mismatches (registry and compiled routes compared; PIR "
                                            "unreachable)",)),

@@ -4,7 +4,7 @@ It joins two differences declared with instance_norm (no rule before 3.1; the x-
 from __future__ import annotations
 
 from ..instance_norm.releases import NO_INSTANCE_GROUP_NORM_RULE, X_RANK_WORDING
-from ..kit.releases import COSHARD_READ_RAISES, Differences, KnownDifference
+from ..kit.releases import COSHARD_READ_RAISES, COSHARD_READ_RAISES_31, Differences, KnownDifference, Probes, probes
 
 _KEYS = ("group_norm", "group_norm_base", "group_norm_grad", "group_norm_grad_base")
 _WORDING = X_RANK_WORDING.for_rules("group_norm", "group_norm_base")
@@ -59,3 +59,16 @@ DIFFERENCES: Differences = {
 REGISTRY_MISSING = {"3.0.0": frozenset({"group_norm"})}
 CPP_MISSING = {"3.0.0": frozenset({"GroupNormInferSpmd", "GroupNormInferSpmdBase", "GroupNormGradInferSpmd",
                                    "GroupNormGradInferSpmdBase"})}
+
+#: The group_norm registry probes (``gn/*``; 3.0.0 registers no group_norm: skipped there by
+#: registry_missing). 3.1.1 is given the co-shard one on the sweep's word.
+_X_RANK_PROBE = (("gn/x-rank-2", "group_norm's x-rank check says 'The ndim of x in group_norm should grater than 2' "
+                                 "(3.3.0+: 'should be greater than 2'), same ValueError"),)
+PROBE_DIFFERENCES: Probes = {
+    "3.1.0": (*probes(COSHARD_READ_RAISES_31, "gn/forward-coshard"), *_X_RANK_PROBE,
+              *probes("group_norm's forward answers mean and variance 1-D [N's mesh dim] (3.1.1+: 2-D [N's mesh dim, "
+                      "-1]); the other attrs as 3.3.1", "gn/forward", "gn/forward-one-dim-mesh",
+                      "gn/forward-partial-absent-and-attributes")),
+    "3.1.1": (*probes(COSHARD_READ_RAISES_31, "gn/forward-coshard"), *_X_RANK_PROBE),
+    **{version: _X_RANK_PROBE for version in ("3.2.0", "3.2.1", "3.2.2")},
+}

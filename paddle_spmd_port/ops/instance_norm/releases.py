@@ -8,7 +8,7 @@ declared here, once.
 from __future__ import annotations
 
 from ..batch_norm.releases import NO_CALLER_PATTERN
-from ..kit.releases import COSHARD_READ_RAISES, Differences, KnownDifference
+from ..kit.releases import COSHARD_READ_RAISES, COSHARD_READ_RAISES_31, Differences, KnownDifference, Probes, probes
 
 _KEYS = ("instance_norm", "instance_norm_grad")
 
@@ -67,3 +67,16 @@ DIFFERENCES: Differences = {
 
 REGISTRY_MISSING = {"3.0.0": frozenset({"instance_norm"})}
 CPP_MISSING = {"3.0.0": frozenset({"InstanceNormInferSpmd", "InstanceNormGradInferSpmd"})}
+
+#: The instance_norm registry probes (``in/*``; 3.0.0 registers no instance_norm: skipped there by
+#: registry_missing). 3.1.1 is given the co-shard one on the sweep's word.
+_X_RANK_PROBE = (("in/x-rank-1", "instance_norm's x-rank check says 'The ndim of x in instance_norm should greater "
+                                 "than 1' (3.3.0+: 'should be greater than 1'), same ValueError"),)
+PROBE_DIFFERENCES: Probes = {
+    "3.1.0": (*probes(COSHARD_READ_RAISES_31, "in/forward-coshard"), *_X_RANK_PROBE,
+              *probes("InstanceNormGradInferSpmd takes no bias, so infer_backward reads the inputs shifted by one "
+                      "(the 2-D saved_variance as y_grad) and raises ValueError 'The ndim of y_grad in instance_norm "
+                      "should be equal with x, but got [0].'", "in/grad", "in/grad-partial-and-absent-bias")),
+    "3.1.1": (*probes(COSHARD_READ_RAISES_31, "in/forward-coshard"), *_X_RANK_PROBE),
+    **{version: _X_RANK_PROBE for version in ("3.2.0", "3.2.1", "3.2.2")},
+}

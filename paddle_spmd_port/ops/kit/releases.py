@@ -2,6 +2,9 @@
 
 A family's ``ops/<family>/releases.py`` declares, per release version (``"X.Y.Z"``):
 
+    PROBE_DIFFERENCES  version -> (compat probe name, why) for its probes (``<prefix>/...`` of
+                       paddle_spmd_port.compat.probes) that release answers differently
+    PROBE_CRASHES      version -> (probe name, why) for its probes that kill that release's process
     DIFFERENCES        version -> its :class:`KnownDifference` entries, rules = its own keys, in the
                        order they are tried (the first that matches a case explains it)
     REGISTRY_MISSING   version -> registry names 3.3.1 has and that release lacks
@@ -89,6 +92,26 @@ NO_MULTI_DIMS_MAPPING = KnownDifference(
 )
 
 Differences = dict[str, tuple[KnownDifference, ...]]
+Probes = dict[str, tuple[tuple[str, str], ...]]
 
-__all__ = ["COSHARD_ONLY_KINDS", "COSHARD_READ_RAISES", "KINDS", "NO_MULTI_DIMS_MAPPING", "Differences",
-           "KnownDifference"]
+# Why-texts of compat-probe differences every family's probes share (measured with
+# ``python -m paddle_spmd_port.compat.probes native`` in each release's venv: docs/releases/).
+#: 3.0.0 prints a TensorDistAttr in an older format.
+STR_FORMAT_300 = ("TensorDistAttr's str prints 'dims_mappings: [0,-1]' and no split_factor (3.3.1: "
+                  "'dim_mappings: [[0] [] ]' and 'split_factor')")
+#: 3.0.0's infer_spmd takes no str argument.
+STR_ARGS_300 = "infer_spmd() rejects str arguments ('must be int, float, bool or Tensor, but got str')"
+#: 3.0.0 cannot set a co-shard at all.
+NO_COSHARD_300 = "no co-sharding: TensorDistAttr has no multi_dims_mapping attribute (AttributeError)"
+#: 3.1.x sets a co-shard, but reading a co-sharded attr's dims_mapping raises.
+COSHARD_READ_RAISES_31 = ("reading dims_mapping of a co-sharded attr raises ValueError (InvalidArgument) 'There are 2 "
+                          "mesh dim sharded on tensor dim 0,you should call \"multi_dims_mapping()\"'; 3.2.0+ falls "
+                          "back to one mesh dim")
+
+
+def probes(why: str, *names: str) -> tuple[tuple[str, str], ...]:
+    """(name, why) for each probe name."""
+    return tuple((name, why) for name in names)
+
+__all__ = ["COSHARD_ONLY_KINDS", "COSHARD_READ_RAISES", "KINDS", "NO_MULTI_DIMS_MAPPING", "COSHARD_READ_RAISES_31",
+           "NO_COSHARD_300", "STR_ARGS_300", "STR_FORMAT_300", "Differences", "KnownDifference", "Probes", "probes"]

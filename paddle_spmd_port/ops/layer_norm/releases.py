@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from ..batch_norm.releases import NO_CALLER_PATTERN
-from ..kit.releases import COSHARD_READ_RAISES, NO_MULTI_DIMS_MAPPING, Differences, KnownDifference
+from ..kit.releases import (
+    COSHARD_READ_RAISES,
+    NO_MULTI_DIMS_MAPPING,
+    STR_ARGS_300,
+    STR_FORMAT_300,
+    Differences,
+    KnownDifference,
+    Probes,
+    probes,
+)
 
 _KEYS = ("layer_norm", "layer_norm_reverse", "layer_norm_grad")
 
@@ -39,4 +48,25 @@ DIFFERENCES: Differences = {
         COSHARD_READ_RAISES.for_rules(*_KEYS),
     ),
     "3.1.1": (COSHARD_READ_RAISES.for_rules(*_KEYS),),
+}
+
+#: Before 3.3.0 the registry's Python binding does not range-check integer attributes (3.3.0 and 3.3.1 agree).
+_INT_ATTRS_UNCHECKED = (
+    ("ln/attribute-big-axis", "begin_norm_axis=2**40 is cut to int32 (0) and answered; 3.3.0+ raises IndexError "
+                              "(OutOfRange) 'Integer value 1099511627776 exceeds int32 range'"),
+    ("ln/attribute-big-list-epsilon", "epsilon=[2**40] raises ValueError 'Attribute cast error'; 3.3.0+ raises "
+                                      "IndexError (OutOfRange) first"),
+)
+
+PROBE_DIFFERENCES: Probes = {
+    "3.0.0": (*probes(STR_FORMAT_300, "ln/attribute-float64-epsilon", "ln/forward", "ln/forward-absent-with-mapping",
+                      "ln/forward-begin-norm-axis-0", "ln/forward-interleaved-args", "ln/forward-one-dim-mesh",
+                      "ln/forward-partial-and-absent-scale", "ln/reverse-absent-scale-bias", "ln/reverse-partial-kept"),
+              *probes(STR_ARGS_300, "ln/attribute-str-axis", "ln/forward-extra-args"),
+              *_INT_ATTRS_UNCHECKED),
+    **{version: _INT_ATTRS_UNCHECKED for version in ("3.1.0", "3.1.1", "3.2.0", "3.2.1", "3.2.2")},
+}
+PROBE_CRASHES: Probes = {
+    "3.0.0": (("ln/attribute-empty-list-epsilon",
+               "epsilon=[] kills the process with SIGSEGV (3.1.1 answers like 3.3.1)"),),
 }
