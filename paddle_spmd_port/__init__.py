@@ -1,4 +1,4 @@
-"""paddle_spmd_port: PaddlePaddle's SPMD rules for batch_norm, sync_batch_norm and layer_norm,
+"""paddle_spmd_port: PaddlePaddle's SPMD rules for the norm ops (one family per folder, ``ops/``),
 ported to Python (the value types' hot constructors also in an optional C module, ``_speedups``)
 and checked cell by cell against Paddle's own C++ rules."""
 

@@ -333,7 +333,7 @@ def add_profile_argument(parser: argparse.ArgumentParser, default: str = "paddle
     """``--profile NAME``: one of the rule profiles (``paddle``, ``pr72918``, ``proposed``), plus ``also``."""
     parser.add_argument("--profile", choices=(*rule_profiles(), *also), default=default,
                         help=help or f"the rule profile the port answers with (default {default}): "
-                                     "paddle = Paddle 3.3.1, pr72918 = the upstream sync_batch_norm proposal, "
+                                     "paddle = Paddle 3.3.1, pr72918 = the rules of an upstream pull request, "
                                      "proposed = our corrected rules")
 
 

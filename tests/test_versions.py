@@ -1,7 +1,7 @@
 """Release profiles: detection of the release, and explain() on constructed native outcomes.
 
-The outcomes built here are the shapes measured on the real releases (see the evidence strings in
-paddle_spmd_port/parity/releases.py); the native tests at the end check the running Paddle against
+The outcomes built here are the shapes measured on the real releases (docs/releases/<version>.md,
+each difference's evidence); the native tests at the end check the running Paddle against
 its own profile.
 """
 

@@ -86,6 +86,7 @@ from typing import Any, cast
 from paddle_spmd_port.case import Case
 from paddle_spmd_port.errors import ArgumentTypeError, InvalidSpecError
 from paddle_spmd_port.native.crash_prone import compiled_may_crash as may_crash
+from paddle_spmd_port.ops import RULES
 from paddle_spmd_port.outcome import Outcome
 from paddle_spmd_port.parity.grid import GRIDS, grid_for, is_corner, sample
 from paddle_spmd_port.rules import rule_function
@@ -93,10 +94,9 @@ from paddle_spmd_port.rules.signatures import rule_spec
 from paddle_spmd_port.runctl import EXIT_INCOMPLETE, ArgumentParser, UsageError, run_command
 from paddle_spmd_port.types import CORE, DistTensorSpec, ProcessMesh, clear_caches
 
-#: every rule key Paddle answers from a registry rule of its own (native.registry.ROUTES, less the two
-#: sync_batch_norm keys: Paddle has no rule for them and answers with its generic replicated rule)
-REGISTRY_RULES = ("batch_norm_static", "layer_norm", "layer_norm_reverse", "instance_norm", "instance_norm_grad",
-                  "rms_norm", "rms_norm_reverse", "group_norm", "group_norm_base")
+#: every rule key Paddle answers from a registry rule of its own: a registry route and a C++ rule behind it
+#: (a key without one, cpp None, is answered by Paddle's generic replicated rule)
+REGISTRY_RULES = tuple(key for key, spec in RULES.items() if "registry" in spec.routes and spec.cpp is not None)
 HIDDEN_RULES = ("batch_norm", "batch_norm_grad", "layer_norm_grad")
 ROUTES = ("compiled", "pir")
 
@@ -134,9 +134,9 @@ def cases_for(rule: str, n: int, seed: int) -> list[Case]:
 
 
 def _native_attrs(rule: str, attrs: tuple[Any, ...]) -> tuple[Any, ...]:
-    """What Paddle's registry call takes: batch_norm_static no attributes, layer_norm a float
-    epsilon and an int begin_norm_axis (the values are already of those types in the grid)."""
-    return () if rule == "batch_norm_static" else attrs
+    """What Paddle's registry call takes: no attribute where the rule declares none, else the
+    values in signature order (already of the types Paddle takes, in the grid)."""
+    return () if not RULES[rule].attrs else attrs
 
 
 # --- the two sides ----------------------------------------------------------------------------

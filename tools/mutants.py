@@ -121,7 +121,7 @@ SYNC = "rules/sync_batch_norm.py"
 NOTATION = "notation.py"
 TENSOR = "rules/_tensor.py"
 PRE = "rules/preconditions.py"
-SIG = "rules/signatures.py"
+LAYOUT = "ops/batch_norm/layout.py"
 CMP = "parity/compare.py"
 OUT = "outcome.py"
 KERNELS = "oracle/kernels.py"
@@ -244,7 +244,7 @@ MUTANTS: tuple[Mutant, ...] = (
        "and begin_norm_axis [{begin_norm_axis}] do not match.",
        "grad's begin_norm_axis error message reworded", rules=("layer_norm_grad",)),
     # ------------------------------------------------------------------ batch_norm (forward + shared)
-    _m("bn-channel-axis-first-char", SIG,
+    _m("bn-channel-axis-first-char", LAYOUT,
        '    return data_format[1:2] == "C"',
        '    return data_format[0:1] == "C"',
        "channel axis read from data_format[0]: NCHW's C taken as the last axis", rules=ALL_BN),

@@ -1,17 +1,15 @@
 """``python -m paddle_spmd_port infer RULE ...``: one rule call, port and native side by side.
 
-    python -m paddle_spmd_port infer layer_norm --mesh 2x3 --x-shape 64,32,1024 --x-mapping 1,-1,-1 \\
-        --begin-norm-axis 2
-    python -m paddle_spmd_port infer batch_norm_grad --mesh 2 --x-shape 8,6,4,4 --x-mapping -1,0,-1,-1 \\
-        --scale-none --data-format NHWC
-    python -m paddle_spmd_port infer layer_norm --mesh 2x2 --x-shape 8,6,4 --x-mapping '(0,1),-1,-1'
+    python -m paddle_spmd_port infer RULE --mesh 2x3 --x-shape 64,32,1024 --x-mapping 1,-1,-1 [ATTRS]
+    python -m paddle_spmd_port infer RULE --mesh 2 --x-shape 8,6,4,4 --x-mapping -1,0,-1,-1 --scale-none
+    python -m paddle_spmd_port infer RULE --mesh 2x2 --x-shape 8,6,4 --x-mapping '(0,1),-1,-1'
     python -m paddle_spmd_port infer --backend pir --case-json '{"rule": ...}'   # a report's repro line
     python -m paddle_spmd_port infer --case-json @one-record.json     # a case or a per-case record
 
 Every tensor argument NAME of the rule takes ``--NAME-shape``, ``--NAME-mapping``,
 ``--NAME-partial`` (mesh dims, comma separated) and, where optional, ``--NAME-none``. Shapes not
-given are derived from x (per-channel [C] for batch_norm, x.shape[b:] product for scale/bias,
-x.shape[:b] for mean/variance); mappings not given are replicated. A mapping is a mesh dim or -1
+given are derived from x as the rule's family sizes a real call (its grid module's shapes;
+docs/ops/<family>.md has each op's examples); mappings not given are replicated. A mapping is a mesh dim or -1
 per axis (``0,-1``); a co-sharded axis, split along several mesh dims in order, is written
 ``(0,1)`` or ``[0,1]`` (``'(0,1),-1,-1'``); the whole list may be in brackets, as reports print it
 (``[(0,1),-1,-1]``, or JSON's ``[[0,1],-1,-1]``), so ``[0,1]`` alone is the two-axis mapping 0,1.
@@ -41,7 +39,6 @@ import argparse
 import dataclasses
 import gzip
 import json
-import math
 import re
 import sys
 import textwrap
@@ -49,8 +46,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..case import Case, int_range_problem
+from ..ops.kit.grid import ShapeNotDerivable
 from ..outcome import Outcome, port_outcome
-from ..rules.signatures import RULES, RuleSpec, channel_axis
+from ..rules.signatures import RULES, RuleSpec
 from ..runctl import (
     EXIT_FINDING,
     EXIT_INCOMPLETE,
@@ -66,7 +64,7 @@ from ..types import DistTensorSpec, Mapping, ProcessMesh, entry_of
 from .backends import BACKENDS, DEFAULT_BACKEND, add_backend_argument
 from .compare import COMPARED, compare, input_invalid_for
 from .detect import detect_release
-from .grid import input_shapes
+from .grid import derived_shapes
 from .releases import AGREEING
 
 PROG = "python -m paddle_spmd_port infer"
@@ -267,19 +265,10 @@ def _case_flags(args: argparse.Namespace) -> list[str]:
 def _derived_shape(rule: str, name: str, x_shape: tuple[int, ...], attrs: dict) -> tuple[int, ...]:
     if name in ("x", "out", "out_grad"):
         return x_shape
-    if RULES[rule].op not in ("batch_norm", "sync_batch_norm", "layer_norm"):  # the grid's shapes of the rest
-        return input_shapes(rule, x_shape, attrs)[name]
-    if rule.startswith(("batch_norm", "sync_batch_norm")):
-        fmt = attrs.get("data_format", "NCHW")
-        c = channel_axis(fmt, len(x_shape), strict=False)
-        if not 0 <= c < len(x_shape):
-            raise UsageError(f"--{_flag(name)}-shape", f"cannot be derived from an x of rank {len(x_shape)} "
-                             f"(no channel axis for data_format {fmt})", f"give --{_flag(name)}-shape")
-        return (x_shape[c],)
-    b = attrs.get("begin_norm_axis", 1)
-    if name in ("mean", "variance"):
-        return x_shape[:b]
-    return (math.prod(x_shape[b:]),)
+    try:
+        return derived_shapes(rule, x_shape, attrs)[name]
+    except ShapeNotDerivable as e:
+        raise UsageError(f"--{_flag(name)}-shape", str(e), f"give --{_flag(name)}-shape") from None
 
 
 def case_from_args(args: argparse.Namespace) -> Case:

@@ -8,7 +8,7 @@ not change when other rules are selected, and one seed always gives the same cas
                        valid draw)
     mesh               uniform over RANDOM_MESH_SHAPES: 3, 8, 1x2, 2x4, 4x2, 3x2, 2x2x2, 1x1 and the
                        grid's 2, 4, 2x2, 2x3; 1 in 4 with other process ids (shifted or reversed)
-    x rank             uniform 2..5 (batch_norm family), 1..6 (layer_norm family), 3..5 (group_norm)
+    x rank             uniform over the family's range (``RANDOM.ranks`` of ops/<family>/grid.py)
     axis sizes         uniform over SIZES (1, 3, 5, 7, 9, 11 odd; 2, 4, 6, 8, 12, 16 even)
     dims_mapping       per tensor, one of: each axis split with probability 1/5, 1/2 or 4/5 along
                        a mesh dim no other axis uses, or uniform over every valid mapping;
@@ -17,7 +17,7 @@ not change when other rules are selected, and one seed always gives the same cas
                        other tensor whose mapping is drawn)
     other tensors      15% None where the rule allows None, 40% a drawn placement (55% if
                        required), else replicated
-    data_format        uniform over the 7 batch_norm layouts (rules that take one)
+    data_format        uniform over the family's ``RANDOM.data_formats`` (rules that take one)
     begin_norm_axis    uniform 0..rank(x)
     other attrs        epsilon, momentum, groups (-1..4) from small lists; booleans fair coins
     co-shard           on a mesh of 2 or more dims (a 1-D mesh: the draw stays valid), x and each
@@ -28,7 +28,8 @@ not change when other rules are selected, and one seed always gives the same cas
                        another shape (any other of RANDOM_MESH_SHAPES, so also more or fewer mesh
                        dims), half x's shape with other process ids; placement drawn for that mesh
                        (70%) or replicated
-    invalid            one of INVALID_MUTATIONS, weighted 12 each: x rank out of range, another
+    invalid            one of INVALID_MUTATIONS, weighted 12 each: x rank out of range (one of
+                       the family's ``RANDOM.bad_x_ranks``), another
                        tensor's rank wrong, dims_mapping length != rank, a mesh dim out of range, a
                        mesh dim used twice, begin_norm_axis outside 0..rank (3/4 negative), an
                        unknown data_format; weighted 1 each (they crash Paddle on most draws):
@@ -58,9 +59,10 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..case import Case
-from ..rules.signatures import DATA_FORMATS, rule_spec
+from ..ops import rule_spec
+from ..ops.kit.grid import LIKE_X, RandomPlan
 from ..types import DistTensorSpec, Mapping, ProcessMesh, mesh_dims_of
-from .grid import MESH_SHAPES, coshard_mappings, input_shapes, mesh_of, valid_mappings
+from .grid import MESH_SHAPES, coshard_mappings, grid_module, input_shapes, mesh_of, valid_mappings
 
 #: Meshes beyond the grid's, then the grid's own.
 RANDOM_MESH_SHAPES: tuple[tuple[int, ...], ...] = tuple(dict.fromkeys(
@@ -76,16 +78,12 @@ BAD_DATA_FORMATS = ("", "N", "CN", "NWC", "NCWH", "nchw")
 INVALID_MUTATIONS = {"x-rank": 12, "other-rank": 12, "mapping-length": 12, "mesh-dim-range": 12, "mesh-dim-twice": 12,
                      "begin_norm_axis": 12, "data_format": 12, "partial-bad": 1, "x-no-mesh": 1, "required-none": 1}
 
-_BN_RULES = frozenset({"batch_norm_static", "batch_norm", "batch_norm_grad", "sync_batch_norm",
-                       "sync_batch_norm_grad"})
-#: instance_norm takes x of rank 4-5 (a 2-D / 3-D x crashes Paddle's rule: an x-rank mutation).
-_IN_RULES = frozenset({"instance_norm", "instance_norm_grad"})
-#: group_norm takes x of rank 3-5 (1, 2 and 6 are x-rank mutations: Paddle's own check).
-_GN_RULES = frozenset({"group_norm", "group_norm_base", "group_norm_grad", "group_norm_grad_base"})
-_LIKE_X = frozenset({"x", "out", "out_grad", "y_grad"})
-_LN_STATS = frozenset({"mean", "variance"})
-#: instance_norm's and rms_norm's statistics (also drawn like x); batch_norm's saved_* keep their own draws.
-_NORM_STATS = frozenset({"saved_mean", "saved_variance", "invvar"})
+
+
+def _plan(rule: str) -> RandomPlan:
+    """The rule's family's draws (its grid module's ``RANDOM``)."""
+    plan: RandomPlan = grid_module(rule).RANDOM
+    return plan
 
 
 class Draw(NamedTuple):
@@ -183,14 +181,14 @@ def _attrs(rule: str, rng: random.Random, rank: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, default in rule_spec(rule).attrs:
         if name == "data_format":
-            out[name] = rng.choice(DATA_FORMATS)
+            out[name] = rng.choice(_plan(rule).data_formats)
         elif name == "begin_norm_axis":
             out[name] = rng.randint(0, rank)
         elif name == "epsilon":
             out[name] = rng.choice(EPSILONS)
         elif name == "momentum":
             out[name] = rng.choice(MOMENTUMS)
-        elif name == "groups":  # group_norm's rules read none: any count, dividing C or not
+        elif name == "groups":  # no rule reads it: any count, dividing C or not
             out[name] = rng.choice((-1, 0, 1, 2, 3, 4))
         elif isinstance(default, bool):
             out[name] = rng.random() < 0.5
@@ -201,9 +199,9 @@ def _attrs(rule: str, rng: random.Random, rank: int) -> dict[str, Any]:
 
 def _valid(rule: str, rng: random.Random) -> tuple[ProcessMesh, dict[str, DistTensorSpec | None], dict[str, Any]]:
     spec = rule_spec(rule)
+    plan = _plan(rule)
     mesh = _draw_mesh(rng)
-    rank = rng.randint(2, 5) if rule in _BN_RULES else rng.randint(4, 5) if rule in _IN_RULES else \
-        rng.randint(3, 5) if rule in _GN_RULES else rng.randint(1, 6)
+    rank = rng.randint(*plan.ranks)
     x_shape = tuple(rng.choice(SIZES) for _ in range(rank))
     attrs = _attrs(rule, rng, rank)
     shapes = input_shapes(rule, x_shape, attrs)
@@ -214,7 +212,7 @@ def _valid(rule: str, rng: random.Random) -> tuple[ProcessMesh, dict[str, DistTe
         if name in spec.optional and r < 0.15:
             inputs[name] = None
         elif r < 0.55:
-            like_x = name in _LIKE_X or name in _LN_STATS or (name in _NORM_STATS and rule not in _BN_RULES)
+            like_x = name in LIKE_X or name in plan.stats_like_x
             like = x.dims_mapping if like_x and rng.random() < 0.3 else None
             inputs[name] = _placed(rng, shapes[name], mesh, like)
         else:
@@ -264,8 +262,7 @@ def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, 
     x = inputs["x"]
     assert x is not None
     if what == "x-rank":
-        bad = rng.choice((1, 6, 7)) if rule in _BN_RULES else rng.choice((1, 2, 3, 6)) if rule in _IN_RULES \
-            else rng.choice((1, 2, 6)) if rule in _GN_RULES else rng.choice((0, 7))
+        bad = rng.choice(_plan(rule).bad_x_ranks)
         shape = tuple(rng.choice(SIZES) for _ in range(bad))
         inputs["x"] = _placed(rng, shape, mesh)
         if "begin_norm_axis" in attrs:
@@ -295,7 +292,7 @@ def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, 
         inputs[name] = _spec(t.shape, tuple(mapping), t_mesh)
     elif what == "mesh-dim-twice":
         names = [n for n in present if (tn := inputs[n]) is not None and tn.ndim >= 2]
-        if not names:  # only rank-1 tensors (layer_norm of a vector): make x a matrix, out/out_grad too
+        if not names:  # only rank-1 tensors (a norm of a vector): make x a matrix, out/out_grad too
             names = ["x"]
             for name in ("x", "out", "out_grad"):
                 t = inputs.get(name)

@@ -11,19 +11,9 @@ the op's contract, independently of ``rules/``::
                                twice (co-shard members included), a partial dim out of range or
                                also sharding, no mesh
     meshes                     an input's mesh has another number of dims than x's
-    batch_norm family          x rank outside 2..5; a per-channel tensor not 1-D; out_grad's
-                               rank != x's; data_format not a batch_norm layout
-    layer_norm family          x rank 0; begin_norm_axis not an int in 0..rank(x); scale/bias not 1-D;
-                               mean/variance rank != begin_norm_axis; out/out_grad rank != x's
-    instance_norm              x rank outside 4..5 (the rule indexes axes 2 and 3: a 2-D / 3-D x
-                               corrupts Paddle's heap); scale/bias not 1-D; saved statistics not 2-D;
-                               y_grad's rank != x's
-    rms_norm, fast_ln          x rank 0; scale/bias not 1-D; mean/invvar rank != rank(x) - 1;
-                               out/out_grad/y_grad rank != x's
-    group_norm                 x rank outside 3..5; scale/bias not 1-D; mean/variance not 2-D; y/y_grad
-                               rank != x's; data_format not a group_norm layout of x's rank; groups
-                               not a positive divisor of C (the rules read neither attribute)
     attributes                 epsilon / momentum not a number
+    the op's own               its family's ``input_problem`` (``ops/<family>/grid.py``): x's ranks,
+                               the other tensors' ranks, its attributes' values
 """
 
 from __future__ import annotations
@@ -31,9 +21,8 @@ from __future__ import annotations
 from numbers import Real
 
 from ..case import Case
-from ..rules.signatures import BN_PER_CHANNEL as PER_CHANNEL
-from ..rules.signatures import DATA_FORMATS, GN_DATA_FORMATS
 from ..types import DistTensorSpec
+from .grid import grid_module
 
 
 def _spec_problem(name: str, spec: DistTensorSpec) -> str | None:
@@ -73,76 +62,5 @@ def input_problem(case: Case) -> str | None:
     for key in ("epsilon", "momentum"):
         if key in attrs and (isinstance(attrs[key], bool) or not isinstance(attrs[key], Real)):
             return f"{key} is not a number"
-    rank = len(x.shape)
-    if case.spec.op in ("batch_norm", "sync_batch_norm"):
-        if not 2 <= rank <= 5:
-            return f"x rank {rank} outside 2..5"
-        if "data_format" in attrs and attrs["data_format"] not in DATA_FORMATS:
-            return f"data_format {attrs['data_format']!r} is not a batch_norm layout"
-        for name, spec in named.items():
-            if spec is not None and name in PER_CHANNEL and len(spec.shape) != 1:
-                return f"{name} is not 1-D"
-        og = named.get("out_grad")
-        if og is not None and len(og.shape) != rank:
-            return "out_grad's rank differs from x's"
-        return None
-    if case.spec.op in _NORM_MORE_RANKS:
-        return _norm_more_problem(case.spec.op, rank, named)
-    if case.spec.op == "group_norm":
-        return _group_norm_problem(rank, named, attrs)
-    if rank < 1:
-        return "x is rank 0 (layer_norm normalises at least one axis)"
-    b = attrs.get("begin_norm_axis")
-    if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b <= rank:
-        return f"begin_norm_axis {b!r} is not an int in 0..{rank}"
-    for name, spec in named.items():
-        if spec is None or name == "x":
-            continue
-        want = {"scale": 1, "bias": 1, "mean": b, "variance": b}.get(name, rank)
-        if len(spec.shape) != want:
-            return f"{name} rank {len(spec.shape)} != {want}"
-    return None
-
-
-#: x ranks instance_norm, rms_norm and fast_ln take (instance_norm: [N, C, H, W] or [N, C, D, H, W];
-#: its rule clears axes 2 and 3 by index, so an NC / NCL input is outside what it can answer).
-_NORM_MORE_RANKS = {"instance_norm": range(4, 6), "rms_norm": range(1, 19), "fast_ln": range(1, 19)}
-
-
-def _norm_more_problem(op: str, rank: int, named: dict[str, DistTensorSpec | None]) -> str | None:
-    """instance_norm: scale/bias [C], saved statistics [N, C], y_grad like x; rms_norm and fast_ln:
-    scale/bias [last], statistics (mean, invvar) x.shape[:-1], out / out_grad / y_grad like x."""
-    if rank not in _NORM_MORE_RANKS[op]:
-        return f"x rank {rank} outside {_NORM_MORE_RANKS[op].start}..{_NORM_MORE_RANKS[op].stop - 1} for {op}"
-    stat_rank = 2 if op == "instance_norm" else rank - 1
-    for name, spec in named.items():
-        if spec is None or name == "x":
-            continue
-        want = {"scale": 1, "bias": 1, "saved_mean": stat_rank, "saved_variance": stat_rank, "mean": stat_rank,
-                "invvar": stat_rank}.get(name, rank)
-        if len(spec.shape) != want:
-            return f"{name} rank {len(spec.shape)} != {want}"
-    return None
-
-
-def _group_norm_problem(rank: int, named: dict[str, DistTensorSpec | None], attrs: dict[str, object]) -> str | None:
-    """group_norm: x [N, C, *] or [N, *, C] of rank 3..5, scale/bias [C], mean/variance [N, groups],
-    y / y_grad like x; data_format one of the op's layouts with one letter per axis of x; groups
-    dividing C (where the rule takes the attributes)."""
-    if not 3 <= rank <= 5:
-        return f"x rank {rank} outside 3..5 for group_norm"
-    for name, spec in named.items():
-        if spec is None or name == "x":
-            continue
-        want = {"scale": 1, "bias": 1, "mean": 2, "variance": 2}.get(name, rank)
-        if len(spec.shape) != want:
-            return f"{name} rank {len(spec.shape)} != {want}"
-    if "data_format" not in attrs:  # the Base rules take no attribute
-        return None
-    fmt, groups, x = attrs["data_format"], attrs["groups"], named["x"]
-    if not isinstance(fmt, str) or fmt not in GN_DATA_FORMATS or len(fmt) != rank:
-        return f"data_format {fmt!r} is not a group_norm layout of a rank-{rank} x"
-    channels = x.shape[1 if fmt[1] == "C" else -1] if x is not None else 0
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1 or channels % groups:
-        return f"groups {groups!r} does not divide C = {channels}"
-    return None
+    problem: str | None = grid_module(case.rule).input_problem(case.rule, named, attrs, len(x.shape))
+    return problem

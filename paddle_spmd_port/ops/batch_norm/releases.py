@@ -1,0 +1,51 @@
+"""batch_norm on older Paddle releases (evidence: docs/releases/<version>.md, under each name).
+
+Before 3.1 there is no batch_norm rule at all: no registry entry, no BatchNorm*InferSpmd, no
+header; the dist op then falls back to replicating everything.
+"""
+
+from __future__ import annotations
+
+from ..kit.releases import COSHARD_READ_RAISES, Differences, KnownDifference
+
+#: The compiled caller is built against this release's batch_norm.h: without it (Paddle < 3.1) the
+#: caller cannot be built, so no family's rule is reached through it (the families' rule-missing
+#: differences of that release match this unreachable reason).
+NO_CALLER_PATTERN = r"compiled caller unavailable: .*has no phi/infermeta/spmd_rules/batch_norm\.h"
+
+_KEYS = ("batch_norm_static", "batch_norm", "batch_norm_grad")
+
+DIFFERENCES: Differences = {
+    "3.0.0": (
+        KnownDifference(
+            name="no-batch-norm-rule",
+            rules=frozenset(_KEYS),
+            kind="rule-missing",
+            why="no batch_norm SPMD rule exists (no 'batch_norm' registry entry, no BatchNorm*InferSpmd "
+                "functions or batch_norm.h header before 3.1)",
+            params=(("patterns", (r"registers no 'batch_norm' rule",
+                                  r"`batch_norm` Kernel's Spmd rules is not registered",
+                                  r"has no phi/infermeta/spmd_rules/batch_norm\.h")),),
+        ),
+        KnownDifference(
+            name="batch-norm-replicated-fallback",
+            rules=frozenset({"batch_norm", "batch_norm_grad"}),
+            kind="replicated-fallback",
+            why="batch_norm has no InferSpmd rule, so the dist op falls back to replicating every input "
+                "and output (no Partial on the grads)",
+        ),
+        KnownDifference(
+            name="batch-norm-grad-abort-without-scale",
+            rules=frozenset({"batch_norm_grad"}),
+            kind="crash-with-none",
+            why="building batch_norm_grad without scale or bias aborts the process (SIGABRT) in the "
+                "replicated fallback",
+            params=(("crash", r"signal 6\b"), ("when_none", ("scale", "bias"))),
+        ),
+    ),
+    "3.1.0": (COSHARD_READ_RAISES.for_rules(*_KEYS),),
+    "3.1.1": (COSHARD_READ_RAISES.for_rules(*_KEYS),),
+}
+
+REGISTRY_MISSING = {"3.0.0": frozenset({"batch_norm"})}
+CPP_MISSING = {"3.0.0": frozenset({"BatchNormInferSpmd", "BatchNormInferSpmdStatic", "BatchNormGradInferSpmd"})}

@@ -1,0 +1,49 @@
+"""fast_ln's parity grid: the kit's statistics-norm grid (``stat_norm_rule_grid``) over the
+last axis (mean/invvar ``x.shape[:-1]``, scale/bias the last axis' size).
+
+::
+
+    x rank        1-4
+    corner sets   the kit's invalid set, x rank 0 (and the grad: scale None while x is split);
+                  mixed meshes with x [8,6,4]
+    co-shard set  x rank 1-3
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ...types import DistTensorSpec
+from .. import FAMILIES
+from ..kit.grid import (
+    CoshardPlan,
+    GridFn,
+    RandomPlan,
+    StatNormPlan,
+    no_attr_variants,
+    stat_norm_problem,
+    stat_norm_rule_grid,
+    stat_norm_shapes,
+)
+
+PLAN = StatNormPlan(ranks=(1, 2, 3, 4), invalid_x_ranks=(0,), channel_stats=False)
+#: The x ranks the op takes (validity).
+X_RANKS = range(1, 19)
+
+GRIDS: dict[str, GridFn] = {key: stat_norm_rule_grid(key, PLAN) for key in FAMILIES["fast_ln"].keys}
+
+
+def input_shapes(rule: str, x_shape: tuple[int, ...], attrs: Mapping[str, object]) -> dict[str, tuple[int, ...]]:
+    return stat_norm_shapes(rule, x_shape, PLAN.channel_stats)
+
+
+COSHARD = CoshardPlan(ranks=range(1, 4), attr_variants=no_attr_variants, invalid_rank=3)
+
+
+def input_problem(rule: str, named: Mapping[str, DistTensorSpec | None], attrs: Mapping[str, object],
+                  rank: int) -> str | None:
+    return stat_norm_problem("fast_ln", X_RANKS, rank, named, PLAN.channel_stats)
+
+
+RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7),
+                    stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}))

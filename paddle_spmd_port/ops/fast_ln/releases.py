@@ -1,0 +1,23 @@
+"""fast_ln on older Paddle releases (evidence: docs/releases/<version>.md, under each name)."""
+
+from __future__ import annotations
+
+from ..kit.releases import COSHARD_READ_RAISES, Differences, KnownDifference
+from ..rms_norm.releases import NO_COMPILED_CALLER_RMS_FAST_LN
+
+_KEYS = ("fast_ln", "fast_ln_grad")
+
+DIFFERENCES: Differences = {
+    "3.0.0": (NO_COMPILED_CALLER_RMS_FAST_LN.for_rules(*_KEYS),),
+    "3.1.0": (
+        COSHARD_READ_RAISES.for_rules(*_KEYS),
+        KnownDifference(
+            name="fast-ln-grad-segfault-without-scale",
+            rules=frozenset({"fast_ln_grad"}),
+            kind="crash-with-none",
+            why="FastLnGradInferSpmd segfaults when scale is None and x_grad is split; fixed in 3.1.1",
+            params=(("crash", r"signal 11\b"), ("when_none", ("scale",)), ("port_sharded", "x_grad")),
+        ),
+    ),
+    "3.1.1": (COSHARD_READ_RAISES.for_rules(*_KEYS),),
+}

@@ -1,0 +1,117 @@
+"""The release kit: how a family declares what an older Paddle release answers differently (op-free).
+
+A family's ``ops/<family>/releases.py`` declares, per release version (``"X.Y.Z"``):
+
+    PROBE_DIFFERENCES  version -> (compat probe name, why) for its probes (``<prefix>/...`` of
+                       paddle_spmd_port.compat.probes) that release answers differently
+    PROBE_CRASHES      version -> (probe name, why) for its probes that kill that release's process
+    DIFFERENCES        version -> its :class:`KnownDifference` entries, rules = its own keys, in the
+                       order they are tried (the first that matches a case explains it)
+    REGISTRY_MISSING   version -> registry names 3.3.1 has and that release lacks
+    CPP_MISSING        version -> C++ InferSpmd functions absent from that release's libraries
+
+parity/releases.py assembles them into one profile per release: entries of the same name from
+several families become one difference over all their rules (they must agree on kind, why and
+params). Each difference's evidence (what was measured, with the command) is written up in
+docs/releases/<version>.md under its name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+#: How a native outcome is recognised (parity/releases.py has one matcher per kind):
+#: ``rule-missing`` (unreachable or NotFound, by param ``patterns``), ``replicated-fallback`` (the
+#: dist API's answer for an op without a rule), ``crash-with-none`` (a signal while a named optional
+#: input is None), ``partial-on-absent-grad``, ``coshard-refused`` (an error on a co-sharded input),
+#: ``error-text-differs`` (the same error in older words), ``outputs-truncated`` (lower-rank outputs),
+#: ``native-raises`` (an error family and message).
+KINDS = ("rule-missing", "replicated-fallback", "crash-with-none", "partial-on-absent-grad", "coshard-refused",
+         "error-text-differs", "outputs-truncated", "native-raises")
+#: The kinds that only ever explain a case with a co-sharded input (the rule's other cases are not affected).
+COSHARD_ONLY_KINDS = frozenset({"coshard-refused"})
+
+
+@dataclass(frozen=True)
+class KnownDifference:
+    """One way a release's native answer differs from the port, for some rules."""
+
+    name: str
+    rules: frozenset[str]
+    kind: str
+    """One of :data:`KINDS`: how the native outcome is recognised."""
+    why: str
+    """Short reason, shown in reports as ``known difference for X.Y.Z: <why>``."""
+    evidence: str = ""
+    """Where the measurement is written up (parity/releases.py fills in docs/releases/<version>.md#<name>)."""
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"known difference {self.name!r}: unknown kind {self.kind!r}; "
+                             f"choose one of {', '.join(KINDS)}")
+
+    def param(self, key: str, default: Any = KeyError) -> Any:
+        params = dict(self.params)
+        if default is KeyError:
+            return params[key]
+        return params.get(key, default)
+
+    def for_rules(self, *rules: str) -> KnownDifference:
+        """The same difference, concerning ``rules`` (a family joining one declared elsewhere)."""
+        return dataclasses.replace(self, rules=frozenset(rules))
+
+    @property
+    def coshard_only(self) -> bool:
+        """It explains only cases with a co-sharded input (see its kind)."""
+        return self.kind in COSHARD_ONLY_KINDS
+
+
+#: 3.1.x sets a co-shard (compiled caller and registry alike), but a rule reading dims_mapping raises.
+COSHARD_READ_RAISES = KnownDifference(
+    name="coshard-dims-mapping-read-raises",
+    rules=frozenset(),
+    kind="coshard-refused",
+    why="a rule reading a co-sharded input's dims_mapping raises ValueError 'There are <n> mesh dim sharded on tensor "
+        "dim <k>,you should call \"multi_dims_mapping()\"' (3.2.0+ falls back to one mesh dim)",
+    params=(("family", "ValueError"),
+            ("message", r'^There are \d+ mesh dim sharded on tensor dim \d+, ?you should call '
+                        r'"multi_dims_mapping\(\)"')),
+)
+
+#: 3.0.0's TensorDistAttr cannot hold a co-shard: the registry route cannot build such an input.
+NO_MULTI_DIMS_MAPPING = KnownDifference(
+    name="no-multi-dims-mapping",
+    rules=frozenset(),
+    kind="coshard-refused",
+    why="TensorDistAttr has no multi_dims_mapping, so the registry route cannot set a co-sharded input "
+        "(AttributeError)",
+    params=(("family", "AttributeError"), ("message", r"has no attribute 'multi_dims_mapping'")),
+)
+
+Differences = dict[str, tuple[KnownDifference, ...]]
+Probes = dict[str, tuple[tuple[str, str], ...]]
+
+# Why-texts of compat-probe differences every family's probes share (measured with
+# ``python -m paddle_spmd_port.compat.probes native`` in each release's venv: docs/releases/).
+#: 3.0.0 prints a TensorDistAttr in an older format.
+STR_FORMAT_300 = ("TensorDistAttr's str prints 'dims_mappings: [0,-1]' and no split_factor (3.3.1: "
+                  "'dim_mappings: [[0] [] ]' and 'split_factor')")
+#: 3.0.0's infer_spmd takes no str argument.
+STR_ARGS_300 = "infer_spmd() rejects str arguments ('must be int, float, bool or Tensor, but got str')"
+#: 3.0.0 cannot set a co-shard at all.
+NO_COSHARD_300 = "no co-sharding: TensorDistAttr has no multi_dims_mapping attribute (AttributeError)"
+#: 3.1.x sets a co-shard, but reading a co-sharded attr's dims_mapping raises.
+COSHARD_READ_RAISES_31 = ("reading dims_mapping of a co-sharded attr raises ValueError (InvalidArgument) 'There are 2 "
+                          "mesh dim sharded on tensor dim 0,you should call \"multi_dims_mapping()\"'; 3.2.0+ falls "
+                          "back to one mesh dim")
+
+
+def probes(why: str, *names: str) -> tuple[tuple[str, str], ...]:
+    """(name, why) for each probe name."""
+    return tuple((name, why) for name in names)
+
+__all__ = ["COSHARD_ONLY_KINDS", "COSHARD_READ_RAISES", "KINDS", "NO_MULTI_DIMS_MAPPING", "COSHARD_READ_RAISES_31",
+           "NO_COSHARD_300", "STR_ARGS_300", "STR_FORMAT_300", "Differences", "KnownDifference", "Probes", "probes"]
