@@ -49,10 +49,11 @@ segfaults, or answers y / mean / variance / y_grad with a mesh dim their mesh la
 
 from __future__ import annotations
 
-from ..errors import InvalidSpecError
-from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
-from .preconditions import gn_forward_inputs, gn_grad_inputs
+from ...errors import InvalidSpecError
+from ...types import DistAttr, DistTensorSpec, SpmdResult
+from ..kit.checks import rule
+from ..kit.tensor import RuleInput
+from .checks import gn_forward_inputs, gn_grad_inputs
 
 
 def _keep_batch_only(x: RuleInput) -> tuple[int, ...]:
@@ -68,6 +69,7 @@ def _forward(tx: RuleInput, ts: RuleInput, tb: RuleInput) -> SpmdResult:
     return SpmdResult.make(inputs=(x_attr, ts.attr((-1,)), tb.attr((-1,))), outputs=(x_attr, stat, stat))
 
 
+@rule("group_norm_base")
 def group_norm_infer_spmd_base(
     x: DistTensorSpec,
     scale: DistTensorSpec | None,
@@ -78,6 +80,7 @@ def group_norm_infer_spmd_base(
     return _forward(*gn_forward_inputs(x, scale, bias, ()))
 
 
+@rule("group_norm")
 def group_norm_infer_spmd(
     x: DistTensorSpec,
     scale: DistTensorSpec | None,
@@ -90,6 +93,12 @@ def group_norm_infer_spmd(
     (PADDLE-QUIRK(gn-ignored-attrs))."""
     return _forward(*gn_forward_inputs(x, scale, bias, (("epsilon", epsilon), ("groups", groups),
                                                         ("data_format", data_format))))
+
+
+#: The grads' answer check (:func:`~paddle_spmd_port.ops.kit.checks.rule`): x's axis-0 mesh dim lands on
+#: every tensor's attr, each on its own mesh.
+_GRAD_OTHERS = ("y", "mean", "variance", "y_grad", "scale", "bias")
+_GRAD_MESH_OF = ("x", "scale", "bias", "y", "mean", "variance", "y_grad", "x", "scale", "bias")
 
 
 def _grad(tx: RuleInput, ts: RuleInput, tb: RuleInput, ty: RuleInput, tm: RuleInput, tv: RuleInput,
@@ -112,13 +121,10 @@ def _grad(tx: RuleInput, ts: RuleInput, tb: RuleInput, ty: RuleInput, tm: RuleIn
                  DistAttr.make((-1,), partial, ts.mesh),  # PADDLE-QUIRK(gn-grad-partial)
                  DistAttr.make((-1,), partial, tb.mesh)),
     )
-    if on_meshes_of_other_ndim(tx, ts, tb, ty, tm, tv, tg):  # x's mesh dim put on another mesh's attr
-        owners = (("x", tx), ("scale", ts), ("bias", tb), ("y", ty), ("mean", tm), ("variance", tv),
-                  ("y_grad", tg), ("x_grad", tx), ("scale_grad", ts), ("bias_grad", tb))
-        require_mesh_dims_exist(result, owners, tx, (ty, tm, tv, tg, ts, tb))
     return result
 
 
+@rule("group_norm_grad_base", others=_GRAD_OTHERS, mesh_of=_GRAD_MESH_OF)
 def group_norm_grad_infer_spmd_base(
     x: DistTensorSpec,
     scale: DistTensorSpec | None,
@@ -133,6 +139,7 @@ def group_norm_grad_infer_spmd_base(
     return _grad(*gn_grad_inputs(x, scale, bias, y, mean, variance, y_grad, ()))
 
 
+@rule("group_norm_grad", others=_GRAD_OTHERS, mesh_of=_GRAD_MESH_OF)
 def group_norm_grad_infer_spmd(
     x: DistTensorSpec,
     scale: DistTensorSpec | None,

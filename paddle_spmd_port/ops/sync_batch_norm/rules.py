@@ -33,14 +33,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import InvalidSpecError
-from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import RuleInput, as_input, check_attrs, check_specs, require_x_mesh
-from .signatures import BN_PER_CHANNEL, RULES
+from ...errors import InvalidSpecError
+from ...types import DistAttr, DistTensorSpec, SpmdResult
+from .. import RULES
+from ..batch_norm.layout import PER_CHANNEL as BN_PER_CHANNEL
+from ..kit.checks import Attrs, Specs, rule
+from ..kit.tensor import RuleInput, as_input, check_attrs, check_specs, require_x_mesh
 
 
-def _named(key: str, *specs: DistTensorSpec | None) -> tuple[tuple[str, DistTensorSpec | None, bool], ...]:
-    """(name, spec, optional) per input of ``key``, from the signature table."""
+def _named(key: str, specs: Specs) -> tuple[tuple[str, DistTensorSpec | None, bool], ...]:
+    """(name, spec, optional) per input of ``key``, from its declared spec."""
     sig = RULES[key]
     return tuple((name, spec, name in sig.optional) for name, spec in zip(sig.inputs, specs, strict=True))
 
@@ -65,43 +67,13 @@ def _replicated_fallback(named: Sequence[tuple[str, DistTensorSpec | None, bool]
     )
 
 
-def sync_batch_norm_infer_spmd(
-    x: DistTensorSpec,
-    mean: DistTensorSpec,
-    variance: DistTensorSpec,
-    scale: DistTensorSpec | None,
-    bias: DistTensorSpec | None,
-    is_test: bool = False,
-    momentum: float = 0.9,
-    epsilon: float = 1e-5,
-    data_format: str = "NCHW",
-    use_global_stats: bool = False,
-    trainable_statistics: bool = False,
-) -> SpmdResult:
+@rule("sync_batch_norm", packed=True)
+def sync_batch_norm_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     """Shipped behaviour of ``sync_batch_norm_``: everything replicated."""
-    named = _named("sync_batch_norm", x, mean, variance, scale, bias)
-    attrs = (("is_test", is_test), ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format),
-             ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
-    return _replicated_fallback(named, attrs, (None, 1, 1, 1, 1, 1))
+    return _replicated_fallback(_named("sync_batch_norm", specs), attrs, (None, 1, 1, 1, 1, 1))
 
 
-def sync_batch_norm_grad_infer_spmd(
-    x: DistTensorSpec,
-    scale: DistTensorSpec | None,
-    bias: DistTensorSpec | None,
-    saved_mean: DistTensorSpec,
-    saved_variance: DistTensorSpec,
-    reserve_space: DistTensorSpec | None,
-    out_grad: DistTensorSpec,
-    momentum: float = 0.9,
-    epsilon: float = 1e-5,
-    data_format: str = "NCHW",
-    is_test: bool = False,
-    use_global_stats: bool = False,
-    trainable_statistics: bool = False,
-) -> SpmdResult:
+@rule("sync_batch_norm_grad", packed=True)
+def sync_batch_norm_grad_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     """Shipped behaviour of ``sync_batch_norm_grad``: everything replicated."""
-    named = _named("sync_batch_norm_grad", x, scale, bias, saved_mean, saved_variance, reserve_space, out_grad)
-    attrs = (("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format), ("is_test", is_test),
-             ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics))
-    return _replicated_fallback(named, attrs, (None, 1, 1))
+    return _replicated_fallback(_named("sync_batch_norm_grad", specs), attrs, (None, 1, 1))

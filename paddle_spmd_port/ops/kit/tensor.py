@@ -11,8 +11,8 @@ import numbers
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, cast
 
-from ..errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument
-from ..types import SPEEDUPS, DistAttr, DistTensorSpec, Mapping, MeshDims, ProcessMesh, SpmdResult, mesh_dims_of
+from ...errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument
+from ...types import SPEEDUPS, DistAttr, DistTensorSpec, Mapping, MeshDims, ProcessMesh, SpmdResult, mesh_dims_of
 
 _NO_PARTIAL: frozenset[int] = frozenset()
 
@@ -69,7 +69,7 @@ def _valid_inputs(specs: Sequence[DistTensorSpec | None],
     """:func:`as_input` of each spec at once (``names``: (name, optional) per spec) when every spec is
     of the class itself and :attr:`~DistTensorSpec.valid_on_mesh`, or ``None`` where optional;
     ``None`` when any spec needs :func:`as_input`'s checks or fails its own. The preambles' fast path
-    (:mod:`.preconditions`). The reference of ``_speedups.valid_inputs``: :data:`valid_inputs` is
+    (:mod:`.checks`). The reference of ``_speedups.valid_inputs``: :data:`valid_inputs` is
     that C function when the C module is in use."""
     out = []
     position = 0  # an index into names, not zip(): a tenth fewer instructions on this hot path (callgrind)

@@ -50,10 +50,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
-from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
-from .preconditions import ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
+from ...notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
+from ...types import DistAttr, DistTensorSpec, SpmdResult
+from ..kit.checks import rule
+from ..kit.tensor import RuleInput
+from .checks import ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
 
 
 @lru_cache(maxsize=256)
@@ -63,6 +64,7 @@ def layer_norm_notation(ndim: int, begin_norm_axis: int) -> tuple[str, str]:
     return lead + FORCED_REPLICATED * (ndim - begin_norm_axis), lead
 
 
+@rule("layer_norm")
 def layer_norm_infer_spmd(
     x: DistTensorSpec,
     scale: DistTensorSpec | None,
@@ -82,6 +84,8 @@ def layer_norm_infer_spmd(
     return SpmdResult.make(inputs=(x_attr, ts.attr((-1,)), tb.attr((-1,))), outputs=(x_attr, stat, stat))
 
 
+@rule("layer_norm_reverse", others=("out", "mean", "variance", "scale", "bias"),
+      mesh_of=("x", "scale", "bias", "out", "mean", "variance"))
 def layer_norm_infer_spmd_reverse(
     x: DistTensorSpec,
     scale: DistTensorSpec | None,
@@ -107,12 +111,11 @@ def layer_norm_infer_spmd_reverse(
         outputs=(to.attr(x_mapping, keep_partial=keep), tm.attr(stat, keep_partial=keep),
                  tv.attr(stat, keep_partial=keep)),
     )
-    if on_meshes_of_other_ndim(tx, ts, tb, to, tm, tv):  # merged mesh dims of one mesh put on another
-        owners = (("x", tx), ("scale", ts), ("bias", tb), ("out", to), ("mean", tm), ("variance", tv))
-        require_mesh_dims_exist(result, owners, tx, (to, tm, tv, ts, tb))
     return result
 
 
+@rule("layer_norm_grad", others=("mean", "variance", "out_grad", "scale", "bias"),
+      mesh_of=("x", "scale", "bias", "mean", "variance", "out_grad", "out_grad", "scale", "bias"))
 def layer_norm_grad_infer_spmd(
     x: DistTensorSpec,
     scale: DistTensorSpec | None,
@@ -153,8 +156,4 @@ def layer_norm_grad_infer_spmd(
         inputs=(x_attr, ts.replicated(), tb.replicated(), mean_attr, var_attr, og_attr),
         outputs=(og_attr, grad_of(ts), grad_of(tb)),
     )
-    if on_meshes_of_other_ndim(tx, ts, tb, tm, tv, tg):  # merged mesh dims of one mesh put on another
-        owners = (("x", tx), ("scale", ts), ("bias", tb), ("mean", tm), ("variance", tv), ("out_grad", tg),
-                  ("x_grad", tg), ("scale_grad", ts), ("bias_grad", tb))
-        require_mesh_dims_exist(result, owners, tx, (tm, tv, tg, ts, tb))
     return result

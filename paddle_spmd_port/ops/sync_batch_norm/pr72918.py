@@ -50,14 +50,15 @@ profiles): the branch reuses them, so its messages name batch_norm also for sync
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from ..notation import letters, mapping_for_axes, merge_shardings
-from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
-from .preconditions import bn_forward_inputs, bn_grad_inputs
+from ...notation import letters, mapping_for_axes, merge_shardings
+from ...types import DistAttr, SpmdResult
+from ..batch_norm.checks import bn_forward_inputs, bn_grad_inputs
+from ..kit.checks import Attrs, Specs, input_names, rule
+from ..kit.tensor import RuleInput
 
 REVISION = "19683c0389dce01ea48606aba51149681baa8272"
+
+_GRAD_NAMES = input_names("sync_batch_norm_grad")
 
 
 def _axis1_only(x: RuleInput) -> tuple[str, tuple[int, ...], dict[str, int]]:
@@ -68,25 +69,12 @@ def _axis1_only(x: RuleInput) -> tuple[str, tuple[int, ...], dict[str, int]]:
     return axes, tuple(kept), merge_shardings([(axes, kept)])
 
 
-def sync_batch_norm_infer_spmd(
-    x: DistTensorSpec,
-    mean: DistTensorSpec,
-    variance: DistTensorSpec,
-    scale: DistTensorSpec | None,
-    bias: DistTensorSpec | None,
-    is_test: bool = False,
-    momentum: float = 0.9,
-    epsilon: float = 1e-5,
-    data_format: str = "NCHW",
-    use_global_stats: bool = False,
-    trainable_statistics: bool = False,
-) -> SpmdResult:
+@rule("sync_batch_norm", packed=True)
+def sync_batch_norm_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     """Proposed forward rule (the branch's ``BatchNormInferSpmdBase``). Inputs (x, mean,
     variance, scale, bias); outputs (out, mean_out, variance_out, saved_mean, saved_variance,
     reserve_space). No attribute is read."""
-    tx, tm, tv, ts, tb = bn_forward_inputs(x, mean, variance, scale, bias, (
-        ("is_test", is_test), ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format),
-        ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics)))
+    tx, tm, tv, ts, tb = bn_forward_inputs(specs, attrs)
 
     axes, kept, merged = _axis1_only(tx)
     stat = mapping_for_axes(axes[0], merged)  # PR72918-QUIRK(stats-batch-letter): always [-1]
@@ -97,28 +85,11 @@ def sync_batch_norm_infer_spmd(
     )
 
 
-def sync_batch_norm_grad_infer_spmd(
-    x: DistTensorSpec,
-    scale: DistTensorSpec | None,
-    bias: DistTensorSpec | None,
-    saved_mean: DistTensorSpec,
-    saved_variance: DistTensorSpec,
-    reserve_space: DistTensorSpec | None,
-    out_grad: DistTensorSpec,
-    momentum: float = 0.9,
-    epsilon: float = 1e-5,
-    data_format: str = "NCHW",
-    is_test: bool = False,
-    use_global_stats: bool = False,
-    trainable_statistics: bool = False,
-) -> SpmdResult:
+@rule("sync_batch_norm_grad", packed=True, others=("scale", "bias"), mesh_of=("x",) * 8 + ("scale", "bias"))
+def sync_batch_norm_grad_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     """Proposed grad rule. Inputs (x, scale, bias, saved_mean, saved_variance, reserve_space,
     out_grad); outputs (x_grad, scale_grad, bias_grad). No attribute is read."""
-    specs = (("x", x), ("scale", scale), ("bias", bias), ("saved_mean", saved_mean),
-             ("saved_variance", saved_variance), ("reserve_space", reserve_space), ("out_grad", out_grad))
-    t = bn_grad_inputs(specs, (
-        ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format), ("is_test", is_test),
-        ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics)))
+    t = bn_grad_inputs(_GRAD_NAMES, specs, attrs)
     tx = t["x"]
 
     axes, kept, merged = _axis1_only(tx)
@@ -131,15 +102,4 @@ def sync_batch_norm_grad_infer_spmd(
         outputs=(tx.attr(kept), DistAttr(channel, frozenset(), t["scale"].mesh),
                  DistAttr(channel, frozenset(), t["bias"].mesh)),
     )
-    if channel[0] >= 0 and on_meshes_of_other_ndim(tx, t["scale"], t["bias"]):  # [d] on a smaller/no mesh
-        owners = tuple((name, tx) for name, _ in specs) + (("x_grad", tx), ("scale_grad", t["scale"]),
-                                                          ("bias_grad", t["bias"]))
-        require_mesh_dims_exist(result, owners, tx, (t["scale"], t["bias"]))
     return result
-
-
-#: The proposed rule set, by rule key (see :mod:`paddle_spmd_port.rules.signatures`).
-RULES: dict[str, Callable[..., SpmdResult]] = {
-    "sync_batch_norm": sync_batch_norm_infer_spmd,
-    "sync_batch_norm_grad": sync_batch_norm_grad_infer_spmd,
-}

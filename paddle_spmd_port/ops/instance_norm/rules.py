@@ -42,10 +42,11 @@ naming a mesh dim that an attr's own mesh lacks (inputs on meshes of other sizes
 
 from __future__ import annotations
 
-from ..errors import InvalidSpecError
-from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
-from .preconditions import in_forward_inputs, in_grad_inputs
+from ...errors import InvalidSpecError
+from ...types import DistAttr, DistTensorSpec, SpmdResult
+from ..kit.checks import rule
+from ..kit.tensor import RuleInput
+from .checks import in_forward_inputs, in_grad_inputs
 
 
 def _clear_spatial(x: RuleInput) -> tuple[int, ...]:
@@ -56,6 +57,7 @@ def _clear_spatial(x: RuleInput) -> tuple[int, ...]:
     return tuple(mapping)
 
 
+@rule("instance_norm")
 def instance_norm_infer_spmd(
     x: DistTensorSpec,
     scale: DistTensorSpec | None,
@@ -70,6 +72,8 @@ def instance_norm_infer_spmd(
     return SpmdResult.make(inputs=(x_attr, ts.attr((-1,)), tb.attr((-1,))), outputs=(x_attr, stat, stat))
 
 
+@rule("instance_norm_grad", others=("saved_mean", "saved_variance", "y_grad", "scale"),
+      mesh_of=("x", "scale", "saved_mean", "saved_variance", "y_grad", "x", "scale", "scale"))
 def instance_norm_grad_infer_spmd(
     x: DistTensorSpec,
     scale: DistTensorSpec | None,
@@ -95,8 +99,4 @@ def instance_norm_grad_infer_spmd(
         inputs=(tx.attr(kept), ts.attr((-1,)), tm.attr(kept[:2]), tv.attr(kept[:2]), tg.attr(kept)),
         outputs=(tx.attr(kept), param_grad, param_grad),
     )
-    if on_meshes_of_other_ndim(tx, ts, tm, tv, tg):  # x's mesh dims put on a smaller mesh's attr
-        owners = (("x", tx), ("scale", ts), ("saved_mean", tm), ("saved_variance", tv), ("y_grad", tg),
-                  ("x_grad", tx), ("scale_grad", ts), ("bias_grad", ts))
-        require_mesh_dims_exist(result, owners, tx, (tm, tv, tg, ts))
     return result

@@ -60,15 +60,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import InvalidSpecError
-from ..notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
-from ..types import DistAttr, DistTensorSpec, Mapping, SpmdResult, mesh_dims_of
-from ._tensor import on_meshes_of_other_ndim, require_mesh_dims_exist
-from .preconditions import rms_forward_inputs, rms_grad_inputs, rms_reverse_inputs
+from ...errors import InvalidSpecError
+from ...notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
+from ...types import DistAttr, DistTensorSpec, Mapping, SpmdResult, mesh_dims_of
+from ..kit.checks import rule
+from .checks import rms_forward_inputs, rms_grad_inputs, rms_reverse_inputs
 
 _INF = float("inf")
 
 
+@rule("rms_norm")
 def rms_norm_infer_spmd(
     x: DistTensorSpec,
     scale: DistTensorSpec,
@@ -82,6 +83,7 @@ def rms_norm_infer_spmd(
     return SpmdResult.make(inputs=(x_attr, ts.attr((-1,))), outputs=(x_attr, tx.attr(kept[:-1])))
 
 
+@rule("rms_norm_reverse", others=("out", "invvar", "scale"), mesh_of=("x", "scale", "out", "invvar"))
 def rms_norm_infer_spmd_reverse(
     x: DistTensorSpec,
     scale: DistTensorSpec,
@@ -99,9 +101,6 @@ def rms_norm_infer_spmd_reverse(
     x_mapping, stat = mapping_for_axes(x_axes, merged), mapping_for_axes(lead, merged)
     result = SpmdResult.make(inputs=(tx.attr(x_mapping), ts.attr((-1,))),
                              outputs=(to.attr(x_mapping), tv.attr(stat)))
-    if on_meshes_of_other_ndim(tx, ts, to, tv):  # merged mesh dims of one mesh put on another
-        owners = (("x", tx), ("scale", ts), ("out", to), ("invvar", tv))
-        require_mesh_dims_exist(result, owners, tx, (to, tv, ts))
     return result
 
 
@@ -197,6 +196,7 @@ def align_leading_axes(
     return out
 
 
+@rule("rms_norm_grad", others=("scale",), mesh_of=("x", "scale", "invvar", "out_grad", "out_grad", "scale"))
 def rms_norm_grad_infer_spmd(
     x: DistTensorSpec,
     scale: DistTensorSpec,
@@ -219,9 +219,6 @@ def rms_norm_grad_infer_spmd(
     scale_grad = DistAttr.make(scale_rep.dims_mapping, partial, ts.mesh)  # PADDLE-QUIRK(rms-grad-scale)
     result = SpmdResult.make(inputs=(tx.attr(x_map), scale_rep, tv.attr(inv_map), og_attr),
                              outputs=(og_attr, scale_grad))
-    if on_meshes_of_other_ndim(tx, ts):  # x's mesh dims as partial on a smaller mesh's scale_grad
-        owners = (("x", tx), ("scale", ts), ("invvar", tv), ("out_grad", tg), ("x_grad", tg), ("scale_grad", ts))
-        require_mesh_dims_exist(result, owners, tx, (ts,))
     return result
 
 

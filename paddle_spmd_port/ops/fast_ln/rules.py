@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import re
 
-from ..errors import InvalidSpecError
-from ..types import DistTensorSpec, SpmdResult
-from .layer_norm import layer_norm_grad_infer_spmd, layer_norm_infer_spmd
+from ...errors import InvalidSpecError
+from ...types import DistTensorSpec, SpmdResult
+from ..kit.checks import rule
+from ..layer_norm.rules import layer_norm_grad_infer_spmd, layer_norm_infer_spmd
 
 
 def _last_axis(x: object) -> int:
@@ -45,6 +46,7 @@ def _last_axis(x: object) -> int:
     return 1
 
 
+@rule("fast_ln")
 def fast_ln_infer_spmd(
     x: DistTensorSpec,
     scale: DistTensorSpec | None,
@@ -56,6 +58,7 @@ def fast_ln_infer_spmd(
     return layer_norm_infer_spmd(x, scale, bias, epsilon, _last_axis(x))  # rank 0: layer_norm rejects x
 
 
+@rule("fast_ln_grad")
 def fast_ln_grad_infer_spmd(
     x: DistTensorSpec,
     scale: DistTensorSpec | None,

@@ -42,11 +42,15 @@ on an attr without a mesh).
 
 from __future__ import annotations
 
-from ..errors import InvalidSpecError
-from ..types import DistAttr, DistTensorSpec, SpmdResult
-from ._tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
-from .preconditions import bn_forward_inputs, bn_grad_inputs
-from .signatures import channel_axis
+from ...errors import InvalidSpecError
+from ...types import DistAttr, DistTensorSpec, SpmdResult
+from ..kit.checks import Attrs, Specs, input_names, rule
+from ..kit.tensor import RuleInput
+from .checks import FORWARD_AT, GRAD_AT, bn_forward_inputs, bn_grad_inputs
+from .layout import channel_axis
+
+_FORMAT, _GRAD_FORMAT = FORWARD_AT["data_format"], GRAD_AT["data_format"]
+_GRAD_NAMES = input_names("batch_norm_grad")
 
 
 def _keep_channel_only(x: RuleInput, c: int) -> tuple[int, ...]:
@@ -59,25 +63,13 @@ def _keep_channel_only(x: RuleInput, c: int) -> tuple[int, ...]:
     return tuple(kept)
 
 
-def batch_norm_infer_spmd(
-    x: DistTensorSpec,
-    mean: DistTensorSpec,
-    variance: DistTensorSpec,
-    scale: DistTensorSpec | None,
-    bias: DistTensorSpec | None,
-    is_test: bool = False,
-    momentum: float = 0.9,
-    epsilon: float = 1e-5,
-    data_format: str = "NCHW",
-    use_global_stats: bool = False,
-    trainable_statistics: bool = False,
-) -> SpmdResult:
+@rule("batch_norm", packed=True, others=("mean", "variance", "scale", "bias"),
+      mesh_of=("x", "mean", "variance", "scale", "bias", "x", "mean", "variance", "mean", "variance", "x"))
+def batch_norm_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     """Forward rule. Inputs (x, mean, variance, scale, bias); outputs (out, mean_out,
     variance_out, saved_mean, saved_variance, reserve_space). Only data_format is read."""
-    tx, tm, tv, ts, tb = bn_forward_inputs(x, mean, variance, scale, bias, (
-        ("is_test", is_test), ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format),
-        ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics)))
-    c = channel_axis(data_format, tx.ndim)
+    tx, tm, tv, ts, tb = bn_forward_inputs(specs, attrs)
+    c = channel_axis(attrs[_FORMAT][1], tx.ndim)
 
     kept = _keep_channel_only(tx, c)
     stat = (kept[c],)
@@ -92,14 +84,10 @@ def batch_norm_infer_spmd(
             tx.attr((-1,)),                           # reserve_space
         ),
     )
-    if on_meshes_of_other_ndim(tx, tm, tv, ts, tb):  # C's mesh dim on a smaller mesh's mean/variance
-        owners = (("x", tx), ("mean", tm), ("variance", tv), ("scale", ts), ("bias", tb), ("out", tx),
-                  ("mean_out", tm), ("variance_out", tv), ("saved_mean", tm), ("saved_variance", tv),
-                  ("reserve_space", tx))
-        require_mesh_dims_exist(result, owners, tx, (tm, tv, ts, tb))
     return result
 
 
+@rule("batch_norm_static")
 def batch_norm_infer_spmd_static(
     x: DistTensorSpec,
     mean: DistTensorSpec,
@@ -111,33 +99,13 @@ def batch_norm_infer_spmd_static(
     return batch_norm_infer_spmd(x, mean, variance, scale, bias)
 
 
-def batch_norm_grad_infer_spmd(
-    x: DistTensorSpec,
-    scale: DistTensorSpec | None,
-    bias: DistTensorSpec | None,
-    mean_out: DistTensorSpec,
-    variance_out: DistTensorSpec,
-    saved_mean: DistTensorSpec,
-    saved_variance: DistTensorSpec,
-    reserve_space: DistTensorSpec | None,
-    out_grad: DistTensorSpec,
-    momentum: float = 0.9,
-    epsilon: float = 1e-5,
-    data_format: str = "NCHW",
-    is_test: bool = False,
-    use_global_stats: bool = False,
-    trainable_statistics: bool = False,
-) -> SpmdResult:
+@rule("batch_norm_grad", packed=True, others=("scale", "bias"), mesh_of=("x",) * 10 + ("scale", "bias"))
+def batch_norm_grad_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     """Grad rule. Inputs: the nine tensors in signature order; outputs (x_grad, scale_grad,
     bias_grad)."""
-    specs = (("x", x), ("scale", scale), ("bias", bias), ("mean_out", mean_out), ("variance_out", variance_out),
-             ("saved_mean", saved_mean), ("saved_variance", saved_variance), ("reserve_space", reserve_space),
-             ("out_grad", out_grad))
-    t = bn_grad_inputs(specs, (
-        ("momentum", momentum), ("epsilon", epsilon), ("data_format", data_format), ("is_test", is_test),
-        ("use_global_stats", use_global_stats), ("trainable_statistics", trainable_statistics)))
+    t = bn_grad_inputs(_GRAD_NAMES, specs, attrs)
     tx = t["x"]
-    c = channel_axis(data_format, tx.ndim)
+    c = channel_axis(attrs[_GRAD_FORMAT][1], tx.ndim)
 
     kept = _keep_channel_only(tx, c)
     stat = (kept[c],)
@@ -160,7 +128,4 @@ def batch_norm_grad_infer_spmd(
             DistAttr.make((-1,), partial, tb.mesh),
         ),
     )
-    if on_meshes_of_other_ndim(tx, ts, tb):  # C's mesh dim as partial on a smaller mesh's scale/bias grad
-        owners = tuple((name, tx) for name, _ in specs) + (("x_grad", tx), ("scale_grad", ts), ("bias_grad", tb))
-        require_mesh_dims_exist(result, owners, tx, (ts, tb))
     return result
