@@ -1,5 +1,5 @@
-"""batch_norm's checks before any profile answers (sync_batch_norm's grads and the PR #72918 rules
-run them too), in this order after the types (P = Paddle's own check, a PaddleInvalidArgument with
+"""batch_norm's checks before any profile answers (sync_batch_norm's grads and the ``pr72918``
+profile run them too), in this order after the types (P = Paddle's own check, a PaddleInvalidArgument with
 its message; port = InvalidSpecError, where Paddle crashes or accepts garbage)::
 
     preamble            checks after the types

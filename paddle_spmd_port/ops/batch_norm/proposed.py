@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 
 from ...notation import most_held
-from ...types import DistTensorSpec, MeshDims, SpmdResult, mesh_dims_of
+from ...types import MeshDims, SpmdResult, mesh_dims_of
 from .. import RULES
 from ..kit.checks import Attrs, Specs, input_names, rule
 from ..kit.proposed import fits_x_mesh, param, with_coshards
@@ -104,16 +104,10 @@ def batch_norm_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     return bn_forward(specs, attrs, axes)
 
 
-@rule("batch_norm_static")
-def batch_norm_infer_spmd_static(
-    x: DistTensorSpec,
-    mean: DistTensorSpec,
-    variance: DistTensorSpec,
-    scale: DistTensorSpec | None,
-    bias: DistTensorSpec | None,
-) -> SpmdResult:
+@rule("batch_norm_static", packed=True)
+def batch_norm_infer_spmd_static(specs: Specs, attrs: Attrs) -> SpmdResult:
     """The registry's attribute-less forward (training, NCHW), fixed the same way."""
-    return batch_norm_infer_spmd(x, mean, variance, scale, bias)
+    return batch_norm_infer_spmd(*specs)
 
 
 def per_channel(t: dict[str, RuleInput]) -> list[RuleInput]:

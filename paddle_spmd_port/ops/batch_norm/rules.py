@@ -1,5 +1,5 @@
 """batch_norm: ``BatchNormInferSpmd``, ``BatchNormInferSpmdStatic``, ``BatchNormGradInferSpmd``
-(Paddle 3.3.1, batch_norm.cc at 7f2d4cbf).
+(Paddle 3.3.1's batch_norm.cc; the revision read: docs/measurements/2026-12-01-rules-notes.md).
 
 Notation (channel axis ``c`` from data_format, here NCHW so c = j)::
 
@@ -10,8 +10,8 @@ Notation (channel axis ``c`` from data_format, here NCHW so c = j)::
 
 Only the channel axis keeps its sharding; every other axis, the batch axis included, is forced
 to replicated. ``c = 1 if data_format[1] == 'C' else ndim - 1`` (a character test: NC, NCL,
-NCHW, NCDHW -> 1; NLC, NHWC, NDHWC -> last axis; :func:`.signatures.channel_axis`). The checks
-before the answer are :mod:`.preconditions`' (shared with the other profiles).
+NCHW, NCDHW -> 1; NLC, NHWC, NDHWC -> last axis; :func:`.layout.channel_axis`). The checks
+before the answer are :mod:`.checks`' (shared with the other profiles).
 
 Worked table, 2x3 mesh, x [8,6,4,4] (d = x.dims_mapping[c])::
 

@@ -24,9 +24,9 @@ Quirks kept on purpose (Paddle 3.3.1 does this), besides layer_norm's (ln-partia
   arguments (variance for invvar, out_grad for y_grad); the port's own InvalidSpecErrors name
   fast_ln_grad's arguments.
 
-Port-only checks: layer_norm's (:mod:`.preconditions`), with begin_norm_axis = rank - 1: x of rank
-0 (Paddle: a bare ``basic_string::_M_create`` in the forward) is rejected; in the grad, mean and
-invvar of rank ndim - 1.
+Port-only checks: layer_norm's (:mod:`paddle_spmd_port.ops.layer_norm.checks`), with begin_norm_axis =
+rank - 1: x of rank 0 (Paddle: a bare ``basic_string::_M_create`` in the forward) is rejected; in
+the grad, mean and invvar of rank ndim - 1.
 """
 
 from __future__ import annotations

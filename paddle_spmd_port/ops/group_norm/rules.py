@@ -38,7 +38,7 @@ Quirks kept on purpose (Paddle 3.3.1 does this):
   forward's: "should be greater than 2"); a mean or variance not 2-D is reported as "The ndim of
   bias in group_norm should be 2, but got [1]." whatever its rank.
 
-Port-only checks (Paddle crashes or accepts garbage; :mod:`.preconditions`): first, a partial dim
+Port-only checks (Paddle crashes or accepts garbage; :mod:`.checks`): first, a partial dim
 outside its spec's mesh (Paddle segfaults building that input, before its own checks); x needs a
 mesh (without one Paddle segfaults or answers on an attr without a mesh); a dims_mapping shorter
 than the rank (SIGABRT) and the rest of each spec's own check; grad: scale or bias None (or without a
@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from ...errors import InvalidSpecError
 from ...types import DistAttr, DistTensorSpec, SpmdResult
-from ..kit.checks import rule
+from ..kit.checks import Attrs, Specs, rule
 from ..kit.tensor import RuleInput
 from .checks import gn_forward_inputs, gn_grad_inputs
 
@@ -124,35 +124,17 @@ def _grad(tx: RuleInput, ts: RuleInput, tb: RuleInput, ty: RuleInput, tm: RuleIn
     return result
 
 
-@rule("group_norm_grad_base", others=_GRAD_OTHERS, mesh_of=_GRAD_MESH_OF)
-def group_norm_grad_infer_spmd_base(
-    x: DistTensorSpec,
-    scale: DistTensorSpec | None,
-    bias: DistTensorSpec | None,
-    y: DistTensorSpec,
-    mean: DistTensorSpec,
-    variance: DistTensorSpec,
-    y_grad: DistTensorSpec,
-) -> SpmdResult:
+@rule("group_norm_grad_base", packed=True, others=_GRAD_OTHERS, mesh_of=_GRAD_MESH_OF)
+def group_norm_grad_infer_spmd_base(specs: Specs, attrs: Attrs) -> SpmdResult:
     """Grad rule. Inputs (x, scale, bias, y, mean, variance, y_grad); outputs (x_grad, scale_grad,
     bias_grad)."""
-    return _grad(*gn_grad_inputs(x, scale, bias, y, mean, variance, y_grad, ()))
+    x, scale, bias, y, mean, variance, y_grad = specs
+    return _grad(*gn_grad_inputs(x, scale, bias, y, mean, variance, y_grad, attrs))
 
 
-@rule("group_norm_grad", others=_GRAD_OTHERS, mesh_of=_GRAD_MESH_OF)
-def group_norm_grad_infer_spmd(
-    x: DistTensorSpec,
-    scale: DistTensorSpec | None,
-    bias: DistTensorSpec | None,
-    y: DistTensorSpec,
-    mean: DistTensorSpec,
-    variance: DistTensorSpec,
-    y_grad: DistTensorSpec,
-    epsilon: float = 1e-5,
-    groups: int = -1,
-    data_format: str = "NCHW",
-) -> SpmdResult:
+@rule("group_norm_grad", packed=True, others=_GRAD_OTHERS, mesh_of=_GRAD_MESH_OF)
+def group_norm_grad_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     """The grad rule with the op's attributes: their types are checked, their values ignored
     (PADDLE-QUIRK(gn-ignored-attrs))."""
-    return _grad(*gn_grad_inputs(x, scale, bias, y, mean, variance, y_grad,
-                                 (("epsilon", epsilon), ("groups", groups), ("data_format", data_format))))
+    x, scale, bias, y, mean, variance, y_grad = specs
+    return _grad(*gn_grad_inputs(x, scale, bias, y, mean, variance, y_grad, attrs))

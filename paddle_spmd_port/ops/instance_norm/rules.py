@@ -34,7 +34,7 @@ Quirks kept on purpose (Paddle 3.3.1 does this):
   (Paddle formats the tensor, not its rank), and its x-rank messages read "should greater than 1" /
   "should less than 6" (the forward's: "should be ...").
 
-Port-only checks (Paddle crashes or accepts garbage; :mod:`.preconditions`): x needs a mesh; x of
+Port-only checks (Paddle crashes or accepts garbage; :mod:`.checks`): x needs a mesh; x of
 rank 2 or 3 (Paddle writes past the dims_mapping: SIGABRT, heap corruption); grad: scale None
 while N or C is split (Paddle marks partial on an attr without a mesh: SIGSEGV), and any answer
 naming a mesh dim that an attr's own mesh lacks (inputs on meshes of other sizes).

@@ -47,7 +47,7 @@ def with_coshards(kept: Sequence[int], *specs: DistTensorSpec | None,
                    partial: Collection[int] = ()) -> tuple[MeshDims, ...]:
     """``kept`` (the rule's mapping, one mesh dim per axis) with each split axis given back the whole
     co-shard of the first of ``specs`` whose co-shard on that axis keeps that dim (the one the rules
-    read: :func:`~._tensor.getter_mapping`), when no other member is used on another axis or in
+    read: :func:`~.tensor.getter_mapping`), when no other member is used on another axis or in
     ``partial`` and the axis splits evenly over all the members (an uneven co-shard can leave a rank
     an empty piece, and Paddle's ranks abort on one: measured by the launch co-shard runs). Splitting a kept axis
     further is sound wherever splitting it once is: each piece is a sub-block of the rank's rows.

@@ -72,7 +72,8 @@ def _valid_inputs(specs: Sequence[DistTensorSpec | None],
     (:mod:`.checks`). The reference of ``_speedups.valid_inputs``: :data:`valid_inputs` is
     that C function when the C module is in use."""
     out = []
-    position = 0  # an index into names, not zip(): a tenth fewer instructions on this hot path (callgrind)
+    # an index into names, not zip(): fewer instructions on this hot path (docs/measurements/2026-12-01-rules-notes.md)
+    position = 0
     for spec in specs:
         if type(spec) is DistTensorSpec and spec.valid_on_mesh:
             dims_mapping = spec.dims_mapping if not spec.coshard else getter_mapping(spec.dims_mapping, spec.mesh)
@@ -92,8 +93,8 @@ valid_inputs = _valid_inputs
 def getter_mapping(dims_mapping: Mapping, mesh: ProcessMesh | None) -> tuple[int, ...]:
     """What a Paddle rule reads of a co-sharded input: ``TensorDistAttr::dims_mapping()`` keeps one
     mesh dim per axis, the member of the largest mesh size, the first listed among equal sizes
-    (Paddle 3.3.1 logs ``fallback to sharding by mesh dim M`` and goes on; 180 of 180 probes on 16
-    meshes, docs/coshard-3.3.1.md). Worked on a 2x3 mesh (sizes 2, 3) and a 2x2x2 one::
+    (Paddle 3.3.1 logs ``fallback to sharding by mesh dim M`` and goes on; the probes:
+    docs/coshard-3.3.1.md). Worked on a 2x3 mesh (sizes 2, 3) and a 2x2x2 one::
 
         mesh    entry      size of each member    kept
         2x3     (0, 1)     2, 3                   1

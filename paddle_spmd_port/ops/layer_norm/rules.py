@@ -1,5 +1,5 @@
 """layer_norm: ``LayerNormInferSpmd``, ``LayerNormInferSpmdReverse``, ``LayerNormGradInferSpmd``
-(Paddle 3.3.1, layer_norm.cc at 01fbd77c).
+(Paddle 3.3.1's layer_norm.cc; the revision read: docs/measurements/2026-12-01-rules-notes.md).
 
 Notation, ``b = begin_norm_axis``, x of rank 3 and b = 2 (``'1'`` = forced replicated)::
 
@@ -43,7 +43,7 @@ Port-only checks (Paddle crashes or accepts garbage): x needs a mesh and rank >=
 larger: Paddle segfaults); mean/variance rank must equal begin_norm_axis and out's rank x's;
 x of rank <= 18 (the notation's letters); reverse: scale/bias 1-D; grad: mean, variance and out_grad
 on a mesh (a spec without one makes Paddle crash or answer a mesh dim on an attr without a mesh).
-These checks are :mod:`.preconditions`' (shared with the ``proposed`` profile).
+These checks are :mod:`.checks`' (shared with the ``proposed`` profile).
 """
 
 from __future__ import annotations

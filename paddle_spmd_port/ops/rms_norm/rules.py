@@ -42,14 +42,14 @@ Quirks kept on purpose (Paddle 3.3.1 does this):
 * PADDLE-QUIRK(rms-grad-scale): scale and scale_grad keep the incoming rank of scale (all -1);
   scale_grad is Partial(SUM) over the mesh dims of x's aligned leading axes.
 * PADDLE-QUIRK(rms-check-message): Paddle's rank-vs-dims_mapping messages carry its build's file
-  name and line (:data:`.preconditions.RMS_CHECK_LINES`); a None scale fails that check.
+  name and line (:data:`.checks.RMS_CHECK_LINES`); a None scale fails that check.
 * PADDLE-QUIRK(rms-grad-coshard): the alignment reads placements, so a co-sharded input counts
   every member mesh dim as splitting its axis (the other rules read one member:
-  :func:`._tensor.getter_mapping`).
+  :func:`~paddle_spmd_port.ops.kit.tensor.getter_mapping`).
 * PADDLE-QUIRK(rms-int-cost): the alignment's size products wrap to 32 bits, as Paddle's
   ``std::accumulate`` with an ``int`` seed does.
 
-Port-only checks (Paddle crashes or answers garbage; :mod:`.preconditions`): x needs a mesh and
+Port-only checks (Paddle crashes or answers garbage; :mod:`.checks`): x needs a mesh and
 rank >= 1; forward/reverse: scale 1-D (Paddle answers [-1] for any rank); reverse: out of x's rank
 and invvar of one less (Paddle builds the notation from out's rank, reads past it, or answers
 garbage); grad: invvar of rank ndim - 1, x / invvar / out_grad on meshes of as many dims; any

@@ -1,4 +1,5 @@
-"""sync_batch_norm as *proposed* upstream: PR #72918's branch, revision B (commit 19683c03).
+"""sync_batch_norm as *proposed* upstream, in the pull request the profile is named after (the branch
+revision read: :data:`REVISION`; which one and why: docs/measurements/2026-12-01-rules-notes.md).
 
 Not the default rule set. No Paddle release ships these rules (3.0.0-3.3.1 fall back to the
 replicated rule, see :mod:`.sync_batch_norm`); this module reproduces what the PR branch's
@@ -44,7 +45,7 @@ A *None* scale/bias is answered ``[d] @-`` as the branch does (PR72918-QUIRK(gra
 a mesh dim on an attr without a mesh; pinned by tests/test_rules_pr72918.py, and the one answer
 the API fuzz counts as known-malformed).
 
-The checks before the answer are batch_norm's (:mod:`.preconditions`, shared with the other
+The checks before the answer are batch_norm's (:mod:`paddle_spmd_port.ops.batch_norm.checks`, shared with the other
 profiles): the branch reuses them, so its messages name batch_norm also for sync_batch_norm.
 """
 
