@@ -78,6 +78,7 @@ def param(t: RuleInput, mapping: tuple[MeshDims, ...], partial: frozenset[int] =
 
 
 def ln_param(t: RuleInput, partial: frozenset[int] = frozenset()) -> DistAttr:
+    """A parameter tensor replicated at its own rank (:func:`param` with every axis -1)."""
     return param(t, (-1,) * t.ndim, partial)
 
 
