@@ -1,6 +1,6 @@
 """The rules' fast path answers exactly what the full checks answer.
 
-Each preamble (rules/preconditions.py) first takes ready input at once (rules/_tensor.valid_inputs:
+Each preamble (ops/<family>/checks.py) first takes ready input at once (ops/kit/tensor.valid_inputs:
 every spec of the class itself, on a mesh and valid; attributes of their usual exact types; ranks as
 the op needs) and leaves anything else to the full checks. Here every rule in every profile
 runs twice on the same input, once as shipped and once with the fast path switched off, and the two
@@ -20,20 +20,30 @@ from hypothesis import HealthCheck, given, settings
 
 from paddle_spmd_port import DistTensorSpec, ProcessMesh
 from paddle_spmd_port.errors import ArgumentTypeError
+from paddle_spmd_port.ops import FAMILIES, RULES, family_module
+from paddle_spmd_port.ops.kit import tensor as _tensor
+from paddle_spmd_port.ops.kit.tensor import as_input, valid_inputs
 from paddle_spmd_port.parity.grid import GRIDS, grid_for, sample
-from paddle_spmd_port.rules import PROFILES, _tensor, preconditions
-from paddle_spmd_port.rules._tensor import as_input, valid_inputs
-from paddle_spmd_port.rules.signatures import RULES
+from paddle_spmd_port.rules import PROFILES
 from tests.helpers import load_tool
 
 fuzz = load_tool("fuzz")
+
+
+#: Every family's preambles (the modules that call valid_inputs).
+CHECKS = [m for m in (family_module(f, "checks") for f in FAMILIES) if m is not None and hasattr(m, "valid_inputs")]
+
+
+def patch_valid_inputs(mp: pytest.MonkeyPatch, fn: Any) -> None:
+    for module in CHECKS:
+        mp.setattr(module, "valid_inputs", fn)
 
 
 @contextlib.contextmanager
 def full_checks_only() -> Iterator[None]:
     """Every preamble takes its full checks (the fast path never applies)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(preconditions, "valid_inputs", lambda specs, names: None)
+        patch_valid_inputs(mp, lambda specs, names: None)
         yield
 
 
@@ -115,7 +125,7 @@ def test_a_fast_path_that_takes_too_much_is_caught(monkeypatch):
                 return None
         return out
 
-    monkeypatch.setattr(preconditions, "valid_inputs", too_lenient)
+    patch_valid_inputs(monkeypatch, too_lenient)
     differ = 0
     for case in sample(list(grid_for("layer_norm")), 150, seed=11):
         fast = outcome(lambda case=case: case.call_port())

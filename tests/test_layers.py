@@ -45,8 +45,8 @@ PLANTED = {
                               "paddle_spmd_port.oracle.report -> paddle_spmd_port.launch.cases"),
     "no command module imports another": ("launch/cli.py", "from ..oracle.cli import main as _planted",
                                           "paddle_spmd_port.launch.cli -> paddle_spmd_port.oracle.cli"),
-    "the core, ops/ and rules/ never import Paddle": ("rules/_tensor.py", "import paddle as _planted",
-                                               "paddle_spmd_port.rules._tensor -> paddle"),
+    "the core, ops/ and rules/ never import Paddle": ("ops/kit/tensor.py", "import paddle as _planted",
+                                               "paddle_spmd_port.ops.kit.tensor -> paddle"),
 }
 
 

@@ -215,7 +215,7 @@ def test_a_broken_port_is_caught_and_its_case_printed(tmp_path):
     broken = tmp_path / "broken"
     shutil.copytree(REPO / "paddle_spmd_port", broken / "paddle_spmd_port",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    rule_file = broken / "paddle_spmd_port" / "rules" / "layer_norm.py"
+    rule_file = broken / "paddle_spmd_port" / "ops" / "layer_norm" / "rules.py"
     text = rule_file.read_text()
     assert text.count(MUTANT[0]) == 1, "the mutant's line moved: update MUTANT"
     rule_file.write_text(text.replace(*MUTANT))

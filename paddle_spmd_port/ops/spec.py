@@ -58,6 +58,9 @@ class RegistryName:
     forward: str
     backward: str | None = None
     in_paddle: bool = False
+    #: Paddle's object for the name reads epsilon unchecked: left out, the process dies (SIGSEGV);
+    #: an int, Paddle raises its attribute cast error. The port's object refuses both the same way.
+    epsilon_unchecked: bool = False
 
 
 @dataclass(frozen=True)

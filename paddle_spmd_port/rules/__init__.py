@@ -1,21 +1,21 @@
-"""The ported rules: pure functions, no Paddle import. One module per op.
+"""The ported rules' public face: every rule function of the ``paddle`` profile and the registry.
 
-``batch_norm``, ``layer_norm``, ``sync_batch_norm``, ``instance_norm``, ``rms_norm``, ``fast_ln``, ``group_norm``:
-Paddle 3.3.1's behaviour (profile ``paddle``).
-``pr72918``: the sync_batch_norm rules proposed upstream. ``proposed``: our corrected rules.
+The code lives in the op families' folders (``paddle_spmd_port/ops/<family>/rules.py`` and the other
+profiles beside it; the registry in :mod:`paddle_spmd_port.ops.registry`); the submodules here
+re-export it so old imports work.
 """
 
-from .batch_norm import batch_norm_grad_infer_spmd, batch_norm_infer_spmd, batch_norm_infer_spmd_static
-from .fast_ln import fast_ln_grad_infer_spmd, fast_ln_infer_spmd
-from .group_norm import (
+from ..ops.batch_norm.rules import batch_norm_grad_infer_spmd, batch_norm_infer_spmd, batch_norm_infer_spmd_static
+from ..ops.fast_ln.rules import fast_ln_grad_infer_spmd, fast_ln_infer_spmd
+from ..ops.group_norm.rules import (
     group_norm_grad_infer_spmd,
     group_norm_grad_infer_spmd_base,
     group_norm_infer_spmd,
     group_norm_infer_spmd_base,
 )
-from .instance_norm import instance_norm_grad_infer_spmd, instance_norm_infer_spmd
-from .layer_norm import layer_norm_grad_infer_spmd, layer_norm_infer_spmd, layer_norm_infer_spmd_reverse
-from .registry import (
+from ..ops.instance_norm.rules import instance_norm_grad_infer_spmd, instance_norm_infer_spmd
+from ..ops.layer_norm.rules import layer_norm_grad_infer_spmd, layer_norm_infer_spmd, layer_norm_infer_spmd_reverse
+from ..ops.registry import (
     PROFILES,
     SpmdRule,
     contains_spmd_rule,
@@ -23,8 +23,8 @@ from .registry import (
     rule_function,
     rule_names,
 )
-from .rms_norm import rms_norm_grad_infer_spmd, rms_norm_infer_spmd, rms_norm_infer_spmd_reverse
-from .sync_batch_norm import sync_batch_norm_grad_infer_spmd, sync_batch_norm_infer_spmd
+from ..ops.rms_norm.rules import rms_norm_grad_infer_spmd, rms_norm_infer_spmd, rms_norm_infer_spmd_reverse
+from ..ops.sync_batch_norm.rules import sync_batch_norm_grad_infer_spmd, sync_batch_norm_infer_spmd
 
 __all__ = [
     "PROFILES", "SpmdRule", "batch_norm_grad_infer_spmd", "batch_norm_infer_spmd", "batch_norm_infer_spmd_static",

@@ -29,6 +29,7 @@ FAMILY = OpFamily(
                  tuple(n for n in GRAD_IN if n != "bias"), GRAD_OUT,
                  cpp="InstanceNormGradInferSpmd", routes=("registry", "compiled")),
     ),
-    registry_names=(RegistryName("instance_norm", "instance_norm", "instance_norm_grad", in_paddle=True),),
+    registry_names=(RegistryName("instance_norm", "instance_norm", "instance_norm_grad", in_paddle=True,
+                                 epsilon_unchecked=True),),
     summary="normalisation over the spatial axes of each (sample, channel)",
 )

@@ -30,6 +30,7 @@ FAMILY = OpFamily(
         RuleSpec("rms_norm_grad", "rms_norm", "grad", GRAD_IN, OPTIONAL, ATTRS, GRAD_IN, ("x_grad", "scale_grad"),
                  cpp="RmsNormGradInferSpmd", routes=("compiled",)),
     ),
-    registry_names=(RegistryName("fused_rms_norm", "rms_norm", "rms_norm_reverse", in_paddle=True),),
+    registry_names=(RegistryName("fused_rms_norm", "rms_norm", "rms_norm_reverse", in_paddle=True,
+                                 epsilon_unchecked=True),),
     summary="root-mean-square normalisation over the last axis",
 )

@@ -1,0 +1,108 @@
+"""batch_norm's checks before any profile answers (sync_batch_norm's grads and the ``pr72918``
+profile run them too), in this order after the types (P = Paddle's own check, a PaddleInvalidArgument with
+its message; port = InvalidSpecError, where Paddle crashes or accepts garbage)::
+
+    preamble            checks after the types
+    bn_forward_inputs   P x rank 2..5; P mean, variance, scale, bias 1-D; port x on a mesh, specs valid
+    bn_grad_inputs      P x rank 2..5; P out_grad rank == x's; P 1-D in Paddle's order: mean_out,
+                        variance_out, scale, bias, saved_mean, saved_variance (those the rule has);
+                        P reserve_space 1-D; port x on a mesh, specs valid
+
+data_format is checked by :func:`~paddle_spmd_port.ops.batch_norm.layout.channel_axis` (the PR #72918
+rules do not read it). Messages name ``batch_norm`` also for sync_batch_norm (the proposal's
+messages do), and the rank-2 reserve_space message says ``reserve_space_ndim``, as Paddle's does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...errors import PaddleInvalidArgument
+from ...types import DistTensorSpec
+from ..kit.checks import input_names
+from ..kit.tensor import (
+    RuleInput,
+    as_input,
+    attrs_exact,
+    check_attrs,
+    check_specs,
+    require_ndim,
+    require_x_mesh,
+    valid_inputs,
+)
+from .layout import FORWARD_ATTRS, GRAD_ATTRS
+
+BN = "batch_norm"
+#: Where a packed rule's attributes (:data:`~..kit.checks.Attrs`) hold each one: the forward's and
+#: the grad's declared orders.
+FORWARD_AT = {name: i for i, (name, _) in enumerate(FORWARD_ATTRS)}
+GRAD_AT = {name: i for i, (name, _) in enumerate(GRAD_ATTRS)}
+
+#: Paddle's order of the grad rule's 1-D checks (not the signature order).
+_BN_GRAD_1D = ("mean_out", "variance_out", "scale", "bias", "saved_mean", "saved_variance")
+_BN_FORWARD = input_names("batch_norm")
+
+
+def check_bn_x_rank(x: RuleInput, op: str = "batch_norm") -> None:
+    """Paddle's x-rank check of batch_norm (and instance_norm's forward, same words): 2 <= rank <= 5."""
+    if x.ndim < 2:
+        raise PaddleInvalidArgument(f"The ndim of x in {op} should be greater than 1, but got [{x.ndim}].",
+                                    kind="ndim:x:min")
+    if x.ndim > 5:
+        raise PaddleInvalidArgument(f"The ndim of x in {op} should be less than 6, but got [{x.ndim}].",
+                                    kind="ndim:x:max")
+
+
+def bn_forward_inputs(specs: Sequence[DistTensorSpec | None], attrs: Sequence[tuple[str, Any]]
+                      ) -> tuple[RuleInput, RuleInput, RuleInput, RuleInput, RuleInput]:
+    """The forward rules' checks: ``specs`` (x, mean, variance, scale, bias) and ``attrs`` in
+    signature order. Returns (x, mean, variance, scale, bias)."""
+    ready = valid_inputs(specs, _BN_FORWARD)
+    if ready is not None and attrs_exact(attrs) and 2 <= ready[0].ndim <= 5 \
+            and ready[1].ndim == ready[2].ndim == ready[3].ndim == ready[4].ndim == 1:
+        tx, tm, tv, ts, tb = ready
+        return tx, tm, tv, ts, tb
+    x, mean, variance, scale, bias = specs
+    tx, tm, tv = as_input(x, "x"), as_input(mean, "mean"), as_input(variance, "variance")
+    ts, tb = as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
+    check_attrs(*attrs)
+    check_bn_x_rank(tx)
+    for t in (tm, tv, ts, tb):
+        require_ndim(t, 1, BN)
+    require_x_mesh(tx)
+    check_specs(("x", x), ("mean", mean), ("variance", variance), ("scale", scale), ("bias", bias))
+    return tx, tm, tv, ts, tb
+
+
+def bn_grad_inputs(names: Sequence[tuple[str, bool]], specs: Sequence[DistTensorSpec | None],
+                   attrs: Sequence[tuple[str, Any]]) -> dict[str, RuleInput]:
+    """The grad rules' checks (batch_norm_grad and sync_batch_norm_grad): ``specs`` are the tensors
+    in signature order, ``names`` their (name, optional) pairs (:func:`~..kit.checks.input_names`),
+    ``attrs`` the attributes. Returns the wrapped tensors by name."""
+    ready = valid_inputs(specs, names)
+    if ready is not None and attrs_exact(attrs) and 2 <= ready[0].ndim <= 5:
+        by_name = {t.name: t for t in ready}
+        if by_name["out_grad"].ndim == ready[0].ndim and \
+                all(t.ndim == 1 for t in ready if t.name != "x" and t.name != "out_grad"):
+            return by_name
+    named = [(name, spec) for (name, _), spec in zip(names, specs, strict=True)]
+    t = {name: as_input(spec, name, optional=optional) for (name, optional), spec in zip(names, specs, strict=True)}
+    check_attrs(*attrs)
+    tx, tg = t["x"], t["out_grad"]
+    check_bn_x_rank(tx)
+    if tg.ndim != tx.ndim:
+        raise PaddleInvalidArgument(
+            "The ndim of out_grad in batch_norm should be equal with x, "
+            f"but got out_grad:[{tg.ndim}] and x:[{tx.ndim}].",
+            kind="ndim:out_grad")
+    for name in _BN_GRAD_1D:
+        if name in t:
+            require_ndim(t[name], 1, BN)
+    if t["reserve_space"].ndim != 1:  # Paddle's message names it "reserve_space_ndim"
+        raise PaddleInvalidArgument(
+            f"The ndim of reserve_space_ndim in batch_norm should be 1, but got [{t['reserve_space'].ndim}].",
+            kind="ndim:reserve_space")
+    require_x_mesh(tx)
+    check_specs(*named)
+    return t

@@ -1,0 +1,131 @@
+"""batch_norm: ``BatchNormInferSpmd``, ``BatchNormInferSpmdStatic``, ``BatchNormGradInferSpmd``
+(Paddle 3.3.1's batch_norm.cc; the revision read: docs/measurements/2026-12-01-rules-notes.md).
+
+Notation (channel axis ``c`` from data_format, here NCHW so c = j)::
+
+    forward   ijkl, j, j, j, j  ->  ijkl, j, j, j, j, -     x, mean, variance, scale, bias ->
+                                                          out, mean_out, variance_out,
+                                                          saved_mean, saved_variance, reserve_space
+    grad      ijkl, j, j, j, j, j, j, -, ijkl  ->  ijkl, j, j
+
+Only the channel axis keeps its sharding; every other axis, the batch axis included, is forced
+to replicated. ``c = 1 if data_format[1] == 'C' else ndim - 1`` (a character test: NC, NCL,
+NCHW, NCDHW -> 1; NLC, NHWC, NDHWC -> last axis; :func:`.layout.channel_axis`). The checks
+before the answer are :mod:`.checks`' (shared with the other profiles).
+
+Worked table, 2x3 mesh, x [8,6,4,4] (d = x.dims_mapping[c])::
+
+    data_format  x             inputs                          outputs
+    NCHW         [0,1,-1,-1]   [-1,1,-1,-1] [1] [1] [-1] [-1]   [-1,1,-1,-1] [1] [1] [1] [1] [-1]
+    NCHW         [0,-1,-1,1]   all -1                           all -1
+    NHWC         [0,-1,-1,1]   [-1,-1,-1,1] [1] [1] [-1] [-1]   [-1,-1,-1,1] [1] [1] [1] [1] [-1]
+    grad NCHW    [0,1,-1,-1]   x/out_grad [-1,1,-1,-1], scale/bias/reserve [-1], stats [1]
+                               -> x_grad [-1,1,-1,-1], scale_grad [-1] P{1}, bias_grad [-1] P{1}
+
+Quirks kept on purpose (Paddle 3.3.1 does this):
+
+* PADDLE-QUIRK(bn-ignored-stats): the incoming dims_mappings of mean, variance, scale and bias
+  are ignored, and every input's partial status is dropped.
+* PADDLE-QUIRK(bn-scale-replicated): scale and bias are forced to [-1] even when C stays split;
+  with more than one rank along that mesh dim the kernel then fails on a shape mismatch.
+* PADDLE-QUIRK(bn-grad-partial): scale_grad / bias_grad are [-1] Partial(SUM) over C's mesh dim,
+  although each rank holds different channels (Shard(0) would be right).
+* PADDLE-QUIRK(bn-grad-og-ignored): the grad rule reads only x; out_grad's sharding and partial
+  status are ignored, and every grad input takes its mesh from x.
+* PADDLE-QUIRK(bn-static-nchw): the registry's ``batch_norm`` is ``BatchNormInferSpmdStatic``,
+  which takes no attributes and so always uses NCHW.
+
+Port-only checks (Paddle crashes or accepts garbage): x needs a mesh; an unknown or empty
+data_format; scale/bias None while C is split in the grad rule (Paddle: SIGSEGV, it sets partial
+on an attr without a mesh).
+"""
+
+from __future__ import annotations
+
+from ...errors import InvalidSpecError
+from ...types import DistAttr, DistTensorSpec, SpmdResult
+from ..kit.checks import Attrs, Specs, input_names, rule
+from ..kit.tensor import RuleInput
+from .checks import FORWARD_AT, GRAD_AT, bn_forward_inputs, bn_grad_inputs
+from .layout import channel_axis
+
+_FORMAT, _GRAD_FORMAT = FORWARD_AT["data_format"], GRAD_AT["data_format"]
+_GRAD_NAMES = input_names("batch_norm_grad")
+
+
+def _keep_channel_only(x: RuleInput, c: int) -> tuple[int, ...]:
+    """x's mapping with every axis but ``c`` replicated. Paddle then merges it alone in x's notation
+    (``ijkl``) and reads out and the statistics (``j``) from the merge; one mapping that splits along
+    a mesh dim once at most (a valid x) merges to itself, so out is this mapping and the statistics
+    ``(kept[c],)``."""
+    kept = [-1] * x.ndim
+    kept[c] = x.dims_mapping[c]
+    return tuple(kept)
+
+
+@rule("batch_norm", packed=True, others=("mean", "variance", "scale", "bias"),
+      mesh_of=("x", "mean", "variance", "scale", "bias", "x", "mean", "variance", "mean", "variance", "x"))
+def batch_norm_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
+    """Forward rule. Inputs (x, mean, variance, scale, bias); outputs (out, mean_out,
+    variance_out, saved_mean, saved_variance, reserve_space). Only data_format is read."""
+    tx, tm, tv, ts, tb = bn_forward_inputs(specs, attrs)
+    c = channel_axis(attrs[_FORMAT][1], tx.ndim)
+
+    kept = _keep_channel_only(tx, c)
+    stat = (kept[c],)
+    x_attr = tx.attr(kept)
+    mean_attr, var_attr = tm.attr(stat), tv.attr(stat)
+    result = SpmdResult.make(
+        inputs=(x_attr, mean_attr, var_attr, ts.attr((-1,)), tb.attr((-1,))),
+        outputs=(
+            x_attr,                                   # out
+            mean_attr, var_attr,                      # mean_out, variance_out
+            mean_attr, var_attr,                      # saved_mean, saved_variance
+            tx.attr((-1,)),                           # reserve_space
+        ),
+    )
+    return result
+
+
+@rule("batch_norm_static")
+def batch_norm_infer_spmd_static(
+    x: DistTensorSpec,
+    mean: DistTensorSpec,
+    variance: DistTensorSpec,
+    scale: DistTensorSpec | None,
+    bias: DistTensorSpec | None,
+) -> SpmdResult:
+    """The registry's ``batch_norm``: the forward rule with the header defaults (always NCHW)."""
+    return batch_norm_infer_spmd(x, mean, variance, scale, bias)
+
+
+@rule("batch_norm_grad", packed=True, others=("scale", "bias"), mesh_of=("x",) * 10 + ("scale", "bias"))
+def batch_norm_grad_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
+    """Grad rule. Inputs: the nine tensors in signature order; outputs (x_grad, scale_grad,
+    bias_grad)."""
+    t = bn_grad_inputs(_GRAD_NAMES, specs, attrs)
+    tx = t["x"]
+    c = channel_axis(attrs[_GRAD_FORMAT][1], tx.ndim)
+
+    kept = _keep_channel_only(tx, c)
+    stat = (kept[c],)
+    partial = frozenset(m for m in kept if m != -1)
+    for name in ("scale", "bias"):
+        if partial and t[name].mesh is None:
+            raise InvalidSpecError(
+                f"{name} is None while the channel axis is split along mesh dim {kept[c]}: Paddle then marks "
+                f"{name}_grad partial on an attr without a mesh and crashes; pass a {name} spec or replicate C",
+                kind=f"invalid-spec:{name}:none-with-sharded-c")
+    from_x = tx.attr  # PADDLE-QUIRK(bn-grad-og-ignored): every grad input takes x's mesh
+    ts, tb = t["scale"], t["bias"]
+    one, stat_attr = from_x((-1,)), from_x(stat)
+    result = SpmdResult.make(
+        inputs=(from_x(kept), one, one, stat_attr, stat_attr, stat_attr, stat_attr, one,
+                from_x(kept)),  # out_grad
+        outputs=(
+            tx.attr(kept),
+            DistAttr.make((-1,), partial, ts.mesh),  # PADDLE-QUIRK(bn-grad-partial)
+            DistAttr.make((-1,), partial, tb.mesh),
+        ),
+    )
+    return result

@@ -1,0 +1,156 @@
+"""A registry mirroring ``paddle.framework.core.get_phi_spmd_rule``, with rule *profiles*.
+
+The names ``get_spmd_rule`` answers to, the rule keys behind each name's ``infer_forward`` and
+``infer_backward``, and whether Paddle's registry has the name are each family's declaration
+(:data:`paddle_spmd_port.ops.REGISTRY_NAMES`; the port adds its own names for rules Paddle keeps
+unregistered). A name without a backward key raises ``NotFound`` from ``infer_backward``, as Paddle does.
+
+A profile chooses the function behind each rule key. Every family declares its rules with
+:func:`~.kit.checks.rule` in ``ops/<family>/rules.py`` (the ``paddle`` profile) and, where it
+corrects or proposes one, in ``ops/<family>/<profile>.py``; profile P is the paddle rules
+overlaid by every family's module named P::
+
+    paddle     what Paddle 3.3.1 does, quirks and bugs included (the default)
+    pr72918    paddle, except the rules proposed upstream for sync_batch_norm (never shipped)
+    proposed   the port's corrected rules, sound on the oracle's whole grid (every rule key)
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from ..errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument, RuleNotFoundError, UnknownKeyError
+from ..types import DistTensorSpec, SpmdResult
+from . import FAMILIES, REGISTRY_NAMES, RULES, family_module
+
+RuleFn = Callable[..., SpmdResult]
+
+#: The profiles, the default first; each but the first is the name of a family module that overlays it.
+PROFILE_NAMES = ("paddle", "pr72918", "proposed")
+
+
+def rules_in(module: ModuleType) -> dict[str, RuleFn]:
+    """The rules a profile module declares (:func:`~.kit.checks.rule`), by key: the functions
+    defined there, not those it imports from another family's module."""
+    found: dict[str, RuleFn] = {}
+    for value in vars(module).values():
+        key = getattr(value, "rule_key", None)
+        if key is None or getattr(value, "__module__", None) != module.__name__:
+            continue
+        if key in found:
+            raise ImportError(f"{module.__name__} declares rule {key!r} twice")
+        if key not in RULES or RULES[key].op != module.__name__.split(".")[-2]:
+            raise ImportError(f"{module.__name__} declares rule {key!r}, which its family does not declare")
+        found[key] = value
+    return found
+
+
+def _profile(part: str) -> dict[str, RuleFn]:
+    rules: dict[str, RuleFn] = {}
+    for family in FAMILIES:
+        module = family_module(family, part)
+        if module is not None:
+            rules.update(rules_in(module))
+    return rules
+
+
+PADDLE_RULES: dict[str, RuleFn] = _profile("rules")
+if missing := [key for key in RULES if key not in PADDLE_RULES]:
+    raise ImportError(f"no paddle rule for {missing}: each family's rules.py declares every key it has")
+PADDLE_RULES = {key: PADDLE_RULES[key] for key in RULES}  # declaration order, family by family
+
+PROFILES: dict[str, dict[str, RuleFn]] = {"paddle": PADDLE_RULES}
+for _name in PROFILE_NAMES[1:]:
+    PROFILES[_name] = {**PADDLE_RULES, **_profile(_name)}
+del _name
+
+#: registry name -> (forward rule key, backward rule key or None, registered in Paddle).
+NAMES: dict[str, tuple[str, str | None, bool]] = {
+    name: (reg.forward, reg.backward, reg.in_paddle) for name, reg in REGISTRY_NAMES.items()}
+
+
+def rule_function(rule_key: str, profile: str = "paddle") -> RuleFn:
+    """The function behind a rule key (see :data:`paddle_spmd_port.ops.RULES`) in a profile.
+
+    Unknown key or profile: :class:`UnknownKeyError` (a RuleNotFoundError and a ValueError)."""
+    _require_str(rule_key, "rule_key")
+    _require_str(profile, "profile")
+    if profile not in PROFILES:
+        raise UnknownKeyError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    try:
+        return PROFILES[profile][rule_key]
+    except KeyError:
+        raise UnknownKeyError(f"unknown rule key {rule_key!r}; choose one of {', '.join(PADDLE_RULES)}") from None
+
+
+def _require_str(value: object, name: str) -> None:
+    if not isinstance(value, str):
+        raise ArgumentTypeError(f"{name} must be a str, got {type(value).__name__} {value!r:.60}",
+                                kind=f"invalid-spec:{name}:type")
+
+
+_CAST_ERROR = ("Attribute cast error in InferSpmd Context, the input attr type is `i`, but the expected attribute "
+               "type is `f`.")
+
+
+@dataclass(frozen=True)
+class SpmdRule:
+    name: str
+    forward: RuleFn
+    backward: RuleFn | None = None
+    registered_in_paddle: bool = False
+
+    def infer_forward(self, *args: Any, **kwargs: Any) -> SpmdResult:
+        self._check_epsilon(self.forward, args, kwargs)
+        return self.forward(*args, **kwargs)
+
+    def infer_backward(self, *args: Any, **kwargs: Any) -> SpmdResult:
+        if self.backward is None:
+            raise RuleNotFoundError(f"Current SpmdRule's backward function is not found (rule {self.name!r}).")
+        self._check_epsilon(self.backward, args, kwargs)
+        return self.backward(*args, **kwargs)
+
+    def _check_epsilon(self, fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """For a name declared ``epsilon_unchecked``: epsilon must be given (InvalidSpecError) and, once
+        every tensor argument is a spec or None, not an int (Paddle's cast error, raised before its rule
+        runs)."""
+        reg = REGISTRY_NAMES.get(self.name)
+        if reg is None or not reg.epsilon_unchecked:
+            return
+        params = list(inspect.signature(fn).parameters)
+        at = params.index("epsilon")
+        if len(args) <= at and "epsilon" not in kwargs:
+            raise InvalidSpecError(f"epsilon is missing: Paddle's {self.name!r} registry object reads it unchecked "
+                                   "(SIGSEGV); pass epsilon", kind="invalid-spec:epsilon:missing")
+        eps = args[at] if len(args) > at else kwargs["epsilon"]
+        given = dict(zip(params, args[:at], strict=False)) | {n: kwargs[n] for n in params[:at] if n in kwargs}
+        key = reg.forward if fn is self.forward else reg.backward
+        optional = RULES[key].optional if key is not None else frozenset()
+        if isinstance(eps, numbers.Integral) and not isinstance(eps, bool) and len(given) == at and all(
+                isinstance(t, DistTensorSpec) or (t is None and n in optional) for n, t in given.items()):
+            raise PaddleInvalidArgument(_CAST_ERROR, kind="attr-cast:epsilon")
+
+
+def contains_spmd_rule(name: str) -> bool:
+    _require_str(name, "name")
+    return name in NAMES
+
+
+def get_spmd_rule(name: str, profile: str = "paddle") -> SpmdRule:
+    """Like ``core.get_phi_spmd_rule(name)``; ``profile`` picks one of :data:`PROFILES`."""
+    _require_str(name, "name")
+    try:
+        fwd, bwd, registered = NAMES[name]
+    except KeyError:
+        known = ", ".join(NAMES)
+        raise RuleNotFoundError(f"`{name}` Kernel's Spmd rules is not registered; known rules: {known}") from None
+    return SpmdRule(name, rule_function(fwd, profile), rule_function(bwd, profile) if bwd else None, registered)
+
+
+def rule_names() -> tuple[str, ...]:
+    return tuple(NAMES)

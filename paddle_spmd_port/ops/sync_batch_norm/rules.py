@@ -1,0 +1,79 @@
+"""sync_batch_norm: what Paddle 3.0.0-3.3.1 actually do — no rule, the replicated fallback.
+
+No shipped release has a ``SyncBatchNorm*InferSpmd``: the generated dist API of
+``sync_batch_norm_`` / ``sync_batch_norm_grad`` has no ``spmd_rule`` and calls the generic
+replicated rule, which reshards every input to Replicate and makes every output Replicate.
+(Measured against the registry's ``replicated`` rule applied to this signature: see
+``paddle_spmd_port.native``.)
+
+Notation: none — every axis of every tensor is forced to replicated::
+
+    forward  x, mean, variance, scale, bias -> out, mean_out, variance_out, saved_mean,
+             saved_variance, reserve_space
+    grad     x, scale, bias, saved_mean, saved_variance, reserve_space, out_grad
+             -> x_grad, scale_grad, bias_grad
+
+Worked table, 2x3 mesh, x [8,6,4,4] NCHW::
+
+    x                 inputs                                   outputs
+    [0,1,-1,-1] P{}   [-1,-1,-1,-1] [-1] [-1] [-1] [-1]        [-1,-1,-1,-1] [-1] x5
+    [-1,-1,-1,-1] P{0} partial dropped, same as above
+
+* PADDLE-QUIRK(sync-replicated): each input keeps its own mesh and rank, partial cleared; a
+  None input answers ``[-1]`` without a mesh (the rank of Paddle's ``[0]``-shaped stand-in);
+  every output takes x's mesh.
+
+Port-only checks (the replicated rule reads nothing, so Paddle answers anything): x needs a mesh;
+the specs must pass :meth:`DistTensorSpec.check`; the per-channel tensors (mean, variance, scale,
+bias, saved_mean, saved_variance) must be 1-D, as the op's outputs of their shape are (an answer
+of rank 1 for a tensor of another rank would not fit it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...errors import InvalidSpecError
+from ...types import DistAttr, DistTensorSpec, SpmdResult
+from .. import RULES
+from ..batch_norm.layout import PER_CHANNEL as BN_PER_CHANNEL
+from ..kit.checks import Attrs, Specs, rule
+from ..kit.tensor import RuleInput, as_input, check_attrs, check_specs, require_x_mesh
+
+
+def _named(key: str, specs: Specs) -> tuple[tuple[str, DistTensorSpec | None, bool], ...]:
+    """(name, spec, optional) per input of ``key``, from its declared spec."""
+    sig = RULES[key]
+    return tuple((name, spec, name in sig.optional) for name, spec in zip(sig.inputs, specs, strict=True))
+
+
+def _replicated_fallback(named: Sequence[tuple[str, DistTensorSpec | None, bool]],
+                         attrs: Sequence[tuple[str, object]], output_ranks: Sequence[int | None]) -> SpmdResult:
+    """``output_ranks``: the rank of each output, ``None`` for x's rank."""
+    inputs = [as_input(spec, name, optional=optional) for name, spec, optional in named]
+    check_attrs(*attrs)
+    x: RuleInput = inputs[0]
+    require_x_mesh(x)
+    check_specs(*((name, spec) for name, spec, _ in named))
+    for t in inputs[1:]:
+        if t.name in BN_PER_CHANNEL and not t.missing and t.ndim != 1:
+            raise InvalidSpecError(
+                f"{t.name} has rank {t.ndim}; sync_batch_norm's {t.name} is 1-D (one entry per channel), and "
+                f"its answer (and its output's) would be rank 1", kind=f"invalid-spec:{t.name}:rank")
+    return SpmdResult.make(
+        inputs=tuple(DistAttr((-1,) * t.ndim, frozenset(), t.mesh) for t in inputs),
+        outputs=tuple(DistAttr((-1,) * (x.ndim if rank is None else rank), frozenset(), x.mesh)
+                      for rank in output_ranks),
+    )
+
+
+@rule("sync_batch_norm", packed=True)
+def sync_batch_norm_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
+    """Shipped behaviour of ``sync_batch_norm_``: everything replicated."""
+    return _replicated_fallback(_named("sync_batch_norm", specs), attrs, (None, 1, 1, 1, 1, 1))
+
+
+@rule("sync_batch_norm_grad", packed=True)
+def sync_batch_norm_grad_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
+    """Shipped behaviour of ``sync_batch_norm_grad``: everything replicated."""
+    return _replicated_fallback(_named("sync_batch_norm_grad", specs), attrs, (None, 1, 1))
