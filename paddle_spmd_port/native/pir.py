@@ -14,9 +14,10 @@ and output attrs, with partial status and reduce type), read once per distinct a
 Speed: one Program holds many ops, its input values' data and shard_tensor ops included. Input
 values are cached per Program by the spec object, then by (shape, mapping, partial, mesh), so
 most cases cost one op build; a new Program starts every ``OPS_PER_PROGRAM`` ops to bound memory
-(measured: 2,000 or 100,000 cost the same CPU within the noise). Each build moves the insertion
-point to the end of the Program's block (no ``program_guard`` a case; :func:`_pir_mode` puts the
-insertion point back when it ends). The data op is made with ``paddle._pir_ops.data``, the op
+(the Program's size does not change the CPU per op:
+docs/measurements/2026-12-01-native-notes.md). Each build moves the insertion point to the end
+of the Program's block (no ``program_guard`` a case; :func:`_pir_mode` puts the insertion point
+back when it ends). The data op is made with ``paddle._pir_ops.data``, the op
 ``paddle.static.data`` makes, without its walk over every op of the Program to move the
 insertion point (that walk makes ``static.data`` O(program size)). Equal outcomes are one object
 (answers by :func:`outcome_of_op`, errors and unreachable ones by their value), so a worker
@@ -238,7 +239,7 @@ def _read_op(op: Any) -> SpmdResult:
 #: :func:`_answer_key` of the case). PIR interns attributes (one storage per content, dim names and
 #: reduce types included) and ``==`` compares that storage, so an equal attribute is the same
 #: answer; the bucket only narrows what is compared (3 answers a bucket on average on the grid).
-#: Many cases share an answer: reading every field of one costs 70-170 µs, a compare well under 1 µs.
+#: Many cases share an answer: reading every field of one costs far more than a compare.
 _answers: dict[tuple, list[tuple[Any, Outcome]]] = {}
 
 
@@ -402,7 +403,7 @@ def _pir_mode() -> Iterator[None]:
     Also skips the Python call stack Paddle records on every op it builds (its C++ calls
     ``traceback.extract_stack()`` for the ``op_callstack`` attribute, which only error messages
     of a later execution read): ``traceback.extract_stack`` returns an empty stack inside the
-    block and is restored after it. Measured: 15-25 % of the CPU time per case."""
+    block and is restored after it (a sizeable share of the CPU per case: the notes in docs/measurements)."""
     real_extract_stack = traceback.extract_stack
     traceback.extract_stack = _no_stack
     try:
