@@ -1,7 +1,12 @@
 // spmd_caller: calls Paddle's exported SPMD rule functions directly, one case per line.
 //
 // Built on demand by paddle_spmd_port/native/compiled.py against the installed wheel's
-// headers (paddle/include) and libraries (paddle/libs/libphi_core.so, libcommon.so).
+// headers (paddle/include) and libraries (paddle/libs/libphi_core.so, libcommon.so). Which rules
+// it calls is not written here: compiled.py generates two includes from the op families' declared
+// specs (spmd_caller_headers.inc: the rule headers; spmd_caller_rules.inc: kRuleTable, one entry
+// per rule key). Tensors are passed as const DistMetaTensor& (a missing optional one as Paddle's
+// stand-in, shape [0]), attributes by their declared kind; a function that takes its parameters
+// otherwise (another count, paddle::optional, a vector of tensors) answers "U" with the entry's reason.
 //
 // Protocol (stdin -> stdout, one line each, whitespace-separated tokens; strings are hex
 // encoded, "-" for an empty string):
