@@ -25,8 +25,7 @@ Huge pages: most of a fork's CPU is copying the page-table entries of the zygote
 anonymous memory (its C heap and Python's arenas, ~120 MB after ``import paddle``), one per 4 KiB
 page, and the child's exit dropping them again. The zygote asks the kernel to back that memory
 with 2 MiB pages before it serves (``MADV_COLLAPSE``, :func:`collapse_to_huge_pages`), so a fork
-copies one entry per 2 MiB instead. Measured on the PIR group's 1,394 crash-prone cases (865
-crash): 12.1-13.7 s of CPU for the zygote and its children before, 7.9-9.6 s after. Where the
+copies one entry per 2 MiB instead (the CPU saved: docs/measurements/2026-12-01-native-notes.md). Where the
 kernel cannot (older than 6.1, THP off) the madvise fails and nothing changes. The zygote then holds
 its own copy of that memory instead of sharing the worker's pages.
 """

@@ -12,6 +12,8 @@ from typing import Any
 
 from ..case import Case
 from ..installed import paddle_dir, paddle_version
+from ..ops import FAMILIES, family_module
+from ..ops.kit.native import attr_kinds
 from ..types import ProcessMesh
 
 
@@ -20,20 +22,34 @@ class ReduceTypeError(Exception):
     the backends report it as an error outcome of that name."""
 
 
+def _attr_kinds() -> dict[str, tuple[str, ...]]:
+    table: dict[str, tuple[str, ...]] = {}
+    for family in FAMILIES.values():
+        declared = getattr(family_module(family.name, "native"), "NATIVE_ATTR_KINDS", None)
+        for spec in family.rules:
+            table[spec.key] = attr_kinds(spec, declared)
+    return table
+
+
+#: rule key -> how Paddle takes each of its attributes ("bool", "int", "float", "str"), in
+#: signature order: the kind of the default's type, or the family's ``NATIVE_ATTR_KINDS``.
+ATTR_KIND: dict[str, tuple[str, ...]] = _attr_kinds()
+
+
 def typed_attrs(case: Case, *, exact: bool) -> list[Any]:
-    """The case's attributes in signature order, typed for Paddle: epsilon and momentum always
-    ``float`` (a Python int would reach the C++ rule as an int attribute). ``exact`` (the PIR op
-    builders, whose arguments are typed): also begin_norm_axis and groups ``int``, data_format ``str``
-    and every other attribute ``bool``; without it (the registry's rule call) those pass as given."""
+    """The case's attributes in signature order, typed for Paddle (:data:`ATTR_KIND`): a float
+    attribute always ``float`` (a Python int would reach the C++ rule as an int attribute).
+    ``exact`` (the PIR op builders, whose arguments are typed): also the int, str and bool ones
+    made so; without it (the registry's rule call) those pass as given."""
     values = []
-    for (name, _), value in zip(case.spec.attrs, case.attr_values(), strict=True):
-        if name in ("epsilon", "momentum"):
+    for kind, value in zip(ATTR_KIND[case.rule], case.attr_values(), strict=True):
+        if kind == "float":
             value = float(value)
         elif not exact:
             pass
-        elif name in ("begin_norm_axis", "groups"):
+        elif kind == "int":
             value = int(value)
-        elif name == "data_format":
+        elif kind == "str":
             value = str(value)
         else:
             value = bool(value)
@@ -65,4 +81,5 @@ def from_paddle_mesh(pm: Any) -> ProcessMesh:
     return mesh
 
 
-__all__ = ["ReduceTypeError", "from_paddle_mesh", "paddle_dir", "paddle_version", "to_paddle_mesh", "typed_attrs"]
+__all__ = ["ATTR_KIND", "ReduceTypeError", "from_paddle_mesh", "paddle_dir", "paddle_version", "to_paddle_mesh",
+           "typed_attrs"]

@@ -1,46 +1,35 @@
 """Backend: Paddle's exported C++ rule functions, called directly by a small compiled program.
 
-The only route that reaches every C++ rule with every input exactly as given::
-
-    rule key              C++ function                 what the other routes cannot do
-    batch_norm            BatchNormInferSpmd           PIR: the op rejects NC/NCL/NLC, and its
-                                                       InferMeta rejects NCDHW with scale
-    batch_norm_static     BatchNormInferSpmdStatic     (registry reaches it too)
-    batch_norm_grad       BatchNormGradInferSpmd       registry: unregistered
-    layer_norm            LayerNormInferSpmd           PIR: InferMeta rejects b = 0 and b = ndim
-    layer_norm_reverse    LayerNormInferSpmdReverse    (registry reaches it too)
-    layer_norm_grad       LayerNormGradInferSpmd       PIR: cannot hold an answer that is Shard and
-                                                       Partial on one mesh dim
-    group_norm(_base)     GroupNormInferSpmd(Base)     (registry reaches the Base rule too)
-    group_norm_grad(_base) GroupNormGradInferSpmd(Base) registry: unregistered
-    instance_norm(_grad)  InstanceNorm(Grad)InferSpmd   (registry reaches them too; PIR cannot build
-                                                       the op with a distributed input)
-    rms_norm(_reverse)    RmsNormInferSpmd(Reverse)    (registry ``fused_rms_norm`` reaches them too)
-    rms_norm_grad         RmsNormGradInferSpmd         registry: unregistered
-    fast_ln(_grad)        FastLn(Grad)InferSpmd        registry: unregistered; the fast_ln op never calls it
-    sync_batch_norm(_grad) none exported               -> unreachable
+The only route that reaches every C++ rule with every input exactly as given: every rule key
+whose family declares Paddle's function (``cpp=`` in ``ops/<family>/__init__.py``; what the other
+routes cannot do is said in each family's ``native.py``). A key without one is unreachable here.
 
 ``cpp/spmd_caller.cc`` is compiled on first use with ``$CXX`` (default ``g++``) against the
 installed wheel's ``paddle/include`` and ``paddle/libs/libphi_core.so`` + ``libcommon.so``, into
 ``$PADDLE_SPMD_PORT_CACHE`` (default ``~/.cache/paddle_spmd_port``), keyed by the source, the
-Paddle build and the compiler; nothing is committed. Without a compiler, or when the build fails,
-every case is ``unreachable`` with the reason.
+generated dispatch table, the Paddle build and the compiler; nothing is committed. Without a
+compiler, or when the build fails, every case is ``unreachable`` with the reason.
+
+Dispatch: before compiling, :func:`generated_sources` writes the program's rule table from the
+declared specs (per rule key: the C++ function, its header, its tensor inputs in order and its
+attributes with their kinds, :func:`paddle_spmd_port.ops.kit.native.attr_kind`); the source
+includes it, so adding an op edits neither the source nor this module. A header this Paddle
+lacks leaves its rules out of the table (their cases unreachable); a function declared with
+other parameters makes its rule's cases unreachable with the family's reason (``CPP_MISMATCH``).
 
 Paddle itself is never imported here: the program links the wheel's libraries, so it starts in
 milliseconds. Requests go over a pipe, one line per case (see the protocol in the C++ source),
 written a batch ahead while the replies are read (:func:`exchange`); the program loops over them
 in C++. A reply line the protocol does not account for (a mesh of an impossible size, counts that
 do not add up, a truncated line) is an ``undecodable`` outcome keeping the line (:func:`outcome_of`),
-never an exception. Cases Paddle is known to crash on (x without a mesh, a dims_mapping whose length is not
-the rank or that names a mesh dim its mesh lacks, begin_norm_axis out of range, batch_norm_grad
-with a None scale/bias, ...: ``crash_prone.compiled_may_crash``) run in a forked child of the C++
-program's fork server, a copy of the program taken before any case ran, so their outcomes do not
-depend on what ran before them (some corrupt the heap without dying: whether the child then aborts
-depended on the program's history before); if the program still dies, the case in flight gets the
-crash and a new program takes the rest. The program builds each distinct input once (by its
-request text); the requests' text is memoised here per input and per attrs tuple. The pool (:mod:`.pool`) drives
-these programs directly, with no Python worker in between; :class:`CompiledBackend` drives them in
-this process.
+never an exception. Cases Paddle is known to crash on (:func:`.crash_prone.compiled_may_crash`)
+run in a forked child of the C++ program's fork server, a copy of the program taken before any
+case ran, so their outcomes do not depend on what ran before them (some corrupt the heap without
+dying: whether the child then aborts depended on the program's history before); if the program
+still dies, the case in flight gets the crash and a new program takes the rest. The program
+builds each distinct input once (by its request text); the requests' text is memoised here per
+input and per attrs tuple. The pool (:mod:`.pool`) drives these programs directly, with no Python
+worker in between; :class:`CompiledBackend` drives them in this process.
 """
 
 from __future__ import annotations
@@ -57,22 +46,116 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 from ..case import Case, PerAttrs
-from ..ops import RULES as OPS_RULES
+from ..ops import FAMILIES, family_module
+from ..ops.kit.native import KIND_TOKENS, mismatch_reason
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..runctl import signal_text
 from ..types import DistAttr, DistTensorSpec, Mapping, ProcessMesh, SpmdResult, entry_of, mesh_dims_of
-from ._paddle import ReduceTypeError, paddle_dir, paddle_version
+from ._paddle import ATTR_KIND, ReduceTypeError, paddle_dir, paddle_version
 from .crash_prone import compiled_may_crash as may_crash
 
 SOURCE = Path(__file__).with_name("cpp") / "spmd_caller.cc"
+#: Where Paddle's wheel keeps the headers declaring the rule functions (under paddle/include).
+RULE_HEADERS = "paddle/phi/infermeta/spmd_rules"
 
+
+def _family_facts() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """Per rule key with a C++ function: its header and its mismatch reason; and the
+    release-marker headers with what their absence means."""
+    headers: dict[str, str] = {}
+    mismatch: dict[str, str] = {}
+    markers: dict[str, str] = {}
+    for family in FAMILIES.values():
+        native = family_module(family.name, "native")
+        header = f"{RULE_HEADERS}/{getattr(native, 'CPP_HEADER', family.name + '.h')}"
+        reasons = getattr(native, "CPP_MISMATCH", {})
+        marker = getattr(native, "CPP_RELEASE_MARKER", None)
+        if marker is not None:
+            markers[header] = marker
+        for spec in family.rules:
+            if spec.cpp is not None:
+                headers[spec.key] = header
+                mismatch[spec.key] = reasons.get(spec.key) or mismatch_reason(spec)
+    return headers, mismatch, markers
+
+
+#: rule key -> the header declaring its C++ function (keys with one only).
+HEADER: dict[str, str]
+_MISMATCH: dict[str, str]
+_RELEASE_MARKERS: dict[str, str]
+HEADER, _MISMATCH, _RELEASE_MARKERS = _family_facts()
 #: The rule keys whose C++ function the caller calls (each family declares ``cpp=``).
-RULES = tuple(key for key, spec in OPS_RULES.items() if spec.cpp is not None)
-_ATTR_TYPES = {"epsilon": "f", "momentum": "f", "begin_norm_axis": "i", "data_format": "s", "groups": "i"}
+RULES = tuple(HEADER)
 _SUM = 0  # phi::ReduceType::kRedSum
+
+
+def _cpp_string(text: str) -> str:
+    """``text`` as a C++ string literal (octal escapes: no hex escape swallows a following digit)."""
+    out = []
+    for byte in text.encode():
+        char = chr(byte)
+        out.append(char if 32 <= byte < 127 and char not in '"\\?' else f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
+class CppRule(NamedTuple):
+    """One entry of the caller's table: a rule key, its C++ function, the header declaring it, its
+    tensor inputs in call order, its attributes' kinds in order, and the reason its cases are
+    unreachable where this build declares the function with other parameters."""
+
+    key: str
+    function: str
+    header: str
+    inputs: tuple[str, ...]
+    kinds: tuple[str, ...]
+    mismatch: str
+
+
+def table_rows() -> list[CppRule]:
+    """The table's entries, from the declared specs (every key whose family declares ``cpp=``)."""
+    from ..ops import RULES as SPECS
+
+    return [CppRule(key, SPECS[key].cpp or "", HEADER[key], SPECS[key].inputs, ATTR_KIND[key], _MISMATCH[key])
+            for key in RULES]
+
+
+def generated_sources(rows: Iterable[CppRule] | None = None) -> dict[str, str]:
+    """The files the caller's source includes, by name: ``spmd_caller_headers.inc`` (the rule
+    headers, each where this Paddle has it) and ``spmd_caller_rules.inc`` (per rule key: a call of
+    its function with the request's tensors and typed attributes, a fallback where this build's
+    function takes other parameters, and the table ``kRuleTable`` the program dispatches from).
+    ``rows``: the entries (default :func:`table_rows`, from the declared specs)."""
+    rows = table_rows() if rows is None else list(rows)
+    guard = {header: f"SPMD_CALLER_HEADER_{i}" for i, header in enumerate(dict.fromkeys(r.header for r in rows))}
+    heads = ["// Generated by paddle_spmd_port/native/compiled.py from the op families' specs: do not edit."]
+    for header, macro in guard.items():
+        heads += [f'#if __has_include("{header}")', f'#include "{header}"', f"#define {macro} 1", "#endif"]
+    body = ["// Generated by paddle_spmd_port/native/compiled.py from the op families' specs: do not edit.",
+            "// Unqualified calls, found by argument-dependent lookup when instantiated: a function this",
+            "// build lacks or declares with other parameters selects the fallback (overload on int/long)."]
+    entries = []
+    for i, row in enumerate(rows):
+        args = [f"in[{n}]" for n in range(len(row.inputs))]
+        args += [f"a.{KIND_TOKENS[kind][1]}({n})" for n, kind in enumerate(row.kinds)]
+        call = f"{row.function}({', '.join(args)})"
+        body += [f"// {row.key}: {row.function}({', '.join([*row.inputs, *row.kinds])})",
+                 "template <typename I>",
+                 f"auto call_{i}(const I& in, const Attrs& a, int) -> decltype({call}) {{",
+                 f"  return {call};",
+                 "}",
+                 "template <typename I>",
+                 f"pd::SpmdInfo call_{i}(const I&, const Attrs&, long) {{",
+                 f"  throw Unreachable({_cpp_string(row.mismatch)});",
+                 "}"]
+        entries += [f"#ifdef {guard[row.header]}",
+                    f"    {{{_cpp_string(row.key)}, {len(row.inputs)}, {len(row.kinds)}, "
+                    f"[](const Inputs& in, const Attrs& a) {{ return call_{i}(in, a, 0); }}}},",
+                    "#endif"]
+    body += ["const RuleEntry kRuleTable[] = {", *entries, "    {nullptr, 0, 0, nullptr},  // the end", "};"]
+    return {"spmd_caller_headers.inc": "\n".join(heads) + "\n", "spmd_caller_rules.inc": "\n".join(body) + "\n"}
 
 
 def cache_dir() -> Path:
@@ -92,17 +175,19 @@ class BuildError(RuntimeError):
         self.paddle_lacks_rules = paddle_lacks_rules
 
 
-def compile_caller() -> Path:
-    """The caller's binary, compiled first if this source/Paddle/compiler has none yet."""
+def compile_caller(generated: dict[str, str] | None = None) -> Path:
+    """The caller's binary, compiled first if this source/table/Paddle/compiler has none yet.
+    ``generated``: the included files (default :func:`generated_sources`)."""
     root = paddle_dir()
     if root is None:
         raise BuildError("paddlepaddle is not installed (pip install paddlepaddle)")
     include, libs = root / "include", root / "libs"
     if not (libs / "libphi_core.so").exists():
         raise BuildError(f"{root} is not a usable Paddle install (no libs/libphi_core.so)")
-    if not (include / "paddle" / "phi" / "infermeta" / "spmd_rules" / "batch_norm.h").exists():
-        raise BuildError(f"{include} has no phi/infermeta/spmd_rules/batch_norm.h (Paddle < 3.1 or no headers)",
-                         paddle_lacks_rules=True)
+    for header, floor in _RELEASE_MARKERS.items():
+        if not (include / header).exists():
+            raise BuildError(f"{include} has no {header.removeprefix('paddle/')} ({floor} or no headers)",
+                             paddle_lacks_rules=True)
     if not SOURCE.is_file():
         raise BuildError(f"the caller's source {SOURCE} is missing (an install without the package data)")
     cxx = os.environ.get("CXX") or "g++"
@@ -110,8 +195,11 @@ def compile_caller() -> Path:
     if cxx_path is None:
         raise BuildError(f"no C++ compiler: {cxx!r} is not on PATH (install g++ or set CXX)")
     version = paddle_version()
-    key = hashlib.sha256(b"\0".join([SOURCE.read_bytes(), repr(sorted(version.items())).encode(),
-                                     str(root).encode(), cxx_path.encode()])).hexdigest()[:16]
+    generated = generated_sources() if generated is None else generated
+    key = hashlib.sha256(b"\0".join([SOURCE.read_bytes(), *(f"{name}\0{text}".encode() for name, text in
+                                                            sorted(generated.items())),
+                                     repr(sorted(version.items())).encode(), str(root).encode(),
+                                     cxx_path.encode()])).hexdigest()[:16]
     binary = cache_dir() / f"spmd_caller-{key}"
     if binary.exists():
         return binary
@@ -119,11 +207,17 @@ def compile_caller() -> Path:
     for stale in binary.parent.glob("spmd_caller-*.*"):  # a build killed mid-way (interrupt) left it
         with contextlib.suppress(OSError):
             if time.time() - stale.stat().st_mtime > 900:
-                stale.unlink()
+                if stale.is_dir():
+                    shutil.rmtree(stale)
+                else:
+                    stale.unlink()
     fd, tmp = tempfile.mkstemp(prefix=binary.name + ".", dir=binary.parent)
     os.close(fd)
-    cmd = [cxx_path, "-std=c++17", "-O2", "-w", str(SOURCE), f"-I{include}", f"-I{include / 'third_party'}",
-           f"-L{libs}", "-lphi_core", "-lcommon", f"-Wl,-rpath,{libs}", "-o", tmp]
+    gen_dir = tempfile.mkdtemp(prefix=binary.name + ".", suffix=".inc", dir=binary.parent)
+    for name, text in generated.items():
+        Path(gen_dir, name).write_text(text)
+    cmd = [cxx_path, "-std=c++17", "-O2", "-w", str(SOURCE), f"-I{gen_dir}", f"-I{include}",
+           f"-I{include / 'third_party'}", f"-L{libs}", "-lphi_core", "-lcommon", f"-Wl,-rpath,{libs}", "-o", tmp]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
@@ -132,6 +226,7 @@ def compile_caller() -> Path:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        shutil.rmtree(gen_dir, ignore_errors=True)
     return binary
 
 
@@ -181,23 +276,23 @@ _spec_text: dict[tuple, str] = {}  # request tokens per input spec (by its field
 _reply_outcome: dict[bytes, Outcome] = {}  # parsed replies (many cases share an answer)
 
 
-def _attr_tokens(name: str, value: float | str) -> list[str]:
-    kind = _ATTR_TYPES.get(name, "b")
-    if kind == "f":
+def _attr_tokens(kind: str, value: float | str) -> list[str]:
+    """An attribute's request tokens, for its kind (:data:`._paddle.ATTR_KIND`)."""
+    if kind == "float":
         return ["f", repr(float(value))]
-    if kind == "i":
+    if kind == "int":
         return ["i", str(int(value))]
-    if kind == "s":
+    if kind == "str":
         return ["s", _hex(str(value))]
     return ["b", "1" if value else "0"]
 
 
 def _attr_tokens_of(case: Case) -> str:
     """The request's attribute tokens (kept per attrs tuple: :data:`_attrs_text`)."""
-    names = [n for n, _ in case.spec.attrs]
-    tokens = [str(len(names))]
-    for name, value in zip(names, case.attr_values(), strict=True):
-        tokens += _attr_tokens(name, value)
+    kinds = ATTR_KIND[case.rule]
+    tokens = [str(len(kinds))]
+    for kind, value in zip(kinds, case.attr_values(), strict=True):
+        tokens += _attr_tokens(kind, value)
     return " ".join(tokens)
 
 
@@ -399,8 +494,8 @@ AHEAD = 16
 GATHER = 1 << 14
 GATHER_SECONDS = 0.0005
 #: glibc malloc settings for the program: a deep per-thread cache of freed blocks. Paddle's rules
-#: allocate and free many small vectors per call; measured 1.17 -> 0.81 s of CPU for the 31,750
-#: batch_norm grid cases, with the same replies byte for byte.
+#: allocate and free many small vectors per call; the replies stay the same byte for byte
+#: (docs/measurements/2026-12-01-native-notes.md).
 MALLOC_TUNABLES = "glibc.malloc.tcache_count=1000"
 # (glibc.malloc.hugetlb=1 would move the heap's blocks, and some isolated cases corrupt the heap
 # without dying: whether the child then aborts depends on that layout, so it would change outcomes.

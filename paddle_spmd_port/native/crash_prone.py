@@ -4,14 +4,46 @@ Each backend runs the cases its predicate names in forked children (:mod:`._fork
 ones sharing a child; the C++ caller: a child each, forked by its fork server). :mod:`.pool` reads
 :data:`MAY_CRASH` to put them next to each other within every worker's slice (a fork per run of
 them instead of one per scattered case). A predicate only picks how a case runs, never its outcome.
+
+A predicate is the clauses every op shares (here) or'ed with the family's own
+(``compiled_may_crash`` / ``pir_may_crash`` in ``ops/<family>/native.py``, see
+:mod:`paddle_spmd_port.ops.kit.native`). How many cases each clause catches on the grid:
+docs/measurements/2026-12-01-native-notes.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ..case import Case, PerAttrs
+from ..ops import FAMILIES, family_module
 from ..types import mesh_dims_of
+
+FamilyClause = Callable[[Case, Mapping[str, object]], bool]
+
+
+def _clauses(name: str) -> dict[str, FamilyClause]:
+    """rule key -> its family's ``name`` predicate, for the families that declare one."""
+    table: dict[str, FamilyClause] = {}
+    for family in FAMILIES.values():
+        module = family_module(family.name, "native")
+        clause = getattr(module, name, None) if module is not None else None
+        if clause is not None:
+            table.update(dict.fromkeys(family.keys, clause))
+    return table
+
+
+_COMPILED = _clauses("compiled_may_crash")
+_PIR = _clauses("pir_may_crash")
+
+
+def _named_attrs_of(case: Case) -> dict[str, object]:
+    return dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))
+
+
+#: The case's attributes by name, the signature's defaults filled in: once per rule and attrs tuple
+#: (the predicates only read the dict).
+_named_attrs = PerAttrs(_named_attrs_of)
 
 
 def _on_meshes_of_other_ndim(case: Case) -> bool:
@@ -22,53 +54,12 @@ def _on_meshes_of_other_ndim(case: Case) -> bool:
         s is not None and s.mesh is not None and s.mesh.ndim != x.mesh.ndim for s in case.inputs)
 
 
-def _grad_partial_without_mesh(case: Case) -> bool:
-    """batch_norm_grad with scale or bias None while x is split anywhere, group_norm_grad with
-    scale or bias None (or meshless) while x's axis 0 is split: the rule marks Partial on an attr
-    without a mesh, and Paddle 3.3.1 segfaults (every route)."""
-    x = case.inputs[0]
-    if x is None:
-        return False
-    if case.rule == "batch_norm_grad":
-        return (case.inputs[1] is None or case.inputs[2] is None) and any(m != -1 for m in x.dims_mapping)
-    if case.spec.op == "group_norm" and case.spec.direction == "grad" and x.dims_mapping[:1] != (-1,):
-        return any(t is None or t.mesh is None for t in case.inputs[1:3])
-    return False
-
-
-def _attrs(case: Case) -> dict[str, object]:
-    """The case's attributes by name, the signature's defaults filled in."""
-    return dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))
-
-
-def _short_format(fmt: object) -> bool:
-    return not isinstance(fmt, str) or len(fmt) < 2
-
-
-def _short_data_format(case: Case) -> bool:
-    """A data_format too short for the rules' ``data_format[1]`` read."""
-    return _short_format(_attrs(case).get("data_format", "NCHW"))
-
-
-def _attr_facts_of(case: Case) -> tuple[bool, object]:
-    """What the compiled predicate reads of the attributes: a short data_format, begin_norm_axis
-    (None without one)."""
-    named = _attrs(case)
-    return _short_format(named.get("data_format", "NCHW")), named.get("begin_norm_axis")
-
-
-_attr_facts = PerAttrs(_attr_facts_of)  # once per rule and attrs tuple
-
-
 def compiled_may_crash(case: Case) -> bool:
     """Inputs Paddle's rules are known to crash on, run in a forked child of the C++ caller's fork
-    server (a fork costs ~1 ms of CPU, a program restart ~50 ms); the registry backend isolates the
-    same cases. Besides
-    the shared clauses above (on the grid 28 of 352 other-mesh cases segfault): x without a mesh,
-    a dims_mapping whose length is not the rank or that names a mesh dim its mesh lacks
-    (instance_norm_grad segfaults on it), begin_norm_axis out of range, rms_norm_grad with an
-    invvar of another rank (the alignment writes past its dims_mapping), instance_norm with a 2-D
-    or 3-D x (heap corruption) and its grad with scale None or meshless while N or C is split."""
+    server (a fork costs far less than a program restart); the registry backend isolates the same
+    cases. Shared by every op: x without a mesh, inputs on meshes of another number of dims, a
+    dims_mapping whose length is not the rank or that names a mesh dim its mesh lacks; then the
+    family's ``compiled_may_crash``."""
     inputs = case.inputs
     x = inputs[0]
     if x is None or x.mesh is None:
@@ -88,31 +79,20 @@ def compiled_may_crash(case: Case) -> bool:
                 return True
         if len(s.dims_mapping) != len(s.shape):
             return True
-    short_format, begin_norm_axis = _attr_facts(case)
-    if short_format or _grad_partial_without_mesh(case):
-        return True
-    if isinstance(begin_norm_axis, int) and not 0 <= begin_norm_axis <= len(x.shape):
-        return True
-    if case.rule == "rms_norm_grad":
-        invvar = inputs[2]
-        return invvar is not None and len(invvar.shape) != len(x.shape) - 1
-    if case.spec.op == "instance_norm":
-        scale = inputs[1]
-        return len(x.shape) < 4 or (case.rule == "instance_norm_grad" and (scale is None or scale.mesh is None)
-                                    and any(m != -1 for m in x.dims_mapping[:2]))
-    return False
+    clause = _COMPILED.get(case.rule)
+    return clause is not None and clause(case, _named_attrs(case))
 
 
 def pir_may_crash(case: Case) -> bool:
-    """Cases the PIR route builds in a forked child: the shared clauses above (on the grid 44 of
-    416 other-mesh cases segfault; all 29 group_norm_grad cases with scale or bias None and axis 0
-    split), and a batch_norm / batch_norm_grad data_format too short for ``data_format[1]``.
+    """Cases the PIR route builds in a forked child: inputs on meshes of another number of dims
+    (shared by every op), then the family's ``pir_may_crash``.
 
     A crash it misses still becomes a ``native crashed`` outcome through the worker restart of
-    :mod:`.pool`, only slower (a fresh worker imports Paddle: 1.5-3 s, against ~25 ms for a fork)."""
-    if _on_meshes_of_other_ndim(case) or _grad_partial_without_mesh(case):
+    :mod:`.pool`, only slower (a fresh worker imports Paddle, where a fork costs milliseconds)."""
+    if _on_meshes_of_other_ndim(case):
         return True
-    return case.rule in ("batch_norm", "batch_norm_grad") and _short_data_format(case)
+    clause = _PIR.get(case.rule)
+    return clause is not None and clause(case, _named_attrs(case))
 
 
 #: backend -> the cases it runs in forked children (the registry isolates what the compiled caller does).

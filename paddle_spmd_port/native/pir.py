@@ -1,20 +1,10 @@
 """Backend: Paddle's PIR static build, which runs the op's InferSpmd rule inside ``Build``.
 
-Reaches the rules that Paddle's Python registry hides, through the ops that call them::
-
-    rule key              op built (paddle._C_ops)   C++ rule run inside Build
-    batch_norm            batch_norm                 BatchNormInferSpmd (data_format read)
-    batch_norm_grad       batch_norm_grad            BatchNormGradInferSpmd
-    layer_norm            layer_norm                 LayerNormInferSpmd (cross-check of the registry)
-    layer_norm_grad       layer_norm_grad            LayerNormGradInferSpmd
-    group_norm            group_norm                 GroupNormInferSpmd (which calls the Base)
-    group_norm_grad       group_norm_grad            GroupNormGradInferSpmd (which calls the Base)
-    sync_batch_norm(_grad) sync_batch_norm_(_grad)   none: the build fails on its dtype check (no
-                                                     kernel in CPU wheels) -> unreachable
-    batch_norm_static, layer_norm_reverse            registry-only rules -> unreachable
-    group_norm(_grad)_base, instance_norm(_grad),    no op's Build answers through them -> unreachable
-    rms_norm*, fast_ln*                              (the reasons: NOT_ROUTED, docs/group_norm-3.3.1.md,
-                                                     docs/instance-rms-fastln-3.3.1.md)
+Reaches the rules that Paddle's Python registry hides, through the ops that call them: each
+family's ``native.py`` names, per rule key, the ``paddle._C_ops`` builder of the op whose Build
+runs it (``PIR_OPS``), and says why no op reaches its other keys (``PIR_NOT_ROUTED``: their
+cases are ``unreachable`` with that reason). An op that builds but fails its dtype check (no
+kernel in CPU wheels) answers ``unreachable`` too, with Paddle's message.
 
 Each input is ``dist.shard_tensor(data, mesh, placements)`` (``Partial()`` on the case's partial
 dims); the op's ``dist_attr.operands()`` / ``results()`` are the rule's answer (input dst attrs
@@ -24,9 +14,10 @@ and output attrs, with partial status and reduce type), read once per distinct a
 Speed: one Program holds many ops, its input values' data and shard_tensor ops included. Input
 values are cached per Program by the spec object, then by (shape, mapping, partial, mesh), so
 most cases cost one op build; a new Program starts every ``OPS_PER_PROGRAM`` ops to bound memory
-(measured: 2,000 or 100,000 cost the same CPU within the noise). Each build moves the insertion
-point to the end of the Program's block (no ``program_guard`` a case; :func:`_pir_mode` puts the
-insertion point back when it ends). The data op is made with ``paddle._pir_ops.data``, the op
+(the Program's size does not change the CPU per op:
+docs/measurements/2026-12-01-native-notes.md). Each build moves the insertion point to the end
+of the Program's block (no ``program_guard`` a case; :func:`_pir_mode` puts the insertion point
+back when it ends). The data op is made with ``paddle._pir_ops.data``, the op
 ``paddle.static.data`` makes, without its walk over every op of the Program to move the
 insertion point (that walk makes ``static.data`` O(program size)). Equal outcomes are one object
 (answers by :func:`outcome_of_op`, errors and unreachable ones by their value), so a worker
@@ -46,13 +37,12 @@ Outcome mapping:
   length is not the rank, shard and partial on one mesh dim, a present input without a mesh,
   a missing required input) -> ``unreachable`` with the reason; nothing is dropped.
 
-Cases that may take the process down (batch_norm_grad and group_norm_grad with scale or bias
-None, where Paddle 3.3.1 marks partial on an attr without a mesh and segfaults; inputs on meshes
-of another number of dims than x's: see :func:`may_crash`) are built in a forked child (consecutive ones share a
-child; in a worker the child of its fork server, see :mod:`._fork`, running :func:`build_here`),
-so a crash costs one fork (about 9 ms of CPU from the fork server on a loaded 2-core VM, fork and
-exit included: :mod:`._fork`) instead of a worker restart with a fresh ``import paddle`` (1.5-3 s). The crash is
-reported as ``native crashed: signal N``, as :mod:`.pool` would.
+Cases that may take the process down (:func:`may_crash`: the clauses every op shares and the
+family's ``pir_may_crash``) are built in a forked child (consecutive ones share a child; in a
+worker the child of its fork server, see :mod:`._fork`, running :func:`build_here`), so a crash
+costs one fork instead of a worker restart with a fresh ``import paddle``
+(docs/measurements/2026-12-01-native-notes.md). The crash is reported as
+``native crashed: signal N``, as :mod:`.pool` would.
 
 Imports Paddle and switches it to static PIR mode while building: run it only inside a worker
 process (:mod:`.worker`).
@@ -69,8 +59,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..case import INT64, Case, PerAttrs, int_range_problem
+from ..ops import FAMILIES, RULES, family_module
 from ..outcome import ErrorInfo, Outcome, normalize_message
-from ..rules.signatures import RULES
 from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, format_mapping, plain_mapping
 from ._fork import run_isolating
 from ._paddle import ReduceTypeError, from_paddle_mesh, paddle_version, to_paddle_mesh, typed_attrs
@@ -104,45 +94,20 @@ class OpRoute:
     optional: frozenset[str]
 
 
-#: rule key -> the ``_C_ops`` builder; inputs and optional inputs from the signature table.
+def _declared(name: str) -> dict[str, str]:
+    """rule key -> its family's ``name`` entry (``PIR_OPS`` or ``PIR_NOT_ROUTED``), family by family."""
+    table: dict[str, str] = {}
+    for family in FAMILIES.values():
+        table.update(getattr(family_module(family.name, "native"), name, {}))
+    return table
+
+
+#: rule key -> the ``_C_ops`` builder; inputs and optional inputs from the declared spec.
 ROUTES: dict[str, OpRoute] = {
-    key: OpRoute(builder, RULES[key].inputs, RULES[key].optional)
-    for key, builder in (("batch_norm", "batch_norm"), ("batch_norm_grad", "batch_norm_grad"),
-                         ("layer_norm", "layer_norm"), ("layer_norm_grad", "layer_norm_grad"),
-                         ("sync_batch_norm", "sync_batch_norm_"), ("sync_batch_norm_grad", "sync_batch_norm_grad"),
-                         ("group_norm", "group_norm"), ("group_norm_grad", "group_norm_grad"))
-}
+    key: OpRoute(builder, RULES[key].inputs, RULES[key].optional) for key, builder in _declared("PIR_OPS").items()}
 
-#: Measured on Paddle 3.3.1 (docs/instance-rms-fastln-3.3.1.md "PIR"): of these rule functions the
-#: ops' Build code (libpaddle.so) links only InstanceNorm(Grad)InferSpmd and GroupNorm(Grad)InferSpmd.
-_NO_RMS_FASTLN_OP = ("no PIR op runs it during Build in Paddle 3.3.1: libpaddle.so, which holds the ops' Build code, "
-                     "links no RmsNorm*/FastLn* rule function, and the rms_norm, fused_rms_norm_ext(_grad), "
-                     "fast_rms_norm(_grad) and fast_ln(_grad) ops fail their dtype check on this build (no kernel "
-                     "registered) before any rule runs; use the compiled backend")
-
-NOT_ROUTED = {
-    "batch_norm_static": "BatchNormInferSpmdStatic is only reachable through the registry (the PIR batch_norm op "
-                         "runs BatchNormInferSpmd); use the registry backend",
-    "layer_norm_reverse": "LayerNormInferSpmdReverse is only reachable through the registry's infer_backward "
-                          "(no op runs it during Build); use the registry backend",
-    "group_norm_base": "the PIR group_norm op runs GroupNormInferSpmd (the group_norm key), which calls the Base; "
-                       "GroupNormInferSpmdBase itself is reached through the registry or the compiled backend",
-    "group_norm_grad_base": "the PIR group_norm_grad op runs GroupNormGradInferSpmd (the group_norm_grad key), which "
-                            "calls the Base; GroupNormGradInferSpmdBase itself is reached through the compiled backend",
-    "instance_norm": "the instance_norm op cannot be built with a dist input: InferMeta makes saved_mean/"
-                     "saved_variance 1-D [N*C] while InstanceNormInferSpmd answers 2-D dims_mappings (PIR: "
-                     "'The global ddim size must equal to dim_mapping's size'); use the registry or compiled backend",
-    "instance_norm_grad": "the instance_norm_grad op cannot hold an answer of InstanceNormGradInferSpmd: the rule "
-                          "returns 5 input attrs (bias dropped) for the op's 6 inputs (PIR: 'Size of spmd_info.first "
-                          "for op[InstanceNormGradOp] is unexpected'), and a 1-D saved_mean (what the forward op "
-                          "makes) is refused by the rule; use the registry or compiled backend",
-    "rms_norm": "RmsNormInferSpmd: " + _NO_RMS_FASTLN_OP,
-    "rms_norm_reverse": "RmsNormInferSpmdReverse: only the registry's fused_rms_norm infer_backward runs it; "
-                        + _NO_RMS_FASTLN_OP,
-    "rms_norm_grad": "RmsNormGradInferSpmd: " + _NO_RMS_FASTLN_OP,
-    "fast_ln": "FastLnInferSpmd: " + _NO_RMS_FASTLN_OP,
-    "fast_ln_grad": "FastLnGradInferSpmd: " + _NO_RMS_FASTLN_OP,
-}
+#: rule key -> why no PIR op reaches it.
+NOT_ROUTED: dict[str, str] = _declared("PIR_NOT_ROUTED")
 
 
 class _Unreachable(Exception):
@@ -274,7 +239,7 @@ def _read_op(op: Any) -> SpmdResult:
 #: :func:`_answer_key` of the case). PIR interns attributes (one storage per content, dim names and
 #: reduce types included) and ``==`` compares that storage, so an equal attribute is the same
 #: answer; the bucket only narrows what is compared (3 answers a bucket on average on the grid).
-#: Many cases share an answer: reading every field of one costs 70-170 µs, a compare well under 1 µs.
+#: Many cases share an answer: reading every field of one costs far more than a compare.
 _answers: dict[tuple, list[tuple[Any, Outcome]]] = {}
 
 
@@ -438,7 +403,7 @@ def _pir_mode() -> Iterator[None]:
     Also skips the Python call stack Paddle records on every op it builds (its C++ calls
     ``traceback.extract_stack()`` for the ``op_callstack`` attribute, which only error messages
     of a later execution read): ``traceback.extract_stack`` returns an empty stack inside the
-    block and is restored after it. Measured: 15-25 % of the CPU time per case."""
+    block and is restored after it (a sizeable share of the CPU per case: the notes in docs/measurements)."""
     real_extract_stack = traceback.extract_stack
     traceback.extract_stack = _no_stack
     try:

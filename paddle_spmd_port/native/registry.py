@@ -1,15 +1,15 @@
 """Backend: Paddle's Python rule registry (``core.get_phi_spmd_rule``).
 
-Reaches ``batch_norm`` (BatchNormInferSpmdStatic), ``layer_norm`` (forward and reverse),
-``instance_norm`` (forward; its infer_backward is the grad rule), ``fused_rms_norm`` (rms_norm's
-forward and reverse; epsilon always passed: the registry object segfaults without it),
-``group_norm`` (GroupNormInferSpmdBase: any arguments after bias are ignored) and,
-for sync_batch_norm, the generic ``replicated`` rule that its dist API falls back to, applied
-to the op's signature: ``infer_forward([inputs...], [outputs...])``. Paddle raising is an
-``error`` outcome (``unreachable`` where the case holds an int Paddle cannot hold:
-:func:`~paddle_spmd_port.case.int_range_problem`); an answer that is no :class:`DistAttr` (a mesh
-of an impossible size, ...) is ``undecodable``, its text kept. Imports Paddle: run it only inside
-a worker process.
+Reaches the rule keys behind each registry name a family declares as Paddle's
+(``RegistryName(..., in_paddle=True)`` in ``ops/<family>/__init__.py``: its infer_forward and
+infer_backward), plus the routes a family's ``native.py`` adds (``REGISTRY_ROUTES``: a name that
+runs another key's function, or Paddle's generic ``replicated`` rule that an op's dist API falls
+back to, applied to the op's signature: ``infer_forward([inputs...], [outputs...])`` with the
+family's ``replicated_outputs``). Every attribute is passed, typed as :func:`._paddle.typed_attrs`
+says. Paddle raising is an ``error`` outcome (``unreachable`` where the case holds an int Paddle
+cannot hold: :func:`~paddle_spmd_port.case.int_range_problem`); an answer that is no
+:class:`DistAttr` (a mesh of an impossible size, ...) is ``undecodable``, its text kept. Imports
+Paddle: run it only inside a worker process.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..case import Case, int_range_problem
+from ..ops import FAMILIES, family_module
 from ..outcome import ErrorInfo, Outcome
 from ..types import DistAttr, DistTensorSpec, SpmdResult, entry_of, mesh_dims_of
 from ._fork import run_isolating
@@ -35,20 +36,29 @@ from paddle.distributed.auto_parallel.static.dist_attribute import (  # noqa: E4
 )
 from paddle.framework import core  # noqa: E402
 
-ROUTES = {
-    # rule key: (registry name, method)
-    "batch_norm_static": ("batch_norm", "infer_forward"),
-    "layer_norm": ("layer_norm", "infer_forward"),
-    "layer_norm_reverse": ("layer_norm", "infer_backward"),
-    "sync_batch_norm": ("replicated", "replicated"),
-    "sync_batch_norm_grad": ("replicated", "replicated"),
-    "instance_norm": ("instance_norm", "infer_forward"),
-    "instance_norm_grad": ("instance_norm", "infer_backward"),
-    "rms_norm": ("fused_rms_norm", "infer_forward"),
-    "rms_norm_reverse": ("fused_rms_norm", "infer_backward"),
-    "group_norm": ("group_norm", "infer_forward"),  # runs the Base rule: the attributes passed are ignored
-    "group_norm_base": ("group_norm", "infer_forward"),
-}
+
+def _routes() -> tuple[dict[str, tuple[str, str]], dict[str, Callable[[Case], list[DistTensorSpec]]]]:
+    routes: dict[str, tuple[str, str]] = {}
+    outputs: dict[str, Callable[[Case], list[DistTensorSpec]]] = {}
+    for family in FAMILIES.values():
+        for reg in family.registry_names:
+            if reg.in_paddle:
+                routes[reg.forward] = (reg.name, "infer_forward")
+                if reg.backward is not None:
+                    routes[reg.backward] = (reg.name, "infer_backward")
+        native = family_module(family.name, "native")
+        for key, route in getattr(native, "REGISTRY_ROUTES", {}).items():
+            routes[key] = route
+            if route[1] == "replicated":
+                outputs[key] = native.replicated_outputs  # type: ignore[union-attr]
+    return routes, outputs
+
+
+#: rule key -> (registry name, method); method "replicated": Paddle's generic rule.
+ROUTES: dict[str, tuple[str, str]]
+#: rule key -> the output specs its replicated rule is handed.
+_REPLICATED_OUTPUTS: dict[str, Callable[[Case], list[DistTensorSpec]]]
+ROUTES, _REPLICATED_OUTPUTS = _routes()
 
 _rules: dict[str, Any] = {}
 
@@ -107,15 +117,6 @@ def _flatten(items: list) -> list:
     return out
 
 
-def _sync_output_specs(case: Case) -> list[Any]:
-    """Output specs for the replicated rule: the first output has x's shape, the rest [C]."""
-    x = case.inputs[0]
-    channels = x.shape[1] if x is not None and len(x.shape) > 1 else 1
-    shapes = [tuple(x.shape) if x is not None else (0,)] + [(channels,)] * (len(case.spec.result_outputs) - 1)
-    mesh = x.mesh if x is not None else None
-    return [to_paddle_spec(DistTensorSpec(shape, (-1,) * len(shape), mesh)) for shape in shapes]
-
-
 def run(case: Case) -> Outcome:
     route = ROUTES.get(case.rule)
     if route is None:
@@ -129,9 +130,7 @@ def run(case: Case) -> Outcome:
     try:  # building the inputs can raise too (Paddle refuses a dim both sharded and partial)
         specs = [to_paddle_spec(s) for s in case.inputs]
         if method == "replicated":
-            raw = rule.infer_forward(specs, _sync_output_specs(case))
-        elif case.rule == "batch_norm_static":
-            raw = rule.infer_forward(*specs)
+            raw = rule.infer_forward(specs, [to_paddle_spec(s) for s in _REPLICATED_OUTPUTS[case.rule](case)])
         else:
             raw = getattr(rule, method)(*specs, *typed_attrs(case, exact=False))
     except Exception as exc:  # every native error is a recorded outcome
@@ -162,8 +161,7 @@ class _LazyText:
 
 def run_many(cases: Iterable[Case], may_crash: Callable[[Case], bool] | None = None) -> Iterator[Outcome]:
     """Outcomes in order; the ``may_crash`` cases (default: the compiled caller's
-    :func:`~.crash_prone.compiled_may_crash`: no mesh on x, a dims_mapping whose length is not the rank,
-    begin_norm_axis out of range, inputs on meshes of another number of dims; a worker is handed
-    the pool's :func:`~.pool.isolates`) run in forked
-    children (see :mod:`._fork`), so that a crash costs a fork instead of a worker restart."""
+    :func:`~.crash_prone.compiled_may_crash`; a worker is handed the pool's :func:`~.pool.isolates`)
+    run in forked children (see :mod:`._fork`), so that a crash costs a fork instead of a worker
+    restart."""
     return run_isolating(cases, run, may_crash or MAY_CRASH["registry"], isolated=run)

@@ -80,7 +80,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 #: Backends whose workers run with the settings below (malloc tunables, no GC while importing, one
 #: OpenBLAS thread). Only the PIR route: they move where the C heap puts things, and the registry
 #: route answers some invalid corner cases (co-shard-invalid, a dims_mapping of the wrong length)
-#: from whatever memory it reads, so their answers would move with them (seen: 3 of 71,477).
+#: from whatever memory it reads, so their answers would move with them (seen: the notes in docs/measurements).
 TUNED = ("pir",)
 
 
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     # Importing Paddle allocates a great many objects that live to the end: no cyclic collections
-    # meanwhile (measured: importing the pir backend 1.05-1.09 -> 0.95-0.98 s CPU), one after the cases are loaded.
+    # meanwhile (it shortens the import: docs/measurements/2026-12-01-native-notes.md), one after the cases are loaded.
     # OpenBLAS (loaded with numpy) would start a thread that only spins here: nothing is computed.
     if tuned:
         gc.disable()
@@ -127,9 +127,8 @@ def main(argv: list[str] | None = None) -> int:
 
 #: glibc malloc settings for a worker: a larger per-thread cache (more freed chunks of each size
 #: kept, up to 4 KiB ones) spares the C heap's bin walks that Paddle's many small allocations per
-#: op build cause (perf: ``unlink_chunk`` 11-14% of a PIR worker's cycles). Measured on half the
-#: PIR group's non-crash-prone cases (60,349, worker alone): 12.0-13.8 s CPU without, 10.8-12.0 s
-#: with (6 pairs), output bytes identical. glibc reads them only at process start.
+#: op build cause, with the output bytes identical (docs/measurements/2026-12-01-native-notes.md).
+#: glibc reads them only at process start.
 MALLOC_TUNABLES = "glibc.malloc.tcache_count=2000:glibc.malloc.tcache_max=4096"
 
 

@@ -2,9 +2,11 @@
 
 Shared by the ``parity`` and ``infer`` commands (no command module imports another).
 
-    registry  -- core.get_phi_spmd_rule, what Python users call (sync: the ``replicated`` rule)
+    registry  -- core.get_phi_spmd_rule, what Python users call (or the ``replicated`` rule an
+                 op's dist API falls back to)
     compiled  -- Paddle's exported C++ rule functions called directly (reaches every cell)
-    pir       -- the op built in PIR static mode; a second, independent route for the hidden rules
+    pir       -- the op built in PIR static mode; a second, independent route for the rules the
+                 registry hides
 """
 
 from __future__ import annotations
@@ -25,12 +27,12 @@ DEFAULT_BACKEND: dict[str, str] = {rule: backends[0] for rule, backends in DEFAU
 
 def routes_reaching(rule: str) -> tuple[str, ...]:
     """Every native route that can compare ``rule``, in :data:`BACKENDS` order: its default routes,
-    plus the compiled caller wherever it exports the rule (``native.compiled.RULES``; it also
-    reaches rules whose default routes are others). Paddle is not imported. Tested against each
-    backend's own table (tests/test_bad_input_parity.py)."""
-    from ..native.compiled import RULES as COMPILED_RULES
-
-    routes = set(DEFAULT_BACKENDS[rule]) | ({"compiled"} if rule in COMPILED_RULES else set())
+    plus the compiled caller wherever Paddle exports the rule's C++ function (the family declares
+    ``cpp=``; the caller then reaches it even where its default routes are others). Read from the
+    declared specs: Paddle is not imported. Tested against each backend's own table
+    (tests/test_bad_input_runctl.py)."""
+    spec = RULES[rule]
+    routes = set(spec.routes) | ({"compiled"} if spec.cpp is not None else set())
     return tuple(b for b in BACKENDS if b in routes)
 
 

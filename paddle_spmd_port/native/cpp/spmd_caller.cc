@@ -1,7 +1,12 @@
 // spmd_caller: calls Paddle's exported SPMD rule functions directly, one case per line.
 //
 // Built on demand by paddle_spmd_port/native/compiled.py against the installed wheel's
-// headers (paddle/include) and libraries (paddle/libs/libphi_core.so, libcommon.so).
+// headers (paddle/include) and libraries (paddle/libs/libphi_core.so, libcommon.so). Which rules
+// it calls is not written here: compiled.py generates two includes from the op families' declared
+// specs (spmd_caller_headers.inc: the rule headers; spmd_caller_rules.inc: kRuleTable, one entry
+// per rule key). Tensors are passed as const DistMetaTensor& (a missing optional one as Paddle's
+// stand-in, shape [0]), attributes by their declared kind; a function that takes its parameters
+// otherwise (another count, paddle::optional, a vector of tensors) answers "U" with the entry's reason.
 //
 // Protocol (stdin -> stdout, one line each, whitespace-separated tokens; strings are hex
 // encoded, "-" for an empty string):
@@ -63,14 +68,9 @@
 #include "paddle/phi/core/distributed/auto_parallel/dist_attr.h"
 #include "paddle/phi/core/distributed/auto_parallel/dist_meta_tensor.h"
 #include "paddle/phi/core/distributed/auto_parallel/process_mesh.h"
-#include "paddle/phi/infermeta/spmd_rules/batch_norm.h"
-#include "paddle/phi/infermeta/spmd_rules/instance_norm.h"
-#include "paddle/phi/infermeta/spmd_rules/layer_norm.h"
-#if __has_include("paddle/phi/infermeta/spmd_rules/group_norm.h")  // releases without it build the rest
-#include "paddle/phi/infermeta/spmd_rules/group_norm.h"
-#define SPMD_CALLER_GROUP_NORM 1
-#endif
-#include "paddle/phi/infermeta/spmd_rules/rms_norm.h"
+#include "paddle/phi/core/distributed/type_defs.h"
+// The rule headers this Paddle has, generated from the op families' specs (compiled.py).
+#include "spmd_caller_headers.inc"
 
 namespace pd = phi::distributed;
 
@@ -357,116 +357,43 @@ class Attrs {
   std::string rule_;
 };
 
-// InstanceNormGradInferSpmd takes bias since Paddle 3.1.1 (3.1.0's: x, scale, saved_mean, saved_variance,
-// y_grad, epsilon); on a build without it the rule is unreachable. Chosen at compile time, like set_multi.
-template <typename T>
-auto instance_norm_grad(const T& in, float epsilon, int)
-    -> decltype(pd::InstanceNormGradInferSpmd(in[0], in[1], in[2], in[3], in[4], in[5], epsilon)) {
-  return pd::InstanceNormGradInferSpmd(in[0], in[1], in[2], in[3], in[4], in[5], epsilon);
-}
-template <typename T>
-pd::SpmdInfo instance_norm_grad(const T&, float, long) {
-  throw Unreachable("this Paddle build's InstanceNormGradInferSpmd takes no bias (x, scale, saved_mean, "
-                    "saved_variance, y_grad, epsilon: Paddle 3.1.0)");
-}
+// One rule the program can call: its key, how many tensors and attributes it takes, and the call.
+struct RuleEntry {
+  const char* key;
+  size_t n_tensors;
+  size_t n_attrs;
+  pd::SpmdInfo (*call)(const Inputs&, const Attrs&);
+};
+
+// kRuleTable: one entry per rule key whose function this Paddle's headers declare, generated from
+// the op families' specs (compiled.py, generated_sources); nullptr-keyed at the end.
+#include "spmd_caller_rules.inc"
+
+// The table by key, built at start-up (before the fork server is forked: its children inherit it).
+class RuleIndex {
+ public:
+  RuleIndex() {
+    for (const RuleEntry* e = kRuleTable; e->key != nullptr; ++e) map_.emplace(e->key, e);
+  }
+  const RuleEntry* find(const std::string& rule) const {
+    auto found = map_.find(rule);
+    return found == map_.end() ? nullptr : found->second;
+  }
+
+ private:
+  std::unordered_map<std::string_view, const RuleEntry*> map_;
+};
+const RuleIndex kRules;
 
 pd::SpmdInfo call_rule(const std::string& rule, const Inputs& in, const Attrs& a) {
-  auto need = [&](size_t n) {
-    if (in.size() != n) {
-      throw Unreachable(rule + " takes " + std::to_string(n) + " tensors, got " + std::to_string(in.size()));
-    }
-  };
-  if (rule == "batch_norm") {
-    need(5);
-    a.expect(6);
-    return pd::BatchNormInferSpmd(in[0], in[1], in[2], in[3], in[4], a.boolean(0), a.real(1), a.real(2), a.text(3),
-                                  a.boolean(4), a.boolean(5));
+  const RuleEntry* entry = kRules.find(rule);
+  if (entry == nullptr) throw Unreachable("Paddle exports no C++ rule for " + rule);
+  if (in.size() != entry->n_tensors) {
+    throw Unreachable(rule + " takes " + std::to_string(entry->n_tensors) + " tensors, got " +
+                      std::to_string(in.size()));
   }
-  if (rule == "batch_norm_static") {
-    need(5);
-    a.expect(0);
-    return pd::BatchNormInferSpmdStatic(in[0], in[1], in[2], in[3], in[4]);
-  }
-  if (rule == "batch_norm_grad") {
-    need(9);
-    a.expect(6);
-    return pd::BatchNormGradInferSpmd(in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8], a.real(0),
-                                      a.real(1), a.text(2), a.boolean(3), a.boolean(4), a.boolean(5));
-  }
-  if (rule == "layer_norm") {
-    need(3);
-    a.expect(2);
-    return pd::LayerNormInferSpmd(in[0], in[1], in[2], a.real(0), a.integer(1));
-  }
-  if (rule == "layer_norm_reverse") {
-    need(6);
-    a.expect(2);
-    return pd::LayerNormInferSpmdReverse(in[0], in[1], in[2], in[3], in[4], in[5], a.real(0), a.integer(1));
-  }
-  if (rule == "layer_norm_grad") {
-    need(6);
-    a.expect(2);
-    return pd::LayerNormGradInferSpmd(in[0], in[1], in[2], in[3], in[4], in[5], a.real(0), a.integer(1));
-  }
-  if (rule == "instance_norm") {
-    need(3);
-    a.expect(1);
-    return pd::InstanceNormInferSpmd(in[0], in[1], in[2], a.real(0));
-  }
-  if (rule == "instance_norm_grad") {
-    need(6);
-    a.expect(1);
-    return instance_norm_grad(in, a.real(0), 0);
-  }
-  if (rule == "rms_norm") {
-    need(2);
-    a.expect(1);
-    return pd::RmsNormInferSpmd(in[0], in[1], a.real(0));
-  }
-  if (rule == "rms_norm_reverse") {
-    need(4);
-    a.expect(1);
-    return pd::RmsNormInferSpmdReverse(in[0], in[1], in[2], in[3], a.real(0));
-  }
-  if (rule == "rms_norm_grad") {
-    need(4);
-    a.expect(1);
-    return pd::RmsNormGradInferSpmd(in[0], in[1], in[2], in[3], a.real(0));
-  }
-  if (rule == "fast_ln") {
-    need(3);
-    a.expect(1);
-    return pd::FastLnInferSpmd(in[0], in[1], in[2], a.real(0));
-  }
-  if (rule == "fast_ln_grad") {
-    need(5);
-    a.expect(1);
-    return pd::FastLnGradInferSpmd(in[0], in[1], in[2], in[3], in[4], a.real(0));
-  }
-#ifdef SPMD_CALLER_GROUP_NORM
-  if (rule == "group_norm") {  // epsilon, groups, data_format (unread by the rule)
-    need(3);
-    a.expect(3);
-    return pd::GroupNormInferSpmd(in[0], in[1], in[2], a.real(0), a.integer(1), a.text(2));
-  }
-  if (rule == "group_norm_base") {
-    need(3);
-    a.expect(0);
-    return pd::GroupNormInferSpmdBase(in[0], in[1], in[2]);
-  }
-  if (rule == "group_norm_grad") {
-    need(7);
-    a.expect(3);
-    return pd::GroupNormGradInferSpmd(in[0], in[1], in[2], in[3], in[4], in[5], in[6], a.real(0), a.integer(1),
-                                      a.text(2));
-  }
-  if (rule == "group_norm_grad_base") {
-    need(7);
-    a.expect(0);
-    return pd::GroupNormGradInferSpmdBase(in[0], in[1], in[2], in[3], in[4], in[5], in[6]);
-  }
-#endif
-  throw Unreachable("Paddle exports no C++ rule for " + rule);
+  a.expect(entry->n_attrs);
+  return entry->call(in, a);
 }
 
 // The reply under construction: tokens appended in place (no streams).
