@@ -8,13 +8,13 @@ import pytest
 
 from paddle_spmd_port import DistTensorSpec, InvalidSpecError, PaddleInvalidArgument, ProcessMesh
 from paddle_spmd_port.errors import ShardingConflictError
+from paddle_spmd_port.ops.rms_norm.rules import align_leading_axes
 from paddle_spmd_port.rules import (
     get_spmd_rule,
     rms_norm_grad_infer_spmd,
     rms_norm_infer_spmd,
     rms_norm_infer_spmd_reverse,
 )
-from paddle_spmd_port.rules.rms_norm import align_leading_axes
 
 from .helpers import MESH_2, rep, show, spec
 

@@ -11,8 +11,8 @@ import pytest
 
 from paddle_spmd_port import ProcessMesh
 from paddle_spmd_port.errors import InvalidSpecError, PaddleInvalidArgument
+from paddle_spmd_port.ops.sync_batch_norm.pr72918 import sync_batch_norm_grad_infer_spmd, sync_batch_norm_infer_spmd
 from paddle_spmd_port.rules import pr72918, sync_batch_norm
-from paddle_spmd_port.rules.pr72918 import sync_batch_norm_grad_infer_spmd, sync_batch_norm_infer_spmd
 
 from .helpers import MESH_2x3, rep, show, spec
 

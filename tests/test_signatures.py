@@ -1,4 +1,4 @@
-"""rules/signatures.py, the one table of op signatures: every profile's rule functions take exactly
+"""The declared rule specs (ops/<family>/__init__.py): every profile's rule functions take exactly
 its inputs and attributes (with its defaults), and its channel axis is the module's worked table."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import inspect
 import pytest
 
 from paddle_spmd_port.errors import InvalidSpecError
+from paddle_spmd_port.ops.batch_norm.layout import DATA_FORMAT_NDIM, DATA_FORMATS, channel_axis, kernel_layout
 from paddle_spmd_port.rules import PROFILES, rule_function
-from paddle_spmd_port.rules.signatures import DATA_FORMAT_NDIM, DATA_FORMATS, OPS, RULES, channel_axis, kernel_layout
+from paddle_spmd_port.rules.signatures import OPS, RULES
 
 
 @pytest.mark.parametrize("profile", PROFILES)

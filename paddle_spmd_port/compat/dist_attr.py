@@ -25,7 +25,7 @@ import operator
 from collections.abc import Iterable
 from typing import Any, cast
 
-from ..rules._tensor import coshard_survivor
+from ..ops.kit.tensor import coshard_survivor
 from ..types import DistAttr, mesh_dims_of
 from ..types import DistTensorSpec as PortSpec
 from .mesh import CoreProcessMesh, as_core_mesh, from_port_mesh

@@ -2,8 +2,8 @@
 
 Same signatures, same validation and error classes as the ``paddle`` profile (the ported 3.3.1
 rules: both run the family's ``checks``); only the answers differ, and the checks that an answer
-fits the inputs' meshes (group_norm's and instance_norm's grads answer a None scale/bias while x is
-split, which crashes Paddle and the paddle profile refuses: a None input has no grad to place).
+fits the inputs' meshes (where a family's grad answers a None scale/bias while x is split, which
+crashes Paddle and the paddle profile refuses: a None input has no grad to place).
 Every answer here is sound on the whole oracle grid
 (``python -m paddle_spmd_port oracle --profile proposed``).
 

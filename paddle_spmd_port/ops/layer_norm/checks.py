@@ -1,5 +1,5 @@
-"""layer_norm's checks before any profile answers (fast_ln's rules run them with
-begin_norm_axis = rank(x) - 1), in this order after the types (P = Paddle's own check; port =
+"""layer_norm's checks before any profile answers (families that normalise the last axis run them
+too, with begin_norm_axis = rank(x) - 1), in this order after the types (P = Paddle's own check; port =
 InvalidSpecError, where Paddle crashes or accepts garbage)::
 
     preamble            checks after the types
