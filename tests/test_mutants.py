@@ -1,9 +1,11 @@
 """tools/mutants.py, the mutation self-test, in short form (the full run: ``python tools/mutants.py``).
 
 Every mutant's old text still occurs exactly once (a mutant cannot rot silently), the table covers
-every rule and direction, bad flags are one line and exit 2, and three mutants are judged for real:
-a comparator mutant killed by the comparator's tests, a rule mutant killed by a small sampled
-parity run against native Paddle, and a rotten mutant that is *not judged* rather than killed.
+every rule and direction and every family's rules, bad flags are one line and exit 2, a stale
+mutant selected (its old text gone, twice, its file gone, in a copy of the tree) is refused the
+same way before any work, and three mutants are judged for real: a comparator mutant killed by the
+comparator's tests, a rule mutant killed by a small sampled parity run against native Paddle, and
+a rotten mutant that is *not judged* rather than killed.
 """
 
 from __future__ import annotations
@@ -138,8 +140,15 @@ def _moved_tool(root: Path, *args: str) -> subprocess.CompletedProcess:
     tmp = root / "tmp"
     tmp.mkdir(exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(root), "TMPDIR": str(tmp)}
-    return subprocess.run([sys.executable, str(root / "tools" / "mutants.py"), *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    cmd = [sys.executable, str(root / "tools" / "mutants.py"), *args]
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # not refused: SIGTERM, so the tool ends the runs it started
+        proc.terminate()
+        out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 @pytest.mark.parametrize("args, named, why", [
