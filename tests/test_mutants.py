@@ -1,20 +1,24 @@
 """tools/mutants.py, the mutation self-test, in short form (the full run: ``python tools/mutants.py``).
 
 Every mutant's old text still occurs exactly once (a mutant cannot rot silently), the table covers
-every rule and direction, bad flags are one line and exit 2, and three mutants are judged for real:
-a comparator mutant killed by the comparator's tests, a rule mutant killed by a small sampled
-parity run against native Paddle, and a rotten mutant that is *not judged* rather than killed.
+every rule and direction and every family's rules, bad flags are one line and exit 2, a stale
+mutant selected (its old text gone, twice, its file gone, in a copy of the tree) is refused the
+same way before any work, and three mutants are judged for real: a comparator mutant killed by the
+comparator's tests, a rule mutant killed by a small sampled parity run against native Paddle, and
+a rotten mutant that is *not judged* rather than killed.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from paddle_spmd_port.ops import FAMILIES
 from paddle_spmd_port.parity.grid import GRIDS
 from tests.helpers import load_tool, skip_if_compiled_unreachable
 
@@ -34,8 +38,9 @@ def test_table_is_sound():
     rule_mutants = [m for m in M.MUTANTS if m.rules]
     assert len(rule_mutants) >= 25
     assert {r for m in rule_mutants for r in m.rules} == set(GRIDS)  # every rule and direction
-    assert {m.file for m in rule_mutants} >= {"notation.py", "rules/layer_norm.py", "rules/batch_norm.py",
-                                             "rules/sync_batch_norm.py"}
+    # every family's rules are mutated, named where the family keeps them (not the rules/ re-export face)
+    assert {m.file for m in rule_mutants} >= {"notation.py", *(M.op(f) for f in FAMILIES)}
+    assert not [m.name for m in M.MUTANTS if m.file.startswith(("rules/", "oracle/kernels"))]
     assert all(m.equivalent.strip() == m.equivalent and len(m.equivalent) > 40 for m in M.MUTANTS if m.equivalent)
     assert len([m for m in M.MUTANTS if m.tests]) >= 8
 
@@ -107,10 +112,68 @@ def test_rule_mutant_is_killed_by_a_sampled_native_run(snap, tmp_path):
 
 
 def test_a_rotten_mutant_is_not_judged_never_killed(snap, tmp_path):
-    rotten = M.Mutant("rotten", "rules/layer_norm.py", "text that is not in the file", "x", "rotten",
+    rotten = M.Mutant("rotten", M.op("layer_norm"), "text that is not in the file", "x", "rotten",
                       rules=("layer_norm",))
     verdict, _ = _judge(rotten, snap, tmp_path)
     assert verdict.status == "not judged" and "occurs 0 times" in verdict.how
+
+
+@pytest.fixture()
+def moved(tmp_path):
+    """A copy of the repository (package + tool) where the code moved under two mutants: one's old
+    text is gone, the other's occurs twice; a third mutant's file is not there at all."""
+    root = M.snapshot(tmp_path / "repo")
+    (root / "tools").mkdir()
+    (root / "tools" / "mutants.py").write_text(TOOL.read_text())
+    by = M.MUTANTS_BY_NAME
+    ln = root / M.PKG / M.op("layer_norm")
+    text = ln.read_text()
+    gone, twice = by["ln-rev-partial-cleared"], by["ln-grad-x-grad-from-x"]
+    assert text.count(gone.old) == 1 and text.count(twice.old) == 1
+    text = text.replace(gone.old, gone.old.replace("keep = True", "keep = bool(1)"))
+    ln.write_text(text + "\n#" + twice.old + "\n")
+    (root / M.PKG / M.op("fast_ln")).unlink()
+    return root
+
+
+def _moved_tool(root: Path, *args: str) -> subprocess.CompletedProcess:
+    tmp = root / "tmp"
+    tmp.mkdir(exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(root), "TMPDIR": str(tmp)}
+    cmd = [sys.executable, str(root / "tools" / "mutants.py"), *args]
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # not refused: SIGTERM, so the tool ends the runs it started
+        proc.terminate()
+        out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+@pytest.mark.parametrize("args, named, why", [
+    pytest.param((), "ln-rev-partial-cleared", "occurs 0 times", id="full-run"),
+    pytest.param(("--only", "ln-grad-x-grad-from-x", "--report-dir", "out"), "ln-grad-x-grad-from-x",
+                 "occurs 2 times", id="twice"),
+    pytest.param(("--only", "fast-ln-norms-two-axes", "--list"), "fast-ln-norms-two-axes", "no file", id="no-file"),
+    pytest.param(("--only", "compare-ignore-message,ln-rev-partial-cleared", "--shard", "1/2"),
+                 "ln-rev-partial-cleared", "occurs 0 times", id="stale-in-another-part"),
+])
+def test_a_stale_mutant_is_refused_before_any_work(moved, args, named, why):
+    done = _moved_tool(moved, *args)
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert done.returncode == 2, done
+    assert len(lines) == 1 and f"mutant {named}: " in lines[0] and why in lines[0], done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert not (moved / "out").exists() and not any((moved / "tmp").iterdir())  # nothing written
+    if not args:  # the full run names how many more are stale
+        assert "(and " in lines[0] and "ln-grad-x-grad-from-x" in lines[0], lines[0]
+
+
+def test_only_the_stale_mutants_selected_are_refused(moved):
+    done = _moved_tool(moved, "--only", "compare-ignore-message,ln-rev-merge-order", "--list")
+    assert done.returncode == 0, done.stderr
+    assert "2 mutants" in done.stdout
 
 
 def test_a_run_that_imported_the_original_is_not_judged(tmp_path):

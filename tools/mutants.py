@@ -7,21 +7,25 @@ Usage::
     python tools/mutants.py --list                # the mutants, nothing run
     python tools/mutants.py --sample 2000 --seed 0 --report-dir reports/mutants
 
-Each mutant is ``(file, old text, new text, what)``: ``old`` must occur exactly once in
-``paddle_spmd_port/<file>`` (checked first, so a mutant cannot rot silently when the code
-moves). The tool copies the package once (a snapshot of the working tree), applies each mutant
-to its own copy and judges it with that copy first on ``PYTHONPATH`` (and as the working
-directory) -- the package in the repository is never touched:
+Each mutant is ``(file, old text, new text, what)``; a family's piece is named ``op(family, part)``,
+the file ``ops/<family>/<part>.py`` (``kit``: the shared pieces). ``old`` must occur exactly once in
+``paddle_spmd_port/<file>``: a selected mutant whose old text is not there once is refused before
+any work (one line, exit 2), so a mutant cannot rot silently when the code moves. The tool
+copies the package once (a snapshot of the working tree), applies each mutant to its own copy and
+judges it with that copy first on ``PYTHONPATH`` (and as the working directory) -- the package in
+the repository is never touched:
 
-* rule mutants (``rules/``, ``notation.py``): ``python -m paddle_spmd_port parity --rules R
-  --sample N --seed S --primary-only --report-dir <tmp> --quiet`` against native Paddle.
+* rule mutants (``ops/<family>/rules.py`` and ``checks.py``, ``ops/kit/tensor.py``, ``notation.py``):
+  ``python -m paddle_spmd_port parity --rules R --sample N --seed S --primary-only --report-dir
+  <tmp> --quiet`` against native Paddle.
   exit 1 with a mismatching case in the report = **killed**; exit 0 = **survived**; anything
   else (3 = some case uncompared, a crash, a timeout) = **not judged**, never killed.
-* pytest mutants (the comparator: ``parity/compare.py``, ``outcome.py``; the oracle's kernels and
-  simulator and the ``proposed`` rules; co-shard reading): ``python -m pytest -q`` on the test files
-  the mutant names, run from a copy of ``tests/`` next to the mutated package (the tests import
-  ``paddle_spmd_port``; run from the repository they would import the original). exit 1 (a test
-  failed) = killed; 0 = survived; other = not judged.
+* pytest mutants (the comparator: ``parity/compare.py``, ``outcome.py``; the oracle's kernels,
+  ``ops/<family>/kernel.py`` and ``ops/kit/kernel.py``; the ``proposed`` rules; co-shard
+  reading): ``python -m pytest -q`` on the test files the mutant names, run from a copy of
+  ``tests/`` next to the mutated package (the tests import ``paddle_spmd_port``; run from the
+  repository they would import the original). exit 1 (a test failed) = killed; 0 = survived;
+  other = not judged.
 
 Every judged run must show it used the copy: a ``sitecustomize`` in the copy records, at exit of
 every Python process, where each ``paddle_spmd_port`` module came from; a run where any came from
@@ -39,8 +43,8 @@ and kill rate; parts of different runs or a part given twice are refused (exit 2
 is incomplete (exit 3), never a pass.
 
 Exit: 0 every non-equivalent mutant killed; 1 a non-equivalent mutant survived or an "equivalent"
-one was killed (outranks 3); 2 bad usage (one line); 3 some mutant not judged (rotten old text,
-baseline failing, uncompared cases, the copy not imported); 130/143 interrupted.
+one was killed (outranks 3); 2 bad usage or a stale mutant selected (one line); 3 some mutant not
+judged (baseline failing, uncompared cases, the copy not imported); 130/143 interrupted.
 """
 
 from __future__ import annotations
@@ -86,7 +90,7 @@ ORACLE_NORMS = ("tests/test_oracle_norms.py",)
 class Mutant:
     name: str
     file: str
-    """Path inside the package, e.g. ``rules/layer_norm.py``."""
+    """Path inside the package, e.g. ``ops/layer_norm/rules.py`` (see :func:`op`)."""
     old: str
     new: str
     what: str
@@ -115,18 +119,27 @@ def _m(name: str, file: str, old: str, new: str, what: str, *, rules: Sequence[s
     return Mutant(name, file, old, new, what, tuple(rules), tuple(tests), equivalent)
 
 
-LN = "rules/layer_norm.py"
-BN = "rules/batch_norm.py"
-SYNC = "rules/sync_batch_norm.py"
+def op(family: str, part: str = "rules") -> str:
+    """The file of one piece of an op family, ``ops/<family>/<part>.py`` (``kit``: the pieces the
+    families share), so that the table names where a family's code lives the way ``ops`` does."""
+    return f"ops/{family}/{part}.py"
+
+
+LN = op("layer_norm")
+BN = op("batch_norm")
+SYNC = op("sync_batch_norm")
+GN = op("group_norm")
+IN = op("instance_norm")
+RMS = op("rms_norm")
+FAST_LN = op("fast_ln")
 NOTATION = "notation.py"
-TENSOR = "rules/_tensor.py"
-PRE = "rules/preconditions.py"
-LAYOUT = "ops/batch_norm/layout.py"
+TENSOR = op("kit", "tensor")
+LN_CHECKS, BN_CHECKS, GN_CHECKS = op("layer_norm", "checks"), op("batch_norm", "checks"), op("group_norm", "checks")
+LAYOUT = op("batch_norm", "layout")
 CMP = "parity/compare.py"
 OUT = "outcome.py"
-KERNELS = "oracle/kernels.py"
-SIM = "oracle/simulator.py"
-PROPOSED = "rules/proposed.py"
+KIT_PROPOSED = op("kit", "proposed")
+KIT_KERNEL = op("kit", "kernel")
 
 MUTANTS: tuple[Mutant, ...] = (
     # ------------------------------------------------------------------ notation (the merge)
@@ -180,7 +193,7 @@ MUTANTS: tuple[Mutant, ...] = (
        "outputs=(x_attr, stat, stat))",
        "outputs=(stat, x_attr, stat))",
        "forward outputs out and mean swapped", rules=("layer_norm",)),
-    _m("ln-begin-norm-axis-strict", PRE,
+    _m("ln-begin-norm-axis-strict", LN_CHECKS,
        "    if not 0 <= begin_norm_axis <= x.ndim:",
        "    if not 0 <= begin_norm_axis < x.ndim:",
        "begin_norm_axis == ndim (an empty normalised shape) rejected as invalid input",
@@ -199,7 +212,7 @@ MUTANTS: tuple[Mutant, ...] = (
        "    merged = merge_shardings([(mean_axes, tm.dims_mapping), (x_axes, to.dims_mapping),",
        "reverse merges mean before out (which letter keeps a contested mesh dim, conflict order)",
        rules=("layer_norm_reverse",)),
-    _m("ln-rev-rank-message", PRE,
+    _m("ln-rev-rank-message", LN_CHECKS,
        "{label}'s dims_mapping size [",
        "{label}'s dims_mapping length [",
        "reverse's rank-vs-dims_mapping error message reworded", rules=("layer_norm_reverse",)),
@@ -239,7 +252,7 @@ MUTANTS: tuple[Mutant, ...] = (
        "tv.replicated(), tg.replicated()",
        "tv.replicated(), tg.attr((-1,) * len(tg.dims_mapping), keep_partial=True)",
        "begin_norm_axis 0: out_grad keeps its partial status", rules=("layer_norm_grad",)),
-    _m("ln-grad-b-message", PRE,
+    _m("ln-grad-b-message", LN_CHECKS,
        "and begin_norm_axis [{begin_norm_axis}] are not matched.",
        "and begin_norm_axis [{begin_norm_axis}] do not match.",
        "grad's begin_norm_axis error message reworded", rules=("layer_norm_grad",)),
@@ -269,7 +282,7 @@ MUTANTS: tuple[Mutant, ...] = (
        "            tx.attr((-1,)),                           # reserve_space",
        "            tm.attr((-1,)),                           # reserve_space",
        "reserve_space takes mean's mesh instead of x's", rules=("batch_norm",)),
-    _m("bn-rank-message", PRE,
+    _m("bn-rank-message", BN_CHECKS,
        "in {op} should be less than 6, but got",
        "in {op} should be less than or equal to 5, but got",
        "the x-rank error message reworded", rules=("batch_norm_static",)),
@@ -290,7 +303,7 @@ MUTANTS: tuple[Mutant, ...] = (
        "                from_x(kept)),  # out_grad",
        "                t['out_grad'].attr(kept)),  # out_grad",
        "out_grad keeps its own mesh; Paddle gives it x's", rules=("batch_norm_grad",)),
-    _m("bn-grad-og-rank-message", PRE,
+    _m("bn-grad-og-rank-message", BN_CHECKS,
        '"The ndim of out_grad in batch_norm should be equal with x, "',
        '"The ndim of out_grad in batch_norm should equal x\'s, "',
        "the out_grad-rank error message reworded", rules=("batch_norm_grad",)),
@@ -312,32 +325,32 @@ MUTANTS: tuple[Mutant, ...] = (
        "    x: RuleInput = inputs[1]",
        "outputs take the second input's mesh (mean / scale) instead of x's",
        rules=("sync_batch_norm", "sync_batch_norm_grad")),
-    _m("proposed-coshard-uneven", "rules/proposed.py",
+    _m("proposed-coshard-uneven", KIT_PROPOSED,
        "            if not others & set(entry) and spec.shape[axis] % "
        "math.prod(spec.mesh.shape[m] for m in entry) == 0:",
        "            if not others & set(entry):",
        "proposed keeps a co-shard that splits its axis unevenly (a rank can get an empty piece)",
        tests=("tests/test_coshard.py",)),
-    _m("proposed-coshard-member-reused", "rules/proposed.py",
+    _m("proposed-coshard-member-reused", KIT_PROPOSED,
        "            if not others & set(entry) and spec.shape[axis] % "
        "math.prod(spec.mesh.shape[m] for m in entry) == 0:",
        "            if spec.shape[axis] % math.prod(spec.mesh.shape[m] for m in entry) == 0:",
        "proposed gives back a co-shard whose other member already splits another axis (or is partial)",
        tests=("tests/test_coshard.py",)),
     # ------------------------------------------------------------------ group_norm
-    _m("gn-keeps-channel", "rules/group_norm.py",
+    _m("gn-keeps-channel", GN,
        "    return (x.dims_mapping[0],) + (-1,) * (x.ndim - 1)",
        "    return x.dims_mapping[:2] + (-1,) * (x.ndim - 2)",
        "x keeps axis 1's sharding (C) as well as axis 0's", rules=("group_norm_base",)),
-    _m("gn-stat-1d", "rules/group_norm.py",
+    _m("gn-stat-1d", GN,
        "    stat = tx.attr((kept[0], -1))   # mean / variance [N, groups] on x's mesh",
        "    stat = tx.attr((kept[0],))   # mean / variance [N, groups] on x's mesh",
        "mean / variance answered 1-D (as a source revision before 3.3.1 did)", rules=("group_norm",)),
-    _m("gn-grad-no-partial", "rules/group_norm.py",
+    _m("gn-grad-no-partial", GN,
        "                 DistAttr.make((-1,), partial, ts.mesh),  # PADDLE-QUIRK(gn-grad-partial)",
        "                 DistAttr.make((-1,), frozenset(), ts.mesh),  # PADDLE-QUIRK(gn-grad-partial)",
        "scale_grad is not marked Partial over x's axis-0 mesh dim", rules=("group_norm_grad",)),
-    _m("gn-grad-stat-message", PRE,
+    _m("gn-grad-stat-message", GN_CHECKS,
        "The ndim of bias in {GN} should be 2, but got [{tb.ndim}].",
        "The ndim of {t.name} in {GN} should be 2, but got [{t.ndim}].",
        "a mean / variance of the wrong rank is reported under its own name and rank (Paddle: bias, [1])",
@@ -420,74 +433,74 @@ MUTANTS: tuple[Mutant, ...] = (
        '    for marker in ("\\n\\n---", "\\n---"):',
        "Paddle's [Hint: ...] stays in the compared message", tests=COMPARE_TESTS),
     # ------------------------------------------------------------------ instance_norm, rms_norm, fast_ln
-    _m("in-clears-every-spatial-axis", "rules/instance_norm.py",
+    _m("in-clears-every-spatial-axis", IN,
        "    mapping[2] = mapping[3] = -1",
        "    mapping[2:] = [-1] * (len(mapping) - 2)",
        "a 5-D x's last spatial axis is cleared too (the sound rule, not 3.3.1's)", rules=("instance_norm",)),
-    _m("in-grad-bias-own-mesh", "rules/instance_norm.py",
+    _m("in-grad-bias-own-mesh", IN,
        "        outputs=(tx.attr(kept), param_grad, param_grad),",
        "        outputs=(tx.attr(kept), param_grad, DistAttr.make((-1,), partial, _tb.mesh)),",
        "bias_grad takes bias's mesh instead of a copy of scale's attr", rules=("instance_norm_grad",)),
-    _m("rms-reverse-reads-x", "rules/rms_norm.py",
+    _m("rms-reverse-reads-x", RMS,
        "    merged = merge_shardings([(x_axes, to.dims_mapping), (lead, tv.dims_mapping)])",
        "    merged = merge_shardings([(x_axes, tx.dims_mapping), (x_axes, to.dims_mapping), (lead, tv.dims_mapping)])",
        "the reverse rule merges x's own mapping too", rules=("rms_norm_reverse",)),
-    _m("rms-grad-tie-later-axis", "rules/rms_norm.py",
+    _m("rms-grad-tie-later-axis", RMS,
        "        for cost, letter in sorted(costs):",
        "        for cost, letter in sorted(costs, key=lambda c: (c[0], -ord(c[1]))):",
        "the alignment gives a mesh dim to the later of two equally cheap axes", rules=("rms_norm_grad",)),
-    _m("fast-ln-grad-returns-bias", "rules/fast_ln.py",
+    _m("fast-ln-grad-returns-bias", FAST_LN,
        "    return SpmdResult.make(inputs=full.inputs[:2] + full.inputs[3:], outputs=full.outputs)",
        "    return SpmdResult.make(inputs=full.inputs, outputs=full.outputs)",
        "the grad returns the scale-as-bias attr among its inputs", rules=("fast_ln_grad",)),
-    _m("rms-fwd-invvar-partial-kept", "rules/rms_norm.py",
+    _m("rms-fwd-invvar-partial-kept", RMS,
        "outputs=(x_attr, tx.attr(kept[:-1])))",
        "outputs=(x_attr, tx.attr(kept[:-1], keep_partial=True)))",
        "forward invvar keeps x's partial status", rules=("rms_norm",)),
-    _m("fast-ln-norms-two-axes", "rules/fast_ln.py",
+    _m("fast-ln-norms-two-axes", FAST_LN,
        "        return len(x.shape) - 1",
        "        return max(len(x.shape) - 2, 0)",
        "fast_ln normalises the last two axes (begin_norm_axis = rank - 2)", rules=("fast_ln",)),
     # ------------------------------------------------------------------ the oracle on issue 15's rules
-    _m("oracle-in-two-spatial-axes", KERNELS,
+    _m("oracle-in-two-spatial-axes", op("instance_norm", "kernel"),
        "    return tuple(range(2, x.ndim))",
        "    return tuple(range(2, min(x.ndim, 4)))",
        "the instance_norm kernel reduces over axes 2 and 3 only (as Paddle's rule assumes)", tests=ORACLE_NORMS),
-    _m("oracle-rms-grad-no-projection", KERNELS,
+    _m("oracle-rms-grad-no-projection", op("rms_norm", "kernel"),
        "    dx = inv * (g - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))",
        "    dx = inv * g",
        "rms_norm_grad's x_grad drops the term through invvar", tests=ORACLE_NORMS),
-    _m("oracle-fast-ln-grad-no-mean-term", KERNELS,
+    _m("oracle-fast-ln-grad-no-mean-term", op("fast_ln", "kernel"),
        "    dx = inv * (g - g.mean(axis=-1, keepdims=True) - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))",
        "    dx = inv * (g - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))",
        "fast_ln_grad's x_grad drops the term through the mean", tests=ORACLE_NORMS),
-    _m("oracle-gn-one-group", KERNELS,
+    _m("oracle-gn-one-group", op("group_norm", "kernel"),
        "    rows = _grouped(x, c, groups)",
        "    rows = _grouped(x, c, 1)",
        "the group_norm kernel normalises over all channels (groups ignored)", tests=ORACLE_NORMS),
-    _m("oracle-grad-stats-not-saved", SIM,
-       "    if case.rule in SAVED_BY_FORWARD:",
-       "    if case.rule in ():",
+    _m("oracle-grad-stats-not-saved", KIT_KERNEL,
+       "        for name, out in saved.items():",
+       "        for name, out in ():",
        "a grad case's saved statistics are random, not what the forward saved", tests=ORACLE_NORMS),
-    _m("proposed-in-keeps-spatial", PROPOSED,
-       "    return _with_coshards(tx.dims_mapping[:2] + (-1,) * (tx.ndim - 2), x)",
-       "    return _with_coshards(tx.dims_mapping, x)",
+    _m("proposed-in-keeps-spatial", op("instance_norm", "proposed"),
+       "    return with_coshards(tx.dims_mapping[:2] + (-1,) * (tx.ndim - 2), x)",
+       "    return with_coshards(tx.dims_mapping, x)",
        "proposed instance_norm keeps x's spatial splits", tests=ORACLE_NORMS),
-    _m("proposed-in-grad-partial-on-c", PROPOSED,
+    _m("proposed-in-grad-partial-on-c", op("instance_norm", "proposed"),
        "    channel = kept[1:2]\n    partial = frozenset(mesh_dims_of(kept[0]))",
        "    channel = kept[1:2]\n    partial = frozenset(m for e in kept[:2] for m in mesh_dims_of(e))",
        "proposed instance_norm_grad marks scale_grad/bias_grad Partial over C's mesh dim too", tests=ORACLE_NORMS),
-    _m("proposed-fast-ln-bias-grad-not-partial", PROPOSED,
+    _m("proposed-fast-ln-bias-grad-not-partial", op("fast_ln", "proposed"),
        "    bias_grad = DistAttr((-1,), partial,",
        "    bias_grad = DistAttr((-1,), frozenset(),",
        "proposed fast_ln_grad's bias_grad is not Partial over the split leading axes", tests=ORACLE_NORMS),
-    _m("proposed-gn-keeps-c", PROPOSED,
-       "    return _with_coshards((tx.dims_mapping[0],) + (-1,) * (tx.ndim - 1), x)",
-       "    return _with_coshards(tx.dims_mapping[:2] + (-1,) * (tx.ndim - 2), x)",
+    _m("proposed-gn-keeps-c", op("group_norm", "proposed"),
+       "    return with_coshards((tx.dims_mapping[0],) + (-1,) * (tx.ndim - 1), x)",
+       "    return with_coshards(tx.dims_mapping[:2] + (-1,) * (tx.ndim - 2), x)",
        "proposed group_norm keeps C split", tests=ORACLE_NORMS),
-    _m("proposed-rms-grad-scale-grad-not-partial", PROPOSED,
-       "                        outputs=(tg.attr(kept), _ln_param(ts, partial)))",
-       "                        outputs=(tg.attr(kept), _ln_param(ts)))",
+    _m("proposed-rms-grad-scale-grad-not-partial", op("rms_norm", "proposed"),
+       "                        outputs=(tg.attr(kept), ln_param(ts, partial)))",
+       "                        outputs=(tg.attr(kept), ln_param(ts)))",
        "proposed rms_norm_grad's scale_grad is not Partial over the split leading axes", tests=ORACLE_NORMS),
 )
 
@@ -500,6 +513,29 @@ def occurrences(mutant: Mutant, root: Path = REPO) -> int:
     """How many times the mutant's old text occurs in its file under ``root``."""
     path = root / PKG / mutant.file
     return path.read_text().count(mutant.old) if path.is_file() else 0
+
+
+def stale(mutants: Sequence[Mutant], root: Path = REPO) -> list[str]:
+    """Each mutant whose old text is not in its file exactly once, as ``name: why``: applied, it
+    would plant nothing (or not the bug it names), so its verdict would mean nothing."""
+    found = []
+    for m in mutants:
+        path = root / PKG / m.file
+        if not path.is_file():
+            found.append(f"{m.name}: no file {PKG}/{m.file}")
+        elif (n := occurrences(m, root)) != 1:
+            found.append(f"{m.name}: old text occurs {n} times in {PKG}/{m.file}")
+    return found
+
+
+def refuse_stale(mutants: Sequence[Mutant], root: Path = REPO) -> None:
+    """Raise :class:`UsageError` (one line, exit 2) when a mutant selected is stale (see :func:`stale`)."""
+    found = stale(mutants, root)
+    if found:
+        more = f" (and {len(found) - 1} more: {', '.join(f.split(':')[0] for f in found[1:])})" if found[1:] else ""
+        raise UsageError("mutant " + found[0].split(":")[0], found[0].split(": ", 1)[1] + more,
+                         "each mutant's old text must occur exactly once in its file: re-point it in "
+                         "tools/mutants.py at the code as it is now")
 
 
 def check_table(mutants: Sequence[Mutant] = MUTANTS) -> list[str]:
@@ -866,6 +902,7 @@ def _main(argv: Sequence[str] | None) -> int:
     mutants = shard_of(selected, args.shard)
     keep = check_output_dir(args.report_dir, "--report-dir") if args.report_dir else None
     out = check_output_file(args.json, "--json") if args.json else None
+    refuse_stale(selected)
     problems = check_table()
     if args.list:
         for m in mutants:
