@@ -50,8 +50,8 @@ def p_norm_grad(x: np.ndarray, out: np.ndarray, out_grad: np.ndarray, porder: fl
     if porder == 0:
         return np.zeros_like(x)
     if porder in (math.inf, -math.inf):
-        return np.sign(x) * (np.abs(x) == out) * out_grad
-    return np.sign(x) * np.abs(x) ** (porder - 1) / np.maximum(out, epsilon) ** (porder - 1) * out_grad
+        return np.asarray(np.sign(x) * (np.abs(x) == out) * out_grad)
+    return np.asarray(np.sign(x) * np.abs(x) ** (porder - 1) / np.maximum(out, epsilon) ** (porder - 1) * out_grad)
 
 
 def _cut(size: int, parts: int, index: int) -> slice:
