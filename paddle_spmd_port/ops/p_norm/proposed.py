@@ -29,6 +29,7 @@ The checks are the paddle profile's (:mod:`.checks`).
 
 from __future__ import annotations
 
+from ...rules._tensor import on_meshes_of_other_ndim, require_mesh_dims_exist
 from ...types import DistAttr, DistTensorSpec, SpmdResult
 from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
 
@@ -67,9 +68,11 @@ def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: fl
         if a not in reduced:
             x_mapping[a] = m
     xm = tuple(x_mapping)
-    # out lives on its own mesh: the mesh dims it keeps are its own (the checks reject other ranks)
-    return SpmdResult.make(inputs=(DistAttr.make(xm, frozenset(), tx.mesh if tx.mesh is not None else to.mesh),),
-                           outputs=(DistAttr.make(_image(xm, reduced, bool(keepdims)), frozenset(), to.mesh),))
+    result = SpmdResult.make(inputs=(tx.attr(xm),),
+                             outputs=(DistAttr.make(_image(xm, reduced, bool(keepdims)), frozenset(), to.mesh),))
+    if on_meshes_of_other_ndim(tx, to):  # out's mesh dims put on x's mesh
+        require_mesh_dims_exist(result, (("x", tx), ("out", to)), tx, (to,))
+    return result
 
 
 def p_norm_grad_infer_spmd(x: DistTensorSpec, out: DistTensorSpec, out_grad: DistTensorSpec,
