@@ -4,8 +4,8 @@ plain data until then, for it to turn into cases).
 Each case is a dygraph call on a 2-rank mesh with x of shape [4, 8] sharded as given, run with
 ``python -m paddle.distributed.launch --nproc_per_node 2`` (gloo on CPU). ``sound`` is what the
 rule's answer predicts (docs/ops/p_norm.md, "Soundness"): out Partial(SUM) of the shards' norms is
-exact only for porder 0 and 1. The first two were run by hand on 2026-12-01 (docs/ops/p_norm.md,
-"A real run"): both ranks saw exactly the predicted outcome.
+exact only for porder 0 and 1. All of them were run by hand on 2026-12-01 (docs/ops/p_norm.md,
+"A real run"): on both ranks each came out as predicted.
 """
 
 from __future__ import annotations
