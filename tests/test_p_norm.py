@@ -233,6 +233,14 @@ def _mutant_reverse(x, out, porder=2.0, axis=-1, epsilon=1e-12, keepdims=False, 
     return rules.p_norm_infer_spmd_reverse(x, out, porder, axis, epsilon, keepdims, asvector)
 
 
+def _mutant_grad(x, out, out_grad, porder=2.0, axis=-1, epsilon=1e-12, keepdims=False, asvector=False):
+    """The grad rule keeping out_grad's partial status (Paddle clears it)."""
+    result = rules.p_norm_grad_infer_spmd(x, out, out_grad, porder, axis, epsilon, keepdims, asvector)
+    keep = out_grad.partial_dims
+    return SpmdResult.make(inputs=tuple(DistAttr.make(a.dims_mapping, keep, a.mesh) for a in result.inputs),
+                           outputs=result.outputs)
+
+
 # --------------------------------------------------------------------------- the native side
 def _paddle_spec(s: DistTensorSpec) -> Any:
     from paddle_spmd_port.native.registry import to_paddle_spec
@@ -368,9 +376,11 @@ def test_port_equals_paddle(sweep, route) -> None:
 
 
 @pytest.mark.native
-@pytest.mark.parametrize("mutant, key", [(_mutant_forward, "p_norm"), (_mutant_reverse, "p_norm_reverse")])
-def test_the_comparison_catches_a_mutant(sweep, mutant, key) -> None:
-    cases, natives = sweep["registry"]
+@pytest.mark.parametrize("mutant, key, route", [(_mutant_forward, "p_norm", "registry"),
+                                                (_mutant_reverse, "p_norm_reverse", "registry"),
+                                                (_mutant_grad, "p_norm_grad", "pir")])
+def test_the_comparison_catches_a_mutant(sweep, mutant, key, route) -> None:
+    cases, natives = sweep[route]
     _, _, bad = _tally(cases, natives, {**PROFILE, key: mutant})
     assert len(bad) > 10
 
