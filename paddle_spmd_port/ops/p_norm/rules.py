@@ -22,7 +22,7 @@ Worked table, 2x3 mesh, x [4,6,8]::
     reverse  out [1,0] axis=1                      [1,-1,0]        [1,0] (as given)
     reverse  out [1,0,-1] axis=1 keepdims          [1,-1,-1]       [1,0,-1] (as given)
     reverse  out [1,0,-1] asvector keepdims        NotImplementedError: the two '1' axes conflict
-    grad     out_grad [1,0] P{0} axis=1            x, x_grad [1,-1,0]; out, out_grad [1,0]
+    grad     out_grad [1,-1] P{0} axis=1           x, x_grad [1,-1,-1]; out, out_grad [1,-1]
 
 Quirks kept on purpose (Paddle 3.3.1 does this):
 
@@ -36,7 +36,9 @@ Quirks kept on purpose (Paddle 3.3.1 does this):
 * PADDLE-QUIRK(pn-grad-from-out-grad): the grad rule never reads x's or out's dist attrs: all four
   answers are out_grad's attr (mesh included) with its partial status cleared. Where x and
   out_grad have equal ranks (keepdims) the attr is copied whole, co-shard included; else its
-  mapping is read (a co-shard collapses, as the getter does) and -1 is inserted.
+  mapping is read (a co-shard collapses, as the getter does) and -1 is inserted. (The co-shard
+  part is read from reduction.cc: no route compares a co-sharded out_grad yet, PIR values hold
+  none and the compiled caller has no p_norm branch.)
 * Co-sharded inputs are read through Paddle's getter (one mesh dim per axis:
   :func:`~paddle_spmd_port.rules._tensor.getter_mapping`), so a co-shard reaches the answer only
   where Paddle copies the whole attr.
