@@ -110,6 +110,42 @@ def grid() -> list[PCase]:
     return cases
 
 
+def random_cases(n: int = 400, seed: int = 25) -> list[PCase]:
+    """Draws beyond the grid: 3-D meshes and size-1 mesh dims, co-shards of 2 and 3 members, ranks
+    0-5, any axis in -R-1..R, partial dims on free mesh dims, every attribute drawn."""
+    import random
+
+    rng = random.Random(seed)
+    meshes = (ProcessMesh((2, 2, 2)), ProcessMesh((3, 2)), ProcessMesh((1, 4)), ProcessMesh((2, 1, 3)))
+
+    def draw(rank: int, mesh: ProcessMesh) -> DistTensorSpec:
+        free = list(range(mesh.ndim))
+        rng.shuffle(free)
+        mapping: list[Any] = [-1] * rank
+        for a in range(rank):
+            if free and rng.random() < 0.5:
+                k = min(len(free), rng.choice((1, 1, 2, 3)))
+                members, free = free[:k], free[k:]
+                mapping[a] = members[0] if k == 1 else tuple(members)
+        partial = tuple(free[:1]) if free and rng.random() < 0.3 else ()
+        return S(tuple(rng.randint(1, 9) for _ in range(rank)), mapping, mesh, partial)
+
+    cases = []
+    for _ in range(n):
+        mesh, rank = rng.choice(meshes), rng.randint(0, 5)
+        axis = rng.randint(-rank - 1, rank)
+        keepdims, asvector = rng.random() < 0.5, rng.random() < 0.3
+        attrs = (rng.choice(PORDERS), axis, rng.choice((1e-12, 0.0, 1e-6)), keepdims, asvector)
+        x = draw(rank, mesh)
+        if rng.random() < 0.5:
+            cases.append(PCase("p_norm", (x,), attrs, "random"))
+        else:
+            reduced = set(range(rank)) if asvector else {axis % rank} if rank and -rank <= axis < rank else set()
+            orank = rank if keepdims else rank - len(reduced)
+            cases.append(PCase("p_norm_reverse", (x, draw(orank, mesh)), attrs, "random"))
+    return cases
+
+
 def corner_cases() -> list[PCase]:
     """Invalid and edge inputs: each a user's mistake Paddle checks, accepts as garbage or crashes on."""
     a = (2.0, 1, 1e-12, False, False)
@@ -338,7 +374,7 @@ def native_outcomes(cases: list[PCase], run) -> list[Outcome]:
 def sweep():
     pytest.importorskip("paddle")
     cases = grid()
-    reg = [c for c in cases if c.key in ("p_norm", "p_norm_reverse")]
+    reg = [c for c in cases if c.key in ("p_norm", "p_norm_reverse")] + random_cases()
     pir = [c for c in cases if c.key == "p_norm_grad"] + [c for c in cases if c.key == "p_norm"][::7]
     return {"registry": (reg, native_outcomes(reg, registry_outcome)),
             "pir": (pir, native_outcomes(pir, pir_outcome))}
