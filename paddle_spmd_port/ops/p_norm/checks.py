@@ -24,10 +24,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument
-from ...rules._tensor import RuleInput, as_input, attr_type_ok, check_specs
+from ..kit.tensor import RuleInput, as_input, attr_type_ok, check_specs
 from ...types import DistTensorSpec
 
-#: Each attribute's kind, as :func:`~paddle_spmd_port.rules._tensor.attr_type_ok` reads it.
+#: Each attribute's kind, as :func:`~paddle_spmd_port.ops.kit.tensor.attr_type_ok` reads it.
 ATTR_KINDS = (("porder", "real"), ("axis", "int"), ("epsilon", "real"), ("keepdims", "bool"), ("asvector", "bool"))
 _WANTED = {"real": "a real number (int or float, not bool)", "int": "an int (not bool)", "bool": "a bool (or 0 / 1)"}
 

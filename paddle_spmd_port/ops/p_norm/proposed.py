@@ -29,8 +29,8 @@ The checks are the paddle profile's (:mod:`.checks`).
 
 from __future__ import annotations
 
-from ...rules._tensor import on_meshes_of_other_ndim, require_mesh_dims_exist
 from ...types import DistAttr, DistTensorSpec, SpmdResult
+from ..kit.checks import rule
 from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
 
 #: porder values whose norm is a sum of per-element terms: Partial(SUM) of the shards' norms is exact.
@@ -42,6 +42,7 @@ def _image(mapping: tuple[int, ...], reduced: tuple[int, ...], keepdims: bool) -
     return tuple(-1 if a in reduced else m for a, m in enumerate(mapping) if keepdims or a not in reduced)
 
 
+@rule("p_norm")
 def p_norm_infer_spmd(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12,
                       keepdims: bool = False, asvector: bool = False) -> SpmdResult:
     """Forward rule: Partial(SUM) only where it is exact, else the reduced axes gathered."""
@@ -56,6 +57,7 @@ def p_norm_infer_spmd(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, ep
                            outputs=(DistAttr.make(_image(dm, reduced, bool(keepdims)), partial, tx.mesh),))
 
 
+@rule("p_norm_reverse", others=("out",), mesh_of=("x", "out"))
 def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0, axis: int = -1,
                               epsilon: float = 1e-12, keepdims: bool = False,
                               asvector: bool = False) -> SpmdResult:
@@ -68,13 +70,11 @@ def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: fl
         if a not in reduced:
             x_mapping[a] = m
     xm = tuple(x_mapping)
-    result = SpmdResult.make(inputs=(tx.attr(xm),),
-                             outputs=(DistAttr.make(_image(xm, reduced, bool(keepdims)), frozenset(), to.mesh),))
-    if on_meshes_of_other_ndim(tx, to):  # out's mesh dims put on x's mesh
-        require_mesh_dims_exist(result, (("x", tx), ("out", to)), tx, (to,))
-    return result
+    return SpmdResult.make(inputs=(tx.attr(xm),),
+                           outputs=(DistAttr.make(_image(xm, reduced, bool(keepdims)), frozenset(), to.mesh),))
 
 
+@rule("p_norm_grad")
 def p_norm_grad_infer_spmd(x: DistTensorSpec, out: DistTensorSpec, out_grad: DistTensorSpec,
                            porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
                            asvector: bool = False) -> SpmdResult:
@@ -90,7 +90,3 @@ def p_norm_grad_infer_spmd(x: DistTensorSpec, out: DistTensorSpec, out_grad: Dis
     o_attr = DistAttr.make(_image(xm, reduced, bool(keepdims)), frozenset(), tg.mesh)
     return SpmdResult.make(inputs=(x_attr, o_attr, o_attr), outputs=(x_attr,))
 
-
-#: rule key -> this profile's function
-RULES = {"p_norm": p_norm_infer_spmd, "p_norm_reverse": p_norm_infer_spmd_reverse,
-         "p_norm_grad": p_norm_grad_infer_spmd}

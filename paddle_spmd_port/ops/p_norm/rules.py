@@ -40,7 +40,7 @@ Quirks kept on purpose (Paddle 3.3.1 does this):
   part is read from reduction.cc: no route compares a co-sharded out_grad yet, PIR values hold
   none and the compiled caller has no p_norm branch.)
 * Co-sharded inputs are read through Paddle's getter (one mesh dim per axis:
-  :func:`~paddle_spmd_port.rules._tensor.getter_mapping`), so a co-shard reaches the answer only
+  :func:`~paddle_spmd_port.ops.kit.tensor.getter_mapping`), so a co-shard reaches the answer only
   where Paddle copies the whole attr.
 
 The port's own checks (Paddle accepts garbage or crashes) are :mod:`.checks`'.
@@ -49,7 +49,8 @@ The port's own checks (Paddle accepts garbage or crashes) are :mod:`.checks`'.
 from __future__ import annotations
 
 from ...notation import merge_axis
-from ...rules._tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
+from ..kit.checks import rule
+from ..kit.tensor import RuleInput
 from ...types import DistAttr, DistTensorSpec, Mapping, SpmdResult
 from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
 
@@ -59,6 +60,7 @@ def _kept_shape(ndim: int, reduced: tuple[int, ...], keepdims: bool) -> list[int
     return [None if a in reduced else a for a in range(ndim) if keepdims or a not in reduced]
 
 
+@rule("p_norm")
 def p_norm_infer_spmd(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12,
                       keepdims: bool = False, asvector: bool = False) -> SpmdResult:
     """Forward rule. Input x; output out."""
@@ -70,6 +72,7 @@ def p_norm_infer_spmd(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, ep
     return SpmdResult.make(inputs=(tx.attr(dm),), outputs=(DistAttr.make(out, partial, tx.mesh),))
 
 
+@rule("p_norm_reverse", others=("out",), mesh_of=("x", "out"))
 def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0, axis: int = -1,
                               epsilon: float = 1e-12, keepdims: bool = False,
                               asvector: bool = False) -> SpmdResult:
@@ -85,13 +88,13 @@ def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: fl
         else:
             x_mapping[source] = m
     raw: Mapping = out.dims_mapping  # out is answered as given, co-shard and partial included
-    result = SpmdResult.make(inputs=(tx.attr(tuple(x_mapping)),),
-                             outputs=(DistAttr.make(raw, to.partial_dims, to.mesh),))
-    if on_meshes_of_other_ndim(tx, to):  # out's mesh dims put on x's mesh
-        require_mesh_dims_exist(result, (("x", tx), ("out", to)), tx, (to,))
-    return result
+    # out on a mesh of other dims than x's: the answer's check (:func:`~..kit.checks.rule`'s others) refuses
+    # an out mesh dim put on x's mesh
+    return SpmdResult.make(inputs=(tx.attr(tuple(x_mapping)),),
+                           outputs=(DistAttr.make(raw, to.partial_dims, to.mesh),))
 
 
+@rule("p_norm_grad")
 def p_norm_grad_infer_spmd(x: DistTensorSpec, out: DistTensorSpec, out_grad: DistTensorSpec,
                            porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
                            asvector: bool = False) -> SpmdResult:
@@ -112,7 +115,3 @@ def _cleared(spec: DistTensorSpec, t: RuleInput) -> DistAttr:
     """``spec``'s whole attr (a co-shard kept) with its partial status cleared."""
     return DistAttr.make(spec.dims_mapping, frozenset(), t.mesh)
 
-
-#: rule key -> this profile's function
-RULES = {"p_norm": p_norm_infer_spmd, "p_norm_reverse": p_norm_infer_spmd_reverse,
-         "p_norm_grad": p_norm_grad_infer_spmd}
