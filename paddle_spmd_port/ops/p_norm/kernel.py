@@ -1,23 +1,24 @@
-"""p_norm's numpy model for the oracle (a draft: the oracle's kernel API, ops/kit/kernel.py, is
-being built; this module keeps to plain functions until then).
+"""p_norm's numpy kernels and the oracle's models of its rules::
 
-* :func:`p_norm` and :func:`p_norm_grad`: what Paddle's CPU kernels compute (checked against
-  ``_C_ops.p_norm`` and its backward in tests/test_p_norm.py);
-* :func:`run_forward`: one rule answer carried out on a mesh, rank by rank: each rank takes its
-  shard of x as the answer's x mapping cuts it (Paddle's layout: ``ceil(size / parts)`` a shard),
-  runs the kernel on it, and the shards of out are put together as the answer's out mapping and
-  Partial(SUM) say. The answer is sound where that equals the kernel on the whole x.
+    op            computes                                           outputs
+    p_norm        nonzero count (porder 0), max / min |x| (+-inf),   out
+                  else (sum |x|^p)^(1/p), over the reduced axes
+    p_norm_grad   sign(x) |x|^(p-1) / out^(p-1) * out_grad           x_grad
+                  (+-inf: sign(x) where |x| is the max / min; 0: 0)
 
-Only this module of the family imports numpy (the oracle's kernels are the one place ops/ may).
+:func:`p_norm` and :func:`p_norm_grad` equal Paddle's CPU kernels (tests/test_p_norm.py compares
+them with ``_C_ops.p_norm`` and its backward). The oracle runs a rule's answer rank by rank
+(ops/kit/kernel.py): 3.3.1's forward is unsound where a reduced axis is split and porder is not
+0 or 1 (Partial(SUM) of the shards' norms); the reverse rule is judged by the forward kernel.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Sequence
 
 import numpy as np
+
+from ..kit.kernel import Arrays, Attrs, Facts, KernelRejects, OpModel, Shape, each, from_forward, model, required
 
 
 def _axes(ndim: int, axis: int, asvector: bool) -> tuple[int, ...]:
@@ -54,25 +55,59 @@ def p_norm_grad(x: np.ndarray, out: np.ndarray, out_grad: np.ndarray, porder: fl
     return np.asarray(np.sign(x) * np.abs(x) ** (porder - 1) / np.maximum(out, epsilon) ** (porder - 1) * out_grad)
 
 
-def _cut(size: int, parts: int, index: int) -> slice:
-    step = -(-size // parts)
-    return slice(min(index * step, size), min((index + 1) * step, size))
+def _attrs(attrs: Attrs) -> tuple[float, int, float, bool, bool]:
+    return (float(attrs.get("porder", 2.0)), int(attrs.get("axis", -1)), float(attrs.get("epsilon", 1e-12)),
+            bool(attrs.get("keepdims", False)), bool(attrs.get("asvector", False)))
 
 
-def run_forward(x: np.ndarray, mesh_shape: Sequence[int], x_mapping: Sequence[int], out_mapping: Sequence[int],
-                partial: frozenset[int], porder: float, axis: int, keepdims: bool, asvector: bool) -> np.ndarray:
-    """out as the ranks of ``mesh_shape`` compute it from the rule's answer (one mesh dim per axis).
+def _check_axis(x: np.ndarray, axis: int, asvector: bool, op: str) -> None:
+    if not asvector and x.ndim and not -x.ndim <= axis < x.ndim:
+        raise KernelRejects("x", f"{op}: axis {axis} is outside {-x.ndim}..{x.ndim - 1} for the local x "
+                            f"{list(x.shape)}", checked=True)
 
-    Ranks along a mesh dim that splits out hold its pieces; along a Partial dim their values add
-    up; along any other mesh dim out is claimed replicated, so any one rank's value (the first's)
-    is out, whatever the others hold."""
-    out = np.zeros(p_norm(x, porder, axis, 0.0, keepdims, asvector).shape, dtype=np.float64)
-    read = {m for m in out_mapping if m != -1} | set(partial)
-    for coord in itertools.product(*(range(s) if d in read else range(1) for d, s in enumerate(mesh_shape))):
-        piece = x[tuple(_cut(x.shape[a], mesh_shape[m], coord[m]) if m != -1 else slice(None)
-                        for a, m in enumerate(x_mapping))]
-        local = p_norm(piece, porder, axis, 0.0, keepdims, asvector) if piece.size else 0.0
-        where = tuple(_cut(out.shape[i], mesh_shape[m], coord[m]) if m != -1 else slice(None)
-                      for i, m in enumerate(out_mapping))
-        out[where] += local
-    return out
+
+def forward_kernel(ins: Arrays, attrs: Attrs) -> Arrays:
+    """``ins``: x -> out."""
+    x = required(ins, "x")
+    porder, axis, epsilon, keepdims, asvector = _attrs(attrs)
+    _check_axis(x, axis, asvector, "p_norm")
+    return {"out": p_norm(x, porder, axis, epsilon, keepdims, asvector)}
+
+
+def grad_kernel(ins: Arrays, attrs: Attrs) -> Arrays:
+    """``ins``: x, out, out_grad -> x_grad. out and out_grad must have the local out's shape (the
+    kernel broadcasts them along the reduced axes of the local x)."""
+    x, out, og = required(ins, "x"), required(ins, "out"), required(ins, "out_grad")
+    porder, axis, epsilon, keepdims, asvector = _attrs(attrs)
+    _check_axis(x, axis, asvector, "p_norm_grad")
+    want = p_norm(x, porder, axis, epsilon, keepdims, asvector).shape
+    for name, t in (("out", out), ("out_grad", og)):
+        if t.shape != want:
+            raise KernelRejects(name, f"p_norm_grad: local {name} has shape {list(t.shape)} but the local x "
+                                f"{list(x.shape)} reduces to {list(want)}", checked=True)
+    return {"x_grad": p_norm_grad(x, out, og, porder, axis, epsilon, keepdims, asvector)}
+
+
+# --------------------------------------------------------------------------- what the oracle needs besides
+def sizes(old: Shape, new: Shape, attrs: Attrs) -> list[tuple[Shape, Shape]]:
+    """out and out_grad: x's shape reduced as the attributes say."""
+    _, axis, _, keepdims, asvector = _attrs(attrs)
+    if not asvector and old and not -len(old) <= axis < len(old):
+        return []
+
+    def reduced(shape: Shape) -> Shape:
+        axes = _axes(len(shape), axis, asvector)
+        return tuple(1 if a in axes else s for a, s in enumerate(shape) if keepdims or a not in axes)
+
+    return [(reduced(old), reduced(new))]
+
+
+FACTS = Facts(sizes=sizes, statistics=frozenset())
+_FORWARD = model("p_norm", each(forward_kernel), FACTS)
+
+MODELS: dict[str, OpModel] = {
+    "p_norm": _FORWARD,
+    "p_norm_reverse": model("p_norm_reverse", each(forward_kernel), FACTS,
+                            not_on_ranks="the reverse rule is only used by static completion"),
+    "p_norm_grad": model("p_norm_grad", each(grad_kernel), FACTS, saved_inputs=from_forward(_FORWARD, {"out": "out"})),
+}
