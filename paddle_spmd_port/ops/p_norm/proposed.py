@@ -12,7 +12,8 @@ What changes from Paddle 3.3.1 (:mod:`.rules`) and why (docs/ops/p_norm.md works
   those axes are answered -1 (a size-1 axis is never worth splitting), and out is answered as the
   forward rule would make it from the x inferred, partial status cleared (Paddle hands out back
   as given, even Partial, though no forward answer makes it so).
-* grad: as Paddle, x_grad follows out_grad with -1 on the reduced axes; with keepdims a split
+* grad: as Paddle, x_grad follows out_grad with -1 on the reduced axes (each answer on its own
+  tensor's mesh; an out_grad on a mesh of other dims than x's is refused); with keepdims a split
   size-1 axis of out_grad is answered -1 too (Paddle copies it onto x's full-size axis, where the
   shards holding no out_grad row cannot compute their part of x_grad).
 
@@ -74,19 +75,22 @@ def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: fl
                            outputs=(DistAttr.make(_image(xm, reduced, bool(keepdims)), frozenset(), to.mesh),))
 
 
-@rule("p_norm_grad")
+@rule("p_norm_grad", others=("out", "out_grad"), mesh_of=("x", "out", "out_grad", "x"))
 def p_norm_grad_infer_spmd(x: DistTensorSpec, out: DistTensorSpec, out_grad: DistTensorSpec,
                            porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
                            asvector: bool = False) -> SpmdResult:
     """Grad rule: x_grad follows out_grad, -1 on every reduced axis; partial status cleared."""
-    tx, _, tg = grad_inputs(x, out, out_grad, (porder, axis, epsilon, keepdims, asvector))
+    tx, to, tg = grad_inputs(x, out, out_grad, (porder, axis, epsilon, keepdims, asvector))
     reduced = reduced_axes(tx.ndim, axis, bool(asvector))
     x_mapping = [-1] * tx.ndim
     for a, m in zip([a for a in range(tx.ndim) if keepdims or a not in reduced], tg.dims_mapping, strict=True):
         if a not in reduced:
             x_mapping[a] = m
     xm = tuple(x_mapping)
-    x_attr = DistAttr.make(xm, frozenset(), tg.mesh)
-    o_attr = DistAttr.make(_image(xm, reduced, bool(keepdims)), frozenset(), tg.mesh)
-    return SpmdResult.make(inputs=(x_attr, o_attr, o_attr), outputs=(x_attr,))
+    # each attr on its own tensor's mesh (Paddle puts all four on out_grad's): an out_grad on a mesh of
+    # other dims than x's is then refused by the answer's check instead of naming a mesh dim x's mesh lacks
+    x_attr = DistAttr.make(xm, frozenset(), tx.mesh)
+    o_map = _image(xm, reduced, bool(keepdims))
+    return SpmdResult.make(inputs=(x_attr, DistAttr.make(o_map, frozenset(), to.mesh),
+                                   DistAttr.make(o_map, frozenset(), tg.mesh)), outputs=(x_attr,))
 
