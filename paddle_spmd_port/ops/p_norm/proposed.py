@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from ...types import DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import rule
+from ..kit.tensor import on_meshes_of_other_ndim, require_mesh_dims_exist
 from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
 
 #: porder values whose norm is a sum of per-element terms: Partial(SUM) of the shards' norms is exact.
@@ -58,7 +59,7 @@ def p_norm_infer_spmd(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, ep
                            outputs=(DistAttr.make(_image(dm, reduced, bool(keepdims)), partial, tx.mesh),))
 
 
-@rule("p_norm_reverse", others=("out",), mesh_of=("x", "out"))
+@rule("p_norm_reverse")
 def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0, axis: int = -1,
                               epsilon: float = 1e-12, keepdims: bool = False,
                               asvector: bool = False) -> SpmdResult:
@@ -71,11 +72,15 @@ def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: fl
         if a not in reduced:
             x_mapping[a] = m
     xm = tuple(x_mapping)
-    return SpmdResult.make(inputs=(tx.attr(xm),),
-                           outputs=(DistAttr.make(_image(xm, reduced, bool(keepdims)), frozenset(), to.mesh),))
+    result = SpmdResult.make(inputs=(tx.attr(xm),),
+                             outputs=(DistAttr.make(_image(xm, reduced, bool(keepdims)), frozenset(), to.mesh),))
+    # checked here, not by @rule's others: x may come without a mesh (the rule never reads its attr)
+    if on_meshes_of_other_ndim(tx, to):  # out's mesh dims put on x's mesh
+        require_mesh_dims_exist(result, (("x", tx), ("out", to)), tx, (to,))
+    return result
 
 
-@rule("p_norm_grad", others=("out", "out_grad"), mesh_of=("x", "out", "out_grad", "x"))
+@rule("p_norm_grad")
 def p_norm_grad_infer_spmd(x: DistTensorSpec, out: DistTensorSpec, out_grad: DistTensorSpec,
                            porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
                            asvector: bool = False) -> SpmdResult:
@@ -91,6 +96,9 @@ def p_norm_grad_infer_spmd(x: DistTensorSpec, out: DistTensorSpec, out_grad: Dis
     # other dims than x's is then refused by the answer's check instead of naming a mesh dim x's mesh lacks
     x_attr = DistAttr.make(xm, frozenset(), tx.mesh)
     o_map = _image(xm, reduced, bool(keepdims))
-    return SpmdResult.make(inputs=(x_attr, DistAttr.make(o_map, frozenset(), to.mesh),
-                                   DistAttr.make(o_map, frozenset(), tg.mesh)), outputs=(x_attr,))
+    result = SpmdResult.make(inputs=(x_attr, DistAttr.make(o_map, frozenset(), to.mesh),
+                                     DistAttr.make(o_map, frozenset(), tg.mesh)), outputs=(x_attr,))
+    if on_meshes_of_other_ndim(tx, to, tg):
+        require_mesh_dims_exist(result, (("x", tx), ("out", to), ("out_grad", tg), ("x_grad", tx)), tx, (to, tg))
+    return result
 

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from ...notation import merge_axis
 from ..kit.checks import rule
-from ..kit.tensor import RuleInput
+from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
 from ...types import DistAttr, DistTensorSpec, Mapping, SpmdResult
 from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
 
@@ -72,7 +72,7 @@ def p_norm_infer_spmd(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, ep
     return SpmdResult.make(inputs=(tx.attr(dm),), outputs=(DistAttr.make(out, partial, tx.mesh),))
 
 
-@rule("p_norm_reverse", others=("out",), mesh_of=("x", "out"))
+@rule("p_norm_reverse")
 def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0, axis: int = -1,
                               epsilon: float = 1e-12, keepdims: bool = False,
                               asvector: bool = False) -> SpmdResult:
@@ -88,10 +88,12 @@ def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: fl
         else:
             x_mapping[source] = m
     raw: Mapping = out.dims_mapping  # out is answered as given, co-shard and partial included
-    # out on a mesh of other dims than x's: the answer's check (:func:`~..kit.checks.rule`'s others) refuses
-    # an out mesh dim put on x's mesh
-    return SpmdResult.make(inputs=(tx.attr(tuple(x_mapping)),),
-                           outputs=(DistAttr.make(raw, to.partial_dims, to.mesh),))
+    result = SpmdResult.make(inputs=(tx.attr(tuple(x_mapping)),),
+                             outputs=(DistAttr.make(raw, to.partial_dims, to.mesh),))
+    # checked here, not by @rule's others: x may come without a mesh (the rule never reads its attr)
+    if on_meshes_of_other_ndim(tx, to):  # out's mesh dims put on x's mesh
+        require_mesh_dims_exist(result, (("x", tx), ("out", to)), tx, (to,))
+    return result
 
 
 @rule("p_norm_grad")
