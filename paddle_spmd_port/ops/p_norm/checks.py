@@ -4,15 +4,16 @@ crashes)::
 
     preamble         checks after the argument types (tensors, then attributes, in signature order)
     forward_inputs   P x: rank == len(dims_mapping); port x valid, axis
-    reverse_inputs   P out: rank == len(dims_mapping); port x, out valid, axis, out's rank
-    grad_inputs      port x, out, out_grad valid, axis, ranks of out and out_grad, out_grad on a mesh
+    reverse_inputs   P out: rank == len(dims_mapping); port x, out valid, x on a mesh, axis, out's rank
+    grad_inputs      port x, out, out_grad valid, x on a mesh, axis, ranks of out and out_grad, out_grad
+                     on a mesh
 
 ``axis`` (port): ``-rank <= axis < rank`` unless ``asvector`` (every axis is reduced and axis is
 never read) or x is 0-D (the op accepts any axis there). Paddle normalises a negative axis once,
 by adding the rank; any other value matches no axis, so the forward rule reduces nothing, the
 reverse rule merges a notation with one letter too many, and the grad rule inserts past the end
 of a dims_mapping (undefined behaviour). The reverse and grad rules never read x's dims_mapping,
-but an invalid x spec is still refused: it is no input a program can hold.
+but an invalid x spec, or one without a mesh, is still refused: it is no input a program can hold.
 
 The out rank each rule expects: ``rank(x)`` with keepdims, else 0 with asvector, else ``rank(x) - 1``
 (0 for a 0-D x). Paddle reads out's (and out_grad's) dims_mapping against the notation that
@@ -24,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument
-from ..kit.tensor import RuleInput, as_input, attr_type_ok, check_specs
+from ..kit.tensor import RuleInput, as_input, attr_type_ok, check_specs, require_x_mesh
 from ...types import DistTensorSpec
 
 #: Each attribute's kind, as :func:`~paddle_spmd_port.ops.kit.tensor.attr_type_ok` reads it.
@@ -101,6 +102,7 @@ def reverse_inputs(x: DistTensorSpec, out: DistTensorSpec, attrs: tuple[Any, ...
     check_attr_types(attrs)
     _require_mapping_size(to, "Out")
     check_specs(("x", x), ("out", out))
+    require_x_mesh(tx)
     keepdims, asvector = bool(attrs[3]), bool(attrs[4])
     check_axis(attrs[1], tx, asvector)
     require_out_rank(to, tx, keepdims, asvector)
@@ -113,6 +115,7 @@ def grad_inputs(x: DistTensorSpec, out: DistTensorSpec, out_grad: DistTensorSpec
     tx, to, tg = as_input(x, "x"), as_input(out, "out"), as_input(out_grad, "out_grad")
     check_attr_types(attrs)
     check_specs(("x", x), ("out", out), ("out_grad", out_grad))
+    require_x_mesh(tx)
     keepdims, asvector = bool(attrs[3]), bool(attrs[4])
     check_axis(attrs[1], tx, asvector)
     require_out_rank(to, tx, keepdims, asvector)

@@ -226,4 +226,4 @@ def input_problem(rule: str, named: Mapping[str, DistTensorSpec | None], attrs: 
     return None
 
 
-RANDOM = RandomPlan(ranks=(0, 5), bad_x_ranks=(0, 6))
+RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7))
