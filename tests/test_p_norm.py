@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import math
 from dataclasses import dataclass
 from typing import Any
 

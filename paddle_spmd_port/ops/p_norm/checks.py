@@ -25,8 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument
-from ..kit.tensor import RuleInput, as_input, attr_type_ok, check_specs, require_x_mesh
 from ...types import DistTensorSpec
+from ..kit.tensor import RuleInput, as_input, attr_type_ok, check_specs, require_x_mesh
 
 #: Each attribute's kind, as :func:`~paddle_spmd_port.ops.kit.tensor.attr_type_ok` reads it.
 ATTR_KINDS = (("porder", "real"), ("axis", "int"), ("epsilon", "real"), ("keepdims", "bool"), ("asvector", "bool"))

@@ -36,9 +36,8 @@ Quirks kept on purpose (Paddle 3.3.1 does this):
 * PADDLE-QUIRK(pn-grad-from-out-grad): the grad rule never reads x's or out's dist attrs: all four
   answers are out_grad's attr (mesh included) with its partial status cleared. Where x and
   out_grad have equal ranks (keepdims) the attr is copied whole, co-shard included; else its
-  mapping is read (a co-shard collapses, as the getter does) and -1 is inserted. (The co-shard
-  part is read from reduction.cc: no route compares a co-sharded out_grad yet, PIR values hold
-  none and the compiled caller has no p_norm branch.)
+  mapping is read (a co-shard collapses, as the getter does) and -1 is inserted (the compiled
+  route compares the co-shard set's out_grad; PIR values hold no co-shard).
 * Co-sharded inputs are read through Paddle's getter (one mesh dim per axis:
   :func:`~paddle_spmd_port.ops.kit.tensor.getter_mapping`), so a co-shard reaches the answer only
   where Paddle copies the whole attr.
@@ -49,9 +48,9 @@ The port's own checks (Paddle accepts garbage or crashes) are :mod:`.checks`'.
 from __future__ import annotations
 
 from ...notation import merge_axis
+from ...types import DistAttr, DistTensorSpec, Mapping, SpmdResult
 from ..kit.checks import rule
 from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
-from ...types import DistAttr, DistTensorSpec, Mapping, SpmdResult
 from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
 
 
