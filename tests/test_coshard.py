@@ -7,7 +7,6 @@ import pytest
 
 from paddle_spmd_port import DistAttr, DistTensorSpec, InvalidSpecError, ProcessMesh, parse_dist_attr
 from paddle_spmd_port.case import Case
-from paddle_spmd_port.ops import RULES
 from paddle_spmd_port.outcome import port_outcome
 from paddle_spmd_port.parity.grid import coshard_cases, coshard_mappings, grid_for
 from paddle_spmd_port.rules._tensor import as_input, getter_mapping
