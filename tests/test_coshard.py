@@ -127,7 +127,7 @@ def test_every_rule_grid_holds_coshard_cases(rule):
     assert {(2, 3), (3, 2), (2, 2, 2), (2, 3, 2)} <= meshes
     x_co = [c for c in cases if c.inputs[0] is not None and c.inputs[0].coshard]
     others = [c for c in cases if any(s is not None and s.coshard for s in c.inputs[1:])]
-    assert x_co and others
+    assert x_co and (others or len(RULES[rule].inputs) == 1)  # an op of x alone has no other tensor
     axes = {next(i for i, e in enumerate(c.inputs[0].dims_mapping) if isinstance(e, tuple)) for c in x_co}
     assert axes >= {0, 1}
     assert len({c.case_id for c in cases}) == len(cases)

@@ -211,7 +211,7 @@ def test_default_grids_have_enough_cases_for_one_launch():
     for mesh, want in (((2,), 100), ((2, 2), 100)):
         cases = default_cases(mesh)
         assert len(cases) >= want
-        assert {c.op for c in cases} == {"layer_norm", "batch_norm", "group_norm", "instance_norm"}
+        assert {c.op for c in cases} == {"layer_norm", "batch_norm", "group_norm", "instance_norm", "p_norm"}
         assert {c.data_format for c in cases if c.op == "batch_norm"} == {"NC", "NCL", "NLC", "NCHW", "NHWC",
                                                                           "NCDHW", "NDHWC"}
         assert {c.training for c in cases if c.op == "batch_norm"} == {True, False}

@@ -116,7 +116,9 @@ def predict(case: LaunchCase) -> Prediction:
         grads = backward.result.outputs
         tensors.append(expect("x_grad", "backward", "", DistAttr.make(case.dims_mapping, frozenset(), inputs.mesh),
                               case.shape, case))  # the leaf's own placement, not the rule's x_grad
-        for name, present, attr in (("weight_grad", case.weight, grads[1]), ("bias_grad", case.bias, grads[2])):
+        # weight_grad and bias_grad are the grad's outputs after x_grad, where the op has them
+        for name, present, attr in zip(("weight_grad", "bias_grad"), (case.weight, case.bias), grads[1:],
+                                       strict=False):
             if present:
                 rule_name = "scale_grad" if name == "weight_grad" else "bias_grad"
                 tensors.append(expect(name, "backward", rule_name, attr, case.param_shape, case))

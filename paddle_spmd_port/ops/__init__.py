@@ -16,7 +16,7 @@ from .spec import ROUTES, OpFamily, RegistryName, RuleSpec
 
 #: The family folders, in the order sweeps and listings run.
 _FAMILY_MODULES = ("batch_norm", "sync_batch_norm", "layer_norm", "instance_norm", "rms_norm", "fast_ln",
-                   "group_norm")
+                   "group_norm", "p_norm")
 
 FAMILIES: dict[str, OpFamily] = {}
 for _module in _FAMILY_MODULES:

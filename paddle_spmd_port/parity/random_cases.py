@@ -256,7 +256,8 @@ def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, 
     spec = rule_spec(rule)
     choices = [m for m in INVALID_MUTATIONS
                if (m != "begin_norm_axis" or "begin_norm_axis" in attrs)
-               and (m != "data_format" or "data_format" in attrs)]
+               and (m != "data_format" or "data_format" in attrs)
+               and (m != "other-rank" or len(spec.inputs) > 1)]  # an op of x alone has no other tensor
     what = rng.choices(choices, [INVALID_MUTATIONS[m] for m in choices])[0]
     present = [n for n in spec.inputs if inputs[n] is not None]
     x = inputs["x"]

@@ -95,6 +95,14 @@ class LaunchCase:
     bias: bool = True
     backward: bool = True
     epsilon: float = 1e-5
+    api: str = ""
+    """The public call, for an op reached through more than one (its :class:`LaunchOp` names them)."""
+    porder: float = 2.0
+    """For a norm of order p: p (any number, or +-inf)."""
+    axis: int = -1
+    """For an op reducing one axis: that axis."""
+    keepdims: bool = False
+    """For a reducing op: keep the reduced axis as size 1."""
     seed: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -126,16 +134,19 @@ class LaunchCase:
         if not all(isinstance(p, str) for p in self.placements):
             raise ValueError(f"{self.case_id}: placements must be strings like 'R', 'S(0)' or 'S(0)#1', got "
                              f"{list(self.placements)!r}")
-        for name in ("training", "weight", "bias", "backward"):
+        for name in ("training", "weight", "bias", "backward", "keepdims"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{self.case_id}: {name} must be true or false, got {getattr(self, name)!r}")
-        if not isinstance(self.op, str) or not isinstance(self.data_format, str):
-            raise ValueError(f"{self.case_id}: op and data_format must be strings")
+        if not isinstance(self.op, str) or not isinstance(self.data_format, str) or not isinstance(self.api, str):
+            raise ValueError(f"{self.case_id}: op, data_format and api must be strings")
+        if not isinstance(self.porder, (int, float)) or isinstance(self.porder, bool) or math.isnan(self.porder):
+            raise ValueError(f"{self.case_id}: porder must be a number (or +-Infinity), got {self.porder!r}")
         if not (isinstance(self.epsilon, (int, float)) and not isinstance(self.epsilon, bool)
                 and math.isfinite(self.epsilon) and self.epsilon > 0):
             raise ValueError(f"{self.case_id}: epsilon must be a number > 0, got {self.epsilon!r}")
-        if not whole(self.seed) or not whole(self.groups):
-            raise ValueError(f"{self.case_id}: seed and groups must be integers, got {self.seed!r}, {self.groups!r}")
+        if not whole(self.seed) or not whole(self.groups) or not whole(self.axis):
+            raise ValueError(f"{self.case_id}: seed, groups and axis must be integers, got {self.seed!r}, "
+                             f"{self.groups!r}, {self.axis!r}")
 
     @property
     def launch_op(self) -> LaunchOp:

@@ -1,0 +1,128 @@
+"""p_norm's checks before any profile answers, in this order (P = Paddle's own check, a
+PaddleInvalidArgument with its message; port = InvalidSpecError, where Paddle accepts garbage or
+crashes)::
+
+    preamble         checks after the argument types (tensors, then attributes, in signature order)
+    forward_inputs   P x: rank == len(dims_mapping); port x valid, axis
+    reverse_inputs   P out: rank == len(dims_mapping); port x, out valid, x on a mesh, axis, out's rank
+    grad_inputs      port x, out, out_grad valid, x on a mesh, axis, ranks of out and out_grad, out_grad
+                     on a mesh
+
+``axis`` (port): ``-rank <= axis < rank`` unless ``asvector`` (every axis is reduced and axis is
+never read) or x is 0-D (the op accepts any axis there). Paddle normalises a negative axis once,
+by adding the rank; any other value matches no axis, so the forward rule reduces nothing, the
+reverse rule merges a notation with one letter too many, and the grad rule inserts past the end
+of a dims_mapping (undefined behaviour). The reverse and grad rules never read x's dims_mapping,
+but an invalid x spec, or one without a mesh, is still refused: it is no input a program can hold.
+
+The out rank each rule expects: ``rank(x)`` with keepdims, else 0 with asvector, else ``rank(x) - 1``
+(0 for a 0-D x). Paddle reads out's (and out_grad's) dims_mapping against the notation that
+rank implies, and answers a mapping of the wrong length for any other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument
+from ...types import DistTensorSpec
+from ..kit.tensor import RuleInput, as_input, attr_type_ok, check_specs, require_x_mesh
+
+#: Each attribute's kind, as :func:`~paddle_spmd_port.ops.kit.tensor.attr_type_ok` reads it.
+ATTR_KINDS = (("porder", "real"), ("axis", "int"), ("epsilon", "real"), ("keepdims", "bool"), ("asvector", "bool"))
+_WANTED = {"real": "a real number (int or float, not bool)", "int": "an int (not bool)", "bool": "a bool (or 0 / 1)"}
+
+
+def check_attr_types(values: tuple[Any, ...]) -> None:
+    """Reject an attribute of the wrong Python type (:class:`ArgumentTypeError` naming it), in
+    signature order. (The registry casts each attribute itself and refuses, e.g., an int porder;
+    the port takes any real and leaves the cast to whoever calls Paddle.)"""
+    for (name, kind), value in zip(ATTR_KINDS, values, strict=True):
+        if not attr_type_ok(kind, value):
+            text = repr(value)
+            raise ArgumentTypeError(f"{name} must be {_WANTED[kind]}, got {type(value).__name__} "
+                                    f"{text if len(text) <= 60 else text[:57] + '...'}",
+                                    kind=f"invalid-spec:{name}:type")
+
+
+def reduced_axes(ndim: int, axis: int, asvector: bool) -> tuple[int, ...]:
+    """The axes the rule reduces, ascending: every axis with asvector, else ``axis`` made
+    non-negative (the checks have put it in range)."""
+    if asvector:
+        return tuple(range(ndim))
+    if ndim == 0:
+        return ()
+    return (axis + ndim if axis < 0 else axis,)
+
+
+def out_rank(ndim: int, keepdims: bool, asvector: bool) -> int:
+    """The rank of out (and out_grad) for an x of rank ``ndim``."""
+    return ndim if keepdims else 0 if asvector else max(ndim - 1, 0)
+
+
+def check_axis(axis: int, x: RuleInput, asvector: bool) -> None:
+    if asvector or x.ndim == 0 or -x.ndim <= axis < x.ndim:
+        return
+    raise InvalidSpecError(
+        f"axis={axis} is outside {-x.ndim}..{x.ndim - 1} for x of rank {x.ndim} (Paddle's rule then reduces no "
+        "axis, or reads past a dims_mapping); pass an axis in that range, or asvector=True",
+        kind="invalid-spec:axis")
+
+
+def require_out_rank(t: RuleInput, x: RuleInput, keepdims: bool, asvector: bool) -> None:
+    want = out_rank(x.ndim, keepdims, asvector)
+    if t.ndim != want:
+        how = "keepdims=True keeps every axis" if keepdims else \
+            "asvector=True reduces every axis" if asvector else "one axis is reduced"
+        raise InvalidSpecError(f"{t.name} has rank {t.ndim}, but for x of rank {x.ndim} it has rank {want} ({how})",
+                               kind=f"invalid-spec:{t.name}:rank")
+
+
+def _require_mapping_size(t: RuleInput, label: str) -> None:
+    """Paddle's check of the tensor whose dims_mapping the rule reads first."""
+    if t.ndim != len(t.dims_mapping):
+        raise PaddleInvalidArgument(
+            f"The Tensor {label}'s rank [{t.ndim}] and {label}'s dims_mapping size [{len(t.dims_mapping)}] "
+            "are not matched.", kind=f"rank-vs-mapping:{t.name}")
+
+
+def forward_inputs(x: DistTensorSpec, attrs: tuple[Any, ...]) -> RuleInput:
+    """The forward rule's checks; ``attrs`` = (porder, axis, epsilon, keepdims, asvector)."""
+    tx = as_input(x, "x")
+    check_attr_types(attrs)
+    _require_mapping_size(tx, "X")
+    check_specs(("x", x))
+    check_axis(attrs[1], tx, bool(attrs[4]))
+    return tx
+
+
+def reverse_inputs(x: DistTensorSpec, out: DistTensorSpec, attrs: tuple[Any, ...]) -> tuple[RuleInput, RuleInput]:
+    """The reverse rule's checks. Returns (x, out)."""
+    tx, to = as_input(x, "x"), as_input(out, "out")
+    check_attr_types(attrs)
+    _require_mapping_size(to, "Out")
+    check_specs(("x", x), ("out", out))
+    require_x_mesh(tx)
+    keepdims, asvector = bool(attrs[3]), bool(attrs[4])
+    check_axis(attrs[1], tx, asvector)
+    require_out_rank(to, tx, keepdims, asvector)
+    return tx, to
+
+
+def grad_inputs(x: DistTensorSpec, out: DistTensorSpec, out_grad: DistTensorSpec,
+                attrs: tuple[Any, ...]) -> tuple[RuleInput, RuleInput, RuleInput]:
+    """The grad rule's checks (Paddle makes none). Returns (x, out, out_grad)."""
+    tx, to, tg = as_input(x, "x"), as_input(out, "out"), as_input(out_grad, "out_grad")
+    check_attr_types(attrs)
+    check_specs(("x", x), ("out", out), ("out_grad", out_grad))
+    require_x_mesh(tx)
+    keepdims, asvector = bool(attrs[3]), bool(attrs[4])
+    check_axis(attrs[1], tx, asvector)
+    require_out_rank(to, tx, keepdims, asvector)
+    require_out_rank(tg, tx, keepdims, asvector)
+    if tg.mesh is None and tg.ndim > 0:
+        raise InvalidSpecError(
+            "out_grad has no process mesh; p_norm_grad answers out_grad's dims_mapping for x_grad (Paddle inserts "
+            "into an empty mapping: undefined behaviour); give out_grad a ProcessMesh",
+            kind="invalid-spec:out_grad:mesh")
+    return tx, to, tg

@@ -1,0 +1,60 @@
+"""p_norm in the compat layer: Paddle registers ``p_norm`` with the forward and the reverse rule
+(``infer_backward``), both reading ``porder: float, axis: int, epsilon: float, keepdims: bool,
+asvector: bool`` after the tensors.
+
+::
+
+    method          tensors (in order)   attributes
+    infer_forward   x                    porder: float, axis: int, epsilon: float, keepdims: bool, asvector: bool
+    infer_backward  x, out               (the same)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..kit.compat import CompatRule, Method, ProbeKit
+
+_ATTRS = (("porder", "f"), ("axis", "i"), ("epsilon", "f"), ("keepdims", "b"), ("asvector", "b"))
+
+RULES = (CompatRule("p_norm", Method(("x",), _ATTRS), Method(("x", "out"), _ATTRS)),)
+#: ``p_norm_grad`` is not a registry name in Paddle: both registries must say so.
+CONTAINS = ("p_norm", "p_norm_grad")
+
+
+def probes(kit: ProbeKit) -> None:
+    probe, spec, view = kit.probe, kit.spec, kit.result_view
+    pn = kit.rule("p_norm")
+    x = spec([4, 6, 8], [0, 1, -1])
+
+    @probe("pn/forward-split-reduced-axis")
+    def _() -> Any:
+        return view(pn.infer_forward(x, 2.0, 1, 1e-12, False, False))
+
+    @probe("pn/forward-keepdims")
+    def _() -> Any:
+        return view(pn.infer_forward(x, 1.0, -1, 1e-12, True, False))
+
+    @probe("pn/forward-asvector")
+    def _() -> Any:
+        return view(pn.infer_forward(spec([4, 6, 8], [0, -1, -1], [1]), 2.0, 0, 1e-12, False, True))
+
+    @probe("pn/reverse")
+    def _() -> Any:
+        return view(pn.infer_backward(x, spec([4, 8], [1, 0]), 2.0, 1, 1e-12, False, False))
+
+    @probe("pn/reverse-forced-axes-conflict")
+    def _() -> Any:
+        pn.infer_backward(x, spec([1, 1, 1], [1, 0, -1]), 2.0, 1, 1e-12, True, True)
+
+    @probe("pn/reverse-rank-vs-mapping")
+    def _() -> Any:
+        pn.infer_backward(x, spec([4, 8], [-1]), 2.0, 1, 1e-12, False, False)
+
+    # how the binding classifies each attribute value (porder a float, axis an int, the flags bools)
+    for label, args in {"int-porder": (2, 1, 1e-12, False, False), "float-axis": (2.0, 1.0, 1e-12, False, False),
+                        "inf-porder": (float("inf"), 1, 1e-12, False, False)}.items():
+        def attribute_probe(args: tuple[Any, ...] = args) -> Any:
+            return view(pn.infer_forward(x, *args))
+
+        probe(f"pn/attribute-{label}")(attribute_probe)

@@ -1,0 +1,28 @@
+"""p_norm on older Paddle releases (evidence: docs/releases/<version>.md, under each name, and
+docs/ops/p_norm.md, "Releases").
+
+Measured on 3.0.0, 3.1.0, 3.1.1 and 3.2.2 (registry and PIR routes): every difference is a
+co-sharded input the registry cannot take; 3.2.2 answers every case as 3.3.1. 3.2.0, 3.2.1 and
+3.3.0 declare nothing, unmeasured for p_norm: their runs report any difference as a mismatch.
+"""
+
+from __future__ import annotations
+
+from ..batch_norm.releases import NO_CALLER_PATTERN
+from ..kit.releases import COSHARD_READ_RAISES, NO_MULTI_DIMS_MAPPING, Differences, KnownDifference
+
+DIFFERENCES: Differences = {
+    "3.0.0": (
+        NO_MULTI_DIMS_MAPPING.for_rules("p_norm", "p_norm_reverse"),
+        KnownDifference(
+            name="no-compiled-caller-p-norm",
+            rules=frozenset({"p_norm_grad"}),
+            kind="rule-missing",
+            why="the compiled caller is built against batch_norm.h, which this release lacks, so it cannot reach "
+                "PNormGradInferSpmd (still compared through PIR)",
+            params=(("patterns", (NO_CALLER_PATTERN,)),),
+        ),
+    ),
+    "3.1.0": (COSHARD_READ_RAISES.for_rules("p_norm", "p_norm_reverse"),),
+    "3.1.1": (COSHARD_READ_RAISES.for_rules("p_norm", "p_norm_reverse"),),
+}

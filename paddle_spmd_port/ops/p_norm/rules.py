@@ -1,0 +1,118 @@
+"""p_norm, the ``paddle`` profile: ``PNormInferSpmd``, ``PNormInferSpmdReverse``,
+``PNormGradInferSpmd`` (Paddle 3.3.1, p_norm.cc). Each builds the list of reduced axes (every
+axis with asvector, else ``[axis]``) and calls the generic reduction rule (reduction.cc:
+``ReductionInferSpmd``, ``ReductionInferSpmdReverse``, ``ReductionGradInferSpmd``); porder and
+epsilon are never read.
+
+Notation, x of rank 3 reduced along axis 1 (``'1'`` = a kept size-1 axis, forced replicated)::
+
+    forward   ijk -> ik  (keepdims: i1k)       x keeps its mapping; out Partial(SUM) on the
+                                               mesh dims that split a reduced axis
+    reverse   ik (i1k) -> ijk                  x from out, -1 on the reduced axes
+    grad      out_grad ik -> x ijk             x, out, out_grad, x_grad: out_grad's attr, -1
+                                               inserted at the reduced axes
+
+Worked table, 2x3 mesh, x [4,6,8]::
+
+    rule     input                                 x answered      out answered
+    forward  x [0,1,-1] axis=1                     [0,1,-1]        [0,-1] P{1}
+    forward  x [0,1,-1] axis=-1 keepdims           [0,1,-1]        [0,1,-1]
+    forward  x [0,1,-1] asvector                   [0,1,-1]        [] P{0,1}
+    forward  x [0,-1,-1] P{1} axis=0               [0,-1,-1]       [-1,-1] P{0}
+    reverse  out [1,0] axis=1                      [1,-1,0]        [1,0] (as given)
+    reverse  out [1,0,-1] axis=1 keepdims          [1,-1,-1]       [1,0,-1] (as given)
+    reverse  out [1,0,-1] asvector keepdims        NotImplementedError: the two '1' axes conflict
+    grad     out_grad [1,-1] P{0} axis=1           x, x_grad [1,-1,-1]; out, out_grad [1,-1]
+
+Quirks kept on purpose (Paddle 3.3.1 does this):
+
+* PADDLE-QUIRK(pn-partial-sum): a sharded reduced axis makes out Partial(**SUM**) whatever porder:
+  right for porder 1 and 0 (a sum of |x| or of nonzero counts), wrong for every other porder
+  (docs/ops/p_norm.md; :mod:`.proposed` replicates the reduced axes instead).
+* PADDLE-QUIRK(pn-forced-key): the reverse rule merges every ``'1'`` axis of a keepdims out as one
+  shared key (:mod:`paddle_spmd_port.notation`): two of them split along different mesh dims raise.
+* PADDLE-QUIRK(pn-partial): forward and reverse clear x's partial status; the reverse rule
+  answers out exactly as given (partial and co-shard included).
+* PADDLE-QUIRK(pn-grad-from-out-grad): the grad rule never reads x's or out's dist attrs: all four
+  answers are out_grad's attr (mesh included) with its partial status cleared. Where x and
+  out_grad have equal ranks (keepdims) the attr is copied whole, co-shard included; else its
+  mapping is read (a co-shard collapses, as the getter does) and -1 is inserted (the compiled
+  route compares the co-shard set's out_grad; PIR values hold no co-shard).
+* Co-sharded inputs are read through Paddle's getter (one mesh dim per axis:
+  :func:`~paddle_spmd_port.ops.kit.tensor.getter_mapping`), so a co-shard reaches the answer only
+  where Paddle copies the whole attr.
+
+The port's own checks (Paddle accepts garbage or crashes) are :mod:`.checks`'.
+"""
+
+from __future__ import annotations
+
+from ...notation import merge_axis
+from ...types import DistAttr, DistTensorSpec, Mapping, SpmdResult
+from ..kit.checks import rule
+from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
+from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
+
+
+def _kept_shape(ndim: int, reduced: tuple[int, ...], keepdims: bool) -> list[int | None]:
+    """Per axis of out, the axis of x it is (``None`` for a kept size-1 axis)."""
+    return [None if a in reduced else a for a in range(ndim) if keepdims or a not in reduced]
+
+
+@rule("p_norm")
+def p_norm_infer_spmd(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12,
+                      keepdims: bool = False, asvector: bool = False) -> SpmdResult:
+    """Forward rule. Input x; output out."""
+    tx = forward_inputs(x, (porder, axis, epsilon, keepdims, asvector))
+    reduced = reduced_axes(tx.ndim, axis, bool(asvector))
+    dm = tx.dims_mapping
+    out = tuple(-1 if a is None else dm[a] for a in _kept_shape(tx.ndim, reduced, bool(keepdims)))
+    partial = frozenset(dm[a] for a in reduced if dm[a] != -1)  # PADDLE-QUIRK(pn-partial-sum)
+    return SpmdResult.make(inputs=(tx.attr(dm),), outputs=(DistAttr.make(out, partial, tx.mesh),))
+
+
+@rule("p_norm_reverse")
+def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0, axis: int = -1,
+                              epsilon: float = 1e-12, keepdims: bool = False,
+                              asvector: bool = False) -> SpmdResult:
+    """Reverse rule (the registry's ``infer_backward``): infers x from out; x's own dims_mapping
+    is not read."""
+    tx, to = reverse_inputs(x, out, (porder, axis, epsilon, keepdims, asvector))
+    reduced = reduced_axes(tx.ndim, axis, bool(asvector))
+    x_mapping = [-1] * tx.ndim
+    forced = -1  # the mesh dim of the shared '1' key: PADDLE-QUIRK(pn-forced-key)
+    for source, m in zip(_kept_shape(tx.ndim, reduced, bool(keepdims)), to.dims_mapping, strict=True):
+        if source is None:
+            forced = merge_axis("1", m, forced) if m != -1 else forced
+        else:
+            x_mapping[source] = m
+    raw: Mapping = out.dims_mapping  # out is answered as given, co-shard and partial included
+    result = SpmdResult.make(inputs=(tx.attr(tuple(x_mapping)),),
+                             outputs=(DistAttr.make(raw, to.partial_dims, to.mesh),))
+    # checked here, not by @rule's others: x may come without a mesh (the rule never reads its attr)
+    if on_meshes_of_other_ndim(tx, to):  # out's mesh dims put on x's mesh
+        require_mesh_dims_exist(result, (("x", tx), ("out", to)), tx, (to,))
+    return result
+
+
+@rule("p_norm_grad")
+def p_norm_grad_infer_spmd(x: DistTensorSpec, out: DistTensorSpec, out_grad: DistTensorSpec,
+                           porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
+                           asvector: bool = False) -> SpmdResult:
+    """Grad rule. Inputs (x, out, out_grad); output x_grad. PADDLE-QUIRK(pn-grad-from-out-grad)."""
+    tx, _, tg = grad_inputs(x, out, out_grad, (porder, axis, epsilon, keepdims, asvector))
+    same = _cleared(out_grad, tg)
+    if tx.ndim == tg.ndim:
+        x_attr = same
+    else:
+        mapping = list(tg.dims_mapping)
+        for a in reduced_axes(tx.ndim, axis, bool(asvector)):  # ascending: each lands where it belongs
+            mapping.insert(a, -1)
+        x_attr = DistAttr.make(tuple(mapping), frozenset(), tg.mesh)
+    return SpmdResult.make(inputs=(x_attr, same, same), outputs=(x_attr,))
+
+
+def _cleared(spec: DistTensorSpec, t: RuleInput) -> DistAttr:
+    """``spec``'s whole attr (a co-shard kept) with its partial status cleared."""
+    return DistAttr.make(spec.dims_mapping, frozenset(), t.mesh)
+
