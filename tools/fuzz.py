@@ -65,6 +65,7 @@ from paddle_spmd_port.errors import (
     RuleNotFoundError,
     ShardingConflictError,
 )
+from paddle_spmd_port.ops import family_module
 from paddle_spmd_port.ops.batch_norm.layout import DATA_FORMATS, channel_axis
 from paddle_spmd_port.parity.grid import placements as grid_placements
 from paddle_spmd_port.parity.merge import read_tool_parts
@@ -89,7 +90,8 @@ PROFILE_NAMES = tuple(PROFILES)
 BN_FORMATS = DATA_FORMATS
 #: The specification of each attribute's Python type (independent of the rules' own checks).
 ATTR_KIND = {"epsilon": "real", "momentum": "real", "begin_norm_axis": "int", "data_format": "str",
-             "is_test": "bool", "use_global_stats": "bool", "trainable_statistics": "bool", "groups": "int"}
+             "is_test": "bool", "use_global_stats": "bool", "trainable_statistics": "bool", "groups": "int",
+             "porder": "real", "axis": "int", "keepdims": "bool", "asvector": "bool"}
 #: rule key -> (registry name, "forward" | "backward")
 REGISTRY_ROUTE = {fwd: (name, "forward") for name, (fwd, _, _) in NAMES.items()}
 REGISTRY_ROUTE.update({bwd: (name, "backward") for name, (_, bwd, _) in NAMES.items() if bwd})
@@ -232,8 +234,10 @@ def draw_random_spec(draw: Callable) -> DistTensorSpec:
     return DistTensorSpec(shape, dm, mesh, partial)
 
 
-def tensor_shapes(rule: str, x_shape: tuple[int, ...], fmt: str, b: int, reserve: int) -> dict[str, tuple[int, ...]]:
-    """The shape of every tensor argument of a valid call."""
+def tensor_shapes(rule: str, x_shape: tuple[int, ...], fmt: str, b: int, reserve: int,
+                  attrs: dict[str, Any] | None = None) -> dict[str, tuple[int, ...]]:
+    """The shape of every tensor argument of a valid call (an op this table does not know: its
+    family grid's ``input_shapes`` for ``attrs``)."""
     if RULES[rule].op in ("batch_norm", "sync_batch_norm"):
         c = (x_shape[channel_axis(fmt, len(x_shape))],)
         shapes = {n: c for n in RULES[rule].inputs}
@@ -248,6 +252,10 @@ def tensor_shapes(rule: str, x_shape: tuple[int, ...], fmt: str, b: int, reserve
         c = (x_shape[1 if fmt[1:2] == "C" else -1],)
         return {n: c if n in ("scale", "bias") else (x_shape[0], 2) if n in ("mean", "variance") else x_shape
                 for n in RULES[rule].inputs}
+    if RULES[rule].op != "layer_norm":
+        grid = family_module(RULES[rule].op, "grid")
+        assert grid is not None, f"{rule}: its family has no grid module"
+        return dict(grid.input_shapes(rule, x_shape, attrs or {}))
     norm = (math.prod(x_shape[b:]),)
     return {"x": x_shape, "scale": norm, "bias": norm, "out": x_shape, "mean": x_shape[:b], "variance": x_shape[:b],
             "out_grad": x_shape}
@@ -265,18 +273,20 @@ def draw_valid_call(draw: Callable, rule: str) -> Call:
     x_shape = _ints(draw, rank, 1, 9)
     fmt = _pick(draw, BN_FORMATS) if rule != "batch_norm_static" else "NCHW"
     b = _int(draw, 0, rank)
-    shapes = tensor_shapes(rule, x_shape, fmt, b, _int(draw, 0, 5))
+    values = {"epsilon": _pick(draw, (1e-5, 1e-6, 1e-12, 0.1, 0, 1)), "momentum": _pick(draw, (0.9, 0.99, 0.0, 1)),
+              "begin_norm_axis": b, "data_format": fmt, "is_test": _pick(draw, (False, True)),
+              "use_global_stats": _pick(draw, (False, True)), "trainable_statistics": _pick(draw, (False, True)),
+              "groups": _pick(draw, (-1, 0, 1, 2, 3)), "porder": _pick(draw, (2.0, 1.0, 0.0, math.inf, 3.0)),
+              "axis": _int(draw, -rank, rank - 1), "keepdims": _pick(draw, (False, True)),
+              "asvector": _pick(draw, (False, True))}
+    attrs = [(name, values[name]) for name, _ in spec.attrs]
+    shapes = tensor_shapes(rule, x_shape, fmt, b, _int(draw, 0, 5), dict(attrs))
     tensors: list[Any] = []
     for name in spec.inputs:
         if name in spec.optional and _int(draw, 0, 4) == 0:
             tensors.append(None)
         else:
             tensors.append(draw_valid_spec(draw, shapes[name], mesh))
-    values = {"epsilon": _pick(draw, (1e-5, 1e-6, 1e-12, 0.1, 0, 1)), "momentum": _pick(draw, (0.9, 0.99, 0.0, 1)),
-              "begin_norm_axis": b, "data_format": fmt, "is_test": _pick(draw, (False, True)),
-              "use_global_stats": _pick(draw, (False, True)), "trainable_statistics": _pick(draw, (False, True)),
-              "groups": _pick(draw, (-1, 0, 1, 2, 3))}
-    attrs = [(name, values[name]) for name, _ in spec.attrs]
     return Call(None, rule, "function", tensors, attrs)
 
 
@@ -464,7 +474,11 @@ def expected_ranks(call: Call) -> list[int | tuple[int, ...]]:
     attrs = dict(call.attrs)
     last_axis = spec.op in ("rms_norm", "fast_ln")  # statistics x.shape[:-1]
     for out in spec.result_outputs:
-        if out in ("out", "x_grad", "y"):
+        if spec.op == "p_norm" and out == "out" and isinstance(x, int):  # the reduced shape (axis, keepdims, ...)
+            grid = family_module("p_norm", "grid")
+            assert grid is not None
+            ranks.append(len(grid.input_shapes("p_norm_reverse", named["x"].shape, attrs)["out"]))
+        elif out in ("out", "x_grad", "y"):
             ranks.append(x)
         elif out in ("saved_mean", "saved_variance") and spec.op == "instance_norm" or spec.op == "group_norm" \
                 and out in ("mean", "variance"):  # [N, C] / [N, groups]
