@@ -147,7 +147,8 @@ def load(path: Path, selection: dict[str, Any], arg: str = "--baseline") -> Stor
     number = 0
     try:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
-            for number, line in enumerate(fh, 1):
+            for line in fh:
+                number += 1  # (named in the error line)
                 data = json.loads(line)
                 if header is None:
                     if not isinstance(data, dict) or data.get("format") != FORMAT:

@@ -594,7 +594,8 @@ def _sweep(args: argparse.Namespace) -> int:
             for ex in tally.examples.get("mismatch", []):
                 print(f"\n# --- {ex['describe']}\n" + repro_snippet(Case.from_json(ex["case"]), ex["backend"]))
     if saver is not None:
-        print(f"baseline of {report.paddle.get('version', '?')}: {saver.rows:,} native outcomes in {args.save_baseline}")
+        print(f"baseline of {report.paddle.get('version', '?')}: {saver.rows:,} native outcomes in "
+              f"{args.save_baseline}")
     if diff is not None:  # the diff decides: the port's mismatches with a build that changed are expected
         print(f"baseline diff in {out / 'baseline.md'}")
         print(diff.summary_line(dict(report.paddle)))
