@@ -275,10 +275,10 @@ class Diff:
             return
         new_text = outcome_text(native)
         if new_text == old_text:
-            self.unchanged += 1
-            if native.not_run is not None:
+            if native.not_run is not None:  # the same reason for no answer twice: still no comparison
                 self.uncompared[f"{rule}@{backend}: not run in either build"] += 1
-                self.unchanged -= 1
+            else:
+                self.unchanged += 1
             return
         old = Outcome.from_json(json.loads(old_text))
         if old.not_run is not None or native.not_run is not None:
