@@ -151,3 +151,56 @@ def test_cli_profile_native_section_and_json(tmp_path) -> None:
     assert check["differing_without_refused"] == 0
     assert check["totals_without_refused"]["paddle"] == check["totals_without_refused"][NATIVE]
     assert set(data["totals"]) == {"paddle", "pr72918", "proposed", NATIVE}
+
+
+def _children(pid: int) -> list[int]:
+    from pathlib import Path
+
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(entry.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    from pathlib import Path
+
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
+
+
+@pytest.mark.native
+def test_a_signal_while_paddle_answers_ends_every_worker_and_writes_a_partial_report(tmp_path) -> None:
+    import signal
+    import time
+
+    from tests.test_signals_oracle import finish, start
+
+    reports = tmp_path / "reports"
+    # the registry route's workers (their own sessions: found as the command's children)
+    proc, err = start(["oracle", "--profile", "native", "--rules", "sync_batch_norm,sync_batch_norm_grad",
+                       "--report-dir", str(reports)], tmp_path)
+    deadline = time.monotonic() + 120
+    while not (workers := _children(proc.pid)):
+        assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
+        time.sleep(0.02)
+    time.sleep(0.5)
+    workers = _children(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    code, out = finish(proc)
+    stderr = err.read_text()
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("paddle_spmd_port oracle: interrupted")]
+    assert code == 143 and "Traceback" not in stderr and len(lines) == 1, stderr
+    assert workers and not any(_alive(w) for w in workers)
+    first = (reports / "oracle.md").read_text().splitlines()[0]
+    assert first.startswith("INTERRUPTED by SIGTERM") and "sync_batch_norm (not judged)" in first, first
