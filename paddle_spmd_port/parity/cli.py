@@ -32,6 +32,12 @@ that can), --workers beyond this machine's cores (--oversubscribe insists). With
 says what it is about to do (Paddle version and commit, release profile, selection, report
 directory) on stderr, unless --quiet.
 
+--save-baseline FILE keeps every native outcome of a finished run; --baseline FILE diffs the
+installed Paddle's outcomes with a stored run of the same selection, native against native, and
+triages each changed case with the oracle (parity/baseline.py: baseline.md and baseline.json in
+the report directory); the exit status is then the diff's: 1 on any regression, 3 on any case not
+compared with the baseline, else 0.
+
 The report goes to reports/parity for the whole default sweep and to
 reports/parity-<selection> for any narrower one, so a sample never replaces the full sweep's
 report; a --report-dir holding another selection's report is refused unless --replace-report.
