@@ -37,6 +37,12 @@ ROWS = [
     BadInput(oracle("--profile", "mine"), "--profile"),
     BadInput(oracle("--sync-group", "world"), "--sync-group"),
     BadInput(oracle("--bogus"), "--bogus"),
+    # the native profile's pool: the shared timeout grammar, and no more workers than cores
+    BadInput(oracle("--profile", "native", "--timeout", "0"), "--timeout"),
+    BadInput(oracle("--profile", "native", "--timeout", "inf"), "--timeout"),
+    BadInput(oracle("--profile", "native", "--workers", "0"), "--workers"),
+    BadInput(oracle("--profile", "native", "--workers", "100000"), "--workers"),
+    BadInput(oracle("--profile", "native"), "--report-dir", FULL_REPORT),
     BadInput(("oracle", "--report-dir", "{tmp}/a-file"), "--report-dir", {"a-file": "not a directory\n"}),
     BadInput(("oracle", "--report-dir", "{tmp}/a-file/reports"), "--report-dir", {"a-file": "not a directory\n"}),
     BadInput(("oracle", "--report-dir", ""), "--report-dir"),  # was: the report written into the current directory

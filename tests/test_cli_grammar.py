@@ -76,7 +76,7 @@ FLAGS = [
     Flag("--seed", "7", 7, "x", ("parity", "oracle")),
     Flag("--profile", "proposed", "proposed", "mine", ("infer", "oracle")),
     Flag("--backend", "pir", "pir", "gpu", ("parity", "infer")),
-    Flag("--timeout", "5", 5.0, "soon", ("parity", "launch", "compat-test")),
+    Flag("--timeout", "5", 5.0, "soon", ("parity", "launch", "compat-test", "oracle")),
 ]
 
 

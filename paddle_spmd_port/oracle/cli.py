@@ -6,10 +6,14 @@
     python -m paddle_spmd_port oracle --rules all --profile paddle
     python -m paddle_spmd_port oracle --sample 300 --seed 1 --report-dir out/
     python -m paddle_spmd_port oracle --meshes 2,4,2x2,2x3,2x2x2 --sync-group mesh
+    python -m paddle_spmd_port oracle --profile native --sample 50   # the installed Paddle's own answers
 
 For every case of the oracle grid (:mod:`.grid`) and every profile, the rule answers, the answer
 runs on a virtual mesh in numpy (:mod:`.simulator`) and gets a verdict. Printed: one table per
 profile, the paddle-vs-proposed comparison, and each distinct bug with a minimal repro.
+``--profile native`` judges the installed Paddle's own answers, from each rule's primary native
+route through parity's worker pool (:mod:`.native` says what a raise, a crash or an undecodable
+answer becomes); ``--profile all`` includes it when Paddle is installed.
 Written to ``--report-dir``: ``oracle.md`` (the same), ``oracle.json`` (counts and bugs),
 ``oracle-cases.jsonl.gz`` (one line per case that is not sound, rule-error or n/a) and ``repro-*`` files for
 ``python -m paddle_spmd_port launch`` / ``paddle.distributed.launch`` (the commands printed name them by
@@ -18,7 +22,9 @@ the path they were written to, so they run as pasted from the directory the orac
 
 Exit code (:mod:`paddle_spmd_port.runctl`): 0 done (Paddle's bugs are findings of the report, not
 failures); 1 the proposed profile was run and some answer of it is not sound; 2 bad arguments (one
-line on stderr, nothing written); 3 the selection held no case; 130/143 interrupted by
+line on stderr, nothing written); 3 the selection held no case, or the native profile was asked for
+and Paddle is not installed (one line, before any work) or left some case unanswered (a worker timed
+out, a backend could not start: the ``no-answer`` column); 130/143 interrupted by
 SIGINT/SIGTERM: the report of what was judged so far is written, its first line says
 ``INTERRUPTED`` and the rules not finished are marked.
 """
@@ -37,12 +43,14 @@ from pathlib import Path
 from typing import Any
 
 from ..case import Case
+from ..outcome import Outcome
 from ..parity.grid import MESH_SHAPES, sample
 from ..reporting import write_files
 from ..runctl import (
     EXIT_FINDING,
     EXIT_INCOMPLETE,
     EXIT_OK,
+    MAX_SECONDS,
     ArgumentParser,
     Interrupted,
     UsageError,
@@ -50,16 +58,20 @@ from ..runctl import (
     add_replace_report_argument,
     add_rules_argument,
     add_selection_arguments,
+    available_cores,
     check_output_dir,
+    count,
     mesh_list,
     path_text,
     prefix,
     refuse_other_selection,
     rule_keys,
     run_command,
+    seconds,
 )
 from .grid import ORACLE_MESHES, oracle_grid
 from .kernels import MODELS, all_reducing_families
+from .native import NATIVE, NO_ANSWER, collect, paddle_installed
 from .report import (
     BUG_LABELS,
     PROFILE_NAMES,
@@ -72,6 +84,9 @@ from .report import (
     profile_table,
     rule_error_groups,
     summary_json,
+    totals,
+    verdict_differences,
+    without_refused,
 )
 from .simulator import OP_REJECTS, SOUND, SYNC_GROUPS
 
@@ -107,9 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_rules_argument(p, all_means="every rule with a numpy kernel (" + (
         f"all but {', '.join(missing)}, which are listed in the report as not judged and refused when named"
         if missing else "every rule key has one") + ")")
-    add_profile_argument(p, default="all", also=("all",),
-                         help="whose answers to judge: a rule profile, or all (the default; paddle is compared "
-                              "with proposed)")
+    add_profile_argument(p, default="all", also=(NATIVE, "all"),
+                         help="whose answers to judge: a rule profile, native (the installed Paddle's own answers, "
+                              "from each rule's primary native route), or all (the default: every rule profile, "
+                              "and native when Paddle is installed; paddle is compared with proposed)")
     p.add_argument("--report-dir", type=path_text, default=Path("reports"),
                    help="where the report goes (default reports/); a report there of another selection (other "
                         "--rules, --profile, --meshes, --sample, --max-cases, --sync-group) is refused unless "
@@ -122,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sync-group", choices=SYNC_GROUPS, default="batch",
                    help=f"ranks {_all_reducing()} over: the mesh dims that shard x's batch axis (default) "
                         "or the whole mesh (what Paddle's GPU kernel does with the world communicator)")
+    p.add_argument("--workers", type=count, default=None,
+                   help="native worker processes, for the native profile (default 2, or 1 on a 1-core machine; at "
+                        "most this machine's cores)")
+    p.add_argument("--timeout", type=seconds, default=60.0,
+                   help=f"seconds a silent native worker is given before it is killed, for the native profile "
+                        f"(> 0, at most {MAX_SECONDS:.0f}; default 60)")
     p.add_argument("--max-bugs", type=int, default=40, help="distinct bugs to print in full (default 40)")
     p.add_argument("--quiet", action="store_true", help="print only the tables (no opening line, no progress)")
     return p
@@ -139,17 +161,22 @@ class _Run:
     planned: dict[str, int] = field(default_factory=dict)  # rule -> cases to judge (once its grid is built)
     done: list[str] = field(default_factory=list)  # rules judged completely
     start: float = field(default_factory=time.perf_counter)
+    paddle: dict[str, str] = field(default_factory=dict)  # the installed Paddle's version info (native profile)
+    routes: dict[str, str] = field(default_factory=dict)  # rule -> the native route its answers came from
 
     def __post_init__(self) -> None:
         self.rows = {p: {} for p in self.profiles}
 
-    def judge_rule(self, rule: str, cases: list[Case], quiet: bool) -> None:
+    def judge_rule(self, rule: str, cases: list[Case], quiet: bool, native: Sequence[Outcome] = (),
+                   route: str = "") -> None:
+        """Judge ``cases`` under every profile; ``native``: Paddle's outcomes of them on ``route``
+        (for the native profile)."""
         t0 = time.perf_counter()
         self.planned[rule] = len(cases)
         rows = {p: self.rows[p].setdefault(rule, []) for p in self.profiles}
-        for case in cases:
+        for i, case in enumerate(cases):
             for p in self.profiles:
-                rows[p].append(self.judge(case, p))
+                rows[p].append(self.judge.native(case, native[i], route) if p == NATIVE else self.judge(case, p))
         self.done.append(rule)
         if not quiet:
             print(f"[oracle] {rule}: {len(cases)} cases x {len(self.profiles)} profile(s) in "
@@ -181,6 +208,31 @@ def _tallies(rows: dict[str, list[Judged]]) -> dict[str, RuleTally]:
         for j in judged:
             tally.add(j)
     return out
+
+
+def _native_vs_paddle(judged: dict[str, dict[str, list[Judged]]]) -> dict[str, Any]:
+    """For oracle.json: how many cases the two profiles judge differently, and both totals over the
+    cases whose input the port does not refuse as invalid (equal on the Paddle the port follows)."""
+    paddle, native = judged["paddle"], judged[NATIVE]
+    valid_paddle, valid_native = without_refused(paddle, native)
+    differing = sum(a.verdict.label != b.verdict.label for r in paddle for a, b in zip(paddle[r], native[r],
+                                                                                         strict=True))
+    differing_valid = sum(a.verdict.label != b.verdict.label for r in valid_paddle
+                          for a, b in zip(valid_paddle[r], valid_native[r], strict=True))
+    return {"cases": sum(len(rows) for rows in paddle.values()), "differing": differing,
+            "refused_by_port": sum(len(paddle[r]) - len(valid_paddle[r]) for r in paddle),
+            "differing_without_refused": differing_valid,
+            "totals_without_refused": {p: totals({"all": _total(rows)})
+                                       for p, rows in (("paddle", valid_paddle), (NATIVE, valid_native))}}
+
+
+def _total(rows: dict[str, list[Judged]]) -> RuleTally:
+    """One tally over every rule's rows."""
+    tally = RuleTally()
+    for judged in rows.values():
+        for j in judged:
+            tally.add(j)
+    return tally
 
 
 def _unfinished_text(status: dict[str, dict[str, Any]]) -> str:
@@ -224,6 +276,12 @@ def _render(run: _Run, args: argparse.Namespace, seconds: float, interrupted: st
         if interrupted:
             missing = [r for r, s in status.items() if s["status"] == "not started"]
             table += f"\n\nnot judged (interrupted): {', '.join(missing) or 'none'}"
+        if profile == NATIVE:
+            table += (f"\n\nPaddle {run.paddle.get('version', '?')} (commit {run.paddle.get('commit', '?')[:12]}), "
+                      "each rule's primary native route: " + "; ".join(
+                          f"{route} for {', '.join(r for r in run.routes if run.routes[r] == route)}"
+                          for route in dict.fromkeys(run.routes.values())) + ". A raise, a crash, an undecodable "
+                      "answer or no rule on the route is rule-error (oracle/native.py).")
         parts.append(f"## Profile `{profile}`\n\n{table}\n")
     if "paddle" in profiles and "proposed" in profiles:
         parts.append("## paddle vs proposed\n\n" + comparison_table(
@@ -245,6 +303,24 @@ def _render(run: _Run, args: argparse.Namespace, seconds: float, interrupted: st
     if "paddle" in profiles:
         parts.append("## Paddle's rule raising on cases the op can run\n\n"
                      + rule_error_groups(judged["paddle"], judged.get("proposed")))
+    if NATIVE in profiles:
+        parts.append("## Paddle's own answers raising, crashing or unreadable on cases the op can run\n\n"
+                     + rule_error_groups(judged[NATIVE], None))
+        unanswered = sum(tallies[NATIVE][r].counts[NO_ANSWER] for r in tallies[NATIVE])
+        if unanswered:
+            parts.append(f"**{unanswered} cases got no answer from Paddle in this run** (column {NO_ANSWER}: a worker "
+                         "timed out or kept failing, or a backend could not start): the native profile is "
+                         "incomplete.\n")
+        if "paddle" in profiles:
+            valid_paddle, valid_native = without_refused(judged["paddle"], judged[NATIVE])
+            kept = sum(len(rows) for rows in valid_paddle.values())
+            parts.append("## native vs paddle\n\nThe installed Paddle's own answers against the port's `paddle` "
+                         "profile (Paddle 3.3.1's rules), case by case:\n\n"
+                         + verdict_differences(judged["paddle"], judged[NATIVE])
+                         + f"\nTotals over the {kept} cases whose input the port does not refuse as invalid (where "
+                           "it does, Paddle's rule does not validate the input and answers or crashes instead):\n\n"
+                         + profile_table({"paddle": _total(valid_paddle), NATIVE: _total(valid_native)},
+                                         "profile", total_row=False) + "\n")
     parts.append(f"## Distinct bugs ({len(bugs)})\n")
     files: dict[str, str] = {}
     for i, bug in enumerate(bugs, 1):
@@ -258,6 +334,8 @@ def _render(run: _Run, args: argparse.Namespace, seconds: float, interrupted: st
     printed = report if not args.quiet else "\n".join(parts[: len(profiles) + 2])
     summary = {"status": f"INTERRUPTED by {interrupted}: partial" if interrupted else "complete",
                "selection": getattr(args, "selection", None), "rules": status,
+               **({"paddle": run.paddle, "native_routes": run.routes} if NATIVE in profiles else {}),
+               **({"native_vs_paddle": _native_vs_paddle(judged)} if {NATIVE, "paddle"} <= set(profiles) else {}),
                **summary_json(tallies, bugs, seconds, run.judge.simulations)}
     return report, printed, summary, everything, files
 
@@ -324,23 +402,40 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.max_bugs < 0:
         raise UsageError("--max-bugs", f"{args.max_bugs} is negative", "give 0 or more")
     out = check_output_dir(args.report_dir, "--report-dir")
+    args.workers = _workers(args.workers)
     args.selection = selection_of(args)
     refuse_other_selection(out / "oracle.json", args.selection, args.replace_report)
-    profiles = PROFILE_NAMES if args.profile == "all" else (args.profile,)
+    installed = paddle_installed()
+    if args.profile == NATIVE and not installed:  # the machine, not the input: exit 3, before any work
+        print(f"{prefix(PROG)}: --profile native: Paddle is not installed here, so it has no answers to judge "
+              "(pip install paddlepaddle, or choose a rule profile)", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    profiles = (PROFILE_NAMES + ((NATIVE,) if installed else ())) if args.profile == "all" else (args.profile,)
 
     run = _Run(rules, profiles, Judge(sync_group=args.sync_group), no_kernel=no_kernel)
     if not args.quiet:
         print(f"{prefix(PROG)}: judging {len(rules)} rule(s) x {len(profiles)} profile(s) "
-              f"({args.selection['describe']}) on a virtual mesh in numpy (Paddle not used); report in "
+              f"({args.selection['describe']}) on a virtual mesh in numpy "
+              f"({'Paddle answers for the native profile' if NATIVE in profiles else 'Paddle not used'}); report in "
               f"{out / 'oracle.md'}", file=sys.stderr, flush=True)
+    if args.profile == "all" and not installed:
+        print(f"{prefix(PROG)}: the native profile is left out: Paddle is not installed", file=sys.stderr, flush=True)
     try:
+        grids = {}
         for rule in rules:
             cases = list(oracle_grid(rule, args.meshes))
             if args.sample is not None:
                 cases = sample(cases, args.sample, args.seed)
             if args.max_cases is not None:
                 cases = cases[:args.max_cases]
-            run.judge_rule(rule, cases, args.quiet)
+            grids[rule] = cases
+        native: dict[str, list[Outcome]] = {}
+        routes: dict[str, str] = {}
+        if NATIVE in profiles:  # Paddle's answers first (one worker pool per route), then every profile per rule
+            native, routes, run.paddle = collect(grids, args.workers, args.timeout, args.quiet)
+            run.routes = routes
+        for rule in rules:
+            run.judge_rule(rule, grids[rule], args.quiet, native.get(rule, ()), routes.get(rule, ""))
         printed = _write_report(run, args, out, None)
     except Interrupted as exc:
         _write_report(run, args, out, exc.name)  # a second signal is ignored while this runs
@@ -360,7 +455,24 @@ def _main(argv: Sequence[str] | None) -> int:
         if bad:
             print(f"{prefix(PROG)}: the proposed profile has {len(bad)} answers that are not sound", file=sys.stderr)
             return EXIT_FINDING
+    if NATIVE in profiles:
+        unanswered = [j for rows in judged[NATIVE].values() for j in rows if j.verdict.label == NO_ANSWER]
+        if unanswered:
+            print(f"{prefix(PROG)}: Paddle gave no answer for {len(unanswered)} cases in this run (first: "
+                  f"{unanswered[0].case.case_id}: {unanswered[0].error[:200]}); the native profile is incomplete",
+                  file=sys.stderr)
+            return EXIT_INCOMPLETE
     return EXIT_OK
+
+
+def _workers(given: int | None) -> int:
+    """``--workers``: at most this machine's cores (more only add Paddle start-ups and switching)."""
+    cores = available_cores()
+    if given is None:
+        return min(2, cores)
+    if given > cores:
+        raise UsageError("--workers", f"{given} is more than this machine's {cores} core(s)", f"give at most {cores}")
+    return given
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,12 +19,14 @@ from typing import Any
 
 from ..case import Case
 from ..errors import SpmdError
-from ..outcome import ErrorInfo
+from ..notation import ShardError
+from ..outcome import ErrorInfo, Outcome
 from ..reporting import markdown_table
 from ..rules.registry import PROFILES as RULE_PROFILES
 from ..rules.registry import rule_function
 from ..types import DistAttr, DistTensorSpec, SpmdResult, mesh_dims_of, plain_mapping
 from .kernels import MODELS
+from .native import NATIVE, NO_ANSWER, native_error
 from .simulator import (
     LOCAL_STATS,
     OP_REJECTS,
@@ -42,6 +44,9 @@ from .simulator import (
 
 #: every rule profile the oracle judges (the registry's: paddle, pr72918, proposed)
 PROFILE_NAMES = tuple(RULE_PROFILES)
+PORT_REFUSES = "port refuses (Paddle does not validate this input)"
+"""The start of a port profile's error text where the port rejects the input as invalid
+(InvalidSpecError): Paddle's rule does not validate it, and answers, crashes or raises instead."""
 BUG_LABELS = (UNSOUND, UNRUNNABLE, LOCAL_STATS)
 TABLE_COLUMNS = ("cases", SOUND, UNSOUND, UNRUNNABLE, LOCAL_STATS, RULE_ERROR, OP_REJECTS)
 
@@ -64,7 +69,8 @@ def reshard_kind(given: DistTensorSpec, wanted: DistAttr) -> str:
 
 @dataclass(frozen=True)
 class Judged:
-    """One case under one profile."""
+    """One case under one profile (``route``: the native route the answer came from, for the
+    ``native`` profile)."""
 
     case: Case
     profile: str
@@ -73,6 +79,7 @@ class Judged:
     verdict: Verdict
     resharded: int = 0
     with_comm: int = 0
+    route: str = ""
 
 
 @dataclass
@@ -84,25 +91,53 @@ class Judge:
     simulations: int = 0
 
     def __call__(self, case: Case, profile: str) -> Judged:
-        na = op_rejects(case)
+        """The port's answer to ``case`` under rule profile ``profile``, judged."""
         try:
             answer: SpmdResult | None = rule_function(case.rule, profile)(*case.inputs, *case.attr_values())
             error = ""
         except (SpmdError, ValueError, NotImplementedError, RuntimeError, TypeError) as exc:
             info = ErrorInfo.from_exception(exc)
-            answer, error = None, ("port refuses (Paddle does not validate this input): " if info.port_invalid
-                                   else "Paddle raises ") + str(info)
+            answer, error = None, (PORT_REFUSES + ": " if info.port_invalid else "Paddle raises ") + str(info)
+        return self.answered(case, profile, answer, error)
+
+    def answered(self, case: Case, profile: str, answer: SpmdResult | None, error: str, route: str = "",
+                 garbage_ok: bool = False) -> Judged:
+        """Judge a given answer (``answer``, or None and the ``error`` text, whose kind is the text
+        before its first ``:``). ``garbage_ok``: the answer may be anything Paddle returned; one the
+        simulator cannot even place is ``unrunnable`` instead of an error of ours."""
+        na = op_rejects(case)
         if na is not None:
-            return Judged(case, profile, answer, error, na)
+            return Judged(case, profile, answer, error, na, route=route)
         if answer is None:
-            return Judged(case, profile, None, error, Verdict(RULE_ERROR, detail=error, kind=error.split(":")[0]))
+            return Judged(case, profile, None, error, Verdict(RULE_ERROR, detail=error, kind=error.split(":")[0]),
+                          route=route)
         key = (data_key(case), tuple(case.mesh.shape), tuple(sorted(kernel_attrs(case).items())), str(answer))
         verdict = self.cache.get(key)
         if verdict is None:
-            verdict = self.cache[key] = simulate(case, answer, sync_group=self.sync_group)
+            try:
+                verdict = simulate(case, answer, sync_group=self.sync_group)
+            except (IndexError, KeyError, ValueError, TypeError, ShardError) as exc:
+                if not garbage_ok:
+                    raise
+                verdict = Verdict(UNRUNNABLE, detail=f"{type(exc).__name__}: {exc}",
+                                  kind="the answer cannot be laid out on the mesh", symptoms="layout")
+            self.cache[key] = verdict
             self.simulations += 1
-        kinds = _reshards(case, answer)
-        return Judged(case, profile, answer, "", verdict, sum(1 for k in kinds if k), kinds.count("comm"))
+        try:
+            kinds = _reshards(case, answer)
+        except (IndexError, KeyError, ValueError, TypeError):
+            if not garbage_ok:
+                raise
+            kinds = []  # (an answer that cannot be placed: nothing to count)
+        return Judged(case, profile, answer, "", verdict, sum(1 for k in kinds if k), kinds.count("comm"), route)
+
+    def native(self, case: Case, outcome: Outcome, route: str) -> Judged:
+        """Paddle's own outcome of ``case`` on ``route``, judged (the mapping: :mod:`.native`)."""
+        if outcome.not_run is not None:
+            return Judged(case, NATIVE, None, f"not run: {outcome.not_run}",
+                          Verdict(NO_ANSWER, detail=outcome.not_run, kind="no answer from Paddle in this run"),
+                          route=route)
+        return self.answered(case, NATIVE, outcome.result, native_error(outcome) or "", route, garbage_ok=True)
 
 
 def _reshards(case: Case, answer: SpmdResult) -> list[str]:
@@ -132,17 +167,38 @@ class RuleTally:
             self.with_comm += j.with_comm
 
 
-def profile_table(tallies: dict[str, RuleTally]) -> str:
-    header = ("rule", *TABLE_COLUMNS, "resharded inputs", "with communication")
+def columns(tallies: Iterable[RuleTally]) -> tuple[str, ...]:
+    """The verdict columns of a profile's table: :data:`TABLE_COLUMNS`, plus ``no-answer`` where some
+    case has it (the ``native`` profile, when Paddle left a case unanswered in this run)."""
+    return TABLE_COLUMNS + ((NO_ANSWER,) if any(t.counts[NO_ANSWER] for t in tallies) else ())
+
+
+def profile_table(tallies: dict[str, RuleTally], first: str = "rule", total_row: bool = True) -> str:
+    """A profile's table, a row per rule (``first``: what a row is) and the total row."""
+    cols = columns(tallies.values())
+    header = (first, *cols, "resharded inputs", "with communication")
     rows = []
     total = RuleTally()
     for rule, t in tallies.items():
-        rows.append((rule, *(t.counts[c] for c in TABLE_COLUMNS), t.resharded, t.with_comm))
+        rows.append((rule, *(t.counts[c] for c in cols), t.resharded, t.with_comm))
         total.counts.update(t.counts)
         total.resharded += t.resharded
         total.with_comm += t.with_comm
-    rows.append(("total", *(total.counts[c] for c in TABLE_COLUMNS), total.resharded, total.with_comm))
+    if total_row:
+        rows.append(("total", *(total.counts[c] for c in cols), total.resharded, total.with_comm))
     return markdown_table(header, rows, aligned=True)
+
+
+def totals(tallies: dict[str, RuleTally]) -> dict[str, int]:
+    """The total row of a profile's table, by column (what ``--profile native`` is held to on 3.3.1:
+    the ``paddle`` profile's)."""
+    total = RuleTally()
+    for t in tallies.values():
+        total.counts.update(t.counts)
+        total.resharded += t.resharded
+        total.with_comm += t.with_comm
+    return {**{c: total.counts[c] for c in columns(tallies.values())}, "resharded": total.resharded,
+            "with_communication": total.with_comm}
 
 
 def comparison_table(paddle: dict[str, list[Judged]], proposed: dict[str, list[Judged]]) -> str:
@@ -185,6 +241,48 @@ def rule_error_groups(paddle: dict[str, list[Judged]], proposed: dict[str, list[
             verdicts = Counter(b.verdict.label for _, b in items if b is not None)
             line += "; proposed: " + ", ".join(f"{label} {n}" for label, n in verdicts.most_common())
         lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def first_profile(rows: dict[str, list[Judged]]) -> str:
+    return next((js[0].profile for js in rows.values() if js), "?")
+
+
+def without_refused(paddle: dict[str, list[Judged]], *others: dict[str, list[Judged]]
+                    ) -> list[dict[str, list[Judged]]]:
+    """``paddle`` and ``others`` (the same cases in the same order) without the cases whose input
+    the port refuses as invalid under ``paddle`` (:data:`PORT_REFUSES`): where the port validates an
+    input Paddle's rule does not, Paddle answers (or crashes) and the two cannot be held equal."""
+    keep = {rule: [i for i, j in enumerate(rows) if not j.error.startswith(PORT_REFUSES)]
+            for rule, rows in paddle.items()}
+    return [{rule: [rows[rule][i] for i in idx] for rule, idx in keep.items()} for rows in (paddle, *others)]
+
+
+def verdict_differences(first: dict[str, list[Judged]], second: dict[str, list[Judged]], shown: int = 10) -> str:
+    """The cases judged differently under two profiles (the same cases in the same order): how many
+    per pair of labels, and the first few with the repro of the second's answer."""
+    pairs: Counter[tuple[str, str, str]] = Counter()
+    examples: list[tuple[Judged, Judged]] = []
+    cases = 0
+    for rule, rows in first.items():
+        for a, b in zip(rows, second.get(rule, ()), strict=False):
+            cases += 1
+            if a.verdict.label != b.verdict.label:
+                pairs[(rule, a.verdict.label, b.verdict.label)] += 1
+                if len(examples) < shown:
+                    examples.append((a, b))
+    if not pairs:
+        return f"every one of the {cases} cases has the same verdict under both\n"
+    refused = sum(1 for rows in first.values() for a in rows if a.error.startswith(PORT_REFUSES))
+    lines = [f"{sum(pairs.values())} of {cases} cases judged differently ({first_profile(first)} refuses the input "
+             f"of {refused} cases as invalid):", ""]
+    lines += [f"* {rule}: {n} cases {la} -> {lb}" for (rule, la, lb), n in pairs.most_common()]
+    lines.append("")
+    for a, b in examples:
+        route = f"--backend {b.route} " if b.route else ""
+        lines += [f"* `{a.case.case_id}`: {a.profile} {a.verdict.label} (`{a.answer if a.answer else a.error}`), "
+                  f"{b.profile} {b.verdict.label} (`{b.answer if b.answer else b.error}`)",
+                  f"  `python -m paddle_spmd_port infer {route}--case-json '{a.case.json_text()}'`"]
     return "\n".join(lines) + "\n"
 
 
@@ -280,7 +378,11 @@ def _launch_case(case: Case) -> dict[str, Any] | None:
             return None
     attrs = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))
     placements = ["R"] * len(case.mesh.shape)
-    for axis, m in enumerate(plain_mapping(x.dims_mapping, "the launch repro")):
+    mapping = plain_mapping(x.dims_mapping, "the launch repro")
+    used = [m for m in mapping if m != -1]
+    if len(mapping) != len(x.shape) or any(not 0 <= m < len(placements) for m in used) or len(set(used)) < len(used):
+        return None  # an x placement no tensor can have (an invalid input only Paddle's answer gets this far with)
+    for axis, m in enumerate(mapping):
         if m >= 0:
             placements[m] = f"S({axis})"
     data: dict[str, Any] = {"case_id": f"oracle-{case.case_id}", "shape": list(x.shape),
@@ -305,10 +407,11 @@ def real_paddle_repro(bug: Bug, index: str, report_dir: str | Path = "") -> tupl
     case = j.case
     files: dict[str, str] = {}
     case_json = json.dumps(case.to_json(), separators=(",", ":"))
-    infer = (f"Paddle's own answer for this case (native backends, one process):\n\n"
-             f"    python -m paddle_spmd_port infer --case-json '{case_json}'\n")
+    route = f"--backend {j.route} " if j.route else ""
+    infer = (f"Paddle's own answer for this case (native {'route ' + j.route if j.route else 'backends'}, one "
+             f"process):\n\n    python -m paddle_spmd_port infer {route}--case-json '{case_json}'\n")
     launch = _launch_case(case)
-    if launch is not None and j.profile == "paddle":
+    if launch is not None and j.profile in ("paddle", NATIVE):
         name = f"repro-{index}.jsonl"
         files[name] = json.dumps(launch, separators=(",", ":")) + "\n"
         ranks = math.prod(case.mesh.shape)
@@ -364,9 +467,10 @@ def summary_json(tallies: dict[str, dict[str, RuleTally]], bugs: Sequence[Bug], 
     return {
         "seconds": round(seconds, 2),
         "simulations": simulations,
-        "profiles": {p: {rule: {**{c: t.counts[c] for c in TABLE_COLUMNS}, "resharded": t.resharded,
+        "profiles": {p: {rule: {**{c: t.counts[c] for c in columns(ts.values())}, "resharded": t.resharded,
                                 "with_communication": t.with_comm} for rule, t in ts.items()}
                      for p, ts in tallies.items()},
+        "totals": {p: totals(ts) for p, ts in tallies.items()},
         "bugs": [{"profile": b.key[0], "rule": b.rule, "label": b.label, "kind": b.kind, "cases": len(b.cases),
                   "example": b.cases[0].case.to_json(), "answer": str(b.cases[0].answer),
                   "verdict": b.cases[0].verdict.to_json()} for b in bugs],

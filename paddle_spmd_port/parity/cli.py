@@ -32,6 +32,12 @@ that can), --workers beyond this machine's cores (--oversubscribe insists). With
 says what it is about to do (Paddle version and commit, release profile, selection, report
 directory) on stderr, unless --quiet.
 
+--save-baseline FILE keeps every native outcome of a finished run; --baseline FILE diffs the
+installed Paddle's outcomes with a stored run of the same selection, native against native, and
+triages each changed case with the oracle (parity/baseline.py: baseline.md and baseline.json in
+the report directory); the exit status is then the diff's: 1 on any regression, 3 on any case not
+compared with the baseline, else 0.
+
 The report goes to reports/parity for the whole default sweep and to
 reports/parity-<selection> for any narrower one, so a sample never replaces the full sweep's
 report; a --report-dir holding another selection's report is refused unless --replace-report.
@@ -47,6 +53,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from ..case import Case
 from ..outcome import Outcome, port_outcome
@@ -124,6 +131,16 @@ def build_parser() -> ArgumentParser:
     ap.add_argument("--allow-uncompared", action="store_true",
                     help="exit 0 even if some case was compared by no route (the report's first line says so)")
     ap.add_argument("--junit", type=path_text, default=None, help="also write JUnit XML to this path")
+    ap.add_argument("--save-baseline", type=path_text, default=None, metavar="FILE",
+                    help="also write every native outcome of the run to FILE (gzip JSON lines, with Paddle's version, "
+                         "commit and the selection; parity/baseline.py), for a later --baseline; written whole at the "
+                         "end, not at all if the run is interrupted")
+    ap.add_argument("--baseline", type=path_text, default=None, metavar="FILE",
+                    help="compare the installed Paddle's native outcomes with FILE's (a --save-baseline of the same "
+                         "selection), cell by cell, and triage each changed case with the oracle (regressed, fixed, "
+                         "changed, newly raises, no longer raises): baseline.md and baseline.json in --report-dir. "
+                         "The exit code is then the diff's: 1 on any regression, 3 on any case not compared with "
+                         "the baseline, else 0 (the port's mismatches stay in parity.md)")
     ap.add_argument("--show-repro", action="store_true", help="print a standalone Python snippet per mismatch")
     ap.add_argument("--list", action="store_true", help="print each rule's grid size and exit")
     ap.add_argument("--quiet", action="store_true", help="no opening line and no progress line")
@@ -132,6 +149,10 @@ def build_parser() -> ArgumentParser:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
+    for flag, value in (("--save-baseline", args.save_baseline), ("--baseline", args.baseline)):
+        if value is not None and (args.merge is not None or args.list):
+            raise UsageError(flag, f"needs a run, and {'--merge' if args.merge is not None else '--list'} runs "
+                             "nothing", f"drop {flag}, or drop {'--merge' if args.merge is not None else '--list'}")
     if args.merge is not None:  # checked by the merge itself (parity/merge.py), against the parts' reports
         return args
     if args.shard is not None and args.random is None:
@@ -157,6 +178,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         if args.junit:
             args.junit = check_output_file(args.junit, "--junit")
         refuse_other_selection(args.report_dir / "parity.json", args.selection, args.replace_report)
+    args.stored = None
+    if args.save_baseline is not None:
+        args.save_baseline = check_output_file(args.save_baseline, "--save-baseline")
+        if args.baseline is not None and args.save_baseline.resolve() == args.baseline.resolve():
+            raise UsageError("--save-baseline", f"{args.save_baseline} is also the --baseline being compared with",
+                             "save the new baseline to another file")
+    if args.baseline is not None:
+        from .baseline import load
+
+        args.stored = load(args.baseline, args.selection)  # every check before any work (one line, exit 2)
     return args
 
 
@@ -269,6 +300,12 @@ def run_native_group(backend: str, cases: list[Case], args: argparse.Namespace,
     return outcomes
 
 
+class Observer(Protocol):
+    """Sees every native outcome the sweep tallies (parity/baseline.py's Saver and Diff)."""
+
+    def record(self, rule: str, backend: str, index: int, case: Case, native: Outcome) -> None: ...
+
+
 #: The group started first and run alongside the others (the longest: it sets the sweep's wall time);
 #: without it (random mode: primary backends only), the registry's (its workers import Paddle).
 BACKGROUND_BACKEND = "pir"
@@ -335,13 +372,15 @@ def _plan_groups(args: argparse.Namespace) -> dict[str, list[str]]:
 def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: dict[str, list[Case]],
                 native: Sequence[Outcome | None], native_seconds: float, profile: ReleaseProfile | None,
                 state: str = DONE, repros: list[str] | None = None,
-                port_answers: dict[int, Outcome] | None = None, first: dict[str, int] | None = None) -> None:
+                port_answers: dict[int, Outcome] | None = None, first: dict[str, int] | None = None,
+                observers: Sequence[Observer] = ()) -> None:
     """Compare one backend group's native outcomes with the port, case by case, into the report.
     A None outcome (the group was interrupted before it) is left out: that case stays uncompared.
     Each mismatching case's ``infer --case-json`` line is appended to ``repros``. ``port_answers``
     (keyed by ``id(case)``) keeps the port's outcome of a case for the next route that compares it:
     the port is pure, so a case is answered once however many routes check it. ``first``: per rule,
-    the position of its first case here among the rule's selected cases (a round of a long run)."""
+    the position of its first case here among the rule's selected cases (a round of a long run).
+    ``observers`` see every native outcome (a baseline being saved or compared: parity/baseline.py)."""
     if port_answers is None:
         port_answers = {}
     explain = profile.explain if profile is not None else None
@@ -356,6 +395,8 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
         for index, (case, nat) in enumerate(zip(rule_cases, native[offset:offset + len(rule_cases)], strict=True)):
             if nat is None:
                 continue
+            for observer in observers:
+                observer.record(rule, backend, base + index, case, nat)
             port = port_answers.get(id(case))
             if port is None:
                 port = port_answers[id(case)] = port_outcome(case)
@@ -454,6 +495,11 @@ def _sweep(args: argparse.Namespace) -> int:
         if background is not None:
             background.stop()
         raise
+    from .baseline import Diff, Saver
+
+    saver = Saver(args.save_baseline) if args.save_baseline is not None else None
+    diff = Diff(args.stored) if args.stored is not None else None
+    observers: list[Observer] = [o for o in (saver, diff) if o is not None]
     first = dict.fromkeys(args.rule_names, 0)  # per rule: the position of the round's first case
     profile: ReleaseProfile | None = None
     running: tuple[str, list[str]] | None = None  # the group in flight in this thread
@@ -496,7 +542,7 @@ def _sweep(args: argparse.Namespace) -> int:
                                             "regression of this release (or a change the port has to follow).")
                 tally_group(report, backend, rules, by_rule, native, native_seconds, profile,
                             state=DONE if last_round else RUNNING, repros=repros, port_answers=port_answers,
-                            first=first)
+                            first=first, observers=observers)
                 tallied.add(backend)
                 running = None
                 if len(tallied) < len(groups) or not last_round:  # a partial report after every group
@@ -516,7 +562,7 @@ def _sweep(args: argparse.Namespace) -> int:
             partial = partials.get(backend)
             if partial is not None and all(r in by_rule for r in rules):
                 tally_group(report, backend, rules, by_rule, partial, 0.0, profile, state=INTERRUPTED,
-                            repros=repros, port_answers=port_answers, first=first)
+                            repros=repros, port_answers=port_answers, first=first, observers=observers)
         for tally in report.tallies.values():  # (a group of a long run is running between its rounds)
             if tally.state == RUNNING:
                 tally.state = INTERRUPTED
@@ -528,6 +574,14 @@ def _sweep(args: argparse.Namespace) -> int:
         report.finished = time.time()
         report.close_cases_file()
         report.write(out, args.junit)
+        if saver is not None:  # a baseline of a finished run only: an interrupted one would miss cases
+            if report.complete:
+                saver.finish(dict(report.paddle), args.selection)
+            else:
+                saver.discard()
+        if diff is not None:
+            diff.judge()
+            diff.write(out, dict(report.paddle), args.selection, report.interrupted)
         if repros:
             print(f"mismatching cases ({len(repros):,}), each with the command that repeats it:")
             print("\n".join(repros[:REPROS_PRINTED]))
@@ -545,6 +599,17 @@ def _sweep(args: argparse.Namespace) -> int:
         for tally in report.tallies.values():
             for ex in tally.examples.get("mismatch", []):
                 print(f"\n# --- {ex['describe']}\n" + repro_snippet(Case.from_json(ex["case"]), ex["backend"]))
+    if saver is not None:
+        print(f"baseline of {report.paddle.get('version', '?')}: {saver.rows:,} native outcomes in "
+              f"{args.save_baseline}")
+    if diff is not None:  # the diff decides: the port's mismatches with a build that changed are expected
+        print(f"baseline diff in {out / 'baseline.md'}")
+        print(diff.summary_line(dict(report.paddle)))
+        if diff.regressed:
+            return EXIT_FINDING
+        if diff.incomplete or report.empty:
+            return EXIT_INCOMPLETE
+        return EXIT_OK
     if report.total_mismatches:
         return EXIT_FINDING
     if report.empty or (report.total_uncompared and not args.allow_uncompared):

@@ -1,0 +1,403 @@
+"""Baselines: every native outcome of a parity run, saved, and a later build's outcomes diffed with them.
+
+``parity --save-baseline FILE`` writes, for every (rule, route, case) the run compared, Paddle's
+native outcome: gzip JSON lines, a header first (``format``, Paddle's ``version`` and ``commit``
+as the run's report gives them, and the run's ``selection``, the same dict parity.json keeps),
+then one row per outcome (``rule``, ``backend``, ``i`` = the case's position among the rule's
+selected cases, ``id``, ``case``, ``native``). The file is written whole or not at all (an
+interrupted run writes none).
+
+``parity --baseline FILE`` runs the same selection (a baseline of another one is refused, exit 2)
+and compares the installed Paddle's native outcome of every (rule, route, case) with the stored one,
+cell by cell (the cells of :func:`~paddle_spmd_port.parity.compare.outcome_cells`, plus the status
+and what a crash, an undecodable answer or an unreachable route said). Each changed case is
+triaged with the oracle on both answers (the mapping of :mod:`paddle_spmd_port.oracle.native`:
+an answer is simulated; a raise or an unreachable route is rule-error; a crash or an undecodable
+answer is a crash)::
+
+    class             old -> new
+    regressed         sound -> unsound, unrunnable or local-stats-only; anything Paddle answered
+                      (a result or an error) -> a crash or an undecodable answer
+    fixed             unsound, unrunnable or local-stats-only -> sound; a crash -> a sound answer
+    newly raises      an answer -> an error (or no rule on the route)
+    no longer raises  an error (or no rule on the route) -> an answer
+    changed           anything else that changed: both sound, both not (e.g. two different errors,
+                      a crash -> an error, a crash -> an answer that is not sound), or a case the
+                      op itself rejects on one device (op-rejects: any answer is as good)
+    unstable          the input is invalid for the op (parity/validity.py) and both outcomes are
+                      answers or crashes: Paddle's rule does not validate that input and reads
+                      memory it never set, so its answer there moves from run to run (measured:
+                      docs/measurements/2026-12-01-native-notes.md); listed, never triaged
+
+A case is *uncompared* when either side has no outcome (not run in either build, a route or case
+the other run lacks, or a case whose JSON differs: the port's grid changed); the diff then fails
+closed (exit 3). Exit: 1 on any regression (outranks 3), else 3 on any uncompared case, else 0.
+Written to the report dir: ``baseline.md`` (regressions first, a repro line per changed case for
+each build) and ``baseline.json`` (every changed case); the console's last line reads
+``baseline OLD -> NEW: N changed cases (R regressed, F fixed, ...)``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from ..case import Case
+from ..outcome import Outcome
+from ..reporting import markdown_table, write_atomic, write_json
+from ..rules.signatures import rule_spec
+from ..runctl import UsageError
+from .compare import outcome_cells
+from .report import one_line_repro
+from .validity import input_problem
+
+FORMAT = "paddle_spmd_port native baseline"
+FORMAT_VERSION = 1
+
+REGRESSED, FIXED, CHANGED, NEWLY_RAISES, NO_LONGER_RAISES, UNSTABLE = (
+    "regressed", "fixed", "changed", "newly raises", "no longer raises", "unstable")
+#: Report order: regressions first.
+CLASSES = (REGRESSED, NEWLY_RAISES, FIXED, NO_LONGER_RAISES, CHANGED)
+NOT_SOUND = ("unsound", "unrunnable", "local-stats-only")
+
+_dumps = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+
+
+def outcome_text(outcome: Outcome) -> str:
+    """An outcome's canonical JSON text: equal texts are equal outcomes, cell for cell."""
+    return str(_dumps(outcome.to_json()))
+
+
+def build_text(paddle: dict[str, Any]) -> str:
+    """How the console and the report name a build: ``3.3.1 (commit 1a2b3c4d5e6f)``."""
+    return f"{paddle.get('version', '?')} (commit {str(paddle.get('commit', '?'))[:12]})"
+
+
+# --------------------------------------------------------------------------- saving
+class Saver:
+    """Collects a run's native outcomes into a temp file next to ``path``; :meth:`finish` writes the
+    header and moves the whole file into place, :meth:`discard` removes it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, self.body_path = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".rows", dir=path.parent)
+        os.close(fd)
+        self.body: IO[str] | None = gzip.open(self.body_path, "wt", compresslevel=6)
+        self.rows = 0
+
+    def record(self, rule: str, backend: str, index: int, case: Case, native: Outcome) -> None:
+        assert self.body is not None
+        head = _dumps({"rule": rule, "backend": backend, "i": index, "id": case.case_id,
+                       "native": native.to_json()})
+        self.body.write(head[:-1] + ',"case":' + case.json_text() + "}\n")
+        self.rows += 1
+
+    def finish(self, paddle: dict[str, Any], selection: dict[str, Any]) -> None:
+        assert self.body is not None
+        self.body.close()
+        self.body = None
+        header = {"format": FORMAT, "format_version": FORMAT_VERSION, "paddle": paddle,
+                  "selection": selection, "rows": self.rows}
+        # two gzip members, one stream: the header, then the rows as they were written
+        data = gzip.compress((json.dumps(header, separators=(",", ":")) + "\n").encode(), mtime=0)
+        data += Path(self.body_path).read_bytes()
+        write_atomic(self.path, data)
+        self.discard()
+
+    def discard(self) -> None:
+        if self.body is not None:
+            self.body.close()
+            self.body = None
+        Path(self.body_path).unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- loading
+@dataclass
+class Stored:
+    """A loaded baseline: its header and, per (rule, backend, position), (case id, the case JSON's
+    CRC, the native outcome's canonical text)."""
+
+    path: Path
+    header: dict[str, Any]
+    rows: dict[tuple[str, str, int], tuple[str, int, str]]
+
+    @property
+    def paddle(self) -> dict[str, Any]:
+        return dict(self.header.get("paddle") or {})
+
+
+def load(path: Path, selection: dict[str, Any], arg: str = "--baseline") -> Stored:
+    """Read and check a baseline before any work: one :class:`UsageError` naming ``arg`` for a missing
+    file, a file that is not a gzip stream or is corrupt, one that is not a baseline, and a baseline of
+    another selection (by name)."""
+    if not path.exists():
+        raise UsageError(arg, f"{path} does not exist", "give a file written by parity --save-baseline")
+    if not path.is_file():
+        raise UsageError(arg, f"{path} is not a file", "give a file written by parity --save-baseline")
+    rows: dict[tuple[str, str, int], tuple[str, int, str]] = {}
+    header: dict[str, Any] | None = None
+    number = 0
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                number += 1  # (named in the error line)
+                data = json.loads(line)
+                if header is None:
+                    if not isinstance(data, dict) or data.get("format") != FORMAT:
+                        raise UsageError(arg, f"{path} is not a baseline (its first line is not a "
+                                         f"{FORMAT!r} header)", "give a file written by parity --save-baseline")
+                    if data.get("format_version") != FORMAT_VERSION:
+                        raise UsageError(arg, f"{path} is a baseline of format {data.get('format_version')!r}",
+                                         f"this version reads format {FORMAT_VERSION}: save the baseline again")
+                    header = data
+                    continue
+                native, case = data["native"], data["case"]
+                key = (str(data["rule"]), str(data["backend"]), int(data["i"]))
+                case_text = json.dumps(case, separators=(",", ":"))
+                rows[key] = (str(data["id"]), zlib.crc32(case_text.encode()), str(_dumps(native)))
+    except UsageError:
+        raise
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        raise UsageError(arg, f"{path} is not a readable gzip file ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:120]})",
+                         "give a file written by parity --save-baseline") from None
+    except (ValueError, KeyError, TypeError) as exc:  # (UnicodeDecodeError and JSONDecodeError are ValueErrors)
+        raise UsageError(arg, f"{path}: line {number} is not a baseline row ({type(exc).__name__})",
+                         "give a file written by parity --save-baseline, unedited") from None
+    if header is None:
+        raise UsageError(arg, f"{path} is empty: not a baseline", "give a file written by parity --save-baseline")
+    if header.get("rows") != len(rows):
+        raise UsageError(arg, f"{path} holds {len(rows)} rows where its header says {header.get('rows')!r} "
+                         "(a truncated or edited file)", "save the baseline again")
+    old = header.get("selection") or {}
+    if not isinstance(old, dict) or old.get("slug") != selection["slug"]:
+        what = old.get("describe", "an unknown selection") if isinstance(old, dict) else "an unknown selection"
+        raise UsageError(arg, f"{path} is a baseline of another selection ({what}); this run: "
+                         f"{selection['describe']}", "run with the baseline's selection, or save one of this selection")
+    return Stored(path, header, rows)
+
+
+# --------------------------------------------------------------------------- triage
+def _kind(outcome: Outcome) -> str:
+    if outcome.result is not None and outcome.status == "result":
+        return "answer"
+    if outcome.crash is not None or outcome.undecodable is not None:
+        return "crash"
+    return "raises"  # an error, or no rule on the route (unreachable)
+
+
+def triage(old: Outcome, new: Outcome, old_label: str, new_label: str, invalid: bool) -> str:
+    """The class of a changed case (the table in the module doc). ``*_label``: the oracle's verdict
+    on each side; ``invalid``: the case's input is invalid for the op."""
+    a, b = _kind(old), _kind(new)
+    if invalid and a in ("answer", "crash") and b in ("answer", "crash"):
+        return UNSTABLE
+    if b == "crash":
+        return CHANGED if a == "crash" else REGRESSED
+    if a == "crash":
+        return FIXED if b == "answer" and new_label == "sound" else CHANGED
+    if a == "answer" and b == "raises":
+        return NEWLY_RAISES
+    if a == "raises" and b == "answer":
+        return NO_LONGER_RAISES
+    if a == "raises":
+        return CHANGED
+    if old_label == "sound" and new_label in NOT_SOUND:
+        return REGRESSED
+    if old_label in NOT_SOUND and new_label == "sound":
+        return FIXED
+    return CHANGED
+
+
+def _status_cells(outcome: Outcome) -> list[tuple[str, str]]:
+    text = outcome.crash or outcome.undecodable or outcome.unreachable or outcome.not_run or ""
+    return [("status", outcome.status + (f": {text}" if text else ""))]
+
+
+def cell_diffs(case: Case, old: Outcome, new: Outcome) -> list[str]:
+    """The cells that differ, ``cell: old X != new Y``."""
+    spec = rule_spec(case.rule)
+    a = dict(_status_cells(old) + outcome_cells(spec, old))
+    b = dict(_status_cells(new) + outcome_cells(spec, new))
+    names = list(dict.fromkeys([*a, *b]))
+    return [f"{k}: old {a.get(k, 'absent')} != new {b.get(k, 'absent')}" for k in names
+            if a.get(k, "absent") != b.get(k, "absent")]
+
+
+@dataclass
+class Change:
+    klass: str
+    rule: str
+    backend: str
+    case: Case
+    old: Outcome
+    new: Outcome
+    old_verdict: str
+    new_verdict: str
+    diffs: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"class": self.klass, "rule": self.rule, "backend": self.backend, "id": self.case.case_id,
+                "describe": self.case.describe(), "old": str(self.old), "new": str(self.new),
+                "old_verdict": self.old_verdict, "new_verdict": self.new_verdict, "diffs": self.diffs,
+                "repro": one_line_repro(self.case, self.backend), "case": self.case.to_json()}
+
+
+@dataclass
+class Diff:
+    """The comparison of a run's native outcomes with a stored baseline, filled as the run tallies."""
+
+    stored: Stored
+    seen: set[tuple[str, str, int]] = field(default_factory=set)
+    pending: list[tuple[str, str, Case, Outcome, Outcome]] = field(default_factory=list)
+    unchanged: int = 0
+    uncompared: Counter[str] = field(default_factory=Counter)
+    changes: list[Change] = field(default_factory=list)
+
+    def record(self, rule: str, backend: str, index: int, case: Case, native: Outcome) -> None:
+        key = (rule, backend, index)
+        self.seen.add(key)
+        row = self.stored.rows.get(key)
+        if row is None:
+            self.uncompared[f"{rule}@{backend}: not in the baseline"] += 1
+            return
+        case_id, crc, old_text = row
+        if case_id != case.case_id or crc != zlib.crc32(case.json_text().encode()):
+            self.uncompared[f"{rule}@{backend}: the case differs from the baseline's (the grid changed)"] += 1
+            return
+        new_text = outcome_text(native)
+        if new_text == old_text:
+            if native.not_run is not None:  # the same reason for no answer twice: still no comparison
+                self.uncompared[f"{rule}@{backend}: not run in either build"] += 1
+            else:
+                self.unchanged += 1
+            return
+        old = Outcome.from_json(json.loads(old_text))
+        if old.not_run is not None or native.not_run is not None:
+            side = "the baseline's build" if old.not_run is not None else "this build"
+            self.uncompared[f"{rule}@{backend}: not run in {side}"] += 1
+            return
+        self.pending.append((rule, backend, case, old, native))
+
+    def missing(self) -> Counter[str]:
+        """Baseline rows this run did not reach (a group it did not run, an interrupt)."""
+        out: Counter[str] = Counter()
+        for rule, backend, index in self.stored.rows:
+            if (rule, backend, index) not in self.seen:
+                out[f"{rule}@{backend}: in the baseline, not in this run"] += 1
+        return out
+
+    def judge(self) -> None:
+        """Triage every changed case with the oracle (both answers judged on the case as run)."""
+        from ..oracle.kernels import MODELS
+        from ..oracle.report import Judge
+
+        judge = Judge()
+        for rule, backend, case, old, new in self.pending:
+            if rule in MODELS:
+                a = judge.native(case, old, backend).verdict.label
+                b = judge.native(case, new, backend).verdict.label
+            else:
+                a = b = "not judged (no numpy kernel)"
+            klass = triage(old, new, a, b, input_problem(case) is not None)
+            self.changes.append(Change(klass, rule, backend, case, old, new, a, b, cell_diffs(case, old, new)))
+        self.pending = []
+
+    @property
+    def counts(self) -> Counter[str]:
+        return Counter(c.klass for c in self.changes)
+
+    def changed(self) -> int:
+        return sum(n for k, n in self.counts.items() if k != UNSTABLE)
+
+    def summary_line(self, new_paddle: dict[str, Any]) -> str:
+        c = self.counts
+        parts = ", ".join(f"{c[k]} {k}" for k in (REGRESSED, FIXED, CHANGED, NEWLY_RAISES, NO_LONGER_RAISES))
+        uncompared = sum(self.uncompared.values()) + sum(self.missing().values())
+        return (f"baseline {build_text(self.stored.paddle)} -> {build_text(new_paddle)}: {self.changed()} changed "
+                f"cases ({parts}); {c[UNSTABLE]} unstable (invalid input), {uncompared} uncompared")
+
+    def status(self, interrupted: str = "") -> str:
+        c = self.counts
+        uncompared = sum(self.uncompared.values()) + sum(self.missing().values())
+        if interrupted:
+            return f"INTERRUPTED by {interrupted}: partial baseline diff of the cases compared so far"
+        if c[REGRESSED]:
+            return f"REGRESSED: {c[REGRESSED]} of {self.changed()} changed cases regressed"
+        if uncompared:
+            return f"INCOMPLETE: {uncompared} cases could not be compared with the baseline (see below)"
+        if self.changed():
+            return f"CHANGED, NONE REGRESSED: {self.changed()} changed cases"
+        return "UNCHANGED: 0 changed cases"
+
+    def markdown(self, new_paddle: dict[str, Any], selection: dict[str, Any], interrupted: str = "") -> str:
+        old_name, new_name = build_text(self.stored.paddle), build_text(new_paddle)
+        c = self.counts
+        per_group: dict[str, Counter[str]] = {}
+        for ch in self.changes:
+            per_group.setdefault(f"{ch.rule}@{ch.backend}", Counter())[ch.klass] += 1
+        head = ("group", *CLASSES, UNSTABLE)
+        rows = [(g, *(n[k] for k in (*CLASSES, UNSTABLE))) for g, n in per_group.items()]
+        rows.append(("total", *(c[k] for k in (*CLASSES, UNSTABLE))))
+        lines = [f"**{self.status(interrupted)}**", "", f"# Baseline diff: Paddle {old_name} -> {new_name}", "",
+                 f"Baseline `{self.stored.path}`; selection: {selection.get('describe', '?')}. Native against native, "
+                 f"cell by cell: {self.unchanged} cases unchanged, {self.changed()} changed, {c[UNSTABLE]} unstable.",
+                 "", markdown_table(head, rows), "",
+                 "Classes (parity/baseline.py): *regressed* = sound -> not sound, or an answer -> a crash; *newly "
+                 "raises* = an answer -> an error; *fixed* = not sound (or a crash) -> sound; *no longer raises* = an "
+                 "error -> an answer; *changed* = both sound or both not; *unstable* = an invalid input Paddle does "
+                 "not validate, answered from memory it never set (not triaged). Verdicts: the oracle's, on each "
+                 "answer to the case as run. Each repro line runs the case on its route under whichever build is "
+                 "installed: run it under each."]
+        uncompared = self.uncompared + self.missing()
+        if uncompared:
+            lines += ["", "## Uncompared", ""] + [f"* {n} cases: {why}" for why, n in uncompared.most_common()]
+        for klass in (*CLASSES, UNSTABLE):
+            items = [ch for ch in self.changes if ch.klass == klass]
+            if not items:
+                continue
+            lines += ["", f"## {klass} ({len(items)})", ""]
+            for ch in items:
+                repro = one_line_repro(ch.case, ch.backend)
+                lines += [f"* `{ch.rule}@{ch.backend}` `{ch.case.case_id}`: `{ch.case.describe()}`",
+                          f"  - old ({old_name}): `{ch.old}` — {ch.old_verdict}",
+                          f"  - new ({new_name}): `{ch.new}` — {ch.new_verdict}",
+                          *(f"  - {d}" for d in ch.diffs[:6]),
+                          f"  - repro under {old_name}: `{repro}`",
+                          f"  - repro under {new_name}: `{repro}`"]
+        return "\n".join(lines) + "\n"
+
+    def to_json(self, new_paddle: dict[str, Any], selection: dict[str, Any], interrupted: str = "") -> dict[str, Any]:
+        return {"status": self.status(interrupted), "summary": self.summary_line(new_paddle),
+                "old": {"paddle": self.stored.paddle, "selection": self.stored.header.get("selection"),
+                        "file": str(self.stored.path)},
+                "new": {"paddle": new_paddle, "selection": selection},
+                "counts": {k: self.counts[k] for k in (*CLASSES, UNSTABLE)}, "unchanged": self.unchanged,
+                "uncompared": dict((self.uncompared + self.missing()).most_common()),
+                "cases": [ch.to_json() for ch in sorted(self.changes, key=lambda ch: (*CLASSES, UNSTABLE)
+                                                        .index(ch.klass))]}
+
+    def write(self, out: Path, new_paddle: dict[str, Any], selection: dict[str, Any], interrupted: str = "") -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "baseline.json", self.to_json(new_paddle, selection, interrupted))
+        write_atomic(out / "baseline.md", self.markdown(new_paddle, selection, interrupted))
+
+    @property
+    def regressed(self) -> int:
+        return self.counts[REGRESSED]
+
+    @property
+    def incomplete(self) -> bool:
+        return bool(self.uncompared) or bool(self.missing())
+
+
+__all__ = ["CLASSES", "FORMAT", "Diff", "Saver", "Stored", "build_text", "cell_diffs", "load", "outcome_text",
+           "triage"]

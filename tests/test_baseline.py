@@ -1,0 +1,317 @@
+"""Baselines (parity/baseline.py): saving every native outcome, diffing a build with them, triage.
+
+Without Paddle: the triage of each class on real cases, judged by the oracle (the port's answers
+stand in for stored native ones, and doctored answers for a changed build); a self-diff is empty;
+bad ``--baseline`` / ``--save-baseline`` input is one line, exit 2, nothing written. With Paddle
+(``native``): a real build against its own baseline gives 0 changed cases, and a baseline doctored
+in the file (one stored native answer edited) gives exactly the expected class and exit code.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from paddle_spmd_port.case import Case
+from paddle_spmd_port.oracle.report import Judge
+from paddle_spmd_port.oracle.simulator import SOUND
+from paddle_spmd_port.outcome import ErrorInfo, Outcome, port_outcome
+from paddle_spmd_port.parity.baseline import (
+    CHANGED,
+    FIXED,
+    FORMAT,
+    FORMAT_VERSION,
+    NEWLY_RAISES,
+    NO_LONGER_RAISES,
+    REGRESSED,
+    UNSTABLE,
+    Diff,
+    Saver,
+    load,
+    triage,
+)
+from paddle_spmd_port.parity.grid import grid_for, sample
+from paddle_spmd_port.parity.validity import input_problem
+from paddle_spmd_port.types import DistAttr, SpmdResult
+from tests.cli_checks import BadInput, assert_usage_error, run_cli
+
+SELECTION = {"slug": "test", "describe": "a test selection"}
+OLD = {"version": "9.9.9", "commit": "abc"}
+
+
+def _wrong(answer: SpmdResult) -> SpmdResult:
+    """The answer with its first output claimed Partial on mesh dim 0 instead of what it is."""
+    out = answer.outputs[0]
+    return SpmdResult(answer.inputs, (DistAttr(tuple(-1 for _ in out.dims_mapping), frozenset({0}), out.mesh),
+                                      *answer.outputs[1:]))
+
+
+def _cases() -> list[Case]:
+    return sample(list(grid_for("layer_norm")), 40, seed=1)
+
+
+def _saved(tmp_path: Path, cases: list[Case], outcomes: list[Outcome]) -> Path:
+    path = tmp_path / "base.gz"
+    saver = Saver(path)
+    for i, (case, o) in enumerate(zip(cases, outcomes, strict=True)):
+        saver.record("layer_norm", "registry", i, case, o)
+    saver.finish(OLD, SELECTION)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # the temp rows file is gone
+    return path
+
+
+def _diff(path: Path, cases: list[Case], outcomes: list[Outcome]) -> Diff:
+    diff = Diff(load(path, SELECTION))
+    for i, (case, o) in enumerate(zip(cases, outcomes, strict=True)):
+        diff.record("layer_norm", "registry", i, case, o)
+    diff.judge()
+    return diff
+
+
+def _sound_index(cases: list[Case], outcomes: list[Outcome]) -> int:
+    judge = Judge()
+    for i, (case, o) in enumerate(zip(cases, outcomes, strict=True)):
+        if o.result is not None and input_problem(case) is None and judge.native(case, o, "registry").verdict.label \
+                == SOUND and o.result.outputs[0].dims_mapping and o.result.outputs[0].dims_mapping[0] != -1:
+            return i
+    raise AssertionError("no sound answer with a sharded first output in the sample")
+
+
+def test_a_self_diff_is_empty(tmp_path: Path) -> None:
+    cases = _cases()
+    outcomes = [port_outcome(c) for c in cases]
+    diff = _diff(_saved(tmp_path, cases, outcomes), cases, outcomes)
+    assert diff.changes == [] and diff.unchanged == len(cases) and not diff.incomplete
+    assert diff.summary_line({"version": "9.9.9", "commit": "abc"}).startswith(
+        "baseline 9.9.9 (commit abc) -> 9.9.9 (commit abc): 0 changed cases (0 regressed, 0 fixed")
+
+
+@pytest.mark.parametrize("doctor, expected", [
+    ("sound->wrong", REGRESSED),
+    ("wrong->sound", FIXED),
+    ("sound->error", NEWLY_RAISES),
+    ("error->sound", NO_LONGER_RAISES),
+    ("error->other error", CHANGED),
+    ("sound->crash", REGRESSED),
+    ("error->crash", REGRESSED),
+    ("crash->sound", FIXED),
+    ("crash->wrong", CHANGED),
+    ("sound->undecodable", REGRESSED),
+])
+def test_one_doctored_outcome_gives_exactly_its_class(tmp_path: Path, doctor: str, expected: str) -> None:
+    cases = _cases()
+    outcomes = [port_outcome(c) for c in cases]
+    i = _sound_index(cases, outcomes)
+    sound = outcomes[i]
+    forms = {"sound": sound, "wrong": Outcome(result=_wrong(sound.result)),
+             "error": Outcome(error=ErrorInfo("ValueError", "x's rank is wrong")),
+             "other error": Outcome(error=ErrorInfo("ValueError", "another message")),
+             "crash": Outcome(crash="signal 11 (SIGSEGV)"),
+             "undecodable": Outcome(undecodable="a mesh of size 0", raw="garbage")}
+    old, new = doctor.split("->")
+    stored = list(outcomes)
+    stored[i] = forms[old]
+    now = list(outcomes)
+    now[i] = forms[new]
+    diff = _diff(_saved(tmp_path, cases, stored), cases, now)
+    assert [(c.klass, c.case.case_id) for c in diff.changes] == [(expected, cases[i].case_id)]
+    assert diff.unchanged == len(cases) - 1
+    assert diff.changes[0].diffs  # the cells that changed are named
+    assert (diff.regressed == 1) == (expected == REGRESSED)
+
+
+def test_invalid_input_answered_from_unset_memory_is_unstable_not_a_regression(tmp_path: Path) -> None:
+    cases = _cases()
+    outcomes = [port_outcome(c) for c in cases]
+    j = next(k for k, c in enumerate(cases) if input_problem(c) is not None)
+    sound = outcomes[_sound_index(cases, outcomes)]
+    stored = list(outcomes)
+    stored[j] = Outcome(result=sound.result)  # what Paddle read past the mapping one run ...
+    now = list(outcomes)
+    now[j] = Outcome(crash="signal 6 (SIGABRT)")  # ... and the next
+    diff = _diff(_saved(tmp_path, cases, stored), cases, now)
+    assert [c.klass for c in diff.changes] == [UNSTABLE] and diff.regressed == 0 and diff.changed() == 0
+    # but an invalid input Paddle now rejects is a real change: it newly raises
+    now[j] = Outcome(error=ErrorInfo("ValueError", "now validated"))
+    assert [c.klass for c in _diff(_saved(tmp_path, cases, stored), cases, now).changes] == [NEWLY_RAISES]
+
+
+def test_triage_table() -> None:
+    ans, err, crash = Outcome(result=SpmdResult((), ())), Outcome(error=ErrorInfo("ValueError", "m")), \
+        Outcome(crash="signal 11")
+    unreachable = Outcome(unreachable="no rule")
+    assert triage(ans, ans, "sound", "unrunnable", False) == REGRESSED
+    assert triage(ans, ans, "local-stats-only", "sound", False) == FIXED
+    assert triage(ans, ans, "sound", "sound", False) == CHANGED
+    assert triage(ans, ans, "unsound", "unrunnable", False) == CHANGED
+    assert triage(ans, ans, "op-rejects", "op-rejects", False) == CHANGED
+    assert triage(unreachable, ans, "rule-error", "sound", False) == NO_LONGER_RAISES
+    assert triage(ans, unreachable, "sound", "rule-error", False) == NEWLY_RAISES
+    assert triage(crash, err, "rule-error", "rule-error", False) == CHANGED
+    assert triage(ans, crash, "sound", "rule-error", True) == UNSTABLE
+
+
+def test_stored_not_run_or_a_missing_row_is_uncompared(tmp_path: Path) -> None:
+    cases = _cases()
+    outcomes = [port_outcome(c) for c in cases]
+    stored = list(outcomes)
+    stored[0] = Outcome(not_run="worker timed out")
+    diff = Diff(load(_saved(tmp_path, cases, stored), SELECTION))
+    for i, (case, o) in enumerate(zip(cases[:-1], outcomes[:-1], strict=True)):  # the last case not run now
+        diff.record("layer_norm", "registry", i, case, o)
+    diff.judge()
+    assert diff.incomplete and diff.changes == []
+    assert sum(diff.uncompared.values()) == 1 and sum(diff.missing().values()) == 1
+
+
+# --------------------------------------------------------------------------- bad input (no Paddle needed)
+def _gz(lines: list[object]) -> bytes:
+    return gzip.compress("".join(json.dumps(x) + "\n" for x in lines).encode())
+
+
+def _header(slug: str, rows: int = 0) -> dict:
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "paddle": OLD,
+            "selection": {"slug": slug, "describe": f"selection {slug}"}, "rows": rows}
+
+
+THIS = "rules-layer_norm_sample5-seed0"
+PARITY = ("parity", "--rules", "layer_norm", "--sample", "5", "--report-dir", "{tmp}/r")
+BAD_FILES: list[tuple[str, bytes | None, tuple[str, ...], str]] = [
+    ("missing file", None, ("--baseline", "{tmp}/nope.gz"), "--baseline"),
+    ("not gzip", b"just some text\n", ("--baseline", "{tmp}/b.gz"), "--baseline"),
+    ("corrupt gzip", _gz([_header(THIS)])[:-12], ("--baseline", "{tmp}/b.gz"), "--baseline"),
+    ("empty gzip", gzip.compress(b""), ("--baseline", "{tmp}/b.gz"), "--baseline"),
+    ("not a baseline", _gz([{"status": "complete"}]), ("--baseline", "{tmp}/b.gz"), "--baseline"),
+    ("a parity cases file", _gz([{"rule": "layer_norm", "verdict": "match"}]), ("--baseline", "{tmp}/b.gz"),
+     "--baseline"),
+    ("a row that is not one", _gz([_header(THIS, 1), {"rule": "layer_norm"}]), ("--baseline", "{tmp}/b.gz"),
+     "--baseline"),
+    ("rows missing (truncated at a line)", _gz([_header(THIS, 3)]), ("--baseline", "{tmp}/b.gz"), "--baseline"),
+    ("another selection", _gz([_header("full")]), ("--baseline", "{tmp}/b.gz"), "--baseline"),
+    ("a directory", None, ("--baseline", "{tmp}/r"), "--baseline"),
+    ("save to a directory", None, ("--save-baseline", "{tmp}/adir"), "--save-baseline"),
+    ("save over the baseline compared", _gz([_header(THIS)]), ("--baseline", "{tmp}/b.gz", "--save-baseline",
+                                                               "{tmp}/b.gz"), "--save-baseline"),
+    ("save with --list", None, ("--save-baseline", "{tmp}/new.gz", "--list"), "--save-baseline"),
+    ("save with --merge", None, ("--save-baseline", "{tmp}/new.gz", "--merge", "{tmp}/r"), "--save-baseline"),
+    ("empty path", None, ("--baseline", ""), "--baseline"),
+]
+
+
+@pytest.mark.parametrize("name, content, extra, flag", BAD_FILES, ids=[r[0] for r in BAD_FILES])
+def test_bad_baseline_input_is_one_line_exit_2_nothing_written(tmp_path: Path, name: str, content: bytes | None,
+                                                               extra: tuple[str, ...], flag: str) -> None:
+    if content is not None:
+        (tmp_path / "b.gz").write_bytes(content)
+    (tmp_path / "adir").mkdir()
+    if name == "a directory":
+        (tmp_path / "r").mkdir()
+    line = assert_usage_error(BadInput((*PARITY, *extra), flag), tmp_path)
+    if name == "another selection":
+        assert "another selection (selection full)" in line and "this run:" in line
+
+
+# --------------------------------------------------------------------------- real builds
+NATIVE_RUN = ["parity", "--rules", "layer_norm,instance_norm", "--sample", "12", "--primary-only", "--workers", "1",
+              "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("baseline")
+    done = run_cli([*NATIVE_RUN, "--report-dir", str(where / "r0"), "--save-baseline", str(where / "b.gz")], where,
+                   timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return where / "b.gz"
+
+
+def _rows(path: Path) -> list[dict]:
+    with gzip.open(path, "rt") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def _replicated(result: SpmdResult) -> SpmdResult:
+    """Every input and output replicated: sound for any case the op can run."""
+    def rep(a: DistAttr) -> DistAttr:
+        return DistAttr(tuple(-1 for _ in a.dims_mapping), frozenset(), a.mesh)
+    return SpmdResult(tuple(map(rep, result.inputs)), tuple(map(rep, result.outputs)))
+
+
+def _doctored(saved: Path, tmp_path: Path, *forms: str) -> tuple[Path, list[str]]:
+    """A copy of the baseline with one stored answer (valid input) edited per form: ``wrong`` /
+    ``error`` edit a sound stored layer_norm answer; ``replicated`` stores a sound answer where the
+    build's (layer_norm's or instance_norm's) is not sound."""
+    rows = _rows(saved)
+    judge = Judge()
+    ids = []
+    for form in forms:
+        for row in rows[1:]:
+            case = Case.from_json(row["case"])
+            native = Outcome.from_json(row["native"])
+            wanted = ("layer_norm", "instance_norm") if form == "replicated" else ("layer_norm",)
+            if row["rule"] not in wanted or native.result is None or input_problem(case) is not None \
+                    or row["id"] in ids:
+                continue
+            label = judge.native(case, native, row["backend"]).verdict.label
+            if form == "replicated" and label in ("unsound", "unrunnable"):
+                row["native"] = Outcome(result=_replicated(native.result)).to_json()
+            elif form != "replicated" and label == SOUND and native.result.outputs[0].dims_mapping[0] != -1:
+                row["native"] = {"wrong": Outcome(result=_wrong(native.result)),
+                                 "error": Outcome(error=ErrorInfo("ValueError", "planted"))}[form].to_json()
+            else:
+                continue
+            ids.append(row["id"])
+            break
+        else:
+            raise AssertionError(f"no stored answer to doctor for {form}")
+    path = tmp_path / f"doctored-{'-'.join(forms)}.gz"
+    path.write_bytes(_gz(rows))
+    return path, ids
+
+
+@pytest.mark.native
+def test_a_build_against_its_own_baseline_has_0_changed_cases(saved: Path, tmp_path: Path) -> None:
+    header = _rows(saved)[0]
+    assert header["paddle"]["version"].startswith("3.3.1") and header["selection"]["slug"]
+    done = run_cli([*NATIVE_RUN, "--report-dir", str(tmp_path / "r"), "--baseline", str(saved)], tmp_path,
+                   timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("baseline 3.3.1") and ": 0 changed cases (0 regressed, 0 fixed" in last, last
+    data = json.loads((tmp_path / "r" / "baseline.json").read_text())
+    # the few invalid inputs Paddle answers from memory it never set may come out "unstable": never changed
+    assert data["status"].startswith("UNCHANGED")
+    assert data["unchanged"] + data["counts"][UNSTABLE] == header["rows"]
+    assert all(c["class"] == UNSTABLE and "-invalid-" in c["id"] for c in data["cases"])
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("form, klass", [("wrong", FIXED), ("error", NO_LONGER_RAISES)])
+def test_a_doctored_baseline_triages_the_edited_cell(saved: Path, tmp_path: Path, form: str, klass: str) -> None:
+    path, ids = _doctored(saved, tmp_path, form)
+    done = run_cli([*NATIVE_RUN, "--report-dir", str(tmp_path / "r"), "--baseline", str(path)], tmp_path,
+                   timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    data = json.loads((tmp_path / "r" / "baseline.json").read_text())
+    assert [(c["class"], c["id"]) for c in data["cases"] if c["class"] != UNSTABLE] == [(klass, ids[0])]
+    assert data["cases"][0]["repro"].startswith("python -m paddle_spmd_port infer --backend registry --case-json '")
+    assert ": 1 changed cases (" in done.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.native
+def test_a_regression_exits_1_and_is_listed_first(saved: Path, tmp_path: Path) -> None:
+    # stored: a sound (replicated) answer where this build's is not sound -> regressed; and a fixed one
+    path, ids = _doctored(saved, tmp_path, "wrong", "replicated")
+    done = run_cli([*NATIVE_RUN, "--report-dir", str(tmp_path / "r"), "--baseline", str(path)], tmp_path,
+                   timeout=600)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    last = done.stdout.strip().splitlines()[-1]
+    assert ": 2 changed cases (1 regressed, 1 fixed, 0 changed, 0 newly raises, 0 no longer raises)" in last, last
+    text = (tmp_path / "r" / "baseline.md").read_text()
+    assert text.startswith("**REGRESSED: 1 of 2 changed cases regressed**")
+    assert text.index("## regressed") < text.index("## fixed")
+    assert text.index(f"`{ids[1]}`") < text.index(f"`{ids[0]}`")
+    assert text.count("repro under") == 4  # one per build per changed case
