@@ -161,7 +161,11 @@ def test_port_equals_paddle_on_a_sample_of_the_coshard_set(rule):
             verdict = "known-difference"
         verdicts.append(verdict)
     assert "mismatch" not in verdicts and "not-run" not in verdicts
-    assert verdicts.count("match") + verdicts.count("known-difference") >= len(cases) - 10
+    # port-rejects-invalid needs the signature's own judge (validity) to call the input invalid too:
+    # a co-shard set may hold such inputs (p_norm_grad's out_grad co-shards on a kept size-1 axis)
+    settled = verdicts.count("match") + verdicts.count("known-difference") + verdicts.count("port-rejects-invalid")
+    assert settled >= len(cases) - 10
+    assert verdicts.count("match") >= len(cases) // 2
 
 
 def test_compiled_caller_protocol_carries_coshards_both_ways():
