@@ -30,8 +30,8 @@ The checks are the paddle profile's (:mod:`.checks`).
 
 from __future__ import annotations
 
-from ...types import DistAttr, DistTensorSpec, SpmdResult
-from ..kit.checks import rule
+from ...types import DistAttr, SpmdResult
+from ..kit.checks import Attrs, Specs, rule
 from ..kit.tensor import on_meshes_of_other_ndim, require_mesh_dims_exist
 from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
 
@@ -44,10 +44,17 @@ def _image(mapping: tuple[int, ...], reduced: tuple[int, ...], keepdims: bool) -
     return tuple(-1 if a in reduced else m for a, m in enumerate(mapping) if keepdims or a not in reduced)
 
 
-@rule("p_norm")
-def p_norm_infer_spmd(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12,
-                      keepdims: bool = False, asvector: bool = False) -> SpmdResult:
+def _attrs(attrs: Attrs) -> tuple[float, int, float, bool, bool]:
+    (_, porder), (_, axis), (_, epsilon), (_, keepdims), (_, asvector) = attrs
+    return porder, axis, epsilon, keepdims, asvector
+
+
+# packed: the signature and defaults come from the declared spec (rules.py writes them out once)
+@rule("p_norm", packed=True)
+def p_norm_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     """Forward rule: Partial(SUM) only where it is exact, else the reduced axes gathered."""
+    (x,) = specs
+    porder, axis, epsilon, keepdims, asvector = _attrs(attrs)
     tx = forward_inputs(x, (porder, axis, epsilon, keepdims, asvector))
     reduced = reduced_axes(tx.ndim, axis, bool(asvector))
     dm = tx.dims_mapping
@@ -59,11 +66,11 @@ def p_norm_infer_spmd(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, ep
                            outputs=(DistAttr.make(_image(dm, reduced, bool(keepdims)), partial, tx.mesh),))
 
 
-@rule("p_norm_reverse")
-def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0, axis: int = -1,
-                              epsilon: float = 1e-12, keepdims: bool = False,
-                              asvector: bool = False) -> SpmdResult:
+@rule("p_norm_reverse", packed=True)
+def p_norm_infer_spmd_reverse(specs: Specs, attrs: Attrs) -> SpmdResult:
     """Reverse rule: x from out's kept axes; out answered as the forward image of that x."""
+    x, out = specs
+    porder, axis, epsilon, keepdims, asvector = _attrs(attrs)
     tx, to = reverse_inputs(x, out, (porder, axis, epsilon, keepdims, asvector))
     reduced = reduced_axes(tx.ndim, axis, bool(asvector))
     kept = [a for a in range(tx.ndim) if keepdims or a not in reduced]
@@ -80,11 +87,11 @@ def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: fl
     return result
 
 
-@rule("p_norm_grad")
-def p_norm_grad_infer_spmd(x: DistTensorSpec, out: DistTensorSpec, out_grad: DistTensorSpec,
-                           porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
-                           asvector: bool = False) -> SpmdResult:
+@rule("p_norm_grad", packed=True)
+def p_norm_grad_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     """Grad rule: x_grad follows out_grad, -1 on every reduced axis; partial status cleared."""
+    x, out, out_grad = specs
+    porder, axis, epsilon, keepdims, asvector = _attrs(attrs)
     tx, to, tg = grad_inputs(x, out, out_grad, (porder, axis, epsilon, keepdims, asvector))
     reduced = reduced_axes(tx.ndim, axis, bool(asvector))
     x_mapping = [-1] * tx.ndim
