@@ -101,6 +101,9 @@ def reference_may_crash(case: Case) -> bool:
         scale = case.inputs[1]
         return len(x.shape) < 4 or (case.rule == "instance_norm_grad" and (scale is None or scale.mesh is None)
                                     and any(m != -1 for m in x.dims_mapping[:2]))
+    if case.rule == "p_norm_grad" and not attrs.get("asvector") and isinstance(attrs.get("axis"), int):
+        rank, p_axis = len(x.shape), attrs["axis"]  # PNormGradInferSpmd indexes x by an unchecked axis
+        return rank > 0 and not -rank <= p_axis < rank
     return False
 
 
