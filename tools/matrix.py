@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 #: The newest profiled release of each minor line (paddle_spmd_port/parity/releases.py).
 DEFAULT_VERSIONS = matrix_versions()
 AGREE = ("match", "both-raise-same")
-OTHER = ("port-rejects-invalid", "native-crash", "unreachable", "not-run")
+OTHER = ("port-rejects-invalid", "native-crash", "unreachable", "not-run", "release-lacks")
 KNOWN = "known-difference"
 
 _CHECK = """
@@ -232,7 +232,8 @@ def render(runs: list[VersionRun], args: argparse.Namespace) -> str:
     head = ["paddle", "rule", "backend", "cases", "cells", "matching cells", "agree", "known diff", "mismatch",
             "other", "test suite"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    short = {"port-rejects-invalid": "invalid", "native-crash": "crash", "unreachable": "unreach", "not-run": "not run"}
+    short = {"port-rejects-invalid": "invalid", "native-crash": "crash", "unreachable": "unreach", "not-run": "not run",
+             "release-lacks": "lacks"}
     for run in runs:
         label = f"{run.version} ({run.commit[:10]})" if run.commit else run.version
         if run.setup:

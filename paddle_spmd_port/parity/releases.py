@@ -187,6 +187,16 @@ def _match_native_raises(d: KnownDifference, case: Case, port: Outcome, native: 
     return True
 
 
+def _match_coshard_unreachable(d: KnownDifference, case: Case, port: Outcome, native: Outcome,
+                               cmp: Comparison) -> bool:
+    """Some input of the case is co-sharded and the route said it cannot build it on this release
+    (unreachable, text matching one of param ``patterns``)."""
+    if not any(spec is not None and spec.coshard for spec in case.inputs):
+        return False
+    text = native.unreachable
+    return text is not None and any(re.search(p, text) for p in d.param("patterns"))
+
+
 MATCHERS: dict[str, Matcher] = {
     "rule-missing": _match_rule_missing,
     "replicated-fallback": _match_replicated_fallback,
@@ -196,6 +206,7 @@ MATCHERS: dict[str, Matcher] = {
     "error-text-differs": _match_error_text_differs,
     "outputs-truncated": _match_outputs_truncated,
     "native-raises": _match_native_raises,
+    "coshard-unreachable": _match_coshard_unreachable,
 }
 #: The kinds that only ever explain a case with a co-sharded input (the rule's other cases are not affected).
 if tuple(MATCHERS) != KINDS:
@@ -236,9 +247,18 @@ class ReleaseProfile:
 
     def explain(self, case: Case, port_outcome: Outcome, native_outcome: Outcome,
                 comparison: Comparison | None = None) -> str | None:
-        """``"known difference for X.Y.Z: <why>"`` when native differs from the port in a way
-        this release is known to, else None (also None when they agree, and always None for a
-        release newer than every profile: there, each difference is a possible regression)."""
+        """Why native differs from the port in a way this release is known to (``"known difference for
+        X.Y.Z: <why>"``, or ``"X.Y.Z lacks it: <why>"`` for something the release does not have), else
+        None (also None when they agree, and always None for a release newer than every profile:
+        there, each difference is a possible regression). :meth:`classify` also gives the verdict."""
+        found = self.classify(case, port_outcome, native_outcome, comparison)
+        return None if found is None else found[1]
+
+    def classify(self, case: Case, port_outcome: Outcome, native_outcome: Outcome,
+                 comparison: Comparison | None = None) -> tuple[str, str] | None:
+        """The verdict and note the sweep gives a case this release explains (None: not explained, see
+        :meth:`explain`): ``release-lacks`` when the difference says the release lacks the rule or what the
+        case needs (:attr:`KnownDifference.absence`: not compared), else ``known-difference``."""
         if self.is_newer_than_known or not self.differences:
             return None
         cmp = comparison if comparison is not None else compare(case.spec, port_outcome, native_outcome)
@@ -246,7 +266,9 @@ class ReleaseProfile:
             return None
         for diff in self.differences:
             if _matches(diff, case, port_outcome, native_outcome, cmp):
-                return f"known difference for {self.version}: {diff.why}"
+                if diff.absence:
+                    return "release-lacks", f"{self.version} lacks it: {diff.why}"
+                return "known-difference", f"known difference for {self.version}: {diff.why}"
         return None
 
     def explain_probe(self, probe: str) -> str | None:

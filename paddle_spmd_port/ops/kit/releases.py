@@ -27,11 +27,16 @@ from typing import Any
 #: dist API's answer for an op without a rule), ``crash-with-none`` (a signal while a named optional
 #: input is None), ``partial-on-absent-grad``, ``coshard-refused`` (an error on a co-sharded input),
 #: ``error-text-differs`` (the same error in older words), ``outputs-truncated`` (lower-rank outputs),
-#: ``native-raises`` (an error family and message).
+#: ``native-raises`` (an error family and message), ``coshard-unreachable`` (the route cannot build a
+#: co-sharded input on that release: unreachable, by param ``patterns``).
 KINDS = ("rule-missing", "replicated-fallback", "crash-with-none", "partial-on-absent-grad", "coshard-refused",
-         "error-text-differs", "outputs-truncated", "native-raises")
+         "error-text-differs", "outputs-truncated", "native-raises", "coshard-unreachable")
 #: The kinds that only ever explain a case with a co-sharded input (the rule's other cases are not affected).
-COSHARD_ONLY_KINDS = frozenset({"coshard-refused"})
+COSHARD_ONLY_KINDS = frozenset({"coshard-refused", "coshard-unreachable"})
+#: The kinds that say the release *lacks* something (the rule, on that route, or the co-shard the case
+#: needs): the sweep classes such a case ``release-lacks``, never compared, and counts it apart from the
+#: uncompared cases. The other kinds are answers Paddle gave (``known-difference``: compared).
+ABSENCE_KINDS = frozenset({"rule-missing", "coshard-unreachable"})
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,11 @@ class KnownDifference:
     def coshard_only(self) -> bool:
         """It explains only cases with a co-sharded input (see its kind)."""
         return self.kind in COSHARD_ONLY_KINDS
+
+    @property
+    def absence(self) -> bool:
+        """It says the release lacks what the case needs (see :data:`ABSENCE_KINDS`): not compared."""
+        return self.kind in ABSENCE_KINDS
 
 
 #: 3.1.x sets a co-shard (compiled caller and registry alike), but a rule reading dims_mapping raises.
@@ -113,5 +123,5 @@ def probes(why: str, *names: str) -> tuple[tuple[str, str], ...]:
     """(name, why) for each probe name."""
     return tuple((name, why) for name in names)
 
-__all__ = ["COSHARD_ONLY_KINDS", "COSHARD_READ_RAISES", "KINDS", "NO_MULTI_DIMS_MAPPING", "COSHARD_READ_RAISES_31",
-           "NO_COSHARD_300", "STR_ARGS_300", "STR_FORMAT_300", "Differences", "KnownDifference", "Probes", "probes"]
+__all__ = ["ABSENCE_KINDS", "COSHARD_ONLY_KINDS", "COSHARD_READ_RAISES", "KINDS", "NO_MULTI_DIMS_MAPPING",
+           "COSHARD_READ_RAISES_31", "NO_COSHARD_300", "STR_ARGS_300", "STR_FORMAT_300", "Differences", "KnownDifference", "Probes", "probes"]
