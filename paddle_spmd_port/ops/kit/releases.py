@@ -124,4 +124,5 @@ def probes(why: str, *names: str) -> tuple[tuple[str, str], ...]:
     return tuple((name, why) for name in names)
 
 __all__ = ["ABSENCE_KINDS", "COSHARD_ONLY_KINDS", "COSHARD_READ_RAISES", "KINDS", "NO_MULTI_DIMS_MAPPING",
-           "COSHARD_READ_RAISES_31", "NO_COSHARD_300", "STR_ARGS_300", "STR_FORMAT_300", "Differences", "KnownDifference", "Probes", "probes"]
+           "COSHARD_READ_RAISES_31", "NO_COSHARD_300", "STR_ARGS_300", "STR_FORMAT_300", "Differences",
+           "KnownDifference", "Probes", "probes"]
