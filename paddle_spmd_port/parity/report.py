@@ -155,8 +155,8 @@ class RuleCoverage:
         if verdict in COMPARED:
             self.compared_mask[index] = 1
         elif not self.compared_mask[index]:  # (a compared case's reasons are never read)
-            if verdict == LACKS:
-                self.why.setdefault(index, []).append(f"{backend}: {note}")
+            if verdict == LACKS:  # the note's head names the profile's difference ("X lacks it (name): why")
+                self.why.setdefault(index, []).append(f"{backend}: {note.partition(':')[0]}")
             else:
                 self.other_mask[index] = 1
                 self.why.setdefault(index, []).append(_reason(backend, native, verdict))
