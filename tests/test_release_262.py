@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from paddle_spmd_port import DistTensorSpec, ProcessMesh
 from paddle_spmd_port.case import Case
 from paddle_spmd_port.installed import paddle_version
 from paddle_spmd_port.outcome import Outcome, port_outcome
@@ -121,7 +120,7 @@ def _coverage(verdicts: list[list[str]]) -> RuleCoverage:
     cov = RuleCoverage("batch_norm", len(verdicts), 10, ["compiled", "pir"])
     for i, per_route in enumerate(verdicts):
         for backend, verdict in zip(cov.routes, per_route, strict=False):
-            note = f"2.6.2 lacks it (no-rule-2.6.2): why" if verdict == LACKS else ""
+            note = "2.6.2 lacks it (no-rule-2.6.2): why" if verdict == LACKS else ""
             cov.record(i, backend, Outcome(not_run="worker timed out"), verdict, note)
     return cov
 
@@ -226,8 +225,9 @@ needs_262 = pytest.mark.skipif(paddle_version()["version"] != P262,
 @needs_262
 def test_262_layer_norm_parity_passes_under_its_profile(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, "-m", "paddle_spmd_port", "parity", "--rules", "layer_norm,layer_norm_reverse",
-                           "--sample", "40", "--workers", "1", "--quiet", "--report-dir", str(tmp_path / "r")],
+    done = subprocess.run([sys.executable, "-m", "paddle_spmd_port", "parity", "--rules",
+                           "layer_norm,layer_norm_reverse", "--sample", "40", "--workers", "1", "--quiet",
+                           "--report-dir", str(tmp_path / "r")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     data = json.loads((tmp_path / "r" / "parity.json").read_text())

@@ -20,8 +20,9 @@ anything runs unless ``--replace-report``, as in every command. ``--nproc`` beyo
 holds (:data:`RANKS_PER_CORE` ranks a core, :data:`RANK_MEMORY_MB` MB of available memory a rank) is
 refused unless ``--oversubscribe``. ``--device gpu`` asks Paddle first for a CUDA build and enough
 visible GPUs (one line, exit 3, nothing launched); a CPU wheel, or a machine where no GPU can be visible
-(``CUDA_VISIBLE_DEVICES`` empty or negative, no GPU device node), is told before the opening line. It says what it is about to do within a second
-(on stderr; ``--quiet`` silences it), then prints each phase: the launch, the crash probes, the report.
+(``CUDA_VISIBLE_DEVICES`` empty or negative, no GPU device node), is told before the opening line. It
+says what it is about to do within a second (on stderr; ``--quiet`` silences it), then prints each
+phase: the launch, the crash probes, the report.
 Rank logs, launcher output and raw rank results are moved to ``<report-dir>/<that stem>-logs/``
 whenever the launch fails, times out, is interrupted, leaves cases unrun or a case ends in an
 outcome the port does not account for (always with ``--keep-logs``).
