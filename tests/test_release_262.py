@@ -242,3 +242,28 @@ def test_262_pir_says_why_it_answers_nothing():
 
     assert pir.NO_DIST_PIR is not None and "no distributed dialect" in pir.NO_DIST_PIR
     assert pir.run(_first("layer_norm")).unreachable == pir.NO_DIST_PIR
+
+
+# --------------------------------------------------------------------------- CI
+def test_ci_has_a_262_leg_and_runs_the_gpu_wheel_on_a_cpu_runner():
+    import shlex
+
+    from tests.test_workflows import CI, _load_yaml, _runs
+
+    ci = _load_yaml(CI)
+    matrix = ci["jobs"]["paddle"]["strategy"]["matrix"]
+    assert P262 in matrix["paddle-version"] and {"paddle-version": P262, "leg": "multiproc"} in matrix["exclude"]
+    job = ci["jobs"]["gpu-wheel"]
+    assert job["runs-on"] == "ubuntu-latest" and "if" not in job  # every run, no GPU needed
+    assert job["env"] == {"PADDLE_VERSION": P262, "PADDLE_PACKAGE": "paddlepaddle-gpu"}  # PyPI: no PADDLE_INDEX
+    runs = _runs(job).replace("\\\n", " ")
+    assert ".ci/install python" in runs and "tests/test_release_262.py" in runs
+    from paddle_spmd_port.launch.cli import build_parser
+    from paddle_spmd_port.parity.cli import parse_args
+
+    launch = next(shlex.split(ln.split(">")[0]) for ln in runs.splitlines() if "paddle_spmd_port launch" in ln)
+    assert build_parser().parse_args(launch[launch.index("launch") + 1:]).device == "gpu"
+    sweeps = [shlex.split(ln) for ln in runs.splitlines() if "paddle_spmd_port parity" in ln]
+    rules = [parse_args([*w[w.index("parity") + 1:], "--report-dir", "unused-dir"]).rule_names for w in sweeps]
+    assert rules == [["layer_norm", "layer_norm_reverse"], ["layer_norm_grad"]]  # registry rules; the caller
+    assert "gpu" in ci["jobs"]  # the self-hosted job for real GPUs stays
