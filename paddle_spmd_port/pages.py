@@ -40,7 +40,13 @@ a thousand matches still shows."""
 
 
 def esc(value: object) -> str:
+    """``value`` as text for an attribute or an element."""
     return html.escape(str(value), quote=True)
+
+
+def text(value: object) -> str:
+    """``value`` as an element's text (quotes kept: a repro line's JSON stays short)."""
+    return html.escape(str(value), quote=False)
 
 
 def placement_label(mesh_ndim: int, shape_len: int, dims_mapping: Sequence[object],
@@ -150,7 +156,7 @@ def verdict_map(cells: Mapping[tuple[str, str], Mapping[str, int]], order: Seque
     classes (``order``: worst first). Without ``rows``/``cols``: rows are meshes and columns
     placements, one table per number of mesh dims; with them, one table in that order.
     ``target``: the id of the record table a click on a cell filters (to the records whose cell
-    is ``cell_prefix + row + " " + column``)."""
+    is ``cell_prefix + row + " " + column``); a cell's title lists its classes' counts."""
     if not cells:
         return '<p class="muted">no case in this group</p>'
     tables: list[tuple[list[str], list[str], Mapping[tuple[str, str], Mapping[str, int]]]] = []
@@ -178,14 +184,15 @@ def verdict_map(cells: Mapping[tuple[str, str], Mapping[str, int]], order: Seque
                     continue
                 counts = found
                 total = sum(counts.values())
-                tip = f"{row_title} {r}, {col_title} {c}: " + ", ".join(
-                    f"{k} {counts[k]:,}" for k in order if counts.get(k))
-                data = f' data-target="{esc(target)}" data-cell="{esc(cell_prefix + r + " " + c)}"' if target else ""
-                tds.append(f'<td style="{_cell_style(counts, order, colours)}" title="{esc(tip)}"{data}>'
+                tip = ", ".join(f"{k} {counts[k]:,}" for k in order if counts.get(k))
+                tds.append(f'<td style="{_cell_style(counts, order, colours)}" title="{esc(tip)}">'
                            f"<span>{total:,}</span></td>")
             body.append(f'<tr><th class="rowh">{esc(r)}</th>' + "".join(tds) + "</tr>")
-        out.append(f'<table class="map"><tr><th class="corner">{esc(row_title)} \\ {esc(col_title)}</th>{head}</tr>'
-                   + "".join(body) + "</table>")
+        # a cell's key (what a click filters the records by) is the table's prefix, its row's and its
+        # column's headers: put together by the script, not written out per cell
+        data = f' data-target="{esc(target)}" data-prefix="{esc(cell_prefix)}"' if target else ""
+        out.append(f'<table class="map"{data}><tr><th class="corner">{esc(row_title)} \\ {esc(col_title)}</th>'
+                   f"{head}</tr>" + "".join(body) + "</table>")
     return '<div class="maps">' + "".join(out) + "</div>"
 
 
@@ -219,9 +226,9 @@ def records_table(table_id: str, columns: Sequence[str], records: Sequence[Recor
     with_repro = any(r.repro for r in records)
     for r in records:
         tds = [f'<td><b class="tag" style="background:{colours.get(r.klass, "#888")}">{esc(r.klass)}</b></td>']
-        tds += [f"<td>{esc(v)}</td>" for v in r.values]
+        tds += [f"<td>{text(v)}</td>" for v in r.values]
         if with_repro:
-            tds.append(f'<td class="repro"><button type="button" class="copy">copy</button><code>{esc(r.repro)}</code>'
+            tds.append(f'<td class="repro"><button type="button" class="copy">copy</button><code>{text(r.repro)}</code>'
                        "</td>" if r.repro else "<td></td>")
         rows.append(f'<tr data-class="{esc(r.klass)}" data-cell="{esc(r.cell)}">' + "".join(tds) + "</tr>")
     return (bar + f'<table class="records" id="{esc(table_id)}"><thead><tr>{head}</tr></thead><tbody>'
@@ -282,7 +289,8 @@ table.counts td.num{text-align:right;font-variant-numeric:tabular-nums}
 table.map{margin:6px 12px 6px 0;display:inline-table;vertical-align:top}
 table.map th{font-weight:500;font-size:11px;padding:2px 3px;color:#59636e}
 table.map th.rowh{text-align:right;font-weight:600}
-table.map td{min-width:54px;height:24px;border:1px solid #fff;text-align:center;cursor:pointer;padding:0 2px}
+table.map td{min-width:54px;height:24px;border:1px solid #fff;text-align:center;padding:0 2px}
+table.map[data-target] td{cursor:pointer}
 table.map td.empty{background:#f6f8fa;cursor:default}
 table.map td span{background:rgba(255,255,255,.82);border-radius:3px;padding:0 3px;font-size:11px;
 font-variant-numeric:tabular-nums}
@@ -331,16 +339,19 @@ _JS = """
       apply(bar);});
     apply(bar);
   });
-  Array.prototype.forEach.call(document.querySelectorAll("table.map td[data-target]"),function(td){
-    td.addEventListener("click",function(){
-      var bar=document.querySelector('.filter[data-for="'+td.getAttribute("data-target")+'"]');
-      if(!bar){return;}
-      Array.prototype.forEach.call(document.querySelectorAll("td.sel"),function(o){o.classList.remove("sel");});
-      td.classList.add("sel");
-      bar.setAttribute("data-cell",td.getAttribute("data-cell"));
-      var d=bar.closest("details"); if(d){d.open=true;}
-      apply(bar); bar.scrollIntoView({block:"nearest"});
-    });
+  document.addEventListener("click",function(ev){
+    var td=ev.target.closest?ev.target.closest("table.map[data-target] td[title]"):null;
+    if(!td){return;}
+    var table=td.closest("table"), row=td.parentNode;
+    var bar=document.querySelector('.filter[data-for="'+table.getAttribute("data-target")+'"]');
+    if(!bar){return;}
+    var key=table.getAttribute("data-prefix")+row.cells[0].textContent+" "+
+            table.rows[0].cells[td.cellIndex].textContent;
+    Array.prototype.forEach.call(document.querySelectorAll("td.sel"),function(o){o.classList.remove("sel");});
+    td.classList.add("sel");
+    bar.setAttribute("data-cell",key);
+    var d=bar.closest("details"); if(d){d.open=true;}
+    apply(bar); bar.scrollIntoView({block:"nearest"});
   });
   function copied(button,ok){button.textContent=ok?"copied":"select + copy";
     setTimeout(function(){button.textContent="copy";},1500);}
@@ -383,4 +394,4 @@ def page(header: Header, sections: Sequence[str], *, data: Mapping[str, object] 
 
 __all__ = ["FAIL", "INVALID_PLACEMENT", "PASS", "UNCOMPARED", "VERDICT_COLOURS", "Header", "Record", "counts_table",
            "esc", "legend", "map_key", "map_label", "mesh_label", "page", "paragraph", "placement_label", "pre",
-           "records_table", "section", "verdict_map"]
+           "records_table", "section", "text", "verdict_map"]

@@ -12,7 +12,8 @@ Chromium is missing or does not start.
 How: Debian's ``chromium`` (``CHROMIUM`` or ``/usr/bin/chromium``), started as the CI runs it (root:
 ``--no-sandbox``) with a fresh profile directory and the DevTools protocol on a pipe
 (``--remote-debugging-pipe``: JSON messages over file descriptors 3 and 4, no port, no dependency);
-a small client here enables the Runtime, Log, Network and Page domains, navigates, waits for the
+one browser for all the pages given, each in a new tab; a small client here enables the Runtime,
+Log, Network and Page domains, navigates, waits for the
 load event and the script's mark, and takes two screenshots of a 1280x900 viewport: one at full
 size (saved, for people) and one at a quarter scale that is decoded here (PNG: zlib and the five
 row filters by hand) to measure its pixels.
@@ -49,7 +50,8 @@ BLANK_INK = 0.003
 def chromium() -> str | None:
     """The Chromium binary to use, or None."""
     given = os.environ.get("CHROMIUM")
-    for candidate in (given, "/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
+    for candidate in (given, "/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser"),
+                      shutil.which("google-chrome")):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -241,6 +243,8 @@ class Rendered:
     screenshot: str = ""
     title: str = ""
     height_px: int = 0
+    probe: Any = None
+    """What the ``probe`` expression given to :meth:`Browser.render` returned (after the screenshots)."""
 
     @property
     def clean(self) -> bool:
@@ -261,74 +265,113 @@ class Rendered:
                 + ("".join(f"\n    {p[:300]}" for p in problems)))
 
 
+class Browser:
+    """One headless Chromium (a fresh profile directory, removed on close); :meth:`render` opens
+    each page in a new tab of it."""
+
+    def __init__(self, binary: str | None = None) -> None:
+        found = binary or chromium()
+        if found is None:
+            raise FileNotFoundError("no Chromium (set CHROMIUM, or apt-get install chromium)")
+        self.profile = tempfile.mkdtemp(prefix="browser-profile-")
+        try:
+            self.pipe = Pipe(found, self.profile)
+            self.pipe.send("Browser.getVersion")
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> Browser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        pipe = getattr(self, "pipe", None)
+        if pipe is not None:
+            pipe.close()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+    def render(self, page: str | Path, screenshot: str | Path | None = None, timeout: float = 60.0,
+               probe: str | None = None, scroll: int = 0) -> Rendered:
+        """Open ``page`` (a local file) in a new tab and report what happened; ``probe``: a JavaScript
+        expression evaluated last (its value, JSON-able, in :attr:`Rendered.probe`)."""
+        pipe = self.pipe
+        path = Path(page).resolve()
+        url = path.as_uri()
+        out = Rendered(str(page), path.stat().st_size)
+        t0 = time.monotonic()
+        target = pipe.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        try:
+            session = pipe.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            for domain in ("Runtime", "Log", "Network", "Page"):
+                pipe.send(f"{domain}.enable", session=session)
+            pipe.send("Emulation.setDeviceMetricsOverride", {"width": VIEWPORT[0], "height": VIEWPORT[1],
+                                                             "deviceScaleFactor": 1, "mobile": False}, session=session)
+            pipe.events.clear()
+            pipe.send("Page.navigate", {"url": url}, session=session, timeout=timeout)
+            if pipe.wait_for("Page.loadEventFired", timeout) is None:
+                out.exceptions.append(f"no load event within {timeout:.0f} s")
+
+            def evaluate(expr: str) -> Any:
+                return pipe.send("Runtime.evaluate", {"expression": expr, "returnByValue": True},
+                                 session=session, timeout=timeout).get("result", {}).get("value")
+
+            timing = json.loads(evaluate(
+                "JSON.stringify({nav: performance.getEntriesByType('navigation')[0] || null, "
+                "ready: document.body ? document.body.getAttribute('data-ready') : null, "
+                "readyAt: window.__readyAt || null, title: document.title, "
+                "height: document.documentElement.scrollHeight})") or "{}")
+            nav = timing.get("nav") or {}
+            if nav.get("loadEventEnd"):
+                out.load_ms = float(nav["loadEventEnd"])
+            out.ready = timing.get("ready") == "1"
+            out.ready_ms = float(timing["readyAt"]) if timing.get("readyAt") else None
+            out.title = str(timing.get("title") or "")
+            out.height_px = int(timing.get("height") or 0)
+            if scroll:  # (the screenshots show the viewport at this height of the page)
+                evaluate(f"window.scrollTo(0, {int(scroll)}); window.scrollY")
+            full = pipe.send("Page.captureScreenshot", {"format": "png"}, session=session, timeout=timeout)
+            if screenshot is not None:
+                Path(screenshot).write_bytes(base64.b64decode(full["data"]))
+                out.screenshot = str(screenshot)
+            top = evaluate("window.scrollY") or 0  # (a clip is in page coordinates: the viewport's)
+            small = pipe.send("Page.captureScreenshot", {"format": "png", "clip": {
+                "x": 0, "y": top, "width": VIEWPORT[0], "height": VIEWPORT[1], "scale": 0.25}}, session=session,
+                timeout=timeout)
+            out.pixels = {k: round(v, 4) for k, v in ink(base64.b64decode(small["data"])).items()}
+            out.blank = is_blank(out.pixels)
+            if probe is not None:
+                out.probe = evaluate(probe)
+            for ev in pipe.events:
+                if ev.get("sessionId") not in (None, session):
+                    continue
+                method, params = ev.get("method"), ev.get("params", {})
+                if method == "Runtime.exceptionThrown":
+                    d = params.get("exceptionDetails", {})
+                    out.exceptions.append(str((d.get("exception") or {}).get("description") or d.get("text")))
+                elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+                    out.console_errors.append(" ".join(str(a.get("value", a.get("description", "")))
+                                                       for a in params.get("args", [])))
+                elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+                    out.console_errors.append(str(params["entry"].get("text")))
+                elif method == "Network.requestWillBeSent":
+                    requested = params.get("request", {}).get("url", "")
+                    if requested != url and not requested.startswith("data:"):
+                        out.fetches.append(requested)
+        finally:
+            pipe.send("Target.closeTarget", {"targetId": target})
+            pipe.events.clear()
+        out.wall_ms = (time.monotonic() - t0) * 1000
+        return out
+
+
 def render(page: str | Path, screenshot: str | Path | None = None, timeout: float = 60.0,
            binary: str | None = None) -> Rendered:
-    """Open ``page`` (a local file) in a fresh headless Chromium and report what happened."""
-    binary = binary or chromium()
-    if binary is None:
-        raise FileNotFoundError("no Chromium (set CHROMIUM, or apt-get install chromium)")
-    path = Path(page).resolve()
-    url = path.as_uri()
-    out = Rendered(str(page), path.stat().st_size)
-    profile = tempfile.mkdtemp(prefix="browser-profile-")
-    t0 = time.monotonic()
-    pipe = Pipe(binary, profile)
-    try:
-        target = pipe.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = pipe.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        for domain in ("Runtime", "Log", "Network", "Page"):
-            pipe.send(f"{domain}.enable", session=session)
-        pipe.send("Emulation.setDeviceMetricsOverride", {"width": VIEWPORT[0], "height": VIEWPORT[1],
-                                                         "deviceScaleFactor": 1, "mobile": False}, session=session)
-        pipe.events.clear()
-        pipe.send("Page.navigate", {"url": url}, session=session, timeout=timeout)
-        if pipe.wait_for("Page.loadEventFired", timeout) is None:
-            out.exceptions.append(f"no load event within {timeout:.0f} s")
-
-        def evaluate(expr: str) -> Any:
-            return pipe.send("Runtime.evaluate", {"expression": expr, "returnByValue": True},
-                             session=session, timeout=timeout).get("result", {}).get("value")
-
-        timing = json.loads(evaluate(
-            "JSON.stringify({nav: performance.getEntriesByType('navigation')[0] || null, "
-            "ready: document.body ? document.body.getAttribute('data-ready') : null, "
-            "readyAt: window.__readyAt || null, title: document.title, "
-            "height: document.documentElement.scrollHeight})") or "{}")
-        nav = timing.get("nav") or {}
-        if nav.get("loadEventEnd"):
-            out.load_ms = float(nav["loadEventEnd"])
-        out.ready = timing.get("ready") == "1"
-        out.ready_ms = float(timing["readyAt"]) if timing.get("readyAt") else None
-        out.title = str(timing.get("title") or "")
-        out.height_px = int(timing.get("height") or 0)
-        full = pipe.send("Page.captureScreenshot", {"format": "png"}, session=session, timeout=timeout)
-        if screenshot is not None:
-            Path(screenshot).write_bytes(base64.b64decode(full["data"]))
-            out.screenshot = str(screenshot)
-        small = pipe.send("Page.captureScreenshot", {"format": "png", "clip": {
-            "x": 0, "y": 0, "width": VIEWPORT[0], "height": VIEWPORT[1], "scale": 0.25}}, session=session,
-            timeout=timeout)
-        out.pixels = {k: round(v, 4) for k, v in ink(base64.b64decode(small["data"])).items()}
-        out.blank = is_blank(out.pixels)
-        for ev in pipe.events:
-            method, params = ev.get("method"), ev.get("params", {})
-            if method == "Runtime.exceptionThrown":
-                d = params.get("exceptionDetails", {})
-                out.exceptions.append(str((d.get("exception") or {}).get("description") or d.get("text")))
-            elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-                out.console_errors.append(" ".join(str(a.get("value", a.get("description", "")))
-                                                   for a in params.get("args", [])))
-            elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
-                out.console_errors.append(str(params["entry"].get("text")))
-            elif method == "Network.requestWillBeSent":
-                requested = params.get("request", {}).get("url", "")
-                if requested != url and not requested.startswith("data:"):
-                    out.fetches.append(requested)
-    finally:
-        pipe.close()
-        shutil.rmtree(profile, ignore_errors=True)
-    out.wall_ms = (time.monotonic() - t0) * 1000
-    return out
+    """``page`` rendered in a fresh Chromium of its own."""
+    with Browser(binary) as browser:
+        return browser.render(page, screenshot, timeout)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -337,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--screenshot-dir", type=Path, default=None, help="save each page's screenshot (PAGE.png) here")
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON to FILE")
     p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument("--scroll", type=int, default=0, help="scroll this many pixels down before the screenshots")
     args = p.parse_args(argv)
     for page in args.pages:
         if not page.is_file():
@@ -348,15 +392,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.screenshot_dir is not None:
         args.screenshot_dir.mkdir(parents=True, exist_ok=True)
     results = []
-    for page in args.pages:
-        shot = args.screenshot_dir / (page.stem + ".png") if args.screenshot_dir is not None else None
-        try:
-            r = render(page, shot, timeout=args.timeout)
-        except (RuntimeError, TimeoutError, OSError) as exc:
-            print(f"browser.py: Chromium failed on {page}: {exc}", file=sys.stderr)
-            return 3
-        print(r.line(), flush=True)
-        results.append(r)
+    try:
+        with Browser() as browser:
+            for page in args.pages:
+                shot = args.screenshot_dir / (page.stem + ".png") if args.screenshot_dir is not None else None
+                r = browser.render(page, shot, timeout=args.timeout, scroll=args.scroll)
+                print(r.line(), flush=True)
+                results.append(r)
+    except (RuntimeError, TimeoutError, OSError) as exc:
+        print(f"browser.py: Chromium failed: {exc}", file=sys.stderr)
+        return 3
     if args.json is not None:
         args.json.write_text(json.dumps([asdict(r) for r in results], indent=1))
     return 0 if all(r.clean for r in results) else 1

@@ -136,7 +136,13 @@ def parity_page(report: ParityReport) -> str:
     for t in report.tallies.values():
         totals.update(t.verdicts)
     rows.append(("total", "", sum(t.cases for t in report.tallies.values()), *(totals[c] for c in SEVERITY)))
-    sections = [section("Groups (rule @ native route)", counts_table(head, rows, COLOURS)),
+    overview = {(t.rule, t.backend): {v: n for v, n in t.verdicts.items() if n} for t in report.tallies.values()}
+    rules = list(dict.fromkeys(t.rule for t in report.tallies.values()))
+    routes = list(dict.fromkeys(t.backend for t in report.tallies.values()))
+    sections = [section("Rules x native routes", legend([c for c in SEVERITY if totals[c]], COLOURS, totals)
+                        + verdict_map(overview, SEVERITY, COLOURS, row_title="rule", col_title="route", rows=rules,
+                                      cols=routes)),
+                section("Groups (rule @ native route)", counts_table(head, rows, COLOURS)),
                 section("Coverage (a case is compared when some route answered it)", pre("\n".join(
                     report.coverage_lines()) or "no rule selected"), open_=bool(report.total_uncompared))]
     if report.notes:
