@@ -46,8 +46,8 @@ def _wrong(answer: SpmdResult) -> SpmdResult:
 
 
 def _parity(tmp: Path, planted: int | None) -> Path:
-    """A parity report of 80 sampled layer_norm cases (and the corner cases) with the port's answers standing in for Paddle's; case
-    ``planted`` (an answered one) gets a wrong native answer: a mismatch."""
+    """A parity report of 80 sampled layer_norm cases (and the corner cases) with the port's answers
+    standing in for Paddle's; case ``planted`` (an answered one) gets a wrong native answer: a mismatch."""
     cases = sample(list(grid_for("layer_norm")), 80, seed=3)
     native = [port_outcome(c) for c in cases]
     if planted is not None:
