@@ -152,14 +152,16 @@ def verdict_map(cells: Mapping[tuple[str, str], Mapping[str, int]], order: Seque
                 colours: Mapping[str, str], *, row_title: str = "mesh", col_title: str = "placement",
                 target: str = "", rows: Sequence[str] | None = None, cols: Sequence[str] | None = None,
                 cell_prefix: str = "") -> str:
-    """A map of ``(row, column) -> {class: cases}``, each cell the case count over a bar of its
-    classes (``order``: worst first). Without ``rows``/``cols``: rows are meshes and columns
+    """A map of ``(row, column) -> {class: cases}``, each cell the case count (right-aligned:
+    the bar's left end, its worst class, stays visible) over a bar of its classes (``order``: worst
+    first). Without ``rows``/``cols``: rows are meshes and columns
     placements, one table per number of mesh dims; with them, one table in that order.
     ``target``: the id of the record table a click on a cell filters (to the records whose cell
     is ``cell_prefix + row + " " + column``); a cell's title lists its classes' counts."""
     if not cells:
         return '<p class="muted">no case in this group</p>'
     tables: list[tuple[list[str], list[str], Mapping[tuple[str, str], Mapping[str, int]]]] = []
+    wide = rows is not None and cols is not None  # (an overview: few columns, each wide enough to read its bar)
     if rows is not None and cols is not None:
         tables.append((list(rows), list(cols), cells))
     else:
@@ -191,7 +193,7 @@ def verdict_map(cells: Mapping[tuple[str, str], Mapping[str, int]], order: Seque
         # a cell's key (what a click filters the records by) is the table's prefix, its row's and its
         # column's headers: put together by the script, not written out per cell
         data = f' data-target="{esc(target)}" data-prefix="{esc(cell_prefix)}"' if target else ""
-        out.append(f'<table class="map"{data}><tr><th class="corner">{esc(row_title)} \\ {esc(col_title)}</th>'
+        out.append(f'<table class="map{" wide" if wide else ""}"{data}><tr><th class="corner">{esc(row_title)} \\ {esc(col_title)}</th>'
                    f"{head}</tr>" + "".join(body) + "</table>")
     return '<div class="maps">' + "".join(out) + "</div>"
 
@@ -289,7 +291,8 @@ table.counts td.num{text-align:right;font-variant-numeric:tabular-nums}
 table.map{margin:6px 12px 6px 0;display:inline-table;vertical-align:top}
 table.map th{font-weight:500;font-size:11px;padding:2px 3px;color:#59636e}
 table.map th.rowh{text-align:right;font-weight:600}
-table.map td{min-width:54px;height:24px;border:1px solid #fff;text-align:center;padding:0 2px}
+table.map td{min-width:54px;height:24px;border:1px solid #fff;text-align:right;padding:0 2px}
+table.map.wide td{min-width:150px}
 table.map[data-target] td{cursor:pointer}
 table.map td.empty{background:#f6f8fa;cursor:default}
 table.map td span{background:rgba(255,255,255,.82);border-radius:3px;padding:0 3px;font-size:11px;
@@ -301,7 +304,8 @@ table.map td.sel{outline:3px solid #0969da}
 table.records{width:100%;table-layout:auto}
 table.records td,table.records th{border-top:1px solid #d0d7de;padding:3px 6px;vertical-align:top;text-align:left;
 font-size:12px}
-table.records td{word-break:break-word}
+table.records td{overflow-wrap:break-word}
+td.repro{min-width:32ch}
 td.repro code{font-size:11px;display:block;max-width:60ch;max-height:4.2em;overflow:auto;white-space:pre-wrap;
 word-break:break-all;background:#f6f8fa;padding:2px 4px}
 b.tag{color:#fff;border-radius:3px;padding:0 5px;white-space:nowrap;font-weight:600}

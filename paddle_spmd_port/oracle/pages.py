@@ -33,6 +33,7 @@ from ..pages import (
     section,
     verdict_map,
 )
+from ..rules.signatures import rule_spec
 from .native import NATIVE, NO_ANSWER
 from .report import Judged
 from .simulator import LOCAL_STATS, OP_REJECTS, RULE_ERROR, SOUND, UNRUNNABLE, UNSOUND
@@ -124,7 +125,8 @@ def oracle_page(judged: Mapping[str, Mapping[str, Sequence[Judged]]], *, selecti
     sections = [section("Rules x profiles", legend(present, COLOURS, totals)
                         + verdict_map(overview, SEVERITY, COLOURS, row_title="rule", col_title="profile",
                                       rows=rules, cols=profiles)
-                        + counts_table(("rule", "profile", "cases", *present), table_rows, COLOURS)),
+                        + '<details class="sub"><summary>the counts</summary>'
+                        + counts_table(("rule", "profile", "cases", *present), table_rows, COLOURS) + "</details>"),
                 paragraph("Per rule, a map per profile: a row per mesh, a column per placement of the rule's first "
                           "given input (S(axis) split, P partial, R replicated). Each cell holds its cases over a bar "
                           f"of their verdicts, worst on the left. Records: every case that is {', '.join(SHOWN)}, "
@@ -132,6 +134,7 @@ def oracle_page(judged: Mapping[str, Mapping[str, Sequence[Judged]]], *, selecti
                           "every unsound, unrunnable and local-stats-only case.")]
     for rule in rules:
         table_id = f"rec-{rule}"
+        column = rule_spec(rule).inputs[0] if rule_spec(rule).inputs else "placement"
         maps = []
         records: list[Record] = []
         hidden = 0
@@ -159,7 +162,8 @@ def oracle_page(judged: Mapping[str, Mapping[str, Sequence[Judged]]], *, selecti
                     else:
                         hidden += 1
             maps.append(f'<div class="prof"><h4>{esc(p)}</h4>'
-                        + verdict_map(cells, SEVERITY, COLOURS, target=table_id, cell_prefix=f"{p}: ") + "</div>")
+                        + verdict_map(cells, SEVERITY, COLOURS, col_title=column, target=table_id,
+                                      cell_prefix=f"{p}: ") + "</div>")
         note = f"{hidden:,} more not shown (oracle-cases.jsonl.gz)" if hidden else "every such case"
         bad = sum(1 for r in records if r.klass in (UNSOUND, UNRUNNABLE))
         sections.append(section(rule, "".join(maps) + '<details class="sub"><summary>records '

@@ -185,7 +185,12 @@ def baseline_page(diff: Diff, new_paddle: dict[str, Any], selection: dict[str, A
     else:
         verdict = PASS
     old_name, new_name = build_text(diff.stored.paddle), build_text(new_paddle)
+    from .detect import detect_release
+
+    release = (detect_release(str(new_paddle["version"]), str(new_paddle.get("commit") or "")).headline()
+               if new_paddle.get("version") not in (None, "", "not installed") else "none (no Paddle answered)")
     facts = [("Paddle", f"baseline {old_name} -> this build {new_name}"),
+             ("release profile", f"this build's: {release}"),
              ("baseline file", str(diff.stored.path)),
              ("selection", str(selection.get("describe", "?"))),
              ("cases", f"{diff.unchanged:,} unchanged, {diff.changed():,} changed, {counts[UNSTABLE]:,} unstable, "
