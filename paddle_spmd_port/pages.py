@@ -193,8 +193,9 @@ def verdict_map(cells: Mapping[tuple[str, str], Mapping[str, int]], order: Seque
         # a cell's key (what a click filters the records by) is the table's prefix, its row's and its
         # column's headers: put together by the script, not written out per cell
         data = f' data-target="{esc(target)}" data-prefix="{esc(cell_prefix)}"' if target else ""
-        out.append(f'<table class="map{" wide" if wide else ""}"{data}><tr><th class="corner">{esc(row_title)} \\ {esc(col_title)}</th>'
-                   f"{head}</tr>" + "".join(body) + "</table>")
+        corner = f'<th class="corner">{esc(row_title)} \\ {esc(col_title)}</th>'
+        out.append(f'<table class="map{" wide" if wide else ""}"{data}><tr>{corner}{head}</tr>' + "".join(body)
+                   + "</table>")
     return '<div class="maps">' + "".join(out) + "</div>"
 
 
