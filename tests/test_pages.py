@@ -276,13 +276,13 @@ def test_a_sampled_run_s_pages_render_clean(tmp_path: Path, chrome) -> None:
     """Real runs, sampled: parity (Paddle's registry route) and the oracle."""
     pytest.importorskip("paddle", reason="paddlepaddle is not installed")
     env_py = sys.executable
-    parity = subprocess.run([env_py, "-m", "paddle_spmd_port", "parity", "--rules", "layer_norm,rms_norm",
-                             "--sample", "40", "--primary-only", "--workers", "1", "--quiet",
+    parity = subprocess.run([env_py, "-m", "paddle_spmd_port", "parity", "--rules", "layer_norm",
+                             "--sample", "20", "--primary-only", "--workers", "1", "--quiet",
                              "--report-dir", str(tmp_path / "p")], cwd=REPO, capture_output=True, text=True,
                             timeout=300)
     assert parity.returncode == 0, parity.stdout[-2000:] + parity.stderr[-2000:]
-    oracle = subprocess.run([env_py, "-m", "paddle_spmd_port", "oracle", "--rules", "layer_norm,batch_norm_grad",
-                             "--max-cases", "60", "--profile", "proposed", "--quiet",
+    oracle = subprocess.run([env_py, "-m", "paddle_spmd_port", "oracle", "--rules", "batch_norm_grad",
+                             "--max-cases", "40", "--profile", "proposed", "--quiet",
                              "--report-dir", str(tmp_path / "o")], cwd=REPO, capture_output=True, text=True,
                             timeout=300)
     assert oracle.returncode == 0, oracle.stdout[-2000:] + oracle.stderr[-2000:]
