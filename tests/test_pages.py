@@ -290,3 +290,31 @@ def test_a_sampled_run_s_pages_render_clean(tmp_path: Path, chrome) -> None:
         _self_contained(page.read_text())
         r = chrome.render(page)
         assert r.clean and r.title.startswith("PASS:"), r.line()
+
+
+def test_the_top_verdict_follows_the_run(tmp_path: Path) -> None:
+    """pass only when every selected case was compared and none mismatched; an interrupted run, an
+    uncompared case or an empty selection is uncompared, a mismatch fails (outranking both)."""
+    from paddle_spmd_port.parity.pages import parity_verdict
+
+    cases = sample(list(grid_for("layer_norm")), 10, seed=3)
+    native = [port_outcome(c) for c in cases]
+    native[0] = Outcome(not_run="worker timed out")
+
+    def report(outcomes: list[Outcome], **state: object) -> ParityReport:
+        r = ParityReport()
+        r.plan("layer_norm", "registry", len(cases), rule_spec("layer_norm").n_cells)
+        tally_group(r, "registry", ["layer_norm"], {"layer_norm": cases}, outcomes, 0.1, None)
+        r.complete = True
+        for k, v in state.items():
+            setattr(r, k, v)
+        return r
+
+    assert parity_verdict(report([port_outcome(c) for c in cases])) == "pass"
+    assert parity_verdict(report(native)) == "uncompared"
+    assert parity_verdict(report([port_outcome(c) for c in cases], interrupted="SIGTERM")) == "uncompared"
+    assert parity_verdict(report([port_outcome(c) for c in cases], complete=False)) == "uncompared"
+    assert parity_verdict(ParityReport(complete=True)) == "uncompared"
+    i = next(i for i, o in enumerate(native) if o.result is not None)
+    native[i] = Outcome(result=_wrong(native[i].result))
+    assert parity_verdict(report(native, interrupted="SIGTERM")) == "fail"
