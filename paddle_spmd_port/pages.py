@@ -80,9 +80,12 @@ def mesh_label(shape: Sequence[int]) -> str:
 def map_key(case: Case) -> tuple:
     """What places a case in a verdict map, cheap to take (a sweep's every case): the mesh's
     shape and the first given input's rank, dims_mapping and partial dims (:func:`map_label`)."""
-    x = next((s for s in case.inputs if s is not None), None)
-    if x is None:
-        return (case.mesh.shape, -1, (), frozenset())
+    inputs = case.inputs
+    x = inputs[0] if inputs else None
+    if x is None:  # (rare: the first input left out)
+        x = next((s for s in inputs if s is not None), None)
+        if x is None:
+            return (case.mesh.shape, -1, (), frozenset())
     return (case.mesh.shape, len(x.shape), x.dims_mapping, x.partial_dims)
 
 
