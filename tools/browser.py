@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import fcntl
 import json
 import os
 import select
@@ -144,9 +145,12 @@ class Pipe:
         wanted = {3: to_child_r, 4: from_child_w}
 
         def wire() -> None:  # in the child: the two pipe ends on fds 3 and 4
-            for target, fd in wanted.items():
+            # (first out of the way, above 9: a pipe end may itself be fd 3 or 4)
+            high = {target: fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for target, fd in wanted.items()}
+            for target, fd in high.items():
                 os.dup2(fd, target)
                 os.set_inheritable(target, True)
+                os.close(fd)
 
         self.proc = subprocess.Popen(
             [binary, *FLAGS, *extra, f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
