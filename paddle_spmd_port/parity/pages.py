@@ -68,9 +68,12 @@ def parity_verdict(report: ParityReport) -> str:
 
 
 def paddle_text(paddle: dict[str, Any]) -> str:
-    version = paddle.get("version", "?")
-    commit = str(paddle.get("commit") or "?")
-    return f"{version} (commit {commit[:12]})"
+    version = paddle.get("version")
+    if not version:
+        return "? (no native route answered)"
+    if version == "not installed":
+        return "not installed"
+    return f"{version} (commit {str(paddle.get('commit') or '?')[:12]})"
 
 
 def _records(tally: GroupTally) -> list[dict[str, Any]]:
