@@ -142,8 +142,8 @@ def test_compat_test_flags_a_disagreement(tmp_path):
 def test_pytest_plugin_native_backend():
     pytest.importorskip("paddle")
     skip_if_rule_missing("batch_norm")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
-                           "paddle_spmd_port.compat.pytest_plugin", "--spmd-backend=native", str(PADDLE_STYLE)],
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+                           "-p", "paddle_spmd_port.compat.pytest_plugin", "--spmd-backend=native", str(PADDLE_STYLE)],
                           capture_output=True, text=True, timeout=300, env=env(), cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert " passed" in proc.stdout and "failed" not in proc.stdout
@@ -240,7 +240,7 @@ def test_compat_test_exit_code_tells_a_backend_not_run_from_a_failure(native, ex
 
 
 def test_pytest_plugin_port_backend_on_the_shim():
-    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    base = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider"]  # one small file: no workers
     with_plugin = subprocess.run([*base, "-p", "paddle_spmd_port.compat.pytest_plugin", "--spmd-backend=port",
                                   str(PADDLE_STYLE.parent)], capture_output=True, text=True, timeout=300,
                                  env=env(shim=True), cwd=REPO)

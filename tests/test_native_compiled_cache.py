@@ -19,6 +19,7 @@ from paddle_spmd_port.native import compiled, crash_prone
 from paddle_spmd_port.ops.kit.native import attr_kind
 from paddle_spmd_port.parity.grid import coshard_cases, grid_for, sample
 from paddle_spmd_port.parity.random_cases import random_cases
+from paddle_spmd_port.parity.validity import input_problem
 from paddle_spmd_port.types import DistTensorSpec, ProcessMesh, mesh_dims_of
 
 from .helpers import paddle_profile
@@ -224,7 +225,13 @@ def test_an_isolated_case_does_not_depend_on_what_ran_before():
     alone, after a few hundred other cases, from a server forked at start-up (--isolating) or started
     later (a fresh exec), each gets the same reply. Under the previous scheme (children forked from the
     program itself) the heap-corrupting instance_norm / group_norm cases flipped between a result and
-    SIGABRT with what ran before."""
+    SIGABRT with what ran before.
+
+    The order of the isolated requests themselves is free only for valid inputs: for an invalid one
+    the rule does not check (x's dims_mapping shorter than its rank, x's rank outside the op's) Paddle
+    reads memory it never set, and what it finds there moves with the server's heap as it reads the
+    requests (instance_norm-invalid-3 and -9 answer in one order and abort in the other). Parity files
+    those as "port rejects invalid" whatever Paddle does, the baseline diff as "unstable"."""
     rules = ("instance_norm", "instance_norm_grad", "group_norm", "group_norm_base")
     isolated = [c for r in rules for c in grid_for(r) if crash_prone.compiled_may_crash(c)]
     before = [c for r in rules for c in sample(list(grid_for(r)), 150, seed=2)
@@ -234,7 +241,10 @@ def test_an_isolated_case_does_not_depend_on_what_ran_before():
     alone = _replies(wanted)
     assert _replies(history + wanted)[len(history):] == alone
     assert _replies(history + wanted, isolating=True)[len(history):] == alone
-    assert _replies(history + wanted[::-1])[len(history):] == alone[::-1]
+    valid = [i for i, c in enumerate(isolated) if input_problem(c) is None]
+    assert len(valid) >= 20
+    reordered = _replies(history + [wanted[i] for i in reversed(valid)])[len(history):]
+    assert reordered == [alone[i] for i in reversed(valid)]
     assert any(r.startswith("C ") for r in alone) and any(r.startswith("R ") for r in alone)
 
 

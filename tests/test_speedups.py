@@ -157,7 +157,15 @@ M23_XY = ProcessMesh((2, 3), dim_names=("x", "y"))
 M23_SUB = MeshSub((2, 3))
 M63 = ProcessMesh((1,) * 63)
 M64 = ProcessMesh((1,) * 64)
-_NOT_A_MESH = object()
+class _NotAMesh:
+    """Any object that is no mesh; its repr is fixed, so test ids are the same in every process
+    (pytest-xdist's workers must collect the same ids)."""
+
+    def __repr__(self) -> str:
+        return "<not a mesh>"
+
+
+_NOT_A_MESH = _NotAMesh()
 MESHES = (None, M23, M2, M222, M23_XY, M23_SUB, M63, M64, _NOT_A_MESH, "2x3")
 OMIT = "<omitted>"
 SPEC_FIELDS = ("shape", "dims_mapping", "mesh", "partial_dims", "valid_on_mesh", "coshard", "_problem")

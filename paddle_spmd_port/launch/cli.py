@@ -506,7 +506,7 @@ def report_stem(args: argparse.Namespace) -> str:
 def _check_report_paths(args: argparse.Namespace) -> None:
     directory = check_output_dir(args.report_dir, "--report-dir")
     stem = report_stem(args)
-    for name in (f"{stem}.md", f"{stem}.json"):
+    for name in (f"{stem}.md", f"{stem}.json", f"{stem}.html"):
         target = directory / name
         if target.is_dir():
             raise UsageError("--report-dir", f"{target} is a directory, the report file goes there",

@@ -1,4 +1,4 @@
-"""Compare what the ranks did with what the port predicted; write the report (markdown + JSON).
+"""Compare what the ranks did with what the port predicted; write the report (markdown, JSON, HTML).
 
 Per case, one verdict::
 
@@ -304,10 +304,15 @@ class Report:
         return render_markdown(self)
 
     def write(self, directory: Path, stem: str) -> tuple[Path, Path]:
-        """``<stem>.md`` and ``<stem>.json`` in ``directory``, each written atomically."""
+        """``<stem>.md``, ``<stem>.json`` and ``<stem>.html`` (:mod:`.pages`) in ``directory``, each
+        written atomically; the paths of the first two."""
+        from .pages import launch_page
+
         directory.mkdir(parents=True, exist_ok=True)
-        return write_atomic(directory / f"{stem}.md", self.markdown()), write_json(directory / f"{stem}.json",
-                                                                                     self.to_json())
+        md = write_atomic(directory / f"{stem}.md", self.markdown())
+        js = write_json(directory / f"{stem}.json", self.to_json())
+        write_atomic(directory / f"{stem}.html", launch_page(self))
+        return md, js
 
 
 def build_report(cases: Sequence[LaunchCase], records: dict[str, dict[int, dict[str, Any]]], ranks: Sequence[int],

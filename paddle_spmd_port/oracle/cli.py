@@ -15,7 +15,8 @@ profile, the paddle-vs-proposed comparison, and each distinct bug with a minimal
 route through parity's worker pool (:mod:`.native` says what a raise, a crash or an undecodable
 answer becomes); ``--profile all`` includes it when Paddle is installed.
 Written to ``--report-dir``: ``oracle.md`` (the same), ``oracle.json`` (counts and bugs),
-``oracle-cases.jsonl.gz`` (one line per case that is not sound, rule-error or n/a) and ``repro-*`` files for
+``oracle-cases.jsonl.gz`` (one line per case that is not sound, rule-error or n/a), ``oracle.html`` (the
+same as a page, with a map per rule and profile: :mod:`.pages`) and ``repro-*`` files for
 ``python -m paddle_spmd_port launch`` / ``paddle.distributed.launch`` (the commands printed name them by
 the path they were written to, so they run as pasted from the directory the oracle ran in).
 ``--max-cases N`` judges the first N cases of each rule's grid, ``--sample N`` a seeded sample of N.
@@ -72,6 +73,7 @@ from ..runctl import (
 from .grid import ORACLE_MESHES, oracle_grid
 from .kernels import MODELS, all_reducing_families
 from .native import NATIVE, NO_ANSWER, collect, paddle_installed
+from .pages import oracle_page
 from .report import (
     BUG_LABELS,
     PROFILE_NAMES,
@@ -358,8 +360,14 @@ def _write_report(run: _Run, args: argparse.Namespace, out: Path, interrupted: s
     header = None
     if interrupted:
         header = {"status": summary["status"], "rules": summary["rules"]}
+    sel = getattr(args, "selection", None) or {}
+    html = oracle_page(run.judged, selection=str(sel.get("describe", "?")),
+                       meshes=" ".join(_mesh_text(m) for m in args.meshes), seconds=seconds, interrupted=interrupted,
+                       paddle=run.paddle if NATIVE in run.profiles else None, routes=run.routes,
+                       status=run.status(run.judged))
     files: dict[str, str | bytes] = {"oracle.md": report, "oracle.json": json.dumps(summary, indent=1),
-                                     "oracle-cases.jsonl.gz": _cases_file(everything, header), **repros}
+                                     "oracle-cases.jsonl.gz": _cases_file(everything, header), "oracle.html": html,
+                                     **repros}
     write_files(out, files)  # each file whole or absent
     return printed
 

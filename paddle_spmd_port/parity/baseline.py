@@ -33,7 +33,8 @@ A case is *uncompared* when either side has no outcome (not run in either build,
 the other run lacks, or a case whose JSON differs: the port's grid changed); the diff then fails
 closed (exit 3). Exit: 1 on any regression (outranks 3), else 3 on any uncompared case, else 0.
 Written to the report dir: ``baseline.md`` (regressions first, a repro line per changed case for
-each build) and ``baseline.json`` (every changed case); the console's last line reads
+each build), ``baseline.json`` (every changed case) and ``baseline.html`` (the same as a page, with a
+map per rule of where the changes are: parity/pages.py); the console's last line reads
 ``baseline OLD -> NEW: N changed cases (R regressed, F fixed, ...)``.
 """
 
@@ -389,6 +390,9 @@ class Diff:
         out.mkdir(parents=True, exist_ok=True)
         write_json(out / "baseline.json", self.to_json(new_paddle, selection, interrupted))
         write_atomic(out / "baseline.md", self.markdown(new_paddle, selection, interrupted))
+        from .pages import baseline_page
+
+        write_atomic(out / "baseline.html", baseline_page(self, new_paddle, selection, interrupted))
 
     @property
     def regressed(self) -> int:

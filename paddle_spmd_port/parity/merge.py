@@ -118,6 +118,8 @@ def _tally(data: dict[str, Any]) -> GroupTally:
         for example in examples:
             if t.wants(verdict):
                 t.keep(example)
+    for mesh, placement, counts in data.get("map") or []:  # (a part written before the maps: none)
+        t.merged_map[(mesh, placement)] = dict(counts)
     return t
 
 
@@ -127,6 +129,10 @@ def _add_tally(into: GroupTally, part: GroupTally) -> None:
     into.matching_cells += part.matching_cells
     for verdict, n in part.verdicts.items():
         into.verdicts[verdict] = into.verdicts.get(verdict, 0) + n
+    for cell, counts in part.merged_map.items():
+        into_cell = into.merged_map.setdefault(cell, {})
+        for verdict, n in counts.items():
+            into_cell[verdict] = into_cell.get(verdict, 0) + n
     for status, n in part.invalid_native.items():
         into.invalid_native[status] = into.invalid_native.get(status, 0) + n
     for verdict, examples in part.examples.items():

@@ -12,7 +12,9 @@ Files, rewritten after every backend group (each write atomic), so an interrupte
 still leaves a report whose first line says what it is::
 
     parity.md              status, coverage, the table, a few examples per class
-    parity.json            the same as data
+    parity.json            the same as data (each group's verdict map included: ``map``)
+    parity.html            the same as a page: a verdict map per group, records filterable by class
+                           (parity/pages.py; the first HTML_RECORDS per class and group)
     parity-cases.jsonl.gz  every case that is not a match or a same-error, one JSON line each
     (--junit FILE)         JUnit XML: a suite per group, plus parity.coverage
 """
@@ -29,12 +31,15 @@ from typing import IO, Any
 
 from ..case import Case
 from ..outcome import Outcome
+from ..pages import map_key, map_label
 from ..reporting import markdown_table, write_atomic, write_json
 from ..types import CORE
 from .compare import CLASSES, COMPARED, Comparison
 
 EXAMPLES_PER_CLASS = 5
 MISMATCHES_KEPT = 200
+HTML_RECORDS = 40
+"""Per-case records kept per class and group for parity.html (mismatches: MISMATCHES_KEPT)."""
 REASONS_SHOWN = 50
 """Distinct uncompared reasons printed per rule (every one is in parity.json)."""
 CASES_FILE = "parity-cases.jsonl.gz"
@@ -62,15 +67,28 @@ class GroupTally:
     port_seconds: float = 0.0
     invalid_native: dict[str, int] = field(default_factory=dict)
     """For port-rejects-invalid cases: what Paddle did instead (result = garbage accepted, crash, error)."""
+    cells_map: dict[tuple, dict[str, int]] = field(default_factory=dict)
+    """The verdict map: :func:`map_key` of each case -> its cases per verdict (labelled by :meth:`verdict_map`)."""
+    merged_map: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+    """The verdict map of the parts a merged report joins (already labelled: parity --merge)."""
+    shown: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """parity.html's records: the first :data:`HTML_RECORDS` per verdict (in memory only)."""
 
     @property
     def key(self) -> str:
         return group_key(self.rule, self.backend)
 
-    def count(self, native: Outcome, cmp: Comparison) -> bool:
-        """Count one case in the totals; True when it needs a per-case record (not a plain agreement)."""
+    def count(self, native: Outcome, cmp: Comparison, case: Case | None = None) -> bool:
+        """Count one case in the totals (and in the verdict map, given the case); True when it
+        needs a per-case record (not a plain agreement)."""
         verdict = cmp.verdict
         self.cases += 1
+        if case is not None:
+            key = map_key(case)
+            cell = self.cells_map.get(key)
+            if cell is None:
+                cell = self.cells_map[key] = {}
+            cell[verdict] = cell.get(verdict, 0) + 1
         self.cells += cmp.cells
         self.matching_cells += cmp.matching_cells
         self.verdicts[verdict] += 1
@@ -97,6 +115,21 @@ class GroupTally:
         """Keep ``record`` (with its ``case``) among the examples (:meth:`wants` said its class has room)."""
         self.examples.setdefault(record["verdict"], []).append(record)
 
+    def show(self, record: dict[str, Any], case: Case) -> None:
+        """Keep ``record`` (without its case) for parity.html while its class has room."""
+        kept = self.shown.setdefault(record["verdict"], [])
+        if len(kept) < (MISMATCHES_KEPT if record["verdict"] == "mismatch" else HTML_RECORDS):
+            kept.append({**record, "cell": map_label(map_key(case))})
+
+    def verdict_map(self) -> dict[tuple[str, str], dict[str, int]]:
+        """(mesh, first input's placement) -> cases per verdict."""
+        out: dict[tuple[str, str], dict[str, int]] = {cell: dict(counts) for cell, counts in self.merged_map.items()}
+        for key, counts in self.cells_map.items():
+            into = out.setdefault(map_label(key), {})
+            for verdict, n in counts.items():
+                into[verdict] = into.get(verdict, 0) + n
+        return out
+
     @property
     def mismatches(self) -> int:
         return self.verdicts["mismatch"]
@@ -105,6 +138,7 @@ class GroupTally:
         return {"rule": self.rule, "backend": self.backend, "state": self.state, "cases": self.cases,
                 "cells": self.cells, "matching_cells": self.matching_cells, "verdicts": self.verdicts,
                 "examples": self.examples, "invalid_native": self.invalid_native,
+                "map": [[mesh, placement, counts] for (mesh, placement), counts in self.verdict_map().items()],
                 "native_seconds": round(self.native_seconds, 3), "port_seconds": round(self.port_seconds, 3)}
 
 
@@ -275,12 +309,13 @@ class ParityReport:
 
     def add(self, tally: GroupTally, index: int, case: Case, port: Outcome, native: Outcome,
             cmp: Comparison) -> None:
-        needs_record = tally.count(native, cmp)
+        needs_record = tally.count(native, cmp, case)
         self.coverage[tally.rule].record(index, tally.backend, native, cmp.verdict, cmp.note)
         if not needs_record:
             return
         case_text = case.json_text()
         record = tally.record(case, port, native, cmp, case_text)
+        tally.show(record, case)
         if self._cases_fh is not None:  # the record's JSON with the case's text spliced in as its last field
             self._cases_fh.write(_dumps(record)[:-1] + ',"case":' + case_text + "}\n")
         if tally.wants(cmp.verdict):
@@ -506,6 +541,9 @@ class ParityReport:
             self._cases_fh.flush()
         write_json(out / "parity.json", self.to_json())
         write_atomic(out / "parity.md", self.markdown())
+        from .pages import parity_page  # (the page module imports this one)
+
+        write_atomic(out / "parity.html", parity_page(self))
         if junit:
             Path(junit).parent.mkdir(parents=True, exist_ok=True)
             write_atomic(Path(junit), self.junit())
