@@ -617,8 +617,8 @@ def _sweep(args: argparse.Namespace) -> int:
         return EXIT_OK
     if report.total_mismatches:
         return EXIT_FINDING
-    # cases of what the release lacks (its profile says so) fail nothing, but a run comparing no case at all does
-    if report.empty or not report.total_compared or (report.total_uncompared and not args.allow_uncompared):
+    # cases of what the release lacks (its profile says so) fail nothing, but a run where they are all it has does
+    if report.empty or report.all_lacking or (report.total_uncompared and not args.allow_uncompared):
         return EXIT_INCOMPLETE
     return EXIT_OK
 

@@ -293,7 +293,7 @@ def merge_main(args: argparse.Namespace) -> int:
     print(f"merged {len(dirs)} of {m} parts; report in {out}/parity.md")
     if report.total_mismatches:
         return EXIT_FINDING
-    if missing or not report.complete or report.empty or not report.total_compared or \
+    if missing or not report.complete or report.empty or report.all_lacking or \
             (report.total_uncompared and not report.allow_uncompared):
         return EXIT_INCOMPLETE
     return EXIT_OK

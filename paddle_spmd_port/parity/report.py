@@ -339,6 +339,11 @@ class ParityReport:
         return sum(c.compared for c in self.coverage.values())
 
     @property
+    def all_lacking(self) -> bool:
+        """Every selected case is of what the release lacks: nothing compared and nothing left uncompared."""
+        return bool(self.total_lacking) and not self.total_compared and not self.total_uncompared
+
+    @property
     def total_lacking(self) -> int:
         """Cases of rules (or needs) the release lacks, as its profile declares: not compared, not a failure."""
         return sum(c.lacking for c in self.coverage.values())
