@@ -142,7 +142,7 @@ def test_only_answers_errors_and_predicted_crashes_count_as_compared():
     from paddle_spmd_port.parity.compare import CLASSES, COMPARED
 
     assert COMPARED == {"match", "both-raise-same", "port-rejects-invalid", "known-difference", "mismatch"}
-    assert set(CLASSES) - COMPARED == {"native-crash", "undecodable", "unreachable", "not-run"}
+    assert set(CLASSES) - COMPARED == {"native-crash", "undecodable", "unreachable", "not-run", "release-lacks"}
 
 
 def test_an_undecodable_native_answer_is_uncompared_and_never_a_match_or_a_mismatch():

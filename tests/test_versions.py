@@ -43,7 +43,7 @@ COMMITS = {"3.0.0": "6ed5dd3833c32c3b21e14b1fb1a71f5a535a0fcc", "3.1.1": "0cd834
 def test_the_table_is_ordered_unique_and_well_formed():
     keys = [version_key(v) for v in known_versions()]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
-    assert NEWEST == "3.3.1" and known_versions()[0] == OLD
+    assert NEWEST == "3.3.1" and known_versions()[:2] == ("2.6.2", OLD)
     for p in RELEASES:
         assert len(p.commit) >= 10 and int(p.commit, 16) >= 0
         for d in p.differences:
@@ -76,10 +76,10 @@ def test_unknown_newer_version_uses_the_newest_profile_and_explains_nothing(vers
     assert p.explain(case, port, native) is None
 
 
-@pytest.mark.parametrize("version", ["2.6.2", "3.0.0rc1", "3.0.0b0", "1.8"])
+@pytest.mark.parametrize("version", ["2.5.2", "2.6.0rc1", "2.6.2b0", "1.8"])
 def test_unknown_older_version_uses_the_oldest_profile_flagged(version):
     p = detect_release(version, "")
-    assert p.version == OLD and p.is_older_than_known and not p.is_exact
+    assert p.version == known_versions()[0] and p.is_older_than_known and not p.is_exact
     assert "older than every profile" in p.headline()
     assert p.explain(*_bn_static_missing()) is not None  # the oldest profile's differences still apply
 
@@ -121,10 +121,12 @@ def _fallback(case: Case) -> Outcome:
     return Outcome(result=dataclasses.replace(port_outcome(case).result, inputs=ins, outputs=outs))
 
 
-def test_missing_registry_rule_is_a_known_difference_only_for_3_0_0():
+def test_missing_registry_rule_is_a_known_absence_only_for_3_0_0():
     case, port, native = _bn_static_missing()
     why = release_for(OLD).explain(case, port, native)
-    assert why is not None and why.startswith("known difference for 3.0.0: ") and "batch_norm" in why
+    assert why is not None and why.startswith("3.0.0 lacks it (no-batch-norm-rule): ") and "batch_norm" in why
+    # a rule the release lacks is never counted as compared (release-lacks: tests/test_release_262.py)
+    assert release_for(OLD).classify(case, port, native)[0] == "release-lacks"
     not_found = Outcome(error=ErrorInfo("RuntimeError", "`batch_norm` Kernel's Spmd rules is not registered."))
     assert release_for(OLD).explain(case, port, not_found) is not None
     compiled = Outcome(unreachable="compiled caller unavailable: /x/paddle/include has no "
@@ -421,7 +423,7 @@ def test_matrix_versions_are_the_newest_patch_of_each_minor_line():
     for v in known_versions():
         lines.setdefault(version_key(v)[:2], []).append(v)
     assert list(matrix_versions()) == [max(vs, key=version_key) for vs in lines.values()]
-    assert matrix_versions()[-1] == NEWEST and matrix_versions()[0] == OLD
+    assert matrix_versions()[-1] == NEWEST and matrix_versions()[:2] == ("2.6.2", OLD)
 
 
 # --------------------------------------------------------------------------- the issue-15 rules on older releases

@@ -1,6 +1,6 @@
 """Local version matrix: the parity sweep and the test suite against several Paddle releases.
 
-    .venv/bin/python tools/matrix.py                         # 3.0.0 3.1.1 3.2.2 3.3.1, sample 300, tests
+    .venv/bin/python tools/matrix.py                         # 2.6.2 3.0.0 3.1.1 3.2.2 3.3.1, sample 300, tests
     .venv/bin/python tools/matrix.py --versions 3.3.1 --skip-tests --sample 0   # full grid, no tests
     .venv/bin/python tools/matrix.py --versions 3.0.0,3.3.1 --jobs 2   # two releases at once (needs the cores)
 
@@ -9,7 +9,8 @@ created with this interpreter's ``venv``, then ``.ci/install`` with ``PADDLE_VER
 asserts that ``paddle.__version__`` is X, runs
 
     python -m paddle_spmd_port parity --sample N --report-dir reports/matrix/X --junit reports/matrix/X/parity.xml
-    python -m pytest -q -m "not multiproc" --junitxml reports/matrix/X/pytest.xml   (unless --skip-tests)
+    python -m pytest -q -m "not multiproc" --junitxml reports/matrix/X/pytest.xml   (unless --skip-tests;
+                                                   2.6.2: tests/test_release_262.py only, OWN_TESTS)
 
 and prints one table: release x rule -> cases, cells, matching cells, agreeing cases, known
 differences (the sweep's ``known-difference`` class, from the release's profile in
@@ -43,7 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 #: The newest profiled release of each minor line (paddle_spmd_port/parity/releases.py).
 DEFAULT_VERSIONS = matrix_versions()
 AGREE = ("match", "both-raise-same")
-OTHER = ("port-rejects-invalid", "native-crash", "unreachable", "not-run")
+OTHER = ("port-rejects-invalid", "native-crash", "unreachable", "not-run", "release-lacks")
 KNOWN = "known-difference"
 
 _CHECK = """
@@ -157,12 +158,17 @@ def run_sweep(run: VersionRun, sample: int, workers: int, seed: int, rules: str 
         run.parity = json.loads(parity_json.read_text())
 
 
+#: Releases whose tests are these files instead of the suite (the suite is written against Paddle 3.x;
+#: CI's matrix leg for the release runs the same: .github/workflows/ci.yml).
+OWN_TESTS = {"2.6.2": ["tests/test_release_262.py"]}
+
+
 def run_tests(run: VersionRun, timeout: float, marker: str, extra: list[str]) -> None:
     t0 = time.time()
     log_path = run.report_dir / "pytest.log"
     log_path.unlink(missing_ok=True)
     cmd = [str(run.python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker,
-           "--junitxml", str(run.report_dir / "pytest.xml"), *extra]
+           "--junitxml", str(run.report_dir / "pytest.xml"), *extra, *OWN_TESTS.get(run.version, [])]
     run.tests_rc = run_logged(cmd, log_path, timeout=timeout)
     run.seconds["tests"] = time.time() - t0
     summary = ""
@@ -232,7 +238,8 @@ def render(runs: list[VersionRun], args: argparse.Namespace) -> str:
     head = ["paddle", "rule", "backend", "cases", "cells", "matching cells", "agree", "known diff", "mismatch",
             "other", "test suite"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    short = {"port-rejects-invalid": "invalid", "native-crash": "crash", "unreachable": "unreach", "not-run": "not run"}
+    short = {"port-rejects-invalid": "invalid", "native-crash": "crash", "unreachable": "unreach", "not-run": "not run",
+             "release-lacks": "lacks"}
     for run in runs:
         label = f"{run.version} ({run.commit[:10]})" if run.commit else run.version
         if run.setup:

@@ -19,8 +19,10 @@ A report there of another selection (other ``--rules``, ``--cases``, ``--mesh``)
 anything runs unless ``--replace-report``, as in every command. ``--nproc`` beyond what the machine
 holds (:data:`RANKS_PER_CORE` ranks a core, :data:`RANK_MEMORY_MB` MB of available memory a rank) is
 refused unless ``--oversubscribe``. ``--device gpu`` asks Paddle first for a CUDA build and enough
-visible GPUs (one line, exit 3, nothing launched). It says what it is about to do within a second
-(on stderr; ``--quiet`` silences it), then prints each phase: the launch, the crash probes, the report.
+visible GPUs (one line, exit 3, nothing launched); a CPU wheel, or a machine where no GPU can be visible
+(``CUDA_VISIBLE_DEVICES`` empty or negative, no GPU device node), is told before the opening line. It
+says what it is about to do within a second (on stderr; ``--quiet`` silences it), then prints each
+phase: the launch, the crash probes, the report.
 Rank logs, launcher output and raw rank results are moved to ``<report-dir>/<that stem>-logs/``
 whenever the launch fails, times out, is interrupted, leaves cases unrun or a case ends in an
 outcome the port does not account for (always with ``--keep-logs``).
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -187,6 +190,7 @@ def _main(argv: list[str]) -> int:
     try:
         if args.device == "gpu":
             cpu_build_by_files()  # instant; Paddle itself is asked below, after the opening line
+            no_gpu_visible()  # instant too: a machine where no GPU can be visible is told in one line
         if not args.quiet:
             print(opening_line(args, cases), file=sys.stderr, flush=True)
         if args.device == "gpu":
@@ -377,6 +381,22 @@ def cpu_build_by_files() -> None:
     if found and found.group(1) in ("False", ""):
         raise GpuUnavailable("--device gpu: the installed Paddle is a CPU build (paddle.version.cuda() is "
                              f"{found.group(1)!r}); install a CUDA build, or run --device cpu")
+
+
+def no_gpu_visible() -> None:
+    """``--device gpu`` where CUDA can see no GPU, told without importing Paddle (a CUDA wheel's import
+    takes long): ``CUDA_VISIBLE_DEVICES`` empty or starting with a negative id, or, on Linux, no GPU
+    device node (``/dev/nvidia<N>``; WSL's ``/dev/dxg``). Raises :class:`GpuUnavailable`; otherwise
+    :func:`check_gpus` asks Paddle how many GPUs it sees."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and (not visible.split(",")[0].strip() or visible.strip().startswith("-")):
+        raise GpuUnavailable(f"--device gpu: no GPU is visible (CUDA_VISIBLE_DEVICES={visible!r}); set it to the "
+                             "GPU ids to use, or run --device cpu")
+    dev = Path("/dev")
+    if sys.platform.startswith("linux") and dev.is_dir() and not any(dev.glob("nvidia[0-9]*")) \
+            and not (dev / "dxg").exists():
+        raise GpuUnavailable("--device gpu: no GPU is visible on this machine (no /dev/nvidia<N> device); run "
+                             "--device cpu, or on a machine with GPUs")
 
 
 def check_gpus(args: argparse.Namespace) -> None:

@@ -5,7 +5,8 @@ whose family declares Paddle's function (``cpp=`` in ``ops/<family>/__init__.py`
 routes cannot do is said in each family's ``native.py``). A key without one is unreachable here.
 
 ``cpp/spmd_caller.cc`` is compiled on first use with ``$CXX`` (default ``g++``) against the
-installed wheel's ``paddle/include`` and ``paddle/libs/libphi_core.so`` + ``libcommon.so``, into
+installed wheel's ``paddle/include`` and ``paddle/libs/libphi_core.so`` + ``libcommon.so`` (Paddle
+2.6: ``libs/libphi.so`` in GPU wheels, ``base/libpaddle.so`` and libpython in CPU ones; :func:`layout`), into
 ``$PADDLE_SPMD_PORT_CACHE`` (default ``~/.cache/paddle_spmd_port``), keyed by the source, the
 generated dispatch table, the Paddle build and the compiler; nothing is committed. Without a
 compiler, or when the build fails, every case is ``unreachable`` with the reason.
@@ -175,6 +176,85 @@ class BuildError(RuntimeError):
         self.paddle_lacks_rules = paddle_lacks_rules
 
 
+#: Paddle 2.6's dist_attr.h and process_mesh.h include this generated protobuf header, which its
+#: wheels do not ship; the caller never touches the protos (they appear only in the declarations of
+#: from_proto/to_proto), so forward declarations stand in for it (:func:`_shims`).
+PROTO_HEADER = "paddle/phi/core/distributed/auto_parallel/auto_parallel.pb.h"
+_PROTO_SHIM = """// Written by paddle_spmd_port/native/compiled.py: a stand-in for the generated protobuf header this
+// Paddle's wheel includes but does not ship. Only the declarations of from_proto/to_proto name these.
+#pragma once
+namespace phi { namespace distributed { namespace auto_parallel {
+class TensorDistAttrProto;
+class ProcessMeshProto;
+class DeviceMeshProto;
+class DeviceProto;
+class DeviceCapabilityProto;
+class LinkProto;
+class LinkCapabilityProto;
+class DistributedMapperProto;
+}}}
+"""
+
+
+class Layout(NamedTuple):
+    """How a Paddle wheel is laid out for the caller: the libraries to link (with their directories,
+    also the program's rpath), the macros the source needs and the shims its headers need."""
+
+    name: str
+    link: tuple[str, ...]
+    rpath: tuple[Path, ...]
+    defines: tuple[str, ...]
+    shims: dict[str, str]
+
+
+def _libpython() -> Path | None:
+    """This interpreter's shared libpython (Paddle 2.6's CPU wheel keeps phi in the Python extension
+    base/libpaddle.so, whose Python symbols the program must then resolve), or None."""
+    import sysconfig
+
+    libdir, name = sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("LDLIBRARY")
+    if not libdir or not name or not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        return None
+    path = Path(libdir) / name
+    return path if path.exists() and path.suffix == ".so" else None
+
+
+def layout(root: Path) -> Layout:
+    """Where this wheel keeps phi and how its headers differ (raises :class:`BuildError`):
+
+    * Paddle 3.x: ``libs/libphi_core.so`` (+ ``libcommon.so``);
+    * Paddle 2.6, GPU wheel: ``libs/libphi.so`` (+ ``libcommon.so``);
+    * Paddle 2.6, CPU wheel: phi inside ``base/libpaddle.so``, the Python extension (+ libpython).
+
+    2.6's headers include a protobuf header the wheel lacks (:data:`PROTO_HEADER`: a shim) and
+    declare Paddle's error type in ``phi::enforce`` (``SPMD_CALLER_PHI_ENFORCE``)."""
+    include, libs, base = root / "include", root / "libs", root / "base"
+    shims: dict[str, str] = {}
+    defines: list[str] = []
+    if not (include / PROTO_HEADER).exists() and (include / "paddle/phi/core/distributed/auto_parallel"
+                                                   / "dist_attr.h").exists():
+        if PROTO_HEADER in (include / "paddle/phi/core/distributed/auto_parallel/dist_attr.h").read_text():
+            shims[PROTO_HEADER] = _PROTO_SHIM
+    enforce = include / "paddle/common/enforce.h"
+    if enforce.exists() and "EnforceNotMet" not in enforce.read_text():
+        defines.append("SPMD_CALLER_PHI_ENFORCE")
+    if (libs / "libphi_core.so").exists():
+        return Layout("libphi_core", ("-lphi_core", "-lcommon"), (libs,), tuple(defines), shims)
+    if (libs / "libphi.so").exists():
+        return Layout("libphi (Paddle 2.6)", ("-lphi", "-lcommon"), (libs,), tuple(defines), shims)
+    if (base / "libpaddle.so").exists() and (libs / "libcommon.so").exists():
+        python = _libpython()
+        if python is None:
+            raise BuildError(f"{root}: phi lives in base/libpaddle.so, a Python extension (Paddle 2.6's CPU "
+                             "wheel); linking it needs a shared libpython, which this interpreter lacks "
+                             "(built without --enable-shared)")
+        return Layout("libpaddle (Paddle 2.6)", (f"-L{base}", "-l:libpaddle.so", "-lcommon", f"-L{python.parent}",
+                                                 f"-l:{python.name}"),
+                      (libs, base, python.parent), tuple(defines), shims)
+    raise BuildError(f"{root} is not a usable Paddle install (no libs/libphi_core.so, libs/libphi.so or "
+                     "base/libpaddle.so)")
+
+
 def compile_caller(generated: dict[str, str] | None = None) -> Path:
     """The caller's binary, compiled first if this source/table/Paddle/compiler has none yet.
     ``generated``: the included files (default :func:`generated_sources`)."""
@@ -182,9 +262,11 @@ def compile_caller(generated: dict[str, str] | None = None) -> Path:
     if root is None:
         raise BuildError("paddlepaddle is not installed (pip install paddlepaddle)")
     include, libs = root / "include", root / "libs"
-    if not (libs / "libphi_core.so").exists():
-        raise BuildError(f"{root} is not a usable Paddle install (no libs/libphi_core.so)")
-    for header, floor in _RELEASE_MARKERS.items():
+    wheel = layout(root)
+    # The release markers are 3.0's: its profile was measured with the caller refused there
+    # (docs/releases/3.0.0.md). A 2.6 wheel (phi outside libphi_core) is built with the rule headers
+    # it has: the table leaves the others out, and their cases say so.
+    for header, floor in _RELEASE_MARKERS.items() if wheel.name == "libphi_core" else ():
         if not (include / header).exists():
             raise BuildError(f"{include} has no {header.removeprefix('paddle/')} ({floor} or no headers)",
                              paddle_lacks_rules=True)
@@ -196,6 +278,7 @@ def compile_caller(generated: dict[str, str] | None = None) -> Path:
         raise BuildError(f"no C++ compiler: {cxx!r} is not on PATH (install g++ or set CXX)")
     version = paddle_version()
     generated = generated_sources() if generated is None else generated
+    generated = {**generated, **wheel.shims, "defines": " ".join(wheel.defines)}  # (all part of the key)
     key = hashlib.sha256(b"\0".join([SOURCE.read_bytes(), *(f"{name}\0{text}".encode() for name, text in
                                                             sorted(generated.items())),
                                      repr(sorted(version.items())).encode(), str(root).encode(),
@@ -215,9 +298,12 @@ def compile_caller(generated: dict[str, str] | None = None) -> Path:
     os.close(fd)
     gen_dir = tempfile.mkdtemp(prefix=binary.name + ".", suffix=".inc", dir=binary.parent)
     for name, text in generated.items():
-        Path(gen_dir, name).write_text(text)
-    cmd = [cxx_path, "-std=c++17", "-O2", "-w", str(SOURCE), f"-I{gen_dir}", f"-I{include}",
-           f"-I{include / 'third_party'}", f"-L{libs}", "-lphi_core", "-lcommon", f"-Wl,-rpath,{libs}", "-o", tmp]
+        if name != "defines":
+            Path(gen_dir, name).parent.mkdir(parents=True, exist_ok=True)
+            Path(gen_dir, name).write_text(text)
+    cmd = [cxx_path, "-std=c++17", "-O2", "-w", *(f"-D{d}" for d in wheel.defines), str(SOURCE), f"-I{gen_dir}",
+           f"-I{include}", f"-I{include / 'third_party'}", f"-L{libs}", *wheel.link,
+           *(f"-Wl,-rpath,{d}" for d in wheel.rpath), "-o", tmp]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if done.returncode != 0:

@@ -73,9 +73,24 @@ import paddle  # noqa: E402
 import paddle.distributed as dist  # noqa: E402
 from paddle import _C_ops  # noqa: E402
 from paddle.framework import core  # noqa: E402
-from paddle.pir.core import get_current_insertion_point as _insertion_point  # noqa: E402
-from paddle.pir.core import set_insertion_point as _restore_insertion_point  # noqa: E402
-from paddle.pir.core import set_insertion_point_to_block_end as _insert_at_end  # noqa: E402
+
+#: Why this Paddle's PIR cannot answer any case (None: it can). Paddle 2.6's PIR has no distributed
+#: dialect: its Operation has no ``dist_attr`` (no rule's answer to read) and ``paddle.pir.core`` no
+#: insertion-point API; every case is then ``unreachable`` with this reason, a fact about the release
+#: (its profile declares it), rather than a worker that cannot start.
+NO_DIST_PIR: str | None = None
+_missing = [f"paddle.pir.core has no {name}" for name in
+            ("get_current_insertion_point", "set_insertion_point", "set_insertion_point_to_block_end")
+            if not hasattr(paddle.pir.core, name)]
+if not hasattr(paddle.pir.Operation, "dist_attr"):
+    _missing.append("paddle.pir.Operation has no dist_attr")
+if not _missing:
+    from paddle.pir.core import get_current_insertion_point as _insertion_point
+    from paddle.pir.core import set_insertion_point as _restore_insertion_point
+    from paddle.pir.core import set_insertion_point_to_block_end as _insert_at_end
+if _missing:
+    NO_DIST_PIR = (f"Paddle {paddle.__version__}'s PIR has no distributed dialect (no op dist_attr to read a rule's "
+                   f"answer from): {'; '.join(_missing)}")
 
 #: Ops per Program before a fresh one is started (bounds memory; input values are cached per Program).
 OPS_PER_PROGRAM = 20_000
@@ -374,6 +389,8 @@ class PirBackend:
 
     def run(self, case: Case) -> Outcome:
         """One case, built in this process (no crash isolation: see :meth:`run_many`)."""
+        if NO_DIST_PIR is not None:
+            return Outcome(unreachable=NO_DIST_PIR)
         with _pir_mode():
             return self._run_one(case)
 
@@ -387,6 +404,10 @@ class PirBackend:
     def run_many(self, cases: Iterable[Case], may_crash: Callable[[Case], bool] | None = None) -> Iterator[Outcome]:
         """Outcomes in order; ``may_crash`` cases (default :func:`may_crash`; a worker is handed the
         pool's) are built in forked children (see :mod:`._fork`), everything else here."""
+        if NO_DIST_PIR is not None:  # nothing can be built: every case says why
+            no_pir = Outcome(unreachable=NO_DIST_PIR)
+            yield from (no_pir for _ in cases)
+            return
         crashy = may_crash or pir_may_crash
 
         def risky(case: Case) -> bool:
@@ -442,5 +463,5 @@ def run_many(cases: Iterable[Case], may_crash: Callable[[Case], bool] | None = N
     return _backend.run_many(cases, may_crash)
 
 
-__all__ = ["NOT_ROUTED", "OPS_PER_PROGRAM", "ROUTES", "PirBackend", "build_here", "dist_attr_of", "may_crash",
-           "outcome_of_op", "paddle_version", "placements_of", "raised_by_rule", "run", "run_many"]
+__all__ = ["NOT_ROUTED", "NO_DIST_PIR", "OPS_PER_PROGRAM", "ROUTES", "PirBackend", "build_here", "dist_attr_of",
+           "may_crash", "outcome_of_op", "paddle_version", "placements_of", "raised_by_rule", "run", "run_many"]

@@ -22,7 +22,10 @@ crash the port predicted. Exit status (the table in runctl.py):
     2    bad usage (one line; nothing run, nothing written)
     3    some selected case was compared by no route (Paddle missing, a backend unavailable,
          workers timing out, an empty selection); --allow-uncompared accepts that, and the
-         report's first line then says so
+         report's first line then says so. Cases of a rule (or a need, e.g. co-shards) the installed
+         release lacks, where its release profile declares exactly that (class release-lacks), are
+         not compared and not counted as uncompared: they are listed apart and fail nothing, unless
+         no case at all was compared
     4    internal error (one line; the traceback saved to a file)
     130 / 143  interrupted by SIGINT / SIGTERM (workers ended, partial report written)
 
@@ -383,7 +386,7 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
     ``observers`` see every native outcome (a baseline being saved or compared: parity/baseline.py)."""
     if port_answers is None:
         port_answers = {}
-    explain = profile.explain if profile is not None else None
+    classify = profile.classify if profile is not None else None
     add = report.add
     offset = 0
     for rule in rules:
@@ -404,10 +407,10 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
             err = port.error
             invalid = input_problem(case) is not None if err and err.port_invalid and nat.result is not None else None
             cmp = compare(spec, port, nat, invalid)
-            if cmp.verdict not in AGREEING and explain is not None:
-                why = explain(case, port, nat, cmp)
-                if why:
-                    cmp = dataclasses.replace(cmp, verdict="known-difference", note=why)
+            if cmp.verdict not in AGREEING and classify is not None:
+                known = classify(case, port, nat, cmp)  # known-difference, or release-lacks (not compared)
+                if known:
+                    cmp = dataclasses.replace(cmp, verdict=known[0], note=known[1])
             if cmp.verdict == "mismatch" and repros is not None:
                 repros.append(f"{rule}@{backend} {case.case_id}: {one_line_repro(case, backend)}")
             add(tally, base + index, case, port, nat, cmp)
@@ -593,7 +596,9 @@ def _sweep(args: argparse.Namespace) -> int:
         print("\n".join(report.coverage_lines()))
         print(f"\n{report.status_line()}")
         print(f"{report.total_cells:,} cells, {report.total_mismatches:,} mismatching cases, "
-              f"{report.total_uncompared:,} uncompared cases; {report.finished - report.started:.1f} s; "
+              f"{report.total_uncompared:,} uncompared cases"
+              + (f", {report.total_lacking:,} the release lacks" if report.total_lacking else "")
+              + f"; {report.finished - report.started:.1f} s; "
               f"report in {out}/parity.md")
     if args.show_repro:
         for tally in report.tallies.values():
@@ -612,7 +617,8 @@ def _sweep(args: argparse.Namespace) -> int:
         return EXIT_OK
     if report.total_mismatches:
         return EXIT_FINDING
-    if report.empty or (report.total_uncompared and not args.allow_uncompared):
+    # cases of what the release lacks (its profile says so) fail nothing, but a run where they are all it has does
+    if report.empty or report.all_lacking or (report.total_uncompared and not args.allow_uncompared):
         return EXIT_INCOMPLETE
     return EXIT_OK
 

@@ -20,6 +20,10 @@ Classes::
                           what Paddle does with input it does not validate, as a malformed answer is
     unreachable           the native backend cannot express this case (or this Paddle has no such rule)
     not-run               the native backend gave no answer: unavailable here, timed out, interrupted
+    release-lacks         the route says this Paddle release lacks the rule (or what the case needs, e.g.
+                          co-shards) and the release's profile declares exactly that (releases.py; set by
+                          the sweep, never by :func:`compare`). Not compared: nothing of Paddle's was held
+                          against the port; counted apart from the uncompared cases (not a failure)
     known-difference      a difference the Paddle release's profile expects (see releases.py;
                           set by the sweep, never by :func:`compare`)
     mismatch              anything else: at least one cell differs
@@ -36,11 +40,12 @@ from ..types import DistAttr, SpmdResult, mesh_dims_of
 from .validity import input_problem
 
 CLASSES = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "undecodable", "unreachable",
-           "not-run", "known-difference", "mismatch")
+           "not-run", "release-lacks", "known-difference", "mismatch")
 
 #: The classes in which Paddle's side was actually held against the port's: an answer, an error,
 #: or a crash the port predicted (it rejects the input as invalid), or a difference the release
-#: profile explains. A case is *compared* when at least one native route gave one of these.
+#: profile explains. A case is *compared* when at least one native route gave one of these
+#: (``release-lacks`` is not among them: a rule the release does not have is never counted as compared).
 COMPARED = frozenset({"match", "both-raise-same", "port-rejects-invalid", "known-difference", "mismatch"})
 
 

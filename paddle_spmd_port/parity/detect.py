@@ -7,8 +7,9 @@ Paddle) and picks its profile. How a release is picked::
     paddle.__version__   profile   flags
     3.0.0                3.0.0     exact
     3.2.5 (unmeasured)   3.2.2     nearest older measured release (is_exact=False)
+    3.1.0rc1             3.1.0     a pre-release of a measured release takes that release's (is_exact=False)
     3.4.0, 0.0.0 (dev)   3.3.1     is_newer_than_known: every difference is a possible regression
-    2.6.2                3.0.0     is_older_than_known
+    2.5.2                2.6.2     is_older_than_known
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ def detect_release(version: str, commit: str = "") -> ReleaseProfile:
     exact = next((p for p in ordered if p.version == version), None)
     if exact is not None:
         return replace(exact, **found, commit_matches=not commit or commit.startswith(exact.commit))
+    # a pre-release (dev, a, b, rc) of a measured release is nearer to it than to the release before
+    release = next((p for p in ordered if key[4] < 0 and (version_key(p.version) or ())[:4] == key[:4]), None)
+    if release is not None:
+        return replace(release, **found, is_exact=False, is_prerelease=True, commit_matches=False)
     older = [p for p in ordered if (version_key(p.version) or ()) <= key]
     return replace(older[-1], **found, is_exact=False, commit_matches=False)
 

@@ -559,9 +559,9 @@ def _main(argv: Sequence[str]) -> int:
     _show(f"native ({backend}, Paddle {info.get('version', '?')})", case, native)
     cmp = compare(case.spec, port, native, input_invalid_for(case, port, native))
     if args.profile == "paddle" and cmp.verdict not in AGREEING and info.get("version") not in (None, "not installed"):
-        why = detect_release(info["version"], info.get("commit", "")).explain(case, port, native, cmp)
-        if why:  # as the sweep classes it (parity/cli.py tally_group)
-            cmp = dataclasses.replace(cmp, verdict="known-difference", note=why)
+        known = detect_release(info["version"], info.get("commit", "")).classify(case, port, native, cmp)
+        if known:  # as the sweep classes it (parity/cli.py tally_group): release-lacks is not compared (exit 3)
+            cmp = dataclasses.replace(cmp, verdict=known[0], note=known[1])
     recorded = record.get("verdict")
     print(f"verdict: {cmp.verdict} ({cmp.matching_cells}/{cmp.cells} cells equal)"
           + (f"; recorded: {recorded}" if recorded else ""))

@@ -146,19 +146,26 @@ def _add_tally(into: GroupTally, part: GroupTally) -> None:
 
 
 class _Coverage(RuleCoverage):
-    """A rule's coverage rebuilt from counts: ``compared`` cases, then the uncompared ones, each with
-    its reasons as the part's report gave them (what :meth:`RuleCoverage.reasons` counts)."""
+    """A rule's coverage rebuilt from counts: ``compared`` cases, then those the release lacks, then the
+    uncompared ones, each with its reasons as the part's report gave them (what
+    :meth:`RuleCoverage.lacking_reasons` and :meth:`RuleCoverage.reasons` count)."""
 
     @classmethod
     def of(cls, rule: str, selected: int, cells_per_case: int, routes: list[str], compared: int,
-           reasons: dict[str, int]) -> _Coverage:
+           reasons: dict[str, int], lacking: dict[str, int] | None = None) -> _Coverage:
         cov = cls(rule, selected, cells_per_case, list(routes))
         cov.compared_mask[:compared] = b"\x01" * compared
         i = compared
+        for why, n in (lacking or {}).items():  # the release lacks them: a reason, and no other
+            for _ in range(n):
+                if i < selected:
+                    cov.why[i] = [why]
+                i += 1
         for why, n in reasons.items():
             for _ in range(n):
                 if i < selected:
                     cov.why[i] = [why]
+                    cov.other_mask[i] = 1
                 i += 1
         return cov
 
@@ -189,13 +196,15 @@ def merge_reports(dirs: list[Path]) -> tuple[ParityReport, list[Path], list[int]
                 report.tallies[key] = tally
         for rule, cov in data["coverage"].items():
             into = per_rule.setdefault(rule, {"selected": 0, "compared": 0, "cells": 0, "routes": cov["routes"],
-                                              "reasons": {}})
+                                              "reasons": {}, "lacking": {}})
             into["selected"] += cov["selected"]
             into["compared"] += cov["compared"]
             if cov["compared"]:
                 into["cells"] = cov["cells_compared"] // cov["compared"]
             for why, n in cov["uncompared_reasons"].items():
                 into["reasons"][why] = into["reasons"].get(why, 0) + n
+            for why, n in (cov.get("lacking_reasons") or {}).items():  # (a report before release-lacks has none)
+                into["lacking"][why] = into["lacking"].get(why, 0) + n
         for note in data.get("notes") or []:
             if note not in report.notes:
                 report.notes.append(note)
@@ -205,7 +214,8 @@ def merge_reports(dirs: list[Path]) -> tuple[ParityReport, list[Path], list[int]
     short: list[str] = []
     over: list[str] = []
     for rule in whole.get("rules") or list(per_rule):
-        into = per_rule.setdefault(rule, {"selected": 0, "compared": 0, "cells": 0, "routes": [], "reasons": {}})
+        into = per_rule.setdefault(rule, {"selected": 0, "compared": 0, "cells": 0, "routes": [], "reasons": {},
+                                          "lacking": {}})
         if isinstance(wanted, int) and into["selected"] != wanted:  # a missing part's cases count as uncompared
             gap = wanted - into["selected"]
             why = f"not run: parts {', '.join(map(str, missing))} of {m} missing" if missing else \
@@ -217,7 +227,7 @@ def merge_reports(dirs: list[Path]) -> tuple[ParityReport, list[Path], list[int]
                 over.append(rule)
             short.append(rule)
         report.coverage[rule] = _Coverage.of(rule, into["selected"], into["cells"], into["routes"], into["compared"],
-                                             into["reasons"])
+                                             into["reasons"], into["lacking"])
     unfinished = [data["selection"]["shard"][0] for _, data in parts if not data.get("complete")]
     # missing cases are uncompared (the status line says FAILED CLOSED); unfinished parts or too many
     # cases leave the report incomplete (RUNNING or ABORTED)
@@ -283,6 +293,7 @@ def merge_main(args: argparse.Namespace) -> int:
     print(f"merged {len(dirs)} of {m} parts; report in {out}/parity.md")
     if report.total_mismatches:
         return EXIT_FINDING
-    if missing or not report.complete or report.empty or (report.total_uncompared and not report.allow_uncompared):
+    if missing or not report.complete or report.empty or report.all_lacking or \
+            (report.total_uncompared and not report.allow_uncompared):
         return EXIT_INCOMPLETE
     return EXIT_OK

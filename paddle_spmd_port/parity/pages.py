@@ -46,11 +46,11 @@ if TYPE_CHECKING:
     from .report import ParityReport
 
 #: Worst first: a map cell's bar starts with its worst class.
-SEVERITY = ("mismatch", "native-crash", "undecodable", "not-run", "unreachable", "known-difference",
+SEVERITY = ("mismatch", "native-crash", "undecodable", "not-run", "unreachable", "release-lacks", "known-difference",
             "port-rejects-invalid", "both-raise-same", "match")
 COLOURS = {"match": "#2da44e", "both-raise-same": "#8fd19e", "port-rejects-invalid": "#54aeff",
-           "known-difference": "#d4a72c", "unreachable": "#afb8c1", "not-run": "#57606a", "undecodable": "#a475f9",
-           "native-crash": "#fb8f44", "mismatch": "#cf222e"}
+           "known-difference": "#d4a72c", "release-lacks": "#d0d7de", "unreachable": "#afb8c1", "not-run": "#57606a",
+           "undecodable": "#a475f9", "native-crash": "#fb8f44", "mismatch": "#cf222e"}
 assert set(SEVERITY) == set(CLASSES) == set(COLOURS)
 
 BASELINE_RECORDS = 2000
@@ -58,11 +58,13 @@ BASELINE_RECORDS = 2000
 
 
 def parity_verdict(report: ParityReport) -> str:
-    """pass: every selected case compared, none mismatching; fail: a mismatch; uncompared: anything
-    else (cases no route compared, an empty selection, an interrupted or unfinished run)."""
+    """pass: every selected case compared (but those of what the release lacks, as its profile declares),
+    none mismatching; fail: a mismatch; uncompared: anything else (cases no route compared, an empty
+    selection, no case compared at all, an interrupted or unfinished run)."""
     if report.total_mismatches:
         return FAIL
-    if report.complete and not report.interrupted and not report.empty and not report.total_uncompared:
+    if report.complete and not report.interrupted and not report.empty and not report.total_uncompared \
+            and report.total_compared:
         return PASS
     return UNCOMPARED
 
@@ -130,7 +132,8 @@ def parity_page(report: ParityReport) -> str:
              ("selection", str(report.selection.get("describe", "?"))),
              ("cases / cells", f"{sum(c.selected for c in report.coverage.values()):,} selected cases, "
                                f"{report.total_cells:,} cells compared, {report.total_mismatches:,} mismatching "
-                               f"cases, {report.total_uncompared:,} uncompared"),
+                               f"cases, {report.total_uncompared:,} uncompared"
+                               + (f", {report.total_lacking:,} the release lacks" if report.total_lacking else "")),
              ("port core", f"{CORE}; wall time {wall:.1f} s"),
              ("files", f"parity.md, parity.json, {CASES_FILE} (every record) next to this page")]
     head = ("group", "state", "cases", *SEVERITY)

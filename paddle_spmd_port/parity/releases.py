@@ -187,6 +187,24 @@ def _match_native_raises(d: KnownDifference, case: Case, port: Outcome, native: 
     return True
 
 
+def _match_coshard_unreachable(d: KnownDifference, case: Case, port: Outcome, native: Outcome,
+                               cmp: Comparison) -> bool:
+    """Some input of the case is co-sharded and the route said it cannot build it on this release
+    (unreachable, text matching one of param ``patterns``)."""
+    if not any(spec is not None and spec.coshard for spec in case.inputs):
+        return False
+    text = native.unreachable
+    return text is not None and any(re.search(p, text) for p in d.param("patterns"))
+
+
+def _match_rule_not_modelled(d: KnownDifference, case: Case, port: Outcome, native: Outcome,
+                             cmp: Comparison) -> bool:
+    """The release's function is another algorithm than the port's model: any case of the rule whose
+    verdict is one of param ``verdicts`` (it answers otherwise, or crashes). The cases it answers as
+    the port does stay compared (they match); only this one rule of this one release is concerned."""
+    return cmp.verdict in d.param("verdicts")
+
+
 MATCHERS: dict[str, Matcher] = {
     "rule-missing": _match_rule_missing,
     "replicated-fallback": _match_replicated_fallback,
@@ -196,6 +214,8 @@ MATCHERS: dict[str, Matcher] = {
     "error-text-differs": _match_error_text_differs,
     "outputs-truncated": _match_outputs_truncated,
     "native-raises": _match_native_raises,
+    "coshard-unreachable": _match_coshard_unreachable,
+    "rule-not-modelled": _match_rule_not_modelled,
 }
 #: The kinds that only ever explain a case with a co-sharded input (the rule's other cases are not affected).
 if tuple(MATCHERS) != KINDS:
@@ -225,6 +245,8 @@ class ReleaseProfile:
     is_newer_than_known: bool = False
     """Newer than every measured release: :meth:`explain` explains nothing."""
     is_older_than_known: bool = False
+    is_prerelease: bool = False
+    """The detected version is a pre-release (dev, a, b, rc) of this profile's release."""
     commit_matches: bool = True
     """The detected commit starts with :attr:`commit` (False for a custom build of the release)."""
     probe_differences: tuple[tuple[str, str], ...] = ()
@@ -236,9 +258,18 @@ class ReleaseProfile:
 
     def explain(self, case: Case, port_outcome: Outcome, native_outcome: Outcome,
                 comparison: Comparison | None = None) -> str | None:
-        """``"known difference for X.Y.Z: <why>"`` when native differs from the port in a way
-        this release is known to, else None (also None when they agree, and always None for a
-        release newer than every profile: there, each difference is a possible regression)."""
+        """Why native differs from the port in a way this release is known to (``"known difference for
+        X.Y.Z: <why>"``, or ``"X.Y.Z lacks it: <why>"`` for something the release does not have), else
+        None (also None when they agree, and always None for a release newer than every profile:
+        there, each difference is a possible regression). :meth:`classify` also gives the verdict."""
+        found = self.classify(case, port_outcome, native_outcome, comparison)
+        return None if found is None else found[1]
+
+    def classify(self, case: Case, port_outcome: Outcome, native_outcome: Outcome,
+                 comparison: Comparison | None = None) -> tuple[str, str] | None:
+        """The verdict and note the sweep gives a case this release explains (None: not explained, see
+        :meth:`explain`): ``release-lacks`` when the difference says the release lacks the rule or what the
+        case needs (:attr:`KnownDifference.absence`: not compared), else ``known-difference``."""
         if self.is_newer_than_known or not self.differences:
             return None
         cmp = comparison if comparison is not None else compare(case.spec, port_outcome, native_outcome)
@@ -246,7 +277,9 @@ class ReleaseProfile:
             return None
         for diff in self.differences:
             if _matches(diff, case, port_outcome, native_outcome, cmp):
-                return f"known difference for {self.version}: {diff.why}"
+                if diff.absence:
+                    return "release-lacks", f"{self.version} lacks it ({diff.name}): {diff.why}"
+                return "known-difference", f"known difference for {self.version}: {diff.why}"
         return None
 
     def explain_probe(self, probe: str) -> str | None:
@@ -272,6 +305,9 @@ class ReleaseProfile:
         if self.is_older_than_known:
             return (f"Paddle {shown} ({commit}) is older than every profile; {self.version}'s known "
                     f"differences ({len(self.differences)}) are applied")
+        if self.is_prerelease:
+            return (f"Paddle {shown} ({commit}) is a pre-release of {self.version}, whose profile is applied "
+                    f"({len(self.differences)} known differences)")
         if not self.is_exact:
             return (f"Paddle {shown} ({commit}) has no profile of its own; the nearest older one, "
                     f"{self.version}, is applied ({len(self.differences)} known differences)")
@@ -312,7 +348,7 @@ _GENERIC_PROBES: dict[str, tuple[tuple[str, str], ...]] = {
 
 # --------------------------------------------------------------------------- the table
 #: Registry names outside the ported families that a release lacks (the compat probes use them).
-_REGISTRY_MISSING_OTHER = {"3.0.0": frozenset({"cummax"})}
+_REGISTRY_MISSING_OTHER = {"2.6.2": frozenset({"cummax"}), "3.0.0": frozenset({"cummax"})}
 #: Notes on a release's co-shard sweep (docs/releases/<version>.md).
 _COSHARD_LIKE_331 = ("co-shard set: the same native statuses and verdicts as 3.3.1 on every rule and route, "
                      "0 mismatches",)
@@ -391,6 +427,8 @@ def _profile(version: str, commit: str, **kwargs: Any) -> ReleaseProfile:
 
 
 RELEASES: tuple[ReleaseProfile, ...] = (
+    _profile("2.6.2", "8ce0de584c", notes=("of the norm ops' rules only layer_norm's (forward, infer_backward, grad) "
+                                           "and the replicated rule; PIR has no distributed dialect",)),
     _profile("3.0.0", "6ed5dd3833"),
     _profile("3.1.0", "cdcd76a93d"),
     _profile("3.1.1", "0cd8342db8"),

@@ -154,9 +154,21 @@ def _reason(backend: str, native: Outcome, verdict: str) -> str:
     return f"{backend}: {' '.join(text.split())[:240]}"
 
 
+#: The verdict of a route that says this release lacks the rule or what the case needs, as the
+#: release's profile declares (compare.py): never compared, and counted apart from the uncompared cases.
+LACKS = "release-lacks"
+
+
 @dataclass
 class RuleCoverage:
-    """Which of a rule's selected cases some native route compared, and why the others were not."""
+    """Which of a rule's selected cases some native route compared, which ones the release lacks, and
+    why the others were not compared.
+
+    A case is *lacking* (:attr:`lacking`) when no route compared it and every route that tried said
+    ``release-lacks`` (the profile declares that this Paddle release does not have the rule, or what
+    the case needs, on that route). Such a case is not compared and not *uncompared* either: it does
+    not fail the run closed, and the report counts it apart, with the profile's reason. One route
+    that could not answer for another reason (not run, unreachable, a crash) makes it uncompared."""
 
     rule: str
     selected: int
@@ -164,34 +176,51 @@ class RuleCoverage:
     routes: list[str] = field(default_factory=list)
     compared_mask: bytearray = field(default_factory=bytearray)
     why: dict[int, list[str]] = field(default_factory=dict)
+    other_mask: bytearray = field(default_factory=bytearray)
+    """Per case: some route gave a reason that is not ``release-lacks``."""
 
     def __post_init__(self) -> None:
         if not self.compared_mask:
             self.compared_mask = bytearray(self.selected)
+        if not self.other_mask:
+            self.other_mask = bytearray(self.selected)
 
-    def record(self, index: int, backend: str, native: Outcome, verdict: str) -> None:
+    def record(self, index: int, backend: str, native: Outcome, verdict: str, note: str = "") -> None:
         if verdict in COMPARED:
             self.compared_mask[index] = 1
         elif not self.compared_mask[index]:  # (a compared case's reasons are never read)
-            self.why.setdefault(index, []).append(_reason(backend, native, verdict))
+            if verdict == LACKS:  # the note's head names the profile's difference ("X lacks it (name): why")
+                self.why.setdefault(index, []).append(f"{backend}: {note.partition(':')[0]}")
+            else:
+                self.other_mask[index] = 1
+                self.why.setdefault(index, []).append(_reason(backend, native, verdict))
+
+    def _lacks(self, i: int) -> bool:
+        return not self.compared_mask[i] and not self.other_mask[i] and i in self.why
 
     @property
     def compared(self) -> int:
         return sum(self.compared_mask)
 
     @property
+    def lacking(self) -> int:
+        """Cases no route compared because the release lacks what they need (its profile says so)."""
+        return sum(1 for i in self.why if self._lacks(i))
+
+    @property
     def uncompared(self) -> int:
-        return self.selected - self.compared
+        return self.selected - self.compared - self.lacking
 
     @property
     def cells_compared(self) -> int:
         return self.compared * self.cells_per_case
 
     def reasons(self, interrupted: str = "") -> Counter[str]:
-        """Each uncompared case's reasons (one per route that tried), counted."""
+        """Each uncompared case's reasons (one per route that tried), counted (lacking cases apart:
+        :meth:`lacking_reasons`)."""
         counts: Counter[str] = Counter()
         for i, seen in enumerate(self.compared_mask):
-            if not seen:
+            if not seen and not self._lacks(i):
                 why = self.why.get(i)
                 if why:
                     counts["; ".join(why)] += 1
@@ -199,10 +228,15 @@ class RuleCoverage:
                     counts[interrupted or "no route ran on it"] += 1
         return counts
 
+    def lacking_reasons(self) -> Counter[str]:
+        """Each lacking case's reasons (the profile's, one per route), counted."""
+        return Counter("; ".join(self.why[i]) for i in self.why if self._lacks(i))
+
     def to_json(self, interrupted: str = "") -> dict[str, Any]:
         return {"selected": self.selected, "compared": self.compared, "uncompared": self.uncompared,
-                "cells_compared": self.cells_compared, "routes": self.routes,
-                "uncompared_reasons": dict(self.reasons(interrupted).most_common())}
+                "lacking": self.lacking, "cells_compared": self.cells_compared, "routes": self.routes,
+                "uncompared_reasons": dict(self.reasons(interrupted).most_common()),
+                "lacking_reasons": dict(self.lacking_reasons().most_common())}
 
 
 _REPRO_HEADS: dict[str, str] = {}
@@ -276,7 +310,7 @@ class ParityReport:
     def add(self, tally: GroupTally, index: int, case: Case, port: Outcome, native: Outcome,
             cmp: Comparison) -> None:
         needs_record = tally.count(native, cmp, case)
-        self.coverage[tally.rule].record(index, tally.backend, native, cmp.verdict)
+        self.coverage[tally.rule].record(index, tally.backend, native, cmp.verdict, cmp.note)
         if not needs_record:
             return
         case_text = case.json_text()
@@ -301,6 +335,20 @@ class ParityReport:
         return sum(c.uncompared for c in self.coverage.values())
 
     @property
+    def total_compared(self) -> int:
+        return sum(c.compared for c in self.coverage.values())
+
+    @property
+    def all_lacking(self) -> bool:
+        """Every selected case is of what the release lacks: nothing compared and nothing left uncompared."""
+        return bool(self.total_lacking) and not self.total_compared and not self.total_uncompared
+
+    @property
+    def total_lacking(self) -> int:
+        """Cases of rules (or needs) the release lacks, as its profile declares: not compared, not a failure."""
+        return sum(c.lacking for c in self.coverage.values())
+
+    @property
     def empty(self) -> bool:
         return not self.coverage or all(c.selected == 0 for c in self.coverage.values())
 
@@ -311,23 +359,32 @@ class ParityReport:
     def status_line(self) -> str:
         """The first line of every rendering: what this report is worth."""
         unc, sel = self.total_uncompared, sum(c.selected for c in self.coverage.values())
-        mism = self.total_mismatches
+        mism, lack = self.total_mismatches, self.total_lacking
+        compared = sel - unc - lack
         if self.interrupted:
-            return (f"INTERRUPTED by {self.interrupted}: partial report; {sel - unc:,} of {sel:,} selected cases "
+            return (f"INTERRUPTED by {self.interrupted}: partial report; {compared:,} of {sel:,} selected cases "
                     f"compared, {mism:,} mismatching; groups marked '{INTERRUPTED}' or '{NOT_STARTED}' did not run "
                     "to the end")
         if not self.complete:
-            return f"RUNNING or ABORTED: partial report; {sel - unc:,} of {sel:,} selected cases compared so far"
+            return f"RUNNING or ABORTED: partial report; {compared:,} of {sel:,} selected cases compared so far"
         if self.empty:
             return "NOTHING COMPARED: the selection is empty"
+        # the cases of rules the release lacks (its profile says so) are never counted as compared
+        lacks = f"; {lack:,} not compared: this Paddle release lacks them (its profile; see coverage)" if lack else ""
         if mism:
-            return f"MISMATCH: {mism:,} mismatching cases; {sel - unc:,} of {sel:,} selected cases compared"
+            return f"MISMATCH: {mism:,} mismatching cases; {compared:,} of {sel:,} selected cases compared{lacks}"
         if unc and self.allow_uncompared:
             return (f"INCOMPLETE, ACCEPTED (--allow-uncompared): {unc:,} of {sel:,} selected cases compared by no "
-                    "route; 0 mismatching cases among the rest")
+                    f"route; 0 mismatching cases among the rest{lacks}")
         if unc:
             return (f"FAILED CLOSED: {unc:,} of {sel:,} selected cases compared by no route (see coverage); "
-                    "0 mismatching cases among the rest")
+                    f"0 mismatching cases among the rest{lacks}")
+        if lack:
+            if not compared:
+                return (f"NOTHING COMPARED: this Paddle release lacks all {sel:,} selected cases (its profile; see "
+                        "coverage)")
+            return (f"PASS: {compared:,} of {sel:,} selected cases compared, 0 mismatching cases; the other {lack:,} "
+                    "are of rules or needs this Paddle release lacks (its profile; see coverage)")
         return f"PASS: all {sel:,} selected cases compared, 0 mismatching cases"
 
     def coverage_lines(self) -> list[str]:
@@ -337,6 +394,8 @@ class ParityReport:
         for cov in self.coverage.values():
             lines.append(f"{cov.rule}: {cov.compared:,} / {cov.selected:,} cases compared, "
                          f"{cov.cells_compared:,} cells compared (routes: {', '.join(cov.routes)})")
+            for why, n in cov.lacking_reasons().most_common()[:REASONS_SHOWN]:
+                lines.append(f"    {n:,} not compared, the release lacks it: {why}")
             reasons = cov.reasons(interrupted).most_common()
             for why, n in reasons[:REASONS_SHOWN]:
                 lines.append(f"    {n:,} uncompared: {why}")
@@ -383,6 +442,8 @@ class ParityReport:
             "read (its raw reply is in the case's record; not compared); *unreachable* = the backend cannot express "
             "the case; "
             "*not run* = no answer was obtained (backend unavailable here, worker timed out, interrupted); "
+            "*release lacks* = the route says this Paddle release lacks the rule (or the co-shard the case needs) "
+            "and its profile declares so: not compared, counted apart from the uncompared cases, not a failure; "
             "*known difference* = a difference this Paddle release is known to have (releases.py).",
             "",
             f"Every case that is not a match or a same-error is listed, one JSON line each, in `{CASES_FILE}` "
@@ -417,7 +478,8 @@ class ParityReport:
                 "paddle": self.paddle, "port_core": CORE, "profile": self.profile, "started": self.started,
                 "finished": self.finished,
                 "total_cells": self.total_cells, "total_mismatches": self.total_mismatches,
-                "total_uncompared": self.total_uncompared, "notes": self.notes, "cases_file": CASES_FILE,
+                "total_uncompared": self.total_uncompared, "total_lacking": self.total_lacking,
+                "notes": self.notes, "cases_file": CASES_FILE,
                 "coverage": {r: c.to_json(interrupted) for r, c in self.coverage.items()},
                 "rules": {k: t.to_json() for k, t in self.tallies.items()}}
 
@@ -456,6 +518,9 @@ class ParityReport:
                 else:
                     cov_failures += 1
                     body = f"<failure message={quoteattr(msg)}>{escape(reasons)}</failure>"
+            if cov.lacking and not body:
+                lacks = f"{cov.lacking} of {cov.selected} cases: the release lacks them"
+                body = f"<skipped message={quoteattr(lacks)}/>"
             name = quoteattr(f"{cov.rule}: every case compared")
             cov_cases.append(f'<testcase classname="parity.coverage" name={name}>{body}</testcase>')
         suites.append(f'<testsuite name="parity.coverage" tests="{len(cov_cases)}" failures="{cov_failures}">'

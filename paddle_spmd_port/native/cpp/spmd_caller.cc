@@ -58,6 +58,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <set>  // before Paddle's headers: 2.6's dist_attr.h uses std::set without including it
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -73,6 +74,14 @@
 #include "spmd_caller_headers.inc"
 
 namespace pd = phi::distributed;
+
+// Where Paddle's error type lives: common::enforce from 3.0 on; Paddle 2.6 keeps it in phi::enforce
+// (compiled.py defines SPMD_CALLER_PHI_ENFORCE when it builds against a 2.6 wheel).
+#ifdef SPMD_CALLER_PHI_ENFORCE
+using PaddleError = phi::enforce::EnforceNotMet;
+#else
+using PaddleError = common::enforce::EnforceNotMet;
+#endif
 
 namespace {
 
@@ -472,8 +481,10 @@ const char* python_exception(common::ErrorCode code) {
       return "SystemError";
     case common::ErrorCode::EXTERNAL:
       return "OSError";
+#ifndef SPMD_CALLER_PHI_ENFORCE  // (2.6 has no INVALID_TYPE code)
     case common::ErrorCode::INVALID_TYPE:
       return "TypeError";
+#endif
     default:
       return "RuntimeError";
   }
@@ -510,7 +521,7 @@ std::string answer(std::string_view line, InputCache* cache) {
     for (const auto& arg : info.second) write_arg(&out, arg);
   } catch (const Unreachable& e) {
     return std::string("U ") + hex_encode(e.what());
-  } catch (const common::enforce::EnforceNotMet& e) {
+  } catch (const PaddleError& e) {
     return std::string("E ") + python_exception(e.code()) + " " + hex_encode(e.what());
   } catch (const std::length_error& e) {  // pybind11's translations of the std exceptions
     return std::string("E ValueError ") + hex_encode(e.what());

@@ -6,7 +6,14 @@ header; the dist op then falls back to replicating everything.
 
 from __future__ import annotations
 
-from ..kit.releases import COSHARD_READ_RAISES, Differences, KnownDifference
+from ..kit.releases import (
+    COSHARD_READ_RAISES,
+    NO_COSHARD_CALLER_262,
+    NO_DIST_PIR_262,
+    NO_RULE_262,
+    Differences,
+    KnownDifference,
+)
 
 #: The compiled caller is built against this release's batch_norm.h: without it (Paddle < 3.1) the
 #: caller cannot be built, so no family's rule is reached through it (the families' rule-missing
@@ -16,6 +23,11 @@ NO_CALLER_PATTERN = r"compiled caller unavailable: .*has no phi/infermeta/spmd_r
 _KEYS = ("batch_norm_static", "batch_norm", "batch_norm_grad")
 
 DIFFERENCES: Differences = {
+    "2.6.2": (
+        NO_RULE_262.for_rules(*_KEYS),
+        NO_DIST_PIR_262.for_rules("batch_norm", "batch_norm_grad"),
+        NO_COSHARD_CALLER_262.for_rules(*_KEYS),
+    ),
     "3.0.0": (
         KnownDifference(
             name="no-batch-norm-rule",
@@ -47,5 +59,6 @@ DIFFERENCES: Differences = {
     "3.1.1": (COSHARD_READ_RAISES.for_rules(*_KEYS),),
 }
 
-REGISTRY_MISSING = {"3.0.0": frozenset({"batch_norm"})}
-CPP_MISSING = {"3.0.0": frozenset({"BatchNormInferSpmd", "BatchNormInferSpmdStatic", "BatchNormGradInferSpmd"})}
+REGISTRY_MISSING = {"2.6.2": frozenset({"batch_norm"}), "3.0.0": frozenset({"batch_norm"})}
+CPP_MISSING = {version: frozenset({"BatchNormInferSpmd", "BatchNormInferSpmdStatic", "BatchNormGradInferSpmd"})
+               for version in ("2.6.2", "3.0.0")}

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from ..kit.releases import COSHARD_READ_RAISES, Differences, KnownDifference
+from ..kit.releases import (
+    COSHARD_READ_RAISES,
+    NO_COSHARD_CALLER_262,
+    NO_RULE_262,
+    Differences,
+    KnownDifference,
+)
 from ..rms_norm.releases import NO_COMPILED_CALLER_RMS_FAST_LN
 
 _KEYS = ("fast_ln", "fast_ln_grad")
 
 DIFFERENCES: Differences = {
+    "2.6.2": (NO_RULE_262.for_rules(*_KEYS), NO_COSHARD_CALLER_262.for_rules(*_KEYS)),
     "3.0.0": (NO_COMPILED_CALLER_RMS_FAST_LN.for_rules(*_KEYS),),
     "3.1.0": (
         COSHARD_READ_RAISES.for_rules(*_KEYS),
@@ -21,3 +28,5 @@ DIFFERENCES: Differences = {
     ),
     "3.1.1": (COSHARD_READ_RAISES.for_rules(*_KEYS),),
 }
+
+CPP_MISSING = {"2.6.2": frozenset({"FastLnInferSpmd", "FastLnGradInferSpmd"})}

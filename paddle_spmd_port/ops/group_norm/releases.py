@@ -4,12 +4,27 @@ It joins two differences declared with instance_norm (no rule before 3.1; the x-
 from __future__ import annotations
 
 from ..instance_norm.releases import NO_INSTANCE_GROUP_NORM_RULE, X_RANK_WORDING
-from ..kit.releases import COSHARD_READ_RAISES, COSHARD_READ_RAISES_31, Differences, KnownDifference, Probes, probes
+from ..kit.releases import (
+    COSHARD_READ_RAISES,
+    COSHARD_READ_RAISES_31,
+    NO_COSHARD_CALLER_262,
+    NO_DIST_PIR_262,
+    NO_RULE_262,
+    Differences,
+    KnownDifference,
+    Probes,
+    probes,
+)
 
 _KEYS = ("group_norm", "group_norm_base", "group_norm_grad", "group_norm_grad_base")
 _WORDING = X_RANK_WORDING.for_rules("group_norm", "group_norm_base")
 
 DIFFERENCES: Differences = {
+    "2.6.2": (
+        NO_RULE_262.for_rules(*_KEYS),
+        NO_DIST_PIR_262.for_rules("group_norm", "group_norm_grad"),
+        NO_COSHARD_CALLER_262.for_rules(*_KEYS),
+    ),
     "3.0.0": (
         NO_INSTANCE_GROUP_NORM_RULE.for_rules(*_KEYS),
         KnownDifference(
@@ -56,9 +71,9 @@ DIFFERENCES: Differences = {
     "3.2.2": (_WORDING,),
 }
 
-REGISTRY_MISSING = {"3.0.0": frozenset({"group_norm"})}
-CPP_MISSING = {"3.0.0": frozenset({"GroupNormInferSpmd", "GroupNormInferSpmdBase", "GroupNormGradInferSpmd",
-                                   "GroupNormGradInferSpmdBase"})}
+REGISTRY_MISSING = {version: frozenset({"group_norm"}) for version in ("2.6.2", "3.0.0")}
+CPP_MISSING = {version: frozenset({"GroupNormInferSpmd", "GroupNormInferSpmdBase", "GroupNormGradInferSpmd",
+                                   "GroupNormGradInferSpmdBase"}) for version in ("2.6.2", "3.0.0")}
 
 #: The group_norm registry probes (``gn/*``; 3.0.0 registers no group_norm: skipped there by
 #: registry_missing). 3.1.1 is given the co-shard one on the sweep's word.

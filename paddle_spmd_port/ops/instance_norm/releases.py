@@ -8,7 +8,16 @@ declared here, once.
 from __future__ import annotations
 
 from ..batch_norm.releases import NO_CALLER_PATTERN
-from ..kit.releases import COSHARD_READ_RAISES, COSHARD_READ_RAISES_31, Differences, KnownDifference, Probes, probes
+from ..kit.releases import (
+    COSHARD_READ_RAISES,
+    COSHARD_READ_RAISES_31,
+    NO_COSHARD_CALLER_262,
+    NO_RULE_262,
+    Differences,
+    KnownDifference,
+    Probes,
+    probes,
+)
 
 _KEYS = ("instance_norm", "instance_norm_grad")
 
@@ -35,6 +44,7 @@ X_RANK_WORDING = KnownDifference(
 )
 
 DIFFERENCES: Differences = {
+    "2.6.2": (NO_RULE_262.for_rules(*_KEYS), NO_COSHARD_CALLER_262.for_rules(*_KEYS)),
     "3.0.0": (NO_INSTANCE_GROUP_NORM_RULE,),
     "3.1.0": (
         COSHARD_READ_RAISES.for_rules(*_KEYS),
@@ -65,8 +75,9 @@ DIFFERENCES: Differences = {
     "3.2.2": (X_RANK_WORDING,),
 }
 
-REGISTRY_MISSING = {"3.0.0": frozenset({"instance_norm"})}
-CPP_MISSING = {"3.0.0": frozenset({"InstanceNormInferSpmd", "InstanceNormGradInferSpmd"})}
+REGISTRY_MISSING = {version: frozenset({"instance_norm"}) for version in ("2.6.2", "3.0.0")}
+CPP_MISSING = {version: frozenset({"InstanceNormInferSpmd", "InstanceNormGradInferSpmd"})
+               for version in ("2.6.2", "3.0.0")}
 
 #: The instance_norm registry probes (``in/*``; 3.0.0 registers no instance_norm: skipped there by
 #: registry_missing). 3.1.1 is given the co-shard one on the sweep's word.

@@ -27,11 +27,19 @@ from typing import Any
 #: dist API's answer for an op without a rule), ``crash-with-none`` (a signal while a named optional
 #: input is None), ``partial-on-absent-grad``, ``coshard-refused`` (an error on a co-sharded input),
 #: ``error-text-differs`` (the same error in older words), ``outputs-truncated`` (lower-rank outputs),
-#: ``native-raises`` (an error family and message).
+#: ``native-raises`` (an error family and message), ``coshard-unreachable`` (the route cannot build a
+#: co-sharded input on that release: unreachable, by param ``patterns``), ``rule-not-modelled`` (the
+#: release's function is another algorithm than the one the port models: a case it answers otherwise,
+#: or crashes on, by param ``verdicts``).
 KINDS = ("rule-missing", "replicated-fallback", "crash-with-none", "partial-on-absent-grad", "coshard-refused",
-         "error-text-differs", "outputs-truncated", "native-raises")
+         "error-text-differs", "outputs-truncated", "native-raises", "coshard-unreachable", "rule-not-modelled")
 #: The kinds that only ever explain a case with a co-sharded input (the rule's other cases are not affected).
-COSHARD_ONLY_KINDS = frozenset({"coshard-refused"})
+COSHARD_ONLY_KINDS = frozenset({"coshard-refused", "coshard-unreachable"})
+#: The kinds that say the release *lacks* something (the rule, on that route; the co-shard the case
+#: needs; the rule as the port models it, where the release has another algorithm under its name): the
+#: sweep classes such a case ``release-lacks``, never compared, and counts it apart from the uncompared
+#: cases. The other kinds are answers Paddle gave that the profile predicts (``known-difference``: compared).
+ABSENCE_KINDS = frozenset({"rule-missing", "coshard-unreachable", "rule-not-modelled"})
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,11 @@ class KnownDifference:
         """It explains only cases with a co-sharded input (see its kind)."""
         return self.kind in COSHARD_ONLY_KINDS
 
+    @property
+    def absence(self) -> bool:
+        """It says the release lacks what the case needs (see :data:`ABSENCE_KINDS`): not compared."""
+        return self.kind in ABSENCE_KINDS
+
 
 #: 3.1.x sets a co-shard (compiled caller and registry alike), but a rule reading dims_mapping raises.
 COSHARD_READ_RAISES = KnownDifference(
@@ -89,6 +102,38 @@ NO_MULTI_DIMS_MAPPING = KnownDifference(
     why="TensorDistAttr has no multi_dims_mapping, so the registry route cannot set a co-sharded input "
         "(AttributeError)",
     params=(("family", "AttributeError"), ("message", r"has no attribute 'multi_dims_mapping'")),
+)
+
+# Paddle 2.6.2 (docs/releases/2.6.2.md): of the ported rules it has only LayerNorm{,Grad}InferSpmd and
+# LayerNormInferSpmdReverse (registry layer_norm, forward and infer_backward) and the replicated rule.
+#: 2.6.2 has no rule of the family at all (registry, library and headers alike).
+NO_RULE_262 = KnownDifference(
+    name="no-rule-2.6.2",
+    rules=frozenset(),
+    kind="rule-missing",
+    why="no such SPMD rule: no registry entry, no InferSpmd function in the library, no header (of the norm ops' "
+        "rules 2.6.2 has layer_norm.h and the replicated rule only; FastLn*InferSpmd, declared in layer_norm.h "
+        "since, is absent from it)",
+    params=(("patterns", (r"registers no '\w+' rule", r"Paddle exports no C\+\+ rule for ",
+                          r"this Paddle build's FastLn\w*InferSpmd does not take ")),),
+)
+#: 2.6.2's PIR has no distributed dialect (native/pir.py NO_DIST_PIR): no case is answered through it.
+NO_DIST_PIR_262 = KnownDifference(
+    name="no-pir-dist-dialect",
+    rules=frozenset(),
+    kind="rule-missing",
+    why="its PIR has no distributed dialect (paddle.pir.Operation has no dist_attr, paddle.pir.core no insertion-point "
+        "API): no rule's answer can be read through PIR (its other routes still compare the rule)",
+    params=(("patterns", (r"PIR has no distributed dialect",)),),
+)
+#: 2.6.2's TensorDistAttr has no nested dims_mapping: the compiled caller cannot build a co-sharded input.
+NO_COSHARD_CALLER_262 = KnownDifference(
+    name="compiled-caller-no-coshard",
+    rules=frozenset(),
+    kind="coshard-unreachable",
+    why="TensorDistAttr holds one mesh dim per axis (no multi_dims_mapping), so the compiled caller cannot build a "
+        "co-sharded input",
+    params=(("patterns", (r"holds one mesh dim per axis \(no co-shard\)",)),),
 )
 
 Differences = dict[str, tuple[KnownDifference, ...]]
@@ -113,5 +158,7 @@ def probes(why: str, *names: str) -> tuple[tuple[str, str], ...]:
     """(name, why) for each probe name."""
     return tuple((name, why) for name in names)
 
-__all__ = ["COSHARD_ONLY_KINDS", "COSHARD_READ_RAISES", "KINDS", "NO_MULTI_DIMS_MAPPING", "COSHARD_READ_RAISES_31",
-           "NO_COSHARD_300", "STR_ARGS_300", "STR_FORMAT_300", "Differences", "KnownDifference", "Probes", "probes"]
+__all__ = ["ABSENCE_KINDS", "COSHARD_ONLY_KINDS", "COSHARD_READ_RAISES", "KINDS", "NO_COSHARD_CALLER_262",
+           "NO_DIST_PIR_262", "NO_MULTI_DIMS_MAPPING", "NO_RULE_262",
+           "COSHARD_READ_RAISES_31", "NO_COSHARD_300", "STR_ARGS_300", "STR_FORMAT_300", "Differences",
+           "KnownDifference", "Probes", "probes"]

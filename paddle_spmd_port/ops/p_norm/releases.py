@@ -9,9 +9,22 @@ co-sharded input the registry cannot take; 3.2.2 answers every case as 3.3.1. 3.
 from __future__ import annotations
 
 from ..batch_norm.releases import NO_CALLER_PATTERN
-from ..kit.releases import COSHARD_READ_RAISES, NO_MULTI_DIMS_MAPPING, Differences, KnownDifference
+from ..kit.releases import (
+    COSHARD_READ_RAISES,
+    NO_COSHARD_CALLER_262,
+    NO_DIST_PIR_262,
+    NO_MULTI_DIMS_MAPPING,
+    NO_RULE_262,
+    Differences,
+    KnownDifference,
+)
 
 DIFFERENCES: Differences = {
+    "2.6.2": (
+        NO_RULE_262.for_rules("p_norm", "p_norm_reverse", "p_norm_grad"),
+        NO_DIST_PIR_262.for_rules("p_norm", "p_norm_grad"),
+        NO_COSHARD_CALLER_262.for_rules("p_norm_grad"),
+    ),
     "3.0.0": (
         NO_MULTI_DIMS_MAPPING.for_rules("p_norm", "p_norm_reverse"),
         KnownDifference(
@@ -26,3 +39,6 @@ DIFFERENCES: Differences = {
     "3.1.0": (COSHARD_READ_RAISES.for_rules("p_norm", "p_norm_reverse"),),
     "3.1.1": (COSHARD_READ_RAISES.for_rules("p_norm", "p_norm_reverse"),),
 }
+
+REGISTRY_MISSING = {"2.6.2": frozenset({"p_norm"})}
+CPP_MISSING = {"2.6.2": frozenset({"PNormInferSpmd", "PNormInferSpmdReverse", "PNormGradInferSpmd"})}

@@ -11,7 +11,9 @@ from ..kit.releases import (
     COSHARD_READ_RAISES,
     COSHARD_READ_RAISES_31,
     NO_COSHARD_300,
+    NO_COSHARD_CALLER_262,
     NO_MULTI_DIMS_MAPPING,
+    NO_RULE_262,
     STR_FORMAT_300,
     Differences,
     KnownDifference,
@@ -33,6 +35,7 @@ NO_COMPILED_CALLER_RMS_FAST_LN = KnownDifference(
 )
 
 DIFFERENCES: Differences = {
+    "2.6.2": (NO_RULE_262.for_rules(*_KEYS), NO_COSHARD_CALLER_262.for_rules(*_KEYS)),
     "3.0.0": (NO_MULTI_DIMS_MAPPING.for_rules("rms_norm", "rms_norm_reverse"), NO_COMPILED_CALLER_RMS_FAST_LN),
     "3.1.0": (COSHARD_READ_RAISES.for_rules(*_KEYS),),
     "3.1.1": (COSHARD_READ_RAISES.for_rules(*_KEYS),),
@@ -47,3 +50,6 @@ PROBE_DIFFERENCES: Probes = {
     "3.1.0": probes(COSHARD_READ_RAISES_31, "rms/forward-coshard"),
     "3.1.1": probes(COSHARD_READ_RAISES_31, "rms/forward-coshard"),
 }
+
+REGISTRY_MISSING = {"2.6.2": frozenset({"fused_rms_norm"})}
+CPP_MISSING = {"2.6.2": frozenset({"RmsNormInferSpmd", "RmsNormInferSpmdReverse", "RmsNormGradInferSpmd"})}

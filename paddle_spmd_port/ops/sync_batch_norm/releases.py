@@ -3,8 +3,12 @@ is the registry's replicated rule, which reads no mapping: 3.1.x's co-shard read
 
 from __future__ import annotations
 
-from ..kit.releases import NO_MULTI_DIMS_MAPPING, Differences
+from ..kit.releases import (
+    NO_MULTI_DIMS_MAPPING,
+    Differences,
+)
 
 DIFFERENCES: Differences = {
+    "2.6.2": (NO_MULTI_DIMS_MAPPING.for_rules("sync_batch_norm", "sync_batch_norm_grad"),),
     "3.0.0": (NO_MULTI_DIMS_MAPPING.for_rules("sync_batch_norm", "sync_batch_norm_grad"),),
 }
