@@ -445,7 +445,17 @@ def _sweep(args: argparse.Namespace) -> int:
     # random_cases.rounds), each drawn, compared and dropped before the next, so that a long run's
     # memory stays bounded; any other run is one round.
     units = shard_units(args.rule_names, args.random, args.shard) if args.random is not None else []
-    batches: list[list | None] = list(rounds(units, CASES_PER_ROUND)) if units else [None]
+    # A --shard part may hold no block at all (more parts than blocks): it is one empty round, never
+    # the whole selection; its report says so and it exits as a run that compared nothing (3), while
+    # a merge of every part still adds up to the unsplit run.
+    batches: list[list | None] = (list(rounds(units, CASES_PER_ROUND)) or [[]]) if args.random is not None \
+        else [None]
+    empty_part = None
+    if args.random is not None and not units and args.shard is not None:
+        dealt = len(shard_units(args.rule_names, args.random))
+        empty_part = (f"part {args.shard[0]} of {args.shard[1]} holds none of the selection's {dealt:,} blocks "
+                      f"(blocks are dealt in turn to the {args.shard[1]} parts): nothing compared here; the other "
+                      "parts hold every case")
 
     def draw(rules: list[str], batch: list | None = None) -> dict[str, list[Case]]:
         if batch is None:
@@ -483,6 +493,11 @@ def _sweep(args: argparse.Namespace) -> int:
         selected = {r: len(by_rule[r]) for r in args.rule_names} if not units else \
             {r: sum(size for rule, _block, size in units if rule == r) for r in args.rule_names}
         report = ParityReport(selection=args.selection, allow_uncompared=args.allow_uncompared)
+        if empty_part is not None:  # no worker reports Paddle's version: read it from its files, as the others do
+            from ..installed import paddle_version
+
+            report.paddle.update(paddle_version())
+            report.notes.append(empty_part)
         port_answers: dict[int, Outcome] = {}  # id(case) -> the port's outcome (see tally_group)
         for backend, rules in groups.items():
             for rule in rules:
@@ -591,6 +606,8 @@ def _sweep(args: argparse.Namespace) -> int:
         print(report.table())
         print("\ncoverage (a case is compared when at least one native route answered it):")
         print("\n".join(report.coverage_lines()))
+        if empty_part is not None:
+            print(f"\n{empty_part}")
         print(f"\n{report.status_line()}")
         print(f"{report.total_cells:,} cells, {report.total_mismatches:,} mismatching cases, "
               f"{report.total_uncompared:,} uncompared cases; {report.finished - report.started:.1f} s; "

@@ -284,6 +284,9 @@ class ParityReport:
         if not self.complete:
             return f"RUNNING or ABORTED: partial report; {sel - unc:,} of {sel:,} selected cases compared so far"
         if self.empty:
+            shard = (self.selection or {}).get("shard")
+            if shard:
+                return f"NOTHING COMPARED: part {shard[0]} of {shard[1]} holds no case of the selection"
             return "NOTHING COMPARED: the selection is empty"
         if mism:
             return f"MISMATCH: {mism:,} mismatching cases; {sel - unc:,} of {sel:,} selected cases compared"
