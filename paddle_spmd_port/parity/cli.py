@@ -530,7 +530,10 @@ def _sweep(args: argparse.Namespace) -> int:
                 drawn.update(draw([r for r in args.rule_names if r not in drawn], batch))
                 by_rule = {r: drawn[r] for r in args.rule_names}
             tallied = set()
-            for backend, rules in groups.items():  # tallied in this order, whichever native run ends first
+            # The groups run here one after the other, the background one last: it has been running since
+            # its cases were drawn, so waiting for it first would hold the others back until it ends (random
+            # mode's registry group, whose wait once came before the compiled group ran at all).
+            for backend, rules in sorted(groups.items(), key=lambda item: item[0] == background_backend):
                 cases = [c for r in rules for c in by_rule[r]]
                 running = (backend, rules)
                 for rule in rules:
@@ -538,6 +541,11 @@ def _sweep(args: argparse.Namespace) -> int:
                 t0 = time.time()
                 try:
                     if background is not None and backend == background.backend:
+                        for case in cases:  # the port's answers while its workers finish (this thread idles else)
+                            if not background.is_alive():
+                                break
+                            if id(case) not in port_answers:
+                                port_answers[id(case)] = port_outcome(case)
                         native = background.result()
                         report.paddle.update(background.info)
                         t0 = time.time() - background.seconds
