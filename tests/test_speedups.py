@@ -424,6 +424,19 @@ def test_spec_check_raises_as_reference():
             assert diff is None, f"{spec!r:.80} {args} {kw}: {diff}"
 
 
+@needs_c
+def test_spec_check_kind_table_past_its_limit():
+    """The C check keeps each (arg, problem) kind text in a table it clears past 1,024 names: every
+    name, before and after a clearing, raises as the reference does."""
+    specs = [build_installed((8, 6), (0, 0), M23), build_installed((8, 6), (0, -1, -1), M23)]
+    for k in range(2100):
+        arg = f"arg{k % 1100}"
+        for spec in specs:
+            diff = call_difference(lambda spec=spec, arg=arg: spec.check(arg),
+                                   lambda spec=spec, arg=arg: types._spec_check(spec, arg))
+            assert diff is None, f"{arg}: {diff}"
+
+
 def test_check_honours_a_patched_error_init(monkeypatch):
     """The C check makes InvalidSpecError without calling its Python __init__ only while that
     __init__ is the one it was configured with: an __init__ patched in later is called."""
