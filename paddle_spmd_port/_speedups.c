@@ -345,7 +345,7 @@ typedef struct {
     int off;
 } Text;
 
-static inline void put(Text *t, const char *s) { /* inline: strlen of a literal folds */
+static void put(Text *t, const char *s) { /* a C string (PUT, below: a literal) */
     size_t n;
     if (t->off)
         return;
@@ -358,7 +358,8 @@ static inline void put(Text *t, const char *s) { /* inline: strlen of a literal 
     t->len += n;
 }
 
-/* n bytes of ASCII text (which may hold NULs: an argument's name is any str) */
+/* n bytes of ASCII text (which may hold NULs: an argument's name is any str); PUT: a literal's */
+#define PUT(t, literal) put_ascii((t), (literal), sizeof(literal) - 1)
 static void put_ascii(Text *t, const char *s, size_t n) {
     if (t->off)
         return;
@@ -412,11 +413,11 @@ static int put_mapping(Text *t, PyObject *dm) {
     Py_ssize_t i, n = PyTuple_GET_SIZE(dm);
     if (t->off)
         return 0;
-    put(t, "[");
+    PUT(t, "[");
     for (i = 0; i < n; i++) {
         PyObject *entry = PyTuple_GET_ITEM(dm, i);
         if (i)
-            put(t, ",");
+            PUT(t, ",");
         if (PyTuple_CheckExact(entry)) {
             if (put_longs(t, entry, "(", ",", ")") < 0)
                 return -1;
@@ -430,7 +431,7 @@ static int put_mapping(Text *t, PyObject *dm) {
             put_long(t, v);
         }
     }
-    put(t, "]");
+    PUT(t, "]");
     return 0;
 }
 
@@ -464,17 +465,17 @@ static PyObject *spec_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyO
         put_ascii(&t, (const char *)PyUnicode_DATA(arg), (size_t)PyUnicode_GET_LENGTH(arg));
     if (entries != rank) {
         what = s_length;
-        put(&t, ": dims_mapping ");
+        PUT(&t, ": dims_mapping ");
         if (put_mapping(&t, dm) < 0)
             return NULL;
-        put(&t, " has ");
+        PUT(&t, " has ");
         put_long(&t, (long)entries);
-        put(&t, " entries but the shape ");
+        PUT(&t, " entries but the shape ");
         if (put_longs(&t, shape, "[", ", ", "]") < 0)
             return NULL;
-        put(&t, " has rank ");
+        PUT(&t, " has rank ");
         put_long(&t, (long)rank);
-        put(&t, "; give one entry per tensor axis");
+        PUT(&t, "; give one entry per tensor axis");
         goto done;
     }
     for (i = 0; i < entries; i++) { /* each member in range (a co-shard's in 0..n-1), in order */
@@ -490,20 +491,20 @@ static PyObject *spec_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyO
             }
             if (m < -1 || m >= (long)n || (m == -1 && co)) {
                 what = s_mesh_dim;
-                put(&t, ": dims_mapping ");
+                PUT(&t, ": dims_mapping ");
                 put_mapping(&t, dm);
                 if (co) {
-                    put(&t, " uses co-shard ");
+                    PUT(&t, " uses co-shard ");
                     put_longs(&t, entry, "(", ",", ")");
                 } else {
-                    put(&t, " uses mesh dim ");
+                    PUT(&t, " uses mesh dim ");
                     put_long(&t, m);
                 }
-                put(&t, ", but the mesh ");
+                PUT(&t, ", but the mesh ");
                 put(&t, mesh_text.text);
-                put(&t, " has dims 0..");
+                PUT(&t, " has dims 0..");
                 put_long(&t, (long)n - 1);
-                put(&t, "; use -1 (replicated), a dim in that range, or a tuple of distinct dims in that range "
+                PUT(&t, "; use -1 (replicated), a dim in that range, or a tuple of distinct dims in that range "
                         "(co-shard)");
                 goto done;
             }
@@ -519,9 +520,9 @@ static PyObject *spec_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyO
                 continue;
             if (used & (1ULL << m)) {
                 what = s_duplicate;
-                put(&t, ": dims_mapping ");
+                PUT(&t, ": dims_mapping ");
                 put_mapping(&t, dm);
-                put(&t, " splits along the same mesh dim twice; each mesh dim may shard at most one axis, once");
+                PUT(&t, " splits along the same mesh dim twice; each mesh dim may shard at most one axis, once");
                 goto done;
             }
             used |= 1ULL << m;
@@ -551,17 +552,17 @@ static PyObject *spec_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyO
         if (PyErr_Occurred())
             return NULL;
         if (what == s_partial_range) {
-            put(&t, ": partial dim ");
+            PUT(&t, ": partial dim ");
             put_long(&t, bad_p);
-            put(&t, " is outside the mesh ");
+            PUT(&t, " is outside the mesh ");
             put(&t, mesh_text.text);
-            put(&t, " (dims 0..");
+            PUT(&t, " (dims 0..");
             put_long(&t, (long)n - 1);
-            put(&t, ")");
+            PUT(&t, ")");
         } else if (what == s_partial_shard) {
-            put(&t, ": mesh dim ");
+            PUT(&t, ": mesh dim ");
             put_long(&t, bad_p);
-            put(&t, " both shards an axis and is partial; a mesh dim is either Shard or Partial");
+            PUT(&t, " both shards an axis and is partial; a mesh dim is either Shard or Partial");
         }
     }
 done:

@@ -394,8 +394,9 @@ class DistTensorSpec:
 
         The spec is judged once, when it is built (it is immutable); this words and reports it."""
         if self._problem is not None:
-            _what, template = cast("tuple[str, str]", self._first_problem(word=True))
-            raise InvalidSpecError(template.format(arg=arg), kind=f"invalid-spec:{arg}:{self._problem}")
+            found = self._first_problem(word=True)  # (what, template), found again from the values
+            raise InvalidSpecError(found[1].format(arg=arg),  # type: ignore[index]
+                                   kind=f"invalid-spec:{arg}:{self._problem}")
 
     def _find_problem(self) -> str | None:
         dm, mesh, partial = self.dims_mapping, self.mesh, self.partial_dims
