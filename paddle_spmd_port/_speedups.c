@@ -28,9 +28,9 @@
  *   [8, 6]      [0, -1]       [1]       valid_on_mesh=True        the same values as lists
  *   (8, 6)      ((0, 1), -1)  {}        valid_on_mesh=True        a co-shard: two or more distinct dims
  *   [8, 6]      [[0], []]     {}        valid_on_mesh=True        short co-shard forms: (1,) is 1, () is -1
- *   (8, 6)      (1, 1)        {}        _problem ("duplicate",    worded here exactly as
- *                                       "{arg}: dims_mapping ...") DistTensorSpec._first_problem does
- *   (8, 6)      (0, -1)       {0}       _problem ("partial-shard", ...)
+ *   (8, 6)      (1, 1)        {}        _problem "duplicate"      found here as
+ *                                                                 DistTensorSpec._first_problem does
+ *   (8, 6)      (0, -1)       {0}       _problem "partial-shard"  (check words it: see spec_check)
  *   (8.0, 6)    ...           ...       Python reference          not an integer: the reference names it
  *   (-1, 6)     ...           ...       Python reference          a negative size: the reference raises
  *   (8, 6)      (0, -1)       ...       Python reference          on None or a ProcessMesh subclass
@@ -328,19 +328,41 @@ static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
 }
 
 /* The first problem of a spec in normal form (co-shards included) on an exact ProcessMesh of n dims,
- * as types.DistTensorSpec._first_problem words it: the tuple (what, template), a new reference; NULL
- * with no error set when this code does not word it (a value beyond a C long, a negative size, a
- * text too long: the reference does), NULL with an error on a failure of Python's. Called only for
- * values of the right types that normal_valid did not take. */
-/* A message under construction (snprintf was most of an invalid spec's build). */
+ * as types.DistTensorSpec._first_problem finds it. With `arg` NULL (a spec being built): which one,
+ * the interned name (what: "length", "mesh-dim", ...), a new reference, and no text put together.
+ * With `arg` (DistTensorSpec.check, an exact str): the message check raises, worded exactly as
+ * _first_problem's template formatted with arg= (every template here is "{arg}" followed by text
+ * made of the values: digits, brackets, commas, "x", so arg is put in front as it is).
+ * Either way NULL with no error set when this code does not judge or word it (a value beyond a C
+ * long, a negative size, a text too long: the reference does), NULL with an error on a failure of
+ * Python's. Called only for values of the right types that normal_valid did not take. */
+/* A message under construction (snprintf was most of an invalid spec's build); `off`: find the
+ * problem only (a spec being built needs its name, not its words). */
 typedef struct {
     char text[2048];
     size_t len;
     int full; /* set when something did not fit: the reference words that spec */
+    int off;
 } Text;
 
-static void put(Text *t, const char *s) {
-    size_t n = strlen(s);
+static void put(Text *t, const char *s) { /* a C string (PUT, below: a literal) */
+    size_t n;
+    if (t->off)
+        return;
+    n = strlen(s);
+    if (t->len + n >= sizeof t->text) {
+        t->full = 1;
+        return;
+    }
+    memcpy(t->text + t->len, s, n);
+    t->len += n;
+}
+
+/* n bytes of ASCII text (which may hold NULs: an argument's name is any str); PUT: a literal's */
+#define PUT(t, literal) put_ascii((t), (literal), sizeof(literal) - 1)
+static void put_ascii(Text *t, const char *s, size_t n) {
+    if (t->off)
+        return;
     if (t->len + n >= sizeof t->text) {
         t->full = 1;
         return;
@@ -353,6 +375,8 @@ static void put_long(Text *t, long v) {
     char digits[24];
     int i = sizeof digits - 1;
     unsigned long u = v < 0 ? 0UL - (unsigned long)v : (unsigned long)v;
+    if (t->off)
+        return;
     digits[i] = '\0';
     do {
         digits[--i] = (char)('0' + u % 10);
@@ -366,6 +390,8 @@ static void put_long(Text *t, long v) {
 /* `open` a<sep>b... `close` of a tuple of exact ints; -1 when an item is beyond a C long */
 static int put_longs(Text *t, PyObject *items, const char *open, const char *sep, const char *close) {
     Py_ssize_t i, n = PyTuple_GET_SIZE(items);
+    if (t->off)
+        return 0;
     put(t, open);
     for (i = 0; i < n; i++) {
         int overflow = 0;
@@ -385,11 +411,13 @@ static int put_longs(Text *t, PyObject *items, const char *open, const char *sep
 /* format_mapping(dm): "[0,(1,2),-1]"; -1 when a value is beyond a C long */
 static int put_mapping(Text *t, PyObject *dm) {
     Py_ssize_t i, n = PyTuple_GET_SIZE(dm);
-    put(t, "[");
+    if (t->off)
+        return 0;
+    PUT(t, "[");
     for (i = 0; i < n; i++) {
         PyObject *entry = PyTuple_GET_ITEM(dm, i);
         if (i)
-            put(t, ",");
+            PUT(t, ",");
         if (PyTuple_CheckExact(entry)) {
             if (put_longs(t, entry, "(", ",", ")") < 0)
                 return -1;
@@ -403,18 +431,20 @@ static int put_mapping(Text *t, PyObject *dm) {
             put_long(t, v);
         }
     }
-    put(t, "]");
+    PUT(t, "]");
     return 0;
 }
 
-static PyObject *spec_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial) {
+static PyObject *spec_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial, PyObject *arg) {
     Text t, mesh_text;
-    PyObject *mesh_shape, *sorted, *template, *out;
+    PyObject *mesh_shape, *text, *out;
     PyObject *what = NULL; /* borrowed: one of the interned names */
     Py_ssize_t rank = PyTuple_GET_SIZE(shape), entries = PyTuple_GET_SIZE(dm), n, i, k;
     unsigned long long used = 0;
+    long bad_p = -1;
     t.len = mesh_text.len = 0;
     t.full = mesh_text.full = 0;
+    t.off = mesh_text.off = arg == NULL;
     if (Py_TYPE(mesh) != Mesh_t)
         return NULL;
     for (i = 0; i < rank; i++)
@@ -431,19 +461,21 @@ static PyObject *spec_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyO
     if (i < 0)
         return NULL;
     mesh_text.text[mesh_text.len] = '\0';
+    if (arg != NULL && PyUnicode_IS_ASCII(arg)) /* "{arg}" formatted: the name first, as it is */
+        put_ascii(&t, (const char *)PyUnicode_DATA(arg), (size_t)PyUnicode_GET_LENGTH(arg));
     if (entries != rank) {
         what = s_length;
-        put(&t, "{arg}: dims_mapping ");
+        PUT(&t, ": dims_mapping ");
         if (put_mapping(&t, dm) < 0)
             return NULL;
-        put(&t, " has ");
+        PUT(&t, " has ");
         put_long(&t, (long)entries);
-        put(&t, " entries but the shape ");
+        PUT(&t, " entries but the shape ");
         if (put_longs(&t, shape, "[", ", ", "]") < 0)
             return NULL;
-        put(&t, " has rank ");
+        PUT(&t, " has rank ");
         put_long(&t, (long)rank);
-        put(&t, "; give one entry per tensor axis");
+        PUT(&t, "; give one entry per tensor axis");
         goto done;
     }
     for (i = 0; i < entries; i++) { /* each member in range (a co-shard's in 0..n-1), in order */
@@ -459,20 +491,20 @@ static PyObject *spec_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyO
             }
             if (m < -1 || m >= (long)n || (m == -1 && co)) {
                 what = s_mesh_dim;
-                put(&t, "{arg}: dims_mapping ");
+                PUT(&t, ": dims_mapping ");
                 put_mapping(&t, dm);
                 if (co) {
-                    put(&t, " uses co-shard ");
+                    PUT(&t, " uses co-shard ");
                     put_longs(&t, entry, "(", ",", ")");
                 } else {
-                    put(&t, " uses mesh dim ");
+                    PUT(&t, " uses mesh dim ");
                     put_long(&t, m);
                 }
-                put(&t, ", but the mesh ");
+                PUT(&t, ", but the mesh ");
                 put(&t, mesh_text.text);
-                put(&t, " has dims 0..");
+                PUT(&t, " has dims 0..");
                 put_long(&t, (long)n - 1);
-                put(&t, "; use -1 (replicated), a dim in that range, or a tuple of distinct dims in that range "
+                PUT(&t, "; use -1 (replicated), a dim in that range, or a tuple of distinct dims in that range "
                         "(co-shard)");
                 goto done;
             }
@@ -488,52 +520,61 @@ static PyObject *spec_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyO
                 continue;
             if (used & (1ULL << m)) {
                 what = s_duplicate;
-                put(&t, "{arg}: dims_mapping ");
+                PUT(&t, ": dims_mapping ");
                 put_mapping(&t, dm);
-                put(&t, " splits along the same mesh dim twice; each mesh dim may shard at most one axis, once");
+                PUT(&t, " splits along the same mesh dim twice; each mesh dim may shard at most one axis, once");
                 goto done;
             }
             used |= 1ULL << m;
         }
     }
-    sorted = PySequence_List(partial);
-    if (sorted == NULL || PyList_Sort(sorted) < 0) {
-        Py_XDECREF(sorted);
-        return NULL;
-    }
-    for (i = 0; what == NULL && i < PyList_GET_SIZE(sorted); i++) {
-        int overflow = 0;
-        long p = PyLong_AsLongAndOverflow(PyList_GET_ITEM(sorted, i), &overflow);
-        if (overflow || (p == -1 && PyErr_Occurred())) {
-            PyErr_Clear();
-            Py_DECREF(sorted);
+    /* the smallest partial dim that is outside the mesh or also shards (the reference goes through
+     * them sorted and stops at the first): no list to sort, one pass over the set */
+    if (PySet_GET_SIZE(partial) > 0) {
+        PyObject *it = PyObject_GetIter(partial), *item;
+        if (it == NULL)
             return NULL;
+        while ((item = PyIter_Next(it)) != NULL) {
+            int overflow = 0;
+            long p = PyLong_AsLongAndOverflow(item, &overflow);
+            Py_DECREF(item);
+            if (overflow || (p == -1 && PyErr_Occurred())) {
+                Py_DECREF(it);
+                PyErr_Clear();
+                return NULL; /* beyond a C long: the reference words it */
+            }
+            if ((p < 0 || p >= (long)n || (used & (1ULL << p))) && (what == NULL || p < bad_p)) {
+                bad_p = p;
+                what = p < 0 || p >= (long)n ? s_partial_range : s_partial_shard;
+            }
         }
-        if (p < 0 || p >= (long)n) {
-            what = s_partial_range;
-            put(&t, "{arg}: partial dim ");
-            put_long(&t, p);
-            put(&t, " is outside the mesh ");
+        Py_DECREF(it);
+        if (PyErr_Occurred())
+            return NULL;
+        if (what == s_partial_range) {
+            PUT(&t, ": partial dim ");
+            put_long(&t, bad_p);
+            PUT(&t, " is outside the mesh ");
             put(&t, mesh_text.text);
-            put(&t, " (dims 0..");
+            PUT(&t, " (dims 0..");
             put_long(&t, (long)n - 1);
-            put(&t, ")");
-        } else if (used & (1ULL << p)) {
-            what = s_partial_shard;
-            put(&t, "{arg}: mesh dim ");
-            put_long(&t, p);
-            put(&t, " both shards an axis and is partial; a mesh dim is either Shard or Partial");
+            PUT(&t, ")");
+        } else if (what == s_partial_shard) {
+            PUT(&t, ": mesh dim ");
+            put_long(&t, bad_p);
+            PUT(&t, " both shards an axis and is partial; a mesh dim is either Shard or Partial");
         }
     }
-    Py_DECREF(sorted);
 done:
     if (what == NULL || t.full || mesh_text.full) /* no problem found (normal_valid took such values), or too long */
         return NULL;
-    template = PyUnicode_DecodeASCII(t.text, (Py_ssize_t)t.len, NULL);
-    if (template == NULL)
-        return NULL;
-    out = PyTuple_Pack(2, what, template);
-    Py_DECREF(template);
+    if (arg == NULL)
+        return Py_NewRef(what);
+    text = PyUnicode_DecodeASCII(t.text, (Py_ssize_t)t.len, NULL);
+    if (text == NULL || PyUnicode_IS_ASCII(arg))
+        return text; /* the name is in it */
+    out = PyUnicode_Concat(arg, text); /* "{arg}" + text, formatted: a name of other characters */
+    Py_DECREF(text);
     return out;
 }
 
@@ -618,7 +659,7 @@ static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nar
      * (a mesh of another type or none, a negative size, a value beyond a C long) the reference judges
      * them and names the problem; given the converted values, it skips the conversion */
     {
-        PyObject *problem = spec_problem(shape, dm, given[2], partial);
+        PyObject *problem = spec_problem(shape, dm, given[2], partial, NULL); /* its name: check words it */
         if (problem != NULL) {
             set_slot(self, off_shape, shape);
             set_slot(self, off_dm, dm);
@@ -659,18 +700,15 @@ error:
 }
 
 /* DistTensorSpec.check(arg): see types._spec_check (the reference). A valid spec returns at once; a
- * spec with a problem raises InvalidSpecError(template.format(arg=arg), kind=f"invalid-spec:{arg}:{what}"),
- * the text put together here by replacing "{arg}" (the same text whenever the template holds no other
- * brace and arg none: checked, else the reference formats it), the exception made by
- * new_invalid_spec_error (below). Any other call form, or a subclass, goes to the reference. */
-static PyObject *pure_check, *invalid_spec_error, *s_arg_field, *kind_kwnames;
+ * spec with a problem raises InvalidSpecError(message, kind=f"invalid-spec:{arg}:{what}"), `what` the
+ * name the build stored (_problem), the message worded from the spec's values by spec_problem (as
+ * the reference's _first_problem(word=True) template formatted with arg=), the kind text kept per
+ * (arg, what) in a small table, the exception made by new_invalid_spec_error (below). Any other
+ * call form, or a subclass, or a spec this code does not word, goes to the reference. */
+static PyObject *pure_check, *invalid_spec_error, *kind_kwnames;
+static PyObject *kinds; /* {arg: {what: "invalid-spec:<arg>:<what>"}}, cleared past KINDS_LIMIT args */
+#define KINDS_LIMIT 1024
 static PyObject *spec_call(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames);
-
-static int has_brace(PyObject *text) {
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    Py_ssize_t open = PyUnicode_FindChar(text, '{', 0, n, 1), close = PyUnicode_FindChar(text, '}', 0, n, 1);
-    return open == -2 || close == -2 ? -1 : open >= 0 || close >= 0;
-}
 
 /* InvalidSpecError(msg, kind=kind) without running errors.SpmdError.__init__ in Python, which cost a
  * refusal more than the spec's build: what that __init__ leaves is exactly what BaseException's
@@ -696,37 +734,59 @@ static PyObject *new_invalid_spec_error(PyObject *msg, PyObject *kind) {
     return PyObject_Vectorcall(invalid_spec_error, call, 1, kind_kwnames);
 }
 
+/* "invalid-spec:<arg>:<what>", a new reference (both exact str) */
+static PyObject *kind_text(PyObject *arg, PyObject *what) {
+    PyObject *per_arg, *kind;
+    if (kinds == NULL && (kinds = PyDict_New()) == NULL)
+        return NULL;
+    per_arg = PyDict_GetItemWithError(kinds, arg);
+    if (per_arg == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        if (PyDict_GET_SIZE(kinds) >= KINDS_LIMIT)
+            PyDict_Clear(kinds);
+        per_arg = PyDict_New();
+        if (per_arg == NULL || PyDict_SetItem(kinds, arg, per_arg) < 0) {
+            Py_XDECREF(per_arg);
+            return NULL;
+        }
+        Py_DECREF(per_arg); /* held by kinds */
+    }
+    kind = PyDict_GetItemWithError(per_arg, what);
+    if (kind != NULL)
+        return Py_NewRef(kind);
+    if (PyErr_Occurred())
+        return NULL;
+    kind = PyUnicode_FromFormat("invalid-spec:%U:%U", arg, what);
+    if (kind == NULL || PyDict_SetItem(per_arg, what, kind) < 0) {
+        Py_XDECREF(kind);
+        return NULL;
+    }
+    return kind;
+}
+
 static PyObject *spec_check(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    PyObject *problem, *what, *template, *arg, *msg, *kind, *exc;
-    int brace;
+    PyObject *problem, *shape, *dm, *mesh, *partial, *arg, *msg, *kind, *exc;
     if (kwnames != NULL || nargs != 1 || Py_TYPE(self) != Spec_t || !PyUnicode_CheckExact(args[0]))
         goto reference;
     problem = SLOT(self, off_problem);
     if (problem == Py_None)
         Py_RETURN_NONE;
-    if (problem == NULL || !PyTuple_CheckExact(problem) || PyTuple_GET_SIZE(problem) != 2)
+    if (problem == NULL || !PyUnicode_CheckExact(problem))
         goto reference;
-    what = PyTuple_GET_ITEM(problem, 0), template = PyTuple_GET_ITEM(problem, 1), arg = args[0];
-    if (!PyUnicode_CheckExact(what) || !PyUnicode_CheckExact(template))
+    shape = SLOT(self, off_shape), dm = SLOT(self, off_dm), mesh = SLOT(self, off_mesh);
+    partial = SLOT(self, off_partial), arg = args[0];
+    if (shape == NULL || dm == NULL || mesh == NULL || partial == NULL || !PyTuple_CheckExact(shape) ||
+        !PyTuple_CheckExact(dm) || !PyFrozenSet_CheckExact(partial))
         goto reference;
-    brace = has_brace(arg);
-    if (brace != 0) {
-        if (brace < 0)
+    msg = spec_problem(shape, dm, mesh, partial, arg);
+    if (msg == NULL) {
+        if (PyErr_Occurred())
             return NULL;
-        goto reference;
+        goto reference; /* not worded here (a mesh of another type, a value beyond a C long, ...) */
     }
-    msg = PyUnicode_Replace(template, s_arg_field, arg, -1);
-    if (msg == NULL)
-        return NULL;
-    brace = has_brace(msg);
-    if (brace != 0) { /* an escaped or other field: str.format reads it, so the reference does */
-        Py_DECREF(msg);
-        if (brace < 0)
-            return NULL;
-        goto reference;
-    }
-    kind = PyUnicode_FromFormat("invalid-spec:%U:%U", arg, what);
+    kind = kind_text(arg, problem);
     if (kind == NULL) {
         Py_DECREF(msg);
         return NULL;
@@ -1319,7 +1379,6 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     INTERN(s_duplicate, "duplicate")
     INTERN(s_partial_range, "partial-range")
     INTERN(s_partial_shard, "partial-shard")
-    INTERN(s_arg_field, "{arg}")
 #undef INTERN
     kind_kwnames = PyTuple_Pack(1, PyUnicode_InternFromString("kind"));
     if (kind_kwnames == NULL)

@@ -313,8 +313,11 @@ class DistTensorSpec:
     """The mesh; ``None`` only to reproduce Paddle's empty-attr inputs (x may never lack one)."""
     partial_dims: frozenset[int] = field(default_factory=frozenset)
     """Mesh dims on which the tensor is Partial(SUM)."""
-    _problem: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False, hash=False)
-    """What :meth:`check` will report, worked out once at construction."""
+    _problem: str | None = field(default=None, init=False, repr=False, compare=False, hash=False)
+    """Which problem :meth:`check` will report (``"length"``, ``"mesh-dim"``, ``"duplicate"``,
+    ``"partial-range"``, ``"partial-shard"``, ``"mesh"``), found once at construction; the message
+    naming it is worded by :meth:`check` from the spec's values (a spec that is never checked, or
+    whose refusal is caught unread, does not pay for the text)."""
     coshard: bool = field(default=False, init=False, repr=False, compare=False, hash=False)
     """True when some axis is split along two or more mesh dims (worked out at construction)."""
     valid_on_mesh: bool = field(default=False, init=False, repr=False, compare=False, hash=False)
@@ -374,7 +377,7 @@ class DistTensorSpec:
                     kind="invalid-spec:mesh:type")
         _fill_spec(self, shape, dims_mapping, mesh, partial_dims, coshard, False)
         problem = self._find_problem()
-        if problem is not None:
+        if problem is not None:  # (what only: check words it)
             _set(self, "_problem", problem)
         elif mesh is not None:
             if len(_VALID_ON_MESH) > 100_000:
@@ -389,12 +392,13 @@ class DistTensorSpec:
     def check(self, arg: str) -> None:
         """Reject what Paddle accepts silently or crashes on; ``arg`` is the argument's name.
 
-        The spec is judged once, when it is built (it is immutable); this only reports it."""
+        The spec is judged once, when it is built (it is immutable); this words and reports it."""
         if self._problem is not None:
-            what, template = self._problem
-            raise InvalidSpecError(template.format(arg=arg), kind=f"invalid-spec:{arg}:{what}")
+            found = self._first_problem(word=True)  # (what, template), found again from the values
+            raise InvalidSpecError(found[1].format(arg=arg),  # type: ignore[index]
+                                   kind=f"invalid-spec:{arg}:{self._problem}")
 
-    def _find_problem(self) -> tuple[str, str] | None:
+    def _find_problem(self) -> str | None:
         dm, mesh, partial = self.dims_mapping, self.mesh, self.partial_dims
         if mesh is not None and not self.coshard and len(dm) == len(self.shape):
             # the common valid spec, decided in one pass: every entry -1 or a mesh dim, none twice,
@@ -404,11 +408,13 @@ class DistTensorSpec:
             if (not used or (min(used) >= 0 and max(used) < n and len(set(used)) == len(used))) \
                     and all(0 <= p < n and p not in used for p in partial):
                 return None
-        return self._first_problem()
+        problem = self._first_problem(word=False)
+        return None if problem is None else problem[0]
 
-    def _first_problem(self) -> tuple[str, str] | None:
-        """The first problem of the spec, in a fixed order (mesh, length, range, duplicates, partial);
-        the message is formatted only here, for a spec that has one."""
+    def _first_problem(self, word: bool) -> tuple[str, str] | None:
+        """The first problem of the spec, in a fixed order (mesh, length, range, duplicates, partial):
+        ``(what, template)``, the template the message of :meth:`check` (``{arg}`` its argument's
+        name), formatted only when ``word`` (else ``""``: construction needs only ``what``)."""
         mesh, dm = self.mesh, self.dims_mapping
         if mesh is None:
             if dm or self.partial_dims:
@@ -417,12 +423,15 @@ class DistTensorSpec:
         n = len(mesh.shape)
         if len(dm) != len(self.shape):
             return "length", (f"{{arg}}: dims_mapping {format_mapping(dm)} has {len(dm)} entries but the "
-                              f"shape {list(self.shape)} has rank {len(self.shape)}; give one entry per tensor axis")
+                              f"shape {list(self.shape)} has rank {len(self.shape)}; give one entry per tensor "
+                              "axis" if word else "")
         used: list[int] = []
         for entry in dm:
             co = type(entry) is tuple
             for m in cast("tuple[int, ...]", entry) if co else (cast(int, entry),):
                 if not -1 <= m < n or (m == -1 and co):
+                    if not word:
+                        return "mesh-dim", ""
                     where = f"co-shard {_entry_text(entry)}" if co else f"mesh dim {m}"
                     return "mesh-dim", (f"{{arg}}: dims_mapping {format_mapping(dm)} uses {where}, but the mesh "
                                         f"{mesh} has dims 0..{n - 1}; use -1 (replicated), a dim in that range, "
@@ -431,13 +440,14 @@ class DistTensorSpec:
                     used.append(m)
         if len(used) != len(set(used)):
             return "duplicate", (f"{{arg}}: dims_mapping {format_mapping(dm)} splits along the same mesh dim twice; "
-                                 "each mesh dim may shard at most one axis, once")
+                                 "each mesh dim may shard at most one axis, once" if word else "")
         for p in sorted(self.partial_dims):
             if not 0 <= p < n:
-                return "partial-range", f"{{arg}}: partial dim {p} is outside the mesh {mesh} (dims 0..{n - 1})"
+                return "partial-range", (f"{{arg}}: partial dim {p} is outside the mesh {mesh} (dims 0..{n - 1})"
+                                         if word else "")
             if p in used:
                 return "partial-shard", (f"{{arg}}: mesh dim {p} both shards an axis and is partial; "
-                                         "a mesh dim is either Shard or Partial")
+                                         "a mesh dim is either Shard or Partial" if word else "")
         return None
 
     def __str__(self) -> str:

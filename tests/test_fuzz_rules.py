@@ -76,6 +76,20 @@ def test_fuzz_parts_merge_into_the_unsplit_run(tmp_path, capsys):
         assert len(err.strip().splitlines()) == 1 and why in err, err
 
 
+def test_a_fuzz_part_without_examples_judges_nothing_and_says_so(tmp_path, capsys):
+    """More parts than examples: part 3 of 3 of a 2-example run holds none. It exits 3 (it used to pass
+    on 0 examples), and the merge of every part, that one included, is the unsplit run's counts."""
+    common = ["--examples", "2", "--engine", "random", "--seed", "3"]
+    assert fuzz.main(common) == 0
+    whole = capsys.readouterr().out.splitlines()
+    parts = [str(tmp_path / f"part{k}.json") for k in (1, 2, 3)]
+    for k, path in zip((1, 2, 3), parts, strict=True):
+        assert fuzz.main([*common, "--shard", f"{k}/3", "--json", path]) == (3 if k == 3 else 0)
+    assert "NOTHING JUDGED: part 3 of 3 holds none of the 2 examples drawn" in capsys.readouterr().out
+    assert fuzz.main(["--merge", *parts]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == whole[1:]
+
+
 # --------------------------------------------------------------------------- the defects it found
 LN_GRAD_ARGS = (spec((8, 6, 4), (0, -1, -1), ProcessMesh((2,))), None, None, spec((8,), (-1,), ProcessMesh((2,))),
                 spec((8,), (-1,), ProcessMesh((2,))), spec((8, 6, 4), (-1, -1, -1), ProcessMesh((2,))))

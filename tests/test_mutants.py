@@ -222,6 +222,20 @@ def test_merge_joins_the_parts_and_fails_closed(tmp_path, names, capsys):
     assert M.main(["--merge", *parts]) == 3
 
 
+def test_a_part_without_mutants_judges_nothing_and_the_merge_still_adds_up(tmp_path, capsys):
+    """More parts than mutants: part 2 of 2 of one mutant holds none. It judges nothing and exits 3
+    (it used to pass on an empty table), and its --json joins the merge of every part."""
+    one = [next(m.name for m in M.MUTANTS if not m.equivalent)]
+    empty = str(tmp_path / "part2.json")
+    assert M.main(["--only", one[0], "--sample", "200", "--shard", "2/2", "--json", empty]) == 3
+    assert "part 2 of 2 holds none of the 1 mutants selected: nothing judged" in capsys.readouterr().out
+    assert json.loads(Path(empty).read_text())["rows"] == []
+    first = _part(tmp_path, 1, 2, {}, one)
+    assert M.main(["--merge", empty, first]) == 0
+    assert "kill rate 1/1 = 100%" in capsys.readouterr().out
+    assert M.main(["--merge", empty]) == 3  # the empty part alone: its mutant was not judged
+
+
 def test_merge_refuses_parts_of_other_runs(tmp_path, names, capsys):
     parts = [_part(tmp_path, k, 3, {}, names) for k in (1, 2, 3)]
     other = _part(tmp_path, 2, 3, {}, names, sample=100)

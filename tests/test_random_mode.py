@@ -8,6 +8,7 @@ by one (exit 1, the failing case's ``infer --case-json`` line on the console).
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -209,6 +210,11 @@ def test_a_short_random_sweep_over_every_rule_exits_0(tmp_path):
     assert sorted(data["rules"]) == sorted(f"{r}@{DEFAULT_BACKEND[r]}" for r in RULES)
     assert all(t["cases"] == 300 and t["verdicts"]["mismatch"] == 0 for t in data["rules"].values())
     assert f"PASS: all {300 * len(RULES):,} selected cases compared" in done.stdout
+    # the compiled group is tallied first: it runs while the registry's background workers do (waiting for
+    # the background group first once ran the two one after the other)
+    with gzip.open(report / "parity-cases.jsonl.gz", "rt") as fh:
+        backends = [json.loads(line)["backend"] for line in fh]
+    assert backends and backends == sorted(backends, key=lambda b: b == "registry") and backends[-1] == "registry"
 
 
 #: A realistic one-line bug: the layer_norm forward rule keeps x's partial status on out.

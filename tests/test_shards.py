@@ -193,3 +193,31 @@ def test_a_tampered_or_unfinished_part_is_not_a_pass(sharded, tmp_path):
     (unfinished / "parity.json").write_text(json.dumps(data))
     code, out = _merge(tmp_path, parts[0], parts[1], unfinished, out="merged2")
     assert code == 3 and "did not finish" in out and "PASS" not in out, out
+
+
+@pytest.mark.native
+def test_a_part_without_blocks_compares_nothing_and_the_merge_still_equals_the_unsplit_run(tmp_path):
+    # one rule, one short block: parts 2 and 3 of 3 get no block. They used to run the whole selection
+    # (exit 0 on a comparison that was not theirs to make, and a merge counting every case twice).
+    run = ["parity", "--rules", "layer_norm", "--random", "40", "--seed", "2", "--quiet"]
+    done = run_cli([*run, "--report-dir", str(tmp_path / "whole")], tmp_path, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:]
+    for k in (1, 2, 3):
+        done = run_cli([*run, "--shard", f"{k}/3", "--report-dir", str(tmp_path / f"part{k}")], tmp_path, timeout=600)
+        out = done.stdout + done.stderr
+        if k == 1:
+            assert done.returncode == 0 and "PASS: all 40 selected cases compared" in out, out[-3000:]
+            continue
+        assert done.returncode == 3, out[-3000:]
+        assert f"part {k} of 3 holds none of the selection's 1 blocks" in out
+        assert f"NOTHING COMPARED: part {k} of 3 holds no case" in out and "PASS" not in out
+        data = json.loads((tmp_path / f"part{k}" / "parity.json").read_text())
+        assert all(c["selected"] == 0 for c in data["coverage"].values())
+        assert sum(t["cases"] for t in data["rules"].values()) == 0 and _records(tmp_path / f"part{k}") == []
+    code, out = _merge(tmp_path, *(tmp_path / f"part{k}" for k in (3, 1, 2)))
+    assert code == 0 and "PASS: all 40 selected cases compared" in out, out[-3000:]
+    assert _counts(tmp_path / "merged") == _counts(tmp_path / "whole")
+    assert _records(tmp_path / "merged") == _records(tmp_path / "whole")
+    # the empty parts alone are not a pass either: part 1's cases count as uncompared
+    code, out = _merge(tmp_path, tmp_path / "part2", tmp_path / "part3", out="empties")
+    assert code == 3 and "FAILED CLOSED" in out, out[-3000:]

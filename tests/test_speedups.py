@@ -80,6 +80,10 @@ class IntSub(int):
     """An int subclass: the references reject or keep it as it is, never convert it."""
 
 
+class StrSub(str):
+    """A str subclass (a spec's problem name the C check leaves to the reference)."""
+
+
 class MeshSub(ProcessMesh):
     """A ProcessMesh subclass (not the exact type the C fast paths look for)."""
 
@@ -399,11 +403,11 @@ CHECK_ARGS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
 def _check_specs() -> list[Any]:
     specs: list[Any] = [build_reference(*row) for row in USER_ROWS[:40] if _builds(row)]
     odd = build_reference((8, 6), (0, 0), M23)
-    object.__setattr__(odd, "_problem", ("duplicate", "{arg}: {{literal}} and {arg}"))  # an escaped brace
+    object.__setattr__(odd, "_problem", "length")  # a name the values do not bear out: the kind says it, the words not
     other = build_reference((8, 6), (0, 0), M23)
-    object.__setattr__(other, "_problem", ("duplicate", "{arg!r}: a conversion"))
+    object.__setattr__(other, "_problem", ("duplicate", "{arg}: a template"))  # not a name
     odd_kind = build_reference((8, 6), (0, 0), M23)
-    object.__setattr__(odd_kind, "_problem", (IntSub(1), "{arg}: x"))
+    object.__setattr__(odd_kind, "_problem", StrSub("duplicate"))
     unset = object.__new__(DistTensorSpec)  # no field set: the reference raises AttributeError
     sub = object.__new__(SpecSub)
     types._spec_init(sub, (8, 6), (0, 0), M23)
@@ -426,6 +430,19 @@ def test_spec_check_raises_as_reference():
             diff = call_difference(lambda spec=spec, args=args, kw=kw: DistTensorSpec.check(spec, *args, **kw),
                                    lambda spec=spec, args=args, kw=kw: types._spec_check(spec, *args, **kw))
             assert diff is None, f"{spec!r:.80} {args} {kw}: {diff}"
+
+
+@needs_c
+def test_spec_check_kind_table_past_its_limit():
+    """The C check keeps each (arg, problem) kind text in a table it clears past 1,024 names: every
+    name, before and after a clearing, raises as the reference does."""
+    specs = [build_installed((8, 6), (0, 0), M23), build_installed((8, 6), (0, -1, -1), M23)]
+    for k in range(2100):
+        arg = f"arg{k % 1100}"
+        for spec in specs:
+            diff = call_difference(lambda spec=spec, arg=arg: spec.check(arg),
+                                   lambda spec=spec, arg=arg: types._spec_check(spec, arg))
+            assert diff is None, f"{arg}: {diff}"
 
 
 def test_check_honours_a_patched_error_init(monkeypatch):
@@ -900,7 +917,7 @@ def test_grid_outcomes_match_pure_subprocess(tmp_path):
 def fake_spec_duplicates_valid(*args: Any, **kw: Any) -> DistTensorSpec:
     """A "C" constructor that takes a spec sharding along one mesh dim twice as valid."""
     spec = build_reference(*args, **kw)
-    if spec._problem is not None and spec._problem[0] == "duplicate":
+    if spec._problem == "duplicate":
         object.__setattr__(spec, "_problem", None)
         object.__setattr__(spec, "valid_on_mesh", True)
     return spec
@@ -935,11 +952,11 @@ def fake_spec_numpy_kept(*args: Any, **kw: Any) -> DistTensorSpec:
     return spec
 
 
-def fake_spec_other_message(*args: Any, **kw: Any) -> DistTensorSpec:
-    """A constructor that names the problem in other words."""
+def fake_spec_other_problem(*args: Any, **kw: Any) -> DistTensorSpec:
+    """A constructor that finds another problem than the reference (check's kind names it)."""
     spec = build_reference(*args, **kw)
     if spec._problem is not None:
-        object.__setattr__(spec, "_problem", (spec._problem[0], spec._problem[1].replace("twice", "two times")))
+        object.__setattr__(spec, "_problem", "length" if spec._problem != "length" else "duplicate")
     return spec
 
 
@@ -951,7 +968,7 @@ def fake_spec_bools_refused(*args: Any, **kw: Any) -> DistTensorSpec:
 
 
 @pytest.mark.parametrize("fake, row", [
-    (fake_spec_other_message, ([8, 6], [0, 0], M23)), (fake_spec_bools_refused, ([8, 6], [True, -1], M23)),
+    (fake_spec_other_problem, ([8, 6], [0, 0], M23)), (fake_spec_bools_refused, ([8, 6], [True, -1], M23)),
     *([] if np is None else [(fake_spec_numpy_kept, ([np.int64(8), 6], [0, -1], M23))]),
     (fake_spec_duplicates_valid, ((8, 6), (1, 1), M23)), (fake_spec_lists_kept, ([8, 6], (0, -1), M23)),
     (fake_spec_mesh_copied, ((8, 6), (0, -1), M23)), (fake_spec_other_kind, ((8, 6), (1.0, -1), M23))])

@@ -743,8 +743,13 @@ def _main(argv: Sequence[str] | None) -> int:
         config = {"examples": args.examples, "seed": args.seed, "engine": args.engine}
         out.write_text(json.dumps({"tool": "fuzz", "shard": list(args.shard or (1, 1)), "config": config,
                                    **tally.to_json()}))
-    return report(tally, f"fuzz: {tally.total:,} examples ({args.engine}, seed {args.seed}{part}), {seconds:.1f} s, "
+    code = report(tally, f"fuzz: {tally.total:,} examples ({args.engine}, seed {args.seed}{part}), {seconds:.1f} s, "
                          f"{len(PROFILE_NAMES)} profiles x {len(RULE_KEYS)} rules + lookups")
+    if not tally.total:  # a --shard part of more parts than examples drawn: it judged nothing, never a pass
+        print(f"NOTHING JUDGED: part {args.shard[0] if args.shard else 1} of {args.shard[1] if args.shard else 1} "
+              f"holds none of the {tally.drawn:,} examples drawn (the other parts hold them all)")
+        return code or EXIT_INCOMPLETE
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -927,6 +927,15 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"mutants: table: {p}", file=sys.stderr)
     if problems:
         return EXIT_INCOMPLETE
+    if not mutants:  # a --shard part of more parts than mutants: nothing to judge here, said so, never a pass
+        if out is not None:  # still a part for --merge, whose join of every part is the unsplit run's table
+            config = {"sample": args.sample, "seed": args.seed, "mutants": [m.name for m in selected]}
+            out.write_text(json.dumps({"tool": "mutants", "shard": list(args.shard or (1, 1)), "config": config,
+                                       "seconds": 0.0, "rows": []}))
+        k, m_parts = args.shard or (1, 1)
+        print(f"mutants: part {k} of {m_parts} holds none of the {len(selected)} mutants selected: nothing judged "
+              "(the other parts hold them all)")
+        return EXIT_INCOMPLETE
 
     started = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix="mutants-"))

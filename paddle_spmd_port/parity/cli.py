@@ -448,7 +448,17 @@ def _sweep(args: argparse.Namespace) -> int:
     # random_cases.rounds), each drawn, compared and dropped before the next, so that a long run's
     # memory stays bounded; any other run is one round.
     units = shard_units(args.rule_names, args.random, args.shard) if args.random is not None else []
-    batches: list[list | None] = list(rounds(units, CASES_PER_ROUND)) if units else [None]
+    # A --shard part may hold no block at all (more parts than blocks): it is one empty round, never
+    # the whole selection; its report says so and it exits as a run that compared nothing (3), while
+    # a merge of every part still adds up to the unsplit run.
+    batches: list[list | None] = (list(rounds(units, CASES_PER_ROUND)) or [[]]) if args.random is not None \
+        else [None]
+    empty_part = None
+    if args.random is not None and not units and args.shard is not None:
+        dealt = len(shard_units(args.rule_names, args.random))
+        empty_part = (f"part {args.shard[0]} of {args.shard[1]} holds none of the selection's {dealt:,} blocks "
+                      f"(blocks are dealt in turn to the {args.shard[1]} parts): nothing compared here; the other "
+                      "parts hold every case")
 
     def draw(rules: list[str], batch: list | None = None) -> dict[str, list[Case]]:
         if batch is None:
@@ -486,6 +496,11 @@ def _sweep(args: argparse.Namespace) -> int:
         selected = {r: len(by_rule[r]) for r in args.rule_names} if not units else \
             {r: sum(size for rule, _block, size in units if rule == r) for r in args.rule_names}
         report = ParityReport(selection=args.selection, allow_uncompared=args.allow_uncompared)
+        if empty_part is not None:  # no worker reports Paddle's version: read it from its files, as the others do
+            from ..installed import paddle_version
+
+            report.paddle.update(paddle_version())
+            report.notes.append(empty_part)
         port_answers: dict[int, Outcome] = {}  # id(case) -> the port's outcome (see tally_group)
         for backend, rules in groups.items():
             for rule in rules:
@@ -518,7 +533,10 @@ def _sweep(args: argparse.Namespace) -> int:
                 drawn.update(draw([r for r in args.rule_names if r not in drawn], batch))
                 by_rule = {r: drawn[r] for r in args.rule_names}
             tallied = set()
-            for backend, rules in groups.items():  # tallied in this order, whichever native run ends first
+            # The groups run here one after the other, the background one last: it has been running since
+            # its cases were drawn, so waiting for it first would hold the others back until it ends (random
+            # mode's registry group, whose wait once came before the compiled group ran at all).
+            for backend, rules in sorted(groups.items(), key=lambda item: item[0] == background_backend):
                 cases = [c for r in rules for c in by_rule[r]]
                 running = (backend, rules)
                 for rule in rules:
@@ -526,6 +544,11 @@ def _sweep(args: argparse.Namespace) -> int:
                 t0 = time.time()
                 try:
                     if background is not None and backend == background.backend:
+                        for case in cases:  # the port's answers while its workers finish (this thread idles else)
+                            if not background.is_alive():
+                                break
+                            if id(case) not in port_answers:
+                                port_answers[id(case)] = port_outcome(case)
                         native = background.result()
                         report.paddle.update(background.info)
                         t0 = time.time() - background.seconds
@@ -594,6 +617,8 @@ def _sweep(args: argparse.Namespace) -> int:
         print(report.table())
         print("\ncoverage (a case is compared when at least one native route answered it):")
         print("\n".join(report.coverage_lines()))
+        if empty_part is not None:
+            print(f"\n{empty_part}")
         print(f"\n{report.status_line()}")
         print(f"{report.total_cells:,} cells, {report.total_mismatches:,} mismatching cases, "
               f"{report.total_uncompared:,} uncompared cases"

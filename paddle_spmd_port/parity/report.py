@@ -368,6 +368,9 @@ class ParityReport:
         if not self.complete:
             return f"RUNNING or ABORTED: partial report; {compared:,} of {sel:,} selected cases compared so far"
         if self.empty:
+            shard = (self.selection or {}).get("shard")
+            if shard:
+                return f"NOTHING COMPARED: part {shard[0]} of {shard[1]} holds no case of the selection"
             return "NOTHING COMPARED: the selection is empty"
         # the cases of rules the release lacks (its profile says so) are never counted as compared
         lacks = f"; {lack:,} not compared: this Paddle release lacks them (its profile; see coverage)" if lack else ""
