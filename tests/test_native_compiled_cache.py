@@ -102,10 +102,23 @@ def reference_may_crash(case: Case) -> bool:
         scale = case.inputs[1]
         return len(x.shape) < 4 or (case.rule == "instance_norm_grad" and (scale is None or scale.mesh is None)
                                     and any(m != -1 for m in x.dims_mapping[:2]))
-    if case.rule == "p_norm_grad" and not attrs.get("asvector") and isinstance(attrs.get("axis"), int):
-        rank, p_axis = len(x.shape), attrs["axis"]  # PNormGradInferSpmd indexes x by an unchecked axis
-        return rank > 0 and not -rank <= p_axis < rank
+    if case.rule == "p_norm_grad":
+        return _p_norm_grad_inserts_outside(case, attrs)
     return False
+
+
+def _p_norm_grad_inserts_outside(case: Case, attrs: dict) -> bool:
+    """PNormGradInferSpmd inserts -1 into out_grad's mapping at the axis (made ``axis + R`` if negative)
+    when x's rank R differs from out_grad's (a missing out_grad: rank 1, empty mapping); asvector's
+    inserts are always in place. A position outside 0..len(mapping) writes outside the vector."""
+    x, grad = case.inputs[0], case.inputs[2]
+    if attrs.get("asvector") or not isinstance(attrs.get("axis"), int):
+        return False
+    grad_shape, grad_mapping = ((0,), ()) if grad is None else (grad.shape, grad.dims_mapping)
+    if len(grad_shape) == len(x.shape):
+        return False
+    pos = attrs["axis"] + (len(x.shape) if attrs["axis"] < 0 else 0)
+    return pos < 0 or pos > len(grad_mapping)
 
 
 def _mixed_cases() -> list[Case]:

@@ -145,9 +145,12 @@ def reference_pir_may_crash(case: Case) -> bool:
         return True
     attrs = dict(zip((n for n, _ in case.spec.attrs), case.attr_values(), strict=True))
     fmt = attrs.get("data_format", "NCHW")
-    if case.rule == "p_norm_grad" and x is not None and x.shape and not attrs["asvector"] \
-            and not -len(x.shape) <= attrs["axis"] < len(x.shape):  # inserts past out_grad's mapping
-        return True
+    if case.rule == "p_norm_grad" and x is not None and not attrs["asvector"]:
+        grad = case.inputs[2]  # -1 inserted at the axis into out_grad's mapping when the ranks differ
+        grad_rank, grad_len = (1, 0) if grad is None else (len(grad.shape), len(grad.dims_mapping))
+        pos = attrs["axis"] + (len(x.shape) if attrs["axis"] < 0 else 0)
+        if grad_rank != len(x.shape) and not 0 <= pos <= grad_len:
+            return True
     return case.rule in ("batch_norm", "batch_norm_grad") and (not isinstance(fmt, str) or len(fmt) < 2)
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import os
+import shutil
 from dataclasses import dataclass
 from typing import Any
 
@@ -393,6 +395,105 @@ def test_invalid_axis_is_refused_by_paddles_op(sweep) -> None:
         if _axis_out_of_range(c):
             assert n.result is not None and n.result.outputs[0].dims_mapping == n.result.inputs[0].dims_mapping
             assert not n.result.outputs[0].partial_dims
+
+
+# --------------------------------------------------------------------------- the grad's crash clause
+def _grad_case(x: DistTensorSpec | None, out_grad: DistTensorSpec | None, axis: int, keepdims: bool = False,
+               asvector: bool = False, mesh: ProcessMesh = M2) -> Any:
+    from paddle_spmd_port.case import Case
+
+    out = out_grad if out_grad is not None else S((), (), mesh)
+    attrs = (("porder", 2.0), ("axis", axis), ("epsilon", 1e-12), ("keepdims", keepdims), ("asvector", asvector))
+    return Case("p_norm_grad", mesh, (x, out, out_grad), attrs, "hand")
+
+
+#: PNormGradInferSpmd inserts -1 into out_grad's mapping (length L) at the axis's position when x's rank
+#: differs from out_grad's: a position outside 0..L writes outside the vector. (label, case, isolated?)
+GRAD_CRASH_CLAUSE = [
+    ("x 0-D, axis -1: position -1", _grad_case(S((), ()), S((4, 1), (-1, -1)), -1, keepdims=True), True),
+    ("x rank 7, out_grad rank 2 (random0-2712: corrupts the heap, the next case dies)",
+     _grad_case(S((2, 9, 2, 11, 11, 3, 11), (1, 0, -1, -1, -1, -1, -1)), S((2, 1), (0, 1)), -1), True),
+    ("axis R without keepdims: position R past L = R-1", _grad_case(S((4, 6, 8), (0, -1, -1)), S((4, 6), (0, -1)), 3),
+     True),
+    ("axis -R-1: position -1", _grad_case(S((4, 6, 8), (0, -1, -1)), S((4, 6), (0, -1)), -4), True),
+    ("out_grad missing (Paddle's stand-in: rank 1, empty mapping), axis 1",
+     _grad_case(S((4, 6, 8), (0, -1, -1)), None, 1), True),
+    ("out_grad missing, axis 0: position 0 of an empty mapping", _grad_case(S((4, 6, 8), (0, -1, -1)), None, 0), False),
+    ("valid: axis -1 without keepdims", _grad_case(S((4, 6, 8), (0, -1, -1)), S((4, 6), (0, -1)), -1), False),
+    ("axis 5 with keepdims: equal ranks insert nothing",
+     _grad_case(S((4, 6, 8), (0, -1, -1)), S((4, 6, 8), (0, -1, -1)), 5, keepdims=True), False),
+    ("asvector: positions 0..R-1 always in place",
+     _grad_case(S((4, 6, 8, 2, 3), (0, -1, -1, -1, -1)), S((), ()), 9, asvector=True), False),
+]
+
+
+@pytest.mark.parametrize("label, case, isolated", GRAD_CRASH_CLAUSE, ids=[row[0] for row in GRAD_CRASH_CLAUSE])
+def test_the_grads_crash_clause_is_its_insert_outside_out_grads_mapping(label, case, isolated) -> None:
+    """The compiled caller and the PIR build isolate exactly these (the clause before read an axis outside
+    -R..R-1 and missed the first two rows: 17 cases of a 1,000,000-case run died unisolated)."""
+    from paddle_spmd_port.native.crash_prone import compiled_may_crash, pir_may_crash
+
+    assert compiled_may_crash(case) is isolated, case.describe()
+    assert pir_may_crash(case) is isolated, case.describe()
+
+
+_CORRUPTER = {"id": "p_norm_grad-random0-2712", "rule": "p_norm_grad",
+              "mesh": {"shape": [3, 2], "process_ids": [0, 1, 2, 3, 4, 5], "dim_names": ["d0", "d1"]},
+              "inputs": [{"shape": [2, 9, 2, 11, 11, 3, 11], "dims_mapping": [1, 0, -1, -1, -1, -1, -1]},
+                         {"shape": [2, 1], "dims_mapping": [-1, -1], "partial_dims": [1]},
+                         {"shape": [2, 1], "dims_mapping": [0, 1]}],
+              "attrs": [["porder", 2.0], ["axis", -1], ["epsilon", 1e-05], ["keepdims", False], ["asvector", False]]}
+_VICTIM = {"id": "p_norm_grad-random0-42243", "rule": "p_norm_grad",
+           "mesh": {"shape": [4], "process_ids": [3, 2, 1, 0], "dim_names": ["d0"]},
+           "inputs": [{"shape": [8, 7, 4], "dims_mapping": [0, -1, -1]}, {"shape": [8, 7], "dims_mapping": [0, -1]},
+                      {"shape": [8, 7], "dims_mapping": [-1, -1]}],
+           "attrs": [["porder", 2.0], ["axis", -1], ["epsilon", 1e-05], ["keepdims", False], ["asvector", False]]}
+
+
+def _json_case(data: dict[str, Any]) -> Any:
+    from paddle_spmd_port.case import Case
+
+    mesh = data["mesh"]
+    specs = [{"partial_dims": [], **s, "mesh": mesh} for s in data["inputs"]]
+    return Case.from_json(dict(data, inputs=specs))
+
+
+_needs_caller = pytest.mark.skipif(shutil.which(os.environ.get("CXX") or "g++") is None, reason="no C++ compiler")
+
+
+@pytest.mark.native
+@_needs_caller
+def test_the_compiled_caller_isolates_the_grads_heap_corrupting_insert() -> None:
+    """random0-2712 answers in a fresh child but leaves the heap corrupted: unisolated, the valid case
+    after it (random0-42243) dies. Predicted, it runs in a forked child and the next case answers."""
+    from paddle_spmd_port.native import compiled
+    from paddle_spmd_port.native.crash_prone import compiled_may_crash
+
+    corrupter, victim = _json_case(_CORRUPTER), _json_case(_VICTIM)
+    assert compiled_may_crash(corrupter) and not compiled_may_crash(victim)
+    unisolated = list(compiled.run_many([corrupter, victim], lambda c: False))
+    assert unisolated[1].crash is not None, unisolated  # the hazard is real (the check can fail)
+    alone = list(compiled.run_many([victim]))[0]
+    assert alone.result is not None, alone
+    assert list(compiled.run_many([corrupter, victim]))[1] == alone
+
+
+@pytest.mark.native
+@_needs_caller
+def test_every_random_grad_crash_of_the_compiled_caller_is_predicted() -> None:
+    """1,500 random draws, each in a fresh child of the fork server: every one that dies is isolated by the
+    route's predicate (the pool's, which the compiled group uses)."""
+    from paddle_spmd_port.native import compiled
+    from paddle_spmd_port.native.pool import isolates
+    from paddle_spmd_port.parity.random_cases import random_cases as draws
+
+    cases = draws("p_norm_grad", 1500, 0)
+    outcomes = list(compiled.run_many(cases, lambda c: True))
+    crashed = [c for c, o in zip(cases, outcomes, strict=True) if o.crash is not None]
+    predicate = isolates("compiled")
+    assert predicate is not None
+    assert len(crashed) > 10 and all(predicate(c) for c in crashed), [c.describe() for c in crashed
+                                                                      if not predicate(c)]
 
 
 # --------------------------------------------------------------------------- soundness (the oracle)
