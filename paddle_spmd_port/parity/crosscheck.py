@@ -1,0 +1,235 @@
+"""Hold a release profile's hand-written known differences to a measured baseline diff.
+
+A release profile (:mod:`.releases`) lists how an older Paddle release answers differently from
+3.3.1, the release the port reproduces. A baseline diff (:mod:`.baseline`) measures exactly that:
+a baseline saved under the older release, diffed under 3.3.1 (or the other way round), lists every
+(rule, route, case) whose native outcome changed. This module reads the diff's ``baseline.json``
+and checks the two against each other, native against native (3.3.1's answer stands where the
+sweep puts the port's: the port equals 3.3.1 cell by cell)::
+
+    unexplained   a changed case no known difference of the release matches (the first one that
+                  matches explains it, as in the sweep), and not *unstable* (an invalid input
+                  Paddle answers from memory it never set: the diff lists those, never triaged)
+    unobserved    a (known difference, rule) pair no changed case of the diff shows, for a rule
+                  the diff's selection ran (a co-shard-only difference needs the co-shard set)
+
+Exit: 1 on any unexplained case or unobserved pair (a profile that lists a difference the
+release does not have, or misses one it has); 3 when the diff itself was incomplete (cases it
+could not compare are not cross-checked) and nothing else was found; 0 when the diff is complete
+and the profile accounts for it exactly; 2 for bad input (one line, before any work). The release
+is the diff's side that is not 3.3.1 (``--profile`` names another profile to hold to it).
+
+    python tools/release_crosscheck.py reports/diff-3.1.0/baseline.json
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..case import Case
+from ..outcome import Outcome
+from ..reporting import markdown_table
+from ..runctl import (
+    EXIT_FINDING,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    ArgumentParser,
+    UsageError,
+    count,
+    path_text,
+    run_command,
+)
+from .compare import compare
+from .releases import AGREEING, MATCHERS, KnownDifference, ReleaseProfile, known_versions, release_for
+
+#: The release the profiles are written against (the port's default).
+REFERENCE = "3.3.1"
+PROG = "tools/release_crosscheck.py"
+
+
+@dataclass
+class Result:
+    """One cross-check: which changed cases each difference explains, and what is left over."""
+
+    profile: ReleaseProfile
+    release_side: str
+    """``old`` or ``new``: the side of the diff that is the release (the other is 3.3.1)."""
+    explained: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    """(difference name, rule, route) -> changed cases it explains."""
+    unstable: Counter[str] = field(default_factory=Counter)
+    """rule@route -> unstable cases (explained by their class)."""
+    unexplained: list[dict[str, Any]] = field(default_factory=list)
+    unobserved: list[tuple[str, str]] = field(default_factory=list)
+    """(difference name, rule) pairs with no changed case."""
+    not_checked: list[tuple[str, str]] = field(default_factory=list)
+    """(difference name, rule) pairs the diff's selection cannot show (rule not run, no co-shard set)."""
+    uncompared: int = 0
+
+    @property
+    def code(self) -> int:
+        if self.unexplained or self.unobserved:
+            return EXIT_FINDING
+        return EXIT_INCOMPLETE if self.uncompared else EXIT_OK
+
+
+def _explaining(differences: Sequence[KnownDifference], case: Case, reference: Outcome,
+                release: Outcome) -> KnownDifference | None:
+    """The first difference whose matcher recognises ``release``'s outcome against 3.3.1's (the
+    reference stands in the port's place), as :meth:`ReleaseProfile.explain` picks it."""
+    cmp = compare(case.spec, reference, release)
+    if cmp.verdict in AGREEING:
+        return None
+    for d in differences:
+        if case.rule in d.rules and MATCHERS[d.kind](d, case, reference, release, cmp):
+            return d
+    return None
+
+
+def load_diff(path: Path) -> dict[str, Any]:
+    """A ``baseline.json`` written by ``parity --baseline``, checked before any work (one UsageError)."""
+    valid = "give the baseline.json a parity --baseline run wrote"
+    if not path.is_file():
+        raise UsageError("BASELINE_JSON", f"{path} is not a file", valid)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError("BASELINE_JSON", f"{path} is not readable JSON ({type(exc).__name__})", valid) from None
+    if not isinstance(data, dict) or not {"old", "new", "cases", "counts"} <= set(data):
+        raise UsageError("BASELINE_JSON", f"{path} is not a baseline diff (no old/new/cases/counts)", valid)
+    cases = data["cases"]
+    if not isinstance(cases, list) or any(not isinstance(c, dict) or "old_outcome" not in c or "new_outcome" not in c
+                                          or "case" not in c for c in cases):
+        raise UsageError("BASELINE_JSON", f"{path}'s cases do not carry both outcomes whole (an older diff)",
+                         "run the parity --baseline diff again with this version")
+    return data
+
+
+def release_side(data: dict[str, Any]) -> str:
+    """The side of the diff that is not 3.3.1 (``old`` or ``new``)."""
+    versions = {side: str((data[side].get("paddle") or {}).get("version", "?")) for side in ("old", "new")}
+    others = [side for side, v in versions.items() if v != REFERENCE]
+    if len(others) != 1:
+        raise UsageError("BASELINE_JSON", f"the diff is {versions['old']} -> {versions['new']}",
+                         f"cross-check a diff of one release with {REFERENCE} (either way round)")
+    return others[0]
+
+
+def check(data: dict[str, Any], profile: ReleaseProfile, side: str) -> Result:
+    """Cross-check a loaded diff with ``profile``; ``side`` is the release's side of the diff."""
+    result = Result(profile, side)
+    result.uncompared = sum(int(n) for n in (data.get("uncompared") or {}).values())
+    for item in data["cases"]:
+        case = Case.from_json(item["case"])
+        rule, route = case.rule, str(item["backend"])
+        if item["class"] == "unstable":
+            result.unstable[f"{rule}@{route}"] += 1
+            continue
+        old, new = Outcome.from_json(item["old_outcome"]), Outcome.from_json(item["new_outcome"])
+        release, reference = (old, new) if side == "old" else (new, old)
+        d = _explaining(profile.differences, case, reference, release)
+        if d is None:
+            result.unexplained.append(item)
+        else:
+            result.explained[(d.name, rule, route)] += 1
+    selection = data["old"].get("selection") or {}
+    ran = set(selection.get("rules") or ())
+    coshard_run = not selection.get("random")  # the grid (or a sample of it) holds the co-shard set
+    seen = {(name, rule) for name, rule, _ in result.explained}
+    for d in profile.differences:
+        for rule in sorted(d.rules):
+            if rule not in ran or (d.coshard_only and not coshard_run):
+                result.not_checked.append((d.name, rule))
+            elif (d.name, rule) not in seen:
+                result.unobserved.append((d.name, rule))
+    return result
+
+
+def render(result: Result, data: dict[str, Any], limit: int = 20) -> str:
+    """The cross-check as text: per difference and rule the cases explained (by route), then what is left."""
+    side = result.release_side
+    ref = "new" if side == "old" else "old"
+    lines = [f"profile {result.profile.version} ({len(result.profile.differences)} known differences) held to the "
+             f"diff {data['summary'] if 'summary' in data else ''}".rstrip(),
+             f"release side: {side} ({data[side]['paddle'].get('version')}), reference: {ref} "
+             f"({data[ref]['paddle'].get('version')})", ""]
+    per: dict[tuple[str, str], Counter[str]] = {}
+    for (name, rule, route), n in result.explained.items():
+        per.setdefault((name, rule), Counter())[route] += n
+    rows: list[tuple[Any, ...]] = []
+    for d in result.profile.differences:
+        for rule in sorted(d.rules):
+            routes = per.get((d.name, rule), Counter())
+            state = ("not checked" if (d.name, rule) in result.not_checked else
+                     "UNOBSERVED" if (d.name, rule) in result.unobserved else "observed")
+            rows.append((d.name, rule, sum(routes.values()),
+                         ", ".join(f"{r} {n:,}" for r, n in sorted(routes.items())) or "-", state))
+    lines += [markdown_table(("difference", "rule", "cases", "per route", "state"), rows), ""]
+    if result.unstable:
+        lines.append(f"unstable (invalid input, explained by its class): {sum(result.unstable.values())} "
+                     f"({', '.join(f'{k} {n}' for k, n in sorted(result.unstable.items()))})")
+    lines.append(f"explained: {sum(result.explained.values()):,} changed cases; unexplained: "
+                 f"{len(result.unexplained):,}; unobserved (difference, rule) pairs: {len(result.unobserved)}")
+    if result.unexplained:
+        groups = Counter(f"{c['rule']}@{c['backend']} {c['class']}" for c in result.unexplained)
+        lines += ["", "unexplained changed cases, by rule@route and class:"]
+        lines += [f"  {n:6,}  {g}" for g, n in groups.most_common()]
+        lines += ["", f"first {min(limit, len(result.unexplained))}:"]
+        for c in result.unexplained[:limit]:
+            lines += [f"  {c['rule']}@{c['backend']} {c['id']} ({c['class']}): old {c['old']} / new {c['new']}",
+                      *(f"      {d}" for d in c.get("diffs", [])[:3]), f"      {c['repro']}"]
+    if result.unobserved:
+        lines += ["", "unobserved: listed in the profile, shown by no changed case of the diff:"]
+        lines += [f"  {name} on {rule}" for name, rule in result.unobserved]
+    if result.uncompared:
+        lines += ["", f"the diff left {result.uncompared:,} cases uncompared: not cross-checked"]
+    verdict = {EXIT_OK: "AGREE", EXIT_FINDING: "DISAGREE", EXIT_INCOMPLETE: "INCOMPLETE"}[result.code]
+    lines += ["", f"crosscheck {result.profile.version}: {verdict}: {sum(result.explained.values()):,} explained, "
+                  f"{sum(result.unstable.values())} unstable, {len(result.unexplained):,} unexplained, "
+                  f"{len(result.unobserved)} unobserved"]
+    return "\n".join(lines) + "\n"
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    ap = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("diff", type=path_text, metavar="BASELINE_JSON",
+                    help="the baseline.json of a parity --baseline run: one release against 3.3.1, either way round")
+    ap.add_argument("--profile", default=None, choices=known_versions(), metavar="VERSION",
+                    help="the release profile to hold to the diff (default: the release side's version); "
+                         f"one of {', '.join(known_versions())}")
+    ap.add_argument("--json", type=path_text, default=None, metavar="FILE",
+                    help="also write the result as JSON to FILE")
+    ap.add_argument("--limit", type=count, default=20, help="unexplained cases printed in full (default 20)")
+    args = ap.parse_args(argv)
+    data = load_diff(args.diff)
+    side = release_side(data)
+    version = args.profile or str(data[side]["paddle"].get("version"))
+    try:
+        profile = release_for(version)
+    except ValueError:
+        raise UsageError("--profile", f"the release side is Paddle {version}, which has no profile",
+                         f"name one with --profile: {', '.join(known_versions())}") from None
+    result = check(data, profile, side)
+    print(render(result, data, args.limit), end="")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({
+            "profile": profile.version, "code": result.code,
+            "explained": [{"difference": n, "rule": r, "route": b, "cases": c}
+                          for (n, r, b), c in sorted(result.explained.items())],
+            "unstable": dict(result.unstable), "unobserved": [list(p) for p in result.unobserved],
+            "not_checked": [list(p) for p in result.not_checked], "uncompared": result.uncompared,
+            "unexplained": [{k: c[k] for k in ("class", "rule", "backend", "id", "old", "new", "diffs", "repro")}
+                            for c in result.unexplained]}, indent=1) + "\n")
+    return result.code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command(PROG, lambda: _main(argv))
+
+
+__all__ = ["REFERENCE", "Result", "check", "load_diff", "main", "release_side", "render"]
