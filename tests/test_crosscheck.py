@@ -101,6 +101,16 @@ def test_agrees_with_the_profile(tmp_path: Path, capsys: pytest.CaptureFixture[s
                                                                      ("group_norm_base", 1)}
 
 
+def test_a_sample_of_the_diff_keeps_its_result(tmp_path: Path) -> None:
+    rows = _wording_rows()
+    rows.insert(1, (rows[0][0], *rows[0][1:]))  # (two cases of one difference, rule and route: one is kept)
+    path = _write_diff(tmp_path, rows)
+    assert crosscheck.main([str(path), "--sample-out", str(tmp_path / "s" / "sample.json")]) == 0
+    cut = crosscheck.load_diff(tmp_path / "s" / "sample.json")
+    assert (len(cut["cases"]), cut["sample_of"]) == (3, {"cases": 5, "kept": 3})
+    assert crosscheck.check(cut, release_for("3.2.2"), "old").code == 0
+
+
 def test_a_changed_cell_no_difference_explains(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     case = _valid_answer("instance_norm")
     new = port_outcome(case)

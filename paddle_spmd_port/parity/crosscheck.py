@@ -33,13 +33,14 @@ from typing import Any
 
 from ..case import Case
 from ..outcome import Outcome
-from ..reporting import markdown_table
+from ..reporting import markdown_table, write_atomic
 from ..runctl import (
     EXIT_FINDING,
     EXIT_INCOMPLETE,
     EXIT_OK,
     ArgumentParser,
     UsageError,
+    check_output_file,
     count,
     path_text,
     run_command,
@@ -69,6 +70,8 @@ class Result:
     not_checked: list[tuple[str, str]] = field(default_factory=list)
     """(difference name, rule) pairs the diff's selection cannot show (rule not run, no co-shard set)."""
     uncompared: int = 0
+    first: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    """(difference name or ``unstable``, rule, route) -> the first changed case it explains (:func:`sample`)."""
 
     @property
     def code(self) -> int:
@@ -128,6 +131,7 @@ def check(data: dict[str, Any], profile: ReleaseProfile, side: str) -> Result:
         rule, route = case.rule, str(item["backend"])
         if item["class"] == "unstable":
             result.unstable[f"{rule}@{route}"] += 1
+            result.first.setdefault(("unstable", rule, route), item)
             continue
         old, new = Outcome.from_json(item["old_outcome"]), Outcome.from_json(item["new_outcome"])
         release, reference = (old, new) if side == "old" else (new, old)
@@ -136,6 +140,7 @@ def check(data: dict[str, Any], profile: ReleaseProfile, side: str) -> Result:
             result.unexplained.append(item)
         else:
             result.explained[(d.name, rule, route)] += 1
+            result.first.setdefault((d.name, rule, route), item)
     selection = data["old"].get("selection") or {}
     ran = set(selection.get("rules") or ())
     coshard_run = not selection.get("random")  # the grid (or a sample of it) holds the co-shard set
@@ -147,6 +152,13 @@ def check(data: dict[str, Any], profile: ReleaseProfile, side: str) -> Result:
             elif (d.name, rule) not in seen:
                 result.unobserved.append((d.name, rule))
     return result
+
+
+def sample(data: dict[str, Any], result: Result) -> dict[str, Any]:
+    """The diff cut to the first changed case each (difference or unstable, rule, route) explains, and
+    every unexplained one: small enough to commit (tests/data/crosscheck/), the same cross-check result."""
+    keep = [*result.first.values(), *result.unexplained]
+    return {**data, "cases": keep, "sample_of": {"cases": len(data["cases"]), "kept": len(keep)}}
 
 
 def render(result: Result, data: dict[str, Any], limit: int = 20) -> str:
@@ -203,8 +215,14 @@ def _main(argv: Sequence[str] | None) -> int:
                          f"one of {', '.join(known_versions())}")
     ap.add_argument("--json", type=path_text, default=None, metavar="FILE",
                     help="also write the result as JSON to FILE")
+    ap.add_argument("--sample-out", type=path_text, default=None, metavar="FILE",
+                    help="also write the diff cut to one changed case per difference, rule and route (and every "
+                         "unexplained one) to FILE: a fixture small enough to commit")
     ap.add_argument("--limit", type=count, default=20, help="unexplained cases printed in full (default 20)")
     args = ap.parse_args(argv)
+    for flag in ("json", "sample_out"):
+        if getattr(args, flag) is not None:
+            setattr(args, flag, check_output_file(getattr(args, flag), "--" + flag.replace("_", "-")))
     data = load_diff(args.diff)
     side = release_side(data)
     version = args.profile or str(data[side]["paddle"].get("version"))
@@ -217,7 +235,7 @@ def _main(argv: Sequence[str] | None) -> int:
     print(render(result, data, args.limit), end="")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
+        write_atomic(args.json, json.dumps({
             "profile": profile.version, "code": result.code,
             "explained": [{"difference": n, "rule": r, "route": b, "cases": c}
                           for (n, r, b), c in sorted(result.explained.items())],
@@ -225,6 +243,9 @@ def _main(argv: Sequence[str] | None) -> int:
             "not_checked": [list(p) for p in result.not_checked], "uncompared": result.uncompared,
             "unexplained": [{k: c[k] for k in ("class", "rule", "backend", "id", "old", "new", "diffs", "repro")}
                             for c in result.unexplained]}, indent=1) + "\n")
+    if args.sample_out is not None:
+        args.sample_out.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(args.sample_out, json.dumps(sample(data, result), indent=1, sort_keys=True) + "\n")
     return result.code
 
 
@@ -232,4 +253,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_command(PROG, lambda: _main(argv))
 
 
-__all__ = ["REFERENCE", "Result", "check", "load_diff", "main", "release_side", "render"]
+__all__ = ["REFERENCE", "Result", "check", "load_diff", "main", "release_side", "render", "sample"]
