@@ -64,6 +64,7 @@ def _valid_answer(rule: str) -> Case:
 def _write_diff(tmp_path: Path, rows: list[tuple[Case, Outcome, Outcome]], missing: int = 0) -> Path:
     """A baseline of 3.2.2 (``old`` outcomes), diffed with 3.3.1's (``new``), written as parity --baseline does;
     ``missing``: that many stored rows the diff run does not reach (uncompared)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "base.jsonl.gz"
     saver = Saver(path)
     for i, (case, old, _new) in enumerate(rows):
@@ -109,6 +110,20 @@ def test_a_sample_of_the_diff_keeps_its_result(tmp_path: Path) -> None:
     cut = crosscheck.load_diff(tmp_path / "s" / "sample.json")
     assert (len(cut["cases"]), cut["sample_of"]) == (3, {"cases": 5, "kept": 3})
     assert crosscheck.check(cut, release_for("3.2.2"), "old").code == 0
+
+
+def test_diffs_of_one_pair_are_checked_as_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = _wording_rows()
+    a = _write_diff(tmp_path / "a", [r for r in rows if r[0].rule != "group_norm_base"])
+    b = _write_diff(tmp_path / "b", [r for r in rows if r[0].rule == "group_norm_base"])
+    assert crosscheck.main([str(a)]) == 1  # alone, group_norm_base's case is missing
+    assert crosscheck.main([str(a), str(b)]) == 0
+    assert "AGREE: 4 explained" in capsys.readouterr().out
+    other = json.loads(b.read_text())
+    other["old"]["paddle"]["version"] = "3.1.0"
+    (tmp_path / "c.json").write_text(json.dumps(other))
+    assert crosscheck.main([str(a), str(tmp_path / "c.json")]) == 2
+    assert "different release pairs" in capsys.readouterr().err
 
 
 def test_a_changed_cell_no_difference_explains(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,6 +20,9 @@ and the profile accounts for it exactly; 2 for bad input (one line, before any w
 is the diff's side that is not 3.3.1 (``--profile`` names another profile to hold to it).
 
     python tools/release_crosscheck.py reports/diff-3.1.0/baseline.json
+
+Several diffs of one release pair (say one per route, each run as its own selection) are checked
+as one: a difference is observed when any of them shows it.
 """
 
 from __future__ import annotations
@@ -122,6 +125,32 @@ def release_side(data: dict[str, Any]) -> str:
     return others[0]
 
 
+def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Several diffs of one release pair (e.g. one per route, each its own selection) as one: their
+    changed cases, counts and uncompared cases added up, the rules of every part's selection."""
+    if len(parts) == 1:
+        return parts[0]
+    builds = {(str(p["old"]["paddle"].get("version")), str(p["new"]["paddle"].get("version"))) for p in parts}
+    if len(builds) != 1:
+        pairs = ", ".join(f"{a} -> {b}" for a, b in sorted(builds))
+        raise UsageError("BASELINE_JSON", f"the diffs are of different release pairs ({pairs})",
+                         "give diffs of one release pair")
+    first = parts[0]
+    rules = list(dict.fromkeys(r for p in parts for r in (p["old"].get("selection") or {}).get("rules") or ()))
+    uncompared: Counter[str] = Counter()
+    counts: Counter[str] = Counter()
+    for p in parts:
+        uncompared.update({k: int(n) for k, n in (p.get("uncompared") or {}).items()})
+        counts.update({k: int(n) for k, n in p["counts"].items()})
+    selection = {**(first["old"].get("selection") or {}), "rules": rules,
+                 "random": any((p["old"].get("selection") or {}).get("random") for p in parts),
+                 "describe": " + ".join(str((p["old"].get("selection") or {}).get("describe")) for p in parts)}
+    return {**first, "summary": " + ".join(str(p.get("summary", "")) for p in parts),
+            "old": {**first["old"], "selection": selection}, "counts": dict(counts),
+            "uncompared": dict(uncompared), "cases": [c for p in parts for c in p["cases"]],
+            "parts": [str(p.get("summary", "")) for p in parts]}
+
+
 def check(data: dict[str, Any], profile: ReleaseProfile, side: str) -> Result:
     """Cross-check a loaded diff with ``profile``; ``side`` is the release's side of the diff."""
     result = Result(profile, side)
@@ -208,8 +237,9 @@ def render(result: Result, data: dict[str, Any], limit: int = 20) -> str:
 
 def _main(argv: Sequence[str] | None) -> int:
     ap = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
-    ap.add_argument("diff", type=path_text, metavar="BASELINE_JSON",
-                    help="the baseline.json of a parity --baseline run: one release against 3.3.1, either way round")
+    ap.add_argument("diffs", type=path_text, nargs="+", metavar="BASELINE_JSON",
+                    help="the baseline.json of a parity --baseline run: one release against 3.3.1, either way round "
+                         "(several: diffs of one release pair, e.g. one per route, checked as one)")
     ap.add_argument("--profile", default=None, choices=known_versions(), metavar="VERSION",
                     help="the release profile to hold to the diff (default: the release side's version); "
                          f"one of {', '.join(known_versions())}")
@@ -223,7 +253,7 @@ def _main(argv: Sequence[str] | None) -> int:
     for flag in ("json", "sample_out"):
         if getattr(args, flag) is not None:
             setattr(args, flag, check_output_file(getattr(args, flag), "--" + flag.replace("_", "-")))
-    data = load_diff(args.diff)
+    data = merge([load_diff(path) for path in args.diffs])
     side = release_side(data)
     version = args.profile or str(data[side]["paddle"].get("version"))
     try:
@@ -253,4 +283,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_command(PROG, lambda: _main(argv))
 
 
-__all__ = ["REFERENCE", "Result", "check", "load_diff", "main", "release_side", "render", "sample"]
+__all__ = ["REFERENCE", "Result", "check", "load_diff", "main", "merge", "release_side", "render", "sample"]
