@@ -96,7 +96,7 @@ def test_agrees_with_the_profile(tmp_path: Path, capsys: pytest.CaptureFixture[s
     path = _write_diff(tmp_path, _wording_rows())
     assert crosscheck.main([str(path), "--json", str(tmp_path / "x.json")]) == 0
     out = capsys.readouterr().out
-    assert "crosscheck 3.2.2: AGREE: 4 explained, 0 unstable, 0 unexplained, 0 unobserved" in out
+    assert "crosscheck 3.2.2: AGREE: 4 explained, 0 unstable, 0 outside, 0 unexplained, 0 unobserved" in out
     data = json.loads((tmp_path / "x.json").read_text())
     assert {(e["rule"], e["cases"]) for e in data["explained"]} == {("instance_norm", 2), ("group_norm", 1),
                                                                      ("group_norm_base", 1)}
@@ -163,6 +163,23 @@ def test_unstable_is_explained_by_its_class(tmp_path: Path, capsys: pytest.Captu
     path = _write_diff(tmp_path, [*_wording_rows(), (invalid, _wrong(new), new)])
     assert crosscheck.main([str(path)]) == 0
     assert "AGREE: 4 explained, 1 unstable" in capsys.readouterr().out
+
+
+def test_what_no_sweep_compares_is_outside_the_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An invalid input the port refuses, answered by an error in one build and a crash in the other (the
+    diff calls it regressed), and a case unreachable in both builds whose reason moved: no profile lists them."""
+    refused = next(c for c in grid_for("instance_norm_grad") if input_problem(c) is not None
+                   and port_outcome(c).error is not None and port_outcome(c).error.port_invalid)
+    case = _valid_answer("instance_norm")
+    rows = [*_wording_rows(),
+            (refused, Outcome(error=ErrorInfo("ValueError", "ndim")), Outcome(crash="signal 6 (SIGABRT)")),
+            (case, Outcome(unreachable="cannot be built here: [layout.h:101]"),
+             Outcome(unreachable="cannot be built here: [layout.h:103]"))]
+    assert crosscheck.main([str(_write_diff(tmp_path, rows))]) == 0
+    out = capsys.readouterr().out
+    assert "port-rejects (outside any profile): 1 (instance_norm_grad@registry 1)" in out
+    assert "unreachable both (outside any profile): 1 (instance_norm@registry 1)" in out
+    assert "AGREE: 4 explained, 0 unstable, 2 outside, 0 unexplained" in out
 
 
 def test_an_incomplete_diff_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

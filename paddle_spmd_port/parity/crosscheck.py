@@ -4,12 +4,21 @@ A release profile (:mod:`.releases`) lists how an older Paddle release answers d
 3.3.1, the release the port reproduces. A baseline diff (:mod:`.baseline`) measures exactly that:
 a baseline saved under the older release, diffed under 3.3.1 (or the other way round), lists every
 (rule, route, case) whose native outcome changed. This module reads the diff's ``baseline.json``
-and checks the two against each other, native against native (3.3.1's answer stands where the
-sweep puts the port's: the port equals 3.3.1 cell by cell)::
+and holds each changed case's release-side outcome to the port's answer, as the release's own
+sweep would (the port equals 3.3.1 cell by cell): the first known difference whose matcher
+recognises it explains it (:meth:`ReleaseProfile.explain`'s order). Three kinds of changed case
+are outside any profile, counted apart and not findings:
 
-    unexplained   a changed case no known difference of the release matches (the first one that
-                  matches explains it, as in the sweep), and not *unstable* (an invalid input
-                  Paddle answers from memory it never set: the diff lists those, never triaged)
+    unstable          an invalid input Paddle answers from memory it never set (the diff's class)
+    port-rejects      an invalid input the port refuses, and the release's outcome is no answer the
+                      sweep holds against it (a crash, an error, an unreachable route, a malformed
+                      answer): nothing to explain, so no profile lists them
+    unreachable both  the route cannot express the case in either build (the reason's text moved,
+                      e.g. a source line number in the op's build error): never compared
+
+What is left is a finding::
+
+    unexplained   a changed case none of the above accounts for
     unobserved    a (known difference, rule) pair no changed case of the diff shows, for a rule
                   the diff's selection ran (a co-shard-only difference needs the co-shard set)
 
@@ -35,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..case import Case
-from ..outcome import Outcome
+from ..outcome import Outcome, port_outcome
 from ..reporting import markdown_table, write_atomic
 from ..runctl import (
     EXIT_FINDING,
@@ -48,11 +57,12 @@ from ..runctl import (
     path_text,
     run_command,
 )
-from .compare import compare
+from .compare import compare, input_invalid_for
 from .releases import AGREEING, MATCHERS, KnownDifference, ReleaseProfile, known_versions, release_for
 
 #: The release the profiles are written against (the port's default).
 REFERENCE = "3.3.1"
+PORT_REJECTS, UNREACHABLE_BOTH = "port-rejects", "unreachable both"
 PROG = "tools/release_crosscheck.py"
 
 
@@ -67,6 +77,8 @@ class Result:
     """(difference name, rule, route) -> changed cases it explains."""
     unstable: Counter[str] = field(default_factory=Counter)
     """rule@route -> unstable cases (explained by their class)."""
+    outside: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(``port-rejects`` or ``unreachable both``, rule@route) -> changed cases no profile lists."""
     unexplained: list[dict[str, Any]] = field(default_factory=list)
     unobserved: list[tuple[str, str]] = field(default_factory=list)
     """(difference name, rule) pairs with no changed case."""
@@ -83,15 +95,20 @@ class Result:
         return EXIT_INCOMPLETE if self.uncompared else EXIT_OK
 
 
-def _explaining(differences: Sequence[KnownDifference], case: Case, reference: Outcome,
-                release: Outcome) -> KnownDifference | None:
-    """The first difference whose matcher recognises ``release``'s outcome against 3.3.1's (the
-    reference stands in the port's place), as :meth:`ReleaseProfile.explain` picks it."""
-    cmp = compare(case.spec, reference, release)
+def _explaining(differences: Sequence[KnownDifference], case: Case, port: Outcome,
+                release: Outcome) -> KnownDifference | str | None:
+    """The first difference whose matcher recognises ``release``'s outcome against the port's, as
+    :meth:`ReleaseProfile.explain` picks it; ``"port-rejects"`` when the sweep would not hold the
+    outcome against the port at all (port-rejects-invalid); None when nothing accounts for it."""
+    if port.error is not None and port.error.port_invalid and release.result is None:
+        return PORT_REJECTS  # (a crash, an error, no route: nothing the sweep holds against a refusal)
+    cmp = compare(case.spec, port, release, input_invalid_for(case, port, release))  # as the sweep compares
+    if cmp.verdict == "port-rejects-invalid":
+        return PORT_REJECTS
     if cmp.verdict in AGREEING:
-        return None
+        return None  # the release agrees with the port: then 3.3.1 is the side that moved
     for d in differences:
-        if case.rule in d.rules and MATCHERS[d.kind](d, case, reference, release, cmp):
+        if case.rule in d.rules and MATCHERS[d.kind](d, case, port, release, cmp):
             return d
     return None
 
@@ -163,13 +180,19 @@ def check(data: dict[str, Any], profile: ReleaseProfile, side: str) -> Result:
             result.first.setdefault(("unstable", rule, route), item)
             continue
         old, new = Outcome.from_json(item["old_outcome"]), Outcome.from_json(item["new_outcome"])
-        release, reference = (old, new) if side == "old" else (new, old)
-        d = _explaining(profile.differences, case, reference, release)
-        if d is None:
-            result.unexplained.append(item)
+        release = old if side == "old" else new
+        if old.unreachable is not None and new.unreachable is not None:
+            found: KnownDifference | str | None = UNREACHABLE_BOTH
         else:
-            result.explained[(d.name, rule, route)] += 1
-            result.first.setdefault((d.name, rule, route), item)
+            found = _explaining(profile.differences, case, port_outcome(case), release)
+        if found is None:
+            result.unexplained.append(item)
+        elif isinstance(found, str):
+            result.outside[(found, f"{rule}@{route}")] += 1
+            result.first.setdefault((found, rule, route), item)
+        else:
+            result.explained[(found.name, rule, route)] += 1
+            result.first.setdefault((found.name, rule, route), item)
     selection = data["old"].get("selection") or {}
     ran = set(selection.get("rules") or ())
     coshard_run = not selection.get("random")  # the grid (or a sample of it) holds the co-shard set
@@ -193,11 +216,10 @@ def sample(data: dict[str, Any], result: Result) -> dict[str, Any]:
 def render(result: Result, data: dict[str, Any], limit: int = 20) -> str:
     """The cross-check as text: per difference and rule the cases explained (by route), then what is left."""
     side = result.release_side
-    ref = "new" if side == "old" else "old"
     lines = [f"profile {result.profile.version} ({len(result.profile.differences)} known differences) held to the "
              f"diff {data['summary'] if 'summary' in data else ''}".rstrip(),
-             f"release side: {side} ({data[side]['paddle'].get('version')}), reference: {ref} "
-             f"({data[ref]['paddle'].get('version')})", ""]
+             f"release side: {side} ({data[side]['paddle'].get('version')}), each outcome held to the port's answer "
+             f"(= {REFERENCE}'s)", ""]
     per: dict[tuple[str, str], Counter[str]] = {}
     for (name, rule, route), n in result.explained.items():
         per.setdefault((name, rule), Counter())[route] += n
@@ -213,6 +235,11 @@ def render(result: Result, data: dict[str, Any], limit: int = 20) -> str:
     if result.unstable:
         lines.append(f"unstable (invalid input, explained by its class): {sum(result.unstable.values())} "
                      f"({', '.join(f'{k} {n}' for k, n in sorted(result.unstable.items()))})")
+    for bucket in (PORT_REJECTS, UNREACHABLE_BOTH):
+        groups = {g: n for (b, g), n in result.outside.items() if b == bucket}
+        if groups:
+            lines.append(f"{bucket} (outside any profile): {sum(groups.values())} "
+                         f"({', '.join(f'{k} {n}' for k, n in sorted(groups.items()))})")
     lines.append(f"explained: {sum(result.explained.values()):,} changed cases; unexplained: "
                  f"{len(result.unexplained):,}; unobserved (difference, rule) pairs: {len(result.unobserved)}")
     if result.unexplained:
@@ -230,7 +257,8 @@ def render(result: Result, data: dict[str, Any], limit: int = 20) -> str:
         lines += ["", f"the diff left {result.uncompared:,} cases uncompared: not cross-checked"]
     verdict = {EXIT_OK: "AGREE", EXIT_FINDING: "DISAGREE", EXIT_INCOMPLETE: "INCOMPLETE"}[result.code]
     lines += ["", f"crosscheck {result.profile.version}: {verdict}: {sum(result.explained.values()):,} explained, "
-                  f"{sum(result.unstable.values())} unstable, {len(result.unexplained):,} unexplained, "
+                  f"{sum(result.unstable.values())} unstable, {sum(result.outside.values())} outside, "
+                  f"{len(result.unexplained):,} unexplained, "
                   f"{len(result.unobserved)} unobserved"]
     return "\n".join(lines) + "\n"
 
@@ -269,7 +297,9 @@ def _main(argv: Sequence[str] | None) -> int:
             "profile": profile.version, "code": result.code,
             "explained": [{"difference": n, "rule": r, "route": b, "cases": c}
                           for (n, r, b), c in sorted(result.explained.items())],
-            "unstable": dict(result.unstable), "unobserved": [list(p) for p in result.unobserved],
+            "unstable": dict(result.unstable),
+            "outside": [{"bucket": b, "group": g, "cases": n} for (b, g), n in sorted(result.outside.items())],
+            "unobserved": [list(p) for p in result.unobserved],
             "not_checked": [list(p) for p in result.not_checked], "uncompared": result.uncompared,
             "unexplained": [{k: c[k] for k in ("class", "rule", "backend", "id", "old", "new", "diffs", "repro")}
                             for c in result.unexplained]}, indent=1) + "\n")
