@@ -210,3 +210,15 @@ def test_the_measured_diffs_samples_agree(sample: Path) -> None:
     side = crosscheck.release_side(data)
     result = crosscheck.check(data, release_for(data[side]["paddle"]["version"]), side)
     assert (result.unexplained, result.unobserved) == ([], [])
+
+
+def test_the_real_sample_catches_the_profile_as_it_was() -> None:
+    """3.1.0's profile before this cross-check (p_norm_grad missing from the co-shard difference, no PIR
+    group_norm entry) leaves the measured sample's cases of each unexplained."""
+    data = crosscheck.load_diff(DATA / "diff-3.1.0-sample.json")
+    profile = release_for("3.1.0")
+    old = tuple(d.for_rules(*(d.rules - {"p_norm_grad"})) if d.name == "coshard-dims-mapping-read-raises" else d
+                for d in profile.differences if d.name != "group-norm-pir-unbuildable")
+    result = crosscheck.check(data, dataclasses.replace(profile, differences=old), "old")
+    assert {(c["rule"], c["backend"]) for c in result.unexplained} == {("p_norm_grad", "compiled"), ("group_norm", "pir")}
+    assert result.code == 1

@@ -206,10 +206,17 @@ def check(data: dict[str, Any], profile: ReleaseProfile, side: str) -> Result:
     return result
 
 
+#: What a sample keeps of each changed case: what :func:`check` and :func:`render` read (the repro line is
+#: the case again, so it goes).
+_SAMPLE_KEYS = ("class", "rule", "backend", "id", "case", "old", "new", "old_outcome", "new_outcome", "diffs")
+
+
 def sample(data: dict[str, Any], result: Result) -> dict[str, Any]:
     """The diff cut to the first changed case each (difference or unstable, rule, route) explains, and
     every unexplained one: small enough to commit (tests/data/crosscheck/), the same cross-check result."""
-    keep = [*result.first.values(), *result.unexplained]
+    keep = [{k: item[k] for k in _SAMPLE_KEYS if k in item} for item in (*result.first.values(), *result.unexplained)]
+    for item in keep:
+        item["diffs"] = item.get("diffs", [])[:3]
     return {**data, "cases": keep, "sample_of": {"cases": len(data["cases"]), "kept": len(keep)}}
 
 
@@ -249,7 +256,8 @@ def render(result: Result, data: dict[str, Any], limit: int = 20) -> str:
         lines += ["", f"first {min(limit, len(result.unexplained))}:"]
         for c in result.unexplained[:limit]:
             lines += [f"  {c['rule']}@{c['backend']} {c['id']} ({c['class']}): old {c['old']} / new {c['new']}",
-                      *(f"      {d}" for d in c.get("diffs", [])[:3]), f"      {c['repro']}"]
+                      *(f"      {d}" for d in c.get("diffs", [])[:3]),
+                      f"      {c.get('repro', '(repro: the case above, through infer --case-json)')}"]
     if result.unobserved:
         lines += ["", "unobserved: listed in the profile, shown by no changed case of the diff:"]
         lines += [f"  {name} on {rule}" for name, rule in result.unobserved]
@@ -301,11 +309,11 @@ def _main(argv: Sequence[str] | None) -> int:
             "outside": [{"bucket": b, "group": g, "cases": n} for (b, g), n in sorted(result.outside.items())],
             "unobserved": [list(p) for p in result.unobserved],
             "not_checked": [list(p) for p in result.not_checked], "uncompared": result.uncompared,
-            "unexplained": [{k: c[k] for k in ("class", "rule", "backend", "id", "old", "new", "diffs", "repro")}
+            "unexplained": [{k: c.get(k) for k in ("class", "rule", "backend", "id", "old", "new", "diffs", "repro")}
                             for c in result.unexplained]}, indent=1) + "\n")
     if args.sample_out is not None:
         args.sample_out.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(args.sample_out, json.dumps(sample(data, result), indent=1, sort_keys=True) + "\n")
+        write_atomic(args.sample_out, json.dumps(sample(data, result), separators=(",", ":"), sort_keys=True) + "\n")
     return result.code
 
 
