@@ -33,8 +33,9 @@ A case is *uncompared* when either side has no outcome (not run in either build,
 the other run lacks, or a case whose JSON differs: the port's grid changed); the diff then fails
 closed (exit 3). Exit: 1 on any regression (outranks 3), else 3 on any uncompared case, else 0.
 Written to the report dir: ``baseline.md`` (regressions first, a repro line per changed case for
-each build), ``baseline.json`` (every changed case) and ``baseline.html`` (the same as a page, with a
-map per rule of where the changes are: parity/pages.py); the console's last line reads
+each build), ``baseline.json`` (every changed case, both outcomes whole: what :mod:`.crosscheck`
+reads to hold a release profile to the diff) and ``baseline.html`` (the same as a page, with a map
+per rule of where the changes are: parity/pages.py); the console's last line reads
 ``baseline OLD -> NEW: N changed cases (R regressed, F fixed, ...)``.
 """
 
@@ -249,7 +250,9 @@ class Change:
         return {"class": self.klass, "rule": self.rule, "backend": self.backend, "id": self.case.case_id,
                 "describe": self.case.describe(), "old": str(self.old), "new": str(self.new),
                 "old_verdict": self.old_verdict, "new_verdict": self.new_verdict, "diffs": self.diffs,
-                "repro": one_line_repro(self.case, self.backend), "case": self.case.to_json()}
+                "repro": one_line_repro(self.case, self.backend), "case": self.case.to_json(),
+                # both outcomes whole, for a reader that re-judges them (parity/crosscheck.py)
+                "old_outcome": self.old.to_json(), "new_outcome": self.new.to_json()}
 
 
 @dataclass

@@ -2,7 +2,9 @@
 docs/ops/p_norm.md, "Releases").
 
 Measured on 3.0.0, 3.1.0, 3.1.1 and 3.2.2 (registry and PIR routes): every difference is a
-co-sharded input the registry cannot take; 3.2.2 answers every case as 3.3.1. 3.2.0, 3.2.1 and
+co-sharded input the registry cannot take; 3.2.2 answers every case as 3.3.1. The compiled caller's
+p_norm_grad raises on co-shards in 3.1.x too: the 3.1.0 -> 3.3.1 baseline diff showed it (114
+cases; docs/measurements/2026-12-01-release-diffs.md), 3.1.1 measured the same way. 3.2.0, 3.2.1 and
 3.3.0 declare nothing, unmeasured for p_norm: their runs report any difference as a mismatch.
 """
 
@@ -36,8 +38,8 @@ DIFFERENCES: Differences = {
             params=(("patterns", (NO_CALLER_PATTERN,)),),
         ),
     ),
-    "3.1.0": (COSHARD_READ_RAISES.for_rules("p_norm", "p_norm_reverse"),),
-    "3.1.1": (COSHARD_READ_RAISES.for_rules("p_norm", "p_norm_reverse"),),
+    "3.1.0": (COSHARD_READ_RAISES.for_rules("p_norm", "p_norm_reverse", "p_norm_grad"),),
+    "3.1.1": (COSHARD_READ_RAISES.for_rules("p_norm", "p_norm_reverse", "p_norm_grad"),),
 }
 
 REGISTRY_MISSING = {"2.6.2": frozenset({"p_norm"})}
