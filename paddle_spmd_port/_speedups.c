@@ -30,7 +30,7 @@
  *   [8, 6]      [[0], []]     {}        valid_on_mesh=True        short co-shard forms: (1,) is 1, () is -1
  *   (8, 6)      (1, 1)        {}        _problem "duplicate"      found here as
  *                                                                 DistTensorSpec._first_problem does
- *   (8, 6)      (0, -1)       {0}       _problem "partial-shard"  (check words it: see spec_check)
+ *   (8, 6)      (0, -1)       {0}       _problem "partial-shard"  (worded when check's error is read: spec_refusal)
  *   (8.0, 6)    ...           ...       Python reference          not an integer: the reference names it
  *   (-1, 6)     ...           ...       Python reference          a negative size: the reference raises
  *   (8, 6)      (0, -1)       ...       Python reference          on None or a ProcessMesh subclass
@@ -659,7 +659,7 @@ static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nar
      * (a mesh of another type or none, a negative size, a value beyond a C long) the reference judges
      * them and names the problem; given the converted values, it skips the conversion */
     {
-        PyObject *problem = spec_problem(shape, dm, given[2], partial, NULL); /* its name: check words it */
+        PyObject *problem = spec_problem(shape, dm, given[2], partial, NULL); /* its name: worded when check's error is read */
         if (problem != NULL) {
             set_slot(self, off_shape, shape);
             set_slot(self, off_dm, dm);

@@ -318,8 +318,8 @@ class DistTensorSpec:
     _problem: str | None = field(default=None, init=False, repr=False, compare=False, hash=False)
     """Which problem :meth:`check` will report (``"length"``, ``"mesh-dim"``, ``"duplicate"``,
     ``"partial-range"``, ``"partial-shard"``, ``"mesh"``), found once at construction; the message
-    naming it is worded by :meth:`check` from the spec's values (a spec that is never checked, or
-    whose refusal is caught unread, does not pay for the text)."""
+    naming it is worded from the spec's values when the error :meth:`check` raises is first read
+    (a spec that is never checked, or whose refusal is caught unread, does not pay for the text)."""
     coshard: bool = field(default=False, init=False, repr=False, compare=False, hash=False)
     """True when some axis is split along two or more mesh dims (worked out at construction)."""
     valid_on_mesh: bool = field(default=False, init=False, repr=False, compare=False, hash=False)
@@ -379,7 +379,7 @@ class DistTensorSpec:
                     kind="invalid-spec:mesh:type")
         _fill_spec(self, shape, dims_mapping, mesh, partial_dims, coshard, False)
         problem = self._find_problem()
-        if problem is not None:  # (what only: check words it)
+        if problem is not None:  # (what only: worded when check's error is read)
             _set(self, "_problem", problem)
         elif mesh is not None:
             if len(_VALID_ON_MESH) > 100_000:
