@@ -262,8 +262,10 @@ static long small_index(PyObject *item, long limit, int allow_minus_one) {
 
 /* 1 when the normal-form values (tuples and a frozenset of exact ints, see the table above) are a
  * valid spec on `mesh` (an exact ProcessMesh), 0 when they are not or this code cannot tell, -1 on an
- * error. */
-static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial) {
+ * error. When 0 because of a partial dim (everything before it valid), *what is the problem's interned
+ * name, found as spec_problem finds it (the smallest partial dim outside the mesh or also sharding), so
+ * that the build does not go over the values again; else *what stays NULL. */
+static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial, PyObject **what) {
     Py_ssize_t rank, i, n;
     PyObject *mesh_shape;
     unsigned long long used = 0;
@@ -309,20 +311,32 @@ static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
         }
     }
     if (PySet_GET_SIZE(partial) > 0) {
-        PyObject *it = PyObject_GetIter(partial), *p;
-        int ok = 1;
+        PyObject *it = PyObject_GetIter(partial), *p, *found = NULL;
+        int known = 1;
+        long bad_p = 0;
         if (it == NULL)
             return -1;
-        while (ok && (p = PyIter_Next(it)) != NULL) {
-            long v = small_index(p, (long)n, 0);
-            if (v < 0 || (used & (1ULL << v)))
-                ok = 0;
+        while ((p = PyIter_Next(it)) != NULL) { /* every item: the smallest bad one names the problem */
+            int overflow = 0;
+            long v = PyLong_CheckExact(p) ? PyLong_AsLongAndOverflow(p, &overflow) : (known = 0, 0);
             Py_DECREF(p);
+            if (overflow || (v == -1 && PyErr_Occurred())) {
+                PyErr_Clear();
+                known = 0;
+            }
+            if (known && (v < 0 || v >= (long)n || (used & (1ULL << v))) && (found == NULL || v < bad_p)) {
+                bad_p = v;
+                found = v < 0 || v >= (long)n ? s_partial_range : s_partial_shard;
+            }
         }
         Py_DECREF(it);
         if (PyErr_Occurred())
             return -1;
-        return ok;
+        if (found == NULL && known)
+            return 1;
+        if (known)
+            *what = found;
+        return 0;
     }
     return 1;
 }
@@ -613,7 +627,7 @@ static int spec_param(PyObject *name) {
 
 static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames), k;
-    PyObject *given[4] = {NULL, NULL, NULL, NULL}, *shape = NULL, *dm = NULL, *partial = NULL, *res;
+    PyObject *given[4] = {NULL, NULL, NULL, NULL}, *shape = NULL, *dm = NULL, *partial = NULL, *res, *found = NULL;
     int coshard = 0, ok;
     /* the call's arguments by parameter: positional or keyword, each given once, the first three given;
      * any other call form the reference takes or rejects */
@@ -639,7 +653,7 @@ static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nar
     partial = given[3] == NULL ? Py_NewRef(empty_frozenset) : partial_set(given[3]);
     if (partial == NULL)
         goto reference_or_error;
-    ok = normal_valid(shape, dm, given[2], partial);
+    ok = normal_valid(shape, dm, given[2], partial, &found);
     if (ok < 0)
         goto error;
     if (ok) {
@@ -659,7 +673,8 @@ static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nar
      * (a mesh of another type or none, a negative size, a value beyond a C long) the reference judges
      * them and names the problem; given the converted values, it skips the conversion */
     {
-        PyObject *problem = spec_problem(shape, dm, given[2], partial, NULL); /* its name: worded when check's error is read */
+        PyObject *problem = found != NULL ? Py_NewRef(found) /* its name: worded when check's error is read */
+                                          : spec_problem(shape, dm, given[2], partial, NULL);
         if (problem != NULL) {
             set_slot(self, off_shape, shape);
             set_slot(self, off_dm, dm);
