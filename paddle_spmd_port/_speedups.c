@@ -30,7 +30,7 @@
  *   [8, 6]      [[0], []]     {}        valid_on_mesh=True        short co-shard forms: (1,) is 1, () is -1
  *   (8, 6)      (1, 1)        {}        _problem "duplicate"      found here as
  *                                                                 DistTensorSpec._first_problem does
- *   (8, 6)      (0, -1)       {0}       _problem "partial-shard"  (check words it: see spec_check)
+ *   (8, 6)      (0, -1)       {0}       _problem "partial-shard"  (worded when check's error is read: spec_refusal)
  *   (8.0, 6)    ...           ...       Python reference          not an integer: the reference names it
  *   (-1, 6)     ...           ...       Python reference          a negative size: the reference raises
  *   (8, 6)      (0, -1)       ...       Python reference          on None or a ProcessMesh subclass
@@ -262,8 +262,10 @@ static long small_index(PyObject *item, long limit, int allow_minus_one) {
 
 /* 1 when the normal-form values (tuples and a frozenset of exact ints, see the table above) are a
  * valid spec on `mesh` (an exact ProcessMesh), 0 when they are not or this code cannot tell, -1 on an
- * error. */
-static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial) {
+ * error. When 0 because of a partial dim (everything before it valid), *what is the problem's interned
+ * name, found as spec_problem finds it (the smallest partial dim outside the mesh or also sharding), so
+ * that the build does not go over the values again; else *what stays NULL. */
+static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial, PyObject **what) {
     Py_ssize_t rank, i, n;
     PyObject *mesh_shape;
     unsigned long long used = 0;
@@ -309,20 +311,32 @@ static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
         }
     }
     if (PySet_GET_SIZE(partial) > 0) {
-        PyObject *it = PyObject_GetIter(partial), *p;
-        int ok = 1;
+        PyObject *it = PyObject_GetIter(partial), *p, *found = NULL;
+        int known = 1;
+        long bad_p = 0;
         if (it == NULL)
             return -1;
-        while (ok && (p = PyIter_Next(it)) != NULL) {
-            long v = small_index(p, (long)n, 0);
-            if (v < 0 || (used & (1ULL << v)))
-                ok = 0;
+        while ((p = PyIter_Next(it)) != NULL) { /* every item: the smallest bad one names the problem */
+            int overflow = 0;
+            long v = PyLong_CheckExact(p) ? PyLong_AsLongAndOverflow(p, &overflow) : (known = 0, 0);
             Py_DECREF(p);
+            if (overflow || (v == -1 && PyErr_Occurred())) {
+                PyErr_Clear();
+                known = 0;
+            }
+            if (known && (v < 0 || v >= (long)n || (used & (1ULL << v))) && (found == NULL || v < bad_p)) {
+                bad_p = v;
+                found = v < 0 || v >= (long)n ? s_partial_range : s_partial_shard;
+            }
         }
         Py_DECREF(it);
         if (PyErr_Occurred())
             return -1;
-        return ok;
+        if (found == NULL && known)
+            return 1;
+        if (known)
+            *what = found;
+        return 0;
     }
     return 1;
 }
@@ -330,7 +344,7 @@ static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
 /* The first problem of a spec in normal form (co-shards included) on an exact ProcessMesh of n dims,
  * as types.DistTensorSpec._first_problem finds it. With `arg` NULL (a spec being built): which one,
  * the interned name (what: "length", "mesh-dim", ...), a new reference, and no text put together.
- * With `arg` (DistTensorSpec.check, an exact str): the message check raises, worded exactly as
+ * With `arg` (DistTensorSpec._refusal, an exact str): the message of check's error, worded exactly as
  * _first_problem's template formatted with arg= (every template here is "{arg}" followed by text
  * made of the values: digits, brackets, commas, "x", so arg is put in front as it is).
  * Either way NULL with no error set when this code does not judge or word it (a value beyond a C
@@ -613,7 +627,7 @@ static int spec_param(PyObject *name) {
 
 static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames), k;
-    PyObject *given[4] = {NULL, NULL, NULL, NULL}, *shape = NULL, *dm = NULL, *partial = NULL, *res;
+    PyObject *given[4] = {NULL, NULL, NULL, NULL}, *shape = NULL, *dm = NULL, *partial = NULL, *res, *found = NULL;
     int coshard = 0, ok;
     /* the call's arguments by parameter: positional or keyword, each given once, the first three given;
      * any other call form the reference takes or rejects */
@@ -639,7 +653,7 @@ static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nar
     partial = given[3] == NULL ? Py_NewRef(empty_frozenset) : partial_set(given[3]);
     if (partial == NULL)
         goto reference_or_error;
-    ok = normal_valid(shape, dm, given[2], partial);
+    ok = normal_valid(shape, dm, given[2], partial, &found);
     if (ok < 0)
         goto error;
     if (ok) {
@@ -659,7 +673,8 @@ static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nar
      * (a mesh of another type or none, a negative size, a value beyond a C long) the reference judges
      * them and names the problem; given the converted values, it skips the conversion */
     {
-        PyObject *problem = spec_problem(shape, dm, given[2], partial, NULL); /* its name: check words it */
+        PyObject *problem = found != NULL ? Py_NewRef(found) /* its name: worded when check's error is read */
+                                          : spec_problem(shape, dm, given[2], partial, NULL);
         if (problem != NULL) {
             set_slot(self, off_shape, shape);
             set_slot(self, off_dm, dm);
@@ -700,102 +715,32 @@ error:
 }
 
 /* DistTensorSpec.check(arg): see types._spec_check (the reference). A valid spec returns at once; a
- * spec with a problem raises InvalidSpecError(message, kind=f"invalid-spec:{arg}:{what}"), `what` the
- * name the build stored (_problem), the message worded from the spec's values by spec_problem (as
- * the reference's _first_problem(word=True) template formatted with arg=), the kind text kept per
- * (arg, what) in a small table, the exception made by new_invalid_spec_error (below). Any other
- * call form, or a subclass, or a spec this code does not word, goes to the reference. */
-static PyObject *pure_check, *invalid_spec_error, *kind_kwnames;
-static PyObject *kinds; /* {arg: {what: "invalid-spec:<arg>:<what>"}}, cleared past KINDS_LIMIT args */
-#define KINDS_LIMIT 1024
+ * spec with a problem raises errors.UnwordedSpecError with the raw args (_UNWORDED, spec, arg), as the
+ * reference does: the error words its message and kind (in Python, from the spec's values) when they
+ * are first read, so a refusal costs a tuple, the exception object and the raise. Any other call form
+ * (a keyword, a name that is not an exact str), a subclass, or a problem name of another type goes
+ * to the reference. */
+static PyObject *pure_check, *pure_refusal, *unworded_error, *unworded_marker;
 static PyObject *spec_call(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames);
-
-/* InvalidSpecError(msg, kind=kind) without running errors.SpmdError.__init__ in Python, which cost a
- * refusal more than the spec's build: what that __init__ leaves is exactly what BaseException's
- * __new__ sets (args == (msg,)) plus the instance attribute kind. Taken only while the class's
- * __init__ is the one configure_check saw (a patched or overriding __init__ is called as written). */
-static PyObject *spmd_error_init, *s_kind_attr, *s_init_attr;
-
-static PyObject *new_invalid_spec_error(PyObject *msg, PyObject *kind) {
-    PyObject *exc, *init, *call[2];
-    PyTypeObject *cls = (PyTypeObject *)invalid_spec_error;
-    init = _PyType_Lookup(cls, s_init_attr);
-    if (init != NULL && init == spmd_error_init && cls->tp_new != NULL) {
-        PyObject *argt = PyTuple_Pack(1, msg);
-        if (argt == NULL)
-            return NULL;
-        exc = cls->tp_new(cls, argt, NULL);
-        Py_DECREF(argt);
-        if (exc != NULL && PyObject_SetAttr(exc, s_kind_attr, kind) < 0)
-            Py_CLEAR(exc);
-        return exc;
-    }
-    call[0] = msg, call[1] = kind;
-    return PyObject_Vectorcall(invalid_spec_error, call, 1, kind_kwnames);
-}
-
-/* "invalid-spec:<arg>:<what>", a new reference (both exact str) */
-static PyObject *kind_text(PyObject *arg, PyObject *what) {
-    PyObject *per_arg, *kind;
-    if (kinds == NULL && (kinds = PyDict_New()) == NULL)
-        return NULL;
-    per_arg = PyDict_GetItemWithError(kinds, arg);
-    if (per_arg == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        if (PyDict_GET_SIZE(kinds) >= KINDS_LIMIT)
-            PyDict_Clear(kinds);
-        per_arg = PyDict_New();
-        if (per_arg == NULL || PyDict_SetItem(kinds, arg, per_arg) < 0) {
-            Py_XDECREF(per_arg);
-            return NULL;
-        }
-        Py_DECREF(per_arg); /* held by kinds */
-    }
-    kind = PyDict_GetItemWithError(per_arg, what);
-    if (kind != NULL)
-        return Py_NewRef(kind);
-    if (PyErr_Occurred())
-        return NULL;
-    kind = PyUnicode_FromFormat("invalid-spec:%U:%U", arg, what);
-    if (kind == NULL || PyDict_SetItem(per_arg, what, kind) < 0) {
-        Py_XDECREF(kind);
-        return NULL;
-    }
-    return kind;
-}
 
 static PyObject *spec_check(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    PyObject *problem, *shape, *dm, *mesh, *partial, *arg, *msg, *kind, *exc;
+    PyObject *problem, *raw, *exc;
+    PyTypeObject *cls = (PyTypeObject *)unworded_error;
     if (kwnames != NULL || nargs != 1 || Py_TYPE(self) != Spec_t || !PyUnicode_CheckExact(args[0]))
         goto reference;
     problem = SLOT(self, off_problem);
     if (problem == Py_None)
         Py_RETURN_NONE;
-    if (problem == NULL || !PyUnicode_CheckExact(problem))
+    if (problem == NULL || !PyUnicode_CheckExact(problem) || cls->tp_new == NULL)
         goto reference;
-    shape = SLOT(self, off_shape), dm = SLOT(self, off_dm), mesh = SLOT(self, off_mesh);
-    partial = SLOT(self, off_partial), arg = args[0];
-    if (shape == NULL || dm == NULL || mesh == NULL || partial == NULL || !PyTuple_CheckExact(shape) ||
-        !PyTuple_CheckExact(dm) || !PyFrozenSet_CheckExact(partial))
-        goto reference;
-    msg = spec_problem(shape, dm, mesh, partial, arg);
-    if (msg == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        goto reference; /* not worded here (a mesh of another type, a value beyond a C long, ...) */
-    }
-    kind = kind_text(arg, problem);
-    if (kind == NULL) {
-        Py_DECREF(msg);
+    raw = PyTuple_Pack(3, unworded_marker, self, args[0]);
+    if (raw == NULL)
         return NULL;
-    }
-    exc = new_invalid_spec_error(msg, kind); /* InvalidSpecError(msg, kind=kind) */
-    Py_DECREF(msg);
-    Py_DECREF(kind);
+    exc = cls->tp_new(cls, raw, NULL); /* BaseException.__new__(UnwordedSpecError, *raw), as the reference */
+    Py_DECREF(raw);
     if (exc != NULL) {
-        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        PyErr_SetObject((PyObject *)cls, exc);
         Py_DECREF(exc);
     }
     return NULL;
@@ -803,16 +748,59 @@ reference:
     return call_with_self(pure_check, self, args, nargs, kwnames);
 }
 
+/* DistTensorSpec._refusal(arg): see types (the reference): (message, kind) of the error check raised,
+ * the message worded by spec_problem, when the error is first read. Off this form: the reference. */
+static PyObject *spec_refusal(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *problem, *shape, *dm, *mesh, *partial, *msg, *kind, *out;
+    if (kwnames != NULL || nargs != 1 || Py_TYPE(self) != Spec_t || !PyUnicode_CheckExact(args[0]))
+        goto reference;
+    problem = SLOT(self, off_problem);
+    shape = SLOT(self, off_shape), dm = SLOT(self, off_dm), mesh = SLOT(self, off_mesh);
+    partial = SLOT(self, off_partial);
+    if (problem == NULL || !PyUnicode_CheckExact(problem) || shape == NULL || dm == NULL || mesh == NULL ||
+        partial == NULL || !PyTuple_CheckExact(shape) || !PyTuple_CheckExact(dm) || !PyFrozenSet_CheckExact(partial))
+        goto reference;
+    msg = spec_problem(shape, dm, mesh, partial, args[0]);
+    if (msg == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        goto reference; /* not worded here (a mesh of another type, a value beyond a C long, ...) */
+    }
+    kind = PyUnicode_FromFormat("invalid-spec:%U:%U", args[0], problem);
+    if (kind == NULL) {
+        Py_DECREF(msg);
+        return NULL;
+    }
+    out = PyTuple_New(2);
+    if (out == NULL) {
+        Py_DECREF(msg);
+        Py_DECREF(kind);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, msg); /* both references stolen */
+    PyTuple_SET_ITEM(out, 1, kind);
+    return out;
+reference:
+    return call_with_self(pure_refusal, self, args, nargs, kwnames);
+}
+
+static PyMethodDef spec_refusal_def = {"_refusal", (PyCFunction)(void (*)(void))spec_refusal,
+                                       METH_FASTCALL | METH_KEYWORDS,
+                                       "_refusal($self, arg)\\n--\\n\\nThe message and kind of check's error for arg "
+                                       "(see types._spec_refusal)."};
+
 static PyMethodDef spec_check_def = {"check", (PyCFunction)(void (*)(void))spec_check, METH_FASTCALL | METH_KEYWORDS,
                                      "check($self, arg)\n--\n\nRaise InvalidSpecError naming arg when the spec has a "
                                      "problem (see types._spec_check)."};
 
-/* configure_check(InvalidSpecError, check): installs spec_check as DistTensorSpec.check and returns it;
- * check is the Python reference (call after configure_types) */
+/* configure_check(UnwordedSpecError, _UNWORDED, check, refusal): installs spec_check and spec_refusal as
+ * DistTensorSpec.check and ._refusal and returns the first; check and refusal are the Python references
+ * (call after configure_types) */
 static PyObject *configure_check(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 2 || Spec_t == NULL) {
-        PyErr_SetString(PyExc_TypeError, "configure_check() takes 2 arguments, after configure_types()");
+    if (nargs != 4 || Spec_t == NULL) {
+        PyErr_SetString(PyExc_TypeError, "configure_check() takes 4 arguments, after configure_types()");
         return NULL;
     }
     PyObject *descr;
@@ -820,13 +808,16 @@ static PyObject *configure_check(PyObject *module, PyObject *const *args, Py_ssi
         PyErr_SetString(PyExc_TypeError, "configure_check(): the first argument must be an exception class");
         return NULL;
     }
-    Py_XSETREF(invalid_spec_error, Py_NewRef(args[0]));
-    Py_XSETREF(pure_check, Py_NewRef(args[1]));
-    if (s_kind_attr == NULL && (s_kind_attr = PyUnicode_InternFromString("kind")) == NULL)
+    Py_XSETREF(unworded_error, Py_NewRef(args[0]));
+    Py_XSETREF(unworded_marker, Py_NewRef(args[1]));
+    Py_XSETREF(pure_check, Py_NewRef(args[2]));
+    Py_XSETREF(pure_refusal, Py_NewRef(args[3]));
+    descr = PyDescr_NewMethod(Spec_t, &spec_refusal_def);
+    if (descr == NULL || PyObject_SetAttrString((PyObject *)Spec_t, "_refusal", descr) < 0) {
+        Py_XDECREF(descr);
         return NULL;
-    if (s_init_attr == NULL && (s_init_attr = PyUnicode_InternFromString("__init__")) == NULL)
-        return NULL;
-    Py_XSETREF(spmd_error_init, Py_XNewRef(_PyType_Lookup((PyTypeObject *)args[0], s_init_attr)));
+    }
+    Py_DECREF(descr);
     descr = PyDescr_NewMethod(Spec_t, &spec_check_def);
     if (descr == NULL || PyObject_SetAttrString((PyObject *)Spec_t, "check", descr) < 0) {
         Py_XDECREF(descr);
@@ -1380,9 +1371,6 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     INTERN(s_partial_range, "partial-range")
     INTERN(s_partial_shard, "partial-shard")
 #undef INTERN
-    kind_kwnames = PyTuple_Pack(1, PyUnicode_InternFromString("kind"));
-    if (kind_kwnames == NULL)
-        return NULL;
     empty_tuple = PyTuple_New(0);
     empty_frozenset = PyFrozenSet_New(NULL);
     no_partial = empty_frozenset;

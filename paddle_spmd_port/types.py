@@ -40,7 +40,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from .errors import ArgumentTypeError, InvalidSpecError
+from .errors import _UNWORDED, ArgumentTypeError, InvalidSpecError, UnwordedSpecError
+
+_unworded = BaseException.__new__  # an exception with these raw args, its __init__ not run
 
 REPLICATED = -1
 _set = object.__setattr__
@@ -316,8 +318,8 @@ class DistTensorSpec:
     _problem: str | None = field(default=None, init=False, repr=False, compare=False, hash=False)
     """Which problem :meth:`check` will report (``"length"``, ``"mesh-dim"``, ``"duplicate"``,
     ``"partial-range"``, ``"partial-shard"``, ``"mesh"``), found once at construction; the message
-    naming it is worded by :meth:`check` from the spec's values (a spec that is never checked, or
-    whose refusal is caught unread, does not pay for the text)."""
+    naming it is worded from the spec's values when the error :meth:`check` raises is first read
+    (a spec that is never checked, or whose refusal is caught unread, does not pay for the text)."""
     coshard: bool = field(default=False, init=False, repr=False, compare=False, hash=False)
     """True when some axis is split along two or more mesh dims (worked out at construction)."""
     valid_on_mesh: bool = field(default=False, init=False, repr=False, compare=False, hash=False)
@@ -377,7 +379,7 @@ class DistTensorSpec:
                     kind="invalid-spec:mesh:type")
         _fill_spec(self, shape, dims_mapping, mesh, partial_dims, coshard, False)
         problem = self._find_problem()
-        if problem is not None:  # (what only: check words it)
+        if problem is not None:  # (what only: worded when check's error is read)
             _set(self, "_problem", problem)
         elif mesh is not None:
             if len(_VALID_ON_MESH) > 100_000:
@@ -392,11 +394,20 @@ class DistTensorSpec:
     def check(self, arg: str) -> None:
         """Reject what Paddle accepts silently or crashes on; ``arg`` is the argument's name.
 
-        The spec is judged once, when it is built (it is immutable); this words and reports it."""
+        The spec is judged once, when it is built (it is immutable); this reports it. The error is
+        an :class:`~.errors.UnwordedSpecError`: its message is worded (:meth:`_refusal`) when first
+        read, so a refusal that is only counted costs a raise."""
         if self._problem is not None:
-            found = self._first_problem(word=True)  # (what, template), found again from the values
-            raise InvalidSpecError(found[1].format(arg=arg),  # type: ignore[index]
-                                   kind=f"invalid-spec:{arg}:{self._problem}")
+            if type(arg) is str:
+                raise _unworded(UnwordedSpecError, _UNWORDED, self, arg)
+            message, kind = self._refusal(arg)  # an odd name (a str subclass, ...): worded now, as given
+            raise InvalidSpecError(message, kind=kind)
+
+    def _refusal(self, arg: str) -> tuple[str, str]:
+        """The message and kind of the InvalidSpecError :meth:`check` raises for ``arg`` (worded
+        from the values: the problem is found again)."""
+        found = self._first_problem(word=True)  # (what, template)
+        return found[1].format(arg=arg), f"invalid-spec:{arg}:{self._problem}"  # type: ignore[index]
 
     def _find_problem(self) -> str | None:
         dm, mesh, partial = self.dims_mapping, self.mesh, self.partial_dims
@@ -662,6 +673,7 @@ class SpmdResult:
 #: (tests/test_speedups.py), and what it hands every spec off its common path to
 _spec_init = DistTensorSpec.__init__
 _spec_check = DistTensorSpec.check
+_spec_refusal = DistTensorSpec._refusal
 _attr_make = DistAttr.make
 _result_make = SpmdResult.make
 
@@ -673,6 +685,7 @@ if SPEEDUPS is not None:
     # intern into the same _INTERNED table. Everything else of the classes stays as written above.
     SPEEDUPS.configure_types(ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, _INTERNED, INTERNED_LIMIT,
                              _spec_init, _attr_make, _result_make)
-    SPEEDUPS.configure_check(InvalidSpecError, _spec_check)  # installs DistTensorSpec.check, the same way
+    # installs DistTensorSpec.check and ._refusal, the same way
+    SPEEDUPS.configure_check(UnwordedSpecError, _UNWORDED, _spec_check, _spec_refusal)
     DistAttr.make = staticmethod(SPEEDUPS.attr_make)  # type: ignore[method-assign]
     SpmdResult.make = staticmethod(SPEEDUPS.result_make)  # type: ignore[method-assign]

@@ -433,33 +433,115 @@ def test_spec_check_raises_as_reference():
 
 
 @needs_c
-def test_spec_check_kind_table_past_its_limit():
-    """The C check keeps each (arg, problem) kind text in a table it clears past 1,024 names: every
-    name, before and after a clearing, raises as the reference does."""
-    specs = [build_installed((8, 6), (0, 0), M23), build_installed((8, 6), (0, -1, -1), M23)]
-    for k in range(2100):
-        arg = f"arg{k % 1100}"
-        for spec in specs:
-            diff = call_difference(lambda spec=spec, arg=arg: spec.check(arg),
-                                   lambda spec=spec, arg=arg: types._spec_check(spec, arg))
-            assert diff is None, f"{arg}: {diff}"
+def test_partial_dim_problems_named_as_reference():
+    """The C build names a bad partial dim while it judges the spec (the smallest one outside the
+    mesh or also sharding, in any set order): every subset of up to three odd partial dims, on
+    specs valid but for them and not, built by C and by the reference, same fields."""
+    import itertools
+
+    for mesh in (M2, M23, M222):
+        for dm in ((-1, -1), (0, -1), (1, 0), (-1, 2), ((0, 1), -1)):
+            for size in range(4):
+                for dims in itertools.combinations((-2, -1, 0, 1, 2, 3, 5, 70, 2**70), size):
+                    c, ref = build_installed((8, 6), dm, mesh, frozenset(dims)), \
+                        build_reference((8, 6), dm, mesh, frozenset(dims))
+                    assert spec_view(c) == spec_view(ref), f"{mesh} {dm} {dims}"
 
 
-def test_check_honours_a_patched_error_init(monkeypatch):
-    """The C check makes InvalidSpecError without calling its Python __init__ only while that
-    __init__ is the one it was configured with: an __init__ patched in later is called."""
-    seen = []
-    original = types.InvalidSpecError.__init__
+@needs_c
+def test_spec_refusal_words_as_reference():
+    """DistTensorSpec._refusal (C: the message and kind of check's error, worded when the error is
+    first read) against types._spec_refusal on specs of every kind and odd arguments."""
+    for spec in _check_specs():
+        for args, kw in CHECK_ARGS:
+            diff = call_difference(lambda spec=spec, args=args, kw=kw: DistTensorSpec._refusal(spec, *args, **kw),
+                                   lambda spec=spec, args=args, kw=kw: types._spec_refusal(spec, *args, **kw))
+            assert diff is None, f"{spec!r:.80} {args} {kw}: {diff}"
 
-    def patched(self: Any, message: str, *, kind: str | None = None) -> None:
-        seen.append(kind)
-        original(self, message + " (patched)", kind=kind)
 
+@needs_c
+def test_planted_refusal_fault_is_caught():
+    def reworded(spec: Any, arg: Any) -> Any:
+        message, kind = types._spec_refusal(spec, arg)
+        return message.replace("twice", "two times"), kind
+    spec = build_reference((8, 6), (0, 0), M23)
+    assert call_difference(lambda: reworded(spec, "x"), lambda: types._spec_refusal(spec, "x")) is not None
+
+
+def _eager_check(spec: Any, arg: Any) -> None:
+    """check as it was before the lazy wording: the message worded by the Python reference and the
+    error made at once (what a lazily worded error must read as)."""
+    if spec._problem is not None:
+        message, kind = types._spec_refusal(spec, arg)
+        raise types.InvalidSpecError(message, kind=kind)
+
+
+def _refusal_view(exc: BaseException) -> tuple[Any, ...]:
+    """Everything a caller can read of a refusal: type name, str, repr, args, kind, the instance
+    dict, the ErrorInfo parity records, and the same of it pickled and read back."""
+    from paddle_spmd_port.outcome import ErrorInfo
+
+    def seen(e: BaseException) -> tuple[Any, ...]:
+        return (type(e).__name__, str(e), repr(e), e.args, getattr(e, "kind", None), sorted(vars(e).items()),
+                ErrorInfo.from_exception(e), isinstance(e, (types.InvalidSpecError, ValueError)))
+    back = pickle.loads(pickle.dumps(exc))
+    return seen(exc) + (type(back) is types.InvalidSpecError,) + seen(back)
+
+
+def _refusals(cases: Any) -> list[tuple[str, tuple[Any, ...]]]:
+    out = []
+    for case in cases:
+        try:
+            case.call_port()
+        except types.InvalidSpecError as exc:
+            out.append((case.case_id, _refusal_view(exc)))
+        except (ValueError, NotImplementedError, RuntimeError, TypeError):
+            pass
+    return out
+
+
+def test_lazily_worded_refusals_read_as_eager_ones(monkeypatch):
+    """Every invalid input of every rule's grid (co-shard sets included) and of 300 random-mode cases
+    per rule: the error check raises (worded when first read; C or Python, whichever core is in use)
+    reads exactly as the eagerly worded Python error -- str, repr, args, kind, instance dict,
+    pickled and read back (as a plain InvalidSpecError), and parity's ErrorInfo."""
+    from paddle_spmd_port.parity.grid import GRIDS, coshard_cases, grid_for
+    from paddle_spmd_port.parity.random_cases import random_cases
+
+    cases = [c for rule in GRIDS for c in (*grid_for(rule), *coshard_cases(rule), *random_cases(rule, 300, seed=1))]
+    lazy = _refusals(cases)
+    refused = {case_id for case_id, _ in lazy}
+    monkeypatch.setattr(DistTensorSpec, "check", _eager_check)
+    eager = _refusals([c for c in cases if c.case_id in refused])
+    assert len(lazy) > 1000 and len(eager) == len(lazy)
+    for (case_id, a), (_, b) in zip(lazy, eager, strict=True):
+        assert a == b, f"{case_id}:\n  lazy  {a}\n  eager {b}"
+
+
+def test_a_lazy_refusal_made_the_ordinary_way_is_eager():
+    """UnwordedSpecError(message, kind=...) -- as compat's rewording calls type(exc)(...) -- holds
+    what it is given, and kind/args set on a raised one stick."""
+    from paddle_spmd_port.errors import UnwordedSpecError
+
+    made = UnwordedSpecError("m", kind="invalid-spec:x:length")
+    assert (str(made), made.args, made.kind, repr(made)) == ("m", ("m",), "invalid-spec:x:length",
+                                                              "InvalidSpecError('m')")
+    with pytest.raises(types.InvalidSpecError) as info:
+        build_installed((8, 6), (0, 0), M23).check("x")
+    exc = info.value
+    exc.kind = "other"
+    exc.args = ("changed",)
+    assert (exc.kind, str(exc), exc.args) == ("other", "changed", ("changed",))
+
+
+def test_planted_lazy_wording_fault_is_caught(monkeypatch):
+    """A lazily worded error that words another argument's name is told from the eager one."""
     spec = build_installed((8, 6), (0, 0), M23)
-    monkeypatch.setattr(types.InvalidSpecError, "__init__", patched)
-    with pytest.raises(types.InvalidSpecError, match=r"\(patched\)$"):
+    with pytest.raises(types.InvalidSpecError) as lazy:
         spec.check("x")
-    assert seen == ["invalid-spec:x:duplicate"]
+    with pytest.raises(types.InvalidSpecError) as eager:
+        _eager_check(spec, "y")
+    assert _refusal_view(lazy.value) != _refusal_view(eager.value)
 
 
 def test_planted_check_fault_is_caught():
