@@ -60,6 +60,9 @@ ROWS = [
     BadInput(("parity", "--report-dir", "/proc/no-such-dir"), "--report-dir"),
     BadInput(("parity", "--junit", "{tmp}/adir"), "--junit", {"adir/": ""}),
     BadInput(("parity", "--junit", "/proc/parity.xml"), "--junit"),
+    # --list writes nothing: an output option with it is refused, not ignored
+    BadInput(("parity", "--list", "--junit", "{tmp}/parity.xml"), "--junit"),
+    BadInput(("parity", "--list", "--report-dir", "{tmp}/r"), "--report-dir"),
     # a narrower run never silently replaces another run's report
     BadInput(("parity", "--rules", "layer_norm", "--sample", "5", "--report-dir", "{tmp}/full"), "--report-dir",
              {"full/parity.json": OTHER_RUN, "full/parity.md": "# the full sweep"}),

@@ -156,6 +156,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         if value is not None and (args.merge is not None or args.list):
             raise UsageError(flag, f"needs a run, and {'--merge' if args.merge is not None else '--list'} runs "
                              "nothing", f"drop {flag}, or drop {'--merge' if args.merge is not None else '--list'}")
+    if args.list:  # --list prints and writes nothing: an output option with it would be silently ignored
+        for flag, value in (("--junit", args.junit), ("--report-dir", args.report_dir)):
+            if value is not None:
+                raise UsageError(flag, "writes a report, and --list writes none (it prints each rule's grid size)",
+                                 f"drop {flag}, or drop --list")
     if args.merge is not None:  # checked by the merge itself (parity/merge.py), against the parts' reports
         return args
     if args.shard is not None and args.random is None:
