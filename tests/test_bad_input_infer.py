@@ -140,3 +140,31 @@ def test_infer_without_paddle_fails_closed(tmp_path: Path) -> None:
     done = subprocess.run([*argv, "--no-native"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def test_every_declared_attribute_is_a_flag_of_its_type():
+    """The attribute flags come from the rule specs: each rule's every attribute parses from its flag
+    into a value of its declared default's type, and the case carries it (p_norm's porder, axis,
+    keepdims, asvector included)."""
+    from paddle_spmd_port.parity import infer_cli
+
+    text = {bool: ("true", True), int: ("1", 1), float: ("1", 1.0), str: ("NHWC", "NHWC")}
+    for rule, spec in RULES.items():
+        for name, default in spec.attrs:
+            arg, want = text[type(default)]
+            args = infer_cli.build_parser(rule).parse_args([rule, "--x-shape", "8,6,4,4", f"--{name.replace('_', '-')}",
+                                                           arg])
+            value = dict(infer_cli.case_from_args(args).attrs)[name]
+            assert value == want and type(value) is type(want), (rule, name, value)
+
+
+def test_a_reduced_out_takes_its_shape_from_the_family():
+    """p_norm's out drops the reduced axis: derived from x and the attributes, not copied from x."""
+    from paddle_spmd_port.parity import infer_cli
+
+    args = infer_cli.build_parser("p_norm_grad").parse_args(["p_norm_grad", "--x-shape", "8,6", "--axis", "1"])
+    case = infer_cli.case_from_args(args)
+    assert [t.shape for t in case.inputs if t is not None] == [(8, 6), (8,), (8,)]
+    args = infer_cli.build_parser("p_norm_grad").parse_args(["p_norm_grad", "--x-shape", "8,6", "--axis", "1",
+                                                             "--keepdims", "true"])
+    assert [t.shape for t in infer_cli.case_from_args(args).inputs if t is not None] == [(8, 6), (8, 1), (8, 1)]

@@ -42,7 +42,7 @@ import json
 import re
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..case import Case, int_range_problem
@@ -69,8 +69,13 @@ from .releases import AGREEING
 
 PROG = "python -m paddle_spmd_port infer"
 DEFAULT_MESH = (2, 3)
-ATTR_FLAGS = ("epsilon", "momentum", "begin_norm_axis", "data_format", "is_test", "use_global_stats",
-              "trainable_statistics", "groups")
+#: Every attribute any rule declares -> the type of its declared default: the attribute flags are
+#: made from the rule specs, so a new op's attributes get flags without an edit here.
+ATTR_TYPES: dict[str, type] = {}
+for _spec in RULES.values():
+    for _name, _default in _spec.attrs:
+        ATTR_TYPES.setdefault(_name, type(_default))
+ATTR_FLAGS = tuple(ATTR_TYPES)
 TENSOR_NAMES = sorted({n for spec in RULES.values() for n in spec.inputs})
 CASE_JSON_EXAMPLE = "give a case as a report's repro line prints it (see --help)"
 
@@ -229,23 +234,15 @@ def build_parser(rule: str | None = None) -> argparse.ArgumentParser:
         ap.add_argument(f"--{flag}-none", dest=f"{name}_none", action="store_true",
                         help=shown(f"pass None for {name} (not with the other --{flag}-* flags)",
                                    visible and spec is not None and name in spec.optional))
-    attr_help = {
-        "epsilon": "attribute epsilon (default: the rule's)",
-        "momentum": "attribute momentum (default: the rule's)",
-        "begin_norm_axis": "attribute begin_norm_axis (default: the rule's)",
-        "data_format": "attribute data_format, e.g. NCHW or NHWC (default: the rule's)",
-        "groups": "attribute groups (default: the rule's)",
-    }
-    ap.add_argument("--epsilon", type=float, help=shown(attr_help["epsilon"], "epsilon" in shown_attrs))
-    ap.add_argument("--momentum", type=float, help=shown(attr_help["momentum"], "momentum" in shown_attrs))
-    ap.add_argument("--begin-norm-axis", type=_int64("--begin-norm-axis"), dest="begin_norm_axis",
-                    help=shown(attr_help["begin_norm_axis"], "begin_norm_axis" in shown_attrs))
-    ap.add_argument("--data-format", dest="data_format",
-                    help=shown(attr_help["data_format"], "data_format" in shown_attrs))
-    ap.add_argument("--groups", type=_int64("--groups"), help=shown(attr_help["groups"], "groups" in shown_attrs))
-    for flag in ("is_test", "use_global_stats", "trainable_statistics"):
-        ap.add_argument(f"--{_flag(flag)}", dest=flag, type=_bool, metavar="true|false",
-                        help=shown(f"attribute {flag} (default: the rule's)", flag in shown_attrs))
+    defaults = dict(spec.attrs) if spec else {}
+    for name, kind in ATTR_TYPES.items():
+        flag = f"--{_flag(name)}"
+        convert: Callable[[str], Any] = (_bool if kind is bool else _int64(flag) if kind is int
+                                          else float if kind is float else str)
+        metavar = {bool: "true|false", int: "N", float: "X"}.get(kind, "TEXT")
+        default = f"default: {defaults[name]!r}, the rule's" if name in defaults else "default: the rule's"
+        ap.add_argument(flag, dest=name, type=convert, metavar=metavar,
+                        help=shown(f"attribute {name} ({default})", name in shown_attrs))
     return ap
 
 
@@ -263,12 +260,21 @@ def _case_flags(args: argparse.Namespace) -> list[str]:
 
 
 def _derived_shape(rule: str, name: str, x_shape: tuple[int, ...], attrs: dict) -> tuple[int, ...]:
-    if name in ("x", "out", "out_grad"):
+    """The family's shape for ``name`` given x's (a reduction's out is smaller than x); x's own shape
+    for an x-shaped tensor the family does not list."""
+    if name == "x":
         return x_shape
     try:
-        return derived_shapes(rule, x_shape, attrs)[name]
+        shapes = derived_shapes(rule, x_shape, attrs)
     except ShapeNotDerivable as e:
+        if name in ("out", "out_grad"):
+            return x_shape
         raise UsageError(f"--{_flag(name)}-shape", str(e), f"give --{_flag(name)}-shape") from None
+    if name in shapes:
+        return shapes[name]
+    if name in ("out", "out_grad"):
+        return x_shape
+    raise UsageError(f"--{_flag(name)}-shape", f"{rule} cannot derive it from x's shape", f"give --{_flag(name)}-shape")
 
 
 def case_from_args(args: argparse.Namespace) -> Case:
