@@ -481,13 +481,13 @@ def test_the_compiled_caller_isolates_the_grads_heap_corrupting_insert() -> None
 @pytest.mark.native
 @_needs_caller
 def test_every_random_grad_crash_of_the_compiled_caller_is_predicted() -> None:
-    """1,500 random draws, each in a fresh child of the fork server: every one that dies is isolated by the
+    """2,500 random draws, each in a fresh child of the fork server: every one that dies is isolated by the
     route's predicate (the pool's, which the compiled group uses)."""
     from paddle_spmd_port.native import compiled
     from paddle_spmd_port.native.pool import isolates
     from paddle_spmd_port.parity.random_cases import random_cases as draws
 
-    cases = draws("p_norm_grad", 1500, 0)
+    cases = draws("p_norm_grad", 2500, 0)
     outcomes = list(compiled.run_many(cases, lambda c: True))
     crashed = [c for c, o in zip(cases, outcomes, strict=True) if o.crash is not None]
     predicate = isolates("compiled")
@@ -590,3 +590,21 @@ def test_proposed_reverse_and_grad_answer_every_valid_grid_case() -> None:
             continue
         assert mine.result is not None and well_formed(mine.result), case.describe()
         assert not any(a.partial_dims for a in (*mine.result.inputs, *mine.result.outputs)), case.describe()
+
+
+def test_random_draws_vary_porder_and_axis() -> None:
+    """Random mode draws p_norm's porder over the grid's porders and axis over every valid axis (the
+    family's RANDOM.attr_draws), not the defaults alone."""
+    from paddle_spmd_port.ops.p_norm.grid import PORDERS
+    from paddle_spmd_port.parity.random_cases import random_cases as draws
+    from paddle_spmd_port.parity.validity import input_problem
+
+    for rule in ("p_norm", "p_norm_reverse", "p_norm_grad"):
+        cases = draws(rule, 600, 1)
+        porders = {dict(c.attrs)["porder"] for c in cases}
+        assert porders == set(PORDERS), (rule, porders)
+        for rank in range(1, 7):
+            axes = {dict(c.attrs)["axis"] for c in cases if input_problem(c) is None and c.inputs[0] is not None
+                    and len(c.inputs[0].shape) == rank}
+            assert axes <= set(range(-rank, rank)), (rule, rank, axes)
+        assert len({dict(c.attrs)["axis"] for c in cases}) >= 8

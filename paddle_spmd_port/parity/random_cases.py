@@ -19,7 +19,8 @@ not change when other rules are selected, and one seed always gives the same cas
                        required), else replicated
     data_format        uniform over the family's ``RANDOM.data_formats`` (rules that take one)
     begin_norm_axis    uniform 0..rank(x)
-    other attrs        epsilon, momentum, groups (-1..4) from small lists; booleans fair coins
+    other attrs        epsilon, momentum, groups (-1..4) from small lists; booleans fair coins; an
+                       attribute the family draws itself (``RANDOM.attr_draws``) its way
     co-shard           on a mesh of 2 or more dims (a 1-D mesh: the draw stays valid), x and each
                        other tensor with probability 1/2 redrawn uniformly over
                        ``grid.coshard_mappings`` of its rank (some axis split along 2+ mesh dims),
@@ -179,8 +180,11 @@ def _rep(shape: tuple[int, ...], mesh: ProcessMesh | None) -> DistTensorSpec:
 
 def _attrs(rule: str, rng: random.Random, rank: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    own = dict(_plan(rule).attr_draws)
     for name, default in rule_spec(rule).attrs:
-        if name == "data_format":
+        if name in own:
+            out[name] = own[name](rng, rank)
+        elif name == "data_format":
             out[name] = rng.choice(_plan(rule).data_formats)
         elif name == "begin_norm_axis":
             out[name] = rng.randint(0, rank)

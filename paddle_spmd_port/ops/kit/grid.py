@@ -27,7 +27,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Mapping as MappingOf
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import random
 
 from ...types import DistTensorSpec, Mapping, ProcessMesh, entry_of, mesh_dims_of
 from .. import RULES
@@ -481,6 +484,10 @@ def stat_norm_problem(op: str, plan_ranks: range, rank: int, named: MappingOf[st
 
 
 # --------------------------------------------------------------------------- random mode
+#: A family's draw of one attribute: (the case's random stream, x's rank) -> the value.
+AttrDraw = Callable[["random.Random", int], Any]
+
+
 @dataclass(frozen=True)
 class RandomPlan:
     """What ``parity --random`` draws for a family: x ranks of a valid draw (uniform, inclusive),
@@ -491,9 +498,13 @@ class RandomPlan:
     bad_x_ranks: tuple[int, ...]
     data_formats: tuple[str, ...] = ()
     stats_like_x: frozenset[str] = frozenset()
+    attr_draws: tuple[tuple[str, AttrDraw], ...] = ()
+    """(attribute, draw(rng, x rank)) for attributes the family draws itself; the others take the
+    generic draws of parity/random_cases.py (a default the generic draw does not know stays fixed)."""
 
 
-__all__ = ["CORNER_LABELS", "COSHARD_MESH_SHAPES", "CoshardPlan", "EPS", "GridCase", "GridFn", "Ids", "LIKE_X",
+__all__ = ["AttrDraw", "CORNER_LABELS", "COSHARD_MESH_SHAPES", "CoshardPlan", "EPS", "GridCase", "GridFn", "Ids",
+           "LIKE_X",
            "MESH_SHAPES", "MIXED_X_RANK3", "MIXED_X_RANK3_MORE", "MIXED_X_RANK4", "Placement", "RandomPlan",
            "STAT_NAMES", "ShapesFn", "StatNormPlan", "X_SHAPES", "coshard_cases", "coshard_mappings",
            "coshard_placements", "mesh_of", "mixed_meshes", "no_attr_variants", "norm_x_probes", "one_at_a_time",

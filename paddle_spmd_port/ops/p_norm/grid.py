@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from ...types import DistTensorSpec, ProcessMesh
 from ..kit.grid import (
@@ -41,6 +42,9 @@ from ..kit.grid import (
     spec,
 )
 from .checks import out_rank, reduced_axes
+
+if TYPE_CHECKING:
+    import random
 
 #: The porders the grid cycles through: the summable ones (0, 1), the max/min ones, and two others.
 PORDERS = (2.0, 1.0, math.inf, 0.0, -math.inf, 3.0)
@@ -226,4 +230,12 @@ def input_problem(rule: str, named: Mapping[str, DistTensorSpec | None], attrs: 
     return None
 
 
-RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7))
+def _draw_porder(rng: random.Random, rank: int) -> float:
+    return rng.choice(PORDERS)
+
+
+def _draw_axis(rng: random.Random, rank: int) -> int:
+    return rng.randint(-rank, rank - 1) if rank else -1  # every valid axis; the grid's corners hold the others
+
+
+RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7), attr_draws=(("porder", _draw_porder), ("axis", _draw_axis)))
