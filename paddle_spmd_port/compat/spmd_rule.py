@@ -15,7 +15,8 @@ method reads (its ``RULES``: tensors in order, then typed attributes); the gener
 A name with no backward declared raises RuntimeError (NotFound) from ``infer_backward``, like Paddle.
 
 Behaviour, as in Paddle: extra trailing tensors and attributes are ignored; a wrongly typed
-attribute raises ``ValueError("(InvalidArgument) Attribute cast error in InferSpmd Context, ...")``;
+attribute raises ``ValueError("(InvalidArgument) Attribute cast error in InferSpmd Context, ...")``,
+except an int where a bool is read, which is cast to bool;
 a value of no supported type raises ``ValueError("(InvalidArgument) infer_spmd(): argument
 (position N) must be int, float, bool or Tensor, ...")``; sharding conflicts raise
 NotImplementedError, Paddle's own checks ValueError, unknown rules RuntimeError.
@@ -165,9 +166,12 @@ class SpmdRule:
                                 "not a list (Paddle 3.3.1 crashes on this)")
         values = []
         for (_, want), (value, kind) in zip(sig.attributes, attributes, strict=False):
-            if kind != want:
+            if want == "b" and kind == "i":  # Paddle's bool read of the context casts an int attribute
+                value = bool(value)
+            elif kind != want:
+                expected = "bool" if want == "b" else CPP_TYPE[want]  # the bool read words its own message
                 raise ValueError(f"(InvalidArgument) Attribute cast error in InferSpmd Context, the input attr type "
-                                 f"is `{CPP_TYPE[kind]}`, but the expected attribute type is `{CPP_TYPE[want]}`.")
+                                 f"is `{CPP_TYPE[kind]}`, but the expected attribute type is `{expected}`.")
             values.append(value)
         if sig.vector:
             port_args: list[Any] = [[s.to_port() for s in (t if isinstance(t, list) else [t])] for t in tensors]

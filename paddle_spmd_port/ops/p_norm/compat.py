@@ -53,7 +53,9 @@ def probes(kit: ProbeKit) -> None:
 
     # how the binding classifies each attribute value (porder a float, axis an int, the flags bools)
     for label, args in {"int-porder": (2, 1, 1e-12, False, False), "float-axis": (2.0, 1.0, 1e-12, False, False),
-                        "inf-porder": (float("inf"), 1, 1e-12, False, False)}.items():
+                        "inf-porder": (float("inf"), 1, 1e-12, False, False),
+                        "int-keepdims": (2.0, 1, 1e-12, 1, False), "int-asvector": (2.0, 1, 1e-12, False, 2),
+                        "float-keepdims": (2.0, 1, 1e-12, 1.5, False)}.items():
         def attribute_probe(args: tuple[Any, ...] = args) -> Any:
             return view(pn.infer_forward(x, *args))
 
