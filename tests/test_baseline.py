@@ -19,7 +19,9 @@ from paddle_spmd_port.case import Case
 from paddle_spmd_port.oracle.report import Judge
 from paddle_spmd_port.oracle.simulator import SOUND
 from paddle_spmd_port.outcome import ErrorInfo, Outcome, port_outcome
+from paddle_spmd_port.parity import baseline
 from paddle_spmd_port.parity.baseline import (
+    CASES_FILE,
     CHANGED,
     FIXED,
     FORMAT,
@@ -121,6 +123,65 @@ def test_one_doctored_outcome_gives_exactly_its_class(tmp_path: Path, doctor: st
     assert diff.unchanged == len(cases) - 1
     assert diff.changes[0].diffs  # the cells that changed are named
     assert (diff.regressed == 1) == (expected == REGRESSED)
+
+
+def _many_changes(tmp_path: Path) -> Diff:
+    """A diff of the sample where every stored answer is an error now answered (no longer raises), and
+    every stored error a crash now (regressed): many changed cases of two classes."""
+    cases = _cases()
+    outcomes = [port_outcome(c) for c in cases]
+    stored = [Outcome(error=ErrorInfo("ValueError", "planted")) if o.result is not None else o for o in outcomes]
+    now = [Outcome(crash="signal 11 (SIGSEGV)") if o.result is None else o for o in outcomes]
+    return _diff(_saved(tmp_path, cases, stored), cases, now)
+
+
+def test_the_diff_is_a_summary_and_every_case_a_json_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(baseline, "EXAMPLES_PER_CLASS", 3)
+    diff = _many_changes(tmp_path)
+    counts = diff.counts
+    assert counts[NO_LONGER_RAISES] > 3 and counts[REGRESSED] > 3, counts
+    out = tmp_path / "r"
+    diff.write(out, OLD, SELECTION)
+    data = json.loads((out / "baseline.json").read_text())
+    lines = _rows(out / CASES_FILE)
+    assert "cases" not in data and data["cases_file"] == CASES_FILE and data["cases_total"] == len(lines)
+    assert len(lines) == len(diff.changes) and lines[0]["class"] == REGRESSED  # regressions first
+    assert lines == [json.loads(json.dumps(c.to_json())) for c in diff.ordered()]  # each line: to_json()
+    assert all(Case.from_json(x["case"]).case_id == x["id"] and "old_outcome" in x and "new_outcome" in x
+               for x in lines)
+    assert data["examples_per_class"] == 3
+    assert {k: len(v) for k, v in data["examples"].items()} == {REGRESSED: 3, NO_LONGER_RAISES: 3}
+    assert [e["id"] for e in data["examples"][REGRESSED]] == [x["id"] for x in lines[:3]]
+    assert all(e["repro"].startswith("python -m paddle_spmd_port infer") for v in data["examples"].values()
+               for e in v)
+    assert data["groups"] == {"layer_norm@registry": {REGRESSED: counts[REGRESSED],
+                                                      NO_LONGER_RAISES: counts[NO_LONGER_RAISES]}}
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_an_interrupted_write_leaves_no_temp_file_and_the_partial_report_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    diff = _many_changes(tmp_path)
+    out = tmp_path / "r"
+    real, written = baseline.Change.json_line, []
+
+    def stop(self: baseline.Change) -> str:
+        if len(written) == 5:
+            raise KeyboardInterrupt  # (a signal arriving while the cases are written)
+        written.append(self)
+        return real(self)
+
+    monkeypatch.setattr(baseline.Change, "json_line", stop)
+    with pytest.raises(KeyboardInterrupt):
+        diff.write(out, OLD, SELECTION, "SIGTERM")
+    assert list(out.iterdir()) == []  # no temp file, no half cases file
+    monkeypatch.setattr(baseline.Change, "json_line", real)
+    diff.write(out, OLD, SELECTION, "SIGTERM")
+    data = json.loads((out / "baseline.json").read_text())
+    assert data["status"].startswith("INTERRUPTED by SIGTERM")
+    assert (out / "baseline.md").read_text().startswith("**INTERRUPTED by SIGTERM")
+    assert len(_rows(out / CASES_FILE)) == data["cases_total"] == len(diff.changes)
+    assert sorted(p.name for p in out.iterdir()) == [CASES_FILE, "baseline.html", "baseline.json", "baseline.md"]
 
 
 def test_invalid_input_answered_from_unset_memory_is_unstable_not_a_regression(tmp_path: Path) -> None:
@@ -282,10 +343,12 @@ def test_a_build_against_its_own_baseline_has_0_changed_cases(saved: Path, tmp_p
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("baseline 3.3.1") and ": 0 changed cases (0 regressed, 0 fixed" in last, last
     data = json.loads((tmp_path / "r" / "baseline.json").read_text())
+    cases = _rows(tmp_path / "r" / CASES_FILE)
     # the few invalid inputs Paddle answers from memory it never set may come out "unstable": never changed
     assert data["status"].startswith("UNCHANGED")
     assert data["unchanged"] + data["counts"][UNSTABLE] == header["rows"]
-    assert all(c["class"] == UNSTABLE and "-invalid-" in c["id"] for c in data["cases"])
+    assert all(c["class"] == UNSTABLE and "-invalid-" in c["id"] for c in cases)
+    assert data["cases_total"] == len(cases) == data["counts"][UNSTABLE]
 
 
 @pytest.mark.native
@@ -296,8 +359,10 @@ def test_a_doctored_baseline_triages_the_edited_cell(saved: Path, tmp_path: Path
                    timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     data = json.loads((tmp_path / "r" / "baseline.json").read_text())
-    assert [(c["class"], c["id"]) for c in data["cases"] if c["class"] != UNSTABLE] == [(klass, ids[0])]
-    assert data["cases"][0]["repro"].startswith("python -m paddle_spmd_port infer --backend registry --case-json '")
+    cases = _rows(tmp_path / "r" / CASES_FILE)
+    assert [(c["class"], c["id"]) for c in cases if c["class"] != UNSTABLE] == [(klass, ids[0])]
+    assert cases[0]["repro"].startswith("python -m paddle_spmd_port infer --backend registry --case-json '")
+    assert data["examples"][klass][0]["repro"] == cases[0]["repro"]
     assert ": 1 changed cases (" in done.stdout.strip().splitlines()[-1]
 
 

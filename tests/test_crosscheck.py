@@ -15,6 +15,7 @@ the measured diffs of docs/measurements/2026-12-01-release-diffs.md) agree with 
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import pytest
 from paddle_spmd_port.case import Case
 from paddle_spmd_port.outcome import ErrorInfo, Outcome, port_outcome
 from paddle_spmd_port.parity import crosscheck
-from paddle_spmd_port.parity.baseline import Diff, Saver, load
+from paddle_spmd_port.parity.baseline import CASES_FILE, Diff, Saver, load
 from paddle_spmd_port.parity.grid import grid_for
 from paddle_spmd_port.parity.releases import release_for
 from paddle_spmd_port.parity.validity import input_problem
@@ -82,6 +83,13 @@ def _write_diff(tmp_path: Path, rows: list[tuple[Case, Outcome, Outcome]], missi
     return out / "baseline.json"
 
 
+def _inline(path: Path) -> dict:
+    """The diff at ``path`` as one JSON value, its changed cases inline (the form load_diff also reads)."""
+    data = crosscheck.load_diff(path)
+    del data["cases_file"], data["cases_total"]
+    return data
+
+
 def _wording_rows() -> list[tuple[Case, Outcome, Outcome]]:
     rows = []
     for rule, case_id in (("instance_norm", "instance_norm-invalid-1"), ("instance_norm", "instance_norm-invalid-4"),
@@ -119,7 +127,7 @@ def test_diffs_of_one_pair_are_checked_as_one(tmp_path: Path, capsys: pytest.Cap
     assert crosscheck.main([str(a)]) == 1  # alone, group_norm_base's case is missing
     assert crosscheck.main([str(a), str(b)]) == 0
     assert "AGREE: 4 explained" in capsys.readouterr().out
-    other = json.loads(b.read_text())
+    other = _inline(b)
     other["old"]["paddle"]["version"] = "3.1.0"
     (tmp_path / "c.json").write_text(json.dumps(other))
     assert crosscheck.main([str(a), str(tmp_path / "c.json")]) == 2
@@ -188,7 +196,8 @@ def test_an_incomplete_diff_exits_3(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    good = json.loads(_write_diff(tmp_path, _wording_rows()).read_text())
+    path = _write_diff(tmp_path, _wording_rows())
+    good = _inline(path)
     bad = tmp_path / "bad.json"
     for text, words in (("{", "not readable JSON"), ("[]", "not a baseline diff"),
                         (json.dumps({**good, "cases": [{k: v for k, v in c.items() if k != "old_outcome"}
@@ -202,6 +211,21 @@ def test_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert crosscheck.main([str(tmp_path / "absent.json")]) == 2
     assert crosscheck.main([str(bad), "--profile", "9.9.9"]) == 2
     capsys.readouterr()
+    # the summary without its cases file, or with one cut short, truncated or not gzip: refused, one line
+    cases = path.parent / CASES_FILE
+    whole = cases.read_bytes()
+    lines = gzip.decompress(whole).splitlines(keepends=True)
+    for content, words in ((None, f"{CASES_FILE} (the changed cases of {path}) does not exist"),
+                           (gzip.compress(b"".join(lines[:-1])), "holds 3 cases where baseline.json says 4"),
+                           (whole[:len(whole) // 2], "is not a readable cases file (EOFError)"),
+                           (b"not gzip", "is not a readable cases file (BadGzipFile)"),
+                           (gzip.compress(b"{\n"), "is not a readable cases file (JSONDecodeError)")):
+        cases.unlink(missing_ok=True)
+        if content is not None:
+            cases.write_bytes(content)
+        assert crosscheck.main([str(path)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert words in err and len(err.splitlines()) == 1, err
 
 
 @pytest.mark.parametrize("sample", sorted(DATA.glob("diff-*-sample.json")), ids=lambda p: p.name)

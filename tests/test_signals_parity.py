@@ -3,7 +3,8 @@
 Checked: exit 130 / 143, one line on stderr and no traceback, no process of the run left (every
 process that inherited the run's token), every worker the run started ended (and reaped) by the
 run itself before it exited, no temp file left, and a partial report whose first line says it was
-interrupted, with the unfinished groups marked.
+interrupted, with the unfinished groups marked (with ``--baseline``: the diff's baseline.md,
+baseline.json and baseline-cases.jsonl.gz too, the first two saying it was interrupted).
 
 Why the second check: a worker the run forgets to stop dies anyway soon after the run exits (its
 next write hits a closed pipe), so "nothing left afterwards" cannot tell the two apart. The test
@@ -108,10 +109,21 @@ def adopted(pids: list[int]) -> list[int]:
     return found
 
 
+def _empty_baseline(path: Path, argv: list[str]) -> Path:
+    """A baseline of ``argv``'s selection holding no row (every case of the diff: not in the baseline)."""
+    from paddle_spmd_port.parity.baseline import Saver
+    from paddle_spmd_port.parity.cli import parse_args
+
+    saver = Saver(path)
+    saver.finish({"version": "3.3.1", "commit": "0"}, parse_args(argv).selection)
+    return path
+
+
 @pytest.mark.parametrize(("sig", "backend", "code"), [
     pytest.param(signal.SIGINT, "compiled", 130, id="SIGINT-compiled"),
     pytest.param(signal.SIGTERM, "compiled", 143, id="SIGTERM-compiled"),
-    pytest.param(signal.SIGTERM, "pir", 143, id="SIGTERM-pir"),
+    # (with --baseline: the diff's partial report is written too, its cases file through a temp file)
+    pytest.param(signal.SIGTERM, "pir", 143, id="SIGTERM-pir-baseline"),
     # each rule's default routes: the PIR group runs alongside the compiled one (parity/cli.py's BackgroundGroup)
     pytest.param(signal.SIGTERM, None, 143, id="SIGTERM-default-routes"),
 ])
@@ -123,11 +135,14 @@ def test_signal_ends_workers_and_writes_the_partial_report(tmp_path, sig, backen
     tmp.mkdir()
     report_dir = tmp_path / "r"
     env = dict(os.environ, PYTHONPATH=str(REPO), TMPDIR=str(tmp), **{token: "1"})
+    argv = ["--quiet", "--rules", "batch_norm_grad,layer_norm_grad", *(["--backend", backend] if backend else []),
+            "--report-dir", str(report_dir)]
+    baseline = backend == "pir"
+    if baseline:
+        argv += ["--baseline", str(_empty_baseline(tmp_path / "base.jsonl.gz", argv))]
     with adopting_orphans():
         proc = subprocess.Popen(
-            [sys.executable, "-m", "paddle_spmd_port", "parity", "--quiet", "--rules",
-             "batch_norm_grad,layer_norm_grad", *(["--backend", backend] if backend else []),
-             "--report-dir", str(report_dir)],
+            [sys.executable, "-m", "paddle_spmd_port", "parity", *argv],
             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
         try:
             # every route of the run has its workers up (the PIR group's start later than the compiled callers)
@@ -164,3 +179,9 @@ def test_signal_ends_workers_and_writes_the_partial_report(tmp_path, sig, backen
     assert any(s == "interrupted" for s in states.values()), states
     reasons = [why for cov in data["coverage"].values() for why in cov["uncompared_reasons"]]
     assert f"not run: interrupted by {sig.name}" in reasons
+    assert not [p.name for p in report_dir.iterdir() if p.name.startswith(".")], "temp files left in the report dir"
+    if baseline:
+        summary = json.loads((report_dir / "baseline.json").read_text())
+        assert summary["status"].startswith(f"INTERRUPTED by {sig.name}"), summary["status"]
+        assert (report_dir / "baseline.md").read_text().startswith(f"**INTERRUPTED by {sig.name}")
+        assert (report_dir / summary["cases_file"]).is_file()

@@ -33,10 +33,14 @@ A case is *uncompared* when either side has no outcome (not run in either build,
 the other run lacks, or a case whose JSON differs: the port's grid changed); the diff then fails
 closed (exit 3). Exit: 1 on any regression (outranks 3), else 3 on any uncompared case, else 0.
 Written to the report dir: ``baseline.md`` (regressions first, a repro line per changed case for
-each build), ``baseline.json`` (every changed case, both outcomes whole: what :mod:`.crosscheck`
-reads to hold a release profile to the diff) and ``baseline.html`` (the same as a page, with a map
-per rule of where the changes are: parity/pages.py); the console's last line reads
-``baseline OLD -> NEW: N changed cases (R regressed, F fixed, ...)``.
+each build), ``baseline-cases.jsonl.gz`` (every changed case, one JSON line each, regressions first,
+both outcomes whole: what :mod:`.crosscheck` reads to hold a release profile to the diff; written
+line by line), ``baseline.json`` (a summary: status, summary line, counts, counts per group, and
+the first :data:`EXAMPLES_PER_CLASS` changed cases of each class, each with its repro line) and
+``baseline.html`` (the same as a page, with a map per rule of where the changes are:
+parity/pages.py); the console's last line reads
+``baseline OLD -> NEW: N changed cases (R regressed, F fixed, ...)``. An interrupted run writes
+all of them, of the cases compared so far.
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ from typing import IO, Any
 
 from ..case import Case
 from ..outcome import Outcome
-from ..reporting import markdown_table, write_atomic, write_json
+from ..reporting import _create_temp, markdown_table, write_atomic, write_json
 from ..rules.signatures import rule_spec
 from ..runctl import UsageError
 from .compare import outcome_cells
@@ -62,6 +66,12 @@ from .validity import input_problem
 
 FORMAT = "paddle_spmd_port native baseline"
 FORMAT_VERSION = 1
+DIFF_FORMAT = "paddle_spmd_port baseline diff"
+DIFF_FORMAT_VERSION = 2
+"""baseline.json's format: 2 = a summary naming ``baseline-cases.jsonl.gz`` (1, unnamed: every case inline)."""
+CASES_FILE = "baseline-cases.jsonl.gz"
+EXAMPLES_PER_CLASS = 20
+"""Changed cases of each class baseline.json keeps (with their repro lines); every one is in CASES_FILE."""
 
 REGRESSED, FIXED, CHANGED, NEWLY_RAISES, NO_LONGER_RAISES, UNSTABLE = (
     "regressed", "fixed", "changed", "newly raises", "no longer raises", "unstable")
@@ -247,10 +257,22 @@ class Change:
     diffs: list[str]
 
     def to_json(self) -> dict[str, Any]:
+        return {**self._fields(), "case": self.case.to_json()}
+
+    def json_line(self) -> str:
+        """``to_json()`` as one line of JSON, the case's text spliced in last (:meth:`Case.json_text`)."""
+        return str(_dumps(self._fields()))[:-1] + ',"case":' + self.case.json_text() + "}"
+
+    def example(self) -> dict[str, Any]:
+        """What baseline.json shows of the case: the whole outcomes and the case's JSON are in the
+        cases file (and the repro line holds the case)."""
+        return {k: v for k, v in self._fields().items() if k not in ("old_outcome", "new_outcome")}
+
+    def _fields(self) -> dict[str, Any]:
         return {"class": self.klass, "rule": self.rule, "backend": self.backend, "id": self.case.case_id,
                 "describe": self.case.describe(), "old": str(self.old), "new": str(self.new),
                 "old_verdict": self.old_verdict, "new_verdict": self.new_verdict, "diffs": self.diffs,
-                "repro": one_line_repro(self.case, self.backend), "case": self.case.to_json(),
+                "repro": one_line_repro(self.case, self.backend),
                 # both outcomes whole, for a reader that re-judges them (parity/crosscheck.py)
                 "old_outcome": self.old.to_json(), "new_outcome": self.new.to_json()}
 
@@ -379,18 +401,47 @@ class Diff:
                           f"  - repro under {new_name}: `{repro}`"]
         return "\n".join(lines) + "\n"
 
+    def ordered(self) -> list[Change]:
+        """The changed cases in report order: regressions first, unstable last."""
+        order = (*CLASSES, UNSTABLE)
+        return sorted(self.changes, key=lambda ch: order.index(ch.klass))
+
     def to_json(self, new_paddle: dict[str, Any], selection: dict[str, Any], interrupted: str = "") -> dict[str, Any]:
-        return {"status": self.status(interrupted), "summary": self.summary_line(new_paddle),
+        """baseline.json: the summary; the changed cases themselves are in :data:`CASES_FILE`."""
+        per_group: dict[str, Counter[str]] = {}
+        examples: dict[str, list[dict[str, Any]]] = {}
+        for ch in self.ordered():
+            per_group.setdefault(f"{ch.rule}@{ch.backend}", Counter())[ch.klass] += 1
+            shown = examples.setdefault(ch.klass, [])
+            if len(shown) < EXAMPLES_PER_CLASS:
+                shown.append(ch.example())
+        return {"format": DIFF_FORMAT, "format_version": DIFF_FORMAT_VERSION,
+                "status": self.status(interrupted), "summary": self.summary_line(new_paddle),
                 "old": {"paddle": self.stored.paddle, "selection": self.stored.header.get("selection"),
                         "file": str(self.stored.path)},
                 "new": {"paddle": new_paddle, "selection": selection},
                 "counts": {k: self.counts[k] for k in (*CLASSES, UNSTABLE)}, "unchanged": self.unchanged,
                 "uncompared": dict((self.uncompared + self.missing()).most_common()),
-                "cases": [ch.to_json() for ch in sorted(self.changes, key=lambda ch: (*CLASSES, UNSTABLE)
-                                                        .index(ch.klass))]}
+                "groups": {g: {k: n[k] for k in (*CLASSES, UNSTABLE) if n[k]} for g, n in per_group.items()},
+                "cases_file": CASES_FILE, "cases_total": len(self.changes),
+                "examples_per_class": EXAMPLES_PER_CLASS, "examples": examples}
+
+    def write_cases(self, path: Path) -> None:
+        """Every changed case, one JSON line each in report order, gzip, written line by line through a
+        temp file next to ``path`` (removed on any way out but the rename: a signal, a full disk)."""
+        fd, tmp = _create_temp(path)
+        try:
+            with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as gz:
+                for ch in self.ordered():
+                    gz.write((ch.json_line() + "\n").encode("utf-8"))
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     def write(self, out: Path, new_paddle: dict[str, Any], selection: dict[str, Any], interrupted: str = "") -> None:
         out.mkdir(parents=True, exist_ok=True)
+        self.write_cases(out / CASES_FILE)
         write_json(out / "baseline.json", self.to_json(new_paddle, selection, interrupted))
         write_atomic(out / "baseline.md", self.markdown(new_paddle, selection, interrupted))
         from .pages import baseline_page
@@ -406,5 +457,5 @@ class Diff:
         return bool(self.uncompared) or bool(self.missing())
 
 
-__all__ = ["CLASSES", "FORMAT", "Diff", "Saver", "Stored", "build_text", "cell_diffs", "load", "outcome_text",
-           "triage"]
+__all__ = ["CASES_FILE", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS", "FORMAT", "Diff", "Saver", "Stored",
+           "build_text", "cell_diffs", "load", "outcome_text", "triage"]

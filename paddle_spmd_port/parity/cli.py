@@ -37,9 +37,9 @@ directory) on stderr, unless --quiet.
 
 --save-baseline FILE keeps every native outcome of a finished run; --baseline FILE diffs the
 installed Paddle's outcomes with a stored run of the same selection, native against native, and
-triages each changed case with the oracle (parity/baseline.py: baseline.md and baseline.json in
-the report directory); the exit status is then the diff's: 1 on any regression, 3 on any case not
-compared with the baseline, else 0.
+triages each changed case with the oracle (parity/baseline.py: baseline.md, baseline.json and
+baseline-cases.jsonl.gz in the report directory); the exit status is then the diff's: 1 on any
+regression, 3 on any case not compared with the baseline, else 0.
 
 The report goes to reports/parity for the whole default sweep and to
 reports/parity-<selection> for any narrower one, so a sample never replaces the full sweep's
@@ -141,7 +141,8 @@ def build_parser() -> ArgumentParser:
     ap.add_argument("--baseline", type=path_text, default=None, metavar="FILE",
                     help="compare the installed Paddle's native outcomes with FILE's (a --save-baseline of the same "
                          "selection), cell by cell, and triage each changed case with the oracle (regressed, fixed, "
-                         "changed, newly raises, no longer raises): baseline.md and baseline.json in --report-dir. "
+                         "changed, newly raises, no longer raises): baseline.md, baseline.json (a summary) and "
+                         "baseline-cases.jsonl.gz (every changed case) in --report-dir. "
                          "The exit code is then the diff's: 1 on any regression, 3 on any case not compared with "
                          "the baseline, else 0 (the port's mismatches stay in parity.md)")
     ap.add_argument("--show-repro", action="store_true", help="print a standalone Python snippet per mismatch")

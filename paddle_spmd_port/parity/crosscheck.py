@@ -4,9 +4,10 @@ A release profile (:mod:`.releases`) lists how an older Paddle release answers d
 3.3.1, the release the port reproduces. A baseline diff (:mod:`.baseline`) measures exactly that:
 a baseline saved under the older release, diffed under 3.3.1 (or the other way round), lists every
 (rule, route, case) whose native outcome changed. This module reads the diff's ``baseline.json``
-and holds each changed case's release-side outcome to the port's answer, as the release's own
-sweep would (the port equals 3.3.1 cell by cell): the first known difference whose matcher
-recognises it explains it (:meth:`ReleaseProfile.explain`'s order). Three kinds of changed case
+(and the ``baseline-cases.jsonl.gz`` next to it: every changed case) and holds each changed
+case's release-side outcome to the port's answer, as the release's own sweep would (the port
+equals 3.3.1 cell by cell): the first known difference whose matcher recognises it explains it
+(:meth:`ReleaseProfile.explain`'s order). Three kinds of changed case
 are outside any profile, counted apart and not findings:
 
     unstable          an invalid input Paddle answers from memory it never set (the diff's class)
@@ -36,7 +37,9 @@ as one: a difference is observed when any of them shows it.
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -114,7 +117,9 @@ def _explaining(differences: Sequence[KnownDifference], case: Case, port: Outcom
 
 
 def load_diff(path: Path) -> dict[str, Any]:
-    """A ``baseline.json`` written by ``parity --baseline``, checked before any work (one UsageError)."""
+    """A ``baseline.json`` written by ``parity --baseline``, checked before any work (one UsageError),
+    with ``cases``: every changed case, read from the ``baseline-cases.jsonl.gz`` it names (next to it).
+    A file that holds its cases inline (a :func:`sample`, or a diff of format 1) is read as it is."""
     valid = "give the baseline.json a parity --baseline run wrote"
     if not path.is_file():
         raise UsageError("BASELINE_JSON", f"{path} is not a file", valid)
@@ -122,14 +127,41 @@ def load_diff(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UsageError("BASELINE_JSON", f"{path} is not readable JSON ({type(exc).__name__})", valid) from None
-    if not isinstance(data, dict) or not {"old", "new", "cases", "counts"} <= set(data):
-        raise UsageError("BASELINE_JSON", f"{path} is not a baseline diff (no old/new/cases/counts)", valid)
+    if not isinstance(data, dict) or not {"old", "new", "counts"} <= set(data) \
+            or not ({"cases", "cases_file"} & set(data)):
+        raise UsageError("BASELINE_JSON", f"{path} is not a baseline diff (no old/new/counts/cases_file)", valid)
+    if "cases_file" in data:
+        data["cases"] = _read_cases(path, data)
     cases = data["cases"]
     if not isinstance(cases, list) or any(not isinstance(c, dict) or "old_outcome" not in c or "new_outcome" not in c
                                           or "case" not in c for c in cases):
         raise UsageError("BASELINE_JSON", f"{path}'s cases do not carry both outcomes whole (an older diff)",
                          "run the parity --baseline diff again with this version")
     return data
+
+
+def _read_cases(path: Path, data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The changed cases of the diff ``path`` summarises, from the cases file it names (one JSON line each)."""
+    name = data["cases_file"]
+    if not isinstance(name, str) or Path(name).name != name:
+        raise UsageError("BASELINE_JSON", f"{path} names no cases file next to it ({name!r})",
+                         "give the baseline.json a parity --baseline run wrote")
+    cases_path = path.parent / name
+    valid = f"keep {name} next to {path.name}, as parity --baseline wrote them"
+    cases: list[dict[str, Any]] = []
+    try:
+        with gzip.open(cases_path, "rt", encoding="utf-8") as fh:
+            cases.extend(json.loads(line) for line in fh)
+    except FileNotFoundError:
+        raise UsageError("BASELINE_JSON", f"{cases_path} (the changed cases of {path}) does not exist",
+                         valid) from None
+    except (OSError, EOFError, zlib.error, ValueError) as exc:  # (a truncated gzip: EOFError; bad JSON: ValueError)
+        raise UsageError("BASELINE_JSON", f"{cases_path} is not a readable cases file ({type(exc).__name__})",
+                         valid) from None
+    if data.get("cases_total") != len(cases):
+        raise UsageError("BASELINE_JSON", f"{cases_path} holds {len(cases)} cases where {path.name} says "
+                         f"{data.get('cases_total')!r} (a truncated or edited file)", valid)
+    return cases
 
 
 def release_side(data: dict[str, Any]) -> str:
@@ -217,7 +249,9 @@ def sample(data: dict[str, Any], result: Result) -> dict[str, Any]:
     keep = [{k: item[k] for k in _SAMPLE_KEYS if k in item} for item in (*result.first.values(), *result.unexplained)]
     for item in keep:
         item["diffs"] = item.get("diffs", [])[:3]
-    return {**data, "cases": keep, "sample_of": {"cases": len(data["cases"]), "kept": len(keep)}}
+    # one file, its cases inline (what load_diff reads as it is): no cases file named, no examples
+    summary = {k: v for k, v in data.items() if k not in ("cases_file", "cases_total", "examples")}
+    return {**summary, "cases": keep, "sample_of": {"cases": len(data["cases"]), "kept": len(keep)}}
 
 
 def render(result: Result, data: dict[str, Any], limit: int = 20) -> str:

@@ -54,7 +54,7 @@ COLOURS = {"match": "#2da44e", "both-raise-same": "#8fd19e", "port-rejects-inval
 assert set(SEVERITY) == set(CLASSES) == set(COLOURS)
 
 BASELINE_RECORDS = 2000
-"""Changed cases listed on baseline.html (regressions first); every one is in baseline.json."""
+"""Changed cases listed on baseline.html (regressions first); every one is in baseline-cases.jsonl.gz."""
 
 
 def parity_verdict(report: ParityReport) -> str:
@@ -174,6 +174,7 @@ def parity_page(report: ParityReport) -> str:
 
 # --------------------------------------------------------------------------- baseline.html
 def baseline_page(diff: Diff, new_paddle: dict[str, Any], selection: dict[str, Any], interrupted: str = "") -> str:
+    from .baseline import CASES_FILE as BASELINE_CASES_FILE
     from .baseline import CLASSES as CHANGE_CLASSES
     from .baseline import UNSTABLE, build_text
     from .report import one_line_repro
@@ -227,8 +228,9 @@ def baseline_page(diff: Diff, new_paddle: dict[str, Any], selection: dict[str, A
                       (f"{ch.rule}@{ch.backend}", ch.case.case_id, ch.case.describe(),
                        f"{ch.old} — {ch.old_verdict}", f"{ch.new} — {ch.new_verdict}", "; ".join(ch.diffs[:6])),
                       one_line_repro(ch.case, ch.backend)) for ch in shown]
-    note = (f"the first {BASELINE_RECORDS:,} of {len(changes):,}; all in baseline.json" if len(changes) > len(shown)
-            else "every changed case") + "; each repro runs under whichever build is installed: run it under each"
+    note = (f"the first {BASELINE_RECORDS:,} of {len(changes):,}; all in {BASELINE_CASES_FILE}"
+            if len(changes) > len(shown) else "every changed case") \
+        + "; each repro runs under whichever build is installed: run it under each"
     sections.append(section("Changed cases", records_table("rec-baseline", ("group", "id", "case", f"old ({old_name})",
                                                                             f"new ({new_name})", "cells"),
                                                            records, colours, note)))
