@@ -159,6 +159,18 @@ def test_the_diff_is_a_summary_and_every_case_a_json_line(tmp_path: Path, monkey
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
 
 
+def test_the_markdown_lists_at_most_its_cap_of_a_class_and_points_to_the_cases_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(baseline, "MARKDOWN_PER_CLASS", 2)
+    diff = _many_changes(tmp_path)
+    n = diff.counts[REGRESSED]
+    assert n > 2
+    text = diff.markdown(OLD, SELECTION)
+    part = text.split(f"## {REGRESSED} ({n})")[1].split("\n## ")[0]
+    assert part.count("repro under") == 2 * 2  # two cases, a line per build
+    assert f"The first 2 of {n}; every one is in `{CASES_FILE}`." in part
+
+
 def test_an_interrupted_write_leaves_no_temp_file_and_the_partial_report_is_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     diff = _many_changes(tmp_path)

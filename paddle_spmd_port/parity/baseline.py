@@ -33,7 +33,7 @@ A case is *uncompared* when either side has no outcome (not run in either build,
 the other run lacks, or a case whose JSON differs: the port's grid changed); the diff then fails
 closed (exit 3). Exit: 1 on any regression (outranks 3), else 3 on any uncompared case, else 0.
 Written to the report dir: ``baseline.md`` (regressions first, a repro line per changed case for
-each build), ``baseline-cases.jsonl.gz`` (every changed case, one JSON line each, regressions first,
+each build, at most :data:`MARKDOWN_PER_CLASS` cases a class), ``baseline-cases.jsonl.gz`` (every changed case, one JSON line each, regressions first,
 both outcomes whole: what :mod:`.crosscheck` reads to hold a release profile to the diff; written
 line by line), ``baseline.json`` (a summary: status, summary line, counts, counts per group, and
 the first :data:`EXAMPLES_PER_CLASS` changed cases of each class, each with its repro line) and
@@ -71,6 +71,8 @@ DIFF_FORMAT_VERSION = 2
 """baseline.json's format: 2 = a summary naming ``baseline-cases.jsonl.gz`` (1, unnamed: every case inline)."""
 CASES_FILE = "baseline-cases.jsonl.gz"
 EXAMPLES_PER_CLASS = 20
+#: baseline.md lists at most this many changed cases of a class (a full route's diff holds 100,000s)
+MARKDOWN_PER_CLASS = 200
 """Changed cases of each class baseline.json keeps (with their repro lines); every one is in CASES_FILE."""
 
 REGRESSED, FIXED, CHANGED, NEWLY_RAISES, NO_LONGER_RAISES, UNSTABLE = (
@@ -391,7 +393,9 @@ class Diff:
             if not items:
                 continue
             lines += ["", f"## {klass} ({len(items)})", ""]
-            for ch in items:
+            if len(items) > MARKDOWN_PER_CLASS:
+                lines += [f"The first {MARKDOWN_PER_CLASS} of {len(items)}; every one is in `{CASES_FILE}`.", ""]
+            for ch in items[:MARKDOWN_PER_CLASS]:
                 repro = one_line_repro(ch.case, ch.backend)
                 lines += [f"* `{ch.rule}@{ch.backend}` `{ch.case.case_id}`: `{ch.case.describe()}`",
                           f"  - old ({old_name}): `{ch.old}` — {ch.old_verdict}",
@@ -457,5 +461,5 @@ class Diff:
         return bool(self.uncompared) or bool(self.missing())
 
 
-__all__ = ["CASES_FILE", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS", "FORMAT", "Diff", "Saver", "Stored",
-           "build_text", "cell_diffs", "load", "outcome_text", "triage"]
+__all__ = ["CASES_FILE", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS", "FORMAT", "MARKDOWN_PER_CLASS", "Diff",
+           "Saver", "Stored", "build_text", "cell_diffs", "load", "outcome_text", "triage"]
