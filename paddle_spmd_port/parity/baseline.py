@@ -33,14 +33,14 @@ A case is *uncompared* when either side has no outcome (not run in either build,
 the other run lacks, or a case whose JSON differs: the port's grid changed); the diff then fails
 closed (exit 3). Exit: 1 on any regression (outranks 3), else 3 on any uncompared case, else 0.
 Written to the report dir: ``baseline.md`` (regressions first, a repro line per changed case for
-each build, at most :data:`MARKDOWN_PER_CLASS` cases a class), ``baseline-cases.jsonl.gz`` (every changed case, one JSON line each, regressions first,
-both outcomes whole: what :mod:`.crosscheck` reads to hold a release profile to the diff; written
-line by line), ``baseline.json`` (a summary: status, summary line, counts, counts per group, and
-the first :data:`EXAMPLES_PER_CLASS` changed cases of each class, each with its repro line) and
-``baseline.html`` (the same as a page, with a map per rule of where the changes are:
-parity/pages.py); the console's last line reads
-``baseline OLD -> NEW: N changed cases (R regressed, F fixed, ...)``. An interrupted run writes
-all of them, of the cases compared so far.
+each build, at most :data:`MARKDOWN_PER_CLASS` cases a class), ``baseline-cases.jsonl.gz`` (every
+changed case, one JSON line each, regressions first, both outcomes whole: what :mod:`.crosscheck`
+reads to hold a release profile to the diff; written line by line), ``baseline.json`` (a summary:
+status, summary line, counts, counts per group, and the first :data:`EXAMPLES_PER_CLASS` changed
+cases of each class, each with its repro line) and ``baseline.html`` (the same as a page, with a map
+per rule of where the changes are: parity/pages.py); the console's last line reads ``baseline OLD ->
+NEW: N changed cases (R regressed, F fixed, ...)``. An interrupted run writes all of them, of the
+cases compared so far.
 """
 
 from __future__ import annotations
