@@ -76,6 +76,12 @@ static PyObject *s_shape, *s_dims_mapping, *s_mesh, *s_partial_dims, *s_valid_on
     *s_inputs, *s_outputs, *s_optional, *s_init, *empty_tuple,
     *s_length, *s_mesh_dim, *s_duplicate, *s_partial_range, *s_partial_shard, *empty_frozenset;
 
+/* A set's items without an iterator object (one allocation per partial-dims set read), where
+ * CPython's set API has it (3.13 took _PySet_NextEntry into its internals: an iterator there). */
+#if PY_VERSION_HEX < 0x030D0000
+#define HAVE_SET_NEXT 1
+#endif
+
 /* ---- DistTensorSpec.__init__ ------------------------------------------------------------------ */
 /* The integers the fast path converts, as types._as_int does: an exact int as it is; an int subclass
  * (bool: True is 1) and a numpy integer scalar by PyNumber_Index, which is what operator.index calls.
@@ -230,6 +236,15 @@ static PyObject *partial_set(PyObject *partial) {
         return NULL;
     if (exact) {
         int all_exact = 1;
+#ifdef HAVE_SET_NEXT
+        Py_ssize_t pos = 0;
+        Py_hash_t hash;
+        while (all_exact && _PySet_NextEntry(partial, &pos, &p, &hash)) /* p borrowed */
+            all_exact = PyLong_CheckExact(p);
+        if (all_exact)
+            return Py_NewRef(partial);
+    }
+#else
         it = PyObject_GetIter(partial);
         if (it == NULL)
             return NULL;
@@ -243,6 +258,7 @@ static PyObject *partial_set(PyObject *partial) {
         if (all_exact)
             return Py_NewRef(partial);
     }
+#endif
     out = PyFrozenSet_New(NULL);
     it = out == NULL ? NULL : PyObject_GetIter(partial);
     if (it == NULL) {
@@ -340,15 +356,24 @@ static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
         }
     }
     if (PySet_GET_SIZE(partial) > 0) {
-        PyObject *it = PyObject_GetIter(partial), *p, *found = NULL;
+        PyObject *p, *found = NULL;
         int known = 1;
         long bad_p = 0;
+#ifdef HAVE_SET_NEXT
+        Py_ssize_t pos = 0;
+        Py_hash_t hash;
+        while (_PySet_NextEntry(partial, &pos, &p, &hash)) { /* p borrowed; no iterator made */
+#else
+        PyObject *it = PyObject_GetIter(partial);
         if (it == NULL)
             return -1;
         while ((p = PyIter_Next(it)) != NULL) { /* every item: the smallest bad one names the problem */
+#endif
             int overflow = 0;
             long v = PyLong_CheckExact(p) ? PyLong_AsLongAndOverflow(p, &overflow) : (known = 0, 0);
+#ifndef HAVE_SET_NEXT
             Py_DECREF(p);
+#endif
             if (overflow || (v == -1 && PyErr_Occurred())) {
                 PyErr_Clear();
                 known = 0;
@@ -358,7 +383,9 @@ static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
                 found = v < 0 || v >= (long)n ? s_partial_range : s_partial_shard;
             }
         }
+#ifndef HAVE_SET_NEXT
         Py_DECREF(it);
+#endif
         if (PyErr_Occurred())
             return -1;
         if (found == NULL && known)
