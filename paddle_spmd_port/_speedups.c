@@ -76,6 +76,12 @@ static PyObject *s_shape, *s_dims_mapping, *s_mesh, *s_partial_dims, *s_valid_on
     *s_inputs, *s_outputs, *s_optional, *s_init, *empty_tuple,
     *s_length, *s_mesh_dim, *s_duplicate, *s_partial_range, *s_partial_shard, *empty_frozenset;
 
+/* A set's items without an iterator object (one allocation per partial-dims set read), where
+ * CPython's set API has it (3.13 took _PySet_NextEntry into its internals: an iterator there). */
+#if PY_VERSION_HEX < 0x030D0000
+#define HAVE_SET_NEXT 1
+#endif
+
 /* ---- DistTensorSpec.__init__ ------------------------------------------------------------------ */
 /* The integers the fast path converts, as types._as_int does: an exact int as it is; an int subclass
  * (bool: True is 1) and a numpy integer scalar by PyNumber_Index, which is what operator.index calls.
@@ -182,6 +188,28 @@ static PyObject *mapping_tuple(PyObject *dm, int *coshard) {
     return out;
 }
 
+/* The frozensets of mesh dims 0..7 given as a tuple or list (a user's partial_dims are a dim or two of
+ * a small mesh), by their bitmask, made on first use: frozensets are immutable, so a spec may share
+ * one as it shares the empty frozenset, and a list's partial dims cost no set built per spec. */
+#define SMALL_SETS 256
+static PyObject *small_sets[SMALL_SETS];
+
+static PyObject *small_set(PyObject *seq, Py_ssize_t n) {
+    Py_ssize_t i;
+    unsigned mask = 0;
+    for (i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        int overflow = 0;
+        long v = PyLong_AsLongAndOverflow(item, &overflow); /* an exact int: no error but overflow */
+        if (overflow || v < 0 || v >= 8)
+            return NULL;
+        mask |= 1u << v;
+    }
+    if (small_sets[mask] == NULL)
+        small_sets[mask] = PyFrozenSet_New(seq); /* NULL on an error: PyErr_Occurred tells */
+    return Py_XNewRef(small_sets[mask]);
+}
+
 /* `partial` as a frozenset of exact ints (the very frozenset when it already is one); NULL as
  * int_tuple (a tuple, list, set or frozenset is read; anything else the reference decides). */
 static PyObject *partial_set(PyObject *partial) {
@@ -191,8 +219,12 @@ static PyObject *partial_set(PyObject *partial) {
         Py_ssize_t i, n = PySequence_Fast_GET_SIZE(partial);
         for (i = 0; i < n && PyLong_CheckExact(PySequence_Fast_GET_ITEM(partial, i)); i++)
             ;
-        if (i == n)
+        if (i == n) {
+            out = small_set(partial, n);
+            if (out != NULL || PyErr_Occurred())
+                return out;
             return PyFrozenSet_New(partial);
+        }
         items = int_tuple(partial);
         if (items == NULL)
             return NULL;
@@ -204,6 +236,15 @@ static PyObject *partial_set(PyObject *partial) {
         return NULL;
     if (exact) {
         int all_exact = 1;
+#ifdef HAVE_SET_NEXT
+        Py_ssize_t pos = 0;
+        Py_hash_t hash;
+        while (all_exact && _PySet_NextEntry(partial, &pos, &p, &hash)) /* p borrowed */
+            all_exact = PyLong_CheckExact(p);
+        if (all_exact)
+            return Py_NewRef(partial);
+    }
+#else
         it = PyObject_GetIter(partial);
         if (it == NULL)
             return NULL;
@@ -217,6 +258,7 @@ static PyObject *partial_set(PyObject *partial) {
         if (all_exact)
             return Py_NewRef(partial);
     }
+#endif
     out = PyFrozenSet_New(NULL);
     it = out == NULL ? NULL : PyObject_GetIter(partial);
     if (it == NULL) {
@@ -265,14 +307,13 @@ static long small_index(PyObject *item, long limit, int allow_minus_one) {
  * error. When 0 because of a partial dim (everything before it valid), *what is the problem's interned
  * name, found as spec_problem finds it (the smallest partial dim outside the mesh or also sharding), so
  * that the build does not go over the values again; else *what stays NULL. */
-static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial, PyObject **what) {
+static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial, PyObject **what,
+                        Py_ssize_t *ndim) {
     Py_ssize_t rank, i, n;
     PyObject *mesh_shape;
     unsigned long long used = 0;
+    *ndim = -1;
     if (Py_TYPE(mesh) != Mesh_t)
-        return 0;
-    rank = PyTuple_GET_SIZE(shape);
-    if (PyTuple_GET_SIZE(dm) != rank)
         return 0;
     mesh_shape = PyObject_GetAttr(mesh, s_shape);
     if (mesh_shape == NULL) {
@@ -282,6 +323,10 @@ static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
     n = PyTuple_CheckExact(mesh_shape) ? PyTuple_GET_SIZE(mesh_shape) : 0;
     Py_DECREF(mesh_shape);
     if (n < 1 || n > 63)
+        return 0;
+    *ndim = n; /* spec_problem need not read it again */
+    rank = PyTuple_GET_SIZE(shape);
+    if (PyTuple_GET_SIZE(dm) != rank)
         return 0;
     for (i = 0; i < rank; i++) {
         long m;
@@ -311,15 +356,24 @@ static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
         }
     }
     if (PySet_GET_SIZE(partial) > 0) {
-        PyObject *it = PyObject_GetIter(partial), *p, *found = NULL;
+        PyObject *p, *found = NULL;
         int known = 1;
         long bad_p = 0;
+#ifdef HAVE_SET_NEXT
+        Py_ssize_t pos = 0;
+        Py_hash_t hash;
+        while (_PySet_NextEntry(partial, &pos, &p, &hash)) { /* p borrowed; no iterator made */
+#else
+        PyObject *it = PyObject_GetIter(partial);
         if (it == NULL)
             return -1;
         while ((p = PyIter_Next(it)) != NULL) { /* every item: the smallest bad one names the problem */
+#endif
             int overflow = 0;
             long v = PyLong_CheckExact(p) ? PyLong_AsLongAndOverflow(p, &overflow) : (known = 0, 0);
+#ifndef HAVE_SET_NEXT
             Py_DECREF(p);
+#endif
             if (overflow || (v == -1 && PyErr_Occurred())) {
                 PyErr_Clear();
                 known = 0;
@@ -329,7 +383,9 @@ static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
                 found = v < 0 || v >= (long)n ? s_partial_range : s_partial_shard;
             }
         }
+#ifndef HAVE_SET_NEXT
         Py_DECREF(it);
+#endif
         if (PyErr_Occurred())
             return -1;
         if (found == NULL && known)
@@ -449,7 +505,8 @@ static int put_mapping(Text *t, PyObject *dm) {
     return 0;
 }
 
-static PyObject *spec_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial, PyObject *arg) {
+static PyObject *spec_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial, PyObject *arg,
+                              Py_ssize_t known_ndim) {
     Text t, mesh_text;
     PyObject *mesh_shape, *text, *out;
     PyObject *what = NULL; /* borrowed: one of the interned names */
@@ -464,16 +521,20 @@ static PyObject *spec_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyO
     for (i = 0; i < rank; i++)
         if (small_index(PyTuple_GET_ITEM(shape, i), LONG_MAX, 0) < 0)
             return NULL; /* a negative size (the reference raises) or one beyond a C long */
-    mesh_shape = PyObject_GetAttr(mesh, s_shape);
-    if (mesh_shape == NULL) {
-        PyErr_Clear();
-        return NULL;
+    if (arg == NULL && known_ndim > 0) { /* a spec being built: normal_valid read the mesh's rank */
+        n = known_ndim;
+    } else {
+        mesh_shape = PyObject_GetAttr(mesh, s_shape);
+        if (mesh_shape == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+        n = PyTuple_CheckExact(mesh_shape) ? PyTuple_GET_SIZE(mesh_shape) : 0;
+        i = n < 1 || n > 63 ? -1 : put_longs(&mesh_text, mesh_shape, "", "x", ""); /* str(mesh): "2x3" */
+        Py_DECREF(mesh_shape);
+        if (i < 0)
+            return NULL;
     }
-    n = PyTuple_CheckExact(mesh_shape) ? PyTuple_GET_SIZE(mesh_shape) : 0;
-    i = n < 1 || n > 63 ? -1 : put_longs(&mesh_text, mesh_shape, "", "x", ""); /* str(mesh): "2x3" */
-    Py_DECREF(mesh_shape);
-    if (i < 0)
-        return NULL;
     mesh_text.text[mesh_text.len] = '\0';
     if (arg != NULL && PyUnicode_IS_ASCII(arg)) /* "{arg}" formatted: the name first, as it is */
         put_ascii(&t, (const char *)PyUnicode_DATA(arg), (size_t)PyUnicode_GET_LENGTH(arg));
@@ -628,6 +689,7 @@ static int spec_param(PyObject *name) {
 static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames), k;
     PyObject *given[4] = {NULL, NULL, NULL, NULL}, *shape = NULL, *dm = NULL, *partial = NULL, *res, *found = NULL;
+    Py_ssize_t ndim;
     int coshard = 0, ok;
     /* the call's arguments by parameter: positional or keyword, each given once, the first three given;
      * any other call form the reference takes or rejects */
@@ -653,7 +715,7 @@ static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nar
     partial = given[3] == NULL ? Py_NewRef(empty_frozenset) : partial_set(given[3]);
     if (partial == NULL)
         goto reference_or_error;
-    ok = normal_valid(shape, dm, given[2], partial, &found);
+    ok = normal_valid(shape, dm, given[2], partial, &found, &ndim);
     if (ok < 0)
         goto error;
     if (ok) {
@@ -674,7 +736,7 @@ static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nar
      * them and names the problem; given the converted values, it skips the conversion */
     {
         PyObject *problem = found != NULL ? Py_NewRef(found) /* its name: worded when check's error is read */
-                                          : spec_problem(shape, dm, given[2], partial, NULL);
+                                          : spec_problem(shape, dm, given[2], partial, NULL, ndim);
         if (problem != NULL) {
             set_slot(self, off_shape, shape);
             set_slot(self, off_dm, dm);
@@ -734,9 +796,12 @@ static PyObject *spec_check(PyObject *self, PyObject *const *args, Py_ssize_t na
         Py_RETURN_NONE;
     if (problem == NULL || !PyUnicode_CheckExact(problem) || cls->tp_new == NULL)
         goto reference;
-    raw = PyTuple_Pack(3, unworded_marker, self, args[0]);
+    raw = PyTuple_New(3);
     if (raw == NULL)
         return NULL;
+    PyTuple_SET_ITEM(raw, 0, Py_NewRef(unworded_marker));
+    PyTuple_SET_ITEM(raw, 1, Py_NewRef(self));
+    PyTuple_SET_ITEM(raw, 2, Py_NewRef(args[0]));
     exc = cls->tp_new(cls, raw, NULL); /* BaseException.__new__(UnwordedSpecError, *raw), as the reference */
     Py_DECREF(raw);
     if (exc != NULL) {
@@ -761,7 +826,7 @@ static PyObject *spec_refusal(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (problem == NULL || !PyUnicode_CheckExact(problem) || shape == NULL || dm == NULL || mesh == NULL ||
         partial == NULL || !PyTuple_CheckExact(shape) || !PyTuple_CheckExact(dm) || !PyFrozenSet_CheckExact(partial))
         goto reference;
-    msg = spec_problem(shape, dm, mesh, partial, args[0]);
+    msg = spec_problem(shape, dm, mesh, partial, args[0], -1);
     if (msg == NULL) {
         if (PyErr_Occurred())
             return NULL;

@@ -449,6 +449,24 @@ def test_partial_dim_problems_named_as_reference():
 
 
 @needs_c
+def test_small_partial_sets_as_reference():
+    """The C build shares one frozenset per set of mesh dims 0..7 given as a list or tuple: every
+    subset of 0..8 (8 and -1 off that table), in either order, with a dim repeated, built twice (the
+    second from the table), on a mesh it fits and one it does not: the fields the reference builds."""
+    import itertools
+
+    for size in range(4):
+        for dims in itertools.combinations((-1, 0, 1, 2, 5, 7, 8), size):
+            for dims_given in (list(dims), tuple(reversed(dims)), list(dims) + list(dims[:1])):
+                for mesh in (M23, M222):
+                    for _ in range(2):
+                        c, ref = build_installed((8, 6), (-1, -1), mesh, dims_given), \
+                            build_reference((8, 6), (-1, -1), mesh, list(dims_given))
+                        assert spec_view(c) == spec_view(ref), f"{mesh} {dims_given}"
+                        assert c.partial_dims == frozenset(dims)
+
+
+@needs_c
 def test_spec_refusal_words_as_reference():
     """DistTensorSpec._refusal (C: the message and kind of check's error, worded when the error is
     first read) against types._spec_refusal on specs of every kind and odd arguments."""
