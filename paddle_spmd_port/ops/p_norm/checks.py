@@ -26,7 +26,10 @@ from typing import Any
 
 from ...errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument
 from ...types import DistTensorSpec
-from ..kit.tensor import RuleInput, as_input, attr_type_ok, check_specs, require_x_mesh
+from ..kit.checks import REAL, input_names
+from ..kit.tensor import RuleInput, as_input, attr_type_ok, check_specs, require_x_mesh, valid_inputs
+
+_FORWARD, _REVERSE, _GRAD = input_names("p_norm"), input_names("p_norm_reverse"), input_names("p_norm_grad")
 
 #: Each attribute's kind, as :func:`~paddle_spmd_port.ops.kit.tensor.attr_type_ok` reads it.
 ATTR_KINDS = (("porder", "real"), ("axis", "int"), ("epsilon", "real"), ("keepdims", "bool"), ("asvector", "bool"))
@@ -86,8 +89,22 @@ def _require_mapping_size(t: RuleInput, label: str) -> None:
             "are not matched.", kind=f"rank-vs-mapping:{t.name}")
 
 
+def _plain(attrs: tuple[Any, ...]) -> bool:
+    """The attributes have their usual exact types (the fast path's; anything else gets the full checks)."""
+    porder, axis, epsilon, keepdims, asvector = attrs
+    return type(porder) in REAL and type(axis) is int and type(epsilon) in REAL and type(keepdims) is bool \
+        and type(asvector) is bool
+
+
+def _axis_ok(axis: int, ndim: int, asvector: bool) -> bool:
+    return asvector or ndim == 0 or -ndim <= axis < ndim
+
+
 def forward_inputs(x: DistTensorSpec, attrs: tuple[Any, ...]) -> RuleInput:
     """The forward rule's checks; ``attrs`` = (porder, axis, epsilon, keepdims, asvector)."""
+    ready = valid_inputs((x,), _FORWARD)  # a valid spec on a mesh: its rank and mapping agree
+    if ready is not None and _plain(attrs) and _axis_ok(attrs[1], ready[0].ndim, attrs[4]):
+        return ready[0]
     tx = as_input(x, "x")
     check_attr_types(attrs)
     _require_mapping_size(tx, "X")
@@ -98,6 +115,11 @@ def forward_inputs(x: DistTensorSpec, attrs: tuple[Any, ...]) -> RuleInput:
 
 def reverse_inputs(x: DistTensorSpec, out: DistTensorSpec, attrs: tuple[Any, ...]) -> tuple[RuleInput, RuleInput]:
     """The reverse rule's checks. Returns (x, out)."""
+    ready = valid_inputs((x, out), _REVERSE)
+    if ready is not None and _plain(attrs):
+        tx, to = ready
+        if _axis_ok(attrs[1], tx.ndim, attrs[4]) and to.ndim == out_rank(tx.ndim, attrs[3], attrs[4]):
+            return tx, to
     tx, to = as_input(x, "x"), as_input(out, "out")
     check_attr_types(attrs)
     _require_mapping_size(to, "Out")
@@ -112,6 +134,12 @@ def reverse_inputs(x: DistTensorSpec, out: DistTensorSpec, attrs: tuple[Any, ...
 def grad_inputs(x: DistTensorSpec, out: DistTensorSpec, out_grad: DistTensorSpec,
                 attrs: tuple[Any, ...]) -> tuple[RuleInput, RuleInput, RuleInput]:
     """The grad rule's checks (Paddle makes none). Returns (x, out, out_grad)."""
+    ready = valid_inputs((x, out, out_grad), _GRAD)  # out_grad on a mesh, too
+    if ready is not None and _plain(attrs):
+        tx, to, tg = ready
+        want = out_rank(tx.ndim, attrs[3], attrs[4])
+        if _axis_ok(attrs[1], tx.ndim, attrs[4]) and to.ndim == want and tg.ndim == want:
+            return tx, to, tg
     tx, to, tg = as_input(x, "x"), as_input(out, "out"), as_input(out_grad, "out_grad")
     check_attr_types(attrs)
     check_specs(("x", x), ("out", out), ("out_grad", out_grad))
