@@ -265,16 +265,14 @@ def _derived_shape(rule: str, name: str, x_shape: tuple[int, ...], attrs: dict) 
     if name == "x":
         return x_shape
     try:
-        shapes = derived_shapes(rule, x_shape, attrs)
+        shapes, why = derived_shapes(rule, x_shape, attrs), f"{rule} cannot derive it from x's shape"
     except ShapeNotDerivable as e:
-        if name in ("out", "out_grad"):
-            return x_shape
-        raise UsageError(f"--{_flag(name)}-shape", str(e), f"give --{_flag(name)}-shape") from None
+        shapes, why = {}, str(e)
     if name in shapes:
         return shapes[name]
     if name in ("out", "out_grad"):
         return x_shape
-    raise UsageError(f"--{_flag(name)}-shape", f"{rule} cannot derive it from x's shape", f"give --{_flag(name)}-shape")
+    raise UsageError(f"--{_flag(name)}-shape", why, f"give --{_flag(name)}-shape")
 
 
 def case_from_args(args: argparse.Namespace) -> Case:

@@ -55,6 +55,7 @@ case BLOCK + 1 on, the cases differ from those older releases drew.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -178,9 +179,15 @@ def _rep(shape: tuple[int, ...], mesh: ProcessMesh | None) -> DistTensorSpec:
     return _spec(shape, (-1,) * len(shape) if mesh is not None else (), mesh)
 
 
+@functools.cache
+def _own_draws(rule: str) -> dict[str, Any]:
+    """The family's own attribute draws (its ``RANDOM.attr_draws``), looked up once a rule."""
+    return dict(_plan(rule).attr_draws)
+
+
 def _attrs(rule: str, rng: random.Random, rank: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    own = dict(_plan(rule).attr_draws)
+    own = _own_draws(rule)
     for name, default in rule_spec(rule).attrs:
         if name in own:
             out[name] = own[name](rng, rank)
