@@ -89,21 +89,19 @@ def _require_mapping_size(t: RuleInput, label: str) -> None:
             "are not matched.", kind=f"rank-vs-mapping:{t.name}")
 
 
-def _plain(attrs: tuple[Any, ...]) -> bool:
-    """The attributes have their usual exact types (the fast path's; anything else gets the full checks)."""
+def _plain(attrs: tuple[Any, ...], ndim: int) -> bool:
+    """The attributes have their usual exact types and axis is in range for an x of rank ``ndim``
+    (the fast path's test; anything else gets the full checks, which name the problem). One
+    expression, no calls: every call of the family runs it."""
     porder, axis, epsilon, keepdims, asvector = attrs
-    return type(porder) in REAL and type(axis) is int and type(epsilon) in REAL and type(keepdims) is bool \
-        and type(asvector) is bool
-
-
-def _axis_ok(axis: int, ndim: int, asvector: bool) -> bool:
-    return asvector or ndim == 0 or -ndim <= axis < ndim
+    return type(axis) is int and type(keepdims) is bool and type(asvector) is bool and type(porder) in REAL \
+        and type(epsilon) in REAL and (asvector or -ndim <= axis < ndim or ndim == 0)
 
 
 def forward_inputs(x: DistTensorSpec, attrs: tuple[Any, ...]) -> RuleInput:
     """The forward rule's checks; ``attrs`` = (porder, axis, epsilon, keepdims, asvector)."""
     ready = valid_inputs((x,), _FORWARD)  # a valid spec on a mesh: its rank and mapping agree
-    if ready is not None and _plain(attrs) and _axis_ok(attrs[1], ready[0].ndim, attrs[4]):
+    if ready is not None and _plain(attrs, ready[0].ndim):
         return ready[0]
     tx = as_input(x, "x")
     check_attr_types(attrs)
@@ -116,9 +114,9 @@ def forward_inputs(x: DistTensorSpec, attrs: tuple[Any, ...]) -> RuleInput:
 def reverse_inputs(x: DistTensorSpec, out: DistTensorSpec, attrs: tuple[Any, ...]) -> tuple[RuleInput, RuleInput]:
     """The reverse rule's checks. Returns (x, out)."""
     ready = valid_inputs((x, out), _REVERSE)
-    if ready is not None and _plain(attrs):
+    if ready is not None:
         tx, to = ready
-        if _axis_ok(attrs[1], tx.ndim, attrs[4]) and to.ndim == out_rank(tx.ndim, attrs[3], attrs[4]):
+        if _plain(attrs, tx.ndim) and to.ndim == out_rank(tx.ndim, attrs[3], attrs[4]):
             return tx, to
     tx, to = as_input(x, "x"), as_input(out, "out")
     check_attr_types(attrs)
@@ -135,10 +133,10 @@ def grad_inputs(x: DistTensorSpec, out: DistTensorSpec, out_grad: DistTensorSpec
                 attrs: tuple[Any, ...]) -> tuple[RuleInput, RuleInput, RuleInput]:
     """The grad rule's checks (Paddle makes none). Returns (x, out, out_grad)."""
     ready = valid_inputs((x, out, out_grad), _GRAD)  # out_grad on a mesh, too
-    if ready is not None and _plain(attrs):
+    if ready is not None:
         tx, to, tg = ready
         want = out_rank(tx.ndim, attrs[3], attrs[4])
-        if _axis_ok(attrs[1], tx.ndim, attrs[4]) and to.ndim == want and tg.ndim == want:
+        if _plain(attrs, tx.ndim) and to.ndim == want and tg.ndim == want:
             return tx, to, tg
     tx, to, tg = as_input(x, "x"), as_input(out, "out"), as_input(out_grad, "out_grad")
     check_attr_types(attrs)

@@ -53,10 +53,9 @@ from ..kit.checks import rule
 from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
 from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
 
-
-def _kept_shape(ndim: int, reduced: tuple[int, ...], keepdims: bool) -> list[int | None]:
-    """Per axis of out, the axis of x it is (``None`` for a kept size-1 axis)."""
-    return [None if a in reduced else a for a in range(ndim) if keepdims or a not in reduced]
+#: frozenset({d}) per mesh dim d: a one-axis reduction's partial set, shared (no set built per call)
+_ONE_DIM = tuple(frozenset((d,)) for d in range(16))
+_NONE: frozenset[int] = frozenset()
 
 
 @rule("p_norm")
@@ -64,10 +63,15 @@ def p_norm_infer_spmd(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, ep
                       keepdims: bool = False, asvector: bool = False) -> SpmdResult:
     """Forward rule. Input x; output out."""
     tx = forward_inputs(x, (porder, axis, epsilon, keepdims, asvector))
-    reduced = reduced_axes(tx.ndim, axis, bool(asvector))
-    dm = tx.dims_mapping
-    out = tuple(-1 if a is None else dm[a] for a in _kept_shape(tx.ndim, reduced, bool(keepdims)))
-    partial = frozenset(dm[a] for a in reduced if dm[a] != -1)  # PADDLE-QUIRK(pn-partial-sum)
+    dm, ndim = tx.dims_mapping, tx.ndim
+    if asvector or ndim == 0:  # every axis reduced (none for a 0-D x)
+        out: Mapping = (-1,) * ndim if keepdims else ()
+        partial = frozenset(d for d in dm if d != -1)  # PADDLE-QUIRK(pn-partial-sum)
+    else:  # one axis, as slices: the common call, written without a per-axis loop
+        a = axis + ndim if axis < 0 else axis
+        out = dm[:a] + (-1,) + dm[a + 1:] if keepdims else dm[:a] + dm[a + 1:]
+        d = dm[a]
+        partial = _NONE if d == -1 else _ONE_DIM[d] if d < 16 else frozenset((d,))  # PADDLE-QUIRK(pn-partial-sum)
     return SpmdResult.make(inputs=(tx.attr(dm),), outputs=(DistAttr.make(out, partial, tx.mesh),))
 
 
@@ -78,19 +82,23 @@ def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: fl
     """Reverse rule (the registry's ``infer_backward``): infers x from out; x's own dims_mapping
     is not read."""
     tx, to = reverse_inputs(x, out, (porder, axis, epsilon, keepdims, asvector))
-    reduced = reduced_axes(tx.ndim, axis, bool(asvector))
-    x_mapping = [-1] * tx.ndim
-    forced = -1  # the mesh dim of the shared '1' key: PADDLE-QUIRK(pn-forced-key)
-    for source, m in zip(_kept_shape(tx.ndim, reduced, bool(keepdims)), to.dims_mapping, strict=True):
-        if source is None:
-            forced = merge_axis("1", m, forced) if m != -1 else forced
-        else:
-            x_mapping[source] = m
+    ndim, om = tx.ndim, to.dims_mapping
+    x_mapping: Mapping
+    if asvector or ndim == 0:
+        x_mapping = (-1,) * ndim
+        if keepdims:  # every axis is a '1': they share one key, PADDLE-QUIRK(pn-forced-key)
+            forced = -1
+            for m in om:
+                if m != -1:
+                    forced = merge_axis("1", m, forced)
+    else:  # one reduced axis: x is out's mapping with -1 there (a kept '1' dropped); one '1' cannot conflict
+        a = axis + ndim if axis < 0 else axis
+        x_mapping = om[:a] + (-1,) + om[a + 1:] if keepdims else om[:a] + (-1,) + om[a:]
     raw: Mapping = out.dims_mapping  # out is answered as given, co-shard and partial included
-    result = SpmdResult.make(inputs=(tx.attr(tuple(x_mapping)),),
+    result = SpmdResult.make(inputs=(tx.attr(x_mapping),),
                              outputs=(DistAttr.make(raw, to.partial_dims, to.mesh),))
     # checked here, not by @rule's others: x may come without a mesh (the rule never reads its attr)
-    if on_meshes_of_other_ndim(tx, to):  # out's mesh dims put on x's mesh
+    if to.mesh is not tx.mesh and on_meshes_of_other_ndim(tx, to):  # out's mesh dims put on x's mesh
         require_mesh_dims_exist(result, (("x", tx), ("out", to)), tx, (to,))
     return result
 
