@@ -338,15 +338,30 @@ class DistTensorSpec:
         # read as its default).
         # (the tuple and list cases of _int_tuple and _mapping_tuple written out first: a list of
         # exact ints, as JSON gives it, is one type scan and a tuple() away)
+        # (the type scans are plain loops, not issuperset(map(type, ...)): half the time on the
+        # short lists a spec holds, which matters where no C module stands in)
         kind: Any = type(shape)
-        if kind is list and _INT_ONLY.issuperset(map(type, shape)):
-            shape = tuple(shape)
-        elif kind is not tuple or not _INT_ONLY.issuperset(map(type, shape)):
+        if kind is list or kind is tuple:
+            for size in shape:
+                if type(size) is not int:
+                    shape = _int_tuple(shape, "DistTensorSpec.shape")
+                    break
+            else:
+                if kind is list:
+                    shape = tuple(shape)
+        else:
             shape = _int_tuple(shape, "DistTensorSpec.shape")
+        coshard = False
         kind = type(dims_mapping)
-        if (kind is tuple or kind is list) and _INT_ONLY.issuperset(map(type, dims_mapping)):
-            dims_mapping = tuple(dims_mapping)  # the very tuple when it is one
-            coshard = False
+        if kind is list or kind is tuple:
+            for entry in dims_mapping:
+                if type(entry) is not int:
+                    dims_mapping = _mapping_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
+                    coshard = tuple in {*map(type, dims_mapping)}
+                    break
+            else:
+                if kind is list:
+                    dims_mapping = tuple(dims_mapping)
         else:
             dims_mapping = _mapping_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
             coshard = tuple in {*map(type, dims_mapping)}
@@ -358,18 +373,40 @@ class DistTensorSpec:
                 partial_dims = frozenset(_int_tuple(partial_dims, "partial_dims"))
         if TYPE_CHECKING:  # normal forms now (no cast call at run time: this is the hottest path)
             shape, partial_dims = cast("tuple[int, ...]", shape), cast("frozenset[int]", partial_dims)
+            dims_mapping = cast(Mapping, dims_mapping)
         if type(mesh) is ProcessMesh:
-            if (shape, dims_mapping, partial_dims, len(mesh.shape)) in _VALID_ON_MESH:
-                _set(self, "shape", shape)  # _fill_spec written out: the most frequent path of all
-                _set(self, "dims_mapping", dims_mapping)
-                _set(self, "mesh", mesh)
-                _set(self, "partial_dims", partial_dims)
-                _set(self, "_problem", None)
-                _set(self, "coshard", coshard)
-                _set(self, "valid_on_mesh", True)
-                return
-            if shape and min(shape) < 0:
+            n = len(mesh.shape)
+            key = (shape, dims_mapping, partial_dims, n)
+            if key in _VALID_ON_MESH:
+                valid = True
+            elif shape and min(shape) < 0:
                 raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
+            else:
+                valid = False
+                if not coshard and len(dims_mapping) == len(shape):
+                    # the common valid spec, decided in one pass as _find_problem's first test: every
+                    # entry -1 or a mesh dim, none twice, every partial dim a mesh dim that splits no axis
+                    ints: tuple[int, ...] = dims_mapping  # type: ignore[assignment]  # no co-shard: exact ints
+                    used = [m for m in ints if m != -1]
+                    if not used or (min(used) >= 0 and max(used) < n and len(set(used)) == len(used)):
+                        valid = True
+                        for p in partial_dims:  # a loop, not all(...): no generator for the usual empty set
+                            if not 0 <= p < n or p in used:
+                                valid = False
+                                break
+                if valid:
+                    if len(_VALID_ON_MESH) > 100_000:
+                        _VALID_ON_MESH.clear()
+                    _VALID_ON_MESH.add(key)
+            if valid:  # every field written here, once: the most frequent path of all
+                _SET_SHAPE(self, shape)
+                _SET_DIMS_MAPPING(self, dims_mapping)
+                _SET_MESH(self, mesh)
+                _SET_PARTIAL_DIMS(self, partial_dims)
+                _SET_PROBLEM(self, None)
+                _SET_COSHARD(self, coshard)
+                _SET_VALID_ON_MESH(self, True)
+                return
         else:
             if shape and min(shape) < 0:
                 raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
@@ -381,7 +418,7 @@ class DistTensorSpec:
         problem = self._find_problem()
         if problem is not None:  # (what only: worded when check's error is read)
             _set(self, "_problem", problem)
-        elif mesh is not None:
+        elif mesh is not None:  # a mesh of a ProcessMesh subclass, or a co-shard: valid after all
             if len(_VALID_ON_MESH) > 100_000:
                 _VALID_ON_MESH.clear()
             _VALID_ON_MESH.add((shape, dims_mapping, partial_dims, len(mesh.shape)))
@@ -481,6 +518,12 @@ class DistTensorSpec:
                 _SPECS_READ.clear()
             spec = _SPECS_READ[key] = cls(*key)
         return spec
+
+
+#: the slots' own setters (a frozen class: no plain assignment), a third cheaper than object.__setattr__
+_SET_SHAPE, _SET_DIMS_MAPPING, _SET_MESH, _SET_PARTIAL_DIMS, _SET_PROBLEM, _SET_COSHARD, _SET_VALID_ON_MESH = (
+    DistTensorSpec.__dict__[name].__set__
+    for name in ("shape", "dims_mapping", "mesh", "partial_dims", "_problem", "coshard", "valid_on_mesh"))
 
 
 def _fill_spec(spec: DistTensorSpec, shape: tuple[int, ...], dims_mapping: Mapping, mesh: ProcessMesh | None,
