@@ -304,14 +304,16 @@ static long small_index(PyObject *item, long limit, int allow_minus_one) {
 
 /* 1 when the normal-form values (tuples and a frozenset of exact ints, see the table above) are a
  * valid spec on `mesh` (an exact ProcessMesh), 0 when they are not or this code cannot tell, -1 on an
- * error. When 0 because of a partial dim (everything before it valid), *what is the problem's interned
- * name, found as spec_problem finds it (the smallest partial dim outside the mesh or also sharding), so
- * that the build does not go over the values again; else *what stays NULL. */
+ * error. When 0 because of a mesh dim (out of range, or twice) or of a partial dim (everything before
+ * it valid), *what is the problem's interned name, found as spec_problem finds it (for a partial dim:
+ * the smallest outside the mesh or also sharding), so that the build does not go over the values
+ * again; else *what stays NULL. */
 static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject *partial, PyObject **what,
                         Py_ssize_t *ndim) {
     Py_ssize_t rank, i, n;
     PyObject *mesh_shape;
     unsigned long long used = 0;
+    int out_of_range = 0, twice = 0;
     *ndim = -1;
     if (Py_TYPE(mesh) != Mesh_t)
         return 0;
@@ -328,6 +330,9 @@ static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
     rank = PyTuple_GET_SIZE(shape);
     if (PyTuple_GET_SIZE(dm) != rank)
         return 0;
+    /* A mesh dim out of range anywhere is the problem before a mesh dim used twice (the order of
+     * _first_problem), and both come after the sizes (a negative one raises): the loop goes on to
+     * the end and names the problem, so the build does not hand the spec to spec_problem. */
     for (i = 0; i < rank; i++) {
         long m;
         PyObject *entry;
@@ -339,21 +344,33 @@ static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
             if (members < 2)
                 return 0;
             for (k = 0; k < members; k++) {
-                m = small_index(PyTuple_GET_ITEM(entry, k), (long)n, 0);
-                if (m < 0 || (used & (1ULL << m)))
+                PyObject *member = PyTuple_GET_ITEM(entry, k);
+                if (!PyLong_CheckExact(member))
                     return 0;
-                used |= 1ULL << m;
+                m = small_index(member, (long)n, 0);
+                if (m < 0)
+                    out_of_range = 1;
+                else if (used & (1ULL << m))
+                    twice = 1;
+                else
+                    used |= 1ULL << m;
             }
             continue;
         }
+        if (!PyLong_CheckExact(entry))
+            return 0;
         m = small_index(entry, (long)n, 1);
         if (m == -2)
-            return 0;
-        if (m >= 0) {
+            out_of_range = 1;
+        else if (m >= 0) {
             if (used & (1ULL << m))
-                return 0;
+                twice = 1;
             used |= 1ULL << m;
         }
+    }
+    if (out_of_range || twice) {
+        *what = out_of_range ? s_mesh_dim : s_duplicate;
+        return 0;
     }
     if (PySet_GET_SIZE(partial) > 0) {
         PyObject *p, *found = NULL;
