@@ -17,6 +17,8 @@ refuses before the call, and so are the cases Paddle may crash on, ``crash_prone
    invalid specs (every one the rules' grids hold, and each valid spec made invalid in one of the
    five ways a check names), built, and built then refused (``check`` raising). An untimed pass
    checks every form built the tuple form's very specs; a form over 2x the tuple form is marked.
+   Last, a reference row that is no form: the tuple form followed by a ``ValueError`` raised and
+   caught in Python, the least a refusal (a build and an exception) costs in CPython.
 
 1. Registry rules (Paddle answers them from ``core.get_phi_spmd_rule``), three trips per side:
 
@@ -421,6 +423,9 @@ def bench_mixed(rules: Sequence[str], n: int, seed: int, repeat: int) -> list[di
 # --- call forms -------------------------------------------------------------------------------
 #: The call forms of DistTensorSpec timed against the tuple form (each builds the same specs).
 FORM_TARGET = 2.0
+#: The reference row beside the forms (not a form: no target): a valid tuple-form build followed by a
+#: ValueError raised and caught in Python, the least a refusal can cost in CPython
+FLOOR = "floor: tuple form + a Python raise and catch"
 
 
 def _listed(dm: Sequence[Any]) -> list[Any]:
@@ -529,10 +534,19 @@ def form_loops(valid: Sequence[DistTensorSpec], invalid: Sequence[DistTensorSpec
                     pass
         return loop
 
+    def floor() -> None:  # what any refusal costs at least: a build, then CPython's own raise and catch
+        for shape, dm, m, p in tuples:
+            try:
+                spec(shape, dm, m) if p is None else spec(shape, dm, m, p)
+                raise ValueError("x")
+            except ValueError:
+                pass
+
     return {"tuple": tuple_form, "tuple, checked": tuple_checked, "list": list_form,
             "keywords (lists)": keywords, "partial_dims= (always given)": partial_given,
             "numpy ints (lists)": numpy_form, "invalid, built": invalid_built,
-            "invalid, refused (built + check)": refuse(bad), "invalid lists, refused": refuse(bad_lists)}
+            "invalid, refused (built + check)": refuse(bad), "invalid lists, refused": refuse(bad_lists),
+            FLOOR: floor}
 
 
 def same_specs(valid: Sequence[DistTensorSpec], invalid: Sequence[DistTensorSpec]) -> None:
@@ -669,7 +683,8 @@ def form_rows(forms: Sequence[tuple[str, int, float]]) -> list[str]:
     marked when over :data:`FORM_TARGET`."""
     base = forms[0][2]
     return [f"| {name} | {count} | {per * 1e9:,.0f} ns | **{per / base:.2f}x**"
-            f"{f' (over {FORM_TARGET:g}x)' if per > FORM_TARGET * base else ''} |" for name, count, per in forms]
+            f"{f' (over {FORM_TARGET:g}x)' if per > FORM_TARGET * base and name != FLOOR else ''} |"
+            for name, count, per in forms]
 
 
 def _us(seconds: float) -> str:
