@@ -802,6 +802,65 @@ error:
 static PyObject *pure_check, *pure_refusal, *unworded_error, *unworded_marker;
 static PyObject *spec_call(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
+/* A free list of one for check's errors. Most refusals are caught and dropped at once, and making the
+ * exception object and freeing it again is a third of a refusal's cost (more than the build's own
+ * problem finding), so the last UnwordedSpecError nobody holds any more is kept, every field cleared
+ * (args (), no traceback, context, cause, notes or dict: nothing it pinned stays alive), and the next
+ * refusal raises it instead of a new one. Only an object whose last reference went is taken: no
+ * caller can see one error become another. An object with weak references, or of a subclass, is
+ * freed as usual. The class's tp_dealloc is replaced by unworded_dealloc (configure_check); the
+ * classes between it and BaseException must add no slots (errors.py's do not). */
+static PyObject *spare_error;             /* the kept error (refcount 1: ours), or NULL */
+static destructor unworded_static_dealloc; /* the dealloc of the class's first static base (BaseException's) */
+
+/* Free `self` as CPython's subtype_dealloc would (it cannot be called once the class's tp_dealloc is
+ * not subtype_dealloc itself: it would find this function as the base's and call it again): the
+ * weak references cleared (no class below BaseException's holds a slot of its own), the static
+ * base's dealloc, then the class's reference, which a heap type's instance holds. `own_type`: 0
+ * when a subclass's subtype_dealloc calls this as its base's dealloc (it drops its type itself). */
+static void unworded_free(PyObject *self, int own_type) {
+    PyTypeObject *tp = Py_TYPE(self);
+    if (tp->tp_weaklistoffset > 0 && *(PyObject **)((char *)self + tp->tp_weaklistoffset) != NULL)
+        PyObject_ClearWeakRefs(self);
+    unworded_static_dealloc(self);
+    if (own_type)
+        Py_DECREF(tp);
+}
+
+static void unworded_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    PyBaseExceptionObject *e = (PyBaseExceptionObject *)self;
+    if (tp != (PyTypeObject *)unworded_error) { /* a subclass's subtype_dealloc calling its base's */
+        unworded_free(self, 0);
+        return;
+    }
+    if (spare_error != NULL || empty_tuple == NULL ||
+        (tp->tp_weaklistoffset > 0 && *(PyObject **)((char *)self + tp->tp_weaklistoffset) != NULL)) {
+        unworded_free(self, 1);
+        return;
+    }
+    Py_SET_REFCNT(self, 1); /* alive again while the fields go (their deallocs may run any code) */
+    Py_CLEAR(e->dict);
+#if PY_VERSION_HEX >= 0x030B0000
+    Py_CLEAR(e->notes);
+#endif
+    Py_CLEAR(e->traceback);
+    Py_CLEAR(e->context);
+    Py_CLEAR(e->cause);
+    e->suppress_context = 0;
+    Py_XSETREF(e->args, Py_NewRef(empty_tuple));
+    if (spare_error == NULL && Py_REFCNT(self) == 1) {
+        spare_error = self;
+        return;
+    }
+    if (Py_REFCNT(self) == 1) { /* a dealloc run above kept another one first: free this one */
+        Py_SET_REFCNT(self, 0);
+        unworded_free(self, 1);
+        return;
+    }
+    Py_DECREF(self); /* taken by code run above (gc.get_objects()): it lives on as a plain error */
+}
+
 static PyObject *spec_check(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *problem, *raw, *exc;
@@ -819,8 +878,14 @@ static PyObject *spec_check(PyObject *self, PyObject *const *args, Py_ssize_t na
     PyTuple_SET_ITEM(raw, 0, Py_NewRef(unworded_marker));
     PyTuple_SET_ITEM(raw, 1, Py_NewRef(self));
     PyTuple_SET_ITEM(raw, 2, Py_NewRef(args[0]));
-    exc = cls->tp_new(cls, raw, NULL); /* BaseException.__new__(UnwordedSpecError, *raw), as the reference */
-    Py_DECREF(raw);
+    if (spare_error != NULL) { /* the kept error, its fields cleared: given raw as its args */
+        exc = spare_error;
+        spare_error = NULL;
+        Py_XSETREF(((PyBaseExceptionObject *)exc)->args, raw); /* (NULL where the gc cleared it) */
+    } else {
+        exc = cls->tp_new(cls, raw, NULL); /* BaseException.__new__(UnwordedSpecError, *raw), as the reference */
+        Py_DECREF(raw);
+    }
     if (exc != NULL) {
         PyErr_SetObject((PyObject *)cls, exc);
         Py_DECREF(exc);
@@ -888,6 +953,24 @@ static PyObject *configure_check(PyObject *module, PyObject *const *args, Py_ssi
     PyObject *descr;
     if (!PyType_Check(args[0]) || !PyType_IsSubtype((PyTypeObject *)args[0], (PyTypeObject *)PyExc_Exception)) {
         PyErr_SetString(PyExc_TypeError, "configure_check(): the first argument must be an exception class");
+        return NULL;
+    }
+    if (unworded_error == NULL) { /* once: the free list's dealloc (see unworded_dealloc) */
+        PyTypeObject *cls = (PyTypeObject *)args[0], *base = cls->tp_base;
+        if (!(cls->tp_flags & Py_TPFLAGS_HEAPTYPE) || base == NULL) {
+            PyErr_SetString(PyExc_TypeError, "configure_check(): the exception class must be a Python class");
+            return NULL;
+        }
+        while (base->tp_flags & Py_TPFLAGS_HEAPTYPE) /* Python classes: subtype_dealloc */
+            base = base->tp_base;
+        if (base->tp_base == NULL || !PyType_IsSubtype(base, (PyTypeObject *)PyExc_BaseException)) {
+            PyErr_SetString(PyExc_TypeError, "configure_check(): no static exception base");
+            return NULL;
+        }
+        unworded_static_dealloc = base->tp_dealloc;
+        cls->tp_dealloc = unworded_dealloc;
+    } else if (args[0] != unworded_error) {
+        PyErr_SetString(PyExc_TypeError, "configure_check(): configured already for another class");
         return NULL;
     }
     Py_XSETREF(unworded_error, Py_NewRef(args[0]));

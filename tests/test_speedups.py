@@ -562,6 +562,64 @@ def test_planted_lazy_wording_fault_is_caught(monkeypatch):
     assert _refusal_view(lazy.value) != _refusal_view(eager.value)
 
 
+@needs_c
+def test_check_reuses_only_an_error_nobody_holds():
+    """check's free list of one (_speedups.c, unworded_dealloc): an error caught and dropped is
+    raised again by the next refusal, with nothing of its last life left (notes, attributes, cause,
+    context, traceback, wording); an error still held, or weakly referenced, is never reused and
+    keeps all it had."""
+    import gc
+    import weakref
+
+    spec, other = build_installed((8, 6), (0, 0), M23), build_installed((8, 6), (0,), M23)
+
+    def refusal(s: Any, arg: str = "x") -> Any:
+        try:
+            s.check(arg)
+        except types.InvalidSpecError as exc:
+            return exc
+        raise AssertionError("no refusal")
+
+    try:
+        raise KeyError("handled")
+    except KeyError:
+        first = refusal(spec)  # raised while KeyError is handled: its __context__
+    assert isinstance(first.__context__, KeyError)
+    first.add_note("a note")
+    first.extra = 1
+    str(first)  # worded: args and kind now held in the object
+    first.__cause__ = KeyError("cause")
+    first_id = id(first)
+    del first
+    again = refusal(other, "y")
+    assert id(again) == first_id  # the dropped error, raised again
+    assert vars(again) == {} and getattr(again, "__notes__", None) is None  # (read before the wording)
+    assert (str(again), again.kind) == (types._spec_refusal(other, "y"))
+    assert again.__cause__ is None and again.__context__ is None and not again.__suppress_context__
+    assert again.__traceback__ is not None and again.__traceback__.tb_next is None  # this raise's frames only
+    try:
+        try:
+            raise KeyError("during")
+        except KeyError:
+            spec.check("z")
+    except types.InvalidSpecError as exc:
+        assert isinstance(exc.__context__, KeyError)
+
+    held = refusal(spec)
+    view = _refusal_view(held)
+    later = [refusal(other) for _ in range(3)]
+    assert all(e is not held for e in later) and _refusal_view(held) == view
+
+    gone: list[int] = []
+    watched = refusal(spec)
+    ref = weakref.ref(watched, lambda _: gone.append(1))
+    watched_view = _refusal_view(watched)
+    del watched
+    gc.collect()
+    assert ref() is None and gone == [1]  # freed as usual, its weak reference told
+    assert _refusal_view(refusal(spec)) == watched_view
+
+
 def test_planted_check_fault_is_caught():
     def other_kind(spec: Any, arg: Any) -> None:
         try:
