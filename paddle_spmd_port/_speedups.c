@@ -1150,6 +1150,75 @@ static PyObject *rule_input(PyObject *name, PyObject *ndim, PyObject *dm, PyObje
 }
 
 /* valid_inputs(specs, names): see rules._tensor._valid_inputs (the reference). */
+/* What a rule reads of a co-sharded mapping, as rules._tensor.getter_mapping (the reference) works it
+ * out: per co-shard the member of the largest mesh size, the first listed among equal sizes, a
+ * member outside the mesh counting as size 0; every other entry as it is. On an exact ProcessMesh
+ * whose shape is a tuple of exact ints within a C long, and a mapping of exact ints and tuples of
+ * them; anything else NULL with no error set (the reference decides). Every co-shard is worked out
+ * here: a Python call per co-sharded input was a fifth of such a rule's call. */
+static PyObject *kept_mapping(PyObject *dm, PyObject *mesh) {
+    PyObject *mesh_shape, *out;
+    Py_ssize_t i, k, n, nd;
+    if (Py_TYPE(mesh) != Mesh_t || !PyTuple_CheckExact(dm))
+        return NULL;
+    mesh_shape = PyObject_GetAttr(mesh, s_shape);
+    if (mesh_shape == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (!PyTuple_CheckExact(mesh_shape)) {
+        Py_DECREF(mesh_shape);
+        return NULL;
+    }
+    nd = PyTuple_GET_SIZE(mesh_shape);
+    n = PyTuple_GET_SIZE(dm);
+    out = PyTuple_New(n);
+    if (out == NULL) {
+        Py_DECREF(mesh_shape);
+        return NULL;
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *entry = PyTuple_GET_ITEM(dm, i), *best = NULL;
+        long best_size = -1;
+        if (PyLong_CheckExact(entry)) {
+            PyTuple_SET_ITEM(out, i, Py_NewRef(entry));
+            continue;
+        }
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) == 0)
+            goto reference;
+        for (k = 0; k < PyTuple_GET_SIZE(entry); k++) {
+            PyObject *member = PyTuple_GET_ITEM(entry, k);
+            int overflow = 0;
+            long m, size = 0;
+            if (!PyLong_CheckExact(member))
+                goto reference;
+            m = PyLong_AsLongAndOverflow(member, &overflow);
+            if (overflow || (m == -1 && PyErr_Occurred()))
+                goto reference;
+            if (m >= 0 && m < (long)nd) {
+                PyObject *dim = PyTuple_GET_ITEM(mesh_shape, m);
+                if (!PyLong_CheckExact(dim))
+                    goto reference;
+                size = PyLong_AsLongAndOverflow(dim, &overflow);
+                if (overflow || (size == -1 && PyErr_Occurred()))
+                    goto reference;
+            }
+            if (size > best_size) { /* strictly: the first of equal sizes stays */
+                best = member;
+                best_size = size;
+            }
+        }
+        PyTuple_SET_ITEM(out, i, Py_NewRef(best));
+    }
+    Py_DECREF(mesh_shape);
+    return out;
+reference:
+    PyErr_Clear();
+    Py_DECREF(mesh_shape);
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyObject *valid_inputs(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     PyObject *specs, *names, *out = NULL;
     Py_ssize_t i, n, nargs = PyVectorcall_NARGS(nargsf);
@@ -1204,7 +1273,9 @@ static PyObject *valid_inputs(PyObject *module, PyObject *const *args, Py_ssize_
             if (coshard == Py_False || (coshard != Py_True && PyObject_IsTrue(coshard) == 0)) {
                 item = rule_input(name, ndim, dm, partial, mesh, Py_False);
             } else {
-                PyObject *kept = PyErr_Occurred() ? NULL : PyObject_CallFunctionObjArgs(getter_mapping, dm, mesh, NULL);
+                PyObject *kept = PyErr_Occurred() ? NULL : kept_mapping(dm, mesh);
+                if (kept == NULL && !PyErr_Occurred())
+                    kept = PyObject_CallFunctionObjArgs(getter_mapping, dm, mesh, NULL);
                 item = kept == NULL ? NULL : rule_input(name, ndim, kept, partial, mesh, Py_False);
                 if (kept == NULL)
                     Py_DECREF(ndim);

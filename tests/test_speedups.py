@@ -862,6 +862,10 @@ SPEC_POOL = [
     DistTensorSpec((8, 6), ((1, 0), -1), ProcessMesh((3, 2))), DistTensorSpec((8, 6), (1, 1), M23),
     DistTensorSpec((8, 6), ((0, 0), -1), M23), DistTensorSpec((8,), (), None), DistTensorSpec((6,), (-1,), M2),
     DistTensorSpec((6,), (0,), M23_XY), DistTensorSpec((6,), (0,), M23_SUB), build_reference((8, 6), (0, -1), M23),
+    # co-shards read through the getter: a tie (first listed kept), the largest last, three members, two axes
+    DistTensorSpec((8, 6, 4), ((0, 1, 2), -1, -1), M222), DistTensorSpec((8, 6), ((0, 1), -1), ProcessMesh((2, 2))),
+    DistTensorSpec((8, 6, 4), ((0, 2), (1, 3), -1), ProcessMesh((2, 3, 4, 5))),
+    DistTensorSpec((8, 6), ((1, 0), -1), M23_XY),
     None, None, [8, 6], "x", 0,
 ]
 

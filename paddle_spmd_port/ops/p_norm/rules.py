@@ -56,6 +56,7 @@ from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
 #: frozenset({d}) per mesh dim d: a one-axis reduction's partial set, shared (no set built per call)
 _ONE_DIM = tuple(frozenset((d,)) for d in range(16))
 _NONE: frozenset[int] = frozenset()
+_REPLICATED = frozenset((-1,))
 
 
 @rule("p_norm")
@@ -66,7 +67,7 @@ def p_norm_infer_spmd(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, ep
     dm, ndim = tx.dims_mapping, tx.ndim
     if asvector or ndim == 0:  # every axis reduced (none for a 0-D x)
         out: Mapping = (-1,) * ndim if keepdims else ()
-        partial = frozenset(d for d in dm if d != -1)  # PADDLE-QUIRK(pn-partial-sum)
+        partial = frozenset(dm) - _REPLICATED  # every mesh dim that splits x: PADDLE-QUIRK(pn-partial-sum)
     else:  # one axis, as slices: the common call, written without a per-axis loop
         a = axis + ndim if axis < 0 else axis
         out = dm[:a] + (-1,) + dm[a + 1:] if keepdims else dm[:a] + dm[a + 1:]
