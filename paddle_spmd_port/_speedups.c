@@ -803,8 +803,8 @@ static PyObject *pure_check, *pure_refusal, *unworded_error, *unworded_marker;
 static PyObject *spec_call(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 /* A free list of one for check's errors. Most refusals are caught and dropped at once, and making the
- * exception object and freeing it again is a third of a refusal's cost (more than the build's own
- * problem finding), so the last UnwordedSpecError nobody holds any more is kept, every field cleared
+ * exception object and freeing it again costs more than the build's own problem finding, so the
+ * last UnwordedSpecError nobody holds any more is kept, every field cleared
  * (args (), no traceback, context, cause, notes or dict: nothing it pinned stays alive), and the next
  * refusal raises it instead of a new one. Only an object whose last reference went is taken: no
  * caller can see one error become another. An object with weak references, or of a subclass, is
@@ -1149,13 +1149,12 @@ static PyObject *rule_input(PyObject *name, PyObject *ndim, PyObject *dm, PyObje
     return t;
 }
 
-/* valid_inputs(specs, names): see rules._tensor._valid_inputs (the reference). */
 /* What a rule reads of a co-sharded mapping, as rules._tensor.getter_mapping (the reference) works it
  * out: per co-shard the member of the largest mesh size, the first listed among equal sizes, a
  * member outside the mesh counting as size 0; every other entry as it is. On an exact ProcessMesh
  * whose shape is a tuple of exact ints within a C long, and a mapping of exact ints and tuples of
  * them; anything else NULL with no error set (the reference decides). Every co-shard is worked out
- * here: a Python call per co-sharded input was a fifth of such a rule's call. */
+ * here: a co-sharded input then costs its rule no Python call. */
 static PyObject *kept_mapping(PyObject *dm, PyObject *mesh) {
     PyObject *mesh_shape, *out;
     Py_ssize_t i, k, n, nd;
@@ -1219,6 +1218,7 @@ reference:
     return NULL;
 }
 
+/* valid_inputs(specs, names): see rules._tensor._valid_inputs (the reference). */
 static PyObject *valid_inputs(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     PyObject *specs, *names, *out = NULL;
     Py_ssize_t i, n, nargs = PyVectorcall_NARGS(nargsf);

@@ -338,8 +338,8 @@ class DistTensorSpec:
         # read as its default).
         # (the tuple and list cases of _int_tuple and _mapping_tuple written out first: a list of
         # exact ints, as JSON gives it, is one type scan and a tuple() away)
-        # (the type scans are plain loops, not issuperset(map(type, ...)): half the time on the
-        # short lists a spec holds, which matters where no C module stands in)
+        # (the type scans are plain loops, not issuperset(map(type, ...)): on the short lists a spec
+        # holds a loop makes no map object and no call, which matters where no C module stands in)
         kind: Any = type(shape)
         if kind is list or kind is tuple:
             for size in shape:
@@ -520,7 +520,7 @@ class DistTensorSpec:
         return spec
 
 
-#: the slots' own setters (a frozen class: no plain assignment), a third cheaper than object.__setattr__
+#: the slots' own setters (a frozen class: no plain assignment; these skip object.__setattr__'s name lookup)
 _SET_SHAPE, _SET_DIMS_MAPPING, _SET_MESH, _SET_PARTIAL_DIMS, _SET_PROBLEM, _SET_COSHARD, _SET_VALID_ON_MESH = (
     DistTensorSpec.__dict__[name].__set__
     for name in ("shape", "dims_mapping", "mesh", "partial_dims", "_problem", "coshard", "valid_on_mesh"))
