@@ -6,8 +6,10 @@
 Each example is one call of one rule (``rule_function(key, profile)``, or through
 ``get_spmd_rule(name, profile).infer_forward/infer_backward``), drawn in one of three ways:
 
-    valid+mutations   a valid call (every tensor on one mesh, shapes that fit, attributes in range),
-                      then 0-3 mutations: an argument replaced by a value of another type (None,
+    valid+mutations   a valid call (every tensor on one mesh, shapes that fit, attributes in range:
+                      x's rank, the data formats, the op's own attribute draws and every input's
+                      shape are its family's, ops/<family>/grid.py's ``RANDOM`` and
+                      ``input_shapes``), then 0-3 mutations: an argument replaced by a value of another type (None,
                       str, float, list, dict, a mesh, ...), a tensor moved to another mesh (other
                       shape, or the same shape with other process ids), dims_mapping / partial dims
                       / shape / mesh made invalid, an attribute out of range, two tensors swapped
@@ -28,7 +30,12 @@ Properties checked on every example (:func:`judge`):
 4. every answer is well formed: as many input and output attrs as the rule returns; each attr's
    dims_mapping and partial dims use only mesh dims of that attr's *own* mesh (all -1 and no
    partial on an attr without a mesh), no mesh dim twice, and a dims_mapping as long as the rank
-   of the tensor the attr describes.
+   of the tensor the attr describes (its family's ``ANSWER_RANKS``, in the call's profile). A
+   malformed answer a profile keeps on purpose (its module's ``KNOWN_MALFORMED``) is counted,
+   not a violation.
+
+The fuzz names no op: every fact it needs of one is its family's declaration (ops/kit/grid.py
+lists them); a fact missing is an internal error (exit 4) before the first example.
 
 Prints the counts of outcomes (answers, each exception type), per mode, and every property
 violation found (the first ``--show`` with a repro); exits 1 if any property was violated.

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from typing import cast
 
 from ...types import DistTensorSpec, ProcessMesh
 from .. import RULES
@@ -249,7 +250,7 @@ def input_problem(rule: str, named: Mapping[str, DistTensorSpec | None], attrs: 
 
 def _stats_rank(x_rank: int, attrs: Mapping[str, object]) -> int:
     """mean / variance are ``x.shape[:begin_norm_axis]``."""
-    return int(attrs["begin_norm_axis"])  # type: ignore[call-overload]
+    return int(cast(int, attrs["begin_norm_axis"]))
 
 
 _FORWARD_RANKS: dict[str, RankOf] = {"out": "x", "mean": _stats_rank, "variance": _stats_rank}
