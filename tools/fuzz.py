@@ -9,10 +9,11 @@ Each example is one call of one rule (``rule_function(key, profile)``, or throug
     valid+mutations   a valid call (every tensor on one mesh, shapes that fit, attributes in range:
                       x's rank, the data formats, the op's own attribute draws and every input's
                       shape are its family's, ops/<family>/grid.py's ``RANDOM`` and
-                      ``input_shapes``), then 0-3 mutations: an argument replaced by a value of another type (None,
-                      str, float, list, dict, a mesh, ...), a tensor moved to another mesh (other
-                      shape, or the same shape with other process ids), dims_mapping / partial dims
-                      / shape / mesh made invalid, an attribute out of range, two tensors swapped
+                      ``input_shapes``), then 0-3 mutations: an argument replaced by a value of
+                      another type (None, str, float, list, dict, a mesh, ...), a tensor moved to
+                      another mesh (other shape, or the same shape with other process ids),
+                      dims_mapping / partial dims / shape / mesh made invalid, an attribute out of
+                      range, two tensors swapped
     random            every argument random: a random spec (any rank, any mapping, any mesh or
                       none) or a value of another type; attributes random or of another type
     lookup            ``get_spmd_rule`` / ``rule_function`` / ``contains_spmd_rule`` with random
@@ -583,7 +584,7 @@ def expected_ranks(call: Call) -> list[int | tuple[int, ...]]:
     named = dict(zip(call.names, call.tensors, strict=True))
     spec = RULES[call.rule]
     x = _rank(named["x"])
-    attrs = dict(call.attrs)
+    attrs = {**dict(spec.attrs), **dict(call.attrs)}  # an attribute left out is its default
     rank_of = rule_facts(call.rule).answer_ranks[call.profile]
     return [_rank(named[n]) for n in spec.result_inputs] + \
         [_rank_by(rank_of[out], named, x, attrs) for out in spec.result_outputs]
