@@ -7,6 +7,9 @@ defects the fuzz found, one test each, and proof that the checker itself catches
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import random
 import re
 from pathlib import Path
 
@@ -15,7 +18,7 @@ from hypothesis import HealthCheck, given, note, settings
 
 from paddle_spmd_port import DistTensorSpec, InvalidSpecError, ProcessMesh, RuleNotFoundError, ShardingConflictError
 from paddle_spmd_port.errors import ArgumentTypeError, UnknownKeyError
-from paddle_spmd_port.ops import RULES
+from paddle_spmd_port.ops import FAMILIES, REGISTRY_NAMES, RULES, family_module
 from paddle_spmd_port.parity.grid import GRIDS, grid_for, is_corner, sample
 from paddle_spmd_port.rules import PROFILES, contains_spmd_rule, get_spmd_rule, rule_function
 from paddle_spmd_port.types import DistAttr, SpmdResult
@@ -411,3 +414,157 @@ def test_a_proposed_fast_ln_grad_bias_grad_of_scales_rank_is_malformed(monkeypat
     monkeypatch.setitem(PROFILES["proposed"], "fast_ln_grad", PROFILES["paddle"]["fast_ln_grad"])
     verdict = fuzz.judge(_fast_ln_grad_call("proposed"))
     assert verdict.category == "malformed" and "bias_grad" in verdict.problem
+
+
+# --------------------------------------------------------------------------- the fuzz reads the families
+def _op_names_in(text: str) -> list[str]:
+    """Every family, rule key or registry name in ``text`` (a name starts at a word start or after "_")."""
+    names = set(FAMILIES) | set(RULES) | set(REGISTRY_NAMES)
+    return sorted({m.group(0) for name in names for m in re.finditer(r"(?<![A-Za-z0-9])" + re.escape(name) + r"\b",
+                                                                     text)})
+
+
+def test_the_fuzz_names_no_op():
+    assert _op_names_in((ROOT / "tools" / "fuzz.py").read_text()) == []
+
+
+def test_the_fuzz_op_name_check_can_fail():
+    assert _op_names_in('    if RULES[rule].op in ("batch_norm", "sync_batch_norm"):') == \
+        ["batch_norm", "sync_batch_norm"]
+    assert _op_names_in("a near miss: skip_layer_norm") == ["layer_norm"]
+    assert _op_names_in("# p_norm_reverse's out") == ["p_norm_reverse"]
+
+
+def test_every_rule_has_the_facts_the_fuzz_reads():
+    assert fuzz.check_facts() == []
+    for rule, rspec in RULES.items():
+        facts = fuzz.rule_facts(rule)
+        for profile in PROFILE_NAMES:
+            assert set(facts.answer_ranks[profile]) == set(rspec.result_outputs), (rule, profile)
+
+
+def _fresh_facts(monkeypatch):
+    monkeypatch.setattr(fuzz, "rule_facts", functools.cache(fuzz.load_facts))
+
+
+def test_a_rule_without_answer_ranks_is_refused_before_any_example(monkeypatch, capsys):
+    """Planted: batch_norm's family grid loses one output's rank; the fuzz names the rule and exits 4
+    (our internal error), judging nothing."""
+    grid = family_module(RULES["batch_norm_grad"].op, "grid")
+    ranks = {k: dict(v) for k, v in grid.ANSWER_RANKS.items()}
+    del ranks["batch_norm_grad"]["bias_grad"]
+    monkeypatch.setattr(grid, "ANSWER_RANKS", ranks)
+    _fresh_facts(monkeypatch)
+    problems = fuzz.check_facts()
+    assert len(problems) == 1 and problems[0].startswith("batch_norm_grad: ") and "bias_grad" in problems[0]
+    assert fuzz.main(["--examples", "5", "--engine", "random"]) == 4
+    assert "fuzz:" not in capsys.readouterr().out
+
+
+def test_a_profile_overlay_naming_an_unknown_output_is_refused(monkeypatch):
+    module = fuzz.profile_module(RULES["fast_ln_grad"].op, "proposed")
+    monkeypatch.setattr(module, "ANSWER_RANKS", {"fast_ln_grad": {"bias_grad": 1, "mean_grad": 1}})
+    with pytest.raises(LookupError, match="mean_grad"):
+        fuzz.load_facts("fast_ln_grad")
+
+
+def test_the_proposed_bias_grad_rank_is_the_profile_modules_fact(monkeypatch):
+    """Planted: without the proposed fast_ln module's overlay, its 1-D bias_grad for a rank-4 scale
+    is malformed (the paddle profile's form); with it, well formed."""
+    module = fuzz.profile_module(RULES["fast_ln_grad"].op, "proposed")
+    monkeypatch.setattr(module, "ANSWER_RANKS", {})
+    _fresh_facts(monkeypatch)
+    verdict = fuzz.judge(_fast_ln_grad_call("proposed"))
+    assert verdict.category == "malformed" and "output bias_grad" in verdict.problem
+
+
+def _none_scale_pr72918_call():
+    x, c = spec((8, 6, 4, 4), (-1, 1, -1, -1)), rep((6,))
+    return fuzz.Call("pr72918", "sync_batch_norm_grad", "function", [x, None, c, c, c, None, x], [])
+
+
+def test_the_known_malformed_answer_is_the_profile_modules_fact(monkeypatch):
+    """Planted: without pr72918's KNOWN_MALFORMED the None-scale answer is a violation."""
+    module = fuzz.profile_module(RULES["sync_batch_norm_grad"].op, "pr72918")
+    monkeypatch.setattr(module, "KNOWN_MALFORMED", ())
+    _fresh_facts(monkeypatch)
+    verdict = fuzz.judge(_none_scale_pr72918_call())
+    assert verdict.category == "malformed" and "output scale_grad" in verdict.problem and verdict.known is None
+
+
+def test_a_known_malformed_answer_is_forgiven_only_for_its_none_input(monkeypatch):
+    """The declaration forgives the defect on scale_grad while scale is None, nothing else: the same
+    defect planted on scale_grad with scale given is a violation."""
+    fn = rule_function("sync_batch_norm_grad", "pr72918")
+    call = _none_scale_pr72918_call()
+    call.tensors[1] = rep((6,))
+
+    def meshless_scale_grad(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        bad = DistAttr((1,), frozenset(), None)
+        return SpmdResult(out.inputs, (out.outputs[0], bad, out.outputs[2]))
+
+    monkeypatch.setitem(PROFILES["pr72918"], "sync_batch_norm_grad", meshless_scale_grad)
+    verdict = fuzz.judge(call)
+    assert verdict.category == "malformed" and "output scale_grad" in verdict.problem
+
+
+def _draw_problems(call) -> list[str]:
+    """How an unmutated valid call strays from its family's facts (x's rank, data_format, shapes)."""
+    facts = fuzz.rule_facts(call.rule)
+    named = dict(zip(call.names, call.tensors, strict=True))
+    attrs = dict(call.attrs)
+    x_shape = named["x"].shape
+    problems = []
+    lo, hi = facts.plan.ranks
+    if not lo <= len(x_shape) <= hi:
+        problems.append(f"x rank {len(x_shape)} outside {lo}..{hi}")
+    if "data_format" in attrs and attrs["data_format"] not in facts.plan.data_formats:
+        problems.append(f"data_format {attrs['data_format']!r}")
+    want = facts.input_shapes(call.rule, x_shape, attrs)
+    for name, value in named.items():
+        if value is None:
+            continue
+        if name in facts.free_size:
+            if len(value.shape) != len(want[name]):
+                problems.append(f"{name} rank {len(value.shape)}")
+        elif value.shape != want[name]:
+            problems.append(f"{name} {value.shape} != {want[name]}")
+    return problems
+
+
+def test_valid_draws_follow_the_family_facts():
+    rng = random.Random(5)
+    for n in range(3000):
+        rule = fuzz.RULE_KEYS[n % len(fuzz.RULE_KEYS)]
+        call = fuzz.draw_valid_call(rng, rule)
+        assert _draw_problems(call) == [], (rule, call.describe())
+
+
+def test_a_drawer_straying_from_the_family_facts_is_caught(monkeypatch):
+    """Planted: x one rank beyond the family's range, and every input shaped like x."""
+    real_rank, real_shapes = fuzz.draw_rank, fuzz.tensor_shapes
+    monkeypatch.setattr(fuzz, "draw_rank", lambda draw, ranks: real_rank(draw, ranks) + ranks[1] - ranks[0] + 1)
+    call = fuzz.draw_valid_call(random.Random(1), "batch_norm")
+    assert any("outside" in p for p in _draw_problems(call))
+    monkeypatch.setattr(fuzz, "draw_rank", real_rank)
+    monkeypatch.setattr(fuzz, "tensor_shapes", lambda draw, rule, x_shape, attrs: {
+        n: x_shape for n in real_shapes(draw, rule, x_shape, attrs)})
+    call = fuzz.draw_valid_call(random.Random(1), "layer_norm_grad")
+    assert any(p.startswith("mean ") for p in _draw_problems(call))
+
+
+def test_attribute_kinds_follow_the_declared_defaults(monkeypatch):
+    kinds = fuzz.attr_kinds()
+    assert {kinds[n] for n in ("epsilon", "momentum")} == {"real"} and kinds["data_format"] == "str"
+    assert kinds["is_test"] == "bool" and kinds["begin_norm_axis"] == "int"
+    # planted: a rule declaring epsilon with an int default makes the kind ambiguous: refused
+    ln = RULES["layer_norm"]
+    monkeypatch.setitem(RULES, "layer_norm", dataclasses.replace(ln, attrs=(("epsilon", 0), *ln.attrs[1:])))
+    fuzz.attr_kinds.cache_clear()
+    try:
+        with pytest.raises(LookupError, match="epsilon"):
+            fuzz.attr_kinds()
+    finally:
+        monkeypatch.undo()
+        fuzz.attr_kinds.cache_clear()

@@ -6,11 +6,14 @@
 Each example is one call of one rule (``rule_function(key, profile)``, or through
 ``get_spmd_rule(name, profile).infer_forward/infer_backward``), drawn in one of three ways:
 
-    valid+mutations   a valid call (every tensor on one mesh, shapes that fit, attributes in range),
-                      then 0-3 mutations: an argument replaced by a value of another type (None,
-                      str, float, list, dict, a mesh, ...), a tensor moved to another mesh (other
-                      shape, or the same shape with other process ids), dims_mapping / partial dims
-                      / shape / mesh made invalid, an attribute out of range, two tensors swapped
+    valid+mutations   a valid call (every tensor on one mesh, shapes that fit, attributes in range:
+                      x's rank, the data formats, the op's own attribute draws and every input's
+                      shape are its family's, ops/<family>/grid.py's ``RANDOM`` and
+                      ``input_shapes``), then 0-3 mutations: an argument replaced by a value of
+                      another type (None, str, float, list, dict, a mesh, ...), a tensor moved to
+                      another mesh (other shape, or the same shape with other process ids),
+                      dims_mapping / partial dims / shape / mesh made invalid, an attribute out of
+                      range, two tensors swapped
     random            every argument random: a random spec (any rank, any mapping, any mesh or
                       none) or a value of another type; attributes random or of another type
     lookup            ``get_spmd_rule`` / ``rule_function`` / ``contains_spmd_rule`` with random
@@ -28,7 +31,12 @@ Properties checked on every example (:func:`judge`):
 4. every answer is well formed: as many input and output attrs as the rule returns; each attr's
    dims_mapping and partial dims use only mesh dims of that attr's *own* mesh (all -1 and no
    partial on an attr without a mesh), no mesh dim twice, and a dims_mapping as long as the rank
-   of the tensor the attr describes.
+   of the tensor the attr describes (its family's ``ANSWER_RANKS``, in the call's profile). A
+   malformed answer a profile keeps on purpose (its module's ``KNOWN_MALFORMED``) is counted,
+   not a violation.
+
+The fuzz names no op: every fact it needs of one is its family's declaration (ops/kit/grid.py
+lists them); a fact missing is an internal error (exit 4) before the first example.
 
 Prints the counts of outcomes (answers, each exception type), per mode, and every property
 violation found (the first ``--show`` with a repro); exits 1 if any property was violated.
@@ -43,6 +51,7 @@ different numbers of examples, is incomplete (exit 3), never a pass.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import numbers
@@ -52,7 +61,8 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import ModuleType
+from typing import Any, NamedTuple
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
@@ -66,7 +76,7 @@ from paddle_spmd_port.errors import (
     ShardingConflictError,
 )
 from paddle_spmd_port.ops import family_module
-from paddle_spmd_port.ops.batch_norm.layout import DATA_FORMATS, channel_axis
+from paddle_spmd_port.ops.kit.grid import KnownMalformed, RandomPlan, RankOf
 from paddle_spmd_port.parity.grid import placements as grid_placements
 from paddle_spmd_port.parity.merge import read_tool_parts
 from paddle_spmd_port.rules import contains_spmd_rule, get_spmd_rule, rule_function
@@ -87,11 +97,8 @@ DOCUMENTED: tuple[type[BaseException], ...] = (ShardingConflictError, PaddleInva
 
 RULE_KEYS = tuple(RULES)
 PROFILE_NAMES = tuple(PROFILES)
-BN_FORMATS = DATA_FORMATS
-#: The specification of each attribute's Python type (independent of the rules' own checks).
-ATTR_KIND = {"epsilon": "real", "momentum": "real", "begin_norm_axis": "int", "data_format": "str",
-             "is_test": "bool", "use_global_stats": "bool", "trainable_statistics": "bool", "groups": "int",
-             "porder": "real", "axis": "int", "keepdims": "bool", "asvector": "bool"}
+#: An attribute's kind, by the type of the default its family declares (the declaration, not the rules' checks).
+_KIND_OF_DEFAULT: dict[type, str] = {bool: "bool", int: "int", float: "real", str: "str"}
 #: rule key -> (registry name, "forward" | "backward")
 REGISTRY_ROUTE = {fwd: (name, "forward") for name, (fwd, _, _) in NAMES.items()}
 REGISTRY_ROUTE.update({bwd: (name, "backward") for name, (_, bwd, _) in NAMES.items() if bwd})
@@ -109,6 +116,94 @@ class _Opaque:
 JUNK: tuple[Any, ...] = (None, "abc", "1", "", "NCHW", 1, 0, -1, 2, 1.5, 1e-5, math.nan, math.inf, True, False,
                          [8, 6], (8, 6), [], {}, {"x": 1}, b"x", 10 ** 20, _Opaque(), ProcessMesh((2,)),
                          DistAttr((-1,)), frozenset({0}), complex(1, 1))
+
+
+# --------------------------------------------------------------------------- the families' facts
+# The fuzz names no op: what it needs of a rule (how to draw a valid call, how its answer is formed)
+# is its family's declaration, read here (ops/kit/grid.py lists the facts).
+class RuleFacts(NamedTuple):
+    """What the fuzz reads of one rule's family: its grid module's ``input_shapes``, ``RANDOM``
+    (x ranks, data formats, attribute draws), ``FREE_SIZE`` and ``ANSWER_RANKS``, overlaid per
+    profile by the profile module's ``ANSWER_RANKS``, and each profile's ``KNOWN_MALFORMED``."""
+
+    input_shapes: Callable[[str, tuple[int, ...], dict[str, Any]], dict[str, tuple[int, ...]]]
+    plan: RandomPlan
+    free_size: tuple[str, ...]
+    answer_ranks: dict[str, dict[str, RankOf]]
+    """profile -> returned output -> how its rank follows from the call"""
+    known: dict[str, tuple[KnownMalformed, ...]]
+    """profile -> the malformed answers its rules give on purpose"""
+
+
+def profile_module(family: str, profile: str) -> ModuleType | None:
+    """A profile's module of a family: ``rules`` for the default profile, else the module named
+    after the profile (ops/registry.py overlays the default's rules with it)."""
+    return family_module(family, "rules" if profile == PROFILE_NAMES[0] else profile)
+
+
+def load_facts(rule: str) -> RuleFacts:
+    """The facts of ``rule`` (uncached); a fact missing or naming what the rule lacks raises LookupError."""
+    spec = RULES[rule]
+    grid = family_module(spec.op, "grid")
+    if grid is None:
+        raise LookupError(f"{rule}: ops/{spec.op}/grid.py is missing")
+    outputs = set(spec.result_outputs)
+    base = getattr(grid, "ANSWER_RANKS", {}).get(rule)
+    if base is None or set(base) != outputs:
+        raise LookupError(f"{rule}: ops/{spec.op}/grid.py's ANSWER_RANKS must give the rank of each returned output "
+                          f"({', '.join(spec.result_outputs)}); it gives {sorted(base or ())}")
+    answer_ranks: dict[str, dict[str, RankOf]] = {}
+    known: dict[str, tuple[KnownMalformed, ...]] = {}
+    for profile in PROFILE_NAMES:
+        module = profile_module(spec.op, profile)
+        overlay = getattr(module, "ANSWER_RANKS", {}).get(rule, {})
+        if set(overlay) - outputs:
+            raise LookupError(f"{rule}: profile {profile}'s ANSWER_RANKS names {sorted(set(overlay) - outputs)}, "
+                              "which the rule does not return")
+        answer_ranks[profile] = {**base, **overlay}
+        known[profile] = tuple(k for k in getattr(module, "KNOWN_MALFORMED", ()) if k.rule == rule)
+        for k in known[profile]:
+            if not set(k.when_none) <= outputs or not set(k.when_none.values()) <= spec.optional:
+                raise LookupError(f"{rule}: profile {profile}'s KNOWN_MALFORMED {k.label!r} names outputs or "
+                                  "optional inputs the rule lacks")
+    for profile, ranks in answer_ranks.items():
+        if bad := sorted(out for out, how in ranks.items() if isinstance(how, str) and how not in spec.inputs):
+            raise LookupError(f"{rule}: profile {profile}: the ranks of {bad} follow an input the rule lacks")
+    free = tuple(n for n in spec.inputs if n in getattr(grid, "FREE_SIZE", frozenset()))
+    return RuleFacts(grid.input_shapes, grid.RANDOM, free, answer_ranks, known)
+
+
+rule_facts = functools.cache(load_facts)
+
+
+@functools.cache
+def attr_kinds() -> dict[str, str]:
+    """The specification of each attribute's Python type (``int``, ``real``, ``str``, ``bool``): its
+    declared default's; an attribute declared with defaults of two kinds, or of another type, raises
+    LookupError."""
+    kinds: dict[str, str] = {}
+    for rule, spec in RULES.items():
+        for name, default in spec.attrs:
+            kind = _KIND_OF_DEFAULT.get(type(default))
+            if kind is None or kinds.setdefault(name, kind) != kind:
+                raise LookupError(f"{rule}: attribute {name}'s default {default!r} gives it another kind than "
+                                  f"{kinds.get(name, 'int, real, str or bool')}")
+    return kinds
+
+
+def check_facts() -> list[str]:
+    """Every rule's facts loaded (what a run needs before its first example): the problems found."""
+    problems = []
+    for rule in RULES:
+        try:
+            load_facts(rule)
+        except LookupError as exc:
+            problems.append(str(exc))
+    try:
+        attr_kinds()
+    except LookupError as exc:
+        problems.append(str(exc))
+    return problems
 
 
 # --------------------------------------------------------------------------- calls
@@ -234,53 +329,69 @@ def draw_random_spec(draw: Callable) -> DistTensorSpec:
     return DistTensorSpec(shape, dm, mesh, partial)
 
 
-def tensor_shapes(rule: str, x_shape: tuple[int, ...], fmt: str, b: int, reserve: int,
-                  attrs: dict[str, Any] | None = None) -> dict[str, tuple[int, ...]]:
-    """The shape of every tensor argument of a valid call (an op this table does not know: its
-    family grid's ``input_shapes`` for ``attrs``)."""
-    if RULES[rule].op in ("batch_norm", "sync_batch_norm"):
-        c = (x_shape[channel_axis(fmt, len(x_shape))],)
-        shapes = {n: c for n in RULES[rule].inputs}
-        shapes.update(x=x_shape, out_grad=x_shape, reserve_space=(reserve,))
-        return shapes
-    if RULES[rule].op in ("instance_norm", "rms_norm", "fast_ln"):  # [C] and [N, C]; or [last] and x.shape[:-1]
-        inst = RULES[rule].op == "instance_norm"
-        param, stat = ((x_shape[1],), x_shape[:2]) if inst else ((x_shape[-1],), x_shape[:-1])
-        return {n: param if n in ("scale", "bias") else stat if n in ("saved_mean", "saved_variance", "mean", "invvar")
-                else x_shape for n in RULES[rule].inputs}
-    if RULES[rule].op == "group_norm":  # scale/bias [C] (C by the layout's second letter), mean/variance [N, groups]
-        c = (x_shape[1 if fmt[1:2] == "C" else -1],)
-        return {n: c if n in ("scale", "bias") else (x_shape[0], 2) if n in ("mean", "variance") else x_shape
-                for n in RULES[rule].inputs}
-    if RULES[rule].op != "layer_norm":
-        grid = family_module(RULES[rule].op, "grid")
-        assert grid is not None, f"{rule}: its family has no grid module"
-        return dict(grid.input_shapes(rule, x_shape, attrs or {}))
-    norm = (math.prod(x_shape[b:]),)
-    return {"x": x_shape, "scale": norm, "bias": norm, "out": x_shape, "mean": x_shape[:b], "variance": x_shape[:b],
-            "out_grad": x_shape}
+#: x's rank: uniform over the family's ``RANDOM.ranks``; a family taking six ranks or more (an op of
+#: any rank) draws 2 and 3 twice as often, the ranks most calls have (as this fuzz always drew them).
+WIDE_RANKS, FAVOURED_RANKS = 6, (2, 3)
+#: Attribute values of a valid call, by attribute name (a family's own ``RANDOM.attr_draws`` come
+#: first; data_format is the family's ``RANDOM.data_formats``; another bool a fair coin; the rest
+#: keep their default). Some are out of what the op allows (epsilon 0, groups -1): the rules read
+#: them unchecked, and must answer.
+ATTR_POOLS: dict[str, Callable[[Callable, int], Any]] = {
+    "epsilon": lambda draw, rank: _pick(draw, (1e-5, 1e-6, 1e-12, 0.1, 0, 1)),
+    "momentum": lambda draw, rank: _pick(draw, (0.9, 0.99, 0.0, 1)),
+    "begin_norm_axis": lambda draw, rank: _int(draw, 0, rank),
+    "groups": lambda draw, rank: _pick(draw, (-1, 0, 1, 2, 3)),
+}
+#: Sizes of an input the op leaves free (its family's ``FREE_SIZE``).
+FREE_SIZES = (0, 5)
+
+
+def draw_rank(draw: Callable, ranks: tuple[int, int]) -> int:
+    lo, hi = ranks
+    if hi - lo + 1 < WIDE_RANKS:
+        return _int(draw, lo, hi)
+    return _pick(draw, tuple(r for r in range(lo, hi + 1) for _ in range(2 if r in FAVOURED_RANKS else 1)))
+
+
+def _rng(draw: Callable) -> random.Random:
+    """A family's attribute draw takes a random.Random: the engine's own, or one seeded by a draw."""
+    return draw if isinstance(draw, random.Random) else random.Random(_int(draw, 0, 2 ** 32 - 1))
+
+
+def draw_attr(draw: Callable, facts: RuleFacts, name: str, default: Any, rank: int) -> Any:
+    own = dict(facts.plan.attr_draws)
+    if name in own:
+        return own[name](_rng(draw), rank)
+    if name == "data_format" and facts.plan.data_formats:
+        return _pick(draw, facts.plan.data_formats)
+    if name in ATTR_POOLS:
+        return ATTR_POOLS[name](draw, rank)
+    if isinstance(default, bool):
+        return _pick(draw, (False, True))
+    return default
+
+
+def tensor_shapes(draw: Callable, rule: str, x_shape: tuple[int, ...],
+                  attrs: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """The shape of every tensor argument of a valid call: the family's ``input_shapes``, and any
+    size (:data:`FREE_SIZES`) for an input whose size the op leaves free."""
+    facts = rule_facts(rule)
+    shapes = dict(facts.input_shapes(rule, x_shape, attrs))
+    for name in facts.free_size:
+        shapes[name] = tuple(_int(draw, *FREE_SIZES) for _ in shapes[name])
+    return shapes
 
 
 def draw_valid_call(draw: Callable, rule: str) -> Call:
     """Every tensor on one mesh with shapes that fit, attributes in range, optional inputs
     sometimes None."""
     spec = RULES[rule]
+    facts = rule_facts(rule)
     mesh = draw_mesh(draw)
-    bn = spec.op in ("batch_norm", "sync_batch_norm")
-    rank = _int(draw, 2, 5) if bn else _int(draw, 4, 5) if spec.op == "instance_norm" else \
-        _int(draw, 3, 5) if spec.op == "group_norm" else \
-        _pick(draw, (1, 2, 2, 3, 3, 4, 5, 6))
+    rank = draw_rank(draw, facts.plan.ranks)
     x_shape = _ints(draw, rank, 1, 9)
-    fmt = _pick(draw, BN_FORMATS) if rule != "batch_norm_static" else "NCHW"
-    b = _int(draw, 0, rank)
-    values = {"epsilon": _pick(draw, (1e-5, 1e-6, 1e-12, 0.1, 0, 1)), "momentum": _pick(draw, (0.9, 0.99, 0.0, 1)),
-              "begin_norm_axis": b, "data_format": fmt, "is_test": _pick(draw, (False, True)),
-              "use_global_stats": _pick(draw, (False, True)), "trainable_statistics": _pick(draw, (False, True)),
-              "groups": _pick(draw, (-1, 0, 1, 2, 3)), "porder": _pick(draw, (2.0, 1.0, 0.0, math.inf, 3.0)),
-              "axis": _int(draw, -rank, rank - 1), "keepdims": _pick(draw, (False, True)),
-              "asvector": _pick(draw, (False, True))}
-    attrs = [(name, values[name]) for name, _ in spec.attrs]
-    shapes = tensor_shapes(rule, x_shape, fmt, b, _int(draw, 0, 5), dict(attrs))
+    attrs = [(name, draw_attr(draw, facts, name, default, rank)) for name, default in spec.attrs]
+    shapes = tensor_shapes(draw, rule, x_shape, dict(attrs))
     tensors: list[Any] = []
     for name in spec.inputs:
         if name in spec.optional and _int(draw, 0, 4) == 0:
@@ -297,7 +408,7 @@ STR_EDGES = ("", "N", "NC", "nchw", "NCHW ", "CN", "NHWC", "XYZW", "N\x00C", "NC
 
 def draw_edge_value(draw: Callable, name: str) -> Any:
     """An attribute value of the right type, often out of range."""
-    kind = ATTR_KIND[name]
+    kind = attr_kinds()[name]
     if kind == "int":
         return _pick(draw, INT_EDGES)
     if kind == "real":
@@ -390,14 +501,16 @@ def draw_random_call(draw: Callable, rule: str) -> Call:
     return Call(None, rule, "function", tensors, attrs, mode="random")
 
 
-LOOKUP_NAMES = tuple(NAMES) + RULE_KEYS + ("skip_layer_norm", "", "Layer_Norm", "batch_norm ")
+_FIRST_NAME = next(iter(NAMES))
+#: Every registry name and rule key, then names a step from one (an unknown prefix, another case, a space).
+LOOKUP_NAMES = tuple(NAMES) + RULE_KEYS + (f"skip_{_FIRST_NAME}", "", _FIRST_NAME.title(), f"{_FIRST_NAME} ")
 
 
 def draw_lookup_call(draw: Callable) -> Call:
     fn = _pick(draw, ("get_spmd_rule", "rule_function", "contains_spmd_rule"))
     name = _pick(draw, LOOKUP_NAMES) if _int(draw, 0, 2) else _pick(draw, JUNK)
     profile = _pick(draw, PROFILE_NAMES + ("nightly", "Paddle", "")) if _int(draw, 0, 2) else _pick(draw, JUNK)
-    return Call(profile, "layer_norm", "lookup", [], [], mode="lookup", lookup=(fn, name, profile))
+    return Call(profile, RULE_KEYS[0], "lookup", [], [], mode="lookup", lookup=(fn, name, profile))
 
 
 def draw_call(draw: Callable) -> Call:
@@ -412,7 +525,7 @@ def draw_call(draw: Callable) -> Call:
             mutate(draw, call)
     call.profile = _pick(draw, PROFILE_NAMES)
     call.via = _pick(draw, ("function", "function", "registry"))
-    if rule not in REGISTRY_ROUTE:  # no registry name (rms_norm_grad, fast_ln)
+    if rule not in REGISTRY_ROUTE:  # no registry name reaches the rule
         call.via = "function"
     call.kwargs = bool(call.attrs) and bool(_int(draw, 0, 1))
     return call
@@ -446,7 +559,7 @@ def first_bad_argument(call: Call) -> tuple[str, str] | None:
         elif not isinstance(value, DistTensorSpec):
             return name, "type"
     for name, value in call.attrs:
-        if not attr_type_ok(ATTR_KIND[name], value):
+        if not attr_type_ok(attr_kinds()[name], value):
             return name, "type"
     return None
 
@@ -465,64 +578,81 @@ def _rank(value: Any) -> int | tuple[int, ...]:
 
 
 def expected_ranks(call: Call) -> list[int | tuple[int, ...]]:
-    """The rank of the tensor each returned attr describes (inputs, then outputs); a tuple of
-    allowed lengths for a None input, or a spec without a mesh (rank, or its own mapping's length)."""
+    """The rank of the tensor each returned attr describes (inputs, then outputs: the family's
+    ``ANSWER_RANKS`` in the call's profile); a tuple of allowed lengths for a None input, or a spec
+    without a mesh (rank, or its own mapping's length)."""
     named = dict(zip(call.names, call.tensors, strict=True))
     spec = RULES[call.rule]
     x = _rank(named["x"])
-    ranks = [_rank(named[n]) for n in spec.result_inputs]
-    attrs = dict(call.attrs)
-    last_axis = spec.op in ("rms_norm", "fast_ln")  # statistics x.shape[:-1]
-    for out in spec.result_outputs:
-        if spec.op == "p_norm" and out == "out" and isinstance(x, int):  # the reduced shape (axis, keepdims, ...)
-            grid = family_module("p_norm", "grid")
-            assert grid is not None
-            ranks.append(len(grid.input_shapes("p_norm_reverse", named["x"].shape, attrs)["out"]))
-        elif out in ("out", "x_grad", "y"):
-            ranks.append(x)
-        elif out in ("saved_mean", "saved_variance") and spec.op == "instance_norm" or spec.op == "group_norm" \
-                and out in ("mean", "variance"):  # [N, C] / [N, groups]
-            ranks.append(2)
-        elif out in ("mean", "variance", "invvar"):  # layer_norm: x.shape[:begin_norm_axis]
-            ranks.append(x - 1 if last_axis and isinstance(x, int) else attrs.get("begin_norm_axis", 1))
-        elif out == "bias_grad" and spec.op == "fast_ln" and call.profile == "proposed":
-            ranks.append(1)  # the proposed fast_ln_grad's bias_grad is its own 1-D attr (rules/proposed.py)
-        elif out in ("scale_grad", "bias_grad"):  # instance_norm / fast_ln: bias_grad is scale's twin
-            ranks.append(_rank(named[out[:-5] if out[:-5] in named and spec.op != "instance_norm" else "scale"]))
+    attrs = {**dict(spec.attrs), **dict(call.attrs)}  # an attribute left out is its default
+    rank_of = rule_facts(call.rule).answer_ranks[call.profile]
+    return [_rank(named[n]) for n in spec.result_inputs] + \
+        [_rank_by(rank_of[out], named, x, attrs) for out in spec.result_outputs]
+
+
+def _rank_by(how: RankOf, named: dict[str, Any], x: int | tuple[int, ...],
+             attrs: dict[str, Any]) -> int | tuple[int, ...]:
+    if isinstance(how, str):  # the input's rank as passed
+        return _rank(named[how])
+    if isinstance(how, int):
+        return how
+    if isinstance(x, int):
+        return how(x, attrs)
+    found = tuple(sorted({how(r, attrs) for r in x}))  # x's rank is one of several: any rank they give
+    return found[0] if len(found) == 1 else found
+
+
+class Malformation(NamedTuple):
+    """The first defect of an answer: where (``input`` / ``output`` and the attr's name, or ``""``
+    for the answer as a whole), which (ops/kit/grid.py's ``MALFORMED_DEFECTS``) and why, in words."""
+
+    side: str
+    name: str
+    defect: str
+    why: str
+
+
+def malformation(call: Call, result: Any) -> Malformation | None:
+    """The first way an answer is not well formed (see the module doc), or None."""
+    spec = RULES[call.rule]
+    if not isinstance(result, SpmdResult):
+        return Malformation("", "", "not-a-result", f"answer is a {type(result).__name__}, not an SpmdResult")
+    if len(result.inputs) != len(spec.result_inputs) or len(result.outputs) != len(spec.result_outputs):
+        return Malformation("", "", "attr-count", f"{len(result.inputs)} input / {len(result.outputs)} output attrs, "
+                                                  f"want {len(spec.result_inputs)} / {len(spec.result_outputs)}")
+    where = [("input", n) for n in spec.result_inputs] + [("output", n) for n in spec.result_outputs]
+    for (side, name), attr, rank in zip(where, result.inputs + result.outputs, expected_ranks(call), strict=True):
+        label = f"{side} {name}"
+
+        def bad(defect: str, why: str, side: str = side, name: str = name) -> Malformation:
+            return Malformation(side, name, defect, why)
+
+        if not isinstance(attr, DistAttr):
+            return bad("not-an-attr", f"{label} is a {type(attr).__name__}")
+        dm, partial, mesh = attr.dims_mapping, attr.partial_dims, attr.mesh
+        if any(isinstance(m, bool) or not isinstance(m, int) for m in dm) or \
+                any(isinstance(p, bool) or not isinstance(p, int) for p in partial):
+            return bad("non-int", f"{label} {attr}: non-int entries")
+        if mesh is None:
+            if any(m != -1 for m in dm) or partial:
+                return bad("mesh-dim-without-mesh", f"{label} {attr}: a mesh dim on an attr without a mesh")
         else:
-            ranks.append(1)
-    return ranks
+            n = mesh.ndim
+            if any(not -1 <= m < n for m in dm) or any(not 0 <= p < n for p in partial):
+                return bad("mesh-dim-out-of-range",
+                           f"{label} {attr}: a mesh dim its mesh {mesh} (dims 0..{n - 1}) lacks")
+        used = [m for m in dm if m >= 0]
+        if len(used) != len(set(used)):
+            return bad("mesh-dim-twice", f"{label} {attr}: one mesh dim shards two axes")
+        if len(dm) not in (rank if isinstance(rank, tuple) else (rank,)):
+            return bad("wrong-length", f"{label} {attr}: dims_mapping of length {len(dm)} for a tensor of rank {rank}")
+    return None
 
 
 def malformed(call: Call, result: Any) -> str | None:
     """Why an answer is not well formed (see the module doc), or None."""
-    spec = RULES[call.rule]
-    if not isinstance(result, SpmdResult):
-        return f"answer is a {type(result).__name__}, not an SpmdResult"
-    if len(result.inputs) != len(spec.result_inputs) or len(result.outputs) != len(spec.result_outputs):
-        return f"{len(result.inputs)} input / {len(result.outputs)} output attrs, want " \
-               f"{len(spec.result_inputs)} / {len(spec.result_outputs)}"
-    labels = [f"input {n}" for n in spec.result_inputs] + [f"output {n}" for n in spec.result_outputs]
-    for label, attr, rank in zip(labels, result.inputs + result.outputs, expected_ranks(call), strict=True):
-        if not isinstance(attr, DistAttr):
-            return f"{label} is a {type(attr).__name__}"
-        dm, partial, mesh = attr.dims_mapping, attr.partial_dims, attr.mesh
-        if any(isinstance(m, bool) or not isinstance(m, int) for m in dm) or \
-                any(isinstance(p, bool) or not isinstance(p, int) for p in partial):
-            return f"{label} {attr}: non-int entries"
-        if mesh is None:
-            if any(m != -1 for m in dm) or partial:
-                return f"{label} {attr}: a mesh dim on an attr without a mesh"
-        else:
-            n = mesh.ndim
-            if any(not -1 <= m < n for m in dm) or any(not 0 <= p < n for p in partial):
-                return f"{label} {attr}: a mesh dim its mesh {mesh} (dims 0..{n - 1}) lacks"
-        used = [m for m in dm if m >= 0]
-        if len(used) != len(set(used)):
-            return f"{label} {attr}: one mesh dim shards two axes"
-        if len(dm) not in (rank if isinstance(rank, tuple) else (rank,)):
-            return f"{label} {attr}: dims_mapping of length {len(dm)} for a tensor of rank {rank}"
-    return None
+    found = malformation(call, result)
+    return found.why if found else None
 
 
 def _arg_names(call: Call) -> set[str]:
@@ -542,14 +672,14 @@ class Verdict:
     """A malformed answer the profile keeps on purpose (see :func:`known_malformed`): counted, not a violation."""
 
 
-def known_malformed(call: Call, why: str) -> str | None:
-    """The one malformed answer kept on purpose: profile ``pr72918``'s sync_batch_norm_grad answers
-    ``[d] @-`` for scale_grad/bias_grad of a *None* scale/bias while C is split, as the PR's branch
-    does (PR72918-QUIRK(grad-none-scale), pinned by tests/test_rules_pr72918.py)."""
+def known_malformed(call: Call, found: Malformation) -> str | None:
+    """The label of a malformed answer the call's profile keeps on purpose (its family's
+    ``KNOWN_MALFORMED``: that defect on an output whose input is None), or None."""
     named = dict(zip(call.names, call.tensors, strict=True))
-    if call.profile == "pr72918" and call.rule == "sync_batch_norm_grad" and "a mesh dim on an attr without a mesh" \
-            in why and any(f"output {n}_grad " in why and named[n] is None for n in ("scale", "bias")):
-        return "pr72918 sync_batch_norm_grad: [d] @- for the grad of a None scale/bias"
+    for known in rule_facts(call.rule).known[call.profile]:
+        if found.side == "output" and found.defect == known.defect and found.name in known.when_none and \
+                named[known.when_none[found.name]] is None:
+            return known.label
     return None
 
 
@@ -598,11 +728,12 @@ def judge(call: Call) -> Verdict:
         return Verdict(verdict.outcome, f"ArgumentTypeError with every argument of the right type: {first}",
                        "spurious-type-error")
     if not isinstance(first, BaseException):
-        why = malformed(call, first)
-        if why and known_malformed(call, why):
-            return Verdict("answer", known=known_malformed(call, why))
-        if why:
-            return Verdict("answer", f"malformed answer: {why}; answer {first}", "malformed")
+        found = malformation(call, first)
+        if found:
+            known = known_malformed(call, found)
+            if known:
+                return Verdict("answer", known=known)
+            return Verdict("answer", f"malformed answer: {found.why}; answer {first}", "malformed")
     return verdict
 
 
@@ -734,6 +865,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return merge(args.merge, args.show)
     if args.examples < 1:
         ap.error("--examples must be >= 1")
+    if problems := check_facts():  # a family's declaration lacks what the fuzz reads: our bug, before any example
+        raise LookupError("; ".join(problems))
     out = check_output_file(args.json, "--json") if args.json else None
     start = time.perf_counter()
     tally = run(args.examples, args.seed, args.show, args.engine, args.shard)

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from ...types import DistTensorSpec
 from .. import RULES
 from ..kit.grid import (
+    GRAD_RANKS,
     LIKE_X,
     MESH_SHAPES,
     MIXED_X_RANK4,
@@ -35,6 +36,7 @@ from ..kit.grid import (
     Ids,
     Placement,
     RandomPlan,
+    RankOf,
     ShapeNotDerivable,
     mesh_of,
     mixed_meshes,
@@ -227,6 +229,17 @@ def input_problem(rule: str, named: Mapping[str, DistTensorSpec | None], attrs: 
     if og is not None and len(og.shape) != rank:
         return "out_grad's rank differs from x's"
     return None
+
+
+#: The rank of each returned output (tools/fuzz.py's answer form): out like x, the per-channel
+#: statistics and reserve_space 1-D; the grad's like their inputs.
+FORWARD_RANKS: dict[str, RankOf] = {"out": "x", "mean_out": 1, "variance_out": 1, "saved_mean": 1,
+                                    "saved_variance": 1, "reserve_space": 1}
+ANSWER_RANKS: dict[str, dict[str, RankOf]] = {"batch_norm_static": FORWARD_RANKS, "batch_norm": FORWARD_RANKS,
+                                              "batch_norm_grad": GRAD_RANKS}
+#: reserve_space is the kernel's scratch buffer: 1-D, of a size no rule reads (tools/fuzz.py draws
+#: 0..5, the port must answer it whatever its size).
+FREE_SIZE = frozenset({"reserve_space"})
 
 
 #: Per-channel statistics keep their own draws (only mean/variance may copy x's mapping).

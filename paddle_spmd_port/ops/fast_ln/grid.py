@@ -19,7 +19,9 @@ from ..kit.grid import (
     CoshardPlan,
     GridFn,
     RandomPlan,
+    RankOf,
     StatNormPlan,
+    leading_rank,
     no_attr_variants,
     stat_norm_problem,
     stat_norm_rule_grid,
@@ -43,6 +45,15 @@ COSHARD = CoshardPlan(ranks=range(1, 4), attr_variants=no_attr_variants, invalid
 def input_problem(rule: str, named: Mapping[str, DistTensorSpec | None], attrs: Mapping[str, object],
                   rank: int) -> str | None:
     return stat_norm_problem("fast_ln", X_RANKS, rank, named, PLAN.channel_stats)
+
+
+#: The rank of each returned output (tools/fuzz.py's answer form): mean / invvar ``x.shape[:-1]``;
+#: the grad has no bias input and answers bias_grad like scale_grad (ops/fast_ln/proposed.py
+#: declares its own).
+ANSWER_RANKS: dict[str, dict[str, RankOf]] = {
+    "fast_ln": {"out": "x", "mean": leading_rank, "invvar": leading_rank},
+    "fast_ln_grad": {"x_grad": "x", "scale_grad": "scale", "bias_grad": "scale"},
+}
 
 
 RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7),

@@ -21,6 +21,7 @@ from ...types import DistTensorSpec
 from .. import FAMILIES, RULES
 from ..batch_norm.layout import DATA_FORMATS as RANDOM_DATA_FORMATS
 from ..kit.grid import (
+    GRAD_RANKS,
     MESH_SHAPES,
     X_SHAPES,
     CoshardPlan,
@@ -28,6 +29,7 @@ from ..kit.grid import (
     GridFn,
     Ids,
     RandomPlan,
+    RankOf,
     mesh_of,
     mixed_meshes,
     no_attr_variants,
@@ -198,6 +200,12 @@ def input_problem(rule: str, named: Mapping[str, DistTensorSpec | None], attrs: 
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1 or channels % groups:
         return f"groups {groups!r} does not divide C = {channels}"
     return None
+
+
+_FORWARD_RANKS: dict[str, RankOf] = {"y": "x", "mean": 2, "variance": 2}
+#: The rank of each returned output (tools/fuzz.py's answer form): mean / variance [N, groups].
+ANSWER_RANKS: dict[str, dict[str, RankOf]] = {"group_norm": _FORWARD_RANKS, "group_norm_base": _FORWARD_RANKS,
+                                              "group_norm_grad": GRAD_RANKS, "group_norm_grad_base": GRAD_RANKS}
 
 
 #: Random mode draws data_format from batch_norm's seven layouts, not group_norm's own: the rules

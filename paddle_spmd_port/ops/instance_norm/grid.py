@@ -17,9 +17,11 @@ from collections.abc import Mapping
 from ...types import DistTensorSpec
 from .. import FAMILIES
 from ..kit.grid import (
+    GRAD_RANKS,
     CoshardPlan,
     GridFn,
     RandomPlan,
+    RankOf,
     StatNormPlan,
     no_attr_variants,
     stat_norm_problem,
@@ -44,6 +46,14 @@ COSHARD = CoshardPlan(ranks=range(4, 5), attr_variants=no_attr_variants, invalid
 def input_problem(rule: str, named: Mapping[str, DistTensorSpec | None], attrs: Mapping[str, object],
                   rank: int) -> str | None:
     return stat_norm_problem("instance_norm", X_RANKS, rank, named, PLAN.channel_stats)
+
+
+#: The rank of each returned output (tools/fuzz.py's answer form): y like x, the saved statistics
+#: [N, C]; the grad answers bias_grad like scale_grad (bias is not among its returned inputs).
+ANSWER_RANKS: dict[str, dict[str, RankOf]] = {
+    "instance_norm": {"y": "x", "saved_mean": 2, "saved_variance": 2},
+    "instance_norm_grad": {**GRAD_RANKS, "bias_grad": "scale"},
+}
 
 
 RANDOM = RandomPlan(ranks=(4, 5), bad_x_ranks=(1, 2, 3, 6),

@@ -13,6 +13,16 @@ A family's ``ops/<family>/grid.py`` declares, for parity/grid.py to assemble:
     input_problem    (rule, named inputs, attrs, x rank) -> why the input is invalid for the op,
                      or None (parity/validity.py has the checks common to every op)
     RANDOM           a :class:`RandomPlan`: x ranks and attribute choices of ``parity --random``
+                     (tools/fuzz.py draws its valid calls from the same plan)
+    ANSWER_RANKS     rule key -> returned output -> :data:`RankOf`: the rank of the tensor each
+                     returned output attr describes (tools/fuzz.py checks every answer's form by it;
+                     a profile module ``ops/<family>/<profile>.py`` may declare its own
+                     ``ANSWER_RANKS`` for the outputs its rules answer otherwise)
+    FREE_SIZE        (optional) inputs whose 1-D size the op leaves free (no rule reads it):
+                     tools/fuzz.py draws any size for them instead of ``input_shapes``'
+
+A profile module may also declare ``KNOWN_MALFORMED``: the :class:`KnownMalformed` answers its
+rules give on purpose (counted by tools/fuzz.py, not reported as violations).
 
 The grid's axes (meshes, mappings, partial subsets), the corner sets' shared shape (mixed meshes,
 the co-shard set) and the case numbering live here, so every family's grid reads the same way.
@@ -503,10 +513,47 @@ class RandomPlan:
     generic draws of parity/random_cases.py (a default the generic draw does not know stays fixed)."""
 
 
-__all__ = ["AttrDraw", "CORNER_LABELS", "COSHARD_MESH_SHAPES", "CoshardPlan", "EPS", "GridCase", "GridFn", "Ids",
-           "LIKE_X",
-           "MESH_SHAPES", "MIXED_X_RANK3", "MIXED_X_RANK3_MORE", "MIXED_X_RANK4", "Placement", "RandomPlan",
+# --------------------------------------------------------------------------- answer form
+#: How the rank of the tensor a returned output attr describes follows from the call: an input's
+#: name -- that input's rank as passed (the output is that tensor again, or its gradient); an int
+#: -- that rank; a function of (x's rank, the call's attributes) -- a rank the attributes decide
+#: (statistics over the leading axes, a reduction).
+RankOf = str | int | Callable[[int, MappingOf[str, object]], int]
+#: A grad's usual outputs: each ``<input>_grad`` has its input's rank.
+GRAD_RANKS: dict[str, RankOf] = {"x_grad": "x", "scale_grad": "scale", "bias_grad": "bias"}
+
+
+
+def leading_rank(x_rank: int, attrs: MappingOf[str, object]) -> int:
+    """Statistics over every axis but the last (``x.shape[:-1]``)."""
+    return x_rank - 1
+
+
+#: The ways tools/fuzz.py finds a returned attr malformed (the first one found is the answer's).
+MALFORMED_DEFECTS = ("not-a-result", "attr-count", "not-an-attr", "non-int", "mesh-dim-without-mesh",
+                     "mesh-dim-out-of-range", "mesh-dim-twice", "wrong-length")
+
+
+@dataclass(frozen=True)
+class KnownMalformed:
+    """An answer a profile's rule gives malformed on purpose (it reproduces a proposal's bug): the
+    defect (a :data:`MALFORMED_DEFECTS` name) on one of ``when_none``'s outputs, while the input
+    that output names there is None. Counted under ``label``, never a property violation."""
+
+    rule: str
+    defect: str
+    when_none: MappingOf[str, str]
+    label: str
+
+    def __post_init__(self) -> None:
+        if self.defect not in MALFORMED_DEFECTS:
+            raise ValueError(f"{self.rule}: unknown defect {self.defect!r}; one of {', '.join(MALFORMED_DEFECTS)}")
+
+
+__all__ = ["AttrDraw", "CORNER_LABELS", "COSHARD_MESH_SHAPES", "CoshardPlan", "EPS", "GRAD_RANKS", "GridCase", "GridFn",
+           "Ids", "KnownMalformed", "LIKE_X", "MALFORMED_DEFECTS",
+           "MESH_SHAPES", "MIXED_X_RANK3", "MIXED_X_RANK3_MORE", "MIXED_X_RANK4", "Placement", "RandomPlan", "RankOf",
            "STAT_NAMES", "ShapesFn", "StatNormPlan", "X_SHAPES", "coshard_cases", "coshard_mappings",
-           "coshard_placements", "mesh_of", "mixed_meshes", "no_attr_variants", "norm_x_probes", "one_at_a_time",
-           "other_meshes", "placements", "rep", "spec", "stat_norm_grid", "stat_norm_invalid",
+           "coshard_placements", "leading_rank", "mesh_of", "mixed_meshes", "no_attr_variants", "norm_x_probes",
+           "one_at_a_time", "other_meshes", "placements", "rep", "spec", "stat_norm_grid", "stat_norm_invalid",
            "stat_norm_mixed_meshes", "stat_norm_problem", "stat_norm_rule_grid", "stat_norm_shapes", "valid_mappings"]

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from typing import cast
 
 from ...types import DistTensorSpec, ProcessMesh
 from .. import RULES
 from ..kit.grid import (
+    GRAD_RANKS,
     LIKE_X,
     MESH_SHAPES,
     MIXED_X_RANK3,
@@ -34,6 +36,7 @@ from ..kit.grid import (
     GridFn,
     Ids,
     RandomPlan,
+    RankOf,
     mesh_of,
     mixed_meshes,
     one_at_a_time,
@@ -243,6 +246,17 @@ def input_problem(rule: str, named: Mapping[str, DistTensorSpec | None], attrs: 
         if len(t.shape) != want:
             return f"{name} rank {len(t.shape)} != {want}"
     return None
+
+
+def _stats_rank(x_rank: int, attrs: Mapping[str, object]) -> int:
+    """mean / variance are ``x.shape[:begin_norm_axis]``."""
+    return int(cast(int, attrs["begin_norm_axis"]))
+
+
+_FORWARD_RANKS: dict[str, RankOf] = {"out": "x", "mean": _stats_rank, "variance": _stats_rank}
+#: The rank of each returned output (tools/fuzz.py's answer form).
+ANSWER_RANKS: dict[str, dict[str, RankOf]] = {"layer_norm": _FORWARD_RANKS, "layer_norm_reverse": _FORWARD_RANKS,
+                                              "layer_norm_grad": GRAD_RANKS}
 
 
 RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7),

@@ -35,6 +35,7 @@ from ..kit.grid import (
     GridFn,
     Ids,
     RandomPlan,
+    RankOf,
     mesh_of,
     mixed_meshes,
     placements,
@@ -228,6 +229,17 @@ def input_problem(rule: str, named: Mapping[str, DistTensorSpec | None], attrs: 
         if t is not None and len(t.shape) != want:
             return f"{name} rank {len(t.shape)} != {want}"
     return None
+
+
+def _out_rank(x_rank: int, attrs: Mapping[str, object]) -> int:
+    """out's rank, as :func:`input_shapes` shapes it."""
+    return len(input_shapes("p_norm_reverse", (1,) * x_rank, attrs)["out"])
+
+
+_FORWARD_RANKS: dict[str, RankOf] = {"out": _out_rank}
+#: The rank of each returned output (tools/fuzz.py's answer form).
+ANSWER_RANKS: dict[str, dict[str, RankOf]] = {"p_norm": _FORWARD_RANKS, "p_norm_reverse": _FORWARD_RANKS,
+                                              "p_norm_grad": {"x_grad": "x"}}
 
 
 def _draw_porder(rng: random.Random, rank: int) -> float:

@@ -19,7 +19,9 @@ from ..kit.grid import (
     CoshardPlan,
     GridFn,
     RandomPlan,
+    RankOf,
     StatNormPlan,
+    leading_rank,
     no_attr_variants,
     stat_norm_problem,
     stat_norm_rule_grid,
@@ -43,6 +45,12 @@ COSHARD = CoshardPlan(ranks=range(2, 4), attr_variants=no_attr_variants, invalid
 def input_problem(rule: str, named: Mapping[str, DistTensorSpec | None], attrs: Mapping[str, object],
                   rank: int) -> str | None:
     return stat_norm_problem("rms_norm", X_RANKS, rank, named, PLAN.channel_stats)
+
+
+_FORWARD_RANKS: dict[str, RankOf] = {"out": "x", "invvar": leading_rank}
+#: The rank of each returned output (tools/fuzz.py's answer form): invvar ``x.shape[:-1]``.
+ANSWER_RANKS: dict[str, dict[str, RankOf]] = {"rms_norm": _FORWARD_RANKS, "rms_norm_reverse": _FORWARD_RANKS,
+                                              "rms_norm_grad": {"x_grad": "x", "scale_grad": "scale"}}
 
 
 RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7),

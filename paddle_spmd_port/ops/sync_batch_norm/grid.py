@@ -12,6 +12,8 @@ from ...types import DistTensorSpec
 from .. import RULES
 from ..batch_norm.grid import (
     COSHARD,
+    FORWARD_RANKS,
+    FREE_SIZE,
     RANDOM,
     derived_shapes,
     forward_grid,
@@ -20,7 +22,7 @@ from ..batch_norm.grid import (
     input_shapes,
     mixed_mesh_set,
 )
-from ..kit.grid import X_SHAPES, GridCase, GridFn, Ids, mesh_of, rep
+from ..kit.grid import GRAD_RANKS, X_SHAPES, GridCase, GridFn, Ids, RankOf, mesh_of, rep
 
 
 def _invalid(rule: str) -> Iterator[GridCase]:
@@ -62,4 +64,8 @@ GRIDS: dict[str, GridFn] = {
     "sync_batch_norm_grad": _grid_sync_batch_norm_grad,
 }
 
-__all__ = ["COSHARD", "GRIDS", "RANDOM", "derived_shapes", "input_problem", "input_shapes"]
+#: batch_norm's answer form (tools/fuzz.py).
+ANSWER_RANKS: dict[str, dict[str, RankOf]] = {"sync_batch_norm": FORWARD_RANKS, "sync_batch_norm_grad": GRAD_RANKS}
+
+__all__ = ["ANSWER_RANKS", "COSHARD", "FREE_SIZE", "GRIDS", "RANDOM", "derived_shapes", "input_problem",
+           "input_shapes"]

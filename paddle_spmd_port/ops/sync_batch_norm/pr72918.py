@@ -55,11 +55,19 @@ from ...notation import letters, mapping_for_axes, merge_shardings
 from ...types import DistAttr, SpmdResult
 from ..batch_norm.checks import bn_forward_inputs, bn_grad_inputs
 from ..kit.checks import Attrs, Specs, input_names, rule
+from ..kit.grid import KnownMalformed
 from ..kit.tensor import RuleInput
 
 REVISION = "19683c0389dce01ea48606aba51149681baa8272"
 
 _GRAD_NAMES = input_names("sync_batch_norm_grad")
+
+#: PR72918-QUIRK(grad-none-scale), the one malformed answer kept on purpose: scale_grad / bias_grad
+#: of a None scale / bias come back ``[d] @-`` while C is split (pinned by
+#: tests/test_rules_pr72918.py); tools/fuzz.py counts it under this label.
+KNOWN_MALFORMED = (KnownMalformed("sync_batch_norm_grad", "mesh-dim-without-mesh",
+                                  {"scale_grad": "scale", "bias_grad": "bias"},
+                                  "pr72918 sync_batch_norm_grad: [d] @- for the grad of a None scale/bias"),)
 
 
 def _axis1_only(x: RuleInput) -> tuple[str, tuple[int, ...], dict[str, int]]:
