@@ -211,6 +211,22 @@ def test_numpy_and_list_arguments() -> None:
     assert _short(got) == (["[0,1,-1]"], ["[0,-1] P{1}"])
 
 
+def test_porder_beyond_a_float_is_judged_by_value() -> None:
+    """An int porder no float holds (10**400) is neither 0 nor 1: the proposed forward gathers the
+    reduced axis as for porder 3 (it raised OverflowError converting it to a float), and a launch
+    case refuses it by name (Paddle's attribute is a float)."""
+    from paddle_spmd_port.ops.kit.launch import LaunchCase
+    from paddle_spmd_port.ops.registry import get_spmd_rule
+
+    x = DistTensorSpec((4, 6, 8), (0, 1, -1), M2)
+    proposed = get_spmd_rule("p_norm", profile="proposed")
+    assert _short(proposed.infer_forward(x, 10**400, 1, 1e-12, False, False)) == \
+        _short(proposed.infer_forward(x, 3.0, 1, 1e-12, False, False))
+    assert _short(proposed.infer_forward(x, 1, 1, 1e-12, False, False)) == (["[0,1,-1]"], ["[0,-1] P{1}"])
+    with pytest.raises(ValueError, match="porder must be a number a float holds"):
+        LaunchCase(case_id="c", op="p_norm", shape=(4, 6), mesh_shape=(2,), placements=("S(0)",), porder=10**400)
+
+
 def _mutant_forward(x, porder=2.0, axis=-1, epsilon=1e-12, keepdims=False, asvector=False):
     """The forward rule without its partial status: a rule that forgets Partial(SUM)."""
     result = rules.p_norm_infer_spmd(x, porder, axis, epsilon, keepdims, asvector)

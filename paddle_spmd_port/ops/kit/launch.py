@@ -15,6 +15,7 @@ import functools
 import itertools
 import math
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Protocol
@@ -139,8 +140,11 @@ class LaunchCase:
                 raise ValueError(f"{self.case_id}: {name} must be true or false, got {getattr(self, name)!r}")
         if not isinstance(self.op, str) or not isinstance(self.data_format, str) or not isinstance(self.api, str):
             raise ValueError(f"{self.case_id}: op, data_format and api must be strings")
-        if not isinstance(self.porder, (int, float)) or isinstance(self.porder, bool) or math.isnan(self.porder):
-            raise ValueError(f"{self.case_id}: porder must be a number (or +-Infinity), got {self.porder!r}")
+        if not isinstance(self.porder, (int, float)) or isinstance(self.porder, bool) \
+                or isinstance(self.porder, int) and abs(self.porder) > sys.float_info.max \
+                or math.isnan(self.porder):  # (the int test first: isnan() converts to a float; Paddle's attr is one)
+            raise ValueError(f"{self.case_id}: porder must be a number a float holds (or +-Infinity), got "
+                             f"{self.porder!r:.40}")
         if not (isinstance(self.epsilon, (int, float)) and not isinstance(self.epsilon, bool)
                 and math.isfinite(self.epsilon) and self.epsilon > 0):
             raise ValueError(f"{self.case_id}: epsilon must be a number > 0, got {self.epsilon!r}")

@@ -69,7 +69,7 @@ CONFIGS: tuple[tuple[str, float, int, bool], ...] = (
 def _unsound_why(case: LaunchCase, x_mapping: tuple[Any, ...]) -> str | None:
     """Why the forward's Partial(SUM) out is not the norm, or None where it is."""
     axis = case.axis % len(case.shape)
-    if x_mapping[axis] == -1 or float(case.porder) in SUMMABLE:
+    if x_mapping[axis] == -1 or case.porder in SUMMABLE:
         return None
     return (f"axis {axis} is split and out is Partial(SUM): the sum of the shards' {case.porder:g}-norms is not "
             "the norm (exact for porder 0 and 1 only)")

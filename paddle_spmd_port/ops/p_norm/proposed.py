@@ -58,7 +58,7 @@ def p_norm_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     tx = forward_inputs(x, (porder, axis, epsilon, keepdims, asvector))
     reduced = reduced_axes(tx.ndim, axis, bool(asvector))
     dm = tx.dims_mapping
-    if float(porder) in SUMMABLE:
+    if porder in SUMMABLE:  # by value, no float(): an int beyond a float's range is simply not 0 or 1
         partial = frozenset(dm[a] for a in reduced if dm[a] != -1)
     else:
         dm, partial = tuple(-1 if a in reduced else m for a, m in enumerate(dm)), frozenset()
