@@ -168,9 +168,10 @@ def run_with_fault(tmp_path: Path, fault: str, argv: list[str], error: str = "Ke
     return proc, tmp
 
 
-def assert_one_line(proc: subprocess.CompletedProcess, tmp: Path, command: str, error: str = "KeyError") -> str:
+def assert_one_line(proc: subprocess.CompletedProcess, tmp: Path, command: str, error: str = "KeyError",
+                    theirs: str = "") -> str:
     """Exit 4 and one stderr line naming the planted error and its saved traceback; TMPDIR holds
-    nothing else. Returns the line."""
+    nothing else (but what a child names ``theirs*``: not ours to remove). Returns the line."""
     context = f"exit={proc.returncode}\nstderr={proc.stderr[-3000:]}\nstdout={proc.stdout[-1500:]}"
     assert proc.returncode == 4, context
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
@@ -178,7 +179,7 @@ def assert_one_line(proc: subprocess.CompletedProcess, tmp: Path, command: str, 
     line = lines[0]
     assert line.startswith(f"paddle_spmd_port {command}: internal error: {error}: "), context
     assert PLANTED in line and "Traceback" not in proc.stderr, context
-    saved = [p for p in tmp.iterdir()]
+    saved = [p for p in tmp.iterdir() if not (theirs and p.name.startswith(theirs))]
     assert len(saved) == 1 and saved[0].suffix == ".traceback", f"temp files left: {saved}"
     assert f"traceback saved in {saved[0]}" in line, context
     assert PLANTED in saved[0].read_text()
@@ -255,12 +256,15 @@ def test_parity_the_comparison_failing_in_the_main_thread_writes_the_partial_rep
 def test_parity_a_partial_report_that_cannot_be_written_still_ends_in_the_one_line(tmp_path):
     skip_if_compiled_unreachable()
     report = tmp_path / "r"
+    baseline = tmp_path / "base" / "saved.jsonl.gz"
+    baseline.parent.mkdir()
     proc, tmp = run_with_fault(tmp_path, REPORT_WRITE, [
         "parity", "--quiet", "--rules", "layer_norm_grad", "--backend", "compiled", "--max-cases", "300",
-        "--report-dir", str(report)])
+        "--save-baseline", str(baseline), "--report-dir", str(report)])
     line = assert_one_line(proc, tmp, "parity")  # the first error, not the failed write's
     assert "the partial report could not be written (OSError: planted: the disk is gone)" in line, line
     assert not (report / "parity.md").exists()
+    assert list(baseline.parent.iterdir()) == [], "the baseline's temp file (or a baseline of an unfinished run)"
 
 
 def test_oracle_judging_failing_writes_the_partial_report(tmp_path):
@@ -305,5 +309,6 @@ def test_launch_failing_while_the_ranks_run_ends_them_and_writes_the_partial_rep
 
 def test_mutants_failing_during_a_judging_run_ends_it_and_says_how_far_it_got(tmp_path):
     proc, tmp = run_with_fault(tmp_path, MUTANTS_RUN, ["--only", "compare-ignore-message"])
-    line = assert_one_line(proc, tmp, "mutants")
+    # (pytest, the judging run, keeps its own basetemp pytest-of-USER in TMPDIR, as on every run)
+    line = assert_one_line(proc, tmp, "mutants", theirs="pytest-of-")
     assert line.endswith("; 0 of 1 mutants judged)"), line

@@ -49,6 +49,7 @@ report; a --report-dir holding another selection's report is refused unless --re
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import gc
 import sys
@@ -617,8 +618,8 @@ def _sweep(args: argparse.Namespace) -> int:
         def final_files() -> None:
             report.close_cases_file()
             report.write(out, args.junit)
-            if saver is not None:  # a baseline of a finished run only: an interrupted one would miss cases
-                if report.complete:
+            if saver is not None and stopping is None:  # a baseline of a finished run only: an interrupted
+                if report.complete:  # one would miss cases
                     saver.finish(dict(report.paddle), args.selection)
                 else:
                     saver.discard()
@@ -629,6 +630,9 @@ def _sweep(args: argparse.Namespace) -> int:
         if stopping is None:
             final_files()
         else:  # (a failure writing it is said on the one line, never raised over the first error)
+            if saver is not None:  # its temp file goes first, whatever the report's writing does
+                with contextlib.suppress(Exception):
+                    saver.discard()
             add_detail(stopping, write_partial(final_files, str(out / "parity.md")))
         if repros:
             print(f"mismatching cases ({len(repros):,}), each with the command that repeats it:")
