@@ -3,16 +3,17 @@
 Each test runs a command in a subprocess through a small driver that first replaces one function of
 ours with one that raises after a few calls (a planted bug: in a native slice thread decoding
 answers, in the background group, in the main thread's comparison, in the oracle's judging, while a
-launch's ranks run, while a mutant's judging run goes). Checked: exit 4; exactly one line on
-stderr, naming the exception, the file its traceback was saved in and the partial report (and no
-traceback); the partial report there, its first line ``INTERRUPTED by an internal error (...)``;
-no process of the run left (every process that inherited the run's token, found in
-``/proc/*/environ``); ``TMPDIR`` holding only the traceback file.
+launch's ranks run, while a mutant's judging run goes, while compat-test's runners run). Checked:
+exit 4; exactly one line on stderr, naming the exception, the file its traceback was saved in and
+the partial report where a signal writes one (and no traceback); that report there, its first line ``INTERRUPTED by an
+internal error (...)``; no process of the run left (every process that inherited the run's token,
+found in ``/proc/*/environ``); ``TMPDIR`` holding only the traceback file.
 
 On the code before this (main at 38f19b2) these fail: parity wrote a report saying only ``RUNNING
 or ABORTED`` (with the answers received before the error dropped) and did not name it, oracle and
-launch wrote none, mutants' line said nothing of how far it got, and a RuntimeError of ours in a
-slice was taken for "backend unavailable" (exit 3).
+launch wrote none, mutants' line said nothing of how far it got, compat-test waited for its other
+runners to end by themselves, and a RuntimeError of ours in a slice was taken for "backend
+unavailable" (exit 3).
 """
 
 from __future__ import annotations
@@ -127,6 +128,26 @@ class Popen(subprocess.Popen):
 mutants.subprocess = types.SimpleNamespace(Popen=Popen, PIPE=subprocess.PIPE, STDOUT=subprocess.STDOUT,
                                            DEVNULL=subprocess.DEVNULL, TimeoutExpired=subprocess.TimeoutExpired)
 sys.exit(mutants.main(sys.argv[1:]))
+'''
+
+#: compat-test: the port job's thread fails a second in, while the native job's runner (a stand-in
+#: that would take two minutes: a slow test file) is alive.
+COMPAT_RUNNER = '''
+import time
+from paddle_spmd_port.compat import cli
+_start = cli.Runners.start
+def start(self, cmd, **kwargs):
+    if "native" in cmd:
+        cmd = [sys.executable, "-c", "import time; time.sleep(120)"]
+    return _start(self, cmd, **kwargs)
+cli.Runners.start = start
+_run_backend = cli.run_backend
+def run_backend(path, backend, **kwargs):
+    if backend == "port":
+        time.sleep(1.0)
+        fault(0)
+    return _run_backend(path, backend, **kwargs)
+cli.run_backend = run_backend
 '''
 
 
@@ -312,3 +333,13 @@ def test_mutants_failing_during_a_judging_run_ends_it_and_says_how_far_it_got(tm
     # (pytest, the judging run, keeps its own basetemp pytest-of-USER in TMPDIR, as on every run)
     line = assert_one_line(proc, tmp, "mutants", theirs="pytest-of-")
     assert line.endswith("; 0 of 1 mutants judged)"), line
+
+
+def test_compat_test_failing_ends_the_runners_at_once(tmp_path):
+    # (before: the error waited for every other runner to end by itself, here its --timeout of 100 s)
+    started = time.monotonic()
+    proc, tmp = run_with_fault(tmp_path, COMPAT_RUNNER, [
+        "compat-test", "--quiet", "--against", "both", "--jobs", "2", "--timeout", "100",
+        str(REPO / "tests" / "paddle_style" / "test_p_norm_rule.py")], timeout=60)
+    assert_one_line(proc, tmp, "compat-test")
+    assert time.monotonic() - started < 30, "the runners were left to finish"
