@@ -5,9 +5,10 @@ ours with one that raises after a few calls (a planted bug: in a native slice th
 answers, in the background group, in the main thread's comparison, in the oracle's judging, while a
 launch's ranks run, while a mutant's judging run goes, while compat-test's runners run). Checked:
 exit 4; exactly one line on stderr, naming the exception, the file its traceback was saved in and
-the partial report where a signal writes one (and no traceback); that report there, its first line ``INTERRUPTED by an
-internal error (...)``; no process of the run left (every process that inherited the run's token,
-found in ``/proc/*/environ``); ``TMPDIR`` holding only the traceback file.
+the partial report where a signal writes one (and no traceback); that report there, its first
+line ``INTERRUPTED by an internal error (...)``; no process of the run left (every process that
+inherited the run's token, found in ``/proc/*/environ``); ``TMPDIR`` holding only the traceback
+file.
 
 On the code before this (main at 38f19b2) these fail: parity wrote a report saying only ``RUNNING
 or ABORTED`` (with the answers received before the error dropped) and did not name it, oracle and
@@ -343,3 +344,12 @@ def test_compat_test_failing_ends_the_runners_at_once(tmp_path):
         str(REPO / "tests" / "paddle_style" / "test_p_norm_rule.py")], timeout=60)
     assert_one_line(proc, tmp, "compat-test")
     assert time.monotonic() - started < 30, "the runners were left to finish"
+
+
+@pytest.mark.native
+def test_infer_a_slice_raising_a_runtime_error_is_exit_4_not_backend_unavailable(tmp_path):
+    # (infer writes no report: exit 4 and its one line, as for any internal error)
+    proc, tmp = run_with_fault(tmp_path, SLICE_DECODE.replace("fault(5, ERROR)", "fault(0, ERROR)"), [
+        "infer", "layer_norm", "--backend", "registry", "--mesh", "2", "--x-shape", "4,8", "--x-mapping", "0,-1"],
+        error="RuntimeError")
+    assert_one_line(proc, tmp, "infer", "RuntimeError")
