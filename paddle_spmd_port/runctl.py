@@ -13,7 +13,11 @@ Exit codes, the same for every command (``python -m paddle_spmd_port COMMAND``):
                             that failed, a GPU launch without a CUDA build or enough GPUs); the
                             report (or the one line) says what and why
     4     EXIT_INTERNAL     an internal error: an exception of ours nobody expected (a bug to
-                            report); one line names it and the file its traceback was saved in
+                            report); one line names it and the file its traceback was saved in.
+                            A command that writes a partial report on a signal does the same
+                            here: children ended, temp files removed, the partial report written
+                            (its first line says ``INTERRUPTED by an internal error (...)``) and
+                            named on the line -- or the line says why it could not be written
     130   SIGINT            interrupted: child processes ended, temp files removed, partial report
     143   SIGTERM           written (its first line says so)
 
@@ -30,7 +34,10 @@ How a command uses this module::
 ``_main`` raises :class:`UsageError` for bad input (or uses :class:`ArgumentParser`, whose errors
 are one line too); :class:`Interrupted` reaches it wherever the main thread was when SIGINT or
 SIGTERM arrived, so ``try/finally`` blocks end children, remove temp files and write the partial
-report; setting ``exc.detail`` adds where that report is to the one line printed.
+report; setting ``exc.detail`` adds where that report is to the one line printed. An internal
+error (any other ``Exception``) goes up the same blocks: a command catching it next to
+:class:`Interrupted` names it in its partial report with :func:`stopped_by` and writes that report
+through :func:`write_partial`, which never raises; :func:`add_detail` puts where it is on the line.
 
 The command-line grammar shared by every command lives here too, so a flag is spelled and
 checked one way everywhere: ``--rules a,b`` (:func:`rule_list`), ``--mesh 2x3`` (:func:`mesh_shape`),
@@ -112,6 +119,41 @@ class Interrupted(BaseException):
         return 128 + self.signum
 
 
+def error_text(exc: BaseException) -> str:
+    """An internal error in one line: ``KeyError: 'x'`` (its message whitespace-folded, at most 300 characters)."""
+    text = " ".join(str(exc).split())[:300]
+    return f"{type(exc).__name__}{': ' + text if text else ''}"
+
+
+def stopped_by(exc: BaseException) -> str:
+    """What ended a run early, as its partial report names it after ``INTERRUPTED by``: the
+    signal's name (``SIGTERM``), or ``an internal error (KeyError: 'x')``."""
+    if isinstance(exc, Interrupted):
+        return exc.name
+    return f"an internal error ({error_text(exc)})"
+
+
+def add_detail(exc: BaseException, text: str) -> None:
+    """Say on the one line :func:`run_command` prints for ``exc`` (a signal or an internal error)
+    where its partial report is, or why there is none."""
+    if isinstance(exc, Interrupted):
+        exc.detail = text
+    else:
+        exc.run_detail = text  # type: ignore[attr-defined]  # (read back by run_command)
+
+
+def write_partial(write: Callable[[], object], where: str) -> str:
+    """Write a partial report (``write()``) while a signal or an internal error ends the run, and
+    say so: ``partial report in WHERE``, or why it could not be written. Never raises an
+    ``Exception``: a second failure must not replace the first on the one line (nor print a
+    second traceback)."""
+    try:
+        write()
+    except Exception as err:  # said on the line instead
+        return f"the partial report could not be written ({error_text(err)})"
+    return f"partial report in {where}"
+
+
 EXIT_CODES_HELP = """\
 exit codes (the same for every command):
   0        ok: everything asked for was compared (or run) and agreed
@@ -119,6 +161,7 @@ exit codes (the same for every command):
   2        bad usage: one line on stderr names the argument; nothing run, nothing written
   3        could not compare or run something asked for (the report says what and why)
   4        internal error (a bug of paddle_spmd_port): one line, the traceback saved to a file
+           (children ended and a partial report written where a signal writes one)
   130/143  interrupted by SIGINT/SIGTERM (children ended, partial report written)
 A closed stdout (| head) does not change the code: the rest of the output is dropped."""
 
@@ -450,9 +493,9 @@ def run_command(prog: str, body: Callable[[], int | None]) -> int:
         print(f"{name}: interrupted by {exc.name}{where}", file=sys.stderr)
         return exc.exit_code
     except Exception as exc:  # a bug of ours: never exit 1 (a finding) nor a bare traceback
-        text = " ".join(str(exc).split())[:300]
-        print(f"{name}: internal error: {type(exc).__name__}{': ' + text if text else ''} (a bug of {PACKAGE}: "
-              f"please report it; {_save_traceback(name, exc)})", file=sys.stderr)
+        detail = getattr(exc, "run_detail", "")
+        print(f"{name}: internal error: {error_text(exc)} (a bug of {PACKAGE}: "
+              f"please report it; {_save_traceback(name, exc)}{'; ' + detail if detail else ''})", file=sys.stderr)
         return EXIT_INTERNAL
 
 

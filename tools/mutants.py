@@ -44,7 +44,9 @@ is incomplete (exit 3), never a pass.
 
 Exit: 0 every non-equivalent mutant killed; 1 a non-equivalent mutant survived or an "equivalent"
 one was killed (outranks 3); 2 bad usage or a stale mutant selected (one line); 3 some mutant not
-judged (baseline failing, uncompared cases, the copy not imported); 130/143 interrupted.
+judged (baseline failing, uncompared cases, the copy not imported); 4 an internal error; 130/143
+interrupted. On 4, 130 and 143 the judging run in flight (its whole process group) is ended, the temp
+copies are removed and the one line says how many mutants were judged (no table, no --json).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ from paddle_spmd_port.runctl import (  # pure Python, no Paddle
     ArgumentParser,
     Interrupted,
     UsageError,
+    add_detail,
     add_shard_argument,
     check_output_dir,
     check_output_file,
@@ -970,8 +973,9 @@ def _main(argv: Sequence[str] | None) -> int:
                       baseline_invalid=base_invalid)
             print(f"  {m.name:<34} {v.status:<12} {v.seconds:6.1f} s  {v.how}", flush=True)
             rows.append((m, v))
-    except Interrupted as exc:
-        exc.detail = f"{len(rows)} of {len(mutants)} mutants judged"
+    except (Interrupted, Exception) as exc:  # a signal or an internal error (exit 4): the judging run's
+        # process group was ended by _run, the temp dir goes below; the line says how far it got
+        add_detail(exc, f"{len(rows)} of {len(mutants)} mutants judged")
         raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -19,7 +19,7 @@ backends give each test the same result; 1 when a test fails, errors, the file c
 not import, or the backends disagree; 3 when nothing failed but a backend could not run a file
 (the native backend without Paddle, a runner timing out); 2 on bad arguments (one line on
 stderr, nothing run or written: a --timeout that is not finite and > 0, an empty PATH or --json);
-4 an internal error; 130/143 on SIGINT/SIGTERM (the runner processes are ended first).
+4 an internal error; 130/143 on SIGINT/SIGTERM (on 4, 130 and 143 the runner processes are ended first).
 """
 
 from __future__ import annotations
@@ -316,8 +316,8 @@ def _main(argv: Sequence[str] | None) -> int:
                 print(f"{prefix(PROG)}: [{done}/{len(files)}] {path}: " + " | ".join(
                     f"{b} {_file_summary(r)}" for b, r in mine.items()), file=sys.stderr, flush=True)
         reports = [results[i] for i in range(len(jobs))]
-    except Interrupted:
-        runners.stop()  # the threads' communicate() returns once their runner is gone
+    except (Interrupted, Exception):  # a signal, or an internal error (exit 4): the runners end now, not at
+        runners.stop()  # their end; the threads' communicate() returns once their runner is gone
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # and their temp dirs are removed before we leave

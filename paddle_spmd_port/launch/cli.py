@@ -37,7 +37,8 @@ written); 4 an internal error; 130 / 143 interrupted by SIGINT / SIGTERM: the la
 every crash probe are ended, the temporary directory is removed, the partial report is written (its
 first line says INTERRUPTED; unfinished cases are "not run: interrupted") and the rank logs are kept
 in ``launch-np<N>-logs/``; the one line on stderr says where. A second signal during that cleanup
-is ignored.
+is ignored. An internal error (4) ends the run the same way, its partial report ``INTERRUPTED by an
+internal error (...)``.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from ..runctl import (
     ArgumentParser,
     Interrupted,
     UsageError,
+    add_detail,
     add_replace_report_argument,
     add_rules_argument,
     available_cores,
@@ -79,6 +81,7 @@ from ..runctl import (
     rule_keys,
     run_command,
     seconds,
+    stopped_by,
 )
 from .cases import (
     NOT_LAUNCHED,
@@ -642,7 +645,7 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
         if findings:
             return EXIT_FINDING
         return EXIT_INCOMPLETE if failed or unrun else EXIT_OK
-    except Interrupted as exc:
+    except (Interrupted, Exception) as exc:  # a signal, or an internal error (exit 4): the same partial report
         _after_interrupt(exc, cases, args, records, not_run, probes, launch, job_id, work, logs_dest, stem, t0,
                          bool(kept))
         raise
@@ -651,28 +654,37 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _after_interrupt(exc: Interrupted, cases: list[LaunchCase], args: argparse.Namespace,
+def _after_interrupt(exc: BaseException, cases: list[LaunchCase], args: argparse.Namespace,
                      records: dict[int, list[dict[str, Any]]] | None, not_run: dict[str, str], probes: dict[str, dict],
                      launch: LaunchResult | None, job_id: str, work: Path, logs_dest: Path, stem: str,
                      t0: float, already_kept: bool) -> None:
     """The launcher, ranks and probes are ended (their own ``finally``/``except`` blocks ran on the
-    way up); end anything left, write the partial report, keep the logs; say where in ``exc.detail``.
-    A second signal meanwhile is ignored (runctl), so this runs to the end."""
-    end_processes(job_id)
+    way up); end anything left, write the partial report, keep the logs; say where on the one line
+    (runctl.add_detail). ``exc``: the signal, or the internal error, that ended the run. A second
+    signal meanwhile is ignored (runctl), so this runs to the end; nothing here raises over ``exc``."""
+    reason = stopped_by(exc)
+    try:
+        end_processes(job_id)
+    except Exception as err:  # (said on the line: the first error stays the one reported)
+        where = [f"processes of the launch may be left ({type(err).__name__}: {_one_line(err)[:200]})"]
+    else:
+        where = []
     if records is None:  # interrupted during the launch: what the ranks wrote so far
-        records = read_rank_records(work / "results")
-    where: list[str] = []
+        try:
+            records = read_rank_records(work / "results")
+        except Exception:  # unreadable: the partial report has no rank's results
+            records = {}
     seconds = time.monotonic() - t0
     if launch is None:
-        launch_text = f"launch {job_id} interrupted by {exc.name} after {seconds:.1f}s"
+        launch_text = f"launch {job_id} interrupted by {reason} after {seconds:.1f}s"
         launch_seconds, command = seconds, ""
     else:
-        launch_text = (f"{launch.summary()}; then interrupted by {exc.name} (crash probes not finished by then "
+        launch_text = (f"{launch.summary()}; then interrupted by {reason} (crash probes not finished by then "
                        "are not reported)")
         launch_seconds, command = launch.seconds, " ".join(launch.command)
     try:
         report = _report(cases, args, records, not_run, probes, launch_text, command, launch_seconds, t0,
-                         interrupted=exc.name)
+                         interrupted=reason)
         md, _ = report.write(args.report_dir, stem)
         where.append(f"partial report {md}")
     except Exception as err:  # the interrupt is what gets reported; say why there is no report
@@ -684,6 +696,6 @@ def _after_interrupt(exc: Interrupted, cases: list[LaunchCase], args: argparse.N
         if already_kept:
             logs = logs_dest / "logs"
             where.append(f"rank logs in {logs if logs.is_dir() else logs_dest}")
-    except OSError as err:
+    except Exception as err:  # (OSError mostly; nothing here raises over exc)
         where.append(f"logs not kept ({_one_line(err)[:200]})")
-    exc.detail = "; ".join(where)
+    add_detail(exc, "; ".join(where))

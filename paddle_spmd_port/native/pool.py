@@ -364,9 +364,10 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
                ) -> tuple[list[Outcome], dict]:
     """Outcomes of ``cases`` on a native backend, in order, plus the Paddle version info.
 
-    If an exception (an interrupt, or :class:`Cancelled` once ``cancel`` is set: how a caller running
-    this in a thread of its own stops it) ends the wait, it carries ``partial_outcomes``: the
-    outcomes received so far, None for the rest."""
+    If an exception (an interrupt, :class:`Cancelled` once ``cancel`` is set: how a caller running
+    this in a thread of its own stops it, or an error raised in a slice's thread, re-raised here once
+    every worker has ended) ends the wait, it carries ``partial_outcomes``: the outcomes received so
+    far, None for the rest."""
     outcomes: list[Outcome | None] = [None] * len(cases)
     info: dict = {}
     lock = threading.Lock()
@@ -409,11 +410,14 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
                 t.prestart()
         for t in threads:
             t.start()
-        for t in threads:
-            while t.is_alive():
-                t.join(0.2 if cancel is not None else None)
-                if cancel is not None and cancel.is_set():
-                    raise Cancelled(f"the {backend} group was cancelled")
+        pending = list(threads)
+        while pending:
+            pending[0].join(0.2)
+            if cancel is not None and cancel.is_set():
+                raise Cancelled(f"the {backend} group was cancelled")
+            if any(t.error is not None for t in threads):  # a slice failed: the others stop now, not at their end
+                break
+            pending = [t for t in pending if t.is_alive()]
     except BaseException as exc:  # an interrupt: hand what was answered so far to the caller
         exc.partial_outcomes = in_given_order(outcomes, order)  # type: ignore[attr-defined]
         raise
@@ -424,7 +428,8 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
         for t in threads:
             t.join(timeout=10)
     for t in threads:
-        if t.error is not None:
+        if t.error is not None:  # (its workers ended above) what the other slices answered still counts
+            t.error.partial_outcomes = in_given_order(outcomes, order)  # type: ignore[attr-defined]
             raise t.error
     answered = in_given_order(outcomes, order)
     missing = [i for i, o in enumerate(answered) if o is None]

@@ -27,7 +27,8 @@ line on stderr, nothing written); 3 the selection held no case, or the native pr
 and Paddle is not installed (one line, before any work) or left some case unanswered (a worker timed
 out, a backend could not start: the ``no-answer`` column); 130/143 interrupted by
 SIGINT/SIGTERM: the report of what was judged so far is written, its first line says
-``INTERRUPTED`` and the rules not finished are marked.
+``INTERRUPTED`` and the rules not finished are marked; 4 an internal error: the same partial report,
+its first line ``INTERRUPTED by an internal error (...)``, named on the one line.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from ..runctl import (
     ArgumentParser,
     Interrupted,
     UsageError,
+    add_detail,
     add_profile_argument,
     add_replace_report_argument,
     add_rules_argument,
@@ -69,6 +71,8 @@ from ..runctl import (
     rule_keys,
     run_command,
     seconds,
+    stopped_by,
+    write_partial,
 )
 from .grid import ORACLE_MESHES, oracle_grid
 from .kernels import MODELS, all_reducing_families
@@ -445,9 +449,10 @@ def _main(argv: Sequence[str] | None) -> int:
         for rule in rules:
             run.judge_rule(rule, grids[rule], args.quiet, native.get(rule, ()), routes.get(rule, ""))
         printed = _write_report(run, args, out, None)
-    except Interrupted as exc:
-        _write_report(run, args, out, exc.name)  # a second signal is ignored while this runs
-        exc.detail = f"partial report in {out / 'oracle.md'}"
+    except (Interrupted, Exception) as exc:  # a signal or an internal error (exit 4): the same partial report
+        # (a second signal is ignored while this runs; a failure writing it is said on the one line)
+        reason = stopped_by(exc)
+        add_detail(exc, write_partial(lambda: _write_report(run, args, out, reason), str(out / "oracle.md")))
         raise
     print(printed)
     print(f"\n{prefix(PROG)}: report in {out / 'oracle.md'} ({time.perf_counter() - run.start:.1f}s)", file=sys.stderr)

@@ -68,7 +68,7 @@ def collect(cases: Mapping[str, Sequence[Case]], workers: int, timeout: float, q
     order, rule -> the route, Paddle's version info). One pool run per route, over all the rules
     it is primary for (a worker start imports Paddle: seconds each). An interrupt ends every
     worker group (the pool's ``finally``) and propagates."""
-    from ..native.pool import run_native
+    from ..native.pool import BackendUnavailable, run_native
 
     routes = {rule: DEFAULT_BACKEND[rule] for rule in cases}
     out: dict[str, list[Outcome]] = {}
@@ -79,7 +79,8 @@ def collect(cases: Mapping[str, Sequence[Case]], workers: int, timeout: float, q
         t0 = time.perf_counter()
         try:
             outcomes, found = run_native(flat, backend=route, workers=workers, timeout=timeout)
-        except (ImportError, RuntimeError) as exc:  # the backend cannot start here: every case unanswered
+        except (ImportError, BackendUnavailable) as exc:  # the backend cannot start here: every case unanswered
+            # (any other exception is a bug of ours: exit 4, not an unanswered case)
             why = " ".join(str(exc).split())[-300:]
             outcomes, found = [Outcome(not_run=f"{route} backend unavailable: {why}")] * len(flat), {}
         info.update(found)

@@ -49,6 +49,7 @@ report; a --report-dir holding another selection's report is refused unless --re
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import gc
 import sys
@@ -69,6 +70,7 @@ from ..runctl import (
     ArgumentParser,
     Interrupted,
     UsageError,
+    add_detail,
     add_replace_report_argument,
     add_rules_argument,
     add_selection_arguments,
@@ -82,6 +84,8 @@ from ..runctl import (
     refuse_other_selection,
     run_command,
     seconds,
+    stopped_by,
+    write_partial,
 )
 from .backends import BACKENDS, DEFAULT_BACKEND, DEFAULT_BACKENDS, add_backend_argument, routes_reaching
 from .compare import compare
@@ -519,6 +523,7 @@ def _sweep(args: argparse.Namespace) -> int:
         if background is not None:
             background.stop()
         raise
+    from ..native.pool import BackendUnavailable
     from .baseline import Diff, Saver
 
     saver = Saver(args.save_baseline) if args.save_baseline is not None else None
@@ -529,6 +534,7 @@ def _sweep(args: argparse.Namespace) -> int:
     running: tuple[str, list[str]] | None = None  # the group in flight in this thread
     tallied: set[str] = set()  # backends whose group is in the report (this round)
     repros: list[str] = []  # one `infer --case-json` line per mismatching case
+    stopping: BaseException | None = None  # the signal or internal error ending the run early
     try:
         for number, batch in enumerate(batches):
             last_round = number == len(batches) - 1
@@ -560,7 +566,7 @@ def _sweep(args: argparse.Namespace) -> int:
                         t0 = time.time() - background.seconds
                     else:
                         native = run_native_group(backend, cases, args, report)
-                except (ImportError, RuntimeError) as exc:
+                except (ImportError, BackendUnavailable) as exc:  # (any other error is ours: exit 4)
                     why = " ".join(str(exc).strip().split())[-300:]
                     if f"{backend} backend unavailable: {why}" not in report.notes:
                         report.notes.append(f"{backend} backend unavailable: {why}")
@@ -582,8 +588,9 @@ def _sweep(args: argparse.Namespace) -> int:
             for rule in args.rule_names:
                 first[rule] += len(by_rule[rule])
         report.complete = True
-    except Interrupted as exc:
-        report.interrupted = exc.name
+    except (Interrupted, Exception) as exc:  # a signal, or an internal error: the same partial report
+        stopping = exc
+        report.interrupted = stopped_by(exc)
         in_flight = [running] if running else []
         partials = {running[0]: getattr(exc, "partial_outcomes", None)} if running else {}
         if background is not None and background.backend not in tallied:
@@ -593,27 +600,40 @@ def _sweep(args: argparse.Namespace) -> int:
         for backend, rules in in_flight:  # what the workers answered before the signal still counts
             partial = partials.get(backend)
             if partial is not None and all(r in by_rule for r in rules):
-                tally_group(report, backend, rules, by_rule, partial, 0.0, profile, state=INTERRUPTED,
-                            repros=repros, port_answers=port_answers, first=first, observers=observers)
+                try:
+                    tally_group(report, backend, rules, by_rule, partial, 0.0, profile, state=INTERRUPTED,
+                                repros=repros, port_answers=port_answers, first=first, observers=observers)
+                except Exception:  # the comparison itself may be what failed: the error
+                    if isinstance(exc, Interrupted):  # reported stays the first one, the group stays unfinished
+                        raise
         for tally in report.tallies.values():  # (a group of a long run is running between its rounds)
             if tally.state == RUNNING:
                 tally.state = INTERRUPTED
-        exc.detail = f"partial report in {out / 'parity.md'}"
         raise
     finally:
         if background is not None and background.is_alive():  # any other way out: its workers end too
             background.stop()
         report.finished = time.time()
-        report.close_cases_file()
-        report.write(out, args.junit)
-        if saver is not None:  # a baseline of a finished run only: an interrupted one would miss cases
-            if report.complete:
-                saver.finish(dict(report.paddle), args.selection)
-            else:
-                saver.discard()
-        if diff is not None:
-            diff.judge()
-            diff.write(out, dict(report.paddle), args.selection, report.interrupted)
+
+        def final_files() -> None:
+            report.close_cases_file()
+            report.write(out, args.junit)
+            if saver is not None and stopping is None:  # a baseline of a finished run only: an interrupted
+                if report.complete:  # one would miss cases
+                    saver.finish(dict(report.paddle), args.selection)
+                else:
+                    saver.discard()
+            if diff is not None:
+                diff.judge()
+                diff.write(out, dict(report.paddle), args.selection, report.interrupted)
+
+        if stopping is None:
+            final_files()
+        else:  # (a failure writing it is said on the one line, never raised over the first error)
+            if saver is not None:  # its temp file goes first, whatever the report's writing does
+                with contextlib.suppress(Exception):
+                    saver.discard()
+            add_detail(stopping, write_partial(final_files, str(out / "parity.md")))
         if repros:
             print(f"mismatching cases ({len(repros):,}), each with the command that repeats it:")
             print("\n".join(repros[:REPROS_PRINTED]))

@@ -551,11 +551,11 @@ def _main(argv: Sequence[str]) -> int:
     if beyond is not None:  # no route can hand Paddle such a case: not asked
         native = Outcome(unreachable=beyond)
     else:
-        try:
-            from ..native.pool import run_native
+        from ..native.pool import BackendUnavailable, run_native
 
+        try:
             (native,), info = run_native([case], backend=backend, workers=1)
-        except (ImportError, RuntimeError) as exc:
+        except (ImportError, BackendUnavailable) as exc:  # (any other error is ours: exit 4)
             sys.stdout.flush()
             print(f"{prefix(PROG)}: native backend {backend} unavailable: {_one_line(str(exc))} "
                   "(--no-native shows the port's answer alone)", file=sys.stderr)

@@ -9,7 +9,8 @@ A run compares each rule with one or more native routes (backends). Two views of
   route gave (``compiled: not run: ...; pir: unreachable: ...``) and counted by that reason.
 
 Files, rewritten after every backend group (each write atomic), so an interrupted or failed run
-still leaves a report whose first line says what it is::
+still leaves a report whose first line says what it is (``INTERRUPTED by SIGTERM``, or ``INTERRUPTED
+by an internal error (...)`` when a bug of ours ended the run: exit 4)::
 
     parity.md              status, coverage, the table, a few examples per class
     parity.json            the same as data (each group's verdict map included: ``map``)
@@ -292,7 +293,8 @@ class ParityReport:
     finished: float | None = None
     complete: bool = False
     interrupted: str = ""
-    """The signal's name when the run was interrupted."""
+    """What ended the run early (runctl.stopped_by): a signal's name (``SIGTERM``), or ``an internal
+    error (KeyError: ...)`` when a bug of ours did (exit 4); the report is then partial all the same."""
     allow_uncompared: bool = False
     notes: list[str] = field(default_factory=list)
     profile: dict[str, Any] = field(default_factory=dict)

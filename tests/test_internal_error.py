@@ -1,0 +1,355 @@
+"""An internal error (exit 4) in the middle of a run leaves what a signal leaves.
+
+Each test runs a command in a subprocess through a small driver that first replaces one function of
+ours with one that raises after a few calls (a planted bug: in a native slice thread decoding
+answers, in the background group, in the main thread's comparison, in the oracle's judging, while a
+launch's ranks run, while a mutant's judging run goes, while compat-test's runners run). Checked:
+exit 4; exactly one line on stderr, naming the exception, the file its traceback was saved in and
+the partial report where a signal writes one (and no traceback); that report there, its first
+line ``INTERRUPTED by an internal error (...)``; no process of the run left (every process that
+inherited the run's token, found in ``/proc/*/environ``); ``TMPDIR`` holding only the traceback
+file.
+
+On the code before this (main at 38f19b2) these fail: parity wrote a report saying only ``RUNNING
+or ABORTED`` (with the answers received before the error dropped) and did not name it, oracle and
+launch wrote none, mutants' line said nothing of how far it got, compat-test waited for its other
+runners to end by themselves, and a RuntimeError of ours in a slice was taken for "backend
+unavailable" (exit 3).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.cli_checks import REPO
+from tests.helpers import skip_if_compiled_unreachable
+
+PLANTED = "planted fault"
+
+#: Run first by the driver: ``fault(after, error)`` raises ``error(PLANTED ...)`` on every call past ``after``.
+_DRIVER_HEAD = '''
+import os, sys, threading, types
+_calls, _lock = [0], threading.Lock()
+def fault(after, error=KeyError):
+    with _lock:
+        _calls[0] += 1
+        if _calls[0] > after:
+            raise error(f"planted fault after {after} calls")
+'''
+
+#: A slice thread (registry / PIR worker) decoding its worker's answers fails after 5 distinct outcomes.
+SLICE_DECODE = '''
+import pickle
+from paddle_spmd_port.native import pool
+def loads(data, _loads=pickle.loads):
+    obj = _loads(data)
+    if not isinstance(obj, dict):  # (the worker's hello: Paddle's version)
+        fault(5, ERROR)
+    return obj
+pool.pickle = types.SimpleNamespace(loads=loads, dumps=pickle.dumps, HIGHEST_PROTOCOL=pickle.HIGHEST_PROTOCOL)
+'''
+
+#: The compiled route's slice thread fails on its third batch of replies.
+CALLER_DECODE = '''
+from paddle_spmd_port.native import compiled
+_outcomes_of = compiled.outcomes_of
+def outcomes_of(lines):
+    fault(2)
+    return _outcomes_of(lines)
+compiled.outcomes_of = outcomes_of
+'''
+
+#: The main thread's comparison fails on its 101st case.
+COMPARE = '''
+from paddle_spmd_port.parity import cli
+_compare = cli.compare
+def compare(*args, **kwargs):
+    fault(100)
+    return _compare(*args, **kwargs)
+cli.compare = compare
+'''
+
+#: ... and every report write fails too.
+REPORT_WRITE = COMPARE + '''
+from paddle_spmd_port.parity.report import ParityReport
+def write(self, *args, **kwargs):
+    raise OSError("planted: the disk is gone")
+ParityReport.write = write
+'''
+
+#: The oracle's judging fails on its 21st call.
+JUDGE = '''
+from paddle_spmd_port.oracle import cli
+_call = cli.Judge.__call__
+def call(self, *args, **kwargs):
+    fault(20)
+    return _call(self, *args, **kwargs)
+cli.Judge.__call__ = call
+'''
+
+#: The launch's parent fails while it waits for the launcher, once a rank has finished a case.
+LAUNCH_WAIT = '''
+import glob, subprocess, time
+from pathlib import Path
+from paddle_spmd_port.launch import launcher
+class Popen(subprocess.Popen):
+    fired = False
+    def wait(self, timeout=None):
+        if Popen.fired or timeout is None or timeout < 10:  # (the cleanup's own waits run as they are)
+            return super().wait(timeout)
+        Popen.fired = True
+        deadline = time.monotonic() + 120
+        pattern = os.environ["TMPDIR"] + "/*-work/results/rank*.jsonl"
+        while time.monotonic() < deadline and not any(Path(f).stat().st_size for f in glob.glob(pattern)):
+            time.sleep(0.1)
+        fault(0)
+launcher.subprocess = types.SimpleNamespace(Popen=Popen, DEVNULL=subprocess.DEVNULL, STDOUT=subprocess.STDOUT,
+                                            TimeoutExpired=subprocess.TimeoutExpired)
+'''
+
+#: tools/mutants.py fails half a second into its first judging run (the baseline's pytest).
+MUTANTS_RUN = '''
+import subprocess, time
+sys.path.insert(0, REPO + "/tools")
+import mutants
+class Popen(subprocess.Popen):
+    def communicate(self, *args, **kwargs):
+        time.sleep(0.5)  # the run is up
+        fault(0)
+        return super().communicate(*args, **kwargs)
+mutants.subprocess = types.SimpleNamespace(Popen=Popen, PIPE=subprocess.PIPE, STDOUT=subprocess.STDOUT,
+                                           DEVNULL=subprocess.DEVNULL, TimeoutExpired=subprocess.TimeoutExpired)
+sys.exit(mutants.main(sys.argv[1:]))
+'''
+
+#: compat-test: the port job's thread fails a second in, while the native job's runner (a stand-in
+#: that would take two minutes: a slow test file) is alive.
+COMPAT_RUNNER = '''
+import time
+from paddle_spmd_port.compat import cli
+_start = cli.Runners.start
+def start(self, cmd, **kwargs):
+    if "native" in cmd:
+        cmd = [sys.executable, "-c", "import time; time.sleep(120)"]
+    return _start(self, cmd, **kwargs)
+cli.Runners.start = start
+_run_backend = cli.run_backend
+def run_backend(path, backend, **kwargs):
+    if backend == "port":
+        time.sleep(1.0)
+        fault(0)
+    return _run_backend(path, backend, **kwargs)
+cli.run_backend = run_backend
+'''
+
+
+def processes_with(token: str) -> list[int]:
+    """Live, non-zombie processes whose environment carries ``token``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if token.encode() not in (entry / "environ").read_bytes():
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def run_with_fault(tmp_path: Path, fault: str, argv: list[str], error: str = "KeyError",
+                   timeout: float = 240) -> tuple[subprocess.CompletedProcess, Path]:
+    """Run ``python -m paddle_spmd_port ARGV`` (``fault`` may run the command itself) with ``fault``
+    planted; wait until no process of the run is left. Returns the result and the run's TMPDIR."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    driver = tmp_path / "driver.py"
+    driver.write_text(_DRIVER_HEAD + f"REPO = {str(REPO)!r}\nERROR = {error}\n" + textwrap.dedent(fault)
+                      + "\nfrom paddle_spmd_port.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    token = f"PSP_INTERNAL_ERROR_TEST_{uuid.uuid4().hex}"
+    env = dict(os.environ, PYTHONPATH=str(REPO), TMPDIR=str(tmp), **{token: "1"})
+    proc = subprocess.run([sys.executable, str(driver), *argv], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while processes_with(token) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = processes_with(token)
+    assert not left, f"processes of the run left: {left}\nstderr={proc.stderr[-2000:]}"
+    return proc, tmp
+
+
+def assert_one_line(proc: subprocess.CompletedProcess, tmp: Path, command: str, error: str = "KeyError",
+                    theirs: str = "") -> str:
+    """Exit 4 and one stderr line naming the planted error and its saved traceback; TMPDIR holds
+    nothing else (but what a child names ``theirs*``: not ours to remove). Returns the line."""
+    context = f"exit={proc.returncode}\nstderr={proc.stderr[-3000:]}\nstdout={proc.stdout[-1500:]}"
+    assert proc.returncode == 4, context
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, context
+    line = lines[0]
+    assert line.startswith(f"paddle_spmd_port {command}: internal error: {error}: "), context
+    assert PLANTED in line and "Traceback" not in proc.stderr, context
+    saved = [p for p in tmp.iterdir() if not (theirs and p.name.startswith(theirs))]
+    assert len(saved) == 1 and saved[0].suffix == ".traceback", f"temp files left: {saved}"
+    assert f"traceback saved in {saved[0]}" in line, context
+    assert PLANTED in saved[0].read_text()
+    return line
+
+
+def assert_partial_parity(line: str, report_dir: Path, error: str = "KeyError") -> dict:
+    assert f"partial report in {report_dir / 'parity.md'}" in line, line
+    head = f"INTERRUPTED by an internal error ({error}: "
+    md = (report_dir / "parity.md").read_text()
+    assert md.startswith(f"**{head}") and PLANTED in md.splitlines()[0], md[:300]
+    data = json.loads((report_dir / "parity.json").read_text())
+    assert data["status"].startswith(head) and not data["complete"], data["status"]
+    states = {t["state"] for t in data["rules"].values()}
+    assert "interrupted" in states, states
+    assert not [p.name for p in report_dir.iterdir() if p.name.startswith(".")], "temp files in the report dir"
+    return data
+
+
+def _compared(data: dict) -> int:
+    return sum(cov["compared"] for cov in data["coverage"].values())
+
+
+@pytest.mark.native
+def test_parity_a_compiled_slice_failing_writes_the_partial_report(tmp_path):
+    skip_if_compiled_unreachable()
+    report = tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, CALLER_DECODE, [
+        "parity", "--quiet", "--rules", "layer_norm", "--backend", "compiled", "--max-cases", "2000",
+        "--workers", "1", "--report-dir", str(report)])
+    data = assert_partial_parity(assert_one_line(proc, tmp, "parity"), report)
+    assert 0 < _compared(data) < 2000, "the answers received before the error are compared, the rest are not"
+
+
+@pytest.mark.native
+def test_parity_the_background_groups_slice_failing_writes_the_partial_report(tmp_path):
+    # layer_norm_grad's default routes: the compiled group here, the PIR group in the background
+    # (parity/cli.py BackgroundGroup), whose slice thread fails and hands its error to the main thread
+    skip_if_compiled_unreachable()
+    report = tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, SLICE_DECODE, [
+        "parity", "--quiet", "--rules", "layer_norm_grad", "--max-cases", "300", "--workers", "1",
+        "--report-dir", str(report)])
+    data = assert_partial_parity(assert_one_line(proc, tmp, "parity"), report)
+    assert data["rules"]["layer_norm_grad@pir"]["state"] == "interrupted"
+    assert data["rules"]["layer_norm_grad@compiled"]["state"] == "done"
+
+
+@pytest.mark.native
+def test_parity_random_a_slice_raising_a_runtime_error_is_exit_4_not_backend_unavailable(tmp_path):
+    # --random: the registry group in the background; a RuntimeError of ours was once read as the
+    # backend being unavailable (exit 3, "backend unavailable: planted ..." in the report)
+    skip_if_compiled_unreachable()
+    report = tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, SLICE_DECODE, [
+        "parity", "--quiet", "--rules", "layer_norm,rms_norm_grad", "--random", "300", "--workers", "1",
+        "--report-dir", str(report)], error="RuntimeError")
+    data = assert_partial_parity(assert_one_line(proc, tmp, "parity", "RuntimeError"), report, "RuntimeError")
+    assert not [n for n in data["notes"] if "unavailable" in n], data["notes"]
+
+
+@pytest.mark.native
+def test_parity_the_comparison_failing_in_the_main_thread_writes_the_partial_report(tmp_path):
+    skip_if_compiled_unreachable()
+    report = tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, COMPARE, [
+        "parity", "--quiet", "--rules", "layer_norm_grad", "--backend", "compiled", "--max-cases", "300",
+        "--report-dir", str(report)])
+    data = assert_partial_parity(assert_one_line(proc, tmp, "parity"), report)
+    assert _compared(data) == 100
+
+
+@pytest.mark.native
+def test_parity_a_partial_report_that_cannot_be_written_still_ends_in_the_one_line(tmp_path):
+    skip_if_compiled_unreachable()
+    report = tmp_path / "r"
+    baseline = tmp_path / "base" / "saved.jsonl.gz"
+    baseline.parent.mkdir()
+    proc, tmp = run_with_fault(tmp_path, REPORT_WRITE, [
+        "parity", "--quiet", "--rules", "layer_norm_grad", "--backend", "compiled", "--max-cases", "300",
+        "--save-baseline", str(baseline), "--report-dir", str(report)])
+    line = assert_one_line(proc, tmp, "parity")  # the first error, not the failed write's
+    assert "the partial report could not be written (OSError: planted: the disk is gone)" in line, line
+    assert not (report / "parity.md").exists()
+    assert list(baseline.parent.iterdir()) == [], "the baseline's temp file (or a baseline of an unfinished run)"
+
+
+def test_oracle_judging_failing_writes_the_partial_report(tmp_path):
+    report = tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, JUDGE, [
+        "oracle", "--quiet", "--rules", "layer_norm,rms_norm", "--profile", "paddle", "--max-cases", "30",
+        "--report-dir", str(report)])
+    line = assert_one_line(proc, tmp, "oracle")
+    assert f"partial report in {report / 'oracle.md'}" in line, line
+    md = (report / "oracle.md").read_text()
+    assert md.startswith("INTERRUPTED by an internal error (KeyError: ") and PLANTED in md.splitlines()[0], md[:300]
+    assert "layer_norm (partial: 20 of 30 cases), rms_norm (not judged)" in md.splitlines()[0]
+    status = json.loads((report / "oracle.json").read_text())["status"]
+    assert status.startswith("INTERRUPTED by an internal error (KeyError: "), status
+
+
+@pytest.mark.native
+def test_oracle_native_a_slice_raising_a_runtime_error_is_exit_4_not_unanswered(tmp_path):
+    report = tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, SLICE_DECODE, [
+        "oracle", "--quiet", "--rules", "layer_norm", "--profile", "native", "--max-cases", "100", "--workers", "1",
+        "--report-dir", str(report)], error="RuntimeError")
+    line = assert_one_line(proc, tmp, "oracle", "RuntimeError")
+    assert f"partial report in {report / 'oracle.md'}" in line, line
+    assert (report / "oracle.md").read_text().startswith("INTERRUPTED by an internal error (RuntimeError: ")
+
+
+@pytest.mark.multiproc
+@pytest.mark.native
+def test_launch_failing_while_the_ranks_run_ends_them_and_writes_the_partial_report(tmp_path):
+    report = tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, LAUNCH_WAIT, [
+        "launch", "--quiet", "--nproc", "2", "--rules", "p_norm", "--timeout", "120", "--report-dir", str(report)])
+    line = assert_one_line(proc, tmp, "launch")
+    md = report / "launch-np2.md"
+    assert f"partial report {md}" in line and f"rank logs in {report / 'launch-np2-logs'}" in line, line
+    assert md.read_text().startswith("# Real-run report (INTERRUPTED by an internal error (KeyError: ")
+    data = json.loads((report / "launch-np2.json").read_text())
+    reasons = json.dumps(data)
+    assert "not run: interrupted by an internal error (KeyError: " in reasons
+
+
+def test_mutants_failing_during_a_judging_run_ends_it_and_says_how_far_it_got(tmp_path):
+    proc, tmp = run_with_fault(tmp_path, MUTANTS_RUN, ["--only", "compare-ignore-message"])
+    # (pytest, the judging run, keeps its own basetemp pytest-of-USER in TMPDIR, as on every run)
+    line = assert_one_line(proc, tmp, "mutants", theirs="pytest-of-")
+    assert line.endswith("; 0 of 1 mutants judged)"), line
+
+
+def test_compat_test_failing_ends_the_runners_at_once(tmp_path):
+    # (before: the error waited for every other runner to end by itself, here its --timeout of 100 s)
+    started = time.monotonic()
+    proc, tmp = run_with_fault(tmp_path, COMPAT_RUNNER, [
+        "compat-test", "--quiet", "--against", "both", "--jobs", "2", "--timeout", "100",
+        str(REPO / "tests" / "paddle_style" / "test_p_norm_rule.py")], timeout=60)
+    assert_one_line(proc, tmp, "compat-test")
+    assert time.monotonic() - started < 30, "the runners were left to finish"
+
+
+@pytest.mark.native
+def test_infer_a_slice_raising_a_runtime_error_is_exit_4_not_backend_unavailable(tmp_path):
+    # (infer writes no report: exit 4 and its one line, as for any internal error)
+    proc, tmp = run_with_fault(tmp_path, SLICE_DECODE.replace("fault(5, ERROR)", "fault(0, ERROR)"), [
+        "infer", "layer_norm", "--backend", "registry", "--mesh", "2", "--x-shape", "4,8", "--x-mapping", "0,-1"],
+        error="RuntimeError")
+    assert_one_line(proc, tmp, "infer", "RuntimeError")
