@@ -7,7 +7,9 @@ difference, ``x-rank-message-wording``, on each of its three rules). It agrees w
 profile (exit 0); a changed cell no difference explains (a doctored answer) is unexplained, a
 rule whose changed case is gone leaves its listed difference unobserved, and a profile with the
 difference removed (a mutated list) leaves every case unexplained: exit 1 each. An unstable
-invalid input is explained by its class; an incomplete diff exits 3; bad input exits 2. The real
+invalid input (a planted re-run shows it to vary) is explained by its class, the same pair not shown
+to vary (*changed (invalid input)*) is held to the profile (unexplained where the port answers the
+input, port-rejects where it refuses it); an incomplete diff exits 3; bad input exits 2. The real
 diffs' samples (tests/data/crosscheck/, one changed case per difference, rule and route, cut from
 the measured diffs of docs/measurements/2026-12-01-release-diffs.md) agree with their profiles.
 """
