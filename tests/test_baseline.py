@@ -252,10 +252,22 @@ def test_an_invalid_input_shown_to_vary_is_unstable_not_a_change(tmp_path: Path)
     lost = [Outcome(not_run="backend unavailable"), now[j]]
     assert sorted(c.klass for c in _diff(_saved(tmp_path, cases, stored), cases, now,
                                          {cases[j].case_id: lost}).changes) == [CHANGED_INVALID, FIXED]
-    # and an invalid input Paddle now rejects is a real change, never re-run: it newly raises
+    # an invalid input Paddle now rejects, the same on each re-run, is a real change: it newly raises
     now[j] = Outcome(error=ErrorInfo("ValueError", "now validated"))
-    assert sorted(c.klass for c in _diff(_saved(tmp_path, cases, stored), cases, now, {}).changes) == \
-        [FIXED, NEWLY_RAISES]
+    assert sorted(c.klass for c in _diff(_saved(tmp_path, cases, stored), cases, now,
+                                         {cases[j].case_id: [now[j], now[j]]}).changes) == [FIXED, NEWLY_RAISES]
+
+
+def test_an_invalid_input_that_raised_and_crashes_now_is_regressed_unless_a_re_run_shows_it_varies(
+        tmp_path: Path) -> None:
+    """An invalid co-shard read past its mapping raises in one run and crashes in the next (3.3.1's registry,
+    p_norm-coshard-invalid-4): regressed by the table, unless a re-run shows this build's outcome to move."""
+    cases, stored, now, j = _invalid_pair(tmp_path)
+    stored[j] = Outcome(error=ErrorInfo("ValueError", "2 mesh dims shard tensor dim 0"))
+    crashes = _diff(_saved(tmp_path, cases, stored), cases, now, {cases[j].case_id: [now[j], now[j]]})
+    assert sorted(c.klass for c in crashes.changes) == [FIXED, REGRESSED] and crashes.regressed == 1
+    moves = _diff(_saved(tmp_path, cases, stored), cases, now, {cases[j].case_id: [now[j], stored[j]]})
+    assert sorted(c.klass for c in moves.changes) == [FIXED, UNSTABLE] and moves.regressed == 0
 
 
 BUILT_IN = "batch_norm cannot be built here (OSError in paddle/common/layout.h): Unknown data layout type string: NC."
@@ -317,7 +329,9 @@ def test_triage_table() -> None:
     assert triage(ans, crash, "sound", "rule-error", True, varies=True) == UNSTABLE
     assert triage(ans, crash, "sound", "rule-error", True) == CHANGED_INVALID
     assert triage(ans, ans, "sound", "unsound", True) == CHANGED_INVALID
-    assert triage(err, crash, "rule-error", "rule-error", True, varies=True) == REGRESSED  # (no answer: no candidate)
+    assert triage(err, crash, "rule-error", "rule-error", True, varies=True) == UNSTABLE  # shown to vary: not regressed
+    assert triage(err, crash, "rule-error", "rule-error", True) == REGRESSED
+    assert triage(ans, crash, "sound", "rule-error", False, varies=True) == REGRESSED  # (a valid input: the table)
 
 
 def test_stored_not_run_or_a_missing_row_is_uncompared(tmp_path: Path) -> None:
