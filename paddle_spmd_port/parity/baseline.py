@@ -27,14 +27,14 @@ answer is a crash)::
     changed (invalid  the input is invalid for the op (parity/validity.py), both outcomes are
       input)          answers or crashes, and nothing showed this build's outcome to vary: a change
                       all the same (e.g. 3.1.0's 1-D group_norm statistics); counted with the
-                      changed cases, listed apart, never a regression (Paddle does not validate
-                      that input, the port refuses it)
+                      changed cases, listed apart, never a regression (the op refuses that input
+                      and Paddle's rule does not validate it)
     unstable          an invalid input (any two outcomes) whose outcome under this build was *shown*
                       to vary: one of :data:`RERUNS` re-runs of the case (fresh workers, after the
                       sweep) came out otherwise than the sweep did. Paddle's rule does not validate
                       that input and reads memory it never set, so its outcome there moves from run
                       to run (measured: docs/measurements/2026-12-01-native-notes.md); listed, not
-                      triaged, not counted as changed. Ranks first: such a case is not regressed
+                      triaged, not counted as changed. It ranks first: such a case is not regressed.
 
 An unreachable route's reason (and an error's message) is compared with its source line numbers
 and build-specific paths normalised (:func:`reason_key`): a build that only moved a line or was
@@ -282,8 +282,8 @@ def triage(old: Outcome, new: Outcome, old_label: str, new_label: str, invalid: 
     # read past its mapping raises in one run and crashes in the next, which the table below would call a
     # regression. So a re-run's outcome that differs is what makes a case on invalid input unstable,
     # whatever its two outcomes; without one, an invalid input answered or crashed on by both is a change in
-    # a class of its own (never a regression: the op refuses the input and the port rejects it, never hidden
-    # either), and any other goes through the table as a valid one does.
+    # a class of its own (never a regression: the op refuses the input, so no answer to it is owed; never
+    # hidden either), and any other goes through the table as a valid one does.
     if invalid and varies:
         return UNSTABLE
     if unvalidated(old, new, invalid):
