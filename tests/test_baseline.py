@@ -301,6 +301,7 @@ def test_reasons_are_compared_without_line_numbers_and_build_paths(tmp_path: Pat
                                                              f"unreachable: {new_reason}")
         text = diff.markdown(OLD, SELECTION)
         assert "## Unchanged once normalised (2)" in text and old_reason.splitlines()[-1].strip() in text
+        assert old_reason.replace("\n", "\\n") in text  # (raw, on one line of the list)
         assert diff.to_json(OLD, SELECTION)["unchanged_normalised"] == 2
     else:
         assert [c.klass for c in diff.changes] == [klass, klass] and diff.normalised == 0

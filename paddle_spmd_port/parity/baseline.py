@@ -146,6 +146,11 @@ def same_outcome(old_text: str, new_text: str) -> bool:
     return bool(_comparable(json.loads(old_text)) == _comparable(json.loads(new_text)))
 
 
+def _one_line(text: str) -> str:
+    """``text`` for a markdown list item: a reason's newline (Paddle's ``\\n  [file:line]``) would end it."""
+    return text.replace("\n", "\\n")
+
+
 def build_text(paddle: dict[str, Any]) -> str:
     """How the console and the report name a build: ``3.3.1 (commit 1a2b3c4d5e6f)``."""
     return f"{paddle.get('version', '?')} (commit {str(paddle.get('commit', '?'))[:12]})"
@@ -532,7 +537,7 @@ class Diff:
                       "Raw texts differ only in a source line number or a build-specific path (compared without them"
                       + (f"; the first {len(self.normalised_shown)}" if self.normalised > len(self.normalised_shown)
                          else "") + "):", ""]
-            lines += [f"* `{n['group']}` `{n['id']}`: old `{n['old']}` / new `{n['new']}`"
+            lines += [f"* `{n['group']}` `{n['id']}`: old `{_one_line(n['old'])}` / new `{_one_line(n['new'])}`"
                       for n in self.normalised_shown]
         for klass in (*CLASSES, UNSTABLE):
             items = [ch for ch in self.changes if ch.klass == klass]
@@ -544,8 +549,8 @@ class Diff:
             for ch in items[:MARKDOWN_PER_CLASS]:
                 repro = one_line_repro(ch.case, ch.backend)
                 lines += [f"* `{ch.rule}@{ch.backend}` `{ch.case.case_id}`: `{ch.case.describe()}`",
-                          f"  - old ({old_name}): `{ch.old}` — {ch.old_verdict}",
-                          f"  - new ({new_name}): `{ch.new}` — {ch.new_verdict}",
+                          f"  - old ({old_name}): `{_one_line(str(ch.old))}` — {ch.old_verdict}",
+                          f"  - new ({new_name}): `{_one_line(str(ch.new))}` — {ch.new_verdict}",
                           *(f"  - {d}" for d in ch.diffs[:6]),
                           *([f"  - re-runs under {new_name}: {ch.rerun_note}"] if ch.rerun_note else []),
                           f"  - repro under {old_name}: `{repro}`",
