@@ -23,6 +23,7 @@ from paddle_spmd_port.parity import baseline
 from paddle_spmd_port.parity.baseline import (
     CASES_FILE,
     CHANGED,
+    CHANGED_INVALID,
     FIXED,
     FORMAT,
     FORMAT_VERSION,
@@ -33,6 +34,7 @@ from paddle_spmd_port.parity.baseline import (
     Diff,
     Saver,
     load,
+    reason_key,
     triage,
 )
 from paddle_spmd_port.parity.grid import grid_for, sample
@@ -65,10 +67,22 @@ def _saved(tmp_path: Path, cases: list[Case], outcomes: list[Outcome]) -> Path:
     return path
 
 
-def _diff(path: Path, cases: list[Case], outcomes: list[Outcome]) -> Diff:
+def _diff(path: Path, cases: list[Case], outcomes: list[Outcome],
+          reruns: dict[str, list[Outcome]] | None = None) -> Diff:
+    """The diff of ``outcomes`` with the baseline at ``path``; ``reruns``: case id -> the outcome each re-run of
+    that case gives (planted: what parity's re-runs would answer), checked to be asked of exactly those cases."""
     diff = Diff(load(path, SELECTION))
     for i, (case, o) in enumerate(zip(cases, outcomes, strict=True)):
         diff.record("layer_norm", "registry", i, case, o)
+    if reruns is not None:
+        calls = iter(range(10))
+
+        def rerun(backend: str, asked: list[Case]) -> list[Outcome]:
+            assert backend == "registry" and sorted(c.case_id for c in asked) == sorted(reruns)
+            n = next(calls)
+            return [reruns[c.case_id][n] for c in asked]
+
+        diff.recheck(rerun, times=2)
     diff.judge()
     return diff
 
@@ -196,20 +210,109 @@ def test_an_interrupted_write_leaves_no_temp_file_and_the_partial_report_is_writ
     assert sorted(p.name for p in out.iterdir()) == [CASES_FILE, "baseline.html", "baseline.json", "baseline.md"]
 
 
-def test_invalid_input_answered_from_unset_memory_is_unstable_not_a_regression(tmp_path: Path) -> None:
+def _invalid_pair(tmp_path: Path) -> tuple[list[Case], list[Outcome], list[Outcome], int]:
+    """An invalid input answered in the baseline and crashed on now (the planted pair of outcomes), and a
+    valid case that changed too (no candidate for a re-run)."""
     cases = _cases()
     outcomes = [port_outcome(c) for c in cases]
     j = next(k for k, c in enumerate(cases) if input_problem(c) is not None)
-    sound = outcomes[_sound_index(cases, outcomes)]
+    i = _sound_index(cases, outcomes)
     stored = list(outcomes)
-    stored[j] = Outcome(result=sound.result)  # what Paddle read past the mapping one run ...
+    stored[j] = Outcome(result=outcomes[i].result)  # what Paddle read past the mapping in the old build ...
+    stored[i] = Outcome(result=_wrong(outcomes[i].result))  # (a valid case fixed: not re-run)
     now = list(outcomes)
-    now[j] = Outcome(crash="signal 6 (SIGABRT)")  # ... and the next
-    diff = _diff(_saved(tmp_path, cases, stored), cases, now)
-    assert [c.klass for c in diff.changes] == [UNSTABLE] and diff.regressed == 0 and diff.changed() == 0
-    # but an invalid input Paddle now rejects is a real change: it newly raises
+    now[j] = Outcome(crash="signal 6 (SIGABRT)")  # ... and in this one
+    return cases, stored, now, j
+
+
+def test_a_deterministic_change_on_invalid_input_is_a_change_not_unstable(tmp_path: Path) -> None:
+    cases, stored, now, j = _invalid_pair(tmp_path)
+    same = [now[j], now[j]]  # both re-runs answer as the sweep did: nothing shows the case to vary
+    diff = _diff(_saved(tmp_path, cases, stored), cases, now, {cases[j].case_id: same})
+    assert sorted(c.klass for c in diff.changes) == [CHANGED_INVALID, FIXED]
+    assert diff.regressed == 0 and diff.changed() == 2 and diff.counts[UNSTABLE] == 0
+    assert "1 fixed, 0 changed, 0 newly raises, 0 no longer raises, 1 changed on invalid input); 0 unstable" \
+        in diff.summary_line(OLD)
+    text = diff.markdown(OLD, SELECTION)
+    assert f"## {CHANGED_INVALID} (1)" in text and "2 of 2 re-runs answered, 0 otherwise than the sweep" in text
+    assert diff.status() == "CHANGED, NONE REGRESSED: 2 changed cases (1 on invalid input)"
+    # with no re-run at all (an interrupted run, a diff built by hand) it is the same change, saying so
+    bare = _diff(_saved(tmp_path, cases, stored), cases, now)
+    assert sorted(c.klass for c in bare.changes) == [CHANGED_INVALID, FIXED]
+    assert "not re-run" in bare.markdown(OLD, SELECTION)
+
+
+def test_an_invalid_input_shown_to_vary_is_unstable_not_a_change(tmp_path: Path) -> None:
+    cases, stored, now, j = _invalid_pair(tmp_path)
+    varying = [now[j], stored[j]]  # the second re-run answers as the old build did: the outcome moves
+    diff = _diff(_saved(tmp_path, cases, stored), cases, now, {cases[j].case_id: varying})
+    assert sorted(c.klass for c in diff.changes) == [FIXED, UNSTABLE] and diff.changed() == 1
+    assert "1 otherwise than the sweep" in diff.markdown(OLD, SELECTION)
+    # a re-run that gave no answer (the backend gone) is no evidence: still a change
+    lost = [Outcome(not_run="backend unavailable"), now[j]]
+    assert sorted(c.klass for c in _diff(_saved(tmp_path, cases, stored), cases, now,
+                                         {cases[j].case_id: lost}).changes) == [CHANGED_INVALID, FIXED]
+    # an invalid input Paddle now rejects, the same on each re-run, is a real change: it newly raises
     now[j] = Outcome(error=ErrorInfo("ValueError", "now validated"))
-    assert [c.klass for c in _diff(_saved(tmp_path, cases, stored), cases, now).changes] == [NEWLY_RAISES]
+    assert sorted(c.klass for c in _diff(_saved(tmp_path, cases, stored), cases, now,
+                                         {cases[j].case_id: [now[j], now[j]]}).changes) == [FIXED, NEWLY_RAISES]
+
+
+def test_an_invalid_input_that_raised_and_crashes_now_is_regressed_unless_a_re_run_shows_it_varies(
+        tmp_path: Path) -> None:
+    """An invalid co-shard read past its mapping raises in one run and crashes in the next (3.3.1's registry,
+    p_norm-coshard-invalid-4): regressed by the table, unless a re-run shows this build's outcome to move."""
+    cases, stored, now, j = _invalid_pair(tmp_path)
+    stored[j] = Outcome(error=ErrorInfo("ValueError", "2 mesh dims shard tensor dim 0"))
+    crashes = _diff(_saved(tmp_path, cases, stored), cases, now, {cases[j].case_id: [now[j], now[j]]})
+    assert sorted(c.klass for c in crashes.changes) == [FIXED, REGRESSED] and crashes.regressed == 1
+    moves = _diff(_saved(tmp_path, cases, stored), cases, now, {cases[j].case_id: [now[j], stored[j]]})
+    assert sorted(c.klass for c in moves.changes) == [FIXED, UNSTABLE] and moves.regressed == 0
+
+
+BUILT_IN = "batch_norm cannot be built here (OSError in paddle/common/layout.h): Unknown data layout type string: NC."
+
+
+AT_101 = f"{BUILT_IN}\n  [/paddle/paddle/common/layout.h:101]"
+
+
+@pytest.mark.parametrize("old_reason, new_reason, klass", [
+    (AT_101, f"{BUILT_IN}\n  [/paddle/paddle/common/layout.h:103]", None),
+    (AT_101, f"{BUILT_IN}\n  [/home/me/Paddle/paddle/common/layout.h:101]", None),
+    ("compiled caller unavailable: /work/venvs/paddle-3.0.0/lib/python3.11/site-packages/paddle/include has no x.h",
+     "compiled caller unavailable: /opt/py/lib/python3.12/dist-packages/paddle/include has no x.h", None),
+    (AT_101, f"{BUILT_IN}\n  [/paddle/paddle/common/place.h:101]", CHANGED),
+    ("'begin_norm_axis' should begreater than zero", "'begin_norm_axis' should be greater than zero", CHANGED),
+    ("in paddle/phi/infermeta/spmd_rules/x.cc:12: ranks 2 vs 3", "in paddle/phi/infermeta/spmd_rules/x.cc:40: ranks "
+     "2 vs 4", CHANGED),
+])
+def test_reasons_are_compared_without_line_numbers_and_build_paths(tmp_path: Path, old_reason: str,
+                                                                   new_reason: str, klass: str | None) -> None:
+    cases = _cases()
+    outcomes = [port_outcome(c) for c in cases]
+    stored, now = list(outcomes), list(outcomes)
+    stored[0], now[0] = Outcome(unreachable=old_reason), Outcome(unreachable=new_reason)
+    stored[1], now[1] = (Outcome(error=ErrorInfo("ValueError", r)) for r in (old_reason, new_reason))
+    diff = _diff(_saved(tmp_path, cases, stored), cases, now)
+    if klass is None:
+        assert diff.changes == [] and diff.unchanged == len(cases) and diff.normalised == 2
+        shown = diff.normalised_shown[0]  # the raw texts are kept and shown
+        assert (shown["id"], shown["old"], shown["new"]) == (cases[0].case_id, f"unreachable: {old_reason}",
+                                                             f"unreachable: {new_reason}")
+        text = diff.markdown(OLD, SELECTION)
+        assert "## Unchanged once normalised (2)" in text and old_reason.splitlines()[-1].strip() in text
+        assert old_reason.replace("\n", "\\n") in text  # (raw, on one line of the list)
+        assert diff.to_json(OLD, SELECTION)["unchanged_normalised"] == 2
+    else:
+        assert [c.klass for c in diff.changes] == [klass, klass] and diff.normalised == 0
+        assert any(old_reason.splitlines()[-1] in d for d in diff.changes[0].diffs)  # raw, in the cells
+
+
+def test_reason_key() -> None:
+    assert reason_key("x [/paddle/paddle/common/layout.h:101]") == "x [paddle/common/layout.h:<line>]"
+    assert reason_key("(at /home/u/Paddle/paddle/phi/core/enforce.cc:7)") == "(at paddle/phi/core/enforce.cc:<line>)"
+    assert reason_key("/v/lib/python3.11/site-packages/paddle/include") == "<site-packages>/paddle/include"
+    assert reason_key("ranks 2 vs 3: 101") == "ranks 2 vs 3: 101"  # a number that is no source line stays
 
 
 def test_triage_table() -> None:
@@ -224,7 +327,12 @@ def test_triage_table() -> None:
     assert triage(unreachable, ans, "rule-error", "sound", False) == NO_LONGER_RAISES
     assert triage(ans, unreachable, "sound", "rule-error", False) == NEWLY_RAISES
     assert triage(crash, err, "rule-error", "rule-error", False) == CHANGED
-    assert triage(ans, crash, "sound", "rule-error", True) == UNSTABLE
+    assert triage(ans, crash, "sound", "rule-error", True, varies=True) == UNSTABLE
+    assert triage(ans, crash, "sound", "rule-error", True) == CHANGED_INVALID
+    assert triage(ans, ans, "sound", "unsound", True) == CHANGED_INVALID
+    assert triage(err, crash, "rule-error", "rule-error", True, varies=True) == UNSTABLE  # shown to vary: not regressed
+    assert triage(err, crash, "rule-error", "rule-error", True) == REGRESSED
+    assert triage(ans, crash, "sound", "rule-error", False, varies=True) == REGRESSED  # (a valid input: the table)
 
 
 def test_stored_not_run_or_a_missing_row_is_uncompared(tmp_path: Path) -> None:
@@ -356,11 +464,12 @@ def test_a_build_against_its_own_baseline_has_0_changed_cases(saved: Path, tmp_p
     assert last.startswith("baseline 3.3.1") and ": 0 changed cases (0 regressed, 0 fixed" in last, last
     data = json.loads((tmp_path / "r" / "baseline.json").read_text())
     cases = _rows(tmp_path / "r" / CASES_FILE)
-    # the few invalid inputs Paddle answers from memory it never set may come out "unstable": never changed
-    assert data["status"].startswith("UNCHANGED")
-    assert data["unchanged"] + data["counts"][UNSTABLE] == header["rows"]
-    assert all(c["class"] == UNSTABLE and "-invalid-" in c["id"] for c in cases)
-    assert data["cases_total"] == len(cases) == data["counts"][UNSTABLE]
+    # the few invalid inputs Paddle answers from memory it never set may come out "unstable" (a re-run showed it)
+    # or, where the re-runs happened to agree with the sweep, "changed (invalid input)": nothing else
+    assert data["status"].startswith(("UNCHANGED", "CHANGED, NONE REGRESSED"))
+    assert data["unchanged"] + len(cases) == header["rows"]
+    assert all(c["class"] in (UNSTABLE, CHANGED_INVALID) and "-invalid-" in c["id"] for c in cases)
+    assert data["cases_total"] == len(cases) == data["counts"][UNSTABLE] + data["counts"][CHANGED_INVALID]
 
 
 @pytest.mark.native
@@ -372,10 +481,11 @@ def test_a_doctored_baseline_triages_the_edited_cell(saved: Path, tmp_path: Path
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     data = json.loads((tmp_path / "r" / "baseline.json").read_text())
     cases = _rows(tmp_path / "r" / CASES_FILE)
-    assert [(c["class"], c["id"]) for c in cases if c["class"] != UNSTABLE] == [(klass, ids[0])]
+    assert [(c["class"], c["id"]) for c in cases if c["class"] not in (UNSTABLE, CHANGED_INVALID)] == [(klass, ids[0])]
     assert cases[0]["repro"].startswith("python -m paddle_spmd_port infer --backend registry --case-json '")
     assert data["examples"][klass][0]["repro"] == cases[0]["repro"]
-    assert ": 1 changed cases (" in done.stdout.strip().splitlines()[-1]
+    noise = sum(c["class"] == CHANGED_INVALID for c in cases)  # (see the self-diff above)
+    assert f": {1 + noise} changed cases (" in done.stdout.strip().splitlines()[-1]
 
 
 @pytest.mark.native
@@ -386,11 +496,36 @@ def test_a_regression_exits_1_and_is_listed_first(saved: Path, tmp_path: Path) -
                    timeout=600)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     last = done.stdout.strip().splitlines()[-1]
-    assert ": 2 changed cases (1 regressed, 1 fixed, 0 changed, 0 newly raises, 0 no longer raises)" in last, last
+    assert ": 2 changed cases (1 regressed, 1 fixed, 0 changed, 0 newly raises, 0 no longer raises, 0 changed on " \
+        "invalid input)" in last, last
     text = (tmp_path / "r" / "baseline.md").read_text()
     assert text.startswith("**REGRESSED: 1 of 2 changed cases regressed**")
     assert text.index("## regressed") < text.index("## fixed")
     assert text.index(f"`{ids[1]}`") < text.index(f"`{ids[0]}`")
     # one repro per build per changed case; "unstable" invalid inputs (listed after them) carry theirs too
-    changed_part = text.split(f"## {UNSTABLE}")[0]
+    changed_part = text.split(f"## {CHANGED_INVALID}")[0].split(f"## {UNSTABLE}")[0]
     assert changed_part.count("repro under") == 4
+
+
+@pytest.mark.native
+def test_an_invalid_input_changed_in_the_baseline_is_re_run_and_not_unstable(saved: Path, tmp_path: Path) -> None:
+    """End to end: a stored answer of an invalid input edited (another answer than this build's, which answers it
+    the same every run) is re-run by parity and comes out *changed (invalid input)*, the re-runs named."""
+    rows = _rows(saved)
+    row = next((r for r in rows[1:] if Outcome.from_json(r["native"]).result is not None
+                and input_problem(Case.from_json(r["case"])) is not None), None)
+    if row is None:
+        pytest.skip("no invalid input answered in the sample")
+    row["native"] = Outcome(result=_replicated(Outcome.from_json(row["native"]).result)).to_json()
+    path = tmp_path / "doctored-invalid.gz"
+    path.write_bytes(_gz(rows))
+    done = run_cli([*NATIVE_RUN, "--report-dir", str(tmp_path / "r"), "--baseline", str(path)], tmp_path,
+                   timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    case = next(c for c in _rows(tmp_path / "r" / CASES_FILE) if c["id"] == row["id"])
+    assert case["class"] in (CHANGED_INVALID, UNSTABLE) and case["reruns"].startswith("2 of 2 re-runs answered")
+    assert len(case["rerun_outcomes"]) == 2
+    if case["class"] == UNSTABLE:  # (only if this build's answer moved between the sweep and a re-run)
+        assert "0 otherwise" not in case["reruns"]
+    else:
+        assert "0 otherwise than the sweep" in case["reruns"]

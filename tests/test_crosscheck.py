@@ -7,7 +7,9 @@ difference, ``x-rank-message-wording``, on each of its three rules). It agrees w
 profile (exit 0); a changed cell no difference explains (a doctored answer) is unexplained, a
 rule whose changed case is gone leaves its listed difference unobserved, and a profile with the
 difference removed (a mutated list) leaves every case unexplained: exit 1 each. An unstable
-invalid input is explained by its class; an incomplete diff exits 3; bad input exits 2. The real
+invalid input (a planted re-run shows it to vary) is explained by its class, the same pair not shown
+to vary (*changed (invalid input)*) is held to the profile (unexplained where the port answers the
+input, port-rejects where it refuses it); an incomplete diff exits 3; bad input exits 2. The real
 diffs' samples (tests/data/crosscheck/, one changed case per difference, rule and route, cut from
 the measured diffs of docs/measurements/2026-12-01-release-diffs.md) agree with their profiles.
 """
@@ -62,9 +64,11 @@ def _valid_answer(rule: str) -> Case:
                 and port_outcome(c).result.outputs[0].dims_mapping[:1] != (-1,))
 
 
-def _write_diff(tmp_path: Path, rows: list[tuple[Case, Outcome, Outcome]], missing: int = 0) -> Path:
+def _write_diff(tmp_path: Path, rows: list[tuple[Case, Outcome, Outcome]], missing: int = 0,
+                reruns: dict[str, Outcome] | None = None) -> Path:
     """A baseline of 3.2.2 (``old`` outcomes), diffed with 3.3.1's (``new``), written as parity --baseline does;
-    ``missing``: that many stored rows the diff run does not reach (uncompared)."""
+    ``missing``: that many stored rows the diff run does not reach (uncompared); ``reruns``: case id -> what
+    re-running it answers (planted; any other case re-run answers as the sweep did)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "base.jsonl.gz"
     saver = Saver(path)
@@ -77,6 +81,8 @@ def _write_diff(tmp_path: Path, rows: list[tuple[Case, Outcome, Outcome]], missi
     diff = Diff(load(path, SELECTION))
     for i, (case, _old, new) in enumerate(rows):
         diff.record(case.rule, "registry", i, case, new)
+    now = {c.case_id: new for c, _old, new in rows}
+    diff.recheck(lambda _backend, cases: [(reruns or {}).get(c.case_id, now[c.case_id]) for c in cases])
     diff.judge()
     out = tmp_path / "report"
     diff.write(out, {"version": "3.3.1", "commit": "7688495538"}, SELECTION)
@@ -164,24 +170,52 @@ def test_a_mutated_difference_list(tmp_path: Path) -> None:
     assert grown.code == 1
 
 
+def _answered_invalid() -> Case:
+    """An invalid input the port answers (it does not refuse every invalid input)."""
+    return next(c for c in grid_for("instance_norm") if input_problem(c) is not None
+                and port_outcome(c).result is not None and port_outcome(c).result.outputs[0].dims_mapping)
+
+
 def test_unstable_is_explained_by_its_class(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    invalid = next(c for c in grid_for("instance_norm") if input_problem(c) is not None
-                   and port_outcome(c).result is not None and port_outcome(c).result.outputs[0].dims_mapping)
+    invalid = _answered_invalid()
     new = port_outcome(invalid)
-    path = _write_diff(tmp_path, [*_wording_rows(), (invalid, _wrong(new), new)])
+    # a re-run answered as the old build did: shown to vary
+    path = _write_diff(tmp_path, [*_wording_rows(), (invalid, _wrong(new), new)], reruns={invalid.case_id: _wrong(new)})
     assert crosscheck.main([str(path)]) == 0
     assert "AGREE: 4 explained, 1 unstable" in capsys.readouterr().out
 
 
+def test_a_deterministic_change_on_invalid_input_is_held_to_the_profile(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Not shown to vary, the same pair is *changed (invalid input)* and held to the profile like any change: where
+    the port answers the input, the release's other answer is a difference no profile lists (unexplained, exit 1;
+    as *unstable* it passed); where the port refuses it, it is port-rejects (outside any profile, exit 0)."""
+    invalid = _answered_invalid()
+    new = port_outcome(invalid)
+    assert crosscheck.main([str(_write_diff(tmp_path / "a", [*_wording_rows(), (invalid, _wrong(new), new)]))]) == 1
+    out = capsys.readouterr().out
+    assert "0 unstable" in out and "1 unexplained" in out and "instance_norm@registry changed (invalid input)" in out
+    refused = next(c for c in grid_for("group_norm") if input_problem(c) is not None
+                   and port_outcome(c).error is not None and port_outcome(c).error.port_invalid)
+    answer = port_outcome(_valid_answer("group_norm"))
+    rows = [*_wording_rows(), (refused, answer, Outcome(crash="signal 11 (SIGSEGV)"))]
+    assert crosscheck.main([str(_write_diff(tmp_path / "b", rows))]) == 0
+    out = capsys.readouterr().out
+    assert "port-rejects (outside any profile): 1 (group_norm@registry 1)" in out and "0 unstable" in out
+
+
 def test_what_no_sweep_compares_is_outside_the_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """An invalid input the port refuses, answered by an error in one build and a crash in the other (the
-    diff calls it regressed), and a case unreachable in both builds whose reason moved: no profile lists them."""
+    diff calls it regressed), and a case unreachable in both builds whose reason's words changed: no profile lists
+    them. (A reason whose source line alone moved is no changed case at all: the diff compares it without.)"""
     refused = next(c for c in grid_for("instance_norm_grad") if input_problem(c) is not None
                    and port_outcome(c).error is not None and port_outcome(c).error.port_invalid)
     case = _valid_answer("instance_norm")
     rows = [*_wording_rows(),
             (refused, Outcome(error=ErrorInfo("ValueError", "ndim")), Outcome(crash="signal 6 (SIGABRT)")),
-            (case, Outcome(unreachable="cannot be built here: [layout.h:101]"),
+            (case, Outcome(unreachable="cannot be built here: should begreater [layout.h:101]"),
+             Outcome(unreachable="cannot be built here: should be greater [layout.h:103]")),
+            (_valid_answer("group_norm"), Outcome(unreachable="cannot be built here: [layout.h:101]"),
              Outcome(unreachable="cannot be built here: [layout.h:103]"))]
     assert crosscheck.main([str(_write_diff(tmp_path, rows))]) == 0
     out = capsys.readouterr().out

@@ -24,10 +24,22 @@ answer is a crash)::
     changed           anything else that changed: both sound, both not (e.g. two different errors,
                       a crash -> an error, a crash -> an answer that is not sound), or a case the
                       op itself rejects on one device (op-rejects: any answer is as good)
-    unstable          the input is invalid for the op (parity/validity.py) and both outcomes are
-                      answers or crashes: Paddle's rule does not validate that input and reads
-                      memory it never set, so its answer there moves from run to run (measured:
-                      docs/measurements/2026-12-01-native-notes.md); listed, never triaged
+    changed (invalid  the input is invalid for the op (parity/validity.py), both outcomes are
+      input)          answers or crashes, and nothing showed this build's outcome to vary: a change
+                      all the same (e.g. 3.1.0's 1-D group_norm statistics); counted with the
+                      changed cases, listed apart, never a regression (the op refuses that input
+                      and Paddle's rule does not validate it)
+    unstable          an invalid input (any two outcomes) whose outcome under this build was *shown*
+                      to vary: one of :data:`RERUNS` re-runs of the case (fresh workers, after the
+                      sweep) came out otherwise than the sweep did. Paddle's rule does not validate
+                      that input and reads memory it never set, so its outcome there moves from run
+                      to run (measured: docs/measurements/2026-12-01-native-notes.md); listed, not
+                      triaged, not counted as changed. It ranks first: such a case is not regressed.
+
+An unreachable route's reason (and an error's message) is compared with its source line numbers
+and build-specific paths normalised (:func:`reason_key`): a build that only moved a line or was
+built in another directory leaves the case unchanged; the report counts such cases and shows the
+first few with their raw texts.
 
 A case is *uncompared* when either side has no outcome (not run in either build, a route or case
 the other run lacks, or a case whose JSON differs: the port's grid changed); the diff then fails
@@ -39,8 +51,9 @@ reads to hold a release profile to the diff; written line by line), ``baseline.j
 status, summary line, counts, counts per group, and the first :data:`EXAMPLES_PER_CLASS` changed
 cases of each class, each with its repro line) and ``baseline.html`` (the same as a page, with a map
 per rule of where the changes are: parity/pages.py); the console's last line reads ``baseline OLD ->
-NEW: N changed cases (R regressed, F fixed, ...)``. An interrupted run writes all of them, of the
-cases compared so far.
+NEW: N changed cases (R regressed, F fixed, ...); U unstable (invalid input shown to vary), K
+uncompared``. An interrupted run writes all of them, of the cases compared so far (its changed cases
+on invalid input not re-run, so none unstable, each saying so).
 """
 
 from __future__ import annotations
@@ -48,9 +61,11 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import tempfile
 import zlib
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -75,10 +90,15 @@ EXAMPLES_PER_CLASS = 20
 MARKDOWN_PER_CLASS = 200
 """Changed cases of each class baseline.json keeps (with their repro lines); every one is in CASES_FILE."""
 
-REGRESSED, FIXED, CHANGED, NEWLY_RAISES, NO_LONGER_RAISES, UNSTABLE = (
-    "regressed", "fixed", "changed", "newly raises", "no longer raises", "unstable")
-#: Report order: regressions first.
-CLASSES = (REGRESSED, NEWLY_RAISES, FIXED, NO_LONGER_RAISES, CHANGED)
+REGRESSED, FIXED, CHANGED, NEWLY_RAISES, NO_LONGER_RAISES, CHANGED_INVALID, UNSTABLE = (
+    "regressed", "fixed", "changed", "newly raises", "no longer raises", "changed (invalid input)", "unstable")
+#: Report order: regressions first (unstable, not a change, after them all).
+CLASSES = (REGRESSED, NEWLY_RAISES, FIXED, NO_LONGER_RAISES, CHANGED, CHANGED_INVALID)
+#: Re-runs (each a fresh set of workers) of every changed case on invalid input, after the sweep: the evidence
+#: that its outcome varies (see :meth:`Diff.recheck`).
+RERUNS = 2
+#: Cases unchanged only after :func:`reason_key` that baseline.json and baseline.md show with their raw texts.
+NORMALISED_SHOWN = 20
 NOT_SOUND = ("unsound", "unrunnable", "local-stats-only")
 
 _dumps = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
@@ -87,6 +107,48 @@ _dumps = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
 def outcome_text(outcome: Outcome) -> str:
     """An outcome's canonical JSON text: equal texts are equal outcomes, cell for cell."""
     return str(_dumps(outcome.to_json()))
+
+
+# A reason's source line (``layout.h:101``), the directory Paddle was built in (``/paddle/paddle/common/...``,
+# ``/home/me/Paddle/paddle/phi/...``) and the environment it is installed in (``/work/venvs/x/lib/python3.11/
+# site-packages/``) say where a build was made, not what it does: two builds of one source compare equal
+# without them. The source-relative file name stays (a reason that moved to another file has changed).
+_SOURCE_LINE = re.compile(r"(\.(?:cc|cpp|cxx|cu|h|hpp|hh|c|py)):\d+")
+_SOURCE_ROOT = re.compile(r"/(?:[^\s/\[\]():'\"]+/)*?(?=paddle/(?:phi|common|fluid|pir|utils|cinn)/)")
+_INSTALL_ROOT = re.compile(r"/(?:[^\s/\[\]():'\"]+/)*(?:site|dist)-packages/")
+
+
+def reason_key(text: str) -> str:
+    """``text`` (an unreachable reason or an error message) with source line numbers and build-specific
+    paths normalised: what the diff compares (the raw text is kept and shown)."""
+    text = _SOURCE_LINE.sub(r"\1:<line>", text)
+    text = _SOURCE_ROOT.sub("", text)
+    return _INSTALL_ROOT.sub("<site-packages>/", text)
+
+
+def _comparable(data: dict[str, Any]) -> dict[str, Any]:
+    """An outcome's JSON with its reasons normalised (:func:`reason_key`)."""
+    out = dict(data)
+    if isinstance(out.get("unreachable"), str):
+        out["unreachable"] = reason_key(out["unreachable"])
+    err = out.get("error")
+    if isinstance(err, dict) and isinstance(err.get("message"), str):
+        out["error"] = {**err, "message": reason_key(err["message"])}
+    return out
+
+
+def same_outcome(old_text: str, new_text: str) -> bool:
+    """Two outcome texts (:func:`outcome_text`) that are equal, or equal once their reasons are normalised."""
+    if old_text == new_text:
+        return True
+    if '"unreachable"' not in old_text and '"error"' not in old_text:
+        return False  # (nothing to normalise: the common case of a changed answer, decided without parsing)
+    return bool(_comparable(json.loads(old_text)) == _comparable(json.loads(new_text)))
+
+
+def _one_line(text: str) -> str:
+    """``text`` for a markdown list item: a reason's newline (Paddle's ``\\n  [file:line]``) would end it."""
+    return text.replace("\n", "\\n")
 
 
 def build_text(paddle: dict[str, Any]) -> str:
@@ -208,12 +270,29 @@ def _kind(outcome: Outcome) -> str:
     return "raises"  # an error, or no rule on the route (unreachable)
 
 
-def triage(old: Outcome, new: Outcome, old_label: str, new_label: str, invalid: bool) -> str:
+def unvalidated(old: Outcome, new: Outcome, invalid: bool) -> bool:
+    """An invalid input answered (or crashed on) by both builds: no validation of the input in either,
+    so no error that would make the change a new check or a check removed."""
+    return invalid and _kind(old) in ("answer", "crash") and _kind(new) in ("answer", "crash")
+
+
+def triage(old: Outcome, new: Outcome, old_label: str, new_label: str, invalid: bool, varies: bool = False) -> str:
     """The class of a changed case (the table in the module doc). ``*_label``: the oracle's verdict
-    on each side; ``invalid``: the case's input is invalid for the op."""
+    on each side; ``invalid``: the case's input is invalid for the op; ``varies``: a re-run showed
+    the case's outcome to vary (:meth:`Diff.recheck`)."""
     a, b = _kind(old), _kind(new)
-    if invalid and a in ("answer", "crash") and b in ("answer", "crash"):
+    # Unstable only on evidence. Calling every invalid input answered or crashed on by both builds unstable
+    # (as this did) hid deterministic changes: 829 of 3.1.0 -> 3.3.1's 939 "unstable" cases were group_norm's
+    # 1-D statistics, the same answer every run. And the noise is not confined to those: an invalid co-shard
+    # read past its mapping raises in one run and crashes in the next, which the table below would call a
+    # regression. So a re-run's outcome that differs is what makes a case on invalid input unstable,
+    # whatever its two outcomes; without one, an invalid input answered or crashed on by both is a change in
+    # a class of its own (never a regression: the op refuses the input, so no answer to it is owed; never
+    # hidden either), and any other goes through the table as a valid one does.
+    if invalid and varies:
         return UNSTABLE
+    if unvalidated(old, new, invalid):
+        return CHANGED_INVALID
     if b == "crash":
         return CHANGED if a == "crash" else REGRESSED
     if a == "crash":
@@ -257,6 +336,21 @@ class Change:
     old_verdict: str
     new_verdict: str
     diffs: list[str]
+    reruns: list[Outcome] | None = None
+    """This build's outcomes of the case's re-runs (:meth:`Diff.recheck`); None: not re-run (not a
+    candidate, or the run ended first)."""
+
+    @property
+    def rerun_note(self) -> str:
+        """What the re-runs showed, for the report ("" for a case that is no candidate)."""
+        if self.reruns is None:
+            return "not re-run (the run ended first)" if self.klass == CHANGED_INVALID else ""
+        now = outcome_text(self.new)
+        texts = [str(o) for o in self.reruns]
+        shown = sum(not same_outcome(now, outcome_text(o)) for o in self.reruns if o.not_run is None)
+        answered = sum(o.not_run is None for o in self.reruns)
+        return (f"{answered} of {len(self.reruns)} re-runs answered, {shown} otherwise than the sweep"
+                + (f": {'; '.join(dict.fromkeys(texts))[:300]}" if shown else ""))
 
     def to_json(self) -> dict[str, Any]:
         return {**self._fields(), "case": self.case.to_json()}
@@ -268,15 +362,16 @@ class Change:
     def example(self) -> dict[str, Any]:
         """What baseline.json shows of the case: the whole outcomes and the case's JSON are in the
         cases file (and the repro line holds the case)."""
-        return {k: v for k, v in self._fields().items() if k not in ("old_outcome", "new_outcome")}
+        return {k: v for k, v in self._fields().items() if k not in ("old_outcome", "new_outcome", "rerun_outcomes")}
 
     def _fields(self) -> dict[str, Any]:
         return {"class": self.klass, "rule": self.rule, "backend": self.backend, "id": self.case.case_id,
                 "describe": self.case.describe(), "old": str(self.old), "new": str(self.new),
                 "old_verdict": self.old_verdict, "new_verdict": self.new_verdict, "diffs": self.diffs,
-                "repro": one_line_repro(self.case, self.backend),
+                "repro": one_line_repro(self.case, self.backend), "reruns": self.rerun_note,
                 # both outcomes whole, for a reader that re-judges them (parity/crosscheck.py)
-                "old_outcome": self.old.to_json(), "new_outcome": self.new.to_json()}
+                "old_outcome": self.old.to_json(), "new_outcome": self.new.to_json(),
+                "rerun_outcomes": None if self.reruns is None else [o.to_json() for o in self.reruns]}
 
 
 @dataclass
@@ -287,8 +382,14 @@ class Diff:
     seen: set[tuple[str, str, int]] = field(default_factory=set)
     pending: list[tuple[str, str, Case, Outcome, Outcome]] = field(default_factory=list)
     unchanged: int = 0
+    normalised: int = 0
+    """Of the unchanged cases, those whose raw texts differ (a reason's source line or build path)."""
+    normalised_shown: list[dict[str, str]] = field(default_factory=list)
+    """The first :data:`NORMALISED_SHOWN` of them, with both raw texts."""
     uncompared: Counter[str] = field(default_factory=Counter)
     changes: list[Change] = field(default_factory=list)
+    reruns: dict[int, list[Outcome]] = field(default_factory=dict)
+    """Position in ``pending`` -> this build's outcomes of the case's re-runs (:meth:`recheck`)."""
 
     def record(self, rule: str, backend: str, index: int, case: Case, native: Outcome) -> None:
         key = (rule, backend, index)
@@ -302,11 +403,17 @@ class Diff:
             self.uncompared[f"{rule}@{backend}: the case differs from the baseline's (the grid changed)"] += 1
             return
         new_text = outcome_text(native)
-        if new_text == old_text:
+        if same_outcome(old_text, new_text):
             if native.not_run is not None:  # the same reason for no answer twice: still no comparison
                 self.uncompared[f"{rule}@{backend}: not run in either build"] += 1
-            else:
-                self.unchanged += 1
+                return
+            self.unchanged += 1
+            if new_text != old_text:
+                self.normalised += 1
+                if len(self.normalised_shown) < NORMALISED_SHOWN:
+                    self.normalised_shown.append({
+                        "group": f"{rule}@{backend}", "id": case.case_id,
+                        "old": str(Outcome.from_json(json.loads(old_text))), "new": str(native)})
             return
         old = Outcome.from_json(json.loads(old_text))
         if old.not_run is not None or native.not_run is not None:
@@ -323,21 +430,52 @@ class Diff:
                 out[f"{rule}@{backend}: in the baseline, not in this run"] += 1
         return out
 
+    def candidates(self) -> list[int]:
+        """Positions in ``pending`` of the changed cases whose outcome may vary: those on invalid input (where
+        Paddle may read memory it never set). A valid input's outcome is not re-run: noise there would be a
+        bug of Paddle's, for the table to show, not for this class to absorb."""
+        return [k for k, item in enumerate(self.pending) if input_problem(item[2]) is not None]
+
+    def recheck(self, rerun: Callable[[str, list[Case]], Sequence[Outcome]], times: int = RERUNS) -> None:
+        """Run each candidate (:meth:`candidates`) ``times`` more under this build, a backend's candidates
+        together through ``rerun(backend, cases)`` (fresh workers each time), and keep the outcomes: a
+        candidate is unstable when one of them differs from the sweep's (:meth:`judge`).
+
+        Why re-runs: the measured noise moves with the process's memory layout (a new worker pool, an
+        allocation before the fork server: 2026-12-01-native-notes.md), which a fresh pool changes; the
+        baseline's build cannot be re-run from here, so the evidence is this build's. A case whose noise
+        the re-runs miss is *changed (invalid input)*: listed and counted, not failed."""
+        by_backend: dict[str, list[int]] = {}
+        for k in self.candidates():
+            by_backend.setdefault(self.pending[k][1], []).append(k)
+        for backend, positions in by_backend.items():
+            cases = [self.pending[k][2] for k in positions]
+            for _ in range(times):
+                outcomes = rerun(backend, cases)
+                for k, outcome in zip(positions, outcomes, strict=True):
+                    self.reruns.setdefault(k, []).append(outcome)
+
+    def _varies(self, k: int) -> bool:
+        new_text = outcome_text(self.pending[k][4])
+        return any(o.not_run is None and not same_outcome(new_text, outcome_text(o)) for o in self.reruns.get(k, ()))
+
     def judge(self) -> None:
         """Triage every changed case with the oracle (both answers judged on the case as run)."""
         from ..oracle.kernels import MODELS
         from ..oracle.report import Judge
 
         judge = Judge()
-        for rule, backend, case, old, new in self.pending:
+        for k, (rule, backend, case, old, new) in enumerate(self.pending):
             if rule in MODELS:
                 a = judge.native(case, old, backend).verdict.label
                 b = judge.native(case, new, backend).verdict.label
             else:
                 a = b = "not judged (no numpy kernel)"
-            klass = triage(old, new, a, b, input_problem(case) is not None)
-            self.changes.append(Change(klass, rule, backend, case, old, new, a, b, cell_diffs(case, old, new)))
+            klass = triage(old, new, a, b, input_problem(case) is not None, self._varies(k))
+            self.changes.append(Change(klass, rule, backend, case, old, new, a, b, cell_diffs(case, old, new),
+                                       self.reruns.get(k)))
         self.pending = []
+        self.reruns = {}
 
     @property
     def counts(self) -> Counter[str]:
@@ -351,7 +489,8 @@ class Diff:
         parts = ", ".join(f"{c[k]} {k}" for k in (REGRESSED, FIXED, CHANGED, NEWLY_RAISES, NO_LONGER_RAISES))
         uncompared = sum(self.uncompared.values()) + sum(self.missing().values())
         return (f"baseline {build_text(self.stored.paddle)} -> {build_text(new_paddle)}: {self.changed()} changed "
-                f"cases ({parts}); {c[UNSTABLE]} unstable (invalid input), {uncompared} uncompared")
+                f"cases ({parts}, {c[CHANGED_INVALID]} changed on invalid input); {c[UNSTABLE]} unstable (invalid "
+                f"input shown to vary), {uncompared} uncompared")
 
     def status(self, interrupted: str = "") -> str:
         c = self.counts
@@ -363,7 +502,8 @@ class Diff:
         if uncompared:
             return f"INCOMPLETE: {uncompared} cases could not be compared with the baseline (see below)"
         if self.changed():
-            return f"CHANGED, NONE REGRESSED: {self.changed()} changed cases"
+            invalid = f" ({c[CHANGED_INVALID]} on invalid input)" if c[CHANGED_INVALID] else ""
+            return f"CHANGED, NONE REGRESSED: {self.changed()} changed cases{invalid}"
         return "UNCHANGED: 0 changed cases"
 
     def markdown(self, new_paddle: dict[str, Any], selection: dict[str, Any], interrupted: str = "") -> str:
@@ -377,17 +517,28 @@ class Diff:
         rows.append(("total", *(c[k] for k in (*CLASSES, UNSTABLE))))
         lines = [f"**{self.status(interrupted)}**", "", f"# Baseline diff: Paddle {old_name} -> {new_name}", "",
                  f"Baseline `{self.stored.path}`; selection: {selection.get('describe', '?')}. Native against native, "
-                 f"cell by cell: {self.unchanged} cases unchanged, {self.changed()} changed, {c[UNSTABLE]} unstable.",
+                 f"cell by cell: {self.unchanged} cases unchanged ({self.normalised} of them only once source line "
+                 f"numbers and build paths in their reasons are normalised), {self.changed()} changed "
+                 f"({c[CHANGED_INVALID]} of them on invalid input), {c[UNSTABLE]} unstable.",
                  "", markdown_table(head, rows), "",
                  "Classes (parity/baseline.py): *regressed* = sound -> not sound, or an answer -> a crash; *newly "
                  "raises* = an answer -> an error; *fixed* = not sound (or a crash) -> sound; *no longer raises* = an "
-                 "error -> an answer; *changed* = both sound or both not; *unstable* = an invalid input Paddle does "
-                 "not validate, answered from memory it never set (not triaged). Verdicts: the oracle's, on each "
-                 "answer to the case as run. Each repro line runs the case on its route under whichever build is "
-                 "installed: run it under each."]
+                 "error -> an answer; *changed* = both sound or both not; *changed (invalid input)* = an invalid input "
+                 "Paddle does not validate, answered (or crashed on) by both, the same on each re-run: a change, never "
+                 "a regression; *unstable* = the same, but a re-run of the case under this build answered otherwise "
+                 "(shown to vary: answered from memory it never set; not counted as changed). Verdicts: the oracle's, "
+                 "on each answer to the case as run. Each repro line runs the case on its route under whichever build "
+                 "is installed: run it under each."]
         uncompared = self.uncompared + self.missing()
         if uncompared:
             lines += ["", "## Uncompared", ""] + [f"* {n} cases: {why}" for why, n in uncompared.most_common()]
+        if self.normalised:
+            lines += ["", f"## Unchanged once normalised ({self.normalised})", "",
+                      "Raw texts differ only in a source line number or a build-specific path (compared without them"
+                      + (f"; the first {len(self.normalised_shown)}" if self.normalised > len(self.normalised_shown)
+                         else "") + "):", ""]
+            lines += [f"* `{n['group']}` `{n['id']}`: old `{_one_line(n['old'])}` / new `{_one_line(n['new'])}`"
+                      for n in self.normalised_shown]
         for klass in (*CLASSES, UNSTABLE):
             items = [ch for ch in self.changes if ch.klass == klass]
             if not items:
@@ -398,9 +549,10 @@ class Diff:
             for ch in items[:MARKDOWN_PER_CLASS]:
                 repro = one_line_repro(ch.case, ch.backend)
                 lines += [f"* `{ch.rule}@{ch.backend}` `{ch.case.case_id}`: `{ch.case.describe()}`",
-                          f"  - old ({old_name}): `{ch.old}` — {ch.old_verdict}",
-                          f"  - new ({new_name}): `{ch.new}` — {ch.new_verdict}",
+                          f"  - old ({old_name}): `{_one_line(str(ch.old))}` — {ch.old_verdict}",
+                          f"  - new ({new_name}): `{_one_line(str(ch.new))}` — {ch.new_verdict}",
                           *(f"  - {d}" for d in ch.diffs[:6]),
+                          *([f"  - re-runs under {new_name}: {ch.rerun_note}"] if ch.rerun_note else []),
                           f"  - repro under {old_name}: `{repro}`",
                           f"  - repro under {new_name}: `{repro}`"]
         return "\n".join(lines) + "\n"
@@ -425,6 +577,7 @@ class Diff:
                         "file": str(self.stored.path)},
                 "new": {"paddle": new_paddle, "selection": selection},
                 "counts": {k: self.counts[k] for k in (*CLASSES, UNSTABLE)}, "unchanged": self.unchanged,
+                "unchanged_normalised": self.normalised, "normalised_examples": self.normalised_shown,
                 "uncompared": dict((self.uncompared + self.missing()).most_common()),
                 "groups": {g: {k: n[k] for k in (*CLASSES, UNSTABLE) if n[k]} for g, n in per_group.items()},
                 "cases_file": CASES_FILE, "cases_total": len(self.changes),
@@ -461,5 +614,6 @@ class Diff:
         return bool(self.uncompared) or bool(self.missing())
 
 
-__all__ = ["CASES_FILE", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS", "FORMAT", "MARKDOWN_PER_CLASS", "Diff",
-           "Saver", "Stored", "build_text", "cell_diffs", "load", "outcome_text", "triage"]
+__all__ = ["CASES_FILE", "CHANGED_INVALID", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS", "FORMAT",
+           "MARKDOWN_PER_CLASS", "RERUNS", "Diff", "Saver", "Stored", "build_text", "cell_diffs", "load",
+           "outcome_text", "reason_key", "same_outcome", "triage", "unvalidated"]

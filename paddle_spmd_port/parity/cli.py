@@ -313,6 +313,21 @@ def run_native_group(backend: str, cases: list[Case], args: argparse.Namespace,
     return outcomes
 
 
+def rerun_native(backend: str, cases: list[Case], args: argparse.Namespace) -> list[Outcome]:
+    """``cases`` run again on ``backend`` in a pool of their own (parity/baseline.py's Diff.recheck): an
+    unavailable backend gives not-run outcomes (no evidence either way)."""
+    from ..native.pool import run_native
+
+    if not args.quiet:
+        print(f"re-running {len(cases):,} changed invalid-input cases on {backend} (is their outcome stable?)",
+              file=sys.stderr, flush=True)
+    try:
+        return run_native(cases, backend=backend, workers=args.workers, timeout=args.timeout)[0]
+    except (ImportError, RuntimeError) as exc:
+        why = " ".join(str(exc).strip().split())[-300:]
+        return [Outcome(not_run=f"backend unavailable: {why}") for _ in cases]
+
+
 class Observer(Protocol):
     """Sees every native outcome the sweep tallies (parity/baseline.py's Saver and Diff)."""
 
@@ -587,6 +602,8 @@ def _sweep(args: argparse.Namespace) -> int:
                     report.write(out, args.junit)  # (the last one's: see finally)
             for rule in args.rule_names:
                 first[rule] += len(by_rule[rule])
+        if diff is not None:  # (before complete: an interrupt here leaves a partial diff, its candidates not re-run)
+            diff.recheck(lambda backend, cases: rerun_native(backend, cases, args))
         report.complete = True
     except (Interrupted, Exception) as exc:  # a signal, or an internal error: the same partial report
         stopping = exc

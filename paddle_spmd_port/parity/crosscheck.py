@@ -10,12 +10,18 @@ equals 3.3.1 cell by cell): the first known difference whose matcher recognises 
 (:meth:`ReleaseProfile.explain`'s order). Three kinds of changed case
 are outside any profile, counted apart and not findings:
 
-    unstable          an invalid input Paddle answers from memory it never set (the diff's class)
+    unstable          an invalid input Paddle answers from memory it never set, shown to vary by a
+                      re-run (the diff's class)
     port-rejects      an invalid input the port refuses, and the release's outcome is no answer the
                       sweep holds against it (a crash, an error, an unreachable route, a malformed
                       answer): nothing to explain, so no profile lists them
-    unreachable both  the route cannot express the case in either build (the reason's text moved,
-                      e.g. a source line number in the op's build error): never compared
+    unreachable both  the route cannot express the case in either build (the reason's words moved,
+                      e.g. a typo fixed in the op's build error; a moved source line alone is no
+                      changed case: the diff compares reasons without line numbers): never compared
+
+The diff's *changed (invalid input)* (an invalid input answered or crashed on by both builds, not
+shown to vary) is held to the profile like any change: port-rejects where the port refuses the
+input, else explained by a listed difference or a finding, as the release's sweep would judge it.
 
 What is left is a finding::
 

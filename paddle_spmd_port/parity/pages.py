@@ -181,7 +181,7 @@ def baseline_page(diff: Diff, new_paddle: dict[str, Any], selection: dict[str, A
 
     order = (*CHANGE_CLASSES, UNSTABLE)
     colours = {"regressed": "#cf222e", "newly raises": "#fb8f44", "fixed": "#2da44e", "no longer raises": "#8fd19e",
-               "changed": "#d4a72c", "unstable": "#afb8c1"}
+               "changed": "#d4a72c", "changed (invalid input)": "#54aeff", "unstable": "#afb8c1"}
     counts = diff.counts
     if interrupted:
         verdict = UNCOMPARED
@@ -200,7 +200,8 @@ def baseline_page(diff: Diff, new_paddle: dict[str, Any], selection: dict[str, A
              ("release profile", f"this build's: {release}"),
              ("baseline file", str(diff.stored.path)),
              ("selection", str(selection.get("describe", "?"))),
-             ("cases", f"{diff.unchanged:,} unchanged, {diff.changed():,} changed, {counts[UNSTABLE]:,} unstable, "
+             ("cases", f"{diff.unchanged:,} unchanged ({diff.normalised:,} once reasons' source lines and build paths "
+                       f"are normalised), {diff.changed():,} changed, {counts[UNSTABLE]:,} unstable (shown to vary), "
                        f"{sum((diff.uncompared + diff.missing()).values()):,} uncompared")]
     per_group: dict[str, Counter[str]] = {}
     for ch in diff.changes:
@@ -226,7 +227,8 @@ def baseline_page(diff: Diff, new_paddle: dict[str, Any], selection: dict[str, A
     shown = changes[:BASELINE_RECORDS]
     records = [Record(ch.klass, " ".join(map_label(map_key(ch.case))),
                       (f"{ch.rule}@{ch.backend}", ch.case.case_id, ch.case.describe(),
-                       f"{ch.old} — {ch.old_verdict}", f"{ch.new} — {ch.new_verdict}", "; ".join(ch.diffs[:6])),
+                       f"{ch.old} — {ch.old_verdict}", f"{ch.new} — {ch.new_verdict}",
+                       "; ".join([*ch.diffs[:6], *([f"re-runs: {ch.rerun_note}"] if ch.rerun_note else [])])),
                       one_line_repro(ch.case, ch.backend)) for ch in shown]
     note = (f"the first {BASELINE_RECORDS:,} of {len(changes):,}; all in {BASELINE_CASES_FILE}"
             if len(changes) > len(shown) else "every changed case") \
