@@ -443,6 +443,18 @@ def _no_stack(*_args: Any, **_kwargs: Any) -> traceback.StackSummary:
 
 
 _backend = PirBackend()
+_zygote_mode = contextlib.ExitStack()
+
+
+def prepare_fork_server() -> None:
+    """In the worker's zygote (:func:`._fork.start_fork_server`), before it serves: enter PIR mode
+    for good and start the Program, which every child would otherwise do for its one case. Each
+    child still starts from this same state, whatever the cases (docs/measurements/2026-12-02-pir-isolation.md:
+    a child's CPU and wall with and without it)."""
+    if NO_DIST_PIR is not None:  # nothing is built (run_many isolates nothing)
+        return
+    _zygote_mode.enter_context(_pir_mode())
+    _backend._program()
 
 
 def build_here(case: Case) -> Outcome:
@@ -464,4 +476,5 @@ def run_many(cases: Iterable[Case], may_crash: Callable[[Case], bool] | None = N
 
 
 __all__ = ["NOT_ROUTED", "NO_DIST_PIR", "OPS_PER_PROGRAM", "ROUTES", "PirBackend", "build_here", "dist_attr_of",
-           "may_crash", "outcome_of_op", "paddle_version", "placements_of", "raised_by_rule", "run", "run_many"]
+           "may_crash", "outcome_of_op", "paddle_version", "placements_of", "prepare_fork_server", "raised_by_rule",
+           "run", "run_many"]
