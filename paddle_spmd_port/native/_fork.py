@@ -23,9 +23,11 @@ Fork server: a worker calls :func:`start_fork_server` right after importing its 
 it loads the cases or builds anything. That forks a *zygote*, a copy of the worker as it is then
 (Paddle imported, nothing else), which from then on forks the children for the worker
 (:func:`run_isolating` hands it one crash-prone case at a time, with a module-level runner). The
-zygote keeps no case: it reads a request's bytes and forks, and the child unpickles the case and
-runs it, so when it forks the zygote holds that one request's bytes and nothing of the cases it
-served before (reading and relaying allocate and free a few buffers each time). A fork of the grown worker
+zygote keeps nothing of what it served: it reads a request into a buffer allocated once, forks,
+and the child unpickles the case, runs it and writes the reply itself. Serving thus leaves the C
+heap the next child inherits as it was (when the zygote unpickled a batch and relayed the
+replies, those allocations moved where a child's Paddle allocated, and a heap-reading case's
+outcome moved with the cases served before it: measured in the note named above). A fork of the grown worker
 cost 25-40 ms a crash case in a sweep (its page tables, the copy-on-write faults of both sides
 afterwards); the zygote is smaller and idle, and the worker itself never forks, so its own pages
 stay writable. Without a server (tests, ``run_many`` in a plain process), or if it has gone, the
@@ -91,9 +93,9 @@ def _read_exact(fd: int, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def in_a_child(job: Callable[[], Outcome]) -> tuple[bytes | None, int]:
-    """Run ``job`` in a forked copy of this process and nothing else: the pickled outcome it sent
-    back through a pipe (None if it died first) and the child's wait status. The child leaves
+def in_a_child(job: Callable[[], Outcome]) -> Outcome:
+    """``job()`` in a forked copy of this process that runs nothing else, its outcome back through
+    a pipe (pickled, length-prefixed); if the child dies first, the crash. The child leaves
     without running any cleanup."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -112,10 +114,6 @@ def in_a_child(job: Callable[[], Outcome]) -> tuple[bytes | None, int]:
     finally:
         os.close(read_fd)
     _, status = os.waitpid(pid, 0)
-    return body, status
-
-
-def _outcome_of(body: bytes | None, status: int) -> Outcome:
     return pickle.loads(body) if body is not None else Outcome(crash=describe_status(status))
 
 
@@ -123,7 +121,7 @@ def run_in_children(run: Callable[[Case], Outcome], cases: Iterable[Case]) -> It
     """``run`` each case in a forked copy of this process of its own (so no case sees what another
     did to the process); a child that dies gives its case the crash."""
     for case in cases:
-        yield _outcome_of(*in_a_child(functools.partial(run, case)))
+        yield in_a_child(functools.partial(run, case))
 
 
 def _write_frame(fd: int, payload: bytes) -> None:
@@ -143,10 +141,10 @@ class ForkServerGone(RuntimeError):
 
 class ForkServer:
     """The zygote (see the module docstring): asked with one pickled ``(runner, case)`` at a time,
-    it forks a child that unpickles and runs it, and answers with the child's outcome frame (or a
-    crash). ``runner`` must be picklable by reference (a module-level function) and must not
-    isolate again. One request at a time, a round trip each: the zygote never holds more than the
-    one request's bytes (a batch would put its other cases in every child's heap)."""
+    it forks a child that unpickles and runs it and answers with the outcome's frame (the zygote
+    writes the crash if the child dies). ``runner`` must be picklable by reference (a module-level
+    function) and must not isolate again. One request at a time, a round trip each (a pipe's
+    round trip is microseconds, a fork milliseconds)."""
 
     def __init__(self, close_fds: Sequence[int] = (), prepare: Callable[[], object] | None = None) -> None:
         req_read, req_write = os.pipe()
@@ -179,23 +177,56 @@ class ForkServer:
         return pickle.loads(body)
 
 
+#: The zygote's request buffer: a request (one pickled case, a few KiB) is read into it, so that
+#: serving allocates nothing on the C heap the children inherit (a request bigger than it grows it).
+_REQUEST_BUFFER = 1 << 20
+
+
 def _serve(requests: int, replies: int) -> None:
+    head, buf = bytearray(_LEN.size), bytearray(_REQUEST_BUFFER)
     gc.collect()
     gc.freeze()  # the zygote's objects stay put: a collection in a child would copy their pages
     collapse_to_huge_pages()  # fewer page-table entries for each fork to copy
     while True:
-        request = _read_frame(requests)
-        if request is None:
+        if not _read_into(requests, memoryview(head)):
             return
-        body, status = in_a_child(functools.partial(_run_request, request))  # unpickled in the child only
-        if body is None:
-            body = pickle.dumps(Outcome(crash=describe_status(status)), protocol=pickle.HIGHEST_PROTOCOL)
-        _write_frame(replies, body)
+        (size,) = _LEN.unpack(head)
+        if size > len(buf):
+            buf = bytearray(size)
+        request = memoryview(buf)[:size]
+        if not _read_into(requests, request):
+            return
+        _answer_in_a_child(request, replies)
 
 
-def _run_request(request: bytes) -> Outcome:
-    runner, case = pickle.loads(request)
-    return runner(case)
+def _read_into(fd: int, view: memoryview) -> bool:
+    """Fill ``view`` from ``fd``; False at end of file."""
+    got = 0
+    while got < len(view):
+        n = os.readv(fd, [view[got:]])
+        if not n:
+            return False
+        got += n
+    return True
+
+
+def _answer_in_a_child(request: memoryview, replies: int) -> None:
+    """The zygote's part of a request: a child unpickles and runs it and writes its own reply
+    frame (the zygote reads or relays nothing of it: what the zygote allocates would be in the
+    next child's heap); if the child does not end normally, the zygote writes the crash."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            quiet_child()
+            runner, case = pickle.loads(request)
+            _write_frame(replies, pickle.dumps(runner(case), protocol=pickle.HIGHEST_PROTOCOL))
+        except BaseException:  # the zygote reports the missing answer
+            code = 3
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+        _write_frame(replies, pickle.dumps(Outcome(crash=describe_status(status)), protocol=pickle.HIGHEST_PROTOCOL))
 
 
 _server: ForkServer | None = None
@@ -249,7 +280,7 @@ def _isolated(run: Callable[[Case], Outcome], isolated: Callable[[Case], Outcome
             return server.run(isolated, case)
         except ForkServerGone:
             _server = None  # from now on this process forks its children itself
-    return _outcome_of(*in_a_child(functools.partial(run, case)))
+    return in_a_child(functools.partial(run, case))
 
 
 def run_isolating(cases: Iterable[Case], run: Callable[[Case], Outcome],
