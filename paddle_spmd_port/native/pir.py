@@ -38,11 +38,12 @@ Outcome mapping:
   a missing required input) -> ``unreachable`` with the reason; nothing is dropped.
 
 Cases that may take the process down (:func:`may_crash`: the clauses every op shares and the
-family's ``pir_may_crash``) are built in a forked child (consecutive ones share a child; in a
-worker the child of its fork server, see :mod:`._fork`, running :func:`build_here`), so a crash
-costs one fork instead of a worker restart with a fresh ``import paddle``
-(docs/measurements/2026-12-01-native-notes.md). The crash is reported as
-``native crashed: signal N``, as :mod:`.pool` would.
+family's ``pir_may_crash``) are built in a forked child each (in a worker a child of its fork
+server, see :mod:`._fork`, running :func:`build_here`; :func:`prepare_fork_server` sets that server
+up), so a crash costs one fork instead of a worker restart with a fresh ``import paddle``
+(docs/measurements/2026-12-01-native-notes.md), and a case that corrupts the heap without dying
+cannot change another's outcome (docs/measurements/2026-12-02-pir-isolation.md). The crash is
+reported as ``native crashed: signal N``, as :mod:`.pool` would.
 
 Imports Paddle and switches it to static PIR mode while building: run it only inside a worker
 process (:mod:`.worker`).
