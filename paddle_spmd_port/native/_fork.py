@@ -51,6 +51,7 @@ import os
 import pickle
 import signal
 import struct
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from ..case import Case
@@ -58,6 +59,10 @@ from ..outcome import Outcome
 from ..runctl import signal_text
 
 _LEN = struct.Struct(">I")
+#: Request bytes written ahead to the fork server at most (a pipe holds 64 KiB on Linux).
+_QUEUED_BYTES = 48 << 10
+#: Consecutive crash-prone cases handed to the fork server together (their requests are queued).
+SERVER_RUN = 64
 
 
 def describe_status(status: int) -> str:
@@ -124,10 +129,18 @@ def run_in_children(run: Callable[[Case], Outcome], cases: Iterable[Case]) -> It
         yield in_a_child(functools.partial(run, case))
 
 
+def _frame(payload: bytes) -> bytes:
+    return _LEN.pack(len(payload)) + payload
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def _write_frame(fd: int, payload: bytes) -> None:
-    data = memoryview(_LEN.pack(len(payload)) + payload)
-    while data:
-        data = data[os.write(fd, data):]
+    _write_all(fd, _frame(payload))
 
 
 def _read_frame(fd: int) -> bytes | None:
@@ -143,8 +156,9 @@ class ForkServer:
     """The zygote (see the module docstring): asked with one pickled ``(runner, case)`` at a time,
     it forks a child that unpickles and runs it and answers with the outcome's frame (the zygote
     writes the crash if the child dies). ``runner`` must be picklable by reference (a module-level
-    function) and must not isolate again. One request at a time, a round trip each (a pipe's
-    round trip is microseconds, a fork milliseconds)."""
+    function) and must not isolate again. The zygote serves one request at a time (a child, then
+    the next); :meth:`run_many` queues the next requests in the pipe meanwhile, so the zygote
+    finds one there as its child ends instead of waiting for this process to wake up and send it."""
 
     def __init__(self, close_fds: Sequence[int] = (), prepare: Callable[[], object] | None = None) -> None:
         req_read, req_write = os.pipe()
@@ -165,16 +179,32 @@ class ForkServer:
         os.close(rep_write)
         self.pid, self._requests, self._replies = pid, req_write, rep_read
 
-    def run(self, runner: Callable[[Case], Outcome], case: Case) -> Outcome:
-        """``runner(case)`` in a child of the zygote."""
-        try:
-            _write_frame(self._requests, pickle.dumps((runner, case), protocol=pickle.HIGHEST_PROTOCOL))
-        except OSError as exc:
-            raise ForkServerGone(f"fork server {self.pid}: {exc}") from exc
-        body = _read_frame(self._replies)
-        if body is None:
-            raise ForkServerGone(f"fork server {self.pid} ended")
-        return pickle.loads(body)
+    def run_many(self, runner: Callable[[Case], Outcome], cases: Sequence[Case]) -> Iterator[Outcome]:
+        """``runner(case)`` for each case, each in a child of the zygote of its own; outcomes in
+        order. Requests are written ahead while the unanswered ones fit in :data:`_QUEUED_BYTES`
+        (less than a pipe holds: a write never waits for the zygote, which may itself wait for
+        this process to read a reply)."""
+        queued: deque[int] = deque()  # sizes of the requests written and not answered yet
+        queued_bytes = sent = 0
+        frame = b""  # the next request, once pickled
+        for _ in cases:
+            while sent < len(cases):
+                frame = frame or _frame(pickle.dumps((runner, cases[sent]), protocol=pickle.HIGHEST_PROTOCOL))
+                if queued and queued_bytes + len(frame) > _QUEUED_BYTES:
+                    break
+                try:
+                    _write_all(self._requests, frame)
+                except OSError as exc:
+                    raise ForkServerGone(f"fork server {self.pid}: {exc}") from exc
+                queued.append(len(frame))
+                queued_bytes += len(frame)
+                frame = b""
+                sent += 1
+            body = _read_frame(self._replies)
+            if body is None:
+                raise ForkServerGone(f"fork server {self.pid} ended")
+            queued_bytes -= queued.popleft()
+            yield pickle.loads(body)
 
 
 #: The zygote's request buffer: a request (one pickled case, a few KiB) is read into it, so that
@@ -270,17 +300,23 @@ def start_fork_server(close_fds: Sequence[int] = (), prepare: Callable[[], objec
     _server = ForkServer(close_fds, prepare)
 
 
-def _isolated(run: Callable[[Case], Outcome], isolated: Callable[[Case], Outcome] | None, case: Case) -> Outcome:
-    """``case`` in a forked child of its own: the fork server's (running ``isolated``) if there is
-    one, else this process's (running ``run``)."""
+def _isolated(run: Callable[[Case], Outcome], isolated: Callable[[Case], Outcome] | None,
+              cases: list[Case]) -> Iterator[Outcome]:
+    """``cases``, each in a forked child of its own: the fork server's (running ``isolated``) if
+    there is one, else this process's (running ``run``)."""
     global _server
     server = _server
+    done = 0
     if server is not None and isolated is not None:
         try:
-            return server.run(isolated, case)
+            for outcome in server.run_many(isolated, cases):
+                done += 1
+                yield outcome
+            return
         except ForkServerGone:
             _server = None  # from now on this process forks its children itself
-    return in_a_child(functools.partial(run, case))
+    for case in cases[done:]:
+        yield in_a_child(functools.partial(run, case))
 
 
 def run_isolating(cases: Iterable[Case], run: Callable[[Case], Outcome],
@@ -288,6 +324,22 @@ def run_isolating(cases: Iterable[Case], run: Callable[[Case], Outcome],
                   isolated: Callable[[Case], Outcome] | None = None) -> Iterator[Outcome]:
     """Outcomes in order: each ``may_crash`` case in a forked child of its own (the fork server's,
     running ``isolated``, a module-level function doing what ``run`` does; else this process's
-    own, running ``run``); every other case is ``run`` here."""
-    for case in cases:
-        yield _isolated(run, isolated, case) if may_crash(case) else run(case)
+    own, running ``run``); every other case is ``run`` here. Consecutive ``may_crash`` cases (up to
+    :data:`SERVER_RUN`) go to the server together, which only queues their requests."""
+    it = iter(cases)
+    pushed_back: list[Case] = []
+    while True:
+        case = pushed_back.pop() if pushed_back else next(it, None)
+        if case is None:
+            return
+        if not may_crash(case):
+            yield run(case)
+            continue
+        batch = [case]
+        for other in it:
+            if len(batch) < SERVER_RUN and may_crash(other):
+                batch.append(other)
+            else:
+                pushed_back.append(other)
+                break
+        yield from _isolated(run, isolated, batch)
