@@ -73,6 +73,23 @@ def test_a_crash_prone_case_after_a_damaging_one_answers_as_alone(server, reques
     assert _damage["done"] is False  # nothing ran in this process
 
 
+def killing_run(case: Case) -> Outcome:
+    """``kill-server`` ends the fork server the child came from (its parent), then answers."""
+    if case.case_id == "kill-server":
+        import signal
+
+        os.kill(os.getppid(), signal.SIGKILL)
+        return Outcome(unreachable="server killed")
+    return damaging_run(case)
+
+
+def test_a_fork_server_gone_in_mid_run_leaves_the_rest_to_children_of_this_process(fork_server):
+    cases = [_case("kill-server"), _case("poison-1"), _case("v"), _case("w")]
+    outcomes = list(_fork.run_isolating(cases, killing_run, _always, isolated=killing_run))
+    assert [o.unreachable for o in outcomes] == ["server killed", "poisoned the process", "clean", "clean"]
+    assert _fork._server is None
+
+
 def test_run_in_children_gives_each_case_a_child_of_its_own():
     outcomes = list(_fork.run_in_children(damaging_run, [_case("poison-1"), _case("v"), _case("w")]))
     assert [o.unreachable for o in outcomes] == ["poisoned the process", "clean", "clean"]
@@ -112,5 +129,5 @@ def test_a_fork_server_child_starts_from_the_same_heap_whatever_was_served_befor
     first = heap_after([])
     # requests and replies of other sizes (ids padded: requests up to ~40 KB, replies up to 200 KB)
     assert heap_after([_case(f"big-{n}") for n in (1000, 5000, 70000, 3000, 200000)]) == first
-    assert heap_after([_case("pad-" + "y" * n) for n in (600, 9000, 40000)]) == first
+    assert heap_after([_case("pad-" + "y" * n) for n in (600, 9000, 40000, 70000)]) == first  # (70000: past the queue)
     assert heap_after([]) == first
