@@ -22,15 +22,15 @@ A crash that ``may_crash`` misses still becomes a crash outcome: the worker dies
 Fork server: a worker calls :func:`start_fork_server` right after importing its backend, before
 it loads the cases or builds anything. That forks a *zygote*, a copy of the worker as it is then
 (Paddle imported, nothing else), which from then on forks the children for the worker
-(:func:`run_isolating` hands it one crash-prone case at a time, with a module-level runner). The
-zygote keeps nothing of what it served: it reads a request into a buffer allocated once, forks,
-and the child unpickles the case, runs it and writes the reply itself. Serving thus leaves the C
-heap the next child inherits as it was (when the zygote unpickled a batch and relayed the
-replies, those allocations moved where a child's Paddle allocated, and a heap-reading case's
-outcome moved with the cases served before it: measured in the note named above). A fork of the grown worker
-cost 25-40 ms a crash case in a sweep (its page tables, the copy-on-write faults of both sides
-afterwards); the zygote is smaller and idle, and the worker itself never forks, so its own pages
-stay writable. Without a server (tests, ``run_many`` in a plain process), or if it has gone, the
+(:func:`run_isolating` hands it the crash-prone cases with a module-level runner, one request per
+case, queued in its pipe). The zygote keeps nothing of what it served: it reads a request into a
+buffer allocated once, forks, and the child unpickles the case, runs it and writes the reply
+itself. Serving thus leaves the C heap the next child inherits as it was (when the zygote
+unpickled a batch and relayed the replies, those allocations moved where a child's Paddle
+allocated, and a heap-reading case's outcome moved with the cases served before it: measured in
+the note named above). A fork of the grown worker cost 25-40 ms a crash case in a sweep (its page
+tables, the copy-on-write faults of both sides afterwards); the zygote is smaller and idle, and
+the worker itself never forks, so its own pages stay writable. Without a server (tests, ``run_many`` in a plain process), or if it has gone, the
 children are forked from the calling process, still one each; they then start from that process's
 state, which its own cases have shaped.
 
