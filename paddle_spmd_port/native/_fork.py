@@ -30,9 +30,10 @@ unpickled a batch and relayed the replies, those allocations moved where a child
 allocated, and a heap-reading case's outcome moved with the cases served before it: measured in
 the note named above). A fork of the grown worker cost 25-40 ms a crash case in a sweep (its page
 tables, the copy-on-write faults of both sides afterwards); the zygote is smaller and idle, and
-the worker itself never forks, so its own pages stay writable. Without a server (tests, ``run_many`` in a plain process), or if it has gone, the
-children are forked from the calling process, still one each; they then start from that process's
-state, which its own cases have shaped.
+the worker itself never forks, so its own pages stay writable. Without a server (tests,
+``run_many`` in a plain process), or if it has gone, the children are forked from the calling
+process, still one each; they then start from that process's state, which its own cases have
+shaped.
 
 Huge pages: most of a fork's CPU is copying the page-table entries of the zygote's private
 anonymous memory (its C heap and Python's arenas, ~120 MB after ``import paddle``), one per 4 KiB
