@@ -42,3 +42,25 @@ def test_fork_server_runs_the_crash_prone_cases_and_the_worker_falls_back_withou
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.strip().splitlines()[-2:]
     assert lines == ["['crash', 'result', 'crash']", "['crash', 'result', 'crash'] True"]
+
+
+def test_pir_crash_prone_cases_answer_the_same_in_any_order_and_alone():
+    """p_norm_grad's invalid grid cases the PIR route isolates (several corrupt the heap without
+    dying), in a worker forward and reversed, and p_norm_grad-invalid-11 alone: each case's outcome
+    is the same every time. With consecutive cases sharing a child, invalid-10 was a crash forward
+    and an answer reversed, and invalid-11 unreachable alone and a crash in the full sweep
+    (docs/measurements/2026-12-02-pir-isolation.md)."""
+    from paddle_spmd_port.native.crash_prone import pir_may_crash
+    from paddle_spmd_port.native.pool import run_native
+    from paddle_spmd_port.parity.grid import grid_for
+
+    cases = [c for c in grid_for("p_norm_grad") if pir_may_crash(c) and "mixed" not in c.case_id]
+    forward, _ = run_native(cases, backend="pir", workers=1)
+    backward, _ = run_native(cases[::-1], backend="pir", workers=1)
+    (i,) = [k for k, c in enumerate(cases) if c.case_id == "p_norm_grad-invalid-11"]
+    (alone,), _ = run_native([cases[i]], backend="pir", workers=1)
+    differ = [(c.case_id, str(a)[:60], str(b)[:60]) for c, a, b in zip(cases, forward, backward[::-1], strict=True)
+              if a != b]
+    assert differ == []
+    assert alone == forward[i]
+    assert sum(o.crash is not None for o in forward) >= 10  # (the set still holds the crashing cases)

@@ -1,13 +1,20 @@
 """Crash isolation inside a worker: cases Paddle may crash on run in a forked copy of the worker.
 
-A fork costs tens of milliseconds (the page tables of a process that imported Paddle); a worker
-restart costs a fresh ``import paddle`` (1.5-3 s). So a backend runs the cases it knows to be
-crash-prone (its own ``may_crash``) in forked children, consecutive ones sharing a child, and
-everything else in the worker itself:
+A fork costs milliseconds (the page tables of a process that imported Paddle); a worker restart
+costs a fresh ``import paddle`` (1.5-3 s). So a backend runs the cases it knows to be crash-prone
+(its own ``may_crash``) in forked children, **one child per case**, and everything else in the
+worker itself:
 
     cases        a b C D e F     (capitals: may crash)
-    runs         a, b here; C, D in one child; e here; F in a child
-    C crashes    C -> Outcome(crash="signal 11 (SIGSEGV)"), and a new child takes D
+    runs         a, b here; C, D, F each in a child of its own; e here
+    C crashes    C -> Outcome(crash="signal 11 (SIGSEGV)"); D runs as it would have anyway
+
+Why a child each: some crash-prone cases corrupt Paddle's heap without dying, and a case run after
+one of them in the same process answers from the damage. When consecutive cases shared a child, an
+outcome depended on the cases before it in that child (seen on PIR: p_norm_grad-invalid-11 was
+``unreachable`` alone and a crash after its neighbours, -22 and -30 an answer in the whole sweep and
+a crash alone; docs/measurements/2026-12-02-pir-isolation.md, with the cost in forks). Each child
+now starts from the same state (the zygote's, below), so a case's outcome is the one it gets alone.
 
 A crash that ``may_crash`` misses still becomes a crash outcome: the worker dies and
 :mod:`.pool` restarts it, only slower. ``may_crash`` picks where a case runs, never its outcome.
@@ -15,11 +22,18 @@ A crash that ``may_crash`` misses still becomes a crash outcome: the worker dies
 Fork server: a worker calls :func:`start_fork_server` right after importing its backend, before
 it loads the cases or builds anything. That forks a *zygote*, a copy of the worker as it is then
 (Paddle imported, nothing else), which from then on forks the children for the worker
-(:func:`run_isolating` hands it each run of crash-prone cases with a module-level runner). A fork
-of the grown worker cost 25-40 ms a crash case in a sweep (its page tables, the copy-on-write
-faults of both sides afterwards); the zygote is smaller and idle, and the worker itself never
-forks, so its own pages stay writable. Without a server (tests, ``run_many`` in a plain process),
-or if it has gone, the children are forked from the calling process as before.
+(:func:`run_isolating` hands it the crash-prone cases with a module-level runner, one request per
+case, queued in its pipe). The zygote keeps nothing of what it served: it reads a request into a
+buffer allocated once, forks, and the child unpickles the case, runs it and writes the reply
+itself. Serving thus leaves the C heap the next child inherits as it was (when the zygote
+unpickled a batch and relayed the replies, those allocations moved where a child's Paddle
+allocated, and a heap-reading case's outcome moved with the cases served before it: measured in
+the note named above). A fork of the grown worker cost 25-40 ms a crash case in a sweep (its page
+tables, the copy-on-write faults of both sides afterwards); the zygote is smaller and idle, and
+the worker itself never forks, so its own pages stay writable. Without a server (tests,
+``run_many`` in a plain process), or if it has gone, the children are forked from the calling
+process, still one each; they then start from that process's state, which its own cases have
+shaped.
 
 Huge pages: most of a fork's CPU is copying the page-table entries of the zygote's private
 anonymous memory (its C heap and Python's arenas, ~120 MB after ``import paddle``), one per 4 KiB
@@ -32,20 +46,24 @@ its own copy of that memory instead of sharing the worker's pages.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import pickle
 import signal
 import struct
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from ..case import Case
 from ..outcome import Outcome
 from ..runctl import signal_text
 
-#: At most this many consecutive crash-prone cases share one forked child.
-CHILD_BATCH = 512
 _LEN = struct.Struct(">I")
+#: Request bytes written ahead to the fork server at most (a pipe holds 64 KiB on Linux).
+_QUEUED_BYTES = 48 << 10
+#: Consecutive crash-prone cases handed to the fork server together (their requests are queued).
+SERVER_RUN = 64
 
 
 def describe_status(status: int) -> str:
@@ -81,48 +99,49 @@ def _read_exact(fd: int, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def run_in_children(run: Callable[[Case], Outcome], cases: list[Case]) -> Iterator[Outcome]:
-    """``run`` each case in a forked copy of this process, outcomes back through a pipe (pickled,
-    length-prefixed). If the child dies, the case it was on gets the crash and a new child takes
-    the rest."""
-    done = 0
-    while done < len(cases):
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # child: run, report, leave without running any cleanup
-            code = 0
-            try:
-                os.close(read_fd)
-                quiet_child()
-                for case in cases[done:]:
-                    payload = pickle.dumps(run(case), protocol=pickle.HIGHEST_PROTOCOL)
-                    os.write(write_fd, _LEN.pack(len(payload)) + payload)
-            except BaseException:  # the parent reports the missing answer
-                code = 3
-            os._exit(code)
-        os.close(write_fd)
+def in_a_child(job: Callable[[], Outcome]) -> Outcome:
+    """``job()`` in a forked copy of this process that runs nothing else, its outcome back through
+    a pipe (pickled, length-prefixed); if the child dies first, the crash. The child leaves
+    without running any cleanup."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: run, report, leave
+        code = 0
         try:
-            while done < len(cases):
-                head = _read_exact(read_fd, _LEN.size)
-                if head is None:
-                    break
-                body = _read_exact(read_fd, _LEN.unpack(head)[0])
-                if body is None:
-                    break
-                done += 1
-                yield pickle.loads(body)
-        finally:
             os.close(read_fd)
-        _, status = os.waitpid(pid, 0)
-        if done < len(cases):
-            done += 1
-            yield Outcome(crash=describe_status(status))
+            quiet_child()
+            _write_frame(write_fd, pickle.dumps(job(), protocol=pickle.HIGHEST_PROTOCOL))
+        except BaseException:  # the parent reports the missing answer
+            code = 3
+        os._exit(code)
+    os.close(write_fd)
+    try:
+        body = _read_frame(read_fd)
+    finally:
+        os.close(read_fd)
+    _, status = os.waitpid(pid, 0)
+    return pickle.loads(body) if body is not None else Outcome(crash=describe_status(status))
+
+
+def run_in_children(run: Callable[[Case], Outcome], cases: Iterable[Case]) -> Iterator[Outcome]:
+    """``run`` each case in a forked copy of this process of its own (so no case sees what another
+    did to the process); a child that dies gives its case the crash."""
+    for case in cases:
+        yield in_a_child(functools.partial(run, case))
+
+
+def _frame(payload: bytes) -> bytes:
+    return _LEN.pack(len(payload)) + payload
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _write_frame(fd: int, payload: bytes) -> None:
-    data = memoryview(_LEN.pack(len(payload)) + payload)
-    while data:
-        data = data[os.write(fd, data):]
+    _write_all(fd, _frame(payload))
 
 
 def _read_frame(fd: int) -> bytes | None:
@@ -135,11 +154,14 @@ class ForkServerGone(RuntimeError):
 
 
 class ForkServer:
-    """The zygote (see the module docstring): asked with ``(runner, cases)``, it answers with the
-    outcomes of :func:`run_in_children` on them, one frame each. ``runner`` must be picklable
-    by reference (a module-level function) and must not isolate again."""
+    """The zygote (see the module docstring): asked with one pickled ``(runner, case)`` at a time,
+    it forks a child that unpickles and runs it and answers with the outcome's frame (the zygote
+    writes the crash if the child dies). ``runner`` must be picklable by reference (a module-level
+    function) and must not isolate again. The zygote serves one request at a time (a child, then
+    the next); :meth:`run_many` queues the next requests in the pipe meanwhile, so the zygote
+    finds one there as its child ends instead of waiting for this process to wake up and send it."""
 
-    def __init__(self, close_fds: Sequence[int] = ()) -> None:
+    def __init__(self, close_fds: Sequence[int] = (), prepare: Callable[[], object] | None = None) -> None:
         req_read, req_write = os.pipe()
         rep_read, rep_write = os.pipe()
         pid = os.fork()
@@ -148,6 +170,8 @@ class ForkServer:
             try:
                 for fd in (req_write, rep_read, *close_fds):
                     os.close(fd)
+                if prepare is not None:
+                    prepare()
                 _serve(req_read, rep_write)
             except BaseException:  # the worker sees the pipe end and runs the rest itself
                 code = 3
@@ -156,29 +180,84 @@ class ForkServer:
         os.close(rep_write)
         self.pid, self._requests, self._replies = pid, req_write, rep_read
 
-    def run(self, runner: Callable[[Case], Outcome], cases: list[Case]) -> Iterator[Outcome]:
-        try:
-            _write_frame(self._requests, pickle.dumps((runner, cases), protocol=pickle.HIGHEST_PROTOCOL))
-        except OSError as exc:
-            raise ForkServerGone(f"fork server {self.pid}: {exc}") from exc
+    def run_many(self, runner: Callable[[Case], Outcome], cases: Sequence[Case]) -> Iterator[Outcome]:
+        """``runner(case)`` for each case, each in a child of the zygote of its own; outcomes in
+        order. Requests are written ahead while the unanswered ones fit in :data:`_QUEUED_BYTES`
+        (less than a pipe holds: a write never waits for the zygote, which may itself wait for
+        this process to read a reply)."""
+        queued: deque[int] = deque()  # sizes of the requests written and not answered yet
+        queued_bytes = sent = 0
+        frame = b""  # the next request, once pickled
         for _ in cases:
+            while sent < len(cases):
+                frame = frame or _frame(pickle.dumps((runner, cases[sent]), protocol=pickle.HIGHEST_PROTOCOL))
+                if queued and queued_bytes + len(frame) > _QUEUED_BYTES:
+                    break
+                try:
+                    _write_all(self._requests, frame)
+                except OSError as exc:
+                    raise ForkServerGone(f"fork server {self.pid}: {exc}") from exc
+                queued.append(len(frame))
+                queued_bytes += len(frame)
+                frame = b""
+                sent += 1
             body = _read_frame(self._replies)
             if body is None:
                 raise ForkServerGone(f"fork server {self.pid} ended")
+            queued_bytes -= queued.popleft()
             yield pickle.loads(body)
 
 
+#: The zygote's request buffer: a request (one pickled case, a few KiB) is read into it, so that
+#: serving allocates nothing on the C heap the children inherit (a request bigger than it grows it).
+_REQUEST_BUFFER = 1 << 20
+
+
 def _serve(requests: int, replies: int) -> None:
+    head, buf = bytearray(_LEN.size), bytearray(_REQUEST_BUFFER)
     gc.collect()
     gc.freeze()  # the zygote's objects stay put: a collection in a child would copy their pages
     collapse_to_huge_pages()  # fewer page-table entries for each fork to copy
     while True:
-        body = _read_frame(requests)
-        if body is None:
+        if not _read_into(requests, memoryview(head)):
             return
-        runner, cases = pickle.loads(body)
-        for outcome in run_in_children(runner, cases):
-            _write_frame(replies, pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL))
+        (size,) = _LEN.unpack(head)
+        if size > len(buf):
+            buf = bytearray(size)
+        request = memoryview(buf)[:size]
+        if not _read_into(requests, request):
+            return
+        _answer_in_a_child(request, replies)
+
+
+def _read_into(fd: int, view: memoryview) -> bool:
+    """Fill ``view`` from ``fd``; False at end of file."""
+    got = 0
+    while got < len(view):
+        n = os.readv(fd, [view[got:]])
+        if not n:
+            return False
+        got += n
+    return True
+
+
+def _answer_in_a_child(request: memoryview, replies: int) -> None:
+    """The zygote's part of a request: a child unpickles and runs it and writes its own reply
+    frame (the zygote reads or relays nothing of it: what the zygote allocates would be in the
+    next child's heap); if the child does not end normally, the zygote writes the crash."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            quiet_child()
+            runner, case = pickle.loads(request)
+            _write_frame(replies, pickle.dumps(runner(case), protocol=pickle.HIGHEST_PROTOCOL))
+        except BaseException:  # the zygote reports the missing answer
+            code = 3
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+        _write_frame(replies, pickle.dumps(Outcome(crash=describe_status(status)), protocol=pickle.HIGHEST_PROTOCOL))
 
 
 _server: ForkServer | None = None
@@ -212,40 +291,42 @@ def collapse_to_huge_pages() -> int:
     return done
 
 
-def start_fork_server(close_fds: Sequence[int] = ()) -> None:
+def start_fork_server(close_fds: Sequence[int] = (), prepare: Callable[[], object] | None = None) -> None:
     """Fork this process's zygote now (a worker, after importing its backend and before loading
     its cases); ``close_fds`` are closed in it (the worker's protocol pipe, whose end the pool
-    must see when the worker ends)."""
+    must see when the worker ends). ``prepare`` (the backend's ``prepare_fork_server``, if it has
+    one) runs in the zygote before it serves: the set-up every child would otherwise repeat,
+    done once (it must not depend on the cases, or the children's state would)."""
     global _server
-    _server = ForkServer(close_fds)
+    _server = ForkServer(close_fds, prepare)
 
 
-def _in_children(run: Callable[[Case], Outcome], isolated: Callable[[Case], Outcome] | None,
-                 cases: list[Case]) -> Iterator[Outcome]:
-    """``cases`` in forked children: the fork server's (running ``isolated``) if there is one,
-    else this process's own (running ``run``)."""
+def _isolated(run: Callable[[Case], Outcome], isolated: Callable[[Case], Outcome] | None,
+              cases: list[Case]) -> Iterator[Outcome]:
+    """``cases``, each in a forked child of its own: the fork server's (running ``isolated``) if
+    there is one, else this process's (running ``run``)."""
     global _server
     server = _server
+    done = 0
     if server is not None and isolated is not None:
-        done = 0
         try:
-            for outcome in server.run(isolated, cases):
+            for outcome in server.run_many(isolated, cases):
                 done += 1
                 yield outcome
             return
         except ForkServerGone:
             _server = None  # from now on this process forks its children itself
-            cases = cases[done:]
-    yield from run_in_children(run, cases)
+    for case in cases[done:]:
+        yield in_a_child(functools.partial(run, case))
 
 
 def run_isolating(cases: Iterable[Case], run: Callable[[Case], Outcome],
                   may_crash: Callable[[Case], bool],
                   isolated: Callable[[Case], Outcome] | None = None) -> Iterator[Outcome]:
-    """Outcomes in order: a run of consecutive ``may_crash`` cases (up to :data:`CHILD_BATCH`)
-    goes to forked children (the fork server's, running ``isolated``, a module-level function
-    doing what ``run`` does; else this process's own, running ``run``); every other case is
-    ``run`` here."""
+    """Outcomes in order: each ``may_crash`` case in a forked child of its own (the fork server's,
+    running ``isolated``, a module-level function doing what ``run`` does; else this process's
+    own, running ``run``); every other case is ``run`` here. Consecutive ``may_crash`` cases (up to
+    :data:`SERVER_RUN`) go to the server together, which only queues their requests."""
     it = iter(cases)
     pushed_back: list[Case] = []
     while True:
@@ -257,9 +338,9 @@ def run_isolating(cases: Iterable[Case], run: Callable[[Case], Outcome],
             continue
         batch = [case]
         for other in it:
-            if len(batch) < CHILD_BATCH and may_crash(other):
+            if len(batch) < SERVER_RUN and may_crash(other):
                 batch.append(other)
             else:
                 pushed_back.append(other)
                 break
-        yield from _in_children(run, isolated, batch)
+        yield from _isolated(run, isolated, batch)

@@ -1,9 +1,9 @@
 """Which cases each native route runs crash-isolated, without importing Paddle.
 
-Each backend runs the cases its predicate names in forked children (:mod:`._fork`: consecutive
-ones sharing a child; the C++ caller: a child each, forked by its fork server). :mod:`.pool` reads
-:data:`MAY_CRASH` to put them next to each other within every worker's slice (a fork per run of
-them instead of one per scattered case). A predicate only picks how a case runs, never its outcome.
+Each backend runs the cases its predicate names in forked children, a child each (:mod:`._fork`
+for the registry and PIR workers, the C++ caller's own fork server), so a case's outcome does not
+depend on the cases run before it. :mod:`.pool` reads :data:`MAY_CRASH` to tell the workers which
+cases those are. A predicate only picks how a case runs, never its outcome.
 
 A predicate is the clauses every op shares (here) or'ed with the family's own
 (``compiled_may_crash`` / ``pir_may_crash`` in ``ops/<family>/native.py``, see

@@ -38,11 +38,12 @@ Outcome mapping:
   a missing required input) -> ``unreachable`` with the reason; nothing is dropped.
 
 Cases that may take the process down (:func:`may_crash`: the clauses every op shares and the
-family's ``pir_may_crash``) are built in a forked child (consecutive ones share a child; in a
-worker the child of its fork server, see :mod:`._fork`, running :func:`build_here`), so a crash
-costs one fork instead of a worker restart with a fresh ``import paddle``
-(docs/measurements/2026-12-01-native-notes.md). The crash is reported as
-``native crashed: signal N``, as :mod:`.pool` would.
+family's ``pir_may_crash``) are built in a forked child each (in a worker a child of its fork
+server, see :mod:`._fork`, running :func:`build_here`; :func:`prepare_fork_server` sets that server
+up), so a crash costs one fork instead of a worker restart with a fresh ``import paddle``
+(docs/measurements/2026-12-01-native-notes.md), and a case that corrupts the heap without dying
+cannot change another's outcome (docs/measurements/2026-12-02-pir-isolation.md). The crash is
+reported as ``native crashed: signal N``, as :mod:`.pool` would.
 
 Imports Paddle and switches it to static PIR mode while building: run it only inside a worker
 process (:mod:`.worker`).
@@ -443,6 +444,18 @@ def _no_stack(*_args: Any, **_kwargs: Any) -> traceback.StackSummary:
 
 
 _backend = PirBackend()
+_zygote_mode = contextlib.ExitStack()
+
+
+def prepare_fork_server() -> None:
+    """In the worker's zygote (:func:`._fork.start_fork_server`), before it serves: enter PIR mode
+    for good and start the Program, which every child would otherwise do for its one case. Each
+    child still starts from this same state, whatever the cases (docs/measurements/2026-12-02-pir-isolation.md:
+    a child's CPU and wall with and without it)."""
+    if NO_DIST_PIR is not None:  # nothing is built (run_many isolates nothing)
+        return
+    _zygote_mode.enter_context(_pir_mode())
+    _backend._program()
 
 
 def build_here(case: Case) -> Outcome:
@@ -464,4 +477,5 @@ def run_many(cases: Iterable[Case], may_crash: Callable[[Case], bool] | None = N
 
 
 __all__ = ["NOT_ROUTED", "NO_DIST_PIR", "OPS_PER_PROGRAM", "ROUTES", "PirBackend", "build_here", "dist_attr_of",
-           "may_crash", "outcome_of_op", "paddle_version", "placements_of", "raised_by_rule", "run", "run_many"]
+           "may_crash", "outcome_of_op", "paddle_version", "placements_of", "prepare_fork_server", "raised_by_rule",
+           "run", "run_many"]

@@ -11,9 +11,10 @@ the slice gives up and its remaining cases are *not run* with the reason. A work
 start at all raises :class:`BackendUnavailable`.
 
 Order: within each worker's slice the cases its backend runs in forked children (crash-prone:
-:func:`isolates`, worked out here once and handed over with the cases) come last, next to each
-other (:func:`crash_prone_last`): on the registry and PIR routes they then share children; the
-compiled caller forks each one from its own fork server. Outcomes are handed back in the caller's order.
+:func:`isolates`, worked out here once and handed over with the cases) come last
+(:func:`crash_prone_last`); each runs in a child of its own on every route (the workers' and the
+compiled caller's fork servers), so the order changes no outcome. Outcomes are handed back in the
+caller's order.
 
 The compiled route has no Python worker: each slice drives the C++ caller itself
 (:class:`_CallerSlice`; requests encoded here, replies parsed here), with the same crash, timeout
@@ -440,10 +441,10 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
 
 def crash_prone_last(slices: Sequence[tuple[int, int]], prone: Sequence[bool]) -> list[int]:
     """The order the workers run the cases in: within each slice, the cases its backend runs in a
-    forked child (``prone[i]``: its ``may_crash``) after the others, so that they follow each other
-    (on the registry and PIR routes they share children, one fork per run of them, :mod:`._fork`,
-    instead of a fork for each scattered one). Each slice keeps its cases, so the work stays split
-    as evenly as before."""
+    forked child (``prone[i]``: its ``may_crash``) after the others. They used to share children
+    in runs; now each has a child of its own (:mod:`._fork`), so the order saves no fork any more:
+    it is left as it was, no outcome depends on it. Each slice keeps its cases, so the work stays
+    split as evenly as before."""
     order: list[int] = []
     for start, stop in slices:
         order += [i for i in range(start, stop) if not prone[i]]

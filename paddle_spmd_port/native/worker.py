@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     for fatal in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL):
         signal.signal(fatal, signal.SIG_DFL)
     write_frame(out, HELLO, pickle.dumps(paddle_version()))
-    start_fork_server(close_fds=[out.fileno(), 0])  # before the cases are loaded: a small zygote (see ._fork)
+    # before the cases are loaded: a small zygote, the same whatever the cases (see ._fork)
+    start_fork_server(close_fds=[out.fileno(), 0], prepare=getattr(backend, "prepare_fork_server", None))
     with os.fdopen(0, "rb") as fh:
         cases: list[Case]
         cases, isolate = pickle.load(fh)
