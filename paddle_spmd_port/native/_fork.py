@@ -11,9 +11,9 @@ worker itself:
 
 Why a child each: some crash-prone cases corrupt Paddle's heap without dying, and a case run after
 one of them in the same process answers from the damage. When consecutive cases shared a child, an
-outcome depended on the cases before it in that child (seen on PIR: p_norm_grad-invalid-11 was
-``unreachable`` alone and a crash after its neighbours, -22 and -30 an answer in the whole sweep and
-a crash alone; docs/measurements/2026-12-02-pir-isolation.md, with the cost in forks). Each child
+outcome depended on the cases before it in that child (seen on PIR: invalid inputs of a grad rule
+``unreachable`` alone and a crash after their neighbours, or an answer in the whole sweep and a
+crash alone; docs/measurements/2026-12-02-pir-isolation.md names them, with the cost in forks). Each child
 now starts from the same state (the zygote's, below), so a case's outcome is the one it gets alone.
 
 A crash that ``may_crash`` misses still becomes a crash outcome: the worker dies and
