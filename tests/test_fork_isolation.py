@@ -131,3 +131,47 @@ def test_a_fork_server_child_starts_from_the_same_heap_whatever_was_served_befor
     assert heap_after([_case(f"big-{n}") for n in (1000, 5000, 70000, 3000, 200000)]) == first
     assert heap_after([_case("pad-" + "y" * n) for n in (600, 9000, 40000, 70000)]) == first  # (70000: past the queue)
     assert heap_after([]) == first
+
+
+def crashing_run(case: Case) -> Outcome:
+    """``crash-*`` cases die of SIGSEGV; the others answer as :func:`damaging_run`."""
+    if case.case_id.startswith("crash"):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return damaging_run(case)
+
+
+def _shareable(case: Case) -> bool:
+    return case.case_id.startswith(("shared", "crash", "poison"))
+
+
+@pytest.mark.parametrize("server", [False, True], ids=["own-children", "fork-server"])
+def test_shareable_cases_share_a_child_and_the_others_still_run_alone(server, request):
+    """may_share cases next to each other run in turn in one child (the damage one leaves reaches
+    the next shareable case), a crash in the middle gives that case the crash and the rest a new
+    child, in order; a case that may not share gets a child of its own whatever ran before it."""
+    if server:
+        request.getfixturevalue("fork_server")
+    cases = [_case("poison-1"), _case("shared-a"), _case("crash-1"), _case("shared-b"), _case("victim"),
+             _case("poison-2"), _case("shared-c"), _case("victim")]
+    outcomes = list(_fork.run_isolating(cases, crashing_run, _always, isolated=crashing_run, may_share=_shareable))
+    poisoned = "poisoned the process"
+    assert [o.crash or o.unreachable for o in outcomes] == [
+        poisoned, "damaged", "signal 11 (SIGSEGV)", "clean", "clean", poisoned, "damaged", "clean"]
+    assert _damage["done"] is False  # nothing ran in this process
+
+
+@pytest.mark.parametrize("server", [False, True], ids=["own-children", "fork-server"])
+def test_a_shared_unit_cut_by_crashes_keeps_its_order_with_cases_queued_after_it(server, request):
+    """Crashes at the start, middle and end of a shared unit, one-case units queued before and
+    after it: every case answered once, in the order given."""
+    if server:
+        request.getfixturevalue("fork_server")
+    ids = ["victim", "victim", "crash-1", "shared-a", "crash-2", "crash-3", "shared-b", "crash-4", "victim",
+           "victim"]
+    outcomes = list(_fork.run_isolating([_case(i) for i in ids], crashing_run, _always, isolated=crashing_run,
+                                        may_share=_shareable))
+    seg = "signal 11 (SIGSEGV)"
+    assert [o.crash or o.unreachable for o in outcomes] == [
+        "clean", "clean", seg, "clean", seg, seg, "clean", seg, "clean", "clean"]

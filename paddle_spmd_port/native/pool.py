@@ -48,7 +48,7 @@ from ..outcome import Outcome
 from ..runctl import signal_text
 from ..types import mesh_dims_of
 from ._paddle import paddle_version
-from .crash_prone import MAY_CRASH
+from .crash_prone import MAY_CRASH, refused_by_every_rule
 from .worker import DONE, FRAME, HELLO
 
 ProgressFn = Callable[[int], None]
@@ -389,7 +389,11 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     slices = [(bounds[k], bounds[k + 1]) for k in range(workers) if bounds[k] < bounds[k + 1]]
     may_crash = isolates(backend)
     prone = None if may_crash is None else [may_crash(case) for case in cases]
-    order = crash_prone_last(slices, prone) if prone is not None else list(range(n))
+    # the cases that may share a child last of all, next to each other (crash_prone_last; a backend
+    # that shares none, as PIR's, just runs them in that order)
+    shareable = None if prone is None else \
+        [bool(p) and refused_by_every_rule(case) for p, case in zip(prone, cases, strict=True)]
+    order = crash_prone_last(slices, prone, shareable) if prone is not None else list(range(n))
     cases = [cases[i] for i in order]  # the workers see the cases in this order
     binary = None
     if backend == "compiled":  # the pool drives the C++ caller itself (see _CallerSlice)
@@ -439,16 +443,19 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     return answered, info  # type: ignore[return-value]
 
 
-def crash_prone_last(slices: Sequence[tuple[int, int]], prone: Sequence[bool]) -> list[int]:
+def crash_prone_last(slices: Sequence[tuple[int, int]], prone: Sequence[bool],
+                     shareable: Sequence[bool] | None = None) -> list[int]:
     """The order the workers run the cases in: within each slice, the cases its backend runs in a
-    forked child (``prone[i]``: its ``may_crash``) after the others. They used to share children
-    in runs; now each has a child of its own (:mod:`._fork`), so the order saves no fork any more:
-    it is left as it was, no outcome depends on it. Each slice keeps its cases, so the work stays
-    split as evenly as before."""
+    forked child (``prone[i]``: its ``may_crash``) after the others, and of those the ones that
+    may share a child (``shareable[i]``, :func:`.crash_prone.refused_by_every_rule`) last, next
+    to each other, so that they fill shared children (:func:`._fork.run_isolating`). Each slice
+    keeps its cases, so the work stays split as evenly as before."""
     order: list[int] = []
+    share = shareable if shareable is not None else [False] * len(prone)
     for start, stop in slices:
         order += [i for i in range(start, stop) if not prone[i]]
-        order += [i for i in range(start, stop) if prone[i]]
+        order += [i for i in range(start, stop) if prone[i] and not share[i]]
+        order += [i for i in range(start, stop) if prone[i] and share[i]]
     return order
 
 

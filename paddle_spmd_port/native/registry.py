@@ -24,7 +24,7 @@ from ..outcome import ErrorInfo, Outcome
 from ..types import DistAttr, DistTensorSpec, SpmdResult, entry_of, mesh_dims_of
 from ._fork import run_isolating
 from ._paddle import ReduceTypeError, from_paddle_mesh, to_paddle_mesh, typed_attrs
-from .crash_prone import MAY_CRASH
+from .crash_prone import MAY_CRASH, refused_by_every_rule
 
 warnings.filterwarnings("ignore")
 
@@ -164,4 +164,4 @@ def run_many(cases: Iterable[Case], may_crash: Callable[[Case], bool] | None = N
     :func:`~.crash_prone.compiled_may_crash`; a worker is handed the pool's :func:`~.pool.isolates`)
     run in forked children (see :mod:`._fork`), so that a crash costs a fork instead of a worker
     restart."""
-    return run_isolating(cases, run, may_crash or MAY_CRASH["registry"], isolated=run)
+    return run_isolating(cases, run, may_crash or MAY_CRASH["registry"], isolated=run, may_share=refused_by_every_rule)
