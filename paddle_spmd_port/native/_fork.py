@@ -2,8 +2,9 @@
 
 A fork costs milliseconds (the page tables of a process that imported Paddle); a worker restart
 costs a fresh ``import paddle`` (1.5-3 s). So a backend runs the cases it knows to be crash-prone
-(its own ``may_crash``) in forked children, **one child per case**, and everything else in the
-worker itself:
+(its own ``may_crash``) in forked children, **one child per case** (but for the cases a backend
+lets share a child, ``may_share`` of :func:`run_isolating`), and everything else in the worker
+itself:
 
     cases        a b C D e F     (capitals: may crash)
     runs         a, b here; C, D, F each in a child of its own; e here

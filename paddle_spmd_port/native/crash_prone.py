@@ -2,7 +2,8 @@
 
 Each backend runs the cases its predicate names in forked children, a child each (:mod:`._fork`
 for the registry and PIR workers, the C++ caller's own fork server), so a case's outcome does not
-depend on the cases run before it. :mod:`.pool` reads :data:`MAY_CRASH` to tell the workers which
+depend on the cases run before it; on the registry route the ones :func:`refused_by_every_rule`
+names share children (no verdict reads their outcome). :mod:`.pool` reads :data:`MAY_CRASH` to tell the workers which
 cases those are. A predicate only picks how a case runs, never its outcome.
 
 A predicate is the clauses every op shares (here) or'ed with the family's own

@@ -13,7 +13,8 @@ start at all raises :class:`BackendUnavailable`.
 Order: within each worker's slice the cases its backend runs in forked children (crash-prone:
 :func:`isolates`, worked out here once and handed over with the cases) come last
 (:func:`crash_prone_last`); each runs in a child of its own on every route (the workers' and the
-compiled caller's fork servers), so the order changes no outcome. Outcomes are handed back in the
+compiled caller's fork servers), so the order changes no outcome, but for the registry's cases
+that every rule refuses, which come last and share children (:func:`._fork.run_isolating`). Outcomes are handed back in the
 caller's order.
 
 The compiled route has no Python worker: each slice drives the C++ caller itself
