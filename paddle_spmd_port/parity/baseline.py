@@ -26,7 +26,7 @@ answer is a crash)::
                       op itself rejects on one device (op-rejects: any answer is as good)
     changed (invalid  the input is invalid for the op (parity/validity.py), both outcomes are
       input)          answers or crashes, and nothing showed this build's outcome to vary: a change
-                      all the same (e.g. 3.1.0's 1-D group_norm statistics); counted with the
+                      all the same (e.g. an older release's statistics of another rank); counted with the
                       changed cases, listed apart, never a regression (the op refuses that input
                       and Paddle's rule does not validate it)
     unstable          an invalid input (any two outcomes) whose outcome under this build was *shown*
@@ -282,8 +282,9 @@ def triage(old: Outcome, new: Outcome, old_label: str, new_label: str, invalid: 
     the case's outcome to vary (:meth:`Diff.recheck`)."""
     a, b = _kind(old), _kind(new)
     # Unstable only on evidence. Calling every invalid input answered or crashed on by both builds unstable
-    # (as this did) hid deterministic changes: 829 of 3.1.0 -> 3.3.1's 939 "unstable" cases were group_norm's
-    # 1-D statistics, the same answer every run. And the noise is not confined to those: an invalid co-shard
+    # (as this did) hid deterministic changes: most of 3.1.0 -> 3.3.1's "unstable" cases were one op's
+    # statistics of another rank, the same answer every run (docs/measurements/2026-12-02-baseline-classes.md).
+    # And the noise is not confined to those: an invalid co-shard
     # read past its mapping raises in one run and crashes in the next, which the table below would call a
     # regression. So a re-run's outcome that differs is what makes a case on invalid input unstable,
     # whatever its two outcomes; without one, an invalid input answered or crashed on by both is a change in
