@@ -14,8 +14,8 @@ Order: within each worker's slice the cases its backend runs in forked children 
 :func:`isolates`, worked out here once and handed over with the cases) come last
 (:func:`crash_prone_last`); each runs in a child of its own on every route (the workers' and the
 compiled caller's fork servers), so the order changes no outcome, but for the registry's cases
-that every rule refuses, which come last and share children (:func:`._fork.run_isolating`). Outcomes are handed back in the
-caller's order.
+that every rule refuses, which come last and share children (:func:`._fork.run_isolating`).
+Outcomes are handed back in the caller's order.
 
 The compiled route has no Python worker: each slice drives the C++ caller itself
 (:class:`_CallerSlice`; requests encoded here, replies parsed here), with the same crash, timeout
