@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +88,20 @@ def known_difference(case, port, native) -> str | None:
     ``native`` differs from ``port`` for ``case`` (None on 3.3.1, without Paddle, or when they agree)."""
     profile = paddle_profile()
     return None if profile is None else profile.explain(case, port, native)
+
+
+def processes_with(token: str) -> list[int]:
+    """Live, non-zombie processes whose environment carries ``token``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if token.encode() not in (entry / "environ").read_bytes():
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            found.append(int(entry.name))
+    return found

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_checks import REPO
-from tests.helpers import skip_if_compiled_unreachable
+from tests.helpers import processes_with, skip_if_compiled_unreachable
 
 PLANTED = "planted fault"
 
@@ -150,23 +150,6 @@ def run_backend(path, backend, **kwargs):
     return _run_backend(path, backend, **kwargs)
 cli.run_backend = run_backend
 '''
-
-
-def processes_with(token: str) -> list[int]:
-    """Live, non-zombie processes whose environment carries ``token``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if token.encode() not in (entry / "environ").read_bytes():
-                continue
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            found.append(int(entry.name))
-    return found
 
 
 def run_with_fault(tmp_path: Path, fault: str, argv: list[str], error: str = "KeyError",

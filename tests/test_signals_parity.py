@@ -28,26 +28,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli_checks import REPO
-from tests.helpers import skip_if_compiled_unreachable
+from tests.helpers import processes_with, skip_if_compiled_unreachable
 
 pytestmark = [pytest.mark.native]
-
-
-def processes_with(token: str) -> list[int]:
-    """Live, non-zombie processes whose environment carries ``token``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if token.encode() not in (entry / "environ").read_bytes():
-                continue
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            found.append(int(entry.name))
-    return found
 
 
 def wait_for(predicate, timeout: float, what: str) -> None:
