@@ -807,8 +807,8 @@ static PyObject *spec_call(PyObject *type, PyObject *const *args, size_t nargsf,
  * last UnwordedSpecError nobody holds any more is kept, every field cleared
  * (args (), no traceback, context, cause, notes or dict: nothing it pinned stays alive), and the next
  * refusal raises it instead of a new one. Only an object whose last reference went is taken: no
- * caller can see one error become another. An object with weak references, or of a subclass, is
- * freed as usual. The class's tp_dealloc is replaced by unworded_dealloc (configure_check); the
+ * caller can see one error become another: its weak references are cleared first, as at any
+ * death. An object of a subclass is freed as usual. The class's tp_dealloc is replaced by unworded_dealloc (configure_check); the
  * classes between it and BaseException must add no slots (errors.py's do not). */
 static PyObject *spare_error;             /* the kept error (refcount 1: ours), or NULL */
 static destructor unworded_static_dealloc; /* the dealloc of the class's first static base (BaseException's) */
@@ -820,7 +820,7 @@ static destructor unworded_static_dealloc; /* the dealloc of the class's first s
  * when a subclass's subtype_dealloc calls this as its base's dealloc (it drops its type itself). */
 static void unworded_free(PyObject *self, int own_type) {
     PyTypeObject *tp = Py_TYPE(self);
-    if (tp->tp_weaklistoffset > 0 && *(PyObject **)((char *)self + tp->tp_weaklistoffset) != NULL)
+    if (tp->tp_weaklistoffset != 0) /* (negative from 3.12: a weak-reference list the runtime manages) */
         PyObject_ClearWeakRefs(self);
     unworded_static_dealloc(self);
     if (own_type)
@@ -834,8 +834,15 @@ static void unworded_dealloc(PyObject *self) {
         unworded_free(self, 0);
         return;
     }
-    if (spare_error != NULL || empty_tuple == NULL ||
-        (tp->tp_weaklistoffset > 0 && *(PyObject **)((char *)self + tp->tp_weaklistoffset) != NULL)) {
+    if (spare_error != NULL || empty_tuple == NULL) {
+        unworded_free(self, 1);
+        return;
+    }
+    /* its weak references are told it died, as any dealloc tells them (refcount 0, as the call needs):
+     * none is left to see it raised again */
+    if (tp->tp_weaklistoffset != 0)
+        PyObject_ClearWeakRefs(self);
+    if (spare_error != NULL) { /* a weak reference's callback raised and dropped another meanwhile */
         unworded_free(self, 1);
         return;
     }

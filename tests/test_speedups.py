@@ -566,8 +566,10 @@ def test_planted_lazy_wording_fault_is_caught(monkeypatch):
 def test_check_reuses_only_an_error_nobody_holds():
     """check's free list of one (_speedups.c, unworded_dealloc): an error caught and dropped is
     raised again by the next refusal, with nothing of its last life left (notes, attributes, cause,
-    context, traceback, wording); an error still held, or weakly referenced, is never reused and
-    keeps all it had."""
+    context, traceback, wording); an error still held is never reused and keeps all it had; a weak
+    reference to a dropped error is told it died (cleared, its callback called) before the object
+    serves again (Python 3.12 keeps weak references where the type's offset does not say: a check
+    of that offset alone let a weakly referenced error be raised again, its weakref still live)."""
     import gc
     import weakref
 
