@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -59,8 +60,15 @@ def test_pir_crash_prone_cases_answer_the_same_in_any_order_and_alone():
     backward, _ = run_native(cases[::-1], backend="pir", workers=1)
     (i,) = [k for k, c in enumerate(cases) if c.case_id == "p_norm_grad-invalid-11"]
     (alone,), _ = run_native([cases[i]], backend="pir", workers=1)
-    differ = [(c.case_id, str(a)[:60], str(b)[:60]) for c, a, b in zip(cases, forward, backward[::-1], strict=True)
-              if a != b]
-    assert differ == []
-    assert alone == forward[i]
+
+    def lone(case: Any) -> set[str]:
+        """The case's outcomes run alone in three fresh workers (three address-space layouts)."""
+        return {str(run_native([case], backend="pir", workers=1)[0][0]) for _ in range(3)}
+
+    # A case whose lone runs vary reads memory nothing set (its noise is its own): only a difference no
+    # lone run shows is its neighbours' doing, and that is what this test is about.
+    differ = [(c, a, b) for c, a, b in zip(cases, forward, backward[::-1], strict=True) if a != b]
+    by_order = [(c.case_id, str(a)[:60], str(b)[:60]) for c, a, b in differ if not {str(a), str(b)} <= lone(c)]
+    assert by_order == []
+    assert alone == forward[i] or {str(alone), str(forward[i])} <= lone(cases[i])
     assert sum(o.crash is not None for o in forward) >= 10  # (the set still holds the crashing cases)
