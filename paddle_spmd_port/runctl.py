@@ -80,6 +80,10 @@ MAX_MESH_SIZE = 1 << 20
 
 _FIRED: list[int] = []
 """Signals received in this process; only the first raises (nested ``signals_raise`` included)."""
+_SWALLOWED: list[int] = []
+_RAISING: list[int] = []
+"""One entry per :func:`signals_raise` block the main thread is in."""
+"""The signal whose Interrupted was swallowed (see :func:`signals_raise`), until it is raised again."""
 
 
 class UsageError(Exception):
@@ -405,14 +409,67 @@ def signals_raise() -> Iterator[None]:
         if len(_FIRED) == 1:
             raise Interrupted(signum)
 
+    # A handler runs wherever the main thread is, a gc callback or a __del__ included, and Python
+    # swallows an exception raised there (hypothesis's gc callback ate SIGINT: the fuzz ran on, and a
+    # second signal is ignored by design). Such a swallowed Interrupted reaches sys.unraisablehook: it
+    # is raised again shortly after, from a timer, in whatever ordinary code runs by then.
+    def unraisable(info: Any) -> None:
+        if isinstance(info.exc_value, Interrupted):
+            _SWALLOWED[:] = [info.exc_value.signum]
+            signal.setitimer(signal.ITIMER_REAL, 0.01)
+        else:
+            hook_before(info)
+
+    def again(_signum: int, _frame: object) -> None:
+        if _SWALLOWED:
+            raise Interrupted(_SWALLOWED.pop())
+
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    alarm_before, hook_before = signal.signal(signal.SIGALRM, again), sys.unraisablehook
+    sys.unraisablehook = unraisable
+    _RAISING.append(1)
     try:
         yield
     finally:
+        _RAISING.pop()
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _SWALLOWED.clear()
+        sys.unraisablehook = hook_before
+        signal.signal(signal.SIGALRM, alarm_before)
         for sig, old in previous.items():
             # after an interrupt the process is on its way out: a late signal must not kill it
             # half-way through printing its one line (which would turn exit 130 into -2)
             signal.signal(sig, signal.SIG_IGN if _FIRED else old)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[Callable[[], None]]:
+    """Inside :func:`signals_raise`, for code that must not be cut at an arbitrary point (hypothesis's
+    engine turns an exception in its own bookkeeping into an error of its own): a SIGINT or SIGTERM is
+    only noted, and the function yielded raises it as :class:`Interrupted` where it is called, as does
+    leaving the block. Outside :func:`signals_raise` (another thread, no handler of ours) it changes nothing."""
+    pending: list[int] = []
+
+    def check() -> None:
+        if pending:
+            raise Interrupted(pending.pop())
+
+    if threading.current_thread() is not threading.main_thread() or not _RAISING:
+        yield lambda: None
+        return
+
+    def note(signum: int, _frame: object) -> None:
+        _FIRED.append(signum)
+        if len(_FIRED) == 1:
+            pending.append(signum)
+
+    previous = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield check
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        check()  # (on the way out with another exception too: the signal came first)
 
 
 class _ClosedPipeTolerant:

@@ -62,6 +62,43 @@ def test_usage_errors_and_interrupts_are_not_internal_errors(capsys):
     assert capsys.readouterr().err.startswith("paddle_spmd_port launch: interrupted by SIGTERM")
 
 
+_SWALLOWING_BODY = """
+import gc, os, signal, sys, time
+from paddle_spmd_port import runctl
+
+def swallow_here():  # the handler runs in code whose exceptions Python ignores
+    os.kill(os.getpid(), signal.SIGTERM)
+    for _ in range(1000):
+        time.sleep(0)
+
+class Dying:
+    def __del__(self):
+        swallow_here()
+
+def body():
+    if sys.argv[1] == "gc":
+        gc.callbacks.append(lambda phase, info: phase == "start" and not gc.callbacks.clear() and swallow_here())
+        gc.collect()
+    else:
+        Dying()
+    for _ in range(500):  # 5 s of ordinary work: a swallowed interrupt ran on to exit 0
+        time.sleep(0.01)
+    return 0
+
+sys.exit(runctl.run_command("python -m paddle_spmd_port fuzz", body))
+"""
+
+
+@pytest.mark.parametrize("where", ["gc", "del"])
+def test_an_interrupt_swallowed_by_a_gc_callback_or_del_still_ends_the_run(where: str):
+    # hypothesis's gc callback swallowed the fuzz's SIGINT: the run went on, and a second signal is ignored
+    done = subprocess.run([sys.executable, "-c", _SWALLOWING_BODY, where], capture_output=True, text=True,
+                          timeout=60, env=ENV)
+    assert done.returncode == 143, (done.returncode, done.stderr)
+    assert done.stderr.splitlines()[-1] == "paddle_spmd_port fuzz: interrupted by SIGTERM", done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_an_internal_error_in_a_real_command_exits_4(tmp_path):
     """A bug reached from the command line: the dispatcher and the command alike say one line, exit 4."""
     code = ("import sys, paddle_spmd_port.parity.infer_cli as m\n"

@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, NamedTuple
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
@@ -85,9 +85,11 @@ from paddle_spmd_port.rules.signatures import RULES
 from paddle_spmd_port.runctl import (
     EXIT_INCOMPLETE,
     ArgumentParser,
+    Interrupted,
     add_shard_argument,
     check_output_file,
     run_command,
+    signals_deferred,
 )
 from paddle_spmd_port.types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
 
@@ -777,11 +779,11 @@ class Tally:
 
 
 def run(n_examples: int, seed: int, keep: int = 10, engine: str = "hypothesis",
-        shard: tuple[int, int] | None = None) -> Tally:
-    """Judge ``n_examples`` calls; ``engine`` draws them through hypothesis or, 20x faster and
-    without hypothesis's own choices, from ``random.Random(seed)`` (same generators). ``shard``
-    ``(K, M)``: draw them all, judge examples K-1, K-1+M, ... only."""
-    tally = Tally()
+        shard: tuple[int, int] | None = None, tally: Tally | None = None) -> Tally:
+    """Judge ``n_examples`` calls into ``tally`` (a new one if None); ``engine`` draws them through
+    hypothesis or, 20x faster and without hypothesis's own choices, from ``random.Random(seed)``
+    (same generators). ``shard`` ``(K, M)``: draw them all, judge examples K-1, K-1+M, ... only."""
+    tally = Tally() if tally is None else tally
     k, m = shard or (1, 1)
 
     def mine() -> bool:
@@ -796,15 +798,19 @@ def run(n_examples: int, seed: int, keep: int = 10, engine: str = "hypothesis",
                 tally.add(call, judge(call), keep)
         return tally
 
-    @hypothesis_seed(seed)
-    @settings(max_examples=n_examples, deadline=None, database=None, phases=(Phase.generate,),
-              suppress_health_check=list(HealthCheck))
-    @given(calls())
-    def one(call: Call) -> None:
-        if mine():
-            tally.add(call, judge(call), keep)
+    # a signal is taken between examples only: cut inside hypothesis's engine, it came out as an
+    # error of hypothesis's (exit 4); quiet, so that the interrupt it passes on prints no seed to repeat
+    with signals_deferred() as interrupt_here:
+        @hypothesis_seed(seed)
+        @settings(max_examples=n_examples, deadline=None, database=None, phases=(Phase.generate,),
+                  suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet)
+        @given(calls())
+        def one(call: Call) -> None:
+            interrupt_here()
+            if mine():
+                tally.add(call, judge(call), keep)
 
-    one()
+        one()
     return tally
 
 
@@ -869,9 +875,15 @@ def _main(argv: Sequence[str] | None) -> int:
         raise LookupError("; ".join(problems))
     out = check_output_file(args.json, "--json") if args.json else None
     start = time.perf_counter()
-    tally = run(args.examples, args.seed, args.show, args.engine, args.shard)
-    seconds = time.perf_counter() - start
     part = f", part {args.shard[0]} of {args.shard[1]}" if args.shard else ""
+    tally = Tally()
+    try:
+        run(args.examples, args.seed, args.show, args.engine, args.shard, tally)
+    except Interrupted as exc:  # the partial report: the examples judged so far (no --json: not a part to merge)
+        report(tally, f"INTERRUPTED by {exc.name}: fuzz: {tally.total:,} of {args.examples:,} examples judged "
+                      f"({args.engine}, seed {args.seed}{part}), {time.perf_counter() - start:.1f} s")
+        raise
+    seconds = time.perf_counter() - start
     if out is not None:
         config = {"examples": args.examples, "seed": args.seed, "engine": args.engine}
         out.write_text(json.dumps({"tool": "fuzz", "shard": list(args.shard or (1, 1)), "config": config,
