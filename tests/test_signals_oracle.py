@@ -125,12 +125,23 @@ class Slow(unittest.TestCase):
 """
 
 
+FAST_TEST = """
+import unittest
+
+
+class Fast(unittest.TestCase):
+    def test_fast(self):
+        pass
+"""
+
+
 @pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
 def test_compat_test_interrupted_ends_its_runners(sig: signal.Signals, tmp_path: Path) -> None:
     tests = tmp_path / "tests"
     tests.mkdir()
     for name in ("a", "b", "c"):  # two run at a time: one waits in the queue
         (tests / f"test_{name}.py").write_text(SLOW_TEST)
+    (tests / "test_0.py").write_text(FAST_TEST)  # runs first, and is done by the signal: the partial report's
     report = tmp_path / "report.json"
     proc, err = start(["compat-test", str(tests), "--against", "port", "--shim", "--jobs", "2", "--quiet",
                        "--json", str(report)], tmp_path)
@@ -147,7 +158,12 @@ def test_compat_test_interrupted_ends_its_runners(sig: signal.Signals, tmp_path:
             assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z"
             assert not Path(tmp).exists()  # the runner's temp dir (its cwd, the shim's package) is removed
         assert len(list(tests.glob("*.started"))) == 2  # the queued file never started
-        assert not report.exists()
+        # the partial report: the file finished, under INTERRUPTED, on stdout and in --json
+        assert out.startswith(f"INTERRUPTED by {sig.name}: 1 of 4 file(s) run on every backend"), out
+        assert "| INTERRUPTED" in out and "test_slow" not in out
+        partial = json.loads(report.read_text())
+        assert partial["interrupted"] == sig.name and partial["ok"] is False
+        assert [Path(f["path"]).name for f in partial["files"]] == ["test_0.py"]
     finally:  # a failing check leaves no sleeping runner behind
         for pid, _ in runners:
             try:

@@ -19,7 +19,8 @@ backends give each test the same result; 1 when a test fails, errors, the file c
 not import, or the backends disagree; 3 when nothing failed but a backend could not run a file
 (the native backend without Paddle, a runner timing out); 2 on bad arguments (one line on
 stderr, nothing run or written: a --timeout that is not finite and > 0, an empty PATH or --json);
-4 an internal error; 130/143 on SIGINT/SIGTERM (on 4, 130 and 143 the runner processes are ended first).
+4 an internal error; 130/143 on SIGINT/SIGTERM (on 4, 130 and 143 the runner processes are ended first,
+then the files every backend finished are printed, and written to --json, under ``INTERRUPTED by``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from ..runctl import (
     ArgumentParser,
     Interrupted,
     UsageError,
+    add_detail,
     check_output_file,
     count,
     path_text,
@@ -54,6 +56,8 @@ from ..runctl import (
     run_command,
     seconds,
     signal_text,
+    stopped_by,
+    write_partial,
 )
 
 PROG = "python -m paddle_spmd_port compat-test"
@@ -241,7 +245,8 @@ def _difference(test: dict[str, Any]) -> str:
     return "   <-- differs (messages)"
 
 
-def render(files: list[dict[str, Any]], backends: list[str], environments: dict[str, str]) -> str:
+def render(files: list[dict[str, Any]], backends: list[str], environments: dict[str, str],
+           complete: bool = True) -> str:
     lines = ["compat-test: " + " | ".join(f"{b}: {environments.get(b, '?')}" for b in backends)]
     every: list[dict[str, Any]] = []
     width = max([len(t["id"]) for f in files for t in f["tests"]] + [20]) + 2
@@ -263,7 +268,7 @@ def render(files: list[dict[str, Any]], backends: list[str], environments: dict[
         f"{b}: {_count(every, b)}" for b in backends)
     if len(backends) > 1:
         summary += f" | same result {agree}/{len(every)}"
-    lines += ["", summary + (" | OK" if ok else " | FAILED")]
+    lines += ["", summary + (" | INTERRUPTED" if not complete else " | OK" if ok else " | FAILED")]
     return "\n".join(lines)
 
 
@@ -315,28 +320,49 @@ def _main(argv: Sequence[str] | None) -> int:
                 mine = {b: results[j] for j, (p, b) in enumerate(jobs) if p == path}
                 print(f"{prefix(PROG)}: [{done}/{len(files)}] {path}: " + " | ".join(
                     f"{b} {_file_summary(r)}" for b, r in mine.items()), file=sys.stderr, flush=True)
-        reports = [results[i] for i in range(len(jobs))]
-    except (Interrupted, Exception):  # a signal, or an internal error (exit 4): the runners end now, not at
-        runners.stop()  # their end; the threads' communicate() returns once their runner is gone
+    except (Interrupted, Exception) as exc:  # a signal, or an internal error (exit 4): the runners end now, not
+        runners.stop()  # at their end; the threads' communicate() returns once their runner is gone
+        pool.shutdown(wait=True, cancel_futures=True)
+        # the partial report: the files every backend finished, under INTERRUPTED
+        finished = [(job, results[i]) for i, job in enumerate(jobs) if i in results
+                and all(j in results for j, (p, _) in enumerate(jobs) if p == job[0])]
+        where = f"stdout{' and ' + str(args.json_path) if args.json_path else ''}"
+        why = stopped_by(exc)
+        add_detail(exc, write_partial(lambda: _report(finished, backends, args.json_path, why, len(files)), where))
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # and their temp dirs are removed before we leave
+    ok, files_out = _report(list(zip(jobs, (results[i] for i in range(len(jobs))), strict=True)), backends,
+                            args.json_path)
+    if ok:
+        return EXIT_OK
+    return EXIT_FINDING if any(_failed(t) for f in files_out for t in f["tests"]) else EXIT_INCOMPLETE
+
+
+def _report(done: list[tuple[tuple[Path, str], dict[str, Any]]], backends: list[str], json_path: str | None,
+            interrupted: str = "", n_files: int = 0) -> tuple[bool, list[dict[str, Any]]]:
+    """Print the table of the (file, backend) runs ``done`` and write ``--json``; ``interrupted``:
+    what ended the run early (the table is then of the files finished, out of ``n_files``). Returns
+    whether every file agreed, and the files' results."""
     by_file: dict[Path, dict[str, dict[str, Any]]] = {}
     environments: dict[str, str] = {}
-    for (path, backend), report in zip(jobs, reports, strict=True):
+    reports = [report for _, report in done]
+    for (path, backend), report in done:
         by_file.setdefault(path, {})[backend] = report
         if "environment" in report:
             environments.setdefault(backend, report["environment"])
     files_out = [{"path": str(path), **compare(results), "reports": results} for path, results in by_file.items()]
-    print(render(files_out, backends, environments))
+    if interrupted:
+        print(f"INTERRUPTED by {interrupted}: {len(files_out)} of {n_files} file(s) run on every backend; "
+              "the rest were not run")
+    print(render(files_out, backends, environments, complete=not interrupted))
     if "native" in backends and any(r.get("status") == "unavailable" for r in reports):
         print("native backend unavailable: paddlepaddle is not installed (use --against port to run the port alone)")
-    ok = all(f["ok"] for f in files_out)
-    if args.json_path:
-        write_json(args.json_path, {"backends": backends, "environments": environments, "files": files_out, "ok": ok})
-    if ok:
-        return EXIT_OK
-    return EXIT_FINDING if any(_failed(t) for f in files_out for t in f["tests"]) else EXIT_INCOMPLETE
+    ok = not interrupted and all(f["ok"] for f in files_out)
+    if json_path:
+        write_json(json_path, {"backends": backends, "environments": environments, "files": files_out, "ok": ok,
+                               **({"interrupted": interrupted} if interrupted else {})})
+    return ok, files_out
 
 
 def _file_summary(report: dict[str, Any]) -> str:
