@@ -168,3 +168,34 @@ def test_signal_ends_workers_and_writes_the_partial_report(tmp_path, sig, backen
         assert summary["status"].startswith(f"INTERRUPTED by {sig.name}"), summary["status"]
         assert (report_dir / "baseline.md").read_text().startswith(f"**INTERRUPTED by {sig.name}")
         assert (report_dir / summary["cases_file"]).is_file()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_cases_are_drawn_still_writes_the_partial_report(tmp_path, sig):
+    # (it used to end with no report at all: the handler that writes it starts after the setup)
+    report_dir = tmp_path / "r"
+    report_dir.mkdir()
+    (report_dir / "parity-cases.jsonl.gz").write_bytes(b"an earlier run's rows")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "paddle_spmd_port", "parity", "--random", "3000", "--workers", "1", "--report-dir",
+         str(report_dir), "--replace-report"], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(REPO)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        assert proc.stderr is not None
+        opening = proc.stderr.readline()  # printed as the drawing starts: a signal now lands in the setup
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert opening.startswith("paddle_spmd_port parity: "), opening
+    assert proc.returncode == 128 + sig, err
+    assert err.splitlines()[-1] == (f"paddle_spmd_port parity: interrupted by {sig.name}; partial report in "
+                                    f"{report_dir / 'parity.md'}"), err
+    assert "Traceback" not in err
+    data = json.loads((report_dir / "parity.json").read_text())
+    assert data["interrupted"] == sig.name and not data["complete"] and data["status"].startswith("INTERRUPTED")
+    assert any("nothing was compared" in note for note in data["notes"]), data["notes"]
+    assert (report_dir / "parity.md").read_text().startswith(f"**INTERRUPTED by {sig.name}: partial report;")
+    assert (report_dir / "parity-cases.jsonl.gz").read_bytes() != b"an earlier run's rows"

@@ -94,7 +94,7 @@ from .grid import GRIDS, coshard_cases, grid_for, sample
 from .progress import Progress
 from .random_cases import CASES_PER_ROUND, draw_units, random_cases, rounds, shard_units
 from .releases import AGREEING, ReleaseProfile
-from .report import DONE, INTERRUPTED, RUNNING, ParityReport, one_line_repro, repro_snippet
+from .report import DONE, INTERRUPTED, NOT_STARTED, RUNNING, ParityReport, one_line_repro, repro_snippet
 from .validity import input_problem
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "DEFAULT_BACKENDS", "main", "parse_args", "select_cases"]
@@ -388,6 +388,28 @@ class BackgroundGroup(threading.Thread):
         return list(self.outcomes) if self.outcomes is not None else self.partial
 
 
+def _write_unstarted(args: argparse.Namespace, report: ParityReport | None, drawn: dict[str, list[Case]],
+                     groups: dict[str, list[str]], exc: BaseException) -> None:
+    """The partial report of a run ended while its cases were drawn and its workers started: every
+    group planned, nothing compared (the rules not drawn yet count 0 cases), the cases file emptied
+    so that no earlier run's rows sit beside it."""
+    if report is None:
+        report = ParityReport(selection=args.selection, allow_uncompared=args.allow_uncompared)
+        for backend, rules in groups.items():
+            for rule in rules:
+                cases = drawn.get(rule, [])
+                report.plan(rule, backend, len(cases), rule_spec(rule).n_cells if cases else 0)
+    report.interrupted = stopped_by(exc)
+    report.notes.append("ended while the cases were being drawn and the workers started: nothing was compared "
+                        "(a rule whose cases were not drawn yet shows 0 selected)")
+    for tally in report.tallies.values():
+        tally.state = NOT_STARTED
+    report.finished = time.time()
+    report.open_cases_file(args.report_dir)
+    report.close_cases_file()
+    report.write(args.report_dir, args.junit)
+
+
 def _plan_groups(args: argparse.Namespace) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
     for rule in args.rule_names:
@@ -498,24 +520,30 @@ def _sweep(args: argparse.Namespace) -> int:
             print(f"{rule:22s} {len(cases):8,d} cases {len(cases) * n_cells:10,d} cells")
         return EXIT_OK
 
-    if not args.quiet:
-        print(opening_line(args), file=sys.stderr, flush=True)
     groups = _plan_groups(args)
     # The background group starts as soon as its own cases are drawn: its workers import Paddle and
     # take their cases while the other rules' cases are drawn here.
     background_backend = next((b for b in (BACKGROUND_BACKEND, BACKGROUND_FALLBACK) if b in groups), "")
     background_rules = groups[background_backend] if background_backend and len(groups) > 1 else []
 
+    started: list[BackgroundGroup] = []
+
     def start_round(batch: list | None) -> tuple[dict[str, list[Case]], BackgroundGroup | None]:
         drawn = draw(background_rules, batch)
         if not background_rules:
             return drawn, None
         group = BackgroundGroup(background_backend, [c for r in background_rules for c in drawn[r]], args)
+        started.append(group)  # (before it starts: a signal right after must still find it to stop)
         group.start()
         return drawn, group
 
-    drawn, background = start_round(batches[0])  # the group in flight alongside (see BackgroundGroup)
+    drawn: dict[str, list[Case]] = {}
+    background: BackgroundGroup | None = None
+    report: ParityReport | None = None
     try:  # until the main loop's own handler takes over, anything that ends the run ends the background's workers
+        if not args.quiet:  # (inside: a signal from here on writes the partial report)
+            print(opening_line(args), file=sys.stderr, flush=True)
+        drawn, background = start_round(batches[0])  # the group in flight alongside (see BackgroundGroup)
         drawn.update(draw([r for r in args.rule_names if r not in drawn], batches[0]))
         by_rule = {r: drawn[r] for r in args.rule_names}
         selected = {r: len(by_rule[r]) for r in args.rule_names} if not units else \
@@ -534,9 +562,14 @@ def _sweep(args: argparse.Namespace) -> int:
             report.tallies[f"{rule}@{background_backend}"].state = RUNNING
         out = args.report_dir
         report.open_cases_file(out)
-    except BaseException:
-        if background is not None:
-            background.stop()
+    except BaseException as exc:
+        for group in started:
+            if group.is_alive():
+                group.stop()
+        if isinstance(exc, (Interrupted, Exception)):  # a signal or a bug of ours before anything was compared
+            ended, planned = exc, report
+            add_detail(exc, write_partial(lambda: _write_unstarted(args, planned, drawn, groups, ended),
+                                          str(args.report_dir / "parity.md")))
         raise
     from ..native.pool import BackendUnavailable
     from .baseline import Diff, Saver
