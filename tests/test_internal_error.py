@@ -305,7 +305,7 @@ def test_launch_failing_while_the_ranks_run_ends_them_and_writes_the_partial_rep
         "launch", "--quiet", "--nproc", "2", "--rules", "p_norm", "--timeout", "120", "--report-dir", str(report)])
     line = assert_one_line(proc, tmp, "launch")
     md = report / "launch-np2.md"
-    assert f"partial report {md}" in line and f"rank logs in {report / 'launch-np2-logs'}" in line, line
+    assert f"partial report in {md}" in line and f"rank logs in {report / 'launch-np2-logs'}" in line, line
     assert md.read_text().startswith("# Real-run report (INTERRUPTED by an internal error (KeyError: ")
     data = json.loads((report / "launch-np2.json").read_text())
     reasons = json.dumps(data)

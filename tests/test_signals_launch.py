@@ -154,7 +154,7 @@ def _signal_and_check(run: Run, sig: signal.Signals, *, hammer: bool = False) ->
     assert "Traceback" not in err
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"paddle_spmd_port launch: interrupted by {sig.name}"), lines[0]
-    assert "partial report" in lines[0] and "rank logs in" in lines[0], lines[0]
+    assert "; partial report in " in lines[0] and "rank logs in" in lines[0], lines[0]
     left = run.leftovers()
     assert not left, f"processes of the run still alive: { {p: c[:200] for p, c in left.items()} }"
     assert sorted(p.name for p in run.tmpdir.iterdir()) == [], "temp files left in TMPDIR"

@@ -686,7 +686,7 @@ def _after_interrupt(exc: BaseException, cases: list[LaunchCase], args: argparse
         report = _report(cases, args, records, not_run, probes, launch_text, command, launch_seconds, t0,
                          interrupted=reason)
         md, _ = report.write(args.report_dir, stem)
-        where.append(f"partial report {md}")
+        where.append(f"partial report in {md}")
     except Exception as err:  # the interrupt is what gets reported; say why there is no report
         where.append(f"no partial report ({type(err).__name__}: {_one_line(err)[:200]})")
     try:
