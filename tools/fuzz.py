@@ -39,7 +39,9 @@ The fuzz names no op: every fact it needs of one is its family's declaration (op
 lists them); a fact missing is an internal error (exit 4) before the first example.
 
 Prints the counts of outcomes (answers, each exception type), per mode, and every property
-violation found (the first ``--show`` with a repro); exits 1 if any property was violated.
+violation found (the first ``--show`` with a repro); exits 1 if any property was violated. On
+SIGINT/SIGTERM (exit 130/143, taken between examples) it prints the counts of the examples judged so
+far under ``INTERRUPTED by``, and writes no ``--json`` (a part cut short is no part to merge).
 ``tests/test_fuzz_rules.py`` runs the same property on a few hundred examples.
 
 Long runs in parts: ``--shard K/M`` draws the same examples as the whole run and judges every M-th
