@@ -357,3 +357,70 @@ def test_errors_keep_the_port_classes_and_paddle_tags():
     assert {"batch_norm", "fused_rms_norm", "group_norm", "instance_norm", "layer_norm", "p_norm"} <= set(served)
     with pytest.raises(RuleNotFoundError, match=rf"serves only {', '.join(served)}\.\]$"):
         get_phi_spmd_rule("cummax")
+
+
+# --- slots whose dims_mapping Paddle never reads ----------------------------------------------------
+
+
+def _mappings(result) -> list[list[list[int]]]:
+    return [[a.dims_mapping for a in side] for side in result]
+
+
+MESH4 = ProcessMesh(mesh=[0, 1, 2, 3])
+
+
+def test_p_norm_reverse_answers_whatever_x_maps_like_paddle():
+    # Paddle's own test_p_norm_rule.py leaves x at setUp's [1, 0] on this 1-D mesh for the reverse rule;
+    # Paddle 3.3.1 answers x [-1, -1], out [-1] (the old compat code refused x: mesh dim 1 outside the mesh)
+    rule = get_phi_spmd_rule("p_norm")
+    for dm in ([1, 0], [0], [0, 0, -1]):
+        result = rule.infer_backward(spec([64, 32], dm, MESH4), spec([32], [-1], MESH4), 2.0, 0, 1e-12, False, False)
+        assert _mappings(result) == [[[-1, -1]], [[-1]]], dm
+        assert result[0][0].process_mesh == MESH4
+
+
+@pytest.mark.parametrize(("name", "method", "tensors", "attrs", "slot", "bad"), [
+    ("layer_norm", "infer_forward", [([8, 4, 16], [1, -1, -1]), ([16], [-1]), ([16], [-1])], (1e-5, 2), 1,
+     [1, -1, -1]),
+    ("layer_norm", "infer_forward", [([8, 4, 16], [1, -1, -1]), ([16], [-1]), ([16], [-1])], (1e-5, 2), 2, [5]),
+    ("layer_norm", "infer_backward", [([8, 4, 16], [1, -1, -1]), ([16], [-1]), ([16], [-1]), ([8, 4, 16], [1, -1, -1]),
+                                      ([8, 4], [1, -1]), ([8, 4], [1, -1])], (1e-5, 2), 0, [0, 0, 0]),
+    ("batch_norm", "infer_forward", [([8, 16, 4, 4], [0, 1, -1, -1])] + [([16], [-1])] * 4, (), 1, [5]),
+    ("batch_norm", "infer_forward", [([8, 16, 4, 4], [0, 1, -1, -1])] + [([16], [-1])] * 4, (), 4, []),
+    ("instance_norm", "infer_backward", [([8, 6, 4, 4], [0, 1, -1, -1]), ([6], [-1]), ([6], [-1]), ([8, 6], [0, 1]),
+                                         ([8, 6], [0, 1]), ([8, 6, 4, 4], [0, 1, -1, -1])], (1e-5,), 5, [0, 0, 0, 0]),
+    ("group_norm", "infer_forward", [([8, 6, 4, 4], [0, 1, -1, -1]), ([6], [-1]), ([6], [-1])], (), 1, [-1, -1]),
+    ("fused_rms_norm", "infer_backward", [([8, 4, 16], [1, -1, -1]), ([16], [-1]), ([8, 4, 16], [1, -1, -1]),
+                                          ([8, 4], [1, -1])], (1e-6,), 0, [3, 0, -1]),
+    ("p_norm", "infer_backward", [([4, 6, 8], [0, 1, -1]), ([4, 8], [1, 0])], (2.0, 1, 1e-12, False, False), 0,
+     [0, 1, 2]),
+], ids=["ln-scale-stale", "ln-bias-outside-mesh", "ln-reverse-x-twice", "bn-mean-outside-mesh", "bn-bias-empty",
+        "in-grad-y-grad-twice", "gn-scale-long", "rms-reverse-x-outside-mesh", "pn-reverse-x-outside-mesh"])
+def test_an_unread_mapping_answers_as_a_valid_one(name, method, tensors, attrs, slot, bad):
+    """Paddle 3.3.1 answers these calls exactly as it answers the same call with the slot's valid mapping
+    (measured cell by cell: the compat probes ``*unread*``); the port's own checks refuse the bad mapping, so
+    the compat layer hands it a replicated one."""
+    call = getattr(get_phi_spmd_rule(name), method)
+    good = call(*[spec(s, dm) for s, dm in tensors], *attrs)
+    odd = call(*[spec(s, bad if i == slot else dm) for i, (s, dm) in enumerate(tensors)], *attrs)
+    assert _mappings(odd) == _mappings(good)
+
+
+def test_a_length_paddle_checks_still_fails_and_a_mesh_less_unread_slot_is_still_refused():
+    rms = get_phi_spmd_rule("fused_rms_norm")
+    out, invvar = spec([8, 4, 16], [1, -1, -1]), spec([8, 4], [1, -1])
+    with pytest.raises(ValueError, match=r"The Tensor \[x\]'s rank \[3\] and dims_mapping size \[1\] are not matched"):
+        rms.infer_backward(spec([8, 4, 16], [0]), spec([16], [-1]), out, invvar, 1e-6)
+    loose = DistTensorSpec([64, 32], TensorDistAttr())
+    loose.set_dims_mapping([0, -1])
+    with pytest.raises(ValueError, match="rejects this input"):  # Paddle answers x's attr without a mesh here
+        get_phi_spmd_rule("p_norm").infer_backward(loose, spec([32], [0], MESH4), 2.0, 0, 1e-12, False, False)
+
+
+def test_unread_slots_are_tensor_slots():
+    from paddle_spmd_port.ops.kit.compat import Method
+
+    with pytest.raises(ValueError, match=r"unread \['y'\] are not tensor slots"):
+        Method(("x",), unread=frozenset({"y"}))
+    with pytest.raises(ValueError, match=r"length_read \['x'\] are not unread slots"):
+        Method(("x",), length_read=frozenset({"x"}))

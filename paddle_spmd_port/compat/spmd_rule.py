@@ -13,6 +13,8 @@ method reads (its ``RULES``: tensors in order, then typed attributes); the gener
     replicated  infer_backward   [inputs], [outputs]                        (none)
 
 A name with no backward declared raises RuntimeError (NotFound) from ``infer_backward``, like Paddle.
+A slot whose dims_mapping Paddle never reads (the family's ``unread``) answers as Paddle does whatever
+mapping it holds: the port is handed a replicated one when it would refuse the one given.
 
 Behaviour, as in Paddle: extra trailing tensors and attributes are ignored; a wrongly typed
 attribute raises ``ValueError("(InvalidArgument) Attribute cast error in InferSpmd Context, ...")``,
@@ -33,6 +35,7 @@ from typing import Any
 from ..errors import InvalidSpecError, PaddleInvalidArgument, RuleNotFoundError, ShardingConflictError, SpmdError
 from ..ops.kit.compat import Method, compat_modules
 from ..rules import get_spmd_rule
+from ..types import DistTensorSpec as PortSpec
 from ..types import SpmdResult
 from .dist_attr import DistTensorSpec, TensorDistAttr
 from .replicated import replicated_infer_spmd, replicated_infer_spmd_reverse
@@ -98,6 +101,10 @@ class Signature:
     optional: frozenset[str] = frozenset()
     """Slots where a mesh-less rank-1 spec (Paddle's ``DistTensorSpec([0], TensorDistAttr())``)
     means "no tensor": the rules read nothing of it but its rank, whatever dims_mapping it holds."""
+    unread: frozenset[str] = frozenset()
+    """Slots whose dims_mapping Paddle never reads (see :class:`~paddle_spmd_port.ops.kit.compat.Method`)."""
+    length_read: frozenset[str] = frozenset()
+    """Of ``unread``, the slots whose mapping length Paddle checks against the rank."""
 
     def describe(self, rule: str, method: str) -> str:
         tensors = [f"[{t}]" if self.vector else t for t in self.tensors]
@@ -122,6 +129,20 @@ def _paddle_worded(exc: SpmdError) -> SpmdError:
 
 def _is_absent(spec: DistTensorSpec) -> bool:
     return spec.process_mesh().empty() and len(spec.shape) == 1
+
+
+def _unread_to_port(spec: DistTensorSpec, slot: str, length_read: bool) -> PortSpec:
+    """The port's spec for a slot whose dims_mapping Paddle never reads: as given when the port
+    takes it, else replicated (same shape, mesh and partial dims), which leaves Paddle's answer as
+    it is. A length Paddle checks stays wrong, so the port raises Paddle's error for it."""
+    port = spec.to_port()
+    try:
+        port.check(slot)
+    except InvalidSpecError:
+        if port.mesh is None or (length_read and len(port.dims_mapping) != len(port.shape)):
+            return port  # a mesh-less spec, or Paddle's own length check: the refusal stands
+        return PortSpec(port.shape, (-1,) * len(port.shape), port.mesh, port.partial_dims)
+    return port
 
 
 class SpmdRule:
@@ -178,7 +199,9 @@ class SpmdRule:
         else:
             # a single-tensor slot holds one spec; a list there fails with AttributeError as it always did
             # (not narrowed here, so no new error class appears for that misuse)
-            port_args = [None if slot in sig.optional and _is_absent(t) else t.to_port()  # type: ignore[arg-type,union-attr]
+            port_args = [None if slot in sig.optional and _is_absent(t)  # type: ignore[arg-type]
+                         else _unread_to_port(t, slot, slot in sig.length_read)  # type: ignore[arg-type]
+                         if slot in sig.unread else t.to_port()  # type: ignore[union-attr]
                          for slot, t in zip(sig.tensors, tensors, strict=True)]
         try:
             result = sig.fn(*port_args, *values)
@@ -191,7 +214,8 @@ class SpmdRule:
 def _signature(fn: Callable[..., SpmdResult] | None, method: Method, where: str) -> Signature:
     if fn is None:
         raise ImportError(f"{where}: the port's registry object has no such method")
-    return Signature(fn, method.tensors, method.attributes, optional=method.optional)
+    return Signature(fn, method.tensors, method.attributes, optional=method.optional, unread=method.unread,
+                     length_read=method.length_read)
 
 
 def _registry() -> dict[str, SpmdRule]:

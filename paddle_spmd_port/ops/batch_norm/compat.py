@@ -16,7 +16,8 @@ from typing import Any
 from ..kit.compat import CompatRule, Method, ProbeKit
 
 RULES = (
-    CompatRule("batch_norm", Method(("x", "mean", "variance", "scale", "bias"), optional=frozenset({"scale", "bias"}))),
+    CompatRule("batch_norm", Method(("x", "mean", "variance", "scale", "bias"), optional=frozenset({"scale", "bias"}),
+                                    unread=frozenset({"mean", "variance", "scale", "bias"}))),
 )
 #: ``batch_norm_grad`` is not a registry name in Paddle: both registries must say so.
 CONTAINS = ("batch_norm", "batch_norm_grad")
@@ -44,6 +45,10 @@ def probes(kit: ProbeKit) -> None:
     def _() -> Any:
         return view(bn.infer_forward(spec([8, 4, 4, 16], [0, -1, -1, 1]), stat, stat, stat, stat, False, 0.9,
                                      1e-5, "NHWC", False, False))
+
+    @probe("bn/forward-statistics-mappings-unread")
+    def _() -> Any:
+        return view(bn.infer_forward(bx, spec([16], [5]), spec([16], [0, -1]), spec([16], []), spec([16], [1, 1])))
 
     @probe("bn/forward-2d-5d")
     def _() -> Any:

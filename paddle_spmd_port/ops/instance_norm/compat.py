@@ -18,8 +18,9 @@ _SCALE_BIAS = frozenset({"scale", "bias"})
 
 RULES = (
     CompatRule("instance_norm",
-               Method(("x", "scale", "bias"), _EPS, optional=_SCALE_BIAS),
-               Method(("x", "scale", "bias", "saved_mean", "saved_variance", "y_grad"), _EPS, optional=_SCALE_BIAS)),
+               Method(("x", "scale", "bias"), _EPS, optional=_SCALE_BIAS, unread=_SCALE_BIAS),
+               Method(("x", "scale", "bias", "saved_mean", "saved_variance", "y_grad"), _EPS, optional=_SCALE_BIAS,
+                      unread=_SCALE_BIAS | {"saved_mean", "saved_variance", "y_grad"})),
 )
 CONTAINS: tuple[str, ...] = ()
 
@@ -61,6 +62,12 @@ def probes(kit: ProbeKit) -> None:
     def _() -> Any:
         dy = spec([8, 6, 4, 4], [1, -1, -1, -1], [0])
         return view(inorm.infer_backward(nx, spec([6], [-1], [1]), absent(), stat2, stat2, dy, 1e-5))
+
+    @probe("in/grad-unread-mappings")
+    def _() -> Any:
+        # the grad rule reads x's mapping only: the others may hold anything
+        return view(inorm.infer_backward(nx, spec([6], [3]), spec([6], [0, 1]), spec([8, 6], [0, 0]), spec([8, 6], [7]),
+                                         spec([8, 6, 4, 4], [1, 1, 1, -1]), 1e-5))
 
     @probe("in/grad-y-grad-rank")
     def _() -> Any:

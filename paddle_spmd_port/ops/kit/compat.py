@@ -27,17 +27,30 @@ ATTRIBUTE_KINDS = ("b", "i", "f")
 class Method:
     """What one rule method reads: tensor slots in order, then typed attributes ((name, kind) with
     kind one of :data:`ATTRIBUTE_KINDS`). ``optional``: slots where a mesh-less rank-1 spec (Paddle's
-    ``DistTensorSpec([0], TensorDistAttr())``) means "no tensor"."""
+    ``DistTensorSpec([0], TensorDistAttr())``) means "no tensor".
+
+    ``unread``: slots whose dims_mapping Paddle's rule never reads (its answer for them comes from
+    the other tensors), so Paddle answers whatever mapping they hold: an entry outside the mesh, a
+    mesh dim twice, a stale mapping of another rank. ``length_read``: those of them whose mapping
+    length Paddle still checks against the rank (its own error, which the port raises too). The
+    compat layer hands the port a replicated mapping for such a slot when the one given is one
+    the port refuses, so the answer is Paddle's; Paddle's own p_norm test passes the reverse rule
+    an x whose mapping names a mesh dim its mesh lacks."""
 
     tensors: tuple[str, ...]
     attributes: tuple[tuple[str, str], ...] = ()
     optional: frozenset[str] = frozenset()
+    unread: frozenset[str] = frozenset()
+    length_read: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if bad := [kind for _, kind in self.attributes if kind not in ATTRIBUTE_KINDS]:
             raise ValueError(f"attribute kinds {bad} are not among {ATTRIBUTE_KINDS}")
-        if not self.optional <= set(self.tensors):
-            raise ValueError(f"optional {sorted(self.optional - set(self.tensors))} are not tensor slots")
+        for what, slots in (("optional", self.optional), ("unread", self.unread)):
+            if not slots <= set(self.tensors):
+                raise ValueError(f"{what} {sorted(slots - set(self.tensors))} are not tensor slots")
+        if not self.length_read <= self.unread:
+            raise ValueError(f"length_read {sorted(self.length_read - self.unread)} are not unread slots")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from ..kit.compat import CompatRule, Method, ProbeKit
 
 _ATTRS = (("porder", "f"), ("axis", "i"), ("epsilon", "f"), ("keepdims", "b"), ("asvector", "b"))
 
-RULES = (CompatRule("p_norm", Method(("x",), _ATTRS), Method(("x", "out"), _ATTRS)),)
+RULES = (CompatRule("p_norm", Method(("x",), _ATTRS), Method(("x", "out"), _ATTRS, unread=frozenset({"x"}))),)
 #: ``p_norm_grad`` is not a registry name in Paddle: both registries must say so.
 CONTAINS = ("p_norm", "p_norm_grad")
 
@@ -42,6 +42,13 @@ def probes(kit: ProbeKit) -> None:
     @probe("pn/reverse")
     def _() -> Any:
         return view(pn.infer_backward(x, spec([4, 8], [1, 0]), 2.0, 1, 1e-12, False, False))
+
+    @probe("pn/reverse-x-mapping-unread")
+    def _() -> Any:
+        # Paddle's own test_p_norm_rule.py: x keeps setUp's [1, 0] on a 1-D mesh; the reverse rule reads none of it
+        on4 = kit.ProcessMesh(mesh=[0, 1, 2, 3])
+        return [view(pn.infer_backward(spec([64, 32], dm, on=on4), spec([32], [-1], on=on4), 2.0, 0, 1e-12, False,
+                                       False)) for dm in ([1, 0], [0], [0, 0, -1])]
 
     @probe("pn/reverse-forced-axes-conflict")
     def _() -> Any:

@@ -14,9 +14,11 @@ from typing import Any
 from ..kit.compat import CompatRule, Method, ProbeKit
 
 _EPS = (("epsilon", "f"),)
+_SCALE, _X_SCALE = frozenset({"scale"}), frozenset({"x", "scale"})  # mappings unread, lengths checked
 
 RULES = (
-    CompatRule("fused_rms_norm", Method(("x", "scale"), _EPS), Method(("x", "scale", "out", "invvar"), _EPS)),
+    CompatRule("fused_rms_norm", Method(("x", "scale"), _EPS, unread=_SCALE, length_read=_SCALE),
+               Method(("x", "scale", "out", "invvar"), _EPS, unread=_X_SCALE, length_read=_X_SCALE)),
 )
 CONTAINS: tuple[str, ...] = ()
 
@@ -50,6 +52,17 @@ def probes(kit: ProbeKit) -> None:
     @probe("rms/reverse")
     def _() -> Any:
         return view(rms.infer_backward(rx, r1, spec([16, 32, 64], [-1, 1, -1]), spec([16, 32], [0, 1]), 1e-6))
+
+    @probe("rms/unread-mappings")
+    def _() -> Any:
+        # scale's (and in the reverse x's) mapping values are never read, their lengths are
+        out, invvar = spec([16, 32, 64], [-1, 1, -1]), spec([16, 32], [0, 1])
+        return [view(rms.infer_forward(rx, spec([64], [5]), 1e-6)),
+                view(rms.infer_backward(spec([16, 32, 64], [4, 0, 0]), spec([64], [2]), out, invvar, 1e-6))]
+
+    @probe("rms/reverse-x-length-read")
+    def _() -> Any:
+        rms.infer_backward(spec([16, 32, 64], [0]), r1, spec([16, 32, 64], [-1, 1, -1]), spec([16, 32], [0, 1]), 1e-6)
 
     @probe("rms/reverse-partial")
     def _() -> Any:
