@@ -424,3 +424,33 @@ def test_unread_slots_are_tensor_slots():
         Method(("x",), unread=frozenset({"y"}))
     with pytest.raises(ValueError, match=r"length_read \['x'\] are not unread slots"):
         Method(("x",), length_read=frozenset({"x"}))
+
+
+# --- TensorDistAttr's bookkeeping fields (Paddle 3.3.1's answers; the attr/* probes compare them) ------------
+
+
+def test_bookkeeping_fields_read_set_print_and_compare_as_in_paddle():
+    a = TensorDistAttr()
+    assert (a.batch_dim, a.chunk_id, a.dynamic_dims, a.annotated, a.verify()) == (0, 0, [], {}, True)
+    a.process_mesh = MESH
+    a.dims_mapping = [0, -1]
+    assert a.dynamic_dims == [False, False] and a.verify() is False  # no tensor: only a 0-D attr verifies
+    a.batch_dim, a.chunk_id, a.dynamic_dims = 1, 2, [1, 0]
+    a.mark_annotated("process_mesh")
+    a.mark_annotated("partial")  # not an annotatable field: ignored
+    assert a.annotated == {"process_mesh": True} and a.is_annotated("process_mesh") and not a.is_annotated("x")
+    assert "batch_dim: 1, chunk_id: 2, skip_check_mesh: 0, dynamic_dims: [1,0], annotated: [process_mesh: 1]" in str(a)
+    b = a.copy()
+    b.clear_annotated()
+    assert b == a and b.annotated == {} and a.annotated  # annotated is not compared; the copy is its own
+    b.batch_dim = 0
+    assert b != a
+    a._set_split_factor(0, 2)
+    assert str(a).endswith("split_factor: mesh dim: 0, split factor: 2.}")
+    with pytest.raises(ValueError, match="only support to rearrange at one mesh dim"):
+        a._set_split_factor(1, 3)
+    a._set_partial_dims([1])
+    a.reset()
+    assert (a.dims_mapping, a.process_mesh, a._partial_dims(), a.batch_dim, a.annotated) == ([-1, -1], None, {1}, 1, {})
+    with pytest.raises(TypeError, match="batch_dim"):
+        a.batch_dim = 1.5

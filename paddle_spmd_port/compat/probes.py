@@ -281,6 +281,88 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
                 attr([0, -1]) == attr([0, -1], on=named), TensorDistAttr() == TensorDistAttr(),
                 attr([0, -1]) != attr([0, -1]), attr([0, -1]) == 5]
 
+    @probe("attr/bookkeeping-fields")
+    def _():
+        fresh, a = TensorDistAttr(), attr([0, -1])
+        a.batch_dim, a.chunk_id, a.dynamic_dims = True, -3, [1, 0]
+        b = attr([0, -1])
+        b.dynamic_dims = (True,)
+        b.dims_mapping = [0, -1, -1]  # a non-empty dynamic_dims is not refilled
+        return [fresh.batch_dim, fresh.chunk_id, fresh.dynamic_dims, fresh.annotated, a.batch_dim, a.chunk_id,
+                a.dynamic_dims, str(a), b.dynamic_dims, str(DistTensorSpec([4, 6], a))]
+
+    @probe("attr/bookkeeping-type", message=False)
+    def _():
+        attr([0, -1]).batch_dim = 1.5
+
+    @probe("attr/annotated")
+    def _():
+        a = attr([0, -1])
+        seen = []
+        for name in ("process_mesh", "dims_mapping", "batch_dim", "dynamic_dims", "chunk_id", "partial", "bogus"):
+            a.mark_annotated(name)
+            seen.append(a.is_annotated(name))
+        marked, text = a.annotated, str(a)
+        copy = a.annotated
+        copy["x"] = True  # a copy: the attr's own stays
+        a.clear_annotated()
+        b = attr([0, -1])
+        b.annotated = {"process_mesh": 1, "bogus": False}
+        return [seen, marked, text, a.annotated, b.annotated, b.is_annotated("bogus"), str(b)]
+
+    @probe("attr/reset")
+    def _():
+        a = attr([0, -1], [1])
+        a.batch_dim, a.chunk_id = 1, 2
+        a.mark_annotated("process_mesh")
+        a.reset()
+        b = TensorDistAttr()
+        b.process_mesh = mesh
+        b.multi_dims_mapping = [[0, 1], []]
+        b.reset()
+        return [a.dims_mapping, a.process_mesh is None, sorted(a._partial_dims()), a.batch_dim, a.chunk_id,
+                a.dynamic_dims, a.annotated, str(a), b.dims_mapping, b.multi_dims_mapping, str(b)]
+
+    @probe("attr/verify")
+    def _():
+        annotated, dynamic, partial = attr([]), attr([]), TensorDistAttr()
+        annotated.annotated = {"bogus": True}
+        dynamic.dynamic_dims = [True]
+        partial.process_mesh = mesh
+        partial._set_partial_dims([1])
+        high = attr([])
+        high.batch_dim = 9
+        return [TensorDistAttr().verify(), attr([]).verify(), attr([0, -1]).verify(), attr([5, -1]).verify(),
+                annotated.verify(), dynamic.verify(), partial.verify(), high.verify()]
+
+    @probe("attr/split-factor")
+    def _():
+        a = attr([0, -1])
+        a._set_split_factor(0, 2)
+        b = attr([0, -1])
+        b._set_split_factor(0, 2)
+        b._set_split_factor(0, 4)
+        c = TensorDistAttr()
+        c._set_split_factor(5, 2)
+        return [str(a), str(b), str(c), a == attr([0, -1]), a == b, str(DistTensorSpec([4, 6], a))]
+
+    @probe("attr/split-factor-second-dim")
+    def _():
+        a = attr([0, -1])
+        a._set_split_factor(0, 2)
+        a._set_split_factor(1, 3)
+
+    @probe("attr/equality-bookkeeping")
+    def _():
+        out = []
+        for field, value in (("batch_dim", 1), ("chunk_id", 1), ("dynamic_dims", [True, False])):
+            a = attr([0, -1])
+            setattr(a, field, value)
+            out.append(a == attr([0, -1]))
+        a = attr([0, -1])
+        a.mark_annotated("process_mesh")
+        return out + [a == attr([0, -1])]
+
     @probe("attr/unhashable", message=False)
     def _():
         hash(TensorDistAttr())
