@@ -296,10 +296,13 @@ def test_too_few_arguments_raise_type_error():
         ln.infer_backward(x, w, w, x, w, 1e-5, 1)
     with pytest.raises(TypeError, match=r"batch_norm.infer_forward\(x, mean, variance, scale, bias\) got 4"):
         bn.infer_forward(x, w, w, w)
-    with pytest.raises(TypeError, match="got 1 tensor"):
-        rep.infer_forward([x, w])
-    with pytest.raises(TypeError, match="got 1 tensor"):
-        rep.infer_forward([x], [])  # Paddle reads [] as an attribute, like any empty list
+    # with one list (or none) Paddle reads a list that is not there: it answers, or raises vector::reserve,
+    # run by run, forward and reverse alike
+    for method in (rep.infer_forward, rep.infer_backward):
+        with pytest.raises(TypeError, match="got 1 tensor"):
+            method([x, w])
+        with pytest.raises(TypeError, match="got 1 tensor"):
+            method([x], [])  # Paddle reads [] as an attribute, like any empty list
 
 
 def test_a_list_where_one_tensor_belongs_raises_type_error():
@@ -454,3 +457,18 @@ def test_bookkeeping_fields_read_set_print_and_compare_as_in_paddle():
     assert (a.dims_mapping, a.process_mesh, a._partial_dims(), a.batch_dim, a.annotated) == ([-1, -1], None, {1}, 1, {})
     with pytest.raises(TypeError, match="batch_dim"):
         a.batch_dim = 1.5
+
+
+@pytest.mark.parametrize("value", [{0, -1}, (i for i in [0, -1]), {0: 1}, "0"], ids=["set", "generator", "dict", "str"])
+def test_list_arguments_take_sequences_only(value):
+    # Paddle's binding takes a list, tuple, range or numpy array for a list[int], nothing else
+    a = TensorDistAttr()
+    a.process_mesh = MESH
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        a.dims_mapping = value
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        a._set_partial_dims(value)
+    with pytest.raises(TypeError, match="incompatible"):
+        DistTensorSpec(value, a)
+    a.dims_mapping = range(-1, 1)
+    assert a.dims_mapping == [-1, 0]

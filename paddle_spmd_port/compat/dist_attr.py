@@ -39,8 +39,14 @@ from ..types import DistTensorSpec as PortSpec
 from .mesh import CoreProcessMesh, as_core_mesh, from_port_mesh
 
 
+def _sequence(values: Any) -> bool:
+    """What Paddle's binding takes for a list argument: a sequence (list, tuple, range, numpy
+    array), not a str, a dict, a set or a generator."""
+    return hasattr(type(values), "__getitem__") and not isinstance(values, (str, bytes, Mapping))
+
+
 def _int_list(values: Any, what: str) -> list[int]:
-    if isinstance(values, (str, bytes)):
+    if not _sequence(values):
         raise TypeError(f"{what}(): incompatible function arguments; expected list[int], got {values!r}")
     try:
         return [operator.index(v) for v in values]
@@ -89,7 +95,7 @@ def _int64(value: Any, what: str) -> int:
 
 
 def _bool_list(values: Any, what: str) -> list[bool]:
-    if isinstance(values, (str, bytes)):
+    if not _sequence(values):
         raise TypeError(f"{what}(): incompatible function arguments; expected list[bool], got {values!r}")
     try:
         return [bool(operator.index(v)) for v in values]
@@ -147,7 +153,7 @@ class TensorDistAttr:
 
     @multi_dims_mapping.setter
     def multi_dims_mapping(self, value: Iterable[Iterable[int]]) -> None:
-        if isinstance(value, (str, bytes)):
+        if not _sequence(value):
             raise TypeError(f"multi_dims_mapping(): incompatible function arguments; expected list[list[int]], "
                             f"got {value!r}")
         try:

@@ -363,6 +363,29 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
         a.mark_annotated("process_mesh")
         return out + [a == attr([0, -1])]
 
+    @probe("attr/lists-are-sequences", message=False)
+    def _():
+        a, spec_ = attr([0, -1]), DistTensorSpec([4, 6], attr([0, -1]))
+        a.dims_mapping = range(-1, 1)
+        a._set_partial_dims(range(1, 2))
+        seen = [a.dims_mapping, sorted(a._partial_dims())]
+        for target, name, value in ((a, "dims_mapping", {0, -1}), (a, "dims_mapping", (i for i in [0])),
+                                    (spec_, "shape", {4}), (a, "multi_dims_mapping", [{0}, []]),
+                                    (a, "dynamic_dims", {True}), (a, "dims_mapping", {0: 1})):
+            try:
+                setattr(target, name, value)
+                seen.append("taken")
+            except TypeError:
+                seen.append("TypeError")
+        for call in (lambda: a._set_partial_dims({0}), lambda: a._clean_partial_dims({1}),
+                     lambda: spec_.set_dims_mapping({0, -1}), lambda: DistTensorSpec({4, 6}, attr([0, -1]))):
+            try:
+                call()
+                seen.append("taken")
+            except TypeError:
+                seen.append("TypeError")
+        return seen
+
     @probe("attr/unhashable", message=False)
     def _():
         hash(TensorDistAttr())
