@@ -490,3 +490,20 @@ def test_list_arguments_take_sequences_only(value):
         DistTensorSpec(value, a)
     a.dims_mapping = range(-1, 1)
     assert a.dims_mapping == [-1, 0]
+
+
+def test_copies_are_independent_and_sub_meshes_are_paddles():
+    import copy
+
+    a = spec([4, 6], [0, -1])._attr  # the attr a spec holds
+    twin = copy.copy(a)
+    twin._set_partial_dims([1])  # the old copy.copy shared the partial set: a turned partial too
+    assert a._partial_dims() == set() and twin._partial_dims() == {1} and copy.deepcopy(twin) == twin
+    named = ProcessMesh([[0, 1, 2], [3, 4, 5]], dim_names=["x", "y"])
+    # Paddle 3.3.1's answers (probe mesh/sub-meshes)
+    assert str(named.get_mesh_with_dim("y")) == "shape [3, 2], process_ids [0, 3, 1, 4, 2, 5], dim_names ['y', 'x']"
+    assert str(named.get_mesh_with_dim("y", 2)) == "shape [2], process_ids [2, 5], dim_names ['x']"
+    assert str(named[:, 1]) == "shape [2], process_ids [1, 4], dim_names ['x']"
+    assert str(named[1, 2]) == "shape [1], process_ids [5], dim_names ['d0']"
+    with pytest.raises(AssertionError, match="z is not a valid dim name"):
+        named.get_mesh_with_dim("z")

@@ -277,6 +277,12 @@ class TensorDistAttr:
         twin._batch_dim, twin._chunk_id, twin._split = self._batch_dim, self._chunk_id, self._split
         return twin
 
+    def __copy__(self) -> TensorDistAttr:  # copy.copy: an independent attr, as Paddle's (no shared partial set)
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TensorDistAttr:
+        return self.copy()
+
     @classmethod
     def from_port(cls, attr: DistAttr) -> TensorDistAttr:
         """A rule's answer (the port's :class:`~paddle_spmd_port.types.DistAttr`) in Paddle's shape."""
@@ -347,6 +353,12 @@ class DistTensorSpec:
     @shape.setter
     def shape(self, value: Iterable[int]) -> None:
         self._shape = _int_list(value, "shape")
+
+    def __copy__(self) -> DistTensorSpec:
+        return DistTensorSpec(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> DistTensorSpec:
+        return DistTensorSpec(self)
 
     def dims_mapping(self) -> list[int]:
         return self._attr.dims_mapping

@@ -397,6 +397,44 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
                 mesh.get_dim_size("d1"), mesh.get_dim_size(0), mesh.contains(3), mesh.contains(9),
                 mesh.mesh.tolist(), str(mesh1)]
 
+    @probe("mesh/sub-meshes")
+    def _():
+        named = ProcessMesh([[0, 1, 2], [3, 4, 5]], dim_names=["x", "y"])
+        cube = ProcessMesh([[[0, 1], [2, 3]], [[4, 5], [6, 7]]], dim_names=["a", "b", "c"])
+        out = []
+        for make in (lambda: named.get_mesh_with_dim("x"), lambda: named.get_mesh_with_dim("y"),
+                     lambda: named.get_mesh_with_dim("x", 1), lambda: named.get_mesh_with_dim("y", 2),
+                     lambda: cube.get_mesh_with_dim("b"), lambda: cube.get_mesh_with_dim("b", 1),
+                     lambda: named[0], lambda: named[1, 2], lambda: named[:, 1], lambda: named[0:1], lambda: cube[1],
+                     lambda: cube[1][0], lambda: named.get_mesh_with_dim("y")[0]):
+            sub = make()
+            out.append([type(sub).__name__, str(sub), sub == named])
+        return out
+
+    @probe("mesh/sub-mesh-bad-name")
+    def _():
+        ProcessMesh([[0, 1, 2], [3, 4, 5]], dim_names=["x", "y"]).get_mesh_with_dim("z")
+
+    @probe("mesh/sub-mesh-names-mismatch")
+    def _():
+        ProcessMesh([[[0, 1], [2, 3]], [[4, 5], [6, 7]]])[:, 0]
+
+    @probe("mesh/copies")
+    def _():
+        import copy
+
+        a = attr([0, -1])
+        twin = copy.copy(a)
+        twin._set_partial_dims([1])
+        deep = copy.deepcopy(a)
+        deep.dims_mapping = [-1, -1]
+        s = DistTensorSpec([4, 6], a)
+        t = copy.copy(s)
+        t.set_dims_mapping([-1, 0])
+        return [sorted(a._partial_dims()), sorted(twin._partial_dims()), a.dims_mapping, deep == a,
+                s.dims_mapping(), t.dims_mapping(), str(copy.deepcopy(s)) == str(s), copy.copy(mesh) == mesh,
+                type(copy.deepcopy(mesh)).__name__]
+
     @probe("mesh/constructors")
     def _():
         import numpy as np
