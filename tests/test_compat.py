@@ -119,7 +119,7 @@ def test_norm_rule_files_same_result_under_both_backends(name, tmp_path):
 
 
 #: Paddle-style files of what a Paddle test may do around the rules (mesh paths, call forms, unread
-#: mappings), and a rule each needs. The code before them failed 9 of their 12 tests under the port.
+#: mappings), and a rule each needs. The code before them failed 10 of their 13 tests under the port.
 API_FILES = {"test_mesh_paths_rule.py": "layer_norm", "test_call_forms_rule.py": "instance_norm_grad"}
 
 

@@ -6,7 +6,8 @@ Two ways, chosen by :func:`install_port_backend`:
   Test files import them afterwards, so they bind to the compat objects::
 
       paddle.base.core (= paddle.framework.core)        get_phi_spmd_rule, contains_spmd_rule,
-                                                        DistTensorSpec, TensorDistAttr, ProcessMesh (the core one)
+                                                        DistTensorSpec, TensorDistAttr, ProcessMesh (the core one),
+                                                        SpmdRule
       paddle.distributed.auto_parallel.static.dist_attribute   DistTensorSpec, TensorDistAttr
       paddle.distributed.auto_parallel (= fleet.auto)   ProcessMesh
       paddle.distributed.auto_parallel.process_mesh     ProcessMesh (where Paddle defines it)
@@ -43,6 +44,7 @@ SWAPS: tuple[tuple[str, str, str], ...] = (
     ("paddle.base.core", "DistTensorSpec", "DistTensorSpec"),
     ("paddle.base.core", "TensorDistAttr", "TensorDistAttr"),
     ("paddle.base.core", "ProcessMesh", "CoreProcessMesh"),
+    ("paddle.base.core", "SpmdRule", "SpmdRule"),
     ("paddle.distributed.auto_parallel.static.dist_attribute", "DistTensorSpec", "DistTensorSpec"),
     ("paddle.distributed.auto_parallel.static.dist_attribute", "TensorDistAttr", "TensorDistAttr"),
     ("paddle.distributed.auto_parallel", "ProcessMesh", "ProcessMesh"),

@@ -5,7 +5,8 @@ and paddle_spmd_port.compat:
 
 The mesh class from the module that defines it (paddle.distributed.auto_parallel.process_mesh),
 the core mesh (core.ProcessMesh), and a rule's answer, which natively is a core.ProcessMesh equal
-to the mesh given, compared from either side. Expected values: Paddle 3.3.1.
+to the mesh given, compared from either side; the rule itself is a core.SpmdRule. Expected values:
+Paddle 3.3.1.
 """
 
 import unittest
@@ -28,6 +29,9 @@ class TestMeshPaths(unittest.TestCase):
         self.s = DistTensorSpec(self.x)
         self.s.shape = [16]
         self.s.set_dims_mapping([-1])
+
+    def test_rule_is_a_core_spmd_rule(self):
+        self.assertIsInstance(core.get_phi_spmd_rule("layer_norm"), core.SpmdRule)
 
     def test_result_mesh_is_a_core_mesh(self):
         r = core.get_phi_spmd_rule("layer_norm").infer_forward(self.x, self.s, self.s, 1e-5, 2)
