@@ -427,15 +427,24 @@ def test_an_unread_mapping_answers_as_a_valid_one(name, method, tensors, attrs, 
     assert _mappings(odd) == _mappings(good)
 
 
-def test_a_length_paddle_checks_still_fails_and_a_mesh_less_unread_slot_is_still_refused():
+def test_a_length_paddle_checks_still_fails_and_a_mesh_less_unread_slot_answers_without_one():
     rms = get_phi_spmd_rule("fused_rms_norm")
     out, invvar = spec([8, 4, 16], [1, -1, -1]), spec([8, 4], [1, -1])
     with pytest.raises(ValueError, match=r"The Tensor \[x\]'s rank \[3\] and dims_mapping size \[1\] are not matched"):
         rms.infer_backward(spec([8, 4, 16], [0]), spec([16], [-1]), out, invvar, 1e-6)
     loose = DistTensorSpec([64, 32], TensorDistAttr())
     loose.set_dims_mapping([0, -1])
-    with pytest.raises(ValueError, match="rejects this input"):  # Paddle answers x's attr without a mesh here
-        get_phi_spmd_rule("p_norm").infer_backward(loose, spec([32], [0], MESH4), 2.0, 0, 1e-12, False, False)
+    # Paddle 3.3.1 answers x's attr without a mesh (probe pn/reverse-x-without-mesh); the old code refused x
+    inputs, outputs = get_phi_spmd_rule("p_norm").infer_backward(loose, spec([64], [0], MESH4), 2.0, 1, 1e-12, False,
+                                                                 False)
+    assert (inputs[0].dims_mapping, inputs[0].process_mesh) == ([0, -1], None)
+    assert outputs[0].process_mesh == MESH4
+    # batch_norm's mean_out and saved_mean copy mean's attr: none of them has a mesh
+    stat, lone = spec([16], [-1]), DistTensorSpec([16], TensorDistAttr())
+    inputs, outputs = get_phi_spmd_rule("batch_norm").infer_forward(spec([8, 16, 4, 4], [0, 1, -1, -1]), lone, stat,
+                                                                   stat, stat)
+    assert [a.process_mesh is None for a in inputs] == [False, True, False, False, False]
+    assert [a.process_mesh is None for a in outputs] == [False, True, False, True, False, False]
 
 
 def test_unread_slots_are_tensor_slots():
@@ -445,6 +454,8 @@ def test_unread_slots_are_tensor_slots():
         Method(("x",), unread=frozenset({"y"}))
     with pytest.raises(ValueError, match=r"length_read \['x'\] are not unread slots"):
         Method(("x",), length_read=frozenset({"x"}))
+    with pytest.raises(ValueError, match=r"meshless_outputs name \['x'\], which are not meshless slots"):
+        Method(("x",), unread=frozenset({"x"}), meshless_outputs=(("x", (0,)),))
 
 
 # --- TensorDistAttr's bookkeeping fields (Paddle 3.3.1's answers; the attr/* probes compare them) ------------

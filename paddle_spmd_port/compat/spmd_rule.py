@@ -36,6 +36,7 @@ from ..errors import InvalidSpecError, PaddleInvalidArgument, RuleNotFoundError,
 from ..ops.kit.compat import Method, compat_modules
 from ..rules import get_spmd_rule
 from ..types import DistTensorSpec as PortSpec
+from ..types import ProcessMesh as PortMesh
 from ..types import SpmdResult
 from .dist_attr import DistTensorSpec, TensorDistAttr
 from .replicated import replicated_infer_spmd, replicated_infer_spmd_reverse
@@ -105,6 +106,11 @@ class Signature:
     """Slots whose dims_mapping Paddle never reads (see :class:`~paddle_spmd_port.ops.kit.compat.Method`)."""
     length_read: frozenset[str] = frozenset()
     """Of ``unread``, the slots whose mapping length Paddle checks against the rank."""
+    meshless: frozenset[str] = frozenset()
+    """Of ``unread``, the slots Paddle also takes without a mesh (see the family's ``Method``)."""
+    meshless_outputs: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    answered: tuple[str, ...] | None = None
+    """The slots the answer's inputs stand for, in order (None: ``tensors``)."""
 
     def describe(self, rule: str, method: str) -> str:
         tensors = [f"[{t}]" if self.vector else t for t in self.tensors]
@@ -131,17 +137,23 @@ def _is_absent(spec: DistTensorSpec) -> bool:
     return spec.process_mesh().empty() and len(spec.shape) == 1
 
 
-def _unread_to_port(spec: DistTensorSpec, slot: str, length_read: bool) -> PortSpec:
+def _unread_to_port(spec: DistTensorSpec, slot: str, length_read: bool, lend: PortMesh | None) -> PortSpec:
     """The port's spec for a slot whose dims_mapping Paddle never reads: as given when the port
     takes it, else replicated (same shape, mesh and partial dims), which leaves Paddle's answer as
-    it is. A length Paddle checks stays wrong, so the port raises Paddle's error for it."""
+    it is. A length Paddle checks stays wrong, so the port raises Paddle's error for it. A slot
+    without a mesh gets ``lend`` (None: the slot may not go mesh-less, and the refusal stands)."""
     port = spec.to_port()
+    if length_read and len(port.dims_mapping) != len(port.shape):
+        return port  # Paddle's own length check: the port raises it
     try:
         port.check(slot)
     except InvalidSpecError:
-        if port.mesh is None or (length_read and len(port.dims_mapping) != len(port.shape)):
-            return port  # a mesh-less spec, or Paddle's own length check: the refusal stands
-        return PortSpec(port.shape, (-1,) * len(port.shape), port.mesh, port.partial_dims)
+        mesh = port.mesh if port.mesh is not None else lend
+        if mesh is None:
+            return port
+        return PortSpec(port.shape, (-1,) * len(port.shape), mesh, port.partial_dims)
+    if port.mesh is None and lend is not None:  # a mesh-less 0-D or mapping-less spec: still lent the mesh
+        return PortSpec(port.shape, (-1,) * len(port.shape), lend, port.partial_dims)
     return port
 
 
@@ -199,23 +211,38 @@ class SpmdRule:
         else:
             # a single-tensor slot holds one spec; a list there fails with AttributeError as it always did
             # (not narrowed here, so no new error class appears for that misuse)
+            lend = next((m for t in tensors if (m := t.process_mesh().to_port()) is not None), None)  # type: ignore[union-attr]
+            meshless = {slot for slot, t in zip(sig.tensors, tensors, strict=True)
+                        if slot in sig.meshless and t.process_mesh().empty()  # type: ignore[union-attr]
+                        and not (slot in sig.optional and _is_absent(t))}  # type: ignore[arg-type]
             port_args = [None if slot in sig.optional and _is_absent(t)  # type: ignore[arg-type]
-                         else _unread_to_port(t, slot, slot in sig.length_read)  # type: ignore[arg-type]
+                         else _unread_to_port(t, slot, slot in sig.length_read,  # type: ignore[arg-type]
+                                              lend if slot in meshless else None)
                          if slot in sig.unread else t.to_port()  # type: ignore[union-attr]
                          for slot, t in zip(sig.tensors, tensors, strict=True)]
         try:
             result = sig.fn(*port_args, *values)
         except SpmdError as exc:
             raise _paddle_worded(exc) from None
-        return ([TensorDistAttr.from_port(a) for a in result.inputs],
-                [TensorDistAttr.from_port(a) for a in result.outputs])
+        inputs = [TensorDistAttr.from_port(a) for a in result.inputs]
+        outputs = [TensorDistAttr.from_port(a) for a in result.outputs]
+        if not sig.vector and meshless:  # the lent mesh goes back: these answers carry the slot's none
+            carried = dict(sig.meshless_outputs)
+            answered = sig.tensors if sig.answered is None else sig.answered
+            for slot in meshless:
+                if slot in answered:
+                    inputs[answered.index(slot)]._mesh = None
+                for position in carried.get(slot, ()):
+                    outputs[position]._mesh = None
+        return inputs, outputs
 
 
 def _signature(fn: Callable[..., SpmdResult] | None, method: Method, where: str) -> Signature:
     if fn is None:
         raise ImportError(f"{where}: the port's registry object has no such method")
     return Signature(fn, method.tensors, method.attributes, optional=method.optional, unread=method.unread,
-                     length_read=method.length_read)
+                     length_read=method.length_read, meshless=method.meshless, meshless_outputs=method.meshless_outputs,
+                     answered=method.answered)
 
 
 def _registry() -> dict[str, SpmdRule]:

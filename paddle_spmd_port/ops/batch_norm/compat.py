@@ -17,7 +17,10 @@ from ..kit.compat import CompatRule, Method, ProbeKit
 
 RULES = (
     CompatRule("batch_norm", Method(("x", "mean", "variance", "scale", "bias"), optional=frozenset({"scale", "bias"}),
-                                    unread=frozenset({"mean", "variance", "scale", "bias"}))),
+                                    unread=frozenset({"mean", "variance", "scale", "bias"}),
+                                    # mean_out, saved_mean copy mean's attr; variance_out, saved_variance variance's
+                                    meshless=frozenset({"mean", "variance"}),
+                                    meshless_outputs=(("mean", (1, 3)), ("variance", (2, 4))))),
 )
 #: ``batch_norm_grad`` is not a registry name in Paddle: both registries must say so.
 CONTAINS = ("batch_norm", "batch_norm_grad")
@@ -49,6 +52,12 @@ def probes(kit: ProbeKit) -> None:
     @probe("bn/forward-statistics-mappings-unread")
     def _() -> Any:
         return view(bn.infer_forward(bx, spec([16], [5]), spec([16], [0, -1]), spec([16], []), spec([16], [1, 1])))
+
+    @probe("bn/forward-statistics-without-mesh")
+    def _() -> Any:
+        loose = kit.DistTensorSpec([16], kit.TensorDistAttr())
+        return [view(bn.infer_forward(bx, loose, stat, stat, stat)),
+                view(bn.infer_forward(bx, stat, loose, stat, stat))]
 
     @probe("bn/forward-2d-5d")
     def _() -> Any:

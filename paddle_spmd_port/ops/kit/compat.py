@@ -35,13 +35,22 @@ class Method:
     length Paddle still checks against the rank (its own error, which the port raises too). The
     compat layer hands the port a replicated mapping for such a slot when the one given is one
     the port refuses, so the answer is Paddle's; Paddle's own p_norm test passes the reverse rule
-    an x whose mapping names a mesh dim its mesh lacks."""
+    an x whose mapping names a mesh dim its mesh lacks.
+
+    ``meshless``: those unread slots Paddle also takes without a process mesh (not the rank-1
+    stand-in for a missing tensor): its answer for the slot then has no mesh either, nor have the
+    outputs ``meshless_outputs`` names for it ((slot, output positions) pairs: the outputs whose
+    attr Paddle copies from that input). ``answered``: the slots the answer's inputs list stands
+    for, in order, where that is not ``tensors`` (a grad rule may leave one out)."""
 
     tensors: tuple[str, ...]
     attributes: tuple[tuple[str, str], ...] = ()
     optional: frozenset[str] = frozenset()
     unread: frozenset[str] = frozenset()
     length_read: frozenset[str] = frozenset()
+    meshless: frozenset[str] = frozenset()
+    meshless_outputs: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    answered: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if bad := [kind for _, kind in self.attributes if kind not in ATTRIBUTE_KINDS]:
@@ -49,8 +58,13 @@ class Method:
         for what, slots in (("optional", self.optional), ("unread", self.unread)):
             if not slots <= set(self.tensors):
                 raise ValueError(f"{what} {sorted(slots - set(self.tensors))} are not tensor slots")
-        if not self.length_read <= self.unread:
-            raise ValueError(f"length_read {sorted(self.length_read - self.unread)} are not unread slots")
+        for what, slots in (("length_read", self.length_read), ("meshless", self.meshless)):
+            if not slots <= self.unread:
+                raise ValueError(f"{what} {sorted(slots - self.unread)} are not unread slots")
+        if bad := [slot for slot, _ in self.meshless_outputs if slot not in self.meshless]:
+            raise ValueError(f"meshless_outputs name {bad}, which are not meshless slots")
+        if self.answered is not None and not set(self.answered) <= set(self.tensors):
+            raise ValueError(f"answered {sorted(set(self.answered) - set(self.tensors))} are not tensor slots")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ RULES = (
     CompatRule("layer_norm",
                Method(("x", "scale", "bias"), _ATTRS, optional=_SCALE_BIAS, unread=_SCALE_BIAS),
                Method(("x", "scale", "bias", "out", "mean", "variance"), _ATTRS, optional=_SCALE_BIAS,
-                      unread=_SCALE_BIAS | {"x"})),
+                      unread=_SCALE_BIAS | {"x"}, meshless=frozenset({"x"}))),
 )
 #: ``layer_norm_grad`` is not a registry name in Paddle: both registries must say so.
 CONTAINS = ("layer_norm", "layer_norm_grad")
@@ -65,6 +65,12 @@ def probes(kit: ProbeKit) -> None:
         return [view(ln.infer_forward(x, stale, wrong, 1e-5, 2)),
                 view(ln.infer_backward(spec([64, 32, 1024], [0, 0, 7]), wrong, spec([1024], [1]), out, mean, mean,
                                        1e-5, 2))]
+
+    @probe("ln/reverse-x-without-mesh")
+    def _() -> Any:
+        loose = kit.DistTensorSpec([64, 32, 1024], kit.TensorDistAttr())
+        loose.set_dims_mapping([1, -1, -1])
+        return view(ln.infer_backward(loose, s, s, out, mean, mean, 1e-5, 2))
 
     @probe("ln/forward-begin-norm-axis-0")
     def _() -> Any:

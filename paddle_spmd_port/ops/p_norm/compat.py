@@ -17,7 +17,8 @@ from ..kit.compat import CompatRule, Method, ProbeKit
 
 _ATTRS = (("porder", "f"), ("axis", "i"), ("epsilon", "f"), ("keepdims", "b"), ("asvector", "b"))
 
-RULES = (CompatRule("p_norm", Method(("x",), _ATTRS), Method(("x", "out"), _ATTRS, unread=frozenset({"x"}))),)
+_X = frozenset({"x"})  # the reverse rule reads nothing of x's attr but its rank (and gives x's mesh back)
+RULES = (CompatRule("p_norm", Method(("x",), _ATTRS), Method(("x", "out"), _ATTRS, unread=_X, meshless=_X)),)
 #: ``p_norm_grad`` is not a registry name in Paddle: both registries must say so.
 CONTAINS = ("p_norm", "p_norm_grad")
 
@@ -49,6 +50,12 @@ def probes(kit: ProbeKit) -> None:
         on4 = kit.ProcessMesh(mesh=[0, 1, 2, 3])
         return [view(pn.infer_backward(spec([64, 32], dm, on=on4), spec([32], [-1], on=on4), 2.0, 0, 1e-12, False,
                                        False)) for dm in ([1, 0], [0], [0, 0, -1])]
+
+    @probe("pn/reverse-x-without-mesh")
+    def _() -> Any:
+        loose = kit.DistTensorSpec([4, 6, 8], kit.TensorDistAttr())
+        loose.set_dims_mapping([0, 1, -1])
+        return view(pn.infer_backward(loose, spec([4, 8], [1, 0]), 2.0, 1, 1e-12, False, False))
 
     @probe("pn/reverse-forced-axes-conflict")
     def _() -> Any:

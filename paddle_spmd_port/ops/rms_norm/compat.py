@@ -17,8 +17,9 @@ _EPS = (("epsilon", "f"),)
 _SCALE, _X_SCALE = frozenset({"scale"}), frozenset({"x", "scale"})  # mappings unread, lengths checked
 
 RULES = (
-    CompatRule("fused_rms_norm", Method(("x", "scale"), _EPS, unread=_SCALE, length_read=_SCALE),
-               Method(("x", "scale", "out", "invvar"), _EPS, unread=_X_SCALE, length_read=_X_SCALE)),
+    CompatRule("fused_rms_norm", Method(("x", "scale"), _EPS, unread=_SCALE, length_read=_SCALE, meshless=_SCALE),
+               Method(("x", "scale", "out", "invvar"), _EPS, unread=_X_SCALE, length_read=_X_SCALE,
+                      meshless=_X_SCALE)),
 )
 CONTAINS: tuple[str, ...] = ()
 
@@ -63,6 +64,16 @@ def probes(kit: ProbeKit) -> None:
     @probe("rms/reverse-x-length-read")
     def _() -> Any:
         rms.infer_backward(spec([16, 32, 64], [0]), r1, spec([16, 32, 64], [-1, 1, -1]), spec([16, 32], [0, 1]), 1e-6)
+
+    @probe("rms/without-mesh")
+    def _() -> Any:
+        loose_x = kit.DistTensorSpec([16, 32, 64], kit.TensorDistAttr())
+        loose_scale = kit.DistTensorSpec([64], kit.TensorDistAttr())
+        loose_x.set_dims_mapping([0, 0, -1])  # values unread, the lengths checked (an empty one fails)
+        loose_scale.set_dims_mapping([-1])
+        out, invvar = spec([16, 32, 64], [-1, 1, -1]), spec([16, 32], [0, 1])
+        return [view(rms.infer_forward(rx, loose_scale, 1e-6)),
+                view(rms.infer_backward(loose_x, loose_scale, out, invvar, 1e-6))]
 
     @probe("rms/reverse-partial")
     def _() -> Any:
