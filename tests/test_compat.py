@@ -518,3 +518,25 @@ def test_copies_are_independent_and_sub_meshes_are_paddles():
     assert str(named[1, 2]) == "shape [1], process_ids [5], dim_names ['d0']"
     with pytest.raises(AssertionError, match="z is not a valid dim name"):
         named.get_mesh_with_dim("z")
+
+
+def test_answers_keep_the_bookkeeping_of_the_input_they_are_built_from():
+    # Paddle 3.3.1 (probes */answers-keep-source-fields): batch_dim from the source input; the layer_norm
+    # reverse rule copies each attr whole. The old code answered every field at its default.
+    def tagged(shape, dm, batch_dim):
+        attr = TensorDistAttr()
+        attr.process_mesh = MESH
+        attr.dims_mapping = dm
+        attr.batch_dim, attr.chunk_id = batch_dim, batch_dim + 10
+        attr.mark_annotated("process_mesh")
+        return DistTensorSpec(shape, attr)
+
+    x, w, b = tagged([8, 4, 16], [1, -1, -1], 1), tagged([16], [-1], 2), tagged([16], [-1], 3)
+    inputs, outputs = get_phi_spmd_rule("layer_norm").infer_forward(x, w, b, 1e-5, 2)
+    assert [a.batch_dim for a in inputs + outputs] == [1, 2, 3, 1, 1, 1]
+    assert {a.chunk_id for a in inputs + outputs} == {0} and not any(a.annotated for a in outputs)
+    out, mean, var = tagged([8, 4, 16], [1, -1, -1], 4), tagged([8, 4], [1, -1], 5), tagged([8, 4], [1, -1], 6)
+    inputs, outputs = get_phi_spmd_rule("layer_norm").infer_backward(x, w, b, out, mean, var, 1e-5, 2)
+    assert [(a.batch_dim, a.chunk_id, a.annotated) for a in outputs] == [(4, 14, {"process_mesh": True}),
+                                                                        (5, 15, {"process_mesh": True}),
+                                                                        (6, 16, {"process_mesh": True})]

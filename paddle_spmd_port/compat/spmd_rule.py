@@ -111,6 +111,9 @@ class Signature:
     meshless_outputs: tuple[tuple[str, tuple[int, ...]], ...] = ()
     answered: tuple[str, ...] | None = None
     """The slots the answer's inputs stand for, in order (None: ``tensors``)."""
+    output_sources: tuple[str, ...] = ()
+    """The slot each output's answer is built from (its batch_dim, or its whole attr: ``whole``)."""
+    whole: frozenset[str] = frozenset()
 
     def describe(self, rule: str, method: str) -> str:
         tensors = [f"[{t}]" if self.vector else t for t in self.tensors]
@@ -226,9 +229,15 @@ class SpmdRule:
             raise _paddle_worded(exc) from None
         inputs = [TensorDistAttr.from_port(a) for a in result.inputs]
         outputs = [TensorDistAttr.from_port(a) for a in result.outputs]
-        if not sig.vector and meshless:  # the lent mesh goes back: these answers carry the slot's none
+        if sig.vector:
+            return inputs, outputs
+        answered = sig.tensors if sig.answered is None else sig.answered
+        given = dict(zip(sig.tensors, tensors, strict=True))
+        for side, slots, answers in (("inputs", answered, inputs), ("outputs", sig.output_sources, outputs)):
+            for attr, slot in zip(answers, slots, strict=False):
+                _carry(attr, given[slot]._attr, whole=side in sig.whole)  # type: ignore[union-attr]
+        if meshless:  # the lent mesh goes back: these answers carry the slot's none
             carried = dict(sig.meshless_outputs)
-            answered = sig.tensors if sig.answered is None else sig.answered
             for slot in meshless:
                 if slot in answered:
                     inputs[answered.index(slot)]._mesh = None
@@ -237,12 +246,21 @@ class SpmdRule:
         return inputs, outputs
 
 
+def _carry(answer: TensorDistAttr, source: TensorDistAttr, whole: bool) -> None:
+    """What Paddle's answer keeps of the attr it is built from: the batch_dim, or everything but
+    the layout (a whole copy, whose dynamic_dims are filled anew only if the source had none)."""
+    answer._batch_dim = source._batch_dim
+    if whole:
+        answer._chunk_id, answer._annotated, answer._split = source._chunk_id, dict(source._annotated), source._split
+        answer._dynamic = list(source._dynamic) or answer._dynamic
+
+
 def _signature(fn: Callable[..., SpmdResult] | None, method: Method, where: str) -> Signature:
     if fn is None:
         raise ImportError(f"{where}: the port's registry object has no such method")
     return Signature(fn, method.tensors, method.attributes, optional=method.optional, unread=method.unread,
                      length_read=method.length_read, meshless=method.meshless, meshless_outputs=method.meshless_outputs,
-                     answered=method.answered)
+                     answered=method.answered, output_sources=method.output_sources, whole=method.whole)
 
 
 def _registry() -> dict[str, SpmdRule]:
