@@ -169,8 +169,47 @@ class ProcessMesh(CoreProcessMesh):
     def get_dim_size(self, dim: int | str | None) -> int:
         return 1 if dim is None else self.dim_size(dim)
 
+    def get_mesh_with_dim(self, dim_name: str, index: int | None = None) -> ProcessMesh:
+        """The mesh with ``dim_name`` moved first (the other dims in order); with ``index``, the
+        slice at that position of it, one dim fewer (Paddle 3.3.1's answers, probe mesh/sub-meshes)."""
+        np = _numpy("get_mesh_with_dim")
+        if dim_name not in self._dim_names:
+            raise AssertionError(f"{dim_name} is not a valid dim name.")
+        axis = self._dim_names.index(dim_name)
+        order = [axis] + [i for i in range(self.ndim) if i != axis]
+        ids, names = np.array(self.mesh).transpose(order), [self._dim_names[i] for i in order]
+        if index is not None:
+            ids, names = ids[index], names[1:]
+        return ProcessMesh(ids, dim_names=names)
+
+    def __getitem__(self, index: Any) -> ProcessMesh:
+        """The sub-mesh numpy indexing gives. Its dim names: those of the sliced positions for a
+        tuple index, all but the first for an int, all for a slice; a single process is a 1-D mesh
+        named ``d0``. Other names than one per dim fail Paddle's assertion, as there."""
+        np = _numpy("ProcessMesh[...]")
+        ids = np.array(self.mesh)[index]
+        if isinstance(index, tuple):
+            names = [self._dim_names[i] for i, part in enumerate(index) if isinstance(part, slice)]
+        elif isinstance(index, slice):
+            names = list(self._dim_names)
+        else:
+            names = list(self._dim_names[1:])
+        if ids.ndim == 0:
+            return ProcessMesh([int(ids)])
+        if len(names) != ids.ndim:
+            raise AssertionError("The length of dims_names must be same as the shape of the mesh.")
+        return ProcessMesh(ids, dim_names=names)
+
     def __str__(self) -> str:
         return f"shape {self.shape}, process_ids {self.process_ids}, dim_names {self.dim_names}"
+
+
+def _numpy(what: str) -> Any:
+    try:
+        import numpy
+    except ImportError:
+        raise ImportError(f"{what} needs numpy (as Paddle's does); install numpy") from None
+    return numpy
 
 
 def as_core_mesh(mesh: Any) -> CoreProcessMesh | None:

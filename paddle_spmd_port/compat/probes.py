@@ -281,6 +281,111 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
                 attr([0, -1]) == attr([0, -1], on=named), TensorDistAttr() == TensorDistAttr(),
                 attr([0, -1]) != attr([0, -1]), attr([0, -1]) == 5]
 
+    @probe("attr/bookkeeping-fields")
+    def _():
+        fresh, a = TensorDistAttr(), attr([0, -1])
+        a.batch_dim, a.chunk_id, a.dynamic_dims = True, -3, [1, 0]
+        b = attr([0, -1])
+        b.dynamic_dims = (True,)
+        b.dims_mapping = [0, -1, -1]  # a non-empty dynamic_dims is not refilled
+        return [fresh.batch_dim, fresh.chunk_id, fresh.dynamic_dims, fresh.annotated, a.batch_dim, a.chunk_id,
+                a.dynamic_dims, str(a), b.dynamic_dims, str(DistTensorSpec([4, 6], a))]
+
+    @probe("attr/bookkeeping-type", message=False)
+    def _():
+        attr([0, -1]).batch_dim = 1.5
+
+    @probe("attr/annotated")
+    def _():
+        a = attr([0, -1])
+        seen = []
+        for name in ("process_mesh", "dims_mapping", "batch_dim", "dynamic_dims", "chunk_id", "partial", "bogus"):
+            a.mark_annotated(name)
+            seen.append(a.is_annotated(name))
+        marked, text = a.annotated, str(a)
+        copy = a.annotated
+        copy["x"] = True  # a copy: the attr's own stays
+        a.clear_annotated()
+        b = attr([0, -1])
+        b.annotated = {"process_mesh": 1, "bogus": False}
+        return [seen, marked, text, a.annotated, b.annotated, b.is_annotated("bogus"), str(b)]
+
+    @probe("attr/reset")
+    def _():
+        a = attr([0, -1], [1])
+        a.batch_dim, a.chunk_id = 1, 2
+        a.mark_annotated("process_mesh")
+        a.reset()
+        b = TensorDistAttr()
+        b.process_mesh = mesh
+        b.multi_dims_mapping = [[0, 1], []]
+        b.reset()
+        return [a.dims_mapping, a.process_mesh is None, sorted(a._partial_dims()), a.batch_dim, a.chunk_id,
+                a.dynamic_dims, a.annotated, str(a), b.dims_mapping, b.multi_dims_mapping, str(b)]
+
+    @probe("attr/verify")
+    def _():
+        annotated, dynamic, partial = attr([]), attr([]), TensorDistAttr()
+        annotated.annotated = {"bogus": True}
+        dynamic.dynamic_dims = [True]
+        partial.process_mesh = mesh
+        partial._set_partial_dims([1])
+        high = attr([])
+        high.batch_dim = 9
+        return [TensorDistAttr().verify(), attr([]).verify(), attr([0, -1]).verify(), attr([5, -1]).verify(),
+                annotated.verify(), dynamic.verify(), partial.verify(), high.verify()]
+
+    @probe("attr/split-factor")
+    def _():
+        a = attr([0, -1])
+        a._set_split_factor(0, 2)
+        b = attr([0, -1])
+        b._set_split_factor(0, 2)
+        b._set_split_factor(0, 4)
+        c = TensorDistAttr()
+        c._set_split_factor(5, 2)
+        return [str(a), str(b), str(c), a == attr([0, -1]), a == b, str(DistTensorSpec([4, 6], a))]
+
+    @probe("attr/split-factor-second-dim")
+    def _():
+        a = attr([0, -1])
+        a._set_split_factor(0, 2)
+        a._set_split_factor(1, 3)
+
+    @probe("attr/equality-bookkeeping")
+    def _():
+        out = []
+        for field, value in (("batch_dim", 1), ("chunk_id", 1), ("dynamic_dims", [True, False])):
+            a = attr([0, -1])
+            setattr(a, field, value)
+            out.append(a == attr([0, -1]))
+        a = attr([0, -1])
+        a.mark_annotated("process_mesh")
+        return out + [a == attr([0, -1])]
+
+    @probe("attr/lists-are-sequences", message=False)
+    def _():
+        a, spec_ = attr([0, -1]), DistTensorSpec([4, 6], attr([0, -1]))
+        a.dims_mapping = range(-1, 1)
+        a._set_partial_dims(range(1, 2))
+        seen = [a.dims_mapping, sorted(a._partial_dims())]
+        for target, name, value in ((a, "dims_mapping", {0, -1}), (a, "dims_mapping", (i for i in [0])),
+                                    (spec_, "shape", {4}), (a, "multi_dims_mapping", [{0}, []]),
+                                    (a, "dynamic_dims", {True}), (a, "dims_mapping", {0: 1})):
+            try:
+                setattr(target, name, value)
+                seen.append("taken")
+            except TypeError:
+                seen.append("TypeError")
+        for call in (lambda: a._set_partial_dims({0}), lambda: a._clean_partial_dims({1}),
+                     lambda: spec_.set_dims_mapping({0, -1}), lambda: DistTensorSpec({4, 6}, attr([0, -1]))):
+            try:
+                call()
+                seen.append("taken")
+            except TypeError:
+                seen.append("TypeError")
+        return seen
+
     @probe("attr/unhashable", message=False)
     def _():
         hash(TensorDistAttr())
@@ -291,6 +396,44 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
         return [str(mesh), mesh.shape, mesh.process_ids, mesh.dim_names, mesh.ndim, mesh.size,
                 mesh.get_dim_size("d1"), mesh.get_dim_size(0), mesh.contains(3), mesh.contains(9),
                 mesh.mesh.tolist(), str(mesh1)]
+
+    @probe("mesh/sub-meshes")
+    def _():
+        named = ProcessMesh([[0, 1, 2], [3, 4, 5]], dim_names=["x", "y"])
+        cube = ProcessMesh([[[0, 1], [2, 3]], [[4, 5], [6, 7]]], dim_names=["a", "b", "c"])
+        out = []
+        for make in (lambda: named.get_mesh_with_dim("x"), lambda: named.get_mesh_with_dim("y"),
+                     lambda: named.get_mesh_with_dim("x", 1), lambda: named.get_mesh_with_dim("y", 2),
+                     lambda: cube.get_mesh_with_dim("b"), lambda: cube.get_mesh_with_dim("b", 1),
+                     lambda: named[0], lambda: named[1, 2], lambda: named[:, 1], lambda: named[0:1], lambda: cube[1],
+                     lambda: cube[1][0], lambda: named.get_mesh_with_dim("y")[0]):
+            sub = make()
+            out.append([type(sub).__name__, str(sub), sub == named])
+        return out
+
+    @probe("mesh/sub-mesh-bad-name")
+    def _():
+        ProcessMesh([[0, 1, 2], [3, 4, 5]], dim_names=["x", "y"]).get_mesh_with_dim("z")
+
+    @probe("mesh/sub-mesh-names-mismatch")
+    def _():
+        ProcessMesh([[[0, 1], [2, 3]], [[4, 5], [6, 7]]])[:, 0]
+
+    @probe("mesh/copies")
+    def _():
+        import copy
+
+        a = attr([0, -1])
+        twin = copy.copy(a)
+        twin._set_partial_dims([1])
+        deep = copy.deepcopy(a)
+        deep.dims_mapping = [-1, -1]
+        s = DistTensorSpec([4, 6], a)
+        t = copy.copy(s)
+        t.set_dims_mapping([-1, 0])
+        return [sorted(a._partial_dims()), sorted(twin._partial_dims()), a.dims_mapping, deep == a,
+                s.dims_mapping(), t.dims_mapping(), str(copy.deepcopy(s)) == str(s), copy.copy(mesh) == mesh,
+                type(copy.deepcopy(mesh)).__name__]
 
     @probe("mesh/constructors")
     def _():

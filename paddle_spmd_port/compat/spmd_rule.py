@@ -13,6 +13,8 @@ method reads (its ``RULES``: tensors in order, then typed attributes); the gener
     replicated  infer_backward   [inputs], [outputs]                        (none)
 
 A name with no backward declared raises RuntimeError (NotFound) from ``infer_backward``, like Paddle.
+A slot whose dims_mapping Paddle never reads (the family's ``unread``) answers as Paddle does whatever
+mapping it holds: the port is handed a replicated one when it would refuse the one given.
 
 Behaviour, as in Paddle: extra trailing tensors and attributes are ignored; a wrongly typed
 attribute raises ``ValueError("(InvalidArgument) Attribute cast error in InferSpmd Context, ...")``,
@@ -33,6 +35,8 @@ from typing import Any
 from ..errors import InvalidSpecError, PaddleInvalidArgument, RuleNotFoundError, ShardingConflictError, SpmdError
 from ..ops.kit.compat import Method, compat_modules
 from ..rules import get_spmd_rule
+from ..types import DistTensorSpec as PortSpec
+from ..types import ProcessMesh as PortMesh
 from ..types import SpmdResult
 from .dist_attr import DistTensorSpec, TensorDistAttr
 from .replicated import replicated_infer_spmd, replicated_infer_spmd_reverse
@@ -98,6 +102,18 @@ class Signature:
     optional: frozenset[str] = frozenset()
     """Slots where a mesh-less rank-1 spec (Paddle's ``DistTensorSpec([0], TensorDistAttr())``)
     means "no tensor": the rules read nothing of it but its rank, whatever dims_mapping it holds."""
+    unread: frozenset[str] = frozenset()
+    """Slots whose dims_mapping Paddle never reads (see :class:`~paddle_spmd_port.ops.kit.compat.Method`)."""
+    length_read: frozenset[str] = frozenset()
+    """Of ``unread``, the slots whose mapping length Paddle checks against the rank."""
+    meshless: frozenset[str] = frozenset()
+    """Of ``unread``, the slots Paddle also takes without a mesh (see the family's ``Method``)."""
+    meshless_outputs: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    answered: tuple[str, ...] | None = None
+    """The slots the answer's inputs stand for, in order (None: ``tensors``)."""
+    output_sources: tuple[str, ...] = ()
+    """The slot each output's answer is built from (its batch_dim, or its whole attr: ``whole``)."""
+    whole: frozenset[str] = frozenset()
 
     def describe(self, rule: str, method: str) -> str:
         tensors = [f"[{t}]" if self.vector else t for t in self.tensors]
@@ -122,6 +138,26 @@ def _paddle_worded(exc: SpmdError) -> SpmdError:
 
 def _is_absent(spec: DistTensorSpec) -> bool:
     return spec.process_mesh().empty() and len(spec.shape) == 1
+
+
+def _unread_to_port(spec: DistTensorSpec, slot: str, length_read: bool, lend: PortMesh | None) -> PortSpec:
+    """The port's spec for a slot whose dims_mapping Paddle never reads: as given when the port
+    takes it, else replicated (same shape, mesh and partial dims), which leaves Paddle's answer as
+    it is. A length Paddle checks stays wrong, so the port raises Paddle's error for it. A slot
+    without a mesh gets ``lend`` (None: the slot may not go mesh-less, and the refusal stands)."""
+    port = spec.to_port()
+    if length_read and len(port.dims_mapping) != len(port.shape):
+        return port  # Paddle's own length check: the port raises it
+    try:
+        port.check(slot)
+    except InvalidSpecError:
+        mesh = port.mesh if port.mesh is not None else lend
+        if mesh is None:
+            return port
+        return PortSpec(port.shape, (-1,) * len(port.shape), mesh, port.partial_dims)
+    if port.mesh is None and lend is not None:  # a mesh-less 0-D or mapping-less spec: still lent the mesh
+        return PortSpec(port.shape, (-1,) * len(port.shape), lend, port.partial_dims)
+    return port
 
 
 class SpmdRule:
@@ -178,20 +214,53 @@ class SpmdRule:
         else:
             # a single-tensor slot holds one spec; a list there fails with AttributeError as it always did
             # (not narrowed here, so no new error class appears for that misuse)
-            port_args = [None if slot in sig.optional and _is_absent(t) else t.to_port()  # type: ignore[arg-type,union-attr]
+            lend = next((m for t in tensors if (m := t.process_mesh().to_port()) is not None), None)  # type: ignore[union-attr]
+            meshless = {slot for slot, t in zip(sig.tensors, tensors, strict=True)
+                        if slot in sig.meshless and t.process_mesh().empty()  # type: ignore[union-attr]
+                        and not (slot in sig.optional and _is_absent(t))}  # type: ignore[arg-type]
+            port_args = [None if slot in sig.optional and _is_absent(t)  # type: ignore[arg-type]
+                         else _unread_to_port(t, slot, slot in sig.length_read,  # type: ignore[arg-type]
+                                              lend if slot in meshless else None)
+                         if slot in sig.unread else t.to_port()  # type: ignore[union-attr]
                          for slot, t in zip(sig.tensors, tensors, strict=True)]
         try:
             result = sig.fn(*port_args, *values)
         except SpmdError as exc:
             raise _paddle_worded(exc) from None
-        return ([TensorDistAttr.from_port(a) for a in result.inputs],
-                [TensorDistAttr.from_port(a) for a in result.outputs])
+        inputs = [TensorDistAttr.from_port(a) for a in result.inputs]
+        outputs = [TensorDistAttr.from_port(a) for a in result.outputs]
+        if sig.vector:
+            return inputs, outputs
+        answered = sig.tensors if sig.answered is None else sig.answered
+        given = dict(zip(sig.tensors, tensors, strict=True))
+        for side, slots, answers in (("inputs", answered, inputs), ("outputs", sig.output_sources, outputs)):
+            for attr, slot in zip(answers, slots, strict=False):
+                _carry(attr, given[slot]._attr, whole=side in sig.whole)  # type: ignore[union-attr]
+        if meshless:  # the lent mesh goes back: these answers carry the slot's none
+            carried = dict(sig.meshless_outputs)
+            for slot in meshless:
+                if slot in answered:
+                    inputs[answered.index(slot)]._mesh = None
+                for position in carried.get(slot, ()):
+                    outputs[position]._mesh = None
+        return inputs, outputs
+
+
+def _carry(answer: TensorDistAttr, source: TensorDistAttr, whole: bool) -> None:
+    """What Paddle's answer keeps of the attr it is built from: the batch_dim, or everything but
+    the layout (a whole copy, whose dynamic_dims are filled anew only if the source had none)."""
+    answer._batch_dim = source._batch_dim
+    if whole:
+        answer._chunk_id, answer._annotated, answer._split = source._chunk_id, dict(source._annotated), source._split
+        answer._dynamic = list(source._dynamic) or answer._dynamic
 
 
 def _signature(fn: Callable[..., SpmdResult] | None, method: Method, where: str) -> Signature:
     if fn is None:
         raise ImportError(f"{where}: the port's registry object has no such method")
-    return Signature(fn, method.tensors, method.attributes, optional=method.optional)
+    return Signature(fn, method.tensors, method.attributes, optional=method.optional, unread=method.unread,
+                     length_read=method.length_read, meshless=method.meshless, meshless_outputs=method.meshless_outputs,
+                     answered=method.answered, output_sources=method.output_sources, whole=method.whole)
 
 
 def _registry() -> dict[str, SpmdRule]:

@@ -5,9 +5,12 @@ Two ways, chosen by :func:`install_port_backend`:
 * **swap** (Paddle installed): import Paddle, then replace these names with the compat ones.
   Test files import them afterwards, so they bind to the compat objects::
 
-      paddle.base.core (= paddle.framework.core)        get_phi_spmd_rule, contains_spmd_rule
+      paddle.base.core (= paddle.framework.core)        get_phi_spmd_rule, contains_spmd_rule,
+                                                        DistTensorSpec, TensorDistAttr, ProcessMesh (the core one),
+                                                        SpmdRule
       paddle.distributed.auto_parallel.static.dist_attribute   DistTensorSpec, TensorDistAttr
       paddle.distributed.auto_parallel (= fleet.auto)   ProcessMesh
+      paddle.distributed.auto_parallel.process_mesh     ProcessMesh (where Paddle defines it)
       paddle.distributed                                ProcessMesh
 
 * **shim** (Paddle missing, or forced with ``PADDLE_SPMD_COMPAT_SHIM=1``): write a small
@@ -36,9 +39,16 @@ SHIM_ENV = "PADDLE_SPMD_COMPAT_SHIM"
 SWAPS: tuple[tuple[str, str, str], ...] = (
     ("paddle.base.core", "get_phi_spmd_rule", "get_phi_spmd_rule"),
     ("paddle.base.core", "contains_spmd_rule", "contains_spmd_rule"),
+    # the same classes under core's names, so core.TensorDistAttr() builds a compat attr and a rule's
+    # answer is an instance of core.ProcessMesh, as natively
+    ("paddle.base.core", "DistTensorSpec", "DistTensorSpec"),
+    ("paddle.base.core", "TensorDistAttr", "TensorDistAttr"),
+    ("paddle.base.core", "ProcessMesh", "CoreProcessMesh"),
+    ("paddle.base.core", "SpmdRule", "SpmdRule"),
     ("paddle.distributed.auto_parallel.static.dist_attribute", "DistTensorSpec", "DistTensorSpec"),
     ("paddle.distributed.auto_parallel.static.dist_attribute", "TensorDistAttr", "TensorDistAttr"),
     ("paddle.distributed.auto_parallel", "ProcessMesh", "ProcessMesh"),
+    ("paddle.distributed.auto_parallel.process_mesh", "ProcessMesh", "ProcessMesh"),
     ("paddle.distributed", "ProcessMesh", "ProcessMesh"),
 )
 """(module, attribute, compat name) replaced by the swap."""
@@ -69,7 +79,8 @@ SHIM_MODULES: dict[str, str] = {
     "paddle/distributed/fleet/__init__.py": "from paddle.distributed import auto_parallel as auto\n",
     "paddle/distributed/auto_parallel/__init__.py": (
         "from paddle_spmd_port.compat import ProcessMesh\n"
-        "from . import static\n"),
+        "from . import process_mesh, static\n"),
+    "paddle/distributed/auto_parallel/process_mesh.py": "from paddle_spmd_port.compat import ProcessMesh\n",
     "paddle/distributed/auto_parallel/static/__init__.py": "from . import dist_attribute\n",
     "paddle/distributed/auto_parallel/static/dist_attribute.py": (
         "from paddle_spmd_port.compat import DistTensorSpec, TensorDistAttr\n"),

@@ -13,10 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kit.compat import CompatRule, Method, ProbeKit
+from ..kit.compat import CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
 
 RULES = (
-    CompatRule("batch_norm", Method(("x", "mean", "variance", "scale", "bias"), optional=frozenset({"scale", "bias"}))),
+    CompatRule("batch_norm", Method(("x", "mean", "variance", "scale", "bias"), optional=frozenset({"scale", "bias"}),
+                                    unread=frozenset({"mean", "variance", "scale", "bias"}),
+                                    # mean_out, saved_mean copy mean's attr; variance_out, saved_variance variance's
+                                    meshless=frozenset({"mean", "variance"}),
+                                    meshless_outputs=(("mean", (1, 3)), ("variance", (2, 4))),
+                                    output_sources=("x", "mean", "variance", "mean", "variance", "x"))),
 )
 #: ``batch_norm_grad`` is not a registry name in Paddle: both registries must say so.
 CONTAINS = ("batch_norm", "batch_norm_grad")
@@ -44,6 +49,21 @@ def probes(kit: ProbeKit) -> None:
     def _() -> Any:
         return view(bn.infer_forward(spec([8, 4, 4, 16], [0, -1, -1, 1]), stat, stat, stat, stat, False, 0.9,
                                      1e-5, "NHWC", False, False))
+
+    @probe("bn/forward-statistics-mappings-unread")
+    def _() -> Any:
+        return view(bn.infer_forward(bx, spec([16], [5]), spec([16], [0, -1]), spec([16], []), spec([16], [1, 1])))
+
+    @probe("bn/forward-statistics-without-mesh")
+    def _() -> Any:
+        loose = kit.DistTensorSpec([16], kit.TensorDistAttr())
+        return [view(bn.infer_forward(bx, loose, stat, stat, stat)),
+                view(bn.infer_forward(bx, stat, loose, stat, stat))]
+
+    @probe("bn/answers-keep-source-fields")
+    def _() -> Any:
+        return bookkeeping_view(bn.infer_forward(*tagged_specs(kit, ([8, 16, 4, 4], [0, 1, -1, -1]),
+                                                               *[([16], [-1])] * 4)))
 
     @probe("bn/forward-2d-5d")
     def _() -> Any:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kit.compat import CompatRule, Method, ProbeKit
+from ..kit.compat import CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
 
-RULES = (CompatRule("group_norm", Method(("x", "scale", "bias"), optional=frozenset({"scale", "bias"}))),)
+_SCALE_BIAS = frozenset({"scale", "bias"})
+RULES = (CompatRule("group_norm", Method(("x", "scale", "bias"), optional=_SCALE_BIAS, unread=_SCALE_BIAS,
+                                                 output_sources=("x", "x", "x"))),)
 CONTAINS: tuple[str, ...] = ()
 
 
@@ -41,6 +43,15 @@ def probes(kit: ProbeKit) -> None:
         w = spec([6], [-1], on=kit.mesh32)
         return view(gn.infer_forward(kit.DistTensorSpec([8, 6, 4, 4], kit.coshard([[0, 1], [], [], []], kit.mesh32)),
                                      w, w))
+
+    @probe("gn/forward-scale-bias-mappings-unread")
+    def _() -> Any:
+        return view(gn.infer_forward(nx, spec([6], [4]), spec([6], [-1, -1, -1])))
+
+    @probe("gn/answers-keep-source-fields")
+    def _() -> Any:
+        return bookkeeping_view(gn.infer_forward(*tagged_specs(kit, ([8, 6, 4, 4], [0, 1, -1, -1]), ([6], [-1]),
+                                                               ([6], [-1]))))
 
     @probe("gn/x-rank-2")
     def _() -> Any:

@@ -11,15 +11,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kit.compat import CompatRule, Method, ProbeKit
+from ..kit.compat import CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
 
 _EPS = (("epsilon", "f"),)
 _SCALE_BIAS = frozenset({"scale", "bias"})
 
 RULES = (
     CompatRule("instance_norm",
-               Method(("x", "scale", "bias"), _EPS, optional=_SCALE_BIAS),
-               Method(("x", "scale", "bias", "saved_mean", "saved_variance", "y_grad"), _EPS, optional=_SCALE_BIAS)),
+               Method(("x", "scale", "bias"), _EPS, optional=_SCALE_BIAS, unread=_SCALE_BIAS,
+                      output_sources=("x", "x", "x")),
+               Method(("x", "scale", "bias", "saved_mean", "saved_variance", "y_grad"), _EPS, optional=_SCALE_BIAS,
+                      unread=_SCALE_BIAS | {"saved_mean", "saved_variance", "y_grad"},
+                      meshless=frozenset({"saved_mean", "saved_variance", "y_grad"}),  # (a mesh-less scale crashes)
+                      answered=("x", "scale", "saved_mean", "saved_variance", "y_grad"),  # bias is not answered
+                      output_sources=("x", "scale", "scale"))),
 )
 CONTAINS: tuple[str, ...] = ()
 
@@ -61,6 +66,27 @@ def probes(kit: ProbeKit) -> None:
     def _() -> Any:
         dy = spec([8, 6, 4, 4], [1, -1, -1, -1], [0])
         return view(inorm.infer_backward(nx, spec([6], [-1], [1]), absent(), stat2, stat2, dy, 1e-5))
+
+    @probe("in/grad-unread-mappings")
+    def _() -> Any:
+        # the grad rule reads x's mapping only: the others may hold anything
+        return view(inorm.infer_backward(nx, spec([6], [3]), spec([6], [0, 1]), spec([8, 6], [0, 0]), spec([8, 6], [7]),
+                                         spec([8, 6, 4, 4], [1, 1, 1, -1]), 1e-5))
+
+    @probe("in/grad-without-mesh")
+    def _() -> Any:
+        loose_stat = kit.DistTensorSpec([8, 6], kit.TensorDistAttr())
+        loose_dy = kit.DistTensorSpec([8, 6, 4, 4], kit.TensorDistAttr())
+        loose_dy.set_dims_mapping([0, 1, -1, -1])
+        return [view(inorm.infer_backward(nx, c6, c6, loose_stat, stat2, spec([8, 6, 4, 4], [-1, -1, 0, 1]), 1e-5)),
+                view(inorm.infer_backward(nx, c6, absent(), stat2, loose_stat, loose_dy, 1e-5))]
+
+    @probe("in/answers-keep-source-fields")
+    def _() -> Any:
+        fwd = tagged_specs(kit, ([8, 6, 4, 4], [0, 1, -1, -1]), ([6], [-1]), ([6], [-1]))
+        grad = tagged_specs(kit, ([8, 6, 4, 4], [0, 1, -1, -1]), ([6], [-1]), ([6], [-1]), ([8, 6], [0, 1]),
+                            ([8, 6], [0, 1]), ([8, 6, 4, 4], [0, 1, -1, -1]))
+        return [bookkeeping_view(inorm.infer_forward(*fwd, 1e-5)), bookkeeping_view(inorm.infer_backward(*grad, 1e-5))]
 
     @probe("in/grad-y-grad-rank")
     def _() -> Any:

@@ -27,17 +27,53 @@ ATTRIBUTE_KINDS = ("b", "i", "f")
 class Method:
     """What one rule method reads: tensor slots in order, then typed attributes ((name, kind) with
     kind one of :data:`ATTRIBUTE_KINDS`). ``optional``: slots where a mesh-less rank-1 spec (Paddle's
-    ``DistTensorSpec([0], TensorDistAttr())``) means "no tensor"."""
+    ``DistTensorSpec([0], TensorDistAttr())``) means "no tensor".
+
+    ``unread``: slots whose dims_mapping Paddle's rule never reads (its answer for them comes from
+    the other tensors), so Paddle answers whatever mapping they hold: an entry outside the mesh, a
+    mesh dim twice, a stale mapping of another rank. ``length_read``: those of them whose mapping
+    length Paddle still checks against the rank (its own error, which the port raises too). The
+    compat layer hands the port a replicated mapping for such a slot when the one given is one
+    the port refuses, so the answer is Paddle's; Paddle's own p_norm test passes the reverse rule
+    an x whose mapping names a mesh dim its mesh lacks.
+
+    ``meshless``: those unread slots Paddle also takes without a process mesh (not the rank-1
+    stand-in for a missing tensor): its answer for the slot then has no mesh either, nor have the
+    outputs ``meshless_outputs`` names for it ((slot, output positions) pairs: the outputs whose
+    attr Paddle copies from that input). ``answered``: the slots the answer's inputs list stands
+    for, in order, where that is not ``tensors`` (a grad rule may leave one out).
+
+    ``output_sources``: the slot whose attr each output's answer is built from (Paddle copies its
+    ``batch_dim``); ``whole``: which answers (``"inputs"``, ``"outputs"``) copy their source's attr
+    whole (chunk_id, dynamic_dims, annotated and split factor too), as some reverse rules do."""
 
     tensors: tuple[str, ...]
     attributes: tuple[tuple[str, str], ...] = ()
     optional: frozenset[str] = frozenset()
+    unread: frozenset[str] = frozenset()
+    length_read: frozenset[str] = frozenset()
+    meshless: frozenset[str] = frozenset()
+    meshless_outputs: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    answered: tuple[str, ...] | None = None
+    output_sources: tuple[str, ...] = ()
+    whole: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if bad := [kind for _, kind in self.attributes if kind not in ATTRIBUTE_KINDS]:
             raise ValueError(f"attribute kinds {bad} are not among {ATTRIBUTE_KINDS}")
-        if not self.optional <= set(self.tensors):
-            raise ValueError(f"optional {sorted(self.optional - set(self.tensors))} are not tensor slots")
+        for what, slots in (("optional", self.optional), ("unread", self.unread)):
+            if not slots <= set(self.tensors):
+                raise ValueError(f"{what} {sorted(slots - set(self.tensors))} are not tensor slots")
+        for what, slots in (("length_read", self.length_read), ("meshless", self.meshless)):
+            if not slots <= self.unread:
+                raise ValueError(f"{what} {sorted(slots - self.unread)} are not unread slots")
+        if bad := [slot for slot, _ in self.meshless_outputs if slot not in self.meshless]:
+            raise ValueError(f"meshless_outputs name {bad}, which are not meshless slots")
+        for what, named in (("answered", self.answered or ()), ("output_sources", self.output_sources)):
+            if not set(named) <= set(self.tensors):
+                raise ValueError(f"{what} {sorted(set(named) - set(self.tensors))} are not tensor slots")
+        if not self.whole <= {"inputs", "outputs"}:
+            raise ValueError(f"whole {sorted(self.whole)} names other than 'inputs' and 'outputs'")
 
 
 @dataclass(frozen=True)
@@ -81,6 +117,26 @@ class ProbeKit:
     np: Any
 
 
+def tagged_specs(kit: ProbeKit, *tensors: tuple[list[int], list[int]]) -> list[Any]:
+    """Specs on ``kit.mesh`` whose attrs carry distinct bookkeeping (batch_dim 10 + i, chunk_id
+    20 + i, every dim dynamic, process_mesh annotated, a split factor), to see which input each
+    answer takes them from."""
+    out = []
+    for i, (shape, dims_mapping) in enumerate(tensors):
+        attr = kit.attr(dims_mapping)
+        attr.batch_dim, attr.chunk_id, attr.dynamic_dims = 10 + i, 20 + i, [True] * len(dims_mapping)
+        attr.mark_annotated("process_mesh")
+        attr._set_split_factor(0, 2)
+        out.append(kit.DistTensorSpec(shape, attr))
+    return out
+
+
+def bookkeeping_view(result: Any) -> list[list[list[Any]]]:
+    """What each answer of ``result`` keeps of the bookkeeping :func:`tagged_specs` set."""
+    return [[[a.batch_dim, a.chunk_id, a.dynamic_dims, a.annotated, str(a).rsplit("split_factor", 1)[1]]
+             for a in side] for side in result]
+
+
 def compat_modules() -> Iterator[tuple[str, ModuleType]]:
     """(family, its compat module), family by family, for the families that have one."""
     from .. import FAMILIES, family_module
@@ -91,4 +147,5 @@ def compat_modules() -> Iterator[tuple[str, ModuleType]]:
             yield family, module
 
 
-__all__ = ["ATTRIBUTE_KINDS", "CompatRule", "Method", "Probe", "ProbeKit", "compat_modules"]
+__all__ = ["ATTRIBUTE_KINDS", "CompatRule", "Method", "Probe", "ProbeKit", "bookkeeping_view", "compat_modules",
+           "tagged_specs"]

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kit.compat import CompatRule, Method, ProbeKit
+from ..kit.compat import CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
 
 _ATTRS = (("epsilon", "f"), ("begin_norm_axis", "i"))
 _SCALE_BIAS = frozenset({"scale", "bias"})
 
 RULES = (
     CompatRule("layer_norm",
-               Method(("x", "scale", "bias"), _ATTRS, optional=_SCALE_BIAS),
-               Method(("x", "scale", "bias", "out", "mean", "variance"), _ATTRS, optional=_SCALE_BIAS)),
+               Method(("x", "scale", "bias"), _ATTRS, optional=_SCALE_BIAS, unread=_SCALE_BIAS,
+                      output_sources=("x", "x", "x")),
+               Method(("x", "scale", "bias", "out", "mean", "variance"), _ATTRS, optional=_SCALE_BIAS,
+                      unread=_SCALE_BIAS | {"x"}, meshless=frozenset({"x"}), output_sources=("out", "mean", "variance"),
+                      whole=frozenset({"inputs", "outputs"}))),
 )
 #: ``layer_norm_grad`` is not a registry name in Paddle: both registries must say so.
 CONTAINS = ("layer_norm", "layer_norm_grad")
@@ -55,6 +58,28 @@ def probes(kit: ProbeKit) -> None:
         b = absent()
         b.set_dims_mapping([0])
         return view(ln.infer_forward(x, s, b, 1e-5, 2))
+
+    @probe("ln/unread-mappings")
+    def _() -> Any:
+        # scale's and bias's mappings (and x's in the reverse rule) are never read: stale or invalid ones answer
+        # (the reverse rule answers scale and bias with their own dynamic_dims, so no stale length there)
+        stale, wrong = spec([1024], [1, -1, -1]), spec([1024], [5])
+        return [view(ln.infer_forward(x, stale, wrong, 1e-5, 2)),
+                view(ln.infer_backward(spec([64, 32, 1024], [0, 0, 7]), wrong, spec([1024], [1]), out, mean, mean,
+                                       1e-5, 2))]
+
+    @probe("ln/reverse-x-without-mesh")
+    def _() -> Any:
+        loose = kit.DistTensorSpec([64, 32, 1024], kit.TensorDistAttr())
+        loose.set_dims_mapping([1, -1, -1])
+        return view(ln.infer_backward(loose, s, s, out, mean, mean, 1e-5, 2))
+
+    @probe("ln/answers-keep-source-fields")
+    def _() -> Any:
+        fwd = tagged_specs(kit, ([8, 4, 16], [1, -1, -1]), ([16], [-1]), ([16], [-1]))
+        rev = tagged_specs(kit, ([8, 4, 16], [1, -1, -1]), ([16], [-1]), ([16], [-1]), ([8, 4, 16], [1, -1, -1]),
+                           ([8, 4], [1, -1]), ([8, 4], [1, -1]))
+        return [bookkeeping_view(ln.infer_forward(*fwd, 1e-5, 2)), bookkeeping_view(ln.infer_backward(*rev, 1e-5, 2))]
 
     @probe("ln/forward-begin-norm-axis-0")
     def _() -> Any:

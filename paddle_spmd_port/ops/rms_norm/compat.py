@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kit.compat import CompatRule, Method, ProbeKit
+from ..kit.compat import CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
 
 _EPS = (("epsilon", "f"),)
+_SCALE, _X_SCALE = frozenset({"scale"}), frozenset({"x", "scale"})  # mappings unread, lengths checked
 
 RULES = (
-    CompatRule("fused_rms_norm", Method(("x", "scale"), _EPS), Method(("x", "scale", "out", "invvar"), _EPS)),
+    CompatRule("fused_rms_norm", Method(("x", "scale"), _EPS, unread=_SCALE, length_read=_SCALE, meshless=_SCALE,
+                                        output_sources=("x", "x")),
+               Method(("x", "scale", "out", "invvar"), _EPS, unread=_X_SCALE, length_read=_X_SCALE,
+                      meshless=_X_SCALE, output_sources=("out", "invvar"))),
 )
 CONTAINS: tuple[str, ...] = ()
 
@@ -50,6 +54,34 @@ def probes(kit: ProbeKit) -> None:
     @probe("rms/reverse")
     def _() -> Any:
         return view(rms.infer_backward(rx, r1, spec([16, 32, 64], [-1, 1, -1]), spec([16, 32], [0, 1]), 1e-6))
+
+    @probe("rms/unread-mappings")
+    def _() -> Any:
+        # scale's (and in the reverse x's) mapping values are never read, their lengths are
+        out, invvar = spec([16, 32, 64], [-1, 1, -1]), spec([16, 32], [0, 1])
+        return [view(rms.infer_forward(rx, spec([64], [5]), 1e-6)),
+                view(rms.infer_backward(spec([16, 32, 64], [4, 0, 0]), spec([64], [2]), out, invvar, 1e-6))]
+
+    @probe("rms/reverse-x-length-read")
+    def _() -> Any:
+        rms.infer_backward(spec([16, 32, 64], [0]), r1, spec([16, 32, 64], [-1, 1, -1]), spec([16, 32], [0, 1]), 1e-6)
+
+    @probe("rms/without-mesh")
+    def _() -> Any:
+        loose_x = kit.DistTensorSpec([16, 32, 64], kit.TensorDistAttr())
+        loose_scale = kit.DistTensorSpec([64], kit.TensorDistAttr())
+        loose_x.set_dims_mapping([0, 0, -1])  # values unread, the lengths checked (an empty one fails)
+        loose_scale.set_dims_mapping([-1])
+        out, invvar = spec([16, 32, 64], [-1, 1, -1]), spec([16, 32], [0, 1])
+        return [view(rms.infer_forward(rx, loose_scale, 1e-6)),
+                view(rms.infer_backward(loose_x, loose_scale, out, invvar, 1e-6))]
+
+    @probe("rms/answers-keep-source-fields")
+    def _() -> Any:
+        fwd = tagged_specs(kit, ([16, 32, 64], [1, -1, -1]), ([64], [-1]))
+        rev = tagged_specs(kit, ([16, 32, 64], [1, -1, -1]), ([64], [-1]), ([16, 32, 64], [1, -1, -1]),
+                           ([16, 32], [1, -1]))
+        return [bookkeeping_view(rms.infer_forward(*fwd, 1e-6)), bookkeeping_view(rms.infer_backward(*rev, 1e-6))]
 
     @probe("rms/reverse-partial")
     def _() -> Any:
