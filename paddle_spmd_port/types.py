@@ -143,6 +143,9 @@ def _mapping_tuple(value: Iterable[Any], what: str) -> Mapping:
             out.append(entry_of(_int_tuple(item, what)))
         else:
             number = _as_int(item)
+            if number is None and _is_ordered(item):  # a co-shard's mesh dims as another ordered sequence (a
+                out.append(entry_of(_int_tuple(item, what)))  # numpy array: Paddle's multi_dims_mapping takes it)
+                continue
             if number is None:
                 raise ArgumentTypeError(f"{what} must hold ints (or tuples of ints for a co-sharded axis), got "
                                         f"{item!r:.30} in {value!r:.60}", kind=f"invalid-spec:{what}:type")
@@ -174,6 +177,12 @@ def plain_mapping(dims_mapping: Mapping, where: str) -> tuple[int, ...]:
 
 def _is_seq(value: Any) -> bool:
     return isinstance(value, Iterable) and not isinstance(value, (str, bytes, dict))
+
+
+def _is_ordered(value: Any) -> bool:
+    """A sequence with an order (indexable and sized: a numpy array, a range), not a str, bytes,
+    dict or set."""
+    return hasattr(value, "__getitem__") and hasattr(value, "__len__") and not isinstance(value, (str, bytes, dict))
 
 
 def _nested(value: Any) -> bool:
@@ -358,7 +367,7 @@ class DistTensorSpec:
     A missing optional input (``scale=None``) is passed as ``None`` instead of a spec.
 
     ``shape``, ``dims_mapping`` and ``partial_dims`` may be given as tuples or lists (co-shards as
-    nested tuples or lists), by position or keyword; the spec holds tuples and a frozenset of
+    nested tuples, lists or numpy arrays), by position or keyword; the spec holds tuples and a frozenset of
     exact ints. An integer is anything with ``__index__`` (numpy ints included); a bool is an
     integer too, ``True`` 1 and ``False`` 0, as Paddle 3.3.1's ``TensorDistAttr.dims_mapping``,
     ``_set_partial_dims`` and ``DistTensorSpec`` take them. A float, a str or None is refused

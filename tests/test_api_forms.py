@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from paddle_spmd_port import DistTensorSpec, InvalidSpecError, ProcessMesh
 from paddle_spmd_port.rules import get_spmd_rule
+from paddle_spmd_port.types import mesh_dims_of
 
 
 def test_mesh_from_nested_process_ids_as_paddle_builds_it() -> None:
@@ -184,3 +185,37 @@ def test_port_answers_as_paddles_registry_in_paddle_call_forms(name: str) -> Non
             assert got == expected, (mine, attrs)
 
     check()
+
+
+def test_coshard_entry_as_a_numpy_array() -> None:
+    mesh = ProcessMesh([[0, 1], [2, 3]], dim_names=["x", "y"])
+    want = DistTensorSpec((8, 6), ((0, 1), -1), mesh)
+    assert DistTensorSpec(np.array([8, 6]), [np.array([0, 1]), -1], mesh) == want
+    assert DistTensorSpec((8, 6), [np.array([1]), np.array([], dtype=np.int64)], mesh).dims_mapping == (1, -1)
+    with pytest.raises(TypeError, match="dims_mapping"):  # a set has no order: no co-shard
+        DistTensorSpec((8, 6), [{0, 1}, -1], mesh)
+
+
+@pytest.mark.native
+def test_coshard_calls_answer_as_paddles_registry() -> None:
+    import paddle.distributed as dist
+    from paddle.distributed.auto_parallel.static.dist_attribute import DistTensorSpec as PaddleSpec
+    from paddle.distributed.auto_parallel.static.dist_attribute import TensorDistAttr
+    from paddle.framework import core
+
+    pmesh = dist.ProcessMesh([[0, 1], [2, 3]], dim_names=["x", "y"])
+    mesh = ProcessMesh(np.array([[0, 1], [2, 3]]), dim_names=["x", "y"])
+
+    def theirs(shape: list[int], multi: list[list[int]]) -> Any:
+        attr = TensorDistAttr()
+        attr.process_mesh = pmesh
+        attr.multi_dims_mapping = multi
+        return PaddleSpec(shape, attr)
+
+    for multi in ([[0, 1], [], []], [[1, 0], [], []], [[], [0, 1], []], [[1], [0], []]):
+        x = DistTensorSpec([8, 8, 4], [np.array(m, dtype=np.int64) for m in multi], mesh)
+        raw = core.get_phi_spmd_rule("layer_norm").infer_forward(
+            theirs([8, 8, 4], multi), theirs([4], [[]]), theirs([4], [[]]), 1e-5, 2)
+        inputs, outputs = get_spmd_rule("layer_norm").infer_forward(x, None, None, 1e-5, 2)
+        want = [tuple(map(tuple, a.multi_dims_mapping)) for a in raw[1]]
+        assert want == [tuple(mesh_dims_of(e) for e in a.dims_mapping) for a in outputs], multi
