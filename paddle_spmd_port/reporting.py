@@ -6,6 +6,7 @@
   removed whatever happens.
 * :func:`write_files` -- several files into one directory, each atomically.
 * :func:`write_json` -- ``json.dumps(data, indent=1)``, atomically (no trailing newline).
+* :data:`REPRO_PYTHON` -- the interpreter every printed repro line starts with.
 
 Every file written here honours the umask (0644 under umask 022), as ``open()`` would: a report is
 for others to read (a shared machine, a CI artifact). ``tempfile.mkstemp`` makes 0600 files, and
@@ -18,10 +19,17 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
+import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+#: The interpreter a repro line names: the one running this command (quoted for a shell), so the
+#: line pasted into a fresh shell, one that has not activated the venv, runs where Paddle and this
+#: package are installed; a bare ``python`` there is another interpreter (no Paddle: exit 3).
+REPRO_PYTHON = shlex.quote(sys.executable) if sys.executable else "python"
 
 
 def markdown_table(header: Sequence[object], rows: Iterable[Sequence[object]], *, aligned: bool = False) -> str:

@@ -36,7 +36,7 @@ import math
 import operator
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -143,6 +143,9 @@ def _mapping_tuple(value: Iterable[Any], what: str) -> Mapping:
             out.append(entry_of(_int_tuple(item, what)))
         else:
             number = _as_int(item)
+            if number is None and _is_ordered(item):  # a co-shard's mesh dims as another ordered sequence (a
+                out.append(entry_of(_int_tuple(item, what)))  # numpy array: Paddle's multi_dims_mapping takes it)
+                continue
             if number is None:
                 raise ArgumentTypeError(f"{what} must hold ints (or tuples of ints for a co-sharded axis), got "
                                         f"{item!r:.30} in {value!r:.60}", kind=f"invalid-spec:{what}:type")
@@ -172,6 +175,59 @@ def plain_mapping(dims_mapping: Mapping, where: str) -> tuple[int, ...]:
     return cast("tuple[int, ...]", dims_mapping)
 
 
+def _is_seq(value: Any) -> bool:
+    return isinstance(value, Iterable) and not isinstance(value, (str, bytes, dict))
+
+
+def _is_ordered(value: Any) -> bool:
+    """A sequence with an order (indexable and sized: a numpy array, a range), not a str, bytes,
+    dict or set."""
+    return hasattr(value, "__getitem__") and hasattr(value, "__len__") and not isinstance(value, (str, bytes, dict))
+
+
+def _nested(value: Any) -> bool:
+    """True when ``value`` is a sequence whose first item is a sequence too (not a str or bytes):
+    a mesh given as Paddle's nested process ids rather than as a shape."""
+    if type(value) is tuple and (not value or type(value[0]) is int) or not _is_seq(value):
+        return False  # (the usual ProcessMesh((2, 3)) decided at once)
+    try:
+        first = next(iter(value))
+    except (StopIteration, TypeError):
+        return False
+    return _is_seq(first)
+
+
+def _unnest(grid: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The shape and the row-major ids of a mesh given as nested process ids; a ragged grid raises
+    :class:`InvalidSpecError`."""
+    shape: list[int] = []
+    level: Any = grid
+    while _is_seq(level):  # the shape, read down the first items
+        items = _items(level, "ProcessMesh mesh")
+        shape.append(len(items))
+        if not items:
+            break
+        level = items[0]
+    ids: list[Any] = []
+
+    def walk(level: Any, depth: int) -> None:
+        items = _items(level, "ProcessMesh mesh") if _is_seq(level) else None
+        if items is None or len(items) != shape[depth]:
+            raise InvalidSpecError(f"ProcessMesh: the nested process ids {grid!r:.80} do not form a full grid "
+                                   f"of shape {tuple(shape)}")
+        for item in items:
+            if depth + 1 < len(shape):
+                walk(item, depth + 1)
+            elif _is_seq(item):
+                raise InvalidSpecError(f"ProcessMesh: the nested process ids {grid!r:.80} do not form a full grid "
+                                       f"of shape {tuple(shape)}")
+            else:
+                ids.append(item)
+
+    walk(grid, 0)
+    return tuple(shape), _int_tuple(ids, "process_ids")
+
+
 def _entry_text(entry: MeshDims) -> str:
     return "(" + ",".join(map(str, entry)) + ")" if type(entry) is tuple else str(entry)
 
@@ -182,6 +238,12 @@ class ProcessMesh:
 
     ``ProcessMesh((2, 3))`` numbers processes 0..5 row-major and names the dims ``d0, d1`` like
     Paddle's ``dist.ProcessMesh`` does when no names are given.
+
+    Paddle's own spelling, the process ids nested as the grid (``ProcessMesh([[0, 1], [2, 3]],
+    dim_names=["x", "y"])``, lists, tuples or a numpy array of two or more dims), is taken too: a
+    first argument whose items are themselves sequences is that grid (its shape the nesting's, its
+    ids read row-major), and then no ``process_ids`` may be given. A flat sequence stays the shape:
+    Paddle's 1-D ``ProcessMesh([0, 1])`` is ``ProcessMesh((2,), (0, 1))`` here.
     """
 
     shape: tuple[int, ...]
@@ -197,6 +259,14 @@ class ProcessMesh:
 
     def __post_init__(self) -> None:
         shape, ids = cast(Any, self.shape), cast(Any, self.process_ids)  # as given: lists too
+        if _nested(shape):  # Paddle's ProcessMesh([[0, 1], [2, 3]]): the ids laid out as the grid
+            if ids is not None:
+                raise InvalidSpecError("ProcessMesh: give the process ids nested as the grid (Paddle's form, "
+                                       f"e.g. [[0, 1], [2, 3]]) or a shape with process_ids, not both; got "
+                                       f"{self.shape!r:.60} and process_ids={ids!r:.60}")
+            shape, ids = _unnest(shape)
+            _set(self, "shape", shape)
+            _set(self, "process_ids", ids)
         if type(shape) is list:  # ProcessMesh([2, 3]) as ProcessMesh((2, 3))
             shape = tuple(shape)
         if self.dim_names is None and type(shape) is tuple and shape \
@@ -297,7 +367,7 @@ class DistTensorSpec:
     A missing optional input (``scale=None``) is passed as ``None`` instead of a spec.
 
     ``shape``, ``dims_mapping`` and ``partial_dims`` may be given as tuples or lists (co-shards as
-    nested tuples or lists), by position or keyword; the spec holds tuples and a frozenset of
+    nested tuples, lists or numpy arrays), by position or keyword; the spec holds tuples and a frozenset of
     exact ints. An integer is anything with ``__index__`` (numpy ints included); a bool is an
     integer too, ``True`` 1 and ``False`` 0, as Paddle 3.3.1's ``TensorDistAttr.dims_mapping``,
     ``_set_partial_dims`` and ``DistTensorSpec`` take them. A float, a str or None is refused
@@ -680,7 +750,11 @@ def parse_dist_attr(text: str, mesh: ProcessMesh | None = None) -> DistAttr:
 @dataclass(frozen=True, slots=True)
 class SpmdResult:
     """A rule's answer: the dist attrs it wants for its inputs and those it gives its outputs,
-    in Paddle's order and count."""
+    in Paddle's order and count.
+
+    It also reads as the pair Paddle's ``infer_forward`` / ``infer_backward`` return, so code
+    written against Paddle's registry runs on it: ``inputs, outputs = result``, ``result[0][1]``,
+    ``len(result) == 2``."""
 
     inputs: tuple[DistAttr, ...]
     outputs: tuple[DistAttr, ...]
@@ -698,6 +772,15 @@ class SpmdResult:
         _set(result, "inputs", inputs)
         _set(result, "outputs", outputs)
         return result
+
+    def __iter__(self) -> Iterator[tuple[DistAttr, ...]]:
+        return iter((self.inputs, self.outputs))
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, index: Any) -> Any:
+        return (self.inputs, self.outputs)[index]
 
     def __str__(self) -> str:
         return "in: " + " ".join(map(str, self.inputs)) + " | out: " + " ".join(map(str, self.outputs))

@@ -40,6 +40,7 @@ from paddle_spmd_port.parity.baseline import (
 )
 from paddle_spmd_port.parity.grid import grid_for, sample
 from paddle_spmd_port.parity.validity import input_problem
+from paddle_spmd_port.reporting import REPRO_PYTHON
 from paddle_spmd_port.types import DistAttr, SpmdResult
 from tests.cli_checks import BadInput, assert_usage_error, run_cli
 
@@ -167,7 +168,7 @@ def test_the_diff_is_a_summary_and_every_case_a_json_line(tmp_path: Path, monkey
     assert data["examples_per_class"] == 3
     assert {k: len(v) for k, v in data["examples"].items()} == {REGRESSED: 3, NO_LONGER_RAISES: 3}
     assert [e["id"] for e in data["examples"][REGRESSED]] == [x["id"] for x in lines[:3]]
-    assert all(e["repro"].startswith("python -m paddle_spmd_port infer") for v in data["examples"].values()
+    assert all(e["repro"].startswith(REPRO_PYTHON + " -m paddle_spmd_port infer") for v in data["examples"].values()
                for e in v)
     assert data["groups"] == {"layer_norm@registry": {REGRESSED: counts[REGRESSED],
                                                       NO_LONGER_RAISES: counts[NO_LONGER_RAISES]}}
@@ -487,7 +488,7 @@ def test_a_doctored_baseline_triages_the_edited_cell(saved: Path, tmp_path: Path
     data = json.loads((tmp_path / "r" / "baseline.json").read_text())
     cases = _rows(tmp_path / "r" / CASES_FILE)
     assert [(c["class"], c["id"]) for c in cases if c["class"] not in (UNSTABLE, CHANGED_INVALID)] == [(klass, ids[0])]
-    assert cases[0]["repro"].startswith("python -m paddle_spmd_port infer --backend registry --case-json '")
+    assert cases[0]["repro"].startswith(REPRO_PYTHON + " -m paddle_spmd_port infer --backend registry --case-json '")
     assert data["examples"][klass][0]["repro"] == cases[0]["repro"]
     noise = sum(c["class"] == CHANGED_INVALID for c in cases)  # (see the self-diff above)
     assert f": {1 + noise} changed cases (" in done.stdout.strip().splitlines()[-1]

@@ -24,6 +24,7 @@ from paddle_spmd_port.outcome import port_outcome
 from paddle_spmd_port.parity.cli import DEFAULT_BACKEND, _plan_groups, parse_args
 from paddle_spmd_port.parity.grid import MESH_SHAPES, X_SHAPES
 from paddle_spmd_port.parity.random_cases import INVALID_MUTATIONS, RANDOM_MESH_SHAPES, random_cases, random_draws
+from paddle_spmd_port.reporting import REPRO_PYTHON
 from paddle_spmd_port.rules.signatures import RULES
 from paddle_spmd_port.types import mesh_dims_of
 from tests.cli_checks import REPO, run_cli
@@ -240,7 +241,7 @@ def test_a_broken_port_is_caught_and_its_case_printed(tmp_path):
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     repro = [ln for ln in done.stdout.splitlines()
-             if "python -m paddle_spmd_port infer --backend registry --case-json '" in ln]
+             if REPRO_PYTHON + " -m paddle_spmd_port infer --backend registry --case-json '" in ln]
     assert repro, done.stdout[-3000:]
     assert repro[0].startswith("layer_norm@registry layer_norm-random0-")
     # the printed line repeats the case: the case is a random one with x partial

@@ -32,6 +32,7 @@ from paddle_spmd_port.parity import cli as parity_cli
 from paddle_spmd_port.parity import infer_cli
 from paddle_spmd_port.parity.compare import COMPARED
 from paddle_spmd_port.parity.report import CASES_FILE, one_line_repro, repro_snippet
+from paddle_spmd_port.reporting import REPRO_PYTHON
 from paddle_spmd_port.rules.registry import PADDLE_RULES
 from paddle_spmd_port.types import DistAttr, SpmdResult
 from tests.cli_checks import REPO
@@ -146,7 +147,7 @@ def _chosen(runs) -> list[tuple[str, str, str, str]]:
 
 def _replay(line: str, capsys) -> tuple[int, str, str, str]:
     argv = shlex.split(line)
-    assert argv[:4] == ["python", "-m", "paddle_spmd_port", "infer"], line
+    assert argv[:4] == [*shlex.split(REPRO_PYTHON), "-m", "paddle_spmd_port", "infer"], line
     code = infer_cli.main(argv[4:])
     printed = capsys.readouterr().out
     route = re.search(r"^route: (\S+)", printed, re.M)
@@ -162,7 +163,8 @@ def test_the_sweep_recorded_every_route_and_class(sweep):
     assert MUST_COVER <= got, MUST_COVER - got
     for _, records, _ in runs.values():
         for r in records:
-            assert r["repro"].startswith(f"python -m paddle_spmd_port infer --backend {r['backend']} --case-json '")
+            head = f"{REPRO_PYTHON} -m paddle_spmd_port infer --backend {r['backend']} --case-json '"
+            assert r["repro"].startswith(head)
         assert any("coshard" in r["id"] for r in records)
 
 

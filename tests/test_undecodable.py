@@ -14,6 +14,7 @@ import pytest
 from paddle_spmd_port.native import compiled
 from paddle_spmd_port.outcome import Outcome
 from paddle_spmd_port.parity.compare import compare
+from paddle_spmd_port.reporting import REPRO_PYTHON
 
 from .helpers import skip_if_compiled_unreachable
 
@@ -168,7 +169,7 @@ def test_a_run_with_garbage_replies_completes_fails_closed_and_keeps_the_raw_rep
     garbled_records = [r for r in records if r["verdict"] == "undecodable"]
     assert len(garbled_records) == undecodable
     assert all(r["raw"] == GARBAGE.decode() and r["repro"].startswith(
-        "python -m paddle_spmd_port infer --backend compiled --case-json '") for r in garbled_records)
+        REPRO_PYTHON + " -m paddle_spmd_port infer --backend compiled --case-json '") for r in garbled_records)
     md = (out / "parity.md").read_text()
     assert "batch_norm@compiled: undecodable" in md and "94285896066016" in md
 

@@ -31,6 +31,7 @@ from ..pages import (
     section,
     verdict_map,
 )
+from ..reporting import REPRO_PYTHON
 
 if TYPE_CHECKING:
     from .report import CaseVerdict, Report
@@ -72,8 +73,8 @@ def _repro(v: CaseVerdict) -> str:
     ranks = math.prod(v.case.mesh_shape)
     line = json.dumps(v.case.to_json(), separators=(",", ":"))
     name = f"{v.case.case_id}.jsonl"
-    return (f"echo {shlex.quote(line)} > {shlex.quote(name)} && python -m paddle_spmd_port launch --nproc {ranks} "
-            f"--cases {shlex.quote(name)}")
+    return (f"echo {shlex.quote(line)} > {shlex.quote(name)} && {REPRO_PYTHON} -m paddle_spmd_port launch "
+            f"--nproc {ranks} --cases {shlex.quote(name)}")
 
 
 def launch_page(report: Report) -> str:

@@ -33,6 +33,7 @@ from ..pages import (
     section,
     verdict_map,
 )
+from ..reporting import REPRO_PYTHON
 from ..rules.signatures import rule_spec
 from .native import NATIVE, NO_ANSWER
 from .report import Judged
@@ -71,10 +72,11 @@ def oracle_verdict(judged: Mapping[str, Mapping[str, Sequence[Judged]]], interru
 def _repro(j: Judged) -> str:
     text = j.case.json_text()
     if j.profile == NATIVE:
-        return f"python -m paddle_spmd_port infer {'--backend ' + j.route + ' ' if j.route else ''}--case-json '{text}'"
+        route = f"--backend {j.route} " if j.route else ""
+        return f"{REPRO_PYTHON} -m paddle_spmd_port infer {route}--case-json '{text}'"
     if j.profile == "paddle":
-        return f"python -m paddle_spmd_port infer --case-json '{text}'"
-    return f"python -m paddle_spmd_port infer --profile {j.profile} --no-native --case-json '{text}'"
+        return f"{REPRO_PYTHON} -m paddle_spmd_port infer --case-json '{text}'"
+    return f"{REPRO_PYTHON} -m paddle_spmd_port infer --profile {j.profile} --no-native --case-json '{text}'"
 
 
 def release_text(info: Mapping[str, str]) -> str:

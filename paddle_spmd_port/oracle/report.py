@@ -21,7 +21,7 @@ from ..case import Case
 from ..errors import SpmdError
 from ..notation import ShardError
 from ..outcome import ErrorInfo, Outcome
-from ..reporting import markdown_table
+from ..reporting import REPRO_PYTHON, markdown_table
 from ..rules.registry import PROFILES as RULE_PROFILES
 from ..rules.registry import rule_function
 from ..types import DistAttr, DistTensorSpec, SpmdResult, mesh_dims_of, plain_mapping
@@ -282,7 +282,7 @@ def verdict_differences(first: dict[str, list[Judged]], second: dict[str, list[J
         route = f"--backend {b.route} " if b.route else ""
         lines += [f"* `{a.case.case_id}`: {a.profile} {a.verdict.label} (`{a.answer if a.answer else a.error}`), "
                   f"{b.profile} {b.verdict.label} (`{b.answer if b.answer else b.error}`)",
-                  f"  `python -m paddle_spmd_port infer {route}--case-json '{a.case.json_text()}'`"]
+                  f"  `{REPRO_PYTHON} -m paddle_spmd_port infer {route}--case-json '{a.case.json_text()}'`"]
     return "\n".join(lines) + "\n"
 
 
@@ -409,7 +409,7 @@ def real_paddle_repro(bug: Bug, index: str, report_dir: str | Path = "") -> tupl
     case_json = json.dumps(case.to_json(), separators=(",", ":"))
     route = f"--backend {j.route} " if j.route else ""
     infer = (f"Paddle's own answer for this case (native {'route ' + j.route if j.route else 'backends'}, one "
-             f"process):\n\n    python -m paddle_spmd_port infer {route}--case-json '{case_json}'\n")
+             f"process):\n\n    {REPRO_PYTHON} -m paddle_spmd_port infer {route}--case-json '{case_json}'\n")
     launch = _launch_case(case)
     if launch is not None and j.profile in ("paddle", NATIVE):
         name = f"repro-{index}.jsonl"
@@ -419,8 +419,8 @@ def real_paddle_repro(bug: Bug, index: str, report_dir: str | Path = "") -> tupl
         if case.rule.endswith("_grad"):
             note = " (the launch runs the forward and then this backward; the grad rule is reached only if the " \
                    "forward runs)"
-        return (f"On real Paddle ({ranks} ranks){note}:\n\n    python -m paddle_spmd_port launch --nproc {ranks} "
-                f"--cases {where(name)}\n\n{infer}"), files
+        return (f"On real Paddle ({ranks} ranks){note}:\n\n    {REPRO_PYTHON} -m paddle_spmd_port launch "
+                f"--nproc {ranks} --cases {where(name)}\n\n{infer}"), files
     x = case.named_inputs()["x"]
     script = MODELS[case.rule].partial_x_script
     if x is not None and script is not None and _partial_x_script_fits(case):  # (it fits only with an x)

@@ -33,7 +33,7 @@ from typing import IO, Any
 from ..case import Case
 from ..outcome import Outcome
 from ..pages import map_key, map_label
-from ..reporting import markdown_table, write_atomic, write_json
+from ..reporting import REPRO_PYTHON, markdown_table, write_atomic, write_json
 from ..types import CORE
 from .compare import CLASSES, COMPARED, Comparison
 
@@ -248,7 +248,7 @@ def repro_head(backend: str) -> str:
     compared through (the line ends with the JSON and a closing quote)."""
     head = _REPRO_HEADS.get(backend)
     if head is None:
-        head = _REPRO_HEADS[backend] = f"python -m paddle_spmd_port infer --backend {backend} --case-json '"
+        head = _REPRO_HEADS[backend] = f"{REPRO_PYTHON} -m paddle_spmd_port infer --backend {backend} --case-json '"
     return head
 
 
