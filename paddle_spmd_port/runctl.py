@@ -315,6 +315,20 @@ def count(text: str) -> int:
     return value
 
 
+def count_at_most(limit: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number >= 1 and at most ``limit`` (:func:`count` with a ceiling),
+    for a count the run enumerates before its first case (``--random 10**20`` drew its block list
+    for minutes, in ever more memory, before the first word of output)."""
+    def parse(text: str) -> int:
+        value = count(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"{value} is more than {limit:,}; give an integer >= 1 and at most "
+                                             f"{limit:,}")
+        return value
+
+    return parse
+
+
 def seconds(text: str) -> float:
     """A timeout in seconds: finite, > 0 and at most :data:`MAX_SECONDS` (``inf``, ``nan``, ``1e300``,
     ``0`` and negatives refused). An argparse ``type`` (every command's ``--timeout``)."""

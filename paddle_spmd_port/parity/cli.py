@@ -79,6 +79,7 @@ from ..runctl import (
     check_output_dir,
     check_output_file,
     count,
+    count_at_most,
     path_text,
     prefix,
     refuse_other_selection,
@@ -92,7 +93,7 @@ from .compare import compare
 from .detect import detect_release
 from .grid import GRIDS, coshard_cases, grid_for, sample
 from .progress import Progress
-from .random_cases import CASES_PER_ROUND, draw_units, random_cases, rounds, shard_units
+from .random_cases import CASES_PER_ROUND, MAX_CASES_PER_RULE, draw_units, random_cases, rounds, shard_units
 from .releases import AGREEING, ReleaseProfile
 from .report import DONE, INTERRUPTED, RUNNING, ParityReport, one_line_repro, repro_snippet
 from .validity import input_problem
@@ -111,10 +112,10 @@ def build_parser() -> ArgumentParser:
     ap.add_argument("--primary-only", action="store_true",
                     help="skip the second-opinion backend (pir) where a rule has two")
     add_selection_arguments(ap, seed_help="seed for --sample and --random (default 0)")
-    ap.add_argument("--random", type=count, default=None, metavar="N",
+    ap.add_argument("--random", type=count_at_most(MAX_CASES_PER_RULE), default=None, metavar="N",
                     help="instead of the grid, N random cases per rule drawn outside it (other meshes, odd sizes, "
                          "higher ranks, None, invalid and mixed-mesh inputs; see parity/random_cases.py), through "
-                         "each rule's primary backend unless --backend is given")
+                         f"each rule's primary backend unless --backend is given; at most {MAX_CASES_PER_RULE:,}")
     add_shard_argument(ap, "the --random cases (blocks of each rule's stream, dealt in turn: parity/random_cases.py)")
     ap.add_argument("--merge", nargs="+", type=path_text, default=None, metavar="DIR",
                     help="join the reports of a run's --shard parts (their --report-dir each) into one, written "
