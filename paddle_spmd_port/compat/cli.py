@@ -18,7 +18,8 @@ the same result as anything (two timeouts compare nothing). Exit status (:mod:`p
 backends give each test the same result; 1 when a test fails, errors, the file crashes or does
 not import, or the backends disagree; 3 when nothing failed but a backend could not run a file
 (the native backend without Paddle, a runner timing out); 2 on bad arguments (one line on
-stderr, nothing run or written: a --timeout that is not finite and > 0, an empty PATH or --json);
+stderr, nothing run or written: a --timeout that is not finite and > 0, an empty PATH or --json,
+a PATH that is neither a .py file nor a directory of test_*.py files);
 4 an internal error; 130/143 on SIGINT/SIGTERM (on 4, 130 and 143 the runner processes are ended first).
 """
 
@@ -82,7 +83,8 @@ def same_result(statuses: dict[str, str], messages: dict[str, str]) -> bool:
 
 def expand(paths: Sequence[str]) -> list[Path]:
     """Files as given; directories become their ``test_*.py`` files, sorted. A path that is
-    missing or empty, or a directory without ``test_*.py`` files, is a :class:`UsageError`."""
+    missing or empty, a file not ending in ``.py``, or a directory without ``test_*.py`` files, is a
+    :class:`UsageError`."""
     files: list[Path] = []
     for raw in paths:
         if not raw.strip():
@@ -96,6 +98,9 @@ def expand(paths: Sequence[str]) -> list[Path]:
                                  "give test files or directories holding test_*.py files")
             files.extend(found)
         elif path.is_file():
+            if path.suffix != ".py":  # (a README or a report would be run as a test and "not import": exit 1)
+                raise UsageError("PATH", f"{raw}: not a Python file (.py)",
+                                 "give test files or directories holding test_*.py files")
             files.append(path)
         else:
             raise UsageError("PATH", f"{raw}: no such test file or directory",
