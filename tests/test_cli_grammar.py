@@ -77,6 +77,8 @@ FLAGS = [
     Flag("--profile", "proposed", "proposed", "mine", ("infer", "oracle")),
     Flag("--backend", "pir", "pir", "gpu", ("parity", "infer")),
     Flag("--timeout", "5", 5.0, "soon", ("parity", "launch", "compat-test", "oracle")),
+    Flag("--workers", "1", 1, "0", ("parity", "oracle", "compat-test")),
+    Flag("--report-dir", "r", Path("r"), "", ("parity", "oracle", "launch")),
 ]
 
 

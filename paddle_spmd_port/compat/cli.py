@@ -283,7 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="port backend: use the compat 'paddle' shim even when Paddle is installed")
     parser.add_argument("--timeout", type=seconds, default=300.0,
                         help=f"seconds per file and backend (> 0, at most {MAX_SECONDS:.0f}; default 300)")
-    parser.add_argument("--jobs", type=count, default=2, help="runner processes at a time (default 2)")
+    # --workers as in parity and oracle; --jobs, its first name, still accepted
+    parser.add_argument("--workers", "--jobs", dest="workers", type=count, default=2,
+                        help="runner processes at a time (default 2; --jobs is the same flag)")
     parser.add_argument("--json", dest="json_path", type=path_text, metavar="FILE",
                         help="also write the full results as JSON here")
     parser.add_argument("--quiet", action="store_true", help="no opening line and no line per finished file")
@@ -292,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    positive(args.jobs, "--jobs", "a number of processes >= 1")
+    positive(args.workers, "--workers", "a number of processes >= 1")
     if args.shim and args.against == "native":
         raise UsageError("--shim", "contradicts --against native (the shim replaces Paddle for the port backend only)",
                          "drop --shim, or use --against port or both")
@@ -304,7 +306,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if not args.quiet:
         print(opening_line(files, backends, args), file=sys.stderr, flush=True)
     runners = Runners()
-    pool = ThreadPoolExecutor(max_workers=args.jobs)
+    pool = ThreadPoolExecutor(max_workers=args.workers)
     try:
         futures = {pool.submit(run_backend, path, backend, shim=args.shim, timeout=args.timeout, runners=runners):
                    i for i, (path, backend) in enumerate(jobs)}
@@ -361,8 +363,8 @@ def opening_line(files: list[Path], backends: list[str], args: argparse.Namespac
     paddle = ("Paddle not installed" if found["version"] == NOT_INSTALLED
               else f"Paddle {found['version']} (commit {found['commit'][:12]})")
     json_to = f"; results also in {args.json_path}" if args.json_path else ""
-    return (f"{prefix(PROG)}: {len(files)} file(s) against {' and '.join(backends)} ({paddle}), {args.jobs} runner(s) "
-            f"at a time, {args.timeout:g} s per file and backend{json_to}")
+    return (f"{prefix(PROG)}: {len(files)} file(s) against {' and '.join(backends)} ({paddle}), "
+            f"{args.workers} runner(s) at a time, {args.timeout:g} s per file and backend{json_to}")
 
 
 def _failed(test: dict[str, Any]) -> bool:
