@@ -168,10 +168,16 @@ A closed stdout (| head) does not change the code: the rest of the output is dro
 
 def prefix(prog: str) -> str:
     """The one prefix of every message a command prints about itself: ``paddle_spmd_port parity``
-    (from ``parity``, ``python -m paddle_spmd_port parity`` or ``paddle_spmd_port parity``)."""
+    (from ``parity``, ``python -m paddle_spmd_port parity`` or ``paddle_spmd_port parity``;
+    ``paddle_spmd_port fuzz`` from ``python tools/fuzz.py``)."""
     name = prog.strip()
     if name.startswith("python -m "):
         name = name[len("python -m "):]
+    # a tool, however its parser names it (python tools/fuzz.py, tools/fuzz.py, fuzz.py): by its name, as
+    # its run_command does, so that its argparse errors and its own errors share the one prefix
+    tool = re.fullmatch(r"(?:python3? )?(?:\S*/)?(\w+)\.py", name)
+    if tool:
+        name = tool.group(1)
     if name == PACKAGE or name.startswith(PACKAGE + " "):
         return name
     return f"{PACKAGE} {name}"

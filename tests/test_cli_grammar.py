@@ -209,3 +209,13 @@ def test_no_command_module_imports_another() -> None:
             elif isinstance(node, ast.Import):
                 imported.update(alias.name for alias in node.names)
         assert not imported & (modules - {mod}), f"{mod} imports {imported & (modules - {mod})}"
+
+
+@pytest.mark.parametrize("prog", ["python tools/fuzz.py", "tools/fuzz.py", "fuzz.py", "fuzz", "python3 tools/fuzz.py"])
+def test_a_tool_has_one_prefix_however_its_parser_names_it(prog: str) -> None:
+    """argparse's errors (the parser's prog) and the tool's own (run_command's name) start alike;
+    were ``paddle_spmd_port python tools/fuzz.py:`` against ``paddle_spmd_port fuzz:``."""
+    from paddle_spmd_port.runctl import prefix
+
+    assert prefix(prog) == "paddle_spmd_port fuzz"
+    assert prefix("python -m paddle_spmd_port parity") == prefix("parity") == "paddle_spmd_port parity"
