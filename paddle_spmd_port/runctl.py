@@ -412,6 +412,13 @@ def add_selection_arguments(parser: argparse.ArgumentParser, seed_help: str = ""
                         help=seed_help or "seed for --sample (default 0)")
 
 
+def signal_received() -> int | None:
+    """The first SIGINT or SIGTERM :func:`signals_raise` turned into :class:`Interrupted` in this
+    process, or None. For code whose callee may swallow the interrupt into an error of its own
+    (hypothesis reports an example interrupted half-way as flaky data generation)."""
+    return _FIRED[0] if _FIRED else None
+
+
 @contextlib.contextmanager
 def signals_raise() -> Iterator[None]:
     """While inside, SIGINT and SIGTERM raise :class:`Interrupted` in the main thread. Only the

@@ -568,3 +568,31 @@ def test_attribute_kinds_follow_the_declared_defaults(monkeypatch):
     finally:
         monkeypatch.undo()
         fuzz.attr_kinds.cache_clear()
+
+
+def test_a_negative_show_is_a_usage_error(capsys):
+    assert fuzz.main(["--show", "-1", "--examples", "5", "--engine", "random"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--show" in err, err
+
+
+def test_a_signal_inside_a_hypothesis_example_is_exit_130_not_an_internal_error(tmp_path):
+    """hypothesis turns the interrupt raised inside an example into its own FlakyStrategyDefinition
+    (was exit 4, "internal error"); run in a process of its own, whose signal state it changes."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.cli_checks import REPO
+
+    # the signal arrives while hypothesis draws an example (inside the test body it was already 130)
+    code = ("import os, signal, sys; sys.path.insert(0, 'tools'); import fuzz; draw = fuzz.draw_call; n = [0]\n"
+            "def once(rng):\n"
+            "    n[0] += 1\n"
+            "    if n[0] == 20: os.kill(os.getpid(), signal.SIGINT)\n"
+            "    return draw(rng)\n"
+            "fuzz.draw_call = once; sys.exit(fuzz.main(['--examples', '100000']))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), stdin=subprocess.DEVNULL)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip() == "paddle_spmd_port fuzz: interrupted by SIGINT", done.stderr
