@@ -364,6 +364,27 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def add_workers_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--workers N`` (``what`` they are; default 2, at most this machine's cores) and
+    ``--oversubscribe`` (allow more); :func:`workers` checks them."""
+    parser.add_argument("--workers", type=count, default=None,
+                        help=f"{what} (default 2, or 1 on a 1-core machine; at most this machine's cores unless "
+                             "--oversubscribe)")
+    parser.add_argument("--oversubscribe", action="store_true", help="allow --workers beyond this machine's cores")
+
+
+def workers(given: int | None, oversubscribe: bool) -> int:
+    """``--workers``: at most this machine's cores unless ``--oversubscribe`` (more workers than cores
+    only add start-ups of Paddle and switching); the default is 2, or 1 on a 1-core machine."""
+    cores = available_cores()
+    if given is None:
+        return min(2, cores)
+    if given > cores and not oversubscribe:
+        raise UsageError("--workers", f"{given} is more than this machine's {cores} core(s)",
+                         f"give at most {cores}, or add --oversubscribe to insist")
+    return given
+
+
 def shard(text: str) -> tuple[int, int]:
     """``--shard K/M``: this run's part K of M (``1 <= K <= M``), as ``(K, M)``. An argparse ``type``."""
     valid = "give K/M with whole numbers 1 <= K <= M, like 2/4"
