@@ -35,7 +35,8 @@ def test_bad_values_are_one_line_usage_errors_before_anything_is_written(tmp_pat
     for args, name in [(("--timeout", "nan"), "--timeout"), (("--timeout", "inf"), "--timeout"),
                        (("--out", str(tmp_path / "afile")), "--out"),
                        (("--out", str(tmp_path / "afile" / "r")), "--out"),
-                       (("--out", ""), "--out"), (("--families", ""), "--families")]:
+                       (("--out", ""), "--out"), (("--families", ""), "--families"),
+                       (("--report-dir", str(tmp_path / "afile")), "--report-dir")]:  # as every command spells it
         proc = _run(*(("--out", str(tmp_path / "r")) if "--out" not in args else ()), *args)
         assert proc.returncode == 2, (args, proc.stderr)
         assert proc.stderr.count("\n") == 1 and name in proc.stderr, (args, proc.stderr)

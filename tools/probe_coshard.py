@@ -579,8 +579,8 @@ def render(records: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 def _main(argv: list[str] | None) -> int:
     parser = ArgumentParser(prog="probe_coshard.py",
                             description="Measure Paddle's answers to co-sharded inputs (issue 14).")
-    parser.add_argument("--out", type=path_text, default=Path("reports/coshard"),
-                        help="report directory (default reports/coshard)")
+    parser.add_argument("--report-dir", "--out", dest="out", type=path_text, default=Path("reports/coshard"),
+                        help="report directory (default reports/coshard; --out is the same flag)")
     parser.add_argument("--families", default=",".join(FAMILIES),
                         help=f"comma-separated subset of {','.join(FAMILIES)} (default: all)")
     parser.add_argument("--timeout", type=seconds, default=600.0, help="seconds per child process (default 600)")
@@ -594,7 +594,7 @@ def _main(argv: list[str] | None) -> int:
     if bad or not families:
         raise UsageError("--families", f"unknown family {','.join(bad) or '(empty)'}",
                          f"choose from {','.join(FAMILIES)}")
-    out = check_output_dir(args.out, "--out")  # (checked, not made: nothing is written before the probes)
+    out = check_output_dir(args.out, "--report-dir/--out")  # (checked, not made: nothing is written before the probes)
     t0 = time.monotonic()
     records: list[dict[str, Any]] = []
     complete = True
