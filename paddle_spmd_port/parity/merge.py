@@ -32,6 +32,7 @@ from ..runctl import (
     UsageError,
     check_output_dir,
     check_output_file,
+    error_text,
     refuse_other_selection,
 )
 from .report import (
@@ -54,7 +55,8 @@ def _read_part(directory: Path) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise UsageError("--merge", f"{directory} holds no readable parity report ({exc})",
                          "give the --report-dir of each --shard K/M run") from None
-    shard = (data.get("selection") or {}).get("shard") if isinstance(data, dict) else None
+    selection = data.get("selection") if isinstance(data, dict) else None
+    shard = selection.get("shard") if isinstance(selection, dict) else None  # ("selection": 5 was an exit 4)
     if not (isinstance(shard, list) and len(shard) == 2 and all(isinstance(v, int) for v in shard)):
         raise UsageError("--merge", f"{directory}/parity.json is not the report of a --shard K/M run",
                          "give the --report-dir of each part of one sharded run")
@@ -272,7 +274,11 @@ def merge_main(args: argparse.Namespace) -> int:
         if value is not None:
             raise UsageError("--merge", f"cannot be combined with {flag} (a merge runs nothing)",
                              "give --merge DIR... with --report-dir, --junit or --allow-uncompared only")
-    report, order, missing, m = merge_reports(dirs)
+    try:
+        report, order, missing, m = merge_reports(dirs)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a part's parity.json cut or edited by hand
+        raise UsageError("--merge", f"a part's parity.json lacks what a report holds ({error_text(exc)})",
+                         "give the --report-dir of each part of one sharded run, unedited") from None
     report.allow_uncompared = report.allow_uncompared or args.allow_uncompared
     slug = report.selection.get("slug") or "merged"
     out = check_output_dir(args.report_dir or Path(f"reports/parity-{slug}"), "--report-dir")
