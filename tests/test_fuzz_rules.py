@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import random
 import re
 from pathlib import Path
@@ -77,6 +78,14 @@ def test_fuzz_parts_merge_into_the_unsplit_run(tmp_path, capsys):
         assert fuzz.main(["--merge", *bad]) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and why in err, err
+    # the right header, the wrong counts (was exit 4: KeyError 'total')
+    cut = tmp_path / "cut.json"
+    head = json.loads(Path(parts[0]).read_text())
+    for body in ({"shard": head["shard"], "config": head["config"]}, {**head, "outcomes": 5}):
+        cut.write_text(json.dumps(body))
+        assert fuzz.main(["--merge", str(cut), parts[1], parts[2]]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "not the --json file" in err, err
 
 
 def test_a_fuzz_part_without_examples_judges_nothing_and_says_so(tmp_path, capsys):

@@ -841,7 +841,8 @@ def report(tally: Tally, header: str) -> int:
 
 def merge(files: Sequence[str], keep: int) -> int:
     """``--merge``: the parts' counts added up; 3 when a part is missing or the parts drew differently."""
-    parts, m, missing = read_tool_parts(files, "fuzz")
+    parts, m, missing = read_tool_parts(files, "fuzz", lambda data: (Tally().merge(data, keep), data["drawn"],
+                                                                     data["config"]["engine"], data["config"]["seed"]))
     tally = Tally()
     for data in parts:
         tally.merge(data, keep)

@@ -21,7 +21,7 @@ import argparse
 import gzip
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,16 +96,20 @@ def check_parts(parts: list[tuple[str, list[int], dict[str, Any]]], arg: str = "
     return m, [k for k in range(1, m + 1) if k not in seen]
 
 
-def read_tool_parts(files: Sequence[str], tool: str) -> tuple[list[dict[str, Any]], int, list[int]]:
+def read_tool_parts(files: Sequence[str], tool: str, check: Callable[[dict[str, Any]], object] | None = None
+                    ) -> tuple[list[dict[str, Any]], int, list[int]]:
     """The ``--json`` files of a tool's ``--shard`` parts (tools/fuzz.py, tools/mutants.py), read and
     checked by :func:`check_parts`: their data in part order, the number of parts M, the parts missing.
-    A file that is not such a part is a :class:`UsageError` naming ``--merge``."""
+    ``check(data)`` reads what the tool will (a KeyError or TypeError there: a part of the wrong
+    shape, edited or cut). A file that is not such a part is a :class:`UsageError` naming ``--merge``."""
     parts = []
     for name in files:
         try:
             data = json.loads(Path(name).read_text())
             parts.append((name, list(data["shard"]), dict(data["config"]), data))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            if check is not None:
+                check(data)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise UsageError("--merge", f"{name} is not the --json file of a {tool} --shard run ({exc})",
                              "give the --json FILE of each part") from None
     m, missing = check_parts([(name, shard, config) for name, shard, config, _ in parts])
