@@ -172,10 +172,16 @@ A closed stdout (| head) does not change the code: the rest of the output is dro
 
 def prefix(prog: str) -> str:
     """The one prefix of every message a command prints about itself: ``paddle_spmd_port parity``
-    (from ``parity``, ``python -m paddle_spmd_port parity`` or ``paddle_spmd_port parity``)."""
+    (from ``parity``, ``python -m paddle_spmd_port parity`` or ``paddle_spmd_port parity``;
+    ``paddle_spmd_port fuzz`` from ``python tools/fuzz.py``)."""
     name = prog.strip()
     if name.startswith("python -m "):
         name = name[len("python -m "):]
+    # a tool, however its parser names it (python tools/fuzz.py, tools/fuzz.py, fuzz.py): by its name, as
+    # its run_command does, so that its argparse errors and its own errors share the one prefix
+    tool = re.fullmatch(r"(?:python3? )?(?:\S*/)?(\w+)\.py", name)
+    if tool:
+        name = tool.group(1)
     if name == PACKAGE or name.startswith(PACKAGE + " "):
         return name
     return f"{PACKAGE} {name}"
@@ -319,6 +325,20 @@ def count(text: str) -> int:
     return value
 
 
+def count_at_most(limit: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number >= 1 and at most ``limit`` (:func:`count` with a ceiling),
+    for a count the run enumerates before its first case (``--random 10**20`` drew its block list
+    for minutes, in ever more memory, before the first word of output)."""
+    def parse(text: str) -> int:
+        value = count(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"{value} is more than {limit:,}; give an integer >= 1 and at most "
+                                             f"{limit:,}")
+        return value
+
+    return parse
+
+
 def seconds(text: str) -> float:
     """A timeout in seconds: finite, > 0 and at most :data:`MAX_SECONDS` (``inf``, ``nan``, ``1e300``,
     ``0`` and negatives refused). An argparse ``type`` (every command's ``--timeout``)."""
@@ -346,6 +366,27 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+def add_workers_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--workers N`` (``what`` they are; default 2, at most this machine's cores) and
+    ``--oversubscribe`` (allow more); :func:`workers` checks them."""
+    parser.add_argument("--workers", type=count, default=None,
+                        help=f"{what} (default 2, or 1 on a 1-core machine; at most this machine's cores unless "
+                             "--oversubscribe)")
+    parser.add_argument("--oversubscribe", action="store_true", help="allow --workers beyond this machine's cores")
+
+
+def workers(given: int | None, oversubscribe: bool) -> int:
+    """``--workers``: at most this machine's cores unless ``--oversubscribe`` (more workers than cores
+    only add start-ups of Paddle and switching); the default is 2, or 1 on a 1-core machine."""
+    cores = available_cores()
+    if given is None:
+        return min(2, cores)
+    if given > cores and not oversubscribe:
+        raise UsageError("--workers", f"{given} is more than this machine's {cores} core(s)",
+                         f"give at most {cores}, or add --oversubscribe to insist")
+    return given
 
 
 def shard(text: str) -> tuple[int, int]:

@@ -35,6 +35,9 @@ ROWS = [
     BadInput(compat("", "--against", "port"), "PATH", TEST_FILE),  # '' would be the current directory
     BadInput(compat(FILE, " ", "--against", "port"), "PATH", TEST_FILE),
     BadInput(compat(FILE, "--against", "native", "--shim"), "--shim", TEST_FILE),  # the shim is the port's
+    # a file that is no Python file (was run as a test: "import-error", exit 1)
+    BadInput(compat("{tmp}/README.md", "--against", "port"), "PATH", {"README.md": "# notes\n"}),
+    BadInput(compat(FILE, "{tmp}/t/cases.jsonl", "--against", "port"), "PATH", {**TEST_FILE, "t/cases.jsonl": "{}\n"}),
 ]
 
 

@@ -94,6 +94,14 @@ ROWS = [
              "--groups"),
     BadInput(infer("--case-json", case_json(inputs=[{"shape": [2**63, 6], "dims_mapping": [0, -1], "partial_dims": [],
                                                      "mesh": MESH}, None, None]), "--no-native"), "--case-json"),
+    # ... and a mesh dim or an integer attribute beyond int64, refused as their flags refuse them (were
+    # taken as a case: exit 0 with --no-native, exit 3 "unreachable" with it)
+    BadInput(infer("--case-json", case_json(inputs=[{"shape": [8, 6], "dims_mapping": [2**64, -1], "partial_dims": [],
+                                                     "mesh": MESH}, None, None]), "--no-native"), "--case-json"),
+    BadInput(infer("--case-json", case_json(inputs=[{"shape": [8, 6], "dims_mapping": [[0, -2**64], -1],
+                                                     "partial_dims": [], "mesh": MESH}, None, None])), "--case-json"),
+    BadInput(infer("--case-json", case_json(attrs=[["begin_norm_axis", 2**64]]), "--no-native"), "--case-json"),
+    BadInput(infer("--case-json", case_json(attrs=[["begin_norm_axis", -2**64]])), "--case-json"),
     # a mesh too large to list its process ids (was a MemoryError traceback)
     BadInput(infer(*LN, "--mesh", "100000x100000"), "--mesh"),
 ]

@@ -113,6 +113,12 @@ ROWS = [
     row(*NP2, "--nnodes", "4:2", names="--nnodes"),
     row(*NP2, "--nnodes", "2", "--mesh", "2", names="--mesh"),  # 2 nodes x 2 ranks = 4
     row(*NP2, "--master", "", names="--master"),
+    # not a form the launcher reads (nohost with --nnodes 2: the launcher's ValueError, then our exit 4)
+    row(*NP2, "--nnodes", "2", "--master", "nohost", names="--master"),
+    row(*NP2, "--nnodes", "2", "--master", "10.0.0.1:99999", names="--master"),
+    row(*NP2, "--nnodes", "2", "--master", "10.0.0.1:", names="--master"),
+    row(*NP2, "--nnodes", "2", "--master", ":8090", names="--master"),
+    row(*NP2, "--nnodes", "2", "--master", "etcd://", names="--master"),
     row(*NP2, "--no-such-option", names="--no-such-option"),
     # timeouts finite and within what the launcher's waits accept
     row(*NP2, "--timeout", "1e300", names="--timeout"),

@@ -51,6 +51,9 @@ ROWS = [
     BadInput(("parity", "--random", "0"), "--random"),
     BadInput(("parity", "--random", "-5"), "--random"),
     BadInput(("parity", "--random", "many"), "--random"),
+    # a count beyond any run (was: minutes listing 10^17 blocks, memory growing, before any output)
+    BadInput(("parity", "--random", "99999999999999999999", "--rules", "layer_norm"), "--random"),
+    BadInput(("parity", "--random", "100000001"), "--random"),
     BadInput(("parity", "--random", "10", "--sample", "5"), "--random"),
     BadInput(("parity", "--random", "10", "--max-cases", "5"), "--random"),
     BadInput(("parity", "--random", "10", "--coshard"), "--random"),

@@ -77,6 +77,10 @@ FLAGS = [
     Flag("--profile", "proposed", "proposed", "mine", ("infer", "oracle")),
     Flag("--backend", "pir", "pir", "gpu", ("parity", "infer")),
     Flag("--timeout", "5", 5.0, "soon", ("parity", "launch", "compat-test", "oracle")),
+    Flag("--workers", "1", 1, "0", ("parity", "oracle", "compat-test")),
+    # lifts the machine's cap: on --workers (runctl.workers), on launch's --nproc
+    Flag("--oversubscribe", "", True, "", ("parity", "oracle", "launch")),
+    Flag("--report-dir", "r", Path("r"), "", ("parity", "oracle", "launch")),
 ]
 
 
@@ -86,11 +90,11 @@ def test_a_shared_flag_is_spelled_and_parsed_alike_in_every_command(flag: Flag) 
     assert have == set(flag.commands), f"{flag.flag}: in {sorted(have)}, the table says {sorted(flag.commands)}"
     for command in flag.commands:
         base = [a.replace("{tmp}", "/nonexistent") for a in COMMANDS[command][1]]
-        args = build_parser(command).parse_args([*base, flag.flag, flag.good])
+        args = build_parser(command).parse_args([*base, flag.flag, *([flag.good] if flag.good else [])])
         assert getattr(args, flag.dest) == flag.parsed, (command, flag.flag)
 
 
-BAD_ROWS = [(flag, command) for flag in FLAGS for command in flag.commands]
+BAD_ROWS = [(flag, command) for flag in FLAGS for command in flag.commands if flag.bad]  # (a switch has no value)
 
 
 @pytest.mark.parametrize(("flag", "command"), BAD_ROWS, ids=[f"{c} {f.flag} {f.bad}" for f, c in BAD_ROWS])
@@ -207,3 +211,25 @@ def test_no_command_module_imports_another() -> None:
             elif isinstance(node, ast.Import):
                 imported.update(alias.name for alias in node.names)
         assert not imported & (modules - {mod}), f"{mod} imports {imported & (modules - {mod})}"
+
+
+def test_more_workers_than_cores_is_refused_alike_and_oversubscribe_insists(tmp_path: Path) -> None:
+    from paddle_spmd_port.runctl import UsageError, available_cores, workers
+
+    many = available_cores() + 1
+    for command in ("parity", "oracle"):
+        line = assert_usage_error(BadInput((command, "--workers", str(many)), "--workers"), tmp_path)
+        assert "--oversubscribe" in line, line
+    assert workers(many, oversubscribe=True) == many
+    with pytest.raises(UsageError, match="--oversubscribe"):
+        workers(many, oversubscribe=False)
+
+
+@pytest.mark.parametrize("prog", ["python tools/fuzz.py", "tools/fuzz.py", "fuzz.py", "fuzz", "python3 tools/fuzz.py"])
+def test_a_tool_has_one_prefix_however_its_parser_names_it(prog: str) -> None:
+    """argparse's errors (the parser's prog) and the tool's own (run_command's name) start alike;
+    were ``paddle_spmd_port python tools/fuzz.py:`` against ``paddle_spmd_port fuzz:``."""
+    from paddle_spmd_port.runctl import prefix
+
+    assert prefix(prog) == "paddle_spmd_port fuzz"
+    assert prefix("python -m paddle_spmd_port parity") == prefix("parity") == "paddle_spmd_port parity"

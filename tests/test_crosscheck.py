@@ -245,6 +245,12 @@ def test_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert crosscheck.main([str(tmp_path / "absent.json")]) == 2
     assert crosscheck.main([str(bad), "--profile", "9.9.9"]) == 2
     capsys.readouterr()
+    # --release, as the release profile is named (--profile is a rule profile elsewhere); --profile still accepted
+    assert crosscheck.main([str(bad), "--release", "9.9.9"]) == 2
+    assert "--release" in capsys.readouterr().err
+    fixture = str(Path(__file__).parent / "data" / "crosscheck" / "diff-3.1.0-sample.json")
+    assert crosscheck.main([fixture, "--release", "3.1.0"]) == crosscheck.main([fixture, "--profile", "3.1.0"]) != 2
+    capsys.readouterr()
     # the summary without its cases file, or with one cut short, truncated or not gzip: refused, one line
     cases = path.parent / CASES_FILE
     whole = cases.read_bytes()

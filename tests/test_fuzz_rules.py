@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 import random
 import re
@@ -82,6 +83,14 @@ def test_fuzz_parts_merge_into_the_unsplit_run(tmp_path, capsys):
         assert fuzz.main(["--merge", *bad]) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and why in err, err
+    # the right header, the wrong counts (was exit 4: KeyError 'total')
+    cut = tmp_path / "cut.json"
+    head = json.loads(Path(parts[0]).read_text())
+    for body in ({"shard": head["shard"], "config": head["config"]}, {**head, "outcomes": 5}):
+        cut.write_text(json.dumps(body))
+        assert fuzz.main(["--merge", str(cut), parts[1], parts[2]]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "not the --json file" in err, err
 
 
 def test_a_fuzz_part_without_examples_judges_nothing_and_says_so(tmp_path, capsys):
@@ -591,3 +600,25 @@ def test_attribute_kinds_follow_the_declared_defaults(monkeypatch):
     finally:
         monkeypatch.undo()
         fuzz.attr_kinds.cache_clear()
+
+
+def test_a_negative_show_is_a_usage_error(capsys):
+    assert fuzz.main(["--show", "-1", "--examples", "5", "--engine", "random"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--show" in err, err
+
+
+def test_a_signal_inside_a_hypothesis_example_is_exit_130_not_an_internal_error(tmp_path):
+    """hypothesis turns the interrupt raised inside an example into its own FlakyStrategyDefinition
+    (was exit 4, "internal error"); run in a process of its own, whose signal state it changes."""
+    # the signal arrives while hypothesis draws an example (inside the test body it was already 130)
+    code = ("import os, signal, sys; sys.path.insert(0, 'tools'); import fuzz; draw = fuzz.draw_call; n = [0]\n"
+            "def once(rng):\n"
+            "    n[0] += 1\n"
+            "    if n[0] == 20: os.kill(os.getpid(), signal.SIGINT)\n"
+            "    return draw(rng)\n"
+            "fuzz.draw_call = once; sys.exit(fuzz.main(['--examples', '100000']))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), stdin=subprocess.DEVNULL)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip() == "paddle_spmd_port fuzz: interrupted by SIGINT", done.stderr

@@ -158,6 +158,15 @@ def test_x_grad_read_back_without_its_shard_order_is_a_placement_difference():
         assert v.verdict == "placement differs" and not v.expected and "x_grad" in v.reasons[0]
 
 
+def test_a_case_no_rank_answered_in_a_launch_of_unknown_ranks_is_skipped():
+    """A multi-node launch that failed before any rank wrote knows no rank (the report's ranks are
+    the ones that wrote): each case is skipped, unexplained; was min() of nothing, an exit 4."""
+    case = default_cases((2,))[0]
+    v = verdict_for_case(case, {}, [], 1e-5)
+    assert v.verdict == "skipped" and not v.expected and "no result from any rank" in v.reasons[0]
+    assert "interrupted by SIGINT" in verdict_for_case(case, {}, [], 1e-5, interrupted="SIGINT").reasons[0]
+
+
 def test_an_uneven_co_shard_is_a_predicted_forward_abort_and_an_expected_skip():
     case = ln("u", (10, 4, 8), ("S(0)#0", "S(0)#1"), (8,), mesh=(2, 2))  # pieces 3,2,3,2
     p = predict(case)

@@ -245,3 +245,12 @@ def test_merge_refuses_parts_of_other_runs(tmp_path, names, capsys):
         assert M.main(["--merge", *bad]) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and why in err, err
+    # a part of the right header and the wrong body (was exit 4: KeyError 'rows', TypeError)
+    for body in ({}, {"rows": 5}, {"rows": [{"name": "x"}]}):
+        data = json.loads(Path(parts[0]).read_text())
+        data.pop("rows")
+        cut = tmp_path / "cut.json"
+        cut.write_text(json.dumps({**data, **body}))
+        assert M.main(["--merge", str(cut)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "not the --json file" in err, err

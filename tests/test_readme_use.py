@@ -8,6 +8,8 @@
   commands of one page run in page order in one directory (a later block may read what an earlier one
   wrote, as for a reader), each exiting 0 without a traceback. Only commands that finish in seconds are
   marked; the long ones (the full sweep, real launches, the matrix) stay unmarked.
+* Every ``bash`` block of README.md and docs/ (marked or not; measurement pages aside) runs the
+  package and the tools with a venv's interpreter, never a bare ``python``.
 
 The directory also links the repository's ``tests/`` and ``tools/``, which the commands name by
 relative path, as they do when run from the repository.
@@ -100,6 +102,30 @@ def test_the_runnable_extraction_can_fail() -> None:
     assert bare_python([".venv/bin/python tools/bench.py --help | head -3"]) == []
     with pytest.raises(AssertionError, match="not followed"):
         runnable_blocks(f"# p\n{MARK}\n\ntext\n```bash\nls\n```\n")
+
+
+def bash_blocks(text: str) -> list[list[str]]:
+    """The command lines of every ``bash`` block, marked runnable or not."""
+    return [_lines(b) for b in re.findall(r"```bash\n(.*?)```", text, re.S)]
+
+
+def bare_package_runs(commands: list[str]) -> list[str]:
+    """Lines that run this package or a tool (``-m paddle_spmd_port``, ``tools/``) with a bare Python: a
+    fresh shell's ``python`` has no Paddle (the command fails closed, exit 3) where .venv's has."""
+    return [c for c in commands if any(bare_python([part]) and ("-m paddle_spmd_port" in part or "tools/" in part)
+                                       for part in re.split(r"&&|\|\||[;|]", c))]
+
+
+def test_no_page_runs_the_package_with_a_bare_python() -> None:
+    """Long commands are not run by the test above, but are pasted all the same. Measurement pages
+    keep the commands as they were run (other releases' venvs), and are left out."""
+    bad = {p.relative_to(REPO).as_posix(): found for p in _pages() if "measurements" not in p.parts
+           and (found := bare_package_runs([c for b in bash_blocks(p.read_text()) for c in b]))}
+    assert not bad, f"commands naming another Python than .venv/bin/python: {bad}"
+    page = ("```bash\npython3 -m venv .venv && .venv/bin/python -m paddle_spmd_port parity\n"
+            "PYTHONPATH=$PWD python -m paddle_spmd_port parity --rules p_norm\n```\n")
+    found = bare_package_runs(bash_blocks(page)[0])
+    assert found == ["PYTHONPATH=$PWD python -m paddle_spmd_port parity --rules p_norm"]
 
 
 @pytest.fixture(scope="module")

@@ -68,6 +68,11 @@ BAD = [
     BadInput(("parity", "--sample", "5", "--shard", "1/2"), "--shard"),
     BadInput(("parity", "--merge", "{tmp}/nowhere"), "--merge"),
     BadInput(("parity", "--merge", "{tmp}/part", "--random", "5"), "--merge", {"part/": ""}),
+    # a part's parity.json of the wrong shape (were exit 4: AttributeError, KeyError)
+    BadInput(("parity", "--merge", "{tmp}/p"), "--merge", {"p/parity.json": '{"selection": 5}'}),
+    BadInput(("parity", "--merge", "{tmp}/p1", "{tmp}/p2", "--report-dir", "{tmp}/out"), "--merge",
+             {"p1/parity.json": '{"selection": {"slug": "a", "shard": [1, 2]}, "groups": 5}',
+              "p2/parity.json": '{"selection": {"slug": "a", "shard": [2, 2]}, "rules": [[[]]]}'}),
 ]
 
 

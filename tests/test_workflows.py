@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shlex
 import shutil
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from paddle_spmd_port.parity.releases import known_versions, matrix_versions
+from tests.cli_checks import REPO
 from tests.helpers import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -302,3 +304,27 @@ def test_matrix_tool_table_separates_known_differences(tmp_path):
     old.parity["rules"]["batch_norm"]["verdicts"].pop("known-difference")
     new.parity["rules"]["batch_norm"]["verdicts"].pop("known-difference")
     assert "| n/a |" in tool.render([old, new], args) and "no known-difference class" in tool.render([old], args)
+
+
+@pytest.mark.parametrize("argv, names", [
+    (("--rules", "no_such_rule"), "--rules"),  # was: venvs made and installed, then each sweep refused it
+    (("--test-timeout", "0"), "--test-timeout"),
+    (("--python", "{tmp}/no-python"), "--python"),
+    (("--report-root", "/proc/matrix"), "--report-root"),  # was: a FileNotFoundError traceback at the end
+    (("--venv-root", "{tmp}/afile/v"), "--venv-root"),
+    (("--sample", "-1"), "--sample"),  # was: argparse's usage text and the error, many lines
+    (("--jobs", "0"), "--jobs"),
+    (("--versions", ","), "--versions"),
+])
+def test_matrix_tool_bad_input_is_one_line_and_exit_2_before_anything(argv, names, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    roots = ["--venv-root", str(tmp_path / "v"), "--report-root", str(tmp_path / "r")]
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "matrix.py"), *roots, *argv], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(lines) == 1 and names in lines[0] and lines[0].startswith("paddle_spmd_port matrix: "), lines
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # no venv, no report

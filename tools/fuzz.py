@@ -88,8 +88,10 @@ from paddle_spmd_port.runctl import (
     EXIT_INCOMPLETE,
     ArgumentParser,
     Interrupted,
+    UsageError,
     add_shard_argument,
     check_output_file,
+    count,
     run_command,
     signals_deferred,
 )
@@ -820,19 +822,19 @@ def report(tally: Tally, header: str) -> int:
     """Print the counts and the violations; 1 if any property was violated, else 0."""
     print(header)
     print("outcomes:")
-    for outcome, count in tally.outcomes.most_common():
+    for outcome, n in tally.outcomes.most_common():
         modes = ", ".join(f"{mode} {c:,}" for (mode, o), c in sorted(tally.by_mode.items()) if o == outcome)
-        print(f"  {outcome:24} {count:>9,}   ({modes})")
-    for known, count in tally.known.items():
-        print(f"  of the answers, known malformed (kept on purpose): {count:,} x {known}")
+        print(f"  {outcome:24} {n:>9,}   ({modes})")
+    for known, n in tally.known.items():
+        print(f"  of the answers, known malformed (kept on purpose): {n:,} x {known}")
     n_problems = sum(tally.problems.values())
     if not n_problems:
         print("property violations: 0 (no undocumented exception, every wrongly typed argument named first, "
               "every answer well formed and repeatable)")
         return 0
     print(f"property violations: {n_problems:,}")
-    for (category, outcome), count in tally.problems.most_common():
-        print(f"  {category:24} {outcome:24} {count:>9,}")
+    for (category, outcome), n in tally.problems.most_common():
+        print(f"  {category:24} {outcome:24} {n:>9,}")
     for problem, call in tally.examples:
         print(f"- {problem}\n    {call}")
     return 1
@@ -840,7 +842,8 @@ def report(tally: Tally, header: str) -> int:
 
 def merge(files: Sequence[str], keep: int) -> int:
     """``--merge``: the parts' counts added up; 3 when a part is missing or the parts drew differently."""
-    parts, m, missing = read_tool_parts(files, "fuzz")
+    parts, m, missing = read_tool_parts(files, "fuzz", lambda data: (Tally().merge(data, keep), data["drawn"],
+                                                                     data["config"]["engine"], data["config"]["seed"]))
     tally = Tally()
     for data in parts:
         tally.merge(data, keep)
@@ -858,9 +861,9 @@ def merge(files: Sequence[str], keep: int) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     ap = ArgumentParser(prog="python tools/fuzz.py", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--examples", type=int, default=100_000, help="examples to run (default 100000)")
+    ap.add_argument("--examples", type=count, default=100_000, help="examples to run (default 100000)")
     ap.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
-    ap.add_argument("--show", type=int, default=10, help="violations printed with their call (default 10)")
+    ap.add_argument("--show", type=int, default=10, help="violations printed with their call (default 10; 0: none)")
     ap.add_argument("--engine", choices=("hypothesis", "random"), default="hypothesis",
                     help="draw examples through hypothesis (default) or from random.Random(seed): same generators, "
                          "about 20x faster")
@@ -869,10 +872,10 @@ def _main(argv: Sequence[str] | None) -> int:
     ap.add_argument("--merge", nargs="+", default=None, metavar="FILE",
                     help="add up the --json files of a run's --shard parts; nothing is run")
     args = ap.parse_args(argv)
+    if args.show < 0:
+        raise UsageError("--show", f"{args.show} is negative", "give 0 (no call printed) or more")
     if args.merge:
         return merge(args.merge, args.show)
-    if args.examples < 1:
-        ap.error("--examples must be >= 1")
     if problems := check_facts():  # a family's declaration lacks what the fuzz reads: our bug, before any example
         raise LookupError("; ".join(problems))
     out = check_output_file(args.json, "--json") if args.json else None

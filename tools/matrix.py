@@ -20,7 +20,8 @@ Logs of every step: ``reports/matrix/X/*.log``. Nothing it downloads is inside t
 (``.venvs/`` and ``reports/`` are ignored).
 
 Exit status: 0 when every release has 0 unexplained mismatches and (unless skipped) a passing
-test suite, 1 otherwise, 2 on bad usage.
+test suite, 1 otherwise, 2 on bad usage (one line naming the argument, nothing made or written),
+130/143 on SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
@@ -38,6 +39,17 @@ from pathlib import Path
 from typing import Any
 
 from paddle_spmd_port.parity.releases import matrix_versions  # pure Python, no Paddle
+from paddle_spmd_port.runctl import (
+    ArgumentParser,
+    UsageError,
+    add_rules_argument,
+    check_output_dir,
+    count,
+    path_text,
+    rule_keys,
+    run_command,
+    seconds,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -279,37 +291,57 @@ def render(runs: list[VersionRun], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def _non_negative(text: str) -> int:
+    """``--sample``: 0 (the full grid) or a whole number of cases. An argparse ``type``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give 0 (the full grid) or more") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed; give 0 (the full grid) or more")
+    return value
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Every argument checked here, before a venv is made or a report written (the shared grammar of
+    paddle_spmd_port.runctl: one line naming the argument, exit 2)."""
+    ap = ArgumentParser(prog="python tools/matrix.py", description=__doc__)
     ap.add_argument("--versions", default=",".join(DEFAULT_VERSIONS),
                     help="comma-separated paddlepaddle releases (default: %(default)s)")
-    ap.add_argument("--sample", type=int, default=300,
+    ap.add_argument("--sample", type=_non_negative, default=300,
                     help="cases per rule, a fixed random sample (default 300; 0: the full grid)")
     ap.add_argument("--seed", type=int, default=0, help="sample seed (default 0)")
-    ap.add_argument("--rules", default=None, help="only these rule keys (comma-separated; default all)")
+    add_rules_argument(ap)
     ap.add_argument("--skip-tests", action="store_true", help="sweep only, no test suite")
     ap.add_argument("--brief", action="store_true", help="print one row per release (totals), not per rule")
-    ap.add_argument("--jobs", type=int, default=1, help="releases run at the same time (default 1)")
-    ap.add_argument("--workers", type=int, default=2, help="native worker processes per sweep (default 2)")
-    ap.add_argument("--test-timeout", type=float, default=1500.0, help="seconds for one test suite run")
+    ap.add_argument("--jobs", type=count, default=1, help="releases run at the same time (default 1)")
+    ap.add_argument("--workers", type=count, default=2, help="native worker processes per sweep (default 2)")
+    ap.add_argument("--test-timeout", type=seconds, default=1500.0, help="seconds for one test suite run")
     ap.add_argument("--test-marker", default="not multiproc and not gpu",
                     help="pytest -m expression (default: %(default)r)")
     ap.add_argument("--pytest-args", default="", help="extra pytest arguments, space-separated")
-    ap.add_argument("--python", default=sys.executable, help="interpreter that creates the venvs")
-    ap.add_argument("--venv-root", type=Path, default=REPO / ".venvs")
-    ap.add_argument("--report-root", type=Path, default=REPO / "reports" / "matrix")
+    ap.add_argument("--python", type=path_text, default=Path(sys.executable),
+                    help="interpreter that creates the venvs")
+    ap.add_argument("--venv-root", type=path_text, default=REPO / ".venvs", help="where the venvs are kept")
+    ap.add_argument("--report-root", type=path_text, default=REPO / "reports" / "matrix",
+                    help="where the reports go")
     args = ap.parse_args(argv)
     args.version_list = [v.strip() for v in args.versions.split(",") if v.strip()]
     bad = [v for v in args.version_list if not re.fullmatch(r"\d+\.\d+\.\d+(\w+)?", v)]
     if bad or not args.version_list:
-        ap.error(f"--versions: not a release number: {', '.join(bad) or '(none)'}")
-    if args.sample < 0 or args.jobs < 1 or args.workers < 1:
-        ap.error("--sample must be >= 0 (0: the full grid); --jobs and --workers >= 1")
+        raise UsageError("--versions", f"not a release number: {', '.join(bad) or '(none)'}",
+                         "give releases like 3.0.0,3.3.1")
+    # (all rules: no --rules on the sweeps' command lines, as before)
+    args.rules = None if args.rules == list(rule_keys()) else ",".join(args.rules)
+    if not (args.python.is_file() and os.access(args.python, os.X_OK)):
+        raise UsageError("--python", f"{args.python} is not an executable file", "give a Python interpreter")
+    check_output_dir(args.venv_root, "--venv-root")
+    check_output_dir(args.report_root, "--report-root")
     args.pytest_args = args.pytest_args.split()
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
+def _main(argv: list[str] | None) -> int:
     args = parse_args(argv)
     t0 = time.time()
     log(f"releases {', '.join(args.version_list)}; venvs in {args.venv_root}; reports in {args.report_root}")
@@ -327,6 +359,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{time.time() - t0:.0f} s in all; table in {args.report_root / 'matrix.md'}")
     ok = all(not r.setup and unexplained(r) == 0 and (args.skip_tests or r.tests_rc == 0) for r in runs)
     return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Usage errors, signals and internal errors as every command has them (runctl.run_command)."""
+    return run_command("matrix", lambda: _main(argv))
 
 
 if __name__ == "__main__":

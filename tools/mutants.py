@@ -880,7 +880,11 @@ def merge(files: Sequence[str]) -> int:
     """``--merge``: the parts' verdicts in one table; 3 (at best) when a part is missing."""
     from paddle_spmd_port.parity.merge import read_tool_parts
 
-    parts, m, missing = read_tool_parts(files, "mutants")
+    def check(data: dict) -> None:  # what is read below, each part on its own
+        [(row["name"], row["status"], row["how"], float(row["seconds"])) for row in data["rows"]]
+        float(data["seconds"]), list(data["config"]["mutants"]), data["config"]["sample"], data["config"]["seed"]
+
+    parts, m, missing = read_tool_parts(files, "mutants", check)
     by_name = MUTANTS_BY_NAME
     config = parts[0]["config"]
     rows: list[tuple[Mutant, Verdict]] = []

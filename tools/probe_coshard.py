@@ -38,7 +38,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from paddle_spmd_port.runctl import EXIT_INCOMPLETE, EXIT_OK, ArgumentParser
+from paddle_spmd_port.runctl import (
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    ArgumentParser,
+    Interrupted,
+    UsageError,
+    add_detail,
+    check_output_dir,
+    path_text,
+    run_command,
+    seconds,
+    write_partial,
+)
 
 FAMILIES = ("collapse", "registry", "other", "edges", "pir", "dynamic")
 MARK = "@@PROBE "
@@ -564,13 +576,14 @@ def render(records: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def _main(argv: list[str] | None) -> int:
     parser = ArgumentParser(prog="probe_coshard.py",
                             description="Measure Paddle's answers to co-sharded inputs (issue 14).")
-    parser.add_argument("--out", default="reports/coshard", help="report directory (default reports/coshard)")
+    parser.add_argument("--report-dir", "--out", dest="out", type=path_text, default=Path("reports/coshard"),
+                        help="report directory (default reports/coshard; --out is the same flag)")
     parser.add_argument("--families", default=",".join(FAMILIES),
                         help=f"comma-separated subset of {','.join(FAMILIES)} (default: all)")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per child process (default 600)")
+    parser.add_argument("--timeout", type=seconds, default=600.0, help="seconds per child process (default 600)")
     parser.add_argument("--child", help=argparse_suppress())
     parser.add_argument("--start", type=int, default=0, help=argparse_suppress())
     args = parser.parse_args(argv)
@@ -579,33 +592,42 @@ def main(argv: list[str] | None = None) -> int:
     families = [f for f in args.families.split(",") if f]
     bad = [f for f in families if f not in FAMILIES]
     if bad or not families:
-        parser.error(f"argument --families: unknown family {','.join(bad) or '(empty)'}; "
-                     f"valid: {','.join(FAMILIES)}")
-    if args.timeout <= 0:
-        parser.error("argument --timeout: must be > 0 seconds")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        parser.error(f"argument --out: {out} exists and is not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        parser.error(f"argument --out: cannot create {out}: {exc.strerror}")
+        raise UsageError("--families", f"unknown family {','.join(bad) or '(empty)'}",
+                         f"choose from {','.join(FAMILIES)}")
+    out = check_output_dir(args.out, "--report-dir/--out")  # (checked, not made: nothing is written before the probes)
     t0 = time.monotonic()
     records: list[dict[str, Any]] = []
     complete = True
-    for fam in families:
-        recs, ok = run_family(fam, args.timeout)
-        records += recs
-        complete &= ok
-        print(f"{fam}: {len(recs)} probes{'' if ok else ' (incomplete)'}", file=sys.stderr)
     from paddle_spmd_port.installed import paddle_version
 
-    meta = {"paddle": paddle_version()["version"], "seconds": time.monotonic() - t0,
-            "command": " ".join(["tools/probe_coshard.py", *(argv if argv is not None else sys.argv[1:])])}
-    (out / "coshard.json").write_text(json.dumps({"meta": meta, "records": records}, indent=1))
-    (out / "coshard.md").write_text(render(records, meta))
+    def write(stopped: str = "") -> None:
+        meta = {"paddle": paddle_version()["version"], "seconds": time.monotonic() - t0,
+                "command": " ".join(["tools/probe_coshard.py", *(argv if argv is not None else sys.argv[1:])])}
+        if stopped:
+            meta["interrupted"] = stopped
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "coshard.json").write_text(json.dumps({"meta": meta, "records": records}, indent=1))
+        head = f"INTERRUPTED by {stopped}: partial report, the probes run so far\n\n" if stopped else ""
+        (out / "coshard.md").write_text(head + render(records, meta))
+
+    try:
+        for fam in families:
+            recs, ok = run_family(fam, args.timeout)
+            records += recs
+            complete &= ok
+            print(f"{fam}: {len(recs)} probes{'' if ok else ' (incomplete)'}", file=sys.stderr)
+    except Interrupted as exc:  # the child was ended by subprocess.run on the way out
+        stopped = exc.name
+        add_detail(exc, write_partial(lambda: write(stopped), str(out / "coshard.md")))
+        raise
+    write()
     print(f"wrote {out / 'coshard.md'} and {out / 'coshard.json'}", file=sys.stderr)
     return EXIT_OK if complete else EXIT_INCOMPLETE
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Usage errors, signals (partial report) and internal errors as every command has them."""
+    return run_command("probe_coshard", lambda: _main(argv))
 
 
 def argparse_suppress() -> str:

@@ -1,6 +1,6 @@
 """Hold a release profile's known differences to a measured baseline diff (parity/crosscheck.py).
 
-    .venv/bin/python tools/release_crosscheck.py reports/diff-3.1.0/baseline.json [--profile 3.1.0] [--json FILE]
+    .venv/bin/python tools/release_crosscheck.py reports/diff-3.1.0/baseline.json [--release 3.1.0] [--json FILE]
 
 The diff: a baseline saved under the release (``parity --save-baseline FILE``), diffed under 3.3.1
 (``parity --baseline FILE``), or the other way round. Prints, per known difference and rule, the

@@ -18,7 +18,8 @@ the same result as anything (two timeouts compare nothing). Exit status (:mod:`p
 backends give each test the same result; 1 when a test fails, errors, the file crashes or does
 not import, or the backends disagree; 3 when nothing failed but a backend could not run a file
 (the native backend without Paddle, a runner timing out); 2 on bad arguments (one line on
-stderr, nothing run or written: a --timeout that is not finite and > 0, an empty PATH or --json);
+stderr, nothing run or written: a --timeout that is not finite and > 0, an empty PATH or --json,
+a PATH that is neither a .py file nor a directory of test_*.py files);
 4 an internal error; 130/143 on SIGINT/SIGTERM (on 4, 130 and 143 the runner processes are ended first,
 then the files every backend finished are printed, and written to --json, under ``INTERRUPTED by``).
 """
@@ -86,7 +87,8 @@ def same_result(statuses: dict[str, str], messages: dict[str, str]) -> bool:
 
 def expand(paths: Sequence[str]) -> list[Path]:
     """Files as given; directories become their ``test_*.py`` files, sorted. A path that is
-    missing or empty, or a directory without ``test_*.py`` files, is a :class:`UsageError`."""
+    missing or empty, a file not ending in ``.py``, or a directory without ``test_*.py`` files, is a
+    :class:`UsageError`."""
     files: list[Path] = []
     for raw in paths:
         if not raw.strip():
@@ -100,6 +102,9 @@ def expand(paths: Sequence[str]) -> list[Path]:
                                  "give test files or directories holding test_*.py files")
             files.extend(found)
         elif path.is_file():
+            if path.suffix != ".py":  # (a README or a report would be run as a test and "not import": exit 1)
+                raise UsageError("PATH", f"{raw}: not a Python file (.py)",
+                                 "give test files or directories holding test_*.py files")
             files.append(path)
         else:
             raise UsageError("PATH", f"{raw}: no such test file or directory",
@@ -283,7 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="port backend: use the compat 'paddle' shim even when Paddle is installed")
     parser.add_argument("--timeout", type=seconds, default=300.0,
                         help=f"seconds per file and backend (> 0, at most {MAX_SECONDS:.0f}; default 300)")
-    parser.add_argument("--jobs", type=count, default=2, help="runner processes at a time (default 2)")
+    # --workers as in parity and oracle; --jobs, its first name, still accepted
+    parser.add_argument("--workers", "--jobs", dest="workers", type=count, default=2,
+                        help="runner processes at a time (default 2; --jobs is the same flag)")
     parser.add_argument("--json", dest="json_path", type=path_text, metavar="FILE",
                         help="also write the full results as JSON here")
     parser.add_argument("--quiet", action="store_true", help="no opening line and no line per finished file")
@@ -292,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    positive(args.jobs, "--jobs", "a number of processes >= 1")
+    positive(args.workers, "--workers", "a number of processes >= 1")
     if args.shim and args.against == "native":
         raise UsageError("--shim", "contradicts --against native (the shim replaces Paddle for the port backend only)",
                          "drop --shim, or use --against port or both")
@@ -304,7 +311,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if not args.quiet:
         print(opening_line(files, backends, args), file=sys.stderr, flush=True)
     runners = Runners()
-    pool = ThreadPoolExecutor(max_workers=args.jobs)
+    pool = ThreadPoolExecutor(max_workers=args.workers)
     try:
         futures = {pool.submit(run_backend, path, backend, shim=args.shim, timeout=args.timeout, runners=runners):
                    i for i, (path, backend) in enumerate(jobs)}
@@ -382,8 +389,8 @@ def opening_line(files: list[Path], backends: list[str], args: argparse.Namespac
     paddle = ("Paddle not installed" if found["version"] == NOT_INSTALLED
               else f"Paddle {found['version']} (commit {found['commit'][:12]})")
     json_to = f"; results also in {args.json_path}" if args.json_path else ""
-    return (f"{prefix(PROG)}: {len(files)} file(s) against {' and '.join(backends)} ({paddle}), {args.jobs} runner(s) "
-            f"at a time, {args.timeout:g} s per file and backend{json_to}")
+    return (f"{prefix(PROG)}: {len(files)} file(s) against {' and '.join(backends)} ({paddle}), "
+            f"{args.workers} runner(s) at a time, {args.timeout:g} s per file and backend{json_to}")
 
 
 def _failed(test: dict[str, Any]) -> bool:

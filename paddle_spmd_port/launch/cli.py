@@ -166,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="per kind of predicted crash, how many cases to run alone to confirm it (default 1)")
     p.add_argument("--devices", default=None, help="GPU ids for --device gpu, comma-separated (default 0..nproc-1)")
     p.add_argument("--nnodes", default=None, help="passed to paddle.distributed.launch (N or MIN:MAX)")
-    p.add_argument("--master", default=None, help="passed to paddle.distributed.launch")
+    p.add_argument("--master", default=None, help="passed to paddle.distributed.launch: HOST:PORT of the master "
+                                                     "node, or etcd://HOST:PORT")
     p.add_argument("--keep-logs", action="store_true", help="keep rank logs even when everything agrees")
     p.add_argument("--write-cases", type=path_text, default=None, help="write the case list to FILE and exit")
     p.add_argument("--quiet", action="store_true", help="no opening line")
@@ -207,6 +208,22 @@ def _main(argv: list[str]) -> int:
 # --------------------------------------------------------------------------- argument checks
 def _one_line(text: object) -> str:
     return " ".join(str(text).split())
+
+
+def _check_master(master: str | None) -> None:
+    """``--master``: ``HOST:PORT`` (port 1..65535) or an ``etcd://`` endpoint, the two forms
+    paddle.distributed.launch reads; anything else failed inside the launcher after the report
+    directory was made (``nohost`` with --nnodes 2: its ValueError, then ours)."""
+    if master is None:
+        return
+    valid = "give HOST:PORT of the master node (port 1..65535, e.g. 10.0.0.1:8090), or etcd://HOST:PORT"
+    if master.startswith("etcd://"):
+        if not master[len("etcd://"):].strip():
+            raise UsageError("--master", f"{master!r} names no etcd endpoint", valid)
+        return
+    host, sep, port = master.partition(":")
+    if not sep or not host.strip() or ":" in port or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise UsageError("--master", f"{master!r} is not HOST:PORT" if master.strip() else "empty", valid)
 
 
 def _nodes(nnodes: str | None) -> int | None:
@@ -264,8 +281,7 @@ def check_args(args: argparse.Namespace) -> list[LaunchCase]:
     if args.crash_probes < 0:
         raise UsageError("--crash-probes", f"{args.crash_probes!r} is not allowed",
                          "give 0 (no probes) or a number of cases per kind of predicted crash")
-    if args.master is not None and not args.master.strip():
-        raise UsageError("--master", "empty", "give IP:PORT of the master node")
+    _check_master(args.master)
     nodes = _nodes(args.nnodes)
     _check_devices(args)
     if args.coshard:

@@ -162,9 +162,10 @@ def verdict_for_case(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks
     was interrupted, and a case some rank did not finish is marked not run for that reason."""
     pred = predict(case)
     missing = [r for r in ranks if r not in by_rank]
-    if missing:
-        why = (f"not run: interrupted by {interrupted} (no result from ranks {missing})" if interrupted
-               else f"no result from ranks {missing} (launch ended first)")
+    if missing or not by_rank:  # (no rank known at all: a multi-node launch that failed before any rank wrote)
+        ranks_text = f"ranks {missing}" if missing else "any rank"
+        why = (f"not run: interrupted by {interrupted} (no result from {ranks_text})" if interrupted
+               else f"no result from {ranks_text} (launch ended first)")
         return CaseVerdict(case, pred, "skipped", False, (why,))
     first = by_rank[min(by_rank)]
     seconds = max(rec.get("seconds", 0.0) for rec in by_rank.values())

@@ -61,9 +61,8 @@ from ..runctl import (
     add_replace_report_argument,
     add_rules_argument,
     add_selection_arguments,
-    available_cores,
+    add_workers_arguments,
     check_output_dir,
-    count,
     mesh_list,
     path_text,
     prefix,
@@ -72,6 +71,7 @@ from ..runctl import (
     run_command,
     seconds,
     stopped_by,
+    workers,
     write_partial,
 )
 from .grid import ORACLE_MESHES, oracle_grid
@@ -144,9 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sync-group", choices=SYNC_GROUPS, default="batch",
                    help=f"ranks {_all_reducing()} over: the mesh dims that shard x's batch axis (default) "
                         "or the whole mesh (what Paddle's GPU kernel does with the world communicator)")
-    p.add_argument("--workers", type=count, default=None,
-                   help="native worker processes, for the native profile (default 2, or 1 on a 1-core machine; at "
-                        "most this machine's cores)")
+    add_workers_arguments(p, "native worker processes, for the native profile")
     p.add_argument("--timeout", type=seconds, default=60.0,
                    help=f"seconds a silent native worker is given before it is killed, for the native profile "
                         f"(> 0, at most {MAX_SECONDS:.0f}; default 60)")
@@ -414,7 +412,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.max_bugs < 0:
         raise UsageError("--max-bugs", f"{args.max_bugs} is negative", "give 0 or more")
     out = check_output_dir(args.report_dir, "--report-dir")
-    args.workers = _workers(args.workers)
+    args.workers = workers(args.workers, args.oversubscribe)
     args.selection = selection_of(args)
     refuse_other_selection(out / "oracle.json", args.selection, args.replace_report)
     installed = paddle_installed()
@@ -476,16 +474,6 @@ def _main(argv: Sequence[str] | None) -> int:
                   file=sys.stderr)
             return EXIT_INCOMPLETE
     return EXIT_OK
-
-
-def _workers(given: int | None) -> int:
-    """``--workers``: at most this machine's cores (more only add Paddle start-ups and switching)."""
-    cores = available_cores()
-    if given is None:
-        return min(2, cores)
-    if given > cores:
-        raise UsageError("--workers", f"{given} is more than this machine's {cores} core(s)", f"give at most {cores}")
-    return given
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -75,16 +75,17 @@ from ..runctl import (
     add_rules_argument,
     add_selection_arguments,
     add_shard_argument,
-    available_cores,
+    add_workers_arguments,
     check_output_dir,
     check_output_file,
-    count,
+    count_at_most,
     path_text,
     prefix,
     refuse_other_selection,
     run_command,
     seconds,
     stopped_by,
+    workers,
     write_partial,
 )
 from .backends import BACKENDS, DEFAULT_BACKEND, DEFAULT_BACKENDS, add_backend_argument, routes_reaching
@@ -92,7 +93,7 @@ from .compare import compare
 from .detect import detect_release
 from .grid import GRIDS, coshard_cases, grid_for, sample
 from .progress import Progress
-from .random_cases import CASES_PER_ROUND, draw_units, random_cases, rounds, shard_units
+from .random_cases import CASES_PER_ROUND, MAX_CASES_PER_RULE, draw_units, random_cases, rounds, shard_units
 from .releases import AGREEING, ReleaseProfile
 from .report import DONE, INTERRUPTED, NOT_STARTED, RUNNING, ParityReport, one_line_repro, repro_snippet
 from .validity import input_problem
@@ -111,10 +112,10 @@ def build_parser() -> ArgumentParser:
     ap.add_argument("--primary-only", action="store_true",
                     help="skip the second-opinion backend (pir) where a rule has two")
     add_selection_arguments(ap, seed_help="seed for --sample and --random (default 0)")
-    ap.add_argument("--random", type=count, default=None, metavar="N",
+    ap.add_argument("--random", type=count_at_most(MAX_CASES_PER_RULE), default=None, metavar="N",
                     help="instead of the grid, N random cases per rule drawn outside it (other meshes, odd sizes, "
                          "higher ranks, None, invalid and mixed-mesh inputs; see parity/random_cases.py), through "
-                         "each rule's primary backend unless --backend is given")
+                         f"each rule's primary backend unless --backend is given; at most {MAX_CASES_PER_RULE:,}")
     add_shard_argument(ap, "the --random cases (blocks of each rule's stream, dealt in turn: parity/random_cases.py)")
     ap.add_argument("--merge", nargs="+", type=path_text, default=None, metavar="DIR",
                     help="join the reports of a run's --shard parts (their --report-dir each) into one, written "
@@ -123,11 +124,7 @@ def build_parser() -> ArgumentParser:
     ap.add_argument("--coshard", action="store_true",
                     help="only each rule's co-shard set (co-sharded inputs, ids <rule>-coshard-...; parity/grid.py "
                          "coshard_cases); --sample and --max-cases then apply to it")
-    ap.add_argument("--workers", type=count, default=None,
-                    help="native worker processes per backend group (default 2, or 1 on a 1-core machine; at most "
-                         "this machine's cores unless --oversubscribe)")
-    ap.add_argument("--oversubscribe", action="store_true",
-                    help="allow --workers beyond this machine's cores")
+    add_workers_arguments(ap, "native worker processes per backend group")
     ap.add_argument("--timeout", type=seconds, default=60.0,
                     help=f"seconds a silent worker is given before it is killed (> 0, at most {MAX_SECONDS:.0f}; "
                          "default 60)")
@@ -182,7 +179,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                          "drop --primary-only or drop --backend")
     args.rule_names = list(dict.fromkeys(names))
     _check_routes(args.rule_names, args.backend)
-    args.workers = _workers(args.workers, args.oversubscribe)
+    args.workers = workers(args.workers, args.oversubscribe)
     args.selection = selection_of(args)
     if not args.list:
         slug = args.selection["slug"]
@@ -233,18 +230,6 @@ def _check_routes(rules: list[str], backend: str | None) -> None:
             raise UsageError("--backend", f"the {backend} route cannot reach {rule}",
                              f"{rule} is reached by {', '.join(routes)}: give one of them, or leave out --backend "
                              "(each rule's own routes)")
-
-
-def _workers(given: int | None, oversubscribe: bool) -> int:
-    """``--workers``: at most this machine's cores unless ``--oversubscribe`` (more workers than cores
-    only add start-up and switching: 1000 started 16 Paddle workers, 22 s instead of 9)."""
-    cores = available_cores()
-    if given is None:
-        return min(2, cores)
-    if given > cores and not oversubscribe:
-        raise UsageError("--workers", f"{given} is more than this machine's {cores} core(s)",
-                         f"give at most {cores}, or add --oversubscribe to insist")
-    return given
 
 
 def selection_of(args: argparse.Namespace) -> dict:

@@ -316,9 +316,12 @@ def _main(argv: Sequence[str] | None) -> int:
     ap.add_argument("diffs", type=path_text, nargs="+", metavar="BASELINE_JSON",
                     help="the baseline.json of a parity --baseline run: one release against 3.3.1, either way round "
                          "(several: diffs of one release pair, e.g. one per route, checked as one)")
-    ap.add_argument("--profile", default=None, choices=known_versions(), metavar="VERSION",
+    # --release: elsewhere --profile names a rule profile (paddle, pr72918, proposed); --profile, its
+    # first name here, still accepted
+    ap.add_argument("--release", "--profile", dest="release", default=None, choices=known_versions(),
+                    metavar="VERSION",
                     help="the release profile to hold to the diff (default: the release side's version); "
-                         f"one of {', '.join(known_versions())}")
+                         f"one of {', '.join(known_versions())} (--profile is the same flag)")
     ap.add_argument("--json", type=path_text, default=None, metavar="FILE",
                     help="also write the result as JSON to FILE")
     ap.add_argument("--sample-out", type=path_text, default=None, metavar="FILE",
@@ -331,12 +334,12 @@ def _main(argv: Sequence[str] | None) -> int:
             setattr(args, flag, check_output_file(getattr(args, flag), "--" + flag.replace("_", "-")))
     data = merge([load_diff(path) for path in args.diffs])
     side = release_side(data)
-    version = args.profile or str(data[side]["paddle"].get("version"))
+    version = args.release or str(data[side]["paddle"].get("version"))
     try:
         profile = release_for(version)
     except ValueError:
-        raise UsageError("--profile", f"the release side is Paddle {version}, which has no profile",
-                         f"name one with --profile: {', '.join(known_versions())}") from None
+        raise UsageError("--release", f"the release side is Paddle {version}, which has no profile",
+                         f"name one with --release: {', '.join(known_versions())}") from None
     result = check(data, profile, side)
     print(render(result, data, args.limit), end="")
     if args.json is not None:

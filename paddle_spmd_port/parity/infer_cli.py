@@ -360,6 +360,8 @@ def _mapping_list(value: Any, where: str) -> None:
     if not isinstance(value, list) or not all(entry_ok(v) for v in value):
         raise _json_error(f"{where} is {json.dumps(value)}, not a list of integers (or of lists of integers for a "
                           "co-sharded axis)")
+    # as --NAME-mapping refuses them: an integer Paddle cannot hold forms no case (not an unreachable one)
+    _int_list([m for v in value for m in (v if isinstance(v, list) else [v])], where)
 
 
 def _check_mesh_json(mesh: Any, where: str) -> None:
@@ -385,6 +387,8 @@ def _check_attr_type(rule: str, name: str, value: Any, default: Any) -> None:
         ok = isinstance(value, type(default))
     if not ok:
         raise _json_error(f"attribute {name}={json.dumps(value)} of {rule} is not a {type(default).__name__}")
+    if isinstance(value, int) and not isinstance(value, bool):  # as the attribute's flag refuses it
+        _int_list([value], f"attribute {name}")
 
 
 def _record_text(arg: str) -> str:

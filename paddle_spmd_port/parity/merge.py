@@ -21,7 +21,7 @@ import argparse
 import gzip
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from ..runctl import (
     UsageError,
     check_output_dir,
     check_output_file,
+    error_text,
     refuse_other_selection,
 )
 from .report import (
@@ -54,7 +55,8 @@ def _read_part(directory: Path) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise UsageError("--merge", f"{directory} holds no readable parity report ({exc})",
                          "give the --report-dir of each --shard K/M run") from None
-    shard = (data.get("selection") or {}).get("shard") if isinstance(data, dict) else None
+    selection = data.get("selection") if isinstance(data, dict) else None
+    shard = selection.get("shard") if isinstance(selection, dict) else None  # ("selection": 5 was an exit 4)
     if not (isinstance(shard, list) and len(shard) == 2 and all(isinstance(v, int) for v in shard)):
         raise UsageError("--merge", f"{directory}/parity.json is not the report of a --shard K/M run",
                          "give the --report-dir of each part of one sharded run")
@@ -94,16 +96,20 @@ def check_parts(parts: list[tuple[str, list[int], dict[str, Any]]], arg: str = "
     return m, [k for k in range(1, m + 1) if k not in seen]
 
 
-def read_tool_parts(files: Sequence[str], tool: str) -> tuple[list[dict[str, Any]], int, list[int]]:
+def read_tool_parts(files: Sequence[str], tool: str, check: Callable[[dict[str, Any]], object] | None = None
+                    ) -> tuple[list[dict[str, Any]], int, list[int]]:
     """The ``--json`` files of a tool's ``--shard`` parts (tools/fuzz.py, tools/mutants.py), read and
     checked by :func:`check_parts`: their data in part order, the number of parts M, the parts missing.
-    A file that is not such a part is a :class:`UsageError` naming ``--merge``."""
+    ``check(data)`` reads what the tool will (a KeyError or TypeError there: a part of the wrong
+    shape, edited or cut). A file that is not such a part is a :class:`UsageError` naming ``--merge``."""
     parts = []
     for name in files:
         try:
             data = json.loads(Path(name).read_text())
             parts.append((name, list(data["shard"]), dict(data["config"]), data))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            if check is not None:
+                check(data)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise UsageError("--merge", f"{name} is not the --json file of a {tool} --shard run ({exc})",
                              "give the --json FILE of each part") from None
     m, missing = check_parts([(name, shard, config) for name, shard, config, _ in parts])
@@ -272,7 +278,11 @@ def merge_main(args: argparse.Namespace) -> int:
         if value is not None:
             raise UsageError("--merge", f"cannot be combined with {flag} (a merge runs nothing)",
                              "give --merge DIR... with --report-dir, --junit or --allow-uncompared only")
-    report, order, missing, m = merge_reports(dirs)
+    try:
+        report, order, missing, m = merge_reports(dirs)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a part's parity.json cut or edited by hand
+        raise UsageError("--merge", f"a part's parity.json lacks what a report holds ({error_text(exc)})",
+                         "give the --report-dir of each part of one sharded run, unedited") from None
     report.allow_uncompared = report.allow_uncompared or args.allow_uncompared
     slug = report.selection.get("slug") or "merged"
     out = check_output_dir(args.report_dir or Path(f"reports/parity-{slug}"), "--report-dir")

@@ -343,6 +343,10 @@ BLOCK = 1000
 #: Cases a random run draws, compares and drops at a time (:func:`rounds`): its memory grows with
 #: this, and each round starts the registry's workers again (an import of Paddle each).
 CASES_PER_ROUND = 100_000
+#: The most cases a rule's stream may have (``--random N``): a run lists every (rule, block) unit
+#: before its first case (:func:`shard_units`), so N is bounded to keep that list small; this many
+#: cases per rule is already more than a week of comparing.
+MAX_CASES_PER_RULE = 100_000_000
 
 
 def block_sizes(n: int) -> list[int]:
