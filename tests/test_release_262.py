@@ -148,6 +148,23 @@ def test_release_lacks_cases_are_counted_apart_and_fail_nothing_unless_nothing_w
     assert 'name="r0' not in passing.junit() or "the release lacks them" in passing.junit()
 
 
+def test_a_case_only_the_lacking_route_could_express_is_lacking_not_uncompared():
+    # 3.0.0: no compiled caller (release-lacks), and PIR cannot express the case (a co-shard, an op it cannot
+    # build): the lacking route was the only one that could compare it. A crash, a timeout or an unreadable
+    # reply on the other route still fails closed, as does unreachable on every route.
+    cov = _coverage([[LACKS, "unreachable"], ["unreachable", LACKS], ["unreachable", "unreachable"],
+                     [LACKS, "native-crash"], [LACKS, "undecodable"], [LACKS, "not-run"], ["unreachable", "match"]])
+    assert (cov.compared, cov.lacking, cov.uncompared) == (1, 2, 4)
+    assert sum(cov.lacking_reasons().values()) == 2 and all(
+        "lacks it" in why and "unreachable" in why for why in cov.lacking_reasons())
+    from paddle_spmd_port.parity.merge import _Coverage
+
+    data = cov.to_json()
+    back = _Coverage.of("batch_norm", data["selected"], 10, cov.routes, data["compared"], data["uncompared_reasons"],
+                        data["lacking_reasons"])
+    assert (back.compared, back.lacking, back.uncompared) == (1, 2, 4)
+
+
 def test_a_merge_keeps_the_lacking_cases_apart(tmp_path):
     from paddle_spmd_port.parity.merge import _Coverage
 

@@ -166,6 +166,7 @@ class _Coverage(RuleCoverage):
             for _ in range(n):
                 if i < selected:
                     cov.why[i] = [why]
+                    cov.lacks_mask[i] = 1
                 i += 1
         for why, n in reasons.items():
             for _ in range(n):

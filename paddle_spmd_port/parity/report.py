@@ -158,6 +158,8 @@ def _reason(backend: str, native: Outcome, verdict: str) -> str:
 #: The verdict of a route that says this release lacks the rule or what the case needs, as the
 #: release's profile declares (compare.py): never compared, and counted apart from the uncompared cases.
 LACKS = "release-lacks"
+#: The verdict of a route that cannot express the case at all (see :class:`RuleCoverage`).
+UNREACHABLE = "unreachable"
 
 
 @dataclass
@@ -165,11 +167,15 @@ class RuleCoverage:
     """Which of a rule's selected cases some native route compared, which ones the release lacks, and
     why the others were not compared.
 
-    A case is *lacking* (:attr:`lacking`) when no route compared it and every route that tried said
+    A case is *lacking* (:attr:`lacking`) when no route compared it, some route said
     ``release-lacks`` (the profile declares that this Paddle release does not have the rule, or what
-    the case needs, on that route). Such a case is not compared and not *uncompared* either: it does
-    not fail the run closed, and the report counts it apart, with the profile's reason. One route
-    that could not answer for another reason (not run, unreachable, a crash) makes it uncompared."""
+    the case needs, on that route) and every other route that tried could not express the case at
+    all (``unreachable``: a co-shard PIR cannot hold, an op PIR cannot build). So the route the
+    release lacks was the only one that could have compared it: 3.0.0 has no compiled caller, and
+    the cases only it reaches in 3.3.1 are lacking there, not a failure. Such a case is not compared
+    and not *uncompared* either: it does not fail the run closed, and the report counts it apart,
+    with every route's reason. One route that could not answer for another reason (not run, a
+    crash, an undecodable reply) makes it uncompared, as does unreachable on every route."""
 
     rule: str
     selected: int
@@ -178,26 +184,32 @@ class RuleCoverage:
     compared_mask: bytearray = field(default_factory=bytearray)
     why: dict[int, list[str]] = field(default_factory=dict)
     other_mask: bytearray = field(default_factory=bytearray)
-    """Per case: some route gave a reason that is not ``release-lacks``."""
+    """Per case: some route gave a reason that is neither ``release-lacks`` nor ``unreachable``."""
+    lacks_mask: bytearray = field(default_factory=bytearray)
+    """Per case: some route said ``release-lacks``."""
 
     def __post_init__(self) -> None:
         if not self.compared_mask:
             self.compared_mask = bytearray(self.selected)
         if not self.other_mask:
             self.other_mask = bytearray(self.selected)
+        if not self.lacks_mask:
+            self.lacks_mask = bytearray(self.selected)
 
     def record(self, index: int, backend: str, native: Outcome, verdict: str, note: str = "") -> None:
         if verdict in COMPARED:
             self.compared_mask[index] = 1
         elif not self.compared_mask[index]:  # (a compared case's reasons are never read)
             if verdict == LACKS:  # the note's head names the profile's difference ("X lacks it (name): why")
+                self.lacks_mask[index] = 1
                 self.why.setdefault(index, []).append(f"{backend}: {note.partition(':')[0]}")
             else:
-                self.other_mask[index] = 1
+                if verdict != UNREACHABLE:
+                    self.other_mask[index] = 1
                 self.why.setdefault(index, []).append(_reason(backend, native, verdict))
 
     def _lacks(self, i: int) -> bool:
-        return not self.compared_mask[i] and not self.other_mask[i] and i in self.why
+        return not self.compared_mask[i] and bool(self.lacks_mask[i]) and not self.other_mask[i]
 
     @property
     def compared(self) -> int:
