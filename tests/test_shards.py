@@ -104,8 +104,17 @@ def _counts(report: Path) -> tuple[dict, dict, dict]:
 
 
 def _records(report: Path) -> list[str]:
+    """The per-case rows, sorted. Of an input the port rejects as invalid, Paddle's answer is left out:
+    it may be read from memory Paddle never set (batch_norm's data_format '' read past its end answered
+    [-1,1,...] in one run and all -1 in the next), and the verdict does not depend on it."""
+    rows = []
     with gzip.open(report / "parity-cases.jsonl.gz", "rt") as fh:
-        return sorted(fh)
+        for line in fh:
+            row = json.loads(line)
+            if row["verdict"] == "port-rejects-invalid":
+                row.pop("native", None)
+            rows.append(json.dumps(row, sort_keys=True))
+    return sorted(rows)
 
 
 @pytest.fixture(scope="module")
