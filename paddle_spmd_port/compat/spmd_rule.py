@@ -93,31 +93,17 @@ def attribute_kind(value: Any, position: int) -> str:
 
 @dataclass(frozen=True)
 class Signature:
-    """What one rule method reads: tensor slots (``vector`` = a list of specs) and typed attributes."""
+    """One rule method as compat calls it: the port's function, the family's declaration of what
+    Paddle's method reads (:class:`~paddle_spmd_port.ops.kit.compat.Method`: tensor slots, typed
+    attributes, the slots it never reads, ...), and ``vector``: its tensors are lists of specs."""
 
     fn: Callable[..., SpmdResult]
-    tensors: tuple[str, ...]
-    attributes: tuple[tuple[str, str], ...] = ()
+    method: Method
     vector: bool = False
-    optional: frozenset[str] = frozenset()
-    """Slots where a mesh-less rank-1 spec (Paddle's ``DistTensorSpec([0], TensorDistAttr())``)
-    means "no tensor": the rules read nothing of it but its rank, whatever dims_mapping it holds."""
-    unread: frozenset[str] = frozenset()
-    """Slots whose dims_mapping Paddle never reads (see :class:`~paddle_spmd_port.ops.kit.compat.Method`)."""
-    length_read: frozenset[str] = frozenset()
-    """Of ``unread``, the slots whose mapping length Paddle checks against the rank."""
-    meshless: frozenset[str] = frozenset()
-    """Of ``unread``, the slots Paddle also takes without a mesh (see the family's ``Method``)."""
-    meshless_outputs: tuple[tuple[str, tuple[int, ...]], ...] = ()
-    answered: tuple[str, ...] | None = None
-    """The slots the answer's inputs stand for, in order (None: ``tensors``)."""
-    output_sources: tuple[str, ...] = ()
-    """The slot each output's answer is built from (its batch_dim, or its whole attr: ``whole``)."""
-    whole: frozenset[str] = frozenset()
 
     def describe(self, rule: str, method: str) -> str:
-        tensors = [f"[{t}]" if self.vector else t for t in self.tensors]
-        attrs = [f"{name}: {PY_TYPE[kind]}" for name, kind in self.attributes]
+        tensors = [f"[{t}]" if self.vector else t for t in self.method.tensors]
+        attrs = [f"{name}: {PY_TYPE[kind]}" for name, kind in self.method.attributes]
         return f"{rule}.{method}({', '.join(tensors + attrs)})"
 
 
@@ -190,18 +176,18 @@ class SpmdRule:
                 tensors.append(list(arg))
             else:
                 attributes.append((arg, attribute_kind(arg, position)))
-        if len(tensors) < len(sig.tensors) or len(attributes) < len(sig.attributes):
+        if len(tensors) < len(sig.method.tensors) or len(attributes) < len(sig.method.attributes):
             raise TypeError(
                 f"{sig.describe(self.name, method)} got {len(tensors)} tensor argument(s) and {len(attributes)} "
                 f"attribute(s); pass every tensor (DistTensorSpec([0], TensorDistAttr()) for a missing optional one) "
                 "and every attribute positionally (Paddle 3.3.1 crashes on too few arguments)")
-        tensors = tensors[:len(sig.tensors)]
-        for slot, tensor in zip(sig.tensors, tensors, strict=True):
+        tensors = tensors[:len(sig.method.tensors)]
+        for slot, tensor in zip(sig.method.tensors, tensors, strict=True):
             if isinstance(tensor, list) and not sig.vector:
                 raise TypeError(f"{sig.describe(self.name, method)}: {slot} must be one DistTensorSpec, "
                                 "not a list (Paddle 3.3.1 crashes on this)")
         values = []
-        for (_, want), (value, kind) in zip(sig.attributes, attributes, strict=False):
+        for (_, want), (value, kind) in zip(sig.method.attributes, attributes, strict=False):
             if want == "b" and kind == "i":  # Paddle's bool read of the context casts an int attribute
                 value = bool(value)
             elif kind != want:
@@ -215,14 +201,14 @@ class SpmdRule:
             # a single-tensor slot holds one spec; a list there fails with AttributeError as it always did
             # (not narrowed here, so no new error class appears for that misuse)
             lend = next((m for t in tensors if (m := t.process_mesh().to_port()) is not None), None)  # type: ignore[union-attr]
-            meshless = {slot for slot, t in zip(sig.tensors, tensors, strict=True)
-                        if slot in sig.meshless and t.process_mesh().empty()  # type: ignore[union-attr]
-                        and not (slot in sig.optional and _is_absent(t))}  # type: ignore[arg-type]
-            port_args = [None if slot in sig.optional and _is_absent(t)  # type: ignore[arg-type]
-                         else _unread_to_port(t, slot, slot in sig.length_read,  # type: ignore[arg-type]
+            meshless = {slot for slot, t in zip(sig.method.tensors, tensors, strict=True)
+                        if slot in sig.method.meshless and t.process_mesh().empty()  # type: ignore[union-attr]
+                        and not (slot in sig.method.optional and _is_absent(t))}  # type: ignore[arg-type]
+            port_args = [None if slot in sig.method.optional and _is_absent(t)  # type: ignore[arg-type]
+                         else _unread_to_port(t, slot, slot in sig.method.length_read,  # type: ignore[arg-type]
                                               lend if slot in meshless else None)
-                         if slot in sig.unread else t.to_port()  # type: ignore[union-attr]
-                         for slot, t in zip(sig.tensors, tensors, strict=True)]
+                         if slot in sig.method.unread else t.to_port()  # type: ignore[union-attr]
+                         for slot, t in zip(sig.method.tensors, tensors, strict=True)]
         try:
             result = sig.fn(*port_args, *values)
         except SpmdError as exc:
@@ -231,13 +217,13 @@ class SpmdRule:
         outputs = [TensorDistAttr.from_port(a) for a in result.outputs]
         if sig.vector:
             return inputs, outputs
-        answered = sig.tensors if sig.answered is None else sig.answered
-        given = dict(zip(sig.tensors, tensors, strict=True))
-        for side, slots, answers in (("inputs", answered, inputs), ("outputs", sig.output_sources, outputs)):
+        answered = sig.method.tensors if sig.method.answered is None else sig.method.answered
+        given = dict(zip(sig.method.tensors, tensors, strict=True))
+        for side, slots, answers in (("inputs", answered, inputs), ("outputs", sig.method.output_sources, outputs)):
             for attr, slot in zip(answers, slots, strict=False):
-                _carry(attr, given[slot]._attr, whole=side in sig.whole)  # type: ignore[union-attr]
+                _carry(attr, given[slot]._attr, whole=side in sig.method.whole)  # type: ignore[union-attr]
         if meshless:  # the lent mesh goes back: these answers carry the slot's none
-            carried = dict(sig.meshless_outputs)
+            carried = dict(sig.method.meshless_outputs)
             for slot in meshless:
                 if slot in answered:
                     inputs[answered.index(slot)]._mesh = None
@@ -258,9 +244,7 @@ def _carry(answer: TensorDistAttr, source: TensorDistAttr, whole: bool) -> None:
 def _signature(fn: Callable[..., SpmdResult] | None, method: Method, where: str) -> Signature:
     if fn is None:
         raise ImportError(f"{where}: the port's registry object has no such method")
-    return Signature(fn, method.tensors, method.attributes, optional=method.optional, unread=method.unread,
-                     length_read=method.length_read, meshless=method.meshless, meshless_outputs=method.meshless_outputs,
-                     answered=method.answered, output_sources=method.output_sources, whole=method.whole)
+    return Signature(fn, method)
 
 
 def _registry() -> dict[str, SpmdRule]:
@@ -279,8 +263,8 @@ def _registry() -> dict[str, SpmdRule]:
                 else _signature(rule.backward, declared.backward, f"{where}.infer_backward"))
     out["replicated"] = SpmdRule(
         "replicated",
-        Signature(replicated_infer_spmd, ("inputs", "outputs"), vector=True),
-        Signature(replicated_infer_spmd_reverse, ("inputs", "outputs"), vector=True))
+        Signature(replicated_infer_spmd, Method(("inputs", "outputs")), vector=True),
+        Signature(replicated_infer_spmd_reverse, Method(("inputs", "outputs")), vector=True))
     return out
 
 
