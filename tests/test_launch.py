@@ -45,6 +45,7 @@ from paddle_spmd_port.launch.launcher import (
     processes_with_token,
     run_launch,
 )
+from paddle_spmd_port.launch.output import render_markdown
 from paddle_spmd_port.launch.predict import UNEVEN_COSHARD, predict, uneven_coshard
 from paddle_spmd_port.launch.report import build_report, crash_key, forward_crash_key, verdict_for_case
 from paddle_spmd_port.launch.runner import placement_text
@@ -349,10 +350,10 @@ def test_interrupted_report_says_so_first_and_marks_unfinished_cases_not_run():
     for cid in ("b", "c"):
         assert verdicts[cid].verdict == "skipped" and verdicts[cid].reasons[0].startswith(
             "not run: interrupted by SIGTERM")
-    assert report.markdown().splitlines()[0] == "# Real-run report (INTERRUPTED by SIGTERM, partial): t"
+    assert render_markdown(report).splitlines()[0] == "# Real-run report (INTERRUPTED by SIGTERM, partial): t"
     assert report.to_json()["meta"]["interrupted"] == "SIGTERM"
     plain = build_report([done], records, [0, 1], {"title": "t"})
-    assert plain.markdown().splitlines()[0] == "# Real-run report: t" and "interrupted" not in plain.meta
+    assert render_markdown(plain).splitlines()[0] == "# Real-run report: t" and "interrupted" not in plain.meta
 
 
 def test_rank_records_survive_a_kill_mid_line(tmp_path):

@@ -18,6 +18,7 @@ import pytest
 
 from paddle_spmd_port.case import Case
 from paddle_spmd_port.launch.cases import default_cases
+from paddle_spmd_port.launch.output import write_report
 from paddle_spmd_port.launch.predict import predict
 from paddle_spmd_port.launch.report import build_report
 from paddle_spmd_port.outcome import ErrorInfo, Outcome, port_outcome
@@ -78,7 +79,7 @@ def _launch(tmp: Path, planted: bool) -> Path:
     report = build_report(cases, records, [0, 1], {"title": "2 ranks, cpu", "paddle": "3.3.1 (7688495538f4)",
                                                    "nproc": 2, "backend": "cpu", "meshes": ["2"],
                                                    "cases": len(cases)})
-    report.write(tmp, "launch-np2")
+    write_report(report, tmp, "launch-np2")
     return tmp / "launch-np2.html"
 
 

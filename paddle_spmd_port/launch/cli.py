@@ -94,6 +94,7 @@ from .cases import (
     write_cases,
 )
 from .launcher import LaunchConfig, LaunchResult, discard_work_dir, end_processes, keep_dir, keep_work_dir, new_job_id
+from .output import write_report
 from .predict import predict
 from .report import DEFAULT_RTOL, Report, build_report, crash_key
 from .session import ChildGuard, case_records, probe_crash, rank_info, read_rank_records, run_cases
@@ -638,7 +639,7 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
         print("phase 3/3: comparing every rank's tensors with the port's prediction ...", flush=True)
         report = _report(cases, args, records, not_run, probes, launch.summary(), " ".join(launch.command),
                          launch.seconds, t0)
-        md, js = report.write(args.report_dir, stem)
+        md, js = write_report(report, args.report_dir, stem)
         counts = report.counts_expected()
         print("verdicts: " + ", ".join(f"{v}{'' if e else ' (NOT expected)'}: {n}"
                                        for (v, e), n in sorted(counts.items())))
@@ -701,7 +702,7 @@ def _after_interrupt(exc: BaseException, cases: list[LaunchCase], args: argparse
     try:
         report = _report(cases, args, records, not_run, probes, launch_text, command, launch_seconds, t0,
                          interrupted=reason)
-        md, _ = report.write(args.report_dir, stem)
+        md, _ = write_report(report, args.report_dir, stem)
         where.append(f"partial report in {md}")
     except Exception as err:  # the interrupt is what gets reported; say why there is no report
         where.append(f"no partial report ({type(err).__name__}: {_one_line(err)[:200]})")

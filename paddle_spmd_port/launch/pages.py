@@ -13,7 +13,6 @@ import json
 import math
 import shlex
 from collections import Counter
-from typing import TYPE_CHECKING
 
 from ..pages import (
     FAIL,
@@ -32,9 +31,7 @@ from ..pages import (
     verdict_map,
 )
 from ..reporting import REPRO_PYTHON
-
-if TYPE_CHECKING:
-    from .report import CaseVerdict, Report
+from .report import CaseVerdict, Report
 
 NOT_EXPECTED = "NOT EXPECTED"
 SEVERITY = (f"placement differs ({NOT_EXPECTED})", f"numerics differ ({NOT_EXPECTED})",

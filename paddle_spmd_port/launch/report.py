@@ -1,4 +1,5 @@
-"""Compare what the ranks did with what the port predicted; write the report (markdown, JSON, HTML).
+"""Compare what the ranks did with what the port predicted: a verdict per case, and the report
+they make (data only: :mod:`.output` writes it as markdown, JSON and HTML).
 
 Per case, one verdict::
 
@@ -28,12 +29,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ..ops.kit.launch import each_op
 from ..outcome import normalize_message
-from ..reporting import markdown_table, write_atomic, write_json
 from .cases import LaunchCase
 from .predict import NOT_RULE_PLACED, UNEVEN_COSHARD, Prediction, StagePrediction, predict
 
@@ -156,10 +154,30 @@ def _check_tensors(pred: Prediction, by_rank: dict[int, dict[str, Any]], rtol: f
     return checks
 
 
+@dataclass
+class _Judging:
+    """What one case's judgement has gathered so far: every step below may end it (returning the
+    verdict) or add a reason (the outcome is not what the port predicted) or a note."""
+    case: LaunchCase
+    pred: Prediction
+    seconds: float
+    reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def verdict(self, verdict: str, expected: bool, reasons: Sequence[str] | None = None,
+                tensors: Sequence[TensorCheck] = (), error: dict[str, Any] | None = None) -> CaseVerdict:
+        return CaseVerdict(self.case, self.pred, verdict, expected,
+                           tuple(self.reasons if reasons is None else reasons), tuple(tensors), error=error,
+                           notes=tuple(self.notes), seconds=self.seconds)
+
+
 def verdict_for_case(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks: Sequence[int], rtol: float,
                      probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None) -> CaseVerdict:
     """The verdict for one case from every rank's record. ``interrupted`` (a signal name): the run
-    was interrupted, and a case some rank did not finish is marked not run for that reason."""
+    was interrupted, and a case some rank did not finish is marked not run for that reason.
+
+    In order: did every rank report; did the ranks agree on the outcome; the forward stage (not
+    run, or an error); the backward stage; then the tensors' placements, local shapes and values."""
     pred = predict(case)
     missing = [r for r in ranks if r not in by_rank]
     if missing or not by_rank:  # (no rank known at all: a multi-node launch that failed before any rank wrote)
@@ -168,94 +186,103 @@ def verdict_for_case(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks
                else f"no result from {ranks_text} (launch ended first)")
         return CaseVerdict(case, pred, "skipped", False, (why,))
     first = by_rank[min(by_rank)]
-    seconds = max(rec.get("seconds", 0.0) for rec in by_rank.values())
+    j = _Judging(case, pred, max(rec.get("seconds", 0.0) for rec in by_rank.values()))
     skipped = first.get("skipped")
     if skipped and skipped.get("stage") == "setup":
-        return CaseVerdict(case, pred, "skipped", True, (skipped["reason"],), seconds=seconds)
-    reasons: list[str] = []
-    notes: list[str] = []
+        return j.verdict("skipped", True, (skipped["reason"],))
     errors = {r: rec.get("error") for r, rec in by_rank.items()}
-    kinds = {(e or {}).get("stage", "") + "|" + (e or {}).get("type", "") for e in errors.values()}
-    if len(kinds) > 1:
+    if len({(e or {}).get("stage", "") + "|" + (e or {}).get("type", "") for e in errors.values()}) > 1:
         outcome = {r: (e or {}).get("type") for r, e in errors.items()}
-        return CaseVerdict(case, pred, "placement differs", False, (f"ranks disagree on the outcome: {outcome}",),
-                           seconds=seconds)
-    error = first.get("error")
+        return j.verdict("placement differs", False, (f"ranks disagree on the outcome: {outcome}",))
     ref_stage = first.get("stages", {}).get("reference", "")
     if ref_stage.startswith("error"):
-        notes.append(f"single-device reference failed too: {normalize_message(ref_stage[7:])[:200]}")
+        j.notes.append(f"single-device reference failed too: {normalize_message(ref_stage[7:])[:200]}")
+    return (_judge_forward(j, first, probes) or _judge_backward(j, first, by_rank, rtol, probes)
+            or _judge_tensors(j, by_rank, rtol))
 
-    # forward
-    fwd = pred.forward
+
+def _probe_disagrees(j: _Judging, key: str | None, probes: dict[str, dict[str, Any]] | None, stage: str) -> str:
+    """The crash probe's summary for ``key`` (empty: none was run); a probe that did not crash
+    where the port predicts a crash is a reason."""
+    probe = (probes or {}).get(key) if key else None
+    if probe is None:
+        return ""
+    if not probe["confirmed"]:
+        j.reasons.append(f"the port predicts a native crash in the {stage}, but the probe did not crash: "
+                         f"{probe['summary']}")
+    return f"probe {probe['case_id']}: {probe['summary']}"
+
+
+def _judge_forward(j: _Judging, first: dict[str, Any], probes: dict[str, dict[str, Any]] | None) -> CaseVerdict | None:
+    """A verdict when the forward did not run or raised; else None (a reason added when the port
+    predicted the forward to fail and it ran)."""
+    fwd, skipped, error = j.pred.forward, first.get("skipped"), first.get("error")
     if skipped and skipped.get("stage") == "forward":  # the runner never runs a forward the port says crashes
-        key = forward_crash_key(pred)
-        probe = (probes or {}).get(key) if key else None
-        if probe is not None:
-            notes.append(f"probe {probe['case_id']}: {probe['summary']}")
-            if not probe["confirmed"]:
-                reasons.append(f"the port predicts a native crash in the forward, but the probe did not crash: "
-                               f"{probe['summary']}")
-        return CaseVerdict(case, pred, "skipped", fwd.crash is not None and not reasons,
-                           (f"forward not run: {skipped['reason']}", *reasons), notes=tuple(notes), seconds=seconds)
-    if error and error.get("stage") in ("forward", "runner"):
-        if error.get("stage") == "runner":
-            return CaseVerdict(case, pred, "Paddle error", False, (f"runner error: {error.get('message')}",),
-                               error=error, seconds=seconds)
+        probe = _probe_disagrees(j, forward_crash_key(j.pred), probes, "forward")
+        if probe:
+            j.notes.append(probe)
+        return j.verdict("skipped", fwd.crash is not None and not j.reasons,
+                         (f"forward not run: {skipped['reason']}", *j.reasons))
+    if error and error.get("stage") == "runner":
+        return j.verdict("Paddle error", False, (f"runner error: {error.get('message')}",), error=error)
+    if error and error.get("stage") == "forward":
         ok, why = _error_matches(fwd, error)
-        return CaseVerdict(case, pred, "Paddle error", ok, (why,), error=error, notes=tuple(notes), seconds=seconds)
+        return j.verdict("Paddle error", ok, (why,), error=error)
     if not fwd.runs and fwd.crash is None:
-        reasons.append(f"port predicted the forward to fail ({fwd.describe()}); Paddle ran it")
+        j.reasons.append(f"port predicted the forward to fail ({fwd.describe()}); Paddle ran it")
+    return None
 
-    # backward
-    bwd = pred.backward
+
+def _judge_backward(j: _Judging, first: dict[str, Any], by_rank: dict[int, dict[str, Any]], rtol: float,
+                    probes: dict[str, dict[str, Any]] | None) -> CaseVerdict | None:
+    """A verdict when the backward raised (what the forward gave is judged too: a backward error
+    hides no forward difference); else None, with a note or a reason added."""
+    bwd, skipped, error = j.pred.backward, first.get("skipped"), first.get("error")
     if skipped and skipped.get("stage") == "backward":
-        key = crash_key(pred)
-        probe = (probes or {}).get(key) if key else None
-        text = "backward not run: port predicts a native crash"
-        if probe is not None:
-            text += f" (probe {probe['case_id']}: {probe['summary']})"
-            if not probe["confirmed"]:
-                reasons.append(f"the port predicts a native crash in the backward, but the probe did not crash: "
-                               f"{probe['summary']}")
-        notes.append(text)
-    elif error and error.get("stage") == "backward":
+        probe = _probe_disagrees(j, crash_key(j.pred), probes, "backward")
+        j.notes.append("backward not run: port predicts a native crash" + (f" ({probe})" if probe else ""))
+        return None
+    if error and error.get("stage") == "backward":
         ok, why = _error_matches(bwd, error) if bwd is not None else (False, f"unexpected {error.get('type')}")
-        checks = _check_tensors(pred, by_rank, rtol)
-        risks = dict(pred.numeric_risks)
-        for c in checks:  # what the forward gave is judged too: a backward error hides no forward difference
+        checks = _check_tensors(j.pred, by_rank, rtol)
+        risks = dict(j.pred.numeric_risks)
+        for c in checks:
             if c.placement_ok is False:
-                reasons.append(f"{c.name}: predicted {list(c.predicted or ())} local {list(c.predicted_local or ())}, "
-                               f"observed {list(c.observed or ())} local {list(c.observed_local or ())}")
+                j.reasons.append(_placement_text(c))
             elif c.numerics_ok is False:
                 text = f"{c.name}: rel error {c.rel_err:.3g} > {rtol:g}" if c.rel_err is not None else c.name
                 if c.name in risks:
-                    notes.append(f"{text}; port: {risks[c.name]}")
+                    j.notes.append(f"{text}; port: {risks[c.name]}")
                 else:
-                    reasons.append(text)
-        return CaseVerdict(case, pred, "Paddle error", ok and not reasons, (*reasons, why), tuple(checks),
-                           error=error, notes=tuple(notes), seconds=seconds)
-    elif bwd is not None and not bwd.runs and case.backward and fwd.runs:
-        reasons.append(f"port predicted the backward to fail ({bwd.describe()}); Paddle ran it")
+                    j.reasons.append(text)
+        return j.verdict("Paddle error", ok and not j.reasons, (*j.reasons, why), checks, error=error)
+    if bwd is not None and not bwd.runs and j.case.backward and j.pred.forward.runs:
+        j.reasons.append(f"port predicted the backward to fail ({bwd.describe()}); Paddle ran it")
+    return None
 
-    checks = _check_tensors(pred, by_rank, rtol)
-    risks = dict(pred.numeric_risks)
+
+def _placement_text(c: TensorCheck) -> str:
+    return (f"{c.name}: predicted {list(c.predicted or ())} local {list(c.predicted_local or ())}, "
+            f"observed {list(c.observed or ())} local {list(c.observed_local or ())}")
+
+
+def _judge_tensors(j: _Judging, by_rank: dict[int, dict[str, Any]], rtol: float) -> CaseVerdict:
+    """Both stages ran as predicted: the verdict from every tensor's placement, local shape and value."""
+    checks = _check_tensors(j.pred, by_rank, rtol)
+    risks = dict(j.pred.numeric_risks)
     bad_place = [c for c in checks if c.placement_ok is False]
     bad_num = [c for c in checks if c.numerics_ok is False]
     for c in bad_place:
-        reasons.append(f"{c.name}: predicted {list(c.predicted or ())} local {list(c.predicted_local or ())}, "
-                       f"observed {list(c.observed or ())} local {list(c.observed_local or ())} {c.note}".strip())
-    unexplained_num = [c for c in bad_num if c.name not in risks]
+        j.reasons.append(f"{_placement_text(c)} {c.note}".strip())
     for c in bad_num:
         why = f"; port: {risks[c.name]}" if c.name in risks else ""
-        reasons.append(f"{c.name}: rel error {c.rel_err:.3g} > {rtol:g}{why}" if c.rel_err is not None
-                       else f"{c.name}: {c.note}{why}")
-    if reasons and (bad_place or any("predict" in r for r in reasons)):
-        return CaseVerdict(case, pred, "placement differs", False, tuple(reasons), tuple(checks), notes=tuple(notes),
-                           seconds=seconds)
+        j.reasons.append(f"{c.name}: rel error {c.rel_err:.3g} > {rtol:g}{why}" if c.rel_err is not None
+                         else f"{c.name}: {c.note}{why}")
+    if j.reasons and (bad_place or any("predict" in r for r in j.reasons)):
+        return j.verdict("placement differs", False, tensors=checks)
     if bad_num:
-        return CaseVerdict(case, pred, "numerics differ", not unexplained_num, tuple(reasons), tuple(checks),
-                           notes=tuple(notes), seconds=seconds)
-    return CaseVerdict(case, pred, "agree", True, tuple(reasons), tuple(checks), notes=tuple(notes), seconds=seconds)
+        return j.verdict("numerics differ", all(c.name in risks for c in bad_num), tensors=checks)
+    return j.verdict("agree", True, tensors=checks)
 
 
 def forward_crash_key(prediction: Prediction) -> str | None:
@@ -301,20 +328,6 @@ class Report:
                                     for k, n in sorted(self.counts_expected().items())],
                 "cases": [v.to_json() for v in self.verdicts]}
 
-    def markdown(self) -> str:
-        return render_markdown(self)
-
-    def write(self, directory: Path, stem: str) -> tuple[Path, Path]:
-        """``<stem>.md``, ``<stem>.json`` and ``<stem>.html`` (:mod:`.pages`) in ``directory``, each
-        written atomically; the paths of the first two."""
-        from .pages import launch_page
-
-        directory.mkdir(parents=True, exist_ok=True)
-        md = write_atomic(directory / f"{stem}.md", self.markdown())
-        js = write_json(directory / f"{stem}.json", self.to_json())
-        write_atomic(directory / f"{stem}.html", launch_page(self))
-        return md, js
-
 
 def build_report(cases: Sequence[LaunchCase], records: dict[str, dict[int, dict[str, Any]]], ranks: Sequence[int],
                  meta: dict[str, Any], rtol: float = DEFAULT_RTOL,
@@ -327,135 +340,3 @@ def build_report(cases: Sequence[LaunchCase], records: dict[str, dict[int, dict[
     if interrupted:
         meta["interrupted"] = interrupted
     return Report(verdicts, meta)
-
-
-EAGER_LIMITS = """\
-What eager mode can show, and so what is compared:
-
-* compared: placements (Partial included) and local shapes of `out`, of the outputs an op's
-  functional call drops but a forward-only call of the same op exposes, and of
-  `weight.grad`/`bias.grad`; `x.grad`'s against x's own placement (a leaf's `.grad` is resharded
-  back to the leaf's placement, co-shard members with their shard order `S(d)#k`; so the grad
-  rule's `x_grad` is invisible); the values of `out`, `x.grad`, `weight.grad`, `bias.grad` and the
-  running statistics.
-* not compared: the placements of `running_mean`/`running_var` (updated in place, they keep the
-  placement they were given); the input-side attributes a rule chooses (x, scale, mean ... after
-  resharding); intermediate outputs the functional API does not return.
-* upstream gradient: fed with exactly the placement `out` came out with, so the grad rule sees
-  out_grad placed like the forward rule's `out`.
-"""
-
-
-def op_notes() -> str:
-    """What each op adds to :data:`EAGER_LIMITS` (its family's ``report_notes``)."""
-    lines = ["By op:", ""]
-    lines += [f"* {note}" for op in each_op() for note in op.report_notes]
-    return "\n".join(lines) + "\n"
-
-
-def _fmt_pl(value: Sequence[str] | None) -> str:
-    return "-" if value is None else "[" + ",".join(value) + "]"
-
-
-def render_markdown(report: Report) -> str:
-    meta = report.meta
-    title = meta.get("title", "paddle.distributed.launch")
-    if meta.get("interrupted"):
-        lines = [f"# Real-run report (INTERRUPTED by {meta['interrupted']}, partial): {title}", "",
-                 f"Interrupted by {meta['interrupted']}: every process of the launch was ended. Cases that every "
-                 "rank finished are judged below; the rest are marked skipped, \"not run: interrupted\".", ""]
-    else:
-        lines = [f"# Real-run report: {title}", ""]
-    for key in ("command", "launch", "paddle", "backend", "nproc", "meshes", "cases", "wall_seconds",
-                "launch_seconds"):
-        if key in meta:
-            lines.append(f"- **{key}**: {meta[key]}")
-    lines += [f"- **tolerance**: rel = max|dist - ref| / max|ref| <= {meta['rtol']:g} per tensor "
-              "(reference: the same call on plain dense tensors inside the rank)", ""]
-    ce = report.counts_expected()
-    lines += ["## Verdicts", "", markdown_table(
-        ("verdict", "expected (port accounts for it)", "not expected"),
-        [(verdict, ce[(verdict, True)], ce[(verdict, False)]) for verdict in VERDICTS
-         if ce[(verdict, True)] or ce[(verdict, False)]])]
-    by_op = {op: Counter(v.verdict for v in report.verdicts if v.case.op == op)
-             for op in sorted({v.case.op for v in report.verdicts})}
-    lines += ["", "### By op", "", markdown_table(("op", *VERDICTS),
-                                                  [(op, *(c[k] for k in VERDICTS)) for op, c in by_op.items()])]
-    lines += ["", "### Placements and values by op", "", markdown_table(
-        ("op", "placements compared", "equal to the port", "max rel err (values the port says hold)",
-         "max rel err (values the port says cannot hold)"), [_op_figures(report, op) for op in by_op])]
-    lines += ["", EAGER_LIMITS, op_notes()]
-    if meta.get("not_launched"):
-        lines += ["## Rules no launch case reaches", ""]
-        lines += [f"- `{rule}`: {why}" for rule, why in meta["not_launched"].items()]
-        lines.append("")
-    if meta.get("probes"):
-        lines += ["## Crash probes", "", "Stages the port predicts to crash Paddle are not run inside the launch; "
-                  "one case per kind was run alone on a mesh of size-1 dims (a run that did not crash was "
-                  "started again, a few times at most: a heap corruption does not abort every run):", ""]
-        for key, probe in meta["probes"].items():
-            lines.append(f"- `{key}`: case {probe['case_id']} -> {probe['summary']}")
-        lines.append("")
-    groups: dict[tuple[str, bool, str], list[CaseVerdict]] = {}
-    for v in report.verdicts:
-        if v.verdict == "agree" and not v.notes:
-            continue
-        head = v.reasons[0] if v.reasons else (v.notes[0] if v.notes else "")
-        groups.setdefault((v.verdict, v.expected, _generalise(head)), []).append(v)
-    if groups:
-        lines += ["## Cases that are not a plain agree, grouped by reason", ""]
-        for (verdict, expected, head), items in sorted(groups.items(), key=lambda kv: (VERDICTS.index(kv[0][0]),
-                                                                                          kv[0][1], kv[0][2])):
-            tag = "expected" if expected else "NOT EXPECTED"
-            lines.append(f"### {verdict} ({tag}), {len(items)} case(s): {head}")
-            lines.append("")
-            for v in items[:12]:
-                extra = "; ".join(list(v.reasons[1:]) + list(v.notes))
-                lines.append(f"- {v.case.case_id} `{v.case.describe()}`" + (f": {extra}" if extra else ""))
-            if len(items) > 12:
-                lines.append(f"- ... and {len(items) - 12} more ({', '.join(x.case.case_id for x in items[12:])})")
-            lines.append("")
-    rows = []
-    for v in report.verdicts:
-        t = {c.name: c for c in v.tensors}
-        out, wg = t.get("out"), t.get("weight_grad") or t.get("bias_grad")
-        rels = [c.rel_err for c in v.tensors if c.rel_err is not None]
-        rows.append((v.case.case_id, f"`{v.case.describe()}`", v.verdict + ("" if v.expected else " (!)"),
-                     f"{_fmt_pl(out.predicted)} / {_fmt_pl(out.observed)}" if out else "-",
-                     f"{_fmt_pl(wg.predicted)} / {_fmt_pl(wg.observed)}" if wg else "-",
-                     f"{max(rels):.1e}" if rels else "-"))
-    lines += ["## All cases", "", markdown_table(
-        ("case", "call", "verdict", "out pred/obs", "weight_grad pred/obs", "max rel err"), rows)]
-    return "\n".join(lines) + "\n"
-
-
-def _op_figures(report: Report, op: str) -> tuple[str, int, int, str, str]:
-    """One row of the per-op figures: tensor placements compared (and equal to the prediction),
-    the largest relative error where the port predicts right values, and where it predicts wrong ones."""
-    placed = equal = 0
-    held: list[float] = []
-    unsound: list[float] = []
-    for v in report.verdicts:
-        if v.case.op != op:
-            continue
-        risky = dict(v.prediction.numeric_risks)
-        for c in v.tensors:
-            if c.placement_ok is not None:
-                placed += 1
-                equal += c.placement_ok
-            if c.rel_err is not None:
-                (unsound if c.name in risky else held).append(c.rel_err)
-    return (op, placed, equal, f"{max(held):.1e}" if held else "-", f"{max(unsound):.2g}" if unsound else "-")
-
-
-def _generalise(text: str) -> str:
-    """A reason with case-specific numbers blurred, to group similar cases."""
-    import re
-
-    text = re.sub(r"rel error [0-9.e+-]+", "rel error X", text)
-    text = re.sub(r"\[\d+\]", "[n]", text)
-    text = re.sub(r"axis \d+", "axis k", text)
-    text = re.sub(r"to \d+ local", "to n local", text)
-    text = re.sub(r"with \d+ entries", "with m entries", text)
-    text = re.sub(r"placed \[[^\]]*\]", "placed [..]", text)
-    return text[:220]

@@ -1,0 +1,155 @@
+"""Write a real-run report (:class:`.report.Report`): ``<stem>.md``, ``<stem>.json`` and
+``<stem>.html`` (:mod:`.pages`). The report is data; this module is its only writer, so the data
+imports no renderer."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..ops.kit.launch import each_op
+from ..reporting import markdown_table, write_atomic, write_json
+from .pages import launch_page
+from .report import VERDICTS, CaseVerdict, Report
+
+
+def write_report(report: Report, directory: Path, stem: str) -> tuple[Path, Path]:
+    """``<stem>.md``, ``<stem>.json`` and ``<stem>.html`` in ``directory``, each written
+    atomically; the paths of the first two."""
+    directory.mkdir(parents=True, exist_ok=True)
+    md = write_atomic(directory / f"{stem}.md", render_markdown(report))
+    js = write_json(directory / f"{stem}.json", report.to_json())
+    write_atomic(directory / f"{stem}.html", launch_page(report))
+    return md, js
+
+
+EAGER_LIMITS = """\
+What eager mode can show, and so what is compared:
+
+* compared: placements (Partial included) and local shapes of `out`, of the outputs an op's
+  functional call drops but a forward-only call of the same op exposes, and of
+  `weight.grad`/`bias.grad`; `x.grad`'s against x's own placement (a leaf's `.grad` is resharded
+  back to the leaf's placement, co-shard members with their shard order `S(d)#k`; so the grad
+  rule's `x_grad` is invisible); the values of `out`, `x.grad`, `weight.grad`, `bias.grad` and the
+  running statistics.
+* not compared: the placements of `running_mean`/`running_var` (updated in place, they keep the
+  placement they were given); the input-side attributes a rule chooses (x, scale, mean ... after
+  resharding); intermediate outputs the functional API does not return.
+* upstream gradient: fed with exactly the placement `out` came out with, so the grad rule sees
+  out_grad placed like the forward rule's `out`.
+"""
+
+
+def op_notes() -> str:
+    """What each op adds to :data:`EAGER_LIMITS` (its family's ``report_notes``)."""
+    lines = ["By op:", ""]
+    lines += [f"* {note}" for op in each_op() for note in op.report_notes]
+    return "\n".join(lines) + "\n"
+
+
+def _fmt_pl(value: Sequence[str] | None) -> str:
+    return "-" if value is None else "[" + ",".join(value) + "]"
+
+
+def render_markdown(report: Report) -> str:
+    meta = report.meta
+    title = meta.get("title", "paddle.distributed.launch")
+    if meta.get("interrupted"):
+        lines = [f"# Real-run report (INTERRUPTED by {meta['interrupted']}, partial): {title}", "",
+                 f"Interrupted by {meta['interrupted']}: every process of the launch was ended. Cases that every "
+                 "rank finished are judged below; the rest are marked skipped, \"not run: interrupted\".", ""]
+    else:
+        lines = [f"# Real-run report: {title}", ""]
+    for key in ("command", "launch", "paddle", "backend", "nproc", "meshes", "cases", "wall_seconds",
+                "launch_seconds"):
+        if key in meta:
+            lines.append(f"- **{key}**: {meta[key]}")
+    lines += [f"- **tolerance**: rel = max|dist - ref| / max|ref| <= {meta['rtol']:g} per tensor "
+              "(reference: the same call on plain dense tensors inside the rank)", ""]
+    ce = report.counts_expected()
+    lines += ["## Verdicts", "", markdown_table(
+        ("verdict", "expected (port accounts for it)", "not expected"),
+        [(verdict, ce[(verdict, True)], ce[(verdict, False)]) for verdict in VERDICTS
+         if ce[(verdict, True)] or ce[(verdict, False)]])]
+    by_op = {op: Counter(v.verdict for v in report.verdicts if v.case.op == op)
+             for op in sorted({v.case.op for v in report.verdicts})}
+    lines += ["", "### By op", "", markdown_table(("op", *VERDICTS),
+                                                  [(op, *(c[k] for k in VERDICTS)) for op, c in by_op.items()])]
+    lines += ["", "### Placements and values by op", "", markdown_table(
+        ("op", "placements compared", "equal to the port", "max rel err (values the port says hold)",
+         "max rel err (values the port says cannot hold)"), [_op_figures(report, op) for op in by_op])]
+    lines += ["", EAGER_LIMITS, op_notes()]
+    if meta.get("not_launched"):
+        lines += ["## Rules no launch case reaches", ""]
+        lines += [f"- `{rule}`: {why}" for rule, why in meta["not_launched"].items()]
+        lines.append("")
+    if meta.get("probes"):
+        lines += ["## Crash probes", "", "Stages the port predicts to crash Paddle are not run inside the launch; "
+                  "one case per kind was run alone on a mesh of size-1 dims (a run that did not crash was "
+                  "started again, a few times at most: a heap corruption does not abort every run):", ""]
+        for key, probe in meta["probes"].items():
+            lines.append(f"- `{key}`: case {probe['case_id']} -> {probe['summary']}")
+        lines.append("")
+    groups: dict[tuple[str, bool, str], list[CaseVerdict]] = {}
+    for v in report.verdicts:
+        if v.verdict == "agree" and not v.notes:
+            continue
+        head = v.reasons[0] if v.reasons else (v.notes[0] if v.notes else "")
+        groups.setdefault((v.verdict, v.expected, _generalise(head)), []).append(v)
+    if groups:
+        lines += ["## Cases that are not a plain agree, grouped by reason", ""]
+        for (verdict, expected, head), items in sorted(groups.items(), key=lambda kv: (VERDICTS.index(kv[0][0]),
+                                                                                          kv[0][1], kv[0][2])):
+            tag = "expected" if expected else "NOT EXPECTED"
+            lines.append(f"### {verdict} ({tag}), {len(items)} case(s): {head}")
+            lines.append("")
+            for v in items[:12]:
+                extra = "; ".join(list(v.reasons[1:]) + list(v.notes))
+                lines.append(f"- {v.case.case_id} `{v.case.describe()}`" + (f": {extra}" if extra else ""))
+            if len(items) > 12:
+                lines.append(f"- ... and {len(items) - 12} more ({', '.join(x.case.case_id for x in items[12:])})")
+            lines.append("")
+    rows = []
+    for v in report.verdicts:
+        t = {c.name: c for c in v.tensors}
+        out, wg = t.get("out"), t.get("weight_grad") or t.get("bias_grad")
+        rels = [c.rel_err for c in v.tensors if c.rel_err is not None]
+        rows.append((v.case.case_id, f"`{v.case.describe()}`", v.verdict + ("" if v.expected else " (!)"),
+                     f"{_fmt_pl(out.predicted)} / {_fmt_pl(out.observed)}" if out else "-",
+                     f"{_fmt_pl(wg.predicted)} / {_fmt_pl(wg.observed)}" if wg else "-",
+                     f"{max(rels):.1e}" if rels else "-"))
+    lines += ["## All cases", "", markdown_table(
+        ("case", "call", "verdict", "out pred/obs", "weight_grad pred/obs", "max rel err"), rows)]
+    return "\n".join(lines) + "\n"
+
+
+def _op_figures(report: Report, op: str) -> tuple[str, int, int, str, str]:
+    """One row of the per-op figures: tensor placements compared (and equal to the prediction),
+    the largest relative error where the port predicts right values, and where it predicts wrong ones."""
+    placed = equal = 0
+    held: list[float] = []
+    unsound: list[float] = []
+    for v in report.verdicts:
+        if v.case.op != op:
+            continue
+        risky = dict(v.prediction.numeric_risks)
+        for c in v.tensors:
+            if c.placement_ok is not None:
+                placed += 1
+                equal += c.placement_ok
+            if c.rel_err is not None:
+                (unsound if c.name in risky else held).append(c.rel_err)
+    return (op, placed, equal, f"{max(held):.1e}" if held else "-", f"{max(unsound):.2g}" if unsound else "-")
+
+
+def _generalise(text: str) -> str:
+    """A reason with case-specific numbers blurred, to group similar cases."""
+    text = re.sub(r"rel error [0-9.e+-]+", "rel error X", text)
+    text = re.sub(r"\[\d+\]", "[n]", text)
+    text = re.sub(r"axis \d+", "axis k", text)
+    text = re.sub(r"to \d+ local", "to n local", text)
+    text = re.sub(r"with \d+ entries", "with m entries", text)
+    text = re.sub(r"placed \[[^\]]*\]", "placed [..]", text)
+    return text[:220]
