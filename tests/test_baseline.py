@@ -39,6 +39,7 @@ from paddle_spmd_port.parity.baseline import (
     triage,
 )
 from paddle_spmd_port.parity.grid import grid_for, sample
+from paddle_spmd_port.parity.output import write_diff
 from paddle_spmd_port.parity.validity import input_problem
 from paddle_spmd_port.reporting import REPRO_PYTHON
 from paddle_spmd_port.types import DistAttr, SpmdResult
@@ -157,7 +158,7 @@ def test_the_diff_is_a_summary_and_every_case_a_json_line(tmp_path: Path, monkey
     counts = diff.counts
     assert counts[NO_LONGER_RAISES] > 3 and counts[REGRESSED] > 3, counts
     out = tmp_path / "r"
-    diff.write(out, OLD, SELECTION)
+    write_diff(diff, out, OLD, SELECTION)
     data = json.loads((out / "baseline.json").read_text())
     lines = _rows(out / CASES_FILE)
     assert "cases" not in data and data["cases_file"] == CASES_FILE and data["cases_total"] == len(lines)
@@ -201,10 +202,10 @@ def test_an_interrupted_write_leaves_no_temp_file_and_the_partial_report_is_writ
 
     monkeypatch.setattr(baseline.Change, "json_line", stop)
     with pytest.raises(KeyboardInterrupt):
-        diff.write(out, OLD, SELECTION, "SIGTERM")
+        write_diff(diff, out, OLD, SELECTION, "SIGTERM")
     assert list(out.iterdir()) == []  # no temp file, no half cases file
     monkeypatch.setattr(baseline.Change, "json_line", real)
-    diff.write(out, OLD, SELECTION, "SIGTERM")
+    write_diff(diff, out, OLD, SELECTION, "SIGTERM")
     data = json.loads((out / "baseline.json").read_text())
     assert data["status"].startswith("INTERRUPTED by SIGTERM")
     assert (out / "baseline.md").read_text().startswith("**INTERRUPTED by SIGTERM")

@@ -28,6 +28,7 @@ from paddle_spmd_port.outcome import ErrorInfo, Outcome, port_outcome
 from paddle_spmd_port.parity import crosscheck
 from paddle_spmd_port.parity.baseline import CASES_FILE, Diff, Saver, load
 from paddle_spmd_port.parity.grid import grid_for
+from paddle_spmd_port.parity.output import write_diff
 from paddle_spmd_port.parity.releases import release_for
 from paddle_spmd_port.parity.validity import input_problem
 from paddle_spmd_port.types import DistAttr, SpmdResult
@@ -85,7 +86,7 @@ def _write_diff(tmp_path: Path, rows: list[tuple[Case, Outcome, Outcome]], missi
     diff.recheck(lambda _backend, cases: [(reruns or {}).get(c.case_id, now[c.case_id]) for c in cases])
     diff.judge()
     out = tmp_path / "report"
-    diff.write(out, {"version": "3.3.1", "commit": "7688495538"}, SELECTION)
+    write_diff(diff, out, {"version": "3.3.1", "commit": "7688495538"}, SELECTION)
     return out / "baseline.json"
 
 

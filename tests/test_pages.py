@@ -27,6 +27,7 @@ from paddle_spmd_port.parity.baseline import Diff, Saver, load
 from paddle_spmd_port.parity.cli import tally_group
 from paddle_spmd_port.parity.grid import grid_for, sample
 from paddle_spmd_port.parity.merge import _tally
+from paddle_spmd_port.parity.output import write_diff, write_parity_report
 from paddle_spmd_port.parity.report import ParityReport
 from paddle_spmd_port.rules.signatures import rule_spec
 from paddle_spmd_port.types import DistAttr, SpmdResult
@@ -60,7 +61,7 @@ def _parity(tmp: Path, planted: int | None) -> Path:
     tally_group(report, "registry", ["layer_norm"], {"layer_norm": cases}, native, 0.1, None)
     report.complete = True
     report.finished = report.started + 1
-    report.write(tmp)
+    write_parity_report(report, tmp)
     return tmp / "parity.html"
 
 
@@ -99,7 +100,7 @@ def _baseline(tmp: Path) -> Path:
     for i, (c, o) in enumerate(zip(cases, now, strict=True)):
         diff.record("layer_norm", "registry", i, c, o)
     diff.judge()
-    diff.write(tmp, {"version": "3.3.1", "commit": "7688495538f4"}, selection)
+    write_diff(diff, tmp, {"version": "3.3.1", "commit": "7688495538f4"}, selection)
     return tmp / "baseline.html"
 
 

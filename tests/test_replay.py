@@ -31,7 +31,8 @@ from paddle_spmd_port.outcome import port_outcome
 from paddle_spmd_port.parity import cli as parity_cli
 from paddle_spmd_port.parity import infer_cli
 from paddle_spmd_port.parity.compare import COMPARED
-from paddle_spmd_port.parity.report import CASES_FILE, one_line_repro, repro_snippet
+from paddle_spmd_port.parity.report import CASES_FILE
+from paddle_spmd_port.parity.repro import one_line_repro, repro_snippet
 from paddle_spmd_port.reporting import REPRO_PYTHON
 from paddle_spmd_port.rules.registry import PADDLE_RULES
 from paddle_spmd_port.types import DistAttr, SpmdResult

@@ -14,7 +14,7 @@ import pytest
 
 from paddle_spmd_port import DistTensorSpec, ProcessMesh
 from paddle_spmd_port.case import Case
-from paddle_spmd_port.parity.report import one_line_repro
+from paddle_spmd_port.parity.repro import one_line_repro
 
 REPO = Path(__file__).resolve().parents[1]
 MESH = ProcessMesh((2,))

@@ -72,11 +72,11 @@ from typing import IO, Any
 
 from ..case import Case
 from ..outcome import Outcome
-from ..reporting import _create_temp, markdown_table, write_atomic, write_json
+from ..reporting import _create_temp, markdown_table, write_atomic
 from ..rules.signatures import rule_spec
 from ..runctl import UsageError
 from .compare import outcome_cells
-from .report import one_line_repro
+from .repro import one_line_repro
 from .validity import input_problem
 
 FORMAT = "paddle_spmd_port native baseline"
@@ -596,15 +596,6 @@ class Diff:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-
-    def write(self, out: Path, new_paddle: dict[str, Any], selection: dict[str, Any], interrupted: str = "") -> None:
-        out.mkdir(parents=True, exist_ok=True)
-        self.write_cases(out / CASES_FILE)
-        write_json(out / "baseline.json", self.to_json(new_paddle, selection, interrupted))
-        write_atomic(out / "baseline.md", self.markdown(new_paddle, selection, interrupted))
-        from .pages import baseline_page
-
-        write_atomic(out / "baseline.html", baseline_page(self, new_paddle, selection, interrupted))
 
     @property
     def regressed(self) -> int:

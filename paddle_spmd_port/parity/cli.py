@@ -92,10 +92,12 @@ from .backends import BACKENDS, DEFAULT_BACKEND, DEFAULT_BACKENDS, add_backend_a
 from .compare import compare
 from .detect import detect_release
 from .grid import GRIDS, coshard_cases, grid_for, sample
+from .output import write_diff, write_parity_report
 from .progress import Progress
 from .random_cases import CASES_PER_ROUND, MAX_CASES_PER_RULE, draw_units, random_cases, rounds, shard_units
 from .releases import AGREEING, ReleaseProfile
-from .report import DONE, INTERRUPTED, NOT_STARTED, RUNNING, ParityReport, one_line_repro, repro_snippet
+from .report import DONE, INTERRUPTED, NOT_STARTED, RUNNING, ParityReport
+from .repro import one_line_repro, repro_snippet
 from .validity import input_problem
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "DEFAULT_BACKENDS", "main", "parse_args", "select_cases"]
@@ -392,7 +394,7 @@ def _write_unstarted(args: argparse.Namespace, report: ParityReport | None, draw
     report.finished = time.time()
     report.open_cases_file(args.report_dir)
     report.close_cases_file()
-    report.write(args.report_dir, args.junit)
+    write_parity_report(report, args.report_dir, args.junit)
 
 
 def _plan_groups(args: argparse.Namespace) -> dict[str, list[str]]:
@@ -617,7 +619,7 @@ def _sweep(args: argparse.Namespace) -> int:
                 tallied.add(backend)
                 running = None
                 if len(tallied) < len(groups) or not last_round:  # a partial report after every group
-                    report.write(out, args.junit)  # (the last one's: see finally)
+                    write_parity_report(report, out, args.junit)  # (the last one's: see finally)
             for rule in args.rule_names:
                 first[rule] += len(by_rule[rule])
         if diff is not None:  # (before complete: an interrupt here leaves a partial diff, its candidates not re-run)
@@ -652,7 +654,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
         def final_files() -> None:
             report.close_cases_file()
-            report.write(out, args.junit)
+            write_parity_report(report, out, args.junit)
             if saver is not None and stopping is None:  # a baseline of a finished run only: an interrupted
                 if report.complete:  # one would miss cases
                     saver.finish(dict(report.paddle), args.selection)
@@ -660,7 +662,7 @@ def _sweep(args: argparse.Namespace) -> int:
                     saver.discard()
             if diff is not None:
                 diff.judge()
-                diff.write(out, dict(report.paddle), args.selection, report.interrupted)
+                write_diff(diff, out, dict(report.paddle), args.selection, report.interrupted)
 
         if stopping is None:
             final_files()

@@ -35,6 +35,7 @@ from ..runctl import (
     error_text,
     refuse_other_selection,
 )
+from .output import write_parity_report
 from .report import (
     CASES_FILE,
     DONE,
@@ -294,7 +295,7 @@ def merge_main(args: argparse.Namespace) -> int:
     junit = check_output_file(args.junit, "--junit") if args.junit else None
     out.mkdir(parents=True, exist_ok=True)
     _join_cases(order, out)
-    report.write(out, junit)
+    write_parity_report(report, out, junit)
     print(report.table())
     print("\ncoverage (a case is compared when at least one native route answered it):")
     print("\n".join(report.coverage_lines()))

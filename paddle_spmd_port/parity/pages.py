@@ -15,7 +15,7 @@ with its repro line (up to :data:`BASELINE_RECORDS`).
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..case import Case
 from ..pages import (
@@ -38,12 +38,12 @@ from ..pages import (
 )
 from ..rules.signatures import rule_spec
 from ..types import CORE
+from .baseline import CASES_FILE as BASELINE_CASES_FILE
+from .baseline import CLASSES as CHANGE_CLASSES
+from .baseline import UNSTABLE, Diff, build_text
 from .compare import CLASSES
-from .report import CASES_FILE, DONE, HTML_RECORDS, MISMATCHES_KEPT, GroupTally
-
-if TYPE_CHECKING:
-    from .baseline import Diff
-    from .report import ParityReport
+from .report import CASES_FILE, DONE, HTML_RECORDS, MISMATCHES_KEPT, GroupTally, ParityReport
+from .repro import one_line_repro
 
 #: Worst first: a map cell's bar starts with its worst class.
 SEVERITY = ("mismatch", "native-crash", "undecodable", "not-run", "unreachable", "release-lacks", "known-difference",
@@ -174,11 +174,6 @@ def parity_page(report: ParityReport) -> str:
 
 # --------------------------------------------------------------------------- baseline.html
 def baseline_page(diff: Diff, new_paddle: dict[str, Any], selection: dict[str, Any], interrupted: str = "") -> str:
-    from .baseline import CASES_FILE as BASELINE_CASES_FILE
-    from .baseline import CLASSES as CHANGE_CLASSES
-    from .baseline import UNSTABLE, build_text
-    from .report import one_line_repro
-
     order = (*CHANGE_CLASSES, UNSTABLE)
     colours = {"regressed": "#cf222e", "newly raises": "#fb8f44", "fixed": "#2da44e", "no longer raises": "#8fd19e",
                "changed": "#d4a72c", "changed (invalid input)": "#54aeff", "unstable": "#afb8c1"}

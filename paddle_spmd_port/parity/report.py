@@ -33,9 +33,10 @@ from typing import IO, Any
 from ..case import Case
 from ..outcome import Outcome
 from ..pages import map_key, map_label
-from ..reporting import REPRO_PYTHON, markdown_table, write_atomic, write_json
+from ..reporting import markdown_table
 from ..types import CORE
 from .compare import CLASSES, COMPARED, Comparison
+from .repro import repro_head
 
 EXAMPLES_PER_CLASS = 5
 MISMATCHES_KEPT = 200
@@ -250,48 +251,6 @@ class RuleCoverage:
                 "lacking": self.lacking, "cells_compared": self.cells_compared, "routes": self.routes,
                 "uncompared_reasons": dict(self.reasons(interrupted).most_common()),
                 "lacking_reasons": dict(self.lacking_reasons().most_common())}
-
-
-_REPRO_HEADS: dict[str, str] = {}
-
-
-def repro_head(backend: str) -> str:
-    """The start of a repro line up to its case's JSON: ``infer`` on the route the case was
-    compared through (the line ends with the JSON and a closing quote)."""
-    head = _REPRO_HEADS.get(backend)
-    if head is None:
-        head = _REPRO_HEADS[backend] = f"{REPRO_PYTHON} -m paddle_spmd_port infer --backend {backend} --case-json '"
-    return head
-
-
-def one_line_repro(case: Case, backend: str) -> str:
-    """The command that repeats ``case`` on route ``backend``: it prints that route and the verdict."""
-    return repro_head(backend) + case.json_text() + "'"
-
-
-def repro_snippet(case: Case, backend: str) -> str:
-    """A standalone Python snippet that runs ``case`` on route ``backend`` in this process and
-    prints the route, both answers and the verdict class (without the release profile's
-    known differences: ``infer`` applies those)."""
-    payload = json.dumps(case.to_json(), separators=(",", ":"))
-    return "\n".join([
-        "# needs: pip install paddlepaddle==3.3.1 and this package (for the case codec and backends)",
-        "import json",
-        "from paddle_spmd_port.case import Case",
-        "from paddle_spmd_port.outcome import port_outcome",
-        "from paddle_spmd_port.parity.compare import compare, input_invalid_for",
-        f"case = Case.from_json(json.loads({payload!r}))",
-        "try:",
-        f"    from paddle_spmd_port.native import {backend} as backend",
-        "except ImportError as exc:",
-        "    raise SystemExit(f'Paddle is needed for the native side: {exc}')",
-        "native, port = backend.run(case), port_outcome(case)",
-        "print('case  :', case.describe())",
-        f"print('route : {backend}')",
-        "print('paddle:', native)",
-        "print('port  :', port)",
-        "print('verdict:', compare(case.spec, port, native, input_invalid_for(case, port, native)).verdict)",
-    ])
 
 
 @dataclass
@@ -556,17 +515,7 @@ class ParityReport:
             self._cases_fh.close()
             self._cases_fh = None
 
-    def write(self, directory: str | Path, junit: str | Path | None = None) -> Path:
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
+    def flush_cases_file(self) -> None:
+        """What the per-case file holds so far reaches the disk (a report written meanwhile names it)."""
         if self._cases_fh is not None:
             self._cases_fh.flush()
-        write_json(out / "parity.json", self.to_json())
-        write_atomic(out / "parity.md", self.markdown())
-        from .pages import parity_page  # (the page module imports this one)
-
-        write_atomic(out / "parity.html", parity_page(self))
-        if junit:
-            Path(junit).parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(Path(junit), self.junit())
-        return out
