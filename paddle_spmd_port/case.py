@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from .rules.registry import PADDLE_RULES, rule_function
-from .rules.signatures import RuleSpec, rule_spec
+from .ops import RuleSpec, rule_spec
+from .ops.registry import PADDLE_RULES, rule_function
 from .types import DistTensorSpec, ProcessMesh, SpmdResult, mesh_dims_of
 
 
 @dataclass(frozen=True, init=False)
 class Case:
-    """``rule`` is a rule key (see :mod:`paddle_spmd_port.rules.signatures`); ``inputs`` hold one spec (or None) per
+    """``rule`` is a rule key (see :mod:`paddle_spmd_port.ops`); ``inputs`` hold one spec (or None) per
     tensor argument in signature order; ``attrs`` every attribute, in signature order."""
 
     rule: str
@@ -57,7 +57,7 @@ class Case:
         return dict(zip(self.spec.inputs, self.inputs, strict=True))
 
     def call_port(self, profile: str = "paddle") -> SpmdResult:
-        """The port's answer under ``profile`` (see :func:`paddle_spmd_port.rules.rule_function`)."""
+        """The port's answer under ``profile`` (see :func:`paddle_spmd_port.ops.registry.rule_function`)."""
         fn = PADDLE_RULES.get(self.rule) if profile == "paddle" else None  # (the table itself: the common call)
         if fn is None:
             fn = rule_function(self.rule, profile)

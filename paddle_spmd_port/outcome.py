@@ -8,7 +8,7 @@
     undecodable   undecodable  Paddle answered, but the harness cannot read the answer as one
                                (a mesh of an impossible size, a truncated or malformed reply line,
                                non-numeric fields, ...): why, and the raw reply in ``raw``. Never a
-                               finding by itself, never compared (see parity/compare.py)
+                               finding by itself, never compared (see paddle_spmd_port/compare.py)
     unreachable   unreachable  this route cannot express the case, or this Paddle has no such
                                rule (a fact about Paddle: the PIR op rejects a layout, sizes
                                beyond the int64 it holds, ...)

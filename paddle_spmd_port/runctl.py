@@ -252,14 +252,14 @@ class _VersionAction(argparse.Action):
 def rule_keys() -> tuple[str, ...]:
     """Every rule key, in the signature table's order (what ``--rules`` accepts, besides ``all``). Imported
     when first asked for, so that the dispatcher and ``--version`` do not load the rules."""
-    from .rules.signatures import RULES
+    from .ops import RULES
 
     return tuple(RULES)
 
 
 def rule_profiles() -> tuple[str, ...]:
-    """Every rule profile (what ``--profile`` accepts): ``rules.registry.PROFILES``."""
-    from .rules.registry import PROFILES
+    """Every rule profile (what ``--profile`` accepts): ``ops.registry.PROFILES``."""
+    from .ops.registry import PROFILES
 
     return tuple(PROFILES)
 

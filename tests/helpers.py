@@ -43,8 +43,8 @@ def load_tool(name: str):
 
 @functools.cache
 def paddle_profile():
-    """The release profile (paddle_spmd_port.parity.releases) of the installed Paddle, or None without Paddle."""
-    from paddle_spmd_port.parity.detect import installed_release
+    """The release profile (paddle_spmd_port.releases) of the installed Paddle, or None without Paddle."""
+    from paddle_spmd_port.releases import installed_release
 
     return installed_release()  # read from paddle/version/__init__.py, without importing paddle
 

@@ -1,6 +1,6 @@
 """A seeded sample of one rule's grid (its corner sets included) run through one native route and
 held against the port: no mismatch, nothing uncompared (shared by the issue-15 rule tests). On an
-older release a difference its profile explains (parity/releases.py) counts as compared, as in the
+older release a difference its profile explains (paddle_spmd_port/releases.py) counts as compared, as in the
 sweep."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from .helpers import known_difference
 
 
 def assert_sample_matches(rule: str, backend: str, n: int = 150, seed: int = 15) -> None:
+    from paddle_spmd_port.compare import COMPARED, compare
+    from paddle_spmd_port.grid import grid_for, sample
     from paddle_spmd_port.native.pool import run_native
-    from paddle_spmd_port.parity.compare import COMPARED, compare
-    from paddle_spmd_port.parity.grid import grid_for, sample
-    from paddle_spmd_port.parity.validity import input_problem
+    from paddle_spmd_port.validity import input_problem
 
     cases = sample(list(grid_for(rule)), n, seed=seed)
     outcomes, _info = run_native(cases, backend=backend, workers=2)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from paddle_spmd_port.rules.signatures import RULES
+from paddle_spmd_port.ops import RULES
 from tests.cli_checks import REPO, BadInput, assert_usage_error, run_cli
 
 MESH = {"shape": [2], "process_ids": [0, 1], "dim_names": ["x"]}

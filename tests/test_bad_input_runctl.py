@@ -19,9 +19,9 @@ import pytest
 from paddle_spmd_port import runctl
 from paddle_spmd_port.compat.cli import same_result
 from paddle_spmd_port.installed import NOT_INSTALLED, paddle_version
-from paddle_spmd_port.parity.backends import BACKENDS, routes_reaching
+from paddle_spmd_port.native.routes import BACKENDS, routes_reaching
+from paddle_spmd_port.ops import RULES
 from paddle_spmd_port.reporting import write_atomic, write_files, write_json
-from paddle_spmd_port.rules.signatures import RULES
 from tests.cli_checks import REPO, run_cli
 
 ENV = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -261,7 +261,7 @@ def test_each_long_command_opens_with_what_it_is_about_to_do(tmp_path):
 
 # --------------------------------------------------------------------------- routes per rule
 def test_every_rule_has_a_route_and_the_default_ones_are_among_them():
-    from paddle_spmd_port.parity.backends import DEFAULT_BACKENDS
+    from paddle_spmd_port.native.routes import DEFAULT_BACKENDS
 
     for rule in RULES:
         routes = routes_reaching(rule)

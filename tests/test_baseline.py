@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.grid import grid_for, sample
 from paddle_spmd_port.oracle.report import Judge
 from paddle_spmd_port.oracle.simulator import SOUND
 from paddle_spmd_port.outcome import ErrorInfo, Outcome, port_outcome
@@ -38,11 +39,10 @@ from paddle_spmd_port.parity.baseline import (
     reason_key,
     triage,
 )
-from paddle_spmd_port.parity.grid import grid_for, sample
 from paddle_spmd_port.parity.output import write_diff
-from paddle_spmd_port.parity.validity import input_problem
 from paddle_spmd_port.reporting import REPRO_PYTHON
 from paddle_spmd_port.types import DistAttr, SpmdResult
+from paddle_spmd_port.validity import input_problem
 from tests.cli_checks import BadInput, assert_usage_error, run_cli
 
 SELECTION = {"slug": "test", "describe": "a test selection"}

@@ -8,7 +8,7 @@ import pytest
 
 from paddle_spmd_port import DistTensorSpec, ProcessMesh
 from paddle_spmd_port.case import Case
-from paddle_spmd_port.parity.grid import GRIDS, coshard_cases, grid_for, sample
+from paddle_spmd_port.grid import GRIDS, coshard_cases, grid_for, sample
 from paddle_spmd_port.parity.random_cases import random_cases
 from paddle_spmd_port.parity.repro import one_line_repro
 

@@ -129,8 +129,8 @@ def _parsers(command: str) -> list[tuple[str, argparse.ArgumentParser, set[str]]
     flags (``infer RULE --help``; none in ``infer --help``), so each rule's parser is checked."""
     if command != "infer":
         return [(command, build_parser(command), set())]
+    from paddle_spmd_port.ops import RULES
     from paddle_spmd_port.parity import infer_cli
-    from paddle_spmd_port.rules.signatures import RULES
 
     every = {f"--{infer_cli._flag(n)}-{part}" for n in infer_cli.TENSOR_NAMES for part in ("shape", "mapping",
                                                                                            "partial", "none")}

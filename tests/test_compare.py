@@ -5,9 +5,9 @@ import dataclasses
 import pytest
 
 from paddle_spmd_port import DistAttr, ProcessMesh, SpmdResult
+from paddle_spmd_port.compare import compare, outcome_cells
+from paddle_spmd_port.grid import grid_for, sample
 from paddle_spmd_port.outcome import ErrorInfo, Outcome, normalize_message, port_outcome
-from paddle_spmd_port.parity.compare import compare, outcome_cells
-from paddle_spmd_port.parity.grid import grid_for, sample
 
 
 def _mutations(result: SpmdResult):
@@ -139,7 +139,7 @@ def test_extra_attr_beyond_the_signature_is_a_mismatch():
 
 
 def test_only_answers_errors_and_predicted_crashes_count_as_compared():
-    from paddle_spmd_port.parity.compare import CLASSES, COMPARED
+    from paddle_spmd_port.compare import CLASSES, COMPARED
 
     assert COMPARED == {"match", "both-raise-same", "port-rejects-invalid", "known-difference", "mismatch"}
     assert set(CLASSES) - COMPARED == {"native-crash", "undecodable", "unreachable", "not-run", "release-lacks"}
@@ -217,7 +217,7 @@ def test_port_rejecting_a_valid_input_that_paddle_answers_is_a_mismatch():
     input invalid must not hide in 'port rejects invalid' when Paddle answers it well formed."""
     from paddle_spmd_port.errors import InvalidSpecError
     from paddle_spmd_port.outcome import ErrorInfo
-    from paddle_spmd_port.parity.validity import input_problem
+    from paddle_spmd_port.validity import input_problem
 
     case = _bn_case([0, 1, -1, -1])
     assert input_problem(case) is None
@@ -252,6 +252,6 @@ def test_a_malformed_paddle_answer_never_makes_a_rejection_a_mismatch():
     pytest.param([0, 1, -1, -1], "CHWN", True, id="unknown-layout"),
 ])
 def test_input_validity_is_judged_from_the_signature(mapping, fmt, invalid):
-    from paddle_spmd_port.parity.validity import input_problem
+    from paddle_spmd_port.validity import input_problem
 
     assert (input_problem(_bn_case(mapping, fmt)) is not None) == invalid

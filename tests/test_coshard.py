@@ -7,10 +7,10 @@ import pytest
 
 from paddle_spmd_port import DistAttr, DistTensorSpec, InvalidSpecError, ProcessMesh, parse_dist_attr
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.grid import coshard_cases, coshard_mappings, grid_for
+from paddle_spmd_port.ops import RULES
 from paddle_spmd_port.ops.kit.tensor import as_input, getter_mapping
 from paddle_spmd_port.outcome import port_outcome
-from paddle_spmd_port.parity.grid import coshard_cases, coshard_mappings, grid_for
-from paddle_spmd_port.rules.signatures import RULES
 from paddle_spmd_port.types import plain_mapping
 
 from .helpers import MESH_2x3
@@ -141,10 +141,10 @@ def test_every_rule_grid_holds_coshard_cases(rule):
 @pytest.mark.native
 @pytest.mark.parametrize("rule", list(RULES))
 def test_port_equals_paddle_on_a_sample_of_the_coshard_set(rule):
+    from paddle_spmd_port.compare import compare
+    from paddle_spmd_port.grid import sample
     from paddle_spmd_port.native.pool import run_native
-    from paddle_spmd_port.parity.compare import compare
-    from paddle_spmd_port.parity.grid import sample
-    from paddle_spmd_port.parity.validity import input_problem
+    from paddle_spmd_port.validity import input_problem
 
     from .helpers import known_difference, skip_if_rule_missing
 
@@ -157,7 +157,7 @@ def test_port_equals_paddle_on_a_sample_of_the_coshard_set(rule):
     for c, o in zip(cases, outcomes, strict=True):
         port = port_outcome(c)
         verdict = compare(c.spec, port, o, input_problem(c) is not None).verdict
-        if verdict == "mismatch" and known_difference(c, port, o):  # releases before 3.2 (parity/releases.py)
+        if verdict == "mismatch" and known_difference(c, port, o):  # releases before 3.2 (paddle_spmd_port/releases.py)
             verdict = "known-difference"
         verdicts.append(verdict)
     assert "mismatch" not in verdicts and "not-run" not in verdicts
@@ -182,7 +182,7 @@ def test_compiled_caller_protocol_carries_coshards_both_ways():
 
 # --------------------------------------------------------------------------- the proposed profile and the oracle
 def test_proposed_keeps_a_coshard_where_the_rule_keeps_the_axis_split():
-    from paddle_spmd_port.rules.registry import rule_function
+    from paddle_spmd_port.ops.registry import rule_function
 
     ln = rule_function("layer_norm", "proposed")
     x = DistTensorSpec((12, 7, 10), ((0, 1), -1, -1), MESH_2x3)
@@ -225,8 +225,8 @@ def test_oracle_finds_proposed_sound_on_every_coshard_case_with_fewer_collective
 def test_proposed_gives_no_coshard_back_when_a_member_splits_another_axis():
     """batch_norm_grad with running statistics, 2x3: x [(0,1),-1,-1,-1] is read as [1,...]; out_grad
     puts mesh dim 0 on C, so x's co-shard cannot come back on N (mesh dim 0 would split two axes)."""
-    from paddle_spmd_port.parity.compare import well_formed
-    from paddle_spmd_port.rules.registry import rule_function
+    from paddle_spmd_port.compare import well_formed
+    from paddle_spmd_port.ops.registry import rule_function
 
     grad = rule_function("batch_norm_grad", "proposed")
     x = DistTensorSpec((12, 6, 4, 4), ((0, 1), -1, -1, -1), MESH_2x3)

@@ -24,14 +24,14 @@ from pathlib import Path
 import pytest
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.grid import grid_for
 from paddle_spmd_port.outcome import ErrorInfo, Outcome, port_outcome
 from paddle_spmd_port.parity import crosscheck
 from paddle_spmd_port.parity.baseline import CASES_FILE, Diff, Saver, load
-from paddle_spmd_port.parity.grid import grid_for
 from paddle_spmd_port.parity.output import write_diff
-from paddle_spmd_port.parity.releases import release_for
-from paddle_spmd_port.parity.validity import input_problem
+from paddle_spmd_port.releases import release_for
 from paddle_spmd_port.types import DistAttr, SpmdResult
+from paddle_spmd_port.validity import input_problem
 
 DATA = Path(__file__).parent / "data" / "crosscheck"
 RULES = ["group_norm", "group_norm_base", "instance_norm"]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from paddle_spmd_port import grid, releases
 from paddle_spmd_port.ops import FAMILIES, RULES, family_module
 from paddle_spmd_port.ops.kit.releases import KnownDifference
-from paddle_spmd_port.parity import grid, releases
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 
 from paddle_spmd_port import DistTensorSpec, ProcessMesh
 from paddle_spmd_port.errors import ArgumentTypeError
+from paddle_spmd_port.grid import GRIDS, grid_for, sample
 from paddle_spmd_port.ops import FAMILIES, RULES, family_module
 from paddle_spmd_port.ops.kit import tensor as _tensor
 from paddle_spmd_port.ops.kit.tensor import as_input, valid_inputs
-from paddle_spmd_port.parity.grid import GRIDS, grid_for, sample
 from paddle_spmd_port.rules import PROFILES
 from tests.helpers import load_tool
 

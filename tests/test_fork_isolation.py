@@ -15,9 +15,9 @@ import os
 import pytest
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.grid import grid_for
 from paddle_spmd_port.native import _fork
 from paddle_spmd_port.outcome import Outcome
-from paddle_spmd_port.parity.grid import grid_for
 
 _damage = {"done": False}
 

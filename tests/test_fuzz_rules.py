@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, note, settings
 
 from paddle_spmd_port import DistTensorSpec, InvalidSpecError, ProcessMesh, RuleNotFoundError, ShardingConflictError
 from paddle_spmd_port.errors import ArgumentTypeError, UnknownKeyError
+from paddle_spmd_port.grid import GRIDS, grid_for, is_corner, sample
 from paddle_spmd_port.ops import FAMILIES, REGISTRY_NAMES, RULES, family_module
-from paddle_spmd_port.parity.grid import GRIDS, grid_for, is_corner, sample
 from paddle_spmd_port.rules import PROFILES, contains_spmd_rule, get_spmd_rule, rule_function
 from paddle_spmd_port.types import DistAttr, SpmdResult
 from tests.helpers import known_difference, load_tool
@@ -400,10 +400,10 @@ def test_the_issues_mixed_ndim_case_is_in_the_grid_and_rejected_by_name():
 
 @pytest.mark.native
 def test_corner_sets_match_paddle_on_each_primary_route():
+    from paddle_spmd_port.compare import compare
     from paddle_spmd_port.native.pool import run_native
     from paddle_spmd_port.outcome import port_outcome
     from paddle_spmd_port.parity.cli import DEFAULT_BACKEND
-    from paddle_spmd_port.parity.compare import compare
 
     by_backend: dict[str, list] = {}
     for rule in GRIDS:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from paddle_spmd_port.grid import GRIDS
 from paddle_spmd_port.ops import FAMILIES
-from paddle_spmd_port.parity.grid import GRIDS
 from tests.helpers import load_tool, skip_if_compiled_unreachable
 
 ROOT = Path(__file__).resolve().parents[1]

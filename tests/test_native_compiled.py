@@ -7,11 +7,11 @@ import shutil
 
 import pytest
 
+from paddle_spmd_port.compare import compare
+from paddle_spmd_port.grid import grid_for, sample
 from paddle_spmd_port.native import compiled
 from paddle_spmd_port.native.pool import run_native
 from paddle_spmd_port.outcome import port_outcome
-from paddle_spmd_port.parity.compare import compare
-from paddle_spmd_port.parity.grid import grid_for, sample
 
 from .helpers import known_difference, paddle_profile
 from .native_cases import curated, curated_cases

@@ -15,12 +15,12 @@ import shutil
 import pytest
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.grid import coshard_cases, grid_for, sample
 from paddle_spmd_port.native import compiled, crash_prone
 from paddle_spmd_port.ops.kit.native import attr_kind
-from paddle_spmd_port.parity.grid import coshard_cases, grid_for, sample
 from paddle_spmd_port.parity.random_cases import random_cases
-from paddle_spmd_port.parity.validity import input_problem
 from paddle_spmd_port.types import DistTensorSpec, ProcessMesh, mesh_dims_of
+from paddle_spmd_port.validity import input_problem
 
 from .helpers import paddle_profile
 

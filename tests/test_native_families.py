@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.grid import coshard_cases, grid_for, sample
 from paddle_spmd_port.installed import paddle_dir
 from paddle_spmd_port.native import compiled, crash_prone
 from paddle_spmd_port.ops import FAMILIES, REGISTRY_NAMES, RULES
-from paddle_spmd_port.parity.grid import coshard_cases, grid_for, sample
 from paddle_spmd_port.parity.random_cases import random_cases
 
 PACKAGE = Path(__file__).resolve().parents[1] / "paddle_spmd_port"

@@ -17,7 +17,7 @@ SCRIPT = textwrap.dedent("""
     import os, signal
     from paddle_spmd_port.native import _fork, registry
     from paddle_spmd_port.native.compiled import may_crash
-    from paddle_spmd_port.parity.grid import grid_for
+    from paddle_spmd_port.grid import grid_for
 
     crashing = next(c for c in grid_for("layer_norm")
                     if dict(c.attrs).get("begin_norm_axis", 1) > len(c.inputs[0].shape))
@@ -51,9 +51,9 @@ def test_pir_crash_prone_cases_answer_the_same_in_any_order_and_alone():
     is the same every time. With consecutive cases sharing a child, invalid-10 was a crash forward
     and an answer reversed, and invalid-11 unreachable alone and a crash in the full sweep
     (docs/measurements/2026-12-02-pir-isolation.md)."""
+    from paddle_spmd_port.grid import grid_for
     from paddle_spmd_port.native.crash_prone import pir_may_crash
     from paddle_spmd_port.native.pool import run_native
-    from paddle_spmd_port.parity.grid import grid_for
 
     cases = [c for c in grid_for("p_norm_grad") if pir_may_crash(c) and "mixed" not in c.case_id]
     forward, _ = run_native(cases, backend="pir", workers=1)

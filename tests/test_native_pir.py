@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
+from paddle_spmd_port.compare import compare
+from paddle_spmd_port.grid import grid_for, sample
 from paddle_spmd_port.native.pool import run_native
 from paddle_spmd_port.outcome import port_outcome
-from paddle_spmd_port.parity.compare import compare
-from paddle_spmd_port.parity.grid import grid_for, sample
 
 from .helpers import known_difference, skip_if_rule_missing
 from .native_cases import curated, curated_cases

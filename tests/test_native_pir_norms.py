@@ -11,12 +11,12 @@ import pytest
 
 from paddle_spmd_port import DistTensorSpec, ProcessMesh
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.compare import compare
+from paddle_spmd_port.grid import grid_for, sample
 from paddle_spmd_port.native.crash_prone import pir_may_crash
 from paddle_spmd_port.native.pir import NOT_ROUTED
 from paddle_spmd_port.native.pool import run_native
 from paddle_spmd_port.outcome import Outcome, port_outcome
-from paddle_spmd_port.parity.compare import compare
-from paddle_spmd_port.parity.grid import grid_for, sample
 from paddle_spmd_port.types import DistAttr, SpmdResult
 
 from .helpers import known_difference, skip_if_rule_missing

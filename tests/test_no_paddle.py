@@ -7,9 +7,9 @@ CODE = """
 import sys
 sys.modules['paddle'] = None  # any 'import paddle' now fails
 from paddle_spmd_port.rules import layer_norm_infer_spmd, batch_norm_grad_infer_spmd, get_spmd_rule
-from paddle_spmd_port.parity.grid import grid_for
+from paddle_spmd_port.grid import grid_for
 from paddle_spmd_port.outcome import port_outcome
-from paddle_spmd_port.parity.compare import compare
+from paddle_spmd_port.compare import compare
 n = 0
 for case in grid_for('layer_norm'):
     port_outcome(case); n += 1

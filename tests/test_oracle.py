@@ -14,8 +14,11 @@ import numpy as np
 import pytest
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.grid import sample
+from paddle_spmd_port.ops import RULES
 from paddle_spmd_port.ops.batch_norm import kernel as bn_kernel
 from paddle_spmd_port.ops.layer_norm import kernel as ln_kernel
+from paddle_spmd_port.ops.registry import PROFILES
 from paddle_spmd_port.ops.sync_batch_norm import kernel as sync_kernel
 from paddle_spmd_port.oracle import kernels
 from paddle_spmd_port.oracle.cli import main as oracle_main
@@ -37,10 +40,9 @@ from paddle_spmd_port.oracle.simulator import (
     shard_range,
     simulate,
 )
-from paddle_spmd_port.parity.grid import sample
-from paddle_spmd_port.rules.proposed import PROPOSED_RULES
-from paddle_spmd_port.rules.signatures import RULES
 from paddle_spmd_port.types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
+
+PROPOSED_RULES = PROFILES["proposed"]
 
 M2, M3, M23 = ProcessMesh((2,)), ProcessMesh((3,)), ProcessMesh((2, 3))
 

@@ -14,12 +14,12 @@ import sys
 
 import pytest
 
+from paddle_spmd_port.grid import sample
 from paddle_spmd_port.oracle.grid import oracle_grid
 from paddle_spmd_port.oracle.native import NATIVE, NO_ANSWER, collect
 from paddle_spmd_port.oracle.report import PORT_REFUSES, Judge, RuleTally, totals, without_refused
 from paddle_spmd_port.oracle.simulator import OP_REJECTS, RULE_ERROR, SOUND, UNRUNNABLE, UNSOUND
 from paddle_spmd_port.outcome import ErrorInfo, Outcome
-from paddle_spmd_port.parity.grid import sample
 from paddle_spmd_port.types import DistAttr, SpmdResult
 from tests.cli_checks import REPO
 

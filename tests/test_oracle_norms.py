@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.grid import sample
+from paddle_spmd_port.ops import RULES
 from paddle_spmd_port.ops.fast_ln import kernel as fast_ln_kernel
 from paddle_spmd_port.ops.group_norm import kernel as gn_kernel
 from paddle_spmd_port.ops.instance_norm import kernel as inn
@@ -35,8 +37,6 @@ from paddle_spmd_port.oracle.simulator import (
     shard_range,
     simulate,
 )
-from paddle_spmd_port.parity.grid import sample
-from paddle_spmd_port.rules.signatures import RULES
 from paddle_spmd_port.types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
 
 M2, M22, M23 = ProcessMesh((2,)), ProcessMesh((2, 2)), ProcessMesh((2, 3))

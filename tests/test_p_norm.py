@@ -56,7 +56,7 @@ class PCase:
 
 def grid(n: int | None = SAMPLE) -> list[PCase]:
     """The family's grid (a sample of ``n`` per rule, corner sets kept; None: all), then the edge cases."""
-    from paddle_spmd_port.parity.grid import grid_for, sample
+    from paddle_spmd_port.grid import grid_for, sample
 
     cases: list[PCase] = []
     for key in FAMILY.keys:
@@ -354,7 +354,7 @@ def sweep():
 
 
 def _tally(cases: list[PCase], natives: list[Outcome], profile=PROFILE):
-    from paddle_spmd_port.parity.compare import compare
+    from paddle_spmd_port.compare import compare
 
     verdicts: dict[tuple[str, str], int] = {}
     cells = [0, 0]
@@ -592,7 +592,7 @@ def test_kernel_model_equals_paddles_kernels(porder) -> None:
 def test_proposed_reverse_and_grad_answer_every_valid_grid_case() -> None:
     """No raising where the input is valid (Paddle's shared '1' key raises), and each answer is
     the forward image of the x it infers: out on a reduced axis never split, no partial status."""
-    from paddle_spmd_port.parity.compare import well_formed
+    from paddle_spmd_port.compare import well_formed
 
     for case in grid():
         if case.key == "p_norm":
@@ -613,7 +613,7 @@ def test_random_draws_vary_porder_and_axis() -> None:
     family's RANDOM.attr_draws), not the defaults alone."""
     from paddle_spmd_port.ops.p_norm.grid import PORDERS
     from paddle_spmd_port.parity.random_cases import random_cases as draws
-    from paddle_spmd_port.parity.validity import input_problem
+    from paddle_spmd_port.validity import input_problem
 
     for rule in ("p_norm", "p_norm_reverse", "p_norm_grad"):
         cases = draws(rule, 600, 1)

@@ -17,19 +17,19 @@ from pathlib import Path
 import pytest
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.grid import grid_for, sample
 from paddle_spmd_port.launch.cases import default_cases
 from paddle_spmd_port.launch.output import write_report
 from paddle_spmd_port.launch.predict import predict
 from paddle_spmd_port.launch.report import build_report
+from paddle_spmd_port.ops import rule_spec
 from paddle_spmd_port.outcome import ErrorInfo, Outcome, port_outcome
 from paddle_spmd_port.pages import INVALID_PLACEMENT, map_key, map_label, placement_label
 from paddle_spmd_port.parity.baseline import Diff, Saver, load
 from paddle_spmd_port.parity.cli import tally_group
-from paddle_spmd_port.parity.grid import grid_for, sample
 from paddle_spmd_port.parity.merge import _tally
 from paddle_spmd_port.parity.output import write_diff, write_parity_report
 from paddle_spmd_port.parity.report import ParityReport
-from paddle_spmd_port.rules.signatures import rule_spec
 from paddle_spmd_port.types import DistAttr, SpmdResult
 from tests.cli_checks import REPO
 from tests.helpers import load_tool

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from paddle_spmd_port.compare import Comparison
+from paddle_spmd_port.grid import GRIDS
 from paddle_spmd_port.outcome import Outcome
 from paddle_spmd_port.parity.cli import select_cases
-from paddle_spmd_port.parity.compare import Comparison
-from paddle_spmd_port.parity.grid import GRIDS
 from paddle_spmd_port.parity.report import ParityReport
 from tests.cli_checks import REPO
 from tests.helpers import skip_if_compiled_unreachable
@@ -144,7 +144,7 @@ def test_a_sample_goes_to_its_own_default_report_dir(tmp_path):
 
 # --------------------------------------------------------------------------- the status line itself
 def _report(selected: int, compared: int, mismatches: int = 0, **kw) -> ParityReport:
-    from paddle_spmd_port.parity.grid import grid_for
+    from paddle_spmd_port.grid import grid_for
 
     case = next(iter(grid_for("layer_norm")))
     report = ParityReport(complete=True, **kw)
@@ -175,10 +175,10 @@ def test_status_line(report, first_words):
 
 def test_a_not_run_case_counts_as_uncompared_even_when_the_port_rejects_it():
     """Mutant guard: comparing a timed-out case as 'port rejects invalid' would count it compared."""
+    from paddle_spmd_port.compare import COMPARED, compare
     from paddle_spmd_port.errors import InvalidSpecError
+    from paddle_spmd_port.grid import grid_for
     from paddle_spmd_port.outcome import ErrorInfo
-    from paddle_spmd_port.parity.compare import COMPARED, compare
-    from paddle_spmd_port.parity.grid import grid_for
 
     case = next(iter(grid_for("layer_norm")))
     port = Outcome(error=ErrorInfo.from_exception(InvalidSpecError("x: bad")))

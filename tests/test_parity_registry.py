@@ -7,11 +7,11 @@ import sys
 import pytest
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.compare import compare
+from paddle_spmd_port.grid import grid_for, sample
 from paddle_spmd_port.native.pool import run_native
 from paddle_spmd_port.outcome import port_outcome
 from paddle_spmd_port.parity.cli import select_cases
-from paddle_spmd_port.parity.compare import compare
-from paddle_spmd_port.parity.grid import grid_for, sample
 
 from .helpers import MESH_2x3, known_difference, rep, skip_if_rule_missing, spec
 

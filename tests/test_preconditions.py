@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 from paddle_spmd_port.errors import InvalidSpecError, PaddleInvalidArgument
+from paddle_spmd_port.ops import RULES
 from paddle_spmd_port.rules import rule_function
-from paddle_spmd_port.rules.signatures import RULES
 
 from .helpers import rep, spec
 

@@ -19,13 +19,13 @@ from collections import Counter
 import pytest
 
 from paddle_spmd_port.errors import InvalidSpecError
+from paddle_spmd_port.grid import MESH_SHAPES, X_SHAPES
+from paddle_spmd_port.ops import RULES
 from paddle_spmd_port.ops.batch_norm.layout import DATA_FORMATS as BN_DATA_FORMATS
 from paddle_spmd_port.outcome import port_outcome
 from paddle_spmd_port.parity.cli import DEFAULT_BACKEND, _plan_groups, parse_args
-from paddle_spmd_port.parity.grid import MESH_SHAPES, X_SHAPES
 from paddle_spmd_port.parity.random_cases import INVALID_MUTATIONS, RANDOM_MESH_SHAPES, random_cases, random_draws
 from paddle_spmd_port.reporting import REPRO_PYTHON
-from paddle_spmd_port.rules.signatures import RULES
 from paddle_spmd_port.types import mesh_dims_of
 from tests.cli_checks import REPO, run_cli
 

@@ -17,13 +17,12 @@ from pathlib import Path
 import pytest
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.compare import COMPARED
+from paddle_spmd_port.grid import coshard_cases, grid_for
 from paddle_spmd_port.installed import paddle_version
 from paddle_spmd_port.outcome import Outcome, port_outcome
-from paddle_spmd_port.parity.compare import COMPARED
-from paddle_spmd_port.parity.detect import detect_release
-from paddle_spmd_port.parity.grid import coshard_cases, grid_for
-from paddle_spmd_port.parity.releases import release_for
 from paddle_spmd_port.parity.report import LACKS, ParityReport, RuleCoverage
+from paddle_spmd_port.releases import detect_release, release_for
 from paddle_spmd_port.types import DistAttr, SpmdResult
 from tests.cli_checks import REPO, BadInput, assert_usage_error
 

@@ -26,15 +26,15 @@ from collections import Counter
 import pytest
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.compare import COMPARED
 from paddle_spmd_port.native import compiled
+from paddle_spmd_port.ops.registry import PADDLE_RULES
 from paddle_spmd_port.outcome import port_outcome
 from paddle_spmd_port.parity import cli as parity_cli
 from paddle_spmd_port.parity import infer_cli
-from paddle_spmd_port.parity.compare import COMPARED
 from paddle_spmd_port.parity.report import CASES_FILE
 from paddle_spmd_port.parity.repro import one_line_repro, repro_snippet
 from paddle_spmd_port.reporting import REPRO_PYTHON
-from paddle_spmd_port.rules.registry import PADDLE_RULES
 from paddle_spmd_port.types import DistAttr, SpmdResult
 from tests.cli_checks import REPO
 from tests.helpers import skip_if_compiled_unreachable

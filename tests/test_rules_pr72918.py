@@ -1,7 +1,7 @@
 """The sync_batch_norm rules proposed in PR #72918 (branch revision 19683c03): worked tables.
 
 Expected answers are worked out by hand from the branch's C++ (see the module docstring of
-paddle_spmd_port.rules.pr72918): only axis 1 keeps its sharding, the statistics carry the batch
+paddle_spmd_port.ops.sync_batch_norm.pr72918): only axis 1 keeps its sharding, the statistics carry the batch
 letter and so stay replicated, the grad's scale/bias follow C without partial.
 """
 
@@ -11,8 +11,10 @@ import pytest
 
 from paddle_spmd_port import ProcessMesh
 from paddle_spmd_port.errors import InvalidSpecError, PaddleInvalidArgument
+from paddle_spmd_port.ops.registry import PROFILES, rules_in
+from paddle_spmd_port.ops.sync_batch_norm import pr72918
+from paddle_spmd_port.ops.sync_batch_norm import rules as sync_batch_norm
 from paddle_spmd_port.ops.sync_batch_norm.pr72918 import sync_batch_norm_grad_infer_spmd, sync_batch_norm_infer_spmd
-from paddle_spmd_port.rules import pr72918, sync_batch_norm
 
 from .helpers import MESH_2x3, rep, show, spec
 
@@ -135,7 +137,8 @@ def test_invalid_specs_are_rejected():
 
 
 def test_proposal_is_a_separate_rule_set():
-    assert pr72918.RULES == {"sync_batch_norm": sync_batch_norm_infer_spmd,
+    assert all(PROFILES["pr72918"][key] is fn for key, fn in rules_in(pr72918).items())
+    assert rules_in(pr72918) == {"sync_batch_norm": sync_batch_norm_infer_spmd,
                              "sync_batch_norm_grad": sync_batch_norm_grad_infer_spmd}
     # the default (shipped) rules stay the replicated fallback and disagree with the proposal
     shipped = sync_batch_norm.sync_batch_norm_infer_spmd(spec(X, (0, 1, -1, -1)), rep(C), rep(C), rep(C), rep(C))

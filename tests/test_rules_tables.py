@@ -204,7 +204,9 @@ def test_x_without_mesh_is_rejected_with_a_fix():
 
 
 def test_profiles_pick_the_implementation():
-    from paddle_spmd_port.rules import PROFILES, pr72918, proposed, rule_function
+    from paddle_spmd_port.ops.batch_norm import proposed
+    from paddle_spmd_port.ops.sync_batch_norm import pr72918
+    from paddle_spmd_port.rules import PROFILES, rule_function
 
     assert set(PROFILES) == {"paddle", "pr72918", "proposed"}
     assert rule_function("sync_batch_norm") is sync_batch_norm_infer_spmd

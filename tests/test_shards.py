@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from paddle_spmd_port.ops import RULES
 from paddle_spmd_port.parity.random_cases import BLOCK, draw_units, random_cases, rounds, shard_units
-from paddle_spmd_port.rules.signatures import RULES
 from tests.cli_checks import BadInput, assert_usage_error, run_cli
 
 

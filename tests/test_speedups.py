@@ -2,7 +2,7 @@
 
 The C module replaces hot functions when it is built; the Python originals stay as references
 (``types._spec_init``, ``types._attr_make``, ``types._result_make``, ``notation._merge_shardings``,
-``notation._mapping_for_axes``, ``rules._tensor._valid_inputs``, ``RuleInput._attr``). Every test
+``notation._mapping_for_axes``, ``ops.kit.tensor._valid_inputs``, ``RuleInput._attr``). Every test
 here runs the installed function and its reference on the same values and compares all that can be
 observed: the exception (type, str, ``kind``) or the value, with the type of every part spelt out
 (an int subclass, a bool or a list is not an int or a tuple), identities where the reference keeps
@@ -38,8 +38,8 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from paddle_spmd_port import notation, types
-from paddle_spmd_port.rules import _tensor
-from paddle_spmd_port.rules._tensor import RuleInput
+from paddle_spmd_port.ops.kit import tensor as _tensor
+from paddle_spmd_port.ops.kit.tensor import RuleInput
 from paddle_spmd_port.types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -523,7 +523,7 @@ def test_lazily_worded_refusals_read_as_eager_ones(monkeypatch):
     per rule: the error check raises (worded when first read; C or Python, whichever core is in use)
     reads exactly as the eagerly worded Python error -- str, repr, args, kind, instance dict,
     pickled and read back (as a plain InvalidSpecError), and parity's ErrorInfo."""
-    from paddle_spmd_port.parity.grid import GRIDS, coshard_cases, grid_for
+    from paddle_spmd_port.grid import GRIDS, coshard_cases, grid_for
     from paddle_spmd_port.parity.random_cases import random_cases
 
     cases = [c for rule in GRIDS for c in (*grid_for(rule), *coshard_cases(rule), *random_cases(rule, 300, seed=1))]
@@ -1009,8 +1009,8 @@ def outcome_text(out: Any) -> str:
 def grid_texts(rules: Any = None, profiles: Any = None, every: int = GRID_EVERY) -> dict[str, str]:
     """``"<profile> <rule> <case id>"`` -> :func:`outcome_text` for every case of every rule's grid
     (own grid and co-shard set) in profile ``paddle``, and every ``every``-th (crc32 of the key) in the others."""
+    from paddle_spmd_port.grid import GRIDS, grid_for
     from paddle_spmd_port.outcome import port_outcome
-    from paddle_spmd_port.parity.grid import GRIDS, grid_for
     from paddle_spmd_port.rules import PROFILES
 
     out: dict[str, str] = {}

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from paddle_spmd_port.compare import compare
 from paddle_spmd_port.native import compiled
 from paddle_spmd_port.outcome import Outcome
-from paddle_spmd_port.parity.compare import compare
 from paddle_spmd_port.reporting import REPRO_PYTHON
 
 from .helpers import skip_if_compiled_unreachable

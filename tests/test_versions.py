@@ -18,18 +18,19 @@ import pytest
 from paddle_spmd_port import DistAttr, ProcessMesh
 from paddle_spmd_port.case import Case
 from paddle_spmd_port.compat.probes import compat_api, observe
+from paddle_spmd_port.grid import coshard_cases, grid_for, sample
+from paddle_spmd_port.ops import RULES
 from paddle_spmd_port.outcome import ErrorInfo, Outcome, port_outcome
-from paddle_spmd_port.parity.detect import detect_release, version_key
-from paddle_spmd_port.parity.grid import coshard_cases, grid_for, sample
-from paddle_spmd_port.parity.releases import (
+from paddle_spmd_port.releases import (
     MATCHERS,
     RELEASES,
     KnownDifference,
+    detect_release,
     known_versions,
     matrix_versions,
     release_for,
+    version_key,
 )
-from paddle_spmd_port.rules.signatures import RULES
 
 from .helpers import MESH_2x3, rep, spec
 
@@ -240,7 +241,7 @@ def test_layer_norm_grad_segfault_is_known_for_3_1_0_only_when_x_grad_is_split()
         assert release_for(version).explain(split, port_outcome(split), segv) is None
 
 
-# What the sweep measured on the co-shard set (parity.grid.coshard_cases): 3.1.x rules raise when they read a
+# What the sweep measured on the co-shard set (grid.coshard_cases): 3.1.x rules raise when they read a
 # co-sharded dims_mapping; 3.0.0's registry route cannot set one.
 _READS_RAISE = Outcome(error=ErrorInfo("ValueError", 'There are 2 mesh dim sharded on tensor dim 0,you should call '
                                                      '"multi_dims_mapping()"'))

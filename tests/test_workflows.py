@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from paddle_spmd_port.parity.releases import known_versions, matrix_versions
+from paddle_spmd_port.releases import known_versions, matrix_versions
 from tests.cli_checks import REPO
 from tests.helpers import load_tool
 

@@ -87,12 +87,11 @@ from typing import Any, cast
 
 from paddle_spmd_port.case import Case
 from paddle_spmd_port.errors import ArgumentTypeError, InvalidSpecError
+from paddle_spmd_port.grid import GRIDS, grid_for, is_corner, sample
 from paddle_spmd_port.native.crash_prone import compiled_may_crash as may_crash
-from paddle_spmd_port.ops import RULES
+from paddle_spmd_port.ops import RULES, rule_spec
 from paddle_spmd_port.outcome import Outcome
-from paddle_spmd_port.parity.grid import GRIDS, grid_for, is_corner, sample
 from paddle_spmd_port.rules import rule_function
-from paddle_spmd_port.rules.signatures import rule_spec
 from paddle_spmd_port.runctl import EXIT_INCOMPLETE, ArgumentParser, UsageError, run_command
 from paddle_spmd_port.types import CORE, DistTensorSpec, ProcessMesh, clear_caches
 
@@ -643,7 +642,7 @@ def bench_hidden(rules: Sequence[str], n: int, seed: int, repeat: int) -> list[d
 def sweep_group(route: str) -> tuple[str, list[Case]]:
     """Every case the default ``parity`` sweep sends to ``route``: each rule's grid and co-shard set,
     for the rules whose default backends include it (a label and the cases)."""
-    from paddle_spmd_port.parity.backends import DEFAULT_BACKENDS
+    from paddle_spmd_port.native.routes import DEFAULT_BACKENDS
     from paddle_spmd_port.parity.cli import select_cases
 
     rules = [rule for rule in GRIDS if route in DEFAULT_BACKENDS.get(rule, ())]

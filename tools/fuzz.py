@@ -77,13 +77,12 @@ from paddle_spmd_port.errors import (
     RuleNotFoundError,
     ShardingConflictError,
 )
-from paddle_spmd_port.ops import family_module
+from paddle_spmd_port.grid import placements as grid_placements
+from paddle_spmd_port.ops import RULES, family_module
 from paddle_spmd_port.ops.kit.grid import KnownMalformed, RandomPlan, RankOf
-from paddle_spmd_port.parity.grid import placements as grid_placements
+from paddle_spmd_port.ops.registry import NAMES, PROFILES
 from paddle_spmd_port.parity.merge import read_tool_parts
 from paddle_spmd_port.rules import contains_spmd_rule, get_spmd_rule, rule_function
-from paddle_spmd_port.rules.registry import NAMES, PROFILES
-from paddle_spmd_port.rules.signatures import RULES
 from paddle_spmd_port.runctl import (
     EXIT_INCOMPLETE,
     ArgumentParser,

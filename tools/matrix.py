@@ -14,7 +14,7 @@ asserts that ``paddle.__version__`` is X, runs
 
 and prints one table: release x rule -> cases, cells, matching cells, agreeing cases, known
 differences (the sweep's ``known-difference`` class, from the release's profile in
-``paddle_spmd_port/parity/releases.py``), mismatches, and the other classes; plus the test suite's
+``paddle_spmd_port/releases.py``), mismatches, and the other classes; plus the test suite's
 result per release. The same table goes to ``reports/matrix/matrix.md`` and ``matrix.json``.
 Logs of every step: ``reports/matrix/X/*.log``. Nothing it downloads is inside the git tree
 (``.venvs/`` and ``reports/`` are ignored).
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from paddle_spmd_port.parity.releases import matrix_versions  # pure Python, no Paddle
+from paddle_spmd_port.releases import matrix_versions  # pure Python, no Paddle
 from paddle_spmd_port.runctl import (
     ArgumentParser,
     UsageError,
@@ -53,7 +53,7 @@ from paddle_spmd_port.runctl import (
 
 REPO = Path(__file__).resolve().parent.parent
 
-#: The newest profiled release of each minor line (paddle_spmd_port/parity/releases.py).
+#: The newest profiled release of each minor line (paddle_spmd_port/releases.py).
 DEFAULT_VERSIONS = matrix_versions()
 AGREE = ("match", "both-raise-same")
 OTHER = ("port-rejects-invalid", "native-crash", "unreachable", "not-run", "release-lacks")

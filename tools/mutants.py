@@ -20,7 +20,7 @@ the repository is never touched:
   <tmp> --quiet`` against native Paddle.
   exit 1 with a mismatching case in the report = **killed**; exit 0 = **survived**; anything
   else (3 = some case uncompared, a crash, a timeout) = **not judged**, never killed.
-* pytest mutants (the comparator: ``parity/compare.py``, ``outcome.py``; the oracle's kernels,
+* pytest mutants (the comparator: ``paddle_spmd_port/compare.py``, ``outcome.py``; the oracle's kernels,
   ``ops/<family>/kernel.py`` and ``ops/kit/kernel.py``; the ``proposed`` rules; co-shard
   reading): ``python -m pytest -q`` on the test files the mutant names, run from a copy of
   ``tests/`` next to the mutated package (the tests import ``paddle_spmd_port``; run from the
@@ -139,7 +139,7 @@ NOTATION = "notation.py"
 TENSOR = op("kit", "tensor")
 LN_CHECKS, BN_CHECKS, GN_CHECKS = op("layer_norm", "checks"), op("batch_norm", "checks"), op("group_norm", "checks")
 LAYOUT = op("batch_norm", "layout")
-CMP = "parity/compare.py"
+CMP = "compare.py"
 OUT = "outcome.py"
 KIT_PROPOSED = op("kit", "proposed")
 KIT_KERNEL = op("kit", "kernel")

@@ -1,7 +1,7 @@
 """Probes of the static auto-parallel API: each one makes the same calls on either Paddle 3.3.1
 or paddle_spmd_port.compat and records what it sees (values, strings, exception class and
 message), so tests/test_compat.py can compare the two probe by probe, and the release profiles
-(:mod:`paddle_spmd_port.parity.releases`) can name the probes each Paddle release answers differently.
+(:mod:`paddle_spmd_port.releases`) can name the probes each Paddle release answers differently.
 
     python -m paddle_spmd_port.compat.probes native   # prints the native observations as JSON
     python -m paddle_spmd_port.compat.probes          # the same probes on the compat layer
@@ -560,7 +560,7 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
 
 def crashing_probes() -> frozenset[str]:
     """The probes the installed Paddle's release profile lists as killing the process."""
-    from ..parity.detect import installed_release
+    from ..releases import installed_release
 
     profile = installed_release()
     if profile is None or profile.is_newer_than_known:

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import InvalidSpecError, PaddleInvalidArgument, RuleNotFoundError, ShardingConflictError, SpmdError
 from ..ops.kit.compat import Method, compat_modules
-from ..rules import get_spmd_rule
+from ..ops.registry import get_spmd_rule
 from ..types import DistTensorSpec as PortSpec
 from ..types import ProcessMesh as PortMesh
 from ..types import SpmdResult

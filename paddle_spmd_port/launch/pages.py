@@ -60,7 +60,7 @@ def _release(paddle: str) -> str:
     version = paddle.split(" ", 1)[0]
     if not version or version == "?":
         return "unknown (no rank reported Paddle's version)"
-    from ..parity.detect import detect_release
+    from ..releases import detect_release
 
     commit = paddle.split("(", 1)[1].rstrip(")") if "(" in paddle else ""
     return detect_release(version, commit).headline()

@@ -47,8 +47,8 @@ from ..ops.kit.launch import (
     expect,
     local_shapes,
 )
+from ..ops.registry import rule_function
 from ..outcome import ErrorInfo
-from ..rules import rule_function
 from ..types import DistAttr, ProcessMesh
 from .cases import LaunchCase
 

@@ -2,7 +2,7 @@
 (read from its files, without importing it), the case's attributes as Paddle's calls want them,
 process meshes to and from Paddle's, and the error for a Partial status other than SUM.
 
-Importing this module does not import Paddle: :mod:`.compiled` and :mod:`paddle_spmd_port.parity.detect`
+Importing this module does not import Paddle: :mod:`.compiled` and :mod:`.pool`
 use it where Paddle is not (or must not be) imported; the mesh conversions import Paddle on first use.
 """
 

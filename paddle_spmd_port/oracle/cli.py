@@ -45,8 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from ..case import Case
+from ..grid import MESH_SHAPES, sample
 from ..outcome import Outcome
-from ..parity.grid import MESH_SHAPES, sample
 from ..reporting import write_files
 from ..runctl import (
     EXIT_FINDING,

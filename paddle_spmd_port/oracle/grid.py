@@ -1,4 +1,4 @@
-"""The oracle's grid: the shared exhaustive grid (:func:`paddle_spmd_port.parity.grid.grid_for`),
+"""The oracle's grid: the shared exhaustive grid (:func:`paddle_spmd_port.grid.grid_for`),
 re-sized for numerics and crossed with each rule's statistics modes.
 
 * **Placements, meshes, variants** are the shared grid's (every x placement, the other tensors
@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from ..case import Case
-from ..parity.grid import grid_for
+from ..grid import grid_for
 from ..types import DistTensorSpec
 from .kernels import MODELS
 

@@ -1,7 +1,7 @@
 """``--profile native``: the installed Paddle's own answers, judged like a rule profile's.
 
 The answers come from the native routes the parity sweep uses (each rule's primary route,
-:data:`paddle_spmd_port.parity.backends.DEFAULT_BACKEND`), run through the same worker pool
+:data:`paddle_spmd_port.native.routes.DEFAULT_BACKEND`), run through the same worker pool
 (:func:`paddle_spmd_port.native.pool.run_native`: crash-isolated workers, a timeout per silent
 worker, every worker group ended on a signal). What each native outcome becomes (the oracle
 classes a profile that raises as ``rule-error``, and any case the op itself rejects on one device as
@@ -32,8 +32,8 @@ from collections.abc import Mapping, Sequence
 
 from ..case import Case
 from ..installed import NOT_INSTALLED, paddle_version
+from ..native.routes import DEFAULT_BACKEND
 from ..outcome import Outcome
-from ..parity.backends import DEFAULT_BACKEND
 
 NATIVE = "native"
 """The profile name of the installed Paddle's own answers."""

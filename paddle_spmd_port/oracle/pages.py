@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..installed import NOT_INSTALLED, paddle_version
+from ..ops import rule_spec
 from ..pages import (
     FAIL,
     PASS,
@@ -34,7 +35,6 @@ from ..pages import (
     verdict_map,
 )
 from ..reporting import REPRO_PYTHON
-from ..rules.signatures import rule_spec
 from .native import NATIVE, NO_ANSWER
 from .report import Judged
 from .simulator import LOCAL_STATS, OP_REJECTS, RULE_ERROR, SOUND, UNRUNNABLE, UNSOUND
@@ -84,7 +84,7 @@ def release_text(info: Mapping[str, str]) -> str:
     profiles; ``native`` is Paddle's own answers)."""
     if not info.get("version"):
         return "none (Paddle is not installed)"
-    from ..parity.detect import detect_release
+    from ..releases import detect_release
 
     return detect_release(str(info["version"]), str(info.get("commit") or "")).headline()
 

@@ -20,10 +20,10 @@ from typing import Any
 from ..case import Case
 from ..errors import SpmdError
 from ..notation import ShardError
+from ..ops.registry import PROFILES as RULE_PROFILES
+from ..ops.registry import rule_function
 from ..outcome import ErrorInfo, Outcome
 from ..reporting import REPRO_PYTHON, markdown_table
-from ..rules.registry import PROFILES as RULE_PROFILES
-from ..rules.registry import rule_function
 from ..types import DistAttr, DistTensorSpec, SpmdResult, mesh_dims_of, plain_mapping
 from .kernels import MODELS
 from .native import NATIVE, NO_ANSWER, native_error

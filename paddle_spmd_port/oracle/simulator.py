@@ -597,7 +597,7 @@ def explain(case: Case, result: SpmdResult, *, sync_group: str = "batch") -> dic
     """For each output that ``result`` claims wrongly: the claims (``[dims_mapping] P{..}``) under
     which the values the ranks actually hold would be right. Runs the repaired layout when the
     answer itself cannot run (see :attr:`Verdict.repaired`)."""
-    from ..parity.grid import placements  # the same enumeration as the grid's
+    from ..grid import placements  # the same enumeration as the grid's
 
     run, rng = _new_run(case, result, sync_group)
     if run.data.reference is None or _layout(run, rng):

@@ -9,7 +9,7 @@ interrupted run writes none).
 
 ``parity --baseline FILE`` runs the same selection (a baseline of another one is refused, exit 2)
 and compares the installed Paddle's native outcome of every (rule, route, case) with the stored one,
-cell by cell (the cells of :func:`~paddle_spmd_port.parity.compare.outcome_cells`, plus the status
+cell by cell (the cells of :func:`~paddle_spmd_port.compare.outcome_cells`, plus the status
 and what a crash, an undecodable answer or an unreachable route said). Each changed case is
 triaged with the oracle on both answers (the mapping of :mod:`paddle_spmd_port.oracle.native`:
 an answer is simulated; a raise or an unreachable route is rule-error; a crash or an undecodable
@@ -24,7 +24,7 @@ answer is a crash)::
     changed           anything else that changed: both sound, both not (e.g. two different errors,
                       a crash -> an error, a crash -> an answer that is not sound), or a case the
                       op itself rejects on one device (op-rejects: any answer is as good)
-    changed (invalid  the input is invalid for the op (parity/validity.py), both outcomes are
+    changed (invalid  the input is invalid for the op (paddle_spmd_port/validity.py), both outcomes are
       input)          answers or crashes, and nothing showed this build's outcome to vary: a change
                       all the same (e.g. an older release's statistics of another rank); counted with the
                       changed cases, listed apart, never a regression (the op refuses that input
@@ -71,13 +71,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..case import Case
+from ..compare import outcome_cells
+from ..ops import rule_spec
 from ..outcome import Outcome
 from ..reporting import _create_temp, markdown_table, write_atomic
-from ..rules.signatures import rule_spec
 from ..runctl import UsageError
-from .compare import outcome_cells
+from ..validity import input_problem
 from .repro import one_line_repro
-from .validity import input_problem
 
 FORMAT = "paddle_spmd_port native baseline"
 FORMAT_VERSION = 1

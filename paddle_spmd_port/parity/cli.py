@@ -1,13 +1,13 @@
 """``python -m paddle_spmd_port parity``: the main job.
 
-Enumerates every rule's grid (parity/grid.py), runs each case through the port (in this
+Enumerates every rule's grid (paddle_spmd_port/grid.py), runs each case through the port (in this
 process) and through native Paddle (crash-isolated workers, native/pool.py), compares every
-cell (parity/compare.py) and writes parity.md, parity.json and parity-cases.jsonl.gz
+cell (paddle_spmd_port/compare.py) and writes parity.md, parity.json and parity-cases.jsonl.gz
 (+ JUnit XML with --junit) into the report directory -- after every backend group, so a
 failure or an interrupt still leaves a partial report whose first line says so. The PIR group,
 the longest, starts first (as soon as its own cases are drawn) and runs alongside the others
 (BackgroundGroup); groups are still compared and reported in the fixed order of
-parity/backends.py BACKENDS.
+paddle_spmd_port/native/routes.py BACKENDS.
 
 --random N --seed S replaces the grid with N random cases per rule drawn outside it
 (parity/random_cases.py: other meshes, odd sizes, higher ranks, None, invalid and mixed-mesh
@@ -60,8 +60,12 @@ from pathlib import Path
 from typing import Protocol
 
 from ..case import Case
+from ..compare import compare
+from ..grid import GRIDS, coshard_cases, grid_for, sample
+from ..native.routes import BACKENDS, DEFAULT_BACKEND, DEFAULT_BACKENDS, add_backend_argument, routes_reaching
+from ..ops import rule_spec
 from ..outcome import Outcome, port_outcome
-from ..rules.signatures import rule_spec
+from ..releases import AGREEING, ReleaseProfile, detect_release
 from ..runctl import (
     EXIT_FINDING,
     EXIT_INCOMPLETE,
@@ -88,17 +92,12 @@ from ..runctl import (
     workers,
     write_partial,
 )
-from .backends import BACKENDS, DEFAULT_BACKEND, DEFAULT_BACKENDS, add_backend_argument, routes_reaching
-from .compare import compare
-from .detect import detect_release
-from .grid import GRIDS, coshard_cases, grid_for, sample
+from ..validity import input_problem
 from .output import write_diff, write_parity_report
 from .progress import Progress
 from .random_cases import CASES_PER_ROUND, MAX_CASES_PER_RULE, draw_units, random_cases, rounds, shard_units
-from .releases import AGREEING, ReleaseProfile
 from .report import DONE, INTERRUPTED, NOT_STARTED, RUNNING, ParityReport
 from .repro import one_line_repro, repro_snippet
-from .validity import input_problem
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "DEFAULT_BACKENDS", "main", "parse_args", "select_cases"]
 DEFAULT_REPORT_DIR = Path("reports/parity")
@@ -110,7 +109,7 @@ def build_parser() -> ArgumentParser:
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_rules_argument(ap)
     add_backend_argument(ap, "compare every rule through this one native route only (default: each rule's "
-                             "routes, parity/backends.py)")
+                             "routes, paddle_spmd_port/native/routes.py)")
     ap.add_argument("--primary-only", action="store_true",
                     help="skip the second-opinion backend (pir) where a rule has two")
     add_selection_arguments(ap, seed_help="seed for --sample and --random (default 0)")
@@ -124,8 +123,8 @@ def build_parser() -> ArgumentParser:
                          "to --report-dir (default: where the unsplit run's report goes); nothing is run. A part "
                          "missing or unfinished makes it incomplete (exit 3), never a pass (parity/merge.py)")
     ap.add_argument("--coshard", action="store_true",
-                    help="only each rule's co-shard set (co-sharded inputs, ids <rule>-coshard-...; parity/grid.py "
-                         "coshard_cases); --sample and --max-cases then apply to it")
+                    help="only each rule's co-shard set (co-sharded inputs, ids <rule>-coshard-...; "
+                         "paddle_spmd_port/grid.py coshard_cases); --sample and --max-cases then apply to it")
     add_workers_arguments(ap, "native worker processes per backend group")
     ap.add_argument("--timeout", type=seconds, default=60.0,
                     help=f"seconds a silent worker is given before it is killed (> 0, at most {MAX_SECONDS:.0f}; "

@@ -1,6 +1,6 @@
 """Hold a release profile's hand-written known differences to a measured baseline diff.
 
-A release profile (:mod:`.releases`) lists how an older Paddle release answers differently from
+A release profile (:mod:`paddle_spmd_port.releases`) lists how an older Paddle release answers differently from
 3.3.1, the release the port reproduces. A baseline diff (:mod:`.baseline`) measures exactly that:
 a baseline saved under the older release, diffed under 3.3.1 (or the other way round), lists every
 (rule, route, case) whose native outcome changed. This module reads the diff's ``baseline.json``
@@ -53,7 +53,9 @@ from pathlib import Path
 from typing import Any
 
 from ..case import Case
+from ..compare import compare, input_invalid_for
 from ..outcome import Outcome, port_outcome
+from ..releases import AGREEING, MATCHERS, KnownDifference, ReleaseProfile, known_versions, release_for
 from ..reporting import markdown_table, write_atomic
 from ..runctl import (
     EXIT_FINDING,
@@ -66,8 +68,6 @@ from ..runctl import (
     path_text,
     run_command,
 )
-from .compare import compare, input_invalid_for
-from .releases import AGREEING, MATCHERS, KnownDifference, ReleaseProfile, known_versions, release_for
 
 #: The release the profiles are written against (the port's default).
 REFERENCE = "3.3.1"

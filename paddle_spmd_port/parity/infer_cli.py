@@ -46,9 +46,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..case import Case, int_range_problem
+from ..compare import COMPARED, compare, input_invalid_for
+from ..grid import derived_shapes
+from ..native.routes import BACKENDS, DEFAULT_BACKEND, add_backend_argument
+from ..ops import RULES, RuleSpec
 from ..ops.kit.grid import ShapeNotDerivable
 from ..outcome import Outcome, port_outcome
-from ..rules.signatures import RULES, RuleSpec
+from ..releases import AGREEING, detect_release
 from ..runctl import (
     EXIT_FINDING,
     EXIT_INCOMPLETE,
@@ -61,11 +65,6 @@ from ..runctl import (
     run_command,
 )
 from ..types import DistTensorSpec, Mapping, ProcessMesh, entry_of
-from .backends import BACKENDS, DEFAULT_BACKEND, add_backend_argument
-from .compare import COMPARED, compare, input_invalid_for
-from .detect import detect_release
-from .grid import derived_shapes
-from .releases import AGREEING
 
 PROG = "python -m paddle_spmd_port infer"
 DEFAULT_MESH = (2, 3)

@@ -18,6 +18,8 @@ from collections import Counter
 from typing import Any
 
 from ..case import Case
+from ..compare import CLASSES
+from ..ops import rule_spec
 from ..pages import (
     FAIL,
     PASS,
@@ -36,12 +38,10 @@ from ..pages import (
     section,
     verdict_map,
 )
-from ..rules.signatures import rule_spec
 from ..types import CORE
 from .baseline import CASES_FILE as BASELINE_CASES_FILE
 from .baseline import CLASSES as CHANGE_CLASSES
 from .baseline import UNSTABLE, Diff, build_text
-from .compare import CLASSES
 from .report import CASES_FILE, DONE, HTML_RECORDS, MISMATCHES_KEPT, GroupTally, ParityReport
 from .repro import one_line_repro
 
@@ -187,7 +187,7 @@ def baseline_page(diff: Diff, new_paddle: dict[str, Any], selection: dict[str, A
     else:
         verdict = PASS
     old_name, new_name = build_text(diff.stored.paddle), build_text(new_paddle)
-    from .detect import detect_release
+    from ..releases import detect_release
 
     release = (detect_release(str(new_paddle["version"]), str(new_paddle.get("commit") or "")).headline()
                if new_paddle.get("version") not in (None, "", "not installed") else "none (no Paddle answered)")

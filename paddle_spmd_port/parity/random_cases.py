@@ -61,10 +61,10 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..case import Case
+from ..grid import MESH_SHAPES, coshard_mappings, grid_module, input_shapes, mesh_of, valid_mappings
 from ..ops import rule_spec
 from ..ops.kit.grid import LIKE_X, RandomPlan
 from ..types import DistTensorSpec, Mapping, ProcessMesh, mesh_dims_of
-from .grid import MESH_SHAPES, coshard_mappings, grid_module, input_shapes, mesh_of, valid_mappings
 
 #: Meshes beyond the grid's, then the grid's own.
 RANDOM_MESH_SHAPES: tuple[tuple[int, ...], ...] = tuple(dict.fromkeys(

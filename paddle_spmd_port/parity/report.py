@@ -5,7 +5,7 @@ A run compares each rule with one or more native routes (backends). Two views of
 * a **tally** per (rule, backend) group, keyed ``rule@backend`` everywhere (JSON, JUnit suite
   ``parity.rule@backend``, markdown headings): how many cases fell in each class;
 * a **coverage** line per rule: a case is *compared* when at least one route's verdict is in
-  :data:`~paddle_spmd_port.parity.compare.COMPARED`; every other case is listed with the reason each
+  :data:`~paddle_spmd_port.compare.COMPARED`; every other case is listed with the reason each
   route gave (``compiled: not run: ...; pir: unreachable: ...``) and counted by that reason.
 
 Files, rewritten after every backend group (each write atomic), so an interrupted or failed run
@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..case import Case
+from ..compare import CLASSES, COMPARED, Comparison
 from ..outcome import Outcome
 from ..pages import map_key, map_label
 from ..reporting import markdown_table
 from ..types import CORE
-from .compare import CLASSES, COMPARED, Comparison
 from .repro import repro_head
 
 EXAMPLES_PER_CLASS = 5

@@ -35,7 +35,7 @@ def repro_snippet(case: Case, backend: str) -> str:
         "import json",
         "from paddle_spmd_port.case import Case",
         "from paddle_spmd_port.outcome import port_outcome",
-        "from paddle_spmd_port.parity.compare import compare, input_invalid_for",
+        "from paddle_spmd_port.compare import compare, input_invalid_for",
         f"case = Case.from_json(json.loads({payload!r}))",
         "try:",
         f"    from paddle_spmd_port.native import {backend} as backend",

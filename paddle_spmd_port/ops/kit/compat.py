@@ -4,7 +4,7 @@ static SPMD rule-test API (:mod:`paddle_spmd_port.compat`), and the probe kit it
 A family's ``compat.py`` holds:
 
 * ``RULES``: the :class:`CompatRule` s it serves under Paddle's registry names (the compat layer
-  takes the functions from ``paddle_spmd_port.rules.get_spmd_rule(name)``);
+  takes the functions from ``paddle_spmd_port.ops.registry.get_spmd_rule(name)``);
 * ``CONTAINS``: names the ``registry/contains`` probe asks both registries about;
 * ``probes(kit)``: registers its probes on a :class:`ProbeKit` (the same calls run on Paddle and
   on the compat layer, and the observations are compared by name).

@@ -1,9 +1,9 @@
 """The grid kit: what every family's parity grid is built from (op-free).
 
-A family's ``ops/<family>/grid.py`` declares, for parity/grid.py to assemble:
+A family's ``ops/<family>/grid.py`` declares, for paddle_spmd_port/grid.py to assemble:
 
     GRIDS            rule key -> a function yielding that rule's own grid (:class:`GridCase` drafts,
-                     in a fixed order; parity/grid.py turns them into ``Case`` objects)
+                     in a fixed order; paddle_spmd_port/grid.py turns them into ``Case`` objects)
     input_shapes     (rule, x shape, attrs) -> every input's shape for that x (what a real call
                      passes): the co-shard set, random mode and ``infer`` size tensors with it
     COSHARD          a :class:`CoshardPlan`: the ranks and attribute variants of its co-shard set
@@ -11,7 +11,7 @@ A family's ``ops/<family>/grid.py`` declares, for parity/grid.py to assemble:
                      outside what the grid draws; raises :class:`ShapeNotDerivable` for a shape
                      that cannot be worked out (``infer`` then asks for the flag)
     input_problem    (rule, named inputs, attrs, x rank) -> why the input is invalid for the op,
-                     or None (parity/validity.py has the checks common to every op)
+                     or None (paddle_spmd_port/validity.py has the checks common to every op)
     RANDOM           a :class:`RandomPlan`: x ranks and attribute choices of ``parity --random``
                      (tools/fuzz.py draws its valid calls from the same plan)
     ANSWER_RANKS     rule key -> returned output -> :data:`RankOf`: the rank of the tensor each

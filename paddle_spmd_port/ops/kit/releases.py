@@ -10,7 +10,7 @@ A family's ``ops/<family>/releases.py`` declares, per release version (``"X.Y.Z"
     REGISTRY_MISSING   version -> registry names 3.3.1 has and that release lacks
     CPP_MISSING        version -> C++ InferSpmd functions absent from that release's libraries
 
-parity/releases.py assembles them into one profile per release: entries of the same name from
+paddle_spmd_port/releases.py assembles them into one profile per release: entries of the same name from
 several families become one difference over all their rules (they must agree on kind, why and
 params). Each difference's evidence (what was measured, with the command) is written up in
 docs/releases/<version>.md under its name.
@@ -22,7 +22,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-#: How a native outcome is recognised (parity/releases.py has one matcher per kind):
+#: How a native outcome is recognised (paddle_spmd_port/releases.py has one matcher per kind):
 #: ``rule-missing`` (unreachable or NotFound, by param ``patterns``), ``replicated-fallback`` (the
 #: dist API's answer for an op without a rule), ``crash-with-none`` (a signal while a named optional
 #: input is None), ``partial-on-absent-grad``, ``coshard-refused`` (an error on a co-sharded input),
@@ -53,7 +53,7 @@ class KnownDifference:
     why: str
     """Short reason, shown in reports as ``known difference for X.Y.Z: <why>``."""
     evidence: str = ""
-    """Where the measurement is written up (parity/releases.py fills in docs/releases/<version>.md#<name>)."""
+    """Where the measurement is written up (paddle_spmd_port/releases.py fills in docs/releases/<version>.md#<name>)."""
     params: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:

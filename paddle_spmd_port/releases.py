@@ -4,7 +4,9 @@ The port reproduces Paddle 3.3.1. Older releases answer some cases differently; 
 profile* (:class:`ReleaseProfile`) lists those differences as data (:data:`RELEASES`), each with a
 matcher that recognises the native outcome the release is known to give, so that the sweep can
 report "known difference for X.Y.Z" apart from real mismatches. Which profile applies to an
-installed Paddle is decided by :mod:`.detect`. Nothing here imports Paddle.
+installed Paddle is decided by :func:`detect_release` (for a version string) and
+:func:`installed_release` (the installed Paddle's version and commit, read from
+``paddle/version/__init__.py``). Nothing here imports Paddle.
 
 Each family declares its own differences per release (``ops/<family>/releases.py``: the kit,
 :mod:`paddle_spmd_port.ops.kit.releases`, says how); this module holds the matchers, the releases'
@@ -13,9 +15,18 @@ per release (:func:`_assemble`). What was measured, and how, is in docs/releases
 release; each difference's ``evidence`` names its section there).
 
 (Not to be confused with the *rule profiles* ``paddle``, ``pr72918`` and ``proposed`` of
-:mod:`paddle_spmd_port.rules.registry`: those are alternative rule implementations.)
+:mod:`paddle_spmd_port.ops.registry`: those are alternative rule implementations.)
 
 CI and ``tools/matrix.py`` run the newest release of each minor line (:func:`matrix_versions`).
+
+How a release is picked::
+
+    paddle.__version__   profile   flags
+    3.0.0                3.0.0     exact
+    3.2.5 (unmeasured)   3.2.2     nearest older measured release (is_exact=False)
+    3.1.0rc1             3.1.0     a pre-release of a measured release takes that release's (is_exact=False)
+    3.4.0, 0.0.0 (dev)   3.3.1     is_newer_than_known: every difference is a possible regression
+    2.5.2                2.6.2     is_older_than_known
 """
 
 from __future__ import annotations
@@ -23,12 +34,14 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..case import Case
-from ..ops import FAMILIES, family_module
-from ..ops.kit.releases import (
+from .case import Case
+from .compare import Comparison, compare
+from .installed import NOT_INSTALLED, paddle_version
+from .ops import FAMILIES, family_module
+from .ops.kit.releases import (
     COSHARD_READ_RAISES_31,
     KINDS,
     NO_COSHARD_300,
@@ -37,9 +50,8 @@ from ..ops.kit.releases import (
     KnownDifference,
     probes,
 )
-from ..outcome import Outcome
-from ..types import DistAttr, mesh_dims_of
-from .compare import Comparison, compare
+from .outcome import Outcome
+from .types import DistAttr, mesh_dims_of
 
 #: Verdicts that are not differences at all: nothing to explain.
 AGREEING = frozenset({"match", "both-raise-same", "port-rejects-invalid"})
@@ -464,5 +476,58 @@ def matrix_versions() -> tuple[str, ...]:
     return tuple(newest.values())
 
 
-__all__ = ["AGREEING", "MATCHERS", "RELEASES", "KnownDifference", "ReleaseProfile", "known_versions",
-           "matrix_versions", "release_for"]
+# --------------------------------------------------------------------------- which profile applies
+_VERSION = re.compile(r"^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:\.(\d+))?[.-]?(?:(a|b|rc|dev|post)\.?(\d*))?")
+_STAGE = {"dev": -4, "a": -3, "b": -2, "rc": -1, None: 0, "post": 1}
+
+
+def version_key(version: str) -> tuple[int, ...] | None:
+    """A sortable key for a release string (``3.1.0rc1`` < ``3.1.0`` < ``3.1.0.post1``), or None
+    when it does not start with a number."""
+    m = _VERSION.match(version)
+    if not m:
+        return None
+    nums = tuple(int(g or 0) for g in m.group(1, 2, 3, 4))
+    return (*nums, _STAGE[m.group(5)], int(m.group(6) or 0))
+
+
+def is_develop_build(version: str) -> bool:
+    """Paddle's builds from the develop branch report ``0.0.0``."""
+    key = version_key(version)
+    return key is not None and key[:4] == (0, 0, 0, 0)
+
+
+def detect_release(version: str, commit: str = "") -> ReleaseProfile:
+    """The release profile to compare Paddle ``version`` (``paddle.__version__``, commit
+    ``paddle.version.commit``) with; see the module docstring for the flags."""
+    ordered = sorted(RELEASES, key=lambda p: version_key(p.version) or ())
+    newest, oldest = ordered[-1], ordered[0]
+    found: dict[str, Any] = dict(detected_version=version, detected_commit=commit)  # (replace() checks the names)
+    key = version_key(version)
+    if key is None or is_develop_build(version) or key > (version_key(newest.version) or ()):
+        return replace(newest, **found, is_exact=False, is_newer_than_known=True, commit_matches=False)
+    if key < (version_key(oldest.version) or ()):
+        return replace(oldest, **found, is_exact=False, is_older_than_known=True, commit_matches=False)
+    exact = next((p for p in ordered if p.version == version), None)
+    if exact is not None:
+        return replace(exact, **found, commit_matches=not commit or commit.startswith(exact.commit))
+    # a pre-release (dev, a, b, rc) of a measured release is nearer to it than to the release before
+    release = next((p for p in ordered if key[4] < 0 and (version_key(p.version) or ())[:4] == key[:4]), None)
+    if release is not None:
+        return replace(release, **found, is_exact=False, is_prerelease=True, commit_matches=False)
+    older = [p for p in ordered if (version_key(p.version) or ()) <= key]
+    return replace(older[-1], **found, is_exact=False, commit_matches=False)
+
+
+def installed_release() -> ReleaseProfile | None:
+    """The release profile of the installed Paddle, or None when Paddle is not installed.
+    Reads ``paddle/version/__init__.py``; Paddle itself is not imported."""
+    found = paddle_version()
+    if found["version"] == NOT_INSTALLED:
+        return None
+    return detect_release(found["version"], found["commit"])
+
+
+__all__ = ["AGREEING", "MATCHERS", "RELEASES", "KnownDifference", "ReleaseProfile", "detect_release",
+           "installed_release", "is_develop_build", "known_versions", "matrix_versions", "release_for",
+           "version_key"]

@@ -1,6 +1,7 @@
 """The native routes a case can be compared through, and each rule's default ones.
 
-Shared by the ``parity`` and ``infer`` commands (no command module imports another).
+Read from the families' declared specs (Paddle is not imported); used by the ``parity`` and ``infer``
+commands and by the oracle's ``--profile native`` (each rule's primary route).
 
     registry  -- core.get_phi_spmd_rule, what Python users call (or the ``replicated`` rule an
                  op's dist API falls back to)

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from numbers import Real
 
-from ..case import Case
-from ..types import DistTensorSpec
+from .case import Case
 from .grid import grid_module
+from .types import DistTensorSpec
 
 
 def _spec_problem(name: str, spec: DistTensorSpec) -> str | None:

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..case import Case
-from ..outcome import Outcome
-from ..rules.signatures import RuleSpec
-from ..types import DistAttr, SpmdResult, mesh_dims_of
+from .case import Case
+from .ops import RuleSpec
+from .outcome import Outcome
+from .types import DistAttr, SpmdResult, mesh_dims_of
 from .validity import input_problem
 
 CLASSES = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "undecodable", "unreachable",

@@ -42,9 +42,9 @@ from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Mapping as MappingOf
 from types import ModuleType
 
-from ..case import Case
-from ..ops import FAMILIES, RULES, family_module, rule_spec
-from ..ops.kit.grid import (
+from .case import Case
+from .ops import FAMILIES, RULES, family_module, rule_spec
+from .ops.kit.grid import (
     CORNER_LABELS,
     MESH_SHAPES,
     X_SHAPES,
@@ -56,7 +56,7 @@ from ..ops.kit.grid import (
     placements,
     valid_mappings,
 )
-from ..ops.kit.grid import coshard_cases as _kit_coshard_cases
+from .ops.kit.grid import coshard_cases as _kit_coshard_cases
 
 
 def _grid_modules() -> dict[str, ModuleType]:
