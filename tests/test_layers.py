@@ -58,8 +58,8 @@ PLANTED = [
     ("no circles", "parity/repro.py", "from .report import ParityReport as _planted", "- .repro -> .report"),
     ("no command module imports another", "launch/cli.py", "from ..oracle.cli import main as _planted",
      "paddle_spmd_port.launch.cli -> paddle_spmd_port.oracle.cli"),
-    ("the core, ops/, rules.py and the shared floors never import Paddle", "ops/kit/tensor.py", "import paddle as _planted",
-     "paddle_spmd_port.ops.kit.tensor -> paddle"),
+    ("the core, ops/, rules.py and the shared floors never import Paddle", "ops/kit/tensor.py",
+     "import paddle as _planted", "paddle_spmd_port.ops.kit.tensor -> paddle"),
 ]
 
 

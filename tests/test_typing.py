@@ -1,5 +1,6 @@
-"""mypy keeps the package clean under pyproject.toml's [tool.mypy]: strict on the core, ops/, rules.py and the shared floors,
-the defaults elsewhere. The second test shows the strict part bites where it should and only there."""
+"""mypy keeps the package clean under pyproject.toml's [tool.mypy]: strict on the core, ops/, rules.py and
+the shared floors, the defaults elsewhere. The second test shows the strict part bites where it should and only
+there."""
 
 from __future__ import annotations
 
