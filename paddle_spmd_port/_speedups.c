@@ -8,7 +8,7 @@
  *   spec_check(DistTensorSpec)  -> installed as DistTensorSpec.check; the reference is types._spec_check
  *   attr_make(dm, partial, mesh) = types._attr_make           (DistAttr.make)
  *   result_make(inputs, outputs) = types._result_make         (SpmdResult.make)
- *   valid_inputs(specs, names)   = rules._tensor._valid_inputs
+ *   valid_inputs(specs, names)   = ops.kit.tensor._valid_inputs
  *   rule_input_attr              -> installed as RuleInput.attr; the reference is RuleInput._attr
  *   merge_shardings(tensors)     = notation._merge_shardings
  *   mapping_for_axes(axes, dims) = notation._mapping_for_axes
@@ -66,10 +66,10 @@ static PyTypeObject *Mesh_t, *Spec_t, *Attr_t, *Result_t, *RuleInput_t;
 static PyObject *interned;       /* types._INTERNED */
 static PyObject *pure_init;      /* types._spec_init */
 static PyObject *pure_attr_make, *pure_result_make; /* types._attr_make, types._result_make */
-static PyObject *pure_valid_inputs, *pure_rule_attr; /* rules._tensor._valid_inputs, RuleInput._attr */
-static PyObject *getter_mapping; /* rules._tensor.getter_mapping */
+static PyObject *pure_valid_inputs, *pure_rule_attr; /* ops.kit.tensor._valid_inputs, RuleInput._attr */
+static PyObject *getter_mapping; /* ops.kit.tensor.getter_mapping */
 static PyObject *no_partial;     /* the empty frozenset a RuleInput's attr gets by default */
-static PyObject *as_input;       /* rules._tensor.as_input: builds a None input */
+static PyObject *as_input;       /* ops.kit.tensor.as_input: builds a None input */
 static Py_ssize_t interned_limit; /* types.INTERNED_LIMIT */
 
 static PyObject *s_shape, *s_dims_mapping, *s_mesh, *s_partial_dims, *s_valid_on_mesh, *s_coshard, *s_hash,
@@ -1156,7 +1156,7 @@ static PyObject *rule_input(PyObject *name, PyObject *ndim, PyObject *dm, PyObje
     return t;
 }
 
-/* What a rule reads of a co-sharded mapping, as rules._tensor.getter_mapping (the reference) works it
+/* What a rule reads of a co-sharded mapping, as ops.kit.tensor.getter_mapping (the reference) works it
  * out: per co-shard the member of the largest mesh size, the first listed among equal sizes, a
  * member outside the mesh counting as size 0; every other entry as it is. On an exact ProcessMesh
  * whose shape is a tuple of exact ints within a C long, and a mapping of exact ints and tuples of
@@ -1225,7 +1225,7 @@ reference:
     return NULL;
 }
 
-/* valid_inputs(specs, names): see rules._tensor._valid_inputs (the reference). */
+/* valid_inputs(specs, names): see ops.kit.tensor._valid_inputs (the reference). */
 static PyObject *valid_inputs(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     PyObject *specs, *names, *out = NULL;
     Py_ssize_t i, n, nargs = PyVectorcall_NARGS(nargsf);
@@ -1451,7 +1451,7 @@ static PyObject *configure_notation(PyObject *module, PyObject *const *args, Py_
 }
 
 /* ---- RuleInput.attr ---------------------------------------------------------------------------- */
-/* RuleInput.attr(dims_mapping, *, keep_partial=False): see rules._tensor.RuleInput._attr (the reference) */
+/* RuleInput.attr(dims_mapping, *, keep_partial=False): see ops.kit.tensor.RuleInput._attr (the reference) */
 static PyObject *rule_input_attr(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *mapping, *partial, *call[3], *res;
@@ -1480,7 +1480,7 @@ static PyMethodDef rule_input_attr_def = {"attr", (PyCFunction)(void (*)(void))r
                                           METH_FASTCALL | METH_KEYWORDS,
                                           "attr($self, dims_mapping, /, *, keep_partial=False)\n--\n\n"
                                           "A copy of this input's attr with a new dims_mapping (see "
-                                          "rules._tensor.RuleInput._attr)."};
+                                          "ops.kit.tensor.RuleInput._attr)."};
 
 /* The offset of slot `name` of `type` (a __slots__ member: an object reference that may be unset);
  * -1 with a TypeError when the class has no such slot (say, a field turned back into a dict entry). */
@@ -1573,7 +1573,7 @@ static PyMethodDef methods[] = {
     {"result_make", (PyCFunction)(void (*)(void))result_make, METH_FASTCALL | METH_KEYWORDS,
      "SpmdResult.make(inputs, outputs): see types._result_make."},
     {"valid_inputs", (PyCFunction)(void (*)(void))valid_inputs, METH_FASTCALL | METH_KEYWORDS,
-     "rules._tensor.valid_inputs(specs, names): see rules._tensor._valid_inputs."},
+     "ops.kit.tensor.valid_inputs(specs, names): see ops.kit.tensor._valid_inputs."},
     {"merge_shardings", (PyCFunction)(void (*)(void))merge_shardings, METH_FASTCALL | METH_KEYWORDS,
      "notation.merge_shardings(tensors): see notation._merge_shardings."},
     {"mapping_for_axes", (PyCFunction)(void (*)(void))mapping_for_axes, METH_FASTCALL | METH_KEYWORDS,
