@@ -80,10 +80,9 @@ cli.compare = compare
 
 #: ... and every report write fails too.
 REPORT_WRITE = COMPARE + '''
-from paddle_spmd_port.parity.report import ParityReport
-def write(self, *args, **kwargs):
+def write(*args, **kwargs):
     raise OSError("planted: the disk is gone")
-ParityReport.write = write
+cli.write_parity_report = write
 '''
 
 #: The oracle's judging fails on its 21st call.
