@@ -47,6 +47,8 @@ PLANTED = {
                                           "paddle_spmd_port.launch.cli -> paddle_spmd_port.oracle.cli"),
     "the core, ops/ and rules/ never import Paddle": ("ops/kit/tensor.py", "import paddle as _planted",
                                                "paddle_spmd_port.ops.kit.tensor -> paddle"),
+    "runctl's jobs": ("runctl/exits.py", "from .command import run_command as _planted",
+                      "paddle_spmd_port.runctl.exits -> paddle_spmd_port.runctl.command"),
 }
 
 

@@ -25,7 +25,7 @@ pickled frames.
 
 Interrupts: workers run in process groups of their own (so that a Ctrl-C in the terminal reaches
 only the parent, which decides); when :func:`run_native` is left by an exception (the sweep's
-:class:`~paddle_spmd_port.runctl.Interrupted` included) every worker group -- the worker or the
+:class:`~paddle_spmd_port.runctl.signals.Interrupted` included) every worker group -- the worker or the
 compiled caller, and any child it forked -- is killed.
 """
 
@@ -46,7 +46,7 @@ from typing import IO
 
 from ..case import Case
 from ..outcome import Outcome
-from ..runctl import signal_text
+from ..runctl.signals import signal_text
 from ..types import mesh_dims_of
 from ._paddle import paddle_version
 from .crash_prone import MAY_CRASH, refused_by_every_rule

@@ -74,7 +74,7 @@ from ..case import Case
 from ..outcome import Outcome
 from ..reporting import _create_temp, markdown_table, write_atomic
 from ..rules.signatures import rule_spec
-from ..runctl import UsageError
+from ..runctl.exits import UsageError
 from .compare import outcome_cells
 from .repro import one_line_repro
 from .validity import input_problem

@@ -15,7 +15,7 @@ inputs), compared through each rule's primary backend (or --backend); every mism
 infer --case-json line is printed on the console.
 
 Fails closed: a case is *compared* when at least one native route gave an answer, an error, or a
-crash the port predicted. Exit status (the table in runctl.py):
+crash the port predicted. Exit status (the table in runctl/__init__.py):
 
     0    every selected case compared, no mismatching cell
     1    some case mismatches (outranks 3)
@@ -62,32 +62,22 @@ from typing import TYPE_CHECKING, Protocol
 from ..case import Case
 from ..outcome import Outcome, port_outcome
 from ..rules.signatures import rule_spec
-from ..runctl import (
-    EXIT_FINDING,
-    EXIT_INCOMPLETE,
-    EXIT_OK,
+from ..runctl.command import run_command
+from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
+from ..runctl.grammar import (
     MAX_SECONDS,
     ArgumentParser,
-    Interrupted,
-    UsageError,
-    add_detail,
-    add_replace_report_argument,
     add_rules_argument,
     add_selection_arguments,
     add_shard_argument,
     add_workers_arguments,
-    check_output_dir,
-    check_output_file,
     count_at_most,
     path_text,
-    prefix,
-    refuse_other_selection,
-    run_command,
     seconds,
-    stopped_by,
     workers,
-    write_partial,
 )
+from ..runctl.paths import add_replace_report_argument, check_output_dir, check_output_file, refuse_other_selection
+from ..runctl.signals import Interrupted, add_detail, stopped_by, write_partial
 from .backends import BACKENDS, DEFAULT_BACKEND, DEFAULT_BACKENDS, add_backend_argument, routes_reaching
 from .compare import compare
 from .detect import detect_release
@@ -172,7 +162,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         return args
     if args.shard is not None and args.random is None:
         raise UsageError("--shard", "splits a --random run only", "give --random N with --shard K/M")
-    names = args.rules  # rule keys (all: the signature table's order, which is the grid's), checked by runctl.rule_list
+    # rule keys (all: the signature table's order, which is the grid's), checked by runctl.grammar.rule_list
+    names = args.rules
     if args.random is not None:
         for flag, value in (("--sample", args.sample), ("--max-cases", args.max_cases),
                             ("--coshard", args.coshard or None)):

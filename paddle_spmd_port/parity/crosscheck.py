@@ -55,17 +55,10 @@ from typing import Any
 from ..case import Case
 from ..outcome import Outcome, port_outcome
 from ..reporting import markdown_table, write_atomic
-from ..runctl import (
-    EXIT_FINDING,
-    EXIT_INCOMPLETE,
-    EXIT_OK,
-    ArgumentParser,
-    UsageError,
-    check_output_file,
-    count,
-    path_text,
-    run_command,
-)
+from ..runctl.command import run_command
+from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError
+from ..runctl.grammar import ArgumentParser, count, path_text
+from ..runctl.paths import check_output_file
 from .compare import compare, input_invalid_for
 from .releases import AGREEING, MATCHERS, KnownDifference, ReleaseProfile, known_versions, release_for
 
