@@ -11,7 +11,7 @@ the slice gives up and its remaining cases are *not run* with the reason. A work
 start at all raises :class:`BackendUnavailable`.
 
 Order: within each worker's slice the cases its backend runs in forked children (crash-prone:
-:func:`isolates`, worked out here once and handed over with the cases) come last
+:func:`isolates`, worked out here once and handed over with the cases: :func:`plan_slices`) come last
 (:func:`crash_prone_last`); each runs in a child of its own on every route (the workers' and the
 compiled caller's fork servers), so the order changes no outcome, but for the registry's cases
 that every rule refuses, which come last and share children (:func:`._fork.run_isolating`).
@@ -50,7 +50,7 @@ from ..runctl.signals import signal_text
 from ..types import mesh_dims_of
 from ._paddle import paddle_version
 from .crash_prone import MAY_CRASH, refused_by_every_rule
-from .worker import DONE, FRAME, HELLO
+from .worker import DONE, FRAME, HELLO, ISOLATE, RUN_HERE, SHARE
 
 ProgressFn = Callable[[int], None]
 
@@ -105,10 +105,10 @@ def worker_command(backend: str, base: int, start: int) -> list[str]:
             "--start", str(start)]
 
 
-def slice_payload(cases: Sequence[Case], isolate: Sequence[bool]) -> bytes:
-    """What a worker reads on stdin (:mod:`.worker`): the cases and one byte per case, set for
-    those to run crash-isolated."""
-    return pickle.dumps((list(cases), bytes(map(bool, isolate))), protocol=pickle.HIGHEST_PROTOCOL)
+def slice_payload(cases: Sequence[Case], isolate: Sequence[int]) -> bytes:
+    """What a worker reads on stdin (:mod:`.worker`): the cases and one byte per case, how to run
+    it (:data:`.worker.RUN_HERE`, :data:`.worker.ISOLATE` or :data:`.worker.SHARE`)."""
+    return pickle.dumps((list(cases), bytes(isolate)), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _feed(pipe: IO[bytes], payload: bytes) -> None:
@@ -122,12 +122,12 @@ def _feed(pipe: IO[bytes], payload: bytes) -> None:
 class _Slice(threading.Thread):
     def __init__(self, backend: str, cases: Sequence[Case], start: int, stop: int, outcomes: list[Outcome | None],
                  timeout: float, on_progress: ProgressFn, info: dict, stop_event: threading.Event,
-                 isolate: Sequence[bool]) -> None:
+                 isolate: Sequence[int]) -> None:
         super().__init__(daemon=True)
         self.backend, self.cases, self.start_at, self.stop_at = backend, cases, start, stop
         self.outcomes, self.timeout, self.on_progress, self.info = outcomes, timeout, on_progress, info
         self.stop_event = stop_event
-        self.isolate = isolate  # per case (the pool's order): isolates(backend), worked out once
+        self.isolate = isolate  # per case (the pool's order): its worker byte (plan_slices), worked out once
         self.proc: subprocess.Popen | None = None
         self.error: BaseException | None = None
 
@@ -254,7 +254,7 @@ class _CallerSlice(_Slice):
 
     def __init__(self, binary: Path, cases: Sequence[Case], start: int, stop: int, outcomes: list[Outcome | None],
                  timeout: float, on_progress: ProgressFn, info: dict, stop_event: threading.Event,
-                 isolate: Sequence[bool]) -> None:
+                 isolate: Sequence[int]) -> None:
         super().__init__("compiled", cases, start, stop, outcomes, timeout, on_progress, info, stop_event, isolate)
         self.binary = binary
         self.routed: list[int] = []  # the slice's cases the caller has a rule for
@@ -302,7 +302,7 @@ class _CallerSlice(_Slice):
             if self.stop_event.is_set():  # stopped while this program was starting: the parent may not see it
                 self.kill()
             cases, isolate = self.cases, self.isolate
-            requests = (compiled.request_line(cases[i], isolate[i]) for i in routed[pos:])
+            requests = (compiled.request_line(cases[i], bool(isolate[i])) for i in routed[pos:])
             hung = False
             try:
                 for replies in compiled.exchange(proc, requests, self.timeout):
@@ -385,16 +385,7 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
         return [], info
     stop_event = threading.Event()
     n = len(cases)
-    workers = max(1, min(workers, n))
-    bounds = [n * k // workers for k in range(workers + 1)]
-    slices = [(bounds[k], bounds[k + 1]) for k in range(workers) if bounds[k] < bounds[k + 1]]
-    may_crash = isolates(backend)
-    prone = None if may_crash is None else [may_crash(case) for case in cases]
-    # the cases that may share a child last of all, next to each other (crash_prone_last; a backend
-    # that shares none, as PIR's, just runs them in that order)
-    shareable = None if prone is None else \
-        [bool(p) and refused_by_every_rule(case) for p, case in zip(prone, cases, strict=True)]
-    order = crash_prone_last(slices, prone, shareable) if prone is not None else list(range(n))
+    slices, order, isolate = plan_slices(cases, backend, workers)
     cases = [cases[i] for i in order]  # the workers see the cases in this order
     binary = None
     if backend == "compiled":  # the pool drives the C++ caller itself (see _CallerSlice)
@@ -406,7 +397,6 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
         except compiled.BuildError as why:
             progress(n)
             return [compiled.unavailable(why)] * n, info
-    isolate = [bool(prone[i]) for i in order] if prone is not None else [False] * n  # in the workers' order
     threads: list[_Slice] = [
         _CallerSlice(binary, cases, a, b, outcomes, timeout, progress, info, stop_event, isolate) if binary is not None
         else _Slice(backend, cases, a, b, outcomes, timeout, progress, info, stop_event, isolate) for a, b in slices]
@@ -442,6 +432,29 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     if missing:
         raise RuntimeError(f"native backend left {len(missing)} cases without an outcome (first: {missing[0]})")
     return answered, info  # type: ignore[return-value]
+
+
+def plan_slices(cases: Sequence[Case], backend: str, workers: int
+                ) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """How the pool runs ``cases`` on ``backend``: the slices (``(start, stop)`` in the workers'
+    order, one per worker, at most one per case), the order the workers see the cases in (positions
+    in ``cases``: :func:`crash_prone_last`), and in that order each case's worker byte
+    (:data:`.worker.RUN_HERE`, :data:`.worker.ISOLATE`, :data:`.worker.SHARE`): whether it is
+    crash-prone (:func:`isolates`) and whether every rule refuses it
+    (:func:`.crash_prone.refused_by_every_rule`), each worked out once per case."""
+    n = len(cases)
+    workers = max(1, min(workers, n))
+    bounds = [n * k // workers for k in range(workers + 1)]
+    slices = [(bounds[k], bounds[k + 1]) for k in range(workers) if bounds[k] < bounds[k + 1]]
+    may_crash = isolates(backend)
+    if may_crash is None:
+        return slices, list(range(n)), [RUN_HERE] * n
+    prone = [may_crash(case) for case in cases]
+    # the cases that may share a child last of all, next to each other (crash_prone_last; a backend
+    # that shares none, as PIR's, just runs them in that order)
+    shareable = [bool(p) and refused_by_every_rule(case) for p, case in zip(prone, cases, strict=True)]
+    order = crash_prone_last(slices, prone, shareable)
+    return slices, order, [(SHARE if shareable[i] else ISOLATE) if prone[i] else RUN_HERE for i in order]
 
 
 def crash_prone_last(slices: Sequence[tuple[int, int]], prone: Sequence[bool],
