@@ -209,11 +209,9 @@ def _attr_partial_probes(kit: ProbeKit) -> None:
         attr([-1, -1], [0])._clean_partial_dims([1])
 
 
-def _attr_field_probes(kit: ProbeKit) -> None:
-    """TensorDistAttr's fields: the values a dims mapping takes, equality, bookkeeping (batch_dim, chunk_id,
-    dynamic_dims, annotated, split factor), reset and verify, and what is not a list or not hashable."""
-    probe, attr, TensorDistAttr, DistTensorSpec, ProcessMesh, mesh = (
-        kit.probe, kit.attr, kit.TensorDistAttr, kit.DistTensorSpec, kit.ProcessMesh, kit.mesh)
+def _attr_value_probes(kit: ProbeKit) -> None:
+    """TensorDistAttr's values: what a dims mapping takes, a mesh of None, equality."""
+    probe, attr, TensorDistAttr, ProcessMesh = kit.probe, kit.attr, kit.TensorDistAttr, kit.ProcessMesh
 
     @probe("attr/dims-mapping-conversions")
     def _():
@@ -246,6 +244,13 @@ def _attr_field_probes(kit: ProbeKit) -> None:
         return [attr([0, -1]) == attr([0, -1]), attr([0, -1]) == attr([0, -1], [1]), attr([0, -1]) == attr([-1, -1]),
                 attr([0, -1]) == attr([0, -1], on=named), TensorDistAttr() == TensorDistAttr(),
                 attr([0, -1]) != attr([0, -1]), attr([0, -1]) == 5]
+
+
+def _attr_bookkeeping_probes(kit: ProbeKit) -> None:
+    """TensorDistAttr's bookkeeping (batch_dim, chunk_id, dynamic_dims, annotated, split factor):
+    its fields, its str, reset, verify and equality."""
+    probe, attr, TensorDistAttr, DistTensorSpec, mesh = (
+        kit.probe, kit.attr, kit.TensorDistAttr, kit.DistTensorSpec, kit.mesh)
 
     @probe("attr/bookkeeping-fields")
     def _():
@@ -328,6 +333,12 @@ def _attr_field_probes(kit: ProbeKit) -> None:
         a = attr([0, -1])
         a.mark_annotated("process_mesh")
         return out + [a == attr([0, -1])]
+
+
+def _attr_type_probes(kit: ProbeKit) -> None:
+    """What TensorDistAttr and DistTensorSpec make of other types where they want a list (a range, a
+    set, a generator, a dict), and whether an attr is hashable."""
+    probe, attr, TensorDistAttr, DistTensorSpec = kit.probe, kit.attr, kit.TensorDistAttr, kit.DistTensorSpec
 
     @probe("attr/lists-are-sequences", message=False)
     def _():
@@ -534,8 +545,8 @@ def _replicated_probes(kit: ProbeKit) -> None:
 #: The probe groups in the order they are registered (and observed): the binding's own types, the
 #: registry, each family's, the replicated rule.
 GROUPS: tuple[Callable[[ProbeKit], None], ...] = (
-    _attr_probes, _coshard_probes, _attr_partial_probes, _attr_field_probes, _mesh_probes, _spec_probes,
-    _registry_probes, _family_probes, _replicated_probes)
+    _attr_probes, _coshard_probes, _attr_partial_probes, _attr_value_probes, _attr_bookkeeping_probes,
+    _attr_type_probes, _mesh_probes, _spec_probes, _registry_probes, _family_probes, _replicated_probes)
 
 
 def probe_kit(api: SimpleNamespace, probe: Callable[..., Callable[[Probe], Probe]],
