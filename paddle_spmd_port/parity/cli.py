@@ -529,10 +529,11 @@ class _Sweep:
                                        "")
         self.background_rules = self.groups[self.background_backend] \
             if self.background_backend and len(self.groups) > 1 else []
-        self.started: list[BackgroundGroup] = []
         self.drawn: dict[str, list[Case]] = {}
         self.by_rule: dict[str, list[Case]] = {}
-        self.background: BackgroundGroup | None = None  # this round's group in flight alongside
+        # this round's group in flight alongside; only this round's: a round's cases and outcomes are
+        # dropped with it (see _run_round)
+        self.background: BackgroundGroup | None = None
         self.report: ParityReport  # (set by open)
         self.port_answers: dict[int, Outcome] = {}  # id(case) -> the port's outcome (see tally_group)
         self.saver: Saver | None = None
@@ -546,19 +547,18 @@ class _Sweep:
         self.stopping: BaseException | None = None  # the signal or internal error ending the run early
 
     # --------------------------------------------------------------------------- planning
-    def _start_background(self, batch: list | None) -> tuple[dict[str, list[Case]], BackgroundGroup | None]:
+    def _start_background(self, batch: list | None) -> dict[str, list[Case]]:
         drawn = _draw(self.args, self.background_rules, batch)
-        if not self.background_rules:
-            return drawn, None
-        group = BackgroundGroup(self.background_backend, [c for r in self.background_rules for c in drawn[r]],
-                                self.args)
-        self.started.append(group)  # (before it starts: a signal right after must still find it to stop)
-        group.start()
-        return drawn, group
+        if self.background_rules:
+            group = BackgroundGroup(self.background_backend, [c for r in self.background_rules for c in drawn[r]],
+                                    self.args)
+            self.background = group  # (before it starts: a signal while it starts must still find it to stop)
+            group.start()
+        return drawn
 
     def _draw_round(self, batch: list | None) -> None:
         """This round's cases, the background group's first (its group in flight alongside: see BackgroundGroup)."""
-        self.drawn, self.background = self._start_background(batch)
+        self.drawn = self._start_background(batch)
         self.drawn.update(_draw(self.args, [r for r in self.args.rule_names if r not in self.drawn], batch))
         self.by_rule = {r: self.drawn[r] for r in self.args.rule_names}
 
@@ -588,9 +588,8 @@ class _Sweep:
                 report.tallies[f"{rule}@{self.background_backend}"].state = RUNNING
             report.open_cases_file(self.out)
         except BaseException as exc:
-            for group in self.started:
-                if group.is_alive():
-                    group.stop()
+            if self.background is not None and self.background.is_alive():
+                self.background.stop()
             if isinstance(exc, (Interrupted, Exception)):  # a signal or a bug of ours before anything was compared
                 ended, planned = exc, report
                 add_detail(exc, write_partial(lambda: _write_unstarted(args, planned, self.drawn, self.groups, ended),
