@@ -17,7 +17,9 @@ from __future__ import annotations
 import importlib
 import sys
 
-from .runctl import EXIT_OK, EXIT_USAGE, UsageError, prefix, run_command, version_text
+from .runctl.command import run_command
+from .runctl.exits import EXIT_OK, EXIT_USAGE, UsageError, prefix
+from .runctl.grammar import version_text
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "parity": ("paddle_spmd_port.parity.cli", "the exhaustive parity sweep against native Paddle (main job)"),

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from paddle_spmd_port.runctl import available_cores
+from paddle_spmd_port.runctl.grammar import available_cores
 from tests.cli_checks import BadInput, assert_usage_error
 
 OTHER_RUN = json.dumps({"selection": {"slug": "full", "describe": "the whole grid: all 8 rules"}, "complete": True})

@@ -16,12 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from paddle_spmd_port import runctl
 from paddle_spmd_port.compat.cli import same_result
 from paddle_spmd_port.installed import NOT_INSTALLED, paddle_version
 from paddle_spmd_port.native.routes import BACKENDS, routes_reaching
 from paddle_spmd_port.ops import RULES
 from paddle_spmd_port.reporting import write_atomic, write_files, write_json
+from paddle_spmd_port.runctl.command import run_command
+from paddle_spmd_port.runctl.exits import EXIT_INTERNAL, UsageError
+from paddle_spmd_port.runctl.paths import refuse_other_selection
+from paddle_spmd_port.runctl.signals import Interrupted
 from tests.cli_checks import REPO, run_cli
 
 ENV = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -39,7 +42,7 @@ def test_an_internal_error_is_one_line_exit_4_and_a_saved_traceback(error: type,
     def body() -> int:
         raise error("something of ours went wrong")
 
-    assert runctl.run_command("python -m paddle_spmd_port parity", body) == runctl.EXIT_INTERNAL == 4
+    assert run_command("python -m paddle_spmd_port parity", body) == EXIT_INTERNAL == 4
     err = capsys.readouterr().err
     lines = err.splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
@@ -50,21 +53,21 @@ def test_an_internal_error_is_one_line_exit_4_and_a_saved_traceback(error: type,
 
 def test_usage_errors_and_interrupts_are_not_internal_errors(capsys):
     def usage() -> int:
-        raise runctl.UsageError("--x", "bad", "give y")
+        raise UsageError("--x", "bad", "give y")
 
-    assert runctl.run_command("oracle", usage) == 2
+    assert run_command("oracle", usage) == 2
     assert capsys.readouterr().err == "paddle_spmd_port oracle: error: --x: bad; give y\n"
 
     def interrupted() -> int:
-        raise runctl.Interrupted(15)
+        raise Interrupted(15)
 
-    assert runctl.run_command("launch", interrupted) == 143
+    assert run_command("launch", interrupted) == 143
     assert capsys.readouterr().err.startswith("paddle_spmd_port launch: interrupted by SIGTERM")
 
 
 _SWALLOWING_BODY = """
 import gc, os, signal, sys, time
-from paddle_spmd_port import runctl
+from paddle_spmd_port.runctl.command import run_command
 
 def swallow_here():  # the handler runs in code whose exceptions Python ignores
     os.kill(os.getpid(), signal.SIGTERM)
@@ -85,7 +88,7 @@ def body():
         time.sleep(0.01)
     return 0
 
-sys.exit(runctl.run_command("python -m paddle_spmd_port fuzz", body))
+sys.exit(run_command("python -m paddle_spmd_port fuzz", body))
 """
 
 
@@ -212,14 +215,14 @@ def test_the_selection_check_is_shared(tmp_path):
     replaced, one of another selection or of none is refused, --replace-report insists."""
     report = tmp_path / "x.json"
     report.write_text(json.dumps({"meta": {"selection": {"slug": "a", "describe": "run A"}}}))
-    runctl.refuse_other_selection(report, {"slug": "a", "describe": "run A"})
-    with pytest.raises(runctl.UsageError, match="run A"):
-        runctl.refuse_other_selection(report, {"slug": "b", "describe": "run B"})
-    runctl.refuse_other_selection(report, {"slug": "b", "describe": "run B"}, replace=True)
+    refuse_other_selection(report, {"slug": "a", "describe": "run A"})
+    with pytest.raises(UsageError, match="run A"):
+        refuse_other_selection(report, {"slug": "b", "describe": "run B"})
+    refuse_other_selection(report, {"slug": "b", "describe": "run B"}, replace=True)
     report.write_text("not json")
-    with pytest.raises(runctl.UsageError, match="unknown selection"):
-        runctl.refuse_other_selection(report, {"slug": "a", "describe": "run A"})
-    runctl.refuse_other_selection(tmp_path / "absent.json", {"slug": "a", "describe": "run A"})
+    with pytest.raises(UsageError, match="unknown selection"):
+        refuse_other_selection(report, {"slug": "a", "describe": "run A"})
+    refuse_other_selection(tmp_path / "absent.json", {"slug": "a", "describe": "run A"})
     for module in ("parity.cli", "launch.cli", "oracle.cli"):
         text = (REPO / "paddle_spmd_port" / (module.replace(".", "/") + ".py")).read_text()
         assert "refuse_other_selection(" in text and "add_replace_report_argument(" in text, module

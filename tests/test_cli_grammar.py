@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from paddle_spmd_port import __version__
-from paddle_spmd_port.runctl import (
+from paddle_spmd_port.runctl.exits import (
     EXIT_CODES_HELP,
     EXIT_FINDING,
     EXIT_INCOMPLETE,
@@ -78,7 +78,7 @@ FLAGS = [
     Flag("--backend", "pir", "pir", "gpu", ("parity", "infer")),
     Flag("--timeout", "5", 5.0, "soon", ("parity", "launch", "compat-test", "oracle")),
     Flag("--workers", "1", 1, "0", ("parity", "oracle", "compat-test")),
-    # lifts the machine's cap: on --workers (runctl.workers), on launch's --nproc
+    # lifts the machine's cap: on --workers (runctl.grammar.workers), on launch's --nproc
     Flag("--oversubscribe", "", True, "", ("parity", "oracle", "launch")),
     Flag("--report-dir", "r", Path("r"), "", ("parity", "oracle", "launch")),
 ]
@@ -166,7 +166,7 @@ def test_help_is_plain_text(command: str) -> None:
 def test_plain_strips_the_markup_the_help_check_looks_for() -> None:
     """The check above can fail: the raw docstrings hold the markup that plain() removes."""
     from paddle_spmd_port.parity import cli as parity_cli
-    from paddle_spmd_port.runctl import plain
+    from paddle_spmd_port.runctl.grammar import plain
 
     raw = parity_cli.__doc__ + (importlib.import_module("paddle_spmd_port.launch.cli").__doc__ or "")
     assert "``" in raw and "``" not in plain(raw)
@@ -214,7 +214,8 @@ def test_no_command_module_imports_another() -> None:
 
 
 def test_more_workers_than_cores_is_refused_alike_and_oversubscribe_insists(tmp_path: Path) -> None:
-    from paddle_spmd_port.runctl import UsageError, available_cores, workers
+    from paddle_spmd_port.runctl.exits import UsageError
+    from paddle_spmd_port.runctl.grammar import available_cores, workers
 
     many = available_cores() + 1
     for command in ("parity", "oracle"):
@@ -229,7 +230,7 @@ def test_more_workers_than_cores_is_refused_alike_and_oversubscribe_insists(tmp_
 def test_a_tool_has_one_prefix_however_its_parser_names_it(prog: str) -> None:
     """argparse's errors (the parser's prog) and the tool's own (run_command's name) start alike;
     were ``paddle_spmd_port python tools/fuzz.py:`` against ``paddle_spmd_port fuzz:``."""
-    from paddle_spmd_port.runctl import prefix
+    from paddle_spmd_port.runctl.exits import prefix
 
     assert prefix(prog) == "paddle_spmd_port fuzz"
     assert prefix("python -m paddle_spmd_port parity") == prefix("parity") == "paddle_spmd_port parity"

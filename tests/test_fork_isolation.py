@@ -175,3 +175,44 @@ def test_a_shared_unit_cut_by_crashes_keeps_its_order_with_cases_queued_after_it
     seg = "signal 11 (SIGSEGV)"
     assert [o.crash or o.unreachable for o in outcomes] == [
         "clean", "clean", seg, "clean", seg, seg, "clean", seg, "clean", "clean"]
+
+
+def test_the_pool_works_out_once_which_cases_share_a_child_and_the_worker_only_reads_it(monkeypatch):
+    """Whether a crash-prone case may share a child (every rule refuses it) is asked once per case,
+    by the pool; its worker byte carries the answer (SHARE, ISOLATE or RUN_HERE) to the worker, which
+    hands the backend a ``may_share`` read from those bytes and asks nothing again."""
+    import io
+    import pickle
+
+    from paddle_spmd_port.native import crash_prone, pool, worker
+    from paddle_spmd_port.parity.random_cases import random_cases
+
+    cases = random_cases("layer_norm", 3000, 1)  # random mode's invalid draws: both kinds of crash-prone cases
+    asked: list[int] = []
+
+    def counted(case: Case) -> bool:
+        asked.append(id(case))
+        return crash_prone.refused_by_every_rule(case)
+
+    monkeypatch.setattr(pool, "refused_by_every_rule", counted)
+    slices, order, isolate = pool.plan_slices(cases, "registry", 2)
+    assert len(asked) == len(set(asked)) > 0, "a case asked twice"
+    prone = pool.isolates("registry")
+    assert prone is not None
+    expected = [(worker.SHARE if crash_prone.refused_by_every_rule(cases[i]) else worker.ISOLATE) if prone(cases[i])
+                else worker.RUN_HERE for i in order]
+    assert isolate == expected and {worker.SHARE, worker.ISOLATE, worker.RUN_HERE} <= set(isolate)
+
+    seen: dict[str, tuple[bool, bool]] = {}
+
+    class Backend:
+        def run_many(self, cases, may_crash=None, may_share=None):
+            for case in cases:
+                seen[case.case_id] = (may_crash(case), may_share(case))
+                yield Outcome(unreachable="x")
+
+    monkeypatch.setattr(pool, "refused_by_every_rule", None)  # the worker side must not ask
+    start, stop = slices[0]
+    mine, bytes_ = pickle.loads(pool.slice_payload([cases[i] for i in order][start:stop], isolate[start:stop]))
+    worker._stream_many(Backend(), mine, 0, len(mine), io.BytesIO(), 0, bytes_)
+    assert [seen[c.case_id] for c in mine] == [(b != worker.RUN_HERE, b == worker.SHARE) for b in isolate[start:stop]]

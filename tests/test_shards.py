@@ -235,3 +235,45 @@ def test_a_part_without_blocks_compares_nothing_and_the_merge_still_equals_the_u
     # the empty parts alone are not a pass either: part 1's cases count as uncompared
     code, out = _merge(tmp_path, tmp_path / "part2", tmp_path / "part3", out="empties")
     assert code == 3 and "FAILED CLOSED" in out, out[-3000:]
+
+
+def test_a_round_drops_the_last_rounds_background_group(tmp_path, monkeypatch):
+    """Each round of a long run is drawn, compared and dropped before the next: a round's
+    background group holds its cases and outcomes and must not outlive its round (a list of
+    every round's groups kept them all to the run's end, so memory grew with the run)."""
+    import weakref
+
+    from paddle_spmd_port.outcome import Outcome
+    from paddle_spmd_port.parity import cli
+
+    groups: list[weakref.ref] = []
+    live: list[int] = []  # background groups alive when each round's foreground group runs
+
+    class Group:  # stands in for BackgroundGroup: answers at once, runs nothing
+        def __init__(self, backend, cases, args):
+            self.backend, self.cases, self.info, self.seconds = backend, cases, {}, 0.0
+            groups.append(weakref.ref(self))
+
+        def start(self):
+            pass
+
+        def is_alive(self):
+            return False
+
+        def result(self):
+            return [Outcome(not_run="planted") for _ in self.cases]
+
+        def stop(self):
+            return None
+
+    def foreground(backend, cases, args, report):
+        live.append(sum(ref() is not None for ref in groups))
+        return [Outcome(not_run="planted") for _ in cases]
+
+    monkeypatch.setattr(cli, "BackgroundGroup", Group)
+    monkeypatch.setattr(cli, "run_native_group", foreground)
+    monkeypatch.setattr(cli, "CASES_PER_ROUND", 2000)  # 3 rounds of 2 blocks: layer_norm's 3, batch_norm's 3
+    code = cli._main(["--rules", "layer_norm,batch_norm", "--random", "3000", "--quiet",
+                      "--report-dir", str(tmp_path / "r")])
+    assert code == 3  # nothing compared: the planted groups answer nothing
+    assert len(groups) == 3 and live == [1, 1, 1], live

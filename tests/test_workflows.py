@@ -222,7 +222,7 @@ def test_long_checks_run_as_parts_of_one_split(ci, tmp_path, monkeypatch):
     assert job["env"]["SHARD"] == "${{ matrix.part }}/" + str(len(parts))
     monkeypatch.chdir(tmp_path)
     from paddle_spmd_port.parity.cli import parse_args
-    from paddle_spmd_port.runctl import shard
+    from paddle_spmd_port.runctl.grammar import shard
 
     mutants = load_tool("mutants")
     for k in parts:

@@ -92,7 +92,9 @@ from paddle_spmd_port.native.crash_prone import compiled_may_crash as may_crash
 from paddle_spmd_port.ops import RULES, rule_spec
 from paddle_spmd_port.outcome import Outcome
 from paddle_spmd_port.rules import rule_function
-from paddle_spmd_port.runctl import EXIT_INCOMPLETE, ArgumentParser, UsageError, run_command
+from paddle_spmd_port.runctl.command import run_command
+from paddle_spmd_port.runctl.exits import EXIT_INCOMPLETE, UsageError
+from paddle_spmd_port.runctl.grammar import ArgumentParser
 from paddle_spmd_port.types import CORE, DistTensorSpec, ProcessMesh, clear_caches
 
 #: every rule key Paddle answers from a registry rule of its own: a registry route and a C++ rule behind it

@@ -83,17 +83,11 @@ from paddle_spmd_port.ops.kit.grid import KnownMalformed, RandomPlan, RankOf
 from paddle_spmd_port.ops.registry import NAMES, PROFILES
 from paddle_spmd_port.parity.merge import read_tool_parts
 from paddle_spmd_port.rules import contains_spmd_rule, get_spmd_rule, rule_function
-from paddle_spmd_port.runctl import (
-    EXIT_INCOMPLETE,
-    ArgumentParser,
-    Interrupted,
-    UsageError,
-    add_shard_argument,
-    check_output_file,
-    count,
-    run_command,
-    signals_deferred,
-)
+from paddle_spmd_port.runctl.command import run_command
+from paddle_spmd_port.runctl.exits import EXIT_INCOMPLETE, UsageError
+from paddle_spmd_port.runctl.grammar import ArgumentParser, add_shard_argument, count
+from paddle_spmd_port.runctl.paths import check_output_file
+from paddle_spmd_port.runctl.signals import Interrupted, signals_deferred
 from paddle_spmd_port.types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
 
 DOCUMENTED: tuple[type[BaseException], ...] = (ShardingConflictError, PaddleInvalidArgument, InvalidSpecError,

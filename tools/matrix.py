@@ -39,17 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from paddle_spmd_port.releases import matrix_versions  # pure Python, no Paddle
-from paddle_spmd_port.runctl import (
-    ArgumentParser,
-    UsageError,
-    add_rules_argument,
-    check_output_dir,
-    count,
-    path_text,
-    rule_keys,
-    run_command,
-    seconds,
-)
+from paddle_spmd_port.runctl.command import run_command
+from paddle_spmd_port.runctl.exits import UsageError
+from paddle_spmd_port.runctl.grammar import ArgumentParser, add_rules_argument, count, path_text, rule_keys, seconds
+from paddle_spmd_port.runctl.paths import check_output_dir
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -362,7 +355,7 @@ def _main(argv: list[str] | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Usage errors, signals and internal errors as every command has them (runctl.run_command)."""
+    """Usage errors, signals and internal errors as every command has them (runctl.command.run_command)."""
     return run_command("matrix", lambda: _main(argv))
 
 

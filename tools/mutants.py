@@ -66,20 +66,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from paddle_spmd_port.runctl import (  # pure Python, no Paddle
-    EXIT_FINDING,
-    EXIT_INCOMPLETE,
-    EXIT_OK,
-    ArgumentParser,
-    Interrupted,
-    UsageError,
-    add_detail,
-    add_shard_argument,
-    check_output_dir,
-    check_output_file,
-    positive,
-    run_command,
-)
+from paddle_spmd_port.runctl.command import run_command  # pure Python, no Paddle
+from paddle_spmd_port.runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError
+from paddle_spmd_port.runctl.grammar import ArgumentParser, add_shard_argument, positive
+from paddle_spmd_port.runctl.paths import check_output_dir, check_output_file
+from paddle_spmd_port.runctl.signals import Interrupted, add_detail
 
 REPO = Path(__file__).resolve().parents[1]
 PKG = "paddle_spmd_port"

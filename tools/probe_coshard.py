@@ -38,19 +38,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from paddle_spmd_port.runctl import (
-    EXIT_INCOMPLETE,
-    EXIT_OK,
-    ArgumentParser,
-    Interrupted,
-    UsageError,
-    add_detail,
-    check_output_dir,
-    path_text,
-    run_command,
-    seconds,
-    write_partial,
-)
+from paddle_spmd_port.runctl.command import run_command
+from paddle_spmd_port.runctl.exits import EXIT_INCOMPLETE, EXIT_OK, UsageError
+from paddle_spmd_port.runctl.grammar import ArgumentParser, path_text, seconds
+from paddle_spmd_port.runctl.paths import check_output_dir
+from paddle_spmd_port.runctl.signals import Interrupted, add_detail, write_partial
 
 FAMILIES = ("collapse", "registry", "other", "edges", "pir", "dynamic")
 MARK = "@@PROBE "

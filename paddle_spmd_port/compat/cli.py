@@ -40,26 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from ..reporting import write_json
-from ..runctl import (
-    EXIT_FINDING,
-    EXIT_INCOMPLETE,
-    EXIT_OK,
-    MAX_SECONDS,
-    ArgumentParser,
-    Interrupted,
-    UsageError,
-    add_detail,
-    check_output_file,
-    count,
-    path_text,
-    positive,
-    prefix,
-    run_command,
-    seconds,
-    signal_text,
-    stopped_by,
-    write_partial,
-)
+from ..runctl.command import run_command
+from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
+from ..runctl.grammar import MAX_SECONDS, ArgumentParser, count, path_text, positive, seconds
+from ..runctl.paths import check_output_file
+from ..runctl.signals import Interrupted, add_detail, signal_text, stopped_by, write_partial
 
 PROG = "python -m paddle_spmd_port compat-test"
 REPO_ROOT = Path(__file__).resolve().parents[2]

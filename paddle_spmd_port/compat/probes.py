@@ -24,7 +24,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from ..ops.kit.compat import ProbeKit, compat_modules
+from ..ops.kit.compat import Probe, ProbeKit, compat_modules
 
 FAMILIES = ("NotImplementedError", "IndexError", "ValueError", "RuntimeError", "TypeError", "AssertionError")
 
@@ -94,52 +94,10 @@ class _LazyRule:
         return getattr(self._fetch(self._name), attr)
 
 
-def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
-            not_run: frozenset[str] = frozenset()) -> dict[str, dict[str, Any]]:
-    """Every probe's observation, by probe name; ``rules_used`` (if given) is filled with the
-    registry names each probe looked up (``get_phi_spmd_rule`` or ``contains_spmd_rule``); the
-    probes in ``not_run`` are recorded as ``{"not_run": True}`` (they kill the process)."""
-    import numpy as np
+def _attr_probes(kit: ProbeKit) -> None:
+    """TensorDistAttr: a fresh one, its str, its dims mapping (dynamic dims, the multi-mapping view)."""
+    probe, attr, TensorDistAttr, DistTensorSpec = kit.probe, kit.attr, kit.TensorDistAttr, kit.DistTensorSpec
 
-    used: dict[str, set[str]] = {} if rules_used is None else rules_used
-    running = [""]
-
-    def fetch(name: str) -> Any:
-        used.setdefault(running[0], set()).add(name)
-        return api.get_phi_spmd_rule(name)
-
-    def contains(name: str) -> Any:
-        used.setdefault(running[0], set()).add(name)
-        return api.contains_spmd_rule(name)
-
-    TensorDistAttr, DistTensorSpec, ProcessMesh = api.TensorDistAttr, api.DistTensorSpec, api.ProcessMesh
-    mesh = ProcessMesh(mesh=[[0, 1, 2], [3, 4, 5]])
-    mesh1 = ProcessMesh([0, 1], dim_names=["x"])
-
-    def attr(dm: list[int], partial: list[int] | None = None, on: Any = mesh) -> Any:
-        a = TensorDistAttr()
-        a.process_mesh = on
-        a.dims_mapping = dm
-        if partial:
-            a._set_partial_dims(partial)
-        return a
-
-    def spec(shape: list[int], dm: list[int], partial: list[int] | None = None, on: Any = mesh) -> Any:
-        return DistTensorSpec(shape, attr(dm, partial, on))
-
-    def absent() -> Any:
-        return DistTensorSpec([0], TensorDistAttr())
-
-    rep = _LazyRule(fetch, "replicated")
-    probes: dict[str, Callable[[], Any]] = {}
-
-    def probe(name: str, *, message: bool = True) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
-        def register(fn: Callable[[], Any]) -> Callable[[], Any]:
-            probes[name] = lambda: attempt(fn, message=message)
-            return fn
-        return register
-
-    # --- TensorDistAttr -------------------------------------------------------------------------
     @probe("attr/empty")
     def _():
         a = TensorDistAttr()
@@ -162,15 +120,11 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
     def _():
         return attr([1, -1, 0]).multi_dims_mapping
 
-    # co-sharding (3.3.1): the lists are kept, dims_mapping reads one mesh dim per axis
-    mesh22 = ProcessMesh(mesh=[[0, 1], [2, 3]])
-    mesh32 = ProcessMesh(mesh=[[0, 1], [2, 3], [4, 5]])
 
-    def coshard(multi: list[list[int]], on: Any = mesh22) -> Any:
-        a = TensorDistAttr()
-        a.process_mesh = on
-        a.multi_dims_mapping = multi
-        return a
+def _coshard_probes(kit: ProbeKit) -> None:
+    """Co-sharding (3.3.1): the lists are kept, dims_mapping reads one mesh dim per axis."""
+    probe, attr, coshard, TensorDistAttr, DistTensorSpec, mesh, mesh22, mesh32 = (
+        kit.probe, kit.attr, kit.coshard, kit.TensorDistAttr, kit.DistTensorSpec, kit.mesh, kit.mesh22, kit.mesh32)
 
     @probe("coshard/read-back")
     def _():
@@ -216,6 +170,11 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
     def _():
         coshard("01")
 
+
+def _attr_partial_probes(kit: ProbeKit) -> None:
+    """TensorDistAttr's partial status: set, read, cleaned, refused."""
+    probe, attr = kit.probe, kit.attr
+
     @probe("attr/partial-api")
     def _():
         a = attr([-1, 0], [1])
@@ -249,6 +208,11 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
     def _():
         attr([-1, -1], [0])._clean_partial_dims([1])
 
+
+def _attr_value_probes(kit: ProbeKit) -> None:
+    """TensorDistAttr's values: what a dims mapping takes, a mesh of None, equality."""
+    probe, attr, TensorDistAttr, ProcessMesh = kit.probe, kit.attr, kit.TensorDistAttr, kit.ProcessMesh
+
     @probe("attr/dims-mapping-conversions")
     def _():
         import numpy as np
@@ -280,6 +244,13 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
         return [attr([0, -1]) == attr([0, -1]), attr([0, -1]) == attr([0, -1], [1]), attr([0, -1]) == attr([-1, -1]),
                 attr([0, -1]) == attr([0, -1], on=named), TensorDistAttr() == TensorDistAttr(),
                 attr([0, -1]) != attr([0, -1]), attr([0, -1]) == 5]
+
+
+def _attr_bookkeeping_probes(kit: ProbeKit) -> None:
+    """TensorDistAttr's bookkeeping (batch_dim, chunk_id, dynamic_dims, annotated, split factor):
+    its fields, its str, reset, verify and equality."""
+    probe, attr, TensorDistAttr, DistTensorSpec, mesh = (
+        kit.probe, kit.attr, kit.TensorDistAttr, kit.DistTensorSpec, kit.mesh)
 
     @probe("attr/bookkeeping-fields")
     def _():
@@ -363,6 +334,12 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
         a.mark_annotated("process_mesh")
         return out + [a == attr([0, -1])]
 
+
+def _attr_type_probes(kit: ProbeKit) -> None:
+    """What TensorDistAttr and DistTensorSpec make of other types where they want a list (a range, a
+    set, a generator, a dict), and whether an attr is hashable."""
+    probe, attr, TensorDistAttr, DistTensorSpec = kit.probe, kit.attr, kit.TensorDistAttr, kit.DistTensorSpec
+
     @probe("attr/lists-are-sequences", message=False)
     def _():
         a, spec_ = attr([0, -1]), DistTensorSpec([4, 6], attr([0, -1]))
@@ -390,7 +367,12 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
     def _():
         hash(TensorDistAttr())
 
-    # --- ProcessMesh --------------------------------------------------------------------------------
+
+def _mesh_probes(kit: ProbeKit) -> None:
+    """ProcessMesh: properties, sub-meshes, copies, constructors, equality, the binding's own view."""
+    probe, attr, DistTensorSpec, ProcessMesh, mesh, mesh1 = (
+        kit.probe, kit.attr, kit.DistTensorSpec, kit.ProcessMesh, kit.mesh, kit.mesh1)
+
     @probe("mesh/properties")
     def _():
         return [str(mesh), mesh.shape, mesh.process_ids, mesh.dim_names, mesh.ndim, mesh.size,
@@ -456,7 +438,12 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
         return [str(core), core.shape, core.process_ids, core.dim_names, core.ndim, core.size, core.empty(),
                 core.contains(4), core.dim_size(1)]
 
-    # --- DistTensorSpec -----------------------------------------------------------------------------
+
+def _spec_probes(kit: ProbeKit) -> None:
+    """DistTensorSpec: the stand-in for an absent tensor, str, copies, shape, process mesh."""
+    probe, attr, spec, absent, TensorDistAttr, DistTensorSpec, mesh1 = (
+        kit.probe, kit.attr, kit.spec, kit.absent, kit.TensorDistAttr, kit.DistTensorSpec, kit.mesh1)
+
     @probe("spec/absent-stand-in")
     def _():
         a = absent()
@@ -511,23 +498,26 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
     def _():
         DistTensorSpec([2, 3], TensorDistAttr()).set_process_mesh(None)
 
-    # --- registry -------------------------------------------------------------------------------------
+
+def _registry_probes(kit: ProbeKit) -> None:
+    """The registry: which names each one holds (every family's ``CONTAINS``, and two more)."""
     modules = list(compat_modules())
 
-    @probe("registry/contains")
+    @kit.probe("registry/contains")
     def _():
         names = (*(name for _family, module in modules for name in module.CONTAINS), "replicated", "nope")
-        return [contains(n) for n in names]
+        return [kit.contains(n) for n in names]
 
-    # --- each family's probes (ops/<family>/compat.py) -------------------------------------------------
-    kit = ProbeKit(probe=probe, rule=lambda name: _LazyRule(fetch, name), fetch=fetch, contains=contains,
-                   TensorDistAttr=TensorDistAttr, DistTensorSpec=DistTensorSpec, ProcessMesh=ProcessMesh, mesh=mesh,
-                   mesh1=mesh1, mesh22=mesh22, mesh32=mesh32, attr=attr, spec=spec, absent=absent, coshard=coshard,
-                   result_view=result_view, np=np)
-    for _family, module in modules:
+
+def _family_probes(kit: ProbeKit) -> None:
+    """Each family's probes (``ops/<family>/compat.py``), family by family."""
+    for _family, module in compat_modules():
         module.probes(kit)
 
-    # --- replicated -------------------------------------------------------------------------------------
+
+def _replicated_probes(kit: ProbeKit) -> None:
+    """The generic ``replicated`` rule: forward, backward, an absent first input, attributes it ignores."""
+    probe, spec, absent, mesh1, rep = kit.probe, kit.spec, kit.absent, kit.mesh1, kit.rule("replicated")
     x = spec([64, 32, 1024], [1, -1, -1])
     z, o4 = spec([4, 4], [0, -1], on=mesh1), spec([3, 3, 3, 3], [-1, 0, -1, -1], [1])
 
@@ -551,6 +541,79 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
     def _():
         return result_view(rep.infer_forward([x], [o4], 1.0, "s"))
 
+
+#: The probe groups in the order they are registered (and observed): the binding's own types, the
+#: registry, each family's, the replicated rule.
+GROUPS: tuple[Callable[[ProbeKit], None], ...] = (
+    _attr_probes, _coshard_probes, _attr_partial_probes, _attr_value_probes, _attr_bookkeeping_probes,
+    _attr_type_probes, _mesh_probes, _spec_probes, _registry_probes, _family_probes, _replicated_probes)
+
+
+def probe_kit(api: SimpleNamespace, probe: Callable[..., Callable[[Probe], Probe]],
+              fetch: Callable[[str], Any], contains: Callable[[str], Any]) -> ProbeKit:
+    """The kit every probe group is handed, bound to ``api``: its classes, the meshes the probes
+    use (2x3, a 1-D pair, 2x2, 3x2) and the input builders on them."""
+    import numpy as np
+
+    TensorDistAttr, DistTensorSpec, ProcessMesh = api.TensorDistAttr, api.DistTensorSpec, api.ProcessMesh
+    mesh = ProcessMesh(mesh=[[0, 1, 2], [3, 4, 5]])
+    mesh1 = ProcessMesh([0, 1], dim_names=["x"])
+    mesh22 = ProcessMesh(mesh=[[0, 1], [2, 3]])
+    mesh32 = ProcessMesh(mesh=[[0, 1], [2, 3], [4, 5]])
+
+    def attr(dm: list[int], partial: list[int] | None = None, on: Any = mesh) -> Any:
+        a = TensorDistAttr()
+        a.process_mesh = on
+        a.dims_mapping = dm
+        if partial:
+            a._set_partial_dims(partial)
+        return a
+
+    def spec(shape: list[int], dm: list[int], partial: list[int] | None = None, on: Any = mesh) -> Any:
+        return DistTensorSpec(shape, attr(dm, partial, on))
+
+    def absent() -> Any:
+        return DistTensorSpec([0], TensorDistAttr())
+
+    def coshard(multi: list[list[int]], on: Any = mesh22) -> Any:
+        a = TensorDistAttr()
+        a.process_mesh = on
+        a.multi_dims_mapping = multi
+        return a
+
+    return ProbeKit(probe=probe, rule=lambda name: _LazyRule(fetch, name), fetch=fetch, contains=contains,
+                    TensorDistAttr=TensorDistAttr, DistTensorSpec=DistTensorSpec, ProcessMesh=ProcessMesh, mesh=mesh,
+                    mesh1=mesh1, mesh22=mesh22, mesh32=mesh32, attr=attr, spec=spec, absent=absent, coshard=coshard,
+                    result_view=result_view, np=np)
+
+
+def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
+            not_run: frozenset[str] = frozenset()) -> dict[str, dict[str, Any]]:
+    """Every probe's observation, by probe name; ``rules_used`` (if given) is filled with the
+    registry names each probe looked up (``get_phi_spmd_rule`` or ``contains_spmd_rule``); the
+    probes in ``not_run`` are recorded as ``{"not_run": True}`` (they kill the process)."""
+    used: dict[str, set[str]] = {} if rules_used is None else rules_used
+    running = [""]
+
+    def fetch(name: str) -> Any:
+        used.setdefault(running[0], set()).add(name)
+        return api.get_phi_spmd_rule(name)
+
+    def contains(name: str) -> Any:
+        used.setdefault(running[0], set()).add(name)
+        return api.contains_spmd_rule(name)
+
+    probes: dict[str, Callable[[], Any]] = {}
+
+    def probe(name: str, *, message: bool = True) -> Callable[[Probe], Probe]:
+        def register(fn: Probe) -> Probe:
+            probes[name] = lambda: attempt(fn, message=message)
+            return fn
+        return register
+
+    kit = probe_kit(api, probe, fetch, contains)
+    for group in GROUPS:
+        group(kit)
     observed = {}
     for name, run in probes.items():
         running[0] = name

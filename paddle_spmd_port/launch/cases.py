@@ -36,7 +36,7 @@ from ..ops.kit.launch import (
 #: The ops a launch case may call, in the order of the built-in grid.
 OPS: tuple[str, ...] = tuple(launch_ops())
 
-#: The rule keys (``runctl.rule_keys``) each op's eager call runs: its forward rule, and its grad
+#: The rule keys (``runctl.grammar.rule_keys``) each op's eager call runs: its forward rule, and its grad
 #: rule in the backward.
 OP_RULES: dict[str, tuple[str, ...]] = {name: op.rules for name, op in launch_ops().items()}
 

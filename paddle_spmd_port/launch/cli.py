@@ -58,31 +58,22 @@ from pathlib import Path
 from typing import Any
 
 from ..ops.kit.launch import launch_ops
-from ..runctl import (
-    EXIT_FINDING,
-    EXIT_INCOMPLETE,
-    EXIT_OK,
+from ..runctl.command import run_command
+from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
+from ..runctl.grammar import (
     MAX_SECONDS,
     ArgumentParser,
-    Interrupted,
-    UsageError,
-    add_detail,
-    add_replace_report_argument,
     add_rules_argument,
     available_cores,
-    check_output_dir,
-    check_output_file,
     count,
     mesh_shape,
     path_text,
     positive,
-    prefix,
-    refuse_other_selection,
     rule_keys,
-    run_command,
     seconds,
-    stopped_by,
 )
+from ..runctl.paths import add_replace_report_argument, check_output_dir, check_output_file, refuse_other_selection
+from ..runctl.signals import Interrupted, add_detail, stopped_by
 from .cases import (
     NOT_LAUNCHED,
     OP_RULES,
@@ -677,8 +668,8 @@ def _after_interrupt(exc: BaseException, cases: list[LaunchCase], args: argparse
                      t0: float, already_kept: bool) -> None:
     """The launcher, ranks and probes are ended (their own ``finally``/``except`` blocks ran on the
     way up); end anything left, write the partial report, keep the logs; say where on the one line
-    (runctl.add_detail). ``exc``: the signal, or the internal error, that ended the run. A second
-    signal meanwhile is ignored (runctl), so this runs to the end; nothing here raises over ``exc``."""
+    (runctl.signals.add_detail). ``exc``: the signal, or the internal error, that ended the run. A second
+    signal meanwhile is ignored (runctl.signals), so this runs to the end; nothing here raises over ``exc``."""
     reason = stopped_by(exc)
     try:
         end_processes(job_id)

@@ -15,7 +15,7 @@ its rendezvous ports at random from ``PORT_RANGE``.
 Cleanup: launch starts every rank in a session of its own (``os.setsid``), so killing the
 launcher's process group is not enough. Each launch exports a unique token in the environment
 (``PADDLE_SPMD_LAUNCH_TOKEN``); the ranks inherit it, and at the end of every launch (finished,
-failed, timed out, or interrupted: SIGINT/SIGTERM raise ``runctl.Interrupted`` in the wait) every
+failed, timed out, or interrupted: SIGINT/SIGTERM raise ``runctl.signals.Interrupted`` in the wait) every
 process whose ``/proc/<pid>/environ`` carries the token is sent SIGTERM and, after a grace period,
 SIGKILL; the launcher is reaped. :func:`end_processes` does the same for a token alone (crash
 probes carry the launch's token too); :func:`processes_with_token` lets tests check that nothing

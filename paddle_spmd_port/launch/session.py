@@ -33,7 +33,7 @@ from typing import Any
 
 import paddle_spmd_port
 
-from ..runctl import signal_text
+from ..runctl.signals import signal_text
 from .cases import LaunchCase, write_cases
 from .launcher import TOKEN_ENV, LaunchConfig, LaunchResult, new_job_id, run_launch
 

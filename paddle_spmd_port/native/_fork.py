@@ -59,7 +59,7 @@ from typing import cast
 
 from ..case import Case
 from ..outcome import Outcome
-from ..runctl import signal_text
+from ..runctl.signals import signal_text
 
 _LEN = struct.Struct(">I")
 #: Request bytes written ahead to the fork server at most (a pipe holds 64 KiB on Linux).

@@ -53,7 +53,7 @@ from ..case import Case, PerAttrs
 from ..ops import FAMILIES, family_module
 from ..ops.kit.native import KIND_TOKENS, mismatch_reason
 from ..outcome import ErrorInfo, Outcome, normalize_message
-from ..runctl import signal_text
+from ..runctl.signals import signal_text
 from ..types import DistAttr, DistTensorSpec, Mapping, ProcessMesh, SpmdResult, entry_of, mesh_dims_of
 from ._paddle import ATTR_KIND, ReduceTypeError, paddle_dir, paddle_version
 from .crash_prone import compiled_may_crash as may_crash

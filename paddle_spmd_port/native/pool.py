@@ -11,7 +11,7 @@ the slice gives up and its remaining cases are *not run* with the reason. A work
 start at all raises :class:`BackendUnavailable`.
 
 Order: within each worker's slice the cases its backend runs in forked children (crash-prone:
-:func:`isolates`, worked out here once and handed over with the cases) come last
+:func:`isolates`, worked out here once and handed over with the cases: :func:`plan_slices`) come last
 (:func:`crash_prone_last`); each runs in a child of its own on every route (the workers' and the
 compiled caller's fork servers), so the order changes no outcome, but for the registry's cases
 that every rule refuses, which come last and share children (:func:`._fork.run_isolating`).
@@ -25,7 +25,7 @@ pickled frames.
 
 Interrupts: workers run in process groups of their own (so that a Ctrl-C in the terminal reaches
 only the parent, which decides); when :func:`run_native` is left by an exception (the sweep's
-:class:`~paddle_spmd_port.runctl.Interrupted` included) every worker group -- the worker or the
+:class:`~paddle_spmd_port.runctl.signals.Interrupted` included) every worker group -- the worker or the
 compiled caller, and any child it forked -- is killed.
 """
 
@@ -46,11 +46,11 @@ from typing import IO
 
 from ..case import Case
 from ..outcome import Outcome
-from ..runctl import signal_text
+from ..runctl.signals import signal_text
 from ..types import mesh_dims_of
 from ._paddle import paddle_version
 from .crash_prone import MAY_CRASH, refused_by_every_rule
-from .worker import DONE, FRAME, HELLO
+from .worker import DONE, FRAME, HELLO, ISOLATE, RUN_HERE, SHARE
 
 ProgressFn = Callable[[int], None]
 
@@ -105,10 +105,18 @@ def worker_command(backend: str, base: int, start: int) -> list[str]:
             "--start", str(start)]
 
 
-def slice_payload(cases: Sequence[Case], isolate: Sequence[bool]) -> bytes:
-    """What a worker reads on stdin (:mod:`.worker`): the cases and one byte per case, set for
-    those to run crash-isolated."""
-    return pickle.dumps((list(cases), bytes(map(bool, isolate))), protocol=pickle.HIGHEST_PROTOCOL)
+def slice_payload(cases: Sequence[Case], isolate: Sequence[int]) -> bytes:
+    """What a worker reads on stdin (:mod:`.worker`): the cases and one byte per case, how to run
+    it (:data:`.worker.RUN_HERE`, :data:`.worker.ISOLATE` or :data:`.worker.SHARE`)."""
+    return pickle.dumps((list(cases), bytes(isolate)), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _read_and_close(err_log: IO[bytes]) -> str:
+    """What a worker or program wrote to its stderr file; the file closed."""
+    err_log.seek(0)
+    stderr = err_log.read().decode(errors="replace")
+    err_log.close()
+    return stderr
 
 
 def _feed(pipe: IO[bytes], payload: bytes) -> None:
@@ -122,12 +130,12 @@ def _feed(pipe: IO[bytes], payload: bytes) -> None:
 class _Slice(threading.Thread):
     def __init__(self, backend: str, cases: Sequence[Case], start: int, stop: int, outcomes: list[Outcome | None],
                  timeout: float, on_progress: ProgressFn, info: dict, stop_event: threading.Event,
-                 isolate: Sequence[bool]) -> None:
+                 isolate: Sequence[int]) -> None:
         super().__init__(daemon=True)
         self.backend, self.cases, self.start_at, self.stop_at = backend, cases, start, stop
         self.outcomes, self.timeout, self.on_progress, self.info = outcomes, timeout, on_progress, info
         self.stop_event = stop_event
-        self.isolate = isolate  # per case (the pool's order): isolates(backend), worked out once
+        self.isolate = isolate  # per case (the pool's order): its worker byte (plan_slices), worked out once
         self.proc: subprocess.Popen | None = None
         self.error: BaseException | None = None
 
@@ -168,79 +176,97 @@ class _Slice(threading.Thread):
                                               self.isolate[self.start_at:self.stop_at])
             assert proc.stdin is not None and proc.stdout is not None
             threading.Thread(target=_feed, args=(proc.stdin, pickled_cases), daemon=True).start()
-            fd = proc.stdout.fileno()
-            buf = b""
-            finished = hung = False
-            while True:
-                ready, _, _ = select.select([fd], [], [], self.timeout)
-                if not ready:
-                    hung = True
-                    self.kill()
-                    break
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    break
-                buf += chunk
-                done_here, pos = 0, 0
-                while len(buf) - pos >= FRAME.size:  # whole frames only (see .worker)
-                    index, size = FRAME.unpack_from(buf, pos)
-                    if len(buf) - pos - FRAME.size < size:
-                        break
-                    payload = buf[pos + FRAME.size:pos + FRAME.size + size]
-                    pos += FRAME.size + size
-                    if index >= 0:
-                        outcome = memo.get(payload)
-                        if outcome is None:  # equal outcomes pickle alike: one object for all of them
-                            if len(memo) > 50_000:
-                                memo.clear()
-                            outcome = memo[payload] = pickle.loads(payload)
-                        self.outcomes[index] = outcome
-                        next_index = index + 1
-                        done_here += 1
-                    elif index == HELLO:
-                        self.info.update(pickle.loads(payload))
-                    elif index == DONE:
-                        finished = True
-                buf = buf[pos:]
-                if done_here:
-                    self.on_progress(done_here)
+            next_index, finished, hung = self._read_frames(proc.stdout.fileno(), next_index, memo)
             proc.stdout.close()
             proc.wait()
             self.kill()  # anything the worker left behind in its group (a forked child, the C++ caller)
-            err_log.seek(0)
-            stderr = err_log.read().decode(errors="replace")
-            err_log.close()
+            stderr = _read_and_close(err_log)
             if finished or next_index >= self.stop_at or self.stop_event.is_set():
                 return
-            if hung:
-                failure = f"worker timed out: no answer within {self.timeout:g} s"
-                self.outcomes[next_index] = Outcome(not_run=failure)
-            elif proc.returncode == 1 and "Traceback" in stderr and next_index == self.start_at and not self.info:
-                last = [ln.strip() for ln in stderr.splitlines() if ln.strip()][-1:] or ["(no message)"]
-                raise BackendUnavailable(f"the {self.backend} worker could not start: {last[0][:300]}")
-            else:
-                how = _describe_exit(proc.returncode)
-                failure = ""
-                if proc.returncode is not None and proc.returncode > 0:  # a Python-level death: say why
-                    tail = [ln for ln in stderr.strip().splitlines() if ln.strip()][-1:]
-                    how += f" ({tail[0].strip()[:200]})" if tail else ""
-                    failure = f"worker died: {how}"
-                self.outcomes[next_index] = Outcome(crash=how)
+            failure = self._worker_failed(proc.returncode, stderr, next_index, hung)
             self.on_progress(1)
             next_index += 1
-            # a run of failures of the harness (not of Paddle's rules) ends the slice: fail closed, fast;
-            # "in a row" = with no case answered in between
-            if next_index - 1 > first_index or not failure:
-                straight_failures = []
-            if failure:
-                straight_failures.append(failure)
-            if len(straight_failures) >= MAX_STRAIGHT_FAILURES and next_index < self.stop_at:
-                why = (f"the {self.backend} worker failed {len(straight_failures)} times in a row "
-                       f"(last: {straight_failures[-1]})")
-                for i in range(next_index, self.stop_at):
-                    self.outcomes[i] = Outcome(not_run=why)
-                self.on_progress(self.stop_at - next_index)
+            if self._gave_up(straight_failures, failure, next_index - 1 > first_index, range(next_index, self.stop_at)):
                 return
+
+    def _read_frames(self, fd: int, next_index: int, memo: dict[bytes, Outcome]) -> tuple[int, bool, bool]:
+        """A worker's frames until its stdout ends or it is silent for ``timeout`` (then killed): the
+        outcomes into the slice's, the version info into ``info``. Returns the next case's index,
+        whether the worker finished its cases and whether it hung."""
+        buf = b""
+        finished = hung = False
+        while True:
+            ready, _, _ = select.select([fd], [], [], self.timeout)
+            if not ready:
+                hung = True
+                self.kill()
+                break
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+            done_here, pos = 0, 0
+            while len(buf) - pos >= FRAME.size:  # whole frames only (see .worker)
+                index, size = FRAME.unpack_from(buf, pos)
+                if len(buf) - pos - FRAME.size < size:
+                    break
+                payload = buf[pos + FRAME.size:pos + FRAME.size + size]
+                pos += FRAME.size + size
+                if index >= 0:
+                    outcome = memo.get(payload)
+                    if outcome is None:  # equal outcomes pickle alike: one object for all of them
+                        if len(memo) > 50_000:
+                            memo.clear()
+                        outcome = memo[payload] = pickle.loads(payload)
+                    self.outcomes[index] = outcome
+                    next_index = index + 1
+                    done_here += 1
+                elif index == HELLO:
+                    self.info.update(pickle.loads(payload))
+                elif index == DONE:
+                    finished = True
+            buf = buf[pos:]
+            if done_here:
+                self.on_progress(done_here)
+        return next_index, finished, hung
+
+    def _worker_failed(self, returncode: int | None, stderr: str, next_index: int, hung: bool) -> str:
+        """The outcome of the case in flight when a worker ended before its last case: *not run* if it
+        hung, else a crash (a Python-level death says why); a worker that never started raises
+        :class:`BackendUnavailable`. Returns the failure of the harness it was ("" for a crash of Paddle's)."""
+        if hung:
+            failure = f"worker timed out: no answer within {self.timeout:g} s"
+            self.outcomes[next_index] = Outcome(not_run=failure)
+            return failure
+        if returncode == 1 and "Traceback" in stderr and next_index == self.start_at and not self.info:
+            last = [ln.strip() for ln in stderr.splitlines() if ln.strip()][-1:] or ["(no message)"]
+            raise BackendUnavailable(f"the {self.backend} worker could not start: {last[0][:300]}")
+        how = _describe_exit(returncode)
+        failure = ""
+        if returncode is not None and returncode > 0:  # a Python-level death: say why
+            tail = [ln for ln in stderr.strip().splitlines() if ln.strip()][-1:]
+            how += f" ({tail[0].strip()[:200]})" if tail else ""
+            failure = f"worker died: {how}"
+        self.outcomes[next_index] = Outcome(crash=how)
+        return failure
+
+    def _gave_up(self, straight_failures: list[str], failure: str, answered: bool, rest: Sequence[int]) -> bool:
+        """A run of failures of the harness (not of Paddle's rules) ends the slice: fail closed, fast.
+        ``failure``: the last worker's ("" if none), ``answered``: whether it answered a case (then
+        the run starts again: "in a row" = with no case answered in between). On giving up, the
+        ``rest`` of the cases are *not run* with the reason; returns whether it gave up."""
+        if answered or not failure:
+            straight_failures.clear()
+        if failure:
+            straight_failures.append(failure)
+        if len(straight_failures) >= MAX_STRAIGHT_FAILURES and rest:
+            why = (f"the {self.backend} worker failed {len(straight_failures)} times in a row "
+                   f"(last: {straight_failures[-1]})")
+            for i in rest:
+                self.outcomes[i] = Outcome(not_run=why)
+            self.on_progress(len(rest))
+            return True
+        return False
 
 
 class _CallerSlice(_Slice):
@@ -254,7 +280,7 @@ class _CallerSlice(_Slice):
 
     def __init__(self, binary: Path, cases: Sequence[Case], start: int, stop: int, outcomes: list[Outcome | None],
                  timeout: float, on_progress: ProgressFn, info: dict, stop_event: threading.Event,
-                 isolate: Sequence[bool]) -> None:
+                 isolate: Sequence[int]) -> None:
         super().__init__("compiled", cases, start, stop, outcomes, timeout, on_progress, info, stop_event, isolate)
         self.binary = binary
         self.routed: list[int] = []  # the slice's cases the caller has a rule for
@@ -301,60 +327,73 @@ class _CallerSlice(_Slice):
                                                           isolating=any(self.isolate[i] for i in routed[pos:]))
             if self.stop_event.is_set():  # stopped while this program was starting: the parent may not see it
                 self.kill()
-            cases, isolate = self.cases, self.isolate
-            requests = (compiled.request_line(cases[i], isolate[i]) for i in routed[pos:])
-            hung = False
-            try:
-                for replies in compiled.exchange(proc, requests, self.timeout):
-                    for outcome in compiled.outcomes_of(replies):
-                        self.outcomes[routed[pos]] = outcome
-                        pos += 1
-                    self.on_progress(len(replies))
-            except compiled.Silent:
-                hung = True
-            if hung:
-                self.kill()
-            try:  # its stdout ended: it has answered everything, or died
-                code = proc.wait(timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-                code = proc.wait()
-            self.kill()  # anything left in its group (a forked child)
-            assert proc.stdout is not None
-            proc.stdout.close()
-            err_log.seek(0)
-            stderr = err_log.read().decode(errors="replace")
-            err_log.close()
+            pos, hung = self._exchange(proc, pos)
+            code = self._end_program(proc, hung)
+            stderr = _read_and_close(err_log)
             if pos >= len(routed) or self.stop_event.is_set():
                 return
-            failure = ""
-            if hung:
-                failure = f"worker timed out: no answer within {self.timeout:g} s"
-                self.outcomes[routed[pos]] = Outcome(not_run=failure)
-            else:
-                tail = [ln.strip() for ln in stderr.splitlines() if ln.strip()][-1:]
-                if code > 0 and pos == first and not started and tail:
-                    raise BackendUnavailable(f"the compiled caller could not start: {tail[0][:300]}")
-                how = compiled.death_text(code)
-                if code >= 0:  # ended by an exit code, not by a signal: the harness failed, not Paddle
-                    how += f" ({tail[0][:200]})" if tail else ""
-                    failure = f"worker died: {how}"
-                self.outcomes[routed[pos]] = Outcome(crash=how)
+            failure = self._program_failed(code, stderr, pos, hung, pos == first and not started)
             started = started or pos > first
             self.on_progress(1)
             pos += 1
-            # "in a row" = with no case answered in between (as for a worker)
-            if pos - 1 > first or not failure:
-                straight_failures = []
-            if failure:
-                straight_failures.append(failure)
-            if len(straight_failures) >= MAX_STRAIGHT_FAILURES and pos < len(routed):
-                why = (f"the compiled worker failed {len(straight_failures)} times in a row "
-                       f"(last: {straight_failures[-1]})")
-                for i in routed[pos:]:
-                    self.outcomes[i] = Outcome(not_run=why)
-                self.on_progress(len(routed) - pos)
+            if self._gave_up(straight_failures, failure, pos - 1 > first, routed[pos:]):
                 return
+
+    def _exchange(self, proc: subprocess.Popen[bytes], pos: int) -> tuple[int, bool]:
+        """The requests of ``routed[pos:]`` to a program, a batch ahead, and its replies as outcomes
+        until its stdout ends or it is silent for ``timeout`` (then killed). Returns the position
+        of the first case without an outcome and whether it hung."""
+        from . import compiled
+
+        cases, isolate, routed = self.cases, self.isolate, self.routed
+        requests = (compiled.request_line(cases[i], bool(isolate[i])) for i in routed[pos:])
+        hung = False
+        try:
+            for replies in compiled.exchange(proc, requests, self.timeout):
+                for outcome in compiled.outcomes_of(replies):
+                    self.outcomes[routed[pos]] = outcome
+                    pos += 1
+                self.on_progress(len(replies))
+        except compiled.Silent:
+            hung = True
+        if hung:
+            self.kill()
+        return pos, hung
+
+    def _end_program(self, proc: subprocess.Popen[bytes], hung: bool) -> int:
+        """Wait for a program whose stdout ended (it answered everything, or died) and end its group;
+        its exit code."""
+        try:
+            code = proc.wait(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = proc.wait()
+        self.kill()  # anything left in its group (a forked child)
+        assert proc.stdout is not None
+        proc.stdout.close()
+        return code
+
+    def _program_failed(self, code: int, stderr: str, pos: int, hung: bool, never_answered: bool) -> str:
+        """The outcome of ``routed[pos]``, the case in flight when the program ended: *not run* if it
+        hung, else a crash (an exit code, not a signal, is the harness's failure and says why); a
+        program that ended with an exit code before its first answer ever (``never_answered``) raises
+        :class:`BackendUnavailable`. Returns the harness's failure ("" for a crash of Paddle's)."""
+        from . import compiled
+
+        failure = ""
+        if hung:
+            failure = f"worker timed out: no answer within {self.timeout:g} s"
+            self.outcomes[self.routed[pos]] = Outcome(not_run=failure)
+            return failure
+        tail = [ln.strip() for ln in stderr.splitlines() if ln.strip()][-1:]
+        if code > 0 and never_answered and tail:
+            raise BackendUnavailable(f"the compiled caller could not start: {tail[0][:300]}")
+        how = compiled.death_text(code)
+        if code >= 0:  # ended by an exit code, not by a signal: the harness failed, not Paddle
+            how += f" ({tail[0][:200]})" if tail else ""
+            failure = f"worker died: {how}"
+        self.outcomes[self.routed[pos]] = Outcome(crash=how)
+        return failure
 
 
 class Cancelled(Exception):
@@ -385,16 +424,7 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
         return [], info
     stop_event = threading.Event()
     n = len(cases)
-    workers = max(1, min(workers, n))
-    bounds = [n * k // workers for k in range(workers + 1)]
-    slices = [(bounds[k], bounds[k + 1]) for k in range(workers) if bounds[k] < bounds[k + 1]]
-    may_crash = isolates(backend)
-    prone = None if may_crash is None else [may_crash(case) for case in cases]
-    # the cases that may share a child last of all, next to each other (crash_prone_last; a backend
-    # that shares none, as PIR's, just runs them in that order)
-    shareable = None if prone is None else \
-        [bool(p) and refused_by_every_rule(case) for p, case in zip(prone, cases, strict=True)]
-    order = crash_prone_last(slices, prone, shareable) if prone is not None else list(range(n))
+    slices, order, isolate = plan_slices(cases, backend, workers)
     cases = [cases[i] for i in order]  # the workers see the cases in this order
     binary = None
     if backend == "compiled":  # the pool drives the C++ caller itself (see _CallerSlice)
@@ -406,7 +436,6 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
         except compiled.BuildError as why:
             progress(n)
             return [compiled.unavailable(why)] * n, info
-    isolate = [bool(prone[i]) for i in order] if prone is not None else [False] * n  # in the workers' order
     threads: list[_Slice] = [
         _CallerSlice(binary, cases, a, b, outcomes, timeout, progress, info, stop_event, isolate) if binary is not None
         else _Slice(backend, cases, a, b, outcomes, timeout, progress, info, stop_event, isolate) for a, b in slices]
@@ -442,6 +471,29 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     if missing:
         raise RuntimeError(f"native backend left {len(missing)} cases without an outcome (first: {missing[0]})")
     return answered, info  # type: ignore[return-value]
+
+
+def plan_slices(cases: Sequence[Case], backend: str, workers: int
+                ) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """How the pool runs ``cases`` on ``backend``: the slices (``(start, stop)`` in the workers'
+    order, one per worker, at most one per case), the order the workers see the cases in (positions
+    in ``cases``: :func:`crash_prone_last`), and in that order each case's worker byte
+    (:data:`.worker.RUN_HERE`, :data:`.worker.ISOLATE`, :data:`.worker.SHARE`): whether it is
+    crash-prone (:func:`isolates`) and whether every rule refuses it
+    (:func:`.crash_prone.refused_by_every_rule`), each worked out once per case."""
+    n = len(cases)
+    workers = max(1, min(workers, n))
+    bounds = [n * k // workers for k in range(workers + 1)]
+    slices = [(bounds[k], bounds[k + 1]) for k in range(workers) if bounds[k] < bounds[k + 1]]
+    may_crash = isolates(backend)
+    if may_crash is None:
+        return slices, list(range(n)), [RUN_HERE] * n
+    prone = [may_crash(case) for case in cases]
+    # the cases that may share a child last of all, next to each other (crash_prone_last; a backend
+    # that shares none, as PIR's, just runs them in that order)
+    shareable = [bool(p) and refused_by_every_rule(case) for p, case in zip(prone, cases, strict=True)]
+    order = crash_prone_last(slices, prone, shareable)
+    return slices, order, [(SHARE if shareable[i] else ISOLATE) if prone[i] else RUN_HERE for i in order]
 
 
 def crash_prone_last(slices: Sequence[tuple[int, int]], prone: Sequence[bool],

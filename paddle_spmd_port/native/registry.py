@@ -159,9 +159,12 @@ class _LazyText:
 
 
 
-def run_many(cases: Iterable[Case], may_crash: Callable[[Case], bool] | None = None) -> Iterator[Outcome]:
+def run_many(cases: Iterable[Case], may_crash: Callable[[Case], bool] | None = None,
+             may_share: Callable[[Case], bool] | None = None) -> Iterator[Outcome]:
     """Outcomes in order; the ``may_crash`` cases (default: the compiled caller's
     :func:`~.crash_prone.compiled_may_crash`; a worker is handed the pool's :func:`~.pool.isolates`)
     run in forked children (see :mod:`._fork`), so that a crash costs a fork instead of a worker
-    restart."""
-    return run_isolating(cases, run, may_crash or MAY_CRASH["registry"], isolated=run, may_share=refused_by_every_rule)
+    restart; the ``may_share`` ones (default :func:`~.crash_prone.refused_by_every_rule`; a worker
+    is handed the pool's answer) may share a child."""
+    return run_isolating(cases, run, may_crash or MAY_CRASH["registry"], isolated=run,
+                         may_share=may_share or refused_by_every_rule)

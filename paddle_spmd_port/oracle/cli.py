@@ -48,32 +48,23 @@ from ..case import Case
 from ..grid import MESH_SHAPES, sample
 from ..outcome import Outcome
 from ..reporting import write_files
-from ..runctl import (
-    EXIT_FINDING,
-    EXIT_INCOMPLETE,
-    EXIT_OK,
+from ..runctl.command import run_command
+from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
+from ..runctl.grammar import (
     MAX_SECONDS,
     ArgumentParser,
-    Interrupted,
-    UsageError,
-    add_detail,
     add_profile_argument,
-    add_replace_report_argument,
     add_rules_argument,
     add_selection_arguments,
     add_workers_arguments,
-    check_output_dir,
     mesh_list,
     path_text,
-    prefix,
-    refuse_other_selection,
     rule_keys,
-    run_command,
     seconds,
-    stopped_by,
     workers,
-    write_partial,
 )
+from ..runctl.paths import add_replace_report_argument, check_output_dir, refuse_other_selection
+from ..runctl.signals import Interrupted, add_detail, stopped_by, write_partial
 from .grid import ORACLE_MESHES, oracle_grid
 from .kernels import MODELS, all_reducing_families
 from .native import NATIVE, NO_ANSWER, collect, paddle_installed
@@ -104,7 +95,7 @@ def _mesh_text(shape: Sequence[int]) -> str:
 
 
 def _grid_meshes(text: str) -> list[tuple[int, ...]]:
-    """``--meshes``: comma-separated meshes (:func:`runctl.mesh_list`), each one of the case grid's."""
+    """``--meshes``: comma-separated meshes (:func:`runctl.grammar.mesh_list`), each one of the case grid's."""
     meshes = mesh_list(text)
     outside = [_mesh_text(m) for m in meshes if m not in MESH_SHAPES]
     if outside:
@@ -376,7 +367,7 @@ def _write_report(run: _Run, args: argparse.Namespace, out: Path, interrupted: s
 
 def selection_of(args: argparse.Namespace) -> dict[str, Any]:
     """What this run judges: its key (``slug``) and a sentence; kept in oracle.json so that a narrower
-    run never silently replaces a broader report (runctl.refuse_other_selection)."""
+    run never silently replaces a broader report (runctl.paths.refuse_other_selection)."""
     slug, words = [], []
     if args.rules != list(rule_keys()):
         slug.append("rules=" + ",".join(args.rules))
@@ -404,7 +395,7 @@ def selection_of(args: argparse.Namespace) -> dict[str, Any]:
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    rules = [r for r in args.rules if r in MODELS]  # args.rules: checked by runctl.rule_list
+    rules = [r for r in args.rules if r in MODELS]  # args.rules: checked by runctl.grammar.rule_list
     no_kernel = [r for r in args.rules if r not in MODELS]
     if no_kernel and args.rules != list(rule_keys()):  # named explicitly: refused; `all`: said in the report
         raise UsageError("--rules", f"the oracle has no numpy kernel for {', '.join(no_kernel)} yet",

@@ -75,7 +75,7 @@ from ..compare import outcome_cells
 from ..ops import rule_spec
 from ..outcome import Outcome
 from ..reporting import _create_temp, markdown_table, write_atomic
-from ..runctl import UsageError
+from ..runctl.exits import UsageError
 from ..validity import input_problem
 from .repro import one_line_repro
 

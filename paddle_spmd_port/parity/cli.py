@@ -15,7 +15,7 @@ inputs), compared through each rule's primary backend (or --backend); every mism
 infer --case-json line is printed on the console.
 
 Fails closed: a case is *compared* when at least one native route gave an answer, an error, or a
-crash the port predicted. Exit status (the table in runctl.py):
+crash the port predicted. Exit status (the table in runctl/__init__.py):
 
     0    every selected case compared, no mismatching cell
     1    some case mismatches (outranks 3)
@@ -57,7 +57,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..case import Case
 from ..compare import compare
@@ -66,38 +66,31 @@ from ..native.routes import BACKENDS, DEFAULT_BACKEND, DEFAULT_BACKENDS, add_bac
 from ..ops import rule_spec
 from ..outcome import Outcome, port_outcome
 from ..releases import AGREEING, ReleaseProfile, detect_release
-from ..runctl import (
-    EXIT_FINDING,
-    EXIT_INCOMPLETE,
-    EXIT_OK,
+from ..runctl.command import run_command
+from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
+from ..runctl.grammar import (
     MAX_SECONDS,
     ArgumentParser,
-    Interrupted,
-    UsageError,
-    add_detail,
-    add_replace_report_argument,
     add_rules_argument,
     add_selection_arguments,
     add_shard_argument,
     add_workers_arguments,
-    check_output_dir,
-    check_output_file,
     count_at_most,
     path_text,
-    prefix,
-    refuse_other_selection,
-    run_command,
     seconds,
-    stopped_by,
     workers,
-    write_partial,
 )
+from ..runctl.paths import add_replace_report_argument, check_output_dir, check_output_file, refuse_other_selection
+from ..runctl.signals import Interrupted, add_detail, stopped_by, write_partial
 from ..validity import input_problem
 from .output import write_diff, write_parity_report
 from .progress import Progress
 from .random_cases import CASES_PER_ROUND, MAX_CASES_PER_RULE, draw_units, random_cases, rounds, shard_units
 from .report import DONE, INTERRUPTED, NOT_STARTED, RUNNING, ParityReport
 from .repro import one_line_repro, repro_snippet
+
+if TYPE_CHECKING:
+    from .baseline import Diff, Saver
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "DEFAULT_BACKENDS", "main", "parse_args", "select_cases"]
 DEFAULT_REPORT_DIR = Path("reports/parity")
@@ -168,7 +161,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         return args
     if args.shard is not None and args.random is None:
         raise UsageError("--shard", "splits a --random run only", "give --random N with --shard K/M")
-    names = args.rules  # rule keys (all: the signature table's order, which is the grid's), checked by runctl.rule_list
+    # rule keys (all: the signature table's order, which is the grid's), checked by runctl.grammar.rule_list
+    names = args.rules
     if args.random is not None:
         for flag, value in (("--sample", args.sample), ("--max-cases", args.max_cases),
                             ("--coshard", args.coshard or None)):
@@ -476,10 +470,11 @@ def _main(argv: Sequence[str] | None) -> int:
             gc.enable()
 
 
-def _sweep(args: argparse.Namespace) -> int:
-    # A random run goes in rounds of about CASES_PER_ROUND cases (blocks of the rules' streams,
-    # random_cases.rounds), each drawn, compared and dropped before the next, so that a long run's
-    # memory stays bounded; any other run is one round.
+def _plan_rounds(args: argparse.Namespace) -> tuple[list, list[list | None], str | None]:
+    """The run's rounds: ``(units, batches, empty_part)``. A random run goes in rounds of about
+    CASES_PER_ROUND cases (blocks of the rules' streams, random_cases.rounds), each drawn, compared
+    and dropped before the next, so that a long run's memory stays bounded; any other run is one
+    round (``[None]``). ``empty_part`` says why a --shard part holds no block, when it holds none."""
     units = shard_units(args.rule_names, args.random, args.shard) if args.random is not None else []
     # A --shard part may hold no block at all (more parts than blocks): it is one empty round, never
     # the whole selection; its report says so and it exits as a run that compared nothing (3), while
@@ -492,184 +487,267 @@ def _sweep(args: argparse.Namespace) -> int:
         empty_part = (f"part {args.shard[0]} of {args.shard[1]} holds none of the selection's {dealt:,} blocks "
                       f"(blocks are dealt in turn to the {args.shard[1]} parts): nothing compared here; the other "
                       "parts hold every case")
+    return units, batches, empty_part
 
-    def draw(rules: list[str], batch: list | None = None) -> dict[str, list[Case]]:
-        if batch is None:
-            return {r: select_cases(r, args.max_cases, args.sample, args.seed, args.random, args.coshard)
-                    for r in rules}
-        drawn = draw_units([u for u in batch if u[0] in rules], args.seed)
-        return {r: drawn.get(r, []) for r in rules}
 
+def _draw(args: argparse.Namespace, rules: list[str], batch: list | None = None) -> dict[str, list[Case]]:
+    """The cases of ``rules``: the selected grid (or random cases) of each, or this round's blocks of them."""
+    if batch is None:
+        return {r: select_cases(r, args.max_cases, args.sample, args.seed, args.random, args.coshard)
+                for r in rules}
+    drawn = draw_units([u for u in batch if u[0] in rules], args.seed)
+    return {r: drawn.get(r, []) for r in rules}
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    units, batches, empty_part = _plan_rounds(args)
     if args.list:
-        for rule, cases in draw(args.rule_names).items():
+        for rule, cases in _draw(args, args.rule_names).items():
             n_cells = cases[0].spec.n_cells if cases else 0
             print(f"{rule:22s} {len(cases):8,d} cases {len(cases) * n_cells:10,d} cells")
         return EXIT_OK
+    sweep = _Sweep(args, units, batches, empty_part)
+    sweep.open()
+    return sweep.run()
 
-    groups = _plan_groups(args)
-    # The background group starts as soon as its own cases are drawn: its workers import Paddle and
-    # take their cases while the other rules' cases are drawn here.
-    background_backend = next((b for b in (BACKGROUND_BACKEND, BACKGROUND_FALLBACK) if b in groups), "")
-    background_rules = groups[background_backend] if background_backend and len(groups) > 1 else []
 
-    started: list[BackgroundGroup] = []
+class _Sweep:
+    """One parity run, stage by stage: :meth:`open` (draw the first round, start the background
+    group, plan the report), :meth:`run` (each round's groups: native outcomes, tally, a partial
+    report after each), and on the way out :meth:`_tally_in_flight` (the interrupt path) and
+    :meth:`_close` (the final files and the summary), then the exit status."""
 
-    def start_round(batch: list | None) -> tuple[dict[str, list[Case]], BackgroundGroup | None]:
-        drawn = draw(background_rules, batch)
-        if not background_rules:
-            return drawn, None
-        group = BackgroundGroup(background_backend, [c for r in background_rules for c in drawn[r]], args)
-        started.append(group)  # (before it starts: a signal right after must still find it to stop)
-        group.start()
-        return drawn, group
+    def __init__(self, args: argparse.Namespace, units: list, batches: list[list | None],
+                 empty_part: str | None) -> None:
+        self.args, self.units, self.batches, self.empty_part = args, units, batches, empty_part
+        self.out: Path = args.report_dir
+        self.groups = _plan_groups(args)
+        # The background group starts as soon as its own cases are drawn: its workers import Paddle and
+        # take their cases while the other rules' cases are drawn here.
+        self.background_backend = next((b for b in (BACKGROUND_BACKEND, BACKGROUND_FALLBACK) if b in self.groups),
+                                       "")
+        self.background_rules = self.groups[self.background_backend] \
+            if self.background_backend and len(self.groups) > 1 else []
+        self.drawn: dict[str, list[Case]] = {}
+        self.by_rule: dict[str, list[Case]] = {}
+        # this round's group in flight alongside; only this round's: a round's cases and outcomes are
+        # dropped with it (see _run_round)
+        self.background: BackgroundGroup | None = None
+        self.report: ParityReport  # (set by open)
+        self.port_answers: dict[int, Outcome] = {}  # id(case) -> the port's outcome (see tally_group)
+        self.saver: Saver | None = None
+        self.diff: Diff | None = None
+        self.observers: list[Observer] = []
+        self.first = dict.fromkeys(args.rule_names, 0)  # per rule: the position of the round's first case
+        self.profile: ReleaseProfile | None = None
+        self.running: tuple[str, list[str]] | None = None  # the group in flight in this thread
+        self.tallied: set[str] = set()  # backends whose group is in the report (this round)
+        self.repros: list[str] = []  # one `infer --case-json` line per mismatching case
+        self.stopping: BaseException | None = None  # the signal or internal error ending the run early
 
-    drawn: dict[str, list[Case]] = {}
-    background: BackgroundGroup | None = None
-    report: ParityReport | None = None
-    try:  # until the main loop's own handler takes over, anything that ends the run ends the background's workers
-        if not args.quiet:  # (inside: a signal from here on writes the partial report)
-            print(opening_line(args), file=sys.stderr, flush=True)
-        drawn, background = start_round(batches[0])  # the group in flight alongside (see BackgroundGroup)
-        drawn.update(draw([r for r in args.rule_names if r not in drawn], batches[0]))
-        by_rule = {r: drawn[r] for r in args.rule_names}
-        selected = {r: len(by_rule[r]) for r in args.rule_names} if not units else \
-            {r: sum(size for rule, _block, size in units if rule == r) for r in args.rule_names}
-        report = ParityReport(selection=args.selection, allow_uncompared=args.allow_uncompared)
-        if empty_part is not None:  # no worker reports Paddle's version: read it from its files, as the others do
-            from ..installed import paddle_version
+    # --------------------------------------------------------------------------- planning
+    def _start_background(self, batch: list | None) -> dict[str, list[Case]]:
+        drawn = _draw(self.args, self.background_rules, batch)
+        if self.background_rules:
+            group = BackgroundGroup(self.background_backend, [c for r in self.background_rules for c in drawn[r]],
+                                    self.args)
+            self.background = group  # (before it starts: a signal while it starts must still find it to stop)
+            group.start()
+        return drawn
 
-            report.paddle.update(paddle_version())
-            report.notes.append(empty_part)
-        port_answers: dict[int, Outcome] = {}  # id(case) -> the port's outcome (see tally_group)
-        for backend, rules in groups.items():
-            for rule in rules:
-                report.plan(rule, backend, selected[rule], rule_spec(rule).n_cells if selected[rule] else 0)
-        for rule in background_rules:
-            report.tallies[f"{rule}@{background_backend}"].state = RUNNING
-        out = args.report_dir
-        report.open_cases_file(out)
-    except BaseException as exc:
-        for group in started:
-            if group.is_alive():
-                group.stop()
-        if isinstance(exc, (Interrupted, Exception)):  # a signal or a bug of ours before anything was compared
-            ended, planned = exc, report
-            add_detail(exc, write_partial(lambda: _write_unstarted(args, planned, drawn, groups, ended),
-                                          str(args.report_dir / "parity.md")))
-        raise
-    from ..native.pool import BackendUnavailable
-    from .baseline import Diff, Saver
+    def _draw_round(self, batch: list | None) -> None:
+        """This round's cases, the background group's first (its group in flight alongside: see BackgroundGroup)."""
+        self.drawn = self._start_background(batch)
+        self.drawn.update(_draw(self.args, [r for r in self.args.rule_names if r not in self.drawn], batch))
+        self.by_rule = {r: self.drawn[r] for r in self.args.rule_names}
 
-    saver = Saver(args.save_baseline) if args.save_baseline is not None else None
-    diff = Diff(args.stored) if args.stored is not None else None
-    observers: list[Observer] = [o for o in (saver, diff) if o is not None]
-    first = dict.fromkeys(args.rule_names, 0)  # per rule: the position of the round's first case
-    profile: ReleaseProfile | None = None
-    running: tuple[str, list[str]] | None = None  # the group in flight in this thread
-    tallied: set[str] = set()  # backends whose group is in the report (this round)
-    repros: list[str] = []  # one `infer --case-json` line per mismatching case
-    stopping: BaseException | None = None  # the signal or internal error ending the run early
-    try:
-        for number, batch in enumerate(batches):
-            last_round = number == len(batches) - 1
-            if number:  # the last round's cases, outcomes and port answers are dropped here
-                by_rule, drawn, background, native = {}, {}, None, []
-                port_answers.clear()
-                drawn, background = start_round(batch)
-                drawn.update(draw([r for r in args.rule_names if r not in drawn], batch))
-                by_rule = {r: drawn[r] for r in args.rule_names}
-            tallied = set()
-            # The groups run here one after the other, the background one last: it has been running since
-            # its cases were drawn, so waiting for it first would hold the others back until it ends (random
-            # mode's registry group, whose wait once came before the compiled group ran at all).
-            for backend, rules in sorted(groups.items(), key=lambda item: item[0] == background_backend):
-                cases = [c for r in rules for c in by_rule[r]]
-                running = (backend, rules)
+    def open(self) -> None:
+        """Draw the first round, plan the report, open its cases file. Until :meth:`run`'s own
+        handler takes over, anything that ends the run ends the background's workers, and a signal
+        or an error of ours writes the partial report of a run that compared nothing."""
+        args, units = self.args, self.units
+        report: ParityReport | None = None
+        try:
+            if not args.quiet:  # (inside: a signal from here on writes the partial report)
+                print(opening_line(args), file=sys.stderr, flush=True)
+            self._draw_round(self.batches[0])
+            selected = {r: len(self.by_rule[r]) for r in args.rule_names} if not units else \
+                {r: sum(size for rule, _block, size in units if rule == r) for r in args.rule_names}
+            report = ParityReport(selection=args.selection, allow_uncompared=args.allow_uncompared)
+            # no worker reports Paddle's version in an empty part: read it from its files, as the others do
+            if self.empty_part is not None:
+                from ..installed import paddle_version
+
+                report.paddle.update(paddle_version())
+                report.notes.append(self.empty_part)
+            for backend, rules in self.groups.items():
                 for rule in rules:
-                    report.tallies[f"{rule}@{backend}"].state = RUNNING
-                t0 = time.time()
-                try:
-                    if background is not None and backend == background.backend:
-                        for case in cases:  # the port's answers while its workers finish (this thread idles else)
-                            if not background.is_alive():
-                                break
-                            if id(case) not in port_answers:
-                                port_answers[id(case)] = port_outcome(case)
-                        native = background.result()
-                        report.paddle.update(background.info)
-                        t0 = time.time() - background.seconds
-                    else:
-                        native = run_native_group(backend, cases, args, report)
-                except (ImportError, BackendUnavailable) as exc:  # (any other error is ours: exit 4)
-                    why = " ".join(str(exc).strip().split())[-300:]
-                    if f"{backend} backend unavailable: {why}" not in report.notes:
-                        report.notes.append(f"{backend} backend unavailable: {why}")
-                    native = [Outcome(not_run=f"backend unavailable: {why}") for _ in cases]
-                native_seconds = time.time() - t0
-                if profile is None and report.paddle.get("version") not in (None, "not installed"):
-                    profile = detect_release(report.paddle["version"], report.paddle.get("commit", ""))
-                    report.profile = profile.to_json()
-                    if profile.is_newer_than_known:
-                        report.notes.append("Paddle is newer than every known profile: each mismatch is a possible "
-                                            "regression of this release (or a change the port has to follow).")
-                tally_group(report, backend, rules, by_rule, native, native_seconds, profile,
-                            state=DONE if last_round else RUNNING, repros=repros, port_answers=port_answers,
-                            first=first, observers=observers)
-                tallied.add(backend)
-                running = None
-                if len(tallied) < len(groups) or not last_round:  # a partial report after every group
-                    write_parity_report(report, out, args.junit)  # (the last one's: see finally)
-            for rule in args.rule_names:
-                first[rule] += len(by_rule[rule])
-        if diff is not None:  # (before complete: an interrupt here leaves a partial diff, its candidates not re-run)
-            diff.recheck(lambda backend, cases: rerun_native(backend, cases, args))
-        report.complete = True
-    except (Interrupted, Exception) as exc:  # a signal, or an internal error: the same partial report
-        stopping = exc
+                    report.plan(rule, backend, selected[rule], rule_spec(rule).n_cells if selected[rule] else 0)
+            for rule in self.background_rules:
+                report.tallies[f"{rule}@{self.background_backend}"].state = RUNNING
+            report.open_cases_file(self.out)
+        except BaseException as exc:
+            if self.background is not None and self.background.is_alive():
+                self.background.stop()
+            if isinstance(exc, (Interrupted, Exception)):  # a signal or a bug of ours before anything was compared
+                ended, planned = exc, report
+                add_detail(exc, write_partial(lambda: _write_unstarted(args, planned, self.drawn, self.groups, ended),
+                                              str(args.report_dir / "parity.md")))
+            raise
+        self.report = report
+
+    # --------------------------------------------------------------------------- running
+    def run(self) -> int:
+        """Every round, group by group, then the final files, the summary and the exit status."""
+        from .baseline import Diff, Saver
+
+        args = self.args
+        self.saver = Saver(args.save_baseline) if args.save_baseline is not None else None
+        self.diff = Diff(args.stored) if args.stored is not None else None
+        self.observers = [o for o in (self.saver, self.diff) if o is not None]
+        try:
+            for number, batch in enumerate(self.batches):
+                self._run_round(number, batch)
+            # (before complete: an interrupt here leaves a partial diff, its candidates not re-run)
+            if self.diff is not None:
+                self.diff.recheck(lambda backend, cases: rerun_native(backend, cases, args))
+            self.report.complete = True
+        except (Interrupted, Exception) as exc:  # a signal, or an internal error: the same partial report
+            self.stopping = exc
+            self._tally_in_flight(exc)
+            raise
+        finally:
+            self._close()
+        self._print_epilogue()
+        return self._exit_status()
+
+    def _run_round(self, number: int, batch: list | None) -> None:
+        last_round = number == len(self.batches) - 1
+        if number:  # the last round's cases, outcomes and port answers are dropped here
+            self.by_rule, self.drawn, self.background = {}, {}, None
+            self.port_answers.clear()
+            self._draw_round(batch)
+        self.tallied = set()
+        # The groups run here one after the other, the background one last: it has been running since
+        # its cases were drawn, so waiting for it first would hold the others back until it ends (random
+        # mode's registry group, whose wait once came before the compiled group ran at all).
+        for backend, rules in sorted(self.groups.items(), key=lambda item: item[0] == self.background_backend):
+            self._run_group(backend, rules, last_round)
+        for rule in self.args.rule_names:
+            self.first[rule] += len(self.by_rule[rule])
+
+    def _run_group(self, backend: str, rules: list[str], last_round: bool) -> None:
+        """One backend group: its native outcomes, compared with the port into the report, and a
+        partial report after it (the last one's is written by :meth:`_close`)."""
+        report = self.report
+        cases = [c for r in rules for c in self.by_rule[r]]
+        self.running = (backend, rules)
+        for rule in rules:
+            report.tallies[f"{rule}@{backend}"].state = RUNNING
+        native, native_seconds = self._native_outcomes(backend, cases)
+        self._detect_profile()
+        tally_group(report, backend, rules, self.by_rule, native, native_seconds, self.profile,
+                    state=DONE if last_round else RUNNING, repros=self.repros, port_answers=self.port_answers,
+                    first=self.first, observers=self.observers)
+        self.tallied.add(backend)
+        self.running = None
+        if len(self.tallied) < len(self.groups) or not last_round:  # a partial report after every group
+            write_parity_report(report, self.out, self.args.junit)  # (the last one's: see _close)
+
+    def _native_outcomes(self, backend: str, cases: list[Case]) -> tuple[list[Outcome], float]:
+        """The group's native outcomes (the background group's awaited, the port answering its cases
+        meanwhile) and the seconds they took; a backend unavailable makes every case not run."""
+        from ..native.pool import BackendUnavailable
+
+        report, background = self.report, self.background
+        t0 = time.time()
+        try:
+            if background is not None and backend == background.backend:
+                for case in cases:  # the port's answers while its workers finish (this thread idles else)
+                    if not background.is_alive():
+                        break
+                    if id(case) not in self.port_answers:
+                        self.port_answers[id(case)] = port_outcome(case)
+                native = background.result()
+                report.paddle.update(background.info)
+                t0 = time.time() - background.seconds
+            else:
+                native = run_native_group(backend, cases, self.args, report)
+        except (ImportError, BackendUnavailable) as exc:  # (any other error is ours: exit 4)
+            why = " ".join(str(exc).strip().split())[-300:]
+            if f"{backend} backend unavailable: {why}" not in report.notes:
+                report.notes.append(f"{backend} backend unavailable: {why}")
+            native = [Outcome(not_run=f"backend unavailable: {why}") for _ in cases]
+        return native, time.time() - t0
+
+    def _detect_profile(self) -> None:
+        """The release profile, once a worker has said which Paddle it runs."""
+        report = self.report
+        if self.profile is None and report.paddle.get("version") not in (None, "not installed"):
+            self.profile = detect_release(report.paddle["version"], report.paddle.get("commit", ""))
+            report.profile = self.profile.to_json()
+            if self.profile.is_newer_than_known:
+                report.notes.append("Paddle is newer than every known profile: each mismatch is a possible "
+                                    "regression of this release (or a change the port has to follow).")
+
+    # --------------------------------------------------------------------------- the interrupt path
+    def _tally_in_flight(self, exc: BaseException) -> None:
+        """A signal or an internal error ends the run: the groups in flight are tallied with what their
+        workers answered before it, and every group still running is marked interrupted."""
+        report, running, background = self.report, self.running, self.background
         report.interrupted = stopped_by(exc)
         in_flight = [running] if running else []
         partials = {running[0]: getattr(exc, "partial_outcomes", None)} if running else {}
-        if background is not None and background.backend not in tallied:
+        if background is not None and background.backend not in self.tallied:
             partials[background.backend] = background.stop()  # its workers end here
             if not running or running[0] != background.backend:
-                in_flight.append((background.backend, groups[background.backend]))
+                in_flight.append((background.backend, self.groups[background.backend]))
         for backend, rules in in_flight:  # what the workers answered before the signal still counts
             partial = partials.get(backend)
-            if partial is not None and all(r in by_rule for r in rules):
+            if partial is not None and all(r in self.by_rule for r in rules):
                 try:
-                    tally_group(report, backend, rules, by_rule, partial, 0.0, profile, state=INTERRUPTED,
-                                repros=repros, port_answers=port_answers, first=first, observers=observers)
+                    tally_group(report, backend, rules, self.by_rule, partial, 0.0, self.profile, state=INTERRUPTED,
+                                repros=self.repros, port_answers=self.port_answers, first=self.first,
+                                observers=self.observers)
                 except Exception:  # the comparison itself may be what failed: the error
                     if isinstance(exc, Interrupted):  # reported stays the first one, the group stays unfinished
                         raise
         for tally in report.tallies.values():  # (a group of a long run is running between its rounds)
             if tally.state == RUNNING:
                 tally.state = INTERRUPTED
-        raise
-    finally:
-        if background is not None and background.is_alive():  # any other way out: its workers end too
-            background.stop()
-        report.finished = time.time()
 
-        def final_files() -> None:
-            report.close_cases_file()
-            write_parity_report(report, out, args.junit)
-            if saver is not None and stopping is None:  # a baseline of a finished run only: an interrupted
-                if report.complete:  # one would miss cases
-                    saver.finish(dict(report.paddle), args.selection)
-                else:
-                    saver.discard()
-            if diff is not None:
-                diff.judge()
-                write_diff(diff, out, dict(report.paddle), args.selection, report.interrupted)
-
-        if stopping is None:
-            final_files()
+    # --------------------------------------------------------------------------- the final files
+    def _close(self) -> None:
+        """However the run ends: the background's workers ended, the final (or partial) files
+        written, the summary printed."""
+        report = self.report
+        if self.background is not None and self.background.is_alive():  # any other way out: its workers end too
+            self.background.stop()
+        finished = report.finished = time.time()
+        if self.stopping is None:
+            self._write_final_files()
         else:  # (a failure writing it is said on the one line, never raised over the first error)
-            if saver is not None:  # its temp file goes first, whatever the report's writing does
+            if self.saver is not None:  # its temp file goes first, whatever the report's writing does
                 with contextlib.suppress(Exception):
-                    saver.discard()
-            add_detail(stopping, write_partial(final_files, str(out / "parity.md")))
+                    self.saver.discard()
+            add_detail(self.stopping, write_partial(self._write_final_files, str(self.out / "parity.md")))
+        self._print_summary(finished)
+
+    def _write_final_files(self) -> None:
+        report, saver, diff, out = self.report, self.saver, self.diff, self.out
+        report.close_cases_file()
+        write_parity_report(report, out, self.args.junit)
+        if saver is not None and self.stopping is None:  # a baseline of a finished run only: an interrupted
+            if report.complete:  # one would miss cases
+                saver.finish(dict(report.paddle), self.args.selection)
+            else:
+                saver.discard()
+        if diff is not None:
+            diff.judge()
+            write_diff(diff, out, dict(report.paddle), self.args.selection, report.interrupted)
+
+    def _print_summary(self, finished: float) -> None:
+        report, repros, out = self.report, self.repros, self.out
         if repros:
             print(f"mismatching cases ({len(repros):,}), each with the command that repeats it:")
             print("\n".join(repros[:REPROS_PRINTED]))
@@ -679,35 +757,43 @@ def _sweep(args: argparse.Namespace) -> int:
         print(report.table())
         print("\ncoverage (a case is compared when at least one native route answered it):")
         print("\n".join(report.coverage_lines()))
-        if empty_part is not None:
-            print(f"\n{empty_part}")
+        if self.empty_part is not None:
+            print(f"\n{self.empty_part}")
         print(f"\n{report.status_line()}")
         print(f"{report.total_cells:,} cells, {report.total_mismatches:,} mismatching cases, "
               f"{report.total_uncompared:,} uncompared cases"
               + (f", {report.total_lacking:,} the release lacks" if report.total_lacking else "")
-              + f"; {report.finished - report.started:.1f} s; "
+              + f"; {finished - report.started:.1f} s; "
               f"report in {out}/parity.md")
-    if args.show_repro:
-        for tally in report.tallies.values():
-            for ex in tally.examples.get("mismatch", []):
-                print(f"\n# --- {ex['describe']}\n" + repro_snippet(Case.from_json(ex["case"]), ex["backend"]))
-    if saver is not None:
-        print(f"baseline of {report.paddle.get('version', '?')}: {saver.rows:,} native outcomes in "
-              f"{args.save_baseline}")
-    if diff is not None:  # the diff decides: the port's mismatches with a build that changed are expected
-        print(f"baseline diff in {out / 'baseline.md'}")
-        print(diff.summary_line(dict(report.paddle)))
-        if diff.regressed:
+
+    def _print_epilogue(self) -> None:
+        """After a finished run: the mismatches' repro snippets (--show-repro) and the baseline's lines."""
+        report = self.report
+        if self.args.show_repro:
+            for tally in report.tallies.values():
+                for ex in tally.examples.get("mismatch", []):
+                    print(f"\n# --- {ex['describe']}\n" + repro_snippet(Case.from_json(ex["case"]), ex["backend"]))
+        if self.saver is not None:
+            print(f"baseline of {report.paddle.get('version', '?')}: {self.saver.rows:,} native outcomes in "
+                  f"{self.args.save_baseline}")
+        if self.diff is not None:
+            print(f"baseline diff in {self.out / 'baseline.md'}")
+            print(self.diff.summary_line(dict(report.paddle)))
+
+    def _exit_status(self) -> int:
+        report, diff = self.report, self.diff
+        if diff is not None:  # the diff decides: the port's mismatches with a build that changed are expected
+            if diff.regressed:
+                return EXIT_FINDING
+            if diff.incomplete or report.empty:
+                return EXIT_INCOMPLETE
+            return EXIT_OK
+        if report.total_mismatches:
             return EXIT_FINDING
-        if diff.incomplete or report.empty:
+        # cases of what the release lacks (its profile says so) fail nothing, but a run where they are all it has does
+        if report.empty or report.all_lacking or (report.total_uncompared and not self.args.allow_uncompared):
             return EXIT_INCOMPLETE
         return EXIT_OK
-    if report.total_mismatches:
-        return EXIT_FINDING
-    # cases of what the release lacks (its profile says so) fail nothing, but a run where they are all it has does
-    if report.empty or report.all_lacking or (report.total_uncompared and not args.allow_uncompared):
-        return EXIT_INCOMPLETE
-    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -57,17 +57,10 @@ from ..compare import compare, input_invalid_for
 from ..outcome import Outcome, port_outcome
 from ..releases import AGREEING, MATCHERS, KnownDifference, ReleaseProfile, known_versions, release_for
 from ..reporting import markdown_table, write_atomic
-from ..runctl import (
-    EXIT_FINDING,
-    EXIT_INCOMPLETE,
-    EXIT_OK,
-    ArgumentParser,
-    UsageError,
-    check_output_file,
-    count,
-    path_text,
-    run_command,
-)
+from ..runctl.command import run_command
+from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError
+from ..runctl.grammar import ArgumentParser, count, path_text
+from ..runctl.paths import check_output_file
 
 #: The release the profiles are written against (the port's default).
 REFERENCE = "3.3.1"

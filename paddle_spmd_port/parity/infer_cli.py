@@ -53,17 +53,9 @@ from ..ops import RULES, RuleSpec
 from ..ops.kit.grid import ShapeNotDerivable
 from ..outcome import Outcome, port_outcome
 from ..releases import AGREEING, detect_release
-from ..runctl import (
-    EXIT_FINDING,
-    EXIT_INCOMPLETE,
-    EXIT_OK,
-    ArgumentParser,
-    UsageError,
-    add_profile_argument,
-    mesh_shape,
-    prefix,
-    run_command,
-)
+from ..runctl.command import run_command
+from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
+from ..runctl.grammar import ArgumentParser, add_profile_argument, mesh_shape
 from ..types import DistTensorSpec, Mapping, ProcessMesh, entry_of
 
 PROG = "python -m paddle_spmd_port infer"
@@ -304,7 +296,7 @@ def _case_from_flags(args: argparse.Namespace) -> Case:
         if getattr(args, f"{name}_none") and given and name in spec.optional:
             raise UsageError(f"--{_flag(name)}-none", f"contradicts {' '.join(given)} ({name} is either None or a "
                              "tensor)", f"drop --{_flag(name)}-none or drop {' '.join(given)}")
-    mesh = ProcessMesh(DEFAULT_MESH if args.mesh is None else args.mesh)  # checked by runctl.mesh_shape
+    mesh = ProcessMesh(DEFAULT_MESH if args.mesh is None else args.mesh)  # checked by runctl.grammar.mesh_shape
     attrs = {k: getattr(args, k) for k, _ in spec.attrs if getattr(args, k, None) is not None}
     if args.x_shape is None:
         raise UsageError("--x-shape", "missing", "give the shape of x, e.g. --x-shape 8,6,4,4")

@@ -25,16 +25,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..runctl import (
-    EXIT_FINDING,
-    EXIT_INCOMPLETE,
-    EXIT_OK,
-    UsageError,
-    check_output_dir,
-    check_output_file,
-    error_text,
-    refuse_other_selection,
-)
+from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, error_text
+from ..runctl.paths import check_output_dir, check_output_file, refuse_other_selection
 from .output import write_parity_report
 from .report import (
     CASES_FILE,

@@ -264,7 +264,7 @@ class ParityReport:
     finished: float | None = None
     complete: bool = False
     interrupted: str = ""
-    """What ended the run early (runctl.stopped_by): a signal's name (``SIGTERM``), or ``an internal
+    """What ended the run early (runctl.signals.stopped_by): a signal's name (``SIGTERM``), or ``an internal
     error (KeyError: ...)`` when a bug of ours did (exit 4); the report is then partial all the same."""
     allow_uncompared: bool = False
     notes: list[str] = field(default_factory=list)
