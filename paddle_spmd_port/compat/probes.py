@@ -24,7 +24,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from ..ops.kit.compat import ProbeKit, compat_modules
+from ..ops.kit.compat import ProbeKit, compat_parts
 
 FAMILIES = ("NotImplementedError", "IndexError", "ValueError", "RuntimeError", "TypeError", "AssertionError")
 
@@ -512,11 +512,11 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
         DistTensorSpec([2, 3], TensorDistAttr()).set_process_mesh(None)
 
     # --- registry -------------------------------------------------------------------------------------
-    modules = list(compat_modules())
+    parts = list(compat_parts())
 
     @probe("registry/contains")
     def _():
-        names = (*(name for _family, module in modules for name in module.CONTAINS), "replicated", "nope")
+        names = (*(name for _family, part in parts for name in part.contains), "replicated", "nope")
         return [contains(n) for n in names]
 
     # --- each family's probes (ops/<family>/compat.py) -------------------------------------------------
@@ -524,8 +524,9 @@ def observe(api: SimpleNamespace, rules_used: dict[str, set[str]] | None = None,
                    TensorDistAttr=TensorDistAttr, DistTensorSpec=DistTensorSpec, ProcessMesh=ProcessMesh, mesh=mesh,
                    mesh1=mesh1, mesh22=mesh22, mesh32=mesh32, attr=attr, spec=spec, absent=absent, coshard=coshard,
                    result_view=result_view, np=np)
-    for _family, module in modules:
-        module.probes(kit)
+    for _family, part in parts:
+        if part.probes is not None:
+            part.probes(kit)
 
     # --- replicated -------------------------------------------------------------------------------------
     x = spec([64, 32, 1024], [1, -1, -1])

@@ -64,7 +64,7 @@ from ..case import Case
 from ..ops import rule_spec
 from ..ops.kit.grid import LIKE_X, RandomPlan
 from ..types import DistTensorSpec, Mapping, ProcessMesh, mesh_dims_of
-from .grid import MESH_SHAPES, coshard_mappings, grid_module, input_shapes, mesh_of, valid_mappings
+from .grid import MESH_SHAPES, coshard_mappings, grid_plan, input_shapes, mesh_of, valid_mappings
 
 #: Meshes beyond the grid's, then the grid's own.
 RANDOM_MESH_SHAPES: tuple[tuple[int, ...], ...] = tuple(dict.fromkeys(
@@ -84,7 +84,7 @@ INVALID_MUTATIONS = {"x-rank": 12, "other-rank": 12, "mapping-length": 12, "mesh
 
 def _plan(rule: str) -> RandomPlan:
     """The rule's family's draws (its grid module's ``RANDOM``)."""
-    plan: RandomPlan = grid_module(rule).RANDOM
+    plan: RandomPlan = grid_plan(rule).random
     return plan
 
 

@@ -33,6 +33,7 @@ from ..kit.grid import (
     CoshardPlan,
     GridCase,
     GridFn,
+    GridPlan,
     Ids,
     Placement,
     RandomPlan,
@@ -245,3 +246,8 @@ FREE_SIZE = frozenset({"reserve_space"})
 #: Per-channel statistics keep their own draws (only mean/variance may copy x's mapping).
 RANDOM = RandomPlan(ranks=(2, 5), bad_x_ranks=(1, 6, 7), data_formats=DATA_FORMATS,
                     stats_like_x=frozenset({"mean", "variance"}))
+
+#: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
+GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,
+                answer_ranks=ANSWER_RANKS,
+                derived_shapes=derived_shapes, free_size=FREE_SIZE)

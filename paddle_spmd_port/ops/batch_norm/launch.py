@@ -37,6 +37,7 @@ from ..kit.launch import (
     Inputs,
     LaunchCase,
     LaunchOp,
+    LaunchPlan,
     OpPrediction,
     RuleCall,
     StagePrediction,
@@ -234,4 +235,5 @@ class BatchNormLaunch(LaunchOp):
         return dict(zip(names, outs[1:5], strict=False))
 
 
-OP = BatchNormLaunch()
+#: The family's real runs, read by the launch room.
+LAUNCH = LaunchPlan(BatchNormLaunch(), NOT_LAUNCHED)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..kit.native import CaseView, short_data_format
+from ..kit.native import CaseView, NativeRoutes, short_data_format
 
 CPP_RELEASE_MARKER = "Paddle < 3.1"
 
@@ -44,3 +44,8 @@ def compiled_may_crash(case: CaseView, attrs: Mapping[str, object]) -> bool:
 
 def pir_may_crash(case: CaseView, attrs: Mapping[str, object]) -> bool:
     return grad_partial_without_mesh(case) or (case.rule in PIR_OPS and short_data_format(attrs))
+
+
+#: The family's native part, read by the native room (registry, compiled caller, PIR, crash isolation).
+NATIVE = NativeRoutes(cpp_release_marker=CPP_RELEASE_MARKER, pir_ops=PIR_OPS, pir_not_routed=PIR_NOT_ROUTED,
+                      compiled_may_crash=compiled_may_crash, pir_may_crash=pir_may_crash)

@@ -27,6 +27,7 @@ from ..kit.grid import (
     CoshardPlan,
     GridCase,
     GridFn,
+    GridPlan,
     Ids,
     RandomPlan,
     RankOf,
@@ -213,3 +214,7 @@ ANSWER_RANKS: dict[str, dict[str, RankOf]] = {"group_norm": _FORWARD_RANKS, "gro
 #: stream (each seed's cases stay what they were).
 RANDOM = RandomPlan(ranks=(3, 5), bad_x_ranks=(1, 2, 6), data_formats=RANDOM_DATA_FORMATS,
                     stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}))
+
+#: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
+GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,
+                answer_ranks=ANSWER_RANKS)

@@ -23,6 +23,7 @@ from ..kit.launch import (
     Inputs,
     LaunchCase,
     LaunchOp,
+    LaunchPlan,
     OpPrediction,
     RuleCall,
     expect,
@@ -93,4 +94,5 @@ class GroupNormLaunch(LaunchOp):
         return api.F.group_norm(x, case.groups, epsilon=case.epsilon, weight=w, bias=b, data_format=case.data_format)
 
 
-OP = GroupNormLaunch()
+#: The family's real runs, read by the launch room.
+LAUNCH = LaunchPlan(GroupNormLaunch(), NOT_LAUNCHED)

@@ -28,6 +28,7 @@ from ..kit.launch import (
     Inputs,
     LaunchCase,
     LaunchOp,
+    LaunchPlan,
     OpPrediction,
     RuleCall,
     StagePrediction,
@@ -142,4 +143,5 @@ class InstanceNormLaunch(LaunchOp):
         return api.F.instance_norm(x, weight=w, bias=b, eps=case.epsilon, data_format=case.data_format)
 
 
-OP = InstanceNormLaunch()
+#: The family's real runs, read by the launch room.
+LAUNCH = LaunchPlan(InstanceNormLaunch(), NOT_LAUNCHED)

@@ -1,28 +1,6 @@
-"""The grid kit: what every family's parity grid is built from (op-free).
-
-A family's ``ops/<family>/grid.py`` declares, for parity/grid.py to assemble:
-
-    GRIDS            rule key -> a function yielding that rule's own grid (:class:`GridCase` drafts,
-                     in a fixed order; parity/grid.py turns them into ``Case`` objects)
-    input_shapes     (rule, x shape, attrs) -> every input's shape for that x (what a real call
-                     passes): the co-shard set, random mode and ``infer`` size tensors with it
-    COSHARD          a :class:`CoshardPlan`: the ranks and attribute variants of its co-shard set
-    derived_shapes   (optional) input_shapes for ``infer``'s flags, where a user's attribute may be
-                     outside what the grid draws; raises :class:`ShapeNotDerivable` for a shape
-                     that cannot be worked out (``infer`` then asks for the flag)
-    input_problem    (rule, named inputs, attrs, x rank) -> why the input is invalid for the op,
-                     or None (parity/validity.py has the checks common to every op)
-    RANDOM           a :class:`RandomPlan`: x ranks and attribute choices of ``parity --random``
-                     (tools/fuzz.py draws its valid calls from the same plan)
-    ANSWER_RANKS     rule key -> returned output -> :data:`RankOf`: the rank of the tensor each
-                     returned output attr describes (tools/fuzz.py checks every answer's form by it;
-                     a profile module ``ops/<family>/<profile>.py`` may declare its own
-                     ``ANSWER_RANKS`` for the outputs its rules answer otherwise)
-    FREE_SIZE        (optional) inputs whose 1-D size the op leaves free (no rule reads it):
-                     tools/fuzz.py draws any size for them instead of ``input_shapes``'
-
-A profile module may also declare ``KNOWN_MALFORMED``: the :class:`KnownMalformed` answers its
-rules give on purpose (counted by tools/fuzz.py, not reported as violations).
+"""The grid kit: what every family's parity grid is built from (op-free), and :class:`GridPlan`,
+the part a family's ``ops/<family>/grid.py`` declares as ``GRID`` (its fields say what each piece
+is for: the grid, the co-shard set, validity, random mode, the fuzz's answer form).
 
 The grid's axes (meshes, mappings, partial subsets), the corner sets' shared shape (mixed meshes,
 the co-shard set) and the case numbering live here, so every family's grid reads the same way.
@@ -31,6 +9,7 @@ the co-shard set) and the case numbering live here, so every family's grid reads
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -44,6 +23,7 @@ if TYPE_CHECKING:
 
 from ...types import DistTensorSpec, Mapping, ProcessMesh, entry_of, mesh_dims_of
 from .. import RULES
+from ..spec import FamilyPart, OpFamily, foreign_keys
 
 MESH_SHAPES: tuple[tuple[int, ...], ...] = ((2,), (4,), (2, 2), (2, 3), (2, 2, 2))
 X_SHAPES = {1: (8,), 2: (8, 6), 3: (8, 6, 4), 4: (8, 6, 4, 4), 5: (8, 6, 4, 4, 2)}
@@ -550,10 +530,67 @@ class KnownMalformed:
             raise ValueError(f"{self.rule}: unknown defect {self.defect!r}; one of {', '.join(MALFORMED_DEFECTS)}")
 
 
-__all__ = ["AttrDraw", "CORNER_LABELS", "COSHARD_MESH_SHAPES", "CoshardPlan", "EPS", "GRAD_RANKS", "GridCase", "GridFn",
-           "Ids", "KnownMalformed", "LIKE_X", "MALFORMED_DEFECTS",
-           "MESH_SHAPES", "MIXED_X_RANK3", "MIXED_X_RANK3_MORE", "MIXED_X_RANK4", "Placement", "RandomPlan", "RankOf",
-           "STAT_NAMES", "ShapesFn", "StatNormPlan", "X_SHAPES", "coshard_cases", "coshard_mappings",
-           "coshard_placements", "leading_rank", "mesh_of", "mixed_meshes", "no_attr_variants", "norm_x_probes",
-           "one_at_a_time", "other_meshes", "placements", "rep", "spec", "stat_norm_grid", "stat_norm_invalid",
-           "stat_norm_mixed_meshes", "stat_norm_problem", "stat_norm_rule_grid", "stat_norm_shapes", "valid_mappings"]
+#: (rule, the inputs by name, attrs with defaults filled, x's rank) -> why the input is invalid for
+#: the op, or None (parity/validity.py has the checks common to every op).
+ProblemFn = Callable[[str, MappingOf[str, DistTensorSpec | None], MappingOf[str, object], int], str | None]
+
+
+@dataclass(frozen=True)
+class GridPlan(FamilyPart):
+    """A family's parity grid and what is drawn around it (``GRID`` in ``ops/<family>/grid.py``)."""
+
+    MODULE = "grid"
+    ATTRIBUTE = "GRID"
+
+    grids: MappingOf[str, GridFn]
+    """rule key -> a function yielding that rule's own grid (:class:`GridCase` drafts, in a fixed
+    order); it covers exactly the family's keys."""
+    input_shapes: ShapesFn
+    """(rule, x shape, attrs) -> every input's shape for that x (what a real call passes): the
+    co-shard set, random mode and ``infer`` size tensors with it."""
+    coshard: CoshardPlan
+    """The ranks and attribute variants of the co-shard set."""
+    input_problem: ProblemFn
+    """Why an input is invalid for the op (written from the op's contract, not from the rules)."""
+    random: RandomPlan
+    """x ranks and attribute choices of ``parity --random`` (tools/fuzz.py draws from it too)."""
+    answer_ranks: MappingOf[str, MappingOf[str, RankOf]]
+    """rule key -> returned output -> :data:`RankOf`: tools/fuzz.py checks every answer's form by it."""
+    derived_shapes: ShapesFn | None = None
+    """``input_shapes`` for ``infer``'s flags, where a user's attribute may be outside what the grid
+    draws; raises :class:`ShapeNotDerivable` for a shape that cannot be worked out. None: input_shapes."""
+    free_size: frozenset[str] = frozenset()
+    """Inputs whose 1-D size the op leaves free (no rule reads it): the fuzz draws any size for them."""
+    profile_answer_ranks: MappingOf[str, MappingOf[str, MappingOf[str, RankOf]]] = \
+        dataclasses.field(default_factory=dict)
+    """profile -> rule key -> output -> rank, where that profile's rules answer otherwise."""
+    known_malformed: MappingOf[str, tuple[KnownMalformed, ...]] = dataclasses.field(default_factory=dict)
+    """profile -> the malformed answers its rules give on purpose (the fuzz counts them apart)."""
+
+    def problems(self, family: OpFamily) -> list[str]:
+        out = []
+        if set(self.grids) != set(family.keys):
+            out.append(f"grids covers {sorted(self.grids)}, the family declares {sorted(family.keys)}")
+        if set(self.answer_ranks) - set(family.keys):
+            out.append(f"answer_ranks names {foreign_keys(family, self.answer_ranks)}, not the family's keys")
+        for profile, ranks in self.profile_answer_ranks.items():
+            if foreign := foreign_keys(family, ranks):
+                out.append(f"profile_answer_ranks[{profile!r}] names {foreign}, not the family's keys")
+        for profile, known in self.known_malformed.items():
+            if foreign := foreign_keys(family, (k.rule for k in known)):
+                out.append(f"known_malformed[{profile!r}] names {foreign}, not the family's keys")
+        return out
+
+    def shapes_for_flags(self) -> ShapesFn:
+        """What ``infer``'s flags size the tensors with: ``derived_shapes`` where given."""
+        return self.derived_shapes or self.input_shapes
+
+
+__all__ = ["AttrDraw", "CORNER_LABELS", "COSHARD_MESH_SHAPES", "CoshardPlan", "EPS", "GRAD_RANKS", "GridCase",
+           "GridFn", "GridPlan", "ProblemFn", "Ids", "KnownMalformed", "LIKE_X", "MALFORMED_DEFECTS", "MESH_SHAPES",
+           "MIXED_X_RANK3", "MIXED_X_RANK3_MORE", "MIXED_X_RANK4", "Placement", "RandomPlan", "RankOf", "STAT_NAMES",
+           "ShapesFn", "StatNormPlan", "X_SHAPES", "coshard_cases", "coshard_mappings", "coshard_placements",
+           "leading_rank", "mesh_of", "mixed_meshes", "no_attr_variants", "norm_x_probes", "one_at_a_time",
+           "other_meshes", "placements", "rep", "spec", "stat_norm_grid", "stat_norm_invalid",
+           "stat_norm_mixed_meshes", "stat_norm_problem", "stat_norm_rule_grid", "stat_norm_shapes",
+           "valid_mappings"]

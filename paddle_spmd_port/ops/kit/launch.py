@@ -4,9 +4,9 @@ placement notation, the prediction types and :class:`LaunchOp`, the interface th
 Pure: no Paddle, no numpy. The in-rank hooks of :class:`LaunchOp` (:meth:`LaunchOp.call` ...)
 receive Paddle's modules from the runner as arguments, so a family module never imports them.
 
-A family's ``launch.py`` declares ``NOT_LAUNCHED`` (its rule keys no eager call reaches, and why)
-and, when eager calls reach it, ``OP``: a :class:`LaunchOp`. :func:`launch_ops` finds them by the
-folder convention of :func:`paddle_spmd_port.ops.family_module`.
+A family's ``launch.py`` binds ``LAUNCH``, a :class:`LaunchPlan`: the rule keys no eager call
+reaches (and why) and, when eager calls reach it, its :class:`LaunchOp`. A family without one is
+not launched (:data:`NO_LAUNCH_PART` says so for each of its keys).
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ import math
 import re
 import sys
 from collections.abc import Iterator, Sequence
+from collections.abc import Mapping as MappingOf
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from ...notation import ShardError, local_shape
 from ...types import DistAttr, DistTensorSpec, Mapping, MeshDims, ProcessMesh, SpmdResult
+from ..spec import FamilyPart, OpFamily, foreign_keys
 
 _PLACEMENT = re.compile(r"S\((\d+)\)(?:#(\d+))?")
 
@@ -485,21 +487,47 @@ class LaunchOp:
         return {}
 
 
+def _no_reasons() -> MappingOf[str, str]:
+    return {}
+
+
+@dataclass(frozen=True)
+class LaunchPlan(FamilyPart):
+    """A family's real runs (``LAUNCH`` in ``ops/<family>/launch.py``): its :class:`LaunchOp`, and
+    the rule keys no eager call reaches, each with the reason."""
+
+    MODULE = "launch"
+    ATTRIBUTE = "LAUNCH"
+
+    op: LaunchOp | None = None
+    not_launched: MappingOf[str, str] = field(default_factory=_no_reasons)
+
+    def problems(self, family: OpFamily) -> list[str]:
+        out = []
+        if self.op is not None and self.op.name != family.name:
+            out.append(f"the op is {self.op.name!r}; a folder holds its own op")
+        if foreign := foreign_keys(family, self.not_launched):
+            out.append(f"not_launched names {foreign}, not the family's keys")
+        return out
+
+
+#: Why a family without ``ops/<family>/launch.py`` has no real runs.
+NO_LAUNCH_PART = "its family declares no launch part (ops/<family>/launch.py): no real-run case exists"
+
+
 def _collect() -> tuple[dict[str, LaunchOp], dict[str, str]]:
-    from .. import FAMILIES, family_module
+    from .. import FAMILIES, family_part
 
     found: list[LaunchOp] = []
     not_launched: dict[str, str] = {}
-    for family in FAMILIES:
-        module = family_module(family, "launch")
-        if module is None:
+    for name, family in FAMILIES.items():
+        plan = family_part(name, LaunchPlan)
+        if plan is None:
+            not_launched.update(dict.fromkeys(family.keys, NO_LAUNCH_PART.replace("<family>", name)))
             continue
-        not_launched.update(getattr(module, "NOT_LAUNCHED", {}))
-        op = getattr(module, "OP", None)
-        if op is not None:
-            if op.name != family:
-                raise ImportError(f"ops/{family}/launch.py declares the op {op.name!r}; a folder holds its own op")
-            found.append(op)
+        not_launched.update(plan.not_launched)
+        if plan.op is not None:
+            found.append(plan.op)
     return {op.name: op for op in sorted(found, key=lambda o: o.order)}, not_launched
 
 
@@ -535,8 +563,8 @@ def each_op() -> Iterator[LaunchOp]:
     return iter(launch_ops().values())
 
 
-__all__ = ["AFFINE_EXTRA", "AFFINE_MAIN", "AddCase", "Inputs", "LaunchCase", "LaunchOp", "OpPrediction",
-           "Prediction", "RuleCall", "StagePrediction", "TensorExpectation", "coshard_orders", "coshard_placements",
-           "coverage_problems",
-           "each_op", "expect", "few", "grid_factor", "kernel_rejects", "launch_ops", "local_shapes", "not_launched",
-           "parse_placement", "placement_grid", "placements_to_dims_mapping", "replicated", "scaled", "spec"]
+__all__ = ["AFFINE_EXTRA", "AFFINE_MAIN", "AddCase", "Inputs", "LaunchCase", "LaunchOp", "LaunchPlan",
+           "NO_LAUNCH_PART", "OpPrediction", "Prediction", "RuleCall", "StagePrediction", "TensorExpectation",
+           "coshard_orders", "coshard_placements", "coverage_problems", "each_op", "expect", "few", "grid_factor",
+           "kernel_rejects", "launch_ops", "local_shapes", "not_launched", "parse_placement", "placement_grid",
+           "placements_to_dims_mapping", "replicated", "scaled", "spec"]

@@ -34,6 +34,7 @@ from ..kit.grid import (
     CoshardPlan,
     GridCase,
     GridFn,
+    GridPlan,
     Ids,
     RandomPlan,
     RankOf,
@@ -261,3 +262,8 @@ ANSWER_RANKS: dict[str, dict[str, RankOf]] = {"layer_norm": _FORWARD_RANKS, "lay
 
 RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7),
                     stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}))
+
+#: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
+GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,
+                answer_ranks=ANSWER_RANKS,
+                derived_shapes=derived_shapes)

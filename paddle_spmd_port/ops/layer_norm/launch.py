@@ -28,6 +28,7 @@ from ..kit.launch import (
     Inputs,
     LaunchCase,
     LaunchOp,
+    LaunchPlan,
     OpPrediction,
     RuleCall,
     StagePrediction,
@@ -122,4 +123,5 @@ class LayerNormLaunch(LaunchOp):
         return api.F.layer_norm(x, list(case.normalized_shape), weight=w, bias=b, epsilon=case.epsilon)
 
 
-OP = LayerNormLaunch()
+#: The family's real runs, read by the launch room.
+LAUNCH = LaunchPlan(LayerNormLaunch(), NOT_LAUNCHED)

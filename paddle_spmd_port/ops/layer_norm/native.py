@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..kit.native import CaseView
+from ..kit.native import CaseView, NativeRoutes
 
 PIR_OPS = {"layer_norm": "layer_norm", "layer_norm_grad": "layer_norm_grad"}
 
@@ -31,3 +31,7 @@ def compiled_may_crash(case: CaseView, attrs: Mapping[str, object]) -> bool:
     begin_norm_axis = attrs.get("begin_norm_axis")
     x = case.inputs[0]
     return isinstance(begin_norm_axis, int) and x is not None and not 0 <= begin_norm_axis <= len(x.shape)
+
+
+#: The family's native part, read by the native room (registry, compiled caller, PIR, crash isolation).
+NATIVE = NativeRoutes(pir_ops=PIR_OPS, pir_not_routed=PIR_NOT_ROUTED, compiled_may_crash=compiled_may_crash)

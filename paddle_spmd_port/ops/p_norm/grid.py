@@ -33,6 +33,7 @@ from ..kit.grid import (
     CoshardPlan,
     GridCase,
     GridFn,
+    GridPlan,
     Ids,
     RandomPlan,
     RankOf,
@@ -251,3 +252,7 @@ def _draw_axis(rng: random.Random, rank: int) -> int:
 
 
 RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7), attr_draws=(("porder", _draw_porder), ("axis", _draw_axis)))
+
+#: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
+GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,
+                answer_ranks=ANSWER_RANKS)

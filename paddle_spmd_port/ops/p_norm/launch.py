@@ -32,6 +32,7 @@ from ..kit.launch import (
     Inputs,
     LaunchCase,
     LaunchOp,
+    LaunchPlan,
     OpPrediction,
     RuleCall,
     StagePrediction,
@@ -137,4 +138,5 @@ class PNormLaunch(LaunchOp):
         return api.paddle.linalg.norm(x, p=case.porder, axis=case.axis, keepdim=case.keepdims)
 
 
-OP = PNormLaunch()
+#: The family's real runs, read by the launch room.
+LAUNCH = LaunchPlan(PNormLaunch(), NOT_LAUNCHED)

@@ -31,6 +31,7 @@ from ..kit.kernel import (
     Attrs,
     Facts,
     Groups,
+    KernelModels,
     KernelRejects,
     OpModel,
     Shape,
@@ -149,3 +150,6 @@ MODELS: dict[str, OpModel] = {
     "sync_batch_norm_grad": model("sync_batch_norm_grad", sync_batch_norm_grad, FACTS, batch_axis_outputs=("x_grad",),
                                   modes=MODES, saved_inputs=saved_statistics, not_on_ranks=_NO_CPU),
 }
+
+#: The family's oracle part, read by paddle_spmd_port.oracle.kernels.
+KERNEL = KernelModels(MODELS)
