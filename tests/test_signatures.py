@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 from paddle_spmd_port.errors import InvalidSpecError
-from paddle_spmd_port.ops.batch_norm.layout import DATA_FORMAT_NDIM, DATA_FORMATS, channel_axis, kernel_layout
+from paddle_spmd_port.ops.kit.layout import DATA_FORMAT_NDIM, DATA_FORMATS, channel_axis, kernel_layout
 from paddle_spmd_port.rules import PROFILES, rule_function
 from paddle_spmd_port.rules.signatures import OPS, RULES
 

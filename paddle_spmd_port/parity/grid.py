@@ -51,7 +51,7 @@ from ..ops.kit.grid import (
     GridFn,
     GridPlan,
     coshard_mappings,
-    coshard_placements,
+    coshard_mappings_with_partial,
     mesh_of,
     placements,
     valid_mappings,
@@ -141,6 +141,6 @@ def sample(cases: Sequence[Case], n: int, seed: int = 0, corners: bool = True) -
     return [cases[i] for i in sorted(picked)]
 
 
-__all__ = ["CORNER_LABELS", "GRIDS", "GRID_PLANS", "MESH_SHAPES", "X_SHAPES", "GridCase", "coshard_cases",
-           "coshard_mappings", "coshard_placements", "derived_shapes", "grid_for", "grid_plan", "input_shapes",
-           "is_corner", "mesh_of", "placements", "sample", "valid_mappings"]
+__all__ = ["CORNER_LABELS", "GRIDS", "GRID_PLANS", "GridCase", "MESH_SHAPES", "X_SHAPES", "coshard_cases",
+           "coshard_mappings", "coshard_mappings_with_partial", "derived_shapes", "grid_for", "grid_plan",
+           "input_shapes", "is_corner", "mesh_of", "placements", "sample", "valid_mappings"]

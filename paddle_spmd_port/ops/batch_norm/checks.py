@@ -8,7 +8,7 @@ its message; port = InvalidSpecError, where Paddle crashes or accepts garbage)::
                         variance_out, scale, bias, saved_mean, saved_variance (those the rule has);
                         P reserve_space 1-D; port x on a mesh, specs valid
 
-data_format is checked by :func:`~paddle_spmd_port.ops.batch_norm.layout.channel_axis` (the PR #72918
+data_format is checked by :func:`~paddle_spmd_port.ops.kit.layout.channel_axis` (the PR #72918
 rules do not read it). Messages name ``batch_norm`` also for sync_batch_norm (the proposal's
 messages do), and the rank-2 reserve_space message says ``reserve_space_ndim``, as Paddle's does.
 """

@@ -47,7 +47,8 @@ from ..kit.kernel import (
     per_rank,
     required,
 )
-from .layout import DATA_FORMAT_NDIM, FORWARD_ATTRS, PER_CHANNEL, channel_axis, kernel_layout
+from ..kit.layout import DATA_FORMAT_NDIM, channel_axis, kernel_layout
+from .layout import FORWARD_ATTRS, PER_CHANNEL
 
 #: The statistics modes the oracle crosses the attributed rules' cases with (name, attributes set).
 MODES: tuple[Mode, ...] = (

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..batch_norm.layout import channel_axis, kernel_layout
 from ..kit.kernel import (
     Array,
     Arrays,
@@ -39,6 +38,7 @@ from ..kit.kernel import (
     per_rank,
     required,
 )
+from ..kit.layout import channel_axis, kernel_layout
 
 #: x's numeric shape per rank: C = 12 on axis 1 and on the last axis (channel-first and channel-last
 #: layouts), so the grid's groups (2 and 4) divide C as the op requires.

@@ -93,7 +93,7 @@ def mesh_of(shape: tuple[int, ...]) -> ProcessMesh:
 _GRID_MESHES: dict[tuple[int, ...], ProcessMesh] = {}
 
 
-def spec(shape: Sequence[int], placement: Placement, mesh: ProcessMesh) -> DistTensorSpec:
+def placed_spec(shape: Sequence[int], placement: Placement, mesh: ProcessMesh) -> DistTensorSpec:
     """The spec of this shape and placement on ``mesh``. Specs are immutable values, so the grids'
     cases share one object per value (the default sweep's inputs are a few tens of thousands of
     values): drawn once, pickled once per worker slice, and their texts kept once (``Case.json_text``)."""
@@ -112,7 +112,7 @@ _GRID_SPECS: dict[tuple[Any, ...], DistTensorSpec] = {}
 
 def rep(shape: Sequence[int], mesh: ProcessMesh) -> DistTensorSpec:
     """The replicated spec of this shape on ``mesh``."""
-    return spec(shape, ((-1,) * len(shape), frozenset()), mesh)
+    return placed_spec(shape, ((-1,) * len(shape), frozenset()), mesh)
 
 
 def one_at_a_time(names: Sequence[str], shapes: MappingOf[str, tuple[int, ...]], mesh: ProcessMesh,
@@ -125,7 +125,7 @@ def one_at_a_time(names: Sequence[str], shapes: MappingOf[str, tuple[int, ...]],
         for pl in placements(len(shapes[name]), mesh.ndim):
             if pl == ((-1,) * len(shapes[name]), frozenset()):
                 continue
-            variants.append({**base, name: spec(shapes[name], pl, mesh)})
+            variants.append({**base, name: placed_spec(shapes[name], pl, mesh)})
     opt = [n for n in names if n in set(optional)]
     for name in opt:
         variants.append({**base, name: None})
@@ -140,7 +140,7 @@ def one_at_a_time(names: Sequence[str], shapes: MappingOf[str, tuple[int, ...]],
 CORNER_LABELS = ("invalid", "mixed-mesh")
 
 
-class Ids:
+class CaseNumbering:
     """Makes cases of one rule numbered ``<rule>-<n>`` (``<rule>-<label>-<n>`` for a corner set)."""
 
     def __init__(self, rule: str, label: str = "") -> None:
@@ -190,7 +190,7 @@ def mixed_meshes(rule: str, variants: Sequence[tuple[MappingOf[str, tuple[int, .
     dims they are ``<rule>-invalid-mixed-ndim-<n>``: Paddle answers some and crashes on, or
     answers mesh dims an attr's mesh lacks for, others, which the port rejects (InvalidSpecError
     naming the input)."""
-    same_ndim, other_ndim = Ids(rule, "mixed-mesh"), Ids(rule, "invalid-mixed-ndim")
+    same_ndim, other_ndim = CaseNumbering(rule, "mixed-mesh"), CaseNumbering(rule, "invalid-mixed-ndim")
     names = RULES[rule].inputs
     for (shapes, attrs), base in itertools.product(variants, [mesh_of(b) for b in bases]):
         for x_dm in x_maps[base.ndim]:
@@ -230,7 +230,7 @@ def coshard_mappings(rank: int, mesh_ndim: int) -> tuple[Mapping, ...]:
     return tuple(out)
 
 
-def coshard_placements(rank: int, mesh_ndim: int) -> Iterator[tuple[Mapping, frozenset[int]]]:
+def coshard_mappings_with_partial(rank: int, mesh_ndim: int) -> Iterator[tuple[Mapping, frozenset[int]]]:
     """:func:`coshard_mappings`, each with partial over every subset of the mesh dims it leaves free."""
     for dm in coshard_mappings(rank, mesh_ndim):
         used = {m for e in dm for m in mesh_dims_of(e)}
@@ -268,7 +268,7 @@ def coshard_cases(rule: str, plan: CoshardPlan, input_shapes: ShapesFn) -> Itera
     that is also a co-shard member, a member listed twice, a member outside the mesh, ``-1``
     inside a co-shard, and a member that also splits another axis.
     """
-    make = Ids(rule, "coshard")
+    make = CaseNumbering(rule, "coshard")
     names = RULES[rule].inputs
     for mesh_shape in COSHARD_MESH_SHAPES:
         mesh = mesh_of(mesh_shape)
@@ -278,7 +278,7 @@ def coshard_cases(rule: str, plan: CoshardPlan, input_shapes: ShapesFn) -> Itera
                 shapes = input_shapes(rule, x_shape, attrs)
                 reps = {n: rep(shapes[n], mesh) for n in names}
                 attr_items = tuple(attrs.items())
-                for dm, partial in coshard_placements(rank, mesh.ndim):
+                for dm, partial in coshard_mappings_with_partial(rank, mesh.ndim):
                     x = DistTensorSpec(x_shape, dm, mesh, partial)
                     yield make(mesh, [x] + [reps[n] for n in names[1:]], attr_items)
                     if "out_grad" in names and not partial:
@@ -288,7 +288,7 @@ def coshard_cases(rule: str, plan: CoshardPlan, input_shapes: ShapesFn) -> Itera
                     for dm in coshard_mappings(len(shapes[name]), mesh.ndim):
                         one = {**reps, name: DistTensorSpec(shapes[name], dm, mesh)}
                         yield make(mesh, [one[n] for n in names], attr_items)
-    bad = Ids(rule, "coshard-invalid")
+    bad = CaseNumbering(rule, "coshard-invalid")
     mesh = mesh_of((2, 3))
     rank = plan.invalid_rank
     x_shape = X_SHAPES[rank]
@@ -364,7 +364,7 @@ def stat_norm_grid(rule: str, plan: StatNormPlan) -> Iterator[GridCase]:
     (a reverse rule: out through every mapping with invvar cycled, x cycled: the rule ignores x);
     then every other input one at a time through every placement (and None where optional)
     against :func:`norm_x_probes`, at the plan's first rank of 3 or more."""
-    make = Ids(rule)
+    make = CaseNumbering(rule)
     rspec = RULES[rule]
     names = rspec.inputs
     like_x = [n for n in names[1:] if n in LIKE_X]
@@ -379,29 +379,29 @@ def stat_norm_grid(rule: str, plan: StatNormPlan) -> Iterator[GridCase]:
                 other = all_pl[(k * 7 + 3) % len(all_pl)]
                 pairs = ((pl, other), (other, pl)) if like_x else ((pl, other),)
                 for x_pl, o_pl in pairs:
-                    tensors: dict[str, DistTensorSpec | None] = {**reps, "x": spec(x_shape, x_pl, mesh)}
+                    tensors: dict[str, DistTensorSpec | None] = {**reps, "x": placed_spec(x_shape, x_pl, mesh)}
                     for n in like_x:
-                        tensors[n] = spec(x_shape, o_pl, mesh)
+                        tensors[n] = placed_spec(x_shape, o_pl, mesh)
                     if rspec.direction == "reverse":  # the statistics from out: x is not read
-                        tensors["invvar"] = spec(shapes["invvar"], (o_pl[0][:-1], frozenset()), mesh)
+                        tensors["invvar"] = placed_spec(shapes["invvar"], (o_pl[0][:-1], frozenset()), mesh)
                     else:
                         for n in names:
                             if n in STAT_NAMES:
-                                tensors[n] = spec(shapes[n], (x_pl[0][:len(shapes[n])], frozenset()), mesh)
+                                tensors[n] = placed_spec(shapes[n], (x_pl[0][:len(shapes[n])], frozenset()), mesh)
                     yield make(mesh, [tensors[n] for n in names], EPS)
             if rank != next(r for r in plan.ranks if r >= 3):
                 continue
             side = [n for n in names[1:] if n not in LIKE_X]
             optional = [n for n in side if n in rspec.optional]
             for xp in norm_x_probes(rank, mesh, plan.channel_stats):
-                base = {n: spec(x_shape, xp, mesh) for n in like_x}
+                base = {n: placed_spec(x_shape, xp, mesh) for n in like_x}
                 for variant in one_at_a_time(side, shapes, mesh, optional)[1:]:
-                    tensors = {"x": spec(x_shape, xp, mesh), **base, **variant}
+                    tensors = {"x": placed_spec(x_shape, xp, mesh), **base, **variant}
                     yield make(mesh, [tensors[n] for n in names], EPS)
                 if rspec.direction == "reverse":  # invvar against each out mapping of the probe's kind
                     for inv in placements(rank - 1, mesh.ndim):
-                        tensors = {**reps, "out": spec(x_shape, xp, mesh),
-                                   "invvar": spec(shapes["invvar"], inv, mesh)}
+                        tensors = {**reps, "out": placed_spec(x_shape, xp, mesh),
+                                   "invvar": placed_spec(shapes["invvar"], inv, mesh)}
                         yield make(mesh, [tensors[n] for n in names], EPS)
 
 
@@ -416,7 +416,7 @@ def stat_norm_invalid(rule: str, plan: StatNormPlan) -> Iterator[GridCase]:
     """Per rule, on 2x3: the plan's invalid x ranks, statistics / scale of the wrong rank, x
     mappings Paddle does not validate (a mesh dim twice, out of range, shorter than the rank), x
     without a mesh, and, where scale is optional, a None scale while x is split."""
-    bad = Ids(rule, "invalid")
+    bad = CaseNumbering(rule, "invalid")
     rspec = RULES[rule]
     names = rspec.inputs
     mesh = mesh_of((2, 3))
@@ -586,11 +586,11 @@ class GridPlan(FamilyPart):
         return self.derived_shapes or self.input_shapes
 
 
-__all__ = ["AttrDraw", "CORNER_LABELS", "COSHARD_MESH_SHAPES", "CoshardPlan", "EPS", "GRAD_RANKS", "GridCase",
-           "GridFn", "GridPlan", "ProblemFn", "Ids", "KnownMalformed", "LIKE_X", "MALFORMED_DEFECTS", "MESH_SHAPES",
-           "MIXED_X_RANK3", "MIXED_X_RANK3_MORE", "MIXED_X_RANK4", "Placement", "RandomPlan", "RankOf", "STAT_NAMES",
-           "ShapesFn", "StatNormPlan", "X_SHAPES", "coshard_cases", "coshard_mappings", "coshard_placements",
-           "leading_rank", "mesh_of", "mixed_meshes", "no_attr_variants", "norm_x_probes", "one_at_a_time",
-           "other_meshes", "placements", "rep", "spec", "stat_norm_grid", "stat_norm_invalid",
-           "stat_norm_mixed_meshes", "stat_norm_problem", "stat_norm_rule_grid", "stat_norm_shapes",
-           "valid_mappings"]
+__all__ = ["AttrDraw", "CORNER_LABELS", "COSHARD_MESH_SHAPES", "CaseNumbering", "CoshardPlan", "EPS", "GRAD_RANKS",
+           "GridCase", "GridFn", "GridPlan", "KnownMalformed", "LIKE_X", "MALFORMED_DEFECTS", "MESH_SHAPES",
+           "MIXED_X_RANK3", "MIXED_X_RANK3_MORE", "MIXED_X_RANK4", "Placement", "ProblemFn", "RandomPlan", "RankOf",
+           "STAT_NAMES", "ShapesFn", "StatNormPlan", "X_SHAPES", "coshard_cases", "coshard_mappings",
+           "coshard_mappings_with_partial", "leading_rank", "mesh_of", "mixed_meshes", "no_attr_variants",
+           "norm_x_probes", "one_at_a_time", "other_meshes", "placed_spec", "placements", "rep", "stat_norm_grid",
+           "stat_norm_invalid", "stat_norm_mixed_meshes", "stat_norm_problem", "stat_norm_rule_grid",
+           "stat_norm_shapes", "valid_mappings"]

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Protocol
 from ...notation import ShardError, local_shape
 from ...types import DistAttr, DistTensorSpec, Mapping, MeshDims, ProcessMesh, SpmdResult
 from ..spec import FamilyPart, OpFamily, foreign_keys
+from .layout import DATA_FORMAT_NDIM
 
 _PLACEMENT = re.compile(r"S\((\d+)\)(?:#(\d+))?")
 
@@ -234,11 +235,19 @@ def grid_factor(mesh_shape: Sequence[int]) -> int:
 
 #: weight and bias both given or both left out: every placement gets these.
 AFFINE_MAIN = ((True, True), (False, False))
-#: weight alone, bias alone: the rarer variants, given to a few placements (:func:`few`).
+#: weight alone, bias alone: the rarer variants, given to a few placements (:func:`takes_rare_variants`).
 AFFINE_EXTRA = ((True, False), (False, True))
 
 
-def few(placements: tuple[str, ...], axis: int) -> bool:
+def check_layout(case: LaunchCase) -> None:
+    """data_format is one of the channel layouts and fits x's rank (every op with a layout)."""
+    if case.data_format not in DATA_FORMAT_NDIM:
+        raise ValueError(f"{case.case_id}: data_format must be one of {sorted(DATA_FORMAT_NDIM)}")
+    if DATA_FORMAT_NDIM[case.data_format] != len(case.shape):
+        raise ValueError(f"{case.case_id}: {case.data_format} needs a rank-{DATA_FORMAT_NDIM[case.data_format]} x")
+
+
+def takes_rare_variants(placements: tuple[str, ...], axis: int) -> bool:
     """The placements that also get the rarer variants: all R, and ``axis`` alone on mesh dim 0."""
     return set(placements) == {"R"} or (placements[0] == f"S({axis})" and set(placements[1:]) <= {"R"})
 
@@ -256,9 +265,9 @@ def coshard_orders(mesh_ndim: int) -> list[tuple[int, ...]]:
     return orders
 
 
-def coshard_placements(axis: int, members: Sequence[int], mesh_ndim: int) -> tuple[str, ...]:
+def coshard_placement_strings(axis: int, members: Sequence[int], mesh_ndim: int) -> tuple[str, ...]:
     """x's placements with ``axis`` co-sharded along ``members`` (in shard order), other mesh dims R:
-    ``coshard_placements(0, (1, 0), 2) == ("S(0)#1", "S(0)#0")``."""
+    ``coshard_placement_strings(0, (1, 0), 2) == ("S(0)#1", "S(0)#0")``."""
     out = ["R"] * mesh_ndim
     for order, mesh_dim in enumerate(members):
         out[mesh_dim] = f"S({axis})#{order}"
@@ -381,17 +390,17 @@ class Inputs:
     def of(cls, case: LaunchCase) -> Inputs:
         mesh = ProcessMesh(case.mesh_shape)
         pshape = case.param_shape
-        return cls(mesh, spec(case.shape, case.dims_mapping, mesh),
+        return cls(mesh, mapped_spec(case.shape, case.dims_mapping, mesh),
                    replicated(pshape, mesh) if case.weight else None,
                    replicated(pshape, mesh) if case.bias else None)
 
 
-def spec(shape: Sequence[int], dims_mapping: Mapping, mesh: ProcessMesh) -> DistTensorSpec:
+def mapped_spec(shape: Sequence[int], dims_mapping: Mapping, mesh: ProcessMesh) -> DistTensorSpec:
     return DistTensorSpec(tuple(shape), tuple(dims_mapping), mesh)
 
 
 def replicated(shape: Sequence[int], mesh: ProcessMesh) -> DistTensorSpec:
-    return spec(shape, (-1,) * len(shape), mesh)
+    return mapped_spec(shape, (-1,) * len(shape), mesh)
 
 
 def local_shapes(shape: Sequence[int], attr: DistAttr, mesh_shape: Sequence[int]) -> tuple[tuple[int, ...] | None, ...]:
@@ -565,6 +574,7 @@ def each_op() -> Iterator[LaunchOp]:
 
 __all__ = ["AFFINE_EXTRA", "AFFINE_MAIN", "AddCase", "Inputs", "LaunchCase", "LaunchOp", "LaunchPlan",
            "NO_LAUNCH_PART", "OpPrediction", "Prediction", "RuleCall", "StagePrediction", "TensorExpectation",
-           "coshard_orders", "coshard_placements", "coverage_problems", "each_op", "expect", "few", "grid_factor",
-           "kernel_rejects", "launch_ops", "local_shapes", "not_launched", "parse_placement", "placement_grid",
-           "placements_to_dims_mapping", "replicated", "scaled", "spec"]
+           "check_layout", "coshard_orders", "coshard_placement_strings", "coverage_problems", "each_op", "expect",
+           "grid_factor", "kernel_rejects", "launch_ops", "local_shapes", "mapped_spec", "not_launched",
+           "parse_placement", "placement_grid", "placements_to_dims_mapping", "replicated", "scaled",
+           "takes_rare_variants"]

@@ -38,9 +38,9 @@ from ..kit.launch import (
     StagePrediction,
     expect,
     grid_factor,
+    mapped_spec,
     placement_grid,
     scaled,
-    spec,
 )
 
 NOT_LAUNCHED = {
@@ -127,7 +127,7 @@ class PNormLaunch(LaunchOp):
                                 (("out", why),) if why else ())
         backward: StagePrediction | None = None
         if case.backward:
-            norm = spec(out_shape, out.dims_mapping, mesh)
+            norm = mapped_spec(out_shape, out.dims_mapping, mesh)
             backward = call("backward", "p_norm_grad", x, norm, norm, float(case.porder), case.axis, case.epsilon,
                             True, False)
         return OpPrediction(forward, backward, (), (("out", why), ("x_grad", why)) if why else ())

@@ -22,7 +22,7 @@ from ..batch_norm.grid import (
     input_shapes,
     mixed_mesh_set,
 )
-from ..kit.grid import GRAD_RANKS, X_SHAPES, GridCase, GridFn, GridPlan, Ids, RankOf, mesh_of, rep
+from ..kit.grid import GRAD_RANKS, X_SHAPES, CaseNumbering, GridCase, GridFn, GridPlan, RankOf, mesh_of, rep
 from . import pr72918
 
 
@@ -30,7 +30,7 @@ def _invalid(rule: str) -> Iterator[GridCase]:
     """What the replicated fallback answers without reading it and the port rejects: a 2-D
     per-channel tensor, mesh dims used twice or out of range, a mapping shorter than the rank.
     (x without a mesh is left out: it kills the registry's worker.)"""
-    make = Ids(rule, "invalid")
+    make = CaseNumbering(rule, "invalid")
     mesh = mesh_of((2, 2, 2))
     names = RULES[rule].inputs
     attrs = (("data_format", "NCHW"),)

@@ -24,7 +24,6 @@ import numpy as np
 
 from ..batch_norm.kernel import FACTS as BATCH_NORM_FACTS
 from ..batch_norm.kernel import MODES, affine, bn_outputs, saved_statistics
-from ..batch_norm.layout import channel_axis
 from ..kit.kernel import (
     Array,
     Arrays,
@@ -42,6 +41,7 @@ from ..kit.kernel import (
     model,
     required,
 )
+from ..kit.layout import channel_axis
 
 
 def _all_reduce(values: list[Array], groups: Groups) -> list[Array]:
