@@ -82,6 +82,28 @@ def _no_map() -> Mapping[str, Any]:
     return {}
 
 
+#: The size of every axis of tools/probe_coshard.py's tensors: divisible by every mesh size it probes.
+PROBE_SIZE = 12
+
+
+@dataclass(frozen=True)
+class CoshardProbe:
+    """How tools/probe_coshard.py measures the installed Paddle's answers to co-sharded inputs of a
+    family: x of rank ``x_rank`` (every axis :data:`PROBE_SIZE`; the other tensors sized by the
+    family's grid plan), the attributes the signature's defaults are overridden with, and the rule
+    keys probed on each route."""
+
+    x_rank: int
+    attrs: Mapping[str, object] = dataclasses.field(default_factory=_no_map)
+    registry: tuple[str, ...] = ()
+    """Rule keys called through the registry name ``FAMILY`` declares for them."""
+    pir: tuple[str, ...] = ()
+    """Rule keys whose PIR op (``NativeRoutes.pir_ops``) is built on co-sharded values."""
+    dynamic: Callable[[Any, Any, Any], Any] | None = None
+    """The functional call in dygraph on one process: (api with ``paddle``, ``dist`` and ``F``, the
+    mesh, a co-sharded x) -> the output; it never imports Paddle itself."""
+
+
 @dataclass(frozen=True)
 class NativeRoutes(FamilyPart):
     """How the native routes reach a family beyond what its rule specs say (``NATIVE`` in
@@ -116,6 +138,8 @@ class NativeRoutes(FamilyPart):
     a predicate only picks how a case runs, never its outcome."""
     pir_may_crash: CrashClause | None = None
     """The family's clause of the PIR route's crash predicate."""
+    coshard_probe: CoshardProbe | None = None
+    """What tools/probe_coshard.py calls of the family (None: the family is not probed)."""
 
     def problems(self, family: OpFamily) -> list[str]:
         out = []
@@ -129,8 +153,14 @@ class NativeRoutes(FamilyPart):
             out.append(f"{replicated} take the replicated rule, which needs replicated_outputs")
         out += [f"attr_kinds: {name}: {kind!r} is not one of {', '.join(KIND_TOKENS)}"
                 for name, kind in self.attr_kinds.items() if kind not in KIND_TOKENS]
+        if self.coshard_probe is not None:
+            probe = self.coshard_probe
+            if foreign := foreign_keys(family, (*probe.registry, *probe.pir)):
+                out.append(f"coshard_probe names {foreign}, not the family's keys")
+            if unbuilt := sorted(set(probe.pir) - set(self.pir_ops)):
+                out.append(f"coshard_probe builds {unbuilt}, which pir_ops has no builder for")
         return out
 
 
-__all__ = ["KIND_TOKENS", "CaseView", "CrashClause", "NativeRoutes", "no_pir_build", "attr_kind", "attr_kinds",
-           "mismatch_reason", "short_data_format"]
+__all__ = ["CaseView", "CoshardProbe", "CrashClause", "KIND_TOKENS", "NativeRoutes", "PROBE_SIZE", "attr_kind",
+           "attr_kinds", "mismatch_reason", "no_pir_build", "short_data_format"]
