@@ -76,8 +76,8 @@ from paddle_spmd_port.errors import (
     RuleNotFoundError,
     ShardingConflictError,
 )
-from paddle_spmd_port.ops import family_part
-from paddle_spmd_port.ops.kit.grid import GridPlan, KnownMalformed, RandomPlan, RankOf
+from paddle_spmd_port.ops import FAMILIES, family_part
+from paddle_spmd_port.ops.kit.grid import GridPlan, KnownMalformed, RandomPlan, RankOf, default_plan
 from paddle_spmd_port.parity.grid import placements as grid_placements
 from paddle_spmd_port.parity.merge import read_tool_parts
 from paddle_spmd_port.rules import contains_spmd_rule, get_spmd_rule, rule_function
@@ -140,17 +140,15 @@ class RuleFacts(NamedTuple):
     """profile -> the malformed answers its rules give on purpose"""
 
 
-def family_grid(family: str) -> GridPlan | None:
-    """The family's grid plan (None: the family has no ops/<family>/grid.py)."""
-    return family_part(family, GridPlan)
+def family_grid(family: str) -> GridPlan:
+    """The family's grid plan (ops/<family>/grid.py's, else the kit's default, which gives no answer ranks)."""
+    return family_part(family, GridPlan) or default_plan(FAMILIES[family])
 
 
 def load_facts(rule: str) -> RuleFacts:
     """The facts of ``rule`` (uncached); a fact missing or naming what the rule lacks raises LookupError."""
     spec = RULES[rule]
     grid = family_grid(spec.op)
-    if grid is None:
-        raise LookupError(f"{rule}: ops/{spec.op}/grid.py is missing")
     outputs = set(spec.result_outputs)
     base = grid.answer_ranks.get(rule)
     if base is None or set(base) != outputs:

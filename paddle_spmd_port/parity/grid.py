@@ -52,24 +52,21 @@ from ..ops.kit.grid import (
     GridPlan,
     coshard_mappings,
     coshard_mappings_with_partial,
+    default_plan,
     mesh_of,
     placements,
     valid_mappings,
 )
 from ..ops.kit.grid import coshard_cases as _kit_coshard_cases
 
-#: family -> its grid plan (ops/<family>/grid.py's ``GRID``); a family without one has no grid.
-GRID_PLANS: dict[str, GridPlan] = {family: plan for family in FAMILIES
-                                   if (plan := family_part(family, GridPlan)) is not None}
+#: family -> its grid plan (ops/<family>/grid.py's ``GRID``; a family without one: the kit's default).
+GRID_PLANS: dict[str, GridPlan] = {family: family_part(family, GridPlan) or default_plan(spec)
+                                   for family, spec in FAMILIES.items()}
 
 
 def grid_plan(rule: str) -> GridPlan:
-    """The grid plan of ``rule``'s family (ValueError for an unknown key or a family without one)."""
-    op = rule_spec(rule).op
-    try:
-        return GRID_PLANS[op]
-    except KeyError:
-        raise ValueError(f"op family {op!r} has no grid (ops/{op}/grid.py)") from None
+    """The grid plan of ``rule``'s family (ValueError for an unknown key)."""
+    return GRID_PLANS[rule_spec(rule).op]
 
 
 def _as_cases(draft_grid: GridFn) -> Callable[[], Iterator[Case]]:
@@ -86,7 +83,7 @@ def _assemble() -> dict[str, Callable[[], Iterator[Case]]]:
     found: dict[str, GridFn] = {}
     for plan in GRID_PLANS.values():
         found.update(plan.grids)
-    return {rule: _as_cases(found[rule]) for rule in RULES if rule in found}
+    return {rule: _as_cases(found[rule]) for rule in RULES}
 
 
 #: rule key -> a function yielding its own grid (without the co-shard set), in a fixed order.

@@ -586,11 +586,53 @@ class GridPlan(FamilyPart):
         return self.derived_shapes or self.input_shapes
 
 
-__all__ = ["AttrDraw", "CORNER_LABELS", "COSHARD_MESH_SHAPES", "CaseNumbering", "CoshardPlan", "EPS", "GRAD_RANKS",
-           "GridCase", "GridFn", "GridPlan", "KnownMalformed", "LIKE_X", "MALFORMED_DEFECTS", "MESH_SHAPES",
-           "MIXED_X_RANK3", "MIXED_X_RANK3_MORE", "MIXED_X_RANK4", "Placement", "ProblemFn", "RandomPlan", "RankOf",
-           "STAT_NAMES", "ShapesFn", "StatNormPlan", "X_SHAPES", "coshard_cases", "coshard_mappings",
-           "coshard_mappings_with_partial", "leading_rank", "mesh_of", "mixed_meshes", "no_attr_variants",
-           "norm_x_probes", "one_at_a_time", "other_meshes", "placed_spec", "placements", "rep", "stat_norm_grid",
-           "stat_norm_invalid", "stat_norm_mixed_meshes", "stat_norm_problem", "stat_norm_rule_grid",
-           "stat_norm_shapes", "valid_mappings"]
+def _like_x(rule: str, x_shape: tuple[int, ...], attrs: MappingOf[str, object]) -> dict[str, tuple[int, ...]]:
+    return dict.fromkeys(RULES[rule].inputs, x_shape)
+
+
+def _no_problem(rule: str, named: MappingOf[str, DistTensorSpec | None], attrs: MappingOf[str, object],
+                rank: int) -> str | None:
+    return None
+
+
+#: The x ranks of the default grid.
+DEFAULT_RANKS = (1, 2, 3)
+
+
+def default_grid(rule: str) -> GridFn:
+    """The default grid of a rule: on every mesh of :data:`MESH_SHAPES`, x of every rank of
+    :data:`DEFAULT_RANKS` through every placement, every other input replicated and shaped like x,
+    the attributes at their declared defaults."""
+    def grid() -> Iterator[GridCase]:
+        spec = RULES[rule]
+        make = CaseNumbering(rule)
+        for mesh_shape in MESH_SHAPES:
+            mesh = mesh_of(mesh_shape)
+            for rank in DEFAULT_RANKS:
+                x_shape = X_SHAPES[rank]
+                others = [None if n in spec.optional else rep(x_shape, mesh) for n in spec.inputs[1:]]
+                for placement in placements(rank, mesh.ndim):
+                    yield make(mesh, [placed_spec(x_shape, placement, mesh), *others], spec.attrs)
+    grid.__name__ = f"default_grid_{rule}"
+    return grid
+
+
+def default_plan(family: OpFamily) -> GridPlan:
+    """The grid plan of a family without ``ops/<family>/grid.py``: :func:`default_grid` for each
+    key (every input shaped like x), the co-shard set of x ranks 2-3, no validity rule of its own,
+    random draws of x ranks 1-3, and no answer ranks (tools/fuzz.py refuses the family's rules,
+    naming them, until the family declares its own plan)."""
+    return GridPlan(grids={key: default_grid(key) for key in family.keys}, input_shapes=_like_x,
+                    coshard=CoshardPlan(ranks=range(2, 4), attr_variants=no_attr_variants, invalid_rank=3),
+                    input_problem=_no_problem, random=RandomPlan(ranks=(1, 3), bad_x_ranks=(0, 4)),
+                    answer_ranks={})
+
+
+__all__ = ["AttrDraw", "CORNER_LABELS", "COSHARD_MESH_SHAPES", "CaseNumbering", "CoshardPlan", "DEFAULT_RANKS", "EPS",
+           "GRAD_RANKS", "GridCase", "GridFn", "GridPlan", "KnownMalformed", "LIKE_X", "MALFORMED_DEFECTS",
+           "MESH_SHAPES", "MIXED_X_RANK3", "MIXED_X_RANK3_MORE", "MIXED_X_RANK4", "Placement", "ProblemFn",
+           "RandomPlan", "RankOf", "STAT_NAMES", "ShapesFn", "StatNormPlan", "X_SHAPES", "coshard_cases",
+           "coshard_mappings", "coshard_mappings_with_partial", "default_grid", "default_plan", "leading_rank",
+           "mesh_of", "mixed_meshes", "no_attr_variants", "norm_x_probes", "one_at_a_time", "other_meshes",
+           "placed_spec", "placements", "rep", "stat_norm_grid", "stat_norm_invalid", "stat_norm_mixed_meshes",
+           "stat_norm_problem", "stat_norm_rule_grid", "stat_norm_shapes", "valid_mappings"]
