@@ -1,5 +1,5 @@
 """The oracle room is generic: every op's kernel and facts live in its folder (ops/<family>/kernel.py),
-the room finds them through ``ops.family_module`` and names no op; only the kernel modules under ops/
+the room reads them through ``ops.family_part`` (``KERNEL``) and names no op; only the kernel modules under ops/
 import numpy."""
 
 from __future__ import annotations
