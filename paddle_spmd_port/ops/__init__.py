@@ -2,8 +2,9 @@
 
 Every room (parity, native, oracle, launch, compat) reads the families through this module:
 ``FAMILIES`` in the order sweeps run, ``RULES`` (rule key -> :class:`RuleSpec`), ``REGISTRY_NAMES``
-(the names ``get_spmd_rule`` answers to). Adding an op is a folder with an ``__init__`` declaring
-``FAMILY`` and one entry in :data:`_FAMILY_MODULES` (see docs/adding-an-op.md).
+(the names ``get_spmd_rule`` answers to), and each family's typed parts (:func:`family_part`). Adding an
+op is a folder with an ``__init__`` declaring ``FAMILY`` and a ``rules.py``, and one entry in
+:data:`_FAMILY_MODULES` (docs/adding-an-op.md).
 """
 
 from __future__ import annotations
@@ -56,9 +57,9 @@ def rule_spec(key: str) -> RuleSpec:
 
 
 def family_module(family: str, part: str) -> ModuleType | None:
-    """A family's module for one room (``ops/<family>/<part>.py``: ``rules``, ``grid``, ``kernel``,
-    ``launch``, ...), or None where the family has none. Rooms find a family's pieces by this
-    convention, so none of them names an op; a module that exists but fails to import raises."""
+    """A family's module ``ops/<family>/<part>.py``, or None where the family has none; a module that
+    exists but fails to import raises. The rule profiles (``rules``, ``proposed``, ...) and the
+    preconditions (``checks``) are found by it; a room reads a typed part with :func:`family_part`."""
     if family not in FAMILIES:
         raise ValueError(f"unknown op family {family!r}; choose one of {', '.join(FAMILIES)}")
     name = f"{__name__}.{family}.{part}"
