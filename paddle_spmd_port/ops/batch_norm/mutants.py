@@ -36,7 +36,7 @@ MUTANTS = MutantSet((
            "            tx.attr((-1,)),                           # reserve_space",
            "            tm.attr((-1,)),                           # reserve_space",
            "reserve_space takes mean's mesh instead of x's", rules=("batch_norm",)),
-    mutant("bn-rank-message", family_file("batch_norm", "checks"),
+    mutant("bn-rank-message", family_file("kit", "layout"),
            "in {op} should be less than 6, but got",
            "in {op} should be less than or equal to 5, but got",
            "the x-rank error message reworded", rules=("batch_norm_static",)),

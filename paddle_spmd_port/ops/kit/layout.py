@@ -11,7 +11,8 @@ and the layout the kernel receives are worked out (op-free).
 
 from __future__ import annotations
 
-from ...errors import InvalidSpecError
+from ...errors import InvalidSpecError, PaddleInvalidArgument
+from .tensor import RuleInput
 
 #: The layouts the functional APIs accept; Paddle's rules read only their second character.
 DATA_FORMATS = ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC")
@@ -44,4 +45,15 @@ def kernel_layout(data_format: str) -> str:
     return "NCHW" if channel_first(data_format) else "NHWC"
 
 
-__all__ = ["DATA_FORMATS", "DATA_FORMAT_NDIM", "channel_axis", "channel_first", "kernel_layout"]
+def check_channel_x_rank(x: RuleInput, op: str) -> None:
+    """Paddle's x-rank check of the channel ops whose x takes these layouts (batch_norm's, and
+    instance_norm's forward, in the same words): 2 <= rank <= 5."""
+    if x.ndim < 2:
+        raise PaddleInvalidArgument(f"The ndim of x in {op} should be greater than 1, but got [{x.ndim}].",
+                                    kind="ndim:x:min")
+    if x.ndim > 5:
+        raise PaddleInvalidArgument(f"The ndim of x in {op} should be less than 6, but got [{x.ndim}].",
+                                    kind="ndim:x:max")
+
+
+__all__ = ["DATA_FORMATS", "DATA_FORMAT_NDIM", "channel_axis", "channel_first", "check_channel_x_rank", "kernel_layout"]
