@@ -1,9 +1,9 @@
 """The case grid of every rule, assembled from the families, and deterministic sampling from it.
 
-Each family's grid is its ``ops/<family>/grid.py`` (found by :func:`paddle_spmd_port.ops.family_module`:
-its ``GRIDS``, ``input_shapes`` and co-shard plan), built from the kit (:mod:`paddle_spmd_port.ops.kit.grid`:
-meshes, mappings, the mixed-mesh and co-shard corner sets, case numbering). Axes every family's grid
-shares::
+Each family's grid is its grid plan (``GRID`` of ``ops/<family>/grid.py``, read by
+:func:`paddle_spmd_port.ops.family_part`: its grids, input shapes and co-shard plan), built from the
+kit (:mod:`paddle_spmd_port.ops.kit.grid`: meshes, mappings, the mixed-mesh and co-shard corner
+sets, case numbering). Axes every family's grid shares::
 
     meshes            (2,) (4,) (2,2) (2,3) (2,2,2)
     x                 every valid dims_mapping x every subset of the remaining mesh dims as
@@ -40,45 +40,33 @@ import itertools
 import random
 from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Mapping as MappingOf
-from types import ModuleType
 
 from .case import Case
-from .ops import FAMILIES, RULES, family_module, rule_spec
+from .ops import FAMILIES, RULES, family_part, rule_spec
 from .ops.kit.grid import (
     CORNER_LABELS,
     MESH_SHAPES,
     X_SHAPES,
     GridCase,
     GridFn,
+    GridPlan,
     coshard_mappings,
-    coshard_placements,
+    coshard_mappings_with_partial,
+    default_plan,
     mesh_of,
     placements,
     valid_mappings,
 )
 from .ops.kit.grid import coshard_cases as _kit_coshard_cases
 
-
-def _grid_modules() -> dict[str, ModuleType]:
-    """family -> its grid module; a family without one has no grid (and no rule key here)."""
-    out = {}
-    for family in FAMILIES:
-        module = family_module(family, "grid")
-        if module is not None:
-            out[family] = module
-    return out
+#: family -> its grid plan (ops/<family>/grid.py's ``GRID``; a family without one: the kit's default).
+GRID_PLANS: dict[str, GridPlan] = {family: family_part(family, GridPlan) or default_plan(spec)
+                                   for family, spec in FAMILIES.items()}
 
 
-GRID_MODULES = _grid_modules()
-
-
-def grid_module(rule: str) -> ModuleType:
-    """The grid module of ``rule``'s family (ValueError for an unknown key or a family without one)."""
-    op = rule_spec(rule).op
-    try:
-        return GRID_MODULES[op]
-    except KeyError:
-        raise ValueError(f"op family {op!r} has no grid (ops/{op}/grid.py)") from None
+def grid_plan(rule: str) -> GridPlan:
+    """The grid plan of ``rule``'s family (ValueError for an unknown key)."""
+    return GRID_PLANS[rule_spec(rule).op]
 
 
 def _as_cases(draft_grid: GridFn) -> Callable[[], Iterator[Case]]:
@@ -90,16 +78,12 @@ def _as_cases(draft_grid: GridFn) -> Callable[[], Iterator[Case]]:
 
 
 def _assemble() -> dict[str, Callable[[], Iterator[Case]]]:
-    """Every rule's grid, in the order of :data:`paddle_spmd_port.ops.RULES`; a family's grid
-    module must cover exactly its rule keys."""
+    """Every rule's grid, in the order of :data:`paddle_spmd_port.ops.RULES` (each plan covers
+    exactly its family's keys: :meth:`GridPlan.problems`)."""
     found: dict[str, GridFn] = {}
-    for family, module in GRID_MODULES.items():
-        declared = set(FAMILIES[family].keys)
-        if set(module.GRIDS) != declared:
-            raise ImportError(f"ops/{family}/grid.py: GRIDS covers {sorted(module.GRIDS)}, the family declares "
-                              f"{sorted(declared)}")
-        found.update(module.GRIDS)
-    return {rule: _as_cases(found[rule]) for rule in RULES if rule in found}
+    for plan in GRID_PLANS.values():
+        found.update(plan.grids)
+    return {rule: _as_cases(found[rule]) for rule in RULES}
 
 
 #: rule key -> a function yielding its own grid (without the co-shard set), in a fixed order.
@@ -122,25 +106,24 @@ def grid_for(rule: str) -> Iterator[Case]:
 
 def input_shapes(rule: str, x_shape: tuple[int, ...], attrs: MappingOf[str, object]) -> dict[str, tuple[int, ...]]:
     """Each input's shape for an x of ``x_shape`` (the shapes a real call passes), by the rule's
-    family (its grid module's ``input_shapes``)."""
-    shapes: dict[str, tuple[int, ...]] = grid_module(rule).input_shapes(rule, x_shape, attrs)
+    family (its grid plan's ``input_shapes``)."""
+    shapes: dict[str, tuple[int, ...]] = grid_plan(rule).input_shapes(rule, x_shape, attrs)
     return shapes
 
 
 def derived_shapes(rule: str, x_shape: tuple[int, ...], attrs: MappingOf[str, object]) -> dict[str, tuple[int, ...]]:
     """:func:`input_shapes` for ``infer``'s flags: the family's ``derived_shapes`` where it has one
     (a user's attribute may lie outside what the grid draws), else its ``input_shapes``."""
-    module = grid_module(rule)
-    shapes: dict[str, tuple[int, ...]] = getattr(module, "derived_shapes", module.input_shapes)(rule, x_shape, attrs)
+    shapes: dict[str, tuple[int, ...]] = grid_plan(rule).shapes_for_flags()(rule, x_shape, attrs)
     return shapes
 
 
 def coshard_cases(rule: str) -> Iterator[Case]:
     """The co-shard set of ``rule`` (ids ``<rule>-coshard-<n>``, then the corner set
     ``<rule>-coshard-invalid-<n>``): :func:`paddle_spmd_port.ops.kit.grid.coshard_cases` with the
-    family's ranks and attribute variants (its grid module's ``COSHARD``)."""
-    module = grid_module(rule)
-    return (Case(*draft) for draft in _kit_coshard_cases(rule, module.COSHARD, module.input_shapes))
+    family's ranks and attribute variants (its grid plan's ``coshard``)."""
+    plan = grid_plan(rule)
+    return (Case(*draft) for draft in _kit_coshard_cases(rule, plan.coshard, plan.input_shapes))
 
 
 def sample(cases: Sequence[Case], n: int, seed: int = 0, corners: bool = True) -> list[Case]:
@@ -155,6 +138,6 @@ def sample(cases: Sequence[Case], n: int, seed: int = 0, corners: bool = True) -
     return [cases[i] for i in sorted(picked)]
 
 
-__all__ = ["CORNER_LABELS", "GRIDS", "GRID_MODULES", "MESH_SHAPES", "X_SHAPES", "GridCase", "coshard_cases",
-           "coshard_mappings", "coshard_placements", "derived_shapes", "grid_for", "grid_module", "input_shapes",
-           "is_corner", "mesh_of", "placements", "sample", "valid_mappings"]
+__all__ = ["CORNER_LABELS", "GRIDS", "GRID_PLANS", "GridCase", "MESH_SHAPES", "X_SHAPES", "coshard_cases",
+           "coshard_mappings", "coshard_mappings_with_partial", "derived_shapes", "grid_for", "grid_plan",
+           "input_shapes", "is_corner", "mesh_of", "placements", "sample", "valid_mappings"]

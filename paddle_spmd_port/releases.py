@@ -40,7 +40,7 @@ from typing import Any
 from .case import Case
 from .compare import Comparison, compare
 from .installed import NOT_INSTALLED, paddle_version
-from .ops import FAMILIES, family_module
+from .ops import FAMILIES, family_part
 from .ops.kit.releases import (
     COSHARD_READ_RAISES_31,
     KINDS,
@@ -48,6 +48,7 @@ from .ops.kit.releases import (
     STR_ARGS_300,
     STR_FORMAT_300,
     KnownDifference,
+    ReleaseNotes,
     probes,
 )
 from .outcome import Outcome
@@ -391,19 +392,18 @@ def _merge_order(sequences: list[list[str]]) -> list[str]:
 
 def _assemble(version: str) -> tuple[tuple[KnownDifference, ...], frozenset[str], frozenset[str]]:
     """A release's known differences, registry names and C++ functions missing, from every
-    family's ``ops/<family>/releases.py``. Entries of one name become one difference over all their
+    family's release notes (:func:`family_releases`). Entries of one name become one difference over all their
     rules (kind, why and params must agree); each names its evidence, docs/releases/<version>.md."""
     merged: dict[str, KnownDifference] = {}
     sequences: list[list[str]] = []
-    registry, cpp = set(_REGISTRY_MISSING_OTHER.get(version, ())), set()
+    registry: set[str] = set(_REGISTRY_MISSING_OTHER.get(version, ()))
+    cpp: set[str] = set()
     for family in FAMILIES:
-        module = family_module(family, "releases")
-        if module is None:
-            continue
-        registry |= getattr(module, "REGISTRY_MISSING", {}).get(version, frozenset())
-        cpp |= getattr(module, "CPP_MISSING", {}).get(version, frozenset())
+        notes = family_releases(family)
+        registry |= notes.registry_missing.get(version, frozenset())
+        cpp |= notes.cpp_missing.get(version, frozenset())
         seq = []
-        for d in module.DIFFERENCES.get(version, ()):
+        for d in notes.differences.get(version, ()):
             if foreign := d.rules - set(FAMILIES[family].keys):
                 raise ValueError(f"ops/{family}/releases.py: {d.name} names rules of other families {sorted(foreign)}")
             seen = merged.get(d.name)
@@ -418,13 +418,18 @@ def _assemble(version: str) -> tuple[tuple[KnownDifference, ...], frozenset[str]
     return tuple(merged[n] for n in _merge_order(sequences)), frozenset(registry), frozenset(cpp)
 
 
+def family_releases(family: str) -> ReleaseNotes:
+    """The family's release notes (ops/<family>/releases.py's ``RELEASES``; none: nothing differs)."""
+    return family_part(family, ReleaseNotes) or ReleaseNotes()
+
+
 def _probes(version: str, part: str) -> tuple[tuple[str, str], ...]:
-    """A release's compat-probe differences (``PROBE_DIFFERENCES``) or crashes (``PROBE_CRASHES``):
+    """A release's compat-probe differences (``probe_differences``) or crashes (``probe_crashes``):
     the generic probes', then each family's; a probe named twice is refused."""
-    out = list(_GENERIC_PROBES.get(version, ())) if part == "PROBE_DIFFERENCES" else []
+    out = list(_GENERIC_PROBES.get(version, ())) if part == "probe_differences" else []
     for family in FAMILIES:
-        module = family_module(family, "releases")
-        out += getattr(module, part, {}).get(version, ()) if module is not None else ()
+        notes = family_releases(family)
+        out += (notes.probe_differences if part == "probe_differences" else notes.probe_crashes).get(version, ())
     if len({name for name, _ in out}) != len(out):
         raise ValueError(f"{version}: a compat probe is declared twice in {part}")
     return tuple(out)
@@ -434,8 +439,8 @@ def _profile(version: str, commit: str, **kwargs: Any) -> ReleaseProfile:
     differences, registry_missing, cpp_missing = _assemble(version)
     return ReleaseProfile(version=version, commit=commit, registry_missing=registry_missing,
                           cpp_rules_missing=cpp_missing, differences=differences,
-                          probe_differences=_probes(version, "PROBE_DIFFERENCES"),
-                          probe_crashes=_probes(version, "PROBE_CRASHES"), **kwargs)
+                          probe_differences=_probes(version, "probe_differences"),
+                          probe_crashes=_probes(version, "probe_crashes"), **kwargs)
 
 
 RELEASES: tuple[ReleaseProfile, ...] = (

@@ -21,7 +21,7 @@ from __future__ import annotations
 from numbers import Real
 
 from .case import Case
-from .grid import grid_module
+from .grid import grid_plan
 from .types import DistTensorSpec
 
 
@@ -62,5 +62,5 @@ def input_problem(case: Case) -> str | None:
     for key in ("epsilon", "momentum"):
         if key in attrs and (isinstance(attrs[key], bool) or not isinstance(attrs[key], Real)):
             return f"{key} is not a number"
-    problem: str | None = grid_module(case.rule).input_problem(case.rule, named, attrs, len(x.shape))
+    problem: str | None = grid_plan(case.rule).input_problem(case.rule, named, attrs, len(x.shape))
     return problem

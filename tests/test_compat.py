@@ -372,9 +372,9 @@ def test_errors_keep_the_port_classes_and_paddle_tags():
                                                        spec([64, 32], [0, -1]), spec([64, 32], [-1, -1]), 1e-5, 2)
     with pytest.raises(PaddleInvalidArgument, match=r"^\(InvalidArgument\) The ndim of x in batch_norm"):
         get_phi_spmd_rule("batch_norm").infer_forward(spec([8], [0]), w, w, w, w)
-    from paddle_spmd_port.ops.kit.compat import compat_modules
+    from paddle_spmd_port.ops.kit.compat import compat_parts
 
-    served = sorted({r.name for _, module in compat_modules() for r in module.RULES} | {"replicated"})
+    served = sorted({r.name for _, part in compat_parts() for r in part.rules} | {"replicated"})
     assert {"batch_norm", "fused_rms_norm", "group_norm", "instance_norm", "layer_norm", "p_norm"} <= set(served)
     with pytest.raises(RuleNotFoundError, match=rf"serves only {', '.join(served)}\.\]$"):
         get_phi_spmd_rule("cummax")

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, note, settings
 from paddle_spmd_port import DistTensorSpec, InvalidSpecError, ProcessMesh, RuleNotFoundError, ShardingConflictError
 from paddle_spmd_port.errors import ArgumentTypeError, UnknownKeyError
 from paddle_spmd_port.grid import GRIDS, grid_for, is_corner, sample
-from paddle_spmd_port.ops import FAMILIES, REGISTRY_NAMES, RULES, family_module
+from paddle_spmd_port.ops import FAMILIES, REGISTRY_NAMES, RULES
 from paddle_spmd_port.rules import PROFILES, contains_spmd_rule, get_spmd_rule, rule_function
 from paddle_spmd_port.types import DistAttr, SpmdResult
 from tests.helpers import known_difference, load_tool
@@ -479,14 +479,21 @@ def _fresh_facts(monkeypatch):
     monkeypatch.setattr(fuzz, "rule_facts", functools.cache(fuzz.load_facts))
 
 
+def _with_grid(monkeypatch, rule, **changes):
+    """The fuzz reads ``rule``'s family grid plan with ``changes`` made (facts read afresh)."""
+    family, real = RULES[rule].op, fuzz.family_grid
+    changed = dataclasses.replace(real(family), **changes)
+    monkeypatch.setattr(fuzz, "family_grid", lambda f: changed if f == family else real(f))
+    _fresh_facts(monkeypatch)
+
+
 def test_a_rule_without_answer_ranks_is_refused_before_any_example(monkeypatch, capsys):
     """Planted: batch_norm's family grid loses one output's rank; the fuzz names the rule and exits 4
     (our internal error), judging nothing."""
-    grid = family_module(RULES["batch_norm_grad"].op, "grid")
-    ranks = {k: dict(v) for k, v in grid.ANSWER_RANKS.items()}
+    grid = fuzz.family_grid(RULES["batch_norm_grad"].op)
+    ranks = {k: dict(v) for k, v in grid.answer_ranks.items()}
     del ranks["batch_norm_grad"]["bias_grad"]
-    monkeypatch.setattr(grid, "ANSWER_RANKS", ranks)
-    _fresh_facts(monkeypatch)
+    _with_grid(monkeypatch, "batch_norm_grad", answer_ranks=ranks)
     problems = fuzz.check_facts()
     assert len(problems) == 1 and problems[0].startswith("batch_norm_grad: ") and "bias_grad" in problems[0]
     assert fuzz.main(["--examples", "5", "--engine", "random"]) == 4
@@ -494,8 +501,8 @@ def test_a_rule_without_answer_ranks_is_refused_before_any_example(monkeypatch, 
 
 
 def test_a_profile_overlay_naming_an_unknown_output_is_refused(monkeypatch):
-    module = fuzz.profile_module(RULES["fast_ln_grad"].op, "proposed")
-    monkeypatch.setattr(module, "ANSWER_RANKS", {"fast_ln_grad": {"bias_grad": 1, "mean_grad": 1}})
+    _with_grid(monkeypatch, "fast_ln_grad",
+               profile_answer_ranks={"proposed": {"fast_ln_grad": {"bias_grad": 1, "mean_grad": 1}}})
     with pytest.raises(LookupError, match="mean_grad"):
         fuzz.load_facts("fast_ln_grad")
 
@@ -503,9 +510,7 @@ def test_a_profile_overlay_naming_an_unknown_output_is_refused(monkeypatch):
 def test_the_proposed_bias_grad_rank_is_the_profile_modules_fact(monkeypatch):
     """Planted: without the proposed fast_ln module's overlay, its 1-D bias_grad for a rank-4 scale
     is malformed (the paddle profile's form); with it, well formed."""
-    module = fuzz.profile_module(RULES["fast_ln_grad"].op, "proposed")
-    monkeypatch.setattr(module, "ANSWER_RANKS", {})
-    _fresh_facts(monkeypatch)
+    _with_grid(monkeypatch, "fast_ln_grad", profile_answer_ranks={})
     verdict = fuzz.judge(_fast_ln_grad_call("proposed"))
     assert verdict.category == "malformed" and "output bias_grad" in verdict.problem
 
@@ -517,9 +522,7 @@ def _none_scale_pr72918_call():
 
 def test_the_known_malformed_answer_is_the_profile_modules_fact(monkeypatch):
     """Planted: without pr72918's KNOWN_MALFORMED the None-scale answer is a violation."""
-    module = fuzz.profile_module(RULES["sync_batch_norm_grad"].op, "pr72918")
-    monkeypatch.setattr(module, "KNOWN_MALFORMED", ())
-    _fresh_facts(monkeypatch)
+    _with_grid(monkeypatch, "sync_batch_norm_grad", known_malformed={})
     verdict = fuzz.judge(_none_scale_pr72918_call())
     assert verdict.category == "malformed" and "output scale_grad" in verdict.problem and verdict.known is None
 

@@ -75,16 +75,28 @@ def test_a_key_with_no_reason_or_two_accounts_is_noticed() -> None:
 
 
 def test_each_family_module_declares_its_own_op(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A launch module whose OP names another family is refused when the ops are collected."""
+    """A launch part whose op names another family is refused when the ops are collected."""
     module = ops.family_module("batch_norm", "launch")
     assert module is not None
 
     class Wrong(kit_launch.LaunchOp):
         name = "not-this-family"
 
-    monkeypatch.setattr(module, "OP", Wrong())
-    with pytest.raises(ImportError, match="declares the op 'not-this-family'"):
+    monkeypatch.setattr(module, "LAUNCH", kit_launch.LaunchPlan(Wrong()))
+    monkeypatch.setattr(ops, "_PARTS", {})
+    with pytest.raises(ImportError, match="ops/batch_norm/launch.py: LAUNCH: the op is 'not-this-family'"):
         kit_launch._collect()
+
+
+def test_a_family_without_a_launch_part_is_not_launched_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = ops.family_module
+    monkeypatch.setattr(ops, "family_module", lambda f, part: None if (f, part) == ("layer_norm", "launch")
+                        else real(f, part))
+    monkeypatch.setattr(ops, "_PARTS", {})
+    found, reasons = kit_launch._collect()
+    assert "layer_norm" not in found
+    assert {k: reasons[k] for k in ops.FAMILIES["layer_norm"].keys} == dict.fromkeys(
+        ops.FAMILIES["layer_norm"].keys, kit_launch.NO_LAUNCH_PART.replace("<family>", "layer_norm"))
 
 
 def test_grid_ids_follow_the_families_order() -> None:
@@ -119,9 +131,9 @@ def test_compat_declarations_are_checked() -> None:
     with pytest.raises(ValueError, match="not tensor slots"):
         Method(("x",), optional=frozenset({"scale"}))
     from paddle_spmd_port.compat import rule_names
-    from paddle_spmd_port.ops.kit.compat import compat_modules
+    from paddle_spmd_port.ops.kit.compat import compat_parts
 
-    declared = [r.name for _, m in compat_modules() for r in m.RULES]
-    assert all(isinstance(r, CompatRule) for _, m in compat_modules() for r in m.RULES)
+    declared = [r.name for _, part in compat_parts() for r in part.rules]
+    assert all(isinstance(r, CompatRule) for _, part in compat_parts() for r in part.rules)
     assert list(rule_names()) == [*declared, "replicated"]
     assert set(declared) <= set(ops.REGISTRY_NAMES)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from paddle_spmd_port.grid import GRIDS
-from paddle_spmd_port.ops import FAMILIES
+from paddle_spmd_port.ops import FAMILIES, family_part
+from paddle_spmd_port.ops.kit.mutants import MutantSet
 from tests.helpers import load_tool, skip_if_compiled_unreachable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +41,13 @@ def test_table_is_sound():
     assert len(rule_mutants) >= 25
     assert {r for m in rule_mutants for r in m.rules} == set(GRIDS)  # every rule and direction
     # every family's rules are mutated, named where the family keeps them (not the rules/ re-export face)
-    assert {m.file for m in rule_mutants} >= {"notation.py", *(M.op(f) for f in FAMILIES)}
+    assert {m.file for m in rule_mutants} >= {"notation.py", *(M.family_file(f) for f in FAMILIES)}
+    # each family's own mutants are judged by its rules (or tests), and the tool names no op
+    for family in FAMILIES:
+        part = family_part(family, MutantSet)
+        assert part is not None and all(set(m.rules) & set(FAMILIES[family].keys) or m.tests for m in part.mutants)
+    names = "|".join(sorted(FAMILIES, key=len, reverse=True))
+    assert not re.findall(rf"\b({names})\b", TOOL.read_text())
     assert not [m.name for m in M.MUTANTS if m.file.startswith(("rules/", "oracle/kernels"))]
     assert all(m.equivalent.strip() == m.equivalent and len(m.equivalent) > 40 for m in M.MUTANTS if m.equivalent)
     assert len([m for m in M.MUTANTS if m.tests]) >= 8
@@ -112,7 +120,7 @@ def test_rule_mutant_is_killed_by_a_sampled_native_run(snap, tmp_path):
 
 
 def test_a_rotten_mutant_is_not_judged_never_killed(snap, tmp_path):
-    rotten = M.Mutant("rotten", M.op("layer_norm"), "text that is not in the file", "x", "rotten",
+    rotten = M.Mutant("rotten", M.family_file("layer_norm"), "text that is not in the file", "x", "rotten",
                       rules=("layer_norm",))
     verdict, _ = _judge(rotten, snap, tmp_path)
     assert verdict.status == "not judged" and "occurs 0 times" in verdict.how
@@ -126,13 +134,13 @@ def moved(tmp_path):
     (root / "tools").mkdir()
     (root / "tools" / "mutants.py").write_text(TOOL.read_text())
     by = M.MUTANTS_BY_NAME
-    ln = root / M.PKG / M.op("layer_norm")
+    ln = root / M.PKG / M.family_file("layer_norm")
     text = ln.read_text()
     gone, twice = by["ln-rev-partial-cleared"], by["ln-grad-x-grad-from-x"]
     assert text.count(gone.old) == 1 and text.count(twice.old) == 1
     text = text.replace(gone.old, gone.old.replace("keep = True", "keep = bool(1)"))
     ln.write_text(text + "\n#" + twice.old + "\n")
-    (root / M.PKG / M.op("fast_ln")).unlink()
+    (root / M.PKG / M.family_file("fast_ln")).unlink()
     return root
 
 

@@ -395,7 +395,7 @@ def test_kernel_shape_checks_match_paddle():
 # --------------------------------------------------------------------------- real 2-rank runs
 def _oracle_cases_for(launch_case):
     """The forward and grad cases the dist API builds for a launch case (as launch.predict does)."""
-    from paddle_spmd_port.ops.batch_norm.layout import kernel_layout
+    from paddle_spmd_port.ops.kit.layout import kernel_layout
 
     mesh = ProcessMesh(tuple(launch_case.mesh_shape))
     x = spec(launch_case.shape, launch_case.dims_mapping, mesh)

@@ -1,5 +1,5 @@
 """The oracle room is generic: every op's kernel and facts live in its folder (ops/<family>/kernel.py),
-the room finds them through ``ops.family_module`` and names no op; only the kernel modules under ops/
+the room reads them through ``ops.family_part`` (``KERNEL``) and names no op; only the kernel modules under ops/
 import numpy."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from paddle_spmd_port import ops
-from paddle_spmd_port.ops.kit.kernel import Facts, OpModel, each
+from paddle_spmd_port.ops.kit.kernel import Facts, KernelModels, OpModel, per_rank
 from paddle_spmd_port.oracle import kernels
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,17 +44,17 @@ def test_the_op_name_check_can_fail() -> None:
 
 def test_every_family_with_a_kernel_module_has_a_model_per_rule() -> None:
     for family in ops.FAMILIES:
-        module = ops.family_module(family, "kernel")
-        assert module is not None, f"ops/{family}/kernel.py is missing"
-        assert tuple(module.MODELS) == ops.FAMILIES[family].keys, family
-        for key, op_model in module.MODELS.items():
+        part = ops.family_part(family, KernelModels)
+        assert part is not None, f"ops/{family}/kernel.py is missing"
+        assert tuple(part.models) == ops.FAMILIES[family].keys, family
+        for key, op_model in part.models.items():
             assert op_model.family == family and isinstance(op_model.facts, Facts), key
     assert tuple(kernels.MODELS) == tuple(ops.RULES)  # gathered in the declared order
 
 
 def _fake_kernel(models: dict[str, OpModel]) -> types.ModuleType:
     module = types.ModuleType("fake_kernel")
-    module.MODELS = models  # type: ignore[attr-defined]
+    module.KERNEL = KernelModels(models)  # type: ignore[attr-defined]
     return module
 
 
@@ -62,20 +62,21 @@ def test_a_model_under_another_familys_key_is_refused(monkeypatch: pytest.Monkey
     first, second = list(ops.FAMILIES)[:2]
     stray_key = ops.FAMILIES[second].keys[0]
     real = ops.family_module
-    stray = OpModel((), (), each(lambda ins, attrs: {}), second)
+    stray = OpModel((), (), per_rank(lambda ins, attrs: {}), second)
 
     def family_module(family: str, part: str) -> types.ModuleType | None:
-        return _fake_kernel({stray_key: stray}) if family == first else real(family, part)
+        return _fake_kernel({stray_key: stray}) if family == first and part == "kernel" else real(family, part)
 
-    monkeypatch.setattr(kernels, "family_module", family_module)
-    with pytest.raises(ImportError, match=f"ops/{first}/kernel.py models '{stray_key}'"):
+    monkeypatch.setattr(ops, "family_module", family_module)
+    monkeypatch.setattr(ops, "_PARTS", {})
+    with pytest.raises(ImportError, match=f"ops/{first}/kernel.py: KERNEL: models \\['{stray_key}'\\]"):
         kernels._gather()
 
 
 def test_a_family_without_a_kernel_module_has_no_models(monkeypatch: pytest.MonkeyPatch) -> None:
     gone = "fast_ln"
-    real = ops.family_module
-    monkeypatch.setattr(kernels, "family_module", lambda f, p: None if f == gone else real(f, p))
+    real = kernels.family_models
+    monkeypatch.setattr(kernels, "family_models", lambda f: None if f == gone else real(f))
     models = kernels._gather()
     assert set(models) == set(ops.RULES) - set(ops.FAMILIES[gone].keys)
 

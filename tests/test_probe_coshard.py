@@ -42,3 +42,34 @@ def test_bad_values_are_one_line_usage_errors_before_anything_is_written(tmp_pat
         assert proc.stderr.count("\n") == 1 and name in proc.stderr, (args, proc.stderr)
         assert proc.stderr.startswith("paddle_spmd_port probe_coshard: error: "), proc.stderr
         assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+def test_the_tool_names_no_op_and_probes_what_the_families_declare() -> None:
+    """The probes come from each family's NativeRoutes.coshard_probe: the tool's text names no op, and a
+    family that declares a probe has its registry keys and PIR builders in the tool's tables."""
+    import importlib.util
+    import re
+
+    from paddle_spmd_port.ops import FAMILIES, REGISTRY_NAMES, RULES, family_part
+    from paddle_spmd_port.ops.kit.native import NativeRoutes
+
+    names = {*FAMILIES, *RULES, *REGISTRY_NAMES}
+    pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
+    assert not pattern.findall(TOOL.read_text())
+    spec = importlib.util.spec_from_file_location("probe_coshard", TOOL)
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    sys.modules["probe_coshard"] = tool
+    try:
+        spec.loader.exec_module(tool)
+    finally:
+        del sys.modules["probe_coshard"]
+    registry, pir = set(), set()
+    for family in FAMILIES:
+        native = family_part(family, NativeRoutes)
+        if native is not None and native.coshard_probe is not None:
+            registry |= set(native.coshard_probe.registry)
+            pir |= {native.pir_ops[k] for k in native.coshard_probe.pir}
+    assert registry and set(tool.REGISTRY_RULES) == registry
+    assert pir and set(tool.PIR_OPS) == pir
+    assert all(tool.REGISTRY_RULES[k].names == RULES[k].inputs for k in registry)

@@ -21,7 +21,7 @@ import pytest
 from paddle_spmd_port.errors import InvalidSpecError
 from paddle_spmd_port.grid import MESH_SHAPES, X_SHAPES
 from paddle_spmd_port.ops import RULES
-from paddle_spmd_port.ops.batch_norm.layout import DATA_FORMATS as BN_DATA_FORMATS
+from paddle_spmd_port.ops.kit.layout import DATA_FORMATS as BN_DATA_FORMATS
 from paddle_spmd_port.outcome import port_outcome
 from paddle_spmd_port.parity.cli import DEFAULT_BACKEND, _plan_groups, parse_args
 from paddle_spmd_port.parity.random_cases import INVALID_MUTATIONS, RANDOM_MESH_SHAPES, random_cases, random_draws

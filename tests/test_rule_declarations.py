@@ -10,7 +10,7 @@ import types
 import pytest
 
 from paddle_spmd_port import DistTensorSpec, InvalidSpecError, ProcessMesh, SpmdResult
-from paddle_spmd_port.ops import REGISTRY_NAMES, RULES
+from paddle_spmd_port.ops import FAMILIES, REGISTRY_NAMES, RULES, family_module
 from paddle_spmd_port.ops.kit.checks import Attrs, Specs, rule
 from paddle_spmd_port.ops.registry import PROFILES, rule_function, rules_in
 
@@ -21,9 +21,13 @@ LINE = ProcessMesh((6,))
 def test_every_profile_has_every_key_and_overlays_only_its_modules() -> None:
     for profile in PROFILES.values():
         assert list(profile) == list(RULES)
-    changed = {key for key in RULES if PROFILES["pr72918"][key] is not PROFILES["paddle"][key]}
-    assert changed == {"sync_batch_norm", "sync_batch_norm_grad"}
-    assert all(PROFILES["proposed"][key] is not PROFILES["paddle"][key] for key in RULES)
+    for name in PROFILES:
+        if name == "paddle":
+            continue
+        declared = {key for family in FAMILIES if (module := family_module(family, name)) is not None
+                    for key in rules_in(module)}
+        changed = {key for key in RULES if PROFILES[name][key] is not PROFILES["paddle"][key]}
+        assert declared and changed == declared, name
 
 
 def test_each_registered_function_carries_its_key_and_the_declared_signature() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from paddle_spmd_port.errors import InvalidSpecError
 from paddle_spmd_port.ops import OPS, RULES
-from paddle_spmd_port.ops.batch_norm.layout import DATA_FORMAT_NDIM, DATA_FORMATS, channel_axis, kernel_layout
+from paddle_spmd_port.ops.kit.layout import DATA_FORMAT_NDIM, DATA_FORMATS, channel_axis, kernel_layout
 from paddle_spmd_port.rules import PROFILES, rule_function
 
 

@@ -63,7 +63,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any, NamedTuple
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
@@ -78,8 +77,8 @@ from paddle_spmd_port.errors import (
     ShardingConflictError,
 )
 from paddle_spmd_port.grid import placements as grid_placements
-from paddle_spmd_port.ops import RULES, family_module
-from paddle_spmd_port.ops.kit.grid import KnownMalformed, RandomPlan, RankOf
+from paddle_spmd_port.ops import FAMILIES, RULES, family_part
+from paddle_spmd_port.ops.kit.grid import GridPlan, KnownMalformed, RandomPlan, RankOf, default_plan
 from paddle_spmd_port.ops.registry import NAMES, PROFILES
 from paddle_spmd_port.parity.merge import read_tool_parts
 from paddle_spmd_port.rules import contains_spmd_rule, get_spmd_rule, rule_function
@@ -121,9 +120,9 @@ JUNK: tuple[Any, ...] = (None, "abc", "1", "", "NCHW", 1, 0, -1, 2, 1.5, 1e-5, m
 # The fuzz names no op: what it needs of a rule (how to draw a valid call, how its answer is formed)
 # is its family's declaration, read here (ops/kit/grid.py lists the facts).
 class RuleFacts(NamedTuple):
-    """What the fuzz reads of one rule's family: its grid module's ``input_shapes``, ``RANDOM``
-    (x ranks, data formats, attribute draws), ``FREE_SIZE`` and ``ANSWER_RANKS``, overlaid per
-    profile by the profile module's ``ANSWER_RANKS``, and each profile's ``KNOWN_MALFORMED``."""
+    """What the fuzz reads of one rule's family, from its grid plan (``GRID`` of ops/<family>/grid.py):
+    ``input_shapes``, ``random`` (x ranks, data formats, attribute draws), ``free_size`` and
+    ``answer_ranks``, overlaid per profile by ``profile_answer_ranks``, and ``known_malformed``."""
 
     input_shapes: Callable[[str, tuple[int, ...], dict[str, Any]], dict[str, tuple[int, ...]]]
     plan: RandomPlan
@@ -134,42 +133,38 @@ class RuleFacts(NamedTuple):
     """profile -> the malformed answers its rules give on purpose"""
 
 
-def profile_module(family: str, profile: str) -> ModuleType | None:
-    """A profile's module of a family: ``rules`` for the default profile, else the module named
-    after the profile (ops/registry.py overlays the default's rules with it)."""
-    return family_module(family, "rules" if profile == PROFILE_NAMES[0] else profile)
+def family_grid(family: str) -> GridPlan:
+    """The family's grid plan (ops/<family>/grid.py's, else the kit's default, which gives no answer ranks)."""
+    return family_part(family, GridPlan) or default_plan(FAMILIES[family])
 
 
 def load_facts(rule: str) -> RuleFacts:
     """The facts of ``rule`` (uncached); a fact missing or naming what the rule lacks raises LookupError."""
     spec = RULES[rule]
-    grid = family_module(spec.op, "grid")
-    if grid is None:
-        raise LookupError(f"{rule}: ops/{spec.op}/grid.py is missing")
+    grid = family_grid(spec.op)
     outputs = set(spec.result_outputs)
-    base = getattr(grid, "ANSWER_RANKS", {}).get(rule)
+    base = grid.answer_ranks.get(rule)
     if base is None or set(base) != outputs:
-        raise LookupError(f"{rule}: ops/{spec.op}/grid.py's ANSWER_RANKS must give the rank of each returned output "
-                          f"({', '.join(spec.result_outputs)}); it gives {sorted(base or ())}")
+        raise LookupError(f"{rule}: ops/{spec.op}/grid.py's GRID.answer_ranks must give the rank of each returned "
+                          f"output ({', '.join(spec.result_outputs)}); it gives {sorted(base or ())}")
     answer_ranks: dict[str, dict[str, RankOf]] = {}
     known: dict[str, tuple[KnownMalformed, ...]] = {}
     for profile in PROFILE_NAMES:
-        module = profile_module(spec.op, profile)
-        overlay = getattr(module, "ANSWER_RANKS", {}).get(rule, {})
+        overlay = grid.profile_answer_ranks.get(profile, {}).get(rule, {})
         if set(overlay) - outputs:
-            raise LookupError(f"{rule}: profile {profile}'s ANSWER_RANKS names {sorted(set(overlay) - outputs)}, "
+            raise LookupError(f"{rule}: profile {profile}'s answer ranks name {sorted(set(overlay) - outputs)}, "
                               "which the rule does not return")
         answer_ranks[profile] = {**base, **overlay}
-        known[profile] = tuple(k for k in getattr(module, "KNOWN_MALFORMED", ()) if k.rule == rule)
+        known[profile] = tuple(k for k in grid.known_malformed.get(profile, ()) if k.rule == rule)
         for k in known[profile]:
             if not set(k.when_none) <= outputs or not set(k.when_none.values()) <= spec.optional:
-                raise LookupError(f"{rule}: profile {profile}'s KNOWN_MALFORMED {k.label!r} names outputs or "
+                raise LookupError(f"{rule}: profile {profile}'s known malformed answer {k.label!r} names outputs or "
                                   "optional inputs the rule lacks")
     for profile, ranks in answer_ranks.items():
         if bad := sorted(out for out, how in ranks.items() if isinstance(how, str) and how not in spec.inputs):
             raise LookupError(f"{rule}: profile {profile}: the ranks of {bad} follow an input the rule lacks")
-    free = tuple(n for n in spec.inputs if n in getattr(grid, "FREE_SIZE", frozenset()))
-    return RuleFacts(grid.input_shapes, grid.RANDOM, free, answer_ranks, known)
+    free = tuple(n for n in spec.inputs if n in grid.free_size)
+    return RuleFacts(grid.input_shapes, grid.random, free, answer_ranks, known)
 
 
 rule_facts = functools.cache(load_facts)

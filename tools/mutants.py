@@ -7,8 +7,9 @@ Usage::
     python tools/mutants.py --list                # the mutants, nothing run
     python tools/mutants.py --sample 2000 --seed 0 --report-dir reports/mutants
 
-Each mutant is ``(file, old text, new text, what)``; a family's piece is named ``op(family, part)``,
-the file ``ops/<family>/<part>.py`` (``kit``: the shared pieces). ``old`` must occur exactly once in
+Each mutant is ``(file, old text, new text, what)`` (:mod:`paddle_spmd_port.ops.kit.mutants`); a
+family's mutants live in its folder (``ops/<family>/mutants.py``: the bugs its rules judge), this
+tool keeps the shared code's (judged by tests). ``old`` must occur exactly once in
 ``paddle_spmd_port/<file>``: a selected mutant whose old text is not there once is refused before
 any work (one line, exit 2), so a mutant cannot rot silently when the code moves. The tool
 copies the package once (a snapshot of the working tree), applies each mutant to its own copy and
@@ -20,7 +21,7 @@ the repository is never touched:
   <tmp> --quiet`` against native Paddle.
   exit 1 with a mismatching case in the report = **killed**; exit 0 = **survived**; anything
   else (3 = some case uncompared, a crash, a timeout) = **not judged**, never killed.
-* pytest mutants (the comparator: ``paddle_spmd_port/compare.py``, ``outcome.py``; the oracle's kernels,
+* pytest mutants (the comparator: ``compare.py``, ``outcome.py``; the oracle's kernels,
   ``ops/<family>/kernel.py`` and ``ops/kit/kernel.py``; the ``proposed`` rules; co-shard
   reading): ``python -m pytest -q`` on the test files the mutant names, run from a copy of
   ``tests/`` next to the mutated package (the tests import ``paddle_spmd_port``; run from the
@@ -66,449 +67,125 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from paddle_spmd_port.runctl.command import run_command  # pure Python, no Paddle
+from paddle_spmd_port.ops import FAMILIES, family_part  # pure Python, no Paddle
+from paddle_spmd_port.ops.kit.mutants import PKG, Mutant, MutantSet, family_file, mutant
+from paddle_spmd_port.runctl.command import run_command
 from paddle_spmd_port.runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError
 from paddle_spmd_port.runctl.grammar import ArgumentParser, add_shard_argument, positive
 from paddle_spmd_port.runctl.paths import check_output_dir, check_output_file
 from paddle_spmd_port.runctl.signals import Interrupted, add_detail
 
 REPO = Path(__file__).resolve().parents[1]
-PKG = "paddle_spmd_port"
-ALL_BN = ("batch_norm_static", "batch_norm", "batch_norm_grad")
-LN_MERGING = ("layer_norm_reverse", "layer_norm_grad")
 COMPARE_TESTS = ("tests/test_compare.py",)
 ORACLE_NORMS = ("tests/test_oracle_norms.py",)
 
-
-@dataclasses.dataclass(frozen=True)
-class Mutant:
-    name: str
-    file: str
-    """Path inside the package, e.g. ``ops/layer_norm/rules.py`` (see :func:`op`)."""
-    old: str
-    new: str
-    what: str
-    rules: tuple[str, ...] = ()
-    """Rule keys whose sampled parity run judges it (rule mutants)."""
-    tests: tuple[str, ...] = ()
-    """Test files whose run judges it (comparator mutants)."""
-    equivalent: str = ""
-    """Why no input can tell this mutant from the original ("" = it must be killed)."""
-
-    @property
-    def kind(self) -> str:
-        return "parity" if self.rules else "pytest"
-
-    @property
-    def module(self) -> str:
-        return f"{PKG}." + self.file[:-3].replace("/", ".")
-
-    @property
-    def target(self) -> str:
-        return ",".join(self.rules) if self.rules else ",".join(Path(t).name for t in self.tests)
-
-
-def _m(name: str, file: str, old: str, new: str, what: str, *, rules: Sequence[str] = (),
-       tests: Sequence[str] = (), equivalent: str = "") -> Mutant:
-    return Mutant(name, file, old, new, what, tuple(rules), tuple(tests), equivalent)
-
-
-def op(family: str, part: str = "rules") -> str:
-    """The file of one piece of an op family, ``ops/<family>/<part>.py`` (``kit``: the pieces the
-    families share), so that the table names where a family's code lives the way ``ops`` does."""
-    return f"ops/{family}/{part}.py"
-
-
-LN = op("layer_norm")
-BN = op("batch_norm")
-SYNC = op("sync_batch_norm")
-GN = op("group_norm")
-IN = op("instance_norm")
-RMS = op("rms_norm")
-FAST_LN = op("fast_ln")
-NOTATION = "notation.py"
-TENSOR = op("kit", "tensor")
-LN_CHECKS, BN_CHECKS, GN_CHECKS = op("layer_norm", "checks"), op("batch_norm", "checks"), op("group_norm", "checks")
-LAYOUT = op("batch_norm", "layout")
+TENSOR = family_file("kit", "tensor")
 CMP = "compare.py"
 OUT = "outcome.py"
-KIT_PROPOSED = op("kit", "proposed")
-KIT_KERNEL = op("kit", "kernel")
+KIT_PROPOSED = family_file("kit", "proposed")
+KIT_KERNEL = family_file("kit", "kernel")
 
-MUTANTS: tuple[Mutant, ...] = (
-    # ------------------------------------------------------------------ notation (the merge)
-    _m("notation-conflict-later-wins", NOTATION,
-       "    if new_dim == known_dim or known_dim == -1:",
-       "    if new_dim == known_dim or known_dim == -1 or new_dim != -1:",
-       "an axis split along two mesh dims takes the later one instead of raising", rules=LN_MERGING),
-    _m("notation-conflict-message", NOTATION,
-       "Sharded by two different mesh dimension [{new_dim}] and [{known_dim}].",
-       "Sharded by two different mesh dimension [{known_dim}] and [{new_dim}].",
-       "the conflict message names the two mesh dims the other way round", rules=LN_MERGING),
-    _m("notation-last-claimant-keeps", NOTATION,
-       "        for letter in claims:",
-       "        for letter in reversed(claims):",
-       "a mesh dim claimed by two letters stays with the last one, not the first", rules=LN_MERGING),
-    _m("notation-forced-key-skipped", NOTATION,
-       "            if mesh_dim == -1:  # replicated yields",
-       "            if mesh_dim == -1 or letter == FORCED_REPLICATED:  # replicated yields",
-       "the '1' axes no longer merge as one shared key (upstream's later fix, not in 3.3.1)",
-       rules=("layer_norm_reverse",)),
-    _m("notation-forced-reads-merged", NOTATION,
-       "        mapping.append(-1 if letter == FORCED_REPLICATED else letter_to_dim[letter])",
-       "        mapping.append(letter_to_dim.get(letter, -1))",
-       "a forced-replicated '1' axis reads the mesh dim merged into the shared key",
-       rules=("layer_norm", "layer_norm_reverse")),
-    # ------------------------------------------------------------------ the input view
-    _m("tensor-none-rank-0", TENSOR,
-       "        return _new_input((name, 1, (), _NO_PARTIAL, None, True))",
-       "        return _new_input((name, 0, (), _NO_PARTIAL, None, True))",
-       "a None input is seen with rank 0 (Paddle's stand-in has shape [0], rank 1)",
-       rules=("layer_norm", "sync_batch_norm")),
-    _m("tensor-replicated-keeps-rank", TENSOR,
-       "        return DistAttr.make((-1,) * len(self.dims_mapping), _NO_PARTIAL, self.mesh)",
-       "        return DistAttr.make((-1,) * self.ndim, _NO_PARTIAL, self.mesh)",
-       "GetReplicatedDistAttr takes the rank, not the incoming dims_mapping's length (None -> [-1])",
-       rules=("layer_norm_grad",)),
-    # ------------------------------------------------------------------ layer_norm forward
-    _m("ln-fwd-notation-off-by-one", LN,
-       "    b = begin_norm_axis  # the first normalised axis",
-       "    b = max(begin_norm_axis - 1, 0)  # the first normalised axis",
-       "the forward notation normalises from begin_norm_axis - 1", rules=("layer_norm",)),
-    _m("ln-fwd-scale-kept", LN,
-       "ts.attr((-1,)), tb.attr((-1,))),",
-       "ts.attr(ts.dims_mapping or (-1,)), tb.attr((-1,))),",
-       "forward keeps scale's own sharding instead of [-1]", rules=("layer_norm",)),
-    _m("ln-fwd-out-partial-kept", LN,
-       "outputs=(x_attr, stat, stat))",
-       "outputs=(tx.attr(out, keep_partial=True), stat, stat))",
-       "forward out keeps x's partial status", rules=("layer_norm",)),
-    _m("ln-fwd-outputs-swapped", LN,
-       "outputs=(x_attr, stat, stat))",
-       "outputs=(stat, x_attr, stat))",
-       "forward outputs out and mean swapped", rules=("layer_norm",)),
-    _m("ln-begin-norm-axis-strict", LN_CHECKS,
-       "    if not 0 <= begin_norm_axis <= x.ndim:",
-       "    if not 0 <= begin_norm_axis < x.ndim:",
-       "begin_norm_axis == ndim (an empty normalised shape) rejected as invalid input",
-       rules=("layer_norm", "layer_norm_reverse")),
-    # ------------------------------------------------------------------ layer_norm reverse
-    _m("ln-rev-partial-cleared", LN,
-       "    keep = True  # PADDLE-QUIRK(ln-partial)",
-       "    keep = False  # PADDLE-QUIRK(ln-partial)",
-       "reverse clears the incoming partial status instead of copying it", rules=("layer_norm_reverse",)),
-    _m("ln-rev-variance-unmerged", LN,
-       "                              (mean_axes, tv.dims_mapping)])",
-       "                              (mean_axes, tm.dims_mapping)])",
-       "reverse merges mean twice and never reads variance", rules=("layer_norm_reverse",)),
-    _m("ln-rev-merge-order", LN,
-       "    merged = merge_shardings([(x_axes, to.dims_mapping), (mean_axes, tm.dims_mapping),",
-       "    merged = merge_shardings([(mean_axes, tm.dims_mapping), (x_axes, to.dims_mapping),",
-       "reverse merges mean before out (which letter keeps a contested mesh dim, conflict order)",
-       rules=("layer_norm_reverse",)),
-    _m("ln-rev-rank-message", LN_CHECKS,
-       "{label}'s dims_mapping size [",
-       "{label}'s dims_mapping length [",
-       "reverse's rank-vs-dims_mapping error message reworded", rules=("layer_norm_reverse",)),
-    # ------------------------------------------------------------------ layer_norm grad
-    _m("ln-grad-og-partial-kept", LN,
-       "        og_attr = tg.attr(x_mapping)",
-       "        og_attr = tg.attr(x_mapping, keep_partial=True)",
-       "grad keeps out_grad's partial status (and x_grad copies it)", rules=("layer_norm_grad",)),
-    _m("ln-grad-x-partial-cleared", LN,
-       "        x_attr = tx.attr(x_mapping, keep_partial=True)",
-       "        x_attr = tx.attr(x_mapping)",
-       "grad clears x's partial status", rules=("layer_norm_grad",)),
-    _m("ln-grad-og-on-x-mesh", LN,
-       "        og_attr = tg.attr(x_mapping)",
-       "        og_attr = tx.attr(x_mapping)",
-       "grad moves out_grad (and x_grad) to x's mesh; Paddle keeps out_grad's own", rules=("layer_norm_grad",)),
-    _m("ln-grad-x-grad-from-x", LN,
-       "        outputs=(og_attr, grad_of(ts), grad_of(tb)),",
-       "        outputs=(x_attr, grad_of(ts), grad_of(tb)),",
-       "x_grad copies x's attr instead of out_grad's", rules=("layer_norm_grad",)),
-    _m("ln-grad-partial-off-by-one", LN,
-       "        partial = frozenset(m for m in x_mapping[:b] if m != -1)",
-       "        partial = frozenset(m for m in x_mapping[:b - 1] if m != -1)",
-       "scale/bias grads partial over the axes before b - 1 only", rules=("layer_norm_grad",)),
-    _m("ln-grad-partial-all-axes", LN,
-       "        partial = frozenset(m for m in x_mapping[:b] if m != -1)",
-       "        partial = frozenset(m for m in x_mapping if m != -1)",
-       "scale/bias grads partial over the mesh dims of every axis of x",
-       rules=("layer_norm_grad",),
-       equivalent="x_mapping's axes from b on are always -1: x and out_grad are both filled with -1 there "
-                  "before the merge (and b = 0 takes the other branch), so the slice [:b] drops only -1s"),
-    _m("ln-grad-scale-grad-not-partial", LN,
-       "DistAttr.make(rep.dims_mapping, partial, rep.mesh)",
-       "DistAttr.make(rep.dims_mapping, frozenset(), rep.mesh)",
-       "scale_grad / bias_grad replicated, not Partial(SUM)", rules=("layer_norm_grad",)),
-    _m("ln-grad-b0-og-partial-kept", LN,
-       "tv.replicated(), tg.replicated()",
-       "tv.replicated(), tg.attr((-1,) * len(tg.dims_mapping), keep_partial=True)",
-       "begin_norm_axis 0: out_grad keeps its partial status", rules=("layer_norm_grad",)),
-    _m("ln-grad-b-message", LN_CHECKS,
-       "and begin_norm_axis [{begin_norm_axis}] are not matched.",
-       "and begin_norm_axis [{begin_norm_axis}] do not match.",
-       "grad's begin_norm_axis error message reworded", rules=("layer_norm_grad",)),
-    # ------------------------------------------------------------------ batch_norm (forward + shared)
-    _m("bn-channel-axis-first-char", LAYOUT,
-       '    return data_format[1:2] == "C"',
-       '    return data_format[0:1] == "C"',
-       "channel axis read from data_format[0]: NCHW's C taken as the last axis", rules=ALL_BN),
-    _m("bn-batch-axis-kept", BN,
-       "    kept = [-1] * x.ndim",
-       "    kept = [x.dims_mapping[0]] + [-1] * (x.ndim - 1)",
-       "the batch axis keeps its sharding too", rules=ALL_BN),
-    _m("bn-fwd-scale-follows-c", BN,
-       "ts.attr((-1,)), tb.attr((-1,))),",
-       "ts.attr(stat), tb.attr((-1,))),",
-       "forward shards scale along C like mean (what a corrected rule would do)",
-       rules=("batch_norm_static", "batch_norm")),
-    _m("bn-fwd-mean-partial-kept", BN,
-       "    mean_attr, var_attr = tm.attr(stat), tv.attr(stat)",
-       "    mean_attr, var_attr = tm.attr(stat, keep_partial=True), tv.attr(stat)",
-       "forward keeps mean's incoming partial status", rules=("batch_norm_static", "batch_norm")),
-    _m("bn-fwd-out-partial-kept", BN,
-       "            x_attr,                                   # out",
-       "            tx.attr(kept, keep_partial=True),         # out",
-       "forward out keeps x's partial status", rules=("batch_norm",)),
-    _m("bn-fwd-reserve-on-mean-mesh", BN,
-       "            tx.attr((-1,)),                           # reserve_space",
-       "            tm.attr((-1,)),                           # reserve_space",
-       "reserve_space takes mean's mesh instead of x's", rules=("batch_norm",)),
-    _m("bn-rank-message", BN_CHECKS,
-       "in {op} should be less than 6, but got",
-       "in {op} should be less than or equal to 5, but got",
-       "the x-rank error message reworded", rules=("batch_norm_static",)),
-    # ------------------------------------------------------------------ batch_norm grad
-    _m("bn-grad-partial-cleared", BN,
-       "    partial = frozenset(m for m in kept if m != -1)",
-       "    partial = frozenset()",
-       "scale_grad / bias_grad not Partial over C's mesh dim", rules=("batch_norm_grad",)),
-    _m("bn-grad-scale-grad-sharded", BN,
-       "            DistAttr.make((-1,), partial, ts.mesh),",
-       "            DistAttr.make((kept[c],), frozenset(), ts.mesh),",
-       "scale_grad Shard(0) along C (the numerically right answer, not 3.3.1's)", rules=("batch_norm_grad",)),
-    _m("bn-grad-x-grad-partial-kept", BN,
-       "            tx.attr(kept),\n            DistAttr.make((-1,), partial, ts.mesh)",
-       "            tx.attr(kept, keep_partial=True),\n            DistAttr.make((-1,), partial, ts.mesh)",
-       "x_grad keeps x's partial status", rules=("batch_norm_grad",)),
-    _m("bn-grad-og-own-mesh", BN,
-       "                from_x(kept)),  # out_grad",
-       "                t['out_grad'].attr(kept)),  # out_grad",
-       "out_grad keeps its own mesh; Paddle gives it x's", rules=("batch_norm_grad",)),
-    _m("bn-grad-og-rank-message", BN_CHECKS,
-       '"The ndim of out_grad in batch_norm should be equal with x, "',
-       '"The ndim of out_grad in batch_norm should equal x\'s, "',
-       "the out_grad-rank error message reworded", rules=("batch_norm_grad",)),
-    # ------------------------------------------------------------------ sync_batch_norm (replicated fallback)
-    _m("sync-partial-kept", SYNC,
-       "        inputs=tuple(DistAttr((-1,) * t.ndim, frozenset(), t.mesh) for t in inputs),",
-       "        inputs=tuple(DistAttr((-1,) * t.ndim, t.partial_dims, t.mesh) for t in inputs),",
-       "inputs keep their partial status", rules=("sync_batch_norm", "sync_batch_norm_grad")),
-    _m("sync-none-rank-0", SYNC,
-       "        inputs=tuple(DistAttr((-1,) * t.ndim, frozenset(), t.mesh) for t in inputs),",
-       "        inputs=tuple(DistAttr((-1,) * len(t.dims_mapping), frozenset(), t.mesh) for t in inputs),",
-       "a None input answers [] instead of [-1]", rules=("sync_batch_norm_grad",)),
-    _m("sync-inputs-on-x-mesh", SYNC,
-       "        inputs=tuple(DistAttr((-1,) * t.ndim, frozenset(), t.mesh) for t in inputs),",
-       "        inputs=tuple(DistAttr((-1,) * t.ndim, frozenset(), x.mesh) for t in inputs),",
-       "every input moves to x's mesh (None inputs included)", rules=("sync_batch_norm",)),
-    _m("sync-outputs-on-mean-mesh", SYNC,
-       "    x: RuleInput = inputs[0]",
-       "    x: RuleInput = inputs[1]",
-       "outputs take the second input's mesh (mean / scale) instead of x's",
-       rules=("sync_batch_norm", "sync_batch_norm_grad")),
-    _m("proposed-coshard-uneven", KIT_PROPOSED,
-       "            if not others & set(entry) and spec.shape[axis] % "
-       "math.prod(spec.mesh.shape[m] for m in entry) == 0:",
-       "            if not others & set(entry):",
-       "proposed keeps a co-shard that splits its axis unevenly (a rank can get an empty piece)",
-       tests=("tests/test_coshard.py",)),
-    _m("proposed-coshard-member-reused", KIT_PROPOSED,
-       "            if not others & set(entry) and spec.shape[axis] % "
-       "math.prod(spec.mesh.shape[m] for m in entry) == 0:",
-       "            if spec.shape[axis] % math.prod(spec.mesh.shape[m] for m in entry) == 0:",
-       "proposed gives back a co-shard whose other member already splits another axis (or is partial)",
-       tests=("tests/test_coshard.py",)),
-    # ------------------------------------------------------------------ group_norm
-    _m("gn-keeps-channel", GN,
-       "    return (x.dims_mapping[0],) + (-1,) * (x.ndim - 1)",
-       "    return x.dims_mapping[:2] + (-1,) * (x.ndim - 2)",
-       "x keeps axis 1's sharding (C) as well as axis 0's", rules=("group_norm_base",)),
-    _m("gn-stat-1d", GN,
-       "    stat = tx.attr((kept[0], -1))   # mean / variance [N, groups] on x's mesh",
-       "    stat = tx.attr((kept[0],))   # mean / variance [N, groups] on x's mesh",
-       "mean / variance answered 1-D (as a source revision before 3.3.1 did)", rules=("group_norm",)),
-    _m("gn-grad-no-partial", GN,
-       "                 DistAttr.make((-1,), partial, ts.mesh),  # PADDLE-QUIRK(gn-grad-partial)",
-       "                 DistAttr.make((-1,), frozenset(), ts.mesh),  # PADDLE-QUIRK(gn-grad-partial)",
-       "scale_grad is not marked Partial over x's axis-0 mesh dim", rules=("group_norm_grad",)),
-    _m("gn-grad-stat-message", GN_CHECKS,
-       "The ndim of bias in {GN} should be 2, but got [{tb.ndim}].",
-       "The ndim of {t.name} in {GN} should be 2, but got [{t.ndim}].",
-       "a mean / variance of the wrong rank is reported under its own name and rank (Paddle: bias, [1])",
-       rules=("group_norm_grad_base",)),
+#: The mutants of the shared code no family's rules judge (the comparator, the outcome, the kits'
+#: co-shard reading, proposed helpers and kernels), judged by their tests; each family's own
+#: (ops/<family>/mutants.py) follow, family by family.
+SHARED: tuple[Mutant, ...] = (
+    mutant("proposed-coshard-uneven", KIT_PROPOSED,
+           "            if not others & set(entry) and spec.shape[axis] % "
+           "math.prod(spec.mesh.shape[m] for m in entry) == 0:",
+           "            if not others & set(entry):",
+           "proposed keeps a co-shard that splits its axis unevenly (a rank can get an empty piece)",
+           tests=("tests/test_coshard.py",)),
+    mutant("proposed-coshard-member-reused", KIT_PROPOSED,
+           "            if not others & set(entry) and spec.shape[axis] % "
+           "math.prod(spec.mesh.shape[m] for m in entry) == 0:",
+           "            if spec.shape[axis] % math.prod(spec.mesh.shape[m] for m in entry) == 0:",
+           "proposed gives back a co-shard whose other member already splits another axis (or is partial)",
+           tests=("tests/test_coshard.py",)),
     # ------------------------------------------------------------------ the compat layer
-    _m("coshard-first-listed", TENSOR,
-       "    return max(members, key=lambda m: mesh_shape[m] if 0 <= m < len(mesh_shape) else 0)",
-       "    return members[0]",
-       "a co-sharded axis reads its first listed mesh dim, not the largest (port rules and compat)",
-       tests=("tests/test_compat.py", "tests/test_coshard.py")),
-    _m("coshard-last-of-ties", TENSOR,
-       "    return max(members, key=lambda m: mesh_shape[m] if 0 <= m < len(mesh_shape) else 0)",
-       "    return max(reversed(members), key=lambda m: mesh_shape[m] if 0 <= m < len(mesh_shape) else 0)",
-       "among co-shard members of equal mesh size the last listed survives, not the first",
-       tests=("tests/test_coshard.py",)),
+    mutant("coshard-first-listed", TENSOR,
+           "    return max(members, key=lambda m: mesh_shape[m] if 0 <= m < len(mesh_shape) else 0)",
+           "    return members[0]",
+           "a co-sharded axis reads its first listed mesh dim, not the largest (port rules and compat)",
+           tests=("tests/test_compat.py", "tests/test_coshard.py")),
+    mutant("coshard-last-of-ties", TENSOR,
+           "    return max(members, key=lambda m: mesh_shape[m] if 0 <= m < len(mesh_shape) else 0)",
+           "    return max(reversed(members), key=lambda m: mesh_shape[m] if 0 <= m < len(mesh_shape) else 0)",
+           "among co-shard members of equal mesh size the last listed survives, not the first",
+           tests=("tests/test_coshard.py",)),
     # ------------------------------------------------------------------ the comparator
-    _m("compare-fast-match-any-answers", CMP,
-       "port.result is not None and port.result == native.result:",
-       "port.result is not None and native.result is not None:",
-       "the equal-answers shortcut takes any two answers as a match", tests=COMPARE_TESTS),
-    _m("compare-fast-raise-family-only", CMP,
-       "(port.error.family, port.error.message) == (native.error.family, native.error.message)",
-       "port.error.family == native.error.family",
-       "the both-raise shortcut ignores the message", tests=COMPARE_TESTS),
-    _m("compare-ignore-dims-mapping", CMP,
-       '(f"{prefix}.dims_mapping", str(list(a.dims_mapping)))',
-       '(f"{prefix}.dims_mapping", "[]")',
-       "dims_mapping cells always equal", tests=COMPARE_TESTS),
-    _m("compare-ignore-partial", CMP,
-       '(f"{prefix}.partial", str(sorted(a.partial_dims)))',
-       '(f"{prefix}.partial", "[]")',
-       "partial-dims cells always equal", tests=COMPARE_TESTS),
-    _m("compare-ignore-mesh", CMP,
-       '    mesh = "none" if m is None else f"',
-       '    mesh = "any" if True else f"',
-       "mesh cells always equal", tests=COMPARE_TESTS),
-    _m("compare-mesh-ignores-ids", CMP,
-       "{list(m.shape)}{list(m.process_ids or ())}{list(m.dim_names or ())}",
-       "{list(m.shape)}{list(m.dim_names or ())}",
-       "meshes of one shape with other process ids compare equal", tests=COMPARE_TESTS),
-    _m("compare-mesh-ignores-names", CMP,
-       "{list(m.shape)}{list(m.process_ids or ())}{list(m.dim_names or ())}",
-       "{list(m.shape)}{list(m.process_ids or ())}",
-       "meshes with other dim names compare equal", tests=COMPARE_TESTS),
-    _m("compare-ignore-message", CMP,
-       'f"{outcome.error.family}: {outcome.error.message}"',
-       'f"{outcome.error.family}"',
-       "two errors of one family with different messages compare equal", tests=COMPARE_TESTS),
-    _m("compare-ignore-family", CMP,
-       'f"{outcome.error.family}: {outcome.error.message}"',
-       'f"{outcome.error.message}"',
-       "two errors with one message and different families compare equal", tests=COMPARE_TESTS),
-    _m("compare-ignore-extra-attrs", CMP,
-       "        for extra in range(len(names), len(attrs)):",
-       "        for extra in range(len(attrs), len(attrs)):",
-       "attrs beyond Paddle's signature are not compared", tests=COMPARE_TESTS),
-    _m("compare-crash-is-match", CMP,
-       '        return Comparison("native-crash", n, 0)',
-       '        return Comparison("match", n, n)',
-       "a native crash counts as a match", tests=COMPARE_TESTS),
-    _m("compare-any-port-error-is-invalid", CMP,
-       "    if port.error is not None and port.error.port_invalid:",
-       "    if port.error is not None:",
-       "every port error is filed as port-rejects-invalid", tests=COMPARE_TESTS),
-    _m("compare-errors-skip-cells", CMP,
-       "    if diffs:",
-       "    if diffs and port.error is None:",
-       "when the port raised, differing cells still give both-raise-same", tests=COMPARE_TESTS),
-    _m("compare-unreachable-counts", CMP,
-       'COMPARED = frozenset({"match", ',
-       'COMPARED = frozenset({"unreachable", "match", ',
-       "an unreachable case counts as compared (green without a comparison)", tests=COMPARE_TESTS),
-    _m("outcome-family-exact-class", OUT,
-       "        if any(cls.__name__ == name for cls in type(exc).__mro__):",
-       "        if type(exc).__name__ == name:",
-       "the error family is the exact class name (ShardingConflictError is no NotImplementedError)",
-       tests=COMPARE_TESTS),
-    _m("outcome-hint-kept", OUT,
-       '    for marker in ("\\n  [Hint:", "[Hint:", "\\n\\n---", "\\n---"):',
-       '    for marker in ("\\n\\n---", "\\n---"):',
-       "Paddle's [Hint: ...] stays in the compared message", tests=COMPARE_TESTS),
-    # ------------------------------------------------------------------ instance_norm, rms_norm, fast_ln
-    _m("in-clears-every-spatial-axis", IN,
-       "    mapping[2] = mapping[3] = -1",
-       "    mapping[2:] = [-1] * (len(mapping) - 2)",
-       "a 5-D x's last spatial axis is cleared too (the sound rule, not 3.3.1's)", rules=("instance_norm",)),
-    _m("in-grad-bias-own-mesh", IN,
-       "        outputs=(tx.attr(kept), param_grad, param_grad),",
-       "        outputs=(tx.attr(kept), param_grad, DistAttr.make((-1,), partial, _tb.mesh)),",
-       "bias_grad takes bias's mesh instead of a copy of scale's attr", rules=("instance_norm_grad",)),
-    _m("rms-reverse-reads-x", RMS,
-       "    merged = merge_shardings([(x_axes, to.dims_mapping), (lead, tv.dims_mapping)])",
-       "    merged = merge_shardings([(x_axes, tx.dims_mapping), (x_axes, to.dims_mapping), (lead, tv.dims_mapping)])",
-       "the reverse rule merges x's own mapping too", rules=("rms_norm_reverse",)),
-    _m("rms-grad-tie-later-axis", RMS,
-       "        for cost, letter in sorted(costs):",
-       "        for cost, letter in sorted(costs, key=lambda c: (c[0], -ord(c[1]))):",
-       "the alignment gives a mesh dim to the later of two equally cheap axes", rules=("rms_norm_grad",)),
-    _m("fast-ln-grad-returns-bias", FAST_LN,
-       "    return SpmdResult.make(inputs=full.inputs[:2] + full.inputs[3:], outputs=full.outputs)",
-       "    return SpmdResult.make(inputs=full.inputs, outputs=full.outputs)",
-       "the grad returns the scale-as-bias attr among its inputs", rules=("fast_ln_grad",)),
-    _m("rms-fwd-invvar-partial-kept", RMS,
-       "outputs=(x_attr, tx.attr(kept[:-1])))",
-       "outputs=(x_attr, tx.attr(kept[:-1], keep_partial=True)))",
-       "forward invvar keeps x's partial status", rules=("rms_norm",)),
-    _m("fast-ln-norms-two-axes", FAST_LN,
-       "        return len(x.shape) - 1",
-       "        return max(len(x.shape) - 2, 0)",
-       "fast_ln normalises the last two axes (begin_norm_axis = rank - 2)", rules=("fast_ln",)),
-    _m("pn-fwd-partial-dropped", op("p_norm"),
-       "        partial = _NONE if d == -1 else _ONE_DIM[d]",
-       "        partial = _NONE if True else _ONE_DIM[d]",
-       "the forward's out is never partial over the mesh dim that splits the reduced axis", rules=("p_norm",)),
-    _m("pn-rev-partial-cleared", op("p_norm"),
-       "outputs=(DistAttr.make(raw, to.partial_dims, to.mesh),))",
-       "outputs=(DistAttr.make(raw, frozenset(), to.mesh),))",
-       "the reverse clears out's partial status instead of answering out as given", rules=("p_norm_reverse",)),
-    _m("pn-grad-partial-kept", op("p_norm"),
-       "    return DistAttr.make(spec.dims_mapping, frozenset(), t.mesh)",
-       "    return DistAttr.make(spec.dims_mapping, spec.partial_dims, t.mesh)",
-       "the grad keeps out_grad's partial status on every answer", rules=("p_norm_grad",)),
-    # ------------------------------------------------------------------ the oracle on issue 15's rules
-    _m("oracle-in-two-spatial-axes", op("instance_norm", "kernel"),
-       "    return tuple(range(2, x.ndim))",
-       "    return tuple(range(2, min(x.ndim, 4)))",
-       "the instance_norm kernel reduces over axes 2 and 3 only (as Paddle's rule assumes)", tests=ORACLE_NORMS),
-    _m("oracle-rms-grad-no-projection", op("rms_norm", "kernel"),
-       "    dx = inv * (g - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))",
-       "    dx = inv * g",
-       "rms_norm_grad's x_grad drops the term through invvar", tests=ORACLE_NORMS),
-    _m("oracle-fast-ln-grad-no-mean-term", op("fast_ln", "kernel"),
-       "    dx = inv * (g - g.mean(axis=-1, keepdims=True) - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))",
-       "    dx = inv * (g - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))",
-       "fast_ln_grad's x_grad drops the term through the mean", tests=ORACLE_NORMS),
-    _m("oracle-gn-one-group", op("group_norm", "kernel"),
-       "    rows = _grouped(x, c, groups)",
-       "    rows = _grouped(x, c, 1)",
-       "the group_norm kernel normalises over all channels (groups ignored)", tests=ORACLE_NORMS),
-    _m("oracle-grad-stats-not-saved", KIT_KERNEL,
-       "        for name, out in saved.items():",
-       "        for name, out in ():",
-       "a grad case's saved statistics are random, not what the forward saved", tests=ORACLE_NORMS),
-    _m("proposed-in-keeps-spatial", op("instance_norm", "proposed"),
-       "    return with_coshards(tx.dims_mapping[:2] + (-1,) * (tx.ndim - 2), x)",
-       "    return with_coshards(tx.dims_mapping, x)",
-       "proposed instance_norm keeps x's spatial splits", tests=ORACLE_NORMS),
-    _m("proposed-in-grad-partial-on-c", op("instance_norm", "proposed"),
-       "    channel = kept[1:2]\n    partial = frozenset(mesh_dims_of(kept[0]))",
-       "    channel = kept[1:2]\n    partial = frozenset(m for e in kept[:2] for m in mesh_dims_of(e))",
-       "proposed instance_norm_grad marks scale_grad/bias_grad Partial over C's mesh dim too", tests=ORACLE_NORMS),
-    _m("proposed-fast-ln-bias-grad-not-partial", op("fast_ln", "proposed"),
-       "    bias_grad = DistAttr((-1,), partial,",
-       "    bias_grad = DistAttr((-1,), frozenset(),",
-       "proposed fast_ln_grad's bias_grad is not Partial over the split leading axes", tests=ORACLE_NORMS),
-    _m("proposed-gn-keeps-c", op("group_norm", "proposed"),
-       "    return with_coshards((tx.dims_mapping[0],) + (-1,) * (tx.ndim - 1), x)",
-       "    return with_coshards(tx.dims_mapping[:2] + (-1,) * (tx.ndim - 2), x)",
-       "proposed group_norm keeps C split", tests=ORACLE_NORMS),
-    _m("proposed-rms-grad-scale-grad-not-partial", op("rms_norm", "proposed"),
-       "                        outputs=(tg.attr(kept), ln_param(ts, partial)))",
-       "                        outputs=(tg.attr(kept), ln_param(ts)))",
-       "proposed rms_norm_grad's scale_grad is not Partial over the split leading axes", tests=ORACLE_NORMS),
+    mutant("compare-fast-match-any-answers", CMP,
+           "port.result is not None and port.result == native.result:",
+           "port.result is not None and native.result is not None:",
+           "the equal-answers shortcut takes any two answers as a match", tests=COMPARE_TESTS),
+    mutant("compare-fast-raise-family-only", CMP,
+           "(port.error.family, port.error.message) == (native.error.family, native.error.message)",
+           "port.error.family == native.error.family",
+           "the both-raise shortcut ignores the message", tests=COMPARE_TESTS),
+    mutant("compare-ignore-dims-mapping", CMP,
+           '(f"{prefix}.dims_mapping", str(list(a.dims_mapping)))',
+           '(f"{prefix}.dims_mapping", "[]")',
+           "dims_mapping cells always equal", tests=COMPARE_TESTS),
+    mutant("compare-ignore-partial", CMP,
+           '(f"{prefix}.partial", str(sorted(a.partial_dims)))',
+           '(f"{prefix}.partial", "[]")',
+           "partial-dims cells always equal", tests=COMPARE_TESTS),
+    mutant("compare-ignore-mesh", CMP,
+           '    mesh = "none" if m is None else f"',
+           '    mesh = "any" if True else f"',
+           "mesh cells always equal", tests=COMPARE_TESTS),
+    mutant("compare-mesh-ignores-ids", CMP,
+           "{list(m.shape)}{list(m.process_ids or ())}{list(m.dim_names or ())}",
+           "{list(m.shape)}{list(m.dim_names or ())}",
+           "meshes of one shape with other process ids compare equal", tests=COMPARE_TESTS),
+    mutant("compare-mesh-ignores-names", CMP,
+           "{list(m.shape)}{list(m.process_ids or ())}{list(m.dim_names or ())}",
+           "{list(m.shape)}{list(m.process_ids or ())}",
+           "meshes with other dim names compare equal", tests=COMPARE_TESTS),
+    mutant("compare-ignore-message", CMP,
+           'f"{outcome.error.family}: {outcome.error.message}"',
+           'f"{outcome.error.family}"',
+           "two errors of one family with different messages compare equal", tests=COMPARE_TESTS),
+    mutant("compare-ignore-family", CMP,
+           'f"{outcome.error.family}: {outcome.error.message}"',
+           'f"{outcome.error.message}"',
+           "two errors with one message and different families compare equal", tests=COMPARE_TESTS),
+    mutant("compare-ignore-extra-attrs", CMP,
+           "        for extra in range(len(names), len(attrs)):",
+           "        for extra in range(len(attrs), len(attrs)):",
+           "attrs beyond Paddle's signature are not compared", tests=COMPARE_TESTS),
+    mutant("compare-crash-is-match", CMP,
+           '        return Comparison("native-crash", n, 0)',
+           '        return Comparison("match", n, n)',
+           "a native crash counts as a match", tests=COMPARE_TESTS),
+    mutant("compare-any-port-error-is-invalid", CMP,
+           "    if port.error is not None and port.error.port_invalid:",
+           "    if port.error is not None:",
+           "every port error is filed as port-rejects-invalid", tests=COMPARE_TESTS),
+    mutant("compare-errors-skip-cells", CMP,
+           "    if diffs:",
+           "    if diffs and port.error is None:",
+           "when the port raised, differing cells still give both-raise-same", tests=COMPARE_TESTS),
+    mutant("compare-unreachable-counts", CMP,
+           'COMPARED = frozenset({"match", ',
+           'COMPARED = frozenset({"unreachable", "match", ',
+           "an unreachable case counts as compared (green without a comparison)", tests=COMPARE_TESTS),
+    mutant("outcome-family-exact-class", OUT,
+           "        if any(cls.__name__ == name for cls in type(exc).__mro__):",
+           "        if type(exc).__name__ == name:",
+           "the error family is the exact class name (ShardingConflictError is no NotImplementedError)",
+           tests=COMPARE_TESTS),
+    mutant("outcome-hint-kept", OUT,
+           '    for marker in ("\\n  [Hint:", "[Hint:", "\\n\\n---", "\\n---"):',
+           '    for marker in ("\\n\\n---", "\\n---"):',
+           "Paddle's [Hint: ...] stays in the compared message", tests=COMPARE_TESTS),
+    mutant("oracle-grad-stats-not-saved", KIT_KERNEL,
+           "        for name, out in saved.items():",
+           "        for name, out in ():",
+           "a grad case's saved statistics are random, not what the forward saved", tests=ORACLE_NORMS),
 )
+MUTANTS: tuple[Mutant, ...] = SHARED + tuple(m for family in FAMILIES
+                                             if (part := family_part(family, MutantSet)) is not None
+                                             for m in part.mutants)
 
 
 # --------------------------------------------------------------------------- checking the table
@@ -540,8 +217,9 @@ def refuse_stale(mutants: Sequence[Mutant], root: Path = REPO) -> None:
     if found:
         more = f" (and {len(found) - 1} more: {', '.join(f.split(':')[0] for f in found[1:])})" if found[1:] else ""
         raise UsageError("mutant " + found[0].split(":")[0], found[0].split(": ", 1)[1] + more,
-                         "each mutant's old text must occur exactly once in its file: re-point it in "
-                         "tools/mutants.py at the code as it is now")
+                         "each mutant's old text must occur exactly once in its file: re-point it in its "
+                         "table (ops/<family>/mutants.py, or tools/mutants.py for the shared code) at the "
+                         "current code")
 
 
 def check_table(mutants: Sequence[Mutant] = MUTANTS) -> list[str]:

@@ -6,17 +6,19 @@
 Measurement only, for issue 14 ("Co-sharded inputs"): nothing here changes the port. Families:
 
     collapse   TensorDistAttr.multi_dims_mapping -> dims_mapping on many meshes (which mesh dim survives)
-    registry   core.get_phi_spmd_rule: layer_norm forward, layer_norm infer_backward, batch_norm (static
-               forward) with x co-sharded on every axis, every order of 2 (and 3 on 2x2x2) mesh dims,
-               on meshes 2x2, 2x3, 3x2, 2x2x2
-    other      the same rules with another input co-sharded (scale, bias; out/mean/variance of the reverse
-               rule; mean/variance/scale/bias of batch_norm)
+    registry   core.get_phi_spmd_rule: each rule key a family's co-shard probe names for the registry
+               (``NativeRoutes.coshard_probe`` in ops/<family>/native.py: x's rank, attributes, keys),
+               through the registry name the family declares, with x co-sharded on every axis, every
+               order of 2 (and 3 on 2x2x2) mesh dims, on meshes 2x2, 2x3, 3x2, 2x2x2
+    other      the same rules with another input co-sharded (each input after x)
     edges      a partial dim on a co-shard member, a mesh dim listed twice, empty lists, size-1 mesh dims,
-               out-of-range mesh dims, a list shorter than the rank
-    pir        PIR static build: shard_tensor with Shard(d, shard_order=k) placements, then the batch_norm,
-               batch_norm_grad, layer_norm and layer_norm_grad ops; whether a PIR dist attribute can hold
-               a co-shard at all
-    dynamic    dygraph on one process: shard_tensor on a 2x2 mesh, then F.layer_norm / F.batch_norm
+               out-of-range mesh dims, a list shorter than the rank (x, or out for a reverse rule)
+    pir        PIR static build: shard_tensor with Shard(d, shard_order=k) placements, then the ops the
+               probes name (their builders: ``NativeRoutes.pir_ops``); whether a PIR dist attribute can
+               hold a co-shard at all
+    dynamic    dygraph on one process: shard_tensor on a 2x2 mesh, then each probe's functional call
+
+The tensors' other shapes come from each family's grid plan (``input_shapes``), every axis 12 long.
 
 Paddle is imported only in child processes (``--child FAMILY``, hidden). Each child runs its family's probes
 in order and prints one JSON line per finished probe; Paddle's log lines (glog, on fd 2) are attributed to the
@@ -36,8 +38,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from paddle_spmd_port.grid import input_shapes
+from paddle_spmd_port.ops import FAMILIES as OP_FAMILIES
+from paddle_spmd_port.ops import REGISTRY_NAMES, RULES, family_part
+from paddle_spmd_port.ops.kit.native import PROBE_SIZE, CoshardProbe, NativeRoutes
 from paddle_spmd_port.runctl.command import run_command
 from paddle_spmd_port.runctl.exits import EXIT_INCOMPLETE, EXIT_OK, UsageError
 from paddle_spmd_port.runctl.grammar import ArgumentParser, path_text, seconds
@@ -143,17 +149,48 @@ def _flat(items: Any) -> list[Any]:
     return out
 
 
-#: registry rule -> (input names, shapes, how to call). x is rank 3 for layer_norm (begin_norm_axis 2,
-#: so axes 0 and 1 are kept and axis 2 normalised) and rank 4 NCHW for batch_norm.
-N = 12
-LN_BNA = 2
-LN_SHAPES = {"x": (N, N, N), "scale": (N,), "bias": (N,), "out": (N, N, N), "mean": (N, N), "variance": (N, N)}
-BN_SHAPES = {"x": (N, N, N, N), "mean": (N,), "variance": (N,), "scale": (N,), "bias": (N,)}
-REGISTRY_RULES: dict[str, tuple[tuple[str, ...], dict[str, tuple[int, ...]]]] = {
-    "layer_norm": (("x", "scale", "bias"), LN_SHAPES),
-    "layer_norm_reverse": (("x", "scale", "bias", "out", "mean", "variance"), LN_SHAPES),
-    "batch_norm_static": (("x", "mean", "variance", "scale", "bias"), BN_SHAPES),
-}
+N = PROBE_SIZE
+
+
+class Probed(NamedTuple):
+    """One rule key a family's :class:`CoshardProbe` names: its inputs in call order with their
+    shapes, and the attribute values passed after them (the signature's, with the probe's overrides)."""
+
+    names: tuple[str, ...]
+    shapes: dict[str, tuple[int, ...]]
+    attrs: tuple[Any, ...]
+
+
+def _probed(family: str, key: str) -> Probed:
+    probe = _coshard_probe(family)
+    assert probe is not None
+    spec = RULES[key]
+    attrs = {name: probe.attrs.get(name, default) for name, default in spec.attrs}
+    shapes = input_shapes(key, (N,) * probe.x_rank, attrs)
+    return Probed(spec.inputs, shapes, tuple(attrs.values()))
+
+
+def _coshard_probe(family: str) -> CoshardProbe | None:
+    native = family_part(family, NativeRoutes)
+    return native.coshard_probe if native is not None else None
+
+
+def _probed_families() -> dict[str, CoshardProbe]:
+    """family -> its co-shard probe, for the families that declare one (ops/<family>/native.py)."""
+    return {f: probe for f in OP_FAMILIES if (probe := _coshard_probe(f)) is not None}
+
+
+def _registry_route(key: str) -> tuple[str, str]:
+    """(registry name, method) Paddle's registry reaches ``key`` by, from the declared names."""
+    for reg in REGISTRY_NAMES.values():
+        if reg.in_paddle and key in (reg.forward, reg.backward):
+            return reg.name, "infer_forward" if reg.forward == key else "infer_backward"
+    raise ValueError(f"{key}: no registry name of Paddle's reaches it")
+
+
+#: registry rule key -> (input names, shapes, attributes), from each family's co-shard probe.
+REGISTRY_RULES: dict[str, Probed] = {key: _probed(f, key) for f, probe in _probed_families().items()
+                                     for key in probe.registry}
 MESHES = ((2, 2), (2, 3), (3, 2), (2, 2, 2))
 
 
@@ -162,7 +199,8 @@ def _registry_call(rule: str, mesh: tuple[int, ...], name: str, multi: Any, part
     """Call one registry rule with input ``name`` carrying ``multi`` (and ``partial``), the rest replicated."""
     from paddle.framework import core
 
-    names, shapes = REGISTRY_RULES[rule]
+    names, shapes, attrs = REGISTRY_RULES[rule]
+    registry_name, method = _registry_route(rule)
     rec: dict[str, Any] = {"rule": rule, "mesh": mesh_text(mesh), "input": name, "multi_in": multi,
                            "partial_in": partial or []}
     try:
@@ -173,11 +211,7 @@ def _registry_call(rule: str, mesh: tuple[int, ...], name: str, multi: Any, part
         return rec
     def call(given: Any) -> Any:
         specs = [_spec(shapes[n], given if n == name else _attr(mesh, len(shapes[n]))) for n in names]
-        if rule == "batch_norm_static":
-            return core.get_phi_spmd_rule("batch_norm").infer_forward(*specs)
-        if rule == "layer_norm":
-            return core.get_phi_spmd_rule("layer_norm").infer_forward(*specs, 1e-5, LN_BNA)
-        return core.get_phi_spmd_rule("layer_norm").infer_backward(*specs, 1e-5, LN_BNA)
+        return getattr(core.get_phi_spmd_rule(registry_name), method)(*specs, *attrs)
 
     try:
         raw = call(attr)
@@ -225,7 +259,7 @@ def _probes(family: str) -> list[Probe]:
                 out.append((f"collapse {mesh_text(mesh)} {list(members)}",
                             functools.partial(_collapse, mesh, members)))
     elif family == "registry":
-        for rule, (_, shapes) in REGISTRY_RULES.items():
+        for rule, (_, shapes, _) in REGISTRY_RULES.items():
             rank = len(shapes["x"])
             for mesh in MESHES:
                 for members in orders(len(mesh)):
@@ -234,7 +268,7 @@ def _probes(family: str) -> list[Probe]:
                         out.append((f"{rule} {mesh_text(mesh)} x axis {axis} {list(members)}",
                                     functools.partial(_registry_call, rule, mesh, "x", multi)))
     elif family == "other":
-        for rule, (names, shapes) in REGISTRY_RULES.items():
+        for rule, (names, shapes, _) in REGISTRY_RULES.items():
             for name in names[1:]:
                 rank = len(shapes[name])
                 for mesh in MESHES:
@@ -268,10 +302,11 @@ def _probes(family: str) -> list[Probe]:
             ("-1 alone in an axis list", (2, 2), [[-1], [], []], None, False),
         ]
         for label, mesh, multi, partial, first in cases:
-            for rule in ("layer_norm", "layer_norm_reverse", "batch_norm_static"):
-                rank = len(REGISTRY_RULES[rule][1]["x"])
+            for rule in REGISTRY_RULES:
+                rank = len(REGISTRY_RULES[rule].shapes["x"])
                 mu = multi if not multi or len(multi) != 3 else multi + [[]] * (rank - 3)
-                name = "out" if rule == "layer_norm_reverse" else "x"
+                # a reverse rule's own tensor is the forward's output
+                name = "out" if RULES[rule].direction == "reverse" and "out" in RULES[rule].inputs else "x"
                 out.append((f"edge [{label}] {rule} {name} {mesh_text(mesh)} {mu} partial={partial}",
                             functools.partial(_edge, label, rule, mesh, name, mu, partial, first)))
     elif family == "pir":
@@ -292,19 +327,17 @@ def _placements(mesh: tuple[int, ...], axis: int, members: tuple[int, ...]) -> l
     return pl
 
 
-PIR_OPS: dict[str, tuple[tuple[str, ...], dict[str, tuple[int, ...]], tuple[Any, ...]]] = {
-    "layer_norm": (("x", "scale", "bias"), {"x": (N, N, N), "scale": (N,), "bias": (N,)}, (1e-5, LN_BNA)),
-    "layer_norm_grad": (("x", "scale", "bias", "mean", "variance", "out_grad"),
-                        {"x": (N, N, N), "scale": (N,), "bias": (N,), "mean": (N, N), "variance": (N, N),
-                         "out_grad": (N, N, N)}, (1e-5, LN_BNA)),
-    "batch_norm": (("x", "mean", "variance", "scale", "bias"), BN_SHAPES,
-                   (False, 0.9, 1e-5, "NCHW", False, False)),
-    "batch_norm_grad": (("x", "scale", "bias", "mean_out", "variance_out", "saved_mean", "saved_variance",
-                         "reserve_space", "out_grad"),
-                        {"x": (N, N, N, N), "scale": (N,), "bias": (N,), "mean_out": (N,), "variance_out": (N,),
-                         "saved_mean": (N,), "saved_variance": (N,), "reserve_space": (N,),
-                         "out_grad": (N, N, N, N)}, (0.9, 1e-5, "NCHW", False, False, False)),
-}
+def _pir_ops() -> dict[str, Probed]:
+    """PIR builder -> (input names, shapes, attributes), from each family's co-shard probe."""
+    out: dict[str, Probed] = {}
+    for family, probe in _probed_families().items():
+        native = family_part(family, NativeRoutes)
+        assert native is not None
+        out.update({native.pir_ops[key]: _probed(family, key) for key in probe.pir})
+    return out
+
+
+PIR_OPS = _pir_ops()
 
 
 def _pir_value(prog_state: dict[str, Any], shape: tuple[int, ...], mesh: tuple[int, ...],
@@ -406,14 +439,18 @@ def _pir_probes() -> list[Probe]:
 
 # --------------------------------------------------------------------------- dynamic (dygraph, one process)
 def _dyn(kind: str, members: tuple[int, ...], axis: int) -> dict[str, Any]:
+    from types import SimpleNamespace
+
     import paddle.distributed as dist
 
     paddle = _paddle()
-    F = paddle.nn.functional
+    api = SimpleNamespace(paddle=paddle, dist=dist, F=paddle.nn.functional)
+    probe = _probed_families()[kind]
+    assert probe.dynamic is not None
     mesh = _mesh((2, 2))
     rec: dict[str, Any] = {"kind": kind, "members": list(members), "axis": axis,
                            "world_size": dist.get_world_size(), "rank": dist.get_rank()}
-    shape = [N, N, N] if kind == "layer_norm" else [N, N, N, N]
+    shape = [N] * probe.x_rank
     x = paddle.randn(shape)
     try:
         dx = dist.shard_tensor(x, mesh, _placements((2, 2), axis, members))
@@ -423,12 +460,7 @@ def _dyn(kind: str, members: tuple[int, ...], axis: int) -> dict[str, Any]:
     rec["x_placements"] = str(dx.placements)
     rec["x_local_shape"] = list(dx._local_value().shape)
     try:
-        if kind == "layer_norm":
-            y = F.layer_norm(dx, normalized_shape=[N])
-        else:
-            rm = dist.shard_tensor(paddle.zeros([N]), mesh, [dist.Replicate(), dist.Replicate()])
-            rv = dist.shard_tensor(paddle.ones([N]), mesh, [dist.Replicate(), dist.Replicate()])
-            y = F.batch_norm(dx, rm, rv, training=True)
+        y = probe.dynamic(api, mesh, dx)
     except Exception as exc:
         text = " ".join(ln.strip() for ln in str(exc).strip().splitlines()[:3])
         rec["op_error"] = f"{type(exc).__name__}: {text[:400]}"
@@ -445,7 +477,9 @@ def _dyn(kind: str, members: tuple[int, ...], axis: int) -> dict[str, Any]:
 
 def _dynamic_probes() -> list[Probe]:
     out: list[Probe] = []
-    for kind in ("layer_norm", "batch_norm"):
+    for kind, probe in _probed_families().items():
+        if probe.dynamic is None:
+            continue
         for members in ((0, 1), (1, 0)):
             for axis in (0, 1):
                 out.append((f"dynamic {kind} 2x2 x axis {axis} {list(members)}",

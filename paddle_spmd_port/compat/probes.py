@@ -24,7 +24,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from ..ops.kit.compat import Probe, ProbeKit, compat_modules
+from ..ops.kit.compat import Probe, ProbeKit, compat_parts
 
 FAMILIES = ("NotImplementedError", "IndexError", "ValueError", "RuntimeError", "TypeError", "AssertionError")
 
@@ -500,19 +500,20 @@ def _spec_probes(kit: ProbeKit) -> None:
 
 
 def _registry_probes(kit: ProbeKit) -> None:
-    """The registry: which names each one holds (every family's ``CONTAINS``, and two more)."""
-    modules = list(compat_modules())
+    """The registry: which names each one holds (every family's ``contains``, and two more)."""
+    parts = list(compat_parts())
 
     @kit.probe("registry/contains")
     def _():
-        names = (*(name for _family, module in modules for name in module.CONTAINS), "replicated", "nope")
+        names = (*(name for _family, part in parts for name in part.contains), "replicated", "nope")
         return [kit.contains(n) for n in names]
 
 
 def _family_probes(kit: ProbeKit) -> None:
     """Each family's probes (``ops/<family>/compat.py``), family by family."""
-    for _family, module in compat_modules():
-        module.probes(kit)
+    for _family, part in compat_parts():
+        if part.probes is not None:
+            part.probes(kit)
 
 
 def _replicated_probes(kit: ProbeKit) -> None:

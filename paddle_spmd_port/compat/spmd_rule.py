@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidSpecError, PaddleInvalidArgument, RuleNotFoundError, ShardingConflictError, SpmdError
-from ..ops.kit.compat import Method, compat_modules
+from ..ops.kit.compat import Method, compat_parts
 from ..ops.registry import get_spmd_rule
 from ..types import DistTensorSpec as PortSpec
 from ..types import ProcessMesh as PortMesh
@@ -251,8 +251,8 @@ def _registry() -> dict[str, SpmdRule]:
     """Every family's declared rules (``ops/<family>/compat.py``), then ``replicated``; each takes
     its functions from the port's registry object of the same name."""
     out: dict[str, SpmdRule] = {}
-    for family, module in compat_modules():
-        for declared in module.RULES:
+    for family, part in compat_parts():
+        for declared in part.rules:
             if declared.name in out:
                 raise ImportError(f"ops/{family}/compat.py serves {declared.name!r}, which another family serves")
             rule = get_spmd_rule(declared.name)

@@ -25,7 +25,7 @@ from ..case import write_jsonl
 from ..ops.kit.launch import (
     LaunchCase,
     coshard_orders,
-    coshard_placements,
+    coshard_placement_strings,
     launch_ops,
     not_launched,
     parse_placement,
@@ -101,6 +101,6 @@ def coshard_cases(mesh_shape: Sequence[int]) -> list[LaunchCase]:
     return cases
 
 
-__all__ = ["NOT_LAUNCHED", "OPS", "OP_RULES", "LaunchCase", "coshard_cases", "coshard_orders", "coshard_placements",
-           "default_cases", "parse_placement", "placement_grid", "placements_to_dims_mapping", "read_cases",
-           "select_by_rules", "write_cases"]
+__all__ = ["LaunchCase", "NOT_LAUNCHED", "OPS", "OP_RULES", "coshard_cases", "coshard_orders",
+           "coshard_placement_strings", "default_cases", "parse_placement", "placement_grid",
+           "placements_to_dims_mapping", "read_cases", "select_by_rules", "write_cases"]

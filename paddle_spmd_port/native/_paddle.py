@@ -12,8 +12,8 @@ from typing import Any
 
 from ..case import Case
 from ..installed import paddle_dir, paddle_version
-from ..ops import FAMILIES, family_module
-from ..ops.kit.native import attr_kinds
+from ..ops import FAMILIES, family_part
+from ..ops.kit.native import NativeRoutes, attr_kinds
 from ..types import ProcessMesh
 
 
@@ -25,14 +25,14 @@ class ReduceTypeError(Exception):
 def _attr_kinds() -> dict[str, tuple[str, ...]]:
     table: dict[str, tuple[str, ...]] = {}
     for family in FAMILIES.values():
-        declared = getattr(family_module(family.name, "native"), "NATIVE_ATTR_KINDS", None)
+        declared = (family_part(family.name, NativeRoutes) or NativeRoutes()).attr_kinds
         for spec in family.rules:
             table[spec.key] = attr_kinds(spec, declared)
     return table
 
 
 #: rule key -> how Paddle takes each of its attributes ("bool", "int", "float", "str"), in
-#: signature order: the kind of the default's type, or the family's ``NATIVE_ATTR_KINDS``.
+#: signature order: the kind of the default's type, or the family's ``NATIVE.attr_kinds``.
 ATTR_KIND: dict[str, tuple[str, ...]] = _attr_kinds()
 
 

@@ -50,8 +50,8 @@ from pathlib import Path
 from typing import IO, NamedTuple
 
 from ..case import Case, PerAttrs
-from ..ops import FAMILIES, family_module
-from ..ops.kit.native import KIND_TOKENS, mismatch_reason
+from ..ops import FAMILIES, family_part
+from ..ops.kit.native import KIND_TOKENS, NativeRoutes, mismatch_reason
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..runctl.signals import signal_text
 from ..types import DistAttr, DistTensorSpec, Mapping, ProcessMesh, SpmdResult, entry_of, mesh_dims_of
@@ -70,10 +70,10 @@ def _family_facts() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     mismatch: dict[str, str] = {}
     markers: dict[str, str] = {}
     for family in FAMILIES.values():
-        native = family_module(family.name, "native")
-        header = f"{RULE_HEADERS}/{getattr(native, 'CPP_HEADER', family.name + '.h')}"
-        reasons = getattr(native, "CPP_MISMATCH", {})
-        marker = getattr(native, "CPP_RELEASE_MARKER", None)
+        native = family_part(family.name, NativeRoutes) or NativeRoutes()
+        header = f"{RULE_HEADERS}/{native.cpp_header or family.name + '.h'}"
+        reasons = native.cpp_mismatch
+        marker = native.cpp_release_marker
         if marker is not None:
             markers[header] = marker
         for spec in family.rules:

@@ -18,25 +18,25 @@ from collections.abc import Callable, Mapping
 
 from ..case import Case, PerAttrs
 from ..errors import InvalidSpecError
-from ..ops import FAMILIES, family_module
+from ..ops import FAMILIES, family_part
+from ..ops.kit.native import CrashClause, NativeRoutes
 from ..types import mesh_dims_of
 
 FamilyClause = Callable[[Case, Mapping[str, object]], bool]
 
 
-def _clauses(name: str) -> dict[str, FamilyClause]:
-    """rule key -> its family's ``name`` predicate, for the families that declare one."""
+def _clauses(route: Callable[[NativeRoutes], CrashClause | None]) -> dict[str, FamilyClause]:
+    """rule key -> its family's clause for one route, for the families that declare one."""
     table: dict[str, FamilyClause] = {}
     for family in FAMILIES.values():
-        module = family_module(family.name, "native")
-        clause = getattr(module, name, None) if module is not None else None
+        clause = route(family_part(family.name, NativeRoutes) or NativeRoutes())
         if clause is not None:
             table.update(dict.fromkeys(family.keys, clause))
     return table
 
 
-_COMPILED = _clauses("compiled_may_crash")
-_PIR = _clauses("pir_may_crash")
+_COMPILED = _clauses(lambda native: native.compiled_may_crash)
+_PIR = _clauses(lambda native: native.pir_may_crash)
 
 
 def _named_attrs_of(case: Case) -> dict[str, object]:

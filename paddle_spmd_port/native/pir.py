@@ -55,12 +55,13 @@ import contextlib
 import re
 import traceback
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..case import INT64, Case, PerAttrs, int_range_problem
-from ..ops import FAMILIES, RULES, family_module
+from ..ops import FAMILIES, RULES, family_part
+from ..ops.kit.native import NativeRoutes
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, format_mapping, plain_mapping
 from ._fork import run_isolating
@@ -110,20 +111,21 @@ class OpRoute:
     optional: frozenset[str]
 
 
-def _declared(name: str) -> dict[str, str]:
-    """rule key -> its family's ``name`` entry (``PIR_OPS`` or ``PIR_NOT_ROUTED``), family by family."""
+def _declared(entry: Callable[[NativeRoutes], Mapping[str, str]]) -> dict[str, str]:
+    """rule key -> its family's entry (builder or reason), family by family."""
     table: dict[str, str] = {}
     for family in FAMILIES.values():
-        table.update(getattr(family_module(family.name, "native"), name, {}))
+        table.update(entry(family_part(family.name, NativeRoutes) or NativeRoutes()))
     return table
 
 
 #: rule key -> the ``_C_ops`` builder; inputs and optional inputs from the declared spec.
 ROUTES: dict[str, OpRoute] = {
-    key: OpRoute(builder, RULES[key].inputs, RULES[key].optional) for key, builder in _declared("PIR_OPS").items()}
+    key: OpRoute(builder, RULES[key].inputs, RULES[key].optional)
+    for key, builder in _declared(lambda native: native.pir_ops).items()}
 
 #: rule key -> why no PIR op reaches it.
-NOT_ROUTED: dict[str, str] = _declared("PIR_NOT_ROUTED")
+NOT_ROUTED: dict[str, str] = _declared(lambda native: native.pir_not_routed)
 
 
 class _Unreachable(Exception):

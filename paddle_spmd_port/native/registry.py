@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..case import Case, int_range_problem
-from ..ops import FAMILIES, family_module
+from ..ops import FAMILIES, family_part
+from ..ops.kit.native import NativeRoutes
 from ..outcome import ErrorInfo, Outcome
 from ..types import DistAttr, DistTensorSpec, SpmdResult, entry_of, mesh_dims_of
 from ._fork import run_isolating
@@ -46,11 +47,11 @@ def _routes() -> tuple[dict[str, tuple[str, str]], dict[str, Callable[[Case], li
                 routes[reg.forward] = (reg.name, "infer_forward")
                 if reg.backward is not None:
                     routes[reg.backward] = (reg.name, "infer_backward")
-        native = family_module(family.name, "native")
-        for key, route in getattr(native, "REGISTRY_ROUTES", {}).items():
+        native = family_part(family.name, NativeRoutes) or NativeRoutes()
+        for key, route in native.registry_routes.items():
             routes[key] = route
-            if route[1] == "replicated":
-                outputs[key] = native.replicated_outputs  # type: ignore[union-attr]
+            if route[1] == "replicated" and native.replicated_outputs is not None:
+                outputs[key] = native.replicated_outputs
     return routes, outputs
 
 

@@ -22,8 +22,8 @@ BACKENDS: tuple[str, ...] = ROUTES
 #: The native backends each rule is compared with by default, the primary one first (declared by
 #: each family: ``ops/<family>/__init__.py``).
 DEFAULT_BACKENDS: dict[str, tuple[str, ...]] = {key: spec.routes for key, spec in RULES.items()}
-#: Each rule's primary native backend.
-DEFAULT_BACKEND: dict[str, str] = {rule: backends[0] for rule, backends in DEFAULT_BACKENDS.items()}
+#: Each rule's primary native backend (a rule no route reaches has none).
+DEFAULT_BACKEND: dict[str, str] = {rule: backends[0] for rule, backends in DEFAULT_BACKENDS.items() if backends}
 
 
 def routes_reaching(rule: str) -> tuple[str, ...]:

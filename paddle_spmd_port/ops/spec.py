@@ -7,7 +7,7 @@ Every room reads these declarations through :mod:`paddle_spmd_port.ops` and name
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 #: The native routes, in the order backend groups run: the static-API registry
 #: (``core.get_phi_spmd_rule``), Paddle's exported C++ functions called by a compiled program,
@@ -82,3 +82,25 @@ class OpFamily:
             for key in (reg.forward, reg.backward):
                 if key is not None and key not in self.keys:
                     raise ValueError(f"family {self.name}: registry name {reg.name!r} names unknown key {key!r}")
+
+
+class FamilyPart:
+    """The base of a family's typed parts (the grid plan, the native routes, the release notes, ...).
+
+    A part kind names the module of ``ops/<family>/`` that holds it (:attr:`MODULE`) and the one
+    name that module binds it to (:attr:`ATTRIBUTE`); :func:`paddle_spmd_port.ops.family_part` reads
+    it there, checks its type and runs :meth:`check`, so a room reads typed fields (mypy sees them)
+    and a wrong declaration fails on import, naming the file. Every part is optional: a family
+    without the module has none (the room uses the kind's defaults, or skips the family)."""
+
+    MODULE: ClassVar[str]
+    ATTRIBUTE: ClassVar[str]
+
+    def problems(self, family: OpFamily) -> list[str]:
+        """What is wrong with this part as ``family``'s (empty: nothing)."""
+        return []
+
+
+def foreign_keys(family: OpFamily, keys: Any) -> list[str]:
+    """The keys of ``keys`` (rule keys) that ``family`` does not declare, sorted."""
+    return sorted(set(keys) - set(family.keys))

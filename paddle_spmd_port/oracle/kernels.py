@@ -1,7 +1,7 @@
 """The oracle's numpy models of every rule, gathered from the op families.
 
-Each family's ``ops/<family>/kernel.py`` holds its kernels and a ``MODELS`` dict (rule key ->
-:class:`~paddle_spmd_port.ops.kit.kernel.OpModel`); the kernel API they are built from is
+Each family's ``ops/<family>/kernel.py`` holds its kernels and binds ``KERNEL``, a
+:class:`~paddle_spmd_port.ops.kit.kernel.KernelModels` (rule key -> ``OpModel``); the kernel API they are built from is
 :mod:`paddle_spmd_port.ops.kit.kernel`. This module only assembles them, in the order of the
 declared rule keys, so the oracle itself names no op. A family without a ``kernel.py`` has no
 model: its rules are listed as not judged.
@@ -9,22 +9,21 @@ model: its rules are listed as not judged.
 
 from __future__ import annotations
 
-from ..ops import FAMILIES, RULES, family_module
-from ..ops.kit.kernel import Arrays, Facts, KernelRejects, OpModel, f32, required
+from ..ops import FAMILIES, RULES, family_part
+from ..ops.kit.kernel import Arrays, Facts, KernelModels, KernelRejects, OpModel, f32, required
+
+
+def family_models(family: str) -> KernelModels | None:
+    """The family's models (ops/<family>/kernel.py's ``KERNEL``), None where it has no kernel.py."""
+    return family_part(family, KernelModels)
 
 
 def _gather() -> dict[str, OpModel]:
     found: dict[str, OpModel] = {}
     for family in FAMILIES:
-        module = family_module(family, "kernel")
-        if module is None:
-            continue
-        models: dict[str, OpModel] = module.MODELS
-        for key, op_model in models.items():
-            # a model keyed by another family's rule would be judged under the wrong facts
-            if key not in FAMILIES[family].keys:
-                raise ImportError(f"ops/{family}/kernel.py models {key!r}, which is not one of the family's rule keys")
-            found[key] = op_model
+        part = family_models(family)
+        if part is not None:
+            found.update(part.models)  # keys checked against the family's (KernelModels.problems)
     return {key: found[key] for key in RULES if key in found}
 
 

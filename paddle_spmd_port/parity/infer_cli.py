@@ -539,7 +539,12 @@ def _main(argv: Sequence[str]) -> int:
     _show("port" if args.profile == "paddle" else f"port ({args.profile} profile)", case, port)
     if args.no_native:
         return EXIT_OK
-    backend = args.backend or record.get("backend") or DEFAULT_BACKEND[case.rule]
+    backend = args.backend or record.get("backend") or DEFAULT_BACKEND.get(case.rule)
+    if backend is None:  # a rule whose family declares no route: nothing to compare with
+        sys.stdout.flush()
+        print(f"{prefix(PROG)}: no native route reaches {case.rule} (its rule spec declares none; "
+              "--no-native shows the port's answer alone)", file=sys.stderr)
+        return EXIT_INCOMPLETE
     print(f"route: {backend}" + ("" if args.backend or not record.get("backend") else " (the record's)"))
     beyond = int_range_problem(case)
     info: dict[str, Any] = {}

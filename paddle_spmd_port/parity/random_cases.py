@@ -61,7 +61,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..case import Case
-from ..grid import MESH_SHAPES, coshard_mappings, grid_module, input_shapes, mesh_of, valid_mappings
+from ..grid import MESH_SHAPES, coshard_mappings, grid_plan, input_shapes, mesh_of, valid_mappings
 from ..ops import rule_spec
 from ..ops.kit.grid import LIKE_X, RandomPlan
 from ..types import DistTensorSpec, Mapping, ProcessMesh, mesh_dims_of
@@ -84,7 +84,7 @@ INVALID_MUTATIONS = {"x-rank": 12, "other-rank": 12, "mapping-length": 12, "mesh
 
 def _plan(rule: str) -> RandomPlan:
     """The rule's family's draws (its grid module's ``RANDOM``)."""
-    plan: RandomPlan = grid_module(rule).RANDOM
+    plan: RandomPlan = grid_plan(rule).random
     return plan
 
 

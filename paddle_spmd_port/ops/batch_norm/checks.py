@@ -8,7 +8,7 @@ its message; port = InvalidSpecError, where Paddle crashes or accepts garbage)::
                         variance_out, scale, bias, saved_mean, saved_variance (those the rule has);
                         P reserve_space 1-D; port x on a mesh, specs valid
 
-data_format is checked by :func:`~paddle_spmd_port.ops.batch_norm.layout.channel_axis` (the PR #72918
+data_format is checked by :func:`~paddle_spmd_port.ops.kit.layout.channel_axis` (the PR #72918
 rules do not read it). Messages name ``batch_norm`` also for sync_batch_norm (the proposal's
 messages do), and the rank-2 reserve_space message says ``reserve_space_ndim``, as Paddle's does.
 """
@@ -21,6 +21,7 @@ from typing import Any
 from ...errors import PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import input_names
+from ..kit.layout import check_channel_x_rank
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -44,16 +45,6 @@ _BN_GRAD_1D = ("mean_out", "variance_out", "scale", "bias", "saved_mean", "saved
 _BN_FORWARD = input_names("batch_norm")
 
 
-def check_bn_x_rank(x: RuleInput, op: str = "batch_norm") -> None:
-    """Paddle's x-rank check of batch_norm (and instance_norm's forward, same words): 2 <= rank <= 5."""
-    if x.ndim < 2:
-        raise PaddleInvalidArgument(f"The ndim of x in {op} should be greater than 1, but got [{x.ndim}].",
-                                    kind="ndim:x:min")
-    if x.ndim > 5:
-        raise PaddleInvalidArgument(f"The ndim of x in {op} should be less than 6, but got [{x.ndim}].",
-                                    kind="ndim:x:max")
-
-
 def bn_forward_inputs(specs: Sequence[DistTensorSpec | None], attrs: Sequence[tuple[str, Any]]
                       ) -> tuple[RuleInput, RuleInput, RuleInput, RuleInput, RuleInput]:
     """The forward rules' checks: ``specs`` (x, mean, variance, scale, bias) and ``attrs`` in
@@ -67,7 +58,7 @@ def bn_forward_inputs(specs: Sequence[DistTensorSpec | None], attrs: Sequence[tu
     tx, tm, tv = as_input(x, "x"), as_input(mean, "mean"), as_input(variance, "variance")
     ts, tb = as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
     check_attrs(*attrs)
-    check_bn_x_rank(tx)
+    check_channel_x_rank(tx, BN)
     for t in (tm, tv, ts, tb):
         require_ndim(t, 1, BN)
     require_x_mesh(tx)
@@ -90,7 +81,7 @@ def bn_grad_inputs(names: Sequence[tuple[str, bool]], specs: Sequence[DistTensor
     t = {name: as_input(spec, name, optional=optional) for (name, optional), spec in zip(names, specs, strict=True)}
     check_attrs(*attrs)
     tx, tg = t["x"], t["out_grad"]
-    check_bn_x_rank(tx)
+    check_channel_x_rank(tx, BN)
     if tg.ndim != tx.ndim:
         raise PaddleInvalidArgument(
             "The ndim of out_grad in batch_norm should be equal with x, "

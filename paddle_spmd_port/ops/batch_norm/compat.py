@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kit.compat import CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
+from ..kit.compat import CompatEntries, CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
 
 RULES = (
     CompatRule("batch_norm", Method(("x", "mean", "variance", "scale", "bias"), optional=frozenset({"scale", "bias"}),
@@ -85,3 +85,7 @@ def probes(kit: ProbeKit) -> None:
     @probe("bn/scale-rank-2")
     def _() -> Any:
         bn.infer_forward(bx, stat, stat, spec([16, 2], [-1, -1]), stat)
+
+
+#: The family's compat entries, read by paddle_spmd_port.compat (the rules it serves, its probes).
+COMPAT = CompatEntries(RULES, CONTAINS, probes)

@@ -30,10 +30,11 @@ from ..kit.grid import (
     MESH_SHAPES,
     MIXED_X_RANK4,
     X_SHAPES,
+    CaseNumbering,
     CoshardPlan,
     GridCase,
     GridFn,
-    Ids,
+    GridPlan,
     Placement,
     RandomPlan,
     RankOf,
@@ -41,11 +42,12 @@ from ..kit.grid import (
     mesh_of,
     mixed_meshes,
     one_at_a_time,
+    placed_spec,
     placements,
     rep,
-    spec,
 )
-from .layout import DATA_FORMATS, PER_CHANNEL, channel_axis
+from ..kit.layout import DATA_FORMATS, channel_axis
+from .layout import PER_CHANNEL
 
 #: batch_norm layouts of the co-shard set: channel first and channel last.
 COSHARD_FORMATS = ("NCHW", "NHWC")
@@ -53,7 +55,7 @@ COSHARD_FORMATS = ("NCHW", "NHWC")
 
 def forward_grid(rule: str, formats: Sequence[str]) -> Iterator[GridCase]:
     """x through every placement, the others one at a time against a few x placements."""
-    make = Ids(rule)
+    make = CaseNumbering(rule)
     names = ("mean", "variance", "scale", "bias")
     for mesh_shape in MESH_SHAPES:
         mesh = mesh_of(mesh_shape)
@@ -65,7 +67,7 @@ def forward_grid(rule: str, formats: Sequence[str]) -> Iterator[GridCase]:
                 shapes: dict[str, tuple[int, ...]] = {n: (x_shape[c],) for n in names}
                 # x: every placement, the others replicated
                 for pl in placements(rank, mesh.ndim):
-                    yield make(mesh, [spec(x_shape, pl, mesh)] + [rep(shapes[n], mesh) for n in names], attrs)
+                    yield make(mesh, [placed_spec(x_shape, pl, mesh)] + [rep(shapes[n], mesh) for n in names], attrs)
                 # the others: one at a time, against a few x placements (C split, N split, none)
                 x_probe: list[Placement] = [((-1,) * rank, frozenset())]
                 for m in range(mesh.ndim):
@@ -75,11 +77,11 @@ def forward_grid(rule: str, formats: Sequence[str]) -> Iterator[GridCase]:
                         x_probe.append((tuple(dm), frozenset()))
                 for xp in x_probe:
                     for variant in one_at_a_time(names, shapes, mesh, ("scale", "bias"))[1:]:
-                        yield make(mesh, [spec(x_shape, xp, mesh)] + [variant[n] for n in names], attrs)
+                        yield make(mesh, [placed_spec(x_shape, xp, mesh)] + [variant[n] for n in names], attrs)
 
 
 def _forward_invalid(rule: str, with_format: bool) -> Iterator[GridCase]:
-    make = Ids(rule, "invalid")
+    make = CaseNumbering(rule, "invalid")
     mesh = mesh_of((2, 3))
     attrs = (("data_format", "NCHW"),) if with_format else ()
     stat = rep((6,), mesh)
@@ -119,7 +121,7 @@ def _grid_batch_norm() -> Iterator[GridCase]:
 def grad_grid(rule: str, names: Sequence[str], formats: Sequence[str]) -> Iterator[GridCase]:
     """x and out_grad: every placement of each (the other cycled through a fixed list); the
     per-channel tensors one at a time."""
-    make = Ids(rule)
+    make = CaseNumbering(rule)
     side = [n for n in names if n not in ("x", "out_grad")]
     for mesh_shape in MESH_SHAPES:
         mesh = mesh_of(mesh_shape)
@@ -135,14 +137,16 @@ def grad_grid(rule: str, names: Sequence[str], formats: Sequence[str]) -> Iterat
                     og = all_pl[(k * 7 + 3) % len(all_pl)]
                     for x_pl, og_pl in ((pl, og), (og, pl)):
                         tensors: dict[str, DistTensorSpec | None] = {
-                            "x": spec(x_shape, x_pl, mesh), "out_grad": spec(x_shape, og_pl, mesh), **reps}
+                            "x": placed_spec(x_shape, x_pl, mesh), "out_grad": placed_spec(x_shape, og_pl, mesh),
+                            **reps}
                         yield make(mesh, [tensors[n] for n in names], attrs)
                 x_probe: list[Placement] = [((-1,) * rank, frozenset())]
                 x_probe += [(tuple(m if a == c else -1 for a in range(rank)), frozenset()) for m in range(mesh.ndim)]
                 optional = [n for n in ("scale", "bias", "reserve_space") if n in side]
                 for xp in x_probe:
                     for variant in one_at_a_time(side, shapes, mesh, optional)[1:]:
-                        tensors = {"x": spec(x_shape, xp, mesh), "out_grad": spec(x_shape, xp, mesh), **variant}
+                        x_spec = placed_spec(x_shape, xp, mesh)
+                        tensors = {"x": x_spec, "out_grad": x_spec, **variant}
                         yield make(mesh, [tensors[n] for n in names], attrs)
 
 
@@ -150,7 +154,7 @@ def _grad_invalid(rule: str) -> Iterator[GridCase]:
     """Paddle's own checks (x rank 1 and 6, out_grad's rank, 2-D per-channel tensors, a 2-D
     reserve_space) and input it does not validate (mesh dims used twice or out of range, a mapping
     shorter than the rank, an unknown data_format, x without a mesh)."""
-    make = Ids(rule, "invalid")
+    make = CaseNumbering(rule, "invalid")
     mesh = mesh_of((2, 3))
     names = RULES[rule].inputs
     nchw = (("data_format", "NCHW"),)
@@ -245,3 +249,8 @@ FREE_SIZE = frozenset({"reserve_space"})
 #: Per-channel statistics keep their own draws (only mean/variance may copy x's mapping).
 RANDOM = RandomPlan(ranks=(2, 5), bad_x_ranks=(1, 6, 7), data_formats=DATA_FORMATS,
                     stats_like_x=frozenset({"mean", "variance"}))
+
+#: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
+GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,
+                answer_ranks=ANSWER_RANKS,
+                derived_shapes=derived_shapes, free_size=FREE_SIZE)

@@ -34,6 +34,7 @@ from ..kit.kernel import (
     Arrays,
     Attrs,
     Facts,
+    KernelModels,
     KernelRejects,
     Mode,
     OpModel,
@@ -41,12 +42,13 @@ from ..kit.kernel import (
     channel_shape,
     check_per_channel,
     check_x,
-    each,
     f32,
     model,
+    per_rank,
     required,
 )
-from .layout import DATA_FORMAT_NDIM, FORWARD_ATTRS, PER_CHANNEL, channel_axis, kernel_layout
+from ..kit.layout import DATA_FORMAT_NDIM, channel_axis, kernel_layout
+from .layout import FORWARD_ATTRS, PER_CHANNEL
 
 #: The statistics modes the oracle crosses the attributed rules' cases with (name, attributes set).
 MODES: tuple[Mode, ...] = (
@@ -194,14 +196,18 @@ def _grad_batch_stats(attrs: Attrs) -> bool:
 
 
 MODELS: dict[str, OpModel] = {
-    "batch_norm_static": model("batch_norm_static", each(batch_norm), FACTS, batch_axis_outputs=("out",),
+    "batch_norm_static": model("batch_norm_static", per_rank(batch_norm), FACTS, batch_axis_outputs=("out",),
                                batch_axis_inputs=("x",), batch_statistics=_forward_batch_stats,
                                attrs=_static_attrs, registry_repro=True,
                                not_on_ranks="the registry rule is only used by static completion"),
-    "batch_norm": model("batch_norm", each(batch_norm), FACTS, batch_axis_outputs=("out",), batch_axis_inputs=("x",),
-                        batch_statistics=_forward_batch_stats, modes=MODES, launch=launch_fields),
-    "batch_norm_grad": model("batch_norm_grad", each(batch_norm_grad), FACTS, batch_axis_outputs=("x_grad",),
+    "batch_norm": model("batch_norm", per_rank(batch_norm), FACTS, batch_axis_outputs=("out",),
+                        batch_axis_inputs=("x",), batch_statistics=_forward_batch_stats, modes=MODES,
+                        launch=launch_fields),
+    "batch_norm_grad": model("batch_norm_grad", per_rank(batch_norm_grad), FACTS, batch_axis_outputs=("x_grad",),
                              batch_axis_inputs=("x", "out_grad"), batch_statistics=_grad_batch_stats, modes=MODES,
                              saved_inputs=saved_statistics, launch=launch_fields,
                              not_on_ranks="whenever C is split, a real run already stops in the batch_norm forward"),
 }
+
+#: The family's oracle part, read by paddle_spmd_port.oracle.kernels.
+KERNEL = KernelModels(MODELS)

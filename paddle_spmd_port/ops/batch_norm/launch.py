@@ -37,22 +37,24 @@ from ..kit.launch import (
     Inputs,
     LaunchCase,
     LaunchOp,
+    LaunchPlan,
     OpPrediction,
     RuleCall,
     StagePrediction,
     TensorExpectation,
-    coshard_placements,
+    check_layout,
+    coshard_placement_strings,
     expect,
-    few,
     grid_factor,
     kernel_rejects,
     local_shapes,
+    mapped_spec,
     placement_grid,
     replicated,
     scaled,
-    spec,
+    takes_rare_variants,
 )
-from .layout import DATA_FORMAT_NDIM, channel_axis, kernel_layout
+from ..kit.layout import channel_axis, kernel_layout
 
 NOT_LAUNCHED = {
     "batch_norm_static": "a static-graph rule; eager calls run the forward and grad rules only",
@@ -76,14 +78,6 @@ COSHARD_CONFIGS: tuple[tuple[tuple[int, ...], str, dict[int, str]], ...] = (
     ((8, 8, 2, 8), "NCHW", {0: "N", 1: "C", 3: "W (normalised)"}),
     ((8, 2, 8, 8), "NHWC", {3: "C"}),
 )
-
-
-def check_layout(case: LaunchCase) -> None:
-    """data_format is one of the layouts and fits x's rank (every op with a layout)."""
-    if case.data_format not in DATA_FORMAT_NDIM:
-        raise ValueError(f"{case.case_id}: data_format must be one of {sorted(DATA_FORMAT_NDIM)}")
-    if DATA_FORMAT_NDIM[case.data_format] != len(case.shape):
-        raise ValueError(f"{case.case_id}: {case.data_format} needs a rank-{DATA_FORMAT_NDIM[case.data_format]} x")
 
 
 def local_checks(case: LaunchCase, pred: StagePrediction) -> tuple[StagePrediction, tuple[tuple[str, str], ...]]:
@@ -159,8 +153,8 @@ class BatchNormLaunch(LaunchOp):
             for pl in placement_grid(len(shape), mesh_ndim):
                 with_eval = mesh_ndim == 1 or "R" in pl  # the rule ignores is_test: eval on a subset on 2-D meshes
                 for training in (True, False) if with_eval else (True,):
-                    extra = (AFFINE_EXTRA if training and (few(pl, c) or (mesh_ndim == 1 and f"S({c})" in pl))
-                             else ())
+                    rare = takes_rare_variants(pl, c) or (mesh_ndim == 1 and f"S({c})" in pl)
+                    extra = AFFINE_EXTRA if training and rare else ()
                     for w, b in AFFINE_MAIN + extra:
                         add(op=self.name, shape=shape, mesh_shape=mesh_shape, placements=pl, data_format=fmt,
                             training=training, weight=w, bias=b)
@@ -179,7 +173,7 @@ class BatchNormLaunch(LaunchOp):
         for shape, fmt, axes in COSHARD_CONFIGS:
             shape = scaled(shape, factor)
             for axis, what in axes.items():
-                placements = coshard_placements(axis, members, len(mesh_shape))
+                placements = coshard_placement_strings(axis, members, len(mesh_shape))
                 variants = [(True, True, True), (True, False, False)]
                 if what == "N":
                     variants.append((False, True, True))
@@ -211,8 +205,8 @@ class BatchNormLaunch(LaunchOp):
             tensors.append(expect(name, "forward", name, outs[i], c, case))
         backward = None
         if case.backward:
-            og = spec(case.shape, outs[0].dims_mapping, mesh)
-            saved = [spec(c, a.dims_mapping, mesh) for a in outs[1:5]]
+            og = mapped_spec(case.shape, outs[0].dims_mapping, mesh)
+            saved = [mapped_spec(c, a.dims_mapping, mesh) for a in outs[1:5]]
             backward = self.grad(case, inputs, call, saved, og, fmt)
         return OpPrediction(forward, backward, tuple(tensors), risks)
 
@@ -234,4 +228,5 @@ class BatchNormLaunch(LaunchOp):
         return dict(zip(names, outs[1:5], strict=False))
 
 
-OP = BatchNormLaunch()
+#: The family's real runs, read by the launch room.
+LAUNCH = LaunchPlan(BatchNormLaunch(), NOT_LAUNCHED)

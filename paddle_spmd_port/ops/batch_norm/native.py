@@ -18,8 +18,9 @@ build without it has none of the rules the caller calls.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from ..kit.native import CaseView, short_data_format
+from ..kit.native import CaseView, CoshardProbe, NativeRoutes, short_data_format
 
 CPP_RELEASE_MARKER = "Paddle < 3.1"
 
@@ -44,3 +45,22 @@ def compiled_may_crash(case: CaseView, attrs: Mapping[str, object]) -> bool:
 
 def pir_may_crash(case: CaseView, attrs: Mapping[str, object]) -> bool:
     return grad_partial_without_mesh(case) or (case.rule in PIR_OPS and short_data_format(attrs))
+
+
+def _coshard_call(api: Any, mesh: Any, x: Any) -> Any:
+    replicated = [api.dist.Replicate() for _ in mesh.shape]
+    channels = x.shape[1]
+    running_mean = api.dist.shard_tensor(api.paddle.zeros([channels]), mesh, replicated)
+    running_var = api.dist.shard_tensor(api.paddle.ones([channels]), mesh, replicated)
+    return api.F.batch_norm(x, running_mean, running_var, training=True)
+
+
+#: tools/probe_coshard.py: x rank 4, NCHW.
+COSHARD_PROBE = CoshardProbe(x_rank=4, registry=("batch_norm_static",), pir=("batch_norm", "batch_norm_grad"),
+                             dynamic=_coshard_call)
+
+
+#: The family's native part, read by the native room (registry, compiled caller, PIR, crash isolation).
+NATIVE = NativeRoutes(cpp_release_marker=CPP_RELEASE_MARKER, pir_ops=PIR_OPS, pir_not_routed=PIR_NOT_ROUTED,
+                      compiled_may_crash=compiled_may_crash, pir_may_crash=pir_may_crash,
+                      coshard_probe=COSHARD_PROBE)

@@ -38,10 +38,11 @@ from ...notation import most_held
 from ...types import MeshDims, SpmdResult, mesh_dims_of
 from .. import RULES
 from ..kit.checks import Attrs, Specs, input_names, rule
+from ..kit.layout import channel_axis
 from ..kit.proposed import fits_x_mesh, param, with_coshards
 from ..kit.tensor import RuleInput
 from .checks import FORWARD_AT, GRAD_AT, bn_forward_inputs, bn_grad_inputs
-from .layout import PER_CHANNEL, channel_axis
+from .layout import PER_CHANNEL
 
 #: The forwards' answer check (:func:`~paddle_spmd_port.ops.kit.checks.rule`; sync_batch_norm's too).
 FORWARD_OTHERS = ("mean", "variance", "scale", "bias")

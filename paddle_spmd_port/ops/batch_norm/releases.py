@@ -13,12 +13,8 @@ from ..kit.releases import (
     NO_RULE_262,
     Differences,
     KnownDifference,
+    ReleaseNotes,
 )
-
-#: The compiled caller is built against this release's batch_norm.h: without it (Paddle < 3.1) the
-#: caller cannot be built, so no family's rule is reached through it (the families' rule-missing
-#: differences of that release match this unreachable reason).
-NO_CALLER_PATTERN = r"compiled caller unavailable: .*has no phi/infermeta/spmd_rules/batch_norm\.h"
 
 _KEYS = ("batch_norm_static", "batch_norm", "batch_norm_grad")
 
@@ -70,3 +66,6 @@ DIFFERENCES: Differences = {
 REGISTRY_MISSING = {"2.6.2": frozenset({"batch_norm"}), "3.0.0": frozenset({"batch_norm"})}
 CPP_MISSING = {version: frozenset({"BatchNormInferSpmd", "BatchNormInferSpmdStatic", "BatchNormGradInferSpmd"})
                for version in ("2.6.2", "3.0.0")}
+
+#: The family's release notes, read by paddle_spmd_port/releases.py (one profile per release).
+RELEASES = ReleaseNotes(differences=DIFFERENCES, registry_missing=REGISTRY_MISSING, cpp_missing=CPP_MISSING)

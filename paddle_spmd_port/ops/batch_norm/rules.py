@@ -45,9 +45,9 @@ from __future__ import annotations
 from ...errors import InvalidSpecError
 from ...types import DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import Attrs, Specs, input_names, rule
+from ..kit.layout import channel_axis
 from ..kit.tensor import RuleInput
 from .checks import FORWARD_AT, GRAD_AT, bn_forward_inputs, bn_grad_inputs
-from .layout import channel_axis
 
 _FORMAT, _GRAD_FORMAT = FORWARD_AT["data_format"], GRAD_AT["data_format"]
 _GRAD_NAMES = input_names("batch_norm_grad")

@@ -18,6 +18,7 @@ from .. import FAMILIES
 from ..kit.grid import (
     CoshardPlan,
     GridFn,
+    GridPlan,
     RandomPlan,
     RankOf,
     StatNormPlan,
@@ -27,6 +28,7 @@ from ..kit.grid import (
     stat_norm_rule_grid,
     stat_norm_shapes,
 )
+from . import proposed
 
 PLAN = StatNormPlan(ranks=(1, 2, 3, 4), invalid_x_ranks=(0,), channel_stats=False)
 #: The x ranks the op takes (validity).
@@ -58,3 +60,8 @@ ANSWER_RANKS: dict[str, dict[str, RankOf]] = {
 
 RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7),
                     stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}))
+
+#: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
+GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,
+                answer_ranks=ANSWER_RANKS,
+                profile_answer_ranks={"proposed": proposed.ANSWER_RANKS})

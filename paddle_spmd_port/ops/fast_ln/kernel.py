@@ -16,16 +16,17 @@ from ..kit.kernel import (
     Arrays,
     Attrs,
     Facts,
+    KernelModels,
     KernelRejects,
     OpModel,
     Shape,
     check_last_axis,
     check_stats,
-    each,
     f32,
     from_forward,
-    how,
     model,
+    paddle_check_note,
+    per_rank,
     required,
     row_sizes,
 )
@@ -53,7 +54,7 @@ def fast_ln_grad(ins: Arrays, attrs: Attrs) -> Arrays:
     check_last_axis(x, ins, ("scale",), "fast_ln_grad")
     if dy.shape != x.shape:
         raise KernelRejects("y_grad", f"fast_ln_grad: local y_grad {list(dy.shape)} != local x "
-                            f"{list(x.shape)}" + how(None), checked=None)
+                            f"{list(x.shape)}" + paddle_check_note(None), checked=None)
     check_stats(ins, ("mean", "invvar"), x.shape[:-1], "fast_ln_grad", checked=None)
     inv = required(ins, "invvar")[..., None]
     x_hat = (x - required(ins, "mean")[..., None]) * inv
@@ -73,11 +74,14 @@ def sizes(old: Shape, new: Shape, attrs: Attrs) -> list[tuple[Shape, Shape]]:
 
 FACTS = Facts(sizes=sizes, statistics=frozenset({"invvar", "saved_mean", "saved_variance", "mean", "variance"}))
 _NO_CPU = "3.3.1 has no CPU fast_ln kernel"
-_FORWARD = model("fast_ln", each(fast_ln), FACTS, not_on_ranks=_NO_CPU)
+_FORWARD = model("fast_ln", per_rank(fast_ln), FACTS, not_on_ranks=_NO_CPU)
 
 MODELS: dict[str, OpModel] = {
     "fast_ln": _FORWARD,
-    "fast_ln_grad": model("fast_ln_grad", each(fast_ln_grad), FACTS,
+    "fast_ln_grad": model("fast_ln_grad", per_rank(fast_ln_grad), FACTS,
                           saved_inputs=from_forward(_FORWARD, {"mean": "mean", "invvar": "invvar"}),
                           not_on_ranks=_NO_CPU),
 }
+
+#: The family's oracle part, read by paddle_spmd_port.oracle.kernels.
+KERNEL = KernelModels(MODELS)

@@ -8,6 +8,7 @@ from ..kit.releases import (
     NO_RULE_262,
     Differences,
     KnownDifference,
+    ReleaseNotes,
 )
 from ..rms_norm.releases import NO_COMPILED_CALLER_RMS_FAST_LN
 
@@ -30,3 +31,6 @@ DIFFERENCES: Differences = {
 }
 
 CPP_MISSING = {"2.6.2": frozenset({"FastLnInferSpmd", "FastLnGradInferSpmd"})}
+
+#: The family's release notes, read by paddle_spmd_port/releases.py (one profile per release).
+RELEASES = ReleaseNotes(differences=DIFFERENCES, cpp_missing=CPP_MISSING)

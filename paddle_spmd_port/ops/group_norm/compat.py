@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kit.compat import CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
+from ..kit.compat import CompatEntries, CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
 
 _SCALE_BIAS = frozenset({"scale", "bias"})
 RULES = (CompatRule("group_norm", Method(("x", "scale", "bias"), optional=_SCALE_BIAS, unread=_SCALE_BIAS,
@@ -56,3 +56,7 @@ def probes(kit: ProbeKit) -> None:
     @probe("gn/x-rank-2")
     def _() -> Any:
         gn.infer_forward(spec([8, 6], [0, -1]), c6, c6)
+
+
+#: The family's compat entries, read by paddle_spmd_port.compat (the rules it serves, its probes).
+COMPAT = CompatEntries(RULES, CONTAINS, probes)

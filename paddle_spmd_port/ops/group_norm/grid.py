@@ -19,15 +19,15 @@ from collections.abc import Callable, Iterator, Mapping
 
 from ...types import DistTensorSpec
 from .. import FAMILIES, RULES
-from ..batch_norm.layout import DATA_FORMATS as RANDOM_DATA_FORMATS
 from ..kit.grid import (
     GRAD_RANKS,
     MESH_SHAPES,
     X_SHAPES,
+    CaseNumbering,
     CoshardPlan,
     GridCase,
     GridFn,
-    Ids,
+    GridPlan,
     RandomPlan,
     RankOf,
     mesh_of,
@@ -35,10 +35,11 @@ from ..kit.grid import (
     no_attr_variants,
     norm_x_probes,
     one_at_a_time,
+    placed_spec,
     placements,
     rep,
-    spec,
 )
+from ..kit.layout import DATA_FORMATS as RANDOM_DATA_FORMATS
 from . import DATA_FORMATS
 
 #: x ranks of the grids.
@@ -77,7 +78,7 @@ def _attr_variants(rule: str, rank: int) -> list[AttrItems]:
 def _own_grid(rule: str) -> Iterator[GridCase]:
     """The own grid of a rule (module docstring); grad: y and y_grad cycled through the
     placements (placement ``(7k+3) mod n`` with x's k-th), mean and variance ``[x's axis-0 dim, -1]``."""
-    make = Ids(rule)
+    make = CaseNumbering(rule)
     rspec = RULES[rule]
     names = rspec.inputs
     like_x = [n for n in names[1:] if n in ("y", "y_grad")]
@@ -91,9 +92,9 @@ def _own_grid(rule: str) -> Iterator[GridCase]:
                 attrs = variants[k % len(variants)]
                 shapes = input_shapes(rule, x_shape, dict(attrs))
                 reps = {n: rep(shapes[n], mesh) for n in names}
-                tensors: dict[str, DistTensorSpec | None] = {**reps, "x": spec(x_shape, pl, mesh)}
+                tensors: dict[str, DistTensorSpec | None] = {**reps, "x": placed_spec(x_shape, pl, mesh)}
                 for n in like_x:
-                    tensors[n] = spec(x_shape, all_pl[(k * 7 + 3) % len(all_pl)], mesh)
+                    tensors[n] = placed_spec(x_shape, all_pl[(k * 7 + 3) % len(all_pl)], mesh)
                 for n in ("mean", "variance"):
                     if n in names:
                         tensors[n] = DistTensorSpec(shapes[n], (pl[0][0], -1), mesh)
@@ -106,9 +107,9 @@ def _own_grid(rule: str) -> Iterator[GridCase]:
             probes = norm_x_probes(rank, mesh, True)
             probes += [(tuple(m if i == 0 else -1 for i in range(rank)), frozenset()) for m in range(1, mesh.ndim)]
             for xp in probes:
-                base = {n: spec(x_shape, xp, mesh) for n in like_x}
+                base = {n: placed_spec(x_shape, xp, mesh) for n in like_x}
                 for variant in one_at_a_time(side, shapes, mesh, [n for n in side if n in rspec.optional])[1:]:
-                    tensors = {"x": spec(x_shape, xp, mesh), **base, **variant}
+                    tensors = {"x": placed_spec(x_shape, xp, mesh), **base, **variant}
                     yield make(mesh, [tensors[n] for n in names], attrs)
 
 
@@ -120,7 +121,7 @@ def _invalid(rule: str) -> Iterator[GridCase]:
     (SIGSEGV), y / mean without a mesh while it is split (an answer naming a mesh dim on an attr
     without a mesh). With attributes: groups 0 and -1, data_format "zz", "" and a layout of another
     rank -- outside the op's contract, answered alike by Paddle's rules and the port."""
-    bad = Ids(rule, "invalid")
+    bad = CaseNumbering(rule, "invalid")
     names = RULES[rule].inputs
     mesh = mesh_of((2, 3))
     x_shape = X_SHAPES[4]
@@ -213,3 +214,7 @@ ANSWER_RANKS: dict[str, dict[str, RankOf]] = {"group_norm": _FORWARD_RANKS, "gro
 #: stream (each seed's cases stay what they were).
 RANDOM = RandomPlan(ranks=(3, 5), bad_x_ranks=(1, 2, 6), data_formats=RANDOM_DATA_FORMATS,
                     stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}))
+
+#: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
+GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,
+                answer_ranks=ANSWER_RANKS)

@@ -21,23 +21,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..batch_norm.layout import channel_axis, kernel_layout
 from ..kit.kernel import (
     Array,
     Arrays,
     Attrs,
     Facts,
+    KernelModels,
     KernelRejects,
     OpModel,
     Shape,
     check_per_channel,
     check_stats,
-    each,
     f32,
     from_forward,
     model,
+    per_rank,
     required,
 )
+from ..kit.layout import channel_axis, kernel_layout
 
 #: x's numeric shape per rank: C = 12 on axis 1 and on the last axis (channel-first and channel-last
 #: layouts), so the grid's groups (2 and 4) divide C as the op requires.
@@ -139,14 +140,17 @@ FACTS = Facts(sizes=sizes, x_shapes=X_SHAPES, coshard_attrs=(("groups", -1, 2),)
               statistics=frozenset({"invvar", "saved_mean", "saved_variance", "mean", "variance"}),
               per_channel=frozenset({"scale", "bias"}))
 _SAVED = {"y": "y", "mean": "mean", "variance": "variance"}
-_FORWARD = model("group_norm", each(group_norm), FACTS)
-_FORWARD_BASE = model("group_norm_base", each(group_norm), FACTS, attrs=_base_attrs)
+_FORWARD = model("group_norm", per_rank(group_norm), FACTS)
+_FORWARD_BASE = model("group_norm_base", per_rank(group_norm), FACTS, attrs=_base_attrs)
 
 MODELS: dict[str, OpModel] = {
     "group_norm": _FORWARD,
     "group_norm_base": _FORWARD_BASE,
-    "group_norm_grad": model("group_norm_grad", each(group_norm_grad), FACTS,
+    "group_norm_grad": model("group_norm_grad", per_rank(group_norm_grad), FACTS,
                              saved_inputs=from_forward(_FORWARD, _SAVED)),
-    "group_norm_grad_base": model("group_norm_grad_base", each(group_norm_grad), FACTS, attrs=_base_attrs,
+    "group_norm_grad_base": model("group_norm_grad_base", per_rank(group_norm_grad), FACTS, attrs=_base_attrs,
                                   saved_inputs=from_forward(_FORWARD_BASE, _SAVED)),
 }
+
+#: The family's oracle part, read by paddle_spmd_port.oracle.kernels.
+KERNEL = KernelModels(MODELS)

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..batch_norm.launch import check_layout
-from ..batch_norm.layout import channel_axis, kernel_layout
 from ..kit.launch import (
     AFFINE_EXTRA,
     AFFINE_MAIN,
@@ -23,15 +21,18 @@ from ..kit.launch import (
     Inputs,
     LaunchCase,
     LaunchOp,
+    LaunchPlan,
     OpPrediction,
     RuleCall,
+    check_layout,
     expect,
-    few,
     grid_factor,
+    mapped_spec,
     placement_grid,
     scaled,
-    spec,
+    takes_rare_variants,
 )
+from ..kit.layout import channel_axis, kernel_layout
 
 NOT_LAUNCHED: dict[str, str] = {}
 
@@ -70,7 +71,7 @@ class GroupNormLaunch(LaunchOp):
         for fmt, shape, groups in CONFIGS:
             shape = scaled(shape, factor)
             for pl in placement_grid(len(shape), len(mesh_shape)):
-                for w, b in AFFINE_MAIN + (AFFINE_EXTRA if few(pl, 0) else ()):
+                for w, b in AFFINE_MAIN + (AFFINE_EXTRA if takes_rare_variants(pl, 0) else ()):
                     add(op=self.name, shape=shape, mesh_shape=mesh_shape, placements=pl, data_format=fmt,
                         groups=groups, weight=w, bias=b)
 
@@ -84,13 +85,15 @@ class GroupNormLaunch(LaunchOp):
         backward = None
         if case.backward:
             stat_shape = (case.shape[0], case.groups)
-            y = spec(case.shape, out.dims_mapping, mesh)
-            backward = call("backward", "group_norm_grad", x, scale, bias, y, spec(stat_shape, mean.dims_mapping, mesh),
-                            spec(stat_shape, var.dims_mapping, mesh), y, case.epsilon, case.groups, fmt)
+            y = mapped_spec(case.shape, out.dims_mapping, mesh)
+            backward = call("backward", "group_norm_grad", x, scale, bias, y,
+                            mapped_spec(stat_shape, mean.dims_mapping, mesh),
+                            mapped_spec(stat_shape, var.dims_mapping, mesh), y, case.epsilon, case.groups, fmt)
         return OpPrediction(forward, backward, (expect("out", "forward", "out", out, case.shape, case),))
 
     def call(self, api: Any, case: LaunchCase, x: Any, w: Any, b: Any, rm: Any, rv: Any) -> Any:
         return api.F.group_norm(x, case.groups, epsilon=case.epsilon, weight=w, bias=b, data_format=case.data_format)
 
 
-OP = GroupNormLaunch()
+#: The family's real runs, read by the launch room.
+LAUNCH = LaunchPlan(GroupNormLaunch(), NOT_LAUNCHED)

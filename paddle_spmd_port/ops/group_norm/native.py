@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..kit.native import CaseView, short_data_format
+from ..kit.native import CaseView, NativeRoutes, short_data_format
 
 REGISTRY_ROUTES = {"group_norm_base": ("group_norm", "infer_forward")}
 
@@ -48,3 +48,8 @@ def compiled_may_crash(case: CaseView, attrs: Mapping[str, object]) -> bool:
 
 def pir_may_crash(case: CaseView, attrs: Mapping[str, object]) -> bool:
     return grad_partial_without_mesh(case)
+
+
+#: The family's native part, read by the native room (registry, compiled caller, PIR, crash isolation).
+NATIVE = NativeRoutes(registry_routes=REGISTRY_ROUTES, pir_ops=PIR_OPS, pir_not_routed=PIR_NOT_ROUTED,
+                      compiled_may_crash=compiled_may_crash, pir_may_crash=pir_may_crash)

@@ -13,6 +13,7 @@ from ..kit.releases import (
     Differences,
     KnownDifference,
     Probes,
+    ReleaseNotes,
     probes,
 )
 
@@ -96,3 +97,9 @@ PROBE_DIFFERENCES: Probes = {
     "3.1.1": (*probes(COSHARD_READ_RAISES_31, "gn/forward-coshard"), *_X_RANK_PROBE),
     **{version: _X_RANK_PROBE for version in ("3.2.0", "3.2.1", "3.2.2")},
 }
+
+#: The family's release notes, read by paddle_spmd_port/releases.py (one profile per release).
+RELEASES = ReleaseNotes(differences=DIFFERENCES,
+                        registry_missing=REGISTRY_MISSING,
+                        cpp_missing=CPP_MISSING,
+                        probe_differences=PROBE_DIFFERENCES)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...types import DistTensorSpec
-from ..batch_norm.checks import check_bn_x_rank
 from ..kit.checks import REAL, input_names, require_buildable
+from ..kit.layout import check_channel_x_rank
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -33,7 +33,7 @@ def in_forward_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: Dis
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
     check_attrs(("epsilon", epsilon))
     require_buildable(("x", x), ("scale", scale), ("bias", bias))
-    check_bn_x_rank(tx, IN)
+    check_channel_x_rank(tx, IN)
     require_ndim(ts, 1, IN)
     require_ndim(tb, 1, IN)
     require_x_mesh(tx)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kit.compat import CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
+from ..kit.compat import CompatEntries, CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
 
 _EPS = (("epsilon", "f"),)
 _SCALE_BIAS = frozenset({"scale", "bias"})
@@ -91,3 +91,7 @@ def probes(kit: ProbeKit) -> None:
     @probe("in/grad-y-grad-rank")
     def _() -> Any:
         inorm.infer_backward(nx, c6, c6, stat2, stat2, spec([8, 6, 4], [-1, -1, -1]), 1e-5)
+
+
+#: The family's compat entries, read by paddle_spmd_port.compat (the rules it serves, its probes).
+COMPAT = CompatEntries(RULES, CONTAINS, probes)

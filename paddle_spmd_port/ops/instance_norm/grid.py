@@ -20,6 +20,7 @@ from ..kit.grid import (
     GRAD_RANKS,
     CoshardPlan,
     GridFn,
+    GridPlan,
     RandomPlan,
     RankOf,
     StatNormPlan,
@@ -58,3 +59,7 @@ ANSWER_RANKS: dict[str, dict[str, RankOf]] = {
 
 RANDOM = RandomPlan(ranks=(4, 5), bad_x_ranks=(1, 2, 3, 6),
                     stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}))
+
+#: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
+GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,
+                answer_ranks=ANSWER_RANKS)

@@ -27,6 +27,7 @@ from ..kit.kernel import (
     Arrays,
     Attrs,
     Facts,
+    KernelModels,
     KernelRejects,
     OpModel,
     Shape,
@@ -34,10 +35,10 @@ from ..kit.kernel import (
     check_per_channel,
     check_stats,
     check_x,
-    each,
     f32,
     from_forward,
     model,
+    per_rank,
     required,
 )
 
@@ -112,13 +113,16 @@ def launch_fields(attrs: Attrs, x_shape: Shape) -> dict[str, Any] | None:
 
 FACTS = Facts(sizes=sizes, statistics=frozenset({"invvar", "saved_mean", "saved_variance", "mean", "variance"}),
               per_channel=frozenset({"scale", "bias"}), channel_axis=lambda attrs, ndim: 1)
-_FORWARD = model("instance_norm", each(instance_norm), FACTS, launch=launch_fields)
+_FORWARD = model("instance_norm", per_rank(instance_norm), FACTS, launch=launch_fields)
 
 MODELS: dict[str, OpModel] = {
     "instance_norm": _FORWARD,
     "instance_norm_grad": model(
-        "instance_norm_grad", each(instance_norm_grad), FACTS, attrs=_grad_attrs,
+        "instance_norm_grad", per_rank(instance_norm_grad), FACTS, attrs=_grad_attrs,
         saved_inputs=from_forward(_FORWARD, {"saved_mean": "saved_mean", "saved_variance": "saved_variance"}),
         not_on_ranks="an eager backward never reaches the kernel in 3.3.1: InstanceNormInferMeta makes saved_mean "
                      "1-D [N*C] and the grad rule raises on it"),
 }
+
+#: The family's oracle part, read by paddle_spmd_port.oracle.kernels.
+KERNEL = KernelModels(MODELS)

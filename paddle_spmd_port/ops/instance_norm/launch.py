@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..batch_norm.launch import check_layout
-from ..batch_norm.layout import channel_axis
 from ..kit.launch import (
     AFFINE_EXTRA,
     AFFINE_MAIN,
@@ -28,19 +26,22 @@ from ..kit.launch import (
     Inputs,
     LaunchCase,
     LaunchOp,
+    LaunchPlan,
     OpPrediction,
     RuleCall,
     StagePrediction,
+    check_layout,
     expect,
-    few,
     grid_factor,
     kernel_rejects,
     local_shapes,
+    mapped_spec,
     placement_grid,
     replicated,
     scaled,
-    spec,
+    takes_rare_variants,
 )
+from ..kit.layout import channel_axis
 
 NOT_LAUNCHED: dict[str, str] = {}
 
@@ -111,7 +112,8 @@ class InstanceNormLaunch(LaunchOp):
             for pl in placement_grid(len(shape), mesh_ndim):
                 # PADDLE-QUIRK(in-5d-last-axis): the rule clears axes 2 and 3 only; a split of axis 4 stays
                 keeps_spatial = any(p == f"S({a})" for p in pl for a in range(4, len(shape)))
-                for w, b in AFFINE_MAIN + (AFFINE_EXTRA if few(pl, 0) or few(pl, 1) else ()):
+                rare = takes_rare_variants(pl, 0) or takes_rare_variants(pl, 1)
+                for w, b in AFFINE_MAIN + (AFFINE_EXTRA if rare else ()):
                     add(op=self.name, shape=shape, mesh_shape=mesh_shape, placements=pl, data_format=fmt,
                         weight=w, bias=b)
                 if keeps_spatial:  # the backward always raises (1-D saved_mean): the forward values alone too
@@ -135,11 +137,12 @@ class InstanceNormLaunch(LaunchOp):
             # 2-D mapping is not what the grad rule's rank check reads (it reads the shape)
             stat = replicated((case.shape[0] * case.shape[1],), mesh)
             backward = call("backward", "instance_norm_grad", x, scale, bias, stat, stat,
-                            spec(case.shape, out.dims_mapping, mesh), case.epsilon)
+                            mapped_spec(case.shape, out.dims_mapping, mesh), case.epsilon)
         return OpPrediction(forward, backward, (expect("out", "forward", "out", out, case.shape, case),), risks)
 
     def call(self, api: Any, case: LaunchCase, x: Any, w: Any, b: Any, rm: Any, rv: Any) -> Any:
         return api.F.instance_norm(x, weight=w, bias=b, eps=case.epsilon, data_format=case.data_format)
 
 
-OP = InstanceNormLaunch()
+#: The family's real runs, read by the launch room.
+LAUNCH = LaunchPlan(InstanceNormLaunch(), NOT_LAUNCHED)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..kit.native import CaseView
+from ..kit.native import CaseView, NativeRoutes
 
 CPP_MISMATCH = {
     "instance_norm_grad": "this Paddle build's InstanceNormGradInferSpmd takes no bias (x, scale, saved_mean, "
@@ -40,3 +40,7 @@ def compiled_may_crash(case: CaseView, attrs: Mapping[str, object]) -> bool:
         return False
     return len(x.shape) < 4 or (case.rule == "instance_norm_grad" and (scale is None or scale.mesh is None)
                                 and any(m != -1 for m in x.dims_mapping[:2]))
+
+
+#: The family's native part, read by the native room (registry, compiled caller, PIR, crash isolation).
+NATIVE = NativeRoutes(cpp_mismatch=CPP_MISMATCH, pir_not_routed=PIR_NOT_ROUTED, compiled_may_crash=compiled_may_crash)

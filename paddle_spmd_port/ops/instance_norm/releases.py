@@ -7,15 +7,16 @@ declared here, once.
 
 from __future__ import annotations
 
-from ..batch_norm.releases import NO_CALLER_PATTERN
 from ..kit.releases import (
     COSHARD_READ_RAISES,
     COSHARD_READ_RAISES_31,
+    NO_CALLER_PATTERN,
     NO_COSHARD_CALLER_262,
     NO_RULE_262,
     Differences,
     KnownDifference,
     Probes,
+    ReleaseNotes,
     probes,
 )
 
@@ -91,3 +92,9 @@ PROBE_DIFFERENCES: Probes = {
     "3.1.1": (*probes(COSHARD_READ_RAISES_31, "in/forward-coshard"), *_X_RANK_PROBE),
     **{version: _X_RANK_PROBE for version in ("3.2.0", "3.2.1", "3.2.2")},
 }
+
+#: The family's release notes, read by paddle_spmd_port/releases.py (one profile per release).
+RELEASES = ReleaseNotes(differences=DIFFERENCES,
+                        registry_missing=REGISTRY_MISSING,
+                        cpp_missing=CPP_MISSING,
+                        probe_differences=PROBE_DIFFERENCES)

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
+
+from ..spec import FamilyPart
 
 #: Attribute kinds as Paddle's binding classifies Python values: bool, int, float.
 ATTRIBUTE_KINDS = ("b", "i", "f")
@@ -137,15 +138,29 @@ def bookkeeping_view(result: Any) -> list[list[list[Any]]]:
              for a in side] for side in result]
 
 
-def compat_modules() -> Iterator[tuple[str, ModuleType]]:
-    """(family, its compat module), family by family, for the families that have one."""
-    from .. import FAMILIES, family_module
+@dataclass(frozen=True)
+class CompatEntries(FamilyPart):
+    """What a family adds to the compat layer (``COMPAT`` in ``ops/<family>/compat.py``): the
+    registry names it serves, the names the ``registry/contains`` probe asks about, and its probes
+    (the same calls on Paddle and on the compat layer, compared by name)."""
+
+    MODULE = "compat"
+    ATTRIBUTE = "COMPAT"
+
+    rules: tuple[CompatRule, ...] = ()
+    contains: tuple[str, ...] = ()
+    probes: Callable[[ProbeKit], None] | None = None
+
+
+def compat_parts() -> Iterator[tuple[str, CompatEntries]]:
+    """(family, its compat entries), family by family, for the families that declare them."""
+    from .. import FAMILIES, family_part
 
     for family in FAMILIES:
-        module = family_module(family, "compat")
-        if module is not None:
-            yield family, module
+        part = family_part(family, CompatEntries)
+        if part is not None:
+            yield family, part
 
 
-__all__ = ["ATTRIBUTE_KINDS", "CompatRule", "Method", "Probe", "ProbeKit", "bookkeeping_view", "compat_modules",
-           "tagged_specs"]
+__all__ = ["ATTRIBUTE_KINDS", "CompatEntries", "CompatRule", "Method", "Probe", "ProbeKit", "bookkeeping_view",
+           "compat_parts", "tagged_specs"]

@@ -1,28 +1,6 @@
-"""The grid kit: what every family's parity grid is built from (op-free).
-
-A family's ``ops/<family>/grid.py`` declares, for paddle_spmd_port/grid.py to assemble:
-
-    GRIDS            rule key -> a function yielding that rule's own grid (:class:`GridCase` drafts,
-                     in a fixed order; paddle_spmd_port/grid.py turns them into ``Case`` objects)
-    input_shapes     (rule, x shape, attrs) -> every input's shape for that x (what a real call
-                     passes): the co-shard set, random mode and ``infer`` size tensors with it
-    COSHARD          a :class:`CoshardPlan`: the ranks and attribute variants of its co-shard set
-    derived_shapes   (optional) input_shapes for ``infer``'s flags, where a user's attribute may be
-                     outside what the grid draws; raises :class:`ShapeNotDerivable` for a shape
-                     that cannot be worked out (``infer`` then asks for the flag)
-    input_problem    (rule, named inputs, attrs, x rank) -> why the input is invalid for the op,
-                     or None (paddle_spmd_port/validity.py has the checks common to every op)
-    RANDOM           a :class:`RandomPlan`: x ranks and attribute choices of ``parity --random``
-                     (tools/fuzz.py draws its valid calls from the same plan)
-    ANSWER_RANKS     rule key -> returned output -> :data:`RankOf`: the rank of the tensor each
-                     returned output attr describes (tools/fuzz.py checks every answer's form by it;
-                     a profile module ``ops/<family>/<profile>.py`` may declare its own
-                     ``ANSWER_RANKS`` for the outputs its rules answer otherwise)
-    FREE_SIZE        (optional) inputs whose 1-D size the op leaves free (no rule reads it):
-                     tools/fuzz.py draws any size for them instead of ``input_shapes``'
-
-A profile module may also declare ``KNOWN_MALFORMED``: the :class:`KnownMalformed` answers its
-rules give on purpose (counted by tools/fuzz.py, not reported as violations).
+"""The grid kit: what every family's parity grid is built from (op-free), and :class:`GridPlan`,
+the part a family's ``ops/<family>/grid.py`` declares as ``GRID`` (its fields say what each piece
+is for: the grid, the co-shard set, validity, random mode, the fuzz's answer form).
 
 The grid's axes (meshes, mappings, partial subsets), the corner sets' shared shape (mixed meshes,
 the co-shard set) and the case numbering live here, so every family's grid reads the same way.
@@ -31,6 +9,7 @@ the co-shard set) and the case numbering live here, so every family's grid reads
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -44,6 +23,7 @@ if TYPE_CHECKING:
 
 from ...types import DistTensorSpec, Mapping, ProcessMesh, entry_of, mesh_dims_of
 from .. import RULES
+from ..spec import FamilyPart, OpFamily, foreign_keys
 
 MESH_SHAPES: tuple[tuple[int, ...], ...] = ((2,), (4,), (2, 2), (2, 3), (2, 2, 2))
 X_SHAPES = {1: (8,), 2: (8, 6), 3: (8, 6, 4), 4: (8, 6, 4, 4), 5: (8, 6, 4, 4, 2)}
@@ -113,7 +93,7 @@ def mesh_of(shape: tuple[int, ...]) -> ProcessMesh:
 _GRID_MESHES: dict[tuple[int, ...], ProcessMesh] = {}
 
 
-def spec(shape: Sequence[int], placement: Placement, mesh: ProcessMesh) -> DistTensorSpec:
+def placed_spec(shape: Sequence[int], placement: Placement, mesh: ProcessMesh) -> DistTensorSpec:
     """The spec of this shape and placement on ``mesh``. Specs are immutable values, so the grids'
     cases share one object per value (the default sweep's inputs are a few tens of thousands of
     values): drawn once, pickled once per worker slice, and their texts kept once (``Case.json_text``)."""
@@ -132,7 +112,7 @@ _GRID_SPECS: dict[tuple[Any, ...], DistTensorSpec] = {}
 
 def rep(shape: Sequence[int], mesh: ProcessMesh) -> DistTensorSpec:
     """The replicated spec of this shape on ``mesh``."""
-    return spec(shape, ((-1,) * len(shape), frozenset()), mesh)
+    return placed_spec(shape, ((-1,) * len(shape), frozenset()), mesh)
 
 
 def one_at_a_time(names: Sequence[str], shapes: MappingOf[str, tuple[int, ...]], mesh: ProcessMesh,
@@ -145,7 +125,7 @@ def one_at_a_time(names: Sequence[str], shapes: MappingOf[str, tuple[int, ...]],
         for pl in placements(len(shapes[name]), mesh.ndim):
             if pl == ((-1,) * len(shapes[name]), frozenset()):
                 continue
-            variants.append({**base, name: spec(shapes[name], pl, mesh)})
+            variants.append({**base, name: placed_spec(shapes[name], pl, mesh)})
     opt = [n for n in names if n in set(optional)]
     for name in opt:
         variants.append({**base, name: None})
@@ -160,7 +140,7 @@ def one_at_a_time(names: Sequence[str], shapes: MappingOf[str, tuple[int, ...]],
 CORNER_LABELS = ("invalid", "mixed-mesh")
 
 
-class Ids:
+class CaseNumbering:
     """Makes cases of one rule numbered ``<rule>-<n>`` (``<rule>-<label>-<n>`` for a corner set)."""
 
     def __init__(self, rule: str, label: str = "") -> None:
@@ -210,7 +190,7 @@ def mixed_meshes(rule: str, variants: Sequence[tuple[MappingOf[str, tuple[int, .
     dims they are ``<rule>-invalid-mixed-ndim-<n>``: Paddle answers some and crashes on, or
     answers mesh dims an attr's mesh lacks for, others, which the port rejects (InvalidSpecError
     naming the input)."""
-    same_ndim, other_ndim = Ids(rule, "mixed-mesh"), Ids(rule, "invalid-mixed-ndim")
+    same_ndim, other_ndim = CaseNumbering(rule, "mixed-mesh"), CaseNumbering(rule, "invalid-mixed-ndim")
     names = RULES[rule].inputs
     for (shapes, attrs), base in itertools.product(variants, [mesh_of(b) for b in bases]):
         for x_dm in x_maps[base.ndim]:
@@ -250,7 +230,7 @@ def coshard_mappings(rank: int, mesh_ndim: int) -> tuple[Mapping, ...]:
     return tuple(out)
 
 
-def coshard_placements(rank: int, mesh_ndim: int) -> Iterator[tuple[Mapping, frozenset[int]]]:
+def coshard_mappings_with_partial(rank: int, mesh_ndim: int) -> Iterator[tuple[Mapping, frozenset[int]]]:
     """:func:`coshard_mappings`, each with partial over every subset of the mesh dims it leaves free."""
     for dm in coshard_mappings(rank, mesh_ndim):
         used = {m for e in dm for m in mesh_dims_of(e)}
@@ -288,7 +268,7 @@ def coshard_cases(rule: str, plan: CoshardPlan, input_shapes: ShapesFn) -> Itera
     that is also a co-shard member, a member listed twice, a member outside the mesh, ``-1``
     inside a co-shard, and a member that also splits another axis.
     """
-    make = Ids(rule, "coshard")
+    make = CaseNumbering(rule, "coshard")
     names = RULES[rule].inputs
     for mesh_shape in COSHARD_MESH_SHAPES:
         mesh = mesh_of(mesh_shape)
@@ -298,7 +278,7 @@ def coshard_cases(rule: str, plan: CoshardPlan, input_shapes: ShapesFn) -> Itera
                 shapes = input_shapes(rule, x_shape, attrs)
                 reps = {n: rep(shapes[n], mesh) for n in names}
                 attr_items = tuple(attrs.items())
-                for dm, partial in coshard_placements(rank, mesh.ndim):
+                for dm, partial in coshard_mappings_with_partial(rank, mesh.ndim):
                     x = DistTensorSpec(x_shape, dm, mesh, partial)
                     yield make(mesh, [x] + [reps[n] for n in names[1:]], attr_items)
                     if "out_grad" in names and not partial:
@@ -308,7 +288,7 @@ def coshard_cases(rule: str, plan: CoshardPlan, input_shapes: ShapesFn) -> Itera
                     for dm in coshard_mappings(len(shapes[name]), mesh.ndim):
                         one = {**reps, name: DistTensorSpec(shapes[name], dm, mesh)}
                         yield make(mesh, [one[n] for n in names], attr_items)
-    bad = Ids(rule, "coshard-invalid")
+    bad = CaseNumbering(rule, "coshard-invalid")
     mesh = mesh_of((2, 3))
     rank = plan.invalid_rank
     x_shape = X_SHAPES[rank]
@@ -384,7 +364,7 @@ def stat_norm_grid(rule: str, plan: StatNormPlan) -> Iterator[GridCase]:
     (a reverse rule: out through every mapping with invvar cycled, x cycled: the rule ignores x);
     then every other input one at a time through every placement (and None where optional)
     against :func:`norm_x_probes`, at the plan's first rank of 3 or more."""
-    make = Ids(rule)
+    make = CaseNumbering(rule)
     rspec = RULES[rule]
     names = rspec.inputs
     like_x = [n for n in names[1:] if n in LIKE_X]
@@ -399,29 +379,29 @@ def stat_norm_grid(rule: str, plan: StatNormPlan) -> Iterator[GridCase]:
                 other = all_pl[(k * 7 + 3) % len(all_pl)]
                 pairs = ((pl, other), (other, pl)) if like_x else ((pl, other),)
                 for x_pl, o_pl in pairs:
-                    tensors: dict[str, DistTensorSpec | None] = {**reps, "x": spec(x_shape, x_pl, mesh)}
+                    tensors: dict[str, DistTensorSpec | None] = {**reps, "x": placed_spec(x_shape, x_pl, mesh)}
                     for n in like_x:
-                        tensors[n] = spec(x_shape, o_pl, mesh)
+                        tensors[n] = placed_spec(x_shape, o_pl, mesh)
                     if rspec.direction == "reverse":  # the statistics from out: x is not read
-                        tensors["invvar"] = spec(shapes["invvar"], (o_pl[0][:-1], frozenset()), mesh)
+                        tensors["invvar"] = placed_spec(shapes["invvar"], (o_pl[0][:-1], frozenset()), mesh)
                     else:
                         for n in names:
                             if n in STAT_NAMES:
-                                tensors[n] = spec(shapes[n], (x_pl[0][:len(shapes[n])], frozenset()), mesh)
+                                tensors[n] = placed_spec(shapes[n], (x_pl[0][:len(shapes[n])], frozenset()), mesh)
                     yield make(mesh, [tensors[n] for n in names], EPS)
             if rank != next(r for r in plan.ranks if r >= 3):
                 continue
             side = [n for n in names[1:] if n not in LIKE_X]
             optional = [n for n in side if n in rspec.optional]
             for xp in norm_x_probes(rank, mesh, plan.channel_stats):
-                base = {n: spec(x_shape, xp, mesh) for n in like_x}
+                base = {n: placed_spec(x_shape, xp, mesh) for n in like_x}
                 for variant in one_at_a_time(side, shapes, mesh, optional)[1:]:
-                    tensors = {"x": spec(x_shape, xp, mesh), **base, **variant}
+                    tensors = {"x": placed_spec(x_shape, xp, mesh), **base, **variant}
                     yield make(mesh, [tensors[n] for n in names], EPS)
                 if rspec.direction == "reverse":  # invvar against each out mapping of the probe's kind
                     for inv in placements(rank - 1, mesh.ndim):
-                        tensors = {**reps, "out": spec(x_shape, xp, mesh),
-                                   "invvar": spec(shapes["invvar"], inv, mesh)}
+                        tensors = {**reps, "out": placed_spec(x_shape, xp, mesh),
+                                   "invvar": placed_spec(shapes["invvar"], inv, mesh)}
                         yield make(mesh, [tensors[n] for n in names], EPS)
 
 
@@ -436,7 +416,7 @@ def stat_norm_invalid(rule: str, plan: StatNormPlan) -> Iterator[GridCase]:
     """Per rule, on 2x3: the plan's invalid x ranks, statistics / scale of the wrong rank, x
     mappings Paddle does not validate (a mesh dim twice, out of range, shorter than the rank), x
     without a mesh, and, where scale is optional, a None scale while x is split."""
-    bad = Ids(rule, "invalid")
+    bad = CaseNumbering(rule, "invalid")
     rspec = RULES[rule]
     names = rspec.inputs
     mesh = mesh_of((2, 3))
@@ -550,10 +530,109 @@ class KnownMalformed:
             raise ValueError(f"{self.rule}: unknown defect {self.defect!r}; one of {', '.join(MALFORMED_DEFECTS)}")
 
 
-__all__ = ["AttrDraw", "CORNER_LABELS", "COSHARD_MESH_SHAPES", "CoshardPlan", "EPS", "GRAD_RANKS", "GridCase", "GridFn",
-           "Ids", "KnownMalformed", "LIKE_X", "MALFORMED_DEFECTS",
-           "MESH_SHAPES", "MIXED_X_RANK3", "MIXED_X_RANK3_MORE", "MIXED_X_RANK4", "Placement", "RandomPlan", "RankOf",
-           "STAT_NAMES", "ShapesFn", "StatNormPlan", "X_SHAPES", "coshard_cases", "coshard_mappings",
-           "coshard_placements", "leading_rank", "mesh_of", "mixed_meshes", "no_attr_variants", "norm_x_probes",
-           "one_at_a_time", "other_meshes", "placements", "rep", "spec", "stat_norm_grid", "stat_norm_invalid",
-           "stat_norm_mixed_meshes", "stat_norm_problem", "stat_norm_rule_grid", "stat_norm_shapes", "valid_mappings"]
+#: (rule, the inputs by name, attrs with defaults filled, x's rank) -> why the input is invalid for
+#: the op, or None (paddle_spmd_port/validity.py has the checks common to every op).
+ProblemFn = Callable[[str, MappingOf[str, DistTensorSpec | None], MappingOf[str, object], int], str | None]
+
+
+@dataclass(frozen=True)
+class GridPlan(FamilyPart):
+    """A family's parity grid and what is drawn around it (``GRID`` in ``ops/<family>/grid.py``)."""
+
+    MODULE = "grid"
+    ATTRIBUTE = "GRID"
+
+    grids: MappingOf[str, GridFn]
+    """rule key -> a function yielding that rule's own grid (:class:`GridCase` drafts, in a fixed
+    order); it covers exactly the family's keys."""
+    input_shapes: ShapesFn
+    """(rule, x shape, attrs) -> every input's shape for that x (what a real call passes): the
+    co-shard set, random mode and ``infer`` size tensors with it."""
+    coshard: CoshardPlan
+    """The ranks and attribute variants of the co-shard set."""
+    input_problem: ProblemFn
+    """Why an input is invalid for the op (written from the op's contract, not from the rules)."""
+    random: RandomPlan
+    """x ranks and attribute choices of ``parity --random`` (tools/fuzz.py draws from it too)."""
+    answer_ranks: MappingOf[str, MappingOf[str, RankOf]]
+    """rule key -> returned output -> :data:`RankOf`: tools/fuzz.py checks every answer's form by it."""
+    derived_shapes: ShapesFn | None = None
+    """``input_shapes`` for ``infer``'s flags, where a user's attribute may be outside what the grid
+    draws; raises :class:`ShapeNotDerivable` for a shape that cannot be worked out. None: input_shapes."""
+    free_size: frozenset[str] = frozenset()
+    """Inputs whose 1-D size the op leaves free (no rule reads it): the fuzz draws any size for them."""
+    profile_answer_ranks: MappingOf[str, MappingOf[str, MappingOf[str, RankOf]]] = \
+        dataclasses.field(default_factory=dict)
+    """profile -> rule key -> output -> rank, where that profile's rules answer otherwise."""
+    known_malformed: MappingOf[str, tuple[KnownMalformed, ...]] = dataclasses.field(default_factory=dict)
+    """profile -> the malformed answers its rules give on purpose (the fuzz counts them apart)."""
+
+    def problems(self, family: OpFamily) -> list[str]:
+        out = []
+        if set(self.grids) != set(family.keys):
+            out.append(f"grids covers {sorted(self.grids)}, the family declares {sorted(family.keys)}")
+        if set(self.answer_ranks) - set(family.keys):
+            out.append(f"answer_ranks names {foreign_keys(family, self.answer_ranks)}, not the family's keys")
+        for profile, ranks in self.profile_answer_ranks.items():
+            if foreign := foreign_keys(family, ranks):
+                out.append(f"profile_answer_ranks[{profile!r}] names {foreign}, not the family's keys")
+        for profile, known in self.known_malformed.items():
+            if foreign := foreign_keys(family, (k.rule for k in known)):
+                out.append(f"known_malformed[{profile!r}] names {foreign}, not the family's keys")
+        return out
+
+    def shapes_for_flags(self) -> ShapesFn:
+        """What ``infer``'s flags size the tensors with: ``derived_shapes`` where given."""
+        return self.derived_shapes or self.input_shapes
+
+
+def _like_x(rule: str, x_shape: tuple[int, ...], attrs: MappingOf[str, object]) -> dict[str, tuple[int, ...]]:
+    return dict.fromkeys(RULES[rule].inputs, x_shape)
+
+
+def _no_problem(rule: str, named: MappingOf[str, DistTensorSpec | None], attrs: MappingOf[str, object],
+                rank: int) -> str | None:
+    return None
+
+
+#: The x ranks of the default grid.
+DEFAULT_RANKS = (1, 2, 3)
+
+
+def default_grid(rule: str) -> GridFn:
+    """The default grid of a rule: on every mesh of :data:`MESH_SHAPES`, x of every rank of
+    :data:`DEFAULT_RANKS` through every placement, every other input replicated and shaped like x,
+    the attributes at their declared defaults."""
+    def grid() -> Iterator[GridCase]:
+        spec = RULES[rule]
+        make = CaseNumbering(rule)
+        for mesh_shape in MESH_SHAPES:
+            mesh = mesh_of(mesh_shape)
+            for rank in DEFAULT_RANKS:
+                x_shape = X_SHAPES[rank]
+                others = [None if n in spec.optional else rep(x_shape, mesh) for n in spec.inputs[1:]]
+                for placement in placements(rank, mesh.ndim):
+                    yield make(mesh, [placed_spec(x_shape, placement, mesh), *others], spec.attrs)
+    grid.__name__ = f"default_grid_{rule}"
+    return grid
+
+
+def default_plan(family: OpFamily) -> GridPlan:
+    """The grid plan of a family without ``ops/<family>/grid.py``: :func:`default_grid` for each
+    key (every input shaped like x), the co-shard set of x ranks 2-3, no validity rule of its own,
+    random draws of x ranks 1-3, and no answer ranks (tools/fuzz.py refuses the family's rules,
+    naming them, until the family declares its own plan)."""
+    return GridPlan(grids={key: default_grid(key) for key in family.keys}, input_shapes=_like_x,
+                    coshard=CoshardPlan(ranks=range(2, 4), attr_variants=no_attr_variants, invalid_rank=3),
+                    input_problem=_no_problem, random=RandomPlan(ranks=(1, 3), bad_x_ranks=(0, 4)),
+                    answer_ranks={})
+
+
+__all__ = ["AttrDraw", "CORNER_LABELS", "COSHARD_MESH_SHAPES", "CaseNumbering", "CoshardPlan", "DEFAULT_RANKS", "EPS",
+           "GRAD_RANKS", "GridCase", "GridFn", "GridPlan", "KnownMalformed", "LIKE_X", "MALFORMED_DEFECTS",
+           "MESH_SHAPES", "MIXED_X_RANK3", "MIXED_X_RANK3_MORE", "MIXED_X_RANK4", "Placement", "ProblemFn",
+           "RandomPlan", "RankOf", "STAT_NAMES", "ShapesFn", "StatNormPlan", "X_SHAPES", "coshard_cases",
+           "coshard_mappings", "coshard_mappings_with_partial", "default_grid", "default_plan", "leading_rank",
+           "mesh_of", "mixed_meshes", "no_attr_variants", "norm_x_probes", "one_at_a_time", "other_meshes",
+           "placed_spec", "placements", "rep", "stat_norm_grid", "stat_norm_invalid", "stat_norm_mixed_meshes",
+           "stat_norm_problem", "stat_norm_rule_grid", "stat_norm_shapes", "valid_mappings"]

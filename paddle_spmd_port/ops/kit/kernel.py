@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import RULES
+from ..spec import FamilyPart, OpFamily, foreign_keys
 
 Array = npt.NDArray[np.float64]
 Arrays = dict[str, Array | None]
@@ -74,10 +75,10 @@ def on_rank(rank: int, fn: Callable[[], Arrays]) -> Arrays:
         raise
 
 
-def each(fn: Kernel) -> Run:
+def per_rank(fn: Kernel) -> Run:
     """A one-device kernel run on every rank on its own (no collective)."""
-    def run(per_rank: list[Arrays], attrs: Attrs, groups: Groups) -> list[Arrays]:
-        return [on_rank(r, functools.partial(fn, ins, attrs)) for r, ins in enumerate(per_rank)]
+    def run(inputs_per_rank: list[Arrays], attrs: Attrs, groups: Groups) -> list[Arrays]:
+        return [on_rank(r, functools.partial(fn, ins, attrs)) for r, ins in enumerate(inputs_per_rank)]
     return run
 
 
@@ -86,7 +87,7 @@ def f32(value: float) -> float:
     return float(np.float32(value))
 
 
-def how(checked: bool | None) -> str:
+def paddle_check_note(checked: bool | None) -> str:
     """The end of a :class:`KernelRejects` message: what Paddle's kernel does with the input."""
     if checked is None:
         return " (not measured on Paddle: no CPU kernel to measure)"
@@ -122,7 +123,7 @@ def check_stats(ins: Arrays, names: Sequence[str], shape: Shape, op: str, *, che
         t = required(ins, name)
         if t.shape != shape:
             raise KernelRejects(name, f"{op}: local {name} has shape {list(t.shape)} but the local x needs "
-                                f"{list(shape)}" + how(checked), checked=checked)
+                                f"{list(shape)}" + paddle_check_note(checked), checked=checked)
 
 
 def check_last_axis(x: Array, ins: Arrays, names: Sequence[str], op: str) -> None:
@@ -136,7 +137,7 @@ def check_last_axis(x: Array, ins: Arrays, names: Sequence[str], op: str) -> Non
         t = ins.get(name)
         if t is not None and t.size != x.shape[-1]:
             raise KernelRejects(name, f"{op}: local {name} has {t.size} entries but the local x's last axis has "
-                                f"{x.shape[-1]}" + how(None), checked=None)
+                                f"{x.shape[-1]}" + paddle_check_note(None), checked=None)
 
 
 def channel_shape(ndim: int, c: int, c_len: int) -> Shape:
@@ -250,6 +251,26 @@ def from_forward(forward: OpModel, saved: Mapping[str, str]) -> SavedInputs:
     return fill
 
 
-__all__ = ["Array", "Arrays", "Attrs", "Facts", "Groups", "Kernel", "KernelRejects", "Mode", "OpModel", "Run",
-           "SavedInputs", "Shape", "channel_shape", "check_last_axis", "check_per_channel", "check_stats", "check_x",
-           "each", "f32", "from_forward", "how", "model", "on_rank", "required", "row_sizes"]
+@dataclass(frozen=True)
+class KernelModels(FamilyPart):
+    """A family's numpy models for the oracle (``KERNEL`` in ``ops/<family>/kernel.py``): rule key
+    -> :class:`OpModel`. A rule without one is listed by the oracle as not judged."""
+
+    MODULE = "kernel"
+    ATTRIBUTE = "KERNEL"
+
+    models: Mapping[str, OpModel]
+
+    def problems(self, family: OpFamily) -> list[str]:
+        # a model keyed by another family's rule would be judged under the wrong facts
+        out = [f"models {foreign}, which are not the family's rule keys" for foreign in
+               [foreign_keys(family, self.models)] if foreign]
+        out += [f"{key}'s model belongs to the family {m.family!r}" for key, m in self.models.items()
+                if m.family != family.name]
+        return out
+
+
+__all__ = ["Array", "Arrays", "Attrs", "Facts", "Groups", "Kernel", "KernelModels", "KernelRejects", "Mode",
+           "OpModel", "Run", "SavedInputs", "Shape", "channel_shape", "check_last_axis", "check_per_channel",
+           "check_stats", "check_x", "f32", "from_forward", "model", "on_rank", "paddle_check_note", "per_rank",
+           "required", "row_sizes"]

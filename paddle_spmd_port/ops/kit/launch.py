@@ -4,9 +4,9 @@ placement notation, the prediction types and :class:`LaunchOp`, the interface th
 Pure: no Paddle, no numpy. The in-rank hooks of :class:`LaunchOp` (:meth:`LaunchOp.call` ...)
 receive Paddle's modules from the runner as arguments, so a family module never imports them.
 
-A family's ``launch.py`` declares ``NOT_LAUNCHED`` (its rule keys no eager call reaches, and why)
-and, when eager calls reach it, ``OP``: a :class:`LaunchOp`. :func:`launch_ops` finds them by the
-folder convention of :func:`paddle_spmd_port.ops.family_module`.
+A family's ``launch.py`` binds ``LAUNCH``, a :class:`LaunchPlan`: the rule keys no eager call
+reaches (and why) and, when eager calls reach it, its :class:`LaunchOp`. A family without one is
+not launched (:data:`NO_LAUNCH_PART` says so for each of its keys).
 """
 
 from __future__ import annotations
@@ -17,11 +17,14 @@ import math
 import re
 import sys
 from collections.abc import Iterator, Sequence
+from collections.abc import Mapping as MappingOf
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from ...notation import ShardError, local_shape
 from ...types import DistAttr, DistTensorSpec, Mapping, MeshDims, ProcessMesh, SpmdResult
+from ..spec import FamilyPart, OpFamily, foreign_keys
+from .layout import DATA_FORMAT_NDIM
 
 _PLACEMENT = re.compile(r"S\((\d+)\)(?:#(\d+))?")
 
@@ -232,11 +235,19 @@ def grid_factor(mesh_shape: Sequence[int]) -> int:
 
 #: weight and bias both given or both left out: every placement gets these.
 AFFINE_MAIN = ((True, True), (False, False))
-#: weight alone, bias alone: the rarer variants, given to a few placements (:func:`few`).
+#: weight alone, bias alone: the rarer variants, given to a few placements (:func:`takes_rare_variants`).
 AFFINE_EXTRA = ((True, False), (False, True))
 
 
-def few(placements: tuple[str, ...], axis: int) -> bool:
+def check_layout(case: LaunchCase) -> None:
+    """data_format is one of the channel layouts and fits x's rank (every op with a layout)."""
+    if case.data_format not in DATA_FORMAT_NDIM:
+        raise ValueError(f"{case.case_id}: data_format must be one of {sorted(DATA_FORMAT_NDIM)}")
+    if DATA_FORMAT_NDIM[case.data_format] != len(case.shape):
+        raise ValueError(f"{case.case_id}: {case.data_format} needs a rank-{DATA_FORMAT_NDIM[case.data_format]} x")
+
+
+def takes_rare_variants(placements: tuple[str, ...], axis: int) -> bool:
     """The placements that also get the rarer variants: all R, and ``axis`` alone on mesh dim 0."""
     return set(placements) == {"R"} or (placements[0] == f"S({axis})" and set(placements[1:]) <= {"R"})
 
@@ -254,9 +265,9 @@ def coshard_orders(mesh_ndim: int) -> list[tuple[int, ...]]:
     return orders
 
 
-def coshard_placements(axis: int, members: Sequence[int], mesh_ndim: int) -> tuple[str, ...]:
+def coshard_placement_strings(axis: int, members: Sequence[int], mesh_ndim: int) -> tuple[str, ...]:
     """x's placements with ``axis`` co-sharded along ``members`` (in shard order), other mesh dims R:
-    ``coshard_placements(0, (1, 0), 2) == ("S(0)#1", "S(0)#0")``."""
+    ``coshard_placement_strings(0, (1, 0), 2) == ("S(0)#1", "S(0)#0")``."""
     out = ["R"] * mesh_ndim
     for order, mesh_dim in enumerate(members):
         out[mesh_dim] = f"S({axis})#{order}"
@@ -379,17 +390,17 @@ class Inputs:
     def of(cls, case: LaunchCase) -> Inputs:
         mesh = ProcessMesh(case.mesh_shape)
         pshape = case.param_shape
-        return cls(mesh, spec(case.shape, case.dims_mapping, mesh),
+        return cls(mesh, mapped_spec(case.shape, case.dims_mapping, mesh),
                    replicated(pshape, mesh) if case.weight else None,
                    replicated(pshape, mesh) if case.bias else None)
 
 
-def spec(shape: Sequence[int], dims_mapping: Mapping, mesh: ProcessMesh) -> DistTensorSpec:
+def mapped_spec(shape: Sequence[int], dims_mapping: Mapping, mesh: ProcessMesh) -> DistTensorSpec:
     return DistTensorSpec(tuple(shape), tuple(dims_mapping), mesh)
 
 
 def replicated(shape: Sequence[int], mesh: ProcessMesh) -> DistTensorSpec:
-    return spec(shape, (-1,) * len(shape), mesh)
+    return mapped_spec(shape, (-1,) * len(shape), mesh)
 
 
 def local_shapes(shape: Sequence[int], attr: DistAttr, mesh_shape: Sequence[int]) -> tuple[tuple[int, ...] | None, ...]:
@@ -485,21 +496,47 @@ class LaunchOp:
         return {}
 
 
+def _no_reasons() -> MappingOf[str, str]:
+    return {}
+
+
+@dataclass(frozen=True)
+class LaunchPlan(FamilyPart):
+    """A family's real runs (``LAUNCH`` in ``ops/<family>/launch.py``): its :class:`LaunchOp`, and
+    the rule keys no eager call reaches, each with the reason."""
+
+    MODULE = "launch"
+    ATTRIBUTE = "LAUNCH"
+
+    op: LaunchOp | None = None
+    not_launched: MappingOf[str, str] = field(default_factory=_no_reasons)
+
+    def problems(self, family: OpFamily) -> list[str]:
+        out = []
+        if self.op is not None and self.op.name != family.name:
+            out.append(f"the op is {self.op.name!r}; a folder holds its own op")
+        if foreign := foreign_keys(family, self.not_launched):
+            out.append(f"not_launched names {foreign}, not the family's keys")
+        return out
+
+
+#: Why a family without ``ops/<family>/launch.py`` has no real runs.
+NO_LAUNCH_PART = "its family declares no launch part (ops/<family>/launch.py): no real-run case exists"
+
+
 def _collect() -> tuple[dict[str, LaunchOp], dict[str, str]]:
-    from .. import FAMILIES, family_module
+    from .. import FAMILIES, family_part
 
     found: list[LaunchOp] = []
     not_launched: dict[str, str] = {}
-    for family in FAMILIES:
-        module = family_module(family, "launch")
-        if module is None:
+    for name, family in FAMILIES.items():
+        plan = family_part(name, LaunchPlan)
+        if plan is None:
+            not_launched.update(dict.fromkeys(family.keys, NO_LAUNCH_PART.replace("<family>", name)))
             continue
-        not_launched.update(getattr(module, "NOT_LAUNCHED", {}))
-        op = getattr(module, "OP", None)
-        if op is not None:
-            if op.name != family:
-                raise ImportError(f"ops/{family}/launch.py declares the op {op.name!r}; a folder holds its own op")
-            found.append(op)
+        not_launched.update(plan.not_launched)
+        if plan.op is not None:
+            found.append(plan.op)
     return {op.name: op for op in sorted(found, key=lambda o: o.order)}, not_launched
 
 
@@ -535,8 +572,9 @@ def each_op() -> Iterator[LaunchOp]:
     return iter(launch_ops().values())
 
 
-__all__ = ["AFFINE_EXTRA", "AFFINE_MAIN", "AddCase", "Inputs", "LaunchCase", "LaunchOp", "OpPrediction",
-           "Prediction", "RuleCall", "StagePrediction", "TensorExpectation", "coshard_orders", "coshard_placements",
-           "coverage_problems",
-           "each_op", "expect", "few", "grid_factor", "kernel_rejects", "launch_ops", "local_shapes", "not_launched",
-           "parse_placement", "placement_grid", "placements_to_dims_mapping", "replicated", "scaled", "spec"]
+__all__ = ["AFFINE_EXTRA", "AFFINE_MAIN", "AddCase", "Inputs", "LaunchCase", "LaunchOp", "LaunchPlan",
+           "NO_LAUNCH_PART", "OpPrediction", "Prediction", "RuleCall", "StagePrediction", "TensorExpectation",
+           "check_layout", "coshard_orders", "coshard_placement_strings", "coverage_problems", "each_op", "expect",
+           "grid_factor", "kernel_rejects", "launch_ops", "local_shapes", "mapped_spec", "not_launched",
+           "parse_placement", "placement_grid", "placements_to_dims_mapping", "replicated", "scaled",
+           "takes_rare_variants"]

@@ -1,26 +1,20 @@
-"""The release kit: how a family declares what an older Paddle release answers differently (op-free).
+"""The release kit: how a family declares what an older Paddle release answers differently
+(op-free): :class:`ReleaseNotes`, bound to ``RELEASES`` in ``ops/<family>/releases.py``.
 
-A family's ``ops/<family>/releases.py`` declares, per release version (``"X.Y.Z"``):
-
-    PROBE_DIFFERENCES  version -> (compat probe name, why) for its probes (``<prefix>/...`` of
-                       paddle_spmd_port.compat.probes) that release answers differently
-    PROBE_CRASHES      version -> (probe name, why) for its probes that kill that release's process
-    DIFFERENCES        version -> its :class:`KnownDifference` entries, rules = its own keys, in the
-                       order they are tried (the first that matches a case explains it)
-    REGISTRY_MISSING   version -> registry names 3.3.1 has and that release lacks
-    CPP_MISSING        version -> C++ InferSpmd functions absent from that release's libraries
-
-paddle_spmd_port/releases.py assembles them into one profile per release: entries of the same name from
-several families become one difference over all their rules (they must agree on kind, why and
-params). Each difference's evidence (what was measured, with the command) is written up in
+paddle_spmd_port/releases.py assembles every family's notes into one profile per release: entries of the same
+name from several families become one difference over all their rules (they must agree on kind, why
+and params). Each difference's evidence (what was measured, with the command) is written up in
 docs/releases/<version>.md under its name.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from ..spec import FamilyPart, OpFamily, foreign_keys
 
 #: How a native outcome is recognised (paddle_spmd_port/releases.py has one matcher per kind):
 #: ``rule-missing`` (unreachable or NotFound, by param ``patterns``), ``replicated-fallback`` (the
@@ -154,6 +148,43 @@ COSHARD_READ_RAISES_31 = ("reading dims_mapping of a co-sharded attr raises Valu
                           "back to one mesh dim")
 
 
+#: The unreachable reason of every compiled-caller case on a build without the caller's release
+#: marker header (native/compiled.py: a family's ``NativeRoutes.cpp_release_marker``).
+NO_CALLER_PATTERN = r"compiled caller unavailable: .*has no phi/infermeta/spmd_rules/\w+\.h"
+
+
+def _no_entries() -> Mapping[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True)
+class ReleaseNotes(FamilyPart):
+    """What older releases answer differently for a family, per release version ``"X.Y.Z"``
+    (``RELEASES`` in ``ops/<family>/releases.py``). Declare only what was measured: an undeclared
+    difference shows as a mismatch, the fail-closed reading."""
+
+    MODULE = "releases"
+    ATTRIBUTE = "RELEASES"
+
+    differences: Mapping[str, tuple[KnownDifference, ...]] = dataclasses.field(default_factory=_no_entries)
+    """version -> the family's :class:`KnownDifference` entries, rules = its own keys, in the order
+    they are tried (the first that matches a case explains it)."""
+    registry_missing: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=_no_entries)
+    """version -> registry names 3.3.1 has and that release lacks."""
+    cpp_missing: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=_no_entries)
+    """version -> C++ InferSpmd functions absent from that release's libraries."""
+    probe_differences: Mapping[str, tuple[tuple[str, str], ...]] = dataclasses.field(default_factory=_no_entries)
+    """version -> (compat probe name, why) for the family's probes (``<prefix>/...`` of
+    paddle_spmd_port.compat.probes) that release answers differently."""
+    probe_crashes: Mapping[str, tuple[tuple[str, str], ...]] = dataclasses.field(default_factory=_no_entries)
+    """version -> (probe name, why) for the family's probes that kill that release's process."""
+
+    def problems(self, family: OpFamily) -> list[str]:
+        return [f"{version}: {d.name} names rules of other families {foreign}"
+                for version, diffs in self.differences.items() for d in diffs
+                if (foreign := foreign_keys(family, d.rules))]
+
+
 def probes(why: str, *names: str) -> tuple[tuple[str, str], ...]:
     """(name, why) for each probe name."""
     return tuple((name, why) for name in names)
@@ -161,4 +192,4 @@ def probes(why: str, *names: str) -> tuple[tuple[str, str], ...]:
 __all__ = ["ABSENCE_KINDS", "COSHARD_ONLY_KINDS", "COSHARD_READ_RAISES", "KINDS", "NO_COSHARD_CALLER_262",
            "NO_DIST_PIR_262", "NO_MULTI_DIMS_MAPPING", "NO_RULE_262",
            "COSHARD_READ_RAISES_31", "NO_COSHARD_300", "STR_ARGS_300", "STR_FORMAT_300", "Differences",
-           "KnownDifference", "Probes", "probes"]
+           "KnownDifference", "NO_CALLER_PATTERN", "Probes", "ReleaseNotes", "probes"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kit.compat import CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
+from ..kit.compat import CompatEntries, CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
 
 _ATTRS = (("epsilon", "f"), ("begin_norm_axis", "i"))
 _SCALE_BIAS = frozenset({"scale", "bias"})
@@ -139,3 +139,7 @@ def probes(kit: ProbeKit) -> None:
             return view(ln.infer_forward(x, s, s, *args))
 
         probe(f"ln/attribute-{label}")(attribute_probe)
+
+
+#: The family's compat entries, read by paddle_spmd_port.compat (the rules it serves, its probes).
+COMPAT = CompatEntries(RULES, CONTAINS, probes)

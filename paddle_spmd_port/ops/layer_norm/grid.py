@@ -31,18 +31,19 @@ from ..kit.grid import (
     MESH_SHAPES,
     MIXED_X_RANK3,
     X_SHAPES,
+    CaseNumbering,
     CoshardPlan,
     GridCase,
     GridFn,
-    Ids,
+    GridPlan,
     RandomPlan,
     RankOf,
     mesh_of,
     mixed_meshes,
     one_at_a_time,
+    placed_spec,
     placements,
     rep,
-    spec,
     valid_mappings,
 )
 
@@ -89,19 +90,19 @@ def _mixed_mesh_set(rule: str) -> Iterator[GridCase]:
 
 
 def _grid_layer_norm() -> Iterator[GridCase]:
-    make = Ids("layer_norm")
+    make = CaseNumbering("layer_norm")
     for mesh, rank, x_shape, _b, attrs, _stat_shape, side in _slices():
         for k, pl in enumerate(placements(rank, mesh.ndim)):
             # every x placement with replicated scale/bias, and a cycled side variant
             for scale, bias in (side[0], side[1 + k % (len(side) - 1)]):
-                yield make(mesh, [spec(x_shape, pl, mesh), scale, bias], attrs)
+                yield make(mesh, [placed_spec(x_shape, pl, mesh), scale, bias], attrs)
         for scale, bias in side[1:]:
             for m in range(-1, mesh.ndim):
                 dm = tuple([m] + [-1] * (rank - 1))
-                yield make(mesh, [spec(x_shape, (dm, frozenset()), mesh), scale, bias], attrs)
+                yield make(mesh, [placed_spec(x_shape, (dm, frozenset()), mesh), scale, bias], attrs)
     yield from _mixed_mesh_set("layer_norm")
     mesh = mesh_of((2, 3))
-    bad = Ids("layer_norm", "invalid")
+    bad = CaseNumbering("layer_norm", "invalid")
     for rank in range(1, 5):
         x_shape = X_SHAPES[rank]
         for b in (-1, rank + 1):  # Paddle: ValueError basic_string::_M_create / segfault
@@ -115,7 +116,7 @@ def _grid_layer_norm() -> Iterator[GridCase]:
 
 
 def _grid_layer_norm_reverse() -> Iterator[GridCase]:
-    make = Ids("layer_norm_reverse")
+    make = CaseNumbering("layer_norm_reverse")
     for mesh, rank, x_shape, b, attrs, stat_shape, side in _slices():
         x_pls = placements(rank, mesh.ndim)
         stat_maps = valid_mappings(b, mesh.ndim)
@@ -132,16 +133,16 @@ def _grid_layer_norm_reverse() -> Iterator[GridCase]:
                     out_pl = (out_dm, frozenset(free[:1]))
                 scale, bias = side[k % len(side)]
                 x_pl = x_pls[(k * 11) % len(x_pls)]
-                yield make(mesh, [spec(x_shape, x_pl, mesh), scale, bias, spec(x_shape, out_pl, mesh),
-                                  spec(stat_shape, mean_pl, mesh), spec(stat_shape, var, mesh)], attrs)
+                yield make(mesh, [placed_spec(x_shape, x_pl, mesh), scale, bias, placed_spec(x_shape, out_pl, mesh),
+                                  placed_spec(stat_shape, mean_pl, mesh), placed_spec(stat_shape, var, mesh)], attrs)
         # variance on its own: every placement against replicated out/mean
         for var in stat_pls:
             yield make(mesh, [rep(x_shape, mesh), None, None, rep(x_shape, mesh), rep(stat_shape, mesh),
-                              spec(stat_shape, var, mesh)], attrs)
+                              placed_spec(stat_shape, var, mesh)], attrs)
         for pl in x_pls:  # x's own placement (ignored by the rule; its partial is kept)
-            yield make(mesh, [spec(x_shape, pl, mesh), None, None, rep(x_shape, mesh),
+            yield make(mesh, [placed_spec(x_shape, pl, mesh), None, None, rep(x_shape, mesh),
                               rep(stat_shape, mesh), rep(stat_shape, mesh)], attrs)
-    bad = Ids("layer_norm_reverse", "invalid")
+    bad = CaseNumbering("layer_norm_reverse", "invalid")
     mesh = mesh_of((2, 3))
     x3 = X_SHAPES[3]
     attrs = (("epsilon", 1e-5), ("begin_norm_axis", 2))
@@ -159,7 +160,7 @@ def _grid_layer_norm_reverse() -> Iterator[GridCase]:
 
 
 def _grid_layer_norm_grad() -> Iterator[GridCase]:
-    make = Ids("layer_norm_grad")
+    make = CaseNumbering("layer_norm_grad")
     for mesh, rank, x_shape, b, attrs, stat_shape, side in _slices():
         x_pls = placements(rank, mesh.ndim)
         stat_pls = placements(b, mesh.ndim)
@@ -175,15 +176,15 @@ def _grid_layer_norm_grad() -> Iterator[GridCase]:
                 mean_pl = stat_pls[k % len(stat_pls)] if k % 3 == 0 else (x_pl[0][:b], frozenset())
                 var_pl = mean_pl if k % 2 else stat_pls[(k * 5) % len(stat_pls)]
                 scale, bias = side[k % len(side)]
-                yield make(mesh, [spec(x_shape, x_pl, mesh), scale, bias, spec(stat_shape, mean_pl, mesh),
-                                  spec(stat_shape, var_pl, mesh), spec(x_shape, og_pl, mesh)], attrs)
+                yield make(mesh, [placed_spec(x_shape, x_pl, mesh), scale, bias, placed_spec(stat_shape, mean_pl, mesh),
+                                  placed_spec(stat_shape, var_pl, mesh), placed_spec(x_shape, og_pl, mesh)], attrs)
         for scale, bias in side[1:]:
             for m in range(-1, mesh.ndim):
                 x_dm = tuple([m] + [-1] * (rank - 1))
-                x = spec(x_shape, (x_dm, frozenset()), mesh)
-                stat = spec(stat_shape, (x_dm[:b], frozenset()), mesh)
+                x = placed_spec(x_shape, (x_dm, frozenset()), mesh)
+                stat = placed_spec(stat_shape, (x_dm[:b], frozenset()), mesh)
                 yield make(mesh, [x, scale, bias, stat, stat, x], attrs)
-    bad = Ids("layer_norm_grad", "invalid")
+    bad = CaseNumbering("layer_norm_grad", "invalid")
     mesh = mesh_of((2, 3))
     x3 = X_SHAPES[3]
     stat = rep((8, 6), mesh)
@@ -261,3 +262,8 @@ ANSWER_RANKS: dict[str, dict[str, RankOf]] = {"layer_norm": _FORWARD_RANKS, "lay
 
 RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7),
                     stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}))
+
+#: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
+GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,
+                answer_ranks=ANSWER_RANKS,
+                derived_shapes=derived_shapes)

@@ -27,12 +27,13 @@ from ..kit.kernel import (
     Arrays,
     Attrs,
     Facts,
+    KernelModels,
     KernelRejects,
     OpModel,
     Shape,
-    each,
     f32,
     model,
+    per_rank,
     required,
     row_sizes,
 )
@@ -157,11 +158,14 @@ def partial_x_script(x_shape: Shape, attrs: Attrs, weight: bool, bias: bool) -> 
 FACTS = Facts(sizes=sizes)
 
 MODELS: dict[str, OpModel] = {
-    "layer_norm": model("layer_norm", each(layer_norm), FACTS, launch=launch_fields, registry_repro=True),
-    "layer_norm_reverse": model("layer_norm_reverse", each(layer_norm), FACTS, registry_repro=True,
+    "layer_norm": model("layer_norm", per_rank(layer_norm), FACTS, launch=launch_fields, registry_repro=True),
+    "layer_norm_reverse": model("layer_norm_reverse", per_rank(layer_norm), FACTS, registry_repro=True,
                                 not_on_ranks="the reverse rule is only used by static completion"),
-    "layer_norm_grad": model("layer_norm_grad", each(layer_norm_grad), FACTS, saved_inputs=saved_statistics,
+    "layer_norm_grad": model("layer_norm_grad", per_rank(layer_norm_grad), FACTS, saved_inputs=saved_statistics,
                              launch=launch_fields, partial_x_script=partial_x_script,
                              not_on_ranks="a dygraph backward feeds the grad rule the forward's own placements, "
                                           "which never combine like this"),
 }
+
+#: The family's oracle part, read by paddle_spmd_port.oracle.kernels.
+KERNEL = KernelModels(MODELS)

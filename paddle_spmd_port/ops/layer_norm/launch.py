@@ -28,16 +28,17 @@ from ..kit.launch import (
     Inputs,
     LaunchCase,
     LaunchOp,
+    LaunchPlan,
     OpPrediction,
     RuleCall,
     StagePrediction,
-    coshard_placements,
+    coshard_placement_strings,
     expect,
-    few,
     grid_factor,
+    mapped_spec,
     placement_grid,
     scaled,
-    spec,
+    takes_rare_variants,
 )
 
 NOT_LAUNCHED = {
@@ -86,7 +87,7 @@ class LayerNormLaunch(LaunchOp):
         for shape, ns in CONFIGS:
             shape, ns = scaled(shape, factor), scaled(ns, factor)
             for pl in placement_grid(len(shape), len(mesh_shape)):
-                for w, b in AFFINE_MAIN + (AFFINE_EXTRA if few(pl, 0) else ()):
+                for w, b in AFFINE_MAIN + (AFFINE_EXTRA if takes_rare_variants(pl, 0) else ()):
                     add(op=self.name, shape=shape, mesh_shape=mesh_shape, placements=pl, normalized_shape=ns,
                         weight=w, bias=b)
 
@@ -95,7 +96,7 @@ class LayerNormLaunch(LaunchOp):
         for shape, ns, axes in COSHARD_CONFIGS:
             shape = scaled(shape, factor)
             for axis, what in axes.items():
-                placements = coshard_placements(axis, members, len(mesh_shape))
+                placements = coshard_placement_strings(axis, members, len(mesh_shape))
                 # a 2-D weight is refused by the rule whatever x's placement: no affine there
                 variants = [(True, True), (False, False)] if len(ns) == 1 else [(False, False)]
                 for w, b in variants:
@@ -113,13 +114,15 @@ class LayerNormLaunch(LaunchOp):
         out, mean, var = forward.result.outputs
         if case.backward:
             stat_shape = case.shape[:bna]
-            backward = call("backward", "layer_norm_grad", x, scale, bias, spec(stat_shape, mean.dims_mapping, mesh),
-                            spec(stat_shape, var.dims_mapping, mesh), spec(case.shape, out.dims_mapping, mesh),
-                            case.epsilon, bna)
+            backward = call("backward", "layer_norm_grad", x, scale, bias,
+                            mapped_spec(stat_shape, mean.dims_mapping, mesh),
+                            mapped_spec(stat_shape, var.dims_mapping, mesh),
+                            mapped_spec(case.shape, out.dims_mapping, mesh), case.epsilon, bna)
         return OpPrediction(forward, backward, (expect("out", "forward", "out", out, case.shape, case),))
 
     def call(self, api: Any, case: LaunchCase, x: Any, w: Any, b: Any, rm: Any, rv: Any) -> Any:
         return api.F.layer_norm(x, list(case.normalized_shape), weight=w, bias=b, epsilon=case.epsilon)
 
 
-OP = LayerNormLaunch()
+#: The family's real runs, read by the launch room.
+LAUNCH = LaunchPlan(LayerNormLaunch(), NOT_LAUNCHED)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..batch_norm.releases import NO_CALLER_PATTERN
 from ..kit.releases import (
     COSHARD_READ_RAISES,
+    NO_CALLER_PATTERN,
     NO_COSHARD_CALLER_262,
     NO_DIST_PIR_262,
     NO_MULTI_DIMS_MAPPING,
@@ -13,6 +13,7 @@ from ..kit.releases import (
     Differences,
     KnownDifference,
     Probes,
+    ReleaseNotes,
     probes,
 )
 
@@ -87,3 +88,6 @@ PROBE_CRASHES: Probes = {
     "3.0.0": (("ln/attribute-empty-list-epsilon",
                "epsilon=[] kills the process with SIGSEGV (3.1.1 answers like 3.3.1)"),),
 }
+
+#: The family's release notes, read by paddle_spmd_port/releases.py (one profile per release).
+RELEASES = ReleaseNotes(differences=DIFFERENCES, probe_differences=PROBE_DIFFERENCES, probe_crashes=PROBE_CRASHES)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kit.compat import CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
+from ..kit.compat import CompatEntries, CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
 
 _ATTRS = (("porder", "f"), ("axis", "i"), ("epsilon", "f"), ("keepdims", "b"), ("asvector", "b"))
 
@@ -83,3 +83,7 @@ def probes(kit: ProbeKit) -> None:
             return view(pn.infer_forward(x, *args))
 
         probe(f"pn/attribute-{label}")(attribute_probe)
+
+
+#: The family's compat entries, read by paddle_spmd_port.compat (the rules it serves, its probes).
+COMPAT = CompatEntries(RULES, CONTAINS, probes)

@@ -30,17 +30,19 @@ from ..kit.grid import (
     MESH_SHAPES,
     MIXED_X_RANK3,
     X_SHAPES,
+    CaseNumbering,
     CoshardPlan,
     GridCase,
     GridFn,
-    Ids,
+    GridPlan,
+    Placement,
     RandomPlan,
     RankOf,
     mesh_of,
     mixed_meshes,
+    placed_spec,
     placements,
     rep,
-    spec,
 )
 from .checks import out_rank, reduced_axes
 
@@ -103,19 +105,19 @@ def _mixed_mesh_set(rule: str) -> Iterator[GridCase]:
 
 
 def _grid_p_norm() -> Iterator[GridCase]:
-    make = Ids("p_norm")
+    make = CaseNumbering("p_norm")
     k = 0
     for mesh, rank, x_shape, _v, attrs in _slices():
         for pl in placements(rank, mesh.ndim):
             k += 1
             if rank == 4 and mesh.ndim == 3 and k % 3:
                 continue
-            yield make(mesh, [spec(x_shape, pl, mesh)], attrs)
+            yield make(mesh, [placed_spec(x_shape, pl, mesh)], attrs)
     yield from _mixed_mesh_set("p_norm")
-    bad = Ids("p_norm", "invalid")
+    bad = CaseNumbering("p_norm", "invalid")
     mesh = mesh_of((2, 3))
     for rank in range(1, 5):
-        x = spec(SHAPES[rank], ((0,) + (-1,) * (rank - 1), frozenset()), mesh)
+        x = placed_spec(SHAPES[rank], ((0,) + (-1,) * (rank - 1), frozenset()), mesh)
         for axis, keepdims in itertools.product((rank, -rank - 1, rank + 3), (False, True)):
             yield bad(mesh, [x], attrs_of(2.0, axis, keepdims, False))
     x3 = X_SHAPES[3]
@@ -126,18 +128,19 @@ def _grid_p_norm() -> Iterator[GridCase]:
 
 
 def _grid_p_norm_reverse() -> Iterator[GridCase]:
-    make = Ids("p_norm_reverse")
+    make = CaseNumbering("p_norm_reverse")
     k = 0
     for mesh, rank, x_shape, _v, attrs in _slices():
         out = _out_of(x_shape, attrs)
         x_pls = placements(rank, mesh.ndim)
         for pl in placements(len(out), mesh.ndim):
             k += 1
-            yield make(mesh, [spec(x_shape, x_pls[(k * 7) % len(x_pls)], mesh), spec(out, pl, mesh)], attrs)
-    bad = Ids("p_norm_reverse", "invalid")
+            x_spec = placed_spec(x_shape, x_pls[(k * 7) % len(x_pls)], mesh)
+            yield make(mesh, [x_spec, placed_spec(out, pl, mesh)], attrs)
+    bad = CaseNumbering("p_norm_reverse", "invalid")
     mesh = mesh_of((2, 3))
     x3 = X_SHAPES[3]
-    x = spec(x3, ((0, 1, -1), frozenset()), mesh)
+    x = placed_spec(x3, ((0, 1, -1), frozenset()), mesh)
     for axis in (3, -4, 7):  # out of range: out of the rank a reduced axis gives, and of x's
         yield bad(mesh, [x, DistTensorSpec((8, 6), (1, 0), mesh)], attrs_of(2.0, axis, False, False))
         yield bad(mesh, [x, DistTensorSpec(x3, (1, -1, 0), mesh)], attrs_of(2.0, axis, True, False))
@@ -152,7 +155,7 @@ def _grid_p_norm_reverse() -> Iterator[GridCase]:
 
 
 def _grid_p_norm_grad() -> Iterator[GridCase]:
-    make = Ids("p_norm_grad")
+    make = CaseNumbering("p_norm_grad")
     k = 0
     for mesh, rank, x_shape, _v, attrs in _slices():
         out = _out_of(x_shape, attrs)
@@ -160,18 +163,18 @@ def _grid_p_norm_grad() -> Iterator[GridCase]:
         out_pls = placements(len(out), mesh.ndim)
         for pl in out_pls:
             k += 1
-            x = spec(x_shape, x_pls[(k * 5) % len(x_pls)], mesh)
-            o = spec(out, pl if k % 3 == 0 else out_pls[(k * 7) % len(out_pls)], mesh)
-            yield make(mesh, [x, o, spec(out, pl, mesh)], attrs)
-    bad = Ids("p_norm_grad", "invalid")
+            x = placed_spec(x_shape, x_pls[(k * 5) % len(x_pls)], mesh)
+            o = placed_spec(out, pl if k % 3 == 0 else out_pls[(k * 7) % len(out_pls)], mesh)
+            yield make(mesh, [x, o, placed_spec(out, pl, mesh)], attrs)
+    bad = CaseNumbering("p_norm_grad", "invalid")
     mesh = mesh_of((2, 3))
     for rank in range(1, 5):
         x_shape = SHAPES[rank]
         x = rep(x_shape, mesh)
         for axis, keepdims in itertools.product((rank, -rank - 1, rank + 3), (False, True)):
             o_shape = x_shape if keepdims else x_shape[:-1]
-            for og in (rep(o_shape, mesh), spec(o_shape, ((0,) + (-1,) * (len(o_shape) - 1), frozenset()), mesh)) \
-                    if o_shape else (rep(o_shape, mesh),):
+            split: Placement = ((0,) + (-1,) * (len(o_shape) - 1), frozenset())
+            for og in (rep(o_shape, mesh), placed_spec(o_shape, split, mesh)) if o_shape else (rep(o_shape, mesh),):
                 yield bad(mesh, [x, rep(o_shape, mesh), og], attrs_of(2.0, axis, keepdims, False))
     x3 = X_SHAPES[3]
     a = attrs_of(2.0, 1, False, False)
@@ -251,3 +254,7 @@ def _draw_axis(rng: random.Random, rank: int) -> int:
 
 
 RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7), attr_draws=(("porder", _draw_porder), ("axis", _draw_axis)))
+
+#: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
+GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,
+                answer_ranks=ANSWER_RANKS)

@@ -18,7 +18,19 @@ import math
 
 import numpy as np
 
-from ..kit.kernel import Arrays, Attrs, Facts, KernelRejects, OpModel, Shape, each, from_forward, model, required
+from ..kit.kernel import (
+    Arrays,
+    Attrs,
+    Facts,
+    KernelModels,
+    KernelRejects,
+    OpModel,
+    Shape,
+    from_forward,
+    model,
+    per_rank,
+    required,
+)
 
 
 def _axes(ndim: int, axis: int, asvector: bool) -> tuple[int, ...]:
@@ -103,11 +115,15 @@ def sizes(old: Shape, new: Shape, attrs: Attrs) -> list[tuple[Shape, Shape]]:
 
 
 FACTS = Facts(sizes=sizes, statistics=frozenset())
-_FORWARD = model("p_norm", each(forward_kernel), FACTS)
+_FORWARD = model("p_norm", per_rank(forward_kernel), FACTS)
 
 MODELS: dict[str, OpModel] = {
     "p_norm": _FORWARD,
-    "p_norm_reverse": model("p_norm_reverse", each(forward_kernel), FACTS,
+    "p_norm_reverse": model("p_norm_reverse", per_rank(forward_kernel), FACTS,
                             not_on_ranks="the reverse rule is only used by static completion"),
-    "p_norm_grad": model("p_norm_grad", each(grad_kernel), FACTS, saved_inputs=from_forward(_FORWARD, {"out": "out"})),
+    "p_norm_grad": model("p_norm_grad", per_rank(grad_kernel), FACTS,
+                         saved_inputs=from_forward(_FORWARD, {"out": "out"})),
 }
+
+#: The family's oracle part, read by paddle_spmd_port.oracle.kernels.
+KERNEL = KernelModels(MODELS)

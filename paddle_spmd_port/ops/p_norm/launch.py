@@ -32,14 +32,15 @@ from ..kit.launch import (
     Inputs,
     LaunchCase,
     LaunchOp,
+    LaunchPlan,
     OpPrediction,
     RuleCall,
     StagePrediction,
     expect,
     grid_factor,
+    mapped_spec,
     placement_grid,
     scaled,
-    spec,
 )
 
 NOT_LAUNCHED = {
@@ -126,7 +127,7 @@ class PNormLaunch(LaunchOp):
                                 (("out", why),) if why else ())
         backward: StagePrediction | None = None
         if case.backward:
-            norm = spec(out_shape, out.dims_mapping, mesh)
+            norm = mapped_spec(out_shape, out.dims_mapping, mesh)
             backward = call("backward", "p_norm_grad", x, norm, norm, float(case.porder), case.axis, case.epsilon,
                             True, False)
         return OpPrediction(forward, backward, (), (("out", why), ("x_grad", why)) if why else ())
@@ -137,4 +138,5 @@ class PNormLaunch(LaunchOp):
         return api.paddle.linalg.norm(x, p=case.porder, axis=case.axis, keepdim=case.keepdims)
 
 
-OP = PNormLaunch()
+#: The family's real runs, read by the launch room.
+LAUNCH = LaunchPlan(PNormLaunch(), NOT_LAUNCHED)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from numbers import Integral
 
-from ..kit.native import CaseView
+from ..kit.native import CaseView, NativeRoutes
 
 PIR_OPS = {"p_norm": "p_norm", "p_norm_grad": "p_norm_grad"}
 
@@ -57,3 +57,8 @@ def compiled_may_crash(case: CaseView, attrs: Mapping[str, object]) -> bool:
 
 def pir_may_crash(case: CaseView, attrs: Mapping[str, object]) -> bool:
     return case.rule == "p_norm_grad" and grad_inserts_outside_mapping(case, attrs)
+
+
+#: The family's native part, read by the native room (registry, compiled caller, PIR, crash isolation).
+NATIVE = NativeRoutes(pir_ops=PIR_OPS, pir_not_routed=PIR_NOT_ROUTED, compiled_may_crash=compiled_may_crash,
+                      pir_may_crash=pir_may_crash)

@@ -10,15 +10,16 @@ cases; docs/measurements/2026-12-01-release-diffs.md), 3.1.1 measured the same w
 
 from __future__ import annotations
 
-from ..batch_norm.releases import NO_CALLER_PATTERN
 from ..kit.releases import (
     COSHARD_READ_RAISES,
+    NO_CALLER_PATTERN,
     NO_COSHARD_CALLER_262,
     NO_DIST_PIR_262,
     NO_MULTI_DIMS_MAPPING,
     NO_RULE_262,
     Differences,
     KnownDifference,
+    ReleaseNotes,
 )
 
 DIFFERENCES: Differences = {
@@ -44,3 +45,6 @@ DIFFERENCES: Differences = {
 
 REGISTRY_MISSING = {"2.6.2": frozenset({"p_norm"})}
 CPP_MISSING = {"2.6.2": frozenset({"PNormInferSpmd", "PNormInferSpmdReverse", "PNormGradInferSpmd"})}
+
+#: The family's release notes, read by paddle_spmd_port/releases.py (one profile per release).
+RELEASES = ReleaseNotes(differences=DIFFERENCES, registry_missing=REGISTRY_MISSING, cpp_missing=CPP_MISSING)

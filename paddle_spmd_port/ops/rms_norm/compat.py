@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kit.compat import CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
+from ..kit.compat import CompatEntries, CompatRule, Method, ProbeKit, bookkeeping_view, tagged_specs
 
 _EPS = (("epsilon", "f"),)
 _SCALE, _X_SCALE = frozenset({"scale"}), frozenset({"x", "scale"})  # mappings unread, lengths checked
@@ -87,3 +87,7 @@ def probes(kit: ProbeKit) -> None:
     def _() -> Any:
         out = spec([16, 32, 64], [1, -1, -1], [0])
         return view(rms.infer_backward(rx, r1, out, spec([16, 32], [1, -1]), 1e-6))
+
+
+#: The family's compat entries, read by paddle_spmd_port.compat (the rules it serves, its probes).
+COMPAT = CompatEntries(RULES, CONTAINS, probes)

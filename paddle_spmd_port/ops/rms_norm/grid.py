@@ -18,6 +18,7 @@ from .. import FAMILIES
 from ..kit.grid import (
     CoshardPlan,
     GridFn,
+    GridPlan,
     RandomPlan,
     RankOf,
     StatNormPlan,
@@ -55,3 +56,7 @@ ANSWER_RANKS: dict[str, dict[str, RankOf]] = {"rms_norm": _FORWARD_RANKS, "rms_n
 
 RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7),
                     stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}))
+
+#: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
+GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,
+                answer_ranks=ANSWER_RANKS)

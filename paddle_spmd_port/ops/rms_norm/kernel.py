@@ -17,16 +17,17 @@ from ..kit.kernel import (
     Arrays,
     Attrs,
     Facts,
+    KernelModels,
     KernelRejects,
     OpModel,
     Shape,
     check_last_axis,
     check_stats,
-    each,
     f32,
     from_forward,
-    how,
     model,
+    paddle_check_note,
+    per_rank,
     required,
     row_sizes,
 )
@@ -51,7 +52,7 @@ def rms_norm_grad(ins: Arrays, attrs: Attrs) -> Arrays:
     check_last_axis(x, ins, ("scale",), "rms_norm_grad")
     if dy.shape != x.shape:
         raise KernelRejects("out_grad", f"rms_norm_grad: local out_grad {list(dy.shape)} != local x "
-                            f"{list(x.shape)}" + how(None), checked=None)
+                            f"{list(x.shape)}" + paddle_check_note(None), checked=None)
     check_stats(ins, ("invvar",), x.shape[:-1], "rms_norm_grad", checked=None)
     inv = required(ins, "invvar")[..., None]
     x_hat = x * inv
@@ -70,12 +71,15 @@ def sizes(old: Shape, new: Shape, attrs: Attrs) -> list[tuple[Shape, Shape]]:
 
 FACTS = Facts(sizes=sizes)
 _NO_EAGER = "no eager API reaches the rms_norm rules on a 3.3.1 CPU build"
-_FORWARD = model("rms_norm", each(rms_norm), FACTS, not_on_ranks=_NO_EAGER)
+_FORWARD = model("rms_norm", per_rank(rms_norm), FACTS, not_on_ranks=_NO_EAGER)
 
 MODELS: dict[str, OpModel] = {
     "rms_norm": _FORWARD,
-    "rms_norm_reverse": model("rms_norm_reverse", each(rms_norm), FACTS,
+    "rms_norm_reverse": model("rms_norm_reverse", per_rank(rms_norm), FACTS,
                               not_on_ranks="the reverse rule is only used by static completion"),
-    "rms_norm_grad": model("rms_norm_grad", each(rms_norm_grad), FACTS,
+    "rms_norm_grad": model("rms_norm_grad", per_rank(rms_norm_grad), FACTS,
                            saved_inputs=from_forward(_FORWARD, {"invvar": "invvar"}), not_on_ranks=_NO_EAGER),
 }
+
+#: The family's oracle part, read by paddle_spmd_port.oracle.kernels.
+KERNEL = KernelModels(MODELS)

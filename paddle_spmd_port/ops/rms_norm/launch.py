@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from ..kit.launch import LaunchPlan
+
 _NOT_REACHED = (
     "no eager API reaches the rms_norm rules in Paddle 3.3.1 on CPU: F.rms_norm, fused_rms_norm_ext and "
     "fast_rms_norm have no CPU kernel (NotFound), fused_rms_norm (fused_rms_norm_quant) dies with SIGILL in "
@@ -10,3 +12,6 @@ _NOT_REACHED = (
     "(docs/launch-norms-3.3.1.md)")
 
 NOT_LAUNCHED = {key: _NOT_REACHED for key in ("rms_norm", "rms_norm_reverse", "rms_norm_grad")}
+
+#: The family's real runs, read by the launch room: none (no eager call reaches a rule).
+LAUNCH = LaunchPlan(not_launched=NOT_LAUNCHED)

@@ -6,10 +6,10 @@ text is declared here, once.
 
 from __future__ import annotations
 
-from ..batch_norm.releases import NO_CALLER_PATTERN
 from ..kit.releases import (
     COSHARD_READ_RAISES,
     COSHARD_READ_RAISES_31,
+    NO_CALLER_PATTERN,
     NO_COSHARD_300,
     NO_COSHARD_CALLER_262,
     NO_MULTI_DIMS_MAPPING,
@@ -18,6 +18,7 @@ from ..kit.releases import (
     Differences,
     KnownDifference,
     Probes,
+    ReleaseNotes,
     probes,
 )
 
@@ -53,3 +54,9 @@ PROBE_DIFFERENCES: Probes = {
 
 REGISTRY_MISSING = {"2.6.2": frozenset({"fused_rms_norm"})}
 CPP_MISSING = {"2.6.2": frozenset({"RmsNormInferSpmd", "RmsNormInferSpmdReverse", "RmsNormGradInferSpmd"})}
+
+#: The family's release notes, read by paddle_spmd_port/releases.py (one profile per release).
+RELEASES = ReleaseNotes(differences=DIFFERENCES,
+                        registry_missing=REGISTRY_MISSING,
+                        cpp_missing=CPP_MISSING,
+                        probe_differences=PROBE_DIFFERENCES)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kit.compat import CompatRule, ProbeKit
+from ..kit.compat import CompatEntries, CompatRule, ProbeKit
 
 RULES: tuple[CompatRule, ...] = ()
 CONTAINS = ("sync_batch_norm",)
@@ -16,3 +16,7 @@ def probes(kit: ProbeKit) -> None:
     @kit.probe("registry/unknown")
     def _() -> Any:
         kit.fetch("sync_batch_norm")
+
+
+#: The family's compat entries, read by paddle_spmd_port.compat (the rules it serves, its probes).
+COMPAT = CompatEntries(RULES, CONTAINS, probes)

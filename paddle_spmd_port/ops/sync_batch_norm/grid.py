@@ -22,14 +22,15 @@ from ..batch_norm.grid import (
     input_shapes,
     mixed_mesh_set,
 )
-from ..kit.grid import GRAD_RANKS, X_SHAPES, GridCase, GridFn, Ids, RankOf, mesh_of, rep
+from ..kit.grid import GRAD_RANKS, X_SHAPES, CaseNumbering, GridCase, GridFn, GridPlan, RankOf, mesh_of, rep
+from . import pr72918
 
 
 def _invalid(rule: str) -> Iterator[GridCase]:
     """What the replicated fallback answers without reading it and the port rejects: a 2-D
     per-channel tensor, mesh dims used twice or out of range, a mapping shorter than the rank.
     (x without a mesh is left out: it kills the registry's worker.)"""
-    make = Ids(rule, "invalid")
+    make = CaseNumbering(rule, "invalid")
     mesh = mesh_of((2, 2, 2))
     names = RULES[rule].inputs
     attrs = (("data_format", "NCHW"),)
@@ -67,5 +68,11 @@ GRIDS: dict[str, GridFn] = {
 #: batch_norm's answer form (tools/fuzz.py).
 ANSWER_RANKS: dict[str, dict[str, RankOf]] = {"sync_batch_norm": FORWARD_RANKS, "sync_batch_norm_grad": GRAD_RANKS}
 
-__all__ = ["ANSWER_RANKS", "COSHARD", "FREE_SIZE", "GRIDS", "RANDOM", "derived_shapes", "input_problem",
+#: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
+GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,
+                answer_ranks=ANSWER_RANKS,
+                derived_shapes=derived_shapes, free_size=FREE_SIZE,
+                known_malformed={"pr72918": pr72918.KNOWN_MALFORMED})
+
+__all__ = ["GRID", "ANSWER_RANKS", "COSHARD", "FREE_SIZE", "GRIDS", "RANDOM", "derived_shapes", "input_problem",
            "input_shapes"]

@@ -24,13 +24,13 @@ import numpy as np
 
 from ..batch_norm.kernel import FACTS as BATCH_NORM_FACTS
 from ..batch_norm.kernel import MODES, affine, bn_outputs, saved_statistics
-from ..batch_norm.layout import channel_axis
 from ..kit.kernel import (
     Array,
     Arrays,
     Attrs,
     Facts,
     Groups,
+    KernelModels,
     KernelRejects,
     OpModel,
     Shape,
@@ -41,6 +41,7 @@ from ..kit.kernel import (
     model,
     required,
 )
+from ..kit.layout import channel_axis
 
 
 def _all_reduce(values: list[Array], groups: Groups) -> list[Array]:
@@ -149,3 +150,6 @@ MODELS: dict[str, OpModel] = {
     "sync_batch_norm_grad": model("sync_batch_norm_grad", sync_batch_norm_grad, FACTS, batch_axis_outputs=("x_grad",),
                                   modes=MODES, saved_inputs=saved_statistics, not_on_ranks=_NO_CPU),
 }
+
+#: The family's oracle part, read by paddle_spmd_port.oracle.kernels.
+KERNEL = KernelModels(MODELS)

@@ -15,7 +15,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..batch_norm.launch import BatchNormLaunch
-from ..kit.launch import AddCase, Inputs, LaunchCase, RuleCall, StagePrediction, grid_factor, placement_grid, scaled
+from ..kit.launch import (
+    AddCase,
+    Inputs,
+    LaunchCase,
+    LaunchPlan,
+    RuleCall,
+    StagePrediction,
+    grid_factor,
+    placement_grid,
+    scaled,
+)
 
 NOT_LAUNCHED: dict[str, str] = {}
 
@@ -70,4 +80,5 @@ class SyncBatchNormLaunch(BatchNormLaunch):
         return layer(x), layer.weight, layer.bias, layer._mean, layer._variance
 
 
-OP = SyncBatchNormLaunch()
+#: The family's real runs, read by the launch room.
+LAUNCH = LaunchPlan(SyncBatchNormLaunch(), NOT_LAUNCHED)

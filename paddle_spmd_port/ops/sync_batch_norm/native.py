@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...types import DistTensorSpec
-from ..kit.native import CaseView, short_data_format
+from ..kit.native import CaseView, NativeRoutes, short_data_format
 from . import FAMILY
 
 REGISTRY_ROUTES = {"sync_batch_norm": ("replicated", "replicated"),
@@ -35,3 +35,8 @@ def replicated_outputs(case: CaseView) -> list[DistTensorSpec]:
 
 def compiled_may_crash(case: CaseView, attrs: Mapping[str, object]) -> bool:
     return short_data_format(attrs)
+
+
+#: The family's native part, read by the native room (registry, compiled caller, PIR, crash isolation).
+NATIVE = NativeRoutes(registry_routes=REGISTRY_ROUTES, pir_ops=PIR_OPS, replicated_outputs=replicated_outputs,
+                      compiled_may_crash=compiled_may_crash)

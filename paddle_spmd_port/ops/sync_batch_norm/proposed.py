@@ -35,7 +35,6 @@ from collections.abc import Sequence
 from ...types import MeshDims, SpmdResult, mesh_dims_of
 from .. import RULES
 from ..batch_norm.checks import bn_grad_inputs
-from ..batch_norm.layout import channel_axis
 from ..batch_norm.proposed import (
     FORWARD_MESH_OF,
     FORWARD_OTHERS,
@@ -47,6 +46,7 @@ from ..batch_norm.proposed import (
     vote,
 )
 from ..kit.checks import Attrs, Specs, input_names, rule
+from ..kit.layout import channel_axis
 from ..kit.proposed import with_coshards
 from ..kit.tensor import RuleInput
 

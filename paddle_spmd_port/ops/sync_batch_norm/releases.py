@@ -6,9 +6,13 @@ from __future__ import annotations
 from ..kit.releases import (
     NO_MULTI_DIMS_MAPPING,
     Differences,
+    ReleaseNotes,
 )
 
 DIFFERENCES: Differences = {
     "2.6.2": (NO_MULTI_DIMS_MAPPING.for_rules("sync_batch_norm", "sync_batch_norm_grad"),),
     "3.0.0": (NO_MULTI_DIMS_MAPPING.for_rules("sync_batch_norm", "sync_batch_norm_grad"),),
 }
+
+#: The family's release notes, read by paddle_spmd_port/releases.py (one profile per release).
+RELEASES = ReleaseNotes(differences=DIFFERENCES)
