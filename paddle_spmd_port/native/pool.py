@@ -32,6 +32,8 @@ compiled caller, and any child it forked -- is killed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
 import pickle
 import select
@@ -48,6 +50,7 @@ from ..case import Case
 from ..outcome import Outcome
 from ..runctl.signals import signal_text
 from ..types import mesh_dims_of
+from ..validity import input_problem
 from ._paddle import paddle_version
 from .crash_prone import MAY_CRASH, refused_by_every_rule
 from .worker import DONE, FRAME, HELLO, ISOLATE, RUN_HERE, SHARE
@@ -76,17 +79,28 @@ def _outside_mesh(case: Case) -> bool:
     return False
 
 
+def garbage_prone(case: Case) -> bool:
+    """An input invalid for its op (:func:`~paddle_spmd_port.validity.input_problem`): Paddle's rules do
+    not validate it, and some read memory they never set on it (an answer that moves from run to run) or
+    damage the heap without dying (moving the answers of the cases after it in the same process). Every
+    route runs such a case in a forked child of its own, from the fork server's unchanged state, so its
+    outcome depends on no case before it and no case after it depends on it; and :func:`run_native`
+    runs it a second time in a fresh process to tell an answer read from unset memory (:func:`recheck`)."""
+    return input_problem(case) is not None
+
+
 def isolates(backend: str) -> Callable[[Case], bool] | None:
-    """The cases ``backend`` runs crash-isolated: :data:`.crash_prone.MAY_CRASH`'s, and on the
-    registry and compiled routes also :func:`_outside_mesh`'s. Worked out here once per case and
-    handed to the workers with their slice (:mod:`.worker`) and to the compiled caller with each
-    request. A predicate only picks how a case runs, never its outcome."""
+    """The cases ``backend`` runs crash-isolated: :data:`.crash_prone.MAY_CRASH`'s and the
+    :func:`garbage_prone` ones, and on the registry and compiled routes also :func:`_outside_mesh`'s.
+    Worked out here once per case and handed to the workers with their slice (:mod:`.worker`) and to
+    the compiled caller with each request. A predicate only picks how a case runs, never its outcome."""
     base = MAY_CRASH.get(backend)
-    if base is None or backend not in ("registry", "compiled"):
-        return base
+    if base is None:
+        return None
+    outside = backend in ("registry", "compiled")
 
     def may_crash(case: Case) -> bool:
-        return base(case) or _outside_mesh(case)
+        return base(case) or (outside and _outside_mesh(case)) or garbage_prone(case)
     return may_crash
 
 
@@ -401,14 +415,56 @@ class Cancelled(Exception):
 
 
 def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 2, timeout: float = 120.0,
-               on_progress: ProgressFn | None = None, cancel: threading.Event | None = None
-               ) -> tuple[list[Outcome], dict]:
+               on_progress: ProgressFn | None = None, cancel: threading.Event | None = None,
+               recheck: bool = True) -> tuple[list[Outcome], dict]:
     """Outcomes of ``cases`` on a native backend, in order, plus the Paddle version info.
+
+    With ``recheck``, every :func:`garbage_prone` case that Paddle answered (a result, an error, a
+    crash, an undecodable reply) runs once more, after the sweep, in a fresh set of workers: another
+    process, another memory layout. Where the two outcomes differ, Paddle read memory it never set, and
+    the case's outcome carries both (:func:`varied`; compare.py: *native-varies*).
 
     If an exception (an interrupt, :class:`Cancelled` once ``cancel`` is set: how a caller running
     this in a thread of its own stops it, or an error raised in a slice's thread, re-raised here once
     every worker has ended) ends the wait, it carries ``partial_outcomes``: the outcomes received so
-    far, None for the rest."""
+    far, None for the rest (those of the sweep, unchecked, when it ends the re-run)."""
+    outcomes, info = _run_once(cases, backend, workers, timeout, on_progress, cancel)
+    if not recheck or isolates(backend) is None:
+        return outcomes, info
+    again = [i for i, case in enumerate(cases) if outcomes[i].not_run is None
+             and outcomes[i].unreachable is None and garbage_prone(case)]
+    if not again:
+        return outcomes, info
+    try:
+        second, _ = _run_once([cases[i] for i in again], backend, workers, timeout, None, cancel)
+    except BaseException as exc:
+        exc.partial_outcomes = list(outcomes)  # type: ignore[attr-defined]
+        raise
+    for i, other in zip(again, second, strict=True):
+        outcomes[i] = varied(outcomes[i], other)
+    return outcomes, info
+
+
+def _canonical(outcome: Outcome) -> str:
+    return json.dumps(outcome.to_json(), sort_keys=True, separators=(",", ":"))
+
+
+def varied(first: Outcome, second: Outcome) -> Outcome:
+    """One case's outcome from two runs: ``first`` when they are equal (or the second gave no answer),
+    else the two in a fixed order (by their JSON text), the other one as ``varies``: which run came
+    first does not change the outcome."""
+    if second.not_run is not None:
+        return first
+    a, b = _canonical(first), _canonical(second)
+    if a == b:
+        return first
+    low, high = (first, second) if a < b else (second, first)
+    return dataclasses.replace(low, varies=high)
+
+
+def _run_once(cases: Sequence[Case], backend: str, workers: int, timeout: float,
+              on_progress: ProgressFn | None, cancel: threading.Event | None) -> tuple[list[Outcome], dict]:
+    """One run of ``cases`` over the worker pool (:func:`run_native`, without its re-run)."""
     outcomes: list[Outcome | None] = [None] * len(cases)
     info: dict = {}
     lock = threading.Lock()

@@ -29,12 +29,19 @@ answer is a crash)::
                       all the same (e.g. an older release's statistics of another rank); counted with the
                       changed cases, listed apart, never a regression (the op refuses that input
                       and Paddle's rule does not validate it)
+    changed           an invalid input whose outcome under this build was *shown* to vary (as for
+      (unstable)      *unstable*) and none of whose outcomes under this build is the baseline's: it
+                      varies, but the baseline's answer is gone all the same. A change: counted with
+                      the changed cases, triaged by nothing else (never a regression: the op refuses
+                      that input), and not explained by its class (crosscheck.py)
     unstable          an invalid input (any two outcomes) whose outcome under this build was *shown*
-                      to vary: one of :data:`RERUNS` re-runs of the case (fresh workers, after the
-                      sweep) came out otherwise than the sweep did. Paddle's rule does not validate
-                      that input and reads memory it never set, so its outcome there moves from run
-                      to run (measured: docs/measurements/2026-12-01-native-notes.md); listed, not
-                      triaged, not counted as changed. It ranks first: such a case is not regressed.
+                      to vary (the sweep's outcome carries another run's, compare.py's
+                      *native-varies*, or one of :data:`RERUNS` re-runs of the case, fresh workers
+                      after the sweep, came out otherwise than the sweep did) and one of those
+                      outcomes is the baseline's. Paddle's rule does not validate that input and
+                      reads memory it never set, so its outcome there moves from run to run
+                      (measured: docs/measurements/2026-12-01-native-notes.md); nothing shows it
+                      changed: listed, not triaged, not counted as changed. It ranks first.
 
 An unreachable route's reason (and an error's message) is compared with its source line numbers
 and build-specific paths normalised (:func:`reason_key`): a build that only moved a line or was
@@ -66,7 +73,7 @@ import tempfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -90,10 +97,11 @@ EXAMPLES_PER_CLASS = 20
 MARKDOWN_PER_CLASS = 200
 """Changed cases of each class baseline.json keeps (with their repro lines); every one is in CASES_FILE."""
 
-REGRESSED, FIXED, CHANGED, NEWLY_RAISES, NO_LONGER_RAISES, CHANGED_INVALID, UNSTABLE = (
-    "regressed", "fixed", "changed", "newly raises", "no longer raises", "changed (invalid input)", "unstable")
+REGRESSED, FIXED, CHANGED, NEWLY_RAISES, NO_LONGER_RAISES, CHANGED_INVALID, CHANGED_UNSTABLE, UNSTABLE = (
+    "regressed", "fixed", "changed", "newly raises", "no longer raises", "changed (invalid input)",
+    "changed (unstable)", "unstable")
 #: Report order: regressions first (unstable, not a change, after them all).
-CLASSES = (REGRESSED, NEWLY_RAISES, FIXED, NO_LONGER_RAISES, CHANGED, CHANGED_INVALID)
+CLASSES = (REGRESSED, NEWLY_RAISES, FIXED, NO_LONGER_RAISES, CHANGED, CHANGED_INVALID, CHANGED_UNSTABLE)
 #: Re-runs (each a fresh set of workers) of every changed case on invalid input, after the sweep: the evidence
 #: that its outcome varies (see :meth:`Diff.recheck`).
 RERUNS = 2
@@ -144,6 +152,15 @@ def same_outcome(old_text: str, new_text: str) -> bool:
     if '"unreachable"' not in old_text and '"error"' not in old_text:
         return False  # (nothing to normalise: the common case of a changed answer, decided without parsing)
     return bool(_comparable(json.loads(old_text)) == _comparable(json.loads(new_text)))
+
+
+def outcome_texts(outcome: Outcome) -> list[str]:
+    """The texts of every answer an outcome holds: itself, and the other run's it carries
+    (:attr:`Outcome.varies`), each without the other."""
+    texts = [outcome_text(outcome if outcome.varies is None else replace(outcome, varies=None))]
+    if outcome.varies is not None:
+        texts += outcome_texts(outcome.varies)
+    return texts
 
 
 def _one_line(text: str) -> str:
@@ -276,10 +293,12 @@ def unvalidated(old: Outcome, new: Outcome, invalid: bool) -> bool:
     return invalid and _kind(old) in ("answer", "crash") and _kind(new) in ("answer", "crash")
 
 
-def triage(old: Outcome, new: Outcome, old_label: str, new_label: str, invalid: bool, varies: bool = False) -> str:
+def triage(old: Outcome, new: Outcome, old_label: str, new_label: str, invalid: bool, varies: bool = False,
+           old_seen: bool = True) -> str:
     """The class of a changed case (the table in the module doc). ``*_label``: the oracle's verdict
     on each side; ``invalid``: the case's input is invalid for the op; ``varies``: a re-run showed
-    the case's outcome to vary (:meth:`Diff.recheck`)."""
+    the case's outcome to vary (:meth:`Diff.recheck`); ``old_seen``: the old outcome is one of this
+    build's outcomes of the case (the sweep's, its other run's, a re-run's: :func:`outcome_texts`)."""
     a, b = _kind(old), _kind(new)
     # Unstable only on evidence. Calling every invalid input answered or crashed on by both builds unstable
     # (as this did) hid deterministic changes: most of 3.1.0 -> 3.3.1's "unstable" cases were one op's
@@ -290,8 +309,10 @@ def triage(old: Outcome, new: Outcome, old_label: str, new_label: str, invalid: 
     # whatever its two outcomes; without one, an invalid input answered or crashed on by both is a change in
     # a class of its own (never a regression: the op refuses the input, so no answer to it is owed; never
     # hidden either), and any other goes through the table as a valid one does.
+    # And varying is no licence to hide a change: an outcome the baseline never gave among this build's
+    # answers, and the baseline's gone from them, is a change whatever else moves.
     if invalid and varies:
-        return UNSTABLE
+        return UNSTABLE if old_seen else CHANGED_UNSTABLE
     if unvalidated(old, new, invalid):
         return CHANGED_INVALID
     if b == "crash":
@@ -457,8 +478,17 @@ class Diff:
                     self.reruns.setdefault(k, []).append(outcome)
 
     def _varies(self, k: int) -> bool:
-        new_text = outcome_text(self.pending[k][4])
-        return any(o.not_run is None and not same_outcome(new_text, outcome_text(o)) for o in self.reruns.get(k, ()))
+        new = self.pending[k][4]
+        new_text = outcome_text(new)
+        # the baseline's own outcome carrying two runs' answers is evidence as well (of the same input's noise)
+        return new.varies is not None or self.pending[k][3].varies is not None or any(o.not_run is None and not same_outcome(new_text, outcome_text(o))
+                                             for o in self.reruns.get(k, ()))
+
+    def _old_seen(self, k: int) -> bool:
+        """The baseline's outcome (any answer it holds) is one of this build's for the case."""
+        _, _, _, old, new = self.pending[k]
+        mine = [t for o in (new, *self.reruns.get(k, ())) if o.not_run is None for t in outcome_texts(o)]
+        return any(same_outcome(a, b) for a in outcome_texts(old) for b in mine)
 
     def judge(self) -> None:
         """Triage every changed case with the oracle (both answers judged on the case as run)."""
@@ -472,7 +502,7 @@ class Diff:
                 b = judge.native(case, new, backend).verdict.label
             else:
                 a = b = "not judged (no numpy kernel)"
-            klass = triage(old, new, a, b, input_problem(case) is not None, self._varies(k))
+            klass = triage(old, new, a, b, input_problem(case) is not None, self._varies(k), self._old_seen(k))
             self.changes.append(Change(klass, rule, backend, case, old, new, a, b, cell_diffs(case, old, new),
                                        self.reruns.get(k)))
         self.pending = []
@@ -490,7 +520,8 @@ class Diff:
         parts = ", ".join(f"{c[k]} {k}" for k in (REGRESSED, FIXED, CHANGED, NEWLY_RAISES, NO_LONGER_RAISES))
         uncompared = sum(self.uncompared.values()) + sum(self.missing().values())
         return (f"baseline {build_text(self.stored.paddle)} -> {build_text(new_paddle)}: {self.changed()} changed "
-                f"cases ({parts}, {c[CHANGED_INVALID]} changed on invalid input); {c[UNSTABLE]} unstable (invalid "
+                f"cases ({parts}, {c[CHANGED_INVALID]} changed on invalid input, {c[CHANGED_UNSTABLE]} changed though "
+                f"unstable); {c[UNSTABLE]} unstable (invalid "
                 f"input shown to vary), {uncompared} uncompared")
 
     def status(self, interrupted: str = "") -> str:
@@ -606,6 +637,6 @@ class Diff:
         return bool(self.uncompared) or bool(self.missing())
 
 
-__all__ = ["CASES_FILE", "CHANGED_INVALID", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS", "FORMAT",
+__all__ = ["CASES_FILE", "CHANGED_INVALID", "CHANGED_UNSTABLE", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS", "FORMAT",
            "MARKDOWN_PER_CLASS", "RERUNS", "Diff", "Saver", "Stored", "build_text", "cell_diffs", "load",
-           "outcome_text", "reason_key", "same_outcome", "triage", "unvalidated"]
+           "outcome_text", "outcome_texts", "reason_key", "same_outcome", "triage", "unvalidated"]

@@ -302,7 +302,7 @@ def rerun_native(backend: str, cases: list[Case], args: argparse.Namespace) -> l
         print(f"re-running {len(cases):,} changed invalid-input cases on {backend} (is their outcome stable?)",
               file=sys.stderr, flush=True)
     try:
-        return run_native(cases, backend=backend, workers=args.workers, timeout=args.timeout)[0]
+        return run_native(cases, backend=backend, workers=args.workers, timeout=args.timeout, recheck=False)[0]
     except (ImportError, RuntimeError) as exc:
         why = " ".join(str(exc).strip().split())[-300:]
         return [Outcome(not_run=f"backend unavailable: {why}") for _ in cases]
