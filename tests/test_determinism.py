@@ -10,6 +10,7 @@ reports it must call equal, different, or partial."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import shutil
@@ -20,8 +21,10 @@ from pathlib import Path
 import pytest
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.grid import grid_for
 from paddle_spmd_port.native.routes import routes_reaching
 from paddle_spmd_port.ops import RULES
+from paddle_spmd_port.outcome import Outcome
 from paddle_spmd_port.parity.random_cases import random_cases
 from paddle_spmd_port.validity import input_problem
 
@@ -35,9 +38,12 @@ SEED = 7
 
 
 def _sample(route: str) -> list[Case]:
+    """Per rule: its grid's invalid inputs (where the order-dependent outcomes were seen) and a seeded
+    random sample."""
     cases: list[Case] = []
     for rule in ROUTE_RULES[route]:
         assert rule in RULES and route in routes_reaching(rule), (rule, route)
+        cases += [c for c in grid_for(rule) if "-invalid-" in c.case_id]
         cases += random_cases(rule, PER_RULE, seed=SEED)
     return cases
 
@@ -54,8 +60,23 @@ def test_outcomes_do_not_depend_on_order_or_workers(route: str) -> None:
     backward.reverse()
     assert all(o.not_run is None for o in forward), [str(o) for o in forward if o.not_run is not None][:3]
     moved = [(c.case_id, str(a), str(b)) for c, a, b in zip(cases, forward, backward, strict=True)
-             if a.to_json() != b.to_json()]
+             if a.to_json() != b.to_json() and not _same_noise_seen_in_part(a, b)]
     assert not moved, moved[:5]
+
+
+def _answers(outcome: Outcome) -> set[str]:
+    return {str(o.to_json()) for o in (dataclasses.replace(outcome, varies=None), outcome.varies) if o is not None}
+
+
+def _same_noise_seen_in_part(a: Outcome, b: Outcome) -> bool:
+    """The one difference allowed (the residue the measurement note counts): a case shown to vary in
+    one run (native-varies) whose answers in the other run are among those, i.e. the same noise, one
+    run's two layouts having happened to agree. Anything else, and any difference where neither run
+    saw the case vary, fails."""
+    if a.varies is None and b.varies is None:
+        return False
+    small, big = sorted((_answers(a), _answers(b)), key=len)
+    return small <= big
 
 
 # --------------------------------------------------------------------------- tools/same_cases.py

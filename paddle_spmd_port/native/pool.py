@@ -53,7 +53,7 @@ from ..types import mesh_dims_of
 from ..validity import input_problem
 from ._paddle import paddle_version
 from .crash_prone import MAY_CRASH, refused_by_every_rule
-from .worker import DONE, FRAME, HELLO, ISOLATE, RUN_HERE, SHARE
+from .worker import DONE, FRAME, HELLO, ISOLATE, LAYOUT_ENV, RUN_HERE, SHARE, fixed_layout_prefix
 
 ProgressFn = Callable[[int], None]
 
@@ -85,7 +85,8 @@ def garbage_prone(case: Case) -> bool:
     damage the heap without dying (moving the answers of the cases after it in the same process). Every
     route runs such a case in a forked child of its own, from the fork server's unchanged state, so its
     outcome depends on no case before it and no case after it depends on it; and :func:`run_native`
-    runs it a second time in a fresh process to tell an answer read from unset memory (:func:`recheck`)."""
+    runs it a second time in a fresh process of another memory layout to tell an answer read from unset
+    memory (its ``recheck``)."""
     return input_problem(case) is not None
 
 
@@ -115,8 +116,11 @@ def _describe_exit(code: int | None) -> str:
 
 
 def worker_command(backend: str, base: int, start: int) -> list[str]:
-    return [sys.executable, "-m", "paddle_spmd_port.native.worker", "--backend", backend, "--base", str(base),
-            "--start", str(start)]
+    """A worker's command line; its numbers of one width (zeros in front), so that every worker's
+    arguments take the same room on its stack: with addresses not randomised
+    (:func:`.worker.fixed_layout_prefix`), where a slice starts then moves no byte a case reads."""
+    return [*fixed_layout_prefix(), sys.executable, "-m", "paddle_spmd_port.native.worker", "--backend", backend,
+            "--base", f"{base:012d}", "--start", f"{start:012d}"]
 
 
 def slice_payload(cases: Sequence[Case], isolate: Sequence[int]) -> bytes:
@@ -152,6 +156,7 @@ class _Slice(threading.Thread):
         self.isolate = isolate  # per case (the pool's order): its worker byte (plan_slices), worked out once
         self.proc: subprocess.Popen | None = None
         self.error: BaseException | None = None
+        self.layout = 0  # the memory layout its workers start in (.worker.LAYOUT_ENV)
 
     def kill(self) -> None:
         """End the current worker and everything it started (its own process group)."""
@@ -171,7 +176,9 @@ class _Slice(threading.Thread):
 
     def _run(self) -> None:
         next_index = self.start_at
-        env = dict(os.environ, PYTHONUNBUFFERED="1", GLOG_minloglevel="3", FLAGS_call_stack_level="0")
+        # a fixed hash seed and layout: the worker's memory the same every run (.worker.fixed_layout_prefix)
+        env = dict(os.environ, PYTHONUNBUFFERED="1", GLOG_minloglevel="3", FLAGS_call_stack_level="0",
+                   PYTHONHASHSEED="0", **{LAYOUT_ENV: str(self.layout)})
         straight_failures: list[str] = []
         memo: dict[bytes, Outcome] = {}
         pickled_cases = b""  # this slice's cases, pickled once the first worker is starting
@@ -310,7 +317,8 @@ class _CallerSlice(_Slice):
         if self.routed:
             err_log = tempfile.TemporaryFile()
             self.proc = compiled.start_program(self.binary, stderr=err_log, new_session=True,
-                                               isolating=any(self.isolate[i] for i in self.routed))
+                                               isolating=any(self.isolate[i] for i in self.routed),
+                                               layout=self.layout)
             self.early = (self.proc, err_log)
 
     def _run(self) -> None:
@@ -338,7 +346,8 @@ class _CallerSlice(_Slice):
             else:
                 err_log = tempfile.TemporaryFile()
                 proc = self.proc = compiled.start_program(self.binary, stderr=err_log, new_session=True,
-                                                          isolating=any(self.isolate[i] for i in routed[pos:]))
+                                                          isolating=any(self.isolate[i] for i in routed[pos:]),
+                                                          layout=self.layout)
             if self.stop_event.is_set():  # stopped while this program was starting: the parent may not see it
                 self.kill()
             pos, hung = self._exchange(proc, pos)
@@ -420,15 +429,16 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     """Outcomes of ``cases`` on a native backend, in order, plus the Paddle version info.
 
     With ``recheck``, every :func:`garbage_prone` case that Paddle answered (a result, an error, a
-    crash, an undecodable reply) runs once more, after the sweep, in a fresh set of workers: another
-    process, another memory layout. Where the two outcomes differ, Paddle read memory it never set, and
+    crash, an undecodable reply) runs once more, after the sweep, in a fresh set of workers started in
+    another memory layout (.worker.LAYOUT_ENV; both layouts fixed where the addresses need not be
+    randomised, .worker.fixed_layout_prefix, so that both runs read the same bytes every time). Where the two outcomes differ, Paddle read memory it never set, and
     the case's outcome carries both (:func:`varied`; compare.py: *native-varies*).
 
     If an exception (an interrupt, :class:`Cancelled` once ``cancel`` is set: how a caller running
     this in a thread of its own stops it, or an error raised in a slice's thread, re-raised here once
     every worker has ended) ends the wait, it carries ``partial_outcomes``: the outcomes received so
     far, None for the rest (those of the sweep, unchecked, when it ends the re-run)."""
-    outcomes, info = _run_once(cases, backend, workers, timeout, on_progress, cancel)
+    outcomes, info = _run_once(cases, backend, workers, timeout, on_progress, cancel, layout=0)
     if not recheck or isolates(backend) is None:
         return outcomes, info
     again = [i for i, case in enumerate(cases) if outcomes[i].not_run is None
@@ -436,7 +446,7 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     if not again:
         return outcomes, info
     try:
-        second, _ = _run_once([cases[i] for i in again], backend, workers, timeout, None, cancel)
+        second, _ = _run_once([cases[i] for i in again], backend, workers, timeout, None, cancel, layout=1)
     except BaseException as exc:
         exc.partial_outcomes = list(outcomes)  # type: ignore[attr-defined]
         raise
@@ -463,8 +473,10 @@ def varied(first: Outcome, second: Outcome) -> Outcome:
 
 
 def _run_once(cases: Sequence[Case], backend: str, workers: int, timeout: float,
-              on_progress: ProgressFn | None, cancel: threading.Event | None) -> tuple[list[Outcome], dict]:
-    """One run of ``cases`` over the worker pool (:func:`run_native`, without its re-run)."""
+              on_progress: ProgressFn | None, cancel: threading.Event | None, layout: int = 0
+              ) -> tuple[list[Outcome], dict]:
+    """One run of ``cases`` over the worker pool (:func:`run_native`, without its re-run), its workers
+    started in memory layout ``layout`` (:data:`.worker.LAYOUT_ENV`)."""
     outcomes: list[Outcome | None] = [None] * len(cases)
     info: dict = {}
     lock = threading.Lock()
@@ -495,6 +507,8 @@ def _run_once(cases: Sequence[Case], backend: str, workers: int, timeout: float,
     threads: list[_Slice] = [
         _CallerSlice(binary, cases, a, b, outcomes, timeout, progress, info, stop_event, isolate) if binary is not None
         else _Slice(backend, cases, a, b, outcomes, timeout, progress, info, stop_event, isolate) for a, b in slices]
+    for t in threads:
+        t.layout = layout
     try:
         for t in threads:
             if isinstance(t, _CallerSlice):
