@@ -10,7 +10,6 @@ in the file (one stored native answer edited) gives exactly the expected class a
 from __future__ import annotations
 
 import dataclasses
-
 import gzip
 import json
 import re

@@ -104,7 +104,8 @@ def test_same_cases_equal_in_any_order_and_timings_aside(tmp_path: Path) -> None
     a = _report(tmp_path / "a", ROWS, GROUPS)
     b = _report(tmp_path / "b", ROWS[::-1], {"p_norm@registry": {**GROUPS["p_norm@registry"], "native_seconds": 9}})
     done = _tool(str(a), str(b))
-    assert done.returncode == 0 and "EQUAL: 1 groups, 9 cases, 3 per-case rows" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "EQUAL: 1 groups, 9 cases, 3 per-case rows" in done.stdout
 
 
 def test_same_cases_lists_each_difference_and_exits_1(tmp_path: Path) -> None:

@@ -431,8 +431,9 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     With ``recheck``, every :func:`garbage_prone` case that Paddle answered (a result, an error, a
     crash, an undecodable reply) runs once more, after the sweep, in a fresh set of workers started in
     another memory layout (.worker.LAYOUT_ENV; both layouts fixed where the addresses need not be
-    randomised, .worker.fixed_layout_prefix, so that both runs read the same bytes every time). Where the two outcomes differ, Paddle read memory it never set, and
-    the case's outcome carries both (:func:`varied`; compare.py: *native-varies*).
+    randomised, .worker.fixed_layout_prefix, so that both runs read the same bytes every time). Where
+    the two outcomes differ, Paddle read memory it never set, and the case's outcome carries both
+    (:func:`varied`; compare.py: *native-varies*).
 
     If an exception (an interrupt, :class:`Cancelled` once ``cancel`` is set: how a caller running
     this in a thread of its own stops it, or an error raised in a slice's thread, re-raised here once

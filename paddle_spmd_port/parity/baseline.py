@@ -481,8 +481,8 @@ class Diff:
         new = self.pending[k][4]
         new_text = outcome_text(new)
         # the baseline's own outcome carrying two runs' answers is evidence as well (of the same input's noise)
-        return new.varies is not None or self.pending[k][3].varies is not None or any(o.not_run is None and not same_outcome(new_text, outcome_text(o))
-                                             for o in self.reruns.get(k, ()))
+        return new.varies is not None or self.pending[k][3].varies is not None or any(
+            o.not_run is None and not same_outcome(new_text, outcome_text(o)) for o in self.reruns.get(k, ()))
 
     def _old_seen(self, k: int) -> bool:
         """The baseline's outcome (any answer it holds) is one of this build's for the case."""
@@ -637,6 +637,7 @@ class Diff:
         return bool(self.uncompared) or bool(self.missing())
 
 
-__all__ = ["CASES_FILE", "CHANGED_INVALID", "CHANGED_UNSTABLE", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS", "FORMAT",
+__all__ = ["CASES_FILE", "CHANGED_INVALID", "CHANGED_UNSTABLE", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS",
+           "FORMAT",
            "MARKDOWN_PER_CLASS", "RERUNS", "Diff", "Saver", "Stored", "build_text", "cell_diffs", "load",
            "outcome_text", "outcome_texts", "reason_key", "same_outcome", "triage", "unvalidated"]
