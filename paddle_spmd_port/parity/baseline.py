@@ -58,8 +58,8 @@ reads to hold a release profile to the diff; written line by line), ``baseline.j
 status, summary line, counts, counts per group, and the first :data:`EXAMPLES_PER_CLASS` changed
 cases of each class, each with its repro line) and ``baseline.html`` (the same as a page, with a map
 per rule of where the changes are: parity/pages.py); the console's last line reads ``baseline OLD ->
-NEW: N changed cases (R regressed, F fixed, ...); U unstable (invalid input shown to vary), K
-uncompared``. An interrupted run writes all of them, of the cases compared so far (its changed cases
+NEW: N changed cases (R regressed, F fixed, ..., V changed though unstable); U unstable (invalid input
+shown to vary), K uncompared``. An interrupted run writes all of them, of the cases compared so far (its changed cases
 on invalid input not re-run, so none unstable, each saying so).
 """
 
