@@ -491,20 +491,13 @@ def test_a_build_against_its_own_baseline_has_0_changed_cases(saved: Path, tmp_p
                    timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     last = done.stdout.strip().splitlines()[-1]
-    # nothing changed but, at most, invalid inputs' noise (below): "N changed cases (0 regressed, ..., N changed on
-    # invalid input)"
-    summary = re.search(r": (\d+) changed cases \(0 regressed, 0 fixed, 0 changed, 0 newly raises, 0 no longer "
-                        r"raises, (\d+) changed on invalid input, (\d+) changed though unstable\)", last)
-    assert last.startswith("baseline 3.3.1") and summary and int(summary[1]) == int(summary[2]) + int(summary[3]), last
+    # nothing changed, invalid inputs included: each runs in a child of its own in a fixed memory layout, so
+    # what Paddle reads from memory it never set is the same bytes in both runs (native/pool.py)
+    assert last.startswith("baseline 3.3.1") and ": 0 changed cases (0 regressed, 0 fixed, 0 changed, 0 newly " \
+        "raises, 0 no longer raises, 0 changed on invalid input, 0 changed though unstable); 0 unstable" in last, last
     data = json.loads((tmp_path / "r" / "baseline.json").read_text())
-    cases = _rows(tmp_path / "r" / CASES_FILE)
-    # the few invalid inputs Paddle answers from memory it never set may come out "unstable" (a re-run showed it)
-    # or, where the re-runs happened to agree with the sweep, "changed (invalid input)": nothing else
-    assert data["status"].startswith(("UNCHANGED", "CHANGED, NONE REGRESSED"))
-    assert data["unchanged"] + len(cases) == header["rows"]
-    assert all(c["class"] in (UNSTABLE, CHANGED_INVALID, CHANGED_UNSTABLE) and "-invalid-" in c["id"] for c in cases)
-    assert data["cases_total"] == len(cases) == sum(data["counts"][k] for k in (UNSTABLE, CHANGED_INVALID,
-                                                                               CHANGED_UNSTABLE))
+    assert data["status"].startswith("UNCHANGED") and data["unchanged"] == header["rows"]
+    assert _rows(tmp_path / "r" / CASES_FILE) == [] and data["cases_total"] == 0
 
 
 @pytest.mark.native
