@@ -205,3 +205,26 @@ def test_the_page_renders_clean_with_its_map(tmp_path):
     with browser.Browser(CHROMIUM) as chrome:
         r = chrome.render(out / "search.html")
     assert r.clean and r.title.startswith("PASS:"), r.line()
+
+
+def test_the_proposed_reverse_rule_answers_the_cheaper_of_reverse_and_forward():
+    """p_norm over the last axis of x split on axis 1, out asked split on axis 0: the reverse answer
+    moves x (an all_to_all of x), the forward answer keeps x and moves the smaller out: the forward
+    one is chosen. With x replicated both move nothing: the tie keeps the reverse answer."""
+    from paddle_spmd_port.ops.kit.cheapest import price as rule_price
+    from paddle_spmd_port.ops.registry import PROFILES
+    from paddle_spmd_port.rules.proposed import RULES as OWN
+
+    spec = Case("p_norm_reverse", MESH, (None, None), ()).spec
+    attrs = (float("inf"), -1, 1e-12, True, False)
+    out = DistTensorSpec((8, 7, 10, 1), (0, -1, -1, -1), MESH)
+    for x_dm, chosen in (((-1, 0, -1, -1), "forward"), ((-1, -1, -1, -1), "reverse")):
+        x = DistTensorSpec((8, 7, 10, 12), x_dm, MESH)
+        given = {"x": x, "out": out}
+        reverse = OWN["p_norm_reverse"](x, out, *attrs)
+        forward = PROFILES["proposed"]["p_norm"](x, *attrs)
+        assert reverse != forward
+        answer = PROFILES["proposed"]["p_norm_reverse"](x, out, *attrs)
+        assert answer == (forward if chosen == "forward" else reverse), chosen
+        assert rule_price(spec, given, answer) == min(rule_price(spec, given, reverse),
+                                                      rule_price(spec, given, forward))

@@ -61,7 +61,7 @@ from .simulator import (
     simulate,
 )
 
-DEFAULT_SAMPLE = 40
+DEFAULT_SAMPLE = 300
 """Cases per rule when the command is given neither ``--sample`` nor ``--max-cases``."""
 MAX_CANDIDATES = 256
 """Candidates per case; a case with more is skipped (and counted)."""
