@@ -65,6 +65,11 @@ DEFAULT_SAMPLE = 300
 """Cases per rule when the command is given neither ``--sample`` nor ``--max-cases``."""
 MAX_CANDIDATES = 256
 """Candidates per case; a case with more is skipped (and counted)."""
+#: why a case is skipped (a report groups by these; the reason adds its detail after ": ")
+SKIP_MESHES = "inputs on different meshes (a cross-mesh reshard, not modelled)"
+SKIP_INVALID = "a given input does not fit its mesh"
+SKIP_ASKED = "an asked output has another rank than the op's"
+SKIP_BOUND = "more candidates than the bound"
 CLASSES = ("cheaper", "missing", "as-cheap", "none-sound", "skipped", "op-rejects")
 ITEMSIZE = 4
 
@@ -260,20 +265,20 @@ def _skip_reason(case: Case, max_candidates: int) -> str:
     given = _given(case)
     meshes = {s.mesh for s in given.values()}
     if len(meshes) > 1 or any(m != case.mesh for m in meshes):
-        return "inputs on different meshes (a cross-mesh reshard, not modelled)"
+        return f"{SKIP_MESHES}: {' '.join(sorted(set(map(str, meshes))))}"
     for name, s in given.items():
         try:
             s.check(name)
         except InvalidSpecError:
-            return f"the given {name} {s} does not fit the mesh"
+            return f"{SKIP_INVALID}: {name} {s}"
     reference = case_data(case).reference or {}
     for name in case.spec.result_outputs:
         asked, value = given.get(name), reference.get(name)
         if asked is not None and value is not None and len(asked.shape) != value.ndim:
-            return f"the asked {name} {asked} does not fit the op's output of rank {value.ndim}"
+            return f"{SKIP_ASKED}: {name} {asked}, the op's of rank {value.ndim}"
     n = space_size(case)
     if n > max_candidates:
-        return f"{n} candidates, more than the bound {max_candidates}"
+        return f"{SKIP_BOUND}: {n} > {max_candidates}"
     return ""
 
 

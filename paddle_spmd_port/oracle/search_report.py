@@ -195,8 +195,8 @@ def render(run: SearchRun, args: argparse.Namespace, seconds: float, interrupted
                      f"({f.space.cheapest.bytes if f.space.cheapest else 0:,} B)" for f in missing]
             parts.append("Possibly missing (first 10): the rule has no sound answer, a sound one exists:\n\n"
                          + "\n".join(lines) + "\n")
-    skipped = Counter(f.space.reason.split(",")[0] if "candidates" in f.space.reason else f.space.reason
-                      for fs in run.found[run.profiles[0]].values() for f in fs if f.klass == "skipped")
+    skipped = Counter(f.space.reason.split(":")[0] for fs in run.found[run.profiles[0]].values() for f in fs
+                      if f.klass == "skipped")
     if skipped:
         parts.append("## Skipped cases\n\n" + markdown_table(("why", "cases"), skipped.most_common()) + "\n")
     summary = summary_lines(t)
