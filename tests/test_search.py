@@ -108,6 +108,9 @@ def test_the_search_is_bounded_and_counts_what_it_skips():
     skipped = search_case(case, max_candidates=3)
     assert skipped.status == "skipped" and skipped.reason == "more candidates than the bound: 4 > 3"
     assert classify(skipped, "paddle", None, "").klass == "skipped"
+    searched = search_case(case)
+    assert classify(searched, "native", None, "no-answer").klass == "no-answer"  # not run: not "missing"
+    assert classify(searched, "native", None, "rule-error").klass == "missing"
     assert search_case(case, max_candidates=4).status == "searched"
 
 

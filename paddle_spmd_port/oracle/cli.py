@@ -7,6 +7,7 @@
     python -m paddle_spmd_port oracle --sample 300 --seed 1 --report-dir out/
     python -m paddle_spmd_port oracle --meshes 2,4,2x2,2x3,2x2x2 --sync-group mesh
     python -m paddle_spmd_port oracle --profile native --sample 50   # the installed Paddle's own answers
+    python -m paddle_spmd_port oracle --search                       # cheaper sound answers: .search_report
 
 For every case of the oracle grid (:mod:`.grid`) and every profile, the rule answers, the answer
 runs on a virtual mesh in numpy (:mod:`.simulator`) and gets a verdict. Printed: one table per

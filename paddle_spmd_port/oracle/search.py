@@ -26,6 +26,7 @@ A case is classed, per profile::
     skipped     not searched: more candidates than the bound, mixed meshes (a cross-mesh reshard,
                 not modelled), or a given input that does not fit its mesh; counted, never silent
     op-rejects  the op rejects the case on one device
+    no-answer   the native profile only: Paddle gave no answer in this run (a worker timed out)
 
 The search is bounded by the number of cases per rule (the command's ``--sample``/``--max-cases``,
 a sample of :data:`DEFAULT_SAMPLE` by default) and by :data:`MAX_CANDIDATES` candidates per case.
@@ -48,6 +49,7 @@ from ..ops.kit.grid import placements
 from ..reshard import Step, plan, settle, total_bytes
 from ..types import DistAttr, DistTensorSpec, SpmdResult
 from .kernels import MODELS, KernelRejects
+from .native import NO_ANSWER
 from .simulator import (
     SOUND,
     VirtualMesh,
@@ -70,7 +72,7 @@ SKIP_MESHES = "inputs on different meshes (a cross-mesh reshard, not modelled)"
 SKIP_INVALID = "a given input does not fit its mesh"
 SKIP_ASKED = "an asked output has another rank than the op's"
 SKIP_BOUND = "more candidates than the bound"
-CLASSES = ("cheaper", "missing", "as-cheap", "none-sound", "skipped", "op-rejects")
+CLASSES = ("cheaper", "missing", "as-cheap", "none-sound", "skipped", "op-rejects", NO_ANSWER)
 ITEMSIZE = 4
 
 
@@ -347,6 +349,8 @@ def classify(space: Space, profile: str, answer: SpmdResult | None, label: str, 
     """``space`` under one profile whose rule answered ``answer`` (None: raised) judged ``label``."""
     if space.status != "searched":
         return Found(space, profile, space.status, None, label, error)
+    if label == NO_ANSWER:  # not run: neither the rule's answer nor its absence is known
+        return Found(space, profile, NO_ANSWER, None, label, error)
     rule = None
     if answer is not None:
         try:

@@ -49,9 +49,10 @@ from .search import Found, Tally, classify, search_case, tallies
 from .simulator import OP_REJECTS, SOUND
 
 #: the map's classes, worst first: a big saving is the most interesting cell
-MAP_CLASSES = ("saves >= 50%", "saves < 50%", "missing", "none-sound", "as-cheap", "skipped", "op-rejects")
+MAP_CLASSES = ("saves >= 50%", "saves < 50%", "missing", "none-sound", "no-answer", "as-cheap", "skipped",
+               "op-rejects")
 MAP_COLOURS = {"saves >= 50%": "#cf222e", "saves < 50%": "#fb8f44", "missing": "#a475f9", "none-sound": "#57606a",
-               "as-cheap": "#2da44e", "skipped": "#d4a72c", "op-rejects": "#afb8c1"}
+               "no-answer": "#24292f", "as-cheap": "#2da44e", "skipped": "#d4a72c", "op-rejects": "#afb8c1"}
 RECORDS_PER_RULE = 25
 
 
@@ -129,13 +130,13 @@ def rule_rows(t: Mapping[str, Tally]) -> list[list[object]]:
     for rule, x in t.items():
         c = x.counts
         rows.append([rule, sum(c.values()), x.searched, c["skipped"], c["cheaper"], c["missing"], c["as-cheap"],
-                     c["none-sound"], c["op-rejects"], x.rule_bytes, x.best_bytes, x.saved,
+                     c["none-sound"], c["op-rejects"], c["no-answer"], x.rule_bytes, x.best_bytes, x.saved,
                      _percent(x.saved, x.rule_bytes)])
     return rows
 
 
 RULE_HEADER = ("rule", "cases", "searched", "skipped", "cheaper", "missing", "as-cheap", "none-sound", "op-rejects",
-               "rule bytes", "cheapest bytes", "saved", "saved %")
+               "no-answer", "rule bytes", "cheapest bytes", "saved", "saved %")
 
 
 def summary_lines(t: Mapping[str, Mapping[str, Tally]]) -> str:
@@ -243,7 +244,7 @@ def not_sound_proposed(run: SearchRun) -> list[Found]:
 
 
 def unanswered(run: SearchRun) -> list[Found]:
-    return [f for fs in run.found.get(NATIVE, {}).values() for f in fs if f.rule_label == NO_ANSWER]
+    return [f for fs in run.found.get(NATIVE, {}).values() for f in fs if f.klass == NO_ANSWER]
 
 
 def search_page(run: SearchRun, args: argparse.Namespace, seconds: float, interrupted: str | None) -> str:
