@@ -1,9 +1,11 @@
 """The missing-sharding search: is a rule's answer the cheapest sound one, and what does it cost?
 
 For one case the answer space searched is, per given input: its dims_mapping kept, or with the
-mesh dims of any subset of its sharded axes dropped (all of them: replicated), times its partial
-dims kept or dropped (any subset); the candidates are every combination over the inputs, in that
-order (the given layout first). Each candidate's inputs are laid out on the virtual mesh and the
+mesh dims of any subset of its sharded axes dropped (all of them: replicated; a co-shard may also
+keep a leading part of its members), times its partial dims kept or dropped (any subset); the
+candidates are every combination over the inputs, in that order (the given layout first). A
+candidate keeping an input Partial must also hold when that input is split as Paddle's R->P splits
+it (:func:`_holds_on_paddles_split`). Each candidate's inputs are laid out on the virtual mesh and the
 op's kernel runs (:mod:`.simulator`); for every output the kernel returns, the cheapest claim under
 which the values the ranks hold are right is taken (Partial only where the op leaves partial sums,
 priced by the all_reduce it still needs). A candidate is sound when every input lays out, the
@@ -47,7 +49,7 @@ from ..errors import InvalidSpecError
 from ..notation import ShardError, local_shape
 from ..ops.kit.grid import placements
 from ..reshard import Step, plan, settle, total_bytes
-from ..types import DistAttr, DistTensorSpec, SpmdResult
+from ..types import DistAttr, DistTensorSpec, SpmdResult, mesh_dims_of
 from .kernels import MODELS, KernelRejects
 from .native import NO_ANSWER
 from .simulator import (
@@ -157,16 +159,23 @@ def price(case: Case, answer: SpmdResult) -> Priced:
 
 
 # --------------------------------------------------------------------------- the answer space
+def _entry(members: tuple[int, ...]) -> Any:
+    if not members:
+        return -1
+    return members[0] if len(members) == 1 else members
+
+
 def input_options(spec: DistTensorSpec) -> list[DistAttr]:
-    """The attrs searched for one given input, the given one first: its sharded axes each kept or
-    dropped, times its partial dims each kept or dropped."""
-    sharded = [i for i, e in enumerate(spec.dims_mapping) if e != -1]
+    """The attrs searched for one given input, the given one first: each sharded axis kept or
+    dropped (a co-shard also cut back to any leading part of its members: the outer cuts of its
+    nested cut), times its partial dims each kept or dropped."""
+    per_axis = [[_entry(mesh_dims_of(e)[:k]) for k in range(len(mesh_dims_of(e)), -1, -1)]
+                for e in spec.dims_mapping]
     partial = sorted(spec.partial_dims)
     out = []
-    for drop in itertools.chain.from_iterable(itertools.combinations(sharded, k) for k in range(len(sharded) + 1)):
-        dm = tuple(-1 if i in drop else e for i, e in enumerate(spec.dims_mapping))
+    for dm in itertools.product(*per_axis):
         for gone in itertools.chain.from_iterable(itertools.combinations(partial, k) for k in range(len(partial) + 1)):
-            out.append(DistAttr.make(dm, frozenset(partial) - frozenset(gone), spec.mesh))
+            out.append(DistAttr.make(tuple(dm), frozenset(partial) - frozenset(gone), spec.mesh))
     return out
 
 
