@@ -602,7 +602,10 @@ def _report(cases: list[LaunchCase], args: argparse.Namespace, records: dict[int
                                 "tensors": {}, "skipped": {"stage": "setup", "reason": reason}}
                             for r in ranks}
     meta = _meta(cases, args, records, ranks, launch_text, launch_command, launch_seconds, probes)
-    report = build_report(cases, by_case, ranks, meta, args.rtol, probes, interrupted=interrupted)
+    starts = rank_info(records)
+    logging_ok = all(info.get("comm_logging") is True for info in starts.values())
+    report = build_report(cases, by_case, ranks, meta, args.rtol, probes, interrupted=interrupted,
+                          comm_logging=logging_ok)
     report.meta["wall_seconds"] = round(time.monotonic() - t0, 1)
     return report
 
@@ -643,10 +646,17 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
         counts = report.counts_expected()
         print("verdicts: " + ", ".join(f"{v}{'' if e else ' (NOT expected)'}: {n}"
                                        for (v, e), n in sorted(counts.items())))
-        findings = [v for v in report.unexpected if v.verdict != "skipped"]
-        unrun = [v for v in report.unexpected if v.verdict == "skipped"]
+        comm = report.comm_counts()
+        print("communication: " + ", ".join(f"{v}{'' if e else ' (NOT expected)'}: {n}"
+                                            for (v, e), n in sorted(comm.items())))
+        findings = [v for v in report.unexpected
+                    if v.verdict != "skipped" or (v.comm is not None and not v.comm.expected)]
+        unrun = [v for v in report.unexpected if v.verdict == "skipped" and not v.expected]
+        if not report.meta["comm_logging"]:
+            unrun_comm = "the ranks did not see their reshard log lines: communication not compared"
+            print(f"NOT COMPARED: {unrun_comm}")
         failed = not launch.ok
-        if failed or findings or unrun or args.keep_logs:
+        if failed or findings or unrun or args.keep_logs or not report.meta["comm_logging"]:
             moved = keep_work_dir(launch, logs_dest)
             kept.append(moved.work_dir)
             print(f"logs kept in {moved.work_dir}")
@@ -655,13 +665,15 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
         else:
             discard_work_dir(launch)
         for v in findings[:20]:
-            print(f"NOT EXPECTED {v.case.case_id} {v.case.describe()}: {v.verdict}: {'; '.join(v.reasons)[:400]}")
+            why = list(v.reasons) if not v.expected else []
+            why += [f"communication {v.comm.verdict}: {r}" for r in (v.comm.reasons if v.comm else [])]
+            print(f"NOT EXPECTED {v.case.case_id} {v.case.describe()}: {v.verdict}: {'; '.join(why)[:400]}")
         if unrun:
             print(f"NOT RUN: {len(unrun)} case(s), e.g. {unrun[0].case.case_id}: {unrun[0].reasons[0]}")
         print(f"report: {md} and {js}; {len(cases)} cases, wall {report.meta['wall_seconds']}s")
         if findings:
             return EXIT_FINDING
-        return EXIT_INCOMPLETE if failed or unrun else EXIT_OK
+        return EXIT_INCOMPLETE if failed or unrun or not report.meta["comm_logging"] else EXIT_OK
     except (Interrupted, Exception) as exc:  # a signal, or an internal error (exit 4): the same partial report
         _after_interrupt(exc, cases, args, records, not_run, probes, launch, job_id, work, logs_dest, stem, t0,
                          bool(kept))

@@ -26,6 +26,7 @@ by rounding; the errors seen are in docs/measurements/2026-12-01-launch-notes.md
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from typing import Any
 
 from ..outcome import normalize_message
 from .cases import LaunchCase
+from .comm import CommCheck, compare, predict_comm
 from .predict import NOT_RULE_PLACED, UNEVEN_COSHARD, Prediction, StagePrediction, predict
 
 VERDICTS = ("agree", "placement differs", "numerics differ", "Paddle error", "skipped")
@@ -74,6 +76,13 @@ class CaseVerdict:
     error: dict[str, Any] | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     seconds: float = 0.0
+    comm: CommCheck | None = None
+    """The communication verdict (:mod:`.comm`): the reshards Paddle ran against the port's."""
+
+    @property
+    def accounted(self) -> bool:
+        """The port accounts for the outcome and for the communication."""
+        return self.expected and (self.comm is None or self.comm.expected)
 
     def to_json(self) -> dict[str, Any]:
         pred = self.prediction
@@ -85,6 +94,7 @@ class CaseVerdict:
                            "backward": None if pred.backward is None else pred.backward.describe(),
                            "numeric_risks": [list(r) for r in pred.numeric_risks]},
             "tensors": [t.to_json() for t in self.tensors],
+            "comm": None if self.comm is None else self.comm.to_json(),
         }
 
 
@@ -172,7 +182,23 @@ class _Judging:
 
 
 def verdict_for_case(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks: Sequence[int], rtol: float,
-                     probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None) -> CaseVerdict:
+                     probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None,
+                     comm_logging: bool = True) -> CaseVerdict:
+    """The verdict for one case from every rank's record, with its communication verdict
+    (:func:`.comm.compare`; ``comm_logging``: every rank saw its reshard log lines)."""
+    verdict = _verdict_for_case(case, by_rank, ranks, rtol, probes, interrupted)
+    if not by_rank or any(r not in by_rank for r in ranks):
+        return verdict
+    pred = verdict.prediction
+    stages = {"forward": pred.forward.result}
+    if pred.backward is not None:
+        stages["backward"] = pred.backward.result
+    comm = compare(case, predict_comm(case, stages), by_rank, comm_logging)
+    return dataclasses.replace(verdict, comm=comm)
+
+
+def _verdict_for_case(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks: Sequence[int], rtol: float,
+                      probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None) -> CaseVerdict:
     """The verdict for one case from every rank's record. ``interrupted`` (a signal name): the run
     was interrupted, and a case some rank did not finish is marked not run for that reason.
 
@@ -317,9 +343,15 @@ class Report:
     def counts_expected(self) -> Counter:
         return Counter((v.verdict, v.expected) for v in self.verdicts)
 
+    def comm_counts(self) -> Counter:
+        """(communication verdict, expected) -> cases; a case without one is ``not compared``."""
+        return Counter(("not compared", True) if v.comm is None else (v.comm.verdict, v.comm.expected)
+                       for v in self.verdicts)
+
     @property
     def unexpected(self) -> list[CaseVerdict]:
-        return [v for v in self.verdicts if not v.expected]
+        """The cases whose outcome or communication the port does not account for."""
+        return [v for v in self.verdicts if not v.accounted]
 
     def to_json(self) -> dict[str, Any]:
         return {"meta": self.meta,
@@ -331,12 +363,15 @@ class Report:
 
 def build_report(cases: Sequence[LaunchCase], records: dict[str, dict[int, dict[str, Any]]], ranks: Sequence[int],
                  meta: dict[str, Any], rtol: float = DEFAULT_RTOL,
-                 probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None) -> Report:
+                 probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None,
+                 comm_logging: bool = True) -> Report:
     """``interrupted`` (a signal name) makes a partial report: it says so in its first line and in
-    ``meta["interrupted"]``, and every case not finished on every rank is marked not run."""
-    verdicts = tuple(verdict_for_case(case, records.get(case.case_id, {}), ranks, rtol, probes, interrupted)
-                     for case in cases)
-    meta = dict(meta, rtol=rtol)
+    ``meta["interrupted"]``, and every case not finished on every rank is marked not run.
+    ``comm_logging`` False (a rank did not see its reshard log lines): no communication is
+    compared, ``meta["comm_logging"]`` says so."""
+    verdicts = tuple(verdict_for_case(case, records.get(case.case_id, {}), ranks, rtol, probes, interrupted,
+                                      comm_logging) for case in cases)
+    meta = dict(meta, rtol=rtol, comm_logging=comm_logging)
     if interrupted:
         meta["interrupted"] = interrupted
     return Report(verdicts, meta)

@@ -32,6 +32,7 @@ stage the port predicts to kill the process (see :mod:`.predict`) is not execute
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -40,11 +41,13 @@ import time
 import traceback
 import warnings
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from .cases import LaunchCase, parse_placement, read_cases
+from .comm import VMODULE, parse_log
 from .predict import predict
 
 MAX_MESSAGE = 4000
@@ -77,17 +80,53 @@ def _placements_text(tensor: Any) -> list[str]:
     return [placement_text(p) for p in tensor.placements]
 
 
+class StderrCapture:
+    """fd 2 into ``path`` for the span of a stage: Paddle's glog writes its VLOG lines there (C++,
+    not Python's ``sys.stderr``). On leaving, the text is parsed (:func:`.comm.parse_log`) and
+    written back to the real stderr between two marker lines, so the rank's log keeps every line.
+    A process that dies inside the span leaves its last lines in ``path``."""
+
+    def __init__(self, path: Path, label: str) -> None:
+        self.path, self.label = path, label
+        self.text = ""
+        self._saved = -1
+
+    def __enter__(self) -> StderrCapture:
+        sys.stderr.flush()
+        self._fh = open(self.path, "w+b")  # noqa: SIM115 (closed in __exit__)
+        self._saved = os.dup(2)
+        os.dup2(self._fh.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._fh.seek(0)
+        data = self._fh.read()
+        self._fh.close()
+        self.text = data.decode(errors="replace")
+        sys.stderr.write(f"@@comm {self.label} begin\n")
+        sys.stderr.flush()
+        sys.stderr.buffer.write(data)
+        sys.stderr.write(f"@@comm {self.label} end\n")
+        sys.stderr.flush()
+
+    def events(self) -> list[dict[str, Any]]:
+        return [e.to_json() for e in parse_log(self.text)]
+
+
 class CaseRun:
     """Everything one rank does for one case; symmetric across ranks (every collective is
     entered by every rank in the same order)."""
 
-    def __init__(self, case: LaunchCase, mesh: Any, modules: dict[str, Any]) -> None:
-        self.case, self.mesh = case, mesh
+    def __init__(self, case: LaunchCase, mesh: Any, modules: dict[str, Any], capture: Path | None = None) -> None:
+        self.case, self.mesh, self.capture = case, mesh, capture
         self.np, self.paddle, self.dist, self.F = (modules[k] for k in ("np", "paddle", "dist", "F"))
         self.api = SimpleNamespace(**modules)
         self.op = case.launch_op
         self.record: dict[str, Any] = {"kind": "case", "case_id": case.case_id, "stages": {}, "error": None,
-                                       "skipped": None, "tensors": {}}
+                                       "skipped": None, "tensors": {}, "comm": {}}
         rng = self.np.random.RandomState((zlib.crc32(case.case_id.encode()) + case.seed) % 2**31)
         f32 = self.np.float32
         self.x = rng.uniform(-2.0, 2.0, case.shape).astype(f32)
@@ -190,7 +229,8 @@ class CaseRun:
             self.record["skipped"] = {"stage": "forward", "reason": reason}
             return
         try:
-            y, w, b, rm, rv = self.op.call_distributed(self.api, self, x, w, b, rm, rv)
+            with self._captured("forward"):
+                y, w, b, rm, rv = self.op.call_distributed(self.api, self, x, w, b, rm, rv)
         except Exception as exc:
             self._fail("forward", exc)
             return
@@ -207,8 +247,10 @@ class CaseRun:
         if reason:
             self.record["skipped"] = {"stage": "backward", "reason": reason}
             return
+        g = dist.shard_tensor(self.paddle.to_tensor(self.g), self.mesh, list(y.placements))
         try:
-            y.backward(dist.shard_tensor(self.paddle.to_tensor(self.g), self.mesh, list(y.placements)))
+            with self._captured("backward"):
+                y.backward(g)
         except Exception as exc:
             self._fail("backward", exc)
             return
@@ -217,6 +259,20 @@ class CaseRun:
         for name, t in (("weight_grad", w), ("bias_grad", b)):
             if t is not None:
                 self._observe(name, t.grad)
+
+    @contextlib.contextmanager
+    def _captured(self, stage: str) -> Iterator[None]:
+        """Capture the stage's log lines into ``record["comm"][stage]`` (the reshards it ran), also
+        when the stage raises."""
+        if self.capture is None:
+            yield
+            return
+        cap = StderrCapture(self.capture, f"{self.case.case_id} {stage}")
+        try:
+            with cap:
+                yield
+        finally:
+            self.record["comm"][stage] = cap.events()
 
     def _extra_outputs(self, x: Any, w: Any, b: Any, distributed: bool) -> dict[str, Any]:
         """The op's outputs its functional call drops (forward only), on fresh copies of the running
@@ -259,12 +315,33 @@ def _mesh(modules: dict[str, Any], shape: tuple[int, ...]) -> Any:
     return dist.ProcessMesh(ids, dim_names=[f"d{i}" for i in range(len(shape))])
 
 
+def comm_logging(modules: dict[str, Any], capture: Path) -> bool:
+    """Whether this rank sees Paddle's reshard log lines: ``dist.shard_tensor`` of a small tensor
+    split over every rank runs an R->S reshard (a local slice, no collective), which must log."""
+    dist, paddle = modules["dist"], modules["paddle"]
+    world = dist.get_world_size()
+    mesh = dist.ProcessMesh(list(range(world)), dim_names=["d0"])
+    with StderrCapture(capture, "logging check") as cap:
+        dist.shard_tensor(paddle.zeros([world]), mesh, [dist.Shard(0)])
+    return any(e.function == "RToSReshard" for e in parse_log(cap.text))
+
+
+def enable_comm_logging() -> None:
+    """Turn on the VLOG lines :func:`.comm.parse_log` reads; glog reads ``GLOG_vmodule`` when
+    Paddle's library loads, so this runs before Paddle is imported (a user's own modules stay)."""
+    mine = os.environ.get("GLOG_vmodule", "")
+    os.environ["GLOG_vmodule"] = f"{mine},{VMODULE}" if mine and VMODULE not in mine else (mine or VMODULE)
+
+
 def run(cases: list[LaunchCase], out_dir: Path, backend: str, run_predicted_crashes: bool = False) -> int:
     started = time.time()
+    enable_comm_logging()
     modules = _modules(backend)
     dist, paddle = modules["dist"], modules["paddle"]
     rank, world = dist.get_rank(), dist.get_world_size()
     path = out_dir / f"rank{rank}.jsonl"
+    capture = out_dir / f"rank{rank}.stage.log"
+    logging_ok = comm_logging(modules, capture)
     meshes: dict[tuple[int, ...], Any] = {}
     with open(path, "w") as fh:
         def emit(obj: dict[str, Any]) -> None:
@@ -272,7 +349,8 @@ def run(cases: list[LaunchCase], out_dir: Path, backend: str, run_predicted_cras
             fh.flush()
 
         emit({"kind": "start", "rank": rank, "world_size": world, "pid": os.getpid(), "paddle": paddle.__version__,
-              "commit": getattr(paddle.version, "commit", ""), "backend": backend, "cases": len(cases)})
+              "commit": getattr(paddle.version, "commit", ""), "backend": backend, "cases": len(cases),
+              "comm_logging": logging_ok})
         for case in cases:
             t0 = time.time()
             if case.world_size != world:
@@ -282,7 +360,7 @@ def run(cases: list[LaunchCase], out_dir: Path, backend: str, run_predicted_cras
                 continue
             if case.mesh_shape not in meshes:
                 meshes[case.mesh_shape] = _mesh(modules, case.mesh_shape)
-            run_ = CaseRun(case, meshes[case.mesh_shape], modules)
+            run_ = CaseRun(case, meshes[case.mesh_shape], modules, capture if logging_ok else None)
             try:
                 run_.run_reference()
                 run_.run_distributed(predict(case), run_predicted_crashes)
