@@ -666,7 +666,7 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
             discard_work_dir(launch)
         for v in findings[:20]:
             why = list(v.reasons) if not v.expected else []
-            why += [f"communication {v.comm.verdict}: {r}" for r in (v.comm.reasons if v.comm else [])]
+            why += [f"communication differs: {r}" for r in (v.comm.reasons if v.comm else [])]
             print(f"NOT EXPECTED {v.case.case_id} {v.case.describe()}: {v.verdict}: {'; '.join(why)[:400]}")
         if unrun:
             print(f"NOT RUN: {len(unrun)} case(s), e.g. {unrun[0].case.case_id}: {unrun[0].reasons[0]}")

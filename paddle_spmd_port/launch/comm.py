@@ -344,6 +344,13 @@ class CommCheck:
                 parts.append(f"{stage} {len(self.predicted.get(stage, ()))}/{len(self.observed.get(stage, ()))}")
         return ", ".join(parts) if parts else "-"
 
+    def cell(self) -> str:
+        """The verdict with the reshard counts per stage (predicted/observed), ``(!)`` where the
+        port does not account for it."""
+        if self.verdict == "not compared":
+            return self.verdict
+        return f"{self.verdict}{'' if self.expected else ' (!)'}: {self.summary()}"
+
     def predicted_bytes(self) -> int:
         return sum(e.nbytes or 0 for events in self.predicted.values() for e in events)
 
@@ -357,15 +364,36 @@ class CommCheck:
                 "notes": list(self.notes)}
 
 
-#: Differences the port accounts for: (name, test, why). A test gets the case and the difference;
-#: a difference every test rejects is a finding.
-EXPLAINED: tuple[tuple[str, Callable[[LaunchCase, Difference], bool], str], ...] = ()
+#: A test of :data:`EXPLAINED`: the case, the difference, and the stage's reshards outside the op.
+Explains = Callable[[LaunchCase, "Difference", Sequence[Event]], bool]
 
 
-def explain(case: LaunchCase, diff: Difference,
-            explained: Sequence[tuple[str, Callable[[LaunchCase, Difference], bool], str]] | None = None) -> Difference:
+def settles_a_composites_partial_operand(case: LaunchCase, diff: Difference, outside: Sequence[Event]) -> bool:
+    """A grad node of a composite API (other ops' grad nodes resharded in the same backward)
+    settling a Partial operand before its kernel: an input reshard, not predicted, from a partial
+    source to the same mapping without partial, by P->R functions only."""
+    o = diff.observed
+    return (diff.what == "extra" and diff.stage == "backward" and bool(outside) and o is not None
+            and o.kind == "input" and bool(o.src_partial) and not o.dst_partial and o.src == o.dst
+            and bool(o.calls) and all(name == "PToRReshard" for name, _ in o.calls))
+
+
+#: Differences the port accounts for: (name, test, why). A difference every test rejects is a finding.
+EXPLAINED: tuple[tuple[str, Explains, str], ...] = (
+    ("composite-grad-operand", settles_a_composites_partial_operand,
+     "in a composite API the op's grad node gets its out_grad from the next op's grad node, not the "
+     "upstream gradient the prediction assumes, and the prediction hands the grad rule the forward's outputs "
+     "without their Partial status; Paddle's rule wants the Partial forward output replicated, so it is "
+     "all-reduced first (the placements and values are compared as usual)"),
+)
+
+
+def explain(case: LaunchCase, diff: Difference, outside: Sequence[Event] = (),
+            explained: Sequence[tuple[str, Explains, str]] | None = None) -> Difference:
+    """``diff`` with the first explanation of ``explained`` (default :data:`EXPLAINED`) whose test
+    holds, else unchanged."""
     for name, test, why in EXPLAINED if explained is None else explained:
-        if test(case, diff):
+        if test(case, diff, outside):
             return Difference(diff.what, diff.stage, diff.predicted, diff.observed, f"{name}: {why}")
     return diff
 
@@ -395,8 +423,7 @@ def compare_stage(case: LaunchCase, stage: str, predicted: Sequence[Event],
 
 
 def compare(case: LaunchCase, predicted: dict[str, StageComm], by_rank: dict[int, dict[str, Any]],
-            logging_ok: bool,
-            explained: Sequence[tuple[str, Callable[[LaunchCase, Difference], bool], str]] | None = None) -> CommCheck:
+            logging_ok: bool, explained: Sequence[tuple[str, Explains, str]] | None = None) -> CommCheck:
     """The communication verdict of one case from every rank's record (``comm``: stage -> the
     events the rank parsed) and the stages that ran without error."""
     if not logging_ok:
@@ -432,7 +459,8 @@ def compare(case: LaunchCase, predicted: dict[str, StageComm], by_rank: dict[int
         pred_out[stage] = predicted[stage].events
         obs_out[stage] = mine
         outside[stage] = tuple(e for e in events if not own_op(case, e))
-        diffs += [explain(case, d, explained) for d in compare_stage(case, stage, predicted[stage].events, mine)]
+        diffs += [explain(case, d, outside[stage], explained)
+                  for d in compare_stage(case, stage, predicted[stage].events, mine)]
     if not pred_out:
         return CommCheck("not compared", True, notes=tuple(notes) or ("no stage ran without error",))
     verdict = "differs" if diffs else "agree"
@@ -440,6 +468,6 @@ def compare(case: LaunchCase, predicted: dict[str, StageComm], by_rank: dict[int
     return CommCheck(verdict, expected, pred_out, obs_out, outside, tuple(diffs), tuple(notes))
 
 
-__all__ = ["COMM_VERDICTS", "EXPLAINED", "ND", "VMODULE", "CommCheck", "Difference", "Event", "StageComm",
-           "compare", "compare_stage", "explain", "own_op", "parse_log", "planned", "predict_comm", "rule_calls",
-           "short"]
+__all__ = ["COMM_VERDICTS", "EXPLAINED", "ND", "VMODULE", "CommCheck", "Difference", "Event", "Explains",
+           "StageComm", "compare", "compare_stage", "explain", "own_op", "parse_log", "planned", "predict_comm",
+           "rule_calls", "settles_a_composites_partial_operand", "short"]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..ops.kit.launch import each_op
 from ..reporting import markdown_table, write_atomic, write_json
+from .comm import COMM_VERDICTS
 from .pages import launch_page
 from .report import VERDICTS, CaseVerdict, Report
 
@@ -80,6 +81,7 @@ def render_markdown(report: Report) -> str:
     lines += ["", "### Placements and values by op", "", markdown_table(
         ("op", "placements compared", "equal to the port", "max rel err (values the port says hold)",
          "max rel err (values the port says cannot hold)"), [_op_figures(report, op) for op in by_op])]
+    lines += ["", *render_comm(report)]
     lines += ["", EAGER_LIMITS, op_notes()]
     if meta.get("not_launched"):
         lines += ["## Rules no launch case reaches", ""]
@@ -119,10 +121,59 @@ def render_markdown(report: Report) -> str:
         rows.append((v.case.case_id, f"`{v.case.describe()}`", v.verdict + ("" if v.expected else " (!)"),
                      f"{_fmt_pl(out.predicted)} / {_fmt_pl(out.observed)}" if out else "-",
                      f"{_fmt_pl(wg.predicted)} / {_fmt_pl(wg.observed)}" if wg else "-",
-                     f"{max(rels):.1e}" if rels else "-"))
+                     f"{max(rels):.1e}" if rels else "-", (v.comm.cell() if v.comm else "-")))
     lines += ["## All cases", "", markdown_table(
-        ("case", "call", "verdict", "out pred/obs", "weight_grad pred/obs", "max rel err"), rows)]
+        ("case", "call", "verdict", "out pred/obs", "weight_grad pred/obs", "max rel err",
+         "communication (reshards pred/obs)"), rows)]
     return "\n".join(lines) + "\n"
+
+
+COMM_LIMITS = """\
+Communication: the reshards Paddle ran inside the op (its forward API and its grad node), read from
+its VLOG lines on every rank, against those the port's answer implies (`reshard.plan` from each
+operand's placement to the one the port's rule gives it; in the backward also the grad rule's
+`x_grad` back to x's placement). A reshard is matched by tensor kind, shape, source and target, then
+its functions (Paddle's choice and the 1-D functions it called, with their mesh dims) are compared.
+Reshards outside the op (the other ops of a composite API) are counted, not compared. Stages that
+raised or did not run are not compared.
+"""
+
+
+def render_comm(report: Report) -> list[str]:
+    """The communication section: verdict counts, figures per op, differences grouped."""
+    lines = ["## Communication", ""]
+    if not report.meta.get("comm_logging", True):
+        lines += ["**Not compared**: no rank saw its reshard log lines (Paddle's VLOG), so the run's "
+                  "communication is unknown.", ""]
+    counts = report.comm_counts()
+    lines.append(markdown_table(("communication", "expected (port accounts for it)", "not expected"),
+                                [(k, counts[(k, True)], counts[(k, False)]) for k in COMM_VERDICTS
+                                 if counts[(k, True)] or counts[(k, False)]]))
+    rows = []
+    for op in sorted({v.case.op for v in report.verdicts}):
+        mine = [v.comm for v in report.verdicts if v.case.op == op and v.comm is not None]
+        compared = [c for c in mine if c.verdict != "not compared"]
+        pred = sum(len(es) for c in compared for es in c.predicted.values())
+        obs = sum(len(es) for c in compared for es in c.observed.values())
+        outside = sum(len(es) for c in compared for es in c.outside.values())
+        rows.append((op, len(compared), sum(c.verdict == "agree" for c in compared),
+                     sum(c.verdict == "differs" for c in compared), pred, obs, outside,
+                     f"{sum(c.predicted_bytes() for c in compared):,}"))
+    lines += ["", markdown_table(("op", "cases compared", "agree", "differs", "reshards predicted",
+                                  "reshards observed (in the op)", "reshards outside the op",
+                                  "predicted bytes per rank (all cases)"), rows), "", COMM_LIMITS]
+    diffs: dict[str, list[str]] = {}
+    for v in report.verdicts:
+        for d in v.comm.differences if v.comm else ():
+            key = ("explained: " if d.explained else "NOT EXPECTED: ") + _generalise(d.describe())
+            diffs.setdefault(key, []).append(v.case.case_id)
+    if diffs:
+        lines += ["### Communication differences, grouped", ""]
+        for key, ids in sorted(diffs.items()):
+            shown = ", ".join(ids[:12]) + (f" ... ({len(ids)} in all)" if len(ids) > 12 else "")
+            lines.append(f"- {key}: {shown}")
+        lines.append("")
+    return lines
 
 
 def _op_figures(report: Report, op: str) -> tuple[str, int, int, str, str]:
