@@ -97,7 +97,16 @@ from .launcher import LaunchConfig, LaunchResult, discard_work_dir, end_processe
 from .output import write_report
 from .predict import predict
 from .report import DEFAULT_RTOL, Report, build_report, crash_key
-from .session import ChildGuard, case_records, probe_crash, rank_info, read_rank_records, run_cases
+from .session import (
+    ChildGuard,
+    PirResult,
+    case_records,
+    probe_crash,
+    rank_info,
+    read_rank_records,
+    run_cases,
+    run_pir_route,
+)
 
 PROG = "python -m paddle_spmd_port launch"
 EPILOG = """\
@@ -593,7 +602,7 @@ def _meta(cases: Sequence[LaunchCase], args: argparse.Namespace, records: dict[i
 
 def _report(cases: list[LaunchCase], args: argparse.Namespace, records: dict[int, list[dict[str, Any]]],
             not_run: dict[str, str], probes: dict[str, dict], launch_text: str, launch_command: str,
-            launch_seconds: float, t0: float, interrupted: str | None = None) -> Report:
+            launch_seconds: float, t0: float, interrupted: str | None = None, pir: PirResult | None = None) -> Report:
     by_case = case_records(records)
     # multi-node: each node reports on the ranks it ran (their global ids); one node: 0..nproc-1
     ranks = list(range(args.nproc)) if args.nnodes in (None, "1") else sorted(rank_info(records))
@@ -604,8 +613,10 @@ def _report(cases: list[LaunchCase], args: argparse.Namespace, records: dict[int
     meta = _meta(cases, args, records, ranks, launch_text, launch_command, launch_seconds, probes)
     starts = rank_info(records)
     logging_ok = all(info.get("comm_logging") is True for info in starts.values())
+    if pir is not None:
+        meta["pir"] = pir.summary
     report = build_report(cases, by_case, ranks, meta, args.rtol, probes, interrupted=interrupted,
-                          comm_logging=logging_ok)
+                          comm_logging=logging_ok, pir=None if pir is None else pir.records)
     report.meta["wall_seconds"] = round(time.monotonic() - t0, 1)
     return report
 
@@ -627,36 +638,41 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
     kept: list[Path] = []  # where the normal path moved the work dir, if it got that far
     try:
         work.mkdir(mode=0o700)
-        print(f"phase 1/3: launching {len(runnable)} cases on {args.nproc} ranks ({args.device}) ...", flush=True)
+        print(f"phase 1/4: launching {len(runnable)} cases on {args.nproc} ranks ({args.device}) ...", flush=True)
         session = run_cases(runnable, config, work_dir=work, job_id=job_id)
         launch, records = session.launch, session.records
         print(launch.summary(), flush=True)
 
         kinds = len({k for k in (crash_key(predict(c)) for c in runnable) if k is not None})
-        print(f"phase 2/3: crash probes: {kinds} kind(s) of predicted crash, up to {args.crash_probes} case(s) "
-              "each, run alone ..." if kinds and args.crash_probes else "phase 2/3: no crash probe to run", flush=True)
+        print(f"phase 2/4: crash probes: {kinds} kind(s) of predicted crash, up to {args.crash_probes} case(s) "
+              "each, run alone ..." if kinds and args.crash_probes else "phase 2/4: no crash probe to run", flush=True)
         run_probes(runnable, args.crash_probes, work / "probes", token=job_id, into=probes)
         for key, probe in probes.items():
             print(f"crash probe {key} (case {probe['case_id']}): {probe['summary']}", flush=True)
 
-        print("phase 3/3: comparing every rank's tensors with the port's prediction ...", flush=True)
+        print(f"phase 3/4: the PIR route: {len(runnable)} cases' forward through Paddle's partition and reshard "
+              "passes, in one process ...", flush=True)
+        pir = run_pir_route(runnable, work_dir=work / "pir", timeout=args.timeout, token=job_id)
+        print(pir.summary, flush=True)
+
+        print("phase 4/4: comparing every rank's tensors and reshards with the port's prediction ...", flush=True)
         report = _report(cases, args, records, not_run, probes, launch.summary(), " ".join(launch.command),
-                         launch.seconds, t0)
+                         launch.seconds, t0, pir=pir)
         md, js = write_report(report, args.report_dir, stem)
         counts = report.counts_expected()
         print("verdicts: " + ", ".join(f"{v}{'' if e else ' (NOT expected)'}: {n}"
                                        for (v, e), n in sorted(counts.items())))
-        comm = report.comm_counts()
-        print("communication: " + ", ".join(f"{v}{'' if e else ' (NOT expected)'}: {n}"
-                                            for (v, e), n in sorted(comm.items())))
-        findings = [v for v in report.unexpected
-                    if v.verdict != "skipped" or (v.comm is not None and not v.comm.expected)]
-        unrun = [v for v in report.unexpected if v.verdict == "skipped" and not v.expected]
+        for route, label in (("comm", "communication"), ("pir", "PIR route reshards")):
+            comm = report.comm_counts(route)
+            print(f"{label}: " + ", ".join(f"{v}{'' if e else ' (NOT expected)'}: {n}"
+                                           for (v, e), n in sorted(comm.items())))
+        findings = [v for v in report.verdicts if v.finding]
+        unrun = [v for v in report.verdicts if v.unrun and not v.finding]
         if not report.meta["comm_logging"]:
             unrun_comm = "the ranks did not see their reshard log lines: communication not compared"
             print(f"NOT COMPARED: {unrun_comm}")
         failed = not launch.ok
-        if failed or findings or unrun or args.keep_logs or not report.meta["comm_logging"]:
+        if failed or findings or unrun or args.keep_logs or not report.meta["comm_logging"] or not pir.ok:
             moved = keep_work_dir(launch, logs_dest)
             kept.append(moved.work_dir)
             print(f"logs kept in {moved.work_dir}")
@@ -667,13 +683,16 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
         for v in findings[:20]:
             why = list(v.reasons) if not v.expected else []
             why += [f"communication differs: {r}" for r in (v.comm.reasons if v.comm else [])]
+            why += [f"PIR route differs: {r}" for r in (v.pir.reasons if v.pir else [])]
             print(f"NOT EXPECTED {v.case.case_id} {v.case.describe()}: {v.verdict}: {'; '.join(why)[:400]}")
         if unrun:
-            print(f"NOT RUN: {len(unrun)} case(s), e.g. {unrun[0].case.case_id}: {unrun[0].reasons[0]}")
+            first = unrun[0]
+            because = first.reasons[0] if first.reasons else "; ".join(first.pir.notes if first.pir else ())
+            print(f"NOT RUN: {len(unrun)} case(s), e.g. {first.case.case_id}: {because}")
         print(f"report: {md} and {js}; {len(cases)} cases, wall {report.meta['wall_seconds']}s")
         if findings:
             return EXIT_FINDING
-        return EXIT_INCOMPLETE if failed or unrun or not report.meta["comm_logging"] else EXIT_OK
+        return EXIT_INCOMPLETE if failed or unrun or not report.meta["comm_logging"] or not pir.ok else EXIT_OK
     except (Interrupted, Exception) as exc:  # a signal, or an internal error (exit 4): the same partial report
         _after_interrupt(exc, cases, args, records, not_run, probes, launch, job_id, work, logs_dest, stem, t0,
                          bool(kept))

@@ -40,11 +40,13 @@ every difference; ``not compared`` (the stage did not run, or raised; the ranks 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..outcome import normalize_message
 from ..reshard import plan
 from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
 from .cases import LaunchCase
@@ -95,6 +97,8 @@ class Event:
     """The 1-D functions that ran, each with its mesh dim."""
     nbytes: int | None = None
     """Predicted bytes each rank receives (None: observed)."""
+    collectives: tuple[str, ...] = ()
+    """Predicted: the collective of each step that moves data (``reshard.COLLECTIVES`` but none)."""
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -116,7 +120,8 @@ class Event:
                 "shape": None if self.shape is None else list(self.shape),
                 "src": _mapping_json(self.src), "src_partial": list(self.src_partial),
                 "dst": _mapping_json(self.dst), "dst_partial": list(self.dst_partial),
-                "function": self.function, "calls": [list(c) for c in self.calls], "bytes": self.nbytes}
+                "function": self.function, "calls": [list(c) for c in self.calls], "bytes": self.nbytes,
+                "collectives": list(self.collectives)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Event:
@@ -124,7 +129,8 @@ class Event:
                    None if data.get("shape") is None else tuple(data["shape"]), _mapping_tuple(data.get("src")),
                    tuple(data.get("src_partial", ())), _mapping_tuple(data.get("dst")),
                    tuple(data.get("dst_partial", ())), data.get("function", ""),
-                   tuple((str(n), int(d)) for n, d in data.get("calls", ())), data.get("bytes"))
+                   tuple((str(n), int(d)) for n, d in data.get("calls", ())), data.get("bytes"),
+                   tuple(data.get("collectives", ())))
 
 
 def _attr_text(mapping: tuple[Any, ...] | None, partial: tuple[int, ...]) -> str:
@@ -256,7 +262,8 @@ def planned(kind: str, tensor: str, op: str, shape: Sequence[int], src: DistTens
     function = ND if len(mesh.shape) > 1 else short(steps[0].function)
     return Event(kind, tensor, op, tuple(shape), _mapping_tuple(src.dims_mapping), tuple(sorted(src.partial_dims)),
                  _mapping_tuple(dst.dims_mapping), tuple(sorted(dst.partial_dims)), function,
-                 tuple((short(s.function), s.mesh_dim) for s in steps), sum(s.bytes for s in steps))
+                 tuple((short(s.function), s.mesh_dim) for s in steps), sum(s.bytes for s in steps),
+                 tuple(s.collective for s in steps if s.collective != "none"))
 
 
 @dataclass(frozen=True)
@@ -305,9 +312,13 @@ class Difference:
     predicted: Event | None
     observed: Event | None
     explained: str = ""
+    text: str = ""
+    """The description, where the events do not give it (``collectives``)."""
 
     def describe(self) -> str:
-        if self.what == "ranks":
+        if self.text:
+            text = f"{self.stage}: {self.text}"
+        elif self.what == "ranks":
             text = f"{self.stage}: the ranks logged different reshards"
         elif self.what == "missing":
             text = f"{self.stage}: predicted {self.predicted.describe() if self.predicted else '?'}, not run"
@@ -339,9 +350,8 @@ class CommCheck:
     def summary(self) -> str:
         """One line: the predicted and observed reshards of each compared stage."""
         parts = []
-        for stage in ("forward", "backward"):
-            if stage in self.predicted or stage in self.observed:
-                parts.append(f"{stage} {len(self.predicted.get(stage, ()))}/{len(self.observed.get(stage, ()))}")
+        for stage in dict.fromkeys([*self.predicted, *self.observed]):
+            parts.append(f"{stage} {len(self.predicted.get(stage, ()))}/{len(self.observed.get(stage, ()))}")
         return ", ".join(parts) if parts else "-"
 
     def cell(self) -> str:
@@ -378,8 +388,18 @@ def settles_a_composites_partial_operand(case: LaunchCase, diff: Difference, out
             and bool(o.calls) and all(name == "PToRReshard" for name, _ in o.calls))
 
 
+def pir_refuses_a_mapping_longer_than_the_output(case: LaunchCase, diff: Difference, outside: Sequence[Event]) -> bool:
+    """The PIR build fails in Paddle's dist type check: the rule answers an output a dims_mapping
+    of another length than the rank InferMeta gives that output."""
+    return diff.what == "build" and "global ddim size must equal to dim_mapping's size" in diff.text
+
+
 #: Differences the port accounts for: (name, test, why). A difference every test rejects is a finding.
 EXPLAINED: tuple[tuple[str, Explains, str], ...] = (
+    ("paddle:pir-output-rank", pir_refuses_a_mapping_longer_than_the_output,
+     "a Paddle finding, known (docs/instance-rms-fastln-3.3.1.md, PIR): the op's InferMeta gives an output "
+     "fewer axes than the mapping its SPMD rule answers for it, and PIR's dist type refuses the pair, so the "
+     "program cannot be built on any mesh; eager mode does not check it"),
     ("composite-grad-operand", settles_a_composites_partial_operand,
      "in a composite API the op's grad node gets its out_grad from the next op's grad node, not the "
      "upstream gradient the prediction assumes, and the prediction hands the grad rule the forward's outputs "
@@ -394,7 +414,7 @@ def explain(case: LaunchCase, diff: Difference, outside: Sequence[Event] = (),
     holds, else unchanged."""
     for name, test, why in EXPLAINED if explained is None else explained:
         if test(case, diff, outside):
-            return Difference(diff.what, diff.stage, diff.predicted, diff.observed, f"{name}: {why}")
+            return dataclasses.replace(diff, explained=f"{name}: {why}")
     return diff
 
 
@@ -468,6 +488,75 @@ def compare(case: LaunchCase, predicted: dict[str, StageComm], by_rank: dict[int
     return CommCheck(verdict, expected, pred_out, obs_out, outside, tuple(diffs), tuple(notes))
 
 
-__all__ = ["COMM_VERDICTS", "EXPLAINED", "ND", "VMODULE", "CommCheck", "Difference", "Event", "Explains",
-           "StageComm", "compare", "compare_stage", "explain", "own_op", "parse_log", "planned", "predict_comm",
+#: The collective a PIR op name stands for (``pd_op.`` and a trailing ``_`` dropped); a name not
+#: here is kept as it is, so it differs from every prediction.
+PIR_COLLECTIVES = {"all_gather": "all_gather", "c_allgather": "all_gather", "all_reduce": "all_reduce",
+                   "c_allreduce_sum": "all_reduce", "reduce_scatter": "reduce_scatter",
+                   "c_reducescatter": "reduce_scatter", "all_to_all": "all_to_all", "alltoall": "all_to_all"}
+
+
+def pir_collective(name: str) -> str:
+    short_name = name.removeprefix("pd_op.").rstrip("_")
+    return PIR_COLLECTIVES.get(short_name, short_name)
+
+
+def _pir_event(data: dict[str, Any]) -> Event:
+    ops = [o for o in data.get("ops", ())]
+    return Event("input", "", ops[0] if len(ops) == 1 else ",".join(ops), tuple(data["shape"]),
+                 _mapping_tuple(data["src"]), tuple(data.get("src_partial", ())), _mapping_tuple(data["dst"]),
+                 tuple(data.get("dst_partial", ())))
+
+
+def compare_pir(case: LaunchCase, predicted: StageComm | None, record: dict[str, Any] | None,
+                runs: bool = True) -> CommCheck:
+    """The PIR route's verdict for one case: the ``dist_op.reshard`` ops the partition pass put
+    before the case's op, matched with the predicted forward input reshards by (shape, source,
+    target); then, where every reshard of the program feeds the op, the collective ops the reshard
+    pass left against the collectives of the predicted steps (as multisets: the pass may order them
+    otherwise). ``record``: the PIR run's record for the case (None: not reached). ``runs``: the
+    port expects the forward to run; then Paddle refusing to build the program is a difference."""
+    stage = "pir"
+    if record is None:
+        return CommCheck("not compared", False, notes=("the PIR route did not reach this case",))
+    if record.get("skipped"):
+        return CommCheck("not compared", True, notes=(f"not built: {record['skipped']}",))
+    if record.get("error"):
+        raised = f"{record['error'].get('type')}: {normalize_message(record['error'].get('message', ''))[:300]}"
+        if runs:
+            diff = explain(case, Difference("build", stage, None, None, text=f"Paddle raised building the program "
+                                                                         f"({raised}); the port predicts the "
+                                                                         "forward to run"))
+            return CommCheck("differs", bool(diff.explained), differences=(diff,))
+        return CommCheck("not compared", True, notes=(f"Paddle raised building the program, as the port predicts "
+                                                     f"the forward to fail: {raised}",))
+    if predicted is None or predicted.unpredicted:
+        why = predicted.unpredicted if predicted is not None else "no forward answer"
+        return CommCheck("not compared", True, notes=(f"not predicted: {why}",))
+    events = [_pir_event(r) for r in record.get("reshards", ())]
+    mine = [e for e in events if own_op(case, e)]
+    outside = tuple(e for e in events if not own_op(case, e))
+    want = [dataclasses.replace(e, tensor="", function="", calls=(), nbytes=None, collectives=())
+            for e in predicted.events if e.kind == "input"]
+    diffs = [d for d in compare_stage(case, stage, want, mine) if d.what != "steps"]
+    notes: list[str] = []
+    if outside:
+        notes.append(f"{len(outside)} reshard(s) feed other ops: the program's collectives not compared")
+    else:
+        predicted_coll = sorted(step for e in predicted.events if e.kind == "input"
+                                for step in e.collectives)
+        seen = sorted(pir_collective(n) for n in record.get("collectives", ()))
+        if predicted_coll != seen:
+            diffs.append(Difference("collectives", stage, None, None,
+                                    text=f"collective ops {seen} after the reshard pass, predicted {predicted_coll}"))
+    diffs = [explain(case, d, outside) for d in diffs]
+    predicted_events = tuple(e for e in predicted.events if e.kind == "input")
+    return CommCheck("differs" if diffs else "agree", all(d.explained for d in diffs), {stage: predicted_events},
+                     {stage: tuple(mine)}, {stage: outside}, tuple(diffs), tuple(notes))
+
+
+
+
+__all__ = ["COMM_VERDICTS", "EXPLAINED", "ND", "PIR_COLLECTIVES", "VMODULE", "CommCheck", "Difference", "Event",
+           "Explains", "StageComm", "compare", "compare_pir", "compare_stage", "explain", "own_op", "parse_log",
+           "pir_collective", "pir_refuses_a_mapping_longer_than_the_output", "planned", "predict_comm",
            "rule_calls", "settles_a_composites_partial_operand", "short"]

@@ -81,7 +81,7 @@ def render_markdown(report: Report) -> str:
     lines += ["", "### Placements and values by op", "", markdown_table(
         ("op", "placements compared", "equal to the port", "max rel err (values the port says hold)",
          "max rel err (values the port says cannot hold)"), [_op_figures(report, op) for op in by_op])]
-    lines += ["", *render_comm(report)]
+    lines += ["", *render_comm(report), *render_comm(report, "pir")]
     lines += ["", EAGER_LIMITS, op_notes()]
     if meta.get("not_launched"):
         lines += ["## Rules no launch case reaches", ""]
@@ -121,10 +121,11 @@ def render_markdown(report: Report) -> str:
         rows.append((v.case.case_id, f"`{v.case.describe()}`", v.verdict + ("" if v.expected else " (!)"),
                      f"{_fmt_pl(out.predicted)} / {_fmt_pl(out.observed)}" if out else "-",
                      f"{_fmt_pl(wg.predicted)} / {_fmt_pl(wg.observed)}" if wg else "-",
-                     f"{max(rels):.1e}" if rels else "-", (v.comm.cell() if v.comm else "-")))
+                     f"{max(rels):.1e}" if rels else "-", (v.comm.cell() if v.comm else "-"),
+                     v.pir.cell() if v.pir else "-"))
     lines += ["## All cases", "", markdown_table(
         ("case", "call", "verdict", "out pred/obs", "weight_grad pred/obs", "max rel err",
-         "communication (reshards pred/obs)"), rows)]
+         "communication (reshards pred/obs)", "PIR route (reshards pred/obs)"), rows)]
     return "\n".join(lines) + "\n"
 
 
@@ -139,19 +140,36 @@ raised or did not run are not compared.
 """
 
 
-def render_comm(report: Report) -> list[str]:
-    """The communication section: verdict counts, figures per op, differences grouped."""
-    lines = ["## Communication", ""]
-    if not report.meta.get("comm_logging", True):
+PIR_LIMITS = """\
+The PIR route: each case's forward built as a static PIR program in one process (no data, nothing
+runs) and put through the passes `dist.to_static` runs (mix2dist, partition, reshard). The
+`dist_op.reshard` ops the partition pass puts before the op are matched with the predicted input
+reshards by shape, source and target; where every reshard of the program feeds the op, the
+collective ops the reshard pass leaves (`pd_op.all_gather`, `all_reduce`, `reduce_scatter`,
+`all_to_all`, ...) are compared, as a multiset, with the collectives of the predicted steps. A case
+whose forward the port predicts to crash Paddle is not built; the backward is not built.
+"""
+
+
+def render_comm(report: Report, route: str = "comm") -> list[str]:
+    """The communication section of the eager run (``comm``) or the PIR route (``pir``): verdict
+    counts, figures per op, differences grouped."""
+    pir = route == "pir"
+    if pir and all(v.pir is None for v in report.verdicts):
+        return ["## PIR route", "", "Not run.", ""]
+    lines = ["## PIR route" if pir else "## Communication", ""]
+    if pir and report.meta.get("pir"):
+        lines += [f"{report.meta['pir']}.", ""]
+    if not pir and not report.meta.get("comm_logging", True):
         lines += ["**Not compared**: no rank saw its reshard log lines (Paddle's VLOG), so the run's "
                   "communication is unknown.", ""]
-    counts = report.comm_counts()
+    counts = report.comm_counts(route)
     lines.append(markdown_table(("communication", "expected (port accounts for it)", "not expected"),
                                 [(k, counts[(k, True)], counts[(k, False)]) for k in COMM_VERDICTS
                                  if counts[(k, True)] or counts[(k, False)]]))
     rows = []
     for op in sorted({v.case.op for v in report.verdicts}):
-        mine = [v.comm for v in report.verdicts if v.case.op == op and v.comm is not None]
+        mine = [c for c in (getattr(v, route) for v in report.verdicts if v.case.op == op) if c is not None]
         compared = [c for c in mine if c.verdict != "not compared"]
         pred = sum(len(es) for c in compared for es in c.predicted.values())
         obs = sum(len(es) for c in compared for es in c.observed.values())
@@ -161,14 +179,16 @@ def render_comm(report: Report) -> list[str]:
                      f"{sum(c.predicted_bytes() for c in compared):,}"))
     lines += ["", markdown_table(("op", "cases compared", "agree", "differs", "reshards predicted",
                                   "reshards observed (in the op)", "reshards outside the op",
-                                  "predicted bytes per rank (all cases)"), rows), "", COMM_LIMITS]
+                                  "predicted bytes per rank (all cases)"), rows), "",
+              PIR_LIMITS if pir else COMM_LIMITS]
     diffs: dict[str, list[str]] = {}
     for v in report.verdicts:
-        for d in v.comm.differences if v.comm else ():
+        check = getattr(v, route)
+        for d in check.differences if check else ():
             key = ("explained: " if d.explained else "NOT EXPECTED: ") + _generalise(d.describe())
             diffs.setdefault(key, []).append(v.case.case_id)
     if diffs:
-        lines += ["### Communication differences, grouped", ""]
+        lines += [f"### {'PIR route' if pir else 'Communication'} differences, grouped", ""]
         for key, ids in sorted(diffs.items()):
             shown = ", ".join(ids[:12]) + (f" ... ({len(ids)} in all)" if len(ids) > 12 else "")
             lines.append(f"- {key}: {shown}")

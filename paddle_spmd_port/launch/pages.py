@@ -56,7 +56,7 @@ def klass(v: CaseVerdict) -> str:
 def launch_verdict(report: Report) -> str:
     if report.meta.get("interrupted"):
         return UNCOMPARED
-    if any(v.verdict != "skipped" or klass(v) == COMM_DIFFERS for v in report.unexpected):
+    if any(v.finding for v in report.verdicts):
         return FAIL
     if report.unexpected or not report.verdicts or not report.meta.get("comm_logging", True):
         return UNCOMPARED
@@ -128,11 +128,14 @@ def launch_page(report: Report) -> str:
                               (v.case.case_id, v.case.describe(),
                                f"{out.predicted} / {out.observed}" if out is not None else "-",
                                f"{max(rels):.1e}" if rels else "-", v.comm.cell() if v.comm else "-",
-                               "; ".join([*v.reasons, *(v.comm.reasons if v.comm else []), *v.notes])[:600]),
+                               v.pir.cell() if v.pir else "-",
+                               "; ".join([*v.reasons, *(v.comm.reasons if v.comm else []),
+                                          *(f"PIR: {r}" for r in (v.pir.reasons if v.pir else [])), *v.notes])[:600]),
                               _repro(v)))
     sections.append(section("Cases", records_table("rec-launch", ("case", "call", "out predicted / observed",
                                                                   "max rel err", "communication (reshards "
-                                                                  "pred/obs)", "reasons"), records, COLOURS,
+                                                                  "pred/obs)", "PIR route", "reasons"), records,
+                                                   COLOURS,
                                                    "every case of the run")))
     title = f"Real-run report: {meta.get('title', 'paddle.distributed.launch')}"
     header = Header(title, verdict, status, facts)

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..outcome import normalize_message
 from .cases import LaunchCase
-from .comm import CommCheck, compare, predict_comm
+from .comm import CommCheck, compare, compare_pir, predict_comm
 from .predict import NOT_RULE_PLACED, UNEVEN_COSHARD, Prediction, StagePrediction, predict
 
 VERDICTS = ("agree", "placement differs", "numerics differ", "Paddle error", "skipped")
@@ -78,11 +78,25 @@ class CaseVerdict:
     seconds: float = 0.0
     comm: CommCheck | None = None
     """The communication verdict (:mod:`.comm`): the reshards Paddle ran against the port's."""
+    pir: CommCheck | None = None
+    """The PIR route's verdict (:func:`.comm.compare_pir`); None when the route was not run."""
 
     @property
     def accounted(self) -> bool:
-        """The port accounts for the outcome and for the communication."""
-        return self.expected and (self.comm is None or self.comm.expected)
+        """The port accounts for the outcome, the communication and the PIR route's reshards."""
+        return self.expected and all(c is None or c.expected for c in (self.comm, self.pir))
+
+    @property
+    def finding(self) -> bool:
+        """An outcome, or a communication, the port does not account for (exit 1)."""
+        return ((not self.expected and self.verdict != "skipped")
+                or any(c is not None and c.verdict == "differs" and not c.expected for c in (self.comm, self.pir)))
+
+    @property
+    def unrun(self) -> bool:
+        """Not run where the port expects it to run, or not reached by the PIR route (exit 3)."""
+        return ((not self.expected and self.verdict == "skipped")
+                or any(c is not None and c.verdict == "not compared" and not c.expected for c in (self.comm, self.pir)))
 
     def to_json(self) -> dict[str, Any]:
         pred = self.prediction
@@ -95,6 +109,7 @@ class CaseVerdict:
                            "numeric_risks": [list(r) for r in pred.numeric_risks]},
             "tensors": [t.to_json() for t in self.tensors],
             "comm": None if self.comm is None else self.comm.to_json(),
+            "pir": None if self.pir is None else self.pir.to_json(),
         }
 
 
@@ -183,18 +198,23 @@ class _Judging:
 
 def verdict_for_case(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks: Sequence[int], rtol: float,
                      probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None,
-                     comm_logging: bool = True) -> CaseVerdict:
+                     comm_logging: bool = True, pir: dict[str, Any] | None = None,
+                     pir_ran: bool = False) -> CaseVerdict:
     """The verdict for one case from every rank's record, with its communication verdict
-    (:func:`.comm.compare`; ``comm_logging``: every rank saw its reshard log lines)."""
+    (:func:`.comm.compare`; ``comm_logging``: every rank saw its reshard log lines) and, when the
+    PIR route ran (``pir_ran``), its verdict from the case's PIR record ``pir``."""
     verdict = _verdict_for_case(case, by_rank, ranks, rtol, probes, interrupted)
-    if not by_rank or any(r not in by_rank for r in ranks):
-        return verdict
     pred = verdict.prediction
     stages = {"forward": pred.forward.result}
     if pred.backward is not None:
         stages["backward"] = pred.backward.result
-    comm = compare(case, predict_comm(case, stages), by_rank, comm_logging)
-    return dataclasses.replace(verdict, comm=comm)
+    predicted = predict_comm(case, stages)
+    if pir_ran:
+        verdict = dataclasses.replace(verdict, pir=compare_pir(case, predicted.get("forward"), pir,
+                                                               pred.forward.runs))
+    if not by_rank or any(r not in by_rank for r in ranks):
+        return verdict
+    return dataclasses.replace(verdict, comm=compare(case, predicted, by_rank, comm_logging))
 
 
 def _verdict_for_case(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks: Sequence[int], rtol: float,
@@ -343,10 +363,11 @@ class Report:
     def counts_expected(self) -> Counter:
         return Counter((v.verdict, v.expected) for v in self.verdicts)
 
-    def comm_counts(self) -> Counter:
-        """(communication verdict, expected) -> cases; a case without one is ``not compared``."""
-        return Counter(("not compared", True) if v.comm is None else (v.comm.verdict, v.comm.expected)
-                       for v in self.verdicts)
+    def comm_counts(self, route: str = "comm") -> Counter:
+        """(communication verdict, expected) -> cases, of the eager run (``comm``) or the PIR route
+        (``pir``); a case without one is ``not compared``."""
+        checks = [getattr(v, route) for v in self.verdicts]
+        return Counter(("not compared", True) if c is None else (c.verdict, c.expected) for c in checks)
 
     @property
     def unexpected(self) -> list[CaseVerdict]:
@@ -364,13 +385,15 @@ class Report:
 def build_report(cases: Sequence[LaunchCase], records: dict[str, dict[int, dict[str, Any]]], ranks: Sequence[int],
                  meta: dict[str, Any], rtol: float = DEFAULT_RTOL,
                  probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None,
-                 comm_logging: bool = True) -> Report:
+                 comm_logging: bool = True, pir: dict[str, dict[str, Any]] | None = None) -> Report:
     """``interrupted`` (a signal name) makes a partial report: it says so in its first line and in
     ``meta["interrupted"]``, and every case not finished on every rank is marked not run.
     ``comm_logging`` False (a rank did not see its reshard log lines): no communication is
-    compared, ``meta["comm_logging"]`` says so."""
+    compared, ``meta["comm_logging"]`` says so. ``pir``: case id -> the PIR route's record (None:
+    the route was not run; a case missing from it was not reached)."""
     verdicts = tuple(verdict_for_case(case, records.get(case.case_id, {}), ranks, rtol, probes, interrupted,
-                                      comm_logging) for case in cases)
+                                      comm_logging, (pir or {}).get(case.case_id), pir is not None)
+                     for case in cases)
     meta = dict(meta, rtol=rtol, comm_logging=comm_logging)
     if interrupted:
         meta["interrupted"] = interrupted

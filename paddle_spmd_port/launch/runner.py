@@ -80,6 +80,20 @@ def _placements_text(tensor: Any) -> list[str]:
     return [placement_text(p) for p in tensor.placements]
 
 
+def dist_placements(dist: Any, texts: tuple[str, ...]) -> list[Any]:
+    """``R`` -> ``Replicate()``, ``S(d)`` -> ``Shard(d)``, ``S(d)#k`` -> ``Shard(d, shard_order=k)``."""
+    out = []
+    for text in texts:
+        parsed = parse_placement(text)
+        if parsed is None:
+            out.append(dist.Replicate())
+        elif parsed[1] is None:
+            out.append(dist.Shard(parsed[0]))
+        else:
+            out.append(dist.Shard(parsed[0], shard_order=parsed[1]))
+    return out
+
+
 class StderrCapture:
     """fd 2 into ``path`` for the span of a stage: Paddle's glog writes its VLOG lines there (C++,
     not Python's ``sys.stderr``). On leaving, the text is parsed (:func:`.comm.parse_log`) and
@@ -148,17 +162,7 @@ class CaseRun:
         return t
 
     def _placements(self, texts: tuple[str, ...]) -> list[Any]:
-        """``R`` -> ``Replicate()``, ``S(d)`` -> ``Shard(d)``, ``S(d)#k`` -> ``Shard(d, shard_order=k)``."""
-        out = []
-        for text in texts:
-            parsed = parse_placement(text)
-            if parsed is None:
-                out.append(self.dist.Replicate())
-            elif parsed[1] is None:
-                out.append(self.dist.Shard(parsed[0]))
-            else:
-                out.append(self.dist.Shard(parsed[0], shard_order=parsed[1]))
-        return out
+        return dist_placements(self.dist, texts)
 
     def _replicate(self) -> list[Any]:
         return [self.dist.Replicate() for _ in self.case.mesh_shape]
@@ -373,6 +377,82 @@ def run(cases: list[LaunchCase], out_dir: Path, backend: str, run_predicted_cras
     return 0
 
 
+#: Op names (``pd_op.<name>``, trailing ``_`` dropped) that move data between ranks in a PIR program.
+PIR_COLLECTIVE = re.compile(r"all_?gather|all_?reduce|reduce_?scatter|all_?to_?all|send|recv|broadcast|c_concat")
+
+
+def pir_case(case: LaunchCase, mesh: Any, modules: dict[str, Any], passes: dict[str, Any]) -> dict[str, Any]:
+    """The case's forward as a PIR program, through the passes ``dist.to_static`` runs: the
+    ``dist_op.reshard`` ops the partition pass inserts (each with the ops that consume it) and the
+    collective ops left after the reshard pass. Static mode only: no data, nothing runs."""
+    paddle, dist = modules["paddle"], modules["dist"]
+    api = SimpleNamespace(**modules)
+    record: dict[str, Any] = {"kind": "pir", "case_id": case.case_id, "error": None}
+    main_prog, startup = paddle.static.Program(), paddle.static.Program()
+    rep = [dist.Replicate() for _ in case.mesh_shape]
+    try:
+        with paddle.static.program_guard(main_prog, startup):
+            def replicated(name: str, shape: tuple[int, ...]) -> Any:
+                return dist.shard_tensor(paddle.static.data(name, list(shape), "float32"), mesh, rep)
+
+            x = dist.shard_tensor(paddle.static.data("x", list(case.shape), "float32"), mesh,
+                                  dist_placements(dist, case.placements))
+            stats = case.param_shape if case.launch_op.running_stats else (1,)
+            case.launch_op.call(api, case, x, replicated("w", case.param_shape) if case.weight else None,
+                                replicated("b", case.param_shape) if case.bias else None,
+                                replicated("rm", stats), replicated("rv", stats))
+        passes["mix2dist"](main_prog)
+        passes["partition"](main_prog)
+        reshards = []
+        for op in main_prog.global_block().ops:
+            if op.name() != "dist_op.reshard":
+                continue
+            src, dst = op.operand_source(0), op.result(0)
+            reshards.append({"shape": list(src.shape), "src": list(src.dist_attr().dims_mapping),
+                             "src_partial": sorted(src.dist_attr().partial_dims),
+                             "dst": list(dst.dist_attr().dims_mapping),
+                             "dst_partial": sorted(dst.dist_attr().partial_dims),
+                             "ops": sorted({u.name().removeprefix("pd_op.").rstrip("_") for u in dst.all_used_ops()})})
+        passes["reshard"](main_prog)
+        record["reshards"] = reshards
+        record["collectives"] = [op.name() for op in main_prog.global_block().ops
+                                 if PIR_COLLECTIVE.search(op.name().removeprefix("pd_op."))]
+    except Exception as exc:  # a Paddle error building the program is this case's result
+        record["error"] = {"type": type(exc).__name__, "message": str(exc)[:MAX_MESSAGE]}
+    return record
+
+
+def run_pir(cases: list[LaunchCase], out_dir: Path) -> int:
+    """Every case's forward through the PIR route, in this one process (``pir.jsonl``); a case
+    whose forward the port predicts to crash Paddle is not built."""
+    started = time.time()
+    modules = _modules("cpu")
+    paddle = modules["paddle"]
+    from paddle.distributed.auto_parallel.static.mix_to_dist_pass import apply_mix2dist_pass
+    from paddle.distributed.auto_parallel.static.pir_pass import ReshardPasses, apply_partition_pass
+
+    passes = {"mix2dist": apply_mix2dist_pass, "partition": apply_partition_pass,
+              "reshard": ReshardPasses.apply_reshard_pass}
+    paddle.enable_static()
+    meshes: dict[tuple[int, ...], Any] = {}
+    with open(out_dir / "pir.jsonl", "w") as fh:
+        def emit(obj: dict[str, Any]) -> None:
+            fh.write(json.dumps(obj) + "\n")
+            fh.flush()
+
+        emit({"kind": "start", "pid": os.getpid(), "paddle": paddle.__version__, "cases": len(cases)})
+        for case in cases:
+            reason = predict(case).skip_reason("forward")
+            if reason:
+                emit({"kind": "pir", "case_id": case.case_id, "skipped": reason, "error": None})
+                continue
+            if case.mesh_shape not in meshes:
+                meshes[case.mesh_shape] = _mesh(modules, case.mesh_shape)
+            emit(pir_case(case, meshes[case.mesh_shape], modules, passes))
+        emit({"kind": "done", "cases": len(cases), "seconds": round(time.time() - started, 3)})
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="paddle_spmd_port.launch.runner", description=__doc__.split("\n")[0])
     parser.add_argument("--cases", required=True, help="case file (JSON lines of LaunchCase)")
@@ -381,7 +461,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--job-id", default="", help="only to tag the process (ps/pgrep)")
     parser.add_argument("--run-predicted-crashes", action="store_true",
                         help="also run stages the port predicts to crash (crash probes, one process per case)")
+    parser.add_argument("--pir", action="store_true",
+                        help="build every case's forward as a PIR program in this one process (no launch) and "
+                             "record its reshard and collective ops (pir.jsonl)")
     args = parser.parse_args(argv)
+    if args.pir:
+        code = run_pir(read_cases(args.cases), Path(args.out_dir))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return code
     code = run(read_cases(args.cases), Path(args.out_dir), args.backend, args.run_predicted_crashes)
     sys.stdout.flush()
     sys.stderr.flush()
