@@ -6,6 +6,7 @@ mutant logs the check must catch. Pure: no Paddle, no launch."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from paddle_spmd_port.launch.comm import (
     Event,
     StageComm,
     compare,
+    compare_pir,
     parse_log,
     predict_comm,
 )
@@ -243,3 +245,67 @@ def test_reshard_plan_equals_paddle_3_3_1_on_an_axis_kept_in_place():
     mesh = ProcessMesh((2, 2))
     steps = plan(x.shape, DistTensorSpec(x.shape, x.src, mesh), DistTensorSpec(x.shape, x.dst, mesh), mesh)
     assert tuple((s.function.removesuffix("Function"), s.mesh_dim) for s in steps) == x.calls
+
+
+# --------------------------------------------------------------------------- the PIR route
+def _pir() -> tuple[dict[str, LaunchCase], dict[str, dict]]:
+    from paddle_spmd_port.launch.cases import read_cases
+
+    cases = {c.case_id: c for c in read_cases(DATA / "np4-pir-cases.jsonl")}
+    records = {r["case_id"]: r for r in map(json.loads, (DATA / "np4-pir.jsonl").read_text().splitlines())}
+    return cases, records
+
+
+def _pir_check(case: LaunchCase, record: dict | None):
+    pred = predict(case)
+    return compare_pir(case, _predicted(case)["forward"], record, pred.forward.runs)
+
+
+def test_the_pir_route_agrees_on_a_recorded_program_and_catches_mutants():
+    cases, records = _pir()
+    case, record = cases["c0006"], records["c0006"]  # layer_norm x [R,S(1)] on 2x2: one all_gather
+    check = _pir_check(case, record)
+    assert check.verdict == "agree" and check.expected and check.summary() == "pir 1/1"
+    for mutant in (dict(record, collectives=["pd_op.all_reduce"]),
+                   dict(record, collectives=[]),
+                   dict(record, reshards=[dict(record["reshards"][0], dst=[-1, 0])]),
+                   dict(record, reshards=[])):
+        check = _pir_check(case, mutant)
+        assert check.verdict == "differs" and not check.expected and check.reasons
+
+
+def test_the_pir_routes_kept_axis_is_the_same_finding():
+    cases, records = _pir()
+    check = _pir_check(cases["c0012"], records["c0012"])
+    assert check.verdict == "differs" and not check.expected
+    assert check.reasons == ["pir: collective ops ['all_gather'] after the reshard pass, predicted "
+                             "['all_gather', 'all_gather']"]
+
+
+def test_a_program_paddle_refuses_is_a_difference_unless_known():
+    cases, records = _pir()
+    case, record = cases["c0824"], records["c0824"]  # instance_norm: the known PIR build failure
+    check = _pir_check(case, record)
+    assert check.verdict == "differs" and check.expected
+    assert check.differences[0].explained.startswith("paddle:pir-output-rank")
+    other = dict(record, error={"type": "RuntimeError", "message": "(InvalidArgument) something else"})
+    assert not _pir_check(case, other).expected
+    # the port predicting the forward to fail: a refusal is no difference
+    refused = compare_pir(case, _predicted(case)["forward"], other, runs=False)
+    assert refused.verdict == "not compared" and refused.expected
+
+
+def test_reshards_feeding_other_ops_leave_the_collectives_uncompared():
+    cases, records = _pir()
+    check = _pir_check(cases["c1016"], records["c1016"])  # F.normalize: the P->R feeds maximum
+    assert check.verdict == "agree" and check.outside["pir"] and "not compared" in check.notes[0]
+
+
+def test_a_case_the_pir_route_did_not_reach_is_not_run():
+    cases, _ = _pir()
+    case = cases["c0006"]
+    check = _pir_check(case, None)
+    assert check.verdict == "not compared" and not check.expected
+    verdict = dataclasses.replace(verdict_for_case(case, {}, [0, 1, 2, 3], 1e-5, pir=None, pir_ran=True),
+                                  expected=True)
+    assert verdict.unrun and not verdict.finding

@@ -22,17 +22,23 @@ refused unless ``--oversubscribe``. ``--device gpu`` asks Paddle first for a CUD
 visible GPUs (one line, exit 3, nothing launched); a CPU wheel, or a machine where no GPU can be visible
 (``CUDA_VISIBLE_DEVICES`` empty or negative, no GPU device node), is told before the opening line. It
 says what it is about to do within a second (on stderr; ``--quiet`` silences it), then prints each
-phase: the launch, the crash probes, the report.
+phase: the launch, the crash probes, the PIR route, the report.
 Rank logs, launcher output and raw rank results are moved to ``<report-dir>/<that stem>-logs/``
 whenever the launch fails, times out, is interrupted, leaves cases unrun or a case ends in an
-outcome the port does not account for (always with ``--keep-logs``).
+outcome or a communication the port does not account for (always with ``--keep-logs``).
+
+Each case also gets two communication verdicts: the reshards the ranks ran (Paddle's VLOG lines,
+parsed in the ranks) and the reshard and collective ops of its forward through the PIR passes
+(phase 3, one plain process), both against ``reshard.plan`` of the port's answer (:mod:`.comm`).
 
 Exit code (the shared table of :mod:`paddle_spmd_port.runctl`): 0 the port accounts for every
-case's outcome (a case skipped for a known reason, like an op without a kernel on the device, included); 1 some
-verdict the port does not account for (a finding; outranks 3); 2 bad arguments: one line on stderr
-names the argument and what is valid, checked (output paths included) before anything is launched
-or written; 3 the launch itself failed or timed out, or cases were left unrun (the report covers
-what the ranks finished), or ``--device gpu`` without a CUDA build or enough GPUs (one line, nothing
+case's outcome and communication (a case skipped for a known reason, like an op without a kernel on
+the device, included); 1 some verdict or communication difference the port does not account for
+(a finding; outranks 3); 2 bad arguments: one line on stderr names the argument and what is valid,
+checked (output paths included) before anything is launched or written; 3 the launch itself failed
+or timed out, or cases were left unrun (the report covers what the ranks finished), or a rank did
+not see its reshard log lines, or the PIR route did not reach every case, or ``--device gpu``
+without a CUDA build or enough GPUs (one line, nothing
 written); 4 an internal error; 130 / 143 interrupted by SIGINT / SIGTERM: the launcher, every rank and
 every crash probe are ended, the temporary directory is removed, the partial report is written (its
 first line says INTERRUPTED; unfinished cases are "not run: interrupted") and the rank logs are kept
@@ -110,9 +116,10 @@ from .session import (
 
 PROG = "python -m paddle_spmd_port launch"
 EPILOG = """\
-here: 1 = a verdict the port does not account for; 3 = the launch failed or timed out, or cases
-were not run; on 130/143 every process is ended, the partial report and rank logs are kept in
---report-dir."""
+here: 1 = a verdict or a communication difference the port does not account for; 3 = the launch
+failed or timed out, or cases were not run, or the ranks' reshard log lines (VLOG) were not seen,
+or the PIR route did not reach every case; on 130/143 every process is ended, the partial report
+and rank logs are kept in --report-dir."""
 CASES_VALID = "give a JSON-lines file, one LaunchCase object a line (--write-cases FILE writes the built-in grid)"
 
 

@@ -164,7 +164,8 @@ def render_comm(report: Report, route: str = "comm") -> list[str]:
         lines += ["**Not compared**: no rank saw its reshard log lines (Paddle's VLOG), so the run's "
                   "communication is unknown.", ""]
     counts = report.comm_counts(route)
-    lines.append(markdown_table(("communication", "expected (port accounts for it)", "not expected"),
+    lines.append(markdown_table(("PIR route" if pir else "communication", "expected (port accounts for it)",
+                                 "not expected"),
                                 [(k, counts[(k, True)], counts[(k, False)]) for k in COMM_VERDICTS
                                  if counts[(k, True)] or counts[(k, False)]]))
     rows = []

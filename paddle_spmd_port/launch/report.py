@@ -13,6 +13,12 @@ Per case, one verdict::
                        the port predicts its forward to crash the ranks, or the run was
                        interrupted: "not run: interrupted by SIGINT")
 
+Beside it, two communication verdicts (:mod:`.comm`): ``comm``, the reshards the ranks ran in
+eager mode, and ``pir``, the reshard and collective ops of the case's forward through the PIR
+passes; each ``agree``, ``differs`` or ``not compared``, with its own ``expected``. A case is a
+finding (exit 1) when the port accounts for neither its outcome nor a communication difference
+(:attr:`CaseVerdict.finding`).
+
 ``expected`` says whether the port accounts for the outcome: the same rule error (type and
 message), a kernel error whose message carries the local shapes the port's placements imply, a
 numeric error on a tensor the port's placements say cannot hold the right values, or a stage not

@@ -10,8 +10,19 @@ did::
      "error": null | {"stage": "forward", "type": "ValueError", "message": "..."},
      "skipped": null | {"stage": "backward", "reason": "..."},
      "tensors": {"out": {"placements": ["S(0)"], "local_shape": [2, 8], "max_abs_err": 0.0,
-                         "ref_max_abs": 2.1, "present": true, "ref_present": true}, ...}}
+                         "ref_max_abs": 2.1, "present": true, "ref_present": true}, ...},
+     "comm": {"forward": [<reshard>, ...], "backward": [...]}}
     {"kind": "done", "rank": 0, "cases": 254, "seconds": 21.3}
+
+The start record says whether the rank sees Paddle's reshard log lines (``"comm_logging"``: a
+``dist.shard_tensor`` split over the ranks must log its R->S reshard); ``comm`` holds the reshards
+each stage ran (:class:`~.comm.Event` as JSON), parsed from the VLOG lines the forward call and
+``out.backward`` write while fd 2 goes to ``rank<k>.stage.log`` (:class:`StderrCapture`; the
+lines are written back to the rank's log between ``@@comm <case> <stage> begin/end`` markers).
+
+``--pir`` (one plain process, no launch): every case's forward is built as a PIR program and put
+through Paddle's mix2dist, partition and reshard passes (:func:`pir_case`); ``pir.jsonl`` holds a
+``{"kind": "pir", "case_id", "error", "reshards": [...], "collectives": [...]}`` record per case.
 
 Placements are written as the cases spell them (:func:`placement_text`): ``R``, ``S(d)``,
 ``S(d)#k`` (a co-shard member of shard order k), ``P``.
