@@ -620,10 +620,14 @@ def _report(cases: list[LaunchCase], args: argparse.Namespace, records: dict[int
     meta = _meta(cases, args, records, ranks, launch_text, launch_command, launch_seconds, probes)
     starts = rank_info(records)
     logging_ok = all(info.get("comm_logging") is True for info in starts.values())
+    pir_records = None
     if pir is not None:
         meta["pir"] = pir.summary
+        pir_records = dict(pir.records)  # a case the device cannot run is not built either, for the same reason
+        pir_records.update({case_id: {"kind": "pir", "case_id": case_id, "skipped": reason, "error": None}
+                            for case_id, reason in not_run.items()})
     report = build_report(cases, by_case, ranks, meta, args.rtol, probes, interrupted=interrupted,
-                          comm_logging=logging_ok, pir=None if pir is None else pir.records)
+                          comm_logging=logging_ok, pir=pir_records)
     report.meta["wall_seconds"] = round(time.monotonic() - t0, 1)
     return report
 

@@ -8,8 +8,8 @@ docs/measurements/2026-12-07-launch-comm.md). The runner sends fd 2 into a file 
 stage (the op's forward call; ``out.backward``), hands the text to :func:`parse_log` and writes it
 back to the rank's log. The lines read::
 
-    Running_AD_API: layer_norm / Finish_AD_API: layer_norm     (dygraph_functions.cc, VLOG 3)
-    Running_AD_API_GRAD: layer_norm_grad / Finish_AD_API_GRAD  (nodes.cc, VLOG 3)
+    Running_AD_API: <op> / Finish_AD_API: <op>                 (dygraph_functions.cc, VLOG 3)
+    Running_AD_API_GRAD: <op>_grad / Finish_AD_API_GRAD       (nodes.cc, VLOG 3)
     Reshard input: x(...) reshard from {Global Shape: .., DistAttr: {..}} to {DistAttr: {..}}
     Reshard output(bwd): x_grad(...) reshard from {..} to {..}  (data_transform.cc, VLOG 4)
     Choose ReshardFunction: SToRReshard                         (reshard_function_registry.cc, VLOG 4)

@@ -186,7 +186,8 @@ def render_comm(report: Report, route: str = "comm") -> list[str]:
     for v in report.verdicts:
         check = getattr(v, route)
         for d in check.differences if check else ():
-            key = ("explained: " if d.explained else "NOT EXPECTED: ") + _generalise(d.describe())
+            key = ("explained: " if d.explained else "NOT EXPECTED: ") + _generalise(
+                re.sub(r"\[[-\d, ]*\]", "[..]", d.describe()))  # shapes and mappings blurred: one line a kind
             diffs.setdefault(key, []).append(v.case.case_id)
     if diffs:
         lines += [f"### {'PIR route' if pir else 'Communication'} differences, grouped", ""]
