@@ -22,6 +22,7 @@ from paddle_spmd_port.launch.comm import (
     StageComm,
     compare,
     compare_pir,
+    kept_lines,
     parse_log,
     predict_comm,
 )
@@ -309,3 +310,13 @@ def test_a_case_the_pir_route_did_not_reach_is_not_run():
     verdict = dataclasses.replace(verdict_for_case(case, {}, [0, 1, 2, 3], 1e-5, pir=None, pir_ran=True),
                                   expected=True)
     assert verdict.unrun and not verdict.finding
+
+
+def test_the_rank_log_keeps_what_the_parse_reads_and_every_non_info_line():
+    for name in ("np4-batch_norm-S0S2-forward.log", "np2-normalize-S1-backward.log"):
+        text = _log(name)
+        kept = kept_lines(text)
+        assert parse_log(kept) == parse_log(text) and len(kept) < len(text)
+    warning = "W1207 06:13:25.628072 29214 other.cc:1] something to keep\nTraceback (most recent call last):\n"
+    info = "I1207 06:13:25.628072 29214 nd_mesh_reshard_function.cc:160] New Dist Attr {...}\n"
+    assert kept_lines(info + warning) == warning

@@ -165,6 +165,23 @@ def _parse_attr(text: str) -> tuple[tuple[int, ...] | None, tuple[Any, ...] | No
     return shape, mapping, partial
 
 
+def kept_lines(text: str) -> str:
+    """The lines of ``text`` worth keeping in a rank's log: those :func:`parse_log` reads and every
+    line that is not an INFO line of glog (warnings, errors, Python's own output). The N-D
+    function's step-by-step INFO lines, most of the bytes, are dropped."""
+    kept = []
+    for raw in text.splitlines(keepends=True):
+        m = _GLOG.match(raw.rstrip("\n"))
+        if m is None or not raw.startswith("I") or _API.search(raw):
+            kept.append(raw)
+            continue
+        message = m.group(2).strip()
+        if (_HEAD.match(message) or _CHOOSE.match(message) or _SUB_MESH.match(message)
+                or (_CALL.match(message) and m.group(1).endswith("reshard_function.cc"))):
+            kept.append(raw)
+    return "".join(kept)
+
+
 def parse_log(text: str) -> list[Event]:
     """The reshards in a stage's captured log, in the order they ran."""
     events: list[Event] = []
@@ -557,6 +574,6 @@ def compare_pir(case: LaunchCase, predicted: StageComm | None, record: dict[str,
 
 
 __all__ = ["COMM_VERDICTS", "EXPLAINED", "ND", "PIR_COLLECTIVES", "VMODULE", "CommCheck", "Difference", "Event",
-           "Explains", "StageComm", "compare", "compare_pir", "compare_stage", "explain", "own_op", "parse_log",
-           "pir_collective", "pir_refuses_a_mapping_longer_than_the_output", "planned", "predict_comm",
+           "Explains", "StageComm", "compare", "compare_pir", "compare_stage", "explain", "kept_lines", "own_op",
+           "parse_log", "pir_collective", "pir_refuses_a_mapping_longer_than_the_output", "planned", "predict_comm",
            "rule_calls", "settles_a_composites_partial_operand", "short"]

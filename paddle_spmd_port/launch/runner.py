@@ -58,7 +58,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from .cases import LaunchCase, parse_placement, read_cases
-from .comm import VMODULE, parse_log
+from .comm import VMODULE, kept_lines, parse_log
 from .predict import predict
 
 MAX_MESSAGE = 4000
@@ -108,7 +108,8 @@ def dist_placements(dist: Any, texts: tuple[str, ...]) -> list[Any]:
 class StderrCapture:
     """fd 2 into ``path`` for the span of a stage: Paddle's glog writes its VLOG lines there (C++,
     not Python's ``sys.stderr``). On leaving, the text is parsed (:func:`.comm.parse_log`) and
-    written back to the real stderr between two marker lines, so the rank's log keeps every line.
+    written back to the real stderr between two marker lines, the lines the parse reads and every
+    line but glog's INFO ones (:func:`.comm.kept_lines`).
     A process that dies inside the span leaves its last lines in ``path``."""
 
     def __init__(self, path: Path, label: str) -> None:
@@ -133,7 +134,7 @@ class StderrCapture:
         self.text = data.decode(errors="replace")
         sys.stderr.write(f"@@comm {self.label} begin\n")
         sys.stderr.flush()
-        sys.stderr.buffer.write(data)
+        sys.stderr.buffer.write(kept_lines(self.text).encode())
         sys.stderr.write(f"@@comm {self.label} end\n")
         sys.stderr.flush()
 
