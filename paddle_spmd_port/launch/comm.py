@@ -324,7 +324,8 @@ def predict_comm(case: LaunchCase, stage_results: dict[str, SpmdResult | None]) 
 class Difference:
     what: str
     """``missing`` (predicted, not run), ``extra`` (run, not predicted), ``steps`` (other functions),
-    ``ranks`` (the ranks logged different reshards)."""
+    ``ranks`` (the ranks logged different reshards); in the PIR route also ``collectives`` (other
+    collective ops) and ``build`` (Paddle refused to build a program the port expects to run)."""
     stage: str
     predicted: Event | None
     observed: Event | None

@@ -357,6 +357,7 @@ def run(cases: list[LaunchCase], out_dir: Path, backend: str, run_predicted_cras
     rank, world = dist.get_rank(), dist.get_world_size()
     path = out_dir / f"rank{rank}.jsonl"
     capture = out_dir / f"rank{rank}.stage.log"
+    case_capture = out_dir / f"rank{rank}.case.log"
     logging_ok = comm_logging(modules, capture)
     meshes: dict[tuple[int, ...], Any] = {}
     with open(path, "w") as fh:
@@ -377,12 +378,14 @@ def run(cases: list[LaunchCase], out_dir: Path, backend: str, run_predicted_cras
             if case.mesh_shape not in meshes:
                 meshes[case.mesh_shape] = _mesh(modules, case.mesh_shape)
             run_ = CaseRun(case, meshes[case.mesh_shape], modules, capture if logging_ok else None)
-            try:
-                run_.run_reference()
-                run_.run_distributed(predict(case), run_predicted_crashes)
-            except Exception as exc:  # never let one case end the launch
-                run_._fail("runner", exc)
-                run_.record["error"]["traceback"] = traceback.format_exc()[-MAX_MESSAGE:]
+            # the whole case too: the runner's own reshards (shard_tensor, the gathers) log as much
+            with StderrCapture(case_capture, f"{case.case_id}") if logging_ok else contextlib.nullcontext():
+                try:
+                    run_.run_reference()
+                    run_.run_distributed(predict(case), run_predicted_crashes)
+                except Exception as exc:  # never let one case end the launch
+                    run_._fail("runner", exc)
+                    run_.record["error"]["traceback"] = traceback.format_exc()[-MAX_MESSAGE:]
             run_.record.update(rank=rank, seconds=round(time.time() - t0, 4))
             emit(run_.record)
         emit({"kind": "done", "rank": rank, "cases": len(cases), "seconds": round(time.time() - started, 3)})
