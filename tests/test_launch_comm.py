@@ -320,3 +320,15 @@ def test_the_rank_log_keeps_what_the_parse_reads_and_every_non_info_line():
     warning = "W1207 06:13:25.628072 29214 other.cc:1] something to keep\nTraceback (most recent call last):\n"
     info = "I1207 06:13:25.628072 29214 nd_mesh_reshard_function.cc:160] New Dist Attr {...}\n"
     assert kept_lines(info + warning) == warning
+
+
+def test_a_co_shard_source_parses_with_its_members_and_is_predicted():
+    """x [8,4,8] co-sharded on axis 0 along mesh dims (0, 1) of 2x2 to layer_norm's [S(0),R]: Paddle
+    logs the source mapping as ``[[0,1] [] [] ]`` and gathers member 1 then member 0, then cuts
+    mesh dim 0 again, as the port's plan says."""
+    (x,) = [e for e in parse_log(_log("np4-coshard-S0-forward.log")) if e.tensor == "x"]
+    assert x.src == ((0, 1), -1, -1) and x.dst == (0, -1, -1)
+    case = LaunchCase("t", "layer_norm", (8, 4, 8), (2, 2), ("S(0)#0", "S(0)#1"), normalized_shape=(8,),
+                      backward=False)
+    check = compare(case, _predicted(case), _records(_log("np4-coshard-S0-forward.log"), None, 4), True)
+    assert check.verdict == "agree" and check.expected, check.reasons

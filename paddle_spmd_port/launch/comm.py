@@ -66,7 +66,7 @@ _CHOOSE = re.compile(r"^Choose ReshardFunction: (\w+)")
 _CALL = re.compile(r"^Call (\w+?)(?:Function)?(?: Eval)?$")
 _SUB_MESH = re.compile(r"^Get Sub Mesh \{.*dim_names: \[d(\d+)\]\}")
 _SHAPE = re.compile(r"Global Shape: ([\d, ]*?), Local Shape")
-_MAPPING = re.compile(r"dim_mappings: \[((?:\[[\d ]*\] ?)*)\]")
+_MAPPING = re.compile(r"dim_mappings: \[((?:\[[\d, ]*\] ?)*)\]")  # a co-shard's members: [0,1]
 _PARTIAL = re.compile(r"partial: \[(.*?)\], split_factor")
 _PARTIAL_DIM = re.compile(r"Partial\(dims:(\d+), (\w+)\)")
 
@@ -156,8 +156,8 @@ def _parse_attr(text: str) -> tuple[tuple[int, ...] | None, tuple[Any, ...] | No
     mapping: tuple[Any, ...] | None = None
     if mapping_m is not None:
         entries = []
-        for inner in re.findall(r"\[([\d ]*)\]", mapping_m.group(1)):
-            dims = tuple(int(v) for v in inner.split())
+        for inner in re.findall(r"\[([\d, ]*)\]", mapping_m.group(1)):
+            dims = tuple(int(v) for v in re.split(r"[ ,]+", inner.strip()) if v)
             entries.append(-1 if not dims else dims[0] if len(dims) == 1 else dims)
         mapping = tuple(entries)
     partial_m = _PARTIAL.search(text)
