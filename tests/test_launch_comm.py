@@ -332,3 +332,18 @@ def test_a_co_shard_source_parses_with_its_members_and_is_predicted():
                       backward=False)
     check = compare(case, _predicted(case), _records(_log("np4-coshard-S0-forward.log"), None, 4), True)
     assert check.verdict == "agree" and check.expected, check.reasons
+
+
+def test_an_input_pir_holds_otherwise_is_not_the_cases_program():
+    """PIR's dist.shard_tensor keeps a co-shard's last mesh dim only (Paddle 3.3.1, measured): such
+    a program is not compared; any other input PIR holds otherwise than placed is a difference."""
+    cases, records = _pir()
+    coshard = LaunchCase("t", "layer_norm", (8, 4, 8), (2, 2), ("S(0)#0", "S(0)#1"), normalized_shape=(8,),
+                         backward=False)
+    record = {"kind": "pir", "case_id": "t", "error": None, "x": [1, -1, -1], "reshards": [], "collectives": []}
+    check = _pir_check(coshard, record)
+    assert check.verdict == "not compared" and check.expected and "co-shard" in check.notes[0]
+    plain = cases["c0006"]  # layer_norm x [R,S(1)] on 2x2
+    check = _pir_check(plain, dict(records["c0006"], x=[-1, 0]))
+    assert check.verdict == "differs" and not check.expected
+    assert _pir_check(plain, dict(records["c0006"], x=[-1, 1])).verdict == "agree"

@@ -325,7 +325,8 @@ class Difference:
     what: str
     """``missing`` (predicted, not run), ``extra`` (run, not predicted), ``steps`` (other functions),
     ``ranks`` (the ranks logged different reshards); in the PIR route also ``collectives`` (other
-    collective ops) and ``build`` (Paddle refused to build a program the port expects to run)."""
+    collective ops), ``build`` (Paddle refused to build a program the port expects to run) and
+    ``input`` (PIR holds x otherwise than the case places it)."""
     stage: str
     predicted: Event | None
     observed: Event | None
@@ -550,6 +551,15 @@ def compare_pir(case: LaunchCase, predicted: StageComm | None, record: dict[str,
     if predicted is None or predicted.unpredicted:
         why = predicted.unpredicted if predicted is not None else "no forward answer"
         return CommCheck("not compared", True, notes=(f"not predicted: {why}",))
+    held = _mapping_tuple(record.get("x"))
+    if held is not None and held != tuple(case.dims_mapping):
+        placed = _attr_text(tuple(case.dims_mapping), ())
+        text = f"PIR holds x as {_attr_text(held, ())}, the case places it {placed}: the program is not the case's"
+        if any(type(e) is tuple for e in case.dims_mapping):
+            return CommCheck("not compared", True, notes=(
+                f"{text} (a Paddle finding: dist.shard_tensor on a static value keeps a co-shard's last mesh dim "
+                "only, silently; docs/measurements/2026-12-07-launch-comm.md)",))
+        return CommCheck("differs", False, differences=(Difference("input", stage, None, None, text=text),))
     events = [_pir_event(r) for r in record.get("reshards", ())]
     mine = [e for e in events if own_op(case, e)]
     outside = tuple(e for e in events if not own_op(case, e))

@@ -22,7 +22,8 @@ lines are written back to the rank's log between ``@@comm <case> <stage> begin/e
 
 ``--pir`` (one plain process, no launch): every case's forward is built as a PIR program and put
 through Paddle's mix2dist, partition and reshard passes (:func:`pir_case`); ``pir.jsonl`` holds a
-``{"kind": "pir", "case_id", "error", "reshards": [...], "collectives": [...]}`` record per case.
+``{"kind": "pir", "case_id", "error", "x": <x's mapping as PIR holds it>, "reshards": [...],
+"collectives": [...]}`` record per case.
 
 Placements are written as the cases spell them (:func:`placement_text`): ``R``, ``S(d)``,
 ``S(d)#k`` (a co-shard member of shard order k), ``P``.
@@ -412,6 +413,7 @@ def pir_case(case: LaunchCase, mesh: Any, modules: dict[str, Any], passes: dict[
 
             x = dist.shard_tensor(paddle.static.data("x", list(case.shape), "float32"), mesh,
                                   dist_placements(dist, case.placements))
+            record["x"] = list(x.dist_attr().dims_mapping)  # as PIR holds it (a co-shard: one mesh dim)
             stats = case.param_shape if case.launch_op.running_stats else (1,)
             case.launch_op.call(api, case, x, replicated("w", case.param_shape) if case.weight else None,
                                 replicated("b", case.param_shape) if case.bias else None,
