@@ -15,7 +15,6 @@ import pytest
 
 from paddle_spmd_port.launch.cases import LaunchCase
 from paddle_spmd_port.launch.comm import (
-    EXPLAINED,
     ND,
     CommCheck,
     Event,
@@ -159,15 +158,6 @@ def test_the_composite_apis_partial_grad_operand_is_explained_and_only_it():
             if e["src_partial"] and e["op"] == "p_norm_grad":
                 e["calls"] = [["SToRReshard", 0]]
     assert not compare(case, _predicted(case), mutant, True).expected
-
-
-def test_explanations_name_no_op():
-    """The room names no op: an explanation is a condition on the reshards, not on an op's name."""
-    import inspect
-
-    for name, test, why in EXPLAINED:
-        source = inspect.getsource(test)
-        assert "normalize" not in source and "p_norm" not in source, name
 
 
 def test_no_reshard_log_lines_is_not_compared_and_the_page_says_uncompared():
