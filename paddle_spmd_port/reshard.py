@@ -15,20 +15,20 @@ Paddle picks a reshard function from its registry in registration order, the fir
       P->S  PToSReshardFunction   reduce_scatter
 
 * a mesh of 2 or more dims: ``SameNdMeshReshardFunction``, which decomposes into 1-D functions on
-  the sub-mesh along one mesh dim at a time, in four passes (``nd_mesh_reshard_function.cc``):
+  the sub-mesh along one mesh dim at a time, in four passes (``nd_mesh_reshard_function.cc``, the
+  version with co-shards that 3.3.1 ships: its ``libphi_core.so`` holds that version's strategy
+  classes and log lines):
 
   1. every source partial dim that the target neither keeps partial nor shards: P->R (all_reduce);
-  2. from the last tensor axis whose mapping differs, down to axis 0: every sharded axis to
-     replicated, S->R (all_gather) -- also the axes below it whose mapping is the same in both,
-     which pass 4 then cuts again: Paddle's choice, so it is priced;
+  2. from the last tensor axis whose mapping differs, down to axis 0: every axis whose shard differs
+     from the target's to replicated, S->R (all_gather), a co-shard one member at a time, the last
+     member first; an axis the target shards the same way is left alone;
   3. every target partial dim not yet partial: R->P (local);
-  4. the same axes as pass 2, each target shard: P->S (reduce_scatter) where that mesh dim is
-     still partial, else R->S (a local slice).
+  4. the same axes, each that still differs from the target cut as the target says, a co-shard
+     one member at a time in order: P->S (reduce_scatter) where that mesh dim is still partial,
+     else R->S (a local slice).
 
-Equal source and target: no reshard (Paddle calls none). A co-sharded axis (a tuple of mesh dims in
-shard order) is gathered one member at a time, the last member first, and cut one member at a time
-in order (one 1-D step per member): this module's model, as Paddle 3.3.1's N-D function reads one
-mesh dim per axis ([docs/coshard-3.3.1.md](../docs/coshard-3.3.1.md)).
+Equal source and target: no reshard (Paddle calls none).
 
 Bytes are those each rank receives, under the ring/pairwise algorithms the collectives run, with
 ``itemsize`` bytes per element (4: float32). A rank's piece of an axis split ``k`` ways is padded to
@@ -205,7 +205,9 @@ def _nd(shape: tuple[int, ...], src_dm: Mapping, dst_dm: Mapping, src_p: frozens
         add("PToRReshardFunction", "all_reduce", p, -1,
             2 * (k - 1) * _ceil(_prod(_local(shape, cur, mesh_shape)), k) * itemsize)
         partial.discard(p)
-    for i in range(first_diff, -1, -1):  # 2. every shard of those axes -> replicated
+    for i in range(first_diff, -1, -1):  # 2. every shard of those axes that differs -> replicated
+        if cur[i] == dst_dm[i]:
+            continue
         members = list(_members(cur[i]))
         while members:
             m = members.pop()
@@ -217,6 +219,8 @@ def _nd(shape: tuple[int, ...], src_dm: Mapping, dst_dm: Mapping, src_p: frozens
             add("RToPReshardFunction", "none", p, -1, 0)
             partial.add(p)
     for i in range(first_diff, -1, -1):  # 4. replicated or partial -> the target's shards
+        if cur[i] == dst_dm[i]:
+            continue
         done: list[int] = []
         for m in _members(dst_dm[i]):
             k = mesh_shape[m]

@@ -1,7 +1,8 @@
 """The reshard cost model held to Paddle's choice of reshard function on a table of worked cases.
 
 Each row was worked by hand from Paddle's registry order and ``SameNdMeshReshardFunction``'s four
-passes (paddle_spmd_port/reshard.py says which); the bytes are each rank's received bytes for float32."""
+passes as 3.3.1 ships them (paddle_spmd_port/reshard.py says which); the bytes are each rank's
+received bytes for float32."""
 
 from __future__ import annotations
 
@@ -40,11 +41,16 @@ WORKED = [
      [("SToSReshardFunction", "all_to_all", 0, 1, 3 * 2 * 2 * 4)]),
     ("1d-s-to-p", M4, (8, 6), a([0, -1]), a([-1, -1], [0]),
      [("SToPReshardFunction", "all_gather", 0, 0, 3 * 2 * 6 * 4)]),
-    # N-D: the last differing axis is 1, so axis 0 (the same in both) is gathered and cut again
-    ("nd-regather-equal-axis", M23, (12, 6), a([0, 1]), a([0, -1]),
-     [("SToRReshardFunction", "all_gather", 1, 1, 2 * 6 * 2 * 4),
-      ("SToRReshardFunction", "all_gather", 0, 0, 1 * 6 * 6 * 4),
-      ("RToSReshardFunction", "none", 0, 0, 0)]),
+    # N-D: the last differing axis is 1; axis 0, split the same way in both, is left alone (and
+    # shrinks the piece axis 1's all_gather moves)
+    ("nd-keep-equal-axis", M23, (12, 6), a([0, 1]), a([0, -1]),
+     [("SToRReshardFunction", "all_gather", 1, 1, 2 * 6 * 2 * 4)]),
+    ("nd-move-axis", M23, (12, 6), a([0, -1]), a([-1, 0]),  # no all_to_all on N-D: gather, then cut
+     [("SToRReshardFunction", "all_gather", 0, 0, 1 * 6 * 6 * 4),
+      ("RToSReshardFunction", "none", 0, 1, 0)]),
+    ("nd-coshard-grow", M22, (8, 4), a([0, -1]), a([(0, 1), -1]),  # another shard on axis 0: all of it again
+     [("SToRReshardFunction", "all_gather", 0, 0, 1 * 4 * 4 * 4),
+      ("RToSReshardFunction", "none", 0, 0, 0), ("RToSReshardFunction", "none", 1, 0, 0)]),
     # an axis after the last differing one keeps its shard, so it shrinks the gathered piece
     ("nd-keep-later-axis", M23, (12, 6), a([0, 1]), a([-1, 1]),
      [("SToRReshardFunction", "all_gather", 0, 0, 1 * 6 * 2 * 4)]),

@@ -12,7 +12,8 @@ overlaid by every family's module named P::
 
     paddle     what Paddle 3.3.1 does, quirks and bugs included (the default)
     pr72918    paddle, except the rules proposed upstream for sync_batch_norm (never shipped)
-    proposed   the port's corrected rules, sound on the oracle's whole grid (every rule key)
+    proposed   the port's corrected rules, sound on the oracle's whole grid (every rule key); its
+               reverse rules answer the cheaper of the reverse and the forward answer (kit/cheapest.py)
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 from ..errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument, RuleNotFoundError, UnknownKeyError
 from ..types import DistTensorSpec, SpmdResult
 from . import FAMILIES, REGISTRY_NAMES, RULES, family_module
+from .kit.cheapest import cheaper_reverse, usable
 
 RuleFn = Callable[..., SpmdResult]
 
@@ -68,6 +70,24 @@ PROFILES: dict[str, dict[str, RuleFn]] = {"paddle": PADDLE_RULES}
 for _name in PROFILE_NAMES[1:]:
     PROFILES[_name] = {**PADDLE_RULES, **_profile(_name)}
 del _name
+
+
+def _choose_cheaper_reverse() -> None:
+    """The proposed reverse rules answer the cheaper of their answer and their forward rule's
+    (:mod:`.kit.cheapest`)."""
+    done: set[str] = set()
+    proposed = PROFILES["proposed"]
+    for reg in REGISTRY_NAMES.values():
+        key = reg.backward
+        if key is None or key in done or RULES[key].direction != "reverse":
+            continue
+        if not usable(RULES[key], RULES[reg.forward]):
+            continue
+        done.add(key)
+        proposed[key] = cheaper_reverse(RULES[key], proposed[key], RULES[reg.forward], proposed[reg.forward])
+
+
+_choose_cheaper_reverse()
 
 #: registry name -> (forward rule key, backward rule key or None, registered in Paddle).
 NAMES: dict[str, tuple[str, str | None, bool]] = {

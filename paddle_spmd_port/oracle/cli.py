@@ -7,6 +7,7 @@
     python -m paddle_spmd_port oracle --sample 300 --seed 1 --report-dir out/
     python -m paddle_spmd_port oracle --meshes 2,4,2x2,2x3,2x2x2 --sync-group mesh
     python -m paddle_spmd_port oracle --profile native --sample 50   # the installed Paddle's own answers
+    python -m paddle_spmd_port oracle --search                       # cheaper sound answers: .search_report
 
 For every case of the oracle grid (:mod:`.grid`) and every profile, the rule answers, the answer
 runs on a virtual mesh in numpy (:mod:`.simulator`) and gets a verdict. Printed: one table per
@@ -63,6 +64,7 @@ from ..runctl import (
     add_selection_arguments,
     add_workers_arguments,
     check_output_dir,
+    count,
     mesh_list,
     path_text,
     prefix,
@@ -94,6 +96,8 @@ from .report import (
     verdict_differences,
     without_refused,
 )
+from .search import DEFAULT_SAMPLE, MAX_CANDIDATES
+from .search_report import SearchRun, not_sound_proposed, unanswered, write_report
 from .simulator import OP_REJECTS, SOUND, SYNC_GROUPS
 
 PROG = "python -m paddle_spmd_port oracle"
@@ -150,6 +154,15 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(> 0, at most {MAX_SECONDS:.0f}; default 60)")
     p.add_argument("--max-bugs", type=int, default=40, help="distinct bugs to print in full (default 40)")
     p.add_argument("--quiet", action="store_true", help="print only the tables (no opening line, no progress)")
+    p.add_argument("--search", action="store_true",
+                   help="the missing-sharding search instead of the verdicts: per case, every answer that keeps or "
+                        "drops each given input's shards and partial dims, judged by the oracle and priced in bytes "
+                        "per rank by Paddle's reshard functions; reports where a sound answer is cheaper than the "
+                        f"rule's (search.md/json/html, search-summary.md); a sample of {DEFAULT_SAMPLE} cases per "
+                        "rule unless --sample or --max-cases says otherwise")
+    p.add_argument("--max-candidates", type=count, default=None, metavar="N",
+                   help=f"with --search: skip (and count) a case with more than N candidate answers "
+                        f"(default {MAX_CANDIDATES})")
     return p
 
 
@@ -398,6 +411,9 @@ def selection_of(args: argparse.Namespace) -> dict[str, Any]:
     if args.sync_group != "batch":
         slug.append(f"sync-group={args.sync_group}")
         words.append(f"sync group {args.sync_group}")
+    if args.search:
+        slug.append(f"search,max-candidates={args.max_candidates}")
+        words.append(f"search, at most {args.max_candidates} candidates per case")
     return {"slug": ";".join(slug) or "full", "describe": ", ".join(words)}
 
 
@@ -411,10 +427,17 @@ def _main(argv: Sequence[str] | None) -> int:
                          f"choose among {', '.join(MODELS)}")
     if args.max_bugs < 0:
         raise UsageError("--max-bugs", f"{args.max_bugs} is negative", "give 0 or more")
+    if args.max_candidates is not None and not args.search:
+        raise UsageError("--max-candidates", "only bounds --search", "add --search or leave it out")
+    if args.search:
+        args.max_candidates = args.max_candidates or MAX_CANDIDATES
+        if args.sample is None and args.max_cases is None:  # bounded by default: a stated sample per rule
+            args.sample = DEFAULT_SAMPLE
     out = check_output_dir(args.report_dir, "--report-dir")
     args.workers = workers(args.workers, args.oversubscribe)
     args.selection = selection_of(args)
-    refuse_other_selection(out / "oracle.json", args.selection, args.replace_report)
+    refuse_other_selection(out / ("search.json" if args.search else "oracle.json"), args.selection,
+                           args.replace_report)
     installed = paddle_installed()
     if args.profile == NATIVE and not installed:  # the machine, not the input: exit 3, before any work
         print(f"{prefix(PROG)}: --profile native: Paddle is not installed here, so it has no answers to judge "
@@ -422,6 +445,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_INCOMPLETE
     profiles = (PROFILE_NAMES + ((NATIVE,) if installed else ())) if args.profile == "all" else (args.profile,)
 
+    if args.search:
+        return _search(args, out, rules, profiles)
     run = _Run(rules, profiles, Judge(sync_group=args.sync_group), no_kernel=no_kernel)
     if not args.quiet:
         print(f"{prefix(PROG)}: judging {len(rules)} rule(s) x {len(profiles)} profile(s) "
@@ -431,14 +456,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.profile == "all" and not installed:
         print(f"{prefix(PROG)}: the native profile is left out: Paddle is not installed", file=sys.stderr, flush=True)
     try:
-        grids = {}
-        for rule in rules:
-            cases = list(oracle_grid(rule, args.meshes))
-            if args.sample is not None:
-                cases = sample(cases, args.sample, args.seed)
-            if args.max_cases is not None:
-                cases = cases[:args.max_cases]
-            grids[rule] = cases
+        grids = _grids(args, rules, corners=True)
         native: dict[str, list[Outcome]] = {}
         routes: dict[str, str] = {}
         if NATIVE in profiles:  # Paddle's answers first (one worker pool per route), then every profile per rule
@@ -473,6 +491,54 @@ def _main(argv: Sequence[str] | None) -> int:
                   f"{unanswered[0].case.case_id}: {unanswered[0].error[:200]}); the native profile is incomplete",
                   file=sys.stderr)
             return EXIT_INCOMPLETE
+    return EXIT_OK
+
+
+def _grids(args: argparse.Namespace, rules: Sequence[str], corners: bool) -> dict[str, list[Case]]:
+    grids = {}
+    for rule in rules:
+        cases = list(oracle_grid(rule, args.meshes))
+        if args.sample is not None:
+            cases = sample(cases, args.sample, args.seed, corners=corners)
+        if args.max_cases is not None:
+            cases = cases[:args.max_cases]
+        grids[rule] = cases
+    return grids
+
+
+def _search(args: argparse.Namespace, out: Path, rules: list[str], profiles: tuple[str, ...]) -> int:
+    """``--search``: the missing-sharding search (:mod:`.search`, reports: :mod:`.search_report`)."""
+    run = SearchRun(rules, profiles, Judge(sync_group=args.sync_group), args.max_candidates)
+    if not args.quiet:
+        print(f"{prefix(PROG)}: searching {len(rules)} rule(s) x {len(profiles)} profile(s) "
+              f"({args.selection['describe']}); report in {out / 'search.md'}", file=sys.stderr, flush=True)
+    try:
+        grids = _grids(args, rules, corners=False)  # a stated sample: the corner sets are not added to it
+        native: dict[str, list[Outcome]] = {}
+        if NATIVE in profiles:
+            native, run.routes, run.paddle = collect(grids, args.workers, args.timeout, args.quiet)
+        for rule in rules:
+            run.search_rule(rule, grids[rule], args.quiet, native.get(rule, ()), run.routes.get(rule, ""))
+        printed = write_report(run, args, out, None)
+    except (Interrupted, Exception) as exc:  # a signal or an internal error (exit 4): the same partial report
+        reason = stopped_by(exc)
+        add_detail(exc, write_partial(lambda: write_report(run, args, out, reason), str(out / "search.md")))
+        raise
+    print(printed)
+    print(f"\n{prefix(PROG)}: report in {out / 'search.md'} ({time.perf_counter() - run.start:.1f}s)", file=sys.stderr)
+    searched = sum(1 for fs in run.found[profiles[0]].values() for f in fs if f.klass not in ("skipped",))
+    if not searched:
+        print(f"{prefix(PROG)}: nothing searched: the selection holds no case of {', '.join(rules)} that could be "
+              "searched (see the skipped table)", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    bad = not_sound_proposed(run)
+    if bad:
+        print(f"{prefix(PROG)}: the proposed profile has {len(bad)} answers that are not sound", file=sys.stderr)
+        return EXIT_FINDING
+    if unanswered(run):
+        print(f"{prefix(PROG)}: Paddle gave no answer for {len(unanswered(run))} cases in this run; the native "
+              "profile is incomplete", file=sys.stderr)
+        return EXIT_INCOMPLETE
     return EXIT_OK
 
 
