@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -208,3 +209,63 @@ def _probe_once(case: LaunchCase, *, python: str | None, timeout: float, work_di
         summary, confirmed = f"no crash: exit code {code}", False
     return {"case_id": case.case_id, "returncode": code, "summary": summary, "confirmed": confirmed,
             "log_dir": str(work)}
+
+
+@dataclass(frozen=True)
+class PirResult:
+    """The PIR route's run: case id -> its record, and how the process ended."""
+
+    records: dict[str, dict[str, Any]]
+    summary: str
+    ok: bool
+    log: Path
+
+
+def run_pir_route(cases: Sequence[LaunchCase], *, work_dir: Path, timeout: float, token: str | None = None,
+                  guard: ChildGuard | None = None, python: str | None = None) -> PirResult:
+    """Build every case's forward as a PIR program in one fresh process (the runner's ``--pir``:
+    no launch, no data; the passes need no other rank) and read its records. A process that dies
+    or outlives ``timeout`` leaves the cases it did not reach without a record."""
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    write_cases(cases, work / "pir-cases.jsonl")
+    root = str(Path(paddle_spmd_port.__file__).resolve().parent.parent)
+    (work / "rank_main.py").write_text(_BOOTSTRAP.format(root=root))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PADDLE_TRAINER", "PADDLE_MASTER"))}
+    if token is not None:
+        env[TOKEN_ENV] = token
+    cmd = [python or sys.executable, str(work / "rank_main.py"), "--cases", str(work / "pir-cases.jsonl"),
+           "--out-dir", str(work), "--pir"]
+    started = time.monotonic()
+    with open(work / "pir.log", "wb") as log:
+        kwargs: dict[str, Any] = {"cwd": work, "env": env, "stdout": log, "stderr": subprocess.STDOUT,
+                                  "stdin": subprocess.DEVNULL}
+        proc = guard.popen(cmd, **kwargs) if guard is not None else subprocess.Popen(cmd, start_new_session=True,
+                                                                                       **kwargs)
+        try:
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            code = None
+    records: dict[str, dict[str, Any]] = {}
+    done = False
+    path = work / "pir.jsonl"
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:  # the last line of a process killed mid-write
+                continue
+            if rec.get("kind") == "pir":
+                records[rec["case_id"]] = rec
+            done = done or rec.get("kind") == "done"
+    seconds = time.monotonic() - started
+    if code is None:
+        summary = f"PIR route killed after {timeout:.0f}s; {len(records)} of {len(cases)} cases built"
+    elif code != 0 or not done:
+        how = signal_text(-code) if code < 0 else f"exit code {code}"
+        summary = f"PIR route ended with {how} after {len(records)} of {len(cases)} cases (log: {work / 'pir.log'})"
+    else:
+        summary = f"PIR route: {len(records)} cases in {seconds:.1f}s"
+    return PirResult(records, summary, code == 0 and done, work / "pir.log")
