@@ -1,10 +1,10 @@
 """The data model: meshes, input specs, returned dist attrs and rule results.
 
-Everything here is a frozen dataclass, validated in ``__post_init__`` (types and values that
-can be checked without knowing which rule will read the object) or in
-:meth:`DistTensorSpec.check` (consistency against a mesh, run by every rule on every input,
-because Paddle's own classes accept such input silently and so must the spec constructor, for
-the comparator to be able to send the very same input to Paddle).
+Everything here is a frozen dataclass, validated when built (types and values that can be
+checked without knowing which rule will read the object); a spec's consistency with its mesh is
+judged when it is built too but reported by :meth:`DistTensorSpec.check`, run by every rule on
+every input, because Paddle's own classes accept such input silently and so must the spec
+constructor, for the comparator to be able to send the very same input to Paddle.
 
 The functions marked :func:`c_stand_in` (``DistTensorSpec.__init__`` and ``.check``, ``DistAttr.make``,
 ``SpmdResult.make``) have C stand-ins in the optional C module, put in their place when it is in use
@@ -149,6 +149,14 @@ def _int_tuple(value: Iterable[Any], what: str) -> tuple[int, ...]:
                                     kind=f"invalid-spec:{what}:type")
         out.append(number)
     return tuple(out)
+
+
+def _int_frozenset(value: Iterable[Any], what: str) -> frozenset[int]:
+    """``value`` as a frozenset of exact ints, as :func:`_int_tuple` converts them (a frozenset of exact
+    ints is returned as it is)."""
+    if type(value) is frozenset and all(type(item) is int for item in value):
+        return value
+    return frozenset(_int_tuple(value, what))
 
 
 MeshDims = int | tuple[int, ...]
@@ -441,7 +449,7 @@ class DistTensorSpec:
         # once: a spec is immutable, and check() reports what was found here
         shape = _int_tuple(shape, "DistTensorSpec.shape")
         dims_mapping = _mapping_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
-        partial_dims = frozenset(_int_tuple(partial_dims, "partial_dims"))
+        partial_dims = _int_frozenset(partial_dims, "partial_dims")
         if any(size < 0 for size in shape):
             raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
         if mesh is not None and not isinstance(mesh, ProcessMesh):
@@ -466,11 +474,9 @@ class DistTensorSpec:
 
         The spec is judged once, when it is built (it is immutable); this reports what was found:
         an :class:`~.errors.InvalidSpecError` naming ``arg`` and the problem."""
-        if self._problem is not None:
-            problem = self._first_problem(arg)
-            assert problem is not None  # the values are the ones judged at construction
-            what, message = problem
-            raise InvalidSpecError(message, kind=f"invalid-spec:{arg}:{what}")
+        if self._problem is not None:  # found on these (immutable) values: worded from them again
+            _, message = cast("tuple[str, str]", self._first_problem(arg))
+            raise InvalidSpecError(message, kind=f"invalid-spec:{arg}:{self._problem}")
 
     def _first_problem(self, arg: str) -> tuple[str, str] | None:
         """The first problem of the spec, in a fixed order (mesh, length, range, duplicates,
