@@ -1,19 +1,21 @@
 /* _speedups: optional C stand-ins for the port's hottest Python functions (the Python ones are the reference).
  *
- * What is here, and the Python function each one stands in for (same arguments, same result, same
- * objects interned; any input or call form off the common path is handed to the Python function):
+ * Each Python reference is marked where it is defined, @c_stand_in(name) (types.py); the name is what
+ * stand_in() below is asked for, and the reference stays types.REFERENCES[name]. Same arguments,
+ * same result, same objects interned; any input or call form off the common path is handed to the
+ * reference:
  *
- *   spec_init(DistTensorSpec)   -> a method descriptor installed as DistTensorSpec.__init__;
- *                                  the reference is types._spec_init
- *   spec_check(DistTensorSpec)  -> installed as DistTensorSpec.check; the reference is types._spec_check
- *   attr_make(dm, partial, mesh) = types._attr_make           (DistAttr.make)
- *   result_make(inputs, outputs) = types._result_make         (SpmdResult.make)
- *   valid_inputs(specs, names)   = rules._tensor._valid_inputs
- *   rule_input_attr              -> installed as RuleInput.attr; the reference is RuleInput._attr
- *   merge_shardings(tensors)     = notation._merge_shardings
- *   mapping_for_axes(axes, dims) = notation._mapping_for_axes
+ *   spec_init                    "DistTensorSpec.__init__" (a method descriptor on the class)
+ *   spec_check                   "DistTensorSpec.check"
+ *   attr_make(dm, partial, mesh) "DistAttr.make"
+ *   result_make(inputs, outputs) "SpmdResult.make"
+ *   merge_shardings(tensors)     "notation.merge_shardings"
+ *   mapping_for_axes(axes, dims) "notation.mapping_for_axes"
+ *   valid_inputs(specs, names)   = ops/kit/tensor.py's _valid_inputs      (configure_rules)
+ *   rule_input_attr              -> RuleInput.attr; the reference is RuleInput._attr (configure_rules)
  *
- * The Python modules install them (the bottoms of types.py, notation.py, rules/_tensor.py) unless
+ * A method is put in place by the class decorator types.c_stand_ins once its class exists (stand_in
+ * reads the class's slot offsets); a module function, at once. Nothing is replaced when
  * PADDLE_SPMD_PORT_PURE is set; the rules themselves are Python only.
  *
  * spec_init takes every ordinary call form: positional or keyword arguments, partial_dims given or
@@ -30,7 +32,7 @@
  *   [8, 6]      [[0], []]     {}        valid_on_mesh=True        short co-shard forms: (1,) is 1, () is -1
  *   (8, 6)      (1, 1)        {}        _problem "duplicate"      found here as
  *                                                                 DistTensorSpec._first_problem does
- *   (8, 6)      (0, -1)       {0}       _problem "partial-shard"  (worded when check's error is read: spec_refusal)
+ *   (8, 6)      (0, -1)       {0}       _problem "partial-shard"  (worded by check: spec_problem)
  *   (8.0, 6)    ...           ...       Python reference          not an integer: the reference names it
  *   (-1, 6)     ...           ...       Python reference          a negative size: the reference raises
  *   (8, 6)      (0, -1)       ...       Python reference          on None or a ProcessMesh subclass
@@ -49,7 +51,7 @@
 #include <structmember.h>
 
 /* Slot offsets of the slotted value classes (DistTensorSpec, DistAttr, SpmdResult), read from their
- * member descriptors by configure_types: fields are read and written in place, as the slot
+ * member descriptors by stand_in: fields are read and written in place, as the slot
  * descriptors themselves do. */
 static Py_ssize_t off_shape, off_dm, off_mesh, off_partial, off_problem, off_coshard, off_valid;
 static Py_ssize_t off_attr_dm, off_attr_partial, off_attr_mesh, off_inputs, off_outputs;
@@ -61,11 +63,11 @@ static inline void set_slot(PyObject *obj, Py_ssize_t off, PyObject *value) {
     Py_XSETREF(SLOT(obj, off), Py_NewRef(value));
 }
 
-/* set once by configure_types / configure_rules */
+/* set once by configure_types, stand_in and configure_rules */
 static PyTypeObject *Mesh_t, *Spec_t, *Attr_t, *Result_t, *RuleInput_t;
 static PyObject *interned;       /* types._INTERNED */
-static PyObject *pure_init;      /* types._spec_init */
-static PyObject *pure_attr_make, *pure_result_make; /* types._attr_make, types._result_make */
+static PyObject *pure_init;      /* REFERENCES["DistTensorSpec.__init__"] */
+static PyObject *pure_attr_make, *pure_result_make; /* REFERENCES["DistAttr.make"], ["SpmdResult.make"] */
 static PyObject *pure_valid_inputs, *pure_rule_attr; /* rules._tensor._valid_inputs, RuleInput._attr */
 static PyObject *getter_mapping; /* rules._tensor.getter_mapping */
 static PyObject *no_partial;     /* the empty frozenset a RuleInput's attr gets by default */
@@ -417,8 +419,8 @@ static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
 /* The first problem of a spec in normal form (co-shards included) on an exact ProcessMesh of n dims,
  * as types.DistTensorSpec._first_problem finds it. With `arg` NULL (a spec being built): which one,
  * the interned name (what: "length", "mesh-dim", ...), a new reference, and no text put together.
- * With `arg` (DistTensorSpec._refusal, an exact str): the message of check's error, worded exactly as
- * _first_problem's template formatted with arg= (every template here is "{arg}" followed by text
+ * With `arg` (DistTensorSpec.check's argument, an exact str): the message of check's error, worded
+ * exactly as _first_problem(arg) words it (every message here is the argument's name followed by text
  * made of the values: digits, brackets, commas, "x", so arg is put in front as it is).
  * Either way NULL with no error set when this code does not judge or word it (a value beyond a C
  * long, a negative size, a text too long: the reference does), NULL with an error on a failure of
@@ -752,7 +754,7 @@ static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nar
      * (a mesh of another type or none, a negative size, a value beyond a C long) the reference judges
      * them and names the problem; given the converted values, it skips the conversion */
     {
-        PyObject *problem = found != NULL ? Py_NewRef(found) /* its name: worded when check's error is read */
+        PyObject *problem = found != NULL ? Py_NewRef(found) /* its name: check words the message */
                                           : spec_problem(shape, dm, given[2], partial, NULL, ndim);
         if (problem != NULL) {
             set_slot(self, off_shape, shape);
@@ -801,6 +803,23 @@ error:
 static PyObject *pure_check, *invalid_spec_error, *s_kind;
 static PyObject *spec_call(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
+/* "invalid-spec:{arg}:{problem}", the error's kind (put together here: PyUnicode_FromFormat parses
+ * its format on every call, a third of a refusal's wording) */
+static PyObject *error_kind(PyObject *arg, PyObject *problem) {
+    Text t;
+    t.len = 0;
+    t.full = t.off = 0;
+    if (!PyUnicode_IS_ASCII(arg) || !PyUnicode_IS_ASCII(problem))
+        return PyUnicode_FromFormat("invalid-spec:%U:%U", arg, problem);
+    PUT(&t, "invalid-spec:");
+    put_ascii(&t, (const char *)PyUnicode_DATA(arg), (size_t)PyUnicode_GET_LENGTH(arg));
+    PUT(&t, ":");
+    put_ascii(&t, (const char *)PyUnicode_DATA(problem), (size_t)PyUnicode_GET_LENGTH(problem));
+    if (t.full)
+        return PyUnicode_FromFormat("invalid-spec:%U:%U", arg, problem);
+    return PyUnicode_DecodeASCII(t.text, (Py_ssize_t)t.len, NULL);
+}
+
 static PyObject *spec_check(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *problem, *msg, *kind, *exc;
@@ -825,7 +844,7 @@ static PyObject *spec_check(PyObject *self, PyObject *const *args, Py_ssize_t na
             return NULL;
         goto reference; /* not worded here (a mesh of another type, a value beyond a C long, ...) */
     }
-    kind = PyUnicode_FromFormat("invalid-spec:%U:%U", args[0], problem);
+    kind = error_kind(args[0], problem);
     if (kind == NULL) {
         Py_DECREF(msg);
         return NULL;
@@ -856,10 +875,10 @@ static PyMethodDef spec_check_def = {"check", (PyCFunction)(void (*)(void))spec_
 
 static PyMethodDef spec_init_def = {"__init__", (PyCFunction)(void (*)(void))spec_init,
                                     METH_FASTCALL | METH_KEYWORDS,
-                                    "Build a spec: the common valid spec here, anything else by types._spec_init."};
+                                    "Build a spec: the common valid spec here, anything else by the Python DistTensorSpec.__init__."};
 
 /* The class call DistTensorSpec(...) itself, installed as the class's vectorcall (see
- * configure_types): while DistTensorSpec.__init__ is this module's spec_init and __new__ is object's,
+ * stand_in): while DistTensorSpec.__init__ is this module's spec_init and __new__ is object's,
  * it allocates the spec and runs spec_init on the call's arguments as they come, which is what
  * type.__call__ would do after packing them into a tuple and a dict (the keyword form paid for that
  * dict). Anything else (a subclass, a patched __init__ or __new__) takes type.__call__. */
@@ -1181,7 +1200,7 @@ static PyObject *pure_merge, *pure_mapping_for_axes;
 
 #define NO_LETTER (-3) /* letter not recorded yet */
 
-/* merge_shardings(tensors): see notation._merge_shardings (the reference). Done here for ASCII
+/* merge_shardings(tensors): see notation.merge_shardings (the reference). Done here for ASCII
  * notations and int mesh dims in -1..63 that merge without conflict; anything else (a conflict, a
  * length that differs, other types) is handed to the reference, which raises or merges it. */
 static PyObject *merge_shardings(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
@@ -1254,7 +1273,7 @@ reference:
     return out;
 }
 
-/* mapping_for_axes(axes, letter_to_dim): see notation._mapping_for_axes (the reference). */
+/* mapping_for_axes(axes, letter_to_dim): see notation.mapping_for_axes (the reference). */
 static PyObject *mapping_for_axes(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     PyObject *axes, *merged, *out;
     Py_ssize_t k, len, nargs = PyVectorcall_NARGS(nargsf);
@@ -1495,15 +1514,15 @@ static PyObject *configure_rules(PyObject *module, PyObject *const *args, Py_ssi
 
 static PyMethodDef methods[] = {
     {"attr_make", (PyCFunction)(void (*)(void))attr_make, METH_FASTCALL | METH_KEYWORDS,
-     "DistAttr.make(dims_mapping, partial_dims, mesh): see types._attr_make."},
+     "DistAttr.make(dims_mapping, partial_dims, mesh): see types.DistAttr.make."},
     {"result_make", (PyCFunction)(void (*)(void))result_make, METH_FASTCALL | METH_KEYWORDS,
-     "SpmdResult.make(inputs, outputs): see types._result_make."},
+     "SpmdResult.make(inputs, outputs): see types.SpmdResult.make."},
     {"valid_inputs", (PyCFunction)(void (*)(void))valid_inputs, METH_FASTCALL | METH_KEYWORDS,
      "rules._tensor.valid_inputs(specs, names): see rules._tensor._valid_inputs."},
     {"merge_shardings", (PyCFunction)(void (*)(void))merge_shardings, METH_FASTCALL | METH_KEYWORDS,
-     "notation.merge_shardings(tensors): see notation._merge_shardings."},
+     "notation.merge_shardings(tensors): see notation.merge_shardings."},
     {"mapping_for_axes", (PyCFunction)(void (*)(void))mapping_for_axes, METH_FASTCALL | METH_KEYWORDS,
-     "notation.mapping_for_axes(axes, letter_to_dim): see notation._mapping_for_axes."},
+     "notation.mapping_for_axes(axes, letter_to_dim): see notation.mapping_for_axes."},
     {"configure_types", (PyCFunction)(void (*)(void))configure_types, METH_FASTCALL,
      "Register the mesh class, InvalidSpecError and the interned-attr table (types.py calls it once)."},
     {"stand_in", (PyCFunction)(void (*)(void))stand_in, METH_FASTCALL,

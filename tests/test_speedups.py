@@ -230,7 +230,8 @@ def spec_pair_difference(a: Any, b: Any) -> str | None:
 
 def spec_difference(build: Any, reference: Any, make_args: Any) -> str | None:
     """Build the spec of ``make_args()`` (a fresh ``(args, kwargs)`` per build) with ``build`` and
-    ``reference``, cold (caches cleared before each) and warm (each built a second time); None when every observable matches."""
+    ``reference``, cold (caches cleared before each) and warm (each built a second time); None when
+    every observable matches."""
     types.clear_caches()
     installed = outcome(lambda: _call(build, make_args))
     types.clear_caches()

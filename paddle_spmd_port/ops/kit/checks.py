@@ -106,8 +106,8 @@ def _declared_signature(key: str) -> inspect.Signature:
     spec = RULES[key]
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     return inspect.Signature(
-        [inspect.Parameter(name, kind, annotation="DistTensorSpec | None" if name in spec.optional else "DistTensorSpec")
-         for name in spec.inputs]
+        [inspect.Parameter(name, kind, annotation="DistTensorSpec | None" if name in spec.optional
+                           else "DistTensorSpec") for name in spec.inputs]
         + [inspect.Parameter(name, kind, default=default, annotation=type(default).__name__)
            for name, default in spec.attrs],
         return_annotation="SpmdResult")
@@ -154,7 +154,7 @@ def _compiled(fn: Callable[..., SpmdResult], key: str, packed: bool, owners: tup
 
     rule_fn.__signature__ = signature  # type: ignore[attr-defined]
     if packed:
-        del rule_fn.__wrapped__  # type: ignore[attr-defined]  # the signature is the key's, not fn's
+        del rule_fn.__wrapped__  # the signature is the key's, not fn's
         rule_fn.__annotations__ = {name: p.annotation for name, p in signature.parameters.items()}
         rule_fn.__annotations__["return"] = "SpmdResult"
     return rule_fn
