@@ -121,35 +121,33 @@ def _compiled(fn: Callable[..., SpmdResult], key: str, packed: bool, owners: tup
     ``inspect.signature`` reads that signature."""
     spec = RULES[key]
     signature = _declared_signature(key) if packed else inspect.signature(fn)
-    n_inputs = len(spec.inputs)
+    n_inputs, n_params = len(spec.inputs), len(signature.parameters)
     attr_names = tuple(name for name, _ in spec.attrs)
     x_at = spec.inputs.index("x") if others else 0
     others_at = tuple(spec.inputs.index(name) for name in others)
     after = _answer_check(spec.inputs, spec.optional, owners, others)
 
-    def arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        """Every argument's value in signature order (the usual call gives them all by position)."""
-        if not kwargs and len(args) == len(signature.parameters):
-            return args
+    def bound(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """Every argument's value in signature order, defaults filled in."""
         try:
-            bound = signature.bind(*args, **kwargs)
+            arguments = signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise TypeError(f"{fn.__qualname__}() {exc}") from None
-        bound.apply_defaults()
-        return bound.args
+        arguments.apply_defaults()
+        return arguments.args
 
     @functools.wraps(fn)
     def rule_fn(*args: Any, **kwargs: Any) -> SpmdResult:
-        values = arguments(args, kwargs)
-        specs = values[:n_inputs]
-        result = fn(specs, tuple(zip(attr_names, values[n_inputs:], strict=True))) if packed else fn(*values)
-        if others:
-            x_mesh = specs[x_at].mesh
+        if kwargs or len(args) != n_params:  # (the usual call gives every argument by position)
+            args = bound(args, kwargs)
+        result = fn(args[:n_inputs], tuple(zip(attr_names, args[n_inputs:], strict=True))) if packed else fn(*args)
+        if others:  # (the inputs come first: an input's place in args is its place among the inputs)
+            x_mesh = args[x_at].mesh
             for i in others_at:
                 # another input on a mesh of another rank than x's, or on none: the answer is checked
-                mesh = specs[i].mesh if specs[i] is not None else x_mesh
+                mesh = x_mesh if args[i] is None else args[i].mesh
                 if mesh is None or (mesh is not x_mesh and len(mesh.shape) != len(x_mesh.shape)):
-                    return after(result, specs)
+                    return after(result, args[:n_inputs])
         return result
 
     rule_fn.__signature__ = signature  # type: ignore[attr-defined]
