@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,51 @@ def test_pure_means_the_references_are_installed():
     assert DistTensorSpec.check is SPEC_CHECK and SpmdResult.make is RESULT_MAKE
     assert notation.merge_shardings is MERGE and notation.mapping_for_axes is MAPPING_FOR_AXES
     assert _tensor.valid_inputs is _tensor._valid_inputs
+
+
+def _installed(name: str) -> Any:
+    """What a name marked ``@c_stand_in(name)`` is now: ``"DistTensorSpec.__init__"`` read from the
+    class in types.py, ``"notation.merge_shardings"`` from the module."""
+    owner, attr = name.rsplit(".", 1)
+    return getattr(notation if owner == "notation" else getattr(types, owner), attr)
+
+
+def test_every_marked_function_is_stood_in_or_left_as_written():
+    """Every function marked @c_stand_in is its C stand-in when the C module is in use (a mark
+    without its class's @c_stand_ins, say, would leave the Python in place), and the reference
+    itself when not."""
+    assert sorted(types.REFERENCES) == ["DistAttr.make", "DistTensorSpec.__init__", "DistTensorSpec.check",
+                                        "SpmdResult.make", "notation.mapping_for_axes", "notation.merge_shardings"]
+    for name, reference in types.REFERENCES.items():
+        now = _installed(name)
+        if C_IN_USE:
+            assert now is not reference and not hasattr(now, "__code__"), f"{name} is not its C stand-in"
+        else:
+            assert now is reference, f"{name} is not its Python reference"
+
+
+def test_a_mark_left_without_its_class_decorator_is_caught():
+    """Planted defect: a class whose method is marked but which lacks @c_stand_ins keeps the Python;
+    the check above (read on that class) would see it."""
+    @dataclass(frozen=True)
+    class Unstood:
+        @types.c_stand_in("Unstood.method")
+        def method(self) -> None:
+            return None
+
+    try:
+        assert Unstood.method is types.REFERENCES["Unstood.method"]
+        assert hasattr(Unstood.method, "__code__")  # the Python function: what the check above rejects
+    finally:
+        del types.REFERENCES["Unstood.method"]
+
+
+@needs_c
+def test_an_unknown_stand_in_name_is_refused():
+    with pytest.raises(ValueError, match="no C stand-in named"):
+        types.SPEEDUPS.stand_in("DistTensorSpec.nothing", lambda self: None, DistTensorSpec, "nothing")
+    with pytest.raises(ValueError, match="no C stand-in named"):
+        types.SPEEDUPS.stand_in("notation.nothing", lambda: None)
 
 
 # --------------------------------------------------------------------------- observing a value
