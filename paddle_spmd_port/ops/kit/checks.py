@@ -122,13 +122,17 @@ def _compiled(fn: Callable[..., SpmdResult], key: str, packed: bool, owners: tup
     spec = RULES[key]
     signature = _declared_signature(key) if packed else inspect.signature(fn)
     n_inputs, n_params = len(spec.inputs), len(signature.parameters)
+    defaults = tuple(p.default for p in signature.parameters.values())
+    n_required = defaults.count(inspect.Parameter.empty)  # (they come first)
     attr_names = tuple(name for name, _ in spec.attrs)
     x_at = spec.inputs.index("x") if others else 0
     others_at = tuple(spec.inputs.index(name) for name in others)
     after = _answer_check(spec.inputs, spec.optional, owners, others)
 
-    def bound(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        """Every argument's value in signature order, defaults filled in."""
+    def complete(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """Every argument's value in signature order: the defaults of those not given, keywords bound."""
+        if not kwargs and n_required <= len(args) < n_params:
+            return args + defaults[len(args):]
         try:
             arguments = signature.bind(*args, **kwargs)
         except TypeError as exc:
@@ -139,7 +143,7 @@ def _compiled(fn: Callable[..., SpmdResult], key: str, packed: bool, owners: tup
     @functools.wraps(fn)
     def rule_fn(*args: Any, **kwargs: Any) -> SpmdResult:
         if kwargs or len(args) != n_params:  # (the usual call gives every argument by position)
-            args = bound(args, kwargs)
+            args = complete(args, kwargs)
         result = fn(args[:n_inputs], tuple(zip(attr_names, args[n_inputs:], strict=True))) if packed else fn(*args)
         if others:  # (the inputs come first: an input's place in args is its place among the inputs)
             x_mesh = args[x_at].mesh
