@@ -183,14 +183,31 @@ def _probe_once(case: LaunchCase, *, python: str | None, timeout: float, work_di
     work = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="spmd-probe-"))
     work.mkdir(parents=True, exist_ok=True)
     write_cases([probe], work / "probe.jsonl")
+    code = _run_runner(work, "probe", "--run-predicted-crashes", python=python, timeout=timeout, token=token,
+                       guard=guard)
+    if code is None:
+        summary, confirmed = f"no crash: still running after {timeout:.0f}s (killed)", False
+    elif code < 0:
+        summary, confirmed = f"process died with {signal_text(-code)}, as predicted", True
+    else:
+        summary, confirmed = f"no crash: exit code {code}", False
+    return {"case_id": case.case_id, "returncode": code, "summary": summary, "confirmed": confirmed,
+            "log_dir": str(work)}
+
+
+def _run_runner(work: Path, name: str, mode: str, *, cases_file: str | None = None, python: str | None,
+                timeout: float, token: str | None, guard: ChildGuard | None) -> int | None:
+    """Run the rank runner alone in ``work`` on ``cases_file`` (default ``<name>.jsonl``) in ``mode``
+    (a runner flag), its output in ``<name>.log``, in a session of its own (so the whole group can be
+    killed); the exit code, or None when it outlived ``timeout`` and was killed."""
     root = str(Path(paddle_spmd_port.__file__).resolve().parent.parent)
     (work / "rank_main.py").write_text(_BOOTSTRAP.format(root=root))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PADDLE_TRAINER", "PADDLE_MASTER"))}
     if token is not None:
         env[TOKEN_ENV] = token
-    cmd = [python or sys.executable, str(work / "rank_main.py"), "--cases", str(work / "probe.jsonl"),
-           "--out-dir", str(work), "--run-predicted-crashes"]
-    with open(work / "probe.log", "wb") as log:
+    cmd = [python or sys.executable, str(work / "rank_main.py"), "--cases", str(work / (cases_file or f"{name}.jsonl")),
+           "--out-dir", str(work), mode]
+    with open(work / f"{name}.log", "wb") as log:
         kwargs: dict[str, Any] = {"cwd": work, "env": env, "stdout": log, "stderr": subprocess.STDOUT,
                                   "stdin": subprocess.DEVNULL}
         proc = guard.popen(cmd, **kwargs) if guard is not None else subprocess.Popen(cmd, start_new_session=True,
@@ -201,14 +218,7 @@ def _probe_once(case: LaunchCase, *, python: str | None, timeout: float, work_di
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             code = None
-    if code is None:
-        summary, confirmed = f"no crash: still running after {timeout:.0f}s (killed)", False
-    elif code < 0:
-        summary, confirmed = f"process died with {signal_text(-code)}, as predicted", True
-    else:
-        summary, confirmed = f"no crash: exit code {code}", False
-    return {"case_id": case.case_id, "returncode": code, "summary": summary, "confirmed": confirmed,
-            "log_dir": str(work)}
+    return code
 
 
 @dataclass(frozen=True)
@@ -229,25 +239,9 @@ def run_pir_route(cases: Sequence[LaunchCase], *, work_dir: Path, timeout: float
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     write_cases(cases, work / "pir-cases.jsonl")
-    root = str(Path(paddle_spmd_port.__file__).resolve().parent.parent)
-    (work / "rank_main.py").write_text(_BOOTSTRAP.format(root=root))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PADDLE_TRAINER", "PADDLE_MASTER"))}
-    if token is not None:
-        env[TOKEN_ENV] = token
-    cmd = [python or sys.executable, str(work / "rank_main.py"), "--cases", str(work / "pir-cases.jsonl"),
-           "--out-dir", str(work), "--pir"]
     started = time.monotonic()
-    with open(work / "pir.log", "wb") as log:
-        kwargs: dict[str, Any] = {"cwd": work, "env": env, "stdout": log, "stderr": subprocess.STDOUT,
-                                  "stdin": subprocess.DEVNULL}
-        proc = guard.popen(cmd, **kwargs) if guard is not None else subprocess.Popen(cmd, start_new_session=True,
-                                                                                       **kwargs)
-        try:
-            code: int | None = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            code = None
+    code = _run_runner(work, "pir", "--pir", cases_file="pir-cases.jsonl", python=python, timeout=timeout,
+                       token=token, guard=guard)
     records: dict[str, dict[str, Any]] = {}
     done = False
     path = work / "pir.jsonl"
