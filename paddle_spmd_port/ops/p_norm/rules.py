@@ -49,7 +49,9 @@ from __future__ import annotations
 
 from ...notation import merge_axis
 from ...types import DistAttr, DistTensorSpec, Mapping, SpmdResult
+from ...errors import InvalidSpecError
 from ..kit.checks import rule
+from ..kit.strictness import mirror
 from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
 from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
 
@@ -125,3 +127,58 @@ def _cleared(spec: DistTensorSpec, t: RuleInput) -> DistAttr:
     """``spec``'s whole attr (a co-shard kept) with its partial status cleared."""
     return DistAttr.make(spec.dims_mapping, frozenset(), t.mesh)
 
+
+
+# --------------------------------------------------------------------------- the mirror policy
+# An axis outside -rank..rank-1 matches no axis of x (Paddle normalises a negative one once), so
+# Paddle's rules run as if nothing were reduced: out has x's rank and notation. The checks are the
+# strict rule's with an in-range axis (none of them reads axis but the one that refused).
+
+def _no_axis_reduced(axis: int, asvector: bool) -> None:
+    """What the three rules share: an asvector call never reaches here (axis is not read then)."""
+    if asvector:
+        raise InvalidSpecError(f"axis={axis}: asvector=True reads no axis; nothing to mirror",
+                               kind="invalid-spec:axis")
+
+
+@mirror("p_norm", "invalid-spec:axis")
+def p_norm_mirror_axis(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12,
+                       keepdims: bool = False, asvector: bool = False) -> SpmdResult:
+    """Forward: no axis reduced, so out is x's mapping (whatever keepdims), nothing partial."""
+    _no_axis_reduced(axis, asvector)
+    tx = forward_inputs(x, (porder, -1, epsilon, keepdims, asvector))
+    return SpmdResult.make(inputs=(tx.attr(tx.dims_mapping),),
+                           outputs=(DistAttr.make(tx.dims_mapping, _NONE, tx.mesh),))
+
+
+@mirror("p_norm_reverse", "invalid-spec:axis")
+def p_norm_reverse_mirror_axis(x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0, axis: int = -1,
+                               epsilon: float = 1e-12, keepdims: bool = False,
+                               asvector: bool = False) -> SpmdResult:
+    """Reverse: out is read with x's notation, so x takes out's mapping; an out of fewer axes than x
+    is read past its end (Paddle answers from memory it never set): refused."""
+    _no_axis_reduced(axis, asvector)
+    if isinstance(out, DistTensorSpec) and isinstance(x, DistTensorSpec) and len(out.shape) != len(x.shape):
+        raise InvalidSpecError(f"axis={axis} reduces no axis, so Paddle's reverse rule reads out as of x's rank "
+                               f"{len(x.shape)}, past the end of out's {len(out.shape)}: no answer to mirror",
+                               kind="invalid-spec:axis")
+    tx, to = reverse_inputs(x, out, (porder, -1, epsilon, True, asvector))  # keepdims: out of x's rank
+    result = SpmdResult.make(inputs=(tx.attr(to.dims_mapping),),
+                             outputs=(DistAttr.make(out.dims_mapping, to.partial_dims, to.mesh),))
+    if to.mesh is not tx.mesh and on_meshes_of_other_ndim(tx, to):
+        require_mesh_dims_exist(result, (("x", tx), ("out", to)), tx, (to,))
+    return result
+
+
+@mirror("p_norm_grad", "invalid-spec:axis")
+def p_norm_grad_mirror_axis(x: DistTensorSpec, out: DistTensorSpec, out_grad: DistTensorSpec,
+                            porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
+                            asvector: bool = False) -> SpmdResult:
+    """Grad: where out_grad has x's rank (keepdims) the answer is out_grad's attr, axis unread; else
+    Paddle inserts at ``axis``, past the end of the mapping (undefined behaviour): refused."""
+    _no_axis_reduced(axis, asvector)
+    if not keepdims:
+        raise InvalidSpecError(f"axis={axis} with keepdims=False: Paddle's grad rule inserts at that axis, past "
+                               "the end of out_grad's mapping (undefined behaviour): no answer to mirror",
+                               kind="invalid-spec:axis")
+    return p_norm_grad_infer_spmd(x, out, out_grad, porder, -1, epsilon, keepdims, asvector)
