@@ -156,7 +156,7 @@ def mirrored(rule_key: str, fn: RuleFn) -> RuleFn:
             decl = strictness_of(rule_key, exc.kind)
             if decl is not None and rule_key in decl.mirror_keys:
                 try:
-                    return MIRRORS[rule_key, decl.check](*args, **kwargs)
+                    return MIRRORS[rule_key, decl.check](fn, *args, **kwargs)
                 except InvalidSpecError as inner:
                     raise InvalidSpecError(f"{inner} [mirror policy: not mirrored]", kind=inner.kind) from None
             why = "no strictness declared" if decl is None else (

@@ -42,10 +42,13 @@ on an attr without a mesh).
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from ...errors import InvalidSpecError
 from ...types import DistAttr, DistTensorSpec, SpmdResult
-from ..kit.checks import Attrs, Specs, input_names, rule
-from ..kit.layout import channel_axis
+from ..kit.checks import Attrs, RuleFn, Specs, input_names, rule
+from ..kit.layout import channel_axis, channel_first
+from ..kit.strictness import argument, call_with, mirror
 from ..kit.tensor import RuleInput
 from .checks import FORWARD_AT, GRAD_AT, bn_forward_inputs, bn_grad_inputs
 
@@ -129,3 +132,27 @@ def batch_norm_grad_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
         ),
     )
     return result
+
+
+# --------------------------------------------------------------------------- the mirror policy
+def _layout_of(fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """The valid layout Paddle's rule reads ``data_format`` as: its second character 'C' means the
+    channel is axis 1, anything else the last axis (a one-letter string's second character is its
+    terminating NUL); an empty string is read past its end, so nothing can be mirrored."""
+    fmt = argument(fn, args, kwargs, "data_format")
+    if not isinstance(fmt, str) or not fmt:
+        raise InvalidSpecError(f"data_format {fmt!r}: Paddle's rule reads past the end of it (memory it never "
+                               "set): no answer to mirror", kind="invalid-spec:data_format")
+    return "NCHW" if channel_first(fmt) else "NHWC"
+
+
+@mirror("batch_norm", "invalid-spec:data_format")
+def batch_norm_mirror_data_format(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """The forward rule with the layout Paddle's rule reads the format as."""
+    return cast(SpmdResult, call_with(fn, args, kwargs, data_format=_layout_of(fn, args, kwargs)))
+
+
+@mirror("batch_norm_grad", "invalid-spec:data_format")
+def batch_norm_grad_mirror_data_format(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """The grad rule with the layout Paddle's rule reads the format as."""
+    return cast(SpmdResult, call_with(fn, args, kwargs, data_format=_layout_of(fn, args, kwargs)))

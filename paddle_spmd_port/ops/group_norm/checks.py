@@ -9,6 +9,7 @@ from typing import Any
 from ...errors import PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import input_names, require_buildable
+from ..kit.strictness import Strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -24,6 +25,14 @@ _GN_FORWARD, _GN_GRAD = input_names("group_norm"), input_names("group_norm_grad"
 
 GN = "group_norm"
 
+
+
+#: The port's refusals beyond Paddle's group_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
+STRICTNESS = (
+    Strictness("invalid-spec:*:none-with-sharded-n", "scale or bias None (or meshless) while x's axis 0 is split; "
+               "Paddle marks its grad partial on an attr without a mesh and crashes (SIGSEGV)", "crashes",
+               "unmeasured", families=("group_norm",)),
+)
 
 def _gn_x_rank(x: RuleInput, low_message: str) -> None:
     """Paddle's x-rank check of group_norm: 3 <= rank <= 5 (the grad words the lower bound its own

@@ -18,6 +18,7 @@ never set, or the port does not model that input).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -108,11 +109,28 @@ SHARED = (
 
 def mirror(key: str, check: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare the decorated function as rule ``key``'s answer, under the ``mirror`` policy, to the
-    inputs its ``strict`` rule refuses with ``check``: it takes the rule's arguments and answers as
-    Paddle's rule does, or raises InvalidSpecError naming why Paddle's answer cannot be mirrored."""
+    inputs its ``strict`` rule refuses with ``check``: it takes the profile's strict function, then
+    the rule's arguments, and answers as Paddle's rule does, or raises InvalidSpecError naming why
+    Paddle's answer cannot be mirrored."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         fn.mirror_for = (key, check)  # type: ignore[attr-defined]
         return fn
 
     return register
+
+
+def call_with(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], **given: Any) -> Any:
+    """``fn(*args, **kwargs)`` with the named arguments replaced by ``given`` (bound by ``fn``'s signature,
+    defaults applied)."""
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    bound.arguments.update(given)
+    return fn(*bound.args, **bound.kwargs)
+
+
+def argument(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Any:
+    """The value ``fn`` would take for parameter ``name`` from this call (its default where not given)."""
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.arguments[name]

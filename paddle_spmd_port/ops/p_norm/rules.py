@@ -50,7 +50,7 @@ from __future__ import annotations
 from ...notation import merge_axis
 from ...types import DistAttr, DistTensorSpec, Mapping, SpmdResult
 from ...errors import InvalidSpecError
-from ..kit.checks import rule
+from ..kit.checks import RuleFn, rule
 from ..kit.strictness import mirror
 from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
 from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
@@ -142,7 +142,7 @@ def _no_axis_reduced(axis: int, asvector: bool) -> None:
 
 
 @mirror("p_norm", "invalid-spec:axis")
-def p_norm_mirror_axis(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12,
+def p_norm_mirror_axis(fn: RuleFn, x: DistTensorSpec, porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12,
                        keepdims: bool = False, asvector: bool = False) -> SpmdResult:
     """Forward: no axis reduced, so out is x's mapping (whatever keepdims), nothing partial."""
     _no_axis_reduced(axis, asvector)
@@ -152,7 +152,7 @@ def p_norm_mirror_axis(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, e
 
 
 @mirror("p_norm_reverse", "invalid-spec:axis")
-def p_norm_reverse_mirror_axis(x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0, axis: int = -1,
+def p_norm_reverse_mirror_axis(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0, axis: int = -1,
                                epsilon: float = 1e-12, keepdims: bool = False,
                                asvector: bool = False) -> SpmdResult:
     """Reverse: out is read with x's notation, so x takes out's mapping; an out of fewer axes than x
@@ -171,7 +171,7 @@ def p_norm_reverse_mirror_axis(x: DistTensorSpec, out: DistTensorSpec, porder: f
 
 
 @mirror("p_norm_grad", "invalid-spec:axis")
-def p_norm_grad_mirror_axis(x: DistTensorSpec, out: DistTensorSpec, out_grad: DistTensorSpec,
+def p_norm_grad_mirror_axis(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, out_grad: DistTensorSpec,
                             porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
                             asvector: bool = False) -> SpmdResult:
     """Grad: where out_grad has x's rank (keepdims) the answer is out_grad's attr, axis unread; else
@@ -181,4 +181,4 @@ def p_norm_grad_mirror_axis(x: DistTensorSpec, out: DistTensorSpec, out_grad: Di
         raise InvalidSpecError(f"axis={axis} with keepdims=False: Paddle's grad rule inserts at that axis, past "
                                "the end of out_grad's mapping (undefined behaviour): no answer to mirror",
                                kind="invalid-spec:axis")
-    return p_norm_grad_infer_spmd(x, out, out_grad, porder, -1, epsilon, keepdims, asvector)
+    return fn(x, out, out_grad, porder, -1, epsilon, keepdims, asvector)

@@ -1,0 +1,155 @@
+"""The strictness policy (docs/strictness.md): the declarations, the page written from them, the
+``mirror`` policy held to Paddle's rules on out-of-range axes, the ``strict`` refusals' accounts."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from paddle_spmd_port import DistTensorSpec, ProcessMesh
+from paddle_spmd_port.case import Case
+from paddle_spmd_port.compare import REFUSAL_CLASSES, compare, refusal_class
+from paddle_spmd_port.errors import InvalidSpecError, UnknownKeyError
+from paddle_spmd_port.ops import registry
+from paddle_spmd_port.ops.kit.strictness import Strictness
+from paddle_spmd_port.ops.registry import get_spmd_rule, rule_function, strictness_of
+from paddle_spmd_port.outcome import port_outcome
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_page_equals_the_declarations() -> None:
+    out = subprocess.run([sys.executable, "tools/strictness_doc.py"], cwd=ROOT, capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    assert (ROOT / "docs/strictness.md").read_text() == out
+    assert "docs/strictness.md" in (ROOT / "README.md").read_text()
+    assert "strictness.md" in (ROOT / "docs/parity.md").read_text()
+
+
+def test_declarations_are_well_formed_and_a_bad_one_is_named() -> None:
+    assert all(not d.problems() for d in registry.STRICTNESS)
+    bad = Strictness("invalid-spec:axis", "r", "crashes", "refuses", "e", mirror_keys=("p_norm",))
+    assert any("cannot be mirrored" in p for p in bad.problems())
+    assert Strictness("invalid-spec:axis", "r", "answers", "refuses").problems()  # a verdict without evidence
+
+
+def _cases(rng: random.Random, n: int) -> list[Case]:
+    """p_norm forward / reverse / grad cases, every axis out of range (either side, far and near)."""
+    out = []
+    for i in range(n):
+        mesh = ProcessMesh(rng.choice([(2,), (4,), (2, 3), (2, 2, 2)]))
+        ndim = rng.randint(1, 4)
+        shape = tuple(rng.choice([2, 4, 6, 8]) for _ in range(ndim))
+        free = list(range(mesh.ndim))
+        rng.shuffle(free)
+        mapping = tuple(free.pop() if free and rng.random() < 0.5 else -1 for _ in range(ndim))
+        x = DistTensorSpec(shape, mapping, mesh)
+        axis = rng.choice([ndim, ndim + rng.randint(1, 5), -ndim - 1, -ndim - rng.randint(2, 6)])
+        keepdims = rng.random() < 0.5
+        attrs = (("porder", 2.0), ("axis", axis), ("epsilon", 1e-12), ("keepdims", keepdims), ("asvector", False))
+        kind = i % 3
+        if kind == 0:
+            out.append(Case("p_norm", mesh, (x,), attrs, case_id=f"pn-axis-{i}"))
+            continue
+        # an out of x's rank: what Paddle's rules read when no axis is reduced
+        o = DistTensorSpec(shape, tuple(rng.choice([-1, *range(mesh.ndim)]) if False else m for m in mapping), mesh)
+        if kind == 1:
+            out.append(Case("p_norm_reverse", mesh, (x, o), attrs, case_id=f"pnr-axis-{i}"))
+        else:
+            attrs = (*attrs[:3], ("keepdims", True), attrs[4])
+            out.append(Case("p_norm_grad", mesh, (x, o, o), attrs, case_id=f"png-axis-{i}"))
+    return out
+
+
+def test_strict_refuses_and_names_the_op_verdict() -> None:
+    for case in _cases(random.Random(3), 30):
+        port = port_outcome(case)
+        assert port.error is not None and port.error.kind == "invalid-spec:axis"
+        decl = strictness_of(case.rule, port.error.kind)
+        assert decl is not None and decl.op == "refuses"
+        assert "Paddle's op refuses it too" in decl.text() and decl.reason in decl.text()
+        assert refusal_class(case.rule, port) == "port-refuses-op-refuses"
+
+
+def test_mirror_answers_what_the_declaration_names_and_refuses_the_rest_with_why() -> None:
+    mesh = ProcessMesh((2, 3))
+    x = DistTensorSpec((4, 6, 8), (0, 1, -1), mesh)
+    answer = rule_function("p_norm", policy="mirror")(x, axis=5)
+    assert answer == get_spmd_rule("p_norm", policy="mirror").infer_forward(x, axis=5)
+    assert list(answer.outputs[0].dims_mapping) == [0, 1, -1] and not answer.outputs[0].partial_dims
+    with pytest.raises(InvalidSpecError, match=r"mirror policy: not mirrored"):  # out of fewer axes: read past
+        rule_function("p_norm_reverse", policy="mirror")(x, DistTensorSpec((4, 6), (0, 1), mesh), axis=5)
+    with pytest.raises(InvalidSpecError, match=r"not mirrored: Paddle's rule varies on it; the port does not model"):
+        rule_function("p_norm", policy="mirror")(DistTensorSpec((4, 6), (0, 0), mesh))
+    assert rule_function("p_norm") is rule_function("p_norm", "paddle", "strict")  # strict: the rule itself
+    with pytest.raises(UnknownKeyError, match="unknown policy"):
+        rule_function("p_norm", policy="lenient")
+
+
+def test_every_refusal_of_the_corner_sets_is_declared() -> None:
+    from paddle_spmd_port.grid import grid_for
+
+    undeclared = set()
+    for rule in registry.PADDLE_RULES:
+        for case in grid_for(rule):
+            if "invalid" not in case.case_id:
+                continue
+            err = port_outcome(case).error
+            if err is not None and err.port_invalid and strictness_of(rule, err.kind) is None:
+                undeclared.add((rule, err.kind))
+    assert not undeclared, sorted(undeclared)[:20]
+
+
+@pytest.mark.native
+def test_mirror_equals_paddle_on_out_of_range_axes_and_a_misdeclared_mirror_is_caught() -> None:
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.native import compiled, registry as native_registry
+
+    cases = _cases(random.Random(int(os.environ.get("STRICTNESS_SEED", "11"))), 60)
+    routes = {"p_norm": native_registry, "p_norm_reverse": native_registry, "p_norm_grad": compiled}
+    for case in cases:
+        native = routes[case.rule].run(case)
+        mirrored = port_outcome(case, "paddle", "mirror")
+        assert compare(case.spec, mirrored, native).verdict == "match", (case.describe(), mirrored, native)
+        assert compare(case.spec, port_outcome(case), native).verdict != "match"  # strict refuses them
+    # mutant: the forward mirror declared as reducing the axis it was given (taken modulo the rank)
+    real = registry.MIRRORS["p_norm", "invalid-spec:axis"]
+
+    def wrong(x, porder=2.0, axis=-1, epsilon=1e-12, keepdims=False, asvector=False):  # type: ignore[no-untyped-def]
+        return registry.PADDLE_RULES["p_norm"](x, porder, axis % len(x.shape), epsilon, keepdims, asvector)
+
+    registry.MIRRORS["p_norm", "invalid-spec:axis"] = wrong
+    try:
+        verdicts = {compare(c.spec, port_outcome(c, "paddle", "mirror"), native_registry.run(c)).verdict
+                    for c in cases if c.rule == "p_norm"}
+    finally:
+        registry.MIRRORS["p_norm", "invalid-spec:axis"] = real
+    assert "mismatch" in verdicts
+
+
+@pytest.mark.native
+def test_the_op_verdict_of_p_norms_axis_is_pauls() -> None:
+    """The declaration says Paddle's op refuses an out-of-range axis: run the op (a child process)."""
+    pytest.importorskip("paddle")
+    code = ("import paddle\nx = paddle.rand([4, 6, 8])\n"
+            "for axis in (3, -4, 100):\n"
+            "    try:\n        paddle.linalg.norm(x, p=2, axis=axis)\n        print('accepts')\n"
+            "    except ValueError:\n        print('refuses')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    verdicts = set(out.stdout.split())
+    decl = strictness_of("p_norm", "invalid-spec:axis")
+    assert decl is not None and verdicts == {decl.op}
+    flipped = dataclasses.replace(decl, op="accepts")  # a wrongly declared verdict would fail here
+    assert verdicts != {flipped.op}
+
+
+def test_refusal_classes_cover_every_op_verdict() -> None:
+    from paddle_spmd_port.ops.kit.strictness import OP_VERDICTS
+
+    assert {f"port-refuses-op-{v}" for v in OP_VERDICTS} | {"port-refuses-undeclared"} == set(REFUSAL_CLASSES)
