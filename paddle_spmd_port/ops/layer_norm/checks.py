@@ -41,7 +41,8 @@ STRICTNESS = (
     Strictness("invalid-spec:begin_norm_axis", "begin_norm_axis outside 0..rank(x); Paddle's rule raises "
                "basic_string::_M_create below 0 and crashes (SIGSEGV) or answers garbage above the rank", "varies",
                "refuses", "_C_ops.layer_norm raises ValueError (InferMeta: begin_norm_axis > 0 and < rank(x); "
-               "3.3.1, x [4,6,8], begin_norm_axis -1, 4, 5)", families=("layer_norm",)),
+               "3.3.1, x [4,6,8], begin_norm_axis -1, 4, 5)", mirror_keys=("layer_norm", "layer_norm_reverse"),
+               families=("layer_norm",)),
     Strictness("invalid-spec:x:rank", "x of rank 0, or beyond the notation's letters", "varies", "unmeasured",
                families=("layer_norm", "fast_ln")),
     Strictness("invalid-spec:*:rank", "scale, bias, mean or variance of another rank than the rule's answer has; "
