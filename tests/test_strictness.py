@@ -133,8 +133,76 @@ def test_mirror_equals_paddle_on_out_of_range_axes_and_a_misdeclared_mirror_is_c
     assert "mismatch" in verdicts
 
 
+def _attr_cases(rng: random.Random, n: int) -> list[Case]:
+    """batch_norm(_grad) with formats outside the layouts (but not empty), layer_norm(_reverse) with a
+    negative begin_norm_axis: what the mirror policy answers for those families."""
+    out = []
+    for i in range(n):
+        mesh = ProcessMesh(rng.choice([(2,), (2, 3)]))
+        ndim = rng.randint(2, 4)
+        shape = tuple(rng.choice([2, 4, 6]) for _ in range(ndim))
+        free = list(range(mesh.ndim))
+        rng.shuffle(free)
+        x = DistTensorSpec(shape, tuple(free.pop() if free and rng.random() < 0.5 else -1 for _ in range(ndim)),
+                           mesh)
+        if i % 2:
+            fmt = rng.choice(["N", "CN", "NWC", "nchw", "NCWH", "xCx", "NCHWD"])
+            c = shape[1] if fmt[1:2] == "C" else shape[-1]
+            v = DistTensorSpec((c,), (-1,), mesh)
+            attrs = (("is_test", False), ("momentum", 0.9), ("epsilon", 1e-5), ("data_format", fmt),
+                     ("use_global_stats", False), ("trainable_statistics", False))
+            out.append(Case("batch_norm", mesh, (x, v, v, v, v), attrs, case_id=f"bn-format-{i}"))
+        else:
+            m = DistTensorSpec(shape[:1], (-1,), mesh)
+            s = DistTensorSpec((6,), (-1,), mesh)
+            attrs = (("epsilon", 1e-5), ("begin_norm_axis", rng.choice([-1, -2, -ndim - 2])))
+            if i % 4:
+                out.append(Case("layer_norm_reverse", mesh, (x, s, s, x, m, m), attrs, case_id=f"lnr-bna-{i}"))
+            else:
+                out.append(Case("layer_norm", mesh, (x, s, s), attrs, case_id=f"ln-bna-{i}"))
+    return out
+
+
 @pytest.mark.native
-def test_the_op_verdict_of_p_norms_axis_is_pauls() -> None:
+def test_mirror_equals_paddle_on_bad_formats_and_negative_begin_norm_axes() -> None:
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.native import compiled, registry as native_registry
+
+    for case in _attr_cases(random.Random(int(os.environ.get("STRICTNESS_SEED", "11"))), 40):
+        route = compiled if case.rule == "batch_norm" else native_registry
+        native = route.run(case)
+        strict, mirrored = port_outcome(case), port_outcome(case, "paddle", "mirror")
+        assert strict.error is not None and strict.error.port_invalid
+        assert compare(case.spec, mirrored, native).verdict in ("match", "both-raise-same"), (
+            case.describe(), mirrored, native)
+
+
+def test_mirror_refuses_what_cannot_be_mirrored_naming_why() -> None:
+    mesh = ProcessMesh((2,))
+    x = DistTensorSpec((4, 6), (0, -1), mesh)
+    v = DistTensorSpec((6,), (-1,), mesh)
+    attrs = dict(is_test=False, momentum=0.9, epsilon=1e-5, data_format="", use_global_stats=False,
+                 trainable_statistics=False)
+    with pytest.raises(InvalidSpecError, match="reads past the end of it"):
+        rule_function("batch_norm", policy="mirror")(x, v, v, v, v, **attrs)
+    with pytest.raises(InvalidSpecError, match="beyond x's rank"):
+        rule_function("layer_norm", policy="mirror")(x, v, v, 1e-5, 3)
+
+
+def test_infer_names_the_refusals_reason_and_the_ops_verdict() -> None:
+    args = ["infer", "p_norm", "--no-native", "--mesh", "2x3", "--x-shape", "4,6,8", "--x-mapping", "0,1,-1",
+            "--axis", "5"]
+    out = subprocess.run([sys.executable, "-m", "paddle_spmd_port", *args], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and "strict refusal (invalid-spec:axis)" in out.stdout
+    assert "Paddle's op refuses it too" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "paddle_spmd_port", *args, "--policy", "mirror"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "out out             [0,1,-1]" in out.stdout and "refusal" not in out.stdout
+
+
+@pytest.mark.native
+def test_the_op_verdict_of_p_norms_axis_is_paddles() -> None:
     """The declaration says Paddle's op refuses an out-of-range axis: run the op (a child process)."""
     pytest.importorskip("paddle")
     code = ("import paddle\nx = paddle.rand([4, 6, 8])\n"
