@@ -109,7 +109,8 @@ def test_every_refusal_of_the_corner_sets_is_declared() -> None:
 @pytest.mark.native
 def test_mirror_equals_paddle_on_out_of_range_axes_and_a_misdeclared_mirror_is_caught() -> None:
     pytest.importorskip("paddle")
-    from paddle_spmd_port.native import compiled, registry as native_registry
+    from paddle_spmd_port.native import compiled
+    from paddle_spmd_port.native import registry as native_registry
 
     cases = _cases(random.Random(int(os.environ.get("STRICTNESS_SEED", "11"))), 60)
     routes = {"p_norm": native_registry, "p_norm_reverse": native_registry, "p_norm_grad": compiled}
@@ -166,7 +167,8 @@ def _attr_cases(rng: random.Random, n: int) -> list[Case]:
 @pytest.mark.native
 def test_mirror_equals_paddle_on_bad_formats_and_negative_begin_norm_axes() -> None:
     pytest.importorskip("paddle")
-    from paddle_spmd_port.native import compiled, registry as native_registry
+    from paddle_spmd_port.native import compiled
+    from paddle_spmd_port.native import registry as native_registry
 
     for case in _attr_cases(random.Random(int(os.environ.get("STRICTNESS_SEED", "11"))), 40):
         route = compiled if case.rule == "batch_norm" else native_registry

@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from paddle_spmd_port.ops.registry import STRICTNESS  # noqa: E402
+from paddle_spmd_port.ops.registry import STRICTNESS
 
 HEAD = """# Strictness: what the port refuses that Paddle's rule answers
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import inspect
 import numbers
-from fnmatch import fnmatchcase
 from collections.abc import Callable
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from types import ModuleType
 from typing import Any
 

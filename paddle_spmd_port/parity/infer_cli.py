@@ -51,12 +51,12 @@ from ..grid import derived_shapes
 from ..native.routes import BACKENDS, DEFAULT_BACKEND, add_backend_argument
 from ..ops import RULES, RuleSpec
 from ..ops.kit.grid import ShapeNotDerivable
+from ..ops.kit.strictness import POLICIES
+from ..ops.registry import strictness_of
 from ..outcome import Outcome, port_outcome
 from ..releases import AGREEING, detect_release
 from ..runctl.command import run_command
 from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
-from ..ops.kit.strictness import POLICIES
-from ..ops.registry import strictness_of
 from ..runctl.grammar import ArgumentParser, add_profile_argument, mesh_shape
 from ..types import DistTensorSpec, Mapping, ProcessMesh, entry_of
 

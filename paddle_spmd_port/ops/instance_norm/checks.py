@@ -6,8 +6,8 @@ from __future__ import annotations
 from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import REAL, input_names, require_buildable
-from ..kit.strictness import Strictness
 from ..kit.layout import check_channel_x_rank
+from ..kit.strictness import Strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,

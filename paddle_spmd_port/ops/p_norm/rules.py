@@ -47,9 +47,9 @@ The port's own checks (Paddle accepts garbage or crashes) are :mod:`.checks`'.
 
 from __future__ import annotations
 
+from ...errors import InvalidSpecError
 from ...notation import merge_axis
 from ...types import DistAttr, DistTensorSpec, Mapping, SpmdResult
-from ...errors import InvalidSpecError
 from ..kit.checks import RuleFn, rule
 from ..kit.strictness import mirror
 from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
