@@ -116,9 +116,10 @@ def _declared() -> tuple[tuple[Strictness, ...], dict[tuple[str, str], RuleFn]]:
             own.append(decl)
         module = family_module(family, "rules")
         for value in vars(module).values() if module is not None else ():
-            found = getattr(value, "mirror_for", None)
-            if found is not None and getattr(value, "__module__", None) == module.__name__:  # type: ignore[union-attr]
-                mirrors[found] = value
+            for item in value if isinstance(value, tuple) else (value,):  # (a tuple: mirrors made in a loop)
+                found = getattr(item, "mirror_for", None)
+                if found is not None and getattr(item, "__module__", None) == module.__name__:  # type: ignore[union-attr]
+                    mirrors[found] = item
     for decl in own:
         for key in decl.mirror_keys:
             if (key, decl.check) not in mirrors:

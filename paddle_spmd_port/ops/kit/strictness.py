@@ -78,22 +78,23 @@ class Strictness:
         return f"strict refusal ({self.check}): {self.reason}; {self.op_text()}; Paddle's rule {self.rule}"
 
 
-_PLACEMENTS = "a dist tensor's placements give each mesh dim one placement (Shard(axis), Replicate or Partial)"
+#: The evidence that no program holds a tensor whose dims_mapping is malformed.
+PLACEMENTS = "a dist tensor's placements give each mesh dim one placement (Shard(axis), Replicate or Partial)"
 
 #: The checks every family shares: a spec's own check, and the wrapping of the inputs.
 SHARED = (
     Strictness("invalid-spec:*:length", "a dims_mapping whose length is not the tensor's rank; Paddle's rule reads "
                "it against the rank's notation (a shorter one aborts it: SIGABRT)", "varies", "inexpressible",
-               _PLACEMENTS),
+               PLACEMENTS),
     Strictness("invalid-spec:*:mesh-dim", "a dims_mapping naming a mesh dim the mesh lacks; Paddle's rule copies it "
                "into its answer, or crashes (SIGSEGV) or raises where it looks the dim up", "varies", "inexpressible",
-               _PLACEMENTS),
+               PLACEMENTS),
     Strictness("invalid-spec:*:duplicate", "a dims_mapping splitting two axes along one mesh dim; Paddle's rule "
-               "answers a sharding no placements stand for", "varies", "inexpressible", _PLACEMENTS),
+               "answers a sharding no placements stand for", "varies", "inexpressible", PLACEMENTS),
     Strictness("invalid-spec:*:partial-range", "a partial dim outside the mesh; Paddle crashes (SIGSEGV) while it "
-               "builds the input's dist attr", "crashes", "inexpressible", _PLACEMENTS),
+               "builds the input's dist attr", "crashes", "inexpressible", PLACEMENTS),
     Strictness("invalid-spec:*:partial-shard", "a mesh dim both sharding an axis and partial", "varies",
-               "inexpressible", _PLACEMENTS),
+               "inexpressible", PLACEMENTS),
     Strictness("invalid-spec:*:mesh", "a dims_mapping or partial dims without a mesh", "varies", "inexpressible",
                "a dist tensor always has a process mesh"),
     Strictness("invalid-spec:*:missing", "None for a required tensor; Paddle's stand-in for None is a rank-1 spec "

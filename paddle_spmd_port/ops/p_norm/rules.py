@@ -47,11 +47,13 @@ The port's own checks (Paddle accepts garbage or crashes) are :mod:`.checks`'.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from ...errors import InvalidSpecError
 from ...notation import merge_axis
 from ...types import DistAttr, DistTensorSpec, Mapping, SpmdResult
 from ..kit.checks import RuleFn, rule
-from ..kit.strictness import mirror
+from ..kit.strictness import argument, call_with, mirror
 from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
 from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
 
@@ -182,3 +184,64 @@ def p_norm_grad_mirror_axis(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, 
                                "the end of out_grad's mapping (undefined behaviour): no answer to mirror",
                                kind="invalid-spec:axis")
     return fn(x, out, out_grad, porder, -1, epsilon, keepdims, asvector)
+
+
+@mirror("p_norm", "invalid-spec:x:duplicate")
+def p_norm_mirror_duplicate(fn: RuleFn, x: DistTensorSpec, porder: float = 2.0, axis: int = -1,
+                            epsilon: float = 1e-12, keepdims: bool = False, asvector: bool = False) -> SpmdResult:
+    """Forward, x splitting two axes along one mesh dim: Paddle's merge keeps each mesh dim on the first
+    axis that names it (-1 on the later ones), then reduces as for any x (an out-of-range axis reduces
+    nothing); x is answered as given, its partial status cleared. A co-shard or a partial dim that is
+    out of range or also sharding is refused (the strict checks' next ones)."""
+    mesh, dm = x.mesh, x.dims_mapping
+    if mesh is None or x.coshard or any(not 0 <= p < mesh.ndim or p in dm for p in x.partial_dims):
+        raise InvalidSpecError("x: a co-shard, or a partial dim out of range or also sharding, beside the "
+                               "repeated mesh dim: no answer to mirror", kind="invalid-spec:x:duplicate")
+    seen: set[int] = set()
+    kept: list[int] = []
+    for m in dm:
+        kept.append(-1 if m in seen else m)
+        if m != -1:
+            seen.add(m)
+    ndim = len(kept)
+    if asvector or ndim == 0:
+        reduced = set(range(ndim))
+    else:
+        a = axis + ndim if axis < 0 else axis
+        reduced = {a} if 0 <= a < ndim else set()
+    out = tuple(-1 if i in reduced else m for i, m in enumerate(kept) if keepdims or i not in reduced)
+    partial = frozenset(kept[i] for i in reduced) - _REPLICATED  # PADDLE-QUIRK(pn-partial-sum)
+    return SpmdResult.make(inputs=(DistAttr.make(tuple(dm), _NONE, mesh),),
+                           outputs=(DistAttr.make(out, partial, mesh),))
+
+
+def _x_unread(fn: RuleFn, names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> SpmdResult:
+    """The reverse and grad rules never read these inputs' mappings (nor their partial status): the
+    rule's answer with each as a replicated spec of its shape on its mesh."""
+    given = {}
+    for name in names:
+        spec = argument(fn, args, kwargs, name)
+        if not isinstance(spec, DistTensorSpec) or spec.mesh is None:
+            raise InvalidSpecError(f"{name} is no spec on a mesh: no answer to mirror", kind=f"invalid-spec:{name}")
+        given[name] = DistTensorSpec(spec.shape, (-1,) * len(spec.shape), spec.mesh)
+    return cast(SpmdResult, call_with(fn, args, kwargs, **given))
+
+
+def _mirror_unread(key: str, check: str, names: tuple[str, ...]) -> RuleFn:
+    def answer(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+        return _x_unread(fn, names, args, kwargs)
+
+    answer.__name__ = answer.__qualname__ = f"{key}_mirror_{check.split(':', 1)[1].replace(':', '_')}"
+    answer.__module__ = __name__
+    answer.__doc__ = f"{key}: {', '.join(names)} never read; :func:`_x_unread`."
+    return cast(RuleFn, mirror(key, check)(answer))
+
+
+_UNREAD_MIRRORS = (
+    *(_mirror_unread("p_norm_reverse", f"invalid-spec:x:{problem}", ("x",))
+      for problem in ("duplicate", "length", "mesh-dim")),
+    *(_mirror_unread("p_norm_grad", f"invalid-spec:x:{problem}", ("x", "out"))
+      for problem in ("duplicate", "length", "mesh-dim")),
+    *(_mirror_unread("p_norm_grad", f"invalid-spec:out:{problem}", ("x", "out"))
+      for problem in ("duplicate", "length", "mesh-dim")),
+)
