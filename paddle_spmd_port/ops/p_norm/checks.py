@@ -55,6 +55,16 @@ STRICTNESS = (
       for problem, what in (("duplicate", "splits two axes along one mesh dim"),
                             ("length", "has another length than out's rank"),
                             ("mesh-dim", "names a mesh dim the mesh lacks"))),
+    *(Strictness(f"invalid-spec:out_grad:{problem}", f"out_grad's dims_mapping {what}; the grad rule answers "
+                 "out_grad's mapping (with -1 inserted at the reduced axes where out_grad has fewer axes than x) and "
+                 "looks none of its mesh dims up", "answers", "inexpressible", PLACEMENTS,
+                 mirror_keys=("p_norm_grad",), families=("p_norm",))
+      for problem, what in (("duplicate", "splits two axes along one mesh dim"),
+                            ("mesh-dim", "names a mesh dim the mesh lacks"))),
+    Strictness("invalid-spec:out:rank", "out of another rank than x, keepdims and asvector imply; the reverse rule "
+               "reads out's mapping against that rank's notation, the grad rule never reads out", "varies",
+               "inexpressible", "the op makes out itself, of the rank x, axis, keepdims and asvector give",
+               mirror_keys=("p_norm_grad",), families=("p_norm",)),
     Strictness("invalid-spec:*:rank", "out or out_grad of another rank than x, keepdims and asvector imply; "
                "Paddle's rule reads its mapping against that rank's notation", "varies", "inexpressible",
                "the op makes out itself, of the rank x, axis, keepdims and asvector give", families=("p_norm",)),

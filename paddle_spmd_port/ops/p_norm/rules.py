@@ -47,6 +47,7 @@ The port's own checks (Paddle accepts garbage or crashes) are :mod:`.checks`'.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, cast
 
 from ...errors import InvalidSpecError
@@ -227,14 +228,21 @@ def _x_unread(fn: RuleFn, names: tuple[str, ...], args: tuple[Any, ...], kwargs:
     return cast(SpmdResult, call_with(fn, args, kwargs, **given))
 
 
-def _mirror_unread(key: str, check: str, names: tuple[str, ...]) -> RuleFn:
+def _mirror_via(key: str, check: str, body: RuleFn, doc: str) -> RuleFn:
+    """A mirror function of its own for (key, check) that answers by ``body`` (one body serves several checks)."""
+
     def answer(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
-        return _x_unread(fn, names, args, kwargs)
+        return body(fn, *args, **kwargs)
 
     answer.__name__ = answer.__qualname__ = f"{key}_mirror_{check.split(':', 1)[1].replace(':', '_')}"
     answer.__module__ = __name__
-    answer.__doc__ = f"{key}: {', '.join(names)} never read; :func:`_x_unread`."
+    answer.__doc__ = doc
     return cast(RuleFn, mirror(key, check)(answer))
+
+
+def _mirror_unread(key: str, check: str, names: tuple[str, ...]) -> RuleFn:
+    return _mirror_via(key, check, lambda fn, *args, **kwargs: _x_unread(fn, names, args, kwargs),
+                       f"{key}: {', '.join(names)} never read; :func:`_x_unread`.")
 
 
 _UNREAD_MIRRORS = (
@@ -245,3 +253,47 @@ _UNREAD_MIRRORS = (
     *(_mirror_unread("p_norm_grad", f"invalid-spec:out:{problem}", ("x", "out"))
       for problem in ("duplicate", "length", "mesh-dim")),
 )
+
+
+@mirror("p_norm_grad", "invalid-spec:out:rank")
+def p_norm_grad_mirror_out_rank(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """Grad, out of the wrong rank: the rule never reads out, so the answer is the rule's with out as a
+    replicated spec shaped like out_grad (whose rank the checks then hold to what the rule needs)."""
+    grad = argument(fn, args, kwargs, "out_grad")
+    if not isinstance(grad, DistTensorSpec) or grad.mesh is None:
+        raise InvalidSpecError("out_grad is no spec on a mesh: no answer to mirror", kind="invalid-spec:out:rank")
+    stand_in = DistTensorSpec(grad.shape, (-1,) * len(grad.shape), grad.mesh)
+    return _x_unread(fn, ("x",), (), {**_bound(fn, args, kwargs), "out": stand_in})
+
+
+def _bound(fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments by name (defaults applied)."""
+    return {name: argument(fn, args, kwargs, name) for name in inspect.signature(fn).parameters}
+
+
+def p_norm_grad_mirror_out_grad(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """Grad, out_grad's mapping repeating a mesh dim or naming one the mesh lacks: the rule's checks
+    run with a replicated stand-in of out_grad's shape, then the answer is built from out_grad's own
+    mapping as the rule builds it (nothing looks its mesh dims up). A co-shard or a partial dim out of
+    range (Paddle crashes building the attr) is refused."""
+    grad = argument(fn, args, kwargs, "out_grad")
+    if not isinstance(grad, DistTensorSpec) or grad.mesh is None or grad.coshard or any(
+            not 0 <= p < grad.mesh.ndim for p in grad.partial_dims):
+        raise InvalidSpecError("out_grad: a co-shard, or a partial dim outside the mesh, beside the malformed "
+                               "mapping: no answer to mirror", kind="invalid-spec:out_grad")
+    # the checks alone (the stand-in's answer carries its own mapping, not out_grad's)
+    call_with(fn, args, kwargs, out_grad=DistTensorSpec(grad.shape, (-1,) * len(grad.shape), grad.mesh))
+    x, axis, asvector = (argument(fn, args, kwargs, n) for n in ("x", "axis", "asvector"))
+    same = DistAttr.make(grad.dims_mapping, _NONE, grad.mesh)
+    x_attr = same
+    if len(x.shape) != len(grad.shape):
+        mapping = list(grad.dims_mapping)
+        for a in reduced_axes(len(x.shape), axis, bool(asvector)):
+            mapping.insert(a, -1)
+        x_attr = DistAttr.make(tuple(mapping), _NONE, grad.mesh)
+    return SpmdResult.make(inputs=(x_attr, same, same), outputs=(x_attr,))
+
+
+_OUT_GRAD_MIRRORS = tuple(_mirror_via("p_norm_grad", f"invalid-spec:out_grad:{problem}", p_norm_grad_mirror_out_grad,
+                                      "out_grad's malformed mapping answered: :func:`p_norm_grad_mirror_out_grad`.")
+                          for problem in ("duplicate", "mesh-dim"))
