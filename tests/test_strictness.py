@@ -247,3 +247,15 @@ def test_parity_mirror_policy_on_a_random_sample(tmp_path: Path) -> None:
         assert all(set(t["refusals"]) <= set(REFUSAL_CLASSES) for t in tallies)
         counts[policy] = refused
     assert counts["mirror"] < counts["strict"], counts
+
+
+def test_merge_sums_the_refusal_classes() -> None:
+    from paddle_spmd_port.parity.merge import _add_tally, _tally
+    from paddle_spmd_port.parity.report import GroupTally
+
+    part = GroupTally("p_norm", "registry")
+    part.refusals = {"port-refuses-op-refuses": 2, "port-refuses-op-inexpressible": 5}
+    into = _tally(part.to_json())
+    assert into.refusals == part.refusals
+    _add_tally(into, _tally(part.to_json()))
+    assert into.refusals == {"port-refuses-op-refuses": 4, "port-refuses-op-inexpressible": 10}
