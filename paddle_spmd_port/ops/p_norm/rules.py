@@ -200,7 +200,7 @@ def p_norm_mirror_duplicate(fn: RuleFn, x: DistTensorSpec, porder: float = 2.0, 
                                "repeated mesh dim: no answer to mirror", kind="invalid-spec:x:duplicate")
     seen: set[int] = set()
     kept: list[int] = []
-    for m in dm:
+    for m in cast("tuple[int, ...]", dm):  # (no co-shard: every entry one int)
         kept.append(-1 if m in seen else m)
         if m != -1:
             seen.add(m)
