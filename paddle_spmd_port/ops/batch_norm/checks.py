@@ -22,7 +22,7 @@ from ...errors import PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import input_names
 from ..kit.layout import check_channel_x_rank
-from ..kit.strictness import Strictness
+from ..kit.strictness import PLACEMENTS, UNREAD_PROBLEMS, Strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -55,6 +55,11 @@ STRICTNESS = (
                "paddle.nn.functional.batch_norm raises ValueError for every other format (3.3.1: '', 'N', 'CN', "
                "'NWC', 'nchw', 'NCWH'); _C_ops.batch_norm raises for all but the lowercase 'nchw'",
                mirror_keys=("batch_norm", "batch_norm_grad"), families=("batch_norm",)),
+    *(Strictness(f"invalid-spec:*:{problem}", "a malformed dims_mapping (of the wrong length, a mesh dim the mesh "
+                 "lacks or one repeated); the replicated fallback reads only each tensor's shape and mesh", "answers",
+                 "inexpressible", PLACEMENTS, mirror_keys=("sync_batch_norm", "sync_batch_norm_grad"),
+                 families=("sync_batch_norm",))
+      for problem in UNREAD_PROBLEMS),
     Strictness("invalid-spec:*:rank", "mean, variance, scale, bias or a saved statistic of rank other than 1; "
                "the replicated fallback answers each replicated, of its own rank, and the outputs of rank 1",
                "answers", "unmeasured", families=("sync_batch_norm",)),

@@ -23,6 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ...errors import InvalidSpecError
+from ...types import DistTensorSpec
+
 #: The strictness policies, the default first.
 POLICIES = ("strict", "mirror")
 
@@ -135,3 +138,36 @@ def argument(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     bound = inspect.signature(fn).bind(*args, **kwargs)
     bound.apply_defaults()
     return bound.arguments[name]
+
+
+def mirror_via(key: str, check: str, body: Callable[..., Any], doc: str, module: str) -> Callable[..., Any]:
+    """A mirror function of its own for (``key``, ``check``), defined in ``module`` (the family's
+    ``rules.py``: where the registry looks), answering by ``body`` (one body serves several checks)."""
+
+    def answer(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return body(fn, *args, **kwargs)
+
+    answer.__name__ = answer.__qualname__ = f"{key}_mirror_{check.split(':', 1)[1].replace(':', '_').replace('*', 'any')}"
+    answer.__module__ = module
+    answer.__doc__ = doc
+    return mirror(key, check)(answer)
+
+
+#: The spec problems no rule that reads only a tensor's shape and mesh can notice.
+UNREAD_PROBLEMS = ("duplicate", "length", "mesh-dim")
+
+
+def with_replicated_stand_ins(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``fn``'s answer with every spec argument whose own check refuses it for one of
+    :data:`UNREAD_PROBLEMS` replaced by a replicated spec of its shape on its mesh: for rules that
+    never read those tensors' mappings (nor their partial status)."""
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    for name, value in bound.arguments.items():
+        if isinstance(value, DistTensorSpec) and value.mesh is not None:
+            try:
+                value.check(name)
+            except InvalidSpecError as exc:
+                if exc.kind.rsplit(":", 1)[-1] in UNREAD_PROBLEMS:
+                    bound.arguments[name] = DistTensorSpec(value.shape, (-1,) * len(value.shape), value.mesh)
+    return fn(*bound.args, **bound.kwargs)

@@ -54,7 +54,7 @@ from ...errors import InvalidSpecError
 from ...notation import merge_axis
 from ...types import DistAttr, DistTensorSpec, Mapping, SpmdResult
 from ..kit.checks import RuleFn, rule
-from ..kit.strictness import argument, call_with, mirror
+from ..kit.strictness import argument, call_with, mirror, mirror_via
 from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
 from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
 
@@ -228,21 +228,9 @@ def _x_unread(fn: RuleFn, names: tuple[str, ...], args: tuple[Any, ...], kwargs:
     return cast(SpmdResult, call_with(fn, args, kwargs, **given))
 
 
-def _mirror_via(key: str, check: str, body: RuleFn, doc: str) -> RuleFn:
-    """A mirror function of its own for (key, check) that answers by ``body`` (one body serves several checks)."""
-
-    def answer(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
-        return body(fn, *args, **kwargs)
-
-    answer.__name__ = answer.__qualname__ = f"{key}_mirror_{check.split(':', 1)[1].replace(':', '_')}"
-    answer.__module__ = __name__
-    answer.__doc__ = doc
-    return cast(RuleFn, mirror(key, check)(answer))
-
-
 def _mirror_unread(key: str, check: str, names: tuple[str, ...]) -> RuleFn:
-    return _mirror_via(key, check, lambda fn, *args, **kwargs: _x_unread(fn, names, args, kwargs),
-                       f"{key}: {', '.join(names)} never read; :func:`_x_unread`.")
+    return cast(RuleFn, mirror_via(key, check, lambda fn, *args, **kwargs: _x_unread(fn, names, args, kwargs),
+                                   f"{key}: {', '.join(names)} never read; :func:`_x_unread`.", __name__))
 
 
 _UNREAD_MIRRORS = (
@@ -294,6 +282,7 @@ def p_norm_grad_mirror_out_grad(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdRe
     return SpmdResult.make(inputs=(x_attr, same, same), outputs=(x_attr,))
 
 
-_OUT_GRAD_MIRRORS = tuple(_mirror_via("p_norm_grad", f"invalid-spec:out_grad:{problem}", p_norm_grad_mirror_out_grad,
-                                      "out_grad's malformed mapping answered: :func:`p_norm_grad_mirror_out_grad`.")
+_OUT_GRAD_MIRRORS = tuple(mirror_via("p_norm_grad", f"invalid-spec:out_grad:{problem}", p_norm_grad_mirror_out_grad,
+                                     "out_grad's malformed mapping answered: :func:`p_norm_grad_mirror_out_grad`.",
+                                     __name__)
                           for problem in ("duplicate", "mesh-dim"))
