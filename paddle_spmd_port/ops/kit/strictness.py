@@ -147,7 +147,8 @@ def mirror_via(key: str, check: str, body: Callable[..., Any], doc: str, module:
     def answer(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return body(fn, *args, **kwargs)
 
-    answer.__name__ = answer.__qualname__ = f"{key}_mirror_{check.split(':', 1)[1].replace(':', '_').replace('*', 'any')}"
+    what = check.split(":", 1)[1].replace(":", "_").replace("*", "any")
+    answer.__name__ = answer.__qualname__ = f"{key}_mirror_{what}"
     answer.__module__ = module
     answer.__doc__ = doc
     return mirror(key, check)(answer)
