@@ -22,7 +22,7 @@ from ...errors import PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import input_names
 from ..kit.layout import check_channel_x_rank
-from ..kit.strictness import PLACEMENTS, UNREAD_PROBLEMS, Strictness
+from ..kit.strictness import PLACEMENTS, UNREAD_PROBLEMS, Strictness, unread_strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -46,9 +46,15 @@ _BN_GRAD_1D = ("mean_out", "variance_out", "scale", "bias", "saved_mean", "saved
 _BN_FORWARD = input_names("batch_norm")
 
 
+#: The inputs each rule never reads the mapping of (PADDLE-QUIRK(bn-ignored-stats), PADDLE-QUIRK(bn-grad-og-ignored)):
+#: their malformed mappings are mirrored.
+UNREAD = {"batch_norm": ("mean", "variance", "scale", "bias"),
+          "batch_norm_grad": ("scale", "bias", "mean_out", "variance_out", "saved_mean", "saved_variance",
+                              "reserve_space", "out_grad")}
 
 #: The port's refusals beyond Paddle's batch_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = (
+    *unread_strictness("batch_norm", UNREAD),
     Strictness("invalid-spec:data_format", "a data_format outside NC, NCL, NCHW, NCDHW, NLC, NHWC, NDHWC; Paddle's "
                "rule only tests its second character for 'C' (channel axis 1, else the last axis), past the end "
                "of an empty string", "varies", "refuses",

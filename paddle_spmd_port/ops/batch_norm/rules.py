@@ -48,9 +48,9 @@ from ...errors import InvalidSpecError
 from ...types import DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import Attrs, RuleFn, Specs, input_names, rule
 from ..kit.layout import channel_axis, channel_first
-from ..kit.strictness import argument, call_with, mirror
+from ..kit.strictness import argument, call_with, mirror, unread_mirrors
 from ..kit.tensor import RuleInput
-from .checks import FORWARD_AT, GRAD_AT, bn_forward_inputs, bn_grad_inputs
+from .checks import FORWARD_AT, GRAD_AT, UNREAD, bn_forward_inputs, bn_grad_inputs
 
 _FORMAT, _GRAD_FORMAT = FORWARD_AT["data_format"], GRAD_AT["data_format"]
 _GRAD_NAMES = input_names("batch_norm_grad")
@@ -156,3 +156,7 @@ def batch_norm_mirror_data_format(fn: RuleFn, *args: Any, **kwargs: Any) -> Spmd
 def batch_norm_grad_mirror_data_format(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
     """The grad rule with the layout Paddle's rule reads the format as."""
     return cast(SpmdResult, call_with(fn, args, kwargs, data_format=_layout_of(fn, args, kwargs)))
+
+
+#: The mirror policy's answers to the malformed mappings of inputs a rule never reads (:data:`.checks.UNREAD`).
+MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__)

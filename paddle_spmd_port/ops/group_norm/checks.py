@@ -9,7 +9,7 @@ from typing import Any
 from ...errors import PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import input_names, require_buildable
-from ..kit.strictness import Strictness
+from ..kit.strictness import Strictness, unread_strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -26,9 +26,14 @@ _GN_FORWARD, _GN_GRAD = input_names("group_norm"), input_names("group_norm_grad"
 GN = "group_norm"
 
 
+#: The inputs each rule never reads the mapping of (PADDLE-QUIRK(gn-grad-ignores)):
+#: their malformed mappings are mirrored.
+UNREAD = {key: ("scale", "bias", "y", "mean", "variance", "y_grad")
+          for key in ("group_norm_grad", "group_norm_grad_base")}
 
 #: The port's refusals beyond Paddle's group_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = (
+    *unread_strictness("group_norm", UNREAD),
     Strictness("invalid-spec:*:none-with-sharded-n", "scale or bias None (or meshless) while x's axis 0 is split; "
                "Paddle marks its grad partial on an attr without a mesh and crashes (SIGSEGV)", "crashes",
                "unmeasured", families=("group_norm",)),

@@ -52,8 +52,9 @@ from __future__ import annotations
 from ...errors import InvalidSpecError
 from ...types import DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import Attrs, Specs, rule
+from ..kit.strictness import unread_mirrors
 from ..kit.tensor import RuleInput
-from .checks import gn_forward_inputs, gn_grad_inputs
+from .checks import UNREAD, gn_forward_inputs, gn_grad_inputs
 
 
 def _keep_batch_only(x: RuleInput) -> tuple[int, ...]:
@@ -138,3 +139,7 @@ def group_norm_grad_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     (PADDLE-QUIRK(gn-ignored-attrs))."""
     x, scale, bias, y, mean, variance, y_grad = specs
     return _grad(*gn_grad_inputs(x, scale, bias, y, mean, variance, y_grad, attrs))
+
+
+#: The mirror policy's answers to the malformed mappings of inputs a rule never reads (:data:`.checks.UNREAD`).
+MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__)

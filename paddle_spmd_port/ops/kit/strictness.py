@@ -158,17 +158,53 @@ def mirror_via(key: str, check: str, body: Callable[..., Any], doc: str, module:
 UNREAD_PROBLEMS = ("duplicate", "length", "mesh-dim")
 
 
-def with_replicated_stand_ins(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``fn``'s answer with every spec argument whose own check refuses it for one of
-    :data:`UNREAD_PROBLEMS` replaced by a replicated spec of its shape on its mesh: for rules that
-    never read those tensors' mappings (nor their partial status)."""
+def with_replicated_stand_ins(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                              names: tuple[str, ...] | None = None) -> Any:
+    """``fn``'s answer with every spec argument (of ``names``; None: any) whose own check refuses it
+    for one of :data:`UNREAD_PROBLEMS` replaced by a replicated spec of its shape on its mesh: for
+    rules that never read those tensors' mappings (nor their partial status)."""
     bound = inspect.signature(fn).bind(*args, **kwargs)
     bound.apply_defaults()
     for name, value in bound.arguments.items():
-        if isinstance(value, DistTensorSpec) and value.mesh is not None:
+        if isinstance(value, DistTensorSpec) and value.mesh is not None and (names is None or name in names):
             try:
                 value.check(name)
             except InvalidSpecError as exc:
                 if exc.kind.rsplit(":", 1)[-1] in UNREAD_PROBLEMS:
                     bound.arguments[name] = DistTensorSpec(value.shape, (-1,) * len(value.shape), value.mesh)
     return fn(*bound.args, **bound.kwargs)
+
+
+_WHAT = {"duplicate": "splits two axes along one mesh dim", "length": "has another length than its rank",
+         "mesh-dim": "names a mesh dim the mesh lacks"}
+
+
+def unread_strictness(family: str, unread: dict[str, tuple[str, ...]]) -> tuple[Strictness, ...]:
+    """The declarations of a family's malformed mappings its rules never read: ``unread`` maps each
+    rule key to the inputs whose mapping (and partial status) it never reads, only their shape and
+    mesh. Each (input, problem) is mirrored for those keys; Paddle's rule ``answers`` where every key
+    of the family with that input is among them, else ``varies``."""
+    from .. import RULES
+
+    out = []
+    for tensor in dict.fromkeys(t for names in unread.values() for t in names):
+        keys = tuple(k for k, names in unread.items() if tensor in names)
+        having = [k for k, spec in RULES.items() if spec.op == family and tensor in spec.inputs]
+        for problem, what in _WHAT.items():
+            out.append(Strictness(
+                f"invalid-spec:{tensor}:{problem}", f"{tensor}'s dims_mapping {what}; {', '.join(keys)} never "
+                "read its mapping (only its shape and mesh)", "answers" if set(having) <= set(keys) else "varies",
+                "inexpressible", PLACEMENTS, mirror_keys=keys, families=(family,)))
+    return tuple(out)
+
+
+def unread_mirrors(unread: dict[str, tuple[str, ...]], module: str) -> tuple[Callable[..., Any], ...]:
+    """The mirror functions of :func:`unread_strictness`'s declarations (in ``module``, the family's
+    ``rules.py``): the rule's answer with replicated stand-ins for the unread malformed inputs."""
+
+    def body(names: tuple[str, ...]) -> Callable[..., Any]:
+        return lambda fn, *args, **kwargs: with_replicated_stand_ins(fn, args, kwargs, names)
+
+    return tuple(mirror_via(key, f"invalid-spec:{tensor}:{problem}", body(names),
+                            f"{key}: {tensor} never read; :func:`with_replicated_stand_ins`.", module)
+                 for key, names in unread.items() for tensor in names for problem in _WHAT)

@@ -19,7 +19,7 @@ from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...notation import ALPHABET
 from ...types import DistTensorSpec
 from ..kit.checks import REAL, input_names
-from ..kit.strictness import Strictness
+from ..kit.strictness import Strictness, unread_strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -35,9 +35,13 @@ _LN_FORWARD, _LN_REVERSE, _LN_GRAD = input_names("layer_norm"), input_names("lay
     input_names("layer_norm_grad")
 
 
+#: The inputs each rule never reads the mapping of (the reverse rule ignores x, scale and bias):
+#: their malformed mappings are mirrored.
+UNREAD = {"layer_norm_reverse": ("x", "scale", "bias")}
 
 #: The port's refusals beyond Paddle's layer_norm and fast_ln rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = (
+    *unread_strictness("layer_norm", UNREAD),
     Strictness("invalid-spec:begin_norm_axis", "begin_norm_axis outside 0..rank(x); Paddle's rule raises "
                "basic_string::_M_create below 0 and crashes (SIGSEGV) or answers garbage above the rank", "varies",
                "refuses", "_C_ops.layer_norm raises ValueError (InferMeta: begin_norm_axis > 0 and < rank(x); "

@@ -55,9 +55,9 @@ from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
 from ...types import DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import RuleFn, rule
-from ..kit.strictness import argument, mirror
+from ..kit.strictness import argument, mirror, unread_mirrors
 from ..kit.tensor import RuleInput
-from .checks import ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
+from .checks import UNREAD, ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
 
 
 @lru_cache(maxsize=256)
@@ -185,3 +185,7 @@ def layer_norm_mirror_begin_norm_axis(fn: RuleFn, *args: Any, **kwargs: Any) -> 
 def layer_norm_reverse_mirror_begin_norm_axis(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
     """The reverse rule's answer to an out-of-range begin_norm_axis: :func:`_begin_norm_axis_mirror`."""
     return _begin_norm_axis_mirror(fn, args, kwargs)
+
+
+#: The mirror policy's answers to the malformed mappings of inputs a rule never reads (:data:`.checks.UNREAD`).
+MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__)

@@ -7,7 +7,7 @@ from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...notation import ALPHABET
 from ...types import DistTensorSpec
 from ..kit.checks import REAL, input_names, require_buildable
-from ..kit.strictness import Strictness
+from ..kit.strictness import Strictness, unread_strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -31,11 +31,13 @@ RMS_CHECK_LINES = {
 }
 
 
-
-
+#: The inputs each rule never reads the mapping of (PADDLE-QUIRK(rms-reverse-ignores-x)):
+#: their malformed mappings are mirrored.
+UNREAD = {"rms_norm_reverse": ("x",)}
 
 #: The port's refusals beyond Paddle's rms_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = (
+    *unread_strictness("rms_norm", UNREAD),
     Strictness("invalid-spec:x:rank", "x of rank 0 (Paddle raises basic_string::_M_create), or beyond the "
                "notation's letters", "varies", "unmeasured", families=("rms_norm",)),
     Strictness("invalid-spec:*:rank", "scale, out, invvar or y_grad of another rank than the rule's notation "
