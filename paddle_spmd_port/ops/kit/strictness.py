@@ -19,7 +19,7 @@ never set, or the port does not model that input).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,7 +179,7 @@ _WHAT = {"duplicate": "splits two axes along one mesh dim", "length": "has anoth
          "mesh-dim": "names a mesh dim the mesh lacks"}
 
 
-def unread_strictness(family: str, unread: dict[str, tuple[str, ...]]) -> tuple[Strictness, ...]:
+def unread_strictness(family: str, unread: Mapping[str, tuple[str, ...]]) -> tuple[Strictness, ...]:
     """The declarations of a family's malformed mappings its rules never read: ``unread`` maps each
     rule key to the inputs whose mapping (and partial status) it never reads, only their shape and
     mesh. Each (input, problem) is mirrored for those keys; Paddle's rule ``answers`` where every key
@@ -198,7 +198,7 @@ def unread_strictness(family: str, unread: dict[str, tuple[str, ...]]) -> tuple[
     return tuple(out)
 
 
-def unread_mirrors(unread: dict[str, tuple[str, ...]], module: str) -> tuple[Callable[..., Any], ...]:
+def unread_mirrors(unread: Mapping[str, tuple[str, ...]], module: str) -> tuple[Callable[..., Any], ...]:
     """The mirror functions of :func:`unread_strictness`'s declarations (in ``module``, the family's
     ``rules.py``): the rule's answer with replicated stand-ins for the unread malformed inputs."""
 
