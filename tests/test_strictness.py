@@ -259,3 +259,35 @@ def test_merge_sums_the_refusal_classes() -> None:
     assert into.refusals == part.refusals
     _add_tally(into, _tally(part.to_json()))
     assert into.refusals == {"port-refuses-op-refuses": 4, "port-refuses-op-inexpressible": 10}
+
+
+@pytest.mark.native
+def test_an_input_wrongly_declared_unread_is_caught() -> None:
+    """Mutant: batch_norm's x declared unread like its statistics (it is read: its channel axis keeps
+    its split). With x's malformed mapping answered by a replicated stand-in, the port differs from
+    Paddle on an x splitting its channel axis; the real declarations agree there (the x is refused)."""
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.native import compiled
+    from paddle_spmd_port.ops.kit.strictness import with_replicated_stand_ins
+
+    mesh = ProcessMesh((2, 3))
+    v = DistTensorSpec((6,), (-1,), mesh)
+    attrs = (("is_test", False), ("momentum", 0.9), ("epsilon", 1e-5), ("data_format", "NCHW"),
+             ("use_global_stats", False), ("trainable_statistics", False))
+    cases = [Case("batch_norm", mesh, (DistTensorSpec((4, 6, 4, 4), dm, mesh), v, v, v, v), attrs, case_id=str(i))
+             for i, dm in enumerate([(0, 0, -1, -1), (1, 0, 0, -1), (-1, 1, 1, -1)])]
+    assert strictness_of("batch_norm", "invalid-spec:x:duplicate").mirror_keys == ()  # type: ignore[union-attr]
+    key = ("batch_norm", "invalid-spec:x:duplicate")
+    registry.MIRRORS[key] = lambda fn, *a, **k: with_replicated_stand_ins(fn, a, k, ("x",))
+    mutant = Strictness("invalid-spec:x:duplicate", "mutant", "answers", "inexpressible", "e",
+                        mirror_keys=("batch_norm",), families=("batch_norm",))
+    registry.STRICTNESS = (mutant, *registry.STRICTNESS)
+    registry._MIRRORED.clear()
+    try:
+        verdicts = [compare(c.spec, port_outcome(c, "paddle", "mirror"), compiled.run(c)).verdict for c in cases]
+    finally:
+        registry.STRICTNESS = registry.STRICTNESS[1:]
+        del registry.MIRRORS[key]
+        registry._MIRRORED.clear()
+    assert verdicts.count("mismatch") == len(cases), verdicts
+    assert all(port_outcome(c, "paddle", "mirror").error is not None for c in cases)  # the real: refused
