@@ -55,6 +55,12 @@ UNREAD = {"batch_norm": ("mean", "variance", "scale", "bias"),
 #: The port's refusals beyond Paddle's batch_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = (
     *unread_strictness("batch_norm", UNREAD),
+    *(Strictness(f"invalid-spec:x:{problem}", f"x's dims_mapping {what}; batch_norm's and batch_norm_grad's rules "
+                 "keep only the channel axis's entry (every other axis replicated) before they merge it",
+                 "varies", "inexpressible", PLACEMENTS, mirror_keys=("batch_norm", "batch_norm_grad"),
+                 families=("batch_norm",))
+      for problem, what in (("duplicate", "splits two axes along one mesh dim"),
+                            ("mesh-dim", "names a mesh dim the mesh lacks"))),
     Strictness("invalid-spec:data_format", "a data_format outside NC, NCL, NCHW, NCDHW, NLC, NHWC, NDHWC; Paddle's "
                "rule only tests its second character for 'C' (channel axis 1, else the last axis), past the end "
                "of an empty string", "varies", "refuses",
