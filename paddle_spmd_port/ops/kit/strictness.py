@@ -3,17 +3,19 @@ beyond what Paddle's rule checks, with why, what Paddle's rule does with it and 
 *op* refuses it too.
 
 A declaration names its check by the refusal's ``kind`` (``invalid-spec:<tensor>:<problem>``, the
-tensor written ``*``; matched with :func:`fnmatch.fnmatchcase`). The kit declares the checks every
-family shares (:data:`SHARED`: the spec checks of ``DistTensorSpec.check`` and the input wrapping
-of :mod:`.tensor`); a family declares its own checks as ``STRICTNESS`` in its ``checks.py``, found
-before the shared ones. ``ops/registry.strictness_of`` looks one up; docs/strictness.md is written
-from them (``tools/strictness_doc.py``) and tests/test_strictness.py holds each to Paddle.
+tensor written ``*`` or named; matched with :func:`fnmatch.fnmatchcase`). The kit declares the
+checks every family shares (:data:`SHARED`: the spec checks of ``DistTensorSpec.check`` and the
+input wrapping of :mod:`.tensor`); a family declares its own as ``STRICTNESS`` in its ``checks.py``,
+found before the shared ones (the first match wins). ``ops/registry.strictness_of`` looks one up;
+docs/strictness.md is written from them (``tools/strictness_doc.py``); tests/test_strictness.py
+checks the page, that every refusal of the grid's corner sets is declared, the op verdict of
+p_norm's axis against Paddle's op, and the mirrors against Paddle's rules on seeded samples.
 
 Two policies (:data:`POLICIES`): ``strict`` (the default) refuses every such input; ``mirror``
 answers as Paddle's rule does where the declaration says the port can (``mirror_keys``: the rule
-keys whose answer on that input the family models, ``ops/<family>/checks.py``'s ``MIRRORS``), and
-otherwise refuses naming why no answer can be mirrored (the rule crashes, or answers from memory it
-never set, or the port does not model that input).
+keys whose answer on that input the family models, each by a function declared with :func:`mirror`
+or :func:`mirror_via` in the family's ``rules.py``), and otherwise refuses naming why no answer is
+mirrored (the rule crashes, or answers from memory it never set, or the port does not model it).
 """
 
 from __future__ import annotations
