@@ -17,7 +17,8 @@ The port refuses (an `InvalidSpecError`, class *port rejects invalid* in parity)
 rules do not check. Each such refusal is declared beside its check (`ops/kit/strictness.py` for the
 checks every family shares, `STRICTNESS` in `ops/<family>/checks.py` for a family's own); this page is
 written from those declarations by `tools/strictness_doc.py` (tests/test_strictness.py holds the two
-equal, and each declaration's claims to Paddle).
+equal; it runs Paddle's op on p_norm's out-of-range axis, and holds the mirrored answers to Paddle's
+rules on seeded samples; the other op verdicts rest on the evidence column, or say `unmeasured`).
 
 Two policies (`parity --policy`, `rule_function(key, profile, policy)`,
 `get_spmd_rule(name, profile, policy)`):
