@@ -64,6 +64,7 @@ from ..compare import compare
 from ..grid import GRIDS, coshard_cases, grid_for, sample
 from ..native.routes import BACKENDS, DEFAULT_BACKEND, DEFAULT_BACKENDS, add_backend_argument, routes_reaching
 from ..ops import rule_spec
+from ..ops.kit.strictness import POLICIES
 from ..outcome import Outcome, port_outcome
 from ..releases import AGREEING, ReleaseProfile, detect_release
 from ..runctl.command import run_command
@@ -126,6 +127,10 @@ def build_parser() -> ArgumentParser:
                     help=f"where the report goes (default {DEFAULT_REPORT_DIR} for the whole sweep, "
                          f"{DEFAULT_REPORT_DIR}-<selection> for a narrower one)")
     add_replace_report_argument(ap)
+    ap.add_argument("--policy", choices=POLICIES, default=POLICIES[0],
+                    help="the port's strictness on inputs Paddle's rule answers but the port refuses "
+                         "(docs/strictness.md): strict (default) refuses them, mirror answers as Paddle's rule "
+                         "does where the port models it")
     ap.add_argument("--allow-uncompared", action="store_true",
                     help="exit 0 even if some case was compared by no route (the report's first line says so)")
     ap.add_argument("--junit", type=path_text, default=None, help="also write JUnit XML to this path")
@@ -403,14 +408,15 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
                 native: Sequence[Outcome | None], native_seconds: float, profile: ReleaseProfile | None,
                 state: str = DONE, repros: list[str] | None = None,
                 port_answers: dict[int, Outcome] | None = None, first: dict[str, int] | None = None,
-                observers: Sequence[Observer] = ()) -> None:
+                observers: Sequence[Observer] = (), policy: str = "strict") -> None:
     """Compare one backend group's native outcomes with the port, case by case, into the report.
     A None outcome (the group was interrupted before it) is left out: that case stays uncompared.
     Each mismatching case's ``infer --case-json`` line is appended to ``repros``. ``port_answers``
     (keyed by ``id(case)``) keeps the port's outcome of a case for the next route that compares it:
     the port is pure, so a case is answered once however many routes check it. ``first``: per rule,
     the position of its first case here among the rule's selected cases (a round of a long run).
-    ``observers`` see every native outcome (a baseline being saved or compared: parity/baseline.py)."""
+    ``observers`` see every native outcome (a baseline being saved or compared: parity/baseline.py).
+    ``policy``: the port's strictness policy (docs/strictness.md)."""
     if port_answers is None:
         port_answers = {}
     classify = profile.classify if profile is not None else None
@@ -429,7 +435,7 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
                 observer.record(rule, backend, base + index, case, nat)
             port = port_answers.get(id(case))
             if port is None:
-                port = port_answers[id(case)] = port_outcome(case)
+                port = port_answers[id(case)] = port_outcome(case, "paddle", policy)
             # validity of the input matters only where the port rejects it and Paddle answered
             err = port.error
             invalid = input_problem(case) is not None if err and err.port_invalid and nat.result is not None else None
@@ -648,7 +654,7 @@ class _Sweep:
         self._detect_profile()
         tally_group(report, backend, rules, self.by_rule, native, native_seconds, self.profile,
                     state=DONE if last_round else RUNNING, repros=self.repros, port_answers=self.port_answers,
-                    first=self.first, observers=self.observers)
+                    first=self.first, observers=self.observers, policy=self.args.policy)
         self.tallied.add(backend)
         self.running = None
         if len(self.tallied) < len(self.groups) or not last_round:  # a partial report after every group
@@ -667,7 +673,7 @@ class _Sweep:
                     if not background.is_alive():
                         break
                     if id(case) not in self.port_answers:
-                        self.port_answers[id(case)] = port_outcome(case)
+                        self.port_answers[id(case)] = port_outcome(case, "paddle", self.args.policy)
                 native = background.result()
                 report.paddle.update(background.info)
                 t0 = time.time() - background.seconds
@@ -708,6 +714,7 @@ class _Sweep:
                 try:
                     tally_group(report, backend, rules, self.by_rule, partial, 0.0, self.profile, state=INTERRUPTED,
                                 repros=self.repros, port_answers=self.port_answers, first=self.first,
+                                policy=self.args.policy,
                                 observers=self.observers)
                 except Exception:  # the comparison itself may be what failed: the error
                     if isinstance(exc, Interrupted):  # reported stays the first one, the group stays unfinished

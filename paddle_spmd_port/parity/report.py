@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..case import Case
-from ..compare import CLASSES, COMPARED, Comparison
+from ..compare import CLASSES, COMPARED, REFUSAL_CLASSES, Comparison, refusal_class
 from ..outcome import Outcome
 from ..pages import map_key, map_label
 from ..reporting import markdown_table
@@ -75,6 +75,8 @@ class GroupTally:
     """The verdict map of the parts a merged report joins (already labelled: parity --merge)."""
     shown: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """parity.html's records: the first :data:`HTML_RECORDS` per verdict (in memory only)."""
+    refusals: dict[str, int] = field(default_factory=dict)
+    """For port-rejects-invalid cases: their :data:`~paddle_spmd_port.compare.REFUSAL_CLASSES` member."""
 
     @property
     def key(self) -> str:
@@ -139,7 +141,7 @@ class GroupTally:
     def to_json(self) -> dict[str, Any]:
         return {"rule": self.rule, "backend": self.backend, "state": self.state, "cases": self.cases,
                 "cells": self.cells, "matching_cells": self.matching_cells, "verdicts": self.verdicts,
-                "examples": self.examples, "invalid_native": self.invalid_native,
+                "examples": self.examples, "invalid_native": self.invalid_native, "refusals": self.refusals,
                 "map": [[mesh, placement, counts] for (mesh, placement), counts in self.verdict_map().items()],
                 "native_seconds": round(self.native_seconds, 3), "port_seconds": round(self.port_seconds, 3)}
 
@@ -283,6 +285,9 @@ class ParityReport:
     def add(self, tally: GroupTally, index: int, case: Case, port: Outcome, native: Outcome,
             cmp: Comparison) -> None:
         needs_record = tally.count(native, cmp, case)
+        if cmp.verdict == "port-rejects-invalid":
+            klass = refusal_class(case.rule, port) or "port-refuses-undeclared"
+            tally.refusals[klass] = tally.refusals.get(klass, 0) + 1
         self.coverage[tally.rule].record(index, tally.backend, native, cmp.verdict, cmp.note)
         if not needs_record:
             return
@@ -431,6 +436,12 @@ class ParityReport:
             lines += ["", "What Paddle did with the input the port rejects as invalid (result = accepted "
                       "silently, crash = process died, error = raised something else):", ""]
             lines += [f"- {line}" for line in invalid]
+        refused = [f"{t.key}: " + ", ".join(f"{t.refusals[k]} {k}" for k in REFUSAL_CLASSES if t.refusals.get(k))
+                   for t in self.tallies.values() if t.refusals]
+        if refused:
+            lines += ["", "The same cases by what Paddle's op does with the input, as the port's strictness "
+                      "declarations say (docs/strictness.md; `--policy mirror` answers those it models):", ""]
+            lines += [f"- {line}" for line in refused]
         for note in self.notes:
             lines += ["", f"> {note}"]
         for t in self.tallies.values():
