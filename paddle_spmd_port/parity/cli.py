@@ -406,7 +406,8 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
                 observers: Sequence[Observer] = ()) -> None:
     """Compare one backend group's native outcomes with the port, case by case, into the report.
     A None outcome (the group was interrupted before it) is left out: that case stays uncompared.
-    Each mismatching case's ``infer --case-json`` line is appended to ``repros``. ``port_answers``
+    Each mismatching case's ``infer --case-json`` line is appended to ``repros`` while it holds fewer than
+    :data:`REPROS_PRINTED` (the console prints those; every one is in the per-case file). ``port_answers``
     (keyed by ``id(case)``) keeps the port's outcome of a case for the next route that compares it:
     the port is pure, so a case is answered once however many routes check it. ``first``: per rule,
     the position of its first case here among the rule's selected cases (a round of a long run).
@@ -438,7 +439,7 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
                 known = classify(case, port, nat, cmp)  # known-difference, or release-lacks (not compared)
                 if known:
                     cmp = dataclasses.replace(cmp, verdict=known[0], note=known[1])
-            if cmp.verdict == "mismatch" and repros is not None:
+            if cmp.verdict == "mismatch" and repros is not None and len(repros) < REPROS_PRINTED:
                 repros.append(f"{rule}@{backend} {case.case_id}: {one_line_repro(case, backend)}")
             add(tally, base + index, case, port, nat, cmp)
         tally.port_seconds += time.time() - t1
@@ -542,7 +543,7 @@ class _Sweep:
         self.profile: ReleaseProfile | None = None
         self.running: tuple[str, list[str]] | None = None  # the group in flight in this thread
         self.tallied: set[str] = set()  # backends whose group is in the report (this round)
-        self.repros: list[str] = []  # one `infer --case-json` line per mismatching case
+        self.repros: list[str] = []  # the first REPROS_PRINTED mismatching cases' `infer --case-json` lines
         self.stopping: BaseException | None = None  # the signal or internal error ending the run early
 
     # --------------------------------------------------------------------------- planning
@@ -748,11 +749,12 @@ class _Sweep:
 
     def _print_summary(self, finished: float) -> None:
         report, repros, out = self.report, self.repros, self.out
+        mismatching = report.total_mismatches
         if repros:
-            print(f"mismatching cases ({len(repros):,}), each with the command that repeats it:")
-            print("\n".join(repros[:REPROS_PRINTED]))
-            if len(repros) > REPROS_PRINTED:
-                print(f"... {len(repros) - REPROS_PRINTED:,} more in {out / 'parity-cases.jsonl.gz'}")
+            print(f"mismatching cases ({mismatching:,}), each with the command that repeats it:")
+            print("\n".join(repros))
+            if mismatching > len(repros):
+                print(f"... {mismatching - len(repros):,} more in {out / 'parity-cases.jsonl.gz'}")
             print()
         print(report.table())
         print("\ncoverage (a case is compared when at least one native route answered it):")
