@@ -157,8 +157,8 @@ def test_a_case_only_the_lacking_route_could_express_is_lacking_not_uncompared()
     assert sum(cov.lacking_reasons().values()) == 2 and all(
         "lacks it" in why and "unreachable" in why for why in cov.lacking_reasons())
     data = cov.to_json()
-    back = RuleCoverage.counted("batch_norm", data["selected"], 10, cov.routes, data["compared"], data["uncompared_reasons"],
-                        data["lacking_reasons"])
+    back = RuleCoverage.counted("batch_norm", data["selected"], 10, cov.routes, data["compared"],
+                                data["uncompared_reasons"], data["lacking_reasons"])
     assert (back.compared, back.lacking, back.uncompared) == (1, 2, 4)
 
 

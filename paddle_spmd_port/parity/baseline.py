@@ -469,6 +469,8 @@ class Diff:
         """rule -> map cell (mesh, first input's placement: pages.map_label) -> its changes per class."""
         self._counts: Counter[str] = Counter()
         self._pending = 0
+        self._judged = -1
+        """The last changed case triaged (:meth:`judge`)."""
         self._missing: Counter[str] | None = None
         self.db = _spill_db()
         self.db.execute('CREATE TABLE pending (k INTEGER PRIMARY KEY, rule TEXT, backend TEXT, invalid INTEGER, '
@@ -561,9 +563,8 @@ class Diff:
         from ..oracle.report import Judge
 
         judge = Judge()
-        after = -1
         while rows := self.db.execute('SELECT k, rule, backend, invalid, old, new, "case" FROM pending WHERE k>? '
-                                      "ORDER BY k LIMIT ?", (after, RERUN_CHUNK)).fetchall():
+                                      "ORDER BY k LIMIT ?", (self._judged, RERUN_CHUNK)).fetchall():
             for k, rule, backend, invalid, old_text, new_text, case_text in rows:
                 case = Case.from_json(json.loads(case_text))
                 old, new = Outcome.from_json(json.loads(old_text)), Outcome.from_json(json.loads(new_text))
@@ -578,10 +579,11 @@ class Diff:
                     a = b = "not judged (no numpy kernel)"
                 klass = triage(old, new, a, b, bool(invalid), varies)
                 self._add(Change(klass, rule, backend, case, old, new, a, b, cell_diffs(case, old, new), reruns))
-                after = k
+                self._judged = k  # (a triage that failed half-way goes on from here when called again)
         self.db.execute("DELETE FROM pending")
         self.db.execute("DELETE FROM reruns")
         self._pending = 0
+        self._judged = -1
 
     def _add(self, change: Change) -> None:
         """Count a triaged change, keep it while its class has room, and write it to disk."""

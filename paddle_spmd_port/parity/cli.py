@@ -67,7 +67,7 @@ from ..ops import rule_spec
 from ..outcome import Outcome, port_outcome
 from ..releases import AGREEING, ReleaseProfile, detect_release
 from ..runctl.command import run_command
-from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
+from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, error_text, prefix
 from ..runctl.grammar import (
     MAX_SECONDS,
     ArgumentParser,
@@ -545,6 +545,7 @@ class _Sweep:
         self.tallied: set[str] = set()  # backends whose group is in the report (this round)
         self.repros: list[str] = []  # the first REPROS_PRINTED mismatching cases' `infer --case-json` lines
         self.stopping: BaseException | None = None  # the signal or internal error ending the run early
+        self.diff_note = ""  # why the partial baseline diff could not be written (said on the one line)
 
     # --------------------------------------------------------------------------- planning
     def _start_background(self, batch: list | None) -> dict[str, list[Case]]:
@@ -619,7 +620,11 @@ class _Sweep:
             raise
         finally:
             self._close()
-        self._print_epilogue()
+        try:
+            self._print_epilogue()
+        except Exception as exc:  # the files say PASS (or MISMATCH): they must say what ended the run
+            self._failed_late(exc)
+            raise
         return self._exit_status()
 
     def _run_round(self, number: int, batch: list | None) -> None:
@@ -726,13 +731,35 @@ class _Sweep:
             self.background.stop()
         finished = report.finished = time.time()
         if self.stopping is None:
-            self._write_final_files()
+            try:
+                self._write_final_files()
+            except Exception as exc:  # a writer of ours failed (the diff's triage included): as any other error
+                self._failed_late(exc)
+                raise
         else:  # (a failure writing it is said on the one line, never raised over the first error)
             if self.saver is not None:  # its temp file goes first, whatever the report's writing does
                 with contextlib.suppress(Exception):
                     self.saver.discard()
-            add_detail(self.stopping, write_partial(self._write_final_files, str(self.out / "parity.md")))
+            self._write_partial(self.stopping)
         self._print_summary(finished)
+
+    def _failed_late(self, exc: Exception) -> None:
+        """An internal error after every case was compared (writing the final files, the epilogue): the
+        report is rewritten as ended by it, its diff with what was triaged before it, and the one line
+        names the report (or why it could not be written). A baseline already saved stays: its run finished."""
+        self.stopping = exc
+        self.report.interrupted = stopped_by(exc)
+        if self.saver is not None:  # its temp file, if it is still there (a finished one's is gone already)
+            with contextlib.suppress(Exception):
+                self.saver.discard()
+        self._write_partial(exc)
+
+    def _write_partial(self, exc: BaseException) -> None:
+        """The partial files of a run a signal or an internal error ends; the one line says where, and
+        whether the baseline diff could not be written beside them."""
+        self.diff_note = ""
+        where = write_partial(self._write_final_files, str(self.out / "parity.md"))
+        add_detail(exc, where + self.diff_note)
 
     def _write_final_files(self) -> None:
         report, saver, diff, out = self.report, self.saver, self.diff, self.out
@@ -744,8 +771,14 @@ class _Sweep:
             else:
                 saver.discard()
         if diff is not None:
-            diff.judge()
-            write_diff(diff, out, dict(report.paddle), self.args.selection, report.interrupted)
+            try:
+                diff.judge()
+                write_diff(diff, out, dict(report.paddle), self.args.selection, report.interrupted)
+            except Exception as err:
+                if self.stopping is None:
+                    raise
+                # the run is ending on another error: the parity report above stands, the line says this one
+                self.diff_note = f"; the baseline diff could not be written ({error_text(err)})"
 
     def _print_summary(self, finished: float) -> None:
         report, repros, out = self.report, self.repros, self.out
