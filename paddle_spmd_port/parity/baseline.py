@@ -54,6 +54,10 @@ per rule of where the changes are: parity/pages.py); the console's last line rea
 NEW: N changed cases (R regressed, F fixed, ...); U unstable (invalid input shown to vary), K
 uncompared``. An interrupted run writes all of them, of the cases compared so far (its changed cases
 on invalid input not re-run, so none unstable, each saying so).
+
+Memory: a baseline's rows, the changed cases awaiting triage, their re-runs and the triaged changes
+are held on disk, in private SQLite files (:func:`_spill_db`); a :class:`Diff` holds counts and the
+first :data:`MARKDOWN_PER_CLASS` changes of each class, whatever the run's size.
 """
 
 from __future__ import annotations
