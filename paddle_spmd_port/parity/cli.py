@@ -68,7 +68,7 @@ from ..ops.kit.strictness import POLICIES
 from ..outcome import Outcome, port_outcome
 from ..releases import AGREEING, ReleaseProfile, detect_release
 from ..runctl.command import run_command
-from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
+from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, error_text, prefix
 from ..runctl.grammar import (
     MAX_SECONDS,
     ArgumentParser,
@@ -411,7 +411,8 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
                 observers: Sequence[Observer] = (), policy: str = "strict") -> None:
     """Compare one backend group's native outcomes with the port, case by case, into the report.
     A None outcome (the group was interrupted before it) is left out: that case stays uncompared.
-    Each mismatching case's ``infer --case-json`` line is appended to ``repros``. ``port_answers``
+    Each mismatching case's ``infer --case-json`` line is appended to ``repros`` while it holds fewer than
+    :data:`REPROS_PRINTED` (the console prints those; every one is in the per-case file). ``port_answers``
     (keyed by ``id(case)``) keeps the port's outcome of a case for the next route that compares it:
     the port is pure, so a case is answered once however many routes check it. ``first``: per rule,
     the position of its first case here among the rule's selected cases (a round of a long run).
@@ -444,7 +445,7 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
                 known = classify(case, port, nat, cmp)  # known-difference, or release-lacks (not compared)
                 if known:
                     cmp = dataclasses.replace(cmp, verdict=known[0], note=known[1])
-            if cmp.verdict == "mismatch" and repros is not None:
+            if cmp.verdict == "mismatch" and repros is not None and len(repros) < REPROS_PRINTED:
                 repros.append(f"{rule}@{backend} {case.case_id}: {one_line_repro(case, backend)}")
             add(tally, base + index, case, port, nat, cmp)
         tally.port_seconds += time.time() - t1
@@ -548,8 +549,9 @@ class _Sweep:
         self.profile: ReleaseProfile | None = None
         self.running: tuple[str, list[str]] | None = None  # the group in flight in this thread
         self.tallied: set[str] = set()  # backends whose group is in the report (this round)
-        self.repros: list[str] = []  # one `infer --case-json` line per mismatching case
+        self.repros: list[str] = []  # the first REPROS_PRINTED mismatching cases' `infer --case-json` lines
         self.stopping: BaseException | None = None  # the signal or internal error ending the run early
+        self.diff_note = ""  # why the partial baseline diff could not be written (said on the one line)
 
     # --------------------------------------------------------------------------- planning
     def _start_background(self, batch: list | None) -> dict[str, list[Case]]:
@@ -624,7 +626,11 @@ class _Sweep:
             raise
         finally:
             self._close()
-        self._print_epilogue()
+        try:
+            self._print_epilogue()
+        except Exception as exc:  # the files say PASS (or MISMATCH): they must say what ended the run
+            self._failed_late(exc)
+            raise
         return self._exit_status()
 
     def _run_round(self, number: int, batch: list | None) -> None:
@@ -732,13 +738,35 @@ class _Sweep:
             self.background.stop()
         finished = report.finished = time.time()
         if self.stopping is None:
-            self._write_final_files()
+            try:
+                self._write_final_files()
+            except Exception as exc:  # a writer of ours failed (the diff's triage included): as any other error
+                self._failed_late(exc)
+                raise
         else:  # (a failure writing it is said on the one line, never raised over the first error)
             if self.saver is not None:  # its temp file goes first, whatever the report's writing does
                 with contextlib.suppress(Exception):
                     self.saver.discard()
-            add_detail(self.stopping, write_partial(self._write_final_files, str(self.out / "parity.md")))
+            self._write_partial(self.stopping)
         self._print_summary(finished)
+
+    def _failed_late(self, exc: Exception) -> None:
+        """An internal error after every case was compared (writing the final files, the epilogue): the
+        report is rewritten as ended by it, its diff with what was triaged before it, and the one line
+        names the report (or why it could not be written). A baseline already saved stays: its run finished."""
+        self.stopping = exc
+        self.report.interrupted = stopped_by(exc)
+        if self.saver is not None:  # its temp file, if it is still there (a finished one's is gone already)
+            with contextlib.suppress(Exception):
+                self.saver.discard()
+        self._write_partial(exc)
+
+    def _write_partial(self, exc: BaseException) -> None:
+        """The partial files of a run a signal or an internal error ends; the one line says where, and
+        whether the baseline diff could not be written beside them."""
+        self.diff_note = ""
+        where = write_partial(self._write_final_files, str(self.out / "parity.md"))
+        add_detail(exc, where + self.diff_note)
 
     def _write_final_files(self) -> None:
         report, saver, diff, out = self.report, self.saver, self.diff, self.out
@@ -750,16 +778,23 @@ class _Sweep:
             else:
                 saver.discard()
         if diff is not None:
-            diff.judge()
-            write_diff(diff, out, dict(report.paddle), self.args.selection, report.interrupted)
+            try:
+                diff.judge()
+                write_diff(diff, out, dict(report.paddle), self.args.selection, report.interrupted)
+            except Exception as err:
+                if self.stopping is None:
+                    raise
+                # the run is ending on another error: the parity report above stands, the line says this one
+                self.diff_note = f"; the baseline diff could not be written ({error_text(err)})"
 
     def _print_summary(self, finished: float) -> None:
         report, repros, out = self.report, self.repros, self.out
+        mismatching = report.total_mismatches
         if repros:
-            print(f"mismatching cases ({len(repros):,}), each with the command that repeats it:")
-            print("\n".join(repros[:REPROS_PRINTED]))
-            if len(repros) > REPROS_PRINTED:
-                print(f"... {len(repros) - REPROS_PRINTED:,} more in {out / 'parity-cases.jsonl.gz'}")
+            print(f"mismatching cases ({mismatching:,}), each with the command that repeats it:")
+            print("\n".join(repros))
+            if mismatching > len(repros):
+                print(f"... {mismatching - len(repros):,} more in {out / 'parity-cases.jsonl.gz'}")
             print()
         print(report.table())
         print("\ncoverage (a case is compared when at least one native route answered it):")

@@ -147,32 +147,6 @@ def _add_tally(into: GroupTally, part: GroupTally) -> None:
         into.state = part.state
 
 
-class _Coverage(RuleCoverage):
-    """A rule's coverage rebuilt from counts: ``compared`` cases, then those the release lacks, then the
-    uncompared ones, each with its reasons as the part's report gave them (what
-    :meth:`RuleCoverage.lacking_reasons` and :meth:`RuleCoverage.reasons` count)."""
-
-    @classmethod
-    def of(cls, rule: str, selected: int, cells_per_case: int, routes: list[str], compared: int,
-           reasons: dict[str, int], lacking: dict[str, int] | None = None) -> _Coverage:
-        cov = cls(rule, selected, cells_per_case, list(routes))
-        cov.compared_mask[:compared] = b"\x01" * compared
-        i = compared
-        for why, n in (lacking or {}).items():  # the release lacks them: a reason, and no other
-            for _ in range(n):
-                if i < selected:
-                    cov.why[i] = [why]
-                    cov.lacks_mask[i] = 1
-                i += 1
-        for why, n in reasons.items():
-            for _ in range(n):
-                if i < selected:
-                    cov.why[i] = [why]
-                    cov.other_mask[i] = 1
-                i += 1
-        return cov
-
-
 def merge_reports(dirs: list[Path]) -> tuple[ParityReport, list[Path], list[int], int]:
     """The merged report of the parts in ``dirs`` (checked to be of one run, each once), their
     directories in part order, the missing part numbers, and the number of parts."""
@@ -229,8 +203,8 @@ def merge_reports(dirs: list[Path]) -> tuple[ParityReport, list[Path], list[int]
             else:  # more cases than the selection has: not parts of one run as written
                 over.append(rule)
             short.append(rule)
-        report.coverage[rule] = _Coverage.of(rule, into["selected"], into["cells"], into["routes"], into["compared"],
-                                             into["reasons"], into["lacking"])
+        report.coverage[rule] = RuleCoverage.counted(rule, into["selected"], into["cells"], into["routes"],
+                                                     into["compared"], into["reasons"], into["lacking"])
     unfinished = [data["selection"]["shard"][0] for _, data in parts if not data.get("complete")]
     # missing cases are uncompared (the status line says FAILED CLOSED); unfinished parts or too many
     # cases leave the report incomplete (RUNNING or ABORTED)
