@@ -624,7 +624,7 @@ def test_unread_refusal_is_a_subclass_until_read():
         exc, ref = installed.value, reference.value
         assert _class_difference(exc) is None, name
         assert isinstance(exc, ValueError) and issubclass(type(exc), types.InvalidSpecError)
-        assert outcome(lambda e=exc: read(e))[0] == outcome(lambda e=ref: read(e))[0], name
+        assert outcome(lambda e=exc, r=read: r(e))[0] == outcome(lambda e=ref, r=read: r(e))[0], name
         assert type(exc) is types.InvalidSpecError, name
         assert _refusal_view(exc) == _refusal_view(ref), name
 
