@@ -629,6 +629,23 @@ def test_unread_refusal_is_a_subclass_until_read():
         assert _refusal_view(exc) == _refusal_view(ref), name
 
 
+@needs_c
+def test_refusals_worded_by_the_reference_read_as_its_own():
+    """A refusal whose spec the C does not word (a size beyond a C long, a mesh of a ProcessMesh
+    subclass, a message too long for its buffer) takes the reference's words when first read."""
+    class MeshSub(ProcessMesh):
+        pass
+
+    for spec in (build_installed((2**70, 6), (1, 1, -1), M23), build_installed((8, 6), (0, 0), MeshSub((2, 3))),
+                 build_installed((8,) * 3000, (0,) * 3000, M23)):
+        with pytest.raises(types.InvalidSpecError) as installed:
+            spec.check("x")
+        with pytest.raises(types.InvalidSpecError) as reference:
+            SPEC_CHECK(spec, "x")
+        assert _class_difference(installed.value) is None
+        assert _refusal_view(installed.value) == _refusal_view(reference.value)
+
+
 def test_planted_class_faults_are_caught():
     """_class_difference tells the plain class, an unrelated subclass and one with a member."""
     class Named(types.InvalidSpecError):
