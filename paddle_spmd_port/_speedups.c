@@ -6,7 +6,7 @@
  * reference:
  *
  *   spec_init                    "DistTensorSpec.__init__" (a method descriptor on the class)
- *   spec_check                   "DistTensorSpec.check"
+ *   spec_check                   "DistTensorSpec.check" (its error worded when first read: refusal_type)
  *   attr_make(dm, partial, mesh) "DistAttr.make"
  *   result_make(inputs, outputs) "SpmdResult.make"
  *   merge_shardings(tensors)     "notation.merge_shardings"
@@ -796,10 +796,10 @@ error:
 }
 
 /* DistTensorSpec.check(arg): see types (the reference, REFERENCES["DistTensorSpec.check"]). A valid spec
- * returns at once; a spec with a problem raises the reference's error: an InvalidSpecError whose args
- * are (message,) and whose instance dict holds its kind, the message worded by spec_problem. Any
- * other call form (a keyword, a name that is not an exact str), a subclass, a problem name of another
- * type or a spec this code does not word goes to the reference. */
+ * returns at once; a spec with a problem raises an error that reads as the reference's (an
+ * InvalidSpecError whose args are (message,) and whose instance dict holds its kind), worded when
+ * first read (refusal_type, below). Any other call form (a keyword, a name that is not an exact str),
+ * a subclass, or a problem name of another type goes to the reference. */
 static PyObject *pure_check, *invalid_spec_error, *s_kind;
 static PyObject *spec_call(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
@@ -820,10 +820,187 @@ static PyObject *error_kind(PyObject *arg, PyObject *problem) {
     return PyUnicode_DecodeASCII(t.text, (Py_ssize_t)t.len, NULL);
 }
 
+/* The error check raises: a class made here (configure_types) as a subclass of InvalidSpecError that
+ * adds nothing to its layout, named as it (module paddle_spmd_port.errors, qualname InvalidSpecError,
+ * so tracebacks, repr and parity's family read the same). Why: most refusals are caught and dropped
+ * unread (a sweep counts them, a caller tries the next input), and wording the message and kind and
+ * making the instance dict for them cost more than the build and the raise together (3-4.6x the tuple
+ * form against 1.5-1.9x); a refusal nobody reads should cost no wording. So an instance made by
+ * spec_check holds the raw args (refusal_marker, spec, arg) and words itself on the first read of
+ * anything: an attribute (args, kind, __dict__, __class__, __reduce_ex__ for pickling and copying,
+ * add_note, ... : tp_getattro), an attribute set (tp_setattro), str or repr. Wording puts the
+ * reference's args (message,) and instance dict {"kind": ...} in place (the message by spec_problem,
+ * or, where it does not word a spec, the reference's own error's) and turns the object into a plain
+ * InvalidSpecError (its class set to it, as `__class__ =` would: the layouts are the same): from then
+ * on it is the reference's error in every respect, type() and pickling included. Only type(exc) of a
+ * refusal not yet read tells it: this class, a subclass of InvalidSpecError of the same name. The
+ * interpreter's own handling (raise, except matching, traceback, __cause__ / __context__) reads no
+ * attribute of it. The instance keeps the spec alive until it is read or dropped (specs are
+ * immutable: the wording is the same later). */
+static PyObject *refusal_type, *refusal_marker;
+
+/* Word a refusal (see above): 0 once `self` is a plain InvalidSpecError, -1 with an error set. */
+static int refusal_word(PyObject *self) {
+    PyBaseExceptionObject *e = (PyBaseExceptionObject *)self;
+    PyObject *raw = e->args, *spec, *arg, *msg = NULL, *kind = NULL, *dict = NULL, *worded;
+    int out = -1;
+    if (Py_TYPE(self) != (PyTypeObject *)refusal_type)
+        return 0;
+    if (raw == NULL || !PyTuple_CheckExact(raw) || PyTuple_GET_SIZE(raw) != 3 ||
+        PyTuple_GET_ITEM(raw, 0) != refusal_marker) {
+        raw = NULL; /* made another way (type(exc)(message, kind=...)): worded as it was made */
+        goto plain;
+    }
+    Py_INCREF(raw);
+    spec = PyTuple_GET_ITEM(raw, 1), arg = PyTuple_GET_ITEM(raw, 2);
+    if (Py_TYPE(spec) == Spec_t) {
+        PyObject *shape = SLOT(spec, off_shape), *dm = SLOT(spec, off_dm), *mesh = SLOT(spec, off_mesh),
+                 *partial = SLOT(spec, off_partial), *problem = SLOT(spec, off_problem);
+        if (shape != NULL && dm != NULL && mesh != NULL && partial != NULL && problem != NULL &&
+            PyTuple_CheckExact(shape) && PyTuple_CheckExact(dm) && PyFrozenSet_CheckExact(partial) &&
+            PyUnicode_CheckExact(problem)) {
+            msg = spec_problem(shape, dm, mesh, partial, arg, -1);
+            if (msg == NULL && PyErr_Occurred())
+                goto done;
+            if (msg != NULL && (kind = error_kind(arg, problem)) == NULL)
+                goto done;
+        }
+    }
+    if (msg == NULL) { /* not worded here: the reference's error for the same spec and name, as it is */
+        PyObject *exc, *res = PyObject_CallFunctionObjArgs(pure_check, spec, arg, NULL);
+        if (res != NULL) {
+            Py_DECREF(res);
+            PyErr_SetString(PyExc_RuntimeError, "_speedups: DistTensorSpec.check's reference found no problem");
+            goto done;
+        }
+        {
+            PyObject *type, *tb;
+            PyErr_Fetch(&type, &exc, &tb);
+            PyErr_NormalizeException(&type, &exc, &tb);
+            if (exc == NULL || Py_TYPE(exc) != (PyTypeObject *)invalid_spec_error) { /* (not its error: as raised) */
+                PyErr_Restore(type, exc, tb);
+                goto done;
+            }
+            Py_XDECREF(type);
+            Py_XDECREF(tb);
+        }
+        worded = Py_XNewRef(((PyBaseExceptionObject *)exc)->args);
+        dict = ((PyBaseExceptionObject *)exc)->dict == NULL ? PyDict_New()
+                                                            : PyDict_Copy(((PyBaseExceptionObject *)exc)->dict);
+        Py_DECREF(exc);
+        if (worded == NULL || dict == NULL) {
+            Py_XDECREF(worded);
+            goto done;
+        }
+    } else {
+        worded = PyTuple_Pack(1, msg);
+        dict = worded == NULL ? NULL : PyDict_New();
+        if (dict == NULL || PyDict_SetItem(dict, s_kind, kind) < 0) {
+            Py_XDECREF(worded);
+            goto done;
+        }
+    }
+    if (Py_TYPE(self) != (PyTypeObject *)refusal_type || e->args != raw) { /* worded meanwhile (re-entered) */
+        Py_DECREF(worded);
+        out = 0;
+        goto done;
+    }
+    Py_XSETREF(e->args, worded);
+    Py_XSETREF(e->dict, Py_NewRef(dict)); /* nothing read or set it: every access words first */
+plain: /* the class a plain error has (object.__class__'s assignment: same layout, checked at configure) */
+    Py_INCREF(invalid_spec_error);
+    Py_SET_TYPE(self, (PyTypeObject *)invalid_spec_error);
+    Py_DECREF(refusal_type);
+    out = 0;
+done:
+    Py_XDECREF(raw);
+    Py_XDECREF(msg);
+    Py_XDECREF(kind);
+    Py_XDECREF(dict);
+    return out;
+}
+
+static PyObject *refusal_getattro(PyObject *self, PyObject *name) {
+    if (refusal_word(self) < 0)
+        return NULL;
+    return PyObject_GetAttr(self, name); /* the plain error's */
+}
+
+static int refusal_setattro(PyObject *self, PyObject *name, PyObject *value) {
+    if (refusal_word(self) < 0)
+        return -1;
+    return PyObject_SetAttr(self, name, value);
+}
+
+static PyObject *refusal_str(PyObject *self) {
+    return refusal_word(self) < 0 ? NULL : PyObject_Str(self);
+}
+
+static PyObject *refusal_repr(PyObject *self) {
+    return refusal_word(self) < 0 ? NULL : PyObject_Repr(self);
+}
+
+/* A free list of one: an unread refusal is made and dropped at once (the caller catches it and goes
+ * on), and allocating the exception object and freeing it again is a third of such a refusal. So the
+ * last refusal dropped unread is kept, every field cleared (args (), no traceback, context, cause,
+ * notes or dict: nothing it pinned stays alive; its weak references told it died first, as at any
+ * death), and spec_check raises it again instead of a new one. Only an object whose last reference
+ * went is kept: nobody can see it raised again. Anything else is freed as the plain InvalidSpecError
+ * it is made first (its class set, then that class's dealloc, which is CPython's own for a Python
+ * class: it cannot be called for this class, whose dealloc is this one). */
+static PyObject *spare_refusal; /* the kept one (its refcount 1: this reference), or NULL */
+
+static void refusal_free(PyObject *self) { /* self: refcount 0 */
+    PyTypeObject *own = Py_TYPE(self);
+    Py_INCREF(invalid_spec_error);
+    Py_SET_TYPE(self, (PyTypeObject *)invalid_spec_error);
+    Py_DECREF(own);
+    ((PyTypeObject *)invalid_spec_error)->tp_dealloc(self);
+}
+
+static void refusal_dealloc(PyObject *self) {
+    PyBaseExceptionObject *e = (PyBaseExceptionObject *)self;
+    if (spare_refusal != NULL || empty_tuple == NULL) {
+        refusal_free(self);
+        return;
+    }
+    if (Py_TYPE(self)->tp_weaklistoffset > 0 && *(PyObject **)((char *)self + Py_TYPE(self)->tp_weaklistoffset) != NULL)
+        PyObject_ClearWeakRefs(self); /* (refcount 0, as it needs) */
+    Py_SET_REFCNT(self, 1); /* alive again while its fields go (their deallocs may run any code) */
+    Py_CLEAR(e->dict);
+#if PY_VERSION_HEX >= 0x030B0000
+    Py_CLEAR(e->notes);
+#endif
+    Py_CLEAR(e->traceback);
+    Py_CLEAR(e->context);
+    Py_CLEAR(e->cause);
+    e->suppress_context = 0;
+    Py_XSETREF(e->args, Py_NewRef(empty_tuple));
+    if (Py_REFCNT(self) != 1) { /* taken by code run above (gc.get_objects()): it lives on, unread */
+        Py_DECREF(self);
+        return;
+    }
+    if (spare_refusal == NULL && Py_TYPE(self) == (PyTypeObject *)refusal_type) {
+        PyObject_GC_UnTrack(self); /* out of the collector's sight (gc.get_objects) while kept */
+        spare_refusal = self;
+        return;
+    }
+    Py_SET_REFCNT(self, 0); /* another one was kept meanwhile (code run above dropped it) */
+    refusal_free(self);
+}
+
+static PyType_Slot refusal_slots[] = {
+    {Py_tp_dealloc, refusal_dealloc}, {Py_tp_getattro, refusal_getattro}, {Py_tp_setattro, refusal_setattro}, {Py_tp_str, refusal_str},
+    {Py_tp_repr, refusal_repr},
+    {Py_tp_doc, "The InvalidSpecError DistTensorSpec.check raises, worded on first read (see _speedups.c)."},
+    {0, NULL}};
+static PyType_Spec refusal_spec = {"paddle_spmd_port.errors.InvalidSpecError", 0, 0, Py_TPFLAGS_DEFAULT,
+                                   refusal_slots};
+
 static PyObject *spec_check(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    PyObject *problem, *msg, *kind, *exc;
-    PyTypeObject *cls = (PyTypeObject *)invalid_spec_error;
+    PyObject *problem, *raw, *exc;
+    PyTypeObject *cls = (PyTypeObject *)refusal_type;
     if (kwnames != NULL || nargs != 1 || Py_TYPE(self) != Spec_t || !PyUnicode_CheckExact(args[0]))
         goto reference;
     problem = SLOT(self, off_problem);
@@ -831,35 +1008,22 @@ static PyObject *spec_check(PyObject *self, PyObject *const *args, Py_ssize_t na
         Py_RETURN_NONE;
     if (problem == NULL || !PyUnicode_CheckExact(problem))
         goto reference;
-    {
-        PyObject *shape = SLOT(self, off_shape), *dm = SLOT(self, off_dm), *mesh = SLOT(self, off_mesh),
-                 *partial = SLOT(self, off_partial);
-        if (shape == NULL || dm == NULL || mesh == NULL || partial == NULL || !PyTuple_CheckExact(shape) ||
-            !PyTuple_CheckExact(dm) || !PyFrozenSet_CheckExact(partial))
-            goto reference;
-        msg = spec_problem(shape, dm, mesh, partial, args[0], -1);
-    }
-    if (msg == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        goto reference; /* not worded here (a mesh of another type, a value beyond a C long, ...) */
-    }
-    kind = error_kind(args[0], problem);
-    if (kind == NULL) {
-        Py_DECREF(msg);
+    raw = PyTuple_New(3);
+    if (raw == NULL)
         return NULL;
+    PyTuple_SET_ITEM(raw, 0, Py_NewRef(refusal_marker));
+    PyTuple_SET_ITEM(raw, 1, Py_NewRef(self));
+    PyTuple_SET_ITEM(raw, 2, Py_NewRef(args[0]));
+    if (spare_refusal != NULL) { /* the kept one (see refusal_dealloc), given raw as its args */
+        exc = spare_refusal;
+        spare_refusal = NULL;
+        Py_XSETREF(((PyBaseExceptionObject *)exc)->args, raw);
+        if (!PyObject_GC_IsTracked(exc))
+            PyObject_GC_Track(exc);
+    } else {
+        exc = cls->tp_new(cls, raw, NULL); /* BaseException's new: args = raw; SpmdError.__init__ is the wording's */
+        Py_DECREF(raw);
     }
-    {
-        /* InvalidSpecError(msg, kind=kind) without running SpmdError.__init__ in Python: the same
-         * object (BaseException's new sets args; kind goes to the instance dict, as __init__ puts it) */
-        PyObject *raw = PyTuple_Pack(1, msg);
-        exc = raw == NULL ? NULL : cls->tp_new(cls, raw, NULL);
-        Py_XDECREF(raw);
-    }
-    Py_DECREF(msg);
-    if (exc != NULL && PyObject_GenericSetAttr(exc, s_kind, kind) < 0)
-        Py_CLEAR(exc);
-    Py_DECREF(kind);
     if (exc != NULL) {
         PyErr_SetObject((PyObject *)cls, exc);
         Py_DECREF(exc);
@@ -1386,7 +1550,30 @@ static PyObject *configure_types(PyObject *module, PyObject *const *args, Py_ssi
         PyErr_SetString(PyExc_TypeError, "configure_types(): the second argument must be an exception class");
         return NULL;
     }
+    if (refusal_type != NULL && args[1] != invalid_spec_error) { /* its instances name the class they become */
+        PyErr_SetString(PyExc_TypeError, "configure_types(): configured already with another InvalidSpecError");
+        return NULL;
+    }
     Py_XSETREF(invalid_spec_error, Py_NewRef(args[1]));
+    if (refusal_type == NULL) { /* check's error class (see refusal_type): InvalidSpecError's layout
+                                 * exactly, so that wording can make an instance a plain InvalidSpecError */
+        PyTypeObject *base = (PyTypeObject *)args[1], *made;
+        made = (PyTypeObject *)PyType_FromSpecWithBases(&refusal_spec, args[1]);
+        if (made == NULL)
+            return NULL;
+        if (made->tp_basicsize != base->tp_basicsize || made->tp_itemsize != base->tp_itemsize ||
+            made->tp_dictoffset != base->tp_dictoffset || made->tp_weaklistoffset != base->tp_weaklistoffset ||
+            made->tp_new != ((PyTypeObject *)PyExc_BaseException)->tp_new || !(base->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+            made->tp_dictoffset <= 0) {
+            Py_DECREF(made);
+            PyErr_SetString(PyExc_TypeError, "configure_types(): InvalidSpecError must be a Python class with "
+                                             "an instance dict and BaseException's new");
+            return NULL;
+        }
+        Py_XSETREF(refusal_type, (PyObject *)made);
+    }
+    if (refusal_marker == NULL && (refusal_marker = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type)) == NULL)
+        return NULL;
     if (!PyDict_CheckExact(args[2])) {
         PyErr_SetString(PyExc_TypeError, "interned must be a dict");
         return NULL;
@@ -1454,7 +1641,7 @@ static PyObject *stand_in(PyObject *module, PyObject *const *args, Py_ssize_t na
         Py_XSETREF(spec_init_descr, PyDescr_NewMethod(Spec_t, &spec_init_def));
         out = Py_XNewRef(spec_init_descr);
     } else if (strcmp(name, "DistTensorSpec.check") == 0) {
-        if ((PyTypeObject *)owner != Spec_t || invalid_spec_error == NULL) {
+        if ((PyTypeObject *)owner != Spec_t || refusal_type == NULL) {
             PyErr_SetString(PyExc_TypeError, "stand_in(): DistTensorSpec.check after its __init__");
             return NULL;
         }

@@ -14,7 +14,10 @@ Input that Paddle accepts silently, or that crashes Paddle's process (duplicate 
 a dims_mapping whose length is not the tensor rank, begin_norm_axis beyond the rank, x without a
 mesh, ...), raises :class:`InvalidSpecError`, a ``ValueError`` whose message names the argument
 and says what would be valid. The comparator reports those cases in their own class
-(``port-rejects-invalid``) and never as a match.
+(``port-rejects-invalid``) and never as a match. With the C module in use,
+``DistTensorSpec.check`` raises it as a C subclass of the same name that words its message when
+first read and is from then on a plain :class:`InvalidSpecError`; until something reads it,
+``type(exc) is InvalidSpecError`` is false (test with ``isinstance``; see ``_speedups.c``).
 
 An argument of the wrong Python type (a list where a ``DistTensorSpec`` belongs, ``None`` or
 ``"1"`` for ``begin_norm_axis``, ``"abc"`` for ``epsilon``, ...) raises

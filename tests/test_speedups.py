@@ -181,11 +181,13 @@ def typed(value: Any) -> Any:
 
 
 def outcome(call: Any) -> tuple[Any, ...]:
-    """``("raises", type, str, kind, args, attributes)`` or ``("returns", value)``."""
+    """``("raises", class, str, kind, args, attributes)`` or ``("returns", value)``. The class is
+    ``exc.__class__``, the class a caller reads: a refusal C's check raised is of a subclass until
+    anything of it is read (test_unread_refusal_is_a_subclass_until_read holds that apart)."""
     try:
         value = call()
     except Exception as exc:  # any exception is an observable to compare
-        return ("raises", type(exc), _ADDRESS.sub(" at 0x?", str(exc)), getattr(exc, "kind", None),
+        return ("raises", exc.__class__, _ADDRESS.sub(" at 0x?", str(exc)), getattr(exc, "kind", None),
                 tuple(_ADDRESS.sub(" at 0x?", repr(a)) for a in exc.args), sorted(vars(exc)))
     return ("returns", value)
 
@@ -579,6 +581,131 @@ def test_planted_check_fault_is_caught():
     spec = build_reference((8, 6), (0, 0), M23)
     assert call_difference(lambda: other_kind(spec, "x"), lambda: SPEC_CHECK(spec, "x")) is not None
     assert call_difference(lambda: SPEC_CHECK(spec, "x"), lambda: SPEC_CHECK(spec, "x")) is None
+
+
+def _class_difference(exc: BaseException) -> str | None:
+    """None when the class of an unread refusal is the C one documented in _speedups.c (refusal_type):
+    a subclass of InvalidSpecError adding nothing, named as it, that reading turns into it."""
+    cls, plain = type(exc), types.InvalidSpecError
+
+    def names(c: type) -> tuple[Any, ...]:
+        return (c.__name__, c.__qualname__, c.__module__, c.__basicsize__, c.__dictoffset__, c.__weakrefoffset__)
+
+    if cls is plain or cls.__mro__[1:] != plain.__mro__:
+        return f"{cls.__mro__} is not InvalidSpecError's direct subclass"
+    if names(cls) != names(plain) or set(vars(cls)) - {"__module__", "__doc__", "__getattribute__",
+                                                       "__setattr__", "__delattr__", "__str__", "__repr__"}:
+        return f"{names(cls)} {sorted(vars(cls))}: other names, layout or members than {names(plain)}"
+    return None
+
+
+def _reads() -> list[tuple[str, Any]]:
+    import copy
+    import traceback
+
+    return [("str", str), ("repr", repr), ("args", lambda e: e.args), ("kind", lambda e: e.kind), ("vars", vars),
+            ("__class__", lambda e: e.__class__), ("pickle", lambda e: pickle.dumps(e)), ("copy", copy.copy),
+            ("traceback", lambda e: traceback.format_exception(e)), ("add_note", lambda e: e.add_note("n")),
+            ("setattr", lambda e: setattr(e, "seen", 1)), ("getattr", lambda e: getattr(e, "missing", None))]
+
+
+@needs_c
+def test_unread_refusal_is_a_subclass_until_read():
+    """The one thing that tells C's refusal from the reference's: type() of one not read yet is C's
+    subclass (_class_difference). Each way of reading it (str, repr, args, kind, the instance dict,
+    pickling, copying, a traceback, a note, any attribute) turns it into a plain InvalidSpecError that
+    reads as the reference's, and the read leaves it as the same read leaves the reference's."""
+    spec = build_installed((8, 6), (0, 0), M23)
+    for name, read in _reads():
+        with pytest.raises(types.InvalidSpecError) as installed:
+            spec.check("x")
+        with pytest.raises(types.InvalidSpecError) as reference:
+            SPEC_CHECK(spec, "x")
+        exc, ref = installed.value, reference.value
+        assert _class_difference(exc) is None, name
+        assert isinstance(exc, ValueError) and issubclass(type(exc), types.InvalidSpecError)
+        assert outcome(lambda e=exc, r=read: r(e))[0] == outcome(lambda e=ref, r=read: r(e))[0], name
+        assert type(exc) is types.InvalidSpecError, name
+        assert _refusal_view(exc) == _refusal_view(ref), name
+
+
+@needs_c
+def test_refusals_worded_by_the_reference_read_as_its_own():
+    """A refusal whose spec the C does not word (a size beyond a C long, a mesh of a ProcessMesh
+    subclass, a message too long for its buffer) takes the reference's words when first read."""
+    class MeshSub(ProcessMesh):
+        pass
+
+    for spec in (build_installed((2**70, 6), (1, 1, -1), M23), build_installed((8, 6), (0, 0), MeshSub((2, 3))),
+                 build_installed((8,) * 3000, (0,) * 3000, M23)):
+        with pytest.raises(types.InvalidSpecError) as installed:
+            spec.check("x")
+        with pytest.raises(types.InvalidSpecError) as reference:
+            SPEC_CHECK(spec, "x")
+        assert _class_difference(installed.value) is None
+        assert _refusal_view(installed.value) == _refusal_view(reference.value)
+
+
+def test_planted_class_faults_are_caught():
+    """_class_difference tells the plain class, an unrelated subclass and one with a member."""
+    class Named(types.InvalidSpecError):
+        pass
+
+    class Member(types.InvalidSpecError):
+        def extra(self) -> None:
+            pass
+    Member.__name__ = Member.__qualname__ = "InvalidSpecError"
+    Member.__module__ = types.InvalidSpecError.__module__
+    for cls in (types.InvalidSpecError, Named, Member, types.ArgumentTypeError):
+        assert _class_difference(cls("m")) is not None, cls
+
+
+@needs_c
+def test_refusals_raised_again_stay_apart():
+    """An unread refusal dropped is raised again by the next check (_speedups.c: a free list of one):
+    refusals held, or held only weakly, are never raised again; each words its own name; a chain
+    (raise ... from) keeps both; one dropped after it was read is not the next one."""
+    import weakref
+
+    specs = [build_installed((8, 6), dm, M23) for dm in ((0, 0), (2, -1), (0, -1, -1))]
+    held = []
+    for k in range(30):
+        try:
+            specs[k % 3].check(f"a{k}")
+        except types.InvalidSpecError as exc:
+            held.append(exc)
+    assert len({id(e) for e in held}) == 30
+    for k, exc in enumerate(held):
+        with pytest.raises(types.InvalidSpecError) as reference:
+            SPEC_CHECK(specs[k % 3], f"a{k}")
+        assert _refusal_view(exc) == _refusal_view(reference.value)
+    died = []
+    try:
+        specs[0].check("w")
+    except types.InvalidSpecError as exc:
+        ref = weakref.ref(exc, died.append)
+    assert ref() is None and died == [ref]
+    try:
+        specs[1].check("v")
+    except types.InvalidSpecError as exc:
+        assert ref() is None and str(exc).startswith("v: ")
+    caught = []
+    try:
+        try:
+            specs[0].check("inner")
+        except types.InvalidSpecError as inner:
+            caught.append(inner)
+            specs[1].check("outer")
+    except types.InvalidSpecError as outer:
+        assert outer.__context__ is caught[0] and caught[0] is not outer
+        assert str(caught[0]).startswith("inner: ") and str(outer).startswith("outer: ")
+    try:
+        try:
+            specs[2].check("cause")
+        except types.InvalidSpecError as cause:
+            raise RuntimeError("wrapped") from cause
+    except RuntimeError as wrapped:
+        assert str(wrapped.__cause__).startswith("cause: ") and type(wrapped.__cause__) is types.InvalidSpecError
 
 
 # --------------------------------------------------------------------------- DistAttr.make / SpmdResult.make
