@@ -66,6 +66,7 @@ import gzip
 import json
 import os
 import re
+import shutil
 import sqlite3
 import tempfile
 import zlib
@@ -80,7 +81,7 @@ from ..compare import outcome_cells
 from ..ops import rule_spec
 from ..outcome import Outcome
 from ..pages import map_key, map_label
-from ..reporting import _create_temp, markdown_table, write_atomic
+from ..reporting import _create_temp, markdown_table
 from ..runctl.exits import UsageError
 from ..validity import input_problem
 from .repro import one_line_repro
@@ -195,10 +196,17 @@ class Saver:
         self.body = None
         header = {"format": FORMAT, "format_version": FORMAT_VERSION, "paddle": paddle,
                   "selection": selection, "rows": self.rows}
-        # two gzip members, one stream: the header, then the rows as they were written
-        data = gzip.compress((json.dumps(header, separators=(",", ":")) + "\n").encode(), mtime=0)
-        data += Path(self.body_path).read_bytes()
-        write_atomic(self.path, data)
+        # two gzip members, one stream: the header, then the rows as they were written, copied through a
+        # temp file next to the baseline (never whole in memory: a million rows' file is ~60 MB)
+        fd, tmp = _create_temp(self.path)
+        try:
+            with os.fdopen(fd, "wb") as out, open(self.body_path, "rb") as body:
+                out.write(gzip.compress((json.dumps(header, separators=(",", ":")) + "\n").encode(), mtime=0))
+                shutil.copyfileobj(body, out, 1 << 20)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         self.discard()
 
     def discard(self) -> None:
