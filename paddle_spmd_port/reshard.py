@@ -47,7 +47,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .types import Mapping, MeshDims, ProcessMesh
+from .types import DimsMapping, MeshDims, ProcessMesh
 
 #: the collective each function runs ("none": a local slice or a local R->P)
 COLLECTIVES = ("all_gather", "all_reduce", "reduce_scatter", "all_to_all", "none")
@@ -59,7 +59,7 @@ class Distribution(Protocol):
     """Anything with a dims_mapping and partial dims: a ``DistAttr`` or a ``DistTensorSpec``."""
 
     @property
-    def dims_mapping(self) -> Mapping: ...
+    def dims_mapping(self) -> DimsMapping: ...
 
     @property
     def partial_dims(self) -> frozenset[int]: ...
@@ -157,13 +157,13 @@ def plan(shape: Sequence[int], src: Distribution, dst: Distribution, mesh: Proce
     return _nd(shape, src_dm, dst_dm, src_p, dst_p, mesh.shape, itemsize)
 
 
-def _status(mapping: Mapping, partial: frozenset[int]) -> str:
+def _status(mapping: DimsMapping, partial: frozenset[int]) -> str:
     if any(e != -1 for e in mapping):
         return "S"
     return "P" if partial else "R"
 
 
-def _one_dim(shape: tuple[int, ...], src_dm: Mapping, dst_dm: Mapping, src_p: frozenset[int],
+def _one_dim(shape: tuple[int, ...], src_dm: DimsMapping, dst_dm: DimsMapping, src_p: frozenset[int],
              dst_p: frozenset[int], k: int, itemsize: int) -> Step:
     src_s, dst_s = _status(src_dm, src_p), _status(dst_dm, dst_p)
     local = _local(shape, src_dm, (k,))
@@ -187,7 +187,7 @@ def _one_dim(shape: tuple[int, ...], src_dm: Mapping, dst_dm: Mapping, src_p: fr
     return Step("PToSReshardFunction", "reduce_scatter", 0, dst_axis, k, (k - 1) * _prod(chunk) * itemsize)
 
 
-def _nd(shape: tuple[int, ...], src_dm: Mapping, dst_dm: Mapping, src_p: frozenset[int], dst_p: frozenset[int],
+def _nd(shape: tuple[int, ...], src_dm: DimsMapping, dst_dm: DimsMapping, src_p: frozenset[int], dst_p: frozenset[int],
         mesh_shape: tuple[int, ...], itemsize: int) -> tuple[Step, ...]:
     steps: list[Step] = []
     cur = list(src_dm)
@@ -248,7 +248,7 @@ def cost(shape: Sequence[int], src: Distribution, dst: Distribution, mesh: Proce
 
 @dataclass(frozen=True, slots=True)
 class _Plain:
-    dims_mapping: Mapping
+    dims_mapping: DimsMapping
     partial_dims: frozenset[int]
 
 

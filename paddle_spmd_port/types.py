@@ -161,7 +161,7 @@ def _int_frozenset(value: Iterable[Any], what: str) -> frozenset[int]:
 
 MeshDims = int | tuple[int, ...]
 """One dims_mapping entry: a mesh dim, ``-1`` (replicated) or a co-shard (two or more mesh dims, in order)."""
-Mapping = tuple[MeshDims, ...]
+DimsMapping = tuple[MeshDims, ...]
 
 
 def entry_of(members: Sequence[int]) -> MeshDims:
@@ -170,7 +170,7 @@ def entry_of(members: Sequence[int]) -> MeshDims:
     return -1 if not members else members[0] if len(members) == 1 else tuple(members)
 
 
-def _mapping_tuple(value: Iterable[Any], what: str) -> Mapping:
+def _mapping_tuple(value: Iterable[Any], what: str) -> DimsMapping:
     """``value`` as a dims_mapping: integers (:func:`_as_int`), or ordered sequences of them for
     co-sharded axes (tuples, lists, numpy arrays: Paddle's multi_dims_mapping takes them), normalised
     by :func:`entry_of`; a tuple of exact ints is returned as it is. Anything else raises
@@ -199,12 +199,12 @@ def mesh_dims_of(entry: MeshDims) -> tuple[int, ...]:
     return () if entry == -1 else (cast(int, entry),)
 
 
-def is_coshard(dims_mapping: Mapping) -> bool:
+def is_coshard(dims_mapping: DimsMapping) -> bool:
     """True when some axis is split along two or more mesh dims."""
     return tuple in {*map(type, dims_mapping)}
 
 
-def plain_mapping(dims_mapping: Mapping, where: str) -> tuple[int, ...]:
+def plain_mapping(dims_mapping: DimsMapping, where: str) -> tuple[int, ...]:
     """``dims_mapping`` for code that handles one mesh dim per axis only; a co-shard raises
     :class:`InvalidSpecError` naming ``where``, so such code never misreads a co-shard silently."""
     if is_coshard(dims_mapping):
@@ -424,7 +424,7 @@ class DistTensorSpec:
 
     shape: tuple[int, ...]
     """Global shape."""
-    dims_mapping: Mapping
+    dims_mapping: DimsMapping
     """Per tensor axis: the mesh dim that splits it, -1 for replicated, or a tuple of mesh dims
     (co-shard, in shard order)."""
     mesh: ProcessMesh | None
@@ -537,12 +537,12 @@ class DistTensorSpec:
         return spec
 
 
-def _mapping_to_json(dims_mapping: Mapping) -> list[Any]:
+def _mapping_to_json(dims_mapping: DimsMapping) -> list[Any]:
     """A dims_mapping as JSON: a co-shard is a nested list (``[[0, 1], -1]``)."""
     return [list(e) if type(e) is tuple else e for e in dims_mapping]
 
 
-def _mapping_from_json(items: list[Any]) -> Mapping:
+def _mapping_from_json(items: list[Any]) -> DimsMapping:
     """A dims_mapping read back from JSON, where a co-shard is a nested list."""
     if list in {*map(type, items)}:
         return tuple(tuple(m) if type(m) is list else m for m in items)
@@ -554,7 +554,7 @@ def _mapping_from_json(items: list[Any]) -> Mapping:
 class DistAttr:
     """One dist attr of a rule's answer (an input's wanted distribution, or an output's)."""
 
-    dims_mapping: Mapping
+    dims_mapping: DimsMapping
     """As :attr:`DistTensorSpec.dims_mapping` (a co-shard is a tuple of mesh dims)."""
     partial_dims: frozenset[int] = field(default_factory=frozenset)
     """Mesh dims with a pending Partial(SUM); the rules here never use another reduce type."""
@@ -569,7 +569,7 @@ class DistAttr:
 
     @staticmethod
     @c_stand_in("DistAttr.make")
-    def make(dims_mapping: Mapping, partial_dims: frozenset[int], mesh: ProcessMesh | None) -> DistAttr:
+    def make(dims_mapping: DimsMapping, partial_dims: frozenset[int], mesh: ProcessMesh | None) -> DistAttr:
         """Fast constructor for the rules' hot path: the arguments must already be a tuple and a
         frozenset. Attrs are immutable values, so equal ones are shared: interned by value, so a new
         but equal mesh finds the same attrs. The key holds the mesh's stored hash, an int, instead of
@@ -642,7 +642,7 @@ _ATTR_RE = re.compile(r"^\s*\[(?P<dm>[-\d,\s()]*)\](?:\s*P\{(?P<p>[\d,\s]*)\})?(
 _ENTRY_RE = re.compile(r"\s*(?:\((?P<co>[-\d,\s]*)\)|(?P<m>-?\d+))\s*(?:,|$)")
 
 
-def _parse_mapping(text: str) -> Mapping:
+def _parse_mapping(text: str) -> DimsMapping:
     entries: list[MeshDims] = []
     pos = 0
     while text[pos:].strip():

@@ -58,7 +58,7 @@ from ..releases import AGREEING, detect_release
 from ..runctl.command import run_command
 from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
 from ..runctl.grammar import ArgumentParser, add_profile_argument, mesh_shape
-from ..types import DistTensorSpec, Mapping, ProcessMesh, entry_of
+from ..types import DimsMapping, DistTensorSpec, ProcessMesh, entry_of
 
 PROG = "python -m paddle_spmd_port infer"
 DEFAULT_MESH = (2, 3)
@@ -130,7 +130,7 @@ def _outer_brackets(text: str) -> bool:
     return False
 
 
-def _mapping(text: str, arg: str) -> Mapping:
+def _mapping(text: str, arg: str) -> DimsMapping:
     """A dims_mapping from the command line (see the module docstring): plain ``0,-1`` as
     before, co-shards in ``(..)`` or ``[..]``, the whole list optionally in ``[..]``."""
     body = text.strip()

@@ -52,7 +52,7 @@ from typing import Any, cast
 
 from ...errors import InvalidSpecError
 from ...notation import merge_axis
-from ...types import DistAttr, DistTensorSpec, Mapping, SpmdResult
+from ...types import DimsMapping, DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import RuleFn, rule
 from ..kit.strictness import argument, call_with, mirror, mirror_via
 from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
@@ -71,7 +71,7 @@ def p_norm_infer_spmd(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, ep
     tx = forward_inputs(x, (porder, axis, epsilon, keepdims, asvector))
     dm, ndim = tx.dims_mapping, tx.ndim
     if asvector or ndim == 0:  # every axis reduced (none for a 0-D x)
-        out: Mapping = (-1,) * ndim if keepdims else ()
+        out: DimsMapping = (-1,) * ndim if keepdims else ()
         partial = frozenset(dm) - _REPLICATED  # every mesh dim that splits x: PADDLE-QUIRK(pn-partial-sum)
     else:  # one axis, as slices: the common call, written without a per-axis loop
         a = axis + ndim if axis < 0 else axis
@@ -89,7 +89,7 @@ def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: fl
     is not read."""
     tx, to = reverse_inputs(x, out, (porder, axis, epsilon, keepdims, asvector))
     ndim, om = tx.ndim, to.dims_mapping
-    x_mapping: Mapping
+    x_mapping: DimsMapping
     if asvector or ndim == 0:
         x_mapping = (-1,) * ndim
         if keepdims:  # every axis is a '1': they share one key, PADDLE-QUIRK(pn-forced-key)
@@ -100,7 +100,7 @@ def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: fl
     else:  # one reduced axis: x is out's mapping with -1 there (a kept '1' dropped); one '1' cannot conflict
         a = axis + ndim if axis < 0 else axis
         x_mapping = om[:a] + (-1,) + om[a + 1:] if keepdims else om[:a] + (-1,) + om[a:]
-    raw: Mapping = out.dims_mapping  # out is answered as given, co-shard and partial included
+    raw: DimsMapping = out.dims_mapping  # out is answered as given, co-shard and partial included
     result = SpmdResult.make(inputs=(tx.attr(x_mapping),),
                              outputs=(DistAttr.make(raw, to.partial_dims, to.mesh),))
     # checked here, not by @rule's others: x may come without a mesh (the rule never reads its attr)
