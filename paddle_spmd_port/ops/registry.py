@@ -28,9 +28,9 @@ from typing import Any
 
 from ..errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument, RuleNotFoundError, UnknownKeyError
 from ..types import DistTensorSpec, SpmdResult
-from . import FAMILIES, REGISTRY_NAMES, RULES, family_module
+from . import FAMILIES, REGISTRY_NAMES, RULES, family_module, family_part
 from .kit.cheapest import cheaper_reverse, usable
-from .kit.strictness import POLICIES, SHARED, Strictness
+from .kit.strictness import POLICIES, SHARED, Strictness, StrictnessNotes
 
 RuleFn = Callable[..., SpmdResult]
 
@@ -123,17 +123,13 @@ def rule_function(rule_key: str, profile: str = "paddle", policy: str = "strict"
 
 # --------------------------------------------------------------------------- strictness
 def _declared() -> tuple[tuple[Strictness, ...], dict[tuple[str, str], RuleFn]]:
-    """Every family's declared refusals (its ``checks.py``'s ``STRICTNESS``) before the kit's shared
+    """Every family's declared refusals (:class:`~.kit.strictness.StrictnessNotes`) before the kit's shared
     ones, and the mirror functions of every family's ``rules.py``, by (rule key, check)."""
     own: list[Strictness] = []
     mirrors: dict[tuple[str, str], RuleFn] = {}
     for family in FAMILIES:
-        checks = family_module(family, "checks")
-        for decl in getattr(checks, "STRICTNESS", ()) if checks is not None else ():
-            if not isinstance(decl, Strictness) or decl.problems():
-                raise ImportError(f"ops/{family}/checks.py: STRICTNESS entry {decl!r}: "
-                                  f"{decl.problems() if isinstance(decl, Strictness) else 'not a Strictness'}")
-            own.append(decl)
+        notes = family_part(family, StrictnessNotes)  # (type and problems checked there, naming the file)
+        own.extend(notes.declared if notes is not None else ())
         module = family_module(family, "rules")
         for value in vars(module).values() if module is not None else ():
             for item in value if isinstance(value, tuple) else (value,):  # (a tuple: mirrors made in a loop)

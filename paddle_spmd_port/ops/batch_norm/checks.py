@@ -22,7 +22,7 @@ from ...errors import PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import input_names
 from ..kit.layout import check_channel_x_rank
-from ..kit.strictness import PLACEMENTS, UNREAD_PROBLEMS, Strictness, unread_strictness
+from ..kit.strictness import PLACEMENTS, UNREAD_PROBLEMS, Strictness, StrictnessNotes, unread_strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -53,7 +53,7 @@ UNREAD = {"batch_norm": ("mean", "variance", "scale", "bias"),
                               "reserve_space", "out_grad")}
 
 #: The port's refusals beyond Paddle's batch_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
-STRICTNESS = (
+STRICTNESS = StrictnessNotes((
     *unread_strictness("batch_norm", UNREAD),
     *(Strictness(f"invalid-spec:x:{problem}", f"x's dims_mapping {what}; batch_norm's and batch_norm_grad's rules "
                  "keep only the channel axis's entry (every other axis replicated) before they merge it",
@@ -78,7 +78,7 @@ STRICTNESS = (
     Strictness("invalid-spec:*:none-with-sharded-c", "scale or bias None (or meshless) while the channel axis is "
                "split; Paddle marks its grad partial on an attr without a mesh and crashes (SIGSEGV)", "crashes",
                "unmeasured", families=("batch_norm",)),
-)
+))
 
 def bn_forward_inputs(specs: Sequence[DistTensorSpec | None], attrs: Sequence[tuple[str, Any]]
                       ) -> tuple[RuleInput, RuleInput, RuleInput, RuleInput, RuleInput]:

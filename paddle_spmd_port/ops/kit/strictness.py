@@ -5,7 +5,7 @@ beyond what Paddle's rule checks, with why, what Paddle's rule does with it and 
 A declaration names its check by the refusal's ``kind`` (``invalid-spec:<tensor>:<problem>``, the
 tensor written ``*`` or named; matched with :func:`fnmatch.fnmatchcase`). The kit declares the
 checks every family shares (:data:`SHARED`: the spec checks of ``DistTensorSpec.check`` and the
-input wrapping of :mod:`.tensor`); a family declares its own as ``STRICTNESS`` in its ``checks.py``,
+input wrapping of :mod:`.tensor`); a family declares its own in its ``checks.py`` (``STRICTNESS``),
 found before the shared ones (the first match wins). ``ops/registry.strictness_of`` looks one up;
 docs/strictness.md is written from them (``tools/strictness_doc.py``); tests/test_strictness.py
 checks the page, that every refusal of the grid's corner sets is declared, the op verdict of
@@ -23,10 +23,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ...errors import InvalidSpecError
 from ...types import DistTensorSpec
+from ..spec import FamilyPart, OpFamily
 
 #: The strictness policies, the default first.
 POLICIES = ("strict", "mirror")
@@ -81,6 +82,21 @@ class Strictness:
     def text(self) -> str:
         """The one-line account of a refusal: its reason, the op's verdict, the rule's."""
         return f"strict refusal ({self.check}): {self.reason}; {self.op_text()}; Paddle's rule {self.rule}"
+
+
+@dataclass(frozen=True)
+class StrictnessNotes(FamilyPart):
+    """A family's refusals beyond Paddle's rules, declared beside the checks that make them (its
+    ``checks.py`` binds them to ``STRICTNESS``); the registry joins them with the kit's shared ones
+    (:data:`SHARED`)."""
+
+    MODULE: ClassVar[str] = "checks"
+    ATTRIBUTE: ClassVar[str] = "STRICTNESS"
+    declared: tuple[Strictness, ...] = ()
+
+    def problems(self, family: OpFamily) -> list[str]:
+        return [f"{decl.check}: {problem}" for decl in self.declared for problem in decl.problems()]
+
 
 
 #: The evidence that no program holds a tensor whose dims_mapping is malformed.

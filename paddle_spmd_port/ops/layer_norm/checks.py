@@ -19,7 +19,7 @@ from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...notation import ALPHABET
 from ...types import DistTensorSpec
 from ..kit.checks import REAL, input_names
-from ..kit.strictness import Strictness, unread_strictness
+from ..kit.strictness import Strictness, StrictnessNotes, unread_strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -40,7 +40,7 @@ _LN_FORWARD, _LN_REVERSE, _LN_GRAD = input_names("layer_norm"), input_names("lay
 UNREAD = {"layer_norm_reverse": ("x", "scale", "bias")}
 
 #: The port's refusals beyond Paddle's layer_norm and fast_ln rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
-STRICTNESS = (
+STRICTNESS = StrictnessNotes((
     *unread_strictness("layer_norm", UNREAD),
     Strictness("invalid-spec:begin_norm_axis", "begin_norm_axis outside 0..rank(x); Paddle's rule raises "
                "basic_string::_M_create below 0 and crashes (SIGSEGV) or answers garbage above the rank", "varies",
@@ -56,7 +56,7 @@ STRICTNESS = (
     Strictness("invalid-spec:*:mesh", "mean, variance or out_grad of rank >= 1 without a mesh; Paddle reads its "
                "mapping past the end (a crash, or a mesh dim on an attr without a mesh)", "varies",
                "inexpressible", "a dist tensor always has a process mesh", families=("layer_norm",)),
-)
+))
 
 def check_begin_norm_axis(begin_norm_axis: int, x: RuleInput) -> None:
     """Port-only: x of rank 1..18 (the notation's letters) and ``0 <= begin_norm_axis <= rank(x)``."""

@@ -27,11 +27,11 @@ from typing import Any
 from ...errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import REAL, input_names
-from ..kit.strictness import PLACEMENTS, Strictness
+from ..kit.strictness import PLACEMENTS, Strictness, StrictnessNotes
 from ..kit.tensor import RuleInput, as_input, attr_type_ok, check_specs, require_x_mesh, valid_inputs
 
 #: The port's refusals beyond Paddle's p_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
-STRICTNESS = (
+STRICTNESS = StrictnessNotes((
     Strictness("invalid-spec:axis", "axis outside -rank..rank-1 (asvector False, x not 0-D); Paddle's forward rule "
                "reduces no axis, its reverse rule reads out as of x's rank, its grad rule inserts past the end of a "
                "mapping where out has fewer axes than x", "varies", "refuses",
@@ -71,7 +71,7 @@ STRICTNESS = (
     Strictness("invalid-spec:out_grad:mesh", "out_grad without a mesh while x_grad is answered from its mapping; "
                "Paddle inserts into an empty mapping", "varies", "inexpressible",
                "a dist tensor always has a process mesh", families=("p_norm",)),
-)
+))
 
 _FORWARD, _REVERSE, _GRAD = input_names("p_norm"), input_names("p_norm_reverse"), input_names("p_norm_grad")
 

@@ -7,7 +7,7 @@ from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...notation import ALPHABET
 from ...types import DistTensorSpec
 from ..kit.checks import REAL, input_names, require_buildable
-from ..kit.strictness import Strictness, unread_strictness
+from ..kit.strictness import Strictness, StrictnessNotes, unread_strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -36,7 +36,7 @@ RMS_CHECK_LINES = {
 UNREAD = {"rms_norm_reverse": ("x",)}
 
 #: The port's refusals beyond Paddle's rms_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
-STRICTNESS = (
+STRICTNESS = StrictnessNotes((
     *unread_strictness("rms_norm", UNREAD),
     Strictness("invalid-spec:x:rank", "x of rank 0 (Paddle raises basic_string::_M_create), or beyond the "
                "notation's letters", "varies", "unmeasured", families=("rms_norm",)),
@@ -45,7 +45,7 @@ STRICTNESS = (
                "the op makes out and invvar itself, of the ranks x and its scale give", families=("rms_norm",)),
     Strictness("invalid-spec:x:empty", "every tensor of the grad rule's alignment empty; Paddle reads past its "
                "inputs", "crashes", "unmeasured", families=("rms_norm",)),
-)
+))
 
 def _rms_rank_vs_mapping(rule_key: str, *tensors: RuleInput) -> None:
     """Paddle's first check in every rms_norm rule: each tensor's rank equals its dims_mapping's
