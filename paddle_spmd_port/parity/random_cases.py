@@ -75,8 +75,8 @@ EPSILONS = (1e-5, 1e-6, 1e-3, 0.5)
 MOMENTUMS = (0.9, 0.99, 0.5, 0.0)
 BAD_DATA_FORMATS = ("", "N", "CN", "NWC", "NCWH", "nchw")
 #: Mutation -> weight. The last three crash Paddle on most draws (it builds no input from them, or
-#: segfaults): they run in a forked child each (~20 ms of CPU a crash; they used to cost a worker
-#: restart) and are drawn 12 times more rarely than the others. The grid has each of them too.
+#: segfaults): they run in a forked child each (~20 ms of CPU a crash, against a worker restart's
+#: seconds) and are drawn 12 times more rarely than the others. The grid has each of them too.
 INVALID_MUTATIONS = {"x-rank": 12, "other-rank": 12, "mapping-length": 12, "mesh-dim-range": 12, "mesh-dim-twice": 12,
                      "begin_norm_axis": 12, "data_format": 12, "partial-bad": 1, "x-no-mesh": 1, "required-none": 1}
 
