@@ -307,7 +307,7 @@ def _render(run: _Run, args: argparse.Namespace, seconds: float, interrupted: st
                 {label(r): [judged["proposed"][r][i] for i in idx] for r, idx in coshard.items() if idx}) + "\n\n"
                 "The same columns over the grid's co-shard set only (ids `<rule>-coshard-...`): Paddle 3.3.1 "
                 "reads one mesh dim of a co-shard and gathers the rest; `proposed` keeps the co-shard on the "
-                "axes it keeps split (rules/proposed.py `_with_coshards`).\n")
+                "axes it keeps split (ops/kit/proposed.py `with_coshards`).\n")
     if "paddle" in profiles:
         parts.append("## Paddle's rule raising on cases the op can run\n\n"
                      + rule_error_groups(judged["paddle"], judged.get("proposed")))
