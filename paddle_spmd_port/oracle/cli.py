@@ -40,7 +40,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -256,88 +256,22 @@ def _unfinished_text(status: dict[str, dict[str, Any]]) -> str:
 def _render(run: _Run, args: argparse.Namespace, seconds: float, interrupted: str | None
             ) -> tuple[str, str, dict[str, Any], list[Judged], dict[str, str]]:
     """(markdown, what to print, oracle.json, the rows of the cases file, repro files)."""
-    profiles = run.profiles
-    judged = run.judged
+    profiles, judged = run.profiles, run.judged
     status = run.status(judged)
     everything = [j for p in profiles for rows in judged[p].values() for j in rows]
     bugs = distinct_bugs(everything)
-    meshes = " ".join(_mesh_text(m) for m in args.meshes)
-    head = ""
-    if interrupted:
-        head = (f"INTERRUPTED by {interrupted} after {seconds:.1f}s: partial report of the cases judged so far; "
-                f"unfinished rules: {_unfinished_text(status)}\n\n")
-    parts = [f"{head}# Oracle: numerical soundness on a virtual mesh\n\nmeshes {meshes}; {_all_reducing()} "
-             f"over {'the batch mesh dims' if args.sync_group == 'batch' else 'the whole mesh'}; "
-             f"{sum(len(r) for r in judged[profiles[0]].values())} cases per profile; {run.judge.simulations} "
-             f"distinct simulations; {seconds:.1f}s.\n"]
-    if run.no_kernel:
-        parts.append(f"Not judged (no numpy kernel yet): {', '.join(run.no_kernel)}.\n")
-
     tallies = {p: _tallies(judged[p]) for p in profiles}
 
     def label(rule: str) -> str:
         s = status[rule]
         return rule if s["status"] == "done" else f"{rule} (partial: {s['judged']}/{s['planned']})"
 
-    for profile in profiles:
-        table = profile_table({label(r): t for r, t in tallies[profile].items()})
-        if interrupted:
-            missing = [r for r, s in status.items() if s["status"] == "not started"]
-            table += f"\n\nnot judged (interrupted): {', '.join(missing) or 'none'}"
-        if profile == NATIVE:
-            table += (f"\n\nPaddle {run.paddle.get('version', '?')} (commit {run.paddle.get('commit', '?')[:12]}), "
-                      "each rule's primary native route: " + "; ".join(
-                          f"{route} for {', '.join(r for r in run.routes if run.routes[r] == route)}"
-                          for route in dict.fromkeys(run.routes.values())) + ". A raise, a crash, an undecodable "
-                      "answer or no rule on the route is rule-error (oracle/native.py).")
-        parts.append(f"## Profile `{profile}`\n\n{table}\n")
-    if "paddle" in profiles and "proposed" in profiles:
-        parts.append("## paddle vs proposed\n\n" + comparison_table(
-            {label(r): rows for r, rows in judged["paddle"].items()},
-            {label(r): rows for r, rows in judged["proposed"].items()}) + "\n\n"
-            "paddle -> proposed. resharded inputs = inputs whose wanted dist attr differs from the given one; "
-            "with communication = those that need a collective (a Shard or Partial that is not kept; "
-            "Replicate -> Shard is a local slice); summed over the cases both profiles answer, and over those "
-            "where both answers are sound.\n")
-        coshard = {r: [i for i, j in enumerate(rows) if "-coshard-" in j.case.case_id]
-                   for r, rows in judged["paddle"].items()}
-        if any(coshard.values()):
-            parts.append("## paddle vs proposed on co-sharded inputs\n\n" + comparison_table(
-                {label(r): [judged["paddle"][r][i] for i in idx] for r, idx in coshard.items() if idx},
-                {label(r): [judged["proposed"][r][i] for i in idx] for r, idx in coshard.items() if idx}) + "\n\n"
-                "The same columns over the grid's co-shard set only (ids `<rule>-coshard-...`): Paddle 3.3.1 "
-                "reads one mesh dim of a co-shard and gathers the rest; `proposed` keeps the co-shard on the "
-                "axes it keeps split (ops/kit/proposed.py `with_coshards`).\n")
-    if "paddle" in profiles:
-        parts.append("## Paddle's rule raising on cases the op can run\n\n"
-                     + rule_error_groups(judged["paddle"], judged.get("proposed")))
-    if NATIVE in profiles:
-        parts.append("## Paddle's own answers raising, crashing or unreadable on cases the op can run\n\n"
-                     + rule_error_groups(judged[NATIVE], None))
-        unanswered = sum(tallies[NATIVE][r].counts[NO_ANSWER] for r in tallies[NATIVE])
-        if unanswered:
-            parts.append(f"**{unanswered} cases got no answer from Paddle in this run** (column {NO_ANSWER}: a worker "
-                         "timed out or kept failing, or a backend could not start): the native profile is "
-                         "incomplete.\n")
-        if "paddle" in profiles:
-            valid_paddle, valid_native = without_refused(judged["paddle"], judged[NATIVE])
-            kept = sum(len(rows) for rows in valid_paddle.values())
-            parts.append("## native vs paddle\n\nThe installed Paddle's own answers against the port's `paddle` "
-                         "profile (Paddle 3.3.1's rules), case by case:\n\n"
-                         + verdict_differences(judged["paddle"], judged[NATIVE])
-                         + f"\nTotals over the {kept} cases whose input the port does not refuse as invalid (where "
-                           "it does, Paddle's rule does not validate the input and answers or crashes instead):\n\n"
-                         + profile_table({"paddle": _total(valid_paddle), NATIVE: _total(valid_native)},
-                                         "profile", total_row=False) + "\n")
-    parts.append(f"## Distinct bugs ({len(bugs)})\n")
-    files: dict[str, str] = {}
-    for i, bug in enumerate(bugs, 1):
-        if i > args.max_bugs:
-            parts.append(f"... {len(bugs) - args.max_bugs} more in oracle.json\n")
-            break
-        text, extra = bug_section(bug, f"B{i}", args.sync_group, args.report_dir)
-        parts.append(text)
-        files.update(extra)
+    parts = _opening(run, args, seconds, interrupted, status)
+    parts += [_profile_section(run, profile, tallies[profile], status, label, interrupted) for profile in profiles]
+    parts += _paddle_vs_proposed(judged, profiles, label)
+    parts += _rule_errors(judged, profiles, tallies)
+    bug_parts, files = _bug_sections(bugs, args)
+    parts += bug_parts
     report = "\n".join(parts)
     printed = report if not args.quiet else "\n".join(parts[: len(profiles) + 2])
     summary = {"status": f"INTERRUPTED by {interrupted}: partial" if interrupted else "complete",
@@ -346,6 +280,107 @@ def _render(run: _Run, args: argparse.Namespace, seconds: float, interrupted: st
                **({"native_vs_paddle": _native_vs_paddle(judged)} if {NATIVE, "paddle"} <= set(profiles) else {}),
                **summary_json(tallies, bugs, seconds, run.judge.simulations)}
     return report, printed, summary, everything, files
+
+
+def _opening(run: _Run, args: argparse.Namespace, seconds: float, interrupted: str | None,
+             status: dict[str, dict[str, Any]]) -> list[str]:
+    """The title, what was run, and the rules without a kernel (an interrupted run says so first)."""
+    judged, meshes = run.judged, " ".join(_mesh_text(m) for m in args.meshes)
+    head = ""
+    if interrupted:
+        head = (f"INTERRUPTED by {interrupted} after {seconds:.1f}s: partial report of the cases judged so far; "
+                f"unfinished rules: {_unfinished_text(status)}\n\n")
+    parts = [f"{head}# Oracle: numerical soundness on a virtual mesh\n\nmeshes {meshes}; {_all_reducing()} "
+             f"over {'the batch mesh dims' if args.sync_group == 'batch' else 'the whole mesh'}; "
+             f"{sum(len(r) for r in judged[run.profiles[0]].values())} cases per profile; {run.judge.simulations} "
+             f"distinct simulations; {seconds:.1f}s.\n"]
+    if run.no_kernel:
+        parts.append(f"Not judged (no numpy kernel yet): {', '.join(run.no_kernel)}.\n")
+    return parts
+
+
+def _profile_section(run: _Run, profile: str, tallies: dict[str, Any], status: dict[str, dict[str, Any]],
+                     label: Callable[[str], str], interrupted: str | None) -> str:
+    """One profile's verdict table (the native profile: which Paddle, through which routes)."""
+    table = profile_table({label(r): t for r, t in tallies.items()})
+    if interrupted:
+        missing = [r for r, s in status.items() if s["status"] == "not started"]
+        table += f"\n\nnot judged (interrupted): {', '.join(missing) or 'none'}"
+    if profile == NATIVE:
+        table += (f"\n\nPaddle {run.paddle.get('version', '?')} (commit {run.paddle.get('commit', '?')[:12]}), "
+                  "each rule's primary native route: " + "; ".join(
+                      f"{route} for {', '.join(r for r in run.routes if run.routes[r] == route)}"
+                      for route in dict.fromkeys(run.routes.values())) + ". A raise, a crash, an undecodable "
+                  "answer or no rule on the route is rule-error (oracle/native.py).")
+    return f"## Profile `{profile}`\n\n{table}\n"
+
+
+def _paddle_vs_proposed(judged: dict[str, dict[str, list[Judged]]], profiles: Sequence[str],
+                        label: Callable[[str], str]) -> list[str]:
+    """What proposed changes against paddle: on every case, then on the co-shard set alone."""
+    if "paddle" not in profiles or "proposed" not in profiles:
+        return []
+    parts = ["## paddle vs proposed\n\n" + comparison_table(
+        {label(r): rows for r, rows in judged["paddle"].items()},
+        {label(r): rows for r, rows in judged["proposed"].items()}) + "\n\n"
+        "paddle -> proposed. resharded inputs = inputs whose wanted dist attr differs from the given one; "
+        "with communication = those that need a collective (a Shard or Partial that is not kept; "
+        "Replicate -> Shard is a local slice); summed over the cases both profiles answer, and over those "
+        "where both answers are sound.\n"]
+    coshard = {r: [i for i, j in enumerate(rows) if "-coshard-" in j.case.case_id]
+               for r, rows in judged["paddle"].items()}
+    if any(coshard.values()):
+        parts.append("## paddle vs proposed on co-sharded inputs\n\n" + comparison_table(
+            {label(r): [judged["paddle"][r][i] for i in idx] for r, idx in coshard.items() if idx},
+            {label(r): [judged["proposed"][r][i] for i in idx] for r, idx in coshard.items() if idx}) + "\n\n"
+            "The same columns over the grid's co-shard set only (ids `<rule>-coshard-...`): Paddle 3.3.1 "
+            "reads one mesh dim of a co-shard and gathers the rest; `proposed` keeps the co-shard on the "
+            "axes it keeps split (ops/kit/proposed.py `with_coshards`).\n")
+    return parts
+
+
+def _rule_errors(judged: dict[str, dict[str, list[Judged]]], profiles: Sequence[str],
+                 tallies: dict[str, dict[str, Any]]) -> list[str]:
+    """Where Paddle's rule (as ported, and as installed) raises on cases the op can run, and the
+    installed Paddle's answers against the port's paddle profile."""
+    parts = []
+    if "paddle" in profiles:
+        parts.append("## Paddle's rule raising on cases the op can run\n\n"
+                     + rule_error_groups(judged["paddle"], judged.get("proposed")))
+    if NATIVE not in profiles:
+        return parts
+    parts.append("## Paddle's own answers raising, crashing or unreadable on cases the op can run\n\n"
+                 + rule_error_groups(judged[NATIVE], None))
+    unanswered = sum(tallies[NATIVE][r].counts[NO_ANSWER] for r in tallies[NATIVE])
+    if unanswered:
+        parts.append(f"**{unanswered} cases got no answer from Paddle in this run** (column {NO_ANSWER}: a worker "
+                     "timed out or kept failing, or a backend could not start): the native profile is "
+                     "incomplete.\n")
+    if "paddle" in profiles:
+        valid_paddle, valid_native = without_refused(judged["paddle"], judged[NATIVE])
+        kept = sum(len(rows) for rows in valid_paddle.values())
+        parts.append("## native vs paddle\n\nThe installed Paddle's own answers against the port's `paddle` "
+                     "profile (Paddle 3.3.1's rules), case by case:\n\n"
+                     + verdict_differences(judged["paddle"], judged[NATIVE])
+                     + f"\nTotals over the {kept} cases whose input the port does not refuse as invalid (where "
+                       "it does, Paddle's rule does not validate the input and answers or crashes instead):\n\n"
+                     + profile_table({"paddle": _total(valid_paddle), NATIVE: _total(valid_native)},
+                                     "profile", total_row=False) + "\n")
+    return parts
+
+
+def _bug_sections(bugs: list[Any], args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
+    """The distinct bugs, each with its repro (up to --max-bugs), and the repro files they name."""
+    parts = [f"## Distinct bugs ({len(bugs)})\n"]
+    files: dict[str, str] = {}
+    for i, bug in enumerate(bugs, 1):
+        if i > args.max_bugs:
+            parts.append(f"... {len(bugs) - args.max_bugs} more in oracle.json\n")
+            break
+        text, extra = bug_section(bug, f"B{i}", args.sync_group, args.report_dir)
+        parts.append(text)
+        files.update(extra)
+    return parts, files
 
 
 def _cases_file(everything: list[Judged], header: dict[str, Any] | None) -> bytes:
