@@ -1,19 +1,21 @@
 /* _speedups: optional C stand-ins for the port's hottest Python functions (the Python ones are the reference).
  *
- * What is here, and the Python function each one stands in for (same arguments, same result, same
- * objects interned; any input or call form off the common path is handed to the Python function):
+ * Each Python reference is marked where it is defined, @c_stand_in(name) (types.py); the name is what
+ * stand_in() below is asked for, and the reference stays types.REFERENCES[name]. Same arguments,
+ * same result, same objects interned; any input or call form off the common path is handed to the
+ * reference:
  *
- *   spec_init(DistTensorSpec)   -> a method descriptor installed as DistTensorSpec.__init__;
- *                                  the reference is types._spec_init
- *   spec_check(DistTensorSpec)  -> installed as DistTensorSpec.check; the reference is types._spec_check
- *   attr_make(dm, partial, mesh) = types._attr_make           (DistAttr.make)
- *   result_make(inputs, outputs) = types._result_make         (SpmdResult.make)
- *   valid_inputs(specs, names)   = ops.kit.tensor._valid_inputs
- *   rule_input_attr              -> installed as RuleInput.attr; the reference is RuleInput._attr
- *   merge_shardings(tensors)     = notation._merge_shardings
- *   mapping_for_axes(axes, dims) = notation._mapping_for_axes
+ *   spec_init                    "DistTensorSpec.__init__" (a method descriptor on the class)
+ *   spec_check                   "DistTensorSpec.check" (its error worded when first read: refusal_type)
+ *   attr_make(dm, partial, mesh) "DistAttr.make"
+ *   result_make(inputs, outputs) "SpmdResult.make"
+ *   merge_shardings(tensors)     "notation.merge_shardings"
+ *   mapping_for_axes(axes, dims) "notation.mapping_for_axes"
+ *   valid_inputs(specs, names)   = ops/kit/tensor.py's _valid_inputs      (configure_rules)
+ *   rule_input_attr              -> RuleInput.attr; the reference is RuleInput._attr (configure_rules)
  *
- * The Python modules install them (the bottoms of types.py, notation.py, rules/_tensor.py) unless
+ * A method is put in place by the class decorator types.c_stand_ins once its class exists (stand_in
+ * reads the class's slot offsets); a module function, at once. Nothing is replaced when
  * PADDLE_SPMD_PORT_PURE is set; the rules themselves are Python only.
  *
  * spec_init takes every ordinary call form: positional or keyword arguments, partial_dims given or
@@ -30,7 +32,7 @@
  *   [8, 6]      [[0], []]     {}        valid_on_mesh=True        short co-shard forms: (1,) is 1, () is -1
  *   (8, 6)      (1, 1)        {}        _problem "duplicate"      found here as
  *                                                                 DistTensorSpec._first_problem does
- *   (8, 6)      (0, -1)       {0}       _problem "partial-shard"  (worded when check's error is read: spec_refusal)
+ *   (8, 6)      (0, -1)       {0}       _problem "partial-shard"  (worded by check: spec_problem)
  *   (8.0, 6)    ...           ...       Python reference          not an integer: the reference names it
  *   (-1, 6)     ...           ...       Python reference          a negative size: the reference raises
  *   (8, 6)      (0, -1)       ...       Python reference          on None or a ProcessMesh subclass
@@ -49,7 +51,7 @@
 #include <structmember.h>
 
 /* Slot offsets of the slotted value classes (DistTensorSpec, DistAttr, SpmdResult), read from their
- * member descriptors by configure_types: fields are read and written in place, as the slot
+ * member descriptors by stand_in: fields are read and written in place, as the slot
  * descriptors themselves do. */
 static Py_ssize_t off_shape, off_dm, off_mesh, off_partial, off_problem, off_coshard, off_valid;
 static Py_ssize_t off_attr_dm, off_attr_partial, off_attr_mesh, off_inputs, off_outputs;
@@ -61,11 +63,11 @@ static inline void set_slot(PyObject *obj, Py_ssize_t off, PyObject *value) {
     Py_XSETREF(SLOT(obj, off), Py_NewRef(value));
 }
 
-/* set once by configure_types / configure_rules */
+/* set once by configure_types, stand_in and configure_rules */
 static PyTypeObject *Mesh_t, *Spec_t, *Attr_t, *Result_t, *RuleInput_t;
 static PyObject *interned;       /* types._INTERNED */
-static PyObject *pure_init;      /* types._spec_init */
-static PyObject *pure_attr_make, *pure_result_make; /* types._attr_make, types._result_make */
+static PyObject *pure_init;      /* REFERENCES["DistTensorSpec.__init__"] */
+static PyObject *pure_attr_make, *pure_result_make; /* REFERENCES["DistAttr.make"], ["SpmdResult.make"] */
 static PyObject *pure_valid_inputs, *pure_rule_attr; /* ops.kit.tensor._valid_inputs, RuleInput._attr */
 static PyObject *getter_mapping; /* ops.kit.tensor.getter_mapping */
 static PyObject *no_partial;     /* the empty frozenset a RuleInput's attr gets by default */
@@ -417,8 +419,8 @@ static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
 /* The first problem of a spec in normal form (co-shards included) on an exact ProcessMesh of n dims,
  * as types.DistTensorSpec._first_problem finds it. With `arg` NULL (a spec being built): which one,
  * the interned name (what: "length", "mesh-dim", ...), a new reference, and no text put together.
- * With `arg` (DistTensorSpec._refusal, an exact str): the message of check's error, worded exactly as
- * _first_problem's template formatted with arg= (every template here is "{arg}" followed by text
+ * With `arg` (DistTensorSpec.check's argument, an exact str): the message of check's error, worded
+ * exactly as _first_problem(arg) words it (every message here is the argument's name followed by text
  * made of the values: digits, brackets, commas, "x", so arg is put in front as it is).
  * Either way NULL with no error set when this code does not judge or word it (a value beyond a C
  * long, a negative size, a text too long: the reference does), NULL with an error on a failure of
@@ -752,7 +754,7 @@ static PyObject *spec_init(PyObject *self, PyObject *const *args, Py_ssize_t nar
      * (a mesh of another type or none, a negative size, a value beyond a C long) the reference judges
      * them and names the problem; given the converted values, it skips the conversion */
     {
-        PyObject *problem = found != NULL ? Py_NewRef(found) /* its name: worded when check's error is read */
+        PyObject *problem = found != NULL ? Py_NewRef(found) /* its name: check words the message */
                                           : spec_problem(shape, dm, given[2], partial, NULL, ndim);
         if (problem != NULL) {
             set_slot(self, off_shape, shape);
@@ -793,60 +795,178 @@ error:
     return NULL;
 }
 
-/* DistTensorSpec.check(arg): see types._spec_check (the reference). A valid spec returns at once; a
- * spec with a problem raises errors.UnwordedSpecError with the raw args (_UNWORDED, spec, arg), as the
- * reference does: the error words its message and kind (in Python, from the spec's values) when they
- * are first read, so a refusal costs a tuple, the exception object and the raise. Any other call form
- * (a keyword, a name that is not an exact str), a subclass, or a problem name of another type goes
- * to the reference. */
-static PyObject *pure_check, *pure_refusal, *unworded_error, *unworded_marker;
+/* DistTensorSpec.check(arg): see types (the reference, REFERENCES["DistTensorSpec.check"]). A valid spec
+ * returns at once; a spec with a problem raises an error that reads as the reference's (an
+ * InvalidSpecError whose args are (message,) and whose instance dict holds its kind), worded when
+ * first read (refusal_type, below). Any other call form (a keyword, a name that is not an exact str),
+ * a subclass, or a problem name of another type goes to the reference. */
+static PyObject *pure_check, *invalid_spec_error, *s_kind;
 static PyObject *spec_call(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
-/* A free list of one for check's errors. Most refusals are caught and dropped at once, and making the
- * exception object and freeing it again costs more than the build's own problem finding, so the
- * last UnwordedSpecError nobody holds any more is kept, every field cleared
- * (args (), no traceback, context, cause, notes or dict: nothing it pinned stays alive), and the next
- * refusal raises it instead of a new one. Only an object whose last reference went is taken: no
- * caller can see one error become another: its weak references are cleared first, as at any
- * death. An object of a subclass is freed as usual. The class's tp_dealloc is replaced by unworded_dealloc (configure_check); the
- * classes between it and BaseException must add no slots (errors.py's do not). */
-static PyObject *spare_error;             /* the kept error (refcount 1: ours), or NULL */
-static destructor unworded_static_dealloc; /* the dealloc of the class's first static base (BaseException's) */
-
-/* Free `self` as CPython's subtype_dealloc would (it cannot be called once the class's tp_dealloc is
- * not subtype_dealloc itself: it would find this function as the base's and call it again): the
- * weak references cleared (no class below BaseException's holds a slot of its own), the static
- * base's dealloc, then the class's reference, which a heap type's instance holds. `own_type`: 0
- * when a subclass's subtype_dealloc calls this as its base's dealloc (it drops its type itself). */
-static void unworded_free(PyObject *self, int own_type) {
-    PyTypeObject *tp = Py_TYPE(self);
-    if (tp->tp_weaklistoffset != 0) /* (negative from 3.12: a weak-reference list the runtime manages) */
-        PyObject_ClearWeakRefs(self);
-    unworded_static_dealloc(self);
-    if (own_type)
-        Py_DECREF(tp);
+/* "invalid-spec:{arg}:{problem}", the error's kind (put together here: PyUnicode_FromFormat parses
+ * its format on every call, a third of a refusal's wording) */
+static PyObject *error_kind(PyObject *arg, PyObject *problem) {
+    Text t;
+    t.len = 0;
+    t.full = t.off = 0;
+    if (!PyUnicode_IS_ASCII(arg) || !PyUnicode_IS_ASCII(problem))
+        return PyUnicode_FromFormat("invalid-spec:%U:%U", arg, problem);
+    PUT(&t, "invalid-spec:");
+    put_ascii(&t, (const char *)PyUnicode_DATA(arg), (size_t)PyUnicode_GET_LENGTH(arg));
+    PUT(&t, ":");
+    put_ascii(&t, (const char *)PyUnicode_DATA(problem), (size_t)PyUnicode_GET_LENGTH(problem));
+    if (t.full)
+        return PyUnicode_FromFormat("invalid-spec:%U:%U", arg, problem);
+    return PyUnicode_DecodeASCII(t.text, (Py_ssize_t)t.len, NULL);
 }
 
-static void unworded_dealloc(PyObject *self) {
-    PyTypeObject *tp = Py_TYPE(self);
+/* The error check raises: a class made here (configure_types) as a subclass of InvalidSpecError that
+ * adds nothing to its layout, named as it (module paddle_spmd_port.errors, qualname InvalidSpecError,
+ * so tracebacks, repr and parity's family read the same). Why: most refusals are caught and dropped
+ * unread (a sweep counts them, a caller tries the next input), and wording the message and kind and
+ * making the instance dict for them cost more than the build and the raise together (3-4.6x the tuple
+ * form against 1.5-1.9x); a refusal nobody reads should cost no wording. So an instance made by
+ * spec_check holds the raw args (refusal_marker, spec, arg) and words itself on the first read of
+ * anything: an attribute (args, kind, __dict__, __class__, __reduce_ex__ for pickling and copying,
+ * add_note, ... : tp_getattro), an attribute set (tp_setattro), str or repr. Wording puts the
+ * reference's args (message,) and instance dict {"kind": ...} in place (the message by spec_problem,
+ * or, where it does not word a spec, the reference's own error's) and turns the object into a plain
+ * InvalidSpecError (its class set to it, as `__class__ =` would: the layouts are the same): from then
+ * on it is the reference's error in every respect, type() and pickling included. Only type(exc) of a
+ * refusal not yet read tells it: this class, a subclass of InvalidSpecError of the same name. The
+ * interpreter's own handling (raise, except matching, traceback, __cause__ / __context__) reads no
+ * attribute of it. The instance keeps the spec alive until it is read or dropped (specs are
+ * immutable: the wording is the same later). */
+static PyObject *refusal_type, *refusal_marker;
+
+/* Word a refusal (see above): 0 once `self` is a plain InvalidSpecError, -1 with an error set. */
+static int refusal_word(PyObject *self) {
     PyBaseExceptionObject *e = (PyBaseExceptionObject *)self;
-    if (tp != (PyTypeObject *)unworded_error) { /* a subclass's subtype_dealloc calling its base's */
-        unworded_free(self, 0);
+    PyObject *raw = e->args, *spec, *arg, *msg = NULL, *kind = NULL, *dict = NULL, *worded;
+    int out = -1;
+    if (Py_TYPE(self) != (PyTypeObject *)refusal_type)
+        return 0;
+    if (raw == NULL || !PyTuple_CheckExact(raw) || PyTuple_GET_SIZE(raw) != 3 ||
+        PyTuple_GET_ITEM(raw, 0) != refusal_marker) {
+        raw = NULL; /* made another way (type(exc)(message, kind=...)): worded as it was made */
+        goto plain;
+    }
+    Py_INCREF(raw);
+    spec = PyTuple_GET_ITEM(raw, 1), arg = PyTuple_GET_ITEM(raw, 2);
+    if (Py_TYPE(spec) == Spec_t) {
+        PyObject *shape = SLOT(spec, off_shape), *dm = SLOT(spec, off_dm), *mesh = SLOT(spec, off_mesh),
+                 *partial = SLOT(spec, off_partial), *problem = SLOT(spec, off_problem);
+        if (shape != NULL && dm != NULL && mesh != NULL && partial != NULL && problem != NULL &&
+            PyTuple_CheckExact(shape) && PyTuple_CheckExact(dm) && PyFrozenSet_CheckExact(partial) &&
+            PyUnicode_CheckExact(problem)) {
+            msg = spec_problem(shape, dm, mesh, partial, arg, -1);
+            if (msg == NULL && PyErr_Occurred())
+                goto done;
+            if (msg != NULL && (kind = error_kind(arg, problem)) == NULL)
+                goto done;
+        }
+    }
+    if (msg == NULL) { /* not worded here: the reference's error for the same spec and name, as it is */
+        PyObject *exc, *res = PyObject_CallFunctionObjArgs(pure_check, spec, arg, NULL);
+        if (res != NULL) {
+            Py_DECREF(res);
+            PyErr_SetString(PyExc_RuntimeError, "_speedups: DistTensorSpec.check's reference found no problem");
+            goto done;
+        }
+        {
+            PyObject *type, *tb;
+            PyErr_Fetch(&type, &exc, &tb);
+            PyErr_NormalizeException(&type, &exc, &tb);
+            if (exc == NULL || Py_TYPE(exc) != (PyTypeObject *)invalid_spec_error) { /* (not its error: as raised) */
+                PyErr_Restore(type, exc, tb);
+                goto done;
+            }
+            Py_XDECREF(type);
+            Py_XDECREF(tb);
+        }
+        worded = Py_XNewRef(((PyBaseExceptionObject *)exc)->args);
+        dict = ((PyBaseExceptionObject *)exc)->dict == NULL ? PyDict_New()
+                                                            : PyDict_Copy(((PyBaseExceptionObject *)exc)->dict);
+        Py_DECREF(exc);
+        if (worded == NULL || dict == NULL) {
+            Py_XDECREF(worded);
+            goto done;
+        }
+    } else {
+        worded = PyTuple_Pack(1, msg);
+        dict = worded == NULL ? NULL : PyDict_New();
+        if (dict == NULL || PyDict_SetItem(dict, s_kind, kind) < 0) {
+            Py_XDECREF(worded);
+            goto done;
+        }
+    }
+    if (Py_TYPE(self) != (PyTypeObject *)refusal_type || e->args != raw) { /* worded meanwhile (re-entered) */
+        Py_DECREF(worded);
+        out = 0;
+        goto done;
+    }
+    Py_XSETREF(e->args, worded);
+    Py_XSETREF(e->dict, Py_NewRef(dict)); /* nothing read or set it: every access words first */
+plain: /* the class a plain error has (object.__class__'s assignment: same layout, checked at configure) */
+    Py_INCREF(invalid_spec_error);
+    Py_SET_TYPE(self, (PyTypeObject *)invalid_spec_error);
+    Py_DECREF(refusal_type);
+    out = 0;
+done:
+    Py_XDECREF(raw);
+    Py_XDECREF(msg);
+    Py_XDECREF(kind);
+    Py_XDECREF(dict);
+    return out;
+}
+
+static PyObject *refusal_getattro(PyObject *self, PyObject *name) {
+    if (refusal_word(self) < 0)
+        return NULL;
+    return PyObject_GetAttr(self, name); /* the plain error's */
+}
+
+static int refusal_setattro(PyObject *self, PyObject *name, PyObject *value) {
+    if (refusal_word(self) < 0)
+        return -1;
+    return PyObject_SetAttr(self, name, value);
+}
+
+static PyObject *refusal_str(PyObject *self) {
+    return refusal_word(self) < 0 ? NULL : PyObject_Str(self);
+}
+
+static PyObject *refusal_repr(PyObject *self) {
+    return refusal_word(self) < 0 ? NULL : PyObject_Repr(self);
+}
+
+/* A free list of one: an unread refusal is made and dropped at once (the caller catches it and goes
+ * on), and allocating the exception object and freeing it again is a third of such a refusal. So the
+ * last refusal dropped unread is kept, every field cleared (args (), no traceback, context, cause,
+ * notes or dict: nothing it pinned stays alive; its weak references told it died first, as at any
+ * death), and spec_check raises it again instead of a new one. Only an object whose last reference
+ * went is kept: nobody can see it raised again. Anything else is freed as the plain InvalidSpecError
+ * it is made first (its class set, then that class's dealloc, which is CPython's own for a Python
+ * class: it cannot be called for this class, whose dealloc is this one). */
+static PyObject *spare_refusal; /* the kept one (its refcount 1: this reference), or NULL */
+
+static void refusal_free(PyObject *self) { /* self: refcount 0 */
+    PyTypeObject *own = Py_TYPE(self);
+    Py_INCREF(invalid_spec_error);
+    Py_SET_TYPE(self, (PyTypeObject *)invalid_spec_error);
+    Py_DECREF(own);
+    ((PyTypeObject *)invalid_spec_error)->tp_dealloc(self);
+}
+
+static void refusal_dealloc(PyObject *self) {
+    PyBaseExceptionObject *e = (PyBaseExceptionObject *)self;
+    if (spare_refusal != NULL || empty_tuple == NULL) {
+        refusal_free(self);
         return;
     }
-    if (spare_error != NULL || empty_tuple == NULL) {
-        unworded_free(self, 1);
-        return;
-    }
-    /* its weak references are told it died, as any dealloc tells them (refcount 0, as the call needs):
-     * none is left to see it raised again */
-    if (tp->tp_weaklistoffset != 0)
-        PyObject_ClearWeakRefs(self);
-    if (spare_error != NULL) { /* a weak reference's callback raised and dropped another meanwhile */
-        unworded_free(self, 1);
-        return;
-    }
-    Py_SET_REFCNT(self, 1); /* alive again while the fields go (their deallocs may run any code) */
+    if (Py_TYPE(self)->tp_weaklistoffset > 0 && *(PyObject **)((char *)self + Py_TYPE(self)->tp_weaklistoffset) != NULL)
+        PyObject_ClearWeakRefs(self); /* (refcount 0, as it needs) */
+    Py_SET_REFCNT(self, 1); /* alive again while its fields go (their deallocs may run any code) */
     Py_CLEAR(e->dict);
 #if PY_VERSION_HEX >= 0x030B0000
     Py_CLEAR(e->notes);
@@ -856,41 +976,52 @@ static void unworded_dealloc(PyObject *self) {
     Py_CLEAR(e->cause);
     e->suppress_context = 0;
     Py_XSETREF(e->args, Py_NewRef(empty_tuple));
-    if (spare_error == NULL && Py_REFCNT(self) == 1) {
-        spare_error = self;
+    if (Py_REFCNT(self) != 1) { /* taken by code run above (gc.get_objects()): it lives on, unread */
+        Py_DECREF(self);
         return;
     }
-    if (Py_REFCNT(self) == 1) { /* a dealloc run above kept another one first: free this one */
-        Py_SET_REFCNT(self, 0);
-        unworded_free(self, 1);
+    if (spare_refusal == NULL && Py_TYPE(self) == (PyTypeObject *)refusal_type) {
+        PyObject_GC_UnTrack(self); /* out of the collector's sight (gc.get_objects) while kept */
+        spare_refusal = self;
         return;
     }
-    Py_DECREF(self); /* taken by code run above (gc.get_objects()): it lives on as a plain error */
+    Py_SET_REFCNT(self, 0); /* another one was kept meanwhile (code run above dropped it) */
+    refusal_free(self);
 }
+
+static PyType_Slot refusal_slots[] = {
+    {Py_tp_dealloc, refusal_dealloc}, {Py_tp_getattro, refusal_getattro}, {Py_tp_setattro, refusal_setattro}, {Py_tp_str, refusal_str},
+    {Py_tp_repr, refusal_repr},
+    {Py_tp_doc, "The InvalidSpecError DistTensorSpec.check raises, worded on first read (see _speedups.c)."},
+    {0, NULL}};
+static PyType_Spec refusal_spec = {"paddle_spmd_port.errors.InvalidSpecError", 0, 0, Py_TPFLAGS_DEFAULT,
+                                   refusal_slots};
 
 static PyObject *spec_check(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *problem, *raw, *exc;
-    PyTypeObject *cls = (PyTypeObject *)unworded_error;
+    PyTypeObject *cls = (PyTypeObject *)refusal_type;
     if (kwnames != NULL || nargs != 1 || Py_TYPE(self) != Spec_t || !PyUnicode_CheckExact(args[0]))
         goto reference;
     problem = SLOT(self, off_problem);
     if (problem == Py_None)
         Py_RETURN_NONE;
-    if (problem == NULL || !PyUnicode_CheckExact(problem) || cls->tp_new == NULL)
+    if (problem == NULL || !PyUnicode_CheckExact(problem))
         goto reference;
     raw = PyTuple_New(3);
     if (raw == NULL)
         return NULL;
-    PyTuple_SET_ITEM(raw, 0, Py_NewRef(unworded_marker));
+    PyTuple_SET_ITEM(raw, 0, Py_NewRef(refusal_marker));
     PyTuple_SET_ITEM(raw, 1, Py_NewRef(self));
     PyTuple_SET_ITEM(raw, 2, Py_NewRef(args[0]));
-    if (spare_error != NULL) { /* the kept error, its fields cleared: given raw as its args */
-        exc = spare_error;
-        spare_error = NULL;
-        Py_XSETREF(((PyBaseExceptionObject *)exc)->args, raw); /* (NULL where the gc cleared it) */
+    if (spare_refusal != NULL) { /* the kept one (see refusal_dealloc), given raw as its args */
+        exc = spare_refusal;
+        spare_refusal = NULL;
+        Py_XSETREF(((PyBaseExceptionObject *)exc)->args, raw);
+        if (!PyObject_GC_IsTracked(exc))
+            PyObject_GC_Track(exc);
     } else {
-        exc = cls->tp_new(cls, raw, NULL); /* BaseException.__new__(UnwordedSpecError, *raw), as the reference */
+        exc = cls->tp_new(cls, raw, NULL); /* BaseException's new: args = raw; SpmdError.__init__ is the wording's */
         Py_DECREF(raw);
     }
     if (exc != NULL) {
@@ -902,113 +1033,20 @@ reference:
     return call_with_self(pure_check, self, args, nargs, kwnames);
 }
 
-/* DistTensorSpec._refusal(arg): see types (the reference): (message, kind) of the error check raised,
- * the message worded by spec_problem, when the error is first read. Off this form: the reference. */
-static PyObject *spec_refusal(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    PyObject *problem, *shape, *dm, *mesh, *partial, *msg, *kind, *out;
-    if (kwnames != NULL || nargs != 1 || Py_TYPE(self) != Spec_t || !PyUnicode_CheckExact(args[0]))
-        goto reference;
-    problem = SLOT(self, off_problem);
-    shape = SLOT(self, off_shape), dm = SLOT(self, off_dm), mesh = SLOT(self, off_mesh);
-    partial = SLOT(self, off_partial);
-    if (problem == NULL || !PyUnicode_CheckExact(problem) || shape == NULL || dm == NULL || mesh == NULL ||
-        partial == NULL || !PyTuple_CheckExact(shape) || !PyTuple_CheckExact(dm) || !PyFrozenSet_CheckExact(partial))
-        goto reference;
-    msg = spec_problem(shape, dm, mesh, partial, args[0], -1);
-    if (msg == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        goto reference; /* not worded here (a mesh of another type, a value beyond a C long, ...) */
-    }
-    kind = PyUnicode_FromFormat("invalid-spec:%U:%U", args[0], problem);
-    if (kind == NULL) {
-        Py_DECREF(msg);
-        return NULL;
-    }
-    out = PyTuple_New(2);
-    if (out == NULL) {
-        Py_DECREF(msg);
-        Py_DECREF(kind);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(out, 0, msg); /* both references stolen */
-    PyTuple_SET_ITEM(out, 1, kind);
-    return out;
-reference:
-    return call_with_self(pure_refusal, self, args, nargs, kwnames);
-}
-
-static PyMethodDef spec_refusal_def = {"_refusal", (PyCFunction)(void (*)(void))spec_refusal,
-                                       METH_FASTCALL | METH_KEYWORDS,
-                                       "_refusal($self, arg)\\n--\\n\\nThe message and kind of check's error for arg "
-                                       "(see types._spec_refusal)."};
-
 static PyMethodDef spec_check_def = {"check", (PyCFunction)(void (*)(void))spec_check, METH_FASTCALL | METH_KEYWORDS,
                                      "check($self, arg)\n--\n\nRaise InvalidSpecError naming arg when the spec has a "
-                                     "problem (see types._spec_check)."};
-
-/* configure_check(UnwordedSpecError, _UNWORDED, check, refusal): installs spec_check and spec_refusal as
- * DistTensorSpec.check and ._refusal and returns the first; check and refusal are the Python references
- * (call after configure_types) */
-static PyObject *configure_check(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    (void)module;
-    if (nargs != 4 || Spec_t == NULL) {
-        PyErr_SetString(PyExc_TypeError, "configure_check() takes 4 arguments, after configure_types()");
-        return NULL;
-    }
-    PyObject *descr;
-    if (!PyType_Check(args[0]) || !PyType_IsSubtype((PyTypeObject *)args[0], (PyTypeObject *)PyExc_Exception)) {
-        PyErr_SetString(PyExc_TypeError, "configure_check(): the first argument must be an exception class");
-        return NULL;
-    }
-    if (unworded_error == NULL) { /* once: the free list's dealloc (see unworded_dealloc) */
-        PyTypeObject *cls = (PyTypeObject *)args[0], *base = cls->tp_base;
-        if (!(cls->tp_flags & Py_TPFLAGS_HEAPTYPE) || base == NULL) {
-            PyErr_SetString(PyExc_TypeError, "configure_check(): the exception class must be a Python class");
-            return NULL;
-        }
-        while (base->tp_flags & Py_TPFLAGS_HEAPTYPE) /* Python classes: subtype_dealloc */
-            base = base->tp_base;
-        if (base->tp_base == NULL || !PyType_IsSubtype(base, (PyTypeObject *)PyExc_BaseException)) {
-            PyErr_SetString(PyExc_TypeError, "configure_check(): no static exception base");
-            return NULL;
-        }
-        unworded_static_dealloc = base->tp_dealloc;
-        cls->tp_dealloc = unworded_dealloc;
-    } else if (args[0] != unworded_error) {
-        PyErr_SetString(PyExc_TypeError, "configure_check(): configured already for another class");
-        return NULL;
-    }
-    Py_XSETREF(unworded_error, Py_NewRef(args[0]));
-    Py_XSETREF(unworded_marker, Py_NewRef(args[1]));
-    Py_XSETREF(pure_check, Py_NewRef(args[2]));
-    Py_XSETREF(pure_refusal, Py_NewRef(args[3]));
-    descr = PyDescr_NewMethod(Spec_t, &spec_refusal_def);
-    if (descr == NULL || PyObject_SetAttrString((PyObject *)Spec_t, "_refusal", descr) < 0) {
-        Py_XDECREF(descr);
-        return NULL;
-    }
-    Py_DECREF(descr);
-    descr = PyDescr_NewMethod(Spec_t, &spec_check_def);
-    if (descr == NULL || PyObject_SetAttrString((PyObject *)Spec_t, "check", descr) < 0) {
-        Py_XDECREF(descr);
-        return NULL;
-    }
-    Spec_t->tp_vectorcall = spec_call; /* again: setting an attribute may have reset it */
-    return descr;
-}
+                                     "problem (the C stand-in of types.DistTensorSpec.check)."};
 
 static PyMethodDef spec_init_def = {"__init__", (PyCFunction)(void (*)(void))spec_init,
                                     METH_FASTCALL | METH_KEYWORDS,
-                                    "Build a spec: the common valid spec here, anything else by types._spec_init."};
+                                    "Build a spec: the common valid spec here, anything else by the Python DistTensorSpec.__init__."};
 
 /* The class call DistTensorSpec(...) itself, installed as the class's vectorcall (see
- * configure_types): while DistTensorSpec.__init__ is this module's spec_init and __new__ is object's,
+ * stand_in): while DistTensorSpec.__init__ is this module's spec_init and __new__ is object's,
  * it allocates the spec and runs spec_init on the call's arguments as they come, which is what
  * type.__call__ would do after packing them into a tuple and a dict (the keyword form paid for that
  * dict). Anything else (a subclass, a patched __init__ or __new__) takes type.__call__. */
-static PyObject *spec_init_descr; /* the descriptor configure_types installed as DistTensorSpec.__init__ */
+static PyObject *spec_init_descr; /* the descriptor stand_in installed as DistTensorSpec.__init__ */
 
 static PyObject *spec_call(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames), k;
@@ -1326,7 +1364,7 @@ static PyObject *pure_merge, *pure_mapping_for_axes;
 
 #define NO_LETTER (-3) /* letter not recorded yet */
 
-/* merge_shardings(tensors): see notation._merge_shardings (the reference). Done here for ASCII
+/* merge_shardings(tensors): see notation.merge_shardings (the reference). Done here for ASCII
  * notations and int mesh dims in -1..63 that merge without conflict; anything else (a conflict, a
  * length that differs, other types) is handed to the reference, which raises or merges it. */
 static PyObject *merge_shardings(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
@@ -1399,7 +1437,7 @@ reference:
     return out;
 }
 
-/* mapping_for_axes(axes, letter_to_dim): see notation._mapping_for_axes (the reference). */
+/* mapping_for_axes(axes, letter_to_dim): see notation.mapping_for_axes (the reference). */
 static PyObject *mapping_for_axes(PyObject *module, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames) {
     PyObject *axes, *merged, *out;
     Py_ssize_t k, len, nargs = PyVectorcall_NARGS(nargsf);
@@ -1436,18 +1474,6 @@ static PyObject *mapping_for_axes(PyObject *module, PyObject *const *args, Py_ss
         PyTuple_SET_ITEM(out, k, value);
     }
     return out;
-}
-
-/* configure_notation(merge_shardings, mapping_for_axes): the references */
-static PyObject *configure_notation(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    (void)module;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "configure_notation() takes 2 arguments");
-        return NULL;
-    }
-    Py_XSETREF(pure_merge, Py_NewRef(args[0]));
-    Py_XSETREF(pure_mapping_for_axes, Py_NewRef(args[1]));
-    Py_RETURN_NONE;
 }
 
 /* ---- RuleInput.attr ---------------------------------------------------------------------------- */
@@ -1509,45 +1535,151 @@ static int keep_type(PyObject *obj, PyTypeObject **slot, const char *what) {
     return 0;
 }
 
-/* configure_types(ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, interned, interned_limit, spec_init,
- * attr_make, result_make) -> the method descriptor to install as DistTensorSpec.__init__; the last three are the
- * Python references */
+/* configure_types(ProcessMesh, InvalidSpecError, interned, interned_limit): what the stand-ins of the
+ * value types read besides their own class (types.py calls it once, before its classes) */
 static PyObject *configure_types(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "configure_types() takes 9 arguments");
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "configure_types() takes 4 arguments");
         return NULL;
     }
-    if (keep_type(args[0], &Mesh_t, "ProcessMesh") < 0 || keep_type(args[1], &Spec_t, "DistTensorSpec") < 0 ||
-        keep_type(args[2], &Attr_t, "DistAttr") < 0 || keep_type(args[3], &Result_t, "SpmdResult") < 0)
+    if (keep_type(args[0], &Mesh_t, "ProcessMesh") < 0)
         return NULL;
-    if (!PyDict_CheckExact(args[4])) {
+    if (!PyType_Check(args[1]) || !PyType_IsSubtype((PyTypeObject *)args[1], (PyTypeObject *)PyExc_Exception) ||
+        ((PyTypeObject *)args[1])->tp_new == NULL) {
+        PyErr_SetString(PyExc_TypeError, "configure_types(): the second argument must be an exception class");
+        return NULL;
+    }
+    if (refusal_type != NULL && args[1] != invalid_spec_error) { /* its instances name the class they become */
+        PyErr_SetString(PyExc_TypeError, "configure_types(): configured already with another InvalidSpecError");
+        return NULL;
+    }
+    Py_XSETREF(invalid_spec_error, Py_NewRef(args[1]));
+    if (refusal_type == NULL) { /* check's error class (see refusal_type): InvalidSpecError's layout
+                                 * exactly, so that wording can make an instance a plain InvalidSpecError */
+        PyTypeObject *base = (PyTypeObject *)args[1], *made;
+        made = (PyTypeObject *)PyType_FromSpecWithBases(&refusal_spec, args[1]);
+        if (made == NULL)
+            return NULL;
+        if (made->tp_basicsize != base->tp_basicsize || made->tp_itemsize != base->tp_itemsize ||
+            made->tp_dictoffset != base->tp_dictoffset || made->tp_weaklistoffset != base->tp_weaklistoffset ||
+            made->tp_new != ((PyTypeObject *)PyExc_BaseException)->tp_new || !(base->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+            made->tp_dictoffset <= 0) {
+            Py_DECREF(made);
+            PyErr_SetString(PyExc_TypeError, "configure_types(): InvalidSpecError must be a Python class with "
+                                             "an instance dict and BaseException's new");
+            return NULL;
+        }
+        Py_XSETREF(refusal_type, (PyObject *)made);
+    }
+    if (refusal_marker == NULL && (refusal_marker = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type)) == NULL)
+        return NULL;
+    if (!PyDict_CheckExact(args[2])) {
         PyErr_SetString(PyExc_TypeError, "interned must be a dict");
         return NULL;
     }
-    Py_XSETREF(interned, Py_NewRef(args[4]));
-    if (slot_offset(Spec_t, "shape", &off_shape) < 0 || slot_offset(Spec_t, "dims_mapping", &off_dm) < 0 ||
-        slot_offset(Spec_t, "mesh", &off_mesh) < 0 || slot_offset(Spec_t, "partial_dims", &off_partial) < 0 ||
-        slot_offset(Spec_t, "_problem", &off_problem) < 0 || slot_offset(Spec_t, "coshard", &off_coshard) < 0 ||
-        slot_offset(Spec_t, "valid_on_mesh", &off_valid) < 0 ||
-        slot_offset(Attr_t, "dims_mapping", &off_attr_dm) < 0 ||
-        slot_offset(Attr_t, "partial_dims", &off_attr_partial) < 0 || slot_offset(Attr_t, "mesh", &off_attr_mesh) < 0 ||
-        slot_offset(Result_t, "inputs", &off_inputs) < 0 || slot_offset(Result_t, "outputs", &off_outputs) < 0)
-        return NULL;
-    interned_limit = PyLong_AsSsize_t(args[5]);
+    Py_XSETREF(interned, Py_NewRef(args[2]));
+    interned_limit = PyLong_AsSsize_t(args[3]);
     if (interned_limit < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_ValueError, "interned_limit must be >= 0");
         return NULL;
     }
-    Py_XSETREF(pure_init, Py_NewRef(args[6]));
-    Py_XSETREF(pure_attr_make, Py_NewRef(args[7]));
-    Py_XSETREF(pure_result_make, Py_NewRef(args[8]));
-    Py_XSETREF(spec_init_descr, PyDescr_NewMethod(Spec_t, &spec_init_def));
-    if (spec_init_descr == NULL || PyObject_SetAttr((PyObject *)Spec_t, s_init, spec_init_descr) < 0)
+    Py_RETURN_NONE;
+}
+
+/* Set `owner`.`attr` to `value` (a class attribute): DistTensorSpec's call slot is set again after,
+ * since setting an attribute of a class may reset it. */
+static int put_attr(PyObject *owner, PyObject *attr, PyObject *value) {
+    if (PyObject_SetAttr(owner, attr, value) < 0)
+        return -1;
+    if (Spec_t != NULL && spec_init_descr != NULL)
+        Spec_t->tp_vectorcall = spec_call;
+    return 0;
+}
+
+/* stand_in(name, reference) -> the C function standing in for the module function `name`; or
+ * stand_in(name, reference, owner, attr): puts the C method `name` in place as owner.attr (owner its
+ * class, read here: the slots' offsets) and returns it. `reference` is the Python function the C hands
+ * anything off its common path to. types.c_stand_in and types.c_stand_ins call it, once per name. */
+static PyObject *stand_in(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    const char *name;
+    PyObject *reference, *owner, *attr, *out;
+    if ((nargs != 2 && nargs != 4) || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "stand_in() takes a name and a reference, then a class and an attribute");
         return NULL;
-    Spec_t->tp_vectorcall = spec_call; /* after the __init__ above: setting an attribute may reset it */
-    return Py_NewRef(spec_init_descr);
+    }
+    name = PyUnicode_AsUTF8(args[0]);
+    if (name == NULL)
+        return NULL;
+    reference = args[1];
+    if (nargs == 2) {
+        PyObject **slot;
+        const char *fn;
+        if (strcmp(name, "notation.merge_shardings") == 0)
+            slot = &pure_merge, fn = "merge_shardings";
+        else if (strcmp(name, "notation.mapping_for_axes") == 0)
+            slot = &pure_mapping_for_axes, fn = "mapping_for_axes";
+        else
+            goto unknown;
+        Py_XSETREF(*slot, Py_NewRef(reference));
+        return PyObject_GetAttrString(module, fn);
+    }
+    owner = args[2], attr = args[3];
+    if (!PyType_Check(owner) || Mesh_t == NULL) {
+        PyErr_SetString(PyExc_TypeError, "stand_in(): the owner must be a class, after configure_types()");
+        return NULL;
+    }
+    if (strcmp(name, "DistTensorSpec.__init__") == 0) {
+        if (keep_type(owner, &Spec_t, "DistTensorSpec") < 0 || slot_offset(Spec_t, "shape", &off_shape) < 0 ||
+            slot_offset(Spec_t, "dims_mapping", &off_dm) < 0 || slot_offset(Spec_t, "mesh", &off_mesh) < 0 ||
+            slot_offset(Spec_t, "partial_dims", &off_partial) < 0 ||
+            slot_offset(Spec_t, "_problem", &off_problem) < 0 || slot_offset(Spec_t, "coshard", &off_coshard) < 0 ||
+            slot_offset(Spec_t, "valid_on_mesh", &off_valid) < 0)
+            return NULL;
+        Py_XSETREF(pure_init, Py_NewRef(reference));
+        Py_XSETREF(spec_init_descr, PyDescr_NewMethod(Spec_t, &spec_init_def));
+        out = Py_XNewRef(spec_init_descr);
+    } else if (strcmp(name, "DistTensorSpec.check") == 0) {
+        if ((PyTypeObject *)owner != Spec_t || refusal_type == NULL) {
+            PyErr_SetString(PyExc_TypeError, "stand_in(): DistTensorSpec.check after its __init__");
+            return NULL;
+        }
+        Py_XSETREF(pure_check, Py_NewRef(reference));
+        out = PyDescr_NewMethod(Spec_t, &spec_check_def);
+    } else if (strcmp(name, "DistAttr.make") == 0) {
+        if (keep_type(owner, &Attr_t, "DistAttr") < 0 || slot_offset(Attr_t, "dims_mapping", &off_attr_dm) < 0 ||
+            slot_offset(Attr_t, "partial_dims", &off_attr_partial) < 0 ||
+            slot_offset(Attr_t, "mesh", &off_attr_mesh) < 0)
+            return NULL;
+        Py_XSETREF(pure_attr_make, Py_NewRef(reference));
+        out = PyObject_GetAttrString(module, "attr_make");
+    } else if (strcmp(name, "SpmdResult.make") == 0) {
+        if (keep_type(owner, &Result_t, "SpmdResult") < 0 || slot_offset(Result_t, "inputs", &off_inputs) < 0 ||
+            slot_offset(Result_t, "outputs", &off_outputs) < 0)
+            return NULL;
+        Py_XSETREF(pure_result_make, Py_NewRef(reference));
+        out = PyObject_GetAttrString(module, "result_make");
+    } else {
+        goto unknown;
+    }
+    if (out == NULL)
+        return NULL;
+    if (PyCFunction_Check(out)) { /* a static method of its class, as the reference */
+        PyObject *method = PyStaticMethod_New(out);
+        Py_DECREF(out);
+        if (method == NULL)
+            return NULL;
+        out = method;
+    }
+    if (put_attr(owner, attr, out) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+unknown:
+    PyErr_Format(PyExc_ValueError, "stand_in(): no C stand-in named %R", args[0]);
+    return NULL;
 }
 
 /* configure_rules(RuleInput, getter_mapping, as_input, valid_inputs, attr) -> the method descriptor to
@@ -1569,23 +1701,21 @@ static PyObject *configure_rules(PyObject *module, PyObject *const *args, Py_ssi
 
 static PyMethodDef methods[] = {
     {"attr_make", (PyCFunction)(void (*)(void))attr_make, METH_FASTCALL | METH_KEYWORDS,
-     "DistAttr.make(dims_mapping, partial_dims, mesh): see types._attr_make."},
+     "DistAttr.make(dims_mapping, partial_dims, mesh): see types.DistAttr.make."},
     {"result_make", (PyCFunction)(void (*)(void))result_make, METH_FASTCALL | METH_KEYWORDS,
-     "SpmdResult.make(inputs, outputs): see types._result_make."},
+     "SpmdResult.make(inputs, outputs): see types.SpmdResult.make."},
     {"valid_inputs", (PyCFunction)(void (*)(void))valid_inputs, METH_FASTCALL | METH_KEYWORDS,
      "ops.kit.tensor.valid_inputs(specs, names): see ops.kit.tensor._valid_inputs."},
     {"merge_shardings", (PyCFunction)(void (*)(void))merge_shardings, METH_FASTCALL | METH_KEYWORDS,
-     "notation.merge_shardings(tensors): see notation._merge_shardings."},
+     "notation.merge_shardings(tensors): see notation.merge_shardings."},
     {"mapping_for_axes", (PyCFunction)(void (*)(void))mapping_for_axes, METH_FASTCALL | METH_KEYWORDS,
-     "notation.mapping_for_axes(axes, letter_to_dim): see notation._mapping_for_axes."},
-    {"configure_notation", (PyCFunction)(void (*)(void))configure_notation, METH_FASTCALL,
-     "Register notation's reference functions (notation.py calls it once)."},
+     "notation.mapping_for_axes(axes, letter_to_dim): see notation.mapping_for_axes."},
     {"configure_types", (PyCFunction)(void (*)(void))configure_types, METH_FASTCALL,
-     "Register the value types (types.py calls it once)."},
-    {"configure_check", (PyCFunction)(void (*)(void))configure_check, METH_FASTCALL,
-     "Register InvalidSpecError and the reference DistTensorSpec.check (types.py calls it once)."},
+     "Register the mesh class, InvalidSpecError and the interned-attr table (types.py calls it once)."},
+    {"stand_in", (PyCFunction)(void (*)(void))stand_in, METH_FASTCALL,
+     "The C stand-in of a function marked types.c_stand_in (a method: put in place on its class)."},
     {"configure_rules", (PyCFunction)(void (*)(void))configure_rules, METH_FASTCALL,
-     "Register RuleInput and its helpers (rules/_tensor.py calls it once)."},
+     "Register RuleInput and its helpers (ops/kit/tensor.py calls it once)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1608,6 +1738,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     INTERN(s_outputs, "outputs")
     INTERN(s_optional, "optional")
     INTERN(s_init, "__init__")
+    INTERN(s_kind, "kind")
     INTERN(s_length, "length")
     INTERN(s_mesh_dim, "mesh-dim")
     INTERN(s_duplicate, "duplicate")

@@ -56,11 +56,12 @@ class Case:
     def named_inputs(self) -> dict[str, DistTensorSpec | None]:
         return dict(zip(self.spec.inputs, self.inputs, strict=True))
 
-    def call_port(self, profile: str = "paddle") -> SpmdResult:
-        """The port's answer under ``profile`` (see :func:`paddle_spmd_port.ops.registry.rule_function`)."""
-        fn = PADDLE_RULES.get(self.rule) if profile == "paddle" else None  # (the table itself: the common call)
+    def call_port(self, profile: str = "paddle", policy: str = "strict") -> SpmdResult:
+        """The port's answer under ``profile`` and the strictness ``policy`` (see
+        :func:`paddle_spmd_port.ops.registry.rule_function`)."""
+        fn = PADDLE_RULES.get(self.rule) if profile == "paddle" and policy == "strict" else None  # the common call
         if fn is None:
-            fn = rule_function(self.rule, profile)
+            fn = rule_function(self.rule, profile, policy)
         return fn(*self.inputs, *self.attr_values())
 
     def describe(self) -> str:

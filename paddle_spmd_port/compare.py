@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from .case import Case
 from .ops import RuleSpec
+from .ops.registry import strictness_of
 from .outcome import Outcome
 from .types import DistAttr, SpmdResult, mesh_dims_of
 from .validity import input_problem
@@ -52,6 +53,21 @@ CLASSES = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "
 #: (``release-lacks`` is not among them: a rule the release does not have is never counted as compared).
 COMPARED = frozenset({"match", "both-raise-same", "port-rejects-invalid", "known-difference", "native-varies",
                       "mismatch"})
+
+#: The ``port-rejects-invalid`` cases counted apart by what Paddle's *op* does with the input, as the
+#: refusal's strictness declaration says (docs/strictness.md): the op refuses it too, no program can
+#: hold it, the op accepts it, not measured; or no declaration (a check the port has not declared).
+REFUSAL_CLASSES = ("port-refuses-op-refuses", "port-refuses-op-inexpressible", "port-refuses-op-accepts",
+                   "port-refuses-op-unmeasured", "port-refuses-undeclared")
+
+
+def refusal_class(rule_key: str, port: Outcome) -> str | None:
+    """The :data:`REFUSAL_CLASSES` member of the port's refusal in ``port`` (None: not a refusal)."""
+    err = port.error
+    if err is None or not err.port_invalid:
+        return None
+    decl = strictness_of(rule_key, err.kind)
+    return "port-refuses-undeclared" if decl is None else f"port-refuses-op-{decl.op}"
 
 
 @dataclass(frozen=True)

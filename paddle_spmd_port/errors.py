@@ -14,9 +14,10 @@ Input that Paddle accepts silently, or that crashes Paddle's process (duplicate 
 a dims_mapping whose length is not the tensor rank, begin_norm_axis beyond the rank, x without a
 mesh, ...), raises :class:`InvalidSpecError`, a ``ValueError`` whose message names the argument
 and says what would be valid. The comparator reports those cases in their own class
-(``port-rejects-invalid``) and never as a match. ``DistTensorSpec.check`` raises it as
-:class:`UnwordedSpecError`, which words its message when first read and otherwise reads, prints and
-pickles as the eagerly made error.
+(``port-rejects-invalid``) and never as a match. With the C module in use,
+``DistTensorSpec.check`` raises it as a C subclass of the same name that words its message when
+first read and is from then on a plain :class:`InvalidSpecError`; until something reads it,
+``type(exc) is InvalidSpecError`` is false (test with ``isinstance``; see ``_speedups.c``).
 
 An argument of the wrong Python type (a list where a ``DistTensorSpec`` belongs, ``None`` or
 ``"1"`` for ``begin_norm_axis``, ``"abc"`` for ``epsilon``, ...) raises
@@ -32,8 +33,6 @@ These six classes are the only exceptions the rule functions raise (the fuzz tes
 """
 
 from __future__ import annotations
-
-from typing import cast
 
 
 class SpmdError(Exception):
@@ -63,66 +62,6 @@ class InvalidSpecError(SpmdError, ValueError):
     """Input Paddle would accept silently or crash on; the message names the argument and the fix."""
 
     kind = "invalid-spec"
-
-
-_ARGS = BaseException.__dict__["args"]  # the args slot itself, below the property that shadows it
-_UNWORDED = object()  # first of a lazily worded error's raw args: (_UNWORDED, spec, arg name)
-
-
-class UnwordedSpecError(InvalidSpecError):
-    """The :class:`InvalidSpecError` ``DistTensorSpec.check`` raises: it carries the spec and the
-    argument's name, and words its message the first time anything reads it (``str``, ``args``,
-    ``repr``, ``kind``, pickling), so a refusal costs about a raise (most callers catch it and only
-    count it). Once worded it holds what the eagerly made error holds -- ``args == (message,)``,
-    the instance attribute ``kind`` -- and it pickles as that plain :class:`InvalidSpecError`.
-    Named ``InvalidSpecError`` so that tracebacks and ``repr`` read as the eager one's; made the
-    ordinary way (``UnwordedSpecError(message, kind=...)``) it is an eager one."""
-
-    __slots__ = ()
-
-    def _word(self) -> None:
-        raw = _ARGS.__get__(self)
-        if len(raw) == 3 and raw[0] is _UNWORDED:
-            spec, arg = raw[1], raw[2]
-            message, kind = spec._refusal(arg)  # worded from the spec's values (immutable)
-            _ARGS.__set__(self, (message,))
-            self.__dict__["kind"] = kind
-
-    @property
-    def args(self) -> tuple[object, ...]:
-        self._word()
-        return cast("tuple[object, ...]", _ARGS.__get__(self))
-
-    @args.setter
-    def args(self, value: tuple[object, ...]) -> None:
-        self._word()
-        _ARGS.__set__(self, value)
-
-    @property
-    def kind(self) -> str:
-        self._word()
-        return cast(str, self.__dict__.get("kind", InvalidSpecError.kind))
-
-    @kind.setter
-    def kind(self, value: str) -> None:
-        self._word()
-        self.__dict__["kind"] = value
-
-    def __str__(self) -> str:
-        self._word()
-        return BaseException.__str__(self)
-
-    def __repr__(self) -> str:
-        self._word()
-        return BaseException.__repr__(self)
-
-    def __reduce__(self) -> tuple[object, ...]:
-        """As the eager error: ``InvalidSpecError(*args)`` with its instance dict (``kind``, notes)."""
-        self._word()
-        return (InvalidSpecError, _ARGS.__get__(self), dict(self.__dict__))
-
-
-UnwordedSpecError.__name__ = UnwordedSpecError.__qualname__ = "InvalidSpecError"
 
 
 class RuleNotFoundError(SpmdError, RuntimeError):

@@ -36,10 +36,10 @@ per rank, the last shard of an uneven axis smaller)::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from .errors import InvalidSpecError, ShardingConflictError
-from .types import SPEEDUPS
+from .types import c_stand_in
 
 ALPHABET = "ijklmnopqrstuvwxyz"
 FORCED_REPLICATED = "1"
@@ -62,10 +62,11 @@ def merge_axis(letter: str, new_dim: int, known_dim: int) -> int:
         f"Tensor Axis[{letter}] is Sharded by two different mesh dimension [{new_dim}] and [{known_dim}].")
 
 
-def _merge_shardings(tensors: Iterable[tuple[str, Sequence[int]]]) -> dict[str, int]:
+@c_stand_in("notation.merge_shardings")
+def merge_shardings(tensors: Iterable[tuple[str, Sequence[int]]]) -> dict[str, int]:
     """Letter -> mesh dim for all ``(axes, dims_mapping)`` pairs, Paddle's way (see module doc).
-    :data:`merge_shardings` is this function, or its C stand-in (``_speedups.merge_shardings``, which
-    hands every input it does not merge itself, conflicts included, to this one).
+    The C stand-in (``_speedups.merge_shardings``) hands every input it does not merge itself,
+    conflicts included, to this one.
 
     Each dims_mapping has one entry per letter of its axes: the rules check ranks before they
     get here, so a length that differs is the port's own error (Paddle would read a letter past
@@ -104,21 +105,15 @@ def _merge_shardings(tensors: Iterable[tuple[str, Sequence[int]]]) -> dict[str, 
     return letter_to_dim
 
 
-def _mapping_for_axes(axes: str, letter_to_dim: dict[str, int]) -> tuple[int, ...]:
+@c_stand_in("notation.mapping_for_axes")
+def mapping_for_axes(axes: str, letter_to_dim: dict[str, int]) -> tuple[int, ...]:
     """Paddle's ``GetDimsMappingForAxes``: ``'1'`` reads -1, every other letter its merged dim
-    (each letter was merged: the notations come from the same ranks). :data:`mapping_for_axes` is
-    this function or its C stand-in."""
+    (each letter was merged: the notations come from the same ranks)."""
     mapping = []  # a loop, not a comprehension: the comprehension's own frame costs more than its work here
     for letter in axes:
         mapping.append(-1 if letter == FORCED_REPLICATED else letter_to_dim[letter])
     return tuple(mapping)
 
-
-merge_shardings: Callable[[Iterable[tuple[str, Sequence[int]]]], dict[str, int]] = _merge_shardings
-mapping_for_axes: Callable[[str, dict[str, int]], tuple[int, ...]] = _mapping_for_axes
-if SPEEDUPS is not None:
-    SPEEDUPS.configure_notation(_merge_shardings, _mapping_for_axes)
-    merge_shardings, mapping_for_axes = SPEEDUPS.merge_shardings, SPEEDUPS.mapping_for_axes
 
 
 def first_claim(*mappings: Sequence[int]) -> tuple[int, ...]:

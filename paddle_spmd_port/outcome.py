@@ -218,9 +218,10 @@ _ATTR_TEXTS: dict[int, tuple[DistAttr, str]] = {}
 """id(attr) -> (it, its text); holding it keeps the id its own."""
 
 
-def port_outcome(case: Case, profile: str = "paddle") -> Outcome:
-    """The port backend: call the pure rule, turn any exception into an Outcome."""
+def port_outcome(case: Case, profile: str = "paddle", policy: str = "strict") -> Outcome:
+    """The port backend: call the pure rule (under the strictness ``policy``), turn any exception into
+    an Outcome."""
     try:
-        return Outcome(result=case.call_port(profile))
+        return Outcome(result=case.call_port(profile, policy))
     except (SpmdError, ValueError, NotImplementedError, RuntimeError, TypeError) as exc:
         return Outcome(error=ErrorInfo.from_exception(exc))

@@ -1,15 +1,15 @@
 """The data model: meshes, input specs, returned dist attrs and rule results.
 
-Everything here is a frozen dataclass, validated in ``__post_init__`` (types and values that
-can be checked without knowing which rule will read the object) or in
-:meth:`DistTensorSpec.check` (consistency against a mesh, run by every rule on every input,
-because Paddle's own classes accept such input silently and so must the spec constructor, for
-the comparator to be able to send the very same input to Paddle).
+Everything here is a frozen dataclass, validated when built (types and values that can be
+checked without knowing which rule will read the object); a spec's consistency with its mesh is
+judged when it is built too but reported by :meth:`DistTensorSpec.check`, run by every rule on
+every input, because Paddle's own classes accept such input silently and so must the spec
+constructor, for the comparator to be able to send the very same input to Paddle.
 
-When the optional C module is in use (:data:`SPEEDUPS`, :data:`CORE` ``"c"``), ``DistTensorSpec.__init__``,
-``DistAttr.make`` and ``SpmdResult.make`` are its C stand-ins, installed at the bottom of this module;
-the Python written here stays the reference (``_spec_init``, ``_attr_make``, ``_result_make``), and
-the C hands it every input it does not handle itself.
+The functions marked :func:`c_stand_in` (``DistTensorSpec.__init__`` and ``.check``, ``DistAttr.make``,
+``SpmdResult.make``) have C stand-ins in the optional C module, put in their place when it is in use
+(:data:`SPEEDUPS`, :data:`CORE` ``"c"``); the Python written here stays the reference
+(:data:`REFERENCES`), and the C hands it every input it does not handle itself.
 
 Short forms, used in reports and repros and parsed back by :func:`parse_dist_attr`::
 
@@ -36,22 +36,22 @@ import math
 import operator
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, TypeVar, cast
 
-from .errors import _UNWORDED, ArgumentTypeError, InvalidSpecError, UnwordedSpecError
-
-_unworded = BaseException.__new__  # an exception with these raw args, its __init__ not run
+from .errors import ArgumentTypeError, InvalidSpecError
 
 REPLICATED = -1
 _set = object.__setattr__
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
+_Cls = TypeVar("_Cls", bound=type)
 
 
 def _load_speedups() -> Any:
-    """The optional C module (``_speedups.c``) that stands in for the hot constructors below, or
-    ``None``: when ``PADDLE_SPMD_PORT_PURE`` is set (to anything but ``0``), or when it was not built
-    (an install without a C compiler builds none and runs this module's Python as it is)."""
+    """The optional C module (``_speedups.c``) that stands in for the hot functions marked
+    :func:`c_stand_in`, or ``None``: when ``PADDLE_SPMD_PORT_PURE`` is set (to anything but ``0``), or
+    when it was not built (an install without a C compiler builds none and runs the Python as it is)."""
     if os.environ.get("PADDLE_SPMD_PORT_PURE", "0") not in ("", "0"):
         return None
     try:
@@ -65,18 +65,51 @@ def _load_speedups() -> Any:
 SPEEDUPS: Any = _load_speedups()
 CORE = "python" if SPEEDUPS is None else "c"
 
+#: the Python reference of every C stand-in, by its name (``"DistTensorSpec.__init__"``,
+#: ``"notation.merge_shardings"``, ...), whether or not the C module is in use: tests hold each C
+#: function equal to the function here (tests/test_speedups.py)
+REFERENCES: dict[str, Callable[..., Any]] = {}
 
-#: ``_INT_ONLY.issuperset(map(type, items))``: every item is exactly an int (no bool, no int subclass, no numpy int)
-_INT_ONLY = frozenset({int})
+
+def c_stand_in(name: str) -> Callable[[_Fn], _Fn]:
+    """Mark the decorated function as the Python reference of the C module's stand-in ``name``: a C
+    function with the same answers, faster, that hands every input off its common path back to the
+    reference.
+
+    ``name`` is the qualified name of what the C replaces. A method (``"DistTensorSpec.__init__"``,
+    ``"DistAttr.make"``: a class name, capitalised, then the attribute) is put in place by the class
+    decorator :func:`c_stand_ins` once its class exists, since the C method needs the class; a
+    module's function (``"notation.merge_shardings"``) is replaced at once. Either way the Python
+    stays reachable as :data:`REFERENCES` ``[name]``. Without the C module nothing is replaced."""
+
+    def mark(fn: _Fn) -> _Fn:
+        reference = fn.__func__ if isinstance(fn, staticmethod) else fn
+        REFERENCES[name] = reference
+        if name[:1].isupper():  # a method: c_stand_ins finds the mark
+            reference.c_stand_in = name  # type: ignore[attr-defined]
+            return fn
+        return fn if SPEEDUPS is None else cast(_Fn, SPEEDUPS.stand_in(name, reference))
+
+    return mark
+
+
+def c_stand_ins(cls: _Cls) -> _Cls:
+    """Class decorator: when the C module is in use, put the C stand-in of every method of ``cls``
+    marked :func:`c_stand_in` in that method's place (the C module sets the class attribute itself:
+    a class's call slot must be set after its ``__init__``)."""
+    if SPEEDUPS is not None:
+        for attr, value in list(vars(cls).items()):
+            name = getattr(value.__func__ if isinstance(value, staticmethod) else value, "c_stand_in", None)
+            if name is not None:
+                SPEEDUPS.stand_in(name, REFERENCES[name], cls, attr)
+    return cls
 
 
 def _items(value: Iterable[Any], what: str) -> tuple[Any, ...]:
-    """``value`` as a tuple, when it is a sequence (not a str, bytes or dict); else
-    :class:`ArgumentTypeError` (a TypeError) naming ``what``."""
+    """``value`` as a tuple (the very tuple when it is one), when it is a sequence (not a str, bytes or
+    dict); else :class:`ArgumentTypeError` (a TypeError) naming ``what``."""
     if type(value) is tuple:
         return value
-    if type(value) is list:
-        return tuple(value)
     kind = f"invalid-spec:{what}:type"
     if isinstance(value, (str, bytes, dict)) or not isinstance(value, Iterable):
         raise ArgumentTypeError(f"{what} must be a sequence of ints, got {type(value).__name__} {value!r:.60}",
@@ -103,10 +136,10 @@ def _as_int(item: Any) -> int | None:
 
 
 def _int_tuple(value: Iterable[Any], what: str) -> tuple[int, ...]:
-    """``value`` as a tuple of exact ints (integers converted by :func:`_as_int`); anything else raises
-    :class:`ArgumentTypeError` (a TypeError) naming ``what``."""
+    """``value`` as a tuple of exact ints (integers converted by :func:`_as_int`; a tuple of exact ints
+    is returned as it is); anything else raises :class:`ArgumentTypeError` (a TypeError) naming ``what``."""
     items = _items(value, what)
-    if _INT_ONLY.issuperset(map(type, items)):  # the common case: already exact ints
+    if all(type(item) is int for item in items):
         return items
     out = []
     for item in items:
@@ -118,9 +151,17 @@ def _int_tuple(value: Iterable[Any], what: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _int_frozenset(value: Iterable[Any], what: str) -> frozenset[int]:
+    """``value`` as a frozenset of exact ints, as :func:`_int_tuple` converts them (a frozenset of exact
+    ints is returned as it is)."""
+    if type(value) is frozenset and all(type(item) is int for item in value):
+        return value
+    return frozenset(_int_tuple(value, what))
+
+
 MeshDims = int | tuple[int, ...]
 """One dims_mapping entry: a mesh dim, ``-1`` (replicated) or a co-shard (two or more mesh dims, in order)."""
-Mapping = tuple[MeshDims, ...]
+DimsMapping = tuple[MeshDims, ...]
 
 
 def entry_of(members: Sequence[int]) -> MeshDims:
@@ -129,27 +170,24 @@ def entry_of(members: Sequence[int]) -> MeshDims:
     return -1 if not members else members[0] if len(members) == 1 else tuple(members)
 
 
-def _mapping_tuple(value: Iterable[Any], what: str) -> Mapping:
-    """``value`` as a dims_mapping: integers (:func:`_as_int`), or sequences of them for co-sharded
-    axes (normalised by :func:`entry_of`); anything else raises :class:`ArgumentTypeError` naming ``what``."""
+def _mapping_tuple(value: Iterable[Any], what: str) -> DimsMapping:
+    """``value`` as a dims_mapping: integers (:func:`_as_int`), or ordered sequences of them for
+    co-sharded axes (tuples, lists, numpy arrays: Paddle's multi_dims_mapping takes them), normalised
+    by :func:`entry_of`; a tuple of exact ints is returned as it is. Anything else raises
+    :class:`ArgumentTypeError` naming ``what``."""
     items = _items(value, what)
-    if _INT_ONLY.issuperset(map(type, items)):  # the common case: one exact int per axis
+    if all(type(item) is int for item in items):
         return items
     out: list[MeshDims] = []
     for item in items:
-        if type(item) is int:
-            out.append(item)
-        elif isinstance(item, (tuple, list)):
+        number = _as_int(item)
+        if number is not None:
+            out.append(number)
+        elif _is_ordered(item):
             out.append(entry_of(_int_tuple(item, what)))
         else:
-            number = _as_int(item)
-            if number is None and _is_ordered(item):  # a co-shard's mesh dims as another ordered sequence (a
-                out.append(entry_of(_int_tuple(item, what)))  # numpy array: Paddle's multi_dims_mapping takes it)
-                continue
-            if number is None:
-                raise ArgumentTypeError(f"{what} must hold ints (or tuples of ints for a co-sharded axis), got "
-                                        f"{item!r:.30} in {value!r:.60}", kind=f"invalid-spec:{what}:type")
-            out.append(number)
+            raise ArgumentTypeError(f"{what} must hold ints (or tuples of ints for a co-sharded axis), got "
+                                    f"{item!r:.30} in {value!r:.60}", kind=f"invalid-spec:{what}:type")
     return tuple(out)
 
 
@@ -161,12 +199,12 @@ def mesh_dims_of(entry: MeshDims) -> tuple[int, ...]:
     return () if entry == -1 else (cast(int, entry),)
 
 
-def is_coshard(dims_mapping: Mapping) -> bool:
+def is_coshard(dims_mapping: DimsMapping) -> bool:
     """True when some axis is split along two or more mesh dims."""
     return tuple in {*map(type, dims_mapping)}
 
 
-def plain_mapping(dims_mapping: Mapping, where: str) -> tuple[int, ...]:
+def plain_mapping(dims_mapping: DimsMapping, where: str) -> tuple[int, ...]:
     """``dims_mapping`` for code that handles one mesh dim per axis only; a co-shard raises
     :class:`InvalidSpecError` naming ``where``, so such code never misreads a co-shard silently."""
     if is_coshard(dims_mapping):
@@ -270,7 +308,7 @@ class ProcessMesh:
         if type(shape) is list:  # ProcessMesh([2, 3]) as ProcessMesh((2, 3))
             shape = tuple(shape)
         if self.dim_names is None and type(shape) is tuple and shape \
-                and _INT_ONLY.issuperset(map(type, shape)) and min(shape) >= 1:
+                and all(type(size) is int for size in shape) and min(shape) >= 1:
             # the common ProcessMesh((2, 3)), or with its ids 0..n-1 spelt out: default ids and
             # names, worked out once per shape
             layout = _DEFAULT_LAYOUTS.get(shape)
@@ -279,7 +317,7 @@ class ProcessMesh:
                                                     tuple(f"d{i}" for i in range(len(shape))))
             if type(ids) is list:
                 ids = tuple(ids)
-            if ids is None or (type(ids) is tuple and ids == layout[0] and _INT_ONLY.issuperset(map(type, ids))):
+            if ids is None or (type(ids) is tuple and ids == layout[0] and all(type(i) is int for i in ids)):
                 _set(self, "shape", shape)
                 _set(self, "process_ids", layout[0])
                 _set(self, "dim_names", layout[1])
@@ -345,6 +383,13 @@ class ProcessMesh:
 
 
 _MESHES_READ: dict[tuple[Any, ...], ProcessMesh] = {}
+#: every DistAttr made by :meth:`DistAttr.make` (and its C stand-in), by value: see there
+_INTERNED: dict[tuple[Any, ...], DistAttr] = {}
+#: the interned-attr table is emptied when it grows past this many entries
+INTERNED_LIMIT = 65536
+
+if SPEEDUPS is not None:  # what the C stand-ins below read besides their own class
+    SPEEDUPS.configure_types(ProcessMesh, InvalidSpecError, _INTERNED, INTERNED_LIMIT)
 #: shape -> (default process ids, default dim names); only ever keyed by a checked tuple of ints
 _DEFAULT_LAYOUTS: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[str, ...]]] = {}
 
@@ -360,6 +405,7 @@ def format_mapping(dims_mapping: Sequence[MeshDims], partial_dims: Iterable[int]
     return text
 
 
+@c_stand_ins
 @dataclass(frozen=True, init=False, slots=True)
 class DistTensorSpec:
     """One input tensor of a rule call: its global shape and how it is distributed.
@@ -378,7 +424,7 @@ class DistTensorSpec:
 
     shape: tuple[int, ...]
     """Global shape."""
-    dims_mapping: Mapping
+    dims_mapping: DimsMapping
     """Per tensor axis: the mesh dim that splits it, -1 for replicated, or a tuple of mesh dims
     (co-shard, in shard order)."""
     mesh: ProcessMesh | None
@@ -387,185 +433,86 @@ class DistTensorSpec:
     """Mesh dims on which the tensor is Partial(SUM)."""
     _problem: str | None = field(default=None, init=False, repr=False, compare=False, hash=False)
     """Which problem :meth:`check` will report (``"length"``, ``"mesh-dim"``, ``"duplicate"``,
-    ``"partial-range"``, ``"partial-shard"``, ``"mesh"``), found once at construction; the message
-    naming it is worded from the spec's values when the error :meth:`check` raises is first read
-    (a spec that is never checked, or whose refusal is caught unread, does not pay for the text)."""
+    ``"partial-range"``, ``"partial-shard"``, ``"mesh"``), found once at construction; :meth:`check`
+    words the message (only a spec that is checked needs one)."""
     coshard: bool = field(default=False, init=False, repr=False, compare=False, hash=False)
     """True when some axis is split along two or more mesh dims (worked out at construction)."""
     valid_on_mesh: bool = field(default=False, init=False, repr=False, compare=False, hash=False)
     """True when the spec is on a mesh and passes :meth:`check`: the rules take such a spec as it is
     (worked out at construction)."""
 
+    @c_stand_in("DistTensorSpec.__init__")
     def __init__(self, shape: Iterable[int], dims_mapping: Iterable[MeshDims], mesh: ProcessMesh | None,
                  partial_dims: Iterable[int] = frozenset()) -> None:
-        # Every call form (tuples or lists, positional or keywords, partial dims given or not, numpy
-        # ints) takes the same path: each argument is made its normal form once (tuples and a
-        # frozenset of exact ints: _int_tuple and _mapping_tuple return a tuple of exact ints as it
-        # is after one type scan), then the values are judged. A spec whose values were already
-        # found valid on a mesh of that many dims (the keys hold normal forms only) skips the value
-        # checks. Written out instead of a generated __init__ + __post_init__: specs are built by
-        # the hundred thousand. Every field is set on every path (slots: a field never set would not
-        # read as its default).
-        # (the tuple and list cases of _int_tuple and _mapping_tuple written out first: a list of
-        # exact ints, as JSON gives it, is one type scan and a tuple() away)
-        # (the type scans are plain loops, not issuperset(map(type, ...)): on the short lists a spec
-        # holds a loop makes no map object and no call, which matters where no C module stands in)
-        kind: Any = type(shape)
-        if kind is list or kind is tuple:
-            for size in shape:
-                if type(size) is not int:
-                    shape = _int_tuple(shape, "DistTensorSpec.shape")
-                    break
-            else:
-                if kind is list:
-                    shape = tuple(shape)
-        else:
-            shape = _int_tuple(shape, "DistTensorSpec.shape")
-        coshard = False
-        kind = type(dims_mapping)
-        if kind is list or kind is tuple:
-            for entry in dims_mapping:
-                if type(entry) is not int:
-                    dims_mapping = _mapping_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
-                    coshard = tuple in {*map(type, dims_mapping)}
-                    break
-            else:
-                if kind is list:
-                    dims_mapping = tuple(dims_mapping)
-        else:
-            dims_mapping = _mapping_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
-            coshard = tuple in {*map(type, dims_mapping)}
-        kind = type(partial_dims)
-        if kind is not frozenset or (partial_dims and not _INT_ONLY.issuperset(map(type, partial_dims))):
-            if (kind is list or kind is tuple) and _INT_ONLY.issuperset(map(type, partial_dims)):
-                partial_dims = frozenset(partial_dims)
-            else:
-                partial_dims = frozenset(_int_tuple(partial_dims, "partial_dims"))
-        if TYPE_CHECKING:  # normal forms now (no cast call at run time: this is the hottest path)
-            shape, partial_dims = cast("tuple[int, ...]", shape), cast("frozenset[int]", partial_dims)
-            dims_mapping = cast(Mapping, dims_mapping)
-        if type(mesh) is ProcessMesh:
-            n = len(mesh.shape)
-            key = (shape, dims_mapping, partial_dims, n)
-            if key in _VALID_ON_MESH:
-                valid = True
-            elif shape and min(shape) < 0:
-                raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
-            else:
-                valid = False
-                if not coshard and len(dims_mapping) == len(shape):
-                    # the common valid spec, decided in one pass as _find_problem's first test: every
-                    # entry -1 or a mesh dim, none twice, every partial dim a mesh dim that splits no axis
-                    ints: tuple[int, ...] = dims_mapping  # type: ignore[assignment]  # no co-shard: exact ints
-                    used = [m for m in ints if m != -1]
-                    if not used or (min(used) >= 0 and max(used) < n and len(set(used)) == len(used)):
-                        valid = True
-                        for p in partial_dims:  # a loop, not all(...): no generator for the usual empty set
-                            if not 0 <= p < n or p in used:
-                                valid = False
-                                break
-                if valid:
-                    if len(_VALID_ON_MESH) > 100_000:
-                        _VALID_ON_MESH.clear()
-                    _VALID_ON_MESH.add(key)
-            if valid:  # every field written here, once: the most frequent path of all
-                _SET_SHAPE(self, shape)
-                _SET_DIMS_MAPPING(self, dims_mapping)
-                _SET_MESH(self, mesh)
-                _SET_PARTIAL_DIMS(self, partial_dims)
-                _SET_PROBLEM(self, None)
-                _SET_COSHARD(self, coshard)
-                _SET_VALID_ON_MESH(self, True)
-                return
-        else:
-            if shape and min(shape) < 0:
-                raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
-            if mesh is not None and not isinstance(mesh, ProcessMesh):
-                raise ArgumentTypeError(
-                    f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(mesh).__name__}",
-                    kind="invalid-spec:mesh:type")
-        _fill_spec(self, shape, dims_mapping, mesh, partial_dims, coshard, False)
-        problem = self._find_problem()
-        if problem is not None:  # (what only: worded when check's error is read)
-            _set(self, "_problem", problem)
-        elif mesh is not None:  # a mesh of a ProcessMesh subclass, or a co-shard: valid after all
-            if len(_VALID_ON_MESH) > 100_000:
-                _VALID_ON_MESH.clear()
-            _VALID_ON_MESH.add((shape, dims_mapping, partial_dims, len(mesh.shape)))
-            _set(self, "valid_on_mesh", True)
+        # each argument in its normal form (tuples and a frozenset of exact ints), then the types and
+        # values that are wrong whatever the mesh, then the spec judged on its mesh (_first_problem),
+        # once: a spec is immutable, and check() reports what was found here
+        shape = _int_tuple(shape, "DistTensorSpec.shape")
+        dims_mapping = _mapping_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
+        partial_dims = _int_frozenset(partial_dims, "partial_dims")
+        if any(size < 0 for size in shape):
+            raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
+        if mesh is not None and not isinstance(mesh, ProcessMesh):
+            raise ArgumentTypeError(f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(mesh).__name__}",
+                                    kind="invalid-spec:mesh:type")
+        _set(self, "shape", shape)
+        _set(self, "dims_mapping", dims_mapping)
+        _set(self, "mesh", mesh)
+        _set(self, "partial_dims", partial_dims)
+        _set(self, "coshard", is_coshard(dims_mapping))
+        problem = self._first_problem("")
+        _set(self, "_problem", None if problem is None else problem[0])
+        _set(self, "valid_on_mesh", mesh is not None and problem is None)
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
 
+    @c_stand_in("DistTensorSpec.check")
     def check(self, arg: str) -> None:
         """Reject what Paddle accepts silently or crashes on; ``arg`` is the argument's name.
 
-        The spec is judged once, when it is built (it is immutable); this reports it. The error is
-        an :class:`~.errors.UnwordedSpecError`: its message is worded (:meth:`_refusal`) when first
-        read, so a refusal that is only counted costs a raise."""
-        if self._problem is not None:
-            if type(arg) is str:
-                raise _unworded(UnwordedSpecError, _UNWORDED, self, arg)
-            message, kind = self._refusal(arg)  # an odd name (a str subclass, ...): worded now, as given
-            raise InvalidSpecError(message, kind=kind)
+        The spec is judged once, when it is built (it is immutable); this reports what was found:
+        an :class:`~.errors.InvalidSpecError` naming ``arg`` and the problem."""
+        if self._problem is not None:  # found on these (immutable) values: worded from them again
+            _, message = cast("tuple[str, str]", self._first_problem(arg))
+            raise InvalidSpecError(message, kind=f"invalid-spec:{arg}:{self._problem}")
 
-    def _refusal(self, arg: str) -> tuple[str, str]:
-        """The message and kind of the InvalidSpecError :meth:`check` raises for ``arg`` (worded
-        from the values: the problem is found again)."""
-        found = self._first_problem(word=True)  # (what, template)
-        return found[1].format(arg=arg), f"invalid-spec:{arg}:{self._problem}"  # type: ignore[index]
-
-    def _find_problem(self) -> str | None:
-        dm, mesh, partial = self.dims_mapping, self.mesh, self.partial_dims
-        if mesh is not None and not self.coshard and len(dm) == len(self.shape):
-            # the common valid spec, decided in one pass: every entry -1 or a mesh dim, none twice,
-            # every partial dim a mesh dim that splits no axis
-            used = [m for m in cast("tuple[int, ...]", dm) if m != -1]
-            n = len(mesh.shape)
-            if (not used or (min(used) >= 0 and max(used) < n and len(set(used)) == len(used))) \
-                    and all(0 <= p < n and p not in used for p in partial):
-                return None
-        problem = self._first_problem(word=False)
-        return None if problem is None else problem[0]
-
-    def _first_problem(self, word: bool) -> tuple[str, str] | None:
-        """The first problem of the spec, in a fixed order (mesh, length, range, duplicates, partial):
-        ``(what, template)``, the template the message of :meth:`check` (``{arg}`` its argument's
-        name), formatted only when ``word`` (else ``""``: construction needs only ``what``)."""
+    def _first_problem(self, arg: str) -> tuple[str, str] | None:
+        """The first problem of the spec, in a fixed order (mesh, length, range, duplicates,
+        partial), as ``(what, message)``: ``what`` names it (``"length"``, ``"mesh-dim"``,
+        ``"duplicate"``, ``"partial-range"``, ``"partial-shard"``, ``"mesh"``; the end of the error's
+        ``kind``), the message starts with ``arg``, the argument's name; ``None`` when the spec is
+        valid."""
         mesh, dm = self.mesh, self.dims_mapping
         if mesh is None:
             if dm or self.partial_dims:
-                return "mesh", "{arg}: a dims_mapping or partial dims need a mesh; give {arg} a ProcessMesh"
+                return "mesh", f"{arg}: a dims_mapping or partial dims need a mesh; give {arg} a ProcessMesh"
             return None
         n = len(mesh.shape)
         if len(dm) != len(self.shape):
-            return "length", (f"{{arg}}: dims_mapping {format_mapping(dm)} has {len(dm)} entries but the "
-                              f"shape {list(self.shape)} has rank {len(self.shape)}; give one entry per tensor "
-                              "axis" if word else "")
+            return "length", (f"{arg}: dims_mapping {format_mapping(dm)} has {len(dm)} entries but the "
+                              f"shape {list(self.shape)} has rank {len(self.shape)}; give one entry per tensor axis")
         used: list[int] = []
         for entry in dm:
             co = type(entry) is tuple
-            for m in cast("tuple[int, ...]", entry) if co else (cast(int, entry),):
+            for m in mesh_dims_of(entry):
                 if not -1 <= m < n or (m == -1 and co):
-                    if not word:
-                        return "mesh-dim", ""
                     where = f"co-shard {_entry_text(entry)}" if co else f"mesh dim {m}"
-                    return "mesh-dim", (f"{{arg}}: dims_mapping {format_mapping(dm)} uses {where}, but the mesh "
+                    return "mesh-dim", (f"{arg}: dims_mapping {format_mapping(dm)} uses {where}, but the mesh "
                                         f"{mesh} has dims 0..{n - 1}; use -1 (replicated), a dim in that range, "
                                         "or a tuple of distinct dims in that range (co-shard)")
                 if m != -1:
                     used.append(m)
         if len(used) != len(set(used)):
-            return "duplicate", (f"{{arg}}: dims_mapping {format_mapping(dm)} splits along the same mesh dim twice; "
-                                 "each mesh dim may shard at most one axis, once" if word else "")
+            return "duplicate", (f"{arg}: dims_mapping {format_mapping(dm)} splits along the same mesh dim "
+                                 "twice; each mesh dim may shard at most one axis, once")
         for p in sorted(self.partial_dims):
             if not 0 <= p < n:
-                return "partial-range", (f"{{arg}}: partial dim {p} is outside the mesh {mesh} (dims 0..{n - 1})"
-                                         if word else "")
+                return "partial-range", f"{arg}: partial dim {p} is outside the mesh {mesh} (dims 0..{n - 1})"
             if p in used:
-                return "partial-shard", (f"{{arg}}: mesh dim {p} both shards an axis and is partial; "
-                                         "a mesh dim is either Shard or Partial" if word else "")
+                return "partial-shard", (f"{arg}: mesh dim {p} both shards an axis and is partial; "
+                                         "a mesh dim is either Shard or Partial")
         return None
 
     def __str__(self) -> str:
@@ -590,42 +537,24 @@ class DistTensorSpec:
         return spec
 
 
-#: the slots' own setters (a frozen class: no plain assignment; these skip object.__setattr__'s name lookup)
-_SET_SHAPE, _SET_DIMS_MAPPING, _SET_MESH, _SET_PARTIAL_DIMS, _SET_PROBLEM, _SET_COSHARD, _SET_VALID_ON_MESH = (
-    DistTensorSpec.__dict__[name].__set__
-    for name in ("shape", "dims_mapping", "mesh", "partial_dims", "_problem", "coshard", "valid_on_mesh"))
-
-
-def _fill_spec(spec: DistTensorSpec, shape: tuple[int, ...], dims_mapping: Mapping, mesh: ProcessMesh | None,
-               partial_dims: frozenset[int], coshard: bool, valid_on_mesh: bool) -> None:
-    """Write every field of a spec under construction (``_problem`` None: the caller sets it when
-    there is one)."""
-    _set(spec, "shape", shape)
-    _set(spec, "dims_mapping", dims_mapping)
-    _set(spec, "mesh", mesh)
-    _set(spec, "partial_dims", partial_dims)
-    _set(spec, "_problem", None)
-    _set(spec, "coshard", coshard)
-    _set(spec, "valid_on_mesh", valid_on_mesh)
-
-
-def _mapping_to_json(dims_mapping: Mapping) -> list[Any]:
+def _mapping_to_json(dims_mapping: DimsMapping) -> list[Any]:
     """A dims_mapping as JSON: a co-shard is a nested list (``[[0, 1], -1]``)."""
     return [list(e) if type(e) is tuple else e for e in dims_mapping]
 
 
-def _mapping_from_json(items: list[Any]) -> Mapping:
+def _mapping_from_json(items: list[Any]) -> DimsMapping:
     """A dims_mapping read back from JSON, where a co-shard is a nested list."""
     if list in {*map(type, items)}:
         return tuple(tuple(m) if type(m) is list else m for m in items)
     return tuple(items)
 
 
+@c_stand_ins
 @dataclass(frozen=True, slots=True)
 class DistAttr:
     """One dist attr of a rule's answer (an input's wanted distribution, or an output's)."""
 
-    dims_mapping: Mapping
+    dims_mapping: DimsMapping
     """As :attr:`DistTensorSpec.dims_mapping` (a co-shard is a tuple of mesh dims)."""
     partial_dims: frozenset[int] = field(default_factory=frozenset)
     """Mesh dims with a pending Partial(SUM); the rules here never use another reduce type."""
@@ -639,7 +568,8 @@ class DistAttr:
             object.__setattr__(self, "partial_dims", frozenset(self.partial_dims))
 
     @staticmethod
-    def make(dims_mapping: Mapping, partial_dims: frozenset[int], mesh: ProcessMesh | None) -> DistAttr:
+    @c_stand_in("DistAttr.make")
+    def make(dims_mapping: DimsMapping, partial_dims: frozenset[int], mesh: ProcessMesh | None) -> DistAttr:
         """Fast constructor for the rules' hot path: the arguments must already be a tuple and a
         frozenset. Attrs are immutable values, so equal ones are shared: interned by value, so a new
         but equal mesh finds the same attrs. The key holds the mesh's stored hash, an int, instead of
@@ -700,20 +630,10 @@ class DistAttr:
         return DistAttr.make(_mapping_from_json(data["dims_mapping"]), frozenset(data["partial_dims"]), mesh)
 
 
-_INTERNED: dict[tuple[Any, ...], DistAttr] = {}
-#: the interned-attr table is emptied when it grows past this many entries (by DistAttr.make and its C stand-in)
-INTERNED_LIMIT = 65536
-#: (shape, dims_mapping, partial dims, mesh ndim) of specs on a mesh already found valid (sizes
-#: non-negative, :meth:`DistTensorSpec.check` passes); the keys hold checked ints only (tuples of
-#: them for a co-shard, in normal form), so no float or bool can pass for an int here
-_VALID_ON_MESH: set[tuple[tuple[int, ...], Mapping, frozenset[int], int]] = set()
-
-
 def clear_caches() -> None:
-    """Empty the tables of interned attrs and of spec values found valid (a benchmark starts each
-    timed loop cold, so that no loop gains from work an earlier one did)."""
+    """Empty the table of interned attrs (a benchmark starts each timed loop cold, so that no loop
+    gains from work an earlier one did)."""
     _INTERNED.clear()
-    _VALID_ON_MESH.clear()
 
 
 _SPECS_READ: dict[tuple[Any, ...], DistTensorSpec] = {}
@@ -722,7 +642,7 @@ _ATTR_RE = re.compile(r"^\s*\[(?P<dm>[-\d,\s()]*)\](?:\s*P\{(?P<p>[\d,\s]*)\})?(
 _ENTRY_RE = re.compile(r"\s*(?:\((?P<co>[-\d,\s]*)\)|(?P<m>-?\d+))\s*(?:,|$)")
 
 
-def _parse_mapping(text: str) -> Mapping:
+def _parse_mapping(text: str) -> DimsMapping:
     entries: list[MeshDims] = []
     pos = 0
     while text[pos:].strip():
@@ -747,6 +667,7 @@ def parse_dist_attr(text: str, mesh: ProcessMesh | None = None) -> DistAttr:
     return DistAttr(dm, partial, None if match["nomesh"] else mesh)
 
 
+@c_stand_ins
 @dataclass(frozen=True, slots=True)
 class SpmdResult:
     """A rule's answer: the dist attrs it wants for its inputs and those it gives its outputs,
@@ -766,6 +687,7 @@ class SpmdResult:
             object.__setattr__(self, "outputs", tuple(self.outputs))
 
     @staticmethod
+    @c_stand_in("SpmdResult.make")
     def make(inputs: tuple[DistAttr, ...], outputs: tuple[DistAttr, ...]) -> SpmdResult:
         """Fast constructor for the rules' hot path (both arguments already tuples)."""
         result = object.__new__(SpmdResult)
@@ -792,26 +714,3 @@ class SpmdResult:
     def from_json(cls, data: dict[str, Any]) -> SpmdResult:
         read = DistAttr.from_json
         return SpmdResult.make(tuple([read(a) for a in data["inputs"]]), tuple([read(a) for a in data["outputs"]]))
-
-
-# --- the C stand-ins ----------------------------------------------------------------------------
-#: the Python constructors as written above: the reference the C module is tested against
-#: (tests/test_speedups.py), and what it hands every spec off its common path to
-_spec_init = DistTensorSpec.__init__
-_spec_check = DistTensorSpec.check
-_spec_refusal = DistTensorSpec._refusal
-_attr_make = DistAttr.make
-_result_make = SpmdResult.make
-
-if SPEEDUPS is not None:
-    # DistTensorSpec.__init__ becomes a C method that builds every spec of an ordinary call form
-    # itself and calls _spec_init for anything else (configure_types installs it, and the class call
-    # that runs it without packing the arguments into a tuple and a dict); DistTensorSpec.check a C
-    # method that raises as _spec_check does; make() of DistAttr and SpmdResult C functions that
-    # intern into the same _INTERNED table. Everything else of the classes stays as written above.
-    SPEEDUPS.configure_types(ProcessMesh, DistTensorSpec, DistAttr, SpmdResult, _INTERNED, INTERNED_LIMIT,
-                             _spec_init, _attr_make, _result_make)
-    # installs DistTensorSpec.check and ._refusal, the same way
-    SPEEDUPS.configure_check(UnwordedSpecError, _UNWORDED, _spec_check, _spec_refusal)
-    DistAttr.make = staticmethod(SPEEDUPS.attr_make)  # type: ignore[method-assign]
-    SpmdResult.make = staticmethod(SPEEDUPS.result_make)  # type: ignore[method-assign]

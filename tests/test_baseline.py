@@ -194,19 +194,20 @@ def test_an_interrupted_write_leaves_no_temp_file_and_the_partial_report_is_writ
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     diff = _many_changes(tmp_path)
     out = tmp_path / "r"
-    real, written = baseline.Change.json_line, []
+    # (the changes are written line by line from the diff's spill: a signal arrives at the sixth line)
+    real, written = gzip.GzipFile.write, []
 
-    def stop(self: baseline.Change) -> str:
+    def stop(self: gzip.GzipFile, data: bytes) -> int:
         if len(written) == 5:
-            raise KeyboardInterrupt  # (a signal arriving while the cases are written)
-        written.append(self)
-        return real(self)
+            raise KeyboardInterrupt
+        written.append(data)
+        return real(self, data)
 
-    monkeypatch.setattr(baseline.Change, "json_line", stop)
+    monkeypatch.setattr(gzip.GzipFile, "write", stop)
     with pytest.raises(KeyboardInterrupt):
         write_diff(diff, out, OLD, SELECTION, "SIGTERM")
     assert list(out.iterdir()) == []  # no temp file, no half cases file
-    monkeypatch.setattr(baseline.Change, "json_line", real)
+    monkeypatch.setattr(gzip.GzipFile, "write", real)
     write_diff(diff, out, OLD, SELECTION, "SIGTERM")
     data = json.loads((out / "baseline.json").read_text())
     assert data["status"].startswith("INTERRUPTED by SIGTERM")

@@ -337,3 +337,36 @@ def test_infer_a_slice_raising_a_runtime_error_is_exit_4_not_backend_unavailable
         "infer", "layer_norm", "--backend", "registry", "--mesh", "2", "--x-shape", "4,8", "--x-mapping", "0,-1"],
         error="RuntimeError")
     assert_one_line(proc, tmp, "infer", "RuntimeError")
+
+
+#: The baseline diff's cases file cannot be written (a writer of ours failing after every case was compared).
+DIFF_WRITE = '''
+from paddle_spmd_port.parity import baseline
+assert hasattr(baseline.Diff, "write_cases")
+def write_cases(self, path):
+    fault(0)
+baseline.Diff.write_cases = write_cases
+'''
+
+
+@pytest.mark.native
+def test_parity_a_writer_failing_after_the_last_case_rewrites_the_report_as_ended_by_it(tmp_path):
+    # every case compared, then the diff's writer fails: the report must not say PASS beside an exit 4
+    skip_if_compiled_unreachable()
+    saved, report = tmp_path / "saved.jsonl.gz", tmp_path / "r"
+    argv = ["parity", "--quiet", "--rules", "layer_norm_grad", "--backend", "compiled", "--max-cases", "60",
+            "--report-dir", str(report)]
+    first = subprocess.run([sys.executable, "-m", "paddle_spmd_port", *argv, "--save-baseline", str(saved)],
+                           cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert first.returncode == 0, first.stderr[-2000:]
+    proc, tmp = run_with_fault(tmp_path, DIFF_WRITE, [*argv, "--replace-report", "--baseline", str(saved)])
+    line = assert_one_line(proc, tmp, "parity")  # (TMPDIR: the diff's spill files are gone with it)
+    assert f"partial report in {report / 'parity.md'}" in line, line
+    assert "the baseline diff could not be written (KeyError: " in line and line.count(PLANTED) == 2, line
+    md = (report / "parity.md").read_text()
+    assert md.startswith("**INTERRUPTED by an internal error (KeyError: ") and PLANTED in md.splitlines()[0], md[:300]
+    data = json.loads((report / "parity.json").read_text())
+    assert data["status"].startswith("INTERRUPTED by an internal error (KeyError: ")
+    assert _compared(data) == 60  # every case was compared before the error
+    assert not [p.name for p in report.iterdir() if p.name.startswith(".")], "temp files in the report dir"
+    assert saved.is_file() and not [p for p in tmp_path.iterdir() if p.name.startswith(".saved")]

@@ -455,6 +455,8 @@ def test_two_ranks_one_d_mesh_through_the_cli(tmp_path):
         return next(t for t in by_id[cid]["tensors"] if t["name"] == name)
 
     assert by_id["m0"]["verdict"] == "agree"
+    assert by_id["m0"]["comm"]["verdict"] == "agree" and by_id["m0"]["pir"]["verdict"] == "agree"
+    assert all(c["pir"] is not None and c["comm"] is not None for c in report["cases"])
     assert tensor("m0", "out")["observed"] == ["S(0)"] and tensor("m0", "weight_grad")["observed"] == ["P"]
     assert tensor("m0", "weight_grad")["rel_err"] <= 1e-5
     assert by_id["m1"]["verdict"] == "Paddle error" and "ndim of scale" in by_id["m1"]["reasons"][0]
@@ -489,9 +491,18 @@ def test_four_ranks_two_by_two_mesh(tmp_path):
         assert session.finished_ranks() == [0, 1, 2, 3]
         assert _leftovers(session.launch.job_id) == []
         report = build_report(cases, session.case_records(), [0, 1, 2, 3], {})
-        unexpected = [(v.case.case_id, v.case.describe(), v.verdict, v.reasons) for v in report.unexpected]
+        unexpected = [(v.case.case_id, v.case.describe(), v.verdict, v.reasons) for v in report.verdicts
+                      if not v.expected]
         assert not unexpected
         v = {x.case.case_id: x for x in report.verdicts}
+        # communication: the N-D all-gather of m2 as predicted, function by function; m1 keeps axis 0
+        # on mesh dim 0 and gathers only axis 2; no case's reshards differ unexplained
+        m2 = v["m2"].comm
+        assert m2 is not None and m2.verdict == "agree", m2.reasons
+        assert [e.calls for e in m2.observed["forward"] if e.tensor == "x"] == [(("SToRReshard", 1),
+                                                                                ("SToRReshard", 0))]
+        assert [e.calls for e in v["m1"].comm.observed["forward"] if e.tensor == "x"] == [(("SToRReshard", 1),)]
+        assert [(x.case.case_id, x.comm.reasons) for x in report.verdicts if x.comm and not x.comm.expected] == []
         t = {c.name: c for c in v["m0"].tensors}
         assert t["out"].observed == ("S(0)", "S(1)") and t["weight_grad"].observed == ("P", "P")
         assert t["out"].observed_local == (2, 3, 8) and t["weight_grad"].numerics_ok

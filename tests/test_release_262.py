@@ -156,21 +156,17 @@ def test_a_case_only_the_lacking_route_could_express_is_lacking_not_uncompared()
     assert (cov.compared, cov.lacking, cov.uncompared) == (1, 2, 4)
     assert sum(cov.lacking_reasons().values()) == 2 and all(
         "lacks it" in why and "unreachable" in why for why in cov.lacking_reasons())
-    from paddle_spmd_port.parity.merge import _Coverage
-
     data = cov.to_json()
-    back = _Coverage.of("batch_norm", data["selected"], 10, cov.routes, data["compared"], data["uncompared_reasons"],
-                        data["lacking_reasons"])
+    back = RuleCoverage.counted("batch_norm", data["selected"], 10, cov.routes, data["compared"],
+                                data["uncompared_reasons"], data["lacking_reasons"])
     assert (back.compared, back.lacking, back.uncompared) == (1, 2, 4)
 
 
 def test_a_merge_keeps_the_lacking_cases_apart(tmp_path):
-    from paddle_spmd_port.parity.merge import _Coverage
-
     cov = _coverage([["match", LACKS], [LACKS, LACKS], [LACKS, "not-run"], ["not-run", "not-run"]])
     data = cov.to_json()
-    back = _Coverage.of("batch_norm", data["selected"], 10, cov.routes, data["compared"], data["uncompared_reasons"],
-                        data["lacking_reasons"])
+    back = RuleCoverage.counted("batch_norm", data["selected"], 10, cov.routes, data["compared"],
+                                data["uncompared_reasons"], data["lacking_reasons"])
     assert (back.compared, back.lacking, back.uncompared) == (cov.compared, cov.lacking, cov.uncompared) == (1, 1, 2)
 
 

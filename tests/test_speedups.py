@@ -1,8 +1,8 @@
 """The C stand-ins (``paddle_spmd_port/_speedups.c``) held to their Python references.
 
 The C module replaces hot functions when it is built; the Python originals stay as references
-(``types._spec_init``, ``types._attr_make``, ``types._result_make``, ``notation._merge_shardings``,
-``notation._mapping_for_axes``, ``ops.kit.tensor._valid_inputs``, ``RuleInput._attr``). Every test
+(``types.REFERENCES``, by the name each is marked with, ``@c_stand_in(name)``; and
+``ops.kit.tensor._valid_inputs``, ``RuleInput._attr``). Every test
 here runs the installed function and its reference on the same values and compares all that can be
 observed: the exception (type, str, ``kind``) or the value, with the type of every part spelt out
 (an int subclass, a bool or a list is not an int or a tuple), identities where the reference keeps
@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,9 @@ from paddle_spmd_port.ops.kit.tensor import RuleInput
 from paddle_spmd_port.types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
 
 ROOT = Path(__file__).resolve().parents[1]
+SPEC_INIT, SPEC_CHECK = types.REFERENCES["DistTensorSpec.__init__"], types.REFERENCES["DistTensorSpec.check"]
+ATTR_MAKE, RESULT_MAKE = types.REFERENCES["DistAttr.make"], types.REFERENCES["SpmdResult.make"]
+MERGE, MAPPING_FOR_AXES = types.REFERENCES["notation.merge_shardings"], types.REFERENCES["notation.mapping_for_axes"]
 PURE_ON_PURPOSE = os.environ.get("PADDLE_SPMD_PORT_PURE", "0") not in ("", "0")
 C_IN_USE = types.SPEEDUPS is not None
 needs_c = pytest.mark.skipif(
@@ -61,7 +65,8 @@ def test_c_module_is_in_use():
     assert types.SPEEDUPS is not None and types.CORE == "c", \
         "paddle_spmd_port._speedups is not in use: build it (pip install -e .) or set PADDLE_SPMD_PORT_PURE=1"
     sp = types.SPEEDUPS
-    assert DistTensorSpec.__init__ is not types._spec_init and DistTensorSpec.check is not types._spec_check
+    assert DistTensorSpec.__init__ is not SPEC_INIT and DistTensorSpec.check is not SPEC_CHECK
+    assert type(DistTensorSpec.__init__) is type(DistTensorSpec.check) is type(list.append)  # C methods
     assert DistAttr.make is sp.attr_make and SpmdResult.make is sp.result_make
     assert notation.merge_shardings is sp.merge_shardings and notation.mapping_for_axes is sp.mapping_for_axes
     assert _tensor.valid_inputs is sp.valid_inputs and RuleInput.attr is not RuleInput._attr
@@ -71,8 +76,55 @@ def test_pure_means_the_references_are_installed():
     if C_IN_USE:
         pytest.skip("the C module is in use")
     assert types.CORE == "python"
-    assert DistTensorSpec.__init__ is types._spec_init and DistAttr.make is types._attr_make
-    assert notation.merge_shardings is notation._merge_shardings and _tensor.valid_inputs is _tensor._valid_inputs
+    assert DistTensorSpec.__init__ is SPEC_INIT and DistAttr.make is ATTR_MAKE
+    assert DistTensorSpec.check is SPEC_CHECK and SpmdResult.make is RESULT_MAKE
+    assert notation.merge_shardings is MERGE and notation.mapping_for_axes is MAPPING_FOR_AXES
+    assert _tensor.valid_inputs is _tensor._valid_inputs
+
+
+def _installed(name: str) -> Any:
+    """What a name marked ``@c_stand_in(name)`` is now: ``"DistTensorSpec.__init__"`` read from the
+    class in types.py, ``"notation.merge_shardings"`` from the module."""
+    owner, attr = name.rsplit(".", 1)
+    return getattr(notation if owner == "notation" else getattr(types, owner), attr)
+
+
+def test_every_marked_function_is_stood_in_or_left_as_written():
+    """Every function marked @c_stand_in is its C stand-in when the C module is in use (a mark
+    without its class's @c_stand_ins, say, would leave the Python in place), and the reference
+    itself when not."""
+    assert sorted(types.REFERENCES) == ["DistAttr.make", "DistTensorSpec.__init__", "DistTensorSpec.check",
+                                        "SpmdResult.make", "notation.mapping_for_axes", "notation.merge_shardings"]
+    for name, reference in types.REFERENCES.items():
+        now = _installed(name)
+        if C_IN_USE:
+            assert now is not reference and not hasattr(now, "__code__"), f"{name} is not its C stand-in"
+        else:
+            assert now is reference, f"{name} is not its Python reference"
+
+
+def test_a_mark_left_without_its_class_decorator_is_caught():
+    """Planted defect: a class whose method is marked but which lacks @c_stand_ins keeps the Python;
+    the check above (read on that class) would see it."""
+    @dataclass(frozen=True)
+    class Unstood:
+        @types.c_stand_in("Unstood.method")
+        def method(self) -> None:
+            return None
+
+    try:
+        assert Unstood.method is types.REFERENCES["Unstood.method"]
+        assert hasattr(Unstood.method, "__code__")  # the Python function: what the check above rejects
+    finally:
+        del types.REFERENCES["Unstood.method"]
+
+
+@needs_c
+def test_an_unknown_stand_in_name_is_refused():
+    with pytest.raises(ValueError, match="no C stand-in named"):
+        types.SPEEDUPS.stand_in("DistTensorSpec.nothing", lambda self: None, DistTensorSpec, "nothing")
+    with pytest.raises(ValueError, match="no C stand-in named"):
+        types.SPEEDUPS.stand_in("notation.nothing", lambda: None)
 
 
 # --------------------------------------------------------------------------- observing a value
@@ -129,11 +181,13 @@ def typed(value: Any) -> Any:
 
 
 def outcome(call: Any) -> tuple[Any, ...]:
-    """``("raises", type, str, kind, args, attributes)`` or ``("returns", value)``."""
+    """``("raises", class, str, kind, args, attributes)`` or ``("returns", value)``. The class is
+    ``exc.__class__``, the class a caller reads: a refusal C's check raised is of a subclass until
+    anything of it is read (test_unread_refusal_is_a_subclass_until_read holds that apart)."""
     try:
         value = call()
     except Exception as exc:  # any exception is an observable to compare
-        return ("raises", type(exc), _ADDRESS.sub(" at 0x?", str(exc)), getattr(exc, "kind", None),
+        return ("raises", exc.__class__, _ADDRESS.sub(" at 0x?", str(exc)), getattr(exc, "kind", None),
                 tuple(_ADDRESS.sub(" at 0x?", repr(a)) for a in exc.args), sorted(vars(exc)))
     return ("returns", value)
 
@@ -181,7 +235,7 @@ def build_installed(*args: Any, **kw: Any) -> DistTensorSpec:
 
 def build_reference(*args: Any, **kw: Any) -> DistTensorSpec:
     obj = object.__new__(DistTensorSpec)
-    types._spec_init(obj, *args, **kw)
+    SPEC_INIT(obj, *args, **kw)
     return obj
 
 
@@ -211,7 +265,7 @@ def spec_view(spec: DistTensorSpec, check: Any = None) -> dict[str, Any]:
 def spec_pair_difference(a: Any, b: Any) -> str | None:
     if a[0] != "returns" or b[0] != "returns":
         return None if a == b else f"outcomes differ:\n  installed {a!r}\n  reference {b!r}"
-    va, vb = spec_view(a[1]), spec_view(b[1], check=types._spec_check)  # the reference: its own check
+    va, vb = spec_view(a[1]), spec_view(b[1], check=SPEC_CHECK)  # the reference: its own check
     for key in va:
         if va[key] != vb[key]:
             return f"{key} differs:\n  installed {va[key]!r}\n  reference {vb[key]!r}"
@@ -224,8 +278,8 @@ def spec_pair_difference(a: Any, b: Any) -> str | None:
 
 def spec_difference(build: Any, reference: Any, make_args: Any) -> str | None:
     """Build the spec of ``make_args()`` (a fresh ``(args, kwargs)`` per build) with ``build`` and
-    ``reference``, cold (caches cleared before each) and warm (the reference's table of valid specs
-    already holding it); None when every observable matches."""
+    ``reference``, cold (caches cleared before each) and warm (each built a second time); None when
+    every observable matches."""
     types.clear_caches()
     installed = outcome(lambda: _call(build, make_args))
     types.clear_caches()
@@ -410,7 +464,7 @@ def _check_specs() -> list[Any]:
     object.__setattr__(odd_kind, "_problem", StrSub("duplicate"))
     unset = object.__new__(DistTensorSpec)  # no field set: the reference raises AttributeError
     sub = object.__new__(SpecSub)
-    types._spec_init(sub, (8, 6), (0, 0), M23)
+    SPEC_INIT(sub, (8, 6), (0, 0), M23)
     return specs + [odd, other, odd_kind, unset, sub]
 
 
@@ -424,11 +478,11 @@ def _builds(row: Any) -> bool:
 
 @needs_c
 def test_spec_check_raises_as_reference():
-    """DistTensorSpec.check (C) against types._spec_check on specs of every kind and odd arguments."""
+    """DistTensorSpec.check (C) against SPEC_CHECK on specs of every kind and odd arguments."""
     for spec in _check_specs():
         for args, kw in CHECK_ARGS:
             diff = call_difference(lambda spec=spec, args=args, kw=kw: DistTensorSpec.check(spec, *args, **kw),
-                                   lambda spec=spec, args=args, kw=kw: types._spec_check(spec, *args, **kw))
+                                   lambda spec=spec, args=args, kw=kw: SPEC_CHECK(spec, *args, **kw))
             assert diff is None, f"{spec!r:.80} {args} {kw}: {diff}"
 
 
@@ -466,34 +520,6 @@ def test_small_partial_sets_as_reference():
                         assert c.partial_dims == frozenset(dims)
 
 
-@needs_c
-def test_spec_refusal_words_as_reference():
-    """DistTensorSpec._refusal (C: the message and kind of check's error, worded when the error is
-    first read) against types._spec_refusal on specs of every kind and odd arguments."""
-    for spec in _check_specs():
-        for args, kw in CHECK_ARGS:
-            diff = call_difference(lambda spec=spec, args=args, kw=kw: DistTensorSpec._refusal(spec, *args, **kw),
-                                   lambda spec=spec, args=args, kw=kw: types._spec_refusal(spec, *args, **kw))
-            assert diff is None, f"{spec!r:.80} {args} {kw}: {diff}"
-
-
-@needs_c
-def test_planted_refusal_fault_is_caught():
-    def reworded(spec: Any, arg: Any) -> Any:
-        message, kind = types._spec_refusal(spec, arg)
-        return message.replace("twice", "two times"), kind
-    spec = build_reference((8, 6), (0, 0), M23)
-    assert call_difference(lambda: reworded(spec, "x"), lambda: types._spec_refusal(spec, "x")) is not None
-
-
-def _eager_check(spec: Any, arg: Any) -> None:
-    """check as it was before the lazy wording: the message worded by the Python reference and the
-    error made at once (what a lazily worded error must read as)."""
-    if spec._problem is not None:
-        message, kind = types._spec_refusal(spec, arg)
-        raise types.InvalidSpecError(message, kind=kind)
-
-
 def _refusal_view(exc: BaseException) -> tuple[Any, ...]:
     """Everything a caller can read of a refusal: type name, str, repr, args, kind, the instance
     dict, the ErrorInfo parity records, and the same of it pickled and read back."""
@@ -518,119 +544,168 @@ def _refusals(cases: Any) -> list[tuple[str, tuple[Any, ...]]]:
     return out
 
 
-def test_lazily_worded_refusals_read_as_eager_ones(monkeypatch):
+def test_refusals_read_as_the_references(monkeypatch):
     """Every invalid input of every rule's grid (co-shard sets included) and of 300 random-mode cases
-    per rule: the error check raises (worded when first read; C or Python, whichever core is in use)
-    reads exactly as the eagerly worded Python error -- str, repr, args, kind, instance dict,
-    pickled and read back (as a plain InvalidSpecError), and parity's ErrorInfo."""
+    per rule: the error check raises (C or Python, whichever core is in use) reads exactly as the
+    Python reference's -- str, repr, args, kind, instance dict, pickled and read back, and parity's
+    ErrorInfo."""
     from paddle_spmd_port.grid import GRIDS, coshard_cases, grid_for
     from paddle_spmd_port.parity.random_cases import random_cases
 
     cases = [c for rule in GRIDS for c in (*grid_for(rule), *coshard_cases(rule), *random_cases(rule, 300, seed=1))]
-    lazy = _refusals(cases)
-    refused = {case_id for case_id, _ in lazy}
-    monkeypatch.setattr(DistTensorSpec, "check", _eager_check)
-    eager = _refusals([c for c in cases if c.case_id in refused])
-    assert len(lazy) > 1000 and len(eager) == len(lazy)
-    for (case_id, a), (_, b) in zip(lazy, eager, strict=True):
-        assert a == b, f"{case_id}:\n  lazy  {a}\n  eager {b}"
+    installed = _refusals(cases)
+    refused = {case_id for case_id, _ in installed}
+    monkeypatch.setattr(DistTensorSpec, "check", SPEC_CHECK)
+    reference = _refusals([c for c in cases if c.case_id in refused])
+    assert len(installed) > 1000 and len(reference) == len(installed)
+    for (case_id, a), (_, b) in zip(installed, reference, strict=True):
+        assert a == b, f"{case_id}:\n  installed {a}\n  reference {b}"
 
 
-def test_a_lazy_refusal_made_the_ordinary_way_is_eager():
-    """UnwordedSpecError(message, kind=...) -- as compat's rewording calls type(exc)(...) -- holds
-    what it is given, and kind/args set on a raised one stick."""
-    from paddle_spmd_port.errors import UnwordedSpecError
-
-    made = UnwordedSpecError("m", kind="invalid-spec:x:length")
-    assert (str(made), made.args, made.kind, repr(made)) == ("m", ("m",), "invalid-spec:x:length",
-                                                              "InvalidSpecError('m')")
-    with pytest.raises(types.InvalidSpecError) as info:
-        build_installed((8, 6), (0, 0), M23).check("x")
-    exc = info.value
-    exc.kind = "other"
-    exc.args = ("changed",)
-    assert (exc.kind, str(exc), exc.args) == ("other", "changed", ("changed",))
-
-
-def test_planted_lazy_wording_fault_is_caught(monkeypatch):
-    """A lazily worded error that words another argument's name is told from the eager one."""
+def test_planted_wording_fault_is_caught():
+    """An error that words another argument's name is told from the reference's."""
     spec = build_installed((8, 6), (0, 0), M23)
-    with pytest.raises(types.InvalidSpecError) as lazy:
+    with pytest.raises(types.InvalidSpecError) as installed:
         spec.check("x")
-    with pytest.raises(types.InvalidSpecError) as eager:
-        _eager_check(spec, "y")
-    assert _refusal_view(lazy.value) != _refusal_view(eager.value)
-
-
-@needs_c
-def test_check_reuses_only_an_error_nobody_holds():
-    """check's free list of one (_speedups.c, unworded_dealloc): an error caught and dropped is
-    raised again by the next refusal, with nothing of its last life left (notes, attributes, cause,
-    context, traceback, wording); an error still held is never reused and keeps all it had; a weak
-    reference to a dropped error is told it died (cleared, its callback called) before the object
-    serves again (Python 3.12 keeps weak references where the type's offset does not say: a check
-    of that offset alone let a weakly referenced error be raised again, its weakref still live)."""
-    import gc
-    import weakref
-
-    spec, other = build_installed((8, 6), (0, 0), M23), build_installed((8, 6), (0,), M23)
-
-    def refusal(s: Any, arg: str = "x") -> Any:
-        try:
-            s.check(arg)
-        except types.InvalidSpecError as exc:
-            return exc
-        raise AssertionError("no refusal")
-
-    try:
-        raise KeyError("handled")
-    except KeyError:
-        first = refusal(spec)  # raised while KeyError is handled: its __context__
-    assert isinstance(first.__context__, KeyError)
-    first.add_note("a note")
-    first.extra = 1
-    str(first)  # worded: args and kind now held in the object
-    first.__cause__ = KeyError("cause")
-    first_id = id(first)
-    del first
-    again = refusal(other, "y")
-    assert id(again) == first_id  # the dropped error, raised again
-    assert vars(again) == {} and getattr(again, "__notes__", None) is None  # (read before the wording)
-    assert (str(again), again.kind) == (types._spec_refusal(other, "y"))
-    assert again.__cause__ is None and again.__context__ is None and not again.__suppress_context__
-    assert again.__traceback__ is not None and again.__traceback__.tb_next is None  # this raise's frames only
-    try:
-        try:
-            raise KeyError("during")
-        except KeyError:
-            spec.check("z")
-    except types.InvalidSpecError as exc:
-        assert isinstance(exc.__context__, KeyError)
-
-    held = refusal(spec)
-    view = _refusal_view(held)
-    later = [refusal(other) for _ in range(3)]
-    assert all(e is not held for e in later) and _refusal_view(held) == view
-
-    gone: list[int] = []
-    watched = refusal(spec)
-    ref = weakref.ref(watched, lambda _: gone.append(1))
-    watched_view = _refusal_view(watched)
-    del watched
-    gc.collect()
-    assert ref() is None and gone == [1]  # freed as usual, its weak reference told
-    assert _refusal_view(refusal(spec)) == watched_view
+    with pytest.raises(types.InvalidSpecError) as reference:
+        SPEC_CHECK(spec, "y")
+    assert _refusal_view(installed.value) != _refusal_view(reference.value)
 
 
 def test_planted_check_fault_is_caught():
     def other_kind(spec: Any, arg: Any) -> None:
         try:
-            types._spec_check(spec, arg)
+            SPEC_CHECK(spec, arg)
         except types.InvalidSpecError as exc:
             raise types.InvalidSpecError(str(exc), kind="invalid-spec") from None
     spec = build_reference((8, 6), (0, 0), M23)
-    assert call_difference(lambda: other_kind(spec, "x"), lambda: types._spec_check(spec, "x")) is not None
-    assert call_difference(lambda: types._spec_check(spec, "x"), lambda: types._spec_check(spec, "x")) is None
+    assert call_difference(lambda: other_kind(spec, "x"), lambda: SPEC_CHECK(spec, "x")) is not None
+    assert call_difference(lambda: SPEC_CHECK(spec, "x"), lambda: SPEC_CHECK(spec, "x")) is None
+
+
+def _class_difference(exc: BaseException) -> str | None:
+    """None when the class of an unread refusal is the C one documented in _speedups.c (refusal_type):
+    a subclass of InvalidSpecError adding nothing, named as it, that reading turns into it."""
+    cls, plain = type(exc), types.InvalidSpecError
+
+    def names(c: type) -> tuple[Any, ...]:
+        return (c.__name__, c.__qualname__, c.__module__, c.__basicsize__, c.__dictoffset__, c.__weakrefoffset__)
+
+    if cls is plain or cls.__mro__[1:] != plain.__mro__:
+        return f"{cls.__mro__} is not InvalidSpecError's direct subclass"
+    if names(cls) != names(plain) or set(vars(cls)) - {"__module__", "__doc__", "__getattribute__",
+                                                       "__setattr__", "__delattr__", "__str__", "__repr__"}:
+        return f"{names(cls)} {sorted(vars(cls))}: other names, layout or members than {names(plain)}"
+    return None
+
+
+def _reads() -> list[tuple[str, Any]]:
+    import copy
+    import traceback
+
+    return [("str", str), ("repr", repr), ("args", lambda e: e.args), ("kind", lambda e: e.kind), ("vars", vars),
+            ("__class__", lambda e: e.__class__), ("pickle", lambda e: pickle.dumps(e)), ("copy", copy.copy),
+            ("traceback", lambda e: traceback.format_exception(e)), ("add_note", lambda e: e.add_note("n")),
+            ("setattr", lambda e: setattr(e, "seen", 1)), ("getattr", lambda e: getattr(e, "missing", None))]
+
+
+@needs_c
+def test_unread_refusal_is_a_subclass_until_read():
+    """The one thing that tells C's refusal from the reference's: type() of one not read yet is C's
+    subclass (_class_difference). Each way of reading it (str, repr, args, kind, the instance dict,
+    pickling, copying, a traceback, a note, any attribute) turns it into a plain InvalidSpecError that
+    reads as the reference's, and the read leaves it as the same read leaves the reference's."""
+    spec = build_installed((8, 6), (0, 0), M23)
+    for name, read in _reads():
+        with pytest.raises(types.InvalidSpecError) as installed:
+            spec.check("x")
+        with pytest.raises(types.InvalidSpecError) as reference:
+            SPEC_CHECK(spec, "x")
+        exc, ref = installed.value, reference.value
+        assert _class_difference(exc) is None, name
+        assert isinstance(exc, ValueError) and issubclass(type(exc), types.InvalidSpecError)
+        assert outcome(lambda e=exc, r=read: r(e))[0] == outcome(lambda e=ref, r=read: r(e))[0], name
+        assert type(exc) is types.InvalidSpecError, name
+        assert _refusal_view(exc) == _refusal_view(ref), name
+
+
+@needs_c
+def test_refusals_worded_by_the_reference_read_as_its_own():
+    """A refusal whose spec the C does not word (a size beyond a C long, a mesh of a ProcessMesh
+    subclass, a message too long for its buffer) takes the reference's words when first read."""
+    class MeshSub(ProcessMesh):
+        pass
+
+    for spec in (build_installed((2**70, 6), (1, 1, -1), M23), build_installed((8, 6), (0, 0), MeshSub((2, 3))),
+                 build_installed((8,) * 3000, (0,) * 3000, M23)):
+        with pytest.raises(types.InvalidSpecError) as installed:
+            spec.check("x")
+        with pytest.raises(types.InvalidSpecError) as reference:
+            SPEC_CHECK(spec, "x")
+        assert _class_difference(installed.value) is None
+        assert _refusal_view(installed.value) == _refusal_view(reference.value)
+
+
+def test_planted_class_faults_are_caught():
+    """_class_difference tells the plain class, an unrelated subclass and one with a member."""
+    class Named(types.InvalidSpecError):
+        pass
+
+    class Member(types.InvalidSpecError):
+        def extra(self) -> None:
+            pass
+    Member.__name__ = Member.__qualname__ = "InvalidSpecError"
+    Member.__module__ = types.InvalidSpecError.__module__
+    for cls in (types.InvalidSpecError, Named, Member, types.ArgumentTypeError):
+        assert _class_difference(cls("m")) is not None, cls
+
+
+@needs_c
+def test_refusals_raised_again_stay_apart():
+    """An unread refusal dropped is raised again by the next check (_speedups.c: a free list of one):
+    refusals held, or held only weakly, are never raised again; each words its own name; a chain
+    (raise ... from) keeps both; one dropped after it was read is not the next one."""
+    import weakref
+
+    specs = [build_installed((8, 6), dm, M23) for dm in ((0, 0), (2, -1), (0, -1, -1))]
+    held = []
+    for k in range(30):
+        try:
+            specs[k % 3].check(f"a{k}")
+        except types.InvalidSpecError as exc:
+            held.append(exc)
+    assert len({id(e) for e in held}) == 30
+    for k, exc in enumerate(held):
+        with pytest.raises(types.InvalidSpecError) as reference:
+            SPEC_CHECK(specs[k % 3], f"a{k}")
+        assert _refusal_view(exc) == _refusal_view(reference.value)
+    died = []
+    try:
+        specs[0].check("w")
+    except types.InvalidSpecError as exc:
+        ref = weakref.ref(exc, died.append)
+    assert ref() is None and died == [ref]
+    try:
+        specs[1].check("v")
+    except types.InvalidSpecError as exc:
+        assert ref() is None and str(exc).startswith("v: ")
+    caught = []
+    try:
+        try:
+            specs[0].check("inner")
+        except types.InvalidSpecError as inner:
+            caught.append(inner)
+            specs[1].check("outer")
+    except types.InvalidSpecError as outer:
+        assert outer.__context__ is caught[0] and caught[0] is not outer
+        assert str(caught[0]).startswith("inner: ") and str(outer).startswith("outer: ")
+    try:
+        try:
+            specs[2].check("cause")
+        except types.InvalidSpecError as cause:
+            raise RuntimeError("wrapped") from cause
+    except RuntimeError as wrapped:
+        assert str(wrapped.__cause__).startswith("cause: ") and type(wrapped.__cause__) is types.InvalidSpecError
 
 
 # --------------------------------------------------------------------------- DistAttr.make / SpmdResult.make
@@ -713,8 +788,8 @@ def test_attr_make_interns_as_reference(calls):
     same trace: same objects shared, same fields (the very objects passed), same table."""
     note(repr(calls))
     c_calls = [attr_call(DistAttr.make, dm, p, m, form) for dm, p, m, form, _ in calls]
-    ref_calls = [attr_call(types._attr_make, dm, p, m, form) for dm, p, m, form, _ in calls]
-    mixed = [attr_call(DistAttr.make if use_c else types._attr_make, dm, p, m, form)
+    ref_calls = [attr_call(ATTR_MAKE, dm, p, m, form) for dm, p, m, form, _ in calls]
+    mixed = [attr_call(DistAttr.make if use_c else ATTR_MAKE, dm, p, m, form)
              for dm, p, m, form, use_c in calls]
     assert trace_difference(c_calls, ref_calls) is None, trace_difference(c_calls, ref_calls)
     assert trace_difference(mixed, ref_calls) is None, trace_difference(mixed, ref_calls)
@@ -723,7 +798,7 @@ def test_attr_make_interns_as_reference(calls):
 @needs_c
 @pytest.mark.parametrize("first_c", [True, False])
 def test_attr_make_shares_with_reference(first_c):
-    first, second = (DistAttr.make, types._attr_make) if first_c else (types._attr_make, DistAttr.make)
+    first, second = (DistAttr.make, ATTR_MAKE) if first_c else (ATTR_MAKE, DistAttr.make)
     types.clear_caches()
     made = first((0, -1), frozenset({1}), M23)
     assert second((0, -1), frozenset({1}), M23) is made
@@ -739,7 +814,7 @@ def test_attr_make_shares_with_reference(first_c):
 def test_attr_table_clears_at_the_same_size(filled):
     """The table is emptied before an insert once it holds more than 65536 attrs (filled directly)."""
     seen = []
-    for make in (DistAttr.make, types._attr_make):
+    for make in (DistAttr.make, ATTR_MAKE):
         types.clear_caches()
         types._INTERNED.update((("filler", i), None) for i in range(filled))
         make((0, -1), frozenset(), M23)
@@ -755,8 +830,8 @@ def result_view(result: Any) -> Any:
             outcome(lambda: hash(result)), outcome(lambda: str(result)), outcome(lambda: repr(result)), pickled)
 
 
-A1 = types._attr_make((0, -1), frozenset(), M23)
-A2 = types._attr_make((-1,), frozenset({1}), M23_XY)
+A1 = ATTR_MAKE((0, -1), frozenset(), M23)
+A2 = ATTR_MAKE((-1,), frozenset({1}), M23_XY)
 RESULT_ROWS = [((A1,), (A2,)), ((), ()), ([A1], [A2]), ((A1, A2), []), ((None,), ("x",)), ((A1,), 5)]
 
 
@@ -772,9 +847,9 @@ def test_result_make_matches_reference(row, form):
             return lambda: make(outputs=outputs, inputs=inputs)
         return lambda: make(inputs, outputs=outputs)
     assert outcome(call(SpmdResult.make))[0] == "returns"
-    diff = call_difference(call(SpmdResult.make), call(types._result_make), view=result_view)
+    diff = call_difference(call(SpmdResult.make), call(RESULT_MAKE), view=result_view)
     assert diff is None, diff
-    assert SpmdResult.make(*row) == types._result_make(*row)
+    assert SpmdResult.make(*row) == RESULT_MAKE(*row)
 
 
 # --------------------------------------------------------------------------- merge_shardings / mapping_for_axes
@@ -807,7 +882,7 @@ def merge_difference(installed: Any, reference: Any, tensors: Any) -> str | None
 @given(merge_inputs())
 def test_merge_shardings_matches_reference(tensors):
     note(repr(tensors))
-    diff = merge_difference(notation.merge_shardings, notation._merge_shardings, tensors)
+    diff = merge_difference(notation.merge_shardings, MERGE, tensors)
     assert diff is None, diff
 
 
@@ -822,7 +897,7 @@ MERGE_ROWS = [[], [("ij", (0, 1))], [("ij", (0, 1)), ("jk", (1, 0))], [("i", (0,
 @needs_c
 @pytest.mark.parametrize("tensors", MERGE_ROWS, ids=repr)
 def test_merge_rows_match_reference(tensors):
-    diff = merge_difference(notation.merge_shardings, notation._merge_shardings, tensors)
+    diff = merge_difference(notation.merge_shardings, MERGE, tensors)
     assert diff is None, diff
 
 
@@ -842,7 +917,7 @@ def test_mapping_for_axes_matches_reference(axes, letter_to_dim, form):
                     "none": None, "list-axes": letter_to_dim}[form]
     given_axes: Any = list(axes) if form == "list-axes" else axes
     diff = call_difference(lambda: notation.mapping_for_axes(given_axes, mapping),
-                           lambda: notation._mapping_for_axes(given_axes, mapping))
+                           lambda: MAPPING_FOR_AXES(given_axes, mapping))
     assert diff is None, diff
 
 
@@ -850,10 +925,10 @@ def test_mapping_for_axes_matches_reference(axes, letter_to_dim, form):
 @FUZZ
 @given(merge_inputs(), AXES)
 def test_mapping_for_axes_of_a_merge_matches_reference(tensors, axes):
-    merged = outcome(lambda: notation._merge_shardings(fresh(tensors)))
+    merged = outcome(lambda: MERGE(fresh(tensors)))
     if merged[0] == "returns":
         diff = call_difference(lambda: notation.mapping_for_axes(axes, merged[1]),
-                               lambda: notation._mapping_for_axes(axes, merged[1]))
+                               lambda: MAPPING_FOR_AXES(axes, merged[1]))
         assert diff is None, diff
 
 
@@ -943,15 +1018,15 @@ RI = RULE_INPUTS[0]
 OFF_FORM_ROWS = {
     # keyword arguments the references take
     "merge_shardings(tensors=...)": (lambda f: f(tensors=[("ij", (0, 1))]), notation.merge_shardings,
-                                     notation._merge_shardings),
+                                     MERGE),
     "mapping_for_axes(axes=..., letter_to_dim=...)": (lambda f: f(axes="ij", letter_to_dim={"i": 0, "j": 1}),
-                                                      notation.mapping_for_axes, notation._mapping_for_axes),
+                                                      notation.mapping_for_axes, MAPPING_FOR_AXES),
     "valid_inputs(specs=..., names=...)": (lambda f: f(specs=[GOOD], names=[("x", False)]),
                                            _tensor.valid_inputs, _tensor._valid_inputs),
     "RuleInput.attr(dims_mapping=...)": (lambda f: f(RI, dims_mapping=(0, -1)), RuleInput.attr, RuleInput._attr),
     "DistAttr.make(keywords)": (lambda f: f(mesh=M23, partial_dims=frozenset(), dims_mapping=(0,)),
-                                DistAttr.make, types._attr_make),
-    "SpmdResult.make(keywords)": (lambda f: f(outputs=(), inputs=()), SpmdResult.make, types._result_make),
+                                DistAttr.make, ATTR_MAKE),
+    "SpmdResult.make(keywords)": (lambda f: f(outputs=(), inputs=()), SpmdResult.make, RESULT_MAKE),
     # names that are not one (name, optional) tuple per spec
     "valid_inputs: fewer names, the spec fails first": (lambda f: f([BAD], []), _tensor.valid_inputs,
                                                         _tensor._valid_inputs),
@@ -966,12 +1041,12 @@ OFF_FORM_ROWS = {
     "valid_inputs: specs a generator": (lambda f: f((s for s in [GOOD, None]), [("x", False), ("b", True)]),
                                         _tensor.valid_inputs, _tensor._valid_inputs),
     # wrong calls: the error's type and text
-    "merge_shardings(5)": (lambda f: f(5), notation.merge_shardings, notation._merge_shardings),
+    "merge_shardings(5)": (lambda f: f(5), notation.merge_shardings, MERGE),
     "valid_inputs(5, [])": (lambda f: f(5, []), _tensor.valid_inputs, _tensor._valid_inputs),
-    "DistAttr.make(2 arguments)": (lambda f: f((0,), frozenset()), DistAttr.make, types._attr_make),
-    "DistAttr.make(4 arguments)": (lambda f: f((0,), frozenset(), None, 1), DistAttr.make, types._attr_make),
-    "DistAttr.make(mesh twice)": (lambda f: f((0,), frozenset(), None, mesh=None), DistAttr.make, types._attr_make),
-    "SpmdResult.make(1 argument)": (lambda f: f(()), SpmdResult.make, types._result_make),
+    "DistAttr.make(2 arguments)": (lambda f: f((0,), frozenset()), DistAttr.make, ATTR_MAKE),
+    "DistAttr.make(4 arguments)": (lambda f: f((0,), frozenset(), None, 1), DistAttr.make, ATTR_MAKE),
+    "DistAttr.make(mesh twice)": (lambda f: f((0,), frozenset(), None, mesh=None), DistAttr.make, ATTR_MAKE),
+    "SpmdResult.make(1 argument)": (lambda f: f(()), SpmdResult.make, RESULT_MAKE),
     "RuleInput.attr()": (lambda f: f(RI), RuleInput.attr, RuleInput._attr),
     "RuleInput.attr(keep_partial by position)": (lambda f: f(RI, (0, -1), True), RuleInput.attr, RuleInput._attr),
     "RuleInput.attr(unknown keyword)": (lambda f: f(RI, (0, -1), colour=1), RuleInput.attr, RuleInput._attr),
@@ -1141,21 +1216,10 @@ def test_planted_spec_faults_are_caught(fake, row):
     assert spec_difference(fake, build_reference, spec_call(*row)) is not None
 
 
-def test_planted_cold_only_fault_is_caught():
-    """A constructor that answers right only once the reference's table holds the spec."""
-    def fake(*args: Any, **kw: Any) -> DistTensorSpec:
-        cold = not types._VALID_ON_MESH
-        spec = build_reference(*args, **kw)
-        if cold:
-            object.__setattr__(spec, "coshard", not spec.coshard)
-        return spec
-    assert spec_difference(fake, build_reference, spec_call((8, 6), (0, -1), M23)).startswith("cold")
-
-
 def merge_later_claimant_keeps(tensors: Any) -> dict[str, int]:
     """A merge that gives a mesh dim claimed by two letters to the later one."""
     pairs = [(axes, tuple(dm)) for axes, dm in tensors]
-    merged = notation._merge_shardings(pairs)
+    merged = MERGE(pairs)
     first_claims: dict[str, int] = {}
     for axes, dm in pairs:
         for letter, m in zip(axes, dm, strict=True):
@@ -1170,12 +1234,12 @@ def merge_later_claimant_keeps(tensors: Any) -> dict[str, int]:
 
 def merge_sorted(tensors: Any) -> dict[str, int]:
     """The right letters and dims, in another key order."""
-    return dict(sorted(notation._merge_shardings(tensors).items()))
+    return dict(sorted(MERGE(tensors).items()))
 
 
 def merge_other_message(tensors: Any) -> dict[str, int]:
     try:
-        return notation._merge_shardings(tensors)
+        return MERGE(tensors)
     except NotImplementedError:
         raise NotImplementedError("conflict") from None
 
@@ -1184,22 +1248,22 @@ def merge_other_message(tensors: Any) -> dict[str, int]:
     (merge_later_claimant_keeps, [("i", (0,)), ("j", (0,))]), (merge_sorted, [("j", (0,)), ("i", (1,))]),
     (merge_other_message, [("i", (0,)), ("i", (1,))])])
 def test_planted_merge_faults_are_caught(fake, tensors):
-    assert merge_difference(notation._merge_shardings, notation._merge_shardings, tensors) is None
-    assert merge_difference(fake, notation._merge_shardings, tensors) is not None
+    assert merge_difference(MERGE, MERGE, tensors) is None
+    assert merge_difference(fake, MERGE, tensors) is not None
 
 
 def test_planted_mapping_for_axes_fault_is_caught():
     def fake(axes: str, letter_to_dim: dict[str, int]) -> tuple[int, ...]:
         return tuple(-1 if letter == "1" else letter_to_dim.get(letter, -1) for letter in axes)
-    assert call_difference(lambda: fake("ik", {"i": 0}), lambda: notation._mapping_for_axes("ik", {"i": 0}))
-    assert call_difference(lambda: fake("i", {"i": True}), lambda: notation._mapping_for_axes("i", {"i": 1}))
+    assert call_difference(lambda: fake("ik", {"i": 0}), lambda: MAPPING_FOR_AXES("ik", {"i": 0}))
+    assert call_difference(lambda: fake("i", {"i": True}), lambda: MAPPING_FOR_AXES("i", {"i": 1}))
 
 
 def make_ignoring_names(dims_mapping: Any, partial_dims: Any, mesh: Any) -> DistAttr:
     """The reference without its mesh check: a mesh of the same hash but other dim names finds the first attr."""
     key = (dims_mapping, partial_dims, None if mesh is None else mesh._hash)
     hit = types._INTERNED.get(key)
-    return hit if hit is not None else types._attr_make(dims_mapping, partial_dims, mesh)
+    return hit if hit is not None else ATTR_MAKE(dims_mapping, partial_dims, mesh)
 
 
 def make_not_interned(dims_mapping: Any, partial_dims: Any, mesh: Any) -> DistAttr:
@@ -1207,7 +1271,7 @@ def make_not_interned(dims_mapping: Any, partial_dims: Any, mesh: Any) -> DistAt
 
 
 def make_converting(dims_mapping: Any, partial_dims: Any, mesh: Any) -> DistAttr:
-    return types._attr_make(tuple(dims_mapping), partial_dims, mesh)
+    return ATTR_MAKE(tuple(dims_mapping), partial_dims, mesh)
 
 
 @pytest.mark.parametrize("fake, calls", [
@@ -1215,25 +1279,25 @@ def make_converting(dims_mapping: Any, partial_dims: Any, mesh: Any) -> DistAttr
     (make_not_interned, [((0, -1), frozenset(), M23), ((0, -1), frozenset(), M23)]),
     (make_converting, [([0, -1], frozenset(), M23)])])
 def test_planted_make_faults_are_caught(fake, calls):
-    assert trace_difference([(fake, c, {}) for c in calls], [(types._attr_make, c, {}) for c in calls]) is not None
-    assert trace_difference([(types._attr_make, c, {}) for c in calls],
-                            [(types._attr_make, c, {}) for c in calls]) is None
+    assert trace_difference([(fake, c, {}) for c in calls], [(ATTR_MAKE, c, {}) for c in calls]) is not None
+    assert trace_difference([(ATTR_MAKE, c, {}) for c in calls],
+                            [(ATTR_MAKE, c, {}) for c in calls]) is None
 
 
 def test_planted_table_fault_is_caught():
     """A make that returns the right object but files it under another key."""
     def fake(dims_mapping: Any, partial_dims: Any, mesh: Any) -> DistAttr:
-        attr = types._attr_make(dims_mapping, partial_dims, mesh)
+        attr = ATTR_MAKE(dims_mapping, partial_dims, mesh)
         types._INTERNED[(dims_mapping, partial_dims, mesh)] = attr
         return attr
     call = ((0,), frozenset(), M2)
-    assert trace_difference([(fake, call, {})], [(types._attr_make, call, {})]).startswith("tables differ")
+    assert trace_difference([(fake, call, {})], [(ATTR_MAKE, call, {})]).startswith("tables differ")
 
 
 def test_planted_result_fault_is_caught():
     def fake(inputs: Any, outputs: Any) -> SpmdResult:
-        return types._result_make(tuple(inputs), tuple(outputs))
-    assert call_difference(lambda: fake([A1], [A2]), lambda: types._result_make([A1], [A2]), view=result_view)
+        return RESULT_MAKE(tuple(inputs), tuple(outputs))
+    assert call_difference(lambda: fake([A1], [A2]), lambda: RESULT_MAKE([A1], [A2]), view=result_view)
 
 
 def test_planted_valid_inputs_faults_are_caught():

@@ -15,7 +15,8 @@ refuses before the call, and so are the cases Paddle may crash on, ``crash_prone
    tuples by position (the reference row), tuples then ``.check``, lists (co-shards as nested
    lists), keywords with lists, ``partial_dims=`` always given, numpy int64 scalars in lists; and
    invalid specs (every one the rules' grids hold, and each valid spec made invalid in one of the
-   five ways a check names), built, and built then refused (``check`` raising). An untimed pass
+   five ways a check names), built, built then refused (``check`` raising), and refused with the
+   error read (its ``str`` and ``kind``, as a report records it). An untimed pass
    checks every form built the tuple form's very specs; a form over 2x the tuple form is marked.
    Last, a reference row that is no form: the tuple form followed by a ``ValueError`` raised and
    caught in Python, the least a refusal (a build and an exception) costs in CPython.
@@ -33,8 +34,8 @@ refuses before the call, and so are the cases Paddle may crash on, ``crash_prone
    grid's co-sharded cases are in the sample: the native side sets them through
    ``multi_dims_mapping``; Paddle's per-call warning for them is silenced (GLOG_minloglevel=2).
    Each loop runs ``--repeat`` times, port and native alternating; the best run counts. Every
-   timed loop starts cold: the port's tables (interned attrs, spec values already found valid)
-   are emptied before it, outside the timing, so no round reuses an earlier round's work. (The
+   timed loop starts cold: the port's table of interned attrs
+   is emptied before it, outside the timing, so no round reuses an earlier round's work. (The
    compiled caller's memos of request text and decoded replies, section 2, are left warm: that
    favours Paddle.)
 
@@ -281,8 +282,8 @@ def loops(side: PortSide | NativeSide, mesh_keys: list[MeshKey],
 
 def best_of(fns: dict[str, Callable[[], None]], repeat: int) -> dict[str, float]:
     """Best wall time of each loop over ``repeat`` rounds (the loops alternate within a round).
-    Every loop starts cold: the port's tables of interned attrs and of spec values found valid are
-    emptied before it (untimed), so no loop gains from work an earlier round or loop did."""
+    Every loop starts cold: the port's table of interned attrs is emptied before it (untimed), so
+    no loop gains from work an earlier round or loop did."""
     best = dict.fromkeys(fns, float("inf"))
     for _ in range(repeat):
         for name, fn in fns.items():
@@ -535,6 +536,13 @@ def form_loops(valid: Sequence[DistTensorSpec], invalid: Sequence[DistTensorSpec
                     pass
         return loop
 
+    def refuse_and_read() -> None:  # what a caller that reports the error pays (parity records str and kind)
+        for shape, dm, m, p in bad:
+            try:
+                (spec(shape, dm, m) if p is None else spec(shape, dm, m, p)).check("x")
+            except InvalidSpecError as error:
+                str(error), error.kind  # reading the error is the point
+
     def floor() -> None:  # what any refusal costs at least: a build, then CPython's own raise and catch
         for shape, dm, m, p in tuples:
             try:
@@ -547,7 +555,7 @@ def form_loops(valid: Sequence[DistTensorSpec], invalid: Sequence[DistTensorSpec
             "keywords (lists)": keywords, "partial_dims= (always given)": partial_given,
             "numpy ints (lists)": numpy_form, "invalid, built": invalid_built,
             "invalid, refused (built + check)": refuse(bad), "invalid lists, refused": refuse(bad_lists),
-            FLOOR: floor}
+            "invalid, refused and read (str, kind)": refuse_and_read, FLOOR: floor}
 
 
 def same_specs(valid: Sequence[DistTensorSpec], invalid: Sequence[DistTensorSpec]) -> None:

@@ -2,6 +2,7 @@
 
     cases      LaunchCase (one functional call on one sharded input) and the default grids
     predict    the port's rules turned into expected placements, local shapes and failures (pure)
+    comm       the reshards the ranks (and the PIR passes) ran against reshard.plan (pure)
     launcher   start N ranks, timeout, kill everything, keep logs (no Paddle import)
     runner     the in-rank script: runs every case of a file in one launch (imports Paddle)
     session    one launch of many cases + crash probes

@@ -22,17 +22,23 @@ refused unless ``--oversubscribe``. ``--device gpu`` asks Paddle first for a CUD
 visible GPUs (one line, exit 3, nothing launched); a CPU wheel, or a machine where no GPU can be visible
 (``CUDA_VISIBLE_DEVICES`` empty or negative, no GPU device node), is told before the opening line. It
 says what it is about to do within a second (on stderr; ``--quiet`` silences it), then prints each
-phase: the launch, the crash probes, the report.
+phase: the launch, the crash probes, the PIR route, the report.
 Rank logs, launcher output and raw rank results are moved to ``<report-dir>/<that stem>-logs/``
 whenever the launch fails, times out, is interrupted, leaves cases unrun or a case ends in an
-outcome the port does not account for (always with ``--keep-logs``).
+outcome or a communication the port does not account for (always with ``--keep-logs``).
+
+Each case also gets two communication verdicts: the reshards the ranks ran (Paddle's VLOG lines,
+parsed in the ranks) and the reshard and collective ops of its forward through the PIR passes
+(phase 3, one plain process), both against ``reshard.plan`` of the port's answer (:mod:`.comm`).
 
 Exit code (the shared table of :mod:`paddle_spmd_port.runctl`): 0 the port accounts for every
-case's outcome (a case skipped for a known reason, like an op without a kernel on the device, included); 1 some
-verdict the port does not account for (a finding; outranks 3); 2 bad arguments: one line on stderr
-names the argument and what is valid, checked (output paths included) before anything is launched
-or written; 3 the launch itself failed or timed out, or cases were left unrun (the report covers
-what the ranks finished), or ``--device gpu`` without a CUDA build or enough GPUs (one line, nothing
+case's outcome and communication (a case skipped for a known reason, like an op without a kernel on
+the device, included); 1 some verdict or communication difference the port does not account for
+(a finding; outranks 3); 2 bad arguments: one line on stderr names the argument and what is valid,
+checked (output paths included) before anything is launched or written; 3 the launch itself failed
+or timed out, or cases were left unrun (the report covers what the ranks finished), or a rank did
+not see its reshard log lines, or the PIR route did not reach every case, or ``--device gpu``
+without a CUDA build or enough GPUs (one line, nothing
 written); 4 an internal error; 130 / 143 interrupted by SIGINT / SIGTERM: the launcher, every rank and
 every crash probe are ended, the temporary directory is removed, the partial report is written (its
 first line says INTERRUPTED; unfinished cases are "not run: interrupted") and the rank logs are kept
@@ -88,13 +94,23 @@ from .launcher import LaunchConfig, LaunchResult, discard_work_dir, end_processe
 from .output import write_report
 from .predict import predict
 from .report import DEFAULT_RTOL, Report, build_report, crash_key
-from .session import ChildGuard, case_records, probe_crash, rank_info, read_rank_records, run_cases
+from .session import (
+    ChildGuard,
+    PirResult,
+    case_records,
+    probe_crash,
+    rank_info,
+    read_rank_records,
+    run_cases,
+    run_pir_route,
+)
 
 PROG = "python -m paddle_spmd_port launch"
 EPILOG = """\
-here: 1 = a verdict the port does not account for; 3 = the launch failed or timed out, or cases
-were not run; on 130/143 every process is ended, the partial report and rank logs are kept in
---report-dir."""
+here: 1 = a verdict or a communication difference the port does not account for; 3 = the launch
+failed or timed out, or cases were not run, or the ranks' reshard log lines (VLOG) were not seen,
+or the PIR route did not reach every case; on 130/143 every process is ended, the partial report
+and rank logs are kept in --report-dir."""
 CASES_VALID = "give a JSON-lines file, one LaunchCase object a line (--write-cases FILE writes the built-in grid)"
 
 
@@ -584,7 +600,7 @@ def _meta(cases: Sequence[LaunchCase], args: argparse.Namespace, records: dict[i
 
 def _report(cases: list[LaunchCase], args: argparse.Namespace, records: dict[int, list[dict[str, Any]]],
             not_run: dict[str, str], probes: dict[str, dict], launch_text: str, launch_command: str,
-            launch_seconds: float, t0: float, interrupted: str | None = None) -> Report:
+            launch_seconds: float, t0: float, interrupted: str | None = None, pir: PirResult | None = None) -> Report:
     by_case = case_records(records)
     # multi-node: each node reports on the ranks it ran (their global ids); one node: 0..nproc-1
     ranks = list(range(args.nproc)) if args.nnodes in (None, "1") else sorted(rank_info(records))
@@ -593,7 +609,16 @@ def _report(cases: list[LaunchCase], args: argparse.Namespace, records: dict[int
                                 "tensors": {}, "skipped": {"stage": "setup", "reason": reason}}
                             for r in ranks}
     meta = _meta(cases, args, records, ranks, launch_text, launch_command, launch_seconds, probes)
-    report = build_report(cases, by_case, ranks, meta, args.rtol, probes, interrupted=interrupted)
+    starts = rank_info(records)
+    logging_ok = all(info.get("comm_logging") is True for info in starts.values())
+    pir_records = None
+    if pir is not None:
+        meta["pir"] = pir.summary
+        pir_records = dict(pir.records)  # a case the device cannot run is not built either, for the same reason
+        pir_records.update({case_id: {"kind": "pir", "case_id": case_id, "skipped": reason, "error": None}
+                            for case_id, reason in not_run.items()})
+    report = build_report(cases, by_case, ranks, meta, args.rtol, probes, interrupted=interrupted,
+                          comm_logging=logging_ok, pir=pir_records)
     report.meta["wall_seconds"] = round(time.monotonic() - t0, 1)
     return report
 
@@ -615,29 +640,41 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
     kept: list[Path] = []  # where the normal path moved the work dir, if it got that far
     try:
         work.mkdir(mode=0o700)
-        print(f"phase 1/3: launching {len(runnable)} cases on {args.nproc} ranks ({args.device}) ...", flush=True)
+        print(f"phase 1/4: launching {len(runnable)} cases on {args.nproc} ranks ({args.device}) ...", flush=True)
         session = run_cases(runnable, config, work_dir=work, job_id=job_id)
         launch, records = session.launch, session.records
         print(launch.summary(), flush=True)
 
         kinds = len({k for k in (crash_key(predict(c)) for c in runnable) if k is not None})
-        print(f"phase 2/3: crash probes: {kinds} kind(s) of predicted crash, up to {args.crash_probes} case(s) "
-              "each, run alone ..." if kinds and args.crash_probes else "phase 2/3: no crash probe to run", flush=True)
+        print(f"phase 2/4: crash probes: {kinds} kind(s) of predicted crash, up to {args.crash_probes} case(s) "
+              "each, run alone ..." if kinds and args.crash_probes else "phase 2/4: no crash probe to run", flush=True)
         run_probes(runnable, args.crash_probes, work / "probes", token=job_id, into=probes)
         for key, probe in probes.items():
             print(f"crash probe {key} (case {probe['case_id']}): {probe['summary']}", flush=True)
 
-        print("phase 3/3: comparing every rank's tensors with the port's prediction ...", flush=True)
+        print(f"phase 3/4: the PIR route: {len(runnable)} cases' forward through Paddle's partition and reshard "
+              "passes, in one process ...", flush=True)
+        pir = run_pir_route(runnable, work_dir=work / "pir", timeout=args.timeout, token=job_id)
+        print(pir.summary, flush=True)
+
+        print("phase 4/4: comparing every rank's tensors and reshards with the port's prediction ...", flush=True)
         report = _report(cases, args, records, not_run, probes, launch.summary(), " ".join(launch.command),
-                         launch.seconds, t0)
+                         launch.seconds, t0, pir=pir)
         md, js = write_report(report, args.report_dir, stem)
         counts = report.counts_expected()
         print("verdicts: " + ", ".join(f"{v}{'' if e else ' (NOT expected)'}: {n}"
                                        for (v, e), n in sorted(counts.items())))
-        findings = [v for v in report.unexpected if v.verdict != "skipped"]
-        unrun = [v for v in report.unexpected if v.verdict == "skipped"]
+        for route, label in (("comm", "communication"), ("pir", "PIR route reshards")):
+            comm = report.comm_counts(route)
+            print(f"{label}: " + ", ".join(f"{v}{'' if e else ' (NOT expected)'}: {n}"
+                                           for (v, e), n in sorted(comm.items())))
+        findings = [v for v in report.verdicts if v.finding]
+        unrun = [v for v in report.verdicts if v.unrun and not v.finding]
+        if not report.meta["comm_logging"]:
+            unrun_comm = "the ranks did not see their reshard log lines: communication not compared"
+            print(f"NOT COMPARED: {unrun_comm}")
         failed = not launch.ok
-        if failed or findings or unrun or args.keep_logs:
+        if failed or findings or unrun or args.keep_logs or not report.meta["comm_logging"] or not pir.ok:
             moved = keep_work_dir(launch, logs_dest)
             kept.append(moved.work_dir)
             print(f"logs kept in {moved.work_dir}")
@@ -646,13 +683,18 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
         else:
             discard_work_dir(launch)
         for v in findings[:20]:
-            print(f"NOT EXPECTED {v.case.case_id} {v.case.describe()}: {v.verdict}: {'; '.join(v.reasons)[:400]}")
+            why = list(v.reasons) if not v.expected else []
+            why += [f"communication differs: {r}" for r in (v.comm.reasons if v.comm else [])]
+            why += [f"PIR route differs: {r}" for r in (v.pir.reasons if v.pir else [])]
+            print(f"NOT EXPECTED {v.case.case_id} {v.case.describe()}: {v.verdict}: {'; '.join(why)[:400]}")
         if unrun:
-            print(f"NOT RUN: {len(unrun)} case(s), e.g. {unrun[0].case.case_id}: {unrun[0].reasons[0]}")
+            first = unrun[0]
+            because = first.reasons[0] if first.reasons else "; ".join(first.pir.notes if first.pir else ())
+            print(f"NOT RUN: {len(unrun)} case(s), e.g. {first.case.case_id}: {because}")
         print(f"report: {md} and {js}; {len(cases)} cases, wall {report.meta['wall_seconds']}s")
         if findings:
             return EXIT_FINDING
-        return EXIT_INCOMPLETE if failed or unrun else EXIT_OK
+        return EXIT_INCOMPLETE if failed or unrun or not report.meta["comm_logging"] or not pir.ok else EXIT_OK
     except (Interrupted, Exception) as exc:  # a signal, or an internal error (exit 4): the same partial report
         _after_interrupt(exc, cases, args, records, not_run, probes, launch, job_id, work, logs_dest, stem, t0,
                          bool(kept))

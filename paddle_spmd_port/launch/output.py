@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..ops.kit.launch import each_op
 from ..reporting import markdown_table, write_atomic, write_json
+from .comm import COMM_VERDICTS
 from .pages import launch_page
 from .report import VERDICTS, CaseVerdict, Report
 
@@ -80,6 +81,7 @@ def render_markdown(report: Report) -> str:
     lines += ["", "### Placements and values by op", "", markdown_table(
         ("op", "placements compared", "equal to the port", "max rel err (values the port says hold)",
          "max rel err (values the port says cannot hold)"), [_op_figures(report, op) for op in by_op])]
+    lines += ["", *render_comm(report), *render_comm(report, "pir")]
     lines += ["", EAGER_LIMITS, op_notes()]
     if meta.get("not_launched"):
         lines += ["## Rules no launch case reaches", ""]
@@ -119,10 +121,81 @@ def render_markdown(report: Report) -> str:
         rows.append((v.case.case_id, f"`{v.case.describe()}`", v.verdict + ("" if v.expected else " (!)"),
                      f"{_fmt_pl(out.predicted)} / {_fmt_pl(out.observed)}" if out else "-",
                      f"{_fmt_pl(wg.predicted)} / {_fmt_pl(wg.observed)}" if wg else "-",
-                     f"{max(rels):.1e}" if rels else "-"))
+                     f"{max(rels):.1e}" if rels else "-", (v.comm.cell() if v.comm else "-"),
+                     v.pir.cell() if v.pir else "-"))
     lines += ["## All cases", "", markdown_table(
-        ("case", "call", "verdict", "out pred/obs", "weight_grad pred/obs", "max rel err"), rows)]
+        ("case", "call", "verdict", "out pred/obs", "weight_grad pred/obs", "max rel err",
+         "communication (reshards pred/obs)", "PIR route (reshards pred/obs)"), rows)]
     return "\n".join(lines) + "\n"
+
+
+COMM_LIMITS = """\
+Communication: the reshards Paddle ran inside the op (its forward API and its grad node), read from
+its VLOG lines on every rank, against those the port's answer implies (`reshard.plan` from each
+operand's placement to the one the port's rule gives it; in the backward also the grad rule's
+`x_grad` back to x's placement). A reshard is matched by tensor kind, shape, source and target, then
+its functions (Paddle's choice and the 1-D functions it called, with their mesh dims) are compared.
+Reshards outside the op (the other ops of a composite API) are counted, not compared. Stages that
+raised or did not run are not compared.
+"""
+
+
+PIR_LIMITS = """\
+The PIR route: each case's forward built as a static PIR program in one process (no data, nothing
+runs) and put through the passes `dist.to_static` runs (mix2dist, partition, reshard). The
+`dist_op.reshard` ops the partition pass puts before the op are matched with the predicted input
+reshards by shape, source and target; where every reshard of the program feeds the op, the
+collective ops the reshard pass leaves (`pd_op.all_gather`, `all_reduce`, `reduce_scatter`,
+`all_to_all`, ...) are compared, as a multiset, with the collectives of the predicted steps. A case
+whose forward the port predicts to crash Paddle is not built; the backward is not built.
+"""
+
+
+def render_comm(report: Report, route: str = "comm") -> list[str]:
+    """The communication section of the eager run (``comm``) or the PIR route (``pir``): verdict
+    counts, figures per op, differences grouped."""
+    pir = route == "pir"
+    if pir and all(v.pir is None for v in report.verdicts):
+        return ["## PIR route", "", "Not run.", ""]
+    lines = ["## PIR route" if pir else "## Communication", ""]
+    if pir and report.meta.get("pir"):
+        lines += [f"{report.meta['pir']}.", ""]
+    if not pir and not report.meta.get("comm_logging", True):
+        lines += ["**Not compared**: no rank saw its reshard log lines (Paddle's VLOG), so the run's "
+                  "communication is unknown.", ""]
+    counts = report.comm_counts(route)
+    lines.append(markdown_table(("PIR route" if pir else "communication", "expected (port accounts for it)",
+                                 "not expected"),
+                                [(k, counts[(k, True)], counts[(k, False)]) for k in COMM_VERDICTS
+                                 if counts[(k, True)] or counts[(k, False)]]))
+    rows = []
+    for op in sorted({v.case.op for v in report.verdicts}):
+        mine = [c for c in (getattr(v, route) for v in report.verdicts if v.case.op == op) if c is not None]
+        compared = [c for c in mine if c.verdict != "not compared"]
+        pred = sum(len(es) for c in compared for es in c.predicted.values())
+        obs = sum(len(es) for c in compared for es in c.observed.values())
+        outside = sum(len(es) for c in compared for es in c.outside.values())
+        rows.append((op, len(compared), sum(c.verdict == "agree" for c in compared),
+                     sum(c.verdict == "differs" for c in compared), pred, obs, outside,
+                     f"{sum(c.predicted_bytes() for c in compared):,}"))
+    lines += ["", markdown_table(("op", "cases compared", "agree", "differs", "reshards predicted",
+                                  "reshards observed (in the op)", "reshards outside the op",
+                                  "predicted bytes per rank (all cases)"), rows), "",
+              PIR_LIMITS if pir else COMM_LIMITS]
+    diffs: dict[str, list[str]] = {}
+    for v in report.verdicts:
+        check = getattr(v, route)
+        for d in check.differences if check else ():
+            key = ("explained: " if d.explained else "NOT EXPECTED: ") + _generalise(
+                re.sub(r"\[[-\d, ]*\]", "[..]", d.describe()))  # shapes and mappings blurred: one line a kind
+            diffs.setdefault(key, []).append(v.case.case_id)
+    if diffs:
+        lines += [f"### {'PIR route' if pir else 'Communication'} differences, grouped", ""]
+        for key, ids in sorted(diffs.items()):
+            shown = ", ".join(ids[:12]) + (f" ... ({len(ids)} in all)" if len(ids) > 12 else "")
+            lines.append(f"- {key}: {shown}")
+        lines.append("")
+    return lines
 
 
 def _op_figures(report: Report, op: str) -> tuple[str, int, int, str, str]:

@@ -34,24 +34,31 @@ from ..reporting import REPRO_PYTHON
 from .report import CaseVerdict, Report
 
 NOT_EXPECTED = "NOT EXPECTED"
+COMM_DIFFERS = f"communication differs ({NOT_EXPECTED})"
 SEVERITY = (f"placement differs ({NOT_EXPECTED})", f"numerics differ ({NOT_EXPECTED})",
-            f"Paddle error ({NOT_EXPECTED})", f"skipped ({NOT_EXPECTED})", "skipped", "Paddle error",
+            f"Paddle error ({NOT_EXPECTED})", COMM_DIFFERS, f"skipped ({NOT_EXPECTED})", "skipped", "Paddle error",
             "numerics differ", "placement differs", "agree")
-COLOURS = {SEVERITY[0]: "#cf222e", SEVERITY[1]: "#a40e26", SEVERITY[2]: "#fb8f44", SEVERITY[3]: "#57606a",
+COLOURS = {SEVERITY[0]: "#cf222e", SEVERITY[1]: "#a40e26", SEVERITY[2]: "#fb8f44", COMM_DIFFERS: "#bf3989",
+           f"skipped ({NOT_EXPECTED})": "#57606a",
            "skipped": "#afb8c1", "Paddle error": "#54aeff", "numerics differ": "#a475f9",
            "placement differs": "#d4a72c", "agree": "#2da44e"}
 
 
 def klass(v: CaseVerdict) -> str:
-    return v.verdict if v.expected else f"{v.verdict} ({NOT_EXPECTED})"
+    """The case's class on the page: its verdict, NOT EXPECTED where the port does not account for
+    it; an accounted outcome whose communication the port does not account for is
+    :data:`COMM_DIFFERS`."""
+    if not v.expected:
+        return f"{v.verdict} ({NOT_EXPECTED})"
+    return COMM_DIFFERS if not v.accounted else v.verdict
 
 
 def launch_verdict(report: Report) -> str:
     if report.meta.get("interrupted"):
         return UNCOMPARED
-    if any(v.verdict != "skipped" for v in report.unexpected):
+    if any(v.finding for v in report.verdicts):
         return FAIL
-    if report.unexpected or not report.verdicts:
+    if report.unexpected or not report.verdicts or not report.meta.get("comm_logging", True):
         return UNCOMPARED
     return PASS
 
@@ -120,10 +127,15 @@ def launch_page(report: Report) -> str:
         records.append(Record(klass(v), f"{v.case.op} {mesh_label(v.case.mesh_shape)} [{','.join(v.case.placements)}]",
                               (v.case.case_id, v.case.describe(),
                                f"{out.predicted} / {out.observed}" if out is not None else "-",
-                               f"{max(rels):.1e}" if rels else "-", "; ".join([*v.reasons, *v.notes])[:600]),
+                               f"{max(rels):.1e}" if rels else "-", v.comm.cell() if v.comm else "-",
+                               v.pir.cell() if v.pir else "-",
+                               "; ".join([*v.reasons, *(v.comm.reasons if v.comm else []),
+                                          *(f"PIR: {r}" for r in (v.pir.reasons if v.pir else [])), *v.notes])[:600]),
                               _repro(v)))
     sections.append(section("Cases", records_table("rec-launch", ("case", "call", "out predicted / observed",
-                                                                  "max rel err", "reasons"), records, COLOURS,
+                                                                  "max rel err", "communication (reshards "
+                                                                  "pred/obs)", "PIR route", "reasons"), records,
+                                                   COLOURS,
                                                    "every case of the run")))
     title = f"Real-run report: {meta.get('title', 'paddle.distributed.launch')}"
     header = Header(title, verdict, status, facts)

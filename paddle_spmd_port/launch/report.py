@@ -13,6 +13,12 @@ Per case, one verdict::
                        the port predicts its forward to crash the ranks, or the run was
                        interrupted: "not run: interrupted by SIGINT")
 
+Beside it, two communication verdicts (:mod:`.comm`): ``comm``, the reshards the ranks ran in
+eager mode, and ``pir``, the reshard and collective ops of the case's forward through the PIR
+passes; each ``agree``, ``differs`` or ``not compared``, with its own ``expected``. A case is a
+finding (exit 1) when the port accounts for neither its outcome nor a communication difference
+(:attr:`CaseVerdict.finding`).
+
 ``expected`` says whether the port accounts for the outcome: the same rule error (type and
 message), a kernel error whose message carries the local shapes the port's placements imply, a
 numeric error on a tensor the port's placements say cannot hold the right values, or a stage not
@@ -26,6 +32,7 @@ by rounding; the errors seen are in docs/measurements/2026-12-01-launch-notes.md
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +40,7 @@ from typing import Any
 
 from ..outcome import normalize_message
 from .cases import LaunchCase
+from .comm import CommCheck, compare, compare_pir, predict_comm
 from .predict import NOT_RULE_PLACED, UNEVEN_COSHARD, Prediction, StagePrediction, predict
 
 VERDICTS = ("agree", "placement differs", "numerics differ", "Paddle error", "skipped")
@@ -74,6 +82,27 @@ class CaseVerdict:
     error: dict[str, Any] | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     seconds: float = 0.0
+    comm: CommCheck | None = None
+    """The communication verdict (:mod:`.comm`): the reshards Paddle ran against the port's."""
+    pir: CommCheck | None = None
+    """The PIR route's verdict (:func:`.comm.compare_pir`); None when the route was not run."""
+
+    @property
+    def accounted(self) -> bool:
+        """The port accounts for the outcome, the communication and the PIR route's reshards."""
+        return self.expected and all(c is None or c.expected for c in (self.comm, self.pir))
+
+    @property
+    def finding(self) -> bool:
+        """An outcome, or a communication, the port does not account for (exit 1)."""
+        return ((not self.expected and self.verdict != "skipped")
+                or any(c is not None and c.verdict == "differs" and not c.expected for c in (self.comm, self.pir)))
+
+    @property
+    def unrun(self) -> bool:
+        """Not run where the port expects it to run, or not reached by the PIR route (exit 3)."""
+        return ((not self.expected and self.verdict == "skipped")
+                or any(c is not None and c.verdict == "not compared" and not c.expected for c in (self.comm, self.pir)))
 
     def to_json(self) -> dict[str, Any]:
         pred = self.prediction
@@ -85,6 +114,8 @@ class CaseVerdict:
                            "backward": None if pred.backward is None else pred.backward.describe(),
                            "numeric_risks": [list(r) for r in pred.numeric_risks]},
             "tensors": [t.to_json() for t in self.tensors],
+            "comm": None if self.comm is None else self.comm.to_json(),
+            "pir": None if self.pir is None else self.pir.to_json(),
         }
 
 
@@ -172,7 +203,28 @@ class _Judging:
 
 
 def verdict_for_case(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks: Sequence[int], rtol: float,
-                     probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None) -> CaseVerdict:
+                     probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None,
+                     comm_logging: bool = True, pir: dict[str, Any] | None = None,
+                     pir_ran: bool = False) -> CaseVerdict:
+    """The verdict for one case from every rank's record, with its communication verdict
+    (:func:`.comm.compare`; ``comm_logging``: every rank saw its reshard log lines) and, when the
+    PIR route ran (``pir_ran``), its verdict from the case's PIR record ``pir``."""
+    verdict = _verdict_for_case(case, by_rank, ranks, rtol, probes, interrupted)
+    pred = verdict.prediction
+    stages = {"forward": pred.forward.result}
+    if pred.backward is not None:
+        stages["backward"] = pred.backward.result
+    predicted = predict_comm(case, stages)
+    if pir_ran:
+        verdict = dataclasses.replace(verdict, pir=compare_pir(case, predicted.get("forward"), pir,
+                                                               pred.forward.runs))
+    if not by_rank or any(r not in by_rank for r in ranks):
+        return verdict
+    return dataclasses.replace(verdict, comm=compare(case, predicted, by_rank, comm_logging))
+
+
+def _verdict_for_case(case: LaunchCase, by_rank: dict[int, dict[str, Any]], ranks: Sequence[int], rtol: float,
+                      probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None) -> CaseVerdict:
     """The verdict for one case from every rank's record. ``interrupted`` (a signal name): the run
     was interrupted, and a case some rank did not finish is marked not run for that reason.
 
@@ -317,9 +369,16 @@ class Report:
     def counts_expected(self) -> Counter:
         return Counter((v.verdict, v.expected) for v in self.verdicts)
 
+    def comm_counts(self, route: str = "comm") -> Counter:
+        """(communication verdict, expected) -> cases, of the eager run (``comm``) or the PIR route
+        (``pir``); a case without one is ``not compared``."""
+        checks = [getattr(v, route) for v in self.verdicts]
+        return Counter(("not compared", True) if c is None else (c.verdict, c.expected) for c in checks)
+
     @property
     def unexpected(self) -> list[CaseVerdict]:
-        return [v for v in self.verdicts if not v.expected]
+        """The cases whose outcome or communication the port does not account for."""
+        return [v for v in self.verdicts if not v.accounted]
 
     def to_json(self) -> dict[str, Any]:
         return {"meta": self.meta,
@@ -331,12 +390,17 @@ class Report:
 
 def build_report(cases: Sequence[LaunchCase], records: dict[str, dict[int, dict[str, Any]]], ranks: Sequence[int],
                  meta: dict[str, Any], rtol: float = DEFAULT_RTOL,
-                 probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None) -> Report:
+                 probes: dict[str, dict[str, Any]] | None = None, interrupted: str | None = None,
+                 comm_logging: bool = True, pir: dict[str, dict[str, Any]] | None = None) -> Report:
     """``interrupted`` (a signal name) makes a partial report: it says so in its first line and in
-    ``meta["interrupted"]``, and every case not finished on every rank is marked not run."""
-    verdicts = tuple(verdict_for_case(case, records.get(case.case_id, {}), ranks, rtol, probes, interrupted)
+    ``meta["interrupted"]``, and every case not finished on every rank is marked not run.
+    ``comm_logging`` False (a rank did not see its reshard log lines): no communication is
+    compared, ``meta["comm_logging"]`` says so. ``pir``: case id -> the PIR route's record (None:
+    the route was not run; a case missing from it was not reached)."""
+    verdicts = tuple(verdict_for_case(case, records.get(case.case_id, {}), ranks, rtol, probes, interrupted,
+                                      comm_logging, (pir or {}).get(case.case_id), pir is not None)
                      for case in cases)
-    meta = dict(meta, rtol=rtol)
+    meta = dict(meta, rtol=rtol, comm_logging=comm_logging)
     if interrupted:
         meta["interrupted"] = interrupted
     return Report(verdicts, meta)

@@ -10,8 +10,20 @@ did::
      "error": null | {"stage": "forward", "type": "ValueError", "message": "..."},
      "skipped": null | {"stage": "backward", "reason": "..."},
      "tensors": {"out": {"placements": ["S(0)"], "local_shape": [2, 8], "max_abs_err": 0.0,
-                         "ref_max_abs": 2.1, "present": true, "ref_present": true}, ...}}
+                         "ref_max_abs": 2.1, "present": true, "ref_present": true}, ...},
+     "comm": {"forward": [<reshard>, ...], "backward": [...]}}
     {"kind": "done", "rank": 0, "cases": 254, "seconds": 21.3}
+
+The start record says whether the rank sees Paddle's reshard log lines (``"comm_logging"``: a
+``dist.shard_tensor`` split over the ranks must log its R->S reshard); ``comm`` holds the reshards
+each stage ran (:class:`~.comm.Event` as JSON), parsed from the VLOG lines the forward call and
+``out.backward`` write while fd 2 goes to ``rank<k>.stage.log`` (:class:`StderrCapture`; the
+lines are written back to the rank's log between ``@@comm <case> <stage> begin/end`` markers).
+
+``--pir`` (one plain process, no launch): every case's forward is built as a PIR program and put
+through Paddle's mix2dist, partition and reshard passes (:func:`pir_case`); ``pir.jsonl`` holds a
+``{"kind": "pir", "case_id", "error", "x": <x's mapping as PIR holds it>, "reshards": [...],
+"collectives": [...]}`` record per case.
 
 Placements are written as the cases spell them (:func:`placement_text`): ``R``, ``S(d)``,
 ``S(d)#k`` (a co-shard member of shard order k), ``P``.
@@ -32,6 +44,7 @@ stage the port predicts to kill the process (see :mod:`.predict`) is not execute
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -40,11 +53,13 @@ import time
 import traceback
 import warnings
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from .cases import LaunchCase, parse_placement, read_cases
+from .comm import VMODULE, kept_lines, parse_log
 from .predict import predict
 
 MAX_MESSAGE = 4000
@@ -77,17 +92,68 @@ def _placements_text(tensor: Any) -> list[str]:
     return [placement_text(p) for p in tensor.placements]
 
 
+def dist_placements(dist: Any, texts: tuple[str, ...]) -> list[Any]:
+    """``R`` -> ``Replicate()``, ``S(d)`` -> ``Shard(d)``, ``S(d)#k`` -> ``Shard(d, shard_order=k)``."""
+    out = []
+    for text in texts:
+        parsed = parse_placement(text)
+        if parsed is None:
+            out.append(dist.Replicate())
+        elif parsed[1] is None:
+            out.append(dist.Shard(parsed[0]))
+        else:
+            out.append(dist.Shard(parsed[0], shard_order=parsed[1]))
+    return out
+
+
+class StderrCapture:
+    """fd 2 into ``path`` for the span of a stage: Paddle's glog writes its VLOG lines there (C++,
+    not Python's ``sys.stderr``). On leaving, the text is parsed (:func:`.comm.parse_log`) and
+    written back to the real stderr between two marker lines, the lines the parse reads and every
+    line but glog's INFO ones (:func:`.comm.kept_lines`).
+    A process that dies inside the span leaves its last lines in ``path``."""
+
+    def __init__(self, path: Path, label: str) -> None:
+        self.path, self.label = path, label
+        self.text = ""
+        self._saved = -1
+
+    def __enter__(self) -> StderrCapture:
+        sys.stderr.flush()
+        self._fh = open(self.path, "w+b")  # closed in __exit__
+        self._saved = os.dup(2)
+        os.dup2(self._fh.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._fh.seek(0)
+        data = self._fh.read()
+        self._fh.close()
+        self.text = data.decode(errors="replace")
+        sys.stderr.write(f"@@comm {self.label} begin\n")
+        sys.stderr.flush()
+        sys.stderr.buffer.write(kept_lines(self.text).encode())
+        sys.stderr.write(f"@@comm {self.label} end\n")
+        sys.stderr.flush()
+
+    def events(self) -> list[dict[str, Any]]:
+        return [e.to_json() for e in parse_log(self.text)]
+
+
 class CaseRun:
     """Everything one rank does for one case; symmetric across ranks (every collective is
     entered by every rank in the same order)."""
 
-    def __init__(self, case: LaunchCase, mesh: Any, modules: dict[str, Any]) -> None:
-        self.case, self.mesh = case, mesh
+    def __init__(self, case: LaunchCase, mesh: Any, modules: dict[str, Any], capture: Path | None = None) -> None:
+        self.case, self.mesh, self.capture = case, mesh, capture
         self.np, self.paddle, self.dist, self.F = (modules[k] for k in ("np", "paddle", "dist", "F"))
         self.api = SimpleNamespace(**modules)
         self.op = case.launch_op
         self.record: dict[str, Any] = {"kind": "case", "case_id": case.case_id, "stages": {}, "error": None,
-                                       "skipped": None, "tensors": {}}
+                                       "skipped": None, "tensors": {}, "comm": {}}
         rng = self.np.random.RandomState((zlib.crc32(case.case_id.encode()) + case.seed) % 2**31)
         f32 = self.np.float32
         self.x = rng.uniform(-2.0, 2.0, case.shape).astype(f32)
@@ -109,17 +175,7 @@ class CaseRun:
         return t
 
     def _placements(self, texts: tuple[str, ...]) -> list[Any]:
-        """``R`` -> ``Replicate()``, ``S(d)`` -> ``Shard(d)``, ``S(d)#k`` -> ``Shard(d, shard_order=k)``."""
-        out = []
-        for text in texts:
-            parsed = parse_placement(text)
-            if parsed is None:
-                out.append(self.dist.Replicate())
-            elif parsed[1] is None:
-                out.append(self.dist.Shard(parsed[0]))
-            else:
-                out.append(self.dist.Shard(parsed[0], shard_order=parsed[1]))
-        return out
+        return dist_placements(self.dist, texts)
 
     def _replicate(self) -> list[Any]:
         return [self.dist.Replicate() for _ in self.case.mesh_shape]
@@ -190,7 +246,8 @@ class CaseRun:
             self.record["skipped"] = {"stage": "forward", "reason": reason}
             return
         try:
-            y, w, b, rm, rv = self.op.call_distributed(self.api, self, x, w, b, rm, rv)
+            with self._captured("forward"):
+                y, w, b, rm, rv = self.op.call_distributed(self.api, self, x, w, b, rm, rv)
         except Exception as exc:
             self._fail("forward", exc)
             return
@@ -207,8 +264,10 @@ class CaseRun:
         if reason:
             self.record["skipped"] = {"stage": "backward", "reason": reason}
             return
+        g = dist.shard_tensor(self.paddle.to_tensor(self.g), self.mesh, list(y.placements))
         try:
-            y.backward(dist.shard_tensor(self.paddle.to_tensor(self.g), self.mesh, list(y.placements)))
+            with self._captured("backward"):
+                y.backward(g)
         except Exception as exc:
             self._fail("backward", exc)
             return
@@ -217,6 +276,20 @@ class CaseRun:
         for name, t in (("weight_grad", w), ("bias_grad", b)):
             if t is not None:
                 self._observe(name, t.grad)
+
+    @contextlib.contextmanager
+    def _captured(self, stage: str) -> Iterator[None]:
+        """Capture the stage's log lines into ``record["comm"][stage]`` (the reshards it ran), also
+        when the stage raises."""
+        if self.capture is None:
+            yield
+            return
+        cap = StderrCapture(self.capture, f"{self.case.case_id} {stage}")
+        try:
+            with cap:
+                yield
+        finally:
+            self.record["comm"][stage] = cap.events()
 
     def _extra_outputs(self, x: Any, w: Any, b: Any, distributed: bool) -> dict[str, Any]:
         """The op's outputs its functional call drops (forward only), on fresh copies of the running
@@ -259,12 +332,35 @@ def _mesh(modules: dict[str, Any], shape: tuple[int, ...]) -> Any:
     return dist.ProcessMesh(ids, dim_names=[f"d{i}" for i in range(len(shape))])
 
 
+def comm_logging(modules: dict[str, Any], capture: Path) -> bool:
+    """Whether this rank sees Paddle's reshard log lines: ``dist.shard_tensor`` of a small tensor
+    split over every rank runs an R->S reshard (a local slice, no collective), which must log."""
+    dist, paddle = modules["dist"], modules["paddle"]
+    world = dist.get_world_size()
+    mesh = dist.ProcessMesh(list(range(world)), dim_names=["d0"])
+    with StderrCapture(capture, "logging check") as cap:
+        dist.shard_tensor(paddle.zeros([world]), mesh, [dist.Shard(0)])
+    return any(e.function == "RToSReshard" for e in parse_log(cap.text))
+
+
+def enable_comm_logging() -> None:
+    """Turn on the VLOG lines :func:`.comm.parse_log` reads; glog reads ``GLOG_vmodule`` when
+    Paddle's library loads, so this runs before Paddle is imported (a user's own modules stay)."""
+    mine = os.environ.get("GLOG_vmodule", "")
+    os.environ["GLOG_vmodule"] = f"{mine},{VMODULE}" if mine and VMODULE not in mine else (mine or VMODULE)
+
+
 def run(cases: list[LaunchCase], out_dir: Path, backend: str, run_predicted_crashes: bool = False) -> int:
     started = time.time()
+    if not run_predicted_crashes:  # a crash probe compares no communication (and must end as Paddle lets it)
+        enable_comm_logging()
     modules = _modules(backend)
     dist, paddle = modules["dist"], modules["paddle"]
     rank, world = dist.get_rank(), dist.get_world_size()
     path = out_dir / f"rank{rank}.jsonl"
+    capture = out_dir / f"rank{rank}.stage.log"
+    case_capture = out_dir / f"rank{rank}.case.log"
+    logging_ok = comm_logging(modules, capture)
     meshes: dict[tuple[int, ...], Any] = {}
     with open(path, "w") as fh:
         def emit(obj: dict[str, Any]) -> None:
@@ -272,7 +368,8 @@ def run(cases: list[LaunchCase], out_dir: Path, backend: str, run_predicted_cras
             fh.flush()
 
         emit({"kind": "start", "rank": rank, "world_size": world, "pid": os.getpid(), "paddle": paddle.__version__,
-              "commit": getattr(paddle.version, "commit", ""), "backend": backend, "cases": len(cases)})
+              "commit": getattr(paddle.version, "commit", ""), "backend": backend, "cases": len(cases),
+              "comm_logging": logging_ok})
         for case in cases:
             t0 = time.time()
             if case.world_size != world:
@@ -282,16 +379,95 @@ def run(cases: list[LaunchCase], out_dir: Path, backend: str, run_predicted_cras
                 continue
             if case.mesh_shape not in meshes:
                 meshes[case.mesh_shape] = _mesh(modules, case.mesh_shape)
-            run_ = CaseRun(case, meshes[case.mesh_shape], modules)
-            try:
-                run_.run_reference()
-                run_.run_distributed(predict(case), run_predicted_crashes)
-            except Exception as exc:  # never let one case end the launch
-                run_._fail("runner", exc)
-                run_.record["error"]["traceback"] = traceback.format_exc()[-MAX_MESSAGE:]
+            run_ = CaseRun(case, meshes[case.mesh_shape], modules, capture if logging_ok else None)
+            # the whole case too: the runner's own reshards (shard_tensor, the gathers) log as much
+            with StderrCapture(case_capture, f"{case.case_id}") if logging_ok else contextlib.nullcontext():
+                try:
+                    run_.run_reference()
+                    run_.run_distributed(predict(case), run_predicted_crashes)
+                except Exception as exc:  # never let one case end the launch
+                    run_._fail("runner", exc)
+                    run_.record["error"]["traceback"] = traceback.format_exc()[-MAX_MESSAGE:]
             run_.record.update(rank=rank, seconds=round(time.time() - t0, 4))
             emit(run_.record)
         emit({"kind": "done", "rank": rank, "cases": len(cases), "seconds": round(time.time() - started, 3)})
+    return 0
+
+
+#: Op names (``pd_op.<name>``, trailing ``_`` dropped) that move data between ranks in a PIR program.
+PIR_COLLECTIVE = re.compile(r"all_?gather|all_?reduce|reduce_?scatter|all_?to_?all|send|recv|broadcast|c_concat")
+
+
+def pir_case(case: LaunchCase, mesh: Any, modules: dict[str, Any], passes: dict[str, Any]) -> dict[str, Any]:
+    """The case's forward as a PIR program, through the passes ``dist.to_static`` runs: the
+    ``dist_op.reshard`` ops the partition pass inserts (each with the ops that consume it) and the
+    collective ops left after the reshard pass. Static mode only: no data, nothing runs."""
+    paddle, dist = modules["paddle"], modules["dist"]
+    api = SimpleNamespace(**modules)
+    record: dict[str, Any] = {"kind": "pir", "case_id": case.case_id, "error": None}
+    main_prog, startup = paddle.static.Program(), paddle.static.Program()
+    rep = [dist.Replicate() for _ in case.mesh_shape]
+    try:
+        with paddle.static.program_guard(main_prog, startup):
+            def replicated(name: str, shape: tuple[int, ...]) -> Any:
+                return dist.shard_tensor(paddle.static.data(name, list(shape), "float32"), mesh, rep)
+
+            x = dist.shard_tensor(paddle.static.data("x", list(case.shape), "float32"), mesh,
+                                  dist_placements(dist, case.placements))
+            record["x"] = list(x.dist_attr().dims_mapping)  # as PIR holds it (a co-shard: one mesh dim)
+            stats = case.param_shape if case.launch_op.running_stats else (1,)
+            case.launch_op.call(api, case, x, replicated("w", case.param_shape) if case.weight else None,
+                                replicated("b", case.param_shape) if case.bias else None,
+                                replicated("rm", stats), replicated("rv", stats))
+        passes["mix2dist"](main_prog)
+        passes["partition"](main_prog)
+        reshards = []
+        for op in main_prog.global_block().ops:
+            if op.name() != "dist_op.reshard":
+                continue
+            src, dst = op.operand_source(0), op.result(0)
+            reshards.append({"shape": list(src.shape), "src": list(src.dist_attr().dims_mapping),
+                             "src_partial": sorted(src.dist_attr().partial_dims),
+                             "dst": list(dst.dist_attr().dims_mapping),
+                             "dst_partial": sorted(dst.dist_attr().partial_dims),
+                             "ops": sorted({u.name().removeprefix("pd_op.").rstrip("_") for u in dst.all_used_ops()})})
+        passes["reshard"](main_prog)
+        record["reshards"] = reshards
+        record["collectives"] = [op.name() for op in main_prog.global_block().ops
+                                 if PIR_COLLECTIVE.search(op.name().removeprefix("pd_op."))]
+    except Exception as exc:  # a Paddle error building the program is this case's result
+        record["error"] = {"type": type(exc).__name__, "message": str(exc)[:MAX_MESSAGE]}
+    return record
+
+
+def run_pir(cases: list[LaunchCase], out_dir: Path) -> int:
+    """Every case's forward through the PIR route, in this one process (``pir.jsonl``); a case
+    whose forward the port predicts to crash Paddle is not built."""
+    started = time.time()
+    modules = _modules("cpu")
+    paddle = modules["paddle"]
+    from paddle.distributed.auto_parallel.static.mix_to_dist_pass import apply_mix2dist_pass
+    from paddle.distributed.auto_parallel.static.pir_pass import ReshardPasses, apply_partition_pass
+
+    passes = {"mix2dist": apply_mix2dist_pass, "partition": apply_partition_pass,
+              "reshard": ReshardPasses.apply_reshard_pass}
+    paddle.enable_static()
+    meshes: dict[tuple[int, ...], Any] = {}
+    with open(out_dir / "pir.jsonl", "w") as fh:
+        def emit(obj: dict[str, Any]) -> None:
+            fh.write(json.dumps(obj) + "\n")
+            fh.flush()
+
+        emit({"kind": "start", "pid": os.getpid(), "paddle": paddle.__version__, "cases": len(cases)})
+        for case in cases:
+            reason = predict(case).skip_reason("forward")
+            if reason:
+                emit({"kind": "pir", "case_id": case.case_id, "skipped": reason, "error": None})
+                continue
+            if case.mesh_shape not in meshes:
+                meshes[case.mesh_shape] = _mesh(modules, case.mesh_shape)
+            emit(pir_case(case, meshes[case.mesh_shape], modules, passes))
+        emit({"kind": "done", "cases": len(cases), "seconds": round(time.time() - started, 3)})
     return 0
 
 
@@ -303,11 +479,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--job-id", default="", help="only to tag the process (ps/pgrep)")
     parser.add_argument("--run-predicted-crashes", action="store_true",
                         help="also run stages the port predicts to crash (crash probes, one process per case)")
+    parser.add_argument("--pir", action="store_true",
+                        help="build every case's forward as a PIR program in this one process (no launch) and "
+                             "record its reshard and collective ops (pir.jsonl)")
     args = parser.parse_args(argv)
+    if args.pir:
+        code = run_pir(read_cases(args.cases), Path(args.out_dir))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return code
     code = run(read_cases(args.cases), Path(args.out_dir), args.backend, args.run_predicted_crashes)
     sys.stdout.flush()
     sys.stderr.flush()
-    return code
+    if args.run_predicted_crashes:
+        # a normal exit: a heap the case corrupted may abort only when it is freed here, and that
+        # abort is the crash the probe is looking for (no GLOG_vmodule in a probe, so no hang)
+        return code
+    # Paddle 3.3.1 with GLOG_vmodule set corrupts its heap in the interpreter's normal exit
+    # ("corrupted size vs. prev_size", measured: the rank then hangs in the abort): every record is
+    # written and flushed by now, so the rank leaves without running the exit handlers.
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,14 +183,31 @@ def _probe_once(case: LaunchCase, *, python: str | None, timeout: float, work_di
     work = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="spmd-probe-"))
     work.mkdir(parents=True, exist_ok=True)
     write_cases([probe], work / "probe.jsonl")
+    code = _run_runner(work, "probe", "--run-predicted-crashes", python=python, timeout=timeout, token=token,
+                       guard=guard)
+    if code is None:
+        summary, confirmed = f"no crash: still running after {timeout:.0f}s (killed)", False
+    elif code < 0:
+        summary, confirmed = f"process died with {signal_text(-code)}, as predicted", True
+    else:
+        summary, confirmed = f"no crash: exit code {code}", False
+    return {"case_id": case.case_id, "returncode": code, "summary": summary, "confirmed": confirmed,
+            "log_dir": str(work)}
+
+
+def _run_runner(work: Path, name: str, mode: str, *, cases_file: str | None = None, python: str | None,
+                timeout: float, token: str | None, guard: ChildGuard | None) -> int | None:
+    """Run the rank runner alone in ``work`` on ``cases_file`` (default ``<name>.jsonl``) in ``mode``
+    (a runner flag), its output in ``<name>.log``, in a session of its own (so the whole group can be
+    killed); the exit code, or None when it outlived ``timeout`` and was killed."""
     root = str(Path(paddle_spmd_port.__file__).resolve().parent.parent)
     (work / "rank_main.py").write_text(_BOOTSTRAP.format(root=root))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PADDLE_TRAINER", "PADDLE_MASTER"))}
     if token is not None:
         env[TOKEN_ENV] = token
-    cmd = [python or sys.executable, str(work / "rank_main.py"), "--cases", str(work / "probe.jsonl"),
-           "--out-dir", str(work), "--run-predicted-crashes"]
-    with open(work / "probe.log", "wb") as log:
+    cmd = [python or sys.executable, str(work / "rank_main.py"), "--cases", str(work / (cases_file or f"{name}.jsonl")),
+           "--out-dir", str(work), mode]
+    with open(work / f"{name}.log", "wb") as log:
         kwargs: dict[str, Any] = {"cwd": work, "env": env, "stdout": log, "stderr": subprocess.STDOUT,
                                   "stdin": subprocess.DEVNULL}
         proc = guard.popen(cmd, **kwargs) if guard is not None else subprocess.Popen(cmd, start_new_session=True,
@@ -200,11 +218,48 @@ def _probe_once(case: LaunchCase, *, python: str | None, timeout: float, work_di
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             code = None
+    return code
+
+
+@dataclass(frozen=True)
+class PirResult:
+    """The PIR route's run: case id -> its record, and how the process ended."""
+
+    records: dict[str, dict[str, Any]]
+    summary: str
+    ok: bool
+    log: Path
+
+
+def run_pir_route(cases: Sequence[LaunchCase], *, work_dir: Path, timeout: float, token: str | None = None,
+                  guard: ChildGuard | None = None, python: str | None = None) -> PirResult:
+    """Build every case's forward as a PIR program in one fresh process (the runner's ``--pir``:
+    no launch, no data; the passes need no other rank) and read its records. A process that dies
+    or outlives ``timeout`` leaves the cases it did not reach without a record."""
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    write_cases(cases, work / "pir-cases.jsonl")
+    started = time.monotonic()
+    code = _run_runner(work, "pir", "--pir", cases_file="pir-cases.jsonl", python=python, timeout=timeout,
+                       token=token, guard=guard)
+    records: dict[str, dict[str, Any]] = {}
+    done = False
+    path = work / "pir.jsonl"
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:  # the last line of a process killed mid-write
+                continue
+            if rec.get("kind") == "pir":
+                records[rec["case_id"]] = rec
+            done = done or rec.get("kind") == "done"
+    seconds = time.monotonic() - started
     if code is None:
-        summary, confirmed = f"no crash: still running after {timeout:.0f}s (killed)", False
-    elif code < 0:
-        summary, confirmed = f"process died with {signal_text(-code)}, as predicted", True
+        summary = f"PIR route killed after {timeout:.0f}s; {len(records)} of {len(cases)} cases built"
+    elif code != 0 or not done:
+        how = signal_text(-code) if code < 0 else f"exit code {code}"
+        summary = f"PIR route ended with {how} after {len(records)} of {len(cases)} cases (log: {work / 'pir.log'})"
     else:
-        summary, confirmed = f"no crash: exit code {code}", False
-    return {"case_id": case.case_id, "returncode": code, "summary": summary, "confirmed": confirmed,
-            "log_dir": str(work)}
+        summary = f"PIR route: {len(records)} cases in {seconds:.1f}s"
+    return PirResult(records, summary, code == 0 and done, work / "pir.log")

@@ -54,7 +54,7 @@ from ..ops import FAMILIES, family_part
 from ..ops.kit.native import KIND_TOKENS, NativeRoutes, mismatch_reason
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..runctl.signals import signal_text
-from ..types import DistAttr, DistTensorSpec, Mapping, ProcessMesh, SpmdResult, entry_of, mesh_dims_of
+from ..types import DimsMapping, DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, entry_of, mesh_dims_of
 from ._paddle import ATTR_KIND, ReduceTypeError, paddle_dir, paddle_version
 from .crash_prone import compiled_may_crash as may_crash
 from .worker import LAYOUT_ENV, fixed_layout_prefix
@@ -446,7 +446,7 @@ class _Reply:
                 shape = tuple(int(v) for v in words[:ndim])
                 ids = tuple(int(v) for v in words[ndim + 1:ndim + 1 + n_ids])
                 mesh = _meshes[key] = ProcessMesh(shape, ids, tuple(_unhex(v) for v in words[ndim + 1 + n_ids:]))
-        dims_mapping: Mapping
+        dims_mapping: DimsMapping
         if kind == "A":
             dims_mapping = self.ints(self.count())
         else:  # an answer holding a co-shard

@@ -12,7 +12,8 @@ overlaid by every family's module named P::
 
     paddle     what Paddle 3.3.1 does, quirks and bugs included (the default)
     pr72918    paddle, except the rules proposed upstream for sync_batch_norm (never shipped)
-    proposed   the port's corrected rules, sound on the oracle's whole grid (every rule key)
+    proposed   the port's corrected rules, sound on the oracle's whole grid (every rule key); its
+               reverse rules answer the cheaper of the reverse and the forward answer (kit/cheapest.py)
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ import inspect
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from types import ModuleType
 from typing import Any
 
 from ..errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument, RuleNotFoundError, UnknownKeyError
 from ..types import DistTensorSpec, SpmdResult
-from . import FAMILIES, REGISTRY_NAMES, RULES, family_module
+from . import FAMILIES, REGISTRY_NAMES, RULES, family_module, family_part
+from .kit.cheapest import cheaper_reverse, usable
+from .kit.strictness import POLICIES, SHARED, Strictness, StrictnessNotes
 
 RuleFn = Callable[..., SpmdResult]
 
@@ -69,23 +73,119 @@ for _name in PROFILE_NAMES[1:]:
     PROFILES[_name] = {**PADDLE_RULES, **_profile(_name)}
 del _name
 
+
+def _choose_cheaper_reverse() -> None:
+    """The proposed reverse rules answer the cheaper of their answer and their forward rule's
+    (:mod:`.kit.cheapest`)."""
+    done: set[str] = set()
+    proposed = PROFILES["proposed"]
+    for reg in REGISTRY_NAMES.values():
+        key = reg.backward
+        if key is None or key in done or RULES[key].direction != "reverse":
+            continue
+        if not usable(RULES[key], RULES[reg.forward]):
+            continue
+        done.add(key)
+        proposed[key] = cheaper_reverse(RULES[key], proposed[key], RULES[reg.forward], proposed[reg.forward])
+
+
+_choose_cheaper_reverse()
+
 #: registry name -> (forward rule key, backward rule key or None, registered in Paddle).
 NAMES: dict[str, tuple[str, str | None, bool]] = {
     name: (reg.forward, reg.backward, reg.in_paddle) for name, reg in REGISTRY_NAMES.items()}
 
 
-def rule_function(rule_key: str, profile: str = "paddle") -> RuleFn:
-    """The function behind a rule key (see :data:`paddle_spmd_port.ops.RULES`) in a profile.
+def rule_function(rule_key: str, profile: str = "paddle", policy: str = "strict") -> RuleFn:
+    """The function behind a rule key (see :data:`paddle_spmd_port.ops.RULES`) in a profile, under a
+    strictness policy (:data:`~.kit.strictness.POLICIES`: ``strict``, the profile's own function;
+    ``mirror``, see :func:`mirrored`).
 
-    Unknown key or profile: :class:`UnknownKeyError` (a RuleNotFoundError and a ValueError)."""
+    Unknown key, profile or policy: :class:`UnknownKeyError` (a RuleNotFoundError and a ValueError)."""
     _require_str(rule_key, "rule_key")
     _require_str(profile, "profile")
+    _require_str(policy, "policy")
     if profile not in PROFILES:
         raise UnknownKeyError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    if policy not in POLICIES:
+        raise UnknownKeyError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     try:
-        return PROFILES[profile][rule_key]
+        fn = PROFILES[profile][rule_key]
     except KeyError:
         raise UnknownKeyError(f"unknown rule key {rule_key!r}; choose one of {', '.join(PADDLE_RULES)}") from None
+    if policy == "strict":
+        return fn
+    made = _MIRRORED.get((rule_key, profile))
+    if made is None:
+        made = _MIRRORED[rule_key, profile] = mirrored(rule_key, fn)
+    return made
+
+
+# --------------------------------------------------------------------------- strictness
+def _declared() -> tuple[tuple[Strictness, ...], dict[tuple[str, str], RuleFn]]:
+    """Every family's declared refusals (:class:`~.kit.strictness.StrictnessNotes`) before the kit's shared
+    ones, and the mirror functions of every family's ``rules.py``, by (rule key, check)."""
+    own: list[Strictness] = []
+    mirrors: dict[tuple[str, str], RuleFn] = {}
+    for family in FAMILIES:
+        notes = family_part(family, StrictnessNotes)  # (type and problems checked there, naming the file)
+        own.extend(notes.declared if notes is not None else ())
+        module = family_module(family, "rules")
+        for value in vars(module).values() if module is not None else ():
+            for item in value if isinstance(value, tuple) else (value,):  # (a tuple: mirrors made in a loop)
+                found = getattr(item, "mirror_for", None)
+                if found is not None and getattr(item, "__module__", None) == module.__name__:  # type: ignore[union-attr]
+                    mirrors[found] = item
+    for decl in own:
+        for key in decl.mirror_keys:
+            if (key, decl.check) not in mirrors:
+                raise ImportError(f"{decl.check} declares {key} mirrored, but no @mirror({key!r}, {decl.check!r})")
+    for key, check in mirrors:
+        if not any(check == d.check and key in d.mirror_keys for d in own):
+            raise ImportError(f"@mirror({key!r}, {check!r}) has no STRICTNESS entry naming {key} in mirror_keys")
+    return (*own, *SHARED), mirrors
+
+
+STRICTNESS, MIRRORS = _declared()
+_MIRRORED: dict[tuple[str, str], RuleFn] = {}
+
+
+def strictness_of(rule_key: str, kind: str) -> Strictness | None:
+    """The declaration of the refusal ``kind`` of rule ``rule_key`` (its family's own first), or
+    None where none is declared."""
+    family = RULES[rule_key].op
+    for decl in STRICTNESS:
+        if (not decl.families or family in decl.families) and fnmatchcase(kind, decl.check):
+            return decl
+    return None
+
+
+def mirrored(rule_key: str, fn: RuleFn) -> RuleFn:
+    """``fn`` under the ``mirror`` policy: where it refuses an input (InvalidSpecError) whose
+    declaration names ``rule_key`` among its ``mirror_keys``, Paddle's rule's answer, from the
+    family's mirror function; any other refusal is raised again, its message naming why no answer is
+    mirrored (Paddle's rule crashes or answers garbage there, or the port does not model it)."""
+
+    def call(*args: Any, **kwargs: Any) -> SpmdResult:
+        try:
+            return fn(*args, **kwargs)
+        except InvalidSpecError as exc:
+            decl = strictness_of(rule_key, exc.kind)
+            if decl is not None and rule_key in decl.mirror_keys:
+                try:
+                    return MIRRORS[rule_key, decl.check](fn, *args, **kwargs)
+                except InvalidSpecError as inner:
+                    raise InvalidSpecError(f"{inner} [mirror policy: not mirrored]", kind=inner.kind) from None
+            why = "no strictness declared" if decl is None else (
+                f"Paddle's rule {decl.rule} on it" + ("" if decl.rule == "crashes" else
+                                                      "; the port does not model that answer"))
+            raise InvalidSpecError(f"{exc} [mirror policy: not mirrored: {why}]", kind=exc.kind) from None
+
+    call.__name__ = call.__qualname__ = f"{getattr(fn, '__name__', rule_key)}_mirror"
+    call.__doc__ = fn.__doc__
+    call.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    call.rule_key = rule_key  # type: ignore[attr-defined]
+    return call
 
 
 def _require_str(value: object, name: str) -> None:
@@ -141,15 +241,17 @@ def contains_spmd_rule(name: str) -> bool:
     return name in NAMES
 
 
-def get_spmd_rule(name: str, profile: str = "paddle") -> SpmdRule:
-    """Like ``core.get_phi_spmd_rule(name)``; ``profile`` picks one of :data:`PROFILES`."""
+def get_spmd_rule(name: str, profile: str = "paddle", policy: str = "strict") -> SpmdRule:
+    """Like ``core.get_phi_spmd_rule(name)``; ``profile`` picks one of :data:`PROFILES`, ``policy``
+    the strictness policy (:func:`rule_function`)."""
     _require_str(name, "name")
     try:
         fwd, bwd, registered = NAMES[name]
     except KeyError:
         known = ", ".join(NAMES)
         raise RuleNotFoundError(f"`{name}` Kernel's Spmd rules is not registered; known rules: {known}") from None
-    return SpmdRule(name, rule_function(fwd, profile), rule_function(bwd, profile) if bwd else None, registered)
+    return SpmdRule(name, rule_function(fwd, profile, policy),
+                    rule_function(bwd, profile, policy) if bwd else None, registered)
 
 
 def rule_names() -> tuple[str, ...]:

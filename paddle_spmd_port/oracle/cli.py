@@ -7,6 +7,7 @@
     python -m paddle_spmd_port oracle --sample 300 --seed 1 --report-dir out/
     python -m paddle_spmd_port oracle --meshes 2,4,2x2,2x3,2x2x2 --sync-group mesh
     python -m paddle_spmd_port oracle --profile native --sample 50   # the installed Paddle's own answers
+    python -m paddle_spmd_port oracle --search                       # cheaper sound answers: .search_report
 
 For every case of the oracle grid (:mod:`.grid`) and every profile, the rule answers, the answer
 runs on a virtual mesh in numpy (:mod:`.simulator`) and gets a verdict. Printed: one table per
@@ -39,7 +40,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ from ..runctl.grammar import (
     add_rules_argument,
     add_selection_arguments,
     add_workers_arguments,
+    count,
     mesh_list,
     path_text,
     rule_keys,
@@ -85,6 +87,8 @@ from .report import (
     verdict_differences,
     without_refused,
 )
+from .search import DEFAULT_SAMPLE, MAX_CANDIDATES
+from .search_report import SearchRun, not_sound_proposed, unanswered, write_report
 from .simulator import OP_REJECTS, SOUND, SYNC_GROUPS
 
 PROG = "python -m paddle_spmd_port oracle"
@@ -141,6 +145,15 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(> 0, at most {MAX_SECONDS:.0f}; default 60)")
     p.add_argument("--max-bugs", type=int, default=40, help="distinct bugs to print in full (default 40)")
     p.add_argument("--quiet", action="store_true", help="print only the tables (no opening line, no progress)")
+    p.add_argument("--search", action="store_true",
+                   help="the missing-sharding search instead of the verdicts: per case, every answer that keeps or "
+                        "drops each given input's shards and partial dims, judged by the oracle and priced in bytes "
+                        "per rank by Paddle's reshard functions; reports where a sound answer is cheaper than the "
+                        f"rule's (search.md/json/html, search-summary.md); a sample of {DEFAULT_SAMPLE} cases per "
+                        "rule unless --sample or --max-cases says otherwise")
+    p.add_argument("--max-candidates", type=count, default=None, metavar="N",
+                   help=f"with --search: skip (and count) a case with more than N candidate answers "
+                        f"(default {MAX_CANDIDATES})")
     return p
 
 
@@ -243,88 +256,22 @@ def _unfinished_text(status: dict[str, dict[str, Any]]) -> str:
 def _render(run: _Run, args: argparse.Namespace, seconds: float, interrupted: str | None
             ) -> tuple[str, str, dict[str, Any], list[Judged], dict[str, str]]:
     """(markdown, what to print, oracle.json, the rows of the cases file, repro files)."""
-    profiles = run.profiles
-    judged = run.judged
+    profiles, judged = run.profiles, run.judged
     status = run.status(judged)
     everything = [j for p in profiles for rows in judged[p].values() for j in rows]
     bugs = distinct_bugs(everything)
-    meshes = " ".join(_mesh_text(m) for m in args.meshes)
-    head = ""
-    if interrupted:
-        head = (f"INTERRUPTED by {interrupted} after {seconds:.1f}s: partial report of the cases judged so far; "
-                f"unfinished rules: {_unfinished_text(status)}\n\n")
-    parts = [f"{head}# Oracle: numerical soundness on a virtual mesh\n\nmeshes {meshes}; {_all_reducing()} "
-             f"over {'the batch mesh dims' if args.sync_group == 'batch' else 'the whole mesh'}; "
-             f"{sum(len(r) for r in judged[profiles[0]].values())} cases per profile; {run.judge.simulations} "
-             f"distinct simulations; {seconds:.1f}s.\n"]
-    if run.no_kernel:
-        parts.append(f"Not judged (no numpy kernel yet): {', '.join(run.no_kernel)}.\n")
-
     tallies = {p: _tallies(judged[p]) for p in profiles}
 
     def label(rule: str) -> str:
         s = status[rule]
         return rule if s["status"] == "done" else f"{rule} (partial: {s['judged']}/{s['planned']})"
 
-    for profile in profiles:
-        table = profile_table({label(r): t for r, t in tallies[profile].items()})
-        if interrupted:
-            missing = [r for r, s in status.items() if s["status"] == "not started"]
-            table += f"\n\nnot judged (interrupted): {', '.join(missing) or 'none'}"
-        if profile == NATIVE:
-            table += (f"\n\nPaddle {run.paddle.get('version', '?')} (commit {run.paddle.get('commit', '?')[:12]}), "
-                      "each rule's primary native route: " + "; ".join(
-                          f"{route} for {', '.join(r for r in run.routes if run.routes[r] == route)}"
-                          for route in dict.fromkeys(run.routes.values())) + ". A raise, a crash, an undecodable "
-                      "answer or no rule on the route is rule-error (oracle/native.py).")
-        parts.append(f"## Profile `{profile}`\n\n{table}\n")
-    if "paddle" in profiles and "proposed" in profiles:
-        parts.append("## paddle vs proposed\n\n" + comparison_table(
-            {label(r): rows for r, rows in judged["paddle"].items()},
-            {label(r): rows for r, rows in judged["proposed"].items()}) + "\n\n"
-            "paddle -> proposed. resharded inputs = inputs whose wanted dist attr differs from the given one; "
-            "with communication = those that need a collective (a Shard or Partial that is not kept; "
-            "Replicate -> Shard is a local slice); summed over the cases both profiles answer, and over those "
-            "where both answers are sound.\n")
-        coshard = {r: [i for i, j in enumerate(rows) if "-coshard-" in j.case.case_id]
-                   for r, rows in judged["paddle"].items()}
-        if any(coshard.values()):
-            parts.append("## paddle vs proposed on co-sharded inputs\n\n" + comparison_table(
-                {label(r): [judged["paddle"][r][i] for i in idx] for r, idx in coshard.items() if idx},
-                {label(r): [judged["proposed"][r][i] for i in idx] for r, idx in coshard.items() if idx}) + "\n\n"
-                "The same columns over the grid's co-shard set only (ids `<rule>-coshard-...`): Paddle 3.3.1 "
-                "reads one mesh dim of a co-shard and gathers the rest; `proposed` keeps the co-shard on the "
-                "axes it keeps split (rules/proposed.py `_with_coshards`).\n")
-    if "paddle" in profiles:
-        parts.append("## Paddle's rule raising on cases the op can run\n\n"
-                     + rule_error_groups(judged["paddle"], judged.get("proposed")))
-    if NATIVE in profiles:
-        parts.append("## Paddle's own answers raising, crashing or unreadable on cases the op can run\n\n"
-                     + rule_error_groups(judged[NATIVE], None))
-        unanswered = sum(tallies[NATIVE][r].counts[NO_ANSWER] for r in tallies[NATIVE])
-        if unanswered:
-            parts.append(f"**{unanswered} cases got no answer from Paddle in this run** (column {NO_ANSWER}: a worker "
-                         "timed out or kept failing, or a backend could not start): the native profile is "
-                         "incomplete.\n")
-        if "paddle" in profiles:
-            valid_paddle, valid_native = without_refused(judged["paddle"], judged[NATIVE])
-            kept = sum(len(rows) for rows in valid_paddle.values())
-            parts.append("## native vs paddle\n\nThe installed Paddle's own answers against the port's `paddle` "
-                         "profile (Paddle 3.3.1's rules), case by case:\n\n"
-                         + verdict_differences(judged["paddle"], judged[NATIVE])
-                         + f"\nTotals over the {kept} cases whose input the port does not refuse as invalid (where "
-                           "it does, Paddle's rule does not validate the input and answers or crashes instead):\n\n"
-                         + profile_table({"paddle": _total(valid_paddle), NATIVE: _total(valid_native)},
-                                         "profile", total_row=False) + "\n")
-    parts.append(f"## Distinct bugs ({len(bugs)})\n")
-    files: dict[str, str] = {}
-    for i, bug in enumerate(bugs, 1):
-        if i > args.max_bugs:
-            parts.append(f"... {len(bugs) - args.max_bugs} more in oracle.json\n")
-            break
-        text, extra = bug_section(bug, f"B{i}", args.sync_group, args.report_dir)
-        parts.append(text)
-        files.update(extra)
+    parts = _opening(run, args, seconds, interrupted, status)
+    parts += [_profile_section(run, profile, tallies[profile], status, label, interrupted) for profile in profiles]
+    parts += _paddle_vs_proposed(judged, profiles, label)
+    parts += _rule_errors(judged, profiles, tallies)
+    bug_parts, files = _bug_sections(bugs, args)
+    parts += bug_parts
     report = "\n".join(parts)
     printed = report if not args.quiet else "\n".join(parts[: len(profiles) + 2])
     summary = {"status": f"INTERRUPTED by {interrupted}: partial" if interrupted else "complete",
@@ -333,6 +280,107 @@ def _render(run: _Run, args: argparse.Namespace, seconds: float, interrupted: st
                **({"native_vs_paddle": _native_vs_paddle(judged)} if {NATIVE, "paddle"} <= set(profiles) else {}),
                **summary_json(tallies, bugs, seconds, run.judge.simulations)}
     return report, printed, summary, everything, files
+
+
+def _opening(run: _Run, args: argparse.Namespace, seconds: float, interrupted: str | None,
+             status: dict[str, dict[str, Any]]) -> list[str]:
+    """The title, what was run, and the rules without a kernel (an interrupted run says so first)."""
+    judged, meshes = run.judged, " ".join(_mesh_text(m) for m in args.meshes)
+    head = ""
+    if interrupted:
+        head = (f"INTERRUPTED by {interrupted} after {seconds:.1f}s: partial report of the cases judged so far; "
+                f"unfinished rules: {_unfinished_text(status)}\n\n")
+    parts = [f"{head}# Oracle: numerical soundness on a virtual mesh\n\nmeshes {meshes}; {_all_reducing()} "
+             f"over {'the batch mesh dims' if args.sync_group == 'batch' else 'the whole mesh'}; "
+             f"{sum(len(r) for r in judged[run.profiles[0]].values())} cases per profile; {run.judge.simulations} "
+             f"distinct simulations; {seconds:.1f}s.\n"]
+    if run.no_kernel:
+        parts.append(f"Not judged (no numpy kernel yet): {', '.join(run.no_kernel)}.\n")
+    return parts
+
+
+def _profile_section(run: _Run, profile: str, tallies: dict[str, Any], status: dict[str, dict[str, Any]],
+                     label: Callable[[str], str], interrupted: str | None) -> str:
+    """One profile's verdict table (the native profile: which Paddle, through which routes)."""
+    table = profile_table({label(r): t for r, t in tallies.items()})
+    if interrupted:
+        missing = [r for r, s in status.items() if s["status"] == "not started"]
+        table += f"\n\nnot judged (interrupted): {', '.join(missing) or 'none'}"
+    if profile == NATIVE:
+        table += (f"\n\nPaddle {run.paddle.get('version', '?')} (commit {run.paddle.get('commit', '?')[:12]}), "
+                  "each rule's primary native route: " + "; ".join(
+                      f"{route} for {', '.join(r for r in run.routes if run.routes[r] == route)}"
+                      for route in dict.fromkeys(run.routes.values())) + ". A raise, a crash, an undecodable "
+                  "answer or no rule on the route is rule-error (oracle/native.py).")
+    return f"## Profile `{profile}`\n\n{table}\n"
+
+
+def _paddle_vs_proposed(judged: dict[str, dict[str, list[Judged]]], profiles: Sequence[str],
+                        label: Callable[[str], str]) -> list[str]:
+    """What proposed changes against paddle: on every case, then on the co-shard set alone."""
+    if "paddle" not in profiles or "proposed" not in profiles:
+        return []
+    parts = ["## paddle vs proposed\n\n" + comparison_table(
+        {label(r): rows for r, rows in judged["paddle"].items()},
+        {label(r): rows for r, rows in judged["proposed"].items()}) + "\n\n"
+        "paddle -> proposed. resharded inputs = inputs whose wanted dist attr differs from the given one; "
+        "with communication = those that need a collective (a Shard or Partial that is not kept; "
+        "Replicate -> Shard is a local slice); summed over the cases both profiles answer, and over those "
+        "where both answers are sound.\n"]
+    coshard = {r: [i for i, j in enumerate(rows) if "-coshard-" in j.case.case_id]
+               for r, rows in judged["paddle"].items()}
+    if any(coshard.values()):
+        parts.append("## paddle vs proposed on co-sharded inputs\n\n" + comparison_table(
+            {label(r): [judged["paddle"][r][i] for i in idx] for r, idx in coshard.items() if idx},
+            {label(r): [judged["proposed"][r][i] for i in idx] for r, idx in coshard.items() if idx}) + "\n\n"
+            "The same columns over the grid's co-shard set only (ids `<rule>-coshard-...`): Paddle 3.3.1 "
+            "reads one mesh dim of a co-shard and gathers the rest; `proposed` keeps the co-shard on the "
+            "axes it keeps split (ops/kit/proposed.py `with_coshards`).\n")
+    return parts
+
+
+def _rule_errors(judged: dict[str, dict[str, list[Judged]]], profiles: Sequence[str],
+                 tallies: dict[str, dict[str, Any]]) -> list[str]:
+    """Where Paddle's rule (as ported, and as installed) raises on cases the op can run, and the
+    installed Paddle's answers against the port's paddle profile."""
+    parts = []
+    if "paddle" in profiles:
+        parts.append("## Paddle's rule raising on cases the op can run\n\n"
+                     + rule_error_groups(judged["paddle"], judged.get("proposed")))
+    if NATIVE not in profiles:
+        return parts
+    parts.append("## Paddle's own answers raising, crashing or unreadable on cases the op can run\n\n"
+                 + rule_error_groups(judged[NATIVE], None))
+    unanswered = sum(tallies[NATIVE][r].counts[NO_ANSWER] for r in tallies[NATIVE])
+    if unanswered:
+        parts.append(f"**{unanswered} cases got no answer from Paddle in this run** (column {NO_ANSWER}: a worker "
+                     "timed out or kept failing, or a backend could not start): the native profile is "
+                     "incomplete.\n")
+    if "paddle" in profiles:
+        valid_paddle, valid_native = without_refused(judged["paddle"], judged[NATIVE])
+        kept = sum(len(rows) for rows in valid_paddle.values())
+        parts.append("## native vs paddle\n\nThe installed Paddle's own answers against the port's `paddle` "
+                     "profile (Paddle 3.3.1's rules), case by case:\n\n"
+                     + verdict_differences(judged["paddle"], judged[NATIVE])
+                     + f"\nTotals over the {kept} cases whose input the port does not refuse as invalid (where "
+                       "it does, Paddle's rule does not validate the input and answers or crashes instead):\n\n"
+                     + profile_table({"paddle": _total(valid_paddle), NATIVE: _total(valid_native)},
+                                     "profile", total_row=False) + "\n")
+    return parts
+
+
+def _bug_sections(bugs: list[Any], args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
+    """The distinct bugs, each with its repro (up to --max-bugs), and the repro files they name."""
+    parts = [f"## Distinct bugs ({len(bugs)})\n"]
+    files: dict[str, str] = {}
+    for i, bug in enumerate(bugs, 1):
+        if i > args.max_bugs:
+            parts.append(f"... {len(bugs) - args.max_bugs} more in oracle.json\n")
+            break
+        text, extra = bug_section(bug, f"B{i}", args.sync_group, args.report_dir)
+        parts.append(text)
+        files.update(extra)
+    return parts, files
 
 
 def _cases_file(everything: list[Judged], header: dict[str, Any] | None) -> bytes:
@@ -389,6 +437,9 @@ def selection_of(args: argparse.Namespace) -> dict[str, Any]:
     if args.sync_group != "batch":
         slug.append(f"sync-group={args.sync_group}")
         words.append(f"sync group {args.sync_group}")
+    if args.search:
+        slug.append(f"search,max-candidates={args.max_candidates}")
+        words.append(f"search, at most {args.max_candidates} candidates per case")
     return {"slug": ";".join(slug) or "full", "describe": ", ".join(words)}
 
 
@@ -402,10 +453,17 @@ def _main(argv: Sequence[str] | None) -> int:
                          f"choose among {', '.join(MODELS)}")
     if args.max_bugs < 0:
         raise UsageError("--max-bugs", f"{args.max_bugs} is negative", "give 0 or more")
+    if args.max_candidates is not None and not args.search:
+        raise UsageError("--max-candidates", "only bounds --search", "add --search or leave it out")
+    if args.search:
+        args.max_candidates = args.max_candidates or MAX_CANDIDATES
+        if args.sample is None and args.max_cases is None:  # bounded by default: a stated sample per rule
+            args.sample = DEFAULT_SAMPLE
     out = check_output_dir(args.report_dir, "--report-dir")
     args.workers = workers(args.workers, args.oversubscribe)
     args.selection = selection_of(args)
-    refuse_other_selection(out / "oracle.json", args.selection, args.replace_report)
+    refuse_other_selection(out / ("search.json" if args.search else "oracle.json"), args.selection,
+                           args.replace_report)
     installed = paddle_installed()
     if args.profile == NATIVE and not installed:  # the machine, not the input: exit 3, before any work
         print(f"{prefix(PROG)}: --profile native: Paddle is not installed here, so it has no answers to judge "
@@ -413,6 +471,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_INCOMPLETE
     profiles = (PROFILE_NAMES + ((NATIVE,) if installed else ())) if args.profile == "all" else (args.profile,)
 
+    if args.search:
+        return _search(args, out, rules, profiles)
     run = _Run(rules, profiles, Judge(sync_group=args.sync_group), no_kernel=no_kernel)
     if not args.quiet:
         print(f"{prefix(PROG)}: judging {len(rules)} rule(s) x {len(profiles)} profile(s) "
@@ -422,14 +482,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.profile == "all" and not installed:
         print(f"{prefix(PROG)}: the native profile is left out: Paddle is not installed", file=sys.stderr, flush=True)
     try:
-        grids = {}
-        for rule in rules:
-            cases = list(oracle_grid(rule, args.meshes))
-            if args.sample is not None:
-                cases = sample(cases, args.sample, args.seed)
-            if args.max_cases is not None:
-                cases = cases[:args.max_cases]
-            grids[rule] = cases
+        grids = _grids(args, rules, corners=True)
         native: dict[str, list[Outcome]] = {}
         routes: dict[str, str] = {}
         if NATIVE in profiles:  # Paddle's answers first (one worker pool per route), then every profile per rule
@@ -464,6 +517,54 @@ def _main(argv: Sequence[str] | None) -> int:
                   f"{unanswered[0].case.case_id}: {unanswered[0].error[:200]}); the native profile is incomplete",
                   file=sys.stderr)
             return EXIT_INCOMPLETE
+    return EXIT_OK
+
+
+def _grids(args: argparse.Namespace, rules: Sequence[str], corners: bool) -> dict[str, list[Case]]:
+    grids = {}
+    for rule in rules:
+        cases = list(oracle_grid(rule, args.meshes))
+        if args.sample is not None:
+            cases = sample(cases, args.sample, args.seed, corners=corners)
+        if args.max_cases is not None:
+            cases = cases[:args.max_cases]
+        grids[rule] = cases
+    return grids
+
+
+def _search(args: argparse.Namespace, out: Path, rules: list[str], profiles: tuple[str, ...]) -> int:
+    """``--search``: the missing-sharding search (:mod:`.search`, reports: :mod:`.search_report`)."""
+    run = SearchRun(rules, profiles, Judge(sync_group=args.sync_group), args.max_candidates)
+    if not args.quiet:
+        print(f"{prefix(PROG)}: searching {len(rules)} rule(s) x {len(profiles)} profile(s) "
+              f"({args.selection['describe']}); report in {out / 'search.md'}", file=sys.stderr, flush=True)
+    try:
+        grids = _grids(args, rules, corners=False)  # a stated sample: the corner sets are not added to it
+        native: dict[str, list[Outcome]] = {}
+        if NATIVE in profiles:
+            native, run.routes, run.paddle = collect(grids, args.workers, args.timeout, args.quiet)
+        for rule in rules:
+            run.search_rule(rule, grids[rule], args.quiet, native.get(rule, ()), run.routes.get(rule, ""))
+        printed = write_report(run, args, out, None)
+    except (Interrupted, Exception) as exc:  # a signal or an internal error (exit 4): the same partial report
+        reason = stopped_by(exc)
+        add_detail(exc, write_partial(lambda: write_report(run, args, out, reason), str(out / "search.md")))
+        raise
+    print(printed)
+    print(f"\n{prefix(PROG)}: report in {out / 'search.md'} ({time.perf_counter() - run.start:.1f}s)", file=sys.stderr)
+    searched = sum(1 for fs in run.found[profiles[0]].values() for f in fs if f.klass not in ("skipped",))
+    if not searched:
+        print(f"{prefix(PROG)}: nothing searched: the selection holds no case of {', '.join(rules)} that could be "
+              "searched (see the skipped table)", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    bad = not_sound_proposed(run)
+    if bad:
+        print(f"{prefix(PROG)}: the proposed profile has {len(bad)} answers that are not sound", file=sys.stderr)
+        return EXIT_FINDING
+    if unanswered(run):
+        print(f"{prefix(PROG)}: Paddle gave no answer for {len(unanswered(run))} cases in this run; the native "
+              "profile is incomplete", file=sys.stderr)
+        return EXIT_INCOMPLETE
     return EXIT_OK
 
 

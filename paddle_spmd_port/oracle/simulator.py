@@ -52,7 +52,7 @@ import numpy as np
 
 from ..case import Case
 from ..notation import ShardError, axis_range, local_shape, shard_range
-from ..types import DistAttr, DistTensorSpec, Mapping, SpmdResult, mesh_dims_of
+from ..types import DimsMapping, DistAttr, DistTensorSpec, SpmdResult, mesh_dims_of
 from . import kernels
 from .kernels import MODELS, KernelRejects, OpModel, required
 
@@ -86,20 +86,20 @@ class VirtualMesh:
                      if all(c[d] == mine[d] for d in range(len(self.shape)) if d not in dims))
 
 
-def _ranges(shape: Sequence[int], dims_mapping: Mapping, coords: Sequence[int],
+def _ranges(shape: Sequence[int], dims_mapping: DimsMapping, coords: Sequence[int],
             mesh_shape: Sequence[int]) -> tuple[slice, ...]:
     """Per axis, the slice the rank at ``coords`` holds (co-shards: :func:`~paddle_spmd_port.notation.axis_range`)."""
     return tuple(slice(*axis_range(size, entry, coords, mesh_shape)) for size, entry in zip(shape, dims_mapping,
                                                                                            strict=True))
 
 
-def _local_shape(shape: Sequence[int], dims_mapping: Mapping, coords: Sequence[int],
+def _local_shape(shape: Sequence[int], dims_mapping: DimsMapping, coords: Sequence[int],
                  mesh_shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(hi - lo for lo, hi in (axis_range(size, entry, coords, mesh_shape)
                                          for size, entry in zip(shape, dims_mapping, strict=True)))
 
 
-def local_slice(value: np.ndarray, dims_mapping: Mapping, coords: Sequence[int],
+def local_slice(value: np.ndarray, dims_mapping: DimsMapping, coords: Sequence[int],
                 mesh_shape: Sequence[int]) -> np.ndarray:
     return value[_ranges(value.shape, dims_mapping, coords, mesh_shape)]
 

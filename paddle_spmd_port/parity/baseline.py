@@ -58,9 +58,13 @@ reads to hold a release profile to the diff; written line by line), ``baseline.j
 status, summary line, counts, counts per group, and the first :data:`EXAMPLES_PER_CLASS` changed
 cases of each class, each with its repro line) and ``baseline.html`` (the same as a page, with a map
 per rule of where the changes are: parity/pages.py); the console's last line reads ``baseline OLD ->
-NEW: N changed cases (R regressed, F fixed, ..., V changed though unstable); U unstable (invalid input
-shown to vary), K uncompared``. An interrupted run writes all of them, of the cases compared so far (its changed cases
+NEW: N changed cases (R regressed, F fixed, ..., V changed though unstable); U unstable (invalid
+input shown to vary), K uncompared``. An interrupted run writes all of them, of the cases compared so far (its changed cases
 on invalid input not re-run, so none unstable, each saying so).
+
+Memory: a baseline's rows, the changed cases awaiting triage, their re-runs and the triaged changes
+are held on disk, in private SQLite files (:func:`_spill_db`); a :class:`Diff` holds counts and the
+first :data:`MARKDOWN_PER_CLASS` changes of each class, whatever the run's size.
 """
 
 from __future__ import annotations
@@ -69,11 +73,13 @@ import gzip
 import json
 import os
 import re
+import shutil
+import sqlite3
 import tempfile
 import zlib
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -81,7 +87,8 @@ from ..case import Case
 from ..compare import outcome_cells
 from ..ops import rule_spec
 from ..outcome import Outcome
-from ..reporting import _create_temp, markdown_table, write_atomic
+from ..pages import map_key, map_label
+from ..reporting import _create_temp, markdown_table
 from ..runctl.exits import UsageError
 from ..validity import input_problem
 from .repro import one_line_repro
@@ -102,11 +109,18 @@ REGRESSED, FIXED, CHANGED, NEWLY_RAISES, NO_LONGER_RAISES, CHANGED_INVALID, CHAN
     "changed (unstable)", "unstable")
 #: Report order: regressions first (unstable, not a change, after them all).
 CLASSES = (REGRESSED, NEWLY_RAISES, FIXED, NO_LONGER_RAISES, CHANGED, CHANGED_INVALID, CHANGED_UNSTABLE)
+_ORDER = (*CLASSES, UNSTABLE)
 #: Re-runs (each a fresh set of workers) of every changed case on invalid input, after the sweep: the evidence
 #: that its outcome varies (see :meth:`Diff.recheck`).
 RERUNS = 2
 #: Cases unchanged only after :func:`reason_key` that baseline.json and baseline.md show with their raw texts.
 NORMALISED_SHOWN = 20
+#: Changed cases read back from disk at a time (re-runs and triage): what a diff holds of them in memory at once.
+RERUN_CHUNK = 10_000
+#: Rows a baseline's load writes to disk at a time.
+_BATCH = 10_000
+#: SQLite's page cache per spill file, KiB (its default is 2,000).
+SPILL_CACHE_KIB = 16_000
 NOT_SOUND = ("unsound", "unrunnable", "local-stats-only")
 
 _dumps = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
@@ -199,10 +213,17 @@ class Saver:
         self.body = None
         header = {"format": FORMAT, "format_version": FORMAT_VERSION, "paddle": paddle,
                   "selection": selection, "rows": self.rows}
-        # two gzip members, one stream: the header, then the rows as they were written
-        data = gzip.compress((json.dumps(header, separators=(",", ":")) + "\n").encode(), mtime=0)
-        data += Path(self.body_path).read_bytes()
-        write_atomic(self.path, data)
+        # two gzip members, one stream: the header, then the rows as they were written, copied through a
+        # temp file next to the baseline (never whole in memory: a million rows' file is ~60 MB)
+        fd, tmp = _create_temp(self.path)
+        try:
+            with os.fdopen(fd, "wb") as out, open(self.body_path, "rb") as body:
+                out.write(gzip.compress((json.dumps(header, separators=(",", ":")) + "\n").encode(), mtime=0))
+                shutil.copyfileobj(body, out, 1 << 20)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         self.discard()
 
     def discard(self) -> None:
@@ -213,31 +234,69 @@ class Saver:
 
 
 # --------------------------------------------------------------------------- loading
-@dataclass
-class Stored:
-    """A loaded baseline: its header and, per (rule, backend, position), (case id, the case JSON's
-    CRC, the native outcome's canonical text)."""
+def _spill_db() -> sqlite3.Connection:
+    """A private SQLite database on disk (SQLite removes its file when it opens it: nothing is left
+    behind by any ending, SIGKILL included), for what a diff would otherwise hold in memory per case."""
+    db = sqlite3.connect("")
+    db.execute("PRAGMA journal_mode=OFF")
+    db.execute("PRAGMA synchronous=OFF")
+    db.execute(f"PRAGMA cache_size=-{SPILL_CACHE_KIB}")
+    return db
 
-    path: Path
-    header: dict[str, Any]
-    rows: dict[tuple[str, str, int], tuple[str, int, str]]
+
+class Stored:
+    """A loaded baseline: its header, and per (rule, backend, position) the case id, the case JSON's CRC
+    and the native outcome's canonical text, spilled to disk (:func:`_spill_db`): a baseline's rows are
+    never all in memory, so a diff's memory does not grow with the baseline's size."""
+
+    def __init__(self, path: Path, header: dict[str, Any], db: sqlite3.Connection) -> None:
+        self.path, self.header, self.db = path, header, db
+        self._dirty = False  # some row is marked seen (a Diff has run on it)
 
     @property
     def paddle(self) -> dict[str, Any]:
         return dict(self.header.get("paddle") or {})
 
+    def __len__(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM rows").fetchone()[0])
+
+    def reset(self) -> None:
+        """Every row unseen again (a new :class:`Diff` on the same baseline)."""
+        if self._dirty:
+            self.db.execute("UPDATE rows SET seen=0 WHERE seen=1")
+            self._dirty = False
+
+    def take(self, key: tuple[str, str, int]) -> tuple[str, int, str] | None:
+        """The row at ``key`` (case id, case CRC, outcome text), marked seen; None where there is none."""
+        self._dirty = True
+        row = self.db.execute("UPDATE rows SET seen=1 WHERE rule=? AND backend=? AND i=? RETURNING id, crc, native",
+                              key).fetchone()
+        return None if row is None else (str(row[0]), int(row[1]), str(row[2]))
+
+    def unseen(self) -> Counter[str]:
+        """Rows no :meth:`take` reached, counted per ``rule@backend``."""
+        out: Counter[str] = Counter()
+        for rule, backend, n in self.db.execute("SELECT rule, backend, COUNT(*) FROM rows WHERE seen=0 "
+                                                "GROUP BY rule, backend ORDER BY rule, backend"):
+            out[f"{rule}@{backend}"] = int(n)
+        return out
+
 
 def load(path: Path, selection: dict[str, Any], arg: str = "--baseline") -> Stored:
     """Read and check a baseline before any work: one :class:`UsageError` naming ``arg`` for a missing
     file, a file that is not a gzip stream or is corrupt, one that is not a baseline, and a baseline of
-    another selection (by name)."""
+    another selection (by name). Its rows go to disk as they are read (:class:`Stored`)."""
     if not path.exists():
         raise UsageError(arg, f"{path} does not exist", "give a file written by parity --save-baseline")
     if not path.is_file():
         raise UsageError(arg, f"{path} is not a file", "give a file written by parity --save-baseline")
-    rows: dict[tuple[str, str, int], tuple[str, int, str]] = {}
+    db = _spill_db()
+    db.execute("CREATE TABLE rows (rule TEXT, backend TEXT, i INTEGER, id TEXT, crc INTEGER, native TEXT, "
+               "seen INTEGER DEFAULT 0, PRIMARY KEY (rule, backend, i)) WITHOUT ROWID")
     header: dict[str, Any] | None = None
     number = 0
+    batch: list[tuple[str, str, int, str, int, str]] = []
+    insert = "INSERT OR REPLACE INTO rows (rule, backend, i, id, crc, native) VALUES (?, ?, ?, ?, ?, ?)"
     try:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             for line in fh:
@@ -253,29 +312,41 @@ def load(path: Path, selection: dict[str, Any], arg: str = "--baseline") -> Stor
                     header = data
                     continue
                 native, case = data["native"], data["case"]
-                key = (str(data["rule"]), str(data["backend"]), int(data["i"]))
                 case_text = json.dumps(case, separators=(",", ":"))
-                rows[key] = (str(data["id"]), zlib.crc32(case_text.encode()), str(_dumps(native)))
+                batch.append((str(data["rule"]), str(data["backend"]), int(data["i"]), str(data["id"]),
+                              zlib.crc32(case_text.encode()), str(_dumps(native))))
+                if len(batch) >= _BATCH:
+                    db.executemany(insert, batch)
+                    batch.clear()
+        db.executemany(insert, batch)
     except UsageError:
+        db.close()
         raise
     except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        db.close()
         raise UsageError(arg, f"{path} is not a readable gzip file ({type(exc).__name__}: "
                          f"{' '.join(str(exc).split())[:120]})",
                          "give a file written by parity --save-baseline") from None
     except (ValueError, KeyError, TypeError) as exc:  # (UnicodeDecodeError and JSONDecodeError are ValueErrors)
+        db.close()
         raise UsageError(arg, f"{path}: line {number} is not a baseline row ({type(exc).__name__})",
                          "give a file written by parity --save-baseline, unedited") from None
+    stored = Stored(path, header or {}, db)
     if header is None:
+        db.close()
         raise UsageError(arg, f"{path} is empty: not a baseline", "give a file written by parity --save-baseline")
-    if header.get("rows") != len(rows):
-        raise UsageError(arg, f"{path} holds {len(rows)} rows where its header says {header.get('rows')!r} "
+    held = len(stored)
+    if header.get("rows") != held:
+        db.close()
+        raise UsageError(arg, f"{path} holds {held} rows where its header says {header.get('rows')!r} "
                          "(a truncated or edited file)", "save the baseline again")
     old = header.get("selection") or {}
     if not isinstance(old, dict) or old.get("slug") != selection["slug"]:
+        db.close()
         what = old.get("describe", "an unknown selection") if isinstance(old, dict) else "an unknown selection"
         raise UsageError(arg, f"{path} is a baseline of another selection ({what}); this run: "
                          f"{selection['describe']}", "run with the baseline's selection, or save one of this selection")
-    return Stored(path, header, rows)
+    return stored
 
 
 # --------------------------------------------------------------------------- triage
@@ -377,6 +448,15 @@ class Change:
     def to_json(self) -> dict[str, Any]:
         return {**self._fields(), "case": self.case.to_json()}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Change:
+        """A change back from :meth:`to_json` (or a line of :data:`CASES_FILE`)."""
+        reruns = data.get("rerun_outcomes")
+        return cls(str(data["class"]), str(data["rule"]), str(data["backend"]), Case.from_json(data["case"]),
+                   Outcome.from_json(data["old_outcome"]), Outcome.from_json(data["new_outcome"]),
+                   str(data["old_verdict"]), str(data["new_verdict"]), [str(d) for d in data["diffs"]],
+                   None if reruns is None else [Outcome.from_json(o) for o in reruns])
+
     def json_line(self) -> str:
         """``to_json()`` as one line of JSON, the case's text spliced in last (:meth:`Case.json_text`)."""
         return str(_dumps(self._fields()))[:-1] + ',"case":' + self.case.json_text() + "}"
@@ -396,32 +476,52 @@ class Change:
                 "rerun_outcomes": None if self.reruns is None else [o.to_json() for o in self.reruns]}
 
 
-@dataclass
 class Diff:
-    """The comparison of a run's native outcomes with a stored baseline, filled as the run tallies."""
+    """The comparison of a run's native outcomes with a stored baseline, filled as the run tallies.
 
-    stored: Stored
-    seen: set[tuple[str, str, int]] = field(default_factory=set)
-    pending: list[tuple[str, str, Case, Outcome, Outcome]] = field(default_factory=list)
-    unchanged: int = 0
-    normalised: int = 0
-    """Of the unchanged cases, those whose raw texts differ (a reason's source line or build path)."""
-    normalised_shown: list[dict[str, str]] = field(default_factory=list)
-    """The first :data:`NORMALISED_SHOWN` of them, with both raw texts."""
-    uncompared: Counter[str] = field(default_factory=Counter)
-    changes: list[Change] = field(default_factory=list)
-    reruns: dict[int, list[Outcome]] = field(default_factory=dict)
-    """Position in ``pending`` -> this build's outcomes of the case's re-runs (:meth:`recheck`)."""
+    Its memory does not grow with the run: the changed cases wait for their triage on disk (in a
+    private SQLite file, :func:`_spill_db`), their re-runs' outcomes and the triaged changes too; in
+    memory are counts (per class, per group, per map cell) and the first :data:`MARKDOWN_PER_CLASS`
+    changes of each class (:attr:`kept`), what the summaries show. :meth:`ordered` reads every change
+    back, one at a time."""
+
+    def __init__(self, stored: Stored) -> None:
+        self.stored = stored
+        stored.reset()
+        self.unchanged = 0
+        self.normalised = 0
+        """Of the unchanged cases, those whose raw texts differ (a reason's source line or build path)."""
+        self.normalised_shown: list[dict[str, str]] = []
+        """The first :data:`NORMALISED_SHOWN` of them, with both raw texts."""
+        self.uncompared: Counter[str] = Counter()
+        self.kept: dict[str, list[Change]] = {}
+        """Per class, its first :data:`MARKDOWN_PER_CLASS` changes in triage order (every one: :meth:`ordered`)."""
+        self.groups: dict[str, Counter[str]] = {}
+        """``rule@backend`` -> its changes per class."""
+        self.cells: dict[str, dict[tuple[str, str], dict[str, int]]] = {}
+        """rule -> map cell (mesh, first input's placement: pages.map_label) -> its changes per class."""
+        self._counts: Counter[str] = Counter()
+        self._pending = 0
+        self._judged = -1
+        """The last changed case triaged (:meth:`judge`)."""
+        self._missing: Counter[str] | None = None
+        self.db = _spill_db()
+        self.db.execute('CREATE TABLE pending (k INTEGER PRIMARY KEY, rule TEXT, backend TEXT, invalid INTEGER, '
+                        'old TEXT, new TEXT, "case" TEXT)')
+        self.db.execute("CREATE TABLE reruns (k INTEGER, outcome TEXT)")
+        self.db.execute("CREATE INDEX reruns_k ON reruns (k)")
+        self.db.execute("CREATE TABLE changes (seq INTEGER PRIMARY KEY, rank INTEGER, line TEXT)")
+        self.db.execute("CREATE INDEX changes_rank ON changes (rank, seq)")
 
     def record(self, rule: str, backend: str, index: int, case: Case, native: Outcome) -> None:
-        key = (rule, backend, index)
-        self.seen.add(key)
-        row = self.stored.rows.get(key)
+        self._missing = None
+        row = self.stored.take((rule, backend, index))
         if row is None:
             self.uncompared[f"{rule}@{backend}: not in the baseline"] += 1
             return
         case_id, crc, old_text = row
-        if case_id != case.case_id or crc != zlib.crc32(case.json_text().encode()):
+        case_text = case.json_text()
+        if case_id != case.case_id or crc != zlib.crc32(case_text.encode()):
             self.uncompared[f"{rule}@{backend}: the case differs from the baseline's (the grid changed)"] += 1
             return
         new_text = outcome_text(native)
@@ -442,78 +542,116 @@ class Diff:
             side = "the baseline's build" if old.not_run is not None else "this build"
             self.uncompared[f"{rule}@{backend}: not run in {side}"] += 1
             return
-        self.pending.append((rule, backend, case, old, native))
+        self.db.execute('INSERT INTO pending (k, rule, backend, invalid, old, new, "case") '
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (self._pending, rule, backend, int(input_problem(case) is not None), old_text, new_text,
+                         case_text))
+        self._pending += 1
+
+    @property
+    def pending(self) -> int:
+        """Changed cases recorded and not triaged yet (:meth:`judge`)."""
+        return self._pending
 
     def missing(self) -> Counter[str]:
         """Baseline rows this run did not reach (a group it did not run, an interrupt)."""
-        out: Counter[str] = Counter()
-        for rule, backend, index in self.stored.rows:
-            if (rule, backend, index) not in self.seen:
-                out[f"{rule}@{backend}: in the baseline, not in this run"] += 1
-        return out
+        if self._missing is None:
+            self._missing = Counter({f"{group}: in the baseline, not in this run": n
+                                     for group, n in self.stored.unseen().items()})
+        return Counter(self._missing)
 
-    def candidates(self) -> list[int]:
-        """Positions in ``pending`` of the changed cases whose outcome may vary: those on invalid input (where
-        Paddle may read memory it never set). A valid input's outcome is not re-run: noise there would be a
-        bug of Paddle's, for the table to show, not for this class to absorb."""
-        return [k for k, item in enumerate(self.pending) if input_problem(item[2]) is not None]
+    def _candidates(self, backend: str, after: int) -> list[tuple[int, Case]]:
+        rows = self.db.execute('SELECT k, "case" FROM pending WHERE invalid=1 AND backend=? AND k>? ORDER BY k '
+                               'LIMIT ?', (backend, after, RERUN_CHUNK)).fetchall()
+        return [(int(k), Case.from_json(json.loads(text))) for k, text in rows]
 
     def recheck(self, rerun: Callable[[str, list[Case]], Sequence[Outcome]], times: int = RERUNS) -> None:
-        """Run each candidate (:meth:`candidates`) ``times`` more under this build, a backend's candidates
-        together through ``rerun(backend, cases)`` (fresh workers each time), and keep the outcomes: a
-        candidate is unstable when one of them differs from the sweep's (:meth:`judge`).
+        """Run each candidate -- a changed case on invalid input (where Paddle may read memory it never set):
+        a valid input's outcome is not re-run, noise there would be a bug of Paddle's, for the table to show,
+        not for this class to absorb -- ``times`` more under this build, a backend's candidates together
+        through ``rerun(backend, cases)`` (fresh workers each time; at most :data:`RERUN_CHUNK` cases a
+        call), and keep the outcomes: a candidate is unstable when one of them differs from the sweep's
+        (:meth:`judge`).
 
         Why re-runs: the measured noise moves with the process's memory layout (a new worker pool, an
         allocation before the fork server: 2026-12-01-native-notes.md), which a fresh pool changes; the
         baseline's build cannot be re-run from here, so the evidence is this build's. A case whose noise
         the re-runs miss is *changed (invalid input)*: listed and counted, not failed."""
-        by_backend: dict[str, list[int]] = {}
-        for k in self.candidates():
-            by_backend.setdefault(self.pending[k][1], []).append(k)
-        for backend, positions in by_backend.items():
-            cases = [self.pending[k][2] for k in positions]
-            for _ in range(times):
-                outcomes = rerun(backend, cases)
-                for k, outcome in zip(positions, outcomes, strict=True):
-                    self.reruns.setdefault(k, []).append(outcome)
-
-    def _varies(self, k: int) -> bool:
-        new = self.pending[k][4]
-        new_text = outcome_text(new)
-        # the baseline's own outcome carrying two runs' answers is evidence as well (of the same input's noise)
-        return new.varies is not None or self.pending[k][3].varies is not None or any(
-            o.not_run is None and not same_outcome(new_text, outcome_text(o)) for o in self.reruns.get(k, ()))
-
-    def _old_seen(self, k: int) -> bool:
-        """The baseline's outcome (any answer it holds) is one of this build's for the case."""
-        _, _, _, old, new = self.pending[k]
-        mine = [t for o in (new, *self.reruns.get(k, ())) if o.not_run is None for t in outcome_texts(o)]
-        return any(same_outcome(a, b) for a in outcome_texts(old) for b in mine)
+        backends = [str(b) for (b,) in self.db.execute(
+            "SELECT DISTINCT backend FROM pending WHERE invalid=1 ORDER BY backend")]
+        for backend in backends:
+            after = -1
+            while chunk := self._candidates(backend, after):
+                positions, cases = [k for k, _ in chunk], [c for _, c in chunk]
+                for _ in range(times):
+                    outcomes = rerun(backend, cases)
+                    self.db.executemany("INSERT INTO reruns (k, outcome) VALUES (?, ?)",
+                                        [(k, outcome_text(o)) for k, o in zip(positions, outcomes, strict=True)])
+                after = positions[-1]
 
     def judge(self) -> None:
-        """Triage every changed case with the oracle (both answers judged on the case as run)."""
+        """Triage every changed case with the oracle (both answers judged on the case as run), a chunk
+        of them at a time read back from disk; each triaged change is counted and written back."""
         from ..oracle.kernels import MODELS
         from ..oracle.report import Judge
 
         judge = Judge()
-        for k, (rule, backend, case, old, new) in enumerate(self.pending):
-            if rule in MODELS:
-                a = judge.native(case, old, backend).verdict.label
-                b = judge.native(case, new, backend).verdict.label
-            else:
-                a = b = "not judged (no numpy kernel)"
-            klass = triage(old, new, a, b, input_problem(case) is not None, self._varies(k), self._old_seen(k))
-            self.changes.append(Change(klass, rule, backend, case, old, new, a, b, cell_diffs(case, old, new),
-                                       self.reruns.get(k)))
-        self.pending = []
-        self.reruns = {}
+        while rows := self.db.execute('SELECT k, rule, backend, invalid, old, new, "case" FROM pending WHERE k>? '
+                                      "ORDER BY k LIMIT ?", (self._judged, RERUN_CHUNK)).fetchall():
+            for k, rule, backend, invalid, old_text, new_text, case_text in rows:
+                case = Case.from_json(json.loads(case_text))
+                old, new = Outcome.from_json(json.loads(old_text)), Outcome.from_json(json.loads(new_text))
+                rerun_texts = [str(t) for (t,) in self.db.execute("SELECT outcome FROM reruns WHERE k=? ORDER BY "
+                                                                  "rowid", (k,))]
+                reruns = [Outcome.from_json(json.loads(t)) for t in rerun_texts] if rerun_texts else None
+                # the sweep's (or the baseline's) outcome carrying two runs' answers is evidence as well
+                varies = new.varies is not None or old.varies is not None or any(
+                    o.not_run is None and not same_outcome(new_text, outcome_text(o)) for o in reruns or ())
+                mine = [t for o in (new, *(reruns or ())) if o.not_run is None for t in outcome_texts(o)]
+                old_seen = any(same_outcome(x, y) for x in outcome_texts(old) for y in mine)
+                if rule in MODELS:
+                    a = judge.native(case, old, backend).verdict.label
+                    b = judge.native(case, new, backend).verdict.label
+                else:
+                    a = b = "not judged (no numpy kernel)"
+                klass = triage(old, new, a, b, bool(invalid), varies, old_seen)
+                self._add(Change(klass, rule, backend, case, old, new, a, b, cell_diffs(case, old, new), reruns))
+                self._judged = k  # (a triage that failed half-way goes on from here when called again)
+        self.db.execute("DELETE FROM pending")
+        self.db.execute("DELETE FROM reruns")
+        self._pending = 0
+        self._judged = -1
+
+    def _add(self, change: Change) -> None:
+        """Count a triaged change, keep it while its class has room, and write it to disk."""
+        klass = change.klass
+        self._counts[klass] += 1
+        self.groups.setdefault(f"{change.rule}@{change.backend}", Counter())[klass] += 1
+        cell = self.cells.setdefault(change.rule, {}).setdefault(map_label(map_key(change.case)), {})
+        cell[klass] = cell.get(klass, 0) + 1
+        kept = self.kept.setdefault(klass, [])
+        if len(kept) < MARKDOWN_PER_CLASS:
+            kept.append(change)
+        self.db.execute("INSERT INTO changes (rank, line) VALUES (?, ?)", (_ORDER.index(klass), change.json_line()))
 
     @property
     def counts(self) -> Counter[str]:
-        return Counter(c.klass for c in self.changes)
+        return Counter(self._counts)
+
+    @property
+    def total(self) -> int:
+        """Every triaged change, unstable ones included."""
+        return sum(self._counts.values())
+
+    @property
+    def changes(self) -> list[Change]:
+        """Every triaged change in triage order, read back from disk: for a small diff (a test's); a
+        report reads :meth:`ordered` one at a time, or :attr:`kept`."""
+        return [Change.from_json(json.loads(line)) for (line,) in
+                self.db.execute("SELECT line FROM changes ORDER BY seq").fetchall()]
 
     def changed(self) -> int:
-        return sum(n for k, n in self.counts.items() if k != UNSTABLE)
+        return sum(n for k, n in self._counts.items() if k != UNSTABLE)
 
     def summary_line(self, new_paddle: dict[str, Any]) -> str:
         c = self.counts
@@ -541,11 +679,8 @@ class Diff:
     def markdown(self, new_paddle: dict[str, Any], selection: dict[str, Any], interrupted: str = "") -> str:
         old_name, new_name = build_text(self.stored.paddle), build_text(new_paddle)
         c = self.counts
-        per_group: dict[str, Counter[str]] = {}
-        for ch in self.changes:
-            per_group.setdefault(f"{ch.rule}@{ch.backend}", Counter())[ch.klass] += 1
         head = ("group", *CLASSES, UNSTABLE)
-        rows = [(g, *(n[k] for k in (*CLASSES, UNSTABLE))) for g, n in per_group.items()]
+        rows = [(g, *(n[k] for k in (*CLASSES, UNSTABLE))) for g, n in self.groups.items()]
         rows.append(("total", *(c[k] for k in (*CLASSES, UNSTABLE))))
         lines = [f"**{self.status(interrupted)}**", "", f"# Baseline diff: Paddle {old_name} -> {new_name}", "",
                  f"Baseline `{self.stored.path}`; selection: {selection.get('describe', '?')}. Native against native, "
@@ -558,7 +693,9 @@ class Diff:
                  "error -> an answer; *changed* = both sound or both not; *changed (invalid input)* = an invalid input "
                  "Paddle does not validate, answered (or crashed on) by both, the same on each re-run: a change, never "
                  "a regression; *unstable* = the same, but a re-run of the case under this build answered otherwise "
-                 "(shown to vary: answered from memory it never set; not counted as changed). Verdicts: the oracle's, "
+                 "(shown to vary: answered from memory it never set; not counted as changed), with the baseline's answer "
+                 "among this build's; *changed (unstable)* = shown to vary, and none of this build's answers is the "
+                 "baseline's: counted as changed. Verdicts: the oracle's, "
                  "on each answer to the case as run. Each repro line runs the case on its route under whichever build "
                  "is installed: run it under each."]
         uncompared = self.uncompared + self.missing()
@@ -571,14 +708,14 @@ class Diff:
                          else "") + "):", ""]
             lines += [f"* `{n['group']}` `{n['id']}`: old `{_one_line(n['old'])}` / new `{_one_line(n['new'])}`"
                       for n in self.normalised_shown]
-        for klass in (*CLASSES, UNSTABLE):
-            items = [ch for ch in self.changes if ch.klass == klass]
-            if not items:
+        for klass in _ORDER:
+            total, items = c[klass], self.kept.get(klass, [])
+            if not total:
                 continue
-            lines += ["", f"## {klass} ({len(items)})", ""]
-            if len(items) > MARKDOWN_PER_CLASS:
-                lines += [f"The first {MARKDOWN_PER_CLASS} of {len(items)}; every one is in `{CASES_FILE}`.", ""]
-            for ch in items[:MARKDOWN_PER_CLASS]:
+            lines += ["", f"## {klass} ({total})", ""]
+            if total > len(items):
+                lines += [f"The first {len(items)} of {total}; every one is in `{CASES_FILE}`.", ""]
+            for ch in items:
                 repro = one_line_repro(ch.case, ch.backend)
                 lines += [f"* `{ch.rule}@{ch.backend}` `{ch.case.case_id}`: `{ch.case.describe()}`",
                           f"  - old ({old_name}): `{_one_line(str(ch.old))}` — {ch.old_verdict}",
@@ -589,30 +726,26 @@ class Diff:
                           f"  - repro under {new_name}: `{repro}`"]
         return "\n".join(lines) + "\n"
 
-    def ordered(self) -> list[Change]:
-        """The changed cases in report order: regressions first, unstable last."""
-        order = (*CLASSES, UNSTABLE)
-        return sorted(self.changes, key=lambda ch: order.index(ch.klass))
+    def ordered(self) -> Iterator[Change]:
+        """Every changed case in report order, regressions first, unstable last, read from disk one at a time."""
+        cursor = self.db.cursor()  # (its own: the caller may ask for counts meanwhile)
+        for (line,) in cursor.execute("SELECT line FROM changes ORDER BY rank, seq"):
+            yield Change.from_json(json.loads(line))
 
     def to_json(self, new_paddle: dict[str, Any], selection: dict[str, Any], interrupted: str = "") -> dict[str, Any]:
         """baseline.json: the summary; the changed cases themselves are in :data:`CASES_FILE`."""
-        per_group: dict[str, Counter[str]] = {}
-        examples: dict[str, list[dict[str, Any]]] = {}
-        for ch in self.ordered():
-            per_group.setdefault(f"{ch.rule}@{ch.backend}", Counter())[ch.klass] += 1
-            shown = examples.setdefault(ch.klass, [])
-            if len(shown) < EXAMPLES_PER_CLASS:
-                shown.append(ch.example())
+        examples = {klass: [ch.example() for ch in self.kept[klass][:EXAMPLES_PER_CLASS]]
+                    for klass in _ORDER if self.kept.get(klass)}
+        groups = {g: {k: n[k] for k in _ORDER if n[k]} for g, n in self.groups.items()}
         return {"format": DIFF_FORMAT, "format_version": DIFF_FORMAT_VERSION,
                 "status": self.status(interrupted), "summary": self.summary_line(new_paddle),
                 "old": {"paddle": self.stored.paddle, "selection": self.stored.header.get("selection"),
                         "file": str(self.stored.path)},
                 "new": {"paddle": new_paddle, "selection": selection},
-                "counts": {k: self.counts[k] for k in (*CLASSES, UNSTABLE)}, "unchanged": self.unchanged,
+                "counts": {k: self._counts[k] for k in _ORDER}, "unchanged": self.unchanged,
                 "unchanged_normalised": self.normalised, "normalised_examples": self.normalised_shown,
                 "uncompared": dict((self.uncompared + self.missing()).most_common()),
-                "groups": {g: {k: n[k] for k in (*CLASSES, UNSTABLE) if n[k]} for g, n in per_group.items()},
-                "cases_file": CASES_FILE, "cases_total": len(self.changes),
+                "groups": groups, "cases_file": CASES_FILE, "cases_total": self.total,
                 "examples_per_class": EXAMPLES_PER_CLASS, "examples": examples}
 
     def write_cases(self, path: Path) -> None:
@@ -621,8 +754,9 @@ class Diff:
         fd, tmp = _create_temp(path)
         try:
             with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as gz:
-                for ch in self.ordered():
-                    gz.write((ch.json_line() + "\n").encode("utf-8"))
+                cursor = self.db.cursor()
+                for (line,) in cursor.execute("SELECT line FROM changes ORDER BY rank, seq"):
+                    gz.write((line + "\n").encode("utf-8"))  # (each line is Change.json_line)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -630,14 +764,13 @@ class Diff:
 
     @property
     def regressed(self) -> int:
-        return self.counts[REGRESSED]
+        return self._counts[REGRESSED]
 
     @property
     def incomplete(self) -> bool:
         return bool(self.uncompared) or bool(self.missing())
 
 
-__all__ = ["CASES_FILE", "CHANGED_INVALID", "CHANGED_UNSTABLE", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS",
-           "FORMAT",
+__all__ = ["CASES_FILE", "CHANGED_INVALID", "CHANGED_UNSTABLE", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS", "FORMAT",
            "MARKDOWN_PER_CLASS", "RERUNS", "Diff", "Saver", "Stored", "build_text", "cell_diffs", "load",
            "outcome_text", "outcome_texts", "reason_key", "same_outcome", "triage", "unvalidated"]

@@ -64,10 +64,11 @@ from ..compare import compare
 from ..grid import GRIDS, coshard_cases, grid_for, sample
 from ..native.routes import BACKENDS, DEFAULT_BACKEND, DEFAULT_BACKENDS, add_backend_argument, routes_reaching
 from ..ops import rule_spec
+from ..ops.kit.strictness import POLICIES
 from ..outcome import Outcome, port_outcome
 from ..releases import AGREEING, ReleaseProfile, detect_release
 from ..runctl.command import run_command
-from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
+from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, error_text, prefix
 from ..runctl.grammar import (
     MAX_SECONDS,
     ArgumentParser,
@@ -126,6 +127,10 @@ def build_parser() -> ArgumentParser:
                     help=f"where the report goes (default {DEFAULT_REPORT_DIR} for the whole sweep, "
                          f"{DEFAULT_REPORT_DIR}-<selection> for a narrower one)")
     add_replace_report_argument(ap)
+    ap.add_argument("--policy", choices=POLICIES, default=POLICIES[0],
+                    help="the port's strictness on inputs Paddle's rule answers but the port refuses "
+                         "(docs/strictness.md): strict (default) refuses them, mirror answers as Paddle's rule "
+                         "does where the port models it")
     ap.add_argument("--allow-uncompared", action="store_true",
                     help="exit 0 even if some case was compared by no route (the report's first line says so)")
     ap.add_argument("--junit", type=path_text, default=None, help="also write JUnit XML to this path")
@@ -403,14 +408,16 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
                 native: Sequence[Outcome | None], native_seconds: float, profile: ReleaseProfile | None,
                 state: str = DONE, repros: list[str] | None = None,
                 port_answers: dict[int, Outcome] | None = None, first: dict[str, int] | None = None,
-                observers: Sequence[Observer] = ()) -> None:
+                observers: Sequence[Observer] = (), policy: str = "strict") -> None:
     """Compare one backend group's native outcomes with the port, case by case, into the report.
     A None outcome (the group was interrupted before it) is left out: that case stays uncompared.
-    Each mismatching case's ``infer --case-json`` line is appended to ``repros``. ``port_answers``
+    Each mismatching case's ``infer --case-json`` line is appended to ``repros`` while it holds fewer than
+    :data:`REPROS_PRINTED` (the console prints those; every one is in the per-case file). ``port_answers``
     (keyed by ``id(case)``) keeps the port's outcome of a case for the next route that compares it:
     the port is pure, so a case is answered once however many routes check it. ``first``: per rule,
     the position of its first case here among the rule's selected cases (a round of a long run).
-    ``observers`` see every native outcome (a baseline being saved or compared: parity/baseline.py)."""
+    ``observers`` see every native outcome (a baseline being saved or compared: parity/baseline.py).
+    ``policy``: the port's strictness policy (docs/strictness.md)."""
     if port_answers is None:
         port_answers = {}
     classify = profile.classify if profile is not None else None
@@ -429,7 +436,7 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
                 observer.record(rule, backend, base + index, case, nat)
             port = port_answers.get(id(case))
             if port is None:
-                port = port_answers[id(case)] = port_outcome(case)
+                port = port_answers[id(case)] = port_outcome(case, "paddle", policy)
             # validity of the input matters only where the port rejects it and Paddle answered
             err = port.error
             invalid = input_problem(case) is not None if err and err.port_invalid and nat.result is not None else None
@@ -438,7 +445,7 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
                 known = classify(case, port, nat, cmp)  # known-difference, or release-lacks (not compared)
                 if known:
                     cmp = dataclasses.replace(cmp, verdict=known[0], note=known[1])
-            if cmp.verdict == "mismatch" and repros is not None:
+            if cmp.verdict == "mismatch" and repros is not None and len(repros) < REPROS_PRINTED:
                 repros.append(f"{rule}@{backend} {case.case_id}: {one_line_repro(case, backend)}")
             add(tally, base + index, case, port, nat, cmp)
         tally.port_seconds += time.time() - t1
@@ -542,8 +549,9 @@ class _Sweep:
         self.profile: ReleaseProfile | None = None
         self.running: tuple[str, list[str]] | None = None  # the group in flight in this thread
         self.tallied: set[str] = set()  # backends whose group is in the report (this round)
-        self.repros: list[str] = []  # one `infer --case-json` line per mismatching case
+        self.repros: list[str] = []  # the first REPROS_PRINTED mismatching cases' `infer --case-json` lines
         self.stopping: BaseException | None = None  # the signal or internal error ending the run early
+        self.diff_note = ""  # why the partial baseline diff could not be written (said on the one line)
 
     # --------------------------------------------------------------------------- planning
     def _start_background(self, batch: list | None) -> dict[str, list[Case]]:
@@ -618,7 +626,11 @@ class _Sweep:
             raise
         finally:
             self._close()
-        self._print_epilogue()
+        try:
+            self._print_epilogue()
+        except Exception as exc:  # the files say PASS (or MISMATCH): they must say what ended the run
+            self._failed_late(exc)
+            raise
         return self._exit_status()
 
     def _run_round(self, number: int, batch: list | None) -> None:
@@ -648,7 +660,7 @@ class _Sweep:
         self._detect_profile()
         tally_group(report, backend, rules, self.by_rule, native, native_seconds, self.profile,
                     state=DONE if last_round else RUNNING, repros=self.repros, port_answers=self.port_answers,
-                    first=self.first, observers=self.observers)
+                    first=self.first, observers=self.observers, policy=self.args.policy)
         self.tallied.add(backend)
         self.running = None
         if len(self.tallied) < len(self.groups) or not last_round:  # a partial report after every group
@@ -667,7 +679,7 @@ class _Sweep:
                     if not background.is_alive():
                         break
                     if id(case) not in self.port_answers:
-                        self.port_answers[id(case)] = port_outcome(case)
+                        self.port_answers[id(case)] = port_outcome(case, "paddle", self.args.policy)
                 native = background.result()
                 report.paddle.update(background.info)
                 t0 = time.time() - background.seconds
@@ -708,6 +720,7 @@ class _Sweep:
                 try:
                     tally_group(report, backend, rules, self.by_rule, partial, 0.0, self.profile, state=INTERRUPTED,
                                 repros=self.repros, port_answers=self.port_answers, first=self.first,
+                                policy=self.args.policy,
                                 observers=self.observers)
                 except Exception:  # the comparison itself may be what failed: the error
                     if isinstance(exc, Interrupted):  # reported stays the first one, the group stays unfinished
@@ -725,13 +738,35 @@ class _Sweep:
             self.background.stop()
         finished = report.finished = time.time()
         if self.stopping is None:
-            self._write_final_files()
+            try:
+                self._write_final_files()
+            except Exception as exc:  # a writer of ours failed (the diff's triage included): as any other error
+                self._failed_late(exc)
+                raise
         else:  # (a failure writing it is said on the one line, never raised over the first error)
             if self.saver is not None:  # its temp file goes first, whatever the report's writing does
                 with contextlib.suppress(Exception):
                     self.saver.discard()
-            add_detail(self.stopping, write_partial(self._write_final_files, str(self.out / "parity.md")))
+            self._write_partial(self.stopping)
         self._print_summary(finished)
+
+    def _failed_late(self, exc: Exception) -> None:
+        """An internal error after every case was compared (writing the final files, the epilogue): the
+        report is rewritten as ended by it, its diff with what was triaged before it, and the one line
+        names the report (or why it could not be written). A baseline already saved stays: its run finished."""
+        self.stopping = exc
+        self.report.interrupted = stopped_by(exc)
+        if self.saver is not None:  # its temp file, if it is still there (a finished one's is gone already)
+            with contextlib.suppress(Exception):
+                self.saver.discard()
+        self._write_partial(exc)
+
+    def _write_partial(self, exc: BaseException) -> None:
+        """The partial files of a run a signal or an internal error ends; the one line says where, and
+        whether the baseline diff could not be written beside them."""
+        self.diff_note = ""
+        where = write_partial(self._write_final_files, str(self.out / "parity.md"))
+        add_detail(exc, where + self.diff_note)
 
     def _write_final_files(self) -> None:
         report, saver, diff, out = self.report, self.saver, self.diff, self.out
@@ -743,16 +778,23 @@ class _Sweep:
             else:
                 saver.discard()
         if diff is not None:
-            diff.judge()
-            write_diff(diff, out, dict(report.paddle), self.args.selection, report.interrupted)
+            try:
+                diff.judge()
+                write_diff(diff, out, dict(report.paddle), self.args.selection, report.interrupted)
+            except Exception as err:
+                if self.stopping is None:
+                    raise
+                # the run is ending on another error: the parity report above stands, the line says this one
+                self.diff_note = f"; the baseline diff could not be written ({error_text(err)})"
 
     def _print_summary(self, finished: float) -> None:
         report, repros, out = self.report, self.repros, self.out
+        mismatching = report.total_mismatches
         if repros:
-            print(f"mismatching cases ({len(repros):,}), each with the command that repeats it:")
-            print("\n".join(repros[:REPROS_PRINTED]))
-            if len(repros) > REPROS_PRINTED:
-                print(f"... {len(repros) - REPROS_PRINTED:,} more in {out / 'parity-cases.jsonl.gz'}")
+            print(f"mismatching cases ({mismatching:,}), each with the command that repeats it:")
+            print("\n".join(repros))
+            if mismatching > len(repros):
+                print(f"... {mismatching - len(repros):,} more in {out / 'parity-cases.jsonl.gz'}")
             print()
         print(report.table())
         print("\ncoverage (a case is compared when at least one native route answered it):")

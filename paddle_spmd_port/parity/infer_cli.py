@@ -51,12 +51,14 @@ from ..grid import derived_shapes
 from ..native.routes import BACKENDS, DEFAULT_BACKEND, add_backend_argument
 from ..ops import RULES, RuleSpec
 from ..ops.kit.grid import ShapeNotDerivable
+from ..ops.kit.strictness import POLICIES
+from ..ops.registry import strictness_of
 from ..outcome import Outcome, port_outcome
 from ..releases import AGREEING, detect_release
 from ..runctl.command import run_command
 from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
 from ..runctl.grammar import ArgumentParser, add_profile_argument, mesh_shape
-from ..types import DistTensorSpec, Mapping, ProcessMesh, entry_of
+from ..types import DimsMapping, DistTensorSpec, ProcessMesh, entry_of
 
 PROG = "python -m paddle_spmd_port infer"
 DEFAULT_MESH = (2, 3)
@@ -128,7 +130,7 @@ def _outer_brackets(text: str) -> bool:
     return False
 
 
-def _mapping(text: str, arg: str) -> Mapping:
+def _mapping(text: str, arg: str) -> DimsMapping:
     """A dims_mapping from the command line (see the module docstring): plain ``0,-1`` as
     before, co-shards in ``(..)`` or ``[..]``, the whole list optionally in ``[..]``."""
     body = text.strip()
@@ -207,6 +209,9 @@ def build_parser(rule: str | None = None) -> argparse.ArgumentParser:
                          "process ids 0..n-1")
     add_profile_argument(ap, help="the rule profile the port answers with (default paddle = Paddle 3.3.1; "
                                   "pr72918, proposed: see the README); native Paddle is always Paddle's own rule")
+    ap.add_argument("--policy", choices=POLICIES, default=POLICIES[0],
+                    help="the port's strictness (docs/strictness.md): strict (default) refuses the inputs it declares, "
+                         "mirror answers those as Paddle's rule does where the port models it")
     ap.add_argument("--no-native", action="store_true",
                     help="the port's answer only (no Paddle needed; not with --backend)")
     add_backend_argument(ap, "the native route to ask (default: the rule's primary route; not with --no-native)")
@@ -535,8 +540,11 @@ def _main(argv: Sequence[str]) -> int:
                          "drop --backend for the port alone, or drop --no-native")
     case, record = case_and_record(args)
     print(case.describe())
-    port = port_outcome(case, args.profile)
+    port = port_outcome(case, args.profile, args.policy)
     _show("port" if args.profile == "paddle" else f"port ({args.profile} profile)", case, port)
+    if port.error is not None and port.error.port_invalid:  # why the port refuses, and what Paddle's op does
+        decl = strictness_of(case.rule, port.error.kind)
+        print(f"  {decl.text() if decl is not None else f'strict refusal ({port.error.kind}): undeclared'}")
     if args.no_native:
         return EXIT_OK
     backend = args.backend or record.get("backend") or DEFAULT_BACKEND.get(case.rule)

@@ -117,6 +117,7 @@ def _tally(data: dict[str, Any]) -> GroupTally:
         for example in examples:
             if t.wants(verdict):
                 t.keep(example)
+    t.refusals = dict(data.get("refusals") or {})  # (a part written before the refusal classes: none)
     for mesh, placement, counts in data.get("map") or []:  # (a part written before the maps: none)
         t.merged_map[(mesh, placement)] = dict(counts)
     return t
@@ -134,6 +135,8 @@ def _add_tally(into: GroupTally, part: GroupTally) -> None:
             into_cell[verdict] = into_cell.get(verdict, 0) + n
     for status, n in part.invalid_native.items():
         into.invalid_native[status] = into.invalid_native.get(status, 0) + n
+    for klass, n in part.refusals.items():
+        into.refusals[klass] = into.refusals.get(klass, 0) + n
     for verdict, examples in part.examples.items():
         for example in examples:
             if into.wants(verdict):
@@ -142,32 +145,6 @@ def _add_tally(into: GroupTally, part: GroupTally) -> None:
     into.port_seconds += part.port_seconds
     if part.state != DONE:
         into.state = part.state
-
-
-class _Coverage(RuleCoverage):
-    """A rule's coverage rebuilt from counts: ``compared`` cases, then those the release lacks, then the
-    uncompared ones, each with its reasons as the part's report gave them (what
-    :meth:`RuleCoverage.lacking_reasons` and :meth:`RuleCoverage.reasons` count)."""
-
-    @classmethod
-    def of(cls, rule: str, selected: int, cells_per_case: int, routes: list[str], compared: int,
-           reasons: dict[str, int], lacking: dict[str, int] | None = None) -> _Coverage:
-        cov = cls(rule, selected, cells_per_case, list(routes))
-        cov.compared_mask[:compared] = b"\x01" * compared
-        i = compared
-        for why, n in (lacking or {}).items():  # the release lacks them: a reason, and no other
-            for _ in range(n):
-                if i < selected:
-                    cov.why[i] = [why]
-                    cov.lacks_mask[i] = 1
-                i += 1
-        for why, n in reasons.items():
-            for _ in range(n):
-                if i < selected:
-                    cov.why[i] = [why]
-                    cov.other_mask[i] = 1
-                i += 1
-        return cov
 
 
 def merge_reports(dirs: list[Path]) -> tuple[ParityReport, list[Path], list[int], int]:
@@ -226,8 +203,8 @@ def merge_reports(dirs: list[Path]) -> tuple[ParityReport, list[Path], list[int]
             else:  # more cases than the selection has: not parts of one run as written
                 over.append(rule)
             short.append(rule)
-        report.coverage[rule] = _Coverage.of(rule, into["selected"], into["cells"], into["routes"], into["compared"],
-                                             into["reasons"], into["lacking"])
+        report.coverage[rule] = RuleCoverage.counted(rule, into["selected"], into["cells"], into["routes"],
+                                                     into["compared"], into["reasons"], into["lacking"])
     unfinished = [data["selection"]["shard"][0] for _, data in parts if not data.get("complete")]
     # missing cases are uncompared (the status line says FAILED CLOSED); unfinished parts or too many
     # cases leave the report incomplete (RUNNING or ABORTED)

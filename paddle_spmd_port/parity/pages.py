@@ -14,6 +14,7 @@ with its repro line (up to :data:`BASELINE_RECORDS`).
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from typing import Any
 
@@ -200,10 +201,7 @@ def baseline_page(diff: Diff, new_paddle: dict[str, Any], selection: dict[str, A
              ("cases", f"{diff.unchanged:,} unchanged ({diff.normalised:,} once reasons' source lines and build paths "
                        f"are normalised), {diff.changed():,} changed, {counts[UNSTABLE]:,} unstable (shown to vary), "
                        f"{sum((diff.uncompared + diff.missing()).values()):,} uncompared")]
-    per_group: dict[str, Counter[str]] = {}
-    for ch in diff.changes:
-        per_group.setdefault(f"{ch.rule}@{ch.backend}", Counter())[ch.klass] += 1
-    rows = [(g, *(n[k] for k in order)) for g, n in sorted(per_group.items(), key=lambda kv: -kv[1]["regressed"])]
+    rows = [(g, *(n[k] for k in order)) for g, n in sorted(diff.groups.items(), key=lambda kv: -kv[1]["regressed"])]
     rows.append(("total", *(counts[k] for k in order)))
     sections = [section("Changed cases by group (regressions first)", legend(order, colours, counts)
                         + counts_table(("group", *order), rows, colours))]
@@ -211,24 +209,20 @@ def baseline_page(diff: Diff, new_paddle: dict[str, Any], selection: dict[str, A
     if uncompared:
         sections.append(section("Uncompared", pre("\n".join(f"{n:,} cases: {why}" for why, n in
                                                             uncompared.most_common()))))
-    changes = sorted(diff.changes, key=lambda ch: order.index(ch.klass))
-    by_rule: dict[str, dict[tuple[str, str], dict[str, int]]] = {}
-    for ch in changes:
-        cell = by_rule.setdefault(ch.rule, {}).setdefault(map_label(map_key(ch.case)), {})
-        cell[ch.klass] = cell.get(ch.klass, 0) + 1
+    by_rule = diff.cells  # (counted as the changes were triaged: the changes themselves are on disk)
     if by_rule:
         maps = "".join(f"<h3>{esc(rule)}</h3>" + verdict_map(cells, order, colours, col_title=first_input(rule),
                                                              target="rec-baseline") for rule, cells in by_rule.items())
         sections.append(section("Where the changes are (per rule: mesh x first input's placement, changed cases "
                                 "only)", maps))
-    shown = changes[:BASELINE_RECORDS]
+    shown = list(itertools.islice(diff.ordered(), BASELINE_RECORDS))
     records = [Record(ch.klass, " ".join(map_label(map_key(ch.case))),
                       (f"{ch.rule}@{ch.backend}", ch.case.case_id, ch.case.describe(),
                        f"{ch.old} — {ch.old_verdict}", f"{ch.new} — {ch.new_verdict}",
                        "; ".join([*ch.diffs[:6], *([f"re-runs: {ch.rerun_note}"] if ch.rerun_note else [])])),
                       one_line_repro(ch.case, ch.backend)) for ch in shown]
-    note = (f"the first {BASELINE_RECORDS:,} of {len(changes):,}; all in {BASELINE_CASES_FILE}"
-            if len(changes) > len(shown) else "every changed case") \
+    note = (f"the first {BASELINE_RECORDS:,} of {diff.total:,}; all in {BASELINE_CASES_FILE}"
+            if diff.total > len(shown) else "every changed case") \
         + "; each repro runs under whichever build is installed: run it under each"
     sections.append(section("Changed cases", records_table("rec-baseline", ("group", "id", "case", f"old ({old_name})",
                                                                             f"new ({new_name})", "cells"),

@@ -64,7 +64,7 @@ from ..case import Case
 from ..grid import MESH_SHAPES, coshard_mappings, grid_plan, input_shapes, mesh_of, valid_mappings
 from ..ops import rule_spec
 from ..ops.kit.grid import LIKE_X, RandomPlan
-from ..types import DistTensorSpec, Mapping, ProcessMesh, mesh_dims_of
+from ..types import DimsMapping, DistTensorSpec, ProcessMesh, mesh_dims_of
 
 #: Meshes beyond the grid's, then the grid's own.
 RANDOM_MESH_SHAPES: tuple[tuple[int, ...], ...] = tuple(dict.fromkeys(
@@ -75,8 +75,8 @@ EPSILONS = (1e-5, 1e-6, 1e-3, 0.5)
 MOMENTUMS = (0.9, 0.99, 0.5, 0.0)
 BAD_DATA_FORMATS = ("", "N", "CN", "NWC", "NCWH", "nchw")
 #: Mutation -> weight. The last three crash Paddle on most draws (it builds no input from them, or
-#: segfaults): they run in a forked child each (~20 ms of CPU a crash; they used to cost a worker
-#: restart) and are drawn 12 times more rarely than the others. The grid has each of them too.
+#: segfaults): they run in a forked child each (~20 ms of CPU a crash, against a worker restart's
+#: seconds) and are drawn 12 times more rarely than the others. The grid has each of them too.
 INVALID_MUTATIONS = {"x-rank": 12, "other-rank": 12, "mapping-length": 12, "mesh-dim-range": 12, "mesh-dim-twice": 12,
                      "begin_norm_axis": 12, "data_format": 12, "partial-bad": 1, "x-no-mesh": 1, "required-none": 1}
 
@@ -131,7 +131,7 @@ def _attrs_tuple(attrs: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], .
     return found
 
 
-def _spec(shape: tuple[int, ...], dims_mapping: Mapping, mesh: ProcessMesh | None,
+def _spec(shape: tuple[int, ...], dims_mapping: DimsMapping, mesh: ProcessMesh | None,
           partial: frozenset[int] = frozenset()) -> DistTensorSpec:
     key = (shape, dims_mapping, partial, id(mesh))
     spec = _SPECS.get(key)
@@ -163,13 +163,13 @@ def _draw_mapping(rng: random.Random, rank: int, mesh_ndim: int) -> tuple[int, .
     return tuple(dm)
 
 
-def _draw_partial(rng: random.Random, dm: Mapping, mesh_ndim: int) -> frozenset[int]:
+def _draw_partial(rng: random.Random, dm: DimsMapping, mesh_ndim: int) -> frozenset[int]:
     used = {m for e in dm for m in mesh_dims_of(e)}
     return frozenset(m for m in range(mesh_ndim) if m not in used and rng.random() < 1 / 3)
 
 
 def _placed(rng: random.Random, shape: tuple[int, ...], mesh: ProcessMesh,
-            like: Mapping | None = None) -> DistTensorSpec:
+            like: DimsMapping | None = None) -> DistTensorSpec:
     dm = like[:len(shape)] if like is not None and len(like) >= len(shape) else \
         _draw_mapping(rng, len(shape), mesh.ndim)
     return _spec(shape, dm, mesh, _draw_partial(rng, dm, mesh.ndim))

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..case import Case
-from ..compare import CLASSES, COMPARED, Comparison
+from ..compare import CLASSES, COMPARED, REFUSAL_CLASSES, Comparison, refusal_class
 from ..outcome import Outcome
 from ..pages import map_key, map_label
 from ..reporting import markdown_table
@@ -75,6 +75,8 @@ class GroupTally:
     """The verdict map of the parts a merged report joins (already labelled: parity --merge)."""
     shown: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """parity.html's records: the first :data:`HTML_RECORDS` per verdict (in memory only)."""
+    refusals: dict[str, int] = field(default_factory=dict)
+    """For port-rejects-invalid cases: their :data:`~paddle_spmd_port.compare.REFUSAL_CLASSES` member."""
 
     @property
     def key(self) -> str:
@@ -139,7 +141,7 @@ class GroupTally:
     def to_json(self) -> dict[str, Any]:
         return {"rule": self.rule, "backend": self.backend, "state": self.state, "cases": self.cases,
                 "cells": self.cells, "matching_cells": self.matching_cells, "verdicts": self.verdicts,
-                "examples": self.examples, "invalid_native": self.invalid_native,
+                "examples": self.examples, "invalid_native": self.invalid_native, "refusals": self.refusals,
                 "map": [[mesh, placement, counts] for (mesh, placement), counts in self.verdict_map().items()],
                 "native_seconds": round(self.native_seconds, 3), "port_seconds": round(self.port_seconds, 3)}
 
@@ -161,6 +163,10 @@ def _reason(backend: str, native: Outcome, verdict: str) -> str:
 LACKS = "release-lacks"
 #: The verdict of a route that cannot express the case at all (see :class:`RuleCoverage`).
 UNREACHABLE = "unreachable"
+#: A case's flags in :attr:`RuleCoverage.flags`: some route compared it; said the release lacks it; gave
+#: another reason (neither ``release-lacks`` nor ``unreachable``).
+_COMPARED, _LACKS, _OTHER = 1, 2, 4
+_COMPARED_BIT = bytes(int(bool(b & _COMPARED)) for b in range(256))
 
 
 @dataclass
@@ -176,49 +182,86 @@ class RuleCoverage:
     the cases only it reaches in 3.3.1 are lacking there, not a failure. Such a case is not compared
     and not *uncompared* either: it does not fail the run closed, and the report counts it apart,
     with every route's reason. One route that could not answer for another reason (not run, a
-    crash, an undecodable reply) makes it uncompared, as does unreachable on every route."""
+    crash, an undecodable reply) makes it uncompared, as does unreachable on every route.
+
+    Held per case only where a case's routes must be joined (more than one route): a byte of flags
+    and its reasons. A rule compared through one route (random mode, ``--backend``) or rebuilt from
+    counts (:meth:`counted`, parity --merge) keeps counts only, so its memory does not grow with
+    the number of cases."""
 
     rule: str
     selected: int
     cells_per_case: int
     routes: list[str] = field(default_factory=list)
-    compared_mask: bytearray = field(default_factory=bytearray)
+    flags: bytearray | None = None
+    """Per case (more than one route), :data:`_COMPARED` | :data:`_LACKS` | :data:`_OTHER`; None: counted."""
     why: dict[int, list[str]] = field(default_factory=dict)
-    other_mask: bytearray = field(default_factory=bytearray)
-    """Per case: some route gave a reason that is neither ``release-lacks`` nor ``unreachable``."""
-    lacks_mask: bytearray = field(default_factory=bytearray)
-    """Per case: some route said ``release-lacks``."""
+    """Per case (more than one route): each route's reason for not comparing it."""
+    n_compared: int = 0
+    lacks_counts: Counter[str] = field(default_factory=Counter)
+    """Counted: the lacking cases per reason."""
+    other_counts: Counter[str] = field(default_factory=Counter)
+    """Counted: the uncompared cases per reason."""
+    _next: int = 0
+    """Counted: the position after the last case recorded (a case tallied again is not counted again)."""
 
-    def __post_init__(self) -> None:
-        if not self.compared_mask:
-            self.compared_mask = bytearray(self.selected)
-        if not self.other_mask:
-            self.other_mask = bytearray(self.selected)
-        if not self.lacks_mask:
-            self.lacks_mask = bytearray(self.selected)
+    def _per_case(self) -> bytearray | None:
+        if self.flags is None and len(self.routes) > 1:
+            self.flags = bytearray(self.selected)
+        return self.flags
 
     def record(self, index: int, backend: str, native: Outcome, verdict: str, note: str = "") -> None:
+        flags = self._per_case()
+        if flags is None:  # one route: each case is recorded once, in order
+            if index < self._next:
+                return
+            self._next = index + 1
+            if verdict in COMPARED:
+                self.n_compared += 1
+            elif verdict == LACKS:
+                self.lacks_counts[f"{backend}: {note.partition(':')[0]}"] += 1
+            else:
+                self.other_counts[_reason(backend, native, verdict)] += 1
+            return
         if verdict in COMPARED:
-            self.compared_mask[index] = 1
-        elif not self.compared_mask[index]:  # (a compared case's reasons are never read)
+            flags[index] |= _COMPARED
+        elif not flags[index] & _COMPARED:  # (a compared case's reasons are never read)
             if verdict == LACKS:  # the note's head names the profile's difference ("X lacks it (name): why")
-                self.lacks_mask[index] = 1
+                flags[index] |= _LACKS
                 self.why.setdefault(index, []).append(f"{backend}: {note.partition(':')[0]}")
             else:
                 if verdict != UNREACHABLE:
-                    self.other_mask[index] = 1
+                    flags[index] |= _OTHER
                 self.why.setdefault(index, []).append(_reason(backend, native, verdict))
 
+    @classmethod
+    def counted(cls, rule: str, selected: int, cells_per_case: int, routes: list[str], compared: int,
+                reasons: dict[str, int], lacking: dict[str, int] | None = None) -> RuleCoverage:
+        """A rule's coverage from counts: ``compared`` cases, those the release lacks per reason, the
+        uncompared ones per reason (parity --merge: as each part's report gave them)."""
+        cov = cls(rule, selected, cells_per_case, list(routes))
+        cov.flags = None
+        cov.routes = list(routes)
+        cov.n_compared = compared
+        cov.lacks_counts = Counter(lacking or {})
+        cov.other_counts = Counter(reasons)
+        cov._next = selected
+        return cov
+
     def _lacks(self, i: int) -> bool:
-        return not self.compared_mask[i] and bool(self.lacks_mask[i]) and not self.other_mask[i]
+        return self.flags is not None and self.flags[i] & (_COMPARED | _LACKS | _OTHER) == _LACKS
 
     @property
     def compared(self) -> int:
-        return sum(self.compared_mask)
+        if self.flags is None:
+            return self.n_compared
+        return self.flags.translate(_COMPARED_BIT).count(1)
 
     @property
     def lacking(self) -> int:
         """Cases no route compared because the release lacks what they need (its profile says so)."""
+        if self.flags is None:
+            return sum(self.lacks_counts.values())
         return sum(1 for i in self.why if self._lacks(i))
 
     @property
@@ -233,8 +276,14 @@ class RuleCoverage:
         """Each uncompared case's reasons (one per route that tried), counted (lacking cases apart:
         :meth:`lacking_reasons`)."""
         counts: Counter[str] = Counter()
-        for i, seen in enumerate(self.compared_mask):
-            if not seen and not self._lacks(i):
+        if self.flags is None:
+            counts.update(self.other_counts)
+            unrecorded = self.selected - self.n_compared - sum(self.lacks_counts.values()) - sum(counts.values())
+            if unrecorded > 0:
+                counts[interrupted or "no route ran on it"] += unrecorded
+            return counts
+        for i, flag in enumerate(self.flags):
+            if not flag & _COMPARED and not self._lacks(i):
                 why = self.why.get(i)
                 if why:
                     counts["; ".join(why)] += 1
@@ -244,6 +293,8 @@ class RuleCoverage:
 
     def lacking_reasons(self) -> Counter[str]:
         """Each lacking case's reasons (the profile's, one per route), counted."""
+        if self.flags is None:
+            return Counter(self.lacks_counts)
         return Counter("; ".join(self.why[i]) for i in self.why if self._lacks(i))
 
     def to_json(self, interrupted: str = "") -> dict[str, Any]:
@@ -283,6 +334,9 @@ class ParityReport:
     def add(self, tally: GroupTally, index: int, case: Case, port: Outcome, native: Outcome,
             cmp: Comparison) -> None:
         needs_record = tally.count(native, cmp, case)
+        if cmp.verdict == "port-rejects-invalid":
+            klass = refusal_class(case.rule, port) or "port-refuses-undeclared"
+            tally.refusals[klass] = tally.refusals.get(klass, 0) + 1
         self.coverage[tally.rule].record(index, tally.backend, native, cmp.verdict, cmp.note)
         if not needs_record:
             return
@@ -431,6 +485,12 @@ class ParityReport:
             lines += ["", "What Paddle did with the input the port rejects as invalid (result = accepted "
                       "silently, crash = process died, error = raised something else):", ""]
             lines += [f"- {line}" for line in invalid]
+        refused = [f"{t.key}: " + ", ".join(f"{t.refusals[k]} {k}" for k in REFUSAL_CLASSES if t.refusals.get(k))
+                   for t in self.tallies.values() if t.refusals]
+        if refused:
+            lines += ["", "The same cases by what Paddle's op does with the input, as the port's strictness "
+                      "declarations say (docs/strictness.md; `--policy mirror` answers those it models):", ""]
+            lines += [f"- {line}" for line in refused]
         for note in self.notes:
             lines += ["", f"> {note}"]
         for t in self.tallies.values():

@@ -22,6 +22,7 @@ from ...errors import PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import input_names
 from ..kit.layout import check_channel_x_rank
+from ..kit.strictness import PLACEMENTS, UNREAD_PROBLEMS, Strictness, StrictnessNotes, unread_strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -44,6 +45,40 @@ GRAD_AT = {name: i for i, (name, _) in enumerate(GRAD_ATTRS)}
 _BN_GRAD_1D = ("mean_out", "variance_out", "scale", "bias", "saved_mean", "saved_variance")
 _BN_FORWARD = input_names("batch_norm")
 
+
+#: The inputs each rule never reads the mapping of (PADDLE-QUIRK(bn-ignored-stats), PADDLE-QUIRK(bn-grad-og-ignored)):
+#: their malformed mappings are mirrored.
+UNREAD = {"batch_norm": ("mean", "variance", "scale", "bias"),
+          "batch_norm_grad": ("scale", "bias", "mean_out", "variance_out", "saved_mean", "saved_variance",
+                              "reserve_space", "out_grad")}
+
+#: The port's refusals beyond Paddle's batch_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
+STRICTNESS = StrictnessNotes((
+    *unread_strictness("batch_norm", UNREAD),
+    *(Strictness(f"invalid-spec:x:{problem}", f"x's dims_mapping {what}; batch_norm's and batch_norm_grad's rules "
+                 "keep only the channel axis's entry (every other axis replicated) before they merge it",
+                 "varies", "inexpressible", PLACEMENTS, mirror_keys=("batch_norm", "batch_norm_grad"),
+                 families=("batch_norm",))
+      for problem, what in (("duplicate", "splits two axes along one mesh dim"),
+                            ("mesh-dim", "names a mesh dim the mesh lacks"))),
+    Strictness("invalid-spec:data_format", "a data_format outside NC, NCL, NCHW, NCDHW, NLC, NHWC, NDHWC; Paddle's "
+               "rule only tests its second character for 'C' (channel axis 1, else the last axis), past the end "
+               "of an empty string", "varies", "refuses",
+               "paddle.nn.functional.batch_norm raises ValueError for every other format (3.3.1: '', 'N', 'CN', "
+               "'NWC', 'nchw', 'NCWH'); _C_ops.batch_norm raises for all but the lowercase 'nchw'",
+               mirror_keys=("batch_norm", "batch_norm_grad"), families=("batch_norm",)),
+    *(Strictness(f"invalid-spec:*:{problem}", "a malformed dims_mapping (of the wrong length, a mesh dim the mesh "
+                 "lacks or one repeated); the replicated fallback reads only each tensor's shape and mesh", "answers",
+                 "inexpressible", PLACEMENTS, mirror_keys=("sync_batch_norm", "sync_batch_norm_grad"),
+                 families=("sync_batch_norm",))
+      for problem in UNREAD_PROBLEMS),
+    Strictness("invalid-spec:*:rank", "mean, variance, scale, bias or a saved statistic of rank other than 1; "
+               "the replicated fallback answers each replicated, of its own rank, and the outputs of rank 1",
+               "answers", "unmeasured", families=("sync_batch_norm",)),
+    Strictness("invalid-spec:*:none-with-sharded-c", "scale or bias None (or meshless) while the channel axis is "
+               "split; Paddle marks its grad partial on an attr without a mesh and crashes (SIGSEGV)", "crashes",
+               "unmeasured", families=("batch_norm",)),
+))
 
 def bn_forward_inputs(specs: Sequence[DistTensorSpec | None], attrs: Sequence[tuple[str, Any]]
                       ) -> tuple[RuleInput, RuleInput, RuleInput, RuleInput, RuleInput]:

@@ -42,12 +42,15 @@ on an attr without a mesh).
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from ...errors import InvalidSpecError
 from ...types import DistAttr, DistTensorSpec, SpmdResult
-from ..kit.checks import Attrs, Specs, input_names, rule
-from ..kit.layout import channel_axis
+from ..kit.checks import Attrs, RuleFn, Specs, input_names, rule
+from ..kit.layout import channel_axis, channel_first
+from ..kit.strictness import argument, call_with, mirror, mirror_via, unread_mirrors
 from ..kit.tensor import RuleInput
-from .checks import FORWARD_AT, GRAD_AT, bn_forward_inputs, bn_grad_inputs
+from .checks import FORWARD_AT, GRAD_AT, UNREAD, bn_forward_inputs, bn_grad_inputs
 
 _FORMAT, _GRAD_FORMAT = FORWARD_AT["data_format"], GRAD_AT["data_format"]
 _GRAD_NAMES = input_names("batch_norm_grad")
@@ -129,3 +132,55 @@ def batch_norm_grad_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
         ),
     )
     return result
+
+
+# --------------------------------------------------------------------------- the mirror policy
+def _layout_of(fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """The valid layout Paddle's rule reads ``data_format`` as: its second character 'C' means the
+    channel is axis 1, anything else the last axis (a one-letter string's second character is its
+    terminating NUL); an empty string is read past its end, so nothing can be mirrored."""
+    fmt = argument(fn, args, kwargs, "data_format")
+    if not isinstance(fmt, str) or not fmt:
+        raise InvalidSpecError(f"data_format {fmt!r}: Paddle's rule reads past the end of it (memory it never "
+                               "set): no answer to mirror", kind="invalid-spec:data_format")
+    return "NCHW" if channel_first(fmt) else "NHWC"
+
+
+@mirror("batch_norm", "invalid-spec:data_format")
+def batch_norm_mirror_data_format(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """The forward rule with the layout Paddle's rule reads the format as."""
+    return cast(SpmdResult, call_with(fn, args, kwargs, data_format=_layout_of(fn, args, kwargs)))
+
+
+@mirror("batch_norm_grad", "invalid-spec:data_format")
+def batch_norm_grad_mirror_data_format(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """The grad rule with the layout Paddle's rule reads the format as."""
+    return cast(SpmdResult, call_with(fn, args, kwargs, data_format=_layout_of(fn, args, kwargs)))
+
+
+#: The mirror policy's answers to the malformed mappings of inputs a rule never reads (:data:`.checks.UNREAD`).
+MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__)
+
+
+def _channel_only_x(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """x repeating a mesh dim, or naming one the mesh lacks, on an axis other than the channel: the
+    rules keep only the channel axis's entry (:func:`_keep_channel_only`), so x is answered as the x
+    whose other axes are replicated. A channel entry out of range, a co-shard, a partial dim outside
+    the mesh (Paddle crashes building the attr) or a data_format the rule reads past are refused."""
+    x = argument(fn, args, kwargs, "x")
+    fmt = argument(fn, args, kwargs, "data_format")
+    if not isinstance(x, DistTensorSpec) or x.mesh is None or x.coshard or not isinstance(fmt, str) or not fmt \
+            or len(x.dims_mapping) != len(x.shape) or any(not 0 <= p < x.mesh.ndim for p in x.partial_dims):
+        raise InvalidSpecError("x: no channel axis entry to keep alone: no answer to mirror", kind="invalid-spec:x")
+    c = 1 if channel_first(fmt) else len(x.shape) - 1
+    entry = cast(int, x.dims_mapping[c])
+    if not -1 <= entry < x.mesh.ndim:
+        raise InvalidSpecError(f"x: the channel axis names mesh dim {entry}, which the mesh lacks: no answer to "
+                               "mirror", kind="invalid-spec:x")
+    kept = tuple(entry if i == c else -1 for i in range(len(x.shape)))
+    return cast(SpmdResult, call_with(fn, args, kwargs, x=DistTensorSpec(x.shape, kept, x.mesh, x.partial_dims)))
+
+
+MIRRORED_X = tuple(mirror_via(key, f"invalid-spec:x:{problem}", _channel_only_x,
+                              f"{key}: x's malformed mapping off the channel axis; :func:`_channel_only_x`.", __name__)
+                   for key in ("batch_norm", "batch_norm_grad") for problem in ("duplicate", "mesh-dim"))

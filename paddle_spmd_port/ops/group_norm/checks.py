@@ -9,6 +9,7 @@ from typing import Any
 from ...errors import PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import input_names, require_buildable
+from ..kit.strictness import PLACEMENTS, Strictness, StrictnessNotes, unread_strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -24,6 +25,26 @@ _GN_FORWARD, _GN_GRAD = input_names("group_norm"), input_names("group_norm_grad"
 
 GN = "group_norm"
 
+
+_GN_KEYS = ("group_norm", "group_norm_base", "group_norm_grad", "group_norm_grad_base")
+
+#: The inputs each rule never reads the mapping of (PADDLE-QUIRK(gn-grad-ignores)):
+#: their malformed mappings are mirrored.
+UNREAD = {key: ("scale", "bias", "y", "mean", "variance", "y_grad")
+          for key in ("group_norm_grad", "group_norm_grad_base")}
+
+#: The port's refusals beyond Paddle's group_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
+STRICTNESS = StrictnessNotes((
+    *unread_strictness("group_norm", UNREAD),
+    *(Strictness(f"invalid-spec:x:{problem}", f"x's dims_mapping {what}; group_norm's rules keep only axis 0's "
+                 "entry (every other axis replicated) before they merge it", "varies", "inexpressible", PLACEMENTS,
+                 mirror_keys=_GN_KEYS, families=("group_norm",))
+      for problem, what in (("duplicate", "splits two axes along one mesh dim"),
+                            ("mesh-dim", "names a mesh dim the mesh lacks"))),
+    Strictness("invalid-spec:*:none-with-sharded-n", "scale or bias None (or meshless) while x's axis 0 is split; "
+               "Paddle marks its grad partial on an attr without a mesh and crashes (SIGSEGV)", "crashes",
+               "unmeasured", families=("group_norm",)),
+))
 
 def _gn_x_rank(x: RuleInput, low_message: str) -> None:
     """Paddle's x-rank check of group_norm: 3 <= rank <= 5 (the grad words the lower bound its own

@@ -49,11 +49,14 @@ segfaults, or answers y / mean / variance / y_grad with a mesh dim their mesh la
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from ...errors import InvalidSpecError
 from ...types import DistAttr, DistTensorSpec, SpmdResult
-from ..kit.checks import Attrs, Specs, rule
+from ..kit.checks import Attrs, RuleFn, Specs, rule
+from ..kit.strictness import argument, call_with, mirror_via, unread_mirrors
 from ..kit.tensor import RuleInput
-from .checks import gn_forward_inputs, gn_grad_inputs
+from .checks import UNREAD, gn_forward_inputs, gn_grad_inputs
 
 
 def _keep_batch_only(x: RuleInput) -> tuple[int, ...]:
@@ -138,3 +141,30 @@ def group_norm_grad_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     (PADDLE-QUIRK(gn-ignored-attrs))."""
     x, scale, bias, y, mean, variance, y_grad = specs
     return _grad(*gn_grad_inputs(x, scale, bias, y, mean, variance, y_grad, attrs))
+
+
+#: The mirror policy's answers to the malformed mappings of inputs a rule never reads (:data:`.checks.UNREAD`).
+MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__)
+
+
+def _batch_only_x(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """x repeating a mesh dim, or naming one the mesh lacks, off axis 0: the rules keep only axis 0's
+    entry (:func:`_keep_batch_only`), so x is answered as the x whose other axes are replicated. Axis
+    0's entry out of range, a co-shard or a partial dim outside the mesh (Paddle crashes building
+    the attr) are refused."""
+    x = argument(fn, args, kwargs, "x")
+    if not isinstance(x, DistTensorSpec) or x.mesh is None or x.coshard or not x.shape \
+            or len(x.dims_mapping) != len(x.shape) or any(not 0 <= p < x.mesh.ndim for p in x.partial_dims):
+        raise InvalidSpecError("x: no axis-0 entry to keep alone: no answer to mirror", kind="invalid-spec:x")
+    entry = cast(int, x.dims_mapping[0])
+    if not -1 <= entry < x.mesh.ndim:
+        raise InvalidSpecError(f"x: axis 0 names mesh dim {entry}, which the mesh lacks: no answer to mirror",
+                               kind="invalid-spec:x")
+    kept = (entry,) + (-1,) * (len(x.shape) - 1)
+    return cast(SpmdResult, call_with(fn, args, kwargs, x=DistTensorSpec(x.shape, kept, x.mesh, x.partial_dims)))
+
+
+MIRRORED_X = tuple(mirror_via(key, f"invalid-spec:x:{problem}", _batch_only_x,
+                              f"{key}: x's malformed mapping off axis 0; :func:`_batch_only_x`.", __name__)
+                   for key in ("group_norm", "group_norm_base", "group_norm_grad", "group_norm_grad_base")
+                   for problem in ("duplicate", "mesh-dim"))

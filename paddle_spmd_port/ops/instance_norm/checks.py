@@ -7,6 +7,7 @@ from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import REAL, input_names, require_buildable
 from ..kit.layout import check_channel_x_rank
+from ..kit.strictness import Strictness, StrictnessNotes, unread_strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -20,6 +21,21 @@ from ..kit.tensor import (
 IN = "instance_norm"
 _IN_FORWARD, _IN_GRAD = input_names("instance_norm"), input_names("instance_norm_grad")
 
+
+#: The inputs each rule never reads the mapping of (PADDLE-QUIRK(in-grad-ignores)):
+#: their malformed mappings are mirrored.
+UNREAD = {"instance_norm_grad": ("scale", "bias", "saved_mean", "saved_variance", "y_grad")}
+
+#: The port's refusals beyond Paddle's instance_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
+STRICTNESS = StrictnessNotes((
+    *unread_strictness("instance_norm", UNREAD),
+    Strictness("invalid-spec:x:rank", "x of rank 2 or 3; Paddle's rule clears axes 2 and 3 by index, writing past "
+               "the end of the mapping (SIGABRT, heap corruption, now and then garbage)", "crashes", "unmeasured",
+               families=("instance_norm",)),
+    Strictness("invalid-spec:scale:none-with-sharded-nc", "scale None (or meshless) while x's N or C axis is split; "
+               "Paddle marks scale_grad partial on an attr without a mesh and crashes (SIGSEGV)", "crashes",
+               "unmeasured", families=("instance_norm",)),
+))
 
 def in_forward_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTensorSpec | None,
                       epsilon: float) -> tuple[RuleInput, RuleInput, RuleInput]:

@@ -45,8 +45,9 @@ from __future__ import annotations
 from ...errors import InvalidSpecError
 from ...types import DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import rule
+from ..kit.strictness import unread_mirrors
 from ..kit.tensor import RuleInput
-from .checks import in_forward_inputs, in_grad_inputs
+from .checks import UNREAD, in_forward_inputs, in_grad_inputs
 
 
 def _clear_spatial(x: RuleInput) -> tuple[int, ...]:
@@ -100,3 +101,7 @@ def instance_norm_grad_infer_spmd(
         outputs=(tx.attr(kept), param_grad, param_grad),
     )
     return result
+
+
+#: The mirror policy's answers to the malformed mappings of inputs a rule never reads (:data:`.checks.UNREAD`).
+MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__)

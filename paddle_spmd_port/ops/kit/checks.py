@@ -17,6 +17,7 @@ the full path's by construction (tests/test_preconditions.py: both paths give eq
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -72,8 +73,7 @@ def rule(key: str, *, packed: bool = False, mesh_of: Sequence[str] = (),
     without a mesh, no returned attr may name a mesh dim its own mesh lacks
     (:func:`~.tensor.require_mesh_dims_exist`; ``others`` in the order that error looks for the input
     to blame). ``mesh_of`` names, per returned attr (the key's result inputs, then its outputs), the
-    input whose mesh it carries. The check's test is compiled into the rule's own function (its
-    signature written out), so the common case costs no call beyond the rule's own."""
+    input whose mesh it carries."""
     spec = RULES[key]
     labels = spec.result_inputs + spec.result_outputs
     declared = spec.inputs + tuple(n for n, _ in spec.attrs)
@@ -100,56 +100,66 @@ def rule(key: str, *, packed: bool = False, mesh_of: Sequence[str] = (),
     return register
 
 
+def _declared_signature(key: str) -> inspect.Signature:
+    """The signature of rule ``key`` as declared (:class:`~paddle_spmd_port.ops.spec.RuleSpec`): its
+    inputs, then its attributes with their defaults."""
+    spec = RULES[key]
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    return inspect.Signature(
+        [inspect.Parameter(name, kind, annotation="DistTensorSpec | None" if name in spec.optional
+                           else "DistTensorSpec") for name in spec.inputs]
+        + [inspect.Parameter(name, kind, default=default, annotation=type(default).__name__)
+           for name, default in spec.attrs],
+        return_annotation="SpmdResult")
+
+
 def _compiled(fn: Callable[..., SpmdResult], key: str, packed: bool, owners: tuple[tuple[str, str], ...],
               others: tuple[str, ...]) -> RuleFn:
-    """The rule's function: its signature written out (``fn``'s, or the key's declared one when
-    ``packed``), a call of ``fn``, then the test of :func:`rule` when ``others`` is given. Keywords,
-    positions, defaults and ``inspect.signature`` are as for a function written by hand."""
+    """The rule's function: a call of ``fn`` (``packed``: with ``(specs, attrs)``), then the test of
+    :func:`rule` when ``others`` is given. It takes what a function with the rule's signature takes
+    (``fn``'s own, or the key's declared one when ``packed``, defaults included), and
+    ``inspect.signature`` reads that signature."""
     spec = RULES[key]
-    namespace: dict[str, Any] = {"_fn": fn, "_after": _answer_check(spec.inputs, spec.optional, owners, others)}
-    header: list[str] = []
+    signature = _declared_signature(key) if packed else inspect.signature(fn)
+    n_inputs, n_params = len(spec.inputs), len(signature.parameters)
+    defaults = tuple(p.default for p in signature.parameters.values())
+    n_required = defaults.count(inspect.Parameter.empty)  # (they come first)
+    attr_names = tuple(name for name, _ in spec.attrs)
+    x_at = spec.inputs.index("x") if others else 0
+    others_at = tuple(spec.inputs.index(name) for name in others)
+    after = _answer_check(spec.inputs, spec.optional, owners, others)
+
+    def complete(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """Every argument's value in signature order: the defaults of those not given, keywords bound."""
+        if not kwargs and n_required <= len(args) < n_params:
+            return args + defaults[len(args):]
+        try:
+            arguments = signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{fn.__qualname__}() {exc}") from None
+        arguments.apply_defaults()
+        return arguments.args
+
+    @functools.wraps(fn)
+    def rule_fn(*args: Any, **kwargs: Any) -> SpmdResult:
+        if kwargs or len(args) != n_params:  # (the usual call gives every argument by position)
+            args = complete(args, kwargs)
+        result = fn(args[:n_inputs], tuple(zip(attr_names, args[n_inputs:], strict=True))) if packed else fn(*args)
+        if others:  # (the inputs come first: an input's place in args is its place among the inputs)
+            x_mesh = args[x_at].mesh
+            for i in others_at:
+                # another input on a mesh of another rank than x's, or on none: the answer is checked
+                mesh = x_mesh if args[i] is None else args[i].mesh
+                if mesh is None or (mesh is not x_mesh and len(mesh.shape) != len(x_mesh.shape)):
+                    return after(result, args[:n_inputs])
+        return result
+
+    rule_fn.__signature__ = signature  # type: ignore[attr-defined]
     if packed:
-        header += spec.inputs
-        for i, (name, default) in enumerate(spec.attrs):
-            namespace[f"_d{i}"] = default
-            header.append(f"{name}=_d{i}")
-        pairs = "".join(f"({name!r}, {name}), " for name, _ in spec.attrs)
-        call = f"({', '.join(spec.inputs)},), ({pairs})"
-    else:
-        params = list(inspect.signature(fn).parameters.values())
-        for i, p in enumerate(params):
-            if p.default is inspect.Parameter.empty:
-                header.append(p.name)
-            else:
-                namespace[f"_d{i}"] = p.default
-                header.append(f"{p.name}=_d{i}")
-        call = ", ".join(p.name for p in params)
-    lines = [f"def {fn.__name__}({', '.join(header)}):"]
-    if not others:
-        lines.append(f"    return _fn({call})")
-    else:
-        lines += [f"    result = _fn({call})",
-                  "    x_mesh = x.mesh",
-                  "    n = len(x_mesh.shape)",
-                  f"    for t in ({', '.join(others)},):",
-                  "        if t is not None:",
-                  "            m = t.mesh",
-                  "            if m is None or (m is not x_mesh and len(m.shape) != n):",
-                  f"                return _after(result, ({', '.join(spec.inputs)},))",
-                  "    return result"]
-    exec(compile("\n".join(lines) + "\n", f"<rule {key} of {fn.__module__}>", "exec"), namespace)  # text above
-    made: RuleFn = namespace[fn.__name__]
-    made.__module__ = fn.__module__
-    made.__qualname__ = fn.__qualname__
-    made.__doc__ = fn.__doc__
-    if packed:
-        made.__annotations__ = {
-            **{n: "DistTensorSpec | None" if n in spec.optional else "DistTensorSpec" for n in spec.inputs},
-            **{n: type(d).__name__ for n, d in spec.attrs}, "return": "SpmdResult"}
-    else:
-        made.__annotations__ = dict(fn.__annotations__)
-        made.__wrapped__ = fn  # type: ignore[attr-defined]
-    return made
+        del rule_fn.__wrapped__  # the signature is the key's, not fn's
+        rule_fn.__annotations__ = {name: p.annotation for name, p in signature.parameters.items()}
+        rule_fn.__annotations__["return"] = "SpmdResult"
+    return rule_fn
 
 
 def _answer_check(inputs: tuple[str, ...], optional: frozenset[str], owners: tuple[tuple[str, str], ...],

@@ -12,8 +12,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from collections.abc import Mapping as MappingOf
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     import random
 
-from ...types import DistTensorSpec, Mapping, ProcessMesh, entry_of, mesh_dims_of
+from ...types import DimsMapping, DistTensorSpec, ProcessMesh, entry_of, mesh_dims_of
 from .. import RULES
 from ..spec import FamilyPart, OpFamily, foreign_keys
 
@@ -115,7 +114,7 @@ def rep(shape: Sequence[int], mesh: ProcessMesh) -> DistTensorSpec:
     return placed_spec(shape, ((-1,) * len(shape), frozenset()), mesh)
 
 
-def one_at_a_time(names: Sequence[str], shapes: MappingOf[str, tuple[int, ...]], mesh: ProcessMesh,
+def one_at_a_time(names: Sequence[str], shapes: Mapping[str, tuple[int, ...]], mesh: ProcessMesh,
                   optional: Iterable[str]) -> list[dict[str, DistTensorSpec | None]]:
     """Variants of the secondary tensors: all replicated; then each tensor alone takes every
     (mapping, partial) it can have, or None if optional; then every optional one None together."""
@@ -178,8 +177,8 @@ def other_meshes(base: ProcessMesh) -> tuple[ProcessMesh, ...]:
             ProcessMesh((2,), (0, 1)), mesh_of((2, 2, 2)))
 
 
-def mixed_meshes(rule: str, variants: Sequence[tuple[MappingOf[str, tuple[int, ...]], tuple[Any, ...]]],
-                 x_maps: MappingOf[int, Sequence[tuple[int, ...]]],
+def mixed_meshes(rule: str, variants: Sequence[tuple[Mapping[str, tuple[int, ...]], tuple[Any, ...]]],
+                 x_maps: Mapping[int, Sequence[tuple[int, ...]]],
                  bases: Sequence[tuple[int, ...]] = ((2, 3), (2,))) -> Iterator[GridCase]:
     """The mixed-mesh corner sets: x on each of ``bases``, one other input at a time on each of
     :func:`other_meshes`, replicated or with axis 0 split along that mesh's last dim; the rest
@@ -214,13 +213,13 @@ COSHARD_MESH_SHAPES: tuple[tuple[int, ...], ...] = ((2, 2), (2, 3), (3, 2), (2, 
 
 
 @cache
-def coshard_mappings(rank: int, mesh_ndim: int) -> tuple[Mapping, ...]:
+def coshard_mappings(rank: int, mesh_ndim: int) -> tuple[DimsMapping, ...]:
     """Every dims_mapping of ``rank`` entries that splits some axis along two or more mesh dims:
     each mesh dim on at most one axis, the dims of an axis in every order. On a 2-D mesh, rank 2::
 
         ((0,1),-1)  ((1,0),-1)  (-1,(0,1))  (-1,(1,0))
     """
-    out: list[Mapping] = []
+    out: list[DimsMapping] = []
     for owner in itertools.product(range(-1, rank), repeat=mesh_ndim):  # owner[m]: the axis mesh dim m splits
         groups = [[m for m in range(mesh_ndim) if owner[m] == axis] for axis in range(rank)]
         if max(map(len, groups), default=0) < 2:
@@ -230,7 +229,7 @@ def coshard_mappings(rank: int, mesh_ndim: int) -> tuple[Mapping, ...]:
     return tuple(out)
 
 
-def coshard_mappings_with_partial(rank: int, mesh_ndim: int) -> Iterator[tuple[Mapping, frozenset[int]]]:
+def coshard_mappings_with_partial(rank: int, mesh_ndim: int) -> Iterator[tuple[DimsMapping, frozenset[int]]]:
     """:func:`coshard_mappings`, each with partial over every subset of the mesh dims it leaves free."""
     for dm in coshard_mappings(rank, mesh_ndim):
         used = {m for e in dm for m in mesh_dims_of(e)}
@@ -240,7 +239,7 @@ def coshard_mappings_with_partial(rank: int, mesh_ndim: int) -> Iterator[tuple[M
                 yield dm, frozenset(subset)
 
 
-ShapesFn = Callable[[str, tuple[int, ...], MappingOf[str, object]], dict[str, tuple[int, ...]]]
+ShapesFn = Callable[[str, tuple[int, ...], Mapping[str, object]], dict[str, tuple[int, ...]]]
 
 
 @dataclass(frozen=True)
@@ -296,7 +295,7 @@ def coshard_cases(rule: str, plan: CoshardPlan, input_shapes: ShapesFn) -> Itera
     shapes = input_shapes(rule, x_shape, attrs)
     reps = {n: rep(shapes[n], mesh) for n in names}
     tail = (-1,) * (rank - 1)
-    invalid: tuple[tuple[Mapping, tuple[int, ...]], ...] = (
+    invalid: tuple[tuple[DimsMapping, tuple[int, ...]], ...] = (
         (((0, 1),) + tail, (1,)), (((0, 1),) + tail, (0,)), (((0, 0),) + tail, ()), (((0, 2),) + tail, ()),
         (((-1, 0),) + tail, ()), (((0, 1), 1) + tail[1:], ()))
     for dm, partial_dims in invalid:
@@ -456,7 +455,7 @@ def stat_norm_rule_grid(rule: str, plan: StatNormPlan) -> GridFn:
     return grid
 
 
-def stat_norm_problem(op: str, plan_ranks: range, rank: int, named: MappingOf[str, DistTensorSpec | None],
+def stat_norm_problem(op: str, plan_ranks: range, rank: int, named: Mapping[str, DistTensorSpec | None],
                       channel_stats: bool) -> str | None:
     """Validity of a statistics norm's input: x's rank in ``plan_ranks``; scale/bias 1-D; the
     saved statistics 2-D (``channel_stats``) or of x's rank minus one; the rest like x."""
@@ -498,13 +497,13 @@ class RandomPlan:
 #: name -- that input's rank as passed (the output is that tensor again, or its gradient); an int
 #: -- that rank; a function of (x's rank, the call's attributes) -- a rank the attributes decide
 #: (statistics over the leading axes, a reduction).
-RankOf = str | int | Callable[[int, MappingOf[str, object]], int]
+RankOf = str | int | Callable[[int, Mapping[str, object]], int]
 #: A grad's usual outputs: each ``<input>_grad`` has its input's rank.
 GRAD_RANKS: dict[str, RankOf] = {"x_grad": "x", "scale_grad": "scale", "bias_grad": "bias"}
 
 
 
-def leading_rank(x_rank: int, attrs: MappingOf[str, object]) -> int:
+def leading_rank(x_rank: int, attrs: Mapping[str, object]) -> int:
     """Statistics over every axis but the last (``x.shape[:-1]``)."""
     return x_rank - 1
 
@@ -522,7 +521,7 @@ class KnownMalformed:
 
     rule: str
     defect: str
-    when_none: MappingOf[str, str]
+    when_none: Mapping[str, str]
     label: str
 
     def __post_init__(self) -> None:
@@ -532,7 +531,7 @@ class KnownMalformed:
 
 #: (rule, the inputs by name, attrs with defaults filled, x's rank) -> why the input is invalid for
 #: the op, or None (paddle_spmd_port/validity.py has the checks common to every op).
-ProblemFn = Callable[[str, MappingOf[str, DistTensorSpec | None], MappingOf[str, object], int], str | None]
+ProblemFn = Callable[[str, Mapping[str, DistTensorSpec | None], Mapping[str, object], int], str | None]
 
 
 @dataclass(frozen=True)
@@ -542,7 +541,7 @@ class GridPlan(FamilyPart):
     MODULE = "grid"
     ATTRIBUTE = "GRID"
 
-    grids: MappingOf[str, GridFn]
+    grids: Mapping[str, GridFn]
     """rule key -> a function yielding that rule's own grid (:class:`GridCase` drafts, in a fixed
     order); it covers exactly the family's keys."""
     input_shapes: ShapesFn
@@ -554,17 +553,17 @@ class GridPlan(FamilyPart):
     """Why an input is invalid for the op (written from the op's contract, not from the rules)."""
     random: RandomPlan
     """x ranks and attribute choices of ``parity --random`` (tools/fuzz.py draws from it too)."""
-    answer_ranks: MappingOf[str, MappingOf[str, RankOf]]
+    answer_ranks: Mapping[str, Mapping[str, RankOf]]
     """rule key -> returned output -> :data:`RankOf`: tools/fuzz.py checks every answer's form by it."""
     derived_shapes: ShapesFn | None = None
     """``input_shapes`` for ``infer``'s flags, where a user's attribute may be outside what the grid
     draws; raises :class:`ShapeNotDerivable` for a shape that cannot be worked out. None: input_shapes."""
     free_size: frozenset[str] = frozenset()
     """Inputs whose 1-D size the op leaves free (no rule reads it): the fuzz draws any size for them."""
-    profile_answer_ranks: MappingOf[str, MappingOf[str, MappingOf[str, RankOf]]] = \
+    profile_answer_ranks: Mapping[str, Mapping[str, Mapping[str, RankOf]]] = \
         dataclasses.field(default_factory=dict)
     """profile -> rule key -> output -> rank, where that profile's rules answer otherwise."""
-    known_malformed: MappingOf[str, tuple[KnownMalformed, ...]] = dataclasses.field(default_factory=dict)
+    known_malformed: Mapping[str, tuple[KnownMalformed, ...]] = dataclasses.field(default_factory=dict)
     """profile -> the malformed answers its rules give on purpose (the fuzz counts them apart)."""
 
     def problems(self, family: OpFamily) -> list[str]:
@@ -586,11 +585,11 @@ class GridPlan(FamilyPart):
         return self.derived_shapes or self.input_shapes
 
 
-def _like_x(rule: str, x_shape: tuple[int, ...], attrs: MappingOf[str, object]) -> dict[str, tuple[int, ...]]:
+def _like_x(rule: str, x_shape: tuple[int, ...], attrs: Mapping[str, object]) -> dict[str, tuple[int, ...]]:
     return dict.fromkeys(RULES[rule].inputs, x_shape)
 
 
-def _no_problem(rule: str, named: MappingOf[str, DistTensorSpec | None], attrs: MappingOf[str, object],
+def _no_problem(rule: str, named: Mapping[str, DistTensorSpec | None], attrs: Mapping[str, object],
                 rank: int) -> str | None:
     return None
 

@@ -16,13 +16,12 @@ import itertools
 import math
 import re
 import sys
-from collections.abc import Iterator, Sequence
-from collections.abc import Mapping as MappingOf
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from ...notation import ShardError, local_shape
-from ...types import DistAttr, DistTensorSpec, Mapping, MeshDims, ProcessMesh, SpmdResult
+from ...types import DimsMapping, DistAttr, DistTensorSpec, MeshDims, ProcessMesh, SpmdResult
 from ..spec import FamilyPart, OpFamily, foreign_keys
 from .layout import DATA_FORMAT_NDIM
 
@@ -41,7 +40,7 @@ def parse_placement(text: str) -> tuple[int, int | None] | None:
     return int(m.group(1)), None if m.group(2) is None else int(m.group(2))
 
 
-def placements_to_dims_mapping(placements: Sequence[str], ndim: int) -> Mapping:
+def placements_to_dims_mapping(placements: Sequence[str], ndim: int) -> DimsMapping:
     """Per-mesh-dim placements of an input -> per-tensor-axis dims_mapping; the one place a case's
     placements are checked.
 
@@ -164,7 +163,7 @@ class LaunchCase:
         return math.prod(self.mesh_shape)
 
     @property
-    def dims_mapping(self) -> Mapping:
+    def dims_mapping(self) -> DimsMapping:
         """x's dims_mapping; a co-sharded axis holds its mesh dims in shard order."""
         return placements_to_dims_mapping(self.placements, len(self.shape))
 
@@ -395,7 +394,7 @@ class Inputs:
                    replicated(pshape, mesh) if case.bias else None)
 
 
-def mapped_spec(shape: Sequence[int], dims_mapping: Mapping, mesh: ProcessMesh) -> DistTensorSpec:
+def mapped_spec(shape: Sequence[int], dims_mapping: DimsMapping, mesh: ProcessMesh) -> DistTensorSpec:
     return DistTensorSpec(tuple(shape), tuple(dims_mapping), mesh)
 
 
@@ -496,7 +495,7 @@ class LaunchOp:
         return {}
 
 
-def _no_reasons() -> MappingOf[str, str]:
+def _no_reasons() -> Mapping[str, str]:
     return {}
 
 
@@ -509,7 +508,7 @@ class LaunchPlan(FamilyPart):
     ATTRIBUTE = "LAUNCH"
 
     op: LaunchOp | None = None
-    not_launched: MappingOf[str, str] = field(default_factory=_no_reasons)
+    not_launched: Mapping[str, str] = field(default_factory=_no_reasons)
 
     def problems(self, family: OpFamily) -> list[str]:
         out = []

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, cast
 
 from ...errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument
-from ...types import SPEEDUPS, DistAttr, DistTensorSpec, Mapping, MeshDims, ProcessMesh, SpmdResult, mesh_dims_of
+from ...types import SPEEDUPS, DimsMapping, DistAttr, DistTensorSpec, MeshDims, ProcessMesh, SpmdResult, mesh_dims_of
 
 _NO_PARTIAL: frozenset[int] = frozenset()
 
@@ -90,7 +90,7 @@ def _valid_inputs(specs: Sequence[DistTensorSpec | None],
 valid_inputs = _valid_inputs
 
 
-def getter_mapping(dims_mapping: Mapping, mesh: ProcessMesh | None) -> tuple[int, ...]:
+def getter_mapping(dims_mapping: DimsMapping, mesh: ProcessMesh | None) -> tuple[int, ...]:
     """What a Paddle rule reads of a co-sharded input: ``TensorDistAttr::dims_mapping()`` keeps one
     mesh dim per axis, the member of the largest mesh size, the first listed among equal sizes
     (Paddle 3.3.1 logs ``fallback to sharding by mesh dim M`` and goes on; the probes:

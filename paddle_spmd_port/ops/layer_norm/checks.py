@@ -19,6 +19,7 @@ from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...notation import ALPHABET
 from ...types import DistTensorSpec
 from ..kit.checks import REAL, input_names
+from ..kit.strictness import Strictness, StrictnessNotes, unread_strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -33,6 +34,29 @@ LN = "layer_norm"
 _LN_FORWARD, _LN_REVERSE, _LN_GRAD = input_names("layer_norm"), input_names("layer_norm_reverse"), \
     input_names("layer_norm_grad")
 
+
+#: The inputs each rule never reads the mapping of (the reverse rule ignores x, scale and bias):
+#: their malformed mappings are mirrored.
+UNREAD = {"layer_norm_reverse": ("x", "scale", "bias")}
+
+#: The port's refusals beyond Paddle's layer_norm and fast_ln rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
+STRICTNESS = StrictnessNotes((
+    *unread_strictness("layer_norm", UNREAD),
+    Strictness("invalid-spec:begin_norm_axis", "begin_norm_axis outside 0..rank(x); Paddle's rule raises "
+               "basic_string::_M_create below 0 and crashes (SIGSEGV) or answers garbage above the rank", "varies",
+               "refuses", "_C_ops.layer_norm raises ValueError (InferMeta: begin_norm_axis > 0 and < rank(x); "
+               "3.3.1, x [4,6,8], begin_norm_axis -1, 4, 5)", mirror_keys=("layer_norm", "layer_norm_reverse"),
+               families=("layer_norm",)),
+    Strictness("invalid-spec:x:rank", "x of rank 0, or beyond the notation's letters", "varies", "unmeasured",
+               families=("layer_norm", "fast_ln")),
+    Strictness("invalid-spec:*:rank", "scale, bias, mean or variance of another rank than the rule's answer has; "
+               "Paddle answers a mapping of the wrong length for it", "answers", "inexpressible",
+               "the op makes mean and variance itself, and takes scale and bias flattened to 1-D",
+               families=("layer_norm", "fast_ln")),
+    Strictness("invalid-spec:*:mesh", "mean, variance or out_grad of rank >= 1 without a mesh; Paddle reads its "
+               "mapping past the end (a crash, or a mesh dim on an attr without a mesh)", "varies",
+               "inexpressible", "a dist tensor always has a process mesh", families=("layer_norm",)),
+))
 
 def check_begin_norm_axis(begin_norm_axis: int, x: RuleInput) -> None:
     """Port-only: x of rank 1..18 (the notation's letters) and ``0 <= begin_norm_axis <= rank(x)``."""

@@ -49,12 +49,15 @@ These checks are :mod:`.checks`' (shared with the ``proposed`` profile).
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
+from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
 from ...types import DistAttr, DistTensorSpec, SpmdResult
-from ..kit.checks import rule
+from ..kit.checks import RuleFn, rule
+from ..kit.strictness import argument, mirror, unread_mirrors
 from ..kit.tensor import RuleInput
-from .checks import ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
+from .checks import UNREAD, ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
 
 
 @lru_cache(maxsize=256)
@@ -157,3 +160,32 @@ def layer_norm_grad_infer_spmd(
         outputs=(og_attr, grad_of(ts), grad_of(tb)),
     )
     return result
+
+
+# --------------------------------------------------------------------------- the mirror policy
+def _begin_norm_axis_mirror(fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> SpmdResult:
+    """A negative begin_norm_axis makes Paddle's rule build a string of that (unsigned, huge) length:
+    it raises ``basic_string::_M_create``, whatever the rest; one beyond x's rank makes it crash
+    (SIGSEGV) or answer from memory it never set, so that one is refused. Every check before the
+    refused one has passed (they come first), and none of Paddle's own comes after it."""
+    begin = argument(fn, args, kwargs, "begin_norm_axis")
+    if begin < 0:
+        raise PaddleInvalidArgument("basic_string::_M_create", kind="native-raises:begin_norm_axis")
+    raise InvalidSpecError(f"begin_norm_axis={begin} beyond x's rank: Paddle's rule crashes (SIGSEGV) or answers "
+                           "from memory it never set; no answer to mirror", kind="invalid-spec:begin_norm_axis")
+
+
+@mirror("layer_norm", "invalid-spec:begin_norm_axis")
+def layer_norm_mirror_begin_norm_axis(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """The forward rule's answer to an out-of-range begin_norm_axis: :func:`_begin_norm_axis_mirror`."""
+    return _begin_norm_axis_mirror(fn, args, kwargs)
+
+
+@mirror("layer_norm_reverse", "invalid-spec:begin_norm_axis")
+def layer_norm_reverse_mirror_begin_norm_axis(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """The reverse rule's answer to an out-of-range begin_norm_axis: :func:`_begin_norm_axis_mirror`."""
+    return _begin_norm_axis_mirror(fn, args, kwargs)
+
+
+#: The mirror policy's answers to the malformed mappings of inputs a rule never reads (:data:`.checks.UNREAD`).
+MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__)

@@ -27,7 +27,51 @@ from typing import Any
 from ...errors import ArgumentTypeError, InvalidSpecError, PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import REAL, input_names
+from ..kit.strictness import PLACEMENTS, Strictness, StrictnessNotes
 from ..kit.tensor import RuleInput, as_input, attr_type_ok, check_specs, require_x_mesh, valid_inputs
+
+#: The port's refusals beyond Paddle's p_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
+STRICTNESS = StrictnessNotes((
+    Strictness("invalid-spec:axis", "axis outside -rank..rank-1 (asvector False, x not 0-D); Paddle's forward rule "
+               "reduces no axis, its reverse rule reads out as of x's rank, its grad rule inserts past the end of a "
+               "mapping where out has fewer axes than x", "varies", "refuses",
+               "paddle.linalg.norm and _C_ops.p_norm raise ValueError (InferMeta: axis >= -x_rank && axis < x_rank), "
+               "3.3.1, x [4,6,8], axis 3, -4, 100",
+               mirror_keys=("p_norm", "p_norm_reverse", "p_norm_grad"), families=("p_norm",)),
+    Strictness("invalid-spec:x:duplicate", "x's dims_mapping splits two axes along one mesh dim; Paddle's forward "
+               "rule keeps each mesh dim on the first axis it splits (-1 on the others) and reduces that, its "
+               "reverse and grad rules never read x's mapping", "answers", "inexpressible", PLACEMENTS,
+               mirror_keys=("p_norm", "p_norm_reverse", "p_norm_grad"), families=("p_norm",)),
+    Strictness("invalid-spec:x:length", "x's dims_mapping of another length than its rank (the forward rule's own "
+               "check refuses it); the reverse and grad rules never read x's mapping", "answers", "inexpressible",
+               PLACEMENTS, mirror_keys=("p_norm_reverse", "p_norm_grad"), families=("p_norm",)),
+    Strictness("invalid-spec:x:mesh-dim", "x's dims_mapping names a mesh dim the mesh lacks; Paddle's forward rule "
+               "copies it, crashes or raises by where it falls, the reverse and grad rules never read x's mapping",
+               "varies", "inexpressible", PLACEMENTS, mirror_keys=("p_norm_reverse", "p_norm_grad"),
+               families=("p_norm",)),
+    *(Strictness(f"invalid-spec:out:{problem}", f"out's dims_mapping {what}; the reverse rule reads it (Paddle "
+                 "merges or copies it), the grad rule never reads out's attr", "varies", "inexpressible", PLACEMENTS,
+                 mirror_keys=("p_norm_grad",), families=("p_norm",))
+      for problem, what in (("duplicate", "splits two axes along one mesh dim"),
+                            ("length", "has another length than out's rank"),
+                            ("mesh-dim", "names a mesh dim the mesh lacks"))),
+    *(Strictness(f"invalid-spec:out_grad:{problem}", f"out_grad's dims_mapping {what}; the grad rule answers "
+                 "out_grad's mapping (with -1 inserted at the reduced axes where out_grad has fewer axes than x) and "
+                 "looks none of its mesh dims up", "answers", "inexpressible", PLACEMENTS,
+                 mirror_keys=("p_norm_grad",), families=("p_norm",))
+      for problem, what in (("duplicate", "splits two axes along one mesh dim"),
+                            ("mesh-dim", "names a mesh dim the mesh lacks"))),
+    Strictness("invalid-spec:out:rank", "out of another rank than x, keepdims and asvector imply; the reverse rule "
+               "reads out's mapping against that rank's notation, the grad rule never reads out", "varies",
+               "inexpressible", "the op makes out itself, of the rank x, axis, keepdims and asvector give",
+               mirror_keys=("p_norm_grad",), families=("p_norm",)),
+    Strictness("invalid-spec:*:rank", "out or out_grad of another rank than x, keepdims and asvector imply; "
+               "Paddle's rule reads its mapping against that rank's notation", "varies", "inexpressible",
+               "the op makes out itself, of the rank x, axis, keepdims and asvector give", families=("p_norm",)),
+    Strictness("invalid-spec:out_grad:mesh", "out_grad without a mesh while x_grad is answered from its mapping; "
+               "Paddle inserts into an empty mapping", "varies", "inexpressible",
+               "a dist tensor always has a process mesh", families=("p_norm",)),
+))
 
 _FORWARD, _REVERSE, _GRAD = input_names("p_norm"), input_names("p_norm_reverse"), input_names("p_norm_grad")
 

@@ -47,9 +47,14 @@ The port's own checks (Paddle accepts garbage or crashes) are :mod:`.checks`'.
 
 from __future__ import annotations
 
+import inspect
+from typing import Any, cast
+
+from ...errors import InvalidSpecError
 from ...notation import merge_axis
-from ...types import DistAttr, DistTensorSpec, Mapping, SpmdResult
-from ..kit.checks import rule
+from ...types import DimsMapping, DistAttr, DistTensorSpec, SpmdResult
+from ..kit.checks import RuleFn, rule
+from ..kit.strictness import argument, call_with, mirror, mirror_via
 from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
 from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
 
@@ -66,7 +71,7 @@ def p_norm_infer_spmd(x: DistTensorSpec, porder: float = 2.0, axis: int = -1, ep
     tx = forward_inputs(x, (porder, axis, epsilon, keepdims, asvector))
     dm, ndim = tx.dims_mapping, tx.ndim
     if asvector or ndim == 0:  # every axis reduced (none for a 0-D x)
-        out: Mapping = (-1,) * ndim if keepdims else ()
+        out: DimsMapping = (-1,) * ndim if keepdims else ()
         partial = frozenset(dm) - _REPLICATED  # every mesh dim that splits x: PADDLE-QUIRK(pn-partial-sum)
     else:  # one axis, as slices: the common call, written without a per-axis loop
         a = axis + ndim if axis < 0 else axis
@@ -84,7 +89,7 @@ def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: fl
     is not read."""
     tx, to = reverse_inputs(x, out, (porder, axis, epsilon, keepdims, asvector))
     ndim, om = tx.ndim, to.dims_mapping
-    x_mapping: Mapping
+    x_mapping: DimsMapping
     if asvector or ndim == 0:
         x_mapping = (-1,) * ndim
         if keepdims:  # every axis is a '1': they share one key, PADDLE-QUIRK(pn-forced-key)
@@ -95,7 +100,7 @@ def p_norm_infer_spmd_reverse(x: DistTensorSpec, out: DistTensorSpec, porder: fl
     else:  # one reduced axis: x is out's mapping with -1 there (a kept '1' dropped); one '1' cannot conflict
         a = axis + ndim if axis < 0 else axis
         x_mapping = om[:a] + (-1,) + om[a + 1:] if keepdims else om[:a] + (-1,) + om[a:]
-    raw: Mapping = out.dims_mapping  # out is answered as given, co-shard and partial included
+    raw: DimsMapping = out.dims_mapping  # out is answered as given, co-shard and partial included
     result = SpmdResult.make(inputs=(tx.attr(x_mapping),),
                              outputs=(DistAttr.make(raw, to.partial_dims, to.mesh),))
     # checked here, not by @rule's others: x may come without a mesh (the rule never reads its attr)
@@ -125,3 +130,159 @@ def _cleared(spec: DistTensorSpec, t: RuleInput) -> DistAttr:
     """``spec``'s whole attr (a co-shard kept) with its partial status cleared."""
     return DistAttr.make(spec.dims_mapping, frozenset(), t.mesh)
 
+
+
+# --------------------------------------------------------------------------- the mirror policy
+# An axis outside -rank..rank-1 matches no axis of x (Paddle normalises a negative one once), so
+# Paddle's rules run as if nothing were reduced: out has x's rank and notation. The checks are the
+# strict rule's with an in-range axis (none of them reads axis but the one that refused).
+
+def _no_axis_reduced(axis: int, asvector: bool) -> None:
+    """What the three rules share: an asvector call never reaches here (axis is not read then)."""
+    if asvector:
+        raise InvalidSpecError(f"axis={axis}: asvector=True reads no axis; nothing to mirror",
+                               kind="invalid-spec:axis")
+
+
+@mirror("p_norm", "invalid-spec:axis")
+def p_norm_mirror_axis(fn: RuleFn, x: DistTensorSpec, porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12,
+                       keepdims: bool = False, asvector: bool = False) -> SpmdResult:
+    """Forward: no axis reduced, so out is x's mapping (whatever keepdims), nothing partial."""
+    _no_axis_reduced(axis, asvector)
+    tx = forward_inputs(x, (porder, -1, epsilon, keepdims, asvector))
+    return SpmdResult.make(inputs=(tx.attr(tx.dims_mapping),),
+                           outputs=(DistAttr.make(tx.dims_mapping, _NONE, tx.mesh),))
+
+
+@mirror("p_norm_reverse", "invalid-spec:axis")
+def p_norm_reverse_mirror_axis(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0, axis: int = -1,
+                               epsilon: float = 1e-12, keepdims: bool = False,
+                               asvector: bool = False) -> SpmdResult:
+    """Reverse: out is read with x's notation, so x takes out's mapping; an out of fewer axes than x
+    is read past its end (Paddle answers from memory it never set): refused."""
+    _no_axis_reduced(axis, asvector)
+    if isinstance(out, DistTensorSpec) and isinstance(x, DistTensorSpec) and len(out.shape) != len(x.shape):
+        raise InvalidSpecError(f"axis={axis} reduces no axis, so Paddle's reverse rule reads out as of x's rank "
+                               f"{len(x.shape)}, past the end of out's {len(out.shape)}: no answer to mirror",
+                               kind="invalid-spec:axis")
+    tx, to = reverse_inputs(x, out, (porder, -1, epsilon, True, asvector))  # keepdims: out of x's rank
+    result = SpmdResult.make(inputs=(tx.attr(to.dims_mapping),),
+                             outputs=(DistAttr.make(out.dims_mapping, to.partial_dims, to.mesh),))
+    if to.mesh is not tx.mesh and on_meshes_of_other_ndim(tx, to):
+        require_mesh_dims_exist(result, (("x", tx), ("out", to)), tx, (to,))
+    return result
+
+
+@mirror("p_norm_grad", "invalid-spec:axis")
+def p_norm_grad_mirror_axis(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, out_grad: DistTensorSpec,
+                            porder: float = 2.0, axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
+                            asvector: bool = False) -> SpmdResult:
+    """Grad: where out_grad has x's rank (keepdims) the answer is out_grad's attr, axis unread; else
+    Paddle inserts at ``axis``, past the end of the mapping (undefined behaviour): refused."""
+    _no_axis_reduced(axis, asvector)
+    if not keepdims:
+        raise InvalidSpecError(f"axis={axis} with keepdims=False: Paddle's grad rule inserts at that axis, past "
+                               "the end of out_grad's mapping (undefined behaviour): no answer to mirror",
+                               kind="invalid-spec:axis")
+    return fn(x, out, out_grad, porder, -1, epsilon, keepdims, asvector)
+
+
+@mirror("p_norm", "invalid-spec:x:duplicate")
+def p_norm_mirror_duplicate(fn: RuleFn, x: DistTensorSpec, porder: float = 2.0, axis: int = -1,
+                            epsilon: float = 1e-12, keepdims: bool = False, asvector: bool = False) -> SpmdResult:
+    """Forward, x splitting two axes along one mesh dim: Paddle's merge keeps each mesh dim on the first
+    axis that names it (-1 on the later ones), then reduces as for any x (an out-of-range axis reduces
+    nothing); x is answered as given, its partial status cleared. A co-shard or a partial dim that is
+    out of range or also sharding is refused (the strict checks' next ones)."""
+    mesh, dm = x.mesh, x.dims_mapping
+    if mesh is None or x.coshard or any(not 0 <= p < mesh.ndim or p in dm for p in x.partial_dims):
+        raise InvalidSpecError("x: a co-shard, or a partial dim out of range or also sharding, beside the "
+                               "repeated mesh dim: no answer to mirror", kind="invalid-spec:x:duplicate")
+    seen: set[int] = set()
+    kept: list[int] = []
+    for m in cast("tuple[int, ...]", dm):  # (no co-shard: every entry one int)
+        kept.append(-1 if m in seen else m)
+        if m != -1:
+            seen.add(m)
+    ndim = len(kept)
+    if asvector or ndim == 0:
+        reduced = set(range(ndim))
+    else:
+        a = axis + ndim if axis < 0 else axis
+        reduced = {a} if 0 <= a < ndim else set()
+    out = tuple(-1 if i in reduced else m for i, m in enumerate(kept) if keepdims or i not in reduced)
+    partial = frozenset(kept[i] for i in reduced) - _REPLICATED  # PADDLE-QUIRK(pn-partial-sum)
+    return SpmdResult.make(inputs=(DistAttr.make(tuple(dm), _NONE, mesh),),
+                           outputs=(DistAttr.make(out, partial, mesh),))
+
+
+def _x_unread(fn: RuleFn, names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> SpmdResult:
+    """The reverse and grad rules never read these inputs' mappings (nor their partial status): the
+    rule's answer with each as a replicated spec of its shape on its mesh."""
+    given = {}
+    for name in names:
+        spec = argument(fn, args, kwargs, name)
+        if not isinstance(spec, DistTensorSpec) or spec.mesh is None:
+            raise InvalidSpecError(f"{name} is no spec on a mesh: no answer to mirror", kind=f"invalid-spec:{name}")
+        given[name] = DistTensorSpec(spec.shape, (-1,) * len(spec.shape), spec.mesh)
+    return cast(SpmdResult, call_with(fn, args, kwargs, **given))
+
+
+def _mirror_unread(key: str, check: str, names: tuple[str, ...]) -> RuleFn:
+    return cast(RuleFn, mirror_via(key, check, lambda fn, *args, **kwargs: _x_unread(fn, names, args, kwargs),
+                                   f"{key}: {', '.join(names)} never read; :func:`_x_unread`.", __name__))
+
+
+_UNREAD_MIRRORS = (
+    *(_mirror_unread("p_norm_reverse", f"invalid-spec:x:{problem}", ("x",))
+      for problem in ("duplicate", "length", "mesh-dim")),
+    *(_mirror_unread("p_norm_grad", f"invalid-spec:x:{problem}", ("x", "out"))
+      for problem in ("duplicate", "length", "mesh-dim")),
+    *(_mirror_unread("p_norm_grad", f"invalid-spec:out:{problem}", ("x", "out"))
+      for problem in ("duplicate", "length", "mesh-dim")),
+)
+
+
+@mirror("p_norm_grad", "invalid-spec:out:rank")
+def p_norm_grad_mirror_out_rank(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """Grad, out of the wrong rank: the rule never reads out, so the answer is the rule's with out as a
+    replicated spec shaped like out_grad (whose rank the checks then hold to what the rule needs)."""
+    grad = argument(fn, args, kwargs, "out_grad")
+    if not isinstance(grad, DistTensorSpec) or grad.mesh is None:
+        raise InvalidSpecError("out_grad is no spec on a mesh: no answer to mirror", kind="invalid-spec:out:rank")
+    stand_in = DistTensorSpec(grad.shape, (-1,) * len(grad.shape), grad.mesh)
+    return _x_unread(fn, ("x",), (), {**_bound(fn, args, kwargs), "out": stand_in})
+
+
+def _bound(fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments by name (defaults applied)."""
+    return {name: argument(fn, args, kwargs, name) for name in inspect.signature(fn).parameters}
+
+
+def p_norm_grad_mirror_out_grad(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """Grad, out_grad's mapping repeating a mesh dim or naming one the mesh lacks: the rule's checks
+    run with a replicated stand-in of out_grad's shape, then the answer is built from out_grad's own
+    mapping as the rule builds it (nothing looks its mesh dims up). A co-shard or a partial dim out of
+    range (Paddle crashes building the attr) is refused."""
+    grad = argument(fn, args, kwargs, "out_grad")
+    if not isinstance(grad, DistTensorSpec) or grad.mesh is None or grad.coshard or any(
+            not 0 <= p < grad.mesh.ndim for p in grad.partial_dims):
+        raise InvalidSpecError("out_grad: a co-shard, or a partial dim outside the mesh, beside the malformed "
+                               "mapping: no answer to mirror", kind="invalid-spec:out_grad")
+    # the checks alone (the stand-in's answer carries its own mapping, not out_grad's)
+    call_with(fn, args, kwargs, out_grad=DistTensorSpec(grad.shape, (-1,) * len(grad.shape), grad.mesh))
+    x, axis, asvector = (argument(fn, args, kwargs, n) for n in ("x", "axis", "asvector"))
+    same = DistAttr.make(grad.dims_mapping, _NONE, grad.mesh)
+    x_attr = same
+    if len(x.shape) != len(grad.shape):
+        mapping = list(grad.dims_mapping)
+        for a in reduced_axes(len(x.shape), axis, bool(asvector)):
+            mapping.insert(a, -1)
+        x_attr = DistAttr.make(tuple(mapping), _NONE, grad.mesh)
+    return SpmdResult.make(inputs=(x_attr, same, same), outputs=(x_attr,))
+
+
+_OUT_GRAD_MIRRORS = tuple(mirror_via("p_norm_grad", f"invalid-spec:out_grad:{problem}", p_norm_grad_mirror_out_grad,
+                                     "out_grad's malformed mapping answered: :func:`p_norm_grad_mirror_out_grad`.",
+                                     __name__)
+                          for problem in ("duplicate", "mesh-dim"))

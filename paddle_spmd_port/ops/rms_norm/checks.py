@@ -7,6 +7,7 @@ from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...notation import ALPHABET
 from ...types import DistTensorSpec
 from ..kit.checks import REAL, input_names, require_buildable
+from ..kit.strictness import Strictness, StrictnessNotes, unread_strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -30,7 +31,21 @@ RMS_CHECK_LINES = {
 }
 
 
+#: The inputs each rule never reads the mapping of (PADDLE-QUIRK(rms-reverse-ignores-x)):
+#: their malformed mappings are mirrored.
+UNREAD = {"rms_norm_reverse": ("x",)}
 
+#: The port's refusals beyond Paddle's rms_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
+STRICTNESS = StrictnessNotes((
+    *unread_strictness("rms_norm", UNREAD),
+    Strictness("invalid-spec:x:rank", "x of rank 0 (Paddle raises basic_string::_M_create), or beyond the "
+               "notation's letters", "varies", "unmeasured", families=("rms_norm",)),
+    Strictness("invalid-spec:*:rank", "scale, out, invvar or y_grad of another rank than the rule's notation "
+               "gives it; Paddle answers garbage or reads past its notation", "varies", "inexpressible",
+               "the op makes out and invvar itself, of the ranks x and its scale give", families=("rms_norm",)),
+    Strictness("invalid-spec:x:empty", "every tensor of the grad rule's alignment empty; Paddle reads past its "
+               "inputs", "crashes", "unmeasured", families=("rms_norm",)),
+))
 
 def _rms_rank_vs_mapping(rule_key: str, *tensors: RuleInput) -> None:
     """Paddle's first check in every rms_norm rule: each tensor's rank equals its dims_mapping's

@@ -62,9 +62,10 @@ from collections.abc import Sequence
 
 from ...errors import InvalidSpecError
 from ...notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
-from ...types import DistAttr, DistTensorSpec, Mapping, SpmdResult, mesh_dims_of
+from ...types import DimsMapping, DistAttr, DistTensorSpec, SpmdResult, mesh_dims_of
 from ..kit.checks import rule
-from .checks import rms_forward_inputs, rms_grad_inputs, rms_reverse_inputs
+from ..kit.strictness import unread_mirrors
+from .checks import UNREAD, rms_forward_inputs, rms_grad_inputs, rms_reverse_inputs
 
 _INF = float("inf")
 
@@ -119,7 +120,7 @@ def _int_product(values: Sequence[int]) -> int:
 
 
 def align_leading_axes(
-    mappings: Sequence[Mapping],
+    mappings: Sequence[DimsMapping],
     shapes: Sequence[tuple[int, ...]],
     notations: Sequence[str],
     align: str,
@@ -224,3 +225,7 @@ def rms_norm_grad_infer_spmd(
 
 def _shape(spec: DistTensorSpec) -> tuple[int, ...]:
     return tuple(spec.shape)
+
+
+#: The mirror policy's answers to the malformed mappings of inputs a rule never reads (:data:`.checks.UNREAD`).
+MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__)

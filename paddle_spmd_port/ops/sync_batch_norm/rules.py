@@ -38,6 +38,7 @@ from ...types import DistAttr, DistTensorSpec, SpmdResult
 from .. import RULES
 from ..batch_norm.layout import PER_CHANNEL as BN_PER_CHANNEL
 from ..kit.checks import Attrs, Specs, rule
+from ..kit.strictness import UNREAD_PROBLEMS, mirror_via, with_replicated_stand_ins
 from ..kit.tensor import RuleInput, as_input, check_attrs, check_specs, require_x_mesh
 
 
@@ -77,3 +78,11 @@ def sync_batch_norm_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
 def sync_batch_norm_grad_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     """Shipped behaviour of ``sync_batch_norm_grad``: everything replicated."""
     return _replicated_fallback(_named("sync_batch_norm_grad", specs), attrs, (None, 1, 1))
+
+
+#: The mirror policy: the fallback reads only shapes and meshes, so a malformed mapping changes nothing.
+MIRRORED = tuple(
+    mirror_via(key, f"invalid-spec:*:{problem}",
+               lambda fn, *args, **kwargs: with_replicated_stand_ins(fn, args, kwargs),
+               f"{key}: the replicated fallback's answer, the malformed mappings unread.", __name__)
+    for key in ("sync_batch_norm", "sync_batch_norm_grad") for problem in UNREAD_PROBLEMS)

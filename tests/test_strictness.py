@@ -1,0 +1,288 @@
+"""The strictness policy (docs/strictness.md): the declarations, the page written from them, the
+``mirror`` policy held to Paddle's rules on out-of-range axes, the ``strict`` refusals' accounts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from paddle_spmd_port import DistTensorSpec, ProcessMesh
+from paddle_spmd_port.case import Case
+from paddle_spmd_port.compare import REFUSAL_CLASSES, compare, refusal_class
+from paddle_spmd_port.errors import InvalidSpecError, UnknownKeyError
+from paddle_spmd_port.ops import registry
+from paddle_spmd_port.ops.kit.strictness import Strictness
+from paddle_spmd_port.ops.registry import get_spmd_rule, rule_function, strictness_of
+from paddle_spmd_port.outcome import port_outcome
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_page_equals_the_declarations() -> None:
+    out = subprocess.run([sys.executable, "tools/strictness_doc.py"], cwd=ROOT, capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    assert (ROOT / "docs/strictness.md").read_text() == out
+    assert "docs/strictness.md" in (ROOT / "README.md").read_text()
+    assert "strictness.md" in (ROOT / "docs/parity.md").read_text()
+
+
+def test_declarations_are_well_formed_and_a_bad_one_is_named() -> None:
+    assert all(not d.problems() for d in registry.STRICTNESS)
+    bad = Strictness("invalid-spec:axis", "r", "crashes", "refuses", "e", mirror_keys=("p_norm",))
+    assert any("cannot be mirrored" in p for p in bad.problems())
+    assert Strictness("invalid-spec:axis", "r", "answers", "refuses").problems()  # a verdict without evidence
+
+
+def _cases(rng: random.Random, n: int) -> list[Case]:
+    """p_norm forward / reverse / grad cases, every axis out of range (either side, far and near)."""
+    out = []
+    for i in range(n):
+        mesh = ProcessMesh(rng.choice([(2,), (4,), (2, 3), (2, 2, 2)]))
+        ndim = rng.randint(1, 4)
+        shape = tuple(rng.choice([2, 4, 6, 8]) for _ in range(ndim))
+        free = list(range(mesh.ndim))
+        rng.shuffle(free)
+        mapping = tuple(free.pop() if free and rng.random() < 0.5 else -1 for _ in range(ndim))
+        x = DistTensorSpec(shape, mapping, mesh)
+        axis = rng.choice([ndim, ndim + rng.randint(1, 5), -ndim - 1, -ndim - rng.randint(2, 6)])
+        keepdims = rng.random() < 0.5
+        attrs = (("porder", 2.0), ("axis", axis), ("epsilon", 1e-12), ("keepdims", keepdims), ("asvector", False))
+        kind = i % 3
+        if kind == 0:
+            out.append(Case("p_norm", mesh, (x,), attrs, case_id=f"pn-axis-{i}"))
+            continue
+        # an out of x's rank: what Paddle's rules read when no axis is reduced
+        o = DistTensorSpec(shape, tuple(rng.choice([-1, *range(mesh.ndim)]) if False else m for m in mapping), mesh)
+        if kind == 1:
+            out.append(Case("p_norm_reverse", mesh, (x, o), attrs, case_id=f"pnr-axis-{i}"))
+        else:
+            attrs = (*attrs[:3], ("keepdims", True), attrs[4])
+            out.append(Case("p_norm_grad", mesh, (x, o, o), attrs, case_id=f"png-axis-{i}"))
+    return out
+
+
+def test_strict_refuses_and_names_the_op_verdict() -> None:
+    for case in _cases(random.Random(3), 30):
+        port = port_outcome(case)
+        assert port.error is not None and port.error.kind == "invalid-spec:axis"
+        decl = strictness_of(case.rule, port.error.kind)
+        assert decl is not None and decl.op == "refuses"
+        assert "Paddle's op refuses it too" in decl.text() and decl.reason in decl.text()
+        assert refusal_class(case.rule, port) == "port-refuses-op-refuses"
+
+
+def test_mirror_answers_what_the_declaration_names_and_refuses_the_rest_with_why() -> None:
+    mesh = ProcessMesh((2, 3))
+    x = DistTensorSpec((4, 6, 8), (0, 1, -1), mesh)
+    answer = rule_function("p_norm", policy="mirror")(x, axis=5)
+    assert answer == get_spmd_rule("p_norm", policy="mirror").infer_forward(x, axis=5)
+    assert list(answer.outputs[0].dims_mapping) == [0, 1, -1] and not answer.outputs[0].partial_dims
+    with pytest.raises(InvalidSpecError, match=r"mirror policy: not mirrored"):  # out of fewer axes: read past
+        rule_function("p_norm_reverse", policy="mirror")(x, DistTensorSpec((4, 6), (0, 1), mesh), axis=5)
+    with pytest.raises(InvalidSpecError, match=r"not mirrored: Paddle's rule varies on it; the port does not model"):
+        rule_function("p_norm", policy="mirror")(DistTensorSpec((4, 6), (0, 5), mesh))
+    doubled = rule_function("p_norm", policy="mirror")(DistTensorSpec((4, 6, 8), (0, -1, 0), mesh), axis=1)
+    assert [list(a.dims_mapping) for a in (*doubled.inputs, *doubled.outputs)] == [[0, -1, 0], [0, -1]]
+    assert rule_function("p_norm") is rule_function("p_norm", "paddle", "strict")  # strict: the rule itself
+    with pytest.raises(UnknownKeyError, match="unknown policy"):
+        rule_function("p_norm", policy="lenient")
+
+
+def test_every_refusal_of_the_corner_sets_is_declared() -> None:
+    from paddle_spmd_port.grid import grid_for
+
+    undeclared = set()
+    for rule in registry.PADDLE_RULES:
+        for case in grid_for(rule):
+            if "invalid" not in case.case_id:
+                continue
+            err = port_outcome(case).error
+            if err is not None and err.port_invalid and strictness_of(rule, err.kind) is None:
+                undeclared.add((rule, err.kind))
+    assert not undeclared, sorted(undeclared)[:20]
+
+
+@pytest.mark.native
+def test_mirror_equals_paddle_on_out_of_range_axes_and_a_misdeclared_mirror_is_caught() -> None:
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.native import compiled
+    from paddle_spmd_port.native import registry as native_registry
+
+    cases = _cases(random.Random(int(os.environ.get("STRICTNESS_SEED", "11"))), 60)
+    routes = {"p_norm": native_registry, "p_norm_reverse": native_registry, "p_norm_grad": compiled}
+    for case in cases:
+        native = routes[case.rule].run(case)
+        mirrored = port_outcome(case, "paddle", "mirror")
+        assert compare(case.spec, mirrored, native).verdict == "match", (case.describe(), mirrored, native)
+        assert compare(case.spec, port_outcome(case), native).verdict != "match"  # strict refuses them
+    # mutant: the forward mirror declared as reducing the axis it was given (taken modulo the rank)
+    real = registry.MIRRORS["p_norm", "invalid-spec:axis"]
+
+    def wrong(x, porder=2.0, axis=-1, epsilon=1e-12, keepdims=False, asvector=False):  # type: ignore[no-untyped-def]
+        return registry.PADDLE_RULES["p_norm"](x, porder, axis % len(x.shape), epsilon, keepdims, asvector)
+
+    registry.MIRRORS["p_norm", "invalid-spec:axis"] = wrong
+    try:
+        verdicts = {compare(c.spec, port_outcome(c, "paddle", "mirror"), native_registry.run(c)).verdict
+                    for c in cases if c.rule == "p_norm"}
+    finally:
+        registry.MIRRORS["p_norm", "invalid-spec:axis"] = real
+    assert "mismatch" in verdicts
+
+
+def _attr_cases(rng: random.Random, n: int) -> list[Case]:
+    """batch_norm(_grad) with formats outside the layouts (but not empty), layer_norm(_reverse) with a
+    negative begin_norm_axis: what the mirror policy answers for those families."""
+    out = []
+    for i in range(n):
+        mesh = ProcessMesh(rng.choice([(2,), (2, 3)]))
+        ndim = rng.randint(2, 4)
+        shape = tuple(rng.choice([2, 4, 6]) for _ in range(ndim))
+        free = list(range(mesh.ndim))
+        rng.shuffle(free)
+        x = DistTensorSpec(shape, tuple(free.pop() if free and rng.random() < 0.5 else -1 for _ in range(ndim)),
+                           mesh)
+        if i % 2:
+            fmt = rng.choice(["N", "CN", "NWC", "nchw", "NCWH", "xCx", "NCHWD"])
+            c = shape[1] if fmt[1:2] == "C" else shape[-1]
+            v = DistTensorSpec((c,), (-1,), mesh)
+            attrs = (("is_test", False), ("momentum", 0.9), ("epsilon", 1e-5), ("data_format", fmt),
+                     ("use_global_stats", False), ("trainable_statistics", False))
+            out.append(Case("batch_norm", mesh, (x, v, v, v, v), attrs, case_id=f"bn-format-{i}"))
+        else:
+            m = DistTensorSpec(shape[:1], (-1,), mesh)
+            s = DistTensorSpec((6,), (-1,), mesh)
+            attrs = (("epsilon", 1e-5), ("begin_norm_axis", rng.choice([-1, -2, -ndim - 2])))
+            if i % 4:
+                out.append(Case("layer_norm_reverse", mesh, (x, s, s, x, m, m), attrs, case_id=f"lnr-bna-{i}"))
+            else:
+                out.append(Case("layer_norm", mesh, (x, s, s), attrs, case_id=f"ln-bna-{i}"))
+    return out
+
+
+@pytest.mark.native
+def test_mirror_equals_paddle_on_bad_formats_and_negative_begin_norm_axes() -> None:
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.native import compiled
+    from paddle_spmd_port.native import registry as native_registry
+
+    for case in _attr_cases(random.Random(int(os.environ.get("STRICTNESS_SEED", "11"))), 40):
+        route = compiled if case.rule == "batch_norm" else native_registry
+        native = route.run(case)
+        strict, mirrored = port_outcome(case), port_outcome(case, "paddle", "mirror")
+        assert strict.error is not None and strict.error.port_invalid
+        assert compare(case.spec, mirrored, native).verdict in ("match", "both-raise-same"), (
+            case.describe(), mirrored, native)
+
+
+def test_mirror_refuses_what_cannot_be_mirrored_naming_why() -> None:
+    mesh = ProcessMesh((2,))
+    x = DistTensorSpec((4, 6), (0, -1), mesh)
+    v = DistTensorSpec((6,), (-1,), mesh)
+    attrs = dict(is_test=False, momentum=0.9, epsilon=1e-5, data_format="", use_global_stats=False,
+                 trainable_statistics=False)
+    with pytest.raises(InvalidSpecError, match="reads past the end of it"):
+        rule_function("batch_norm", policy="mirror")(x, v, v, v, v, **attrs)
+    with pytest.raises(InvalidSpecError, match="beyond x's rank"):
+        rule_function("layer_norm", policy="mirror")(x, v, v, 1e-5, 3)
+
+
+def test_infer_names_the_refusals_reason_and_the_ops_verdict() -> None:
+    args = ["infer", "p_norm", "--no-native", "--mesh", "2x3", "--x-shape", "4,6,8", "--x-mapping", "0,1,-1",
+            "--axis", "5"]
+    out = subprocess.run([sys.executable, "-m", "paddle_spmd_port", *args], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and "strict refusal (invalid-spec:axis)" in out.stdout
+    assert "Paddle's op refuses it too" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "paddle_spmd_port", *args, "--policy", "mirror"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "out out             [0,1,-1]" in out.stdout and "refusal" not in out.stdout
+
+
+@pytest.mark.native
+def test_the_op_verdict_of_p_norms_axis_is_paddles() -> None:
+    """The declaration says Paddle's op refuses an out-of-range axis: run the op (a child process)."""
+    pytest.importorskip("paddle")
+    code = ("import paddle\nx = paddle.rand([4, 6, 8])\n"
+            "for axis in (3, -4, 100):\n"
+            "    try:\n        paddle.linalg.norm(x, p=2, axis=axis)\n        print('accepts')\n"
+            "    except ValueError:\n        print('refuses')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    verdicts = set(out.stdout.split())
+    decl = strictness_of("p_norm", "invalid-spec:axis")
+    assert decl is not None and verdicts == {decl.op}
+    flipped = dataclasses.replace(decl, op="accepts")  # a wrongly declared verdict would fail here
+    assert verdicts != {flipped.op}
+
+
+def test_refusal_classes_cover_every_op_verdict() -> None:
+    from paddle_spmd_port.ops.kit.strictness import OP_VERDICTS
+
+    assert {f"port-refuses-op-{v}" for v in OP_VERDICTS} | {"port-refuses-undeclared"} == set(REFUSAL_CLASSES)
+
+
+@pytest.mark.native
+def test_parity_mirror_policy_on_a_random_sample(tmp_path: Path) -> None:
+    """parity --policy mirror on a seeded random sample of the rules with mirrored checks: no mismatch,
+    fewer port refusals than strict, every refusal counted in one refusal class."""
+    pytest.importorskip("paddle")
+    rules = "p_norm,p_norm_reverse,p_norm_grad,batch_norm,layer_norm_reverse"
+    counts = {}
+    for policy in ("strict", "mirror"):
+        out = tmp_path / policy
+        run = subprocess.run([sys.executable, "-m", "paddle_spmd_port", "parity", "--random", "300", "--seed", "9",
+                              "--rules", rules, "--report-dir", str(out), "--quiet", "--workers", "1",
+                              "--policy", policy], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        tallies = list(json.loads((out / "parity.json").read_text())["rules"].values())
+        refused = sum(t["verdicts"]["port-rejects-invalid"] for t in tallies)
+        assert refused == sum(sum(t["refusals"].values()) for t in tallies)
+        assert all(set(t["refusals"]) <= set(REFUSAL_CLASSES) for t in tallies)
+        counts[policy] = refused
+    assert counts["mirror"] < counts["strict"], counts
+
+
+def test_merge_sums_the_refusal_classes() -> None:
+    from paddle_spmd_port.parity.merge import _add_tally, _tally
+    from paddle_spmd_port.parity.report import GroupTally
+
+    part = GroupTally("p_norm", "registry")
+    part.refusals = {"port-refuses-op-refuses": 2, "port-refuses-op-inexpressible": 5}
+    into = _tally(part.to_json())
+    assert into.refusals == part.refusals
+    _add_tally(into, _tally(part.to_json()))
+    assert into.refusals == {"port-refuses-op-refuses": 4, "port-refuses-op-inexpressible": 10}
+
+
+@pytest.mark.native
+def test_an_input_wrongly_declared_unread_is_caught() -> None:
+    """Mutant: batch_norm's x declared unread like its statistics (it is read: its channel axis keeps
+    its split). With x's malformed mapping answered by a replicated stand-in, the port differs from
+    Paddle on an x splitting its channel axis; the real mirror (the channel's entry kept) agrees."""
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.native import compiled
+    from paddle_spmd_port.ops.kit.strictness import with_replicated_stand_ins
+
+    mesh = ProcessMesh((2, 3))
+    v = DistTensorSpec((6,), (-1,), mesh)
+    attrs = (("is_test", False), ("momentum", 0.9), ("epsilon", 1e-5), ("data_format", "NCHW"),
+             ("use_global_stats", False), ("trainable_statistics", False))
+    cases = [Case("batch_norm", mesh, (DistTensorSpec((4, 6, 4, 4), dm, mesh), v, v, v, v), attrs, case_id=str(i))
+             for i, dm in enumerate([(0, 0, -1, -1), (1, 0, 0, -1), (-1, 1, 1, -1)])]
+    pairs = [(c, compiled.run(c)) for c in cases]
+    assert [compare(c.spec, port_outcome(c, "paddle", "mirror"), n).verdict for c, n in pairs] == ["match"] * 3
+    key = ("batch_norm", "invalid-spec:x:duplicate")
+    real = registry.MIRRORS[key]
+    registry.MIRRORS[key] = lambda fn, *a, **k: with_replicated_stand_ins(fn, a, k, ("x",))
+    try:
+        verdicts = [compare(c.spec, port_outcome(c, "paddle", "mirror"), n).verdict for c, n in pairs]
+    finally:
+        registry.MIRRORS[key] = real
+    assert verdicts.count("mismatch") == len(cases), verdicts
