@@ -57,7 +57,7 @@ from ..runctl.signals import signal_text
 from ..types import DimsMapping, DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, entry_of, mesh_dims_of
 from ._paddle import ATTR_KIND, ReduceTypeError, paddle_dir, paddle_version
 from .crash_prone import compiled_may_crash as may_crash
-from .worker import LAYOUT_ENV, fixed_layout_prefix
+from .worker import fixed_environment, fixed_layout_prefix
 
 SOURCE = Path(__file__).with_name("cpp") / "spmd_caller.cc"
 #: Where Paddle's wheel keeps the headers declaring the rule functions (under paddle/include).
@@ -608,12 +608,11 @@ def start_program(binary: Path, stderr: int | IO[bytes] = subprocess.DEVNULL,
     env["GLIBC_TUNABLES"] = ":".join(t for t in (env.get("GLIBC_TUNABLES"), MALLOC_TUNABLES) if t)
     if isolating:
         env["LD_BIND_NOW"] = "1"
-    # started without randomised addresses (.worker.fixed_layout_prefix); another ``layout`` moves its
-    # stack by the size of the environment (a C++ program has no shift_layout of its own)
-    env[LAYOUT_ENV] = "x" * (layout * 4096 + 1)
+    # started without randomised addresses (.worker.fixed_layout_prefix), its stack where the padded
+    # environment puts it; another ``layout`` moves it (.worker.fixed_environment)
     return subprocess.Popen([*fixed_layout_prefix(), str(binary), *(["--isolating"] if isolating else [])],
-                            stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=stderr, env=env, bufsize=0, start_new_session=new_session)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                            env=fixed_environment(env, layout), bufsize=0, start_new_session=new_session)
 
 
 class Silent(Exception):

@@ -53,7 +53,7 @@ from ..types import mesh_dims_of
 from ..validity import input_problem
 from ._paddle import paddle_version
 from .crash_prone import MAY_CRASH, refused_by_every_rule
-from .worker import DONE, FRAME, HELLO, ISOLATE, LAYOUT_ENV, RUN_HERE, SHARE, fixed_layout_prefix
+from .worker import DONE, FRAME, HELLO, ISOLATE, RUN_HERE, SHARE, fixed_environment, fixed_layout_prefix
 
 ProgressFn = Callable[[int], None]
 
@@ -177,8 +177,8 @@ class _Slice(threading.Thread):
     def _run(self) -> None:
         next_index = self.start_at
         # a fixed hash seed and layout: the worker's memory the same every run (.worker.fixed_layout_prefix)
-        env = dict(os.environ, PYTHONUNBUFFERED="1", GLOG_minloglevel="3", FLAGS_call_stack_level="0",
-                   PYTHONHASHSEED="0", **{LAYOUT_ENV: str(self.layout)})
+        env = fixed_environment(dict(os.environ, PYTHONUNBUFFERED="1", GLOG_minloglevel="3",
+                                     FLAGS_call_stack_level="0", PYTHONHASHSEED="0"), self.layout)
         straight_failures: list[str] = []
         memo: dict[bytes, Outcome] = {}
         pickled_cases = b""  # this slice's cases, pickled once the first worker is starting

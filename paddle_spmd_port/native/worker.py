@@ -31,7 +31,7 @@ import struct
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any
 
 from ..case import Case
@@ -124,6 +124,43 @@ def fixed_layout_prefix() -> tuple[str, ...]:
     except (OSError, subprocess.SubprocessError):
         ok = False
     return cmd if ok else ()
+
+
+#: A started program's environment block is padded to a multiple of this many bytes (its strings and
+#: their pointers) and to :data:`ENV_VARS` variables (:func:`fixed_environment`).
+ENV_BYTES = 1 << 16
+ENV_VARS = 512
+_PAD = "PADDLE_SPMD_PORT_PAD"
+#: Linux refuses a single environment string longer than this (MAX_ARG_STRLEN, 32 pages).
+_MAX_STRING = 32 * 4096 - 1
+
+
+def fixed_environment(env: Mapping[str, str], layout: int = 0) -> dict[str, str]:
+    """``env`` padded so that the block the kernel copies onto a new program's stack takes the same room
+    for any ``env`` of up to :data:`ENV_BYTES` and :data:`ENV_VARS` (and ``layout`` times 4 KiB more).
+
+    Why: the stack starts below that block, so a variable one byte longer (pytest's PYTEST_CURRENT_TEST
+    going from "(setup)" to "(call)") moves every frame, and with it what an answer read from stack
+    memory Paddle never set holds (seen: instance_norm-coshard-invalid-4 answering [0,...] under one
+    environment and [2,...] under another). The layout's extra room is how :data:`LAYOUT_ENV` moves the
+    compiled caller's stack (a C++ program has no :func:`shift_layout`)."""
+    out = {k: v for k, v in env.items() if not k.startswith(_PAD)}
+    out[LAYOUT_ENV] = str(layout)
+
+    def size(k: str, v: str) -> int:
+        return len(os.fsencode(k)) + len(os.fsencode(v)) + 2 + 8  # "k=v", its NUL and its pointer
+
+    used = sum(size(k, v) for k, v in out.items())
+    count = -(-(len(out) + 1) // ENV_VARS) * ENV_VARS  # at least one pad variable
+    pads = [f"{_PAD}{i:04d}" for i in range(count - len(out))]
+    used += sum(size(name, "") for name in pads)
+    target = -(-used // ENV_BYTES) * ENV_BYTES + layout * 4096
+    fill = target - used
+    for name in pads:  # (the fill is under ENV_BYTES plus the layout's room: one string holds it)
+        take = min(fill, _MAX_STRING - len(name) - 1)
+        out[name] = "x" * take
+        fill -= take
+    return out
 
 
 def shift_layout() -> None:
