@@ -176,11 +176,6 @@ def test_every_replayed_record_prints_the_recorded_route_and_class(sweep, capsys
     for run, backend, verdict, line in chosen:
         code, route, again, printed = _replay(line, capsys)
         counts[(backend, verdict)] += 1
-        # a case shown to vary (two layouts, two answers: Paddle read memory it never set) replays as one more
-        # pair of runs of that noise: shown to vary again, or one answer the port's refusal of the input stands
-        # against (the residue the determinism note counts: docs/measurements/2026-12-07-determinism.md)
-        if verdict == "native-varies" and (route, code) == (backend, 0) and again == "port-rejects-invalid":
-            continue
         if (route, again, code) != (backend, verdict, EXIT.get(verdict, 3)):
             wrong.append(f"{run} {backend} {verdict} -> route {route}, verdict {again}, exit {code}\n{line}\n{printed}")
     assert not wrong, "\n\n".join(wrong[:3])

@@ -57,7 +57,7 @@ from ..runctl.signals import signal_text
 from ..types import DimsMapping, DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, entry_of, mesh_dims_of
 from ._paddle import ATTR_KIND, ReduceTypeError, paddle_dir, paddle_version
 from .crash_prone import compiled_may_crash as may_crash
-from .worker import fixed_environment, fixed_layout_prefix
+from .worker import FIXED_CWD, fixed_environment, fixed_layout_prefix
 
 SOURCE = Path(__file__).with_name("cpp") / "spmd_caller.cc"
 #: Where Paddle's wheel keeps the headers declaring the rule functions (under paddle/include).
@@ -612,7 +612,8 @@ def start_program(binary: Path, stderr: int | IO[bytes] = subprocess.DEVNULL,
     # environment puts it; another ``layout`` moves it (.worker.fixed_environment)
     return subprocess.Popen([*fixed_layout_prefix(), str(binary), *(["--isolating"] if isolating else [])],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                            env=fixed_environment(env, layout), bufsize=0, start_new_session=new_session)
+                            env=fixed_environment(env, layout), cwd=FIXED_CWD, bufsize=0,
+                            start_new_session=new_session)
 
 
 class Silent(Exception):

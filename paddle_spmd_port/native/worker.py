@@ -32,6 +32,7 @@ import subprocess
 import sys
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import IO, Any
 
 from ..case import Case
@@ -129,15 +130,24 @@ def fixed_layout_prefix() -> tuple[str, ...]:
 #: A started program's environment block is padded to a multiple of this many bytes (its strings and
 #: their pointers) and to :data:`ENV_VARS` variables (:func:`fixed_environment`).
 ENV_BYTES = 1 << 16
-ENV_VARS = 512
+ENV_VARS = 1024
 _PAD = "PADDLE_SPMD_PORT_PAD"
 #: Linux refuses a single environment string longer than this (MAX_ARG_STRLEN, 32 pages).
 _MAX_STRING = 32 * 4096 - 1
 
 
+#: The directory every worker and the compiled caller start in: the one holding this package (so that
+#: ``python -m paddle_spmd_port.native.worker`` finds it, installed or not). Why one place: Python puts
+#: the start directory first on ``sys.path``, and a path of another length moves what the worker's heap
+#: holds when its fork server forks (seen: an invalid group_norm co-shard answered otherwise from a test's
+#: temporary directory than from the repository).
+FIXED_CWD = str(Path(__file__).resolve().parents[2])
+
+
 def fixed_environment(env: Mapping[str, str], layout: int = 0) -> dict[str, str]:
-    """``env`` padded so that the block the kernel copies onto a new program's stack takes the same room
-    for any ``env`` of up to :data:`ENV_BYTES` and :data:`ENV_VARS` (and ``layout`` times 4 KiB more).
+    """``env`` (its PYTHONPATH made absolute: the program starts in :data:`FIXED_CWD`) padded so that
+    the block the kernel copies onto a new program's stack takes the same room for any ``env`` of up to
+    :data:`ENV_BYTES` and :data:`ENV_VARS` (and ``layout`` times 4 KiB more).
 
     Why: the stack starts below that block, so a variable one byte longer (pytest's PYTEST_CURRENT_TEST
     going from "(setup)" to "(call)") moves every frame, and with it what an answer read from stack
@@ -146,6 +156,9 @@ def fixed_environment(env: Mapping[str, str], layout: int = 0) -> dict[str, str]
     compiled caller's stack (a C++ program has no :func:`shift_layout`)."""
     out = {k: v for k, v in env.items() if not k.startswith(_PAD)}
     out[LAYOUT_ENV] = str(layout)
+    if out.get("PYTHONPATH"):  # its relative entries as they read here, the program starting in FIXED_CWD
+        out["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) if p else p
+                                            for p in out["PYTHONPATH"].split(os.pathsep))
 
     def size(k: str, v: str) -> int:
         return len(os.fsencode(k)) + len(os.fsencode(v)) + 2 + 8  # "k=v", its NUL and its pointer
@@ -156,8 +169,10 @@ def fixed_environment(env: Mapping[str, str], layout: int = 0) -> dict[str, str]
     used += sum(size(name, "") for name in pads)
     target = -(-used // ENV_BYTES) * ENV_BYTES + layout * 4096
     fill = target - used
-    for name in pads:  # (the fill is under ENV_BYTES plus the layout's room: one string holds it)
-        take = min(fill, _MAX_STRING - len(name) - 1)
+    # spread over every pad variable, each short: Python copies the environment into str objects, and one
+    # of tens of KiB would come from the C heap, placed and sized by the rest of the environment
+    for k, name in enumerate(pads):
+        take = min(fill // (len(pads) - k) + (fill % (len(pads) - k) > 0), _MAX_STRING - len(name) - 1)
         out[name] = "x" * take
         fill -= take
     return out

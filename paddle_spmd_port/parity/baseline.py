@@ -59,8 +59,8 @@ status, summary line, counts, counts per group, and the first :data:`EXAMPLES_PE
 cases of each class, each with its repro line) and ``baseline.html`` (the same as a page, with a map
 per rule of where the changes are: parity/pages.py); the console's last line reads ``baseline OLD ->
 NEW: N changed cases (R regressed, F fixed, ..., V changed though unstable); U unstable (invalid
-input shown to vary), K uncompared``. An interrupted run writes all of them, of the cases compared so far (its changed cases
-on invalid input not re-run, so none unstable, each saying so).
+input shown to vary), K uncompared``. An interrupted run writes all of them, of the cases compared so
+far (its changed cases on invalid input not re-run, so none unstable, each saying so).
 
 Memory: a baseline's rows, the changed cases awaiting triage, their re-runs and the triaged changes
 are held on disk, in private SQLite files (:func:`_spill_db`); a :class:`Diff` holds counts and the
