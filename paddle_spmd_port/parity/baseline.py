@@ -694,8 +694,8 @@ class Diff:
                  "Paddle does not validate, answered (or crashed on) by both, the same on each re-run: a change, never "
                  "a regression; *unstable* = the same, but a re-run of the case under this build answered otherwise "
                  "(shown to vary: answered from memory it never set; not counted as changed), with the baseline's "
-                 "answer among this build's; *changed (unstable)* = shown to vary, and none of this build's answers is the "
-                 "baseline's: counted as changed. Verdicts: the oracle's, "
+                 "answer among this build's; *changed (unstable)* = shown to vary, and none of this build's "
+                 "answers is the baseline's: counted as changed. Verdicts: the oracle's, "
                  "on each answer to the case as run. Each repro line runs the case on its route under whichever build "
                  "is installed: run it under each."]
         uncompared = self.uncompared + self.missing()
