@@ -771,6 +771,6 @@ class Diff:
         return bool(self.uncompared) or bool(self.missing())
 
 
-__all__ = ["CASES_FILE", "CHANGED_INVALID", "CHANGED_UNSTABLE", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS", "FORMAT",
-           "MARKDOWN_PER_CLASS", "RERUNS", "Diff", "Saver", "Stored", "build_text", "cell_diffs", "load",
+__all__ = ["CASES_FILE", "CHANGED_INVALID", "CHANGED_UNSTABLE", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS",
+           "FORMAT", "MARKDOWN_PER_CLASS", "RERUNS", "Diff", "Saver", "Stored", "build_text", "cell_diffs", "load",
            "outcome_text", "outcome_texts", "reason_key", "same_outcome", "triage", "unvalidated"]
