@@ -154,16 +154,24 @@ cli.run_backend = run_backend
 
 
 def run_with_fault(tmp_path: Path, fault: str, argv: list[str], error: str = "KeyError",
-                   timeout: float = 240) -> tuple[subprocess.CompletedProcess, Path]:
+                   timeout: float = 240, children: str = "") -> tuple[subprocess.CompletedProcess, Path]:
     """Run ``python -m paddle_spmd_port ARGV`` (``fault`` may run the command itself) with ``fault``
-    planted; wait until no process of the run is left. Returns the result and the run's TMPDIR."""
+    planted; wait until no process of the run is left. Returns the result and the run's TMPDIR.
+    ``children``: a ``sitecustomize`` every Python process of the run imports first (it plants a
+    fault in the run's child processes, picking them by ``sys.orig_argv``)."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     driver = tmp_path / "driver.py"
     driver.write_text(_DRIVER_HEAD + f"REPO = {str(REPO)!r}\nERROR = {error}\n" + textwrap.dedent(fault)
                       + "\nfrom paddle_spmd_port.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    path = [str(REPO)]
+    if children:
+        shim = tmp_path / "shim"
+        shim.mkdir()
+        (shim / "sitecustomize.py").write_text(textwrap.dedent(children))
+        path.insert(0, str(shim))
     token = f"PSP_INTERNAL_ERROR_TEST_{uuid.uuid4().hex}"
-    env = dict(os.environ, PYTHONPATH=str(REPO), TMPDIR=str(tmp), **{token: "1"})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), TMPDIR=str(tmp), **{token: "1"})
     proc = subprocess.run([sys.executable, str(driver), *argv], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
@@ -370,3 +378,69 @@ def test_parity_a_writer_failing_after_the_last_case_rewrites_the_report_as_ende
     assert _compared(data) == 60  # every case was compared before the error
     assert not [p.name for p in report.iterdir() if p.name.startswith(".")], "temp files in the report dir"
     assert saved.is_file() and not [p for p in tmp_path.iterdir() if p.name.startswith(".saved")]
+
+
+#: In a native worker (registry / PIR route), pickling its third distinct outcome raises: a bug in
+#: the worker's own loop, not a crash of Paddle's.
+WORKER_PICKLE = '''
+import os, sys
+if "paddle_spmd_port.native.worker" in sys.orig_argv:
+    from paddle_spmd_port.outcome import Outcome
+    WORKER, calls = os.getpid(), [0]
+    def reduce(self, protocol):
+        if os.getpid() == WORKER:  # (the worker itself, not a forked child)
+            calls[0] += 1
+            if calls[0] > 2:
+                raise KeyError("planted fault after 2 calls")
+        return object.__reduce_ex__(self, protocol)
+    Outcome.__reduce_ex__ = reduce
+'''
+
+#: Every case runs in a forked child (the pool marks them all crash-prone) ...
+ISOLATE_ALL = '''
+from paddle_spmd_port.native import pool
+pool.isolates = lambda backend: (lambda case: True)
+'''
+#: ... and a forked child pickling its outcome raises (the worker's own pickling runs as it is).
+CHILD_PICKLE = '''
+import os, sys
+if "paddle_spmd_port.native.worker" in sys.orig_argv:
+    from paddle_spmd_port.outcome import Outcome
+    WORKER = os.getpid()
+    def reduce(self, protocol):
+        if os.getpid() != WORKER:
+            raise KeyError("planted fault in a forked child")
+        return object.__reduce_ex__(self, protocol)
+    Outcome.__reduce_ex__ = reduce
+'''
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("route", ["registry", "pir"])
+def test_parity_a_native_worker_raising_is_exit_4_not_a_native_crash(tmp_path, route):
+    # (before: each such death was the case's "native crash: exit code 1", a finding about Paddle,
+    # the worker restarted, and after 3 in a row the rest "not run": exit 3)
+    report = tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, "", [
+        "parity", "--quiet", "--rules", "layer_norm", "--backend", route, "--max-cases", "200", "--workers", "1",
+        "--allow-uncompared", "--report-dir", str(report)], children=WORKER_PICKLE)
+    line = assert_one_line(proc, tmp, "parity", "WorkerRaised")
+    assert f"the {route} worker raised KeyError: " in line, line
+    data = assert_partial_parity(line, report, "WorkerRaised")
+    assert all(t["verdicts"]["native-crash"] == 0 for t in data["rules"].values()), data["rules"]
+    saved = next(tmp.iterdir()).read_text()  # (the worker's own traceback, with the line that raised)
+    assert 'raise KeyError("planted fault after 2 calls")' in saved, saved[-2000:]
+
+
+@pytest.mark.native
+def test_parity_a_forked_childs_own_code_raising_is_exit_4_not_a_native_crash(tmp_path):
+    # (before: the child's exit code 3 was the case's "native crash", a finding about Paddle)
+    report = tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, ISOLATE_ALL, [
+        "parity", "--quiet", "--rules", "layer_norm", "--backend", "registry", "--max-cases", "50",
+        "--workers", "1", "--report-dir", str(report)], children=CHILD_PICKLE)
+    line = assert_one_line(proc, tmp, "parity", "WorkerRaised")
+    assert "the registry worker raised " in line and "ChildFailed: a forked child's own code raised KeyError: " in line, line
+    data = assert_partial_parity(line, report, "WorkerRaised")
+    assert all(t["verdicts"]["native-crash"] == 0 for t in data["rules"].values()), data["rules"]
+    assert 'raise KeyError("planted fault in a forked child")' in next(tmp.iterdir()).read_text()

@@ -20,6 +20,11 @@ now starts from the same state (the zygote's, below), so a case's outcome is the
 A crash that ``may_crash`` misses still becomes a crash outcome: the worker dies and
 :mod:`.pool` restarts it, only slower. ``may_crash`` picks where a case runs, never its outcome.
 
+A child whose own Python code raises (unpickling its case, pickling the outcome, a bug of ours:
+Paddle's errors are outcomes inside ``run``) did not crash: it answers with its traceback
+(:data:`FAILED`) instead of an outcome, and reading that answer raises :class:`ChildFailed` in the
+worker, which ends the run as an internal error (:mod:`.worker`), never a crash outcome of the case.
+
 Fork server: a worker calls :func:`start_fork_server` right after importing its backend, before
 it loads the cases or builds anything. That forks a *zygote*, a copy of the worker as it is then
 (Paddle imported, nothing else), which from then on forks the children for the worker
@@ -53,6 +58,7 @@ import os
 import pickle
 import signal
 import struct
+import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import cast
@@ -66,6 +72,45 @@ _LEN = struct.Struct(">I")
 _QUEUED_BYTES = 48 << 10
 #: Consecutive crash-prone cases handed to the fork server together (their requests are queued).
 SERVER_RUN = 64
+#: How a reply that is no outcome starts: the child's own code raised, the rest is its traceback
+#: (UTF-8). An outcome's reply is a pickle of the highest protocol, which starts with 0x80.
+FAILED = b"FAILED\n"
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised in another process, as text: the ``__cause__`` of the
+    exception that reports it here, so that a saved traceback shows both."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class ChildFailed(Exception):
+    """A forked child's own code raised (its traceback is the ``__cause__``): an error of ours."""
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "(no message)"
+
+
+def _failed(fd: int) -> int:
+    """In a child whose own code raised: that exception's traceback as its reply (:data:`FAILED`).
+    The child's exit code: 0 once the reply is written (the zygote adds no crash of its own), 3
+    if it could not be (the missing reply becomes a crash)."""
+    try:
+        _write_frame(fd, FAILED + traceback.format_exc().encode(errors="replace"))
+    except BaseException:
+        return 3
+    return 0
+
+
+def outcome_of_reply(body: bytes) -> Outcome:
+    """A child's reply: its outcome, or :class:`ChildFailed` raised if its own code raised."""
+    if body.startswith(FAILED):
+        text = body[len(FAILED):].decode(errors="replace")
+        raise ChildFailed(f"a forked child's own code raised {_last_line(text)}") from RemoteTraceback(text)
+    return cast(Outcome, pickle.loads(body))
 
 
 def describe_status(status: int) -> str:
@@ -113,6 +158,8 @@ def in_a_child(job: Callable[[], Outcome]) -> Outcome:
             os.close(read_fd)
             quiet_child()
             _write_frame(write_fd, pickle.dumps(job(), protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception:  # ours, not Paddle's: the parent raises it
+            code = _failed(write_fd)
         except BaseException:  # the parent reports the missing answer
             code = 3
         os._exit(code)
@@ -122,7 +169,7 @@ def in_a_child(job: Callable[[], Outcome]) -> Outcome:
     finally:
         os.close(read_fd)
     _, status = os.waitpid(pid, 0)
-    return pickle.loads(body) if body is not None else Outcome(crash=describe_status(status))
+    return outcome_of_reply(body) if body is not None else Outcome(crash=describe_status(status))
 
 
 def run_in_children(run: Callable[[Case], Outcome], cases: Iterable[Case]) -> Iterator[Outcome]:
@@ -206,7 +253,7 @@ class ForkServer:
             body = _read_frame(self._replies)
             if body is None:
                 raise ForkServerGone(f"fork server {self.pid} ended")
-            return cast(Outcome, pickle.loads(body))
+            return outcome_of_reply(body)
 
         answered = 0  # units fully answered
         while answered < len(todo):
@@ -282,6 +329,8 @@ def _answer_in_a_child(request: memoryview, replies: int) -> None:
             runner, cases = pickle.loads(request)
             for case in cases:  # one case, or a shared run's (see run_isolating)
                 _write_frame(replies, pickle.dumps(runner(case), protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception:  # ours, not Paddle's: the worker raises it
+            code = _failed(replies)
         except BaseException:  # the zygote reports the missing answer
             code = 3
         os._exit(code)
@@ -345,14 +394,21 @@ def _shared_child(run: Callable[[Case], Outcome], cases: Sequence[Case]) -> Iter
                 quiet_child()
                 for case in cases[done:]:
                     _write_frame(write_fd, pickle.dumps(run(case), protocol=pickle.HIGHEST_PROTOCOL))
+            except Exception:  # ours, not Paddle's: the parent raises it
+                code = _failed(write_fd)
             except BaseException:  # the parent reports the missing answer
                 code = 3
             os._exit(code)
         os.close(write_fd)
         try:
             while done < len(cases) and (body := _read_frame(read_fd)) is not None:
+                try:
+                    outcome = outcome_of_reply(body)
+                except ChildFailed:
+                    os.waitpid(pid, 0)  # (it has answered: it ends)
+                    raise
                 done += 1
-                yield pickle.loads(body)
+                yield outcome
         finally:
             os.close(read_fd)
         _, status = os.waitpid(pid, 0)

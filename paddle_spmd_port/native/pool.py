@@ -6,9 +6,11 @@ worker resumes right after it; a worker silent for ``timeout`` seconds is killed
 recorded as a hang. The sweep always completes.
 
 Failing closed: a hang is a *not run* outcome (no answer from Paddle), never a crash of Paddle's;
-after ``MAX_STRAIGHT_FAILURES`` hangs in a row, or as many Python-level worker deaths in a row,
-the slice gives up and its remaining cases are *not run* with the reason. A worker that cannot
-start at all raises :class:`BackendUnavailable`.
+after ``MAX_STRAIGHT_FAILURES`` hangs in a row, or as many workers ending with an exit code in a
+row, the slice gives up and its remaining cases are *not run* with the reason. A worker that cannot
+start at all raises :class:`BackendUnavailable`. A worker whose own Python code raised once it had
+started (its :data:`.worker.RAISED` frame, or its traceback and exit code 1) raises
+:class:`WorkerRaised`: an error of ours, which ends the run (exit 4), never a crash of the case.
 
 Order: within each worker's slice the cases its backend runs in forked children (crash-prone:
 :func:`isolates`, worked out here once and handed over with the cases: :func:`plan_slices`) come last
@@ -50,7 +52,8 @@ from ..runctl.signals import signal_text
 from ..types import mesh_dims_of
 from ._paddle import paddle_version
 from .crash_prone import MAY_CRASH, refused_by_every_rule
-from .worker import DONE, FRAME, HELLO, ISOLATE, RUN_HERE, SHARE
+from ._fork import RemoteTraceback
+from .worker import DONE, FRAME, HELLO, ISOLATE, RAISED, RUN_HERE, SHARE
 
 ProgressFn = Callable[[int], None]
 
@@ -92,6 +95,16 @@ def isolates(backend: str) -> Callable[[Case], bool] | None:
 
 class BackendUnavailable(RuntimeError):
     """The backend's workers cannot start here (Paddle missing, import failure, ...)."""
+
+
+class WorkerRaised(Exception):
+    """A worker's own Python code raised (its traceback, as the worker wrote it, is the ``__cause__``):
+    an error of ours, not a crash of Paddle's (which kills the worker by a signal)."""
+
+    def __init__(self, backend: str, remote: str) -> None:
+        lines = [ln.strip() for ln in remote.splitlines() if ln.strip()]
+        super().__init__(f"the {backend} worker raised {lines[-1][:300] if lines else '(no message)'}")
+        self.__cause__ = RemoteTraceback(remote)
 
 
 def _describe_exit(code: int | None) -> str:
@@ -176,7 +189,13 @@ class _Slice(threading.Thread):
                                               self.isolate[self.start_at:self.stop_at])
             assert proc.stdin is not None and proc.stdout is not None
             threading.Thread(target=_feed, args=(proc.stdin, pickled_cases), daemon=True).start()
-            next_index, finished, hung = self._read_frames(proc.stdout.fileno(), next_index, memo)
+            try:
+                next_index, finished, hung = self._read_frames(proc.stdout.fileno(), next_index, memo)
+            except WorkerRaised:
+                self.kill()
+                proc.wait()
+                err_log.close()
+                raise
             proc.stdout.close()
             proc.wait()
             self.kill()  # anything the worker left behind in its group (a forked child, the C++ caller)
@@ -225,6 +244,8 @@ class _Slice(threading.Thread):
                     self.info.update(pickle.loads(payload))
                 elif index == DONE:
                     finished = True
+                elif index == RAISED:
+                    raise WorkerRaised(self.backend, payload.decode(errors="replace"))
             buf = buf[pos:]
             if done_here:
                 self.on_progress(done_here)
@@ -241,9 +262,11 @@ class _Slice(threading.Thread):
         if returncode == 1 and "Traceback" in stderr and next_index == self.start_at and not self.info:
             last = [ln.strip() for ln in stderr.splitlines() if ln.strip()][-1:] or ["(no message)"]
             raise BackendUnavailable(f"the {self.backend} worker could not start: {last[0][:300]}")
+        if returncode == 1 and "Traceback (most recent call last)" in stderr:  # (raised where no RAISED frame went)
+            raise WorkerRaised(self.backend, stderr[stderr.rindex("Traceback (most recent call last)"):])
         how = _describe_exit(returncode)
         failure = ""
-        if returncode is not None and returncode > 0:  # a Python-level death: say why
+        if returncode is not None and returncode > 0:  # an exit code, no signal: say why
             tail = [ln for ln in stderr.strip().splitlines() if ln.strip()][-1:]
             how += f" ({tail[0].strip()[:200]})" if tail else ""
             failure = f"worker died: {how}"
