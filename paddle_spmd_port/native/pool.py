@@ -50,9 +50,9 @@ from ..case import Case
 from ..outcome import Outcome
 from ..runctl.signals import signal_text
 from ..types import mesh_dims_of
+from ._fork import RemoteTraceback
 from ._paddle import paddle_version
 from .crash_prone import MAY_CRASH, refused_by_every_rule
-from ._fork import RemoteTraceback
 from .worker import DONE, FRAME, HELLO, ISOLATE, RAISED, RUN_HERE, SHARE
 
 ProgressFn = Callable[[int], None]

@@ -13,8 +13,9 @@ payload length) then the pickled
 index was in flight and restarts the worker after it. If the worker's own code raises once Paddle
 is imported (reading its cases, pickling an outcome, a forked child's :class:`._fork.ChildFailed`:
 Paddle's errors are outcomes inside the backend), index -3 carries the traceback (UTF-8) and the
-worker exits 1: the parent raises it as an error of ours, never a crash of the case in flight. Crash-prone cases run in children of the
-worker's fork server, started before the cases are read (:mod:`._fork`).
+worker exits 1: the parent raises it as an error of ours, never a crash of the case in flight.
+Crash-prone cases run in children of the worker's fork server, started before the cases are read
+(:mod:`._fork`).
 """
 
 from __future__ import annotations
