@@ -19,6 +19,7 @@ unavailable" (exit 3).
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -200,7 +201,9 @@ def assert_one_line(proc: subprocess.CompletedProcess, tmp: Path, command: str, 
     return line
 
 
-def assert_partial_parity(line: str, report_dir: Path, error: str = "KeyError") -> dict:
+def assert_partial_parity(line: str, report_dir: Path, error: str = "KeyError", swept: bool = False) -> dict:
+    """The partial report the line names, ended by the planted error; a group interrupted unless
+    the error came after the sweep (``swept``)."""
     assert f"partial report in {report_dir / 'parity.md'}" in line, line
     head = f"INTERRUPTED by an internal error ({error}: "
     md = (report_dir / "parity.md").read_text()
@@ -208,7 +211,7 @@ def assert_partial_parity(line: str, report_dir: Path, error: str = "KeyError") 
     data = json.loads((report_dir / "parity.json").read_text())
     assert data["status"].startswith(head) and not data["complete"], data["status"]
     states = {t["state"] for t in data["rules"].values()}
-    assert "interrupted" in states, states
+    assert states == {"done"} if swept else "interrupted" in states, states
     assert not [p.name for p in report_dir.iterdir() if p.name.startswith(".")], "temp files in the report dir"
     return data
 
@@ -471,3 +474,43 @@ def test_fuzz_failing_prints_the_counts_judged_so_far(tmp_path, engine):
     assert proc.stdout.startswith(head), proc.stdout[:500]
     assert "property violations: 0" in proc.stdout
     assert not out.exists()  # (a part cut short is no part to merge)
+
+
+#: The pool's second run (the baseline diff's re-run of a changed invalid input) raises a RuntimeError of ours.
+RERUN = '''
+from paddle_spmd_port.native import pool
+_run_native = pool.run_native
+def run_native(*args, **kwargs):
+    fault(1, ERROR)
+    return _run_native(*args, **kwargs)
+pool.run_native = run_native
+'''
+
+
+@pytest.mark.native
+def test_parity_the_diffs_re_run_raising_a_runtime_error_is_exit_4_not_backend_unavailable(tmp_path):
+    # (before: the re-runs were "not run: backend unavailable: planted ...", no evidence either way, and
+    # the run passed: exit 0)
+    skip_if_compiled_unreachable()
+    from paddle_spmd_port.case import Case
+    from paddle_spmd_port.outcome import ErrorInfo, Outcome
+    from paddle_spmd_port.validity import input_problem
+
+    saved, report = tmp_path / "saved.jsonl.gz", tmp_path / "r"
+    argv = ["parity", "--quiet", "--rules", "rms_norm", "--backend", "compiled", "--sample", "5",
+            "--report-dir", str(report)]
+    first = subprocess.run([sys.executable, "-m", "paddle_spmd_port", *argv, "--save-baseline", str(saved)],
+                           cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert first.returncode == 0, first.stderr[-2000:]
+    rows = [json.loads(line) for line in gzip.open(saved, "rt")]
+    row = next(r for r in rows[1:] if input_problem(Case.from_json(r["case"])) is not None)  # re-run if changed
+    row["native"] = Outcome(error=ErrorInfo("ValueError", "stored otherwise")).to_json()
+    doctored = tmp_path / "doctored.jsonl.gz"
+    with gzip.open(doctored, "wt") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in rows)
+    proc, tmp = run_with_fault(tmp_path, RERUN, [*argv, "--replace-report", "--baseline", str(doctored)],
+                               error="RuntimeError")
+    line = assert_one_line(proc, tmp, "parity", "RuntimeError")
+    data = assert_partial_parity(line, report, "RuntimeError", swept=True)
+    assert not [n for n in data["notes"] if "unavailable" in n], data["notes"]
+    assert _compared(data) == len(rows) - 1  # (every case compared before the re-run)
