@@ -209,7 +209,7 @@ def assert_partial_parity(line: str, report_dir: Path, error: str = "KeyError", 
     md = (report_dir / "parity.md").read_text()
     assert md.startswith(f"**{head}") and PLANTED in md.splitlines()[0], md[:300]
     data = json.loads((report_dir / "parity.json").read_text())
-    assert data["status"].startswith(head) and not data["complete"], data["status"]
+    assert data["status"].startswith(head) and (swept or not data["complete"]), data["status"]
     states = {t["state"] for t in data["rules"].values()}
     assert states == {"done"} if swept else "interrupted" in states, states
     assert not [p.name for p in report_dir.iterdir() if p.name.startswith(".")], "temp files in the report dir"
@@ -514,3 +514,50 @@ def test_parity_the_diffs_re_run_raising_a_runtime_error_is_exit_4_not_backend_u
     data = assert_partial_parity(line, report, "RuntimeError", swept=True)
     assert not [n for n in data["notes"] if "unavailable" in n], data["notes"]
     assert _compared(data) == len(rows) - 1  # (every case compared before the re-run)
+
+
+#: The baseline saver fails copying its rows into place (after every case was compared).
+SAVER_FINISH = '''
+import shutil
+from paddle_spmd_port.parity import baseline
+def copyfileobj(*args, **kwargs):
+    fault(0)
+baseline.shutil = types.SimpleNamespace(copyfileobj=copyfileobj)
+'''
+
+
+@pytest.mark.native
+def test_parity_the_baseline_saver_failing_rewrites_the_report_and_leaves_no_baseline(tmp_path):
+    skip_if_compiled_unreachable()
+    saved, report = tmp_path / "base" / "saved.jsonl.gz", tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, SAVER_FINISH, [
+        "parity", "--quiet", "--rules", "rms_norm", "--backend", "compiled", "--sample", "5",
+        "--save-baseline", str(saved), "--report-dir", str(report)])
+    data = assert_partial_parity(assert_one_line(proc, tmp, "parity"), report, swept=True)
+    assert _compared(data) > 0
+    assert list(saved.parent.iterdir()) == [], "a baseline (or its temp files) of a save that failed"
+
+
+#: oracle --search: the search of its 4th case fails.
+SEARCH_CASE = '''
+from paddle_spmd_port.oracle import search_report
+_search_case = search_report.search_case
+def search_case(*args, **kwargs):
+    fault(3)
+    return _search_case(*args, **kwargs)
+search_report.search_case = search_case
+'''
+
+
+def test_oracle_search_failing_writes_the_partial_report(tmp_path):
+    report = tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, SEARCH_CASE, [
+        "oracle", "--search", "--quiet", "--rules", "rms_norm,layer_norm", "--profile", "paddle", "--sample", "6",
+        "--report-dir", str(report)])
+    line = assert_one_line(proc, tmp, "oracle")
+    assert f"partial report in {report / 'search.md'}" in line, line
+    first = (report / "search.md").read_text().splitlines()[0]
+    assert first.startswith("INTERRUPTED by an internal error (KeyError: ") and PLANTED in first, first
+    assert first.endswith("unfinished rules: rms_norm (partial), layer_norm (not started)"), first
+    status = json.loads((report / "search.json").read_text())["status"]
+    assert status.startswith("INTERRUPTED by an internal error (KeyError: "), status

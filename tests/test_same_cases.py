@@ -80,3 +80,30 @@ def test_same_cases_help_and_usage_error_name_each_report() -> None:
         assert done.returncode == 2 and not done.stdout, done.stderr
         assert done.stderr == ("paddle_spmd_port same_cases: error: the following arguments are required: "
                                "REPORT_A REPORT_B (see --help)\n"), done.stderr
+
+
+def test_same_cases_internal_error_is_exit_4_one_line_and_no_json(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A bug of ours reading the rows (planted): exit 4, the one line naming it and its saved traceback,
+    no --json (a comparison cut short is no answer)."""
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import same_cases
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+
+    def keyed(path: Path) -> dict:
+        raise KeyError("planted fault")
+
+    monkeypatch.setattr(same_cases, "_keyed", keyed)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    a, b = _report(tmp_path / "a", ROWS, GROUPS), _report(tmp_path / "b", ROWS, GROUPS)
+    out = tmp_path / "diff.json"
+    assert same_cases.main([str(a), str(b), "--json", str(out)]) == 4
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert line.startswith("paddle_spmd_port same_cases: internal error: KeyError: 'planted fault' (a bug of"), line
+    (saved,) = tmp_path.glob("*.traceback")
+    assert f"traceback saved in {saved})" in line and "planted fault" in saved.read_text()
+    assert not out.exists() and "EQUAL" not in captured.out
