@@ -561,3 +561,28 @@ def test_oracle_search_failing_writes_the_partial_report(tmp_path):
     assert first.endswith("unfinished rules: rms_norm (partial), layer_norm (not started)"), first
     status = json.loads((report / "search.json").read_text())["status"]
     assert status.startswith("INTERRUPTED by an internal error (KeyError: "), status
+
+
+#: compat-test's runner (a child) fails writing its report: its own code, not the test file's.
+COMPAT_RUNNER_WRITE = '''
+import sys
+if "paddle_spmd_port.compat.runner" in sys.orig_argv:
+    from paddle_spmd_port import reporting
+    def write_json(*args, **kwargs):
+        raise KeyError("planted fault in the runner")
+    reporting.write_json = write_json
+'''
+
+
+def test_compat_test_a_runner_raising_is_exit_4_not_the_files_crash(tmp_path):
+    # (before: the file's status was "crash: runner exit code 1", a finding: exit 1)
+    out = tmp_path / "compat.json"
+    proc, tmp = run_with_fault(tmp_path, "", [
+        "compat-test", "--quiet", "--against", "port", "--json", str(out),
+        str(REPO / "tests" / "paddle_style" / "test_p_norm_rule.py")], children=COMPAT_RUNNER_WRITE)
+    line = assert_one_line(proc, tmp, "compat-test", "RunnerRaised")
+    assert "the port runner of test_p_norm_rule.py raised KeyError: 'planted fault in the runner'" in line, line
+    assert 'raise KeyError("planted fault in the runner")' in next(tmp.iterdir()).read_text()
+    assert f"partial report in stdout and {out}" in line, line
+    assert json.loads(out.read_text())["interrupted"].startswith("an internal error (RunnerRaised: ")
+    assert proc.stdout.startswith("INTERRUPTED by an internal error (RunnerRaised: "), proc.stdout[:300]

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..reporting import write_json
 from ..runctl.command import run_command
-from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
+from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_OK, ChildRaised, UsageError, prefix
 from ..runctl.grammar import MAX_SECONDS, ArgumentParser, count, path_text, positive, seconds
 from ..runctl.paths import check_output_file
 from ..runctl.signals import Interrupted, add_detail, signal_text, stopped_by, write_partial
@@ -152,9 +152,15 @@ def _child_env(shim: bool, tmp: str | None = None) -> dict[str, str]:
     return env
 
 
+class RunnerRaised(ChildRaised):
+    """A runner's own code raised (it exits 4, its traceback on stderr: :mod:`.runner`): an internal
+    error, never the file's outcome."""
+
+
 def run_backend(path: Path, backend: str, *, shim: bool = False, timeout: float = 300.0,
                 runners: Runners | None = None) -> dict[str, Any]:
-    """One runner subprocess; a crash or timeout becomes the file's status."""
+    """One runner subprocess; a crash or timeout becomes the file's status, an exception of the runner's
+    own code raises :class:`RunnerRaised`."""
     runners = runners or Runners()
     with tempfile.TemporaryDirectory(prefix="spmd_compat_") as tmp:
         out = Path(tmp) / "report.json"
@@ -176,6 +182,8 @@ def run_backend(path: Path, backend: str, *, shim: bool = False, timeout: float 
             return json.loads(out.read_text(encoding="utf-8"))
         if runners.stopped:
             return {"backend": backend, "status": "stopped", "message": "ended by an interrupt", "tests": []}
+        if proc.returncode == EXIT_INTERNAL:  # the runner's own code raised: ours, not the file's crash
+            raise RunnerRaised(f"the {backend} runner of {path.name}", stderr)
         if proc.returncode < 0:
             how = f"killed by {signal_text(-proc.returncode)}"
         else:

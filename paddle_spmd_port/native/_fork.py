@@ -65,6 +65,7 @@ from typing import cast
 
 from ..case import Case
 from ..outcome import Outcome
+from ..runctl.exits import ChildRaised
 from ..runctl.signals import signal_text
 
 _LEN = struct.Struct(">I")
@@ -77,21 +78,11 @@ SERVER_RUN = 64
 FAILED = b"FAILED\n"
 
 
-class RemoteTraceback(Exception):
-    """The traceback of an exception raised in another process, as text: the ``__cause__`` of the
-    exception that reports it here, so that a saved traceback shows both."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
-class ChildFailed(Exception):
+class ChildFailed(ChildRaised):
     """A forked child's own code raised (its traceback is the ``__cause__``): an error of ours."""
 
-
-def _last_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else "(no message)"
+    def __init__(self, remote: str) -> None:
+        super().__init__("a forked child's own code", remote)
 
 
 def _failed(fd: int) -> int:
@@ -108,8 +99,7 @@ def _failed(fd: int) -> int:
 def outcome_of_reply(body: bytes) -> Outcome:
     """A child's reply: its outcome, or :class:`ChildFailed` raised if its own code raised."""
     if body.startswith(FAILED):
-        text = body[len(FAILED):].decode(errors="replace")
-        raise ChildFailed(f"a forked child's own code raised {_last_line(text)}") from RemoteTraceback(text)
+        raise ChildFailed(body[len(FAILED):].decode(errors="replace"))
     return cast(Outcome, pickle.loads(body))
 
 

@@ -48,9 +48,9 @@ from typing import IO
 
 from ..case import Case
 from ..outcome import Outcome
+from ..runctl.exits import ChildRaised
 from ..runctl.signals import signal_text
 from ..types import mesh_dims_of
-from ._fork import RemoteTraceback
 from ._paddle import paddle_version
 from .crash_prone import MAY_CRASH, refused_by_every_rule
 from .worker import DONE, FRAME, HELLO, ISOLATE, RAISED, RUN_HERE, SHARE
@@ -97,14 +97,12 @@ class BackendUnavailable(RuntimeError):
     """The backend's workers cannot start here (Paddle missing, import failure, ...)."""
 
 
-class WorkerRaised(Exception):
+class WorkerRaised(ChildRaised):
     """A worker's own Python code raised (its traceback, as the worker wrote it, is the ``__cause__``):
     an error of ours, not a crash of Paddle's (which kills the worker by a signal)."""
 
     def __init__(self, backend: str, remote: str) -> None:
-        lines = [ln.strip() for ln in remote.splitlines() if ln.strip()]
-        super().__init__(f"the {backend} worker raised {lines[-1][:300] if lines else '(no message)'}")
-        self.__cause__ = RemoteTraceback(remote)
+        super().__init__(f"the {backend} worker", remote)
 
 
 def _describe_exit(code: int | None) -> str:
