@@ -3,7 +3,7 @@
 :func:`run_native` splits the cases over ``workers`` subprocesses. When a worker dies (Paddle
 segfaults or aborts), the case it was on is recorded as ``native crashed: signal N`` and a new
 worker resumes right after it; a worker silent for ``timeout`` seconds is killed and its case
-recorded as a hang. The sweep always completes.
+recorded as a hang. The sweep always completes, but for an error of our own code (below).
 
 Failing closed: a hang is a *not run* outcome (no answer from Paddle), never a crash of Paddle's;
 after ``MAX_STRAIGHT_FAILURES`` hangs in a row, or as many workers ending with an exit code in a
