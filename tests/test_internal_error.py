@@ -586,3 +586,29 @@ def test_compat_test_a_runner_raising_is_exit_4_not_the_files_crash(tmp_path):
     assert f"partial report in stdout and {out}" in line, line
     assert json.loads(out.read_text())["interrupted"].startswith("an internal error (RunnerRaised: ")
     assert proc.stdout.startswith("INTERRUPTED by an internal error (RunnerRaised: "), proc.stdout[:300]
+
+
+#: The report writer fails once, on the HTML page, after parity.json and parity.md were written as PASS.
+PAGE_WRITE_ONCE = '''
+from paddle_spmd_port.parity import output
+_parity_page = output.parity_page
+def parity_page(*args, **kwargs):
+    if not _calls[0]:
+        _calls[0] += 1
+        raise KeyError("planted fault in the page")
+    return _parity_page(*args, **kwargs)
+output.parity_page = parity_page
+'''
+
+
+@pytest.mark.native
+def test_parity_the_report_writer_failing_after_a_pass_rewrites_every_file_as_ended_by_it(tmp_path):
+    skip_if_compiled_unreachable()
+    report, junit = tmp_path / "r", tmp_path / "j" / "parity.xml"
+    proc, tmp = run_with_fault(tmp_path, PAGE_WRITE_ONCE, [
+        "parity", "--quiet", "--rules", "rms_norm", "--backend", "compiled", "--sample", "5",
+        "--junit", str(junit), "--report-dir", str(report)])
+    data = assert_partial_parity(assert_one_line(proc, tmp, "parity"), report, swept=True)
+    assert _compared(data) > 0
+    assert "INTERRUPTED by an internal error (KeyError: " in (report / "parity.html").read_text()
+    assert "INTERRUPTED by an internal error (KeyError: " in junit.read_text()
