@@ -612,3 +612,22 @@ def test_parity_the_report_writer_failing_after_a_pass_rewrites_every_file_as_en
     assert _compared(data) > 0
     assert "INTERRUPTED by an internal error (KeyError: " in (report / "parity.html").read_text()
     assert "INTERRUPTED by an internal error (KeyError: " in junit.read_text()
+
+
+def test_a_worker_ending_on_a_traceback_without_its_frame_is_ours_and_an_exit_code_alone_a_crash():
+    # a worker whose RAISED frame never came (an exception outside its guarded part, or the frame's own
+    # write failing): Python's exit code 1 and traceback say the same; an exit code alone stays the case's crash
+    import threading
+
+    from paddle_spmd_port.native.pool import WorkerRaised, _Slice
+
+    outcomes: list = [None] * 3
+    part = _Slice("registry", [None] * 3, 0, 3, outcomes, 5.0, lambda n: None, {"version": "x"},
+                  threading.Event(), [0] * 3)
+    stderr = "W1207 a log line\nTraceback (most recent call last):\n  File \"w.py\", line 1\nKeyError: 'planted'\n"
+    with pytest.raises(WorkerRaised, match="the registry worker raised KeyError: 'planted'") as raised:
+        part._worker_failed(1, stderr, 1, hung=False)
+    assert str(raised.value.__cause__).startswith("Traceback (most recent call last):")
+    assert outcomes == [None] * 3
+    assert part._worker_failed(1, "I1207 no traceback here\n", 1, hung=False).startswith("worker died: exit code 1")
+    assert outcomes[1].crash.startswith("exit code 1")
