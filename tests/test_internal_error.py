@@ -631,3 +631,14 @@ def test_a_worker_ending_on_a_traceback_without_its_frame_is_ours_and_an_exit_co
     assert outcomes == [None] * 3
     assert part._worker_failed(1, "I1207 no traceback here\n", 1, hung=False).startswith("worker died: exit code 1")
     assert outcomes[1].crash.startswith("exit code 1")
+
+
+@pytest.mark.native
+def test_oracle_native_a_worker_raising_is_exit_4_not_paddles_crash(tmp_path):
+    report = tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, "", [
+        "oracle", "--quiet", "--rules", "layer_norm", "--profile", "native", "--max-cases", "100", "--workers", "1",
+        "--report-dir", str(report)], children=WORKER_PICKLE)
+    line = assert_one_line(proc, tmp, "oracle", "WorkerRaised")
+    assert f"partial report in {report / 'oracle.md'}" in line and "worker raised KeyError: " in line, line
+    assert (report / "oracle.md").read_text().startswith("INTERRUPTED by an internal error (WorkerRaised: ")
