@@ -244,3 +244,18 @@ def test_a_childs_own_exception_is_raised_here_not_a_crash_outcome(server, share
             got.append(outcome)
     assert got == [Outcome(unreachable="fine")]  # the case before it answered; nothing after it
     assert 'raise KeyError("planted fault in the child")' in str(raised.value.__cause__)
+
+
+def test_a_fork_servers_own_exception_is_raised_here_not_left_unseen():
+    # (before: the zygote ended, and the worker forked its children itself from then on, the error unseen)
+    def prepare() -> None:
+        raise KeyError("planted fault in the fork server")
+
+    server = _fork.ForkServer(prepare=prepare)
+    try:
+        with pytest.raises(_fork.ChildFailed, match="KeyError: 'planted fault in the fork server'"):
+            list(server.run_many(damaging_run, [[_case("v")], [_case("w")]]))
+    finally:
+        os.close(server._requests)
+        os.waitpid(server.pid, 0)
+        os.close(server._replies)

@@ -24,6 +24,8 @@ A child whose own Python code raises (unpickling its case, pickling the outcome,
 Paddle's errors are outcomes inside ``run``) did not crash: it answers with its traceback
 (:data:`FAILED`) instead of an outcome, and reading that answer raises :class:`ChildFailed` in the
 worker, which ends the run as an internal error (:mod:`.worker`), never a crash outcome of the case.
+So does the zygote's own code (its ``prepare``, its serving): it answers every request with its
+traceback from then on.
 
 Fork server: a worker calls :func:`start_fork_server` right after importing its backend, before
 it loads the cases or builds anything. That forks a *zygote*, a copy of the worker as it is then
@@ -212,6 +214,8 @@ class ForkServer:
                 if prepare is not None:
                     prepare()
                 _serve(req_read, rep_write)
+            except Exception:  # ours: every request is answered with it, so the worker raises it
+                code = _serve_failed(req_read, rep_write, traceback.format_exc())
             except BaseException:  # the worker sees the pipe end and runs the rest itself
                 code = 3
             os._exit(code)
@@ -294,6 +298,21 @@ def _serve(requests: int, replies: int) -> None:
         if not _read_into(requests, request):
             return
         _answer_in_a_child(request, replies)
+
+
+def _serve_failed(requests: int, replies: int, text: str) -> int:
+    """The zygote once its own code raised (``text``: the traceback): each request it is sent from then
+    on is answered with that failure (:data:`FAILED`), which the worker raises on reading (a zygote
+    that ended instead would leave the worker to fork its children itself, the error unseen). Its exit code."""
+    head = bytearray(_LEN.size)
+    try:
+        while _read_into(requests, memoryview(head)):
+            if not _read_into(requests, memoryview(bytearray(_LEN.unpack(head)[0]))):
+                break
+            _write_frame(replies, FAILED + text.encode(errors="replace"))
+    except BaseException:
+        return 3
+    return 0
 
 
 def _read_into(fd: int, view: memoryview) -> bool:
