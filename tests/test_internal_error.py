@@ -642,3 +642,17 @@ def test_oracle_native_a_worker_raising_is_exit_4_not_paddles_crash(tmp_path):
     line = assert_one_line(proc, tmp, "oracle", "WorkerRaised")
     assert f"partial report in {report / 'oracle.md'}" in line and "worker raised KeyError: " in line, line
     assert (report / "oracle.md").read_text().startswith("INTERRUPTED by an internal error (WorkerRaised: ")
+
+
+def test_compat_test_a_paddle_that_does_not_import_is_the_native_backend_unavailable_not_ours(tmp_path):
+    # the other side of the runner's exit 4: Paddle failing to import in the native runner is no error of
+    # ours but a backend that cannot run the file (exit 3, said why); before: the file's "crash" (exit 1)
+    fake = tmp_path / "broken" / "paddle"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('this paddle is broken')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake.parent), str(REPO)]))
+    proc = subprocess.run([sys.executable, "-m", "paddle_spmd_port", "compat-test", "--against", "native",
+                           str(REPO / "tests" / "paddle_style" / "test_p_norm_rule.py")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "native backend unavailable: import paddle failed: ImportError: this paddle is broken" in proc.stdout

@@ -140,9 +140,13 @@ def _run(args: argparse.Namespace) -> None:
         import warnings
 
         warnings.filterwarnings("ignore")
-        import paddle
-
-        report["environment"] = f"paddle {paddle.__version__}"
+        try:
+            import paddle
+        except Exception as exc:  # an install that does not import: this backend cannot run the file (not ours)
+            report.update(environment="paddle (does not import)", status="unavailable", tests=[],
+                          message=_last_line(f"import paddle failed: {type(exc).__name__}: {exc}"))
+        else:
+            report["environment"] = f"paddle {paddle.__version__}"
     else:
         report["environment"] = "no paddle"
         report.update(status="unavailable", message="paddlepaddle is not installed", tests=[])
