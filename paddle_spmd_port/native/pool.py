@@ -3,12 +3,14 @@
 :func:`run_native` splits the cases over ``workers`` subprocesses. When a worker dies (Paddle
 segfaults or aborts), the case it was on is recorded as ``native crashed: signal N`` and a new
 worker resumes right after it; a worker silent for ``timeout`` seconds is killed and its case
-recorded as a hang. The sweep always completes.
+recorded as a hang. The sweep always completes, but for an error of our own code (below).
 
 Failing closed: a hang is a *not run* outcome (no answer from Paddle), never a crash of Paddle's;
-after ``MAX_STRAIGHT_FAILURES`` hangs in a row, or as many Python-level worker deaths in a row,
-the slice gives up and its remaining cases are *not run* with the reason. A worker that cannot
-start at all raises :class:`BackendUnavailable`.
+after ``MAX_STRAIGHT_FAILURES`` hangs in a row, or as many workers ending with an exit code in a
+row, the slice gives up and its remaining cases are *not run* with the reason. A worker that cannot
+start at all raises :class:`BackendUnavailable`. A worker whose own Python code raised once it had
+started (its :data:`.worker.RAISED` frame, or its traceback and exit code 1) raises
+:class:`WorkerRaised`: an error of ours, which ends the run (exit 4), never a crash of the case.
 
 Order: within each worker's slice the cases its backend runs in forked children (crash-prone:
 :func:`isolates`, worked out here once and handed over with the cases: :func:`plan_slices`) come last
@@ -48,12 +50,14 @@ from typing import IO
 
 from ..case import Case
 from ..outcome import Outcome
+from ..runctl.exits import ChildRaised
 from ..runctl.signals import signal_text
 from ..types import mesh_dims_of
 from ..validity import input_problem
 from ._paddle import paddle_version
 from .crash_prone import MAY_CRASH, refused_by_every_rule
-from .worker import DONE, FIXED_CWD, FRAME, HELLO, ISOLATE, RUN_HERE, SHARE, fixed_environment, fixed_layout_prefix
+from .worker import DONE, FIXED_CWD, FRAME, HELLO, ISOLATE, RAISED, RUN_HERE, SHARE, fixed_environment, \
+    fixed_layout_prefix
 
 ProgressFn = Callable[[int], None]
 
@@ -107,6 +111,14 @@ def isolates(backend: str) -> Callable[[Case], bool] | None:
 
 class BackendUnavailable(RuntimeError):
     """The backend's workers cannot start here (Paddle missing, import failure, ...)."""
+
+
+class WorkerRaised(ChildRaised):
+    """A worker's own Python code raised (its traceback, as the worker wrote it, is the ``__cause__``):
+    an error of ours, not a crash of Paddle's (which kills the worker by a signal)."""
+
+    def __init__(self, backend: str, remote: str) -> None:
+        super().__init__(f"the {backend} worker", remote)
 
 
 def _describe_exit(code: int | None) -> str:
@@ -197,7 +209,13 @@ class _Slice(threading.Thread):
                                               self.isolate[self.start_at:self.stop_at])
             assert proc.stdin is not None and proc.stdout is not None
             threading.Thread(target=_feed, args=(proc.stdin, pickled_cases), daemon=True).start()
-            next_index, finished, hung = self._read_frames(proc.stdout.fileno(), next_index, memo)
+            try:
+                next_index, finished, hung = self._read_frames(proc.stdout.fileno(), next_index, memo)
+            except WorkerRaised:
+                self.kill()
+                proc.wait()
+                err_log.close()
+                raise
             proc.stdout.close()
             proc.wait()
             self.kill()  # anything the worker left behind in its group (a forked child, the C++ caller)
@@ -246,6 +264,8 @@ class _Slice(threading.Thread):
                     self.info.update(pickle.loads(payload))
                 elif index == DONE:
                     finished = True
+                elif index == RAISED:
+                    raise WorkerRaised(self.backend, payload.decode(errors="replace"))
             buf = buf[pos:]
             if done_here:
                 self.on_progress(done_here)
@@ -262,9 +282,11 @@ class _Slice(threading.Thread):
         if returncode == 1 and "Traceback" in stderr and next_index == self.start_at and not self.info:
             last = [ln.strip() for ln in stderr.splitlines() if ln.strip()][-1:] or ["(no message)"]
             raise BackendUnavailable(f"the {self.backend} worker could not start: {last[0][:300]}")
+        if returncode == 1 and "Traceback (most recent call last)" in stderr:  # (raised where no RAISED frame went)
+            raise WorkerRaised(self.backend, stderr[stderr.rindex("Traceback (most recent call last)"):])
         how = _describe_exit(returncode)
         failure = ""
-        if returncode is not None and returncode > 0:  # a Python-level death: say why
+        if returncode is not None and returncode > 0:  # an exit code, no signal: say why
             tail = [ln for ln in stderr.strip().splitlines() if ln.strip()][-1:]
             how += f" ({tail[0].strip()[:200]})" if tail else ""
             failure = f"worker died: {how}"

@@ -10,8 +10,12 @@ here. From index K on, one frame per case is written to stdout and flushed: ``>i
 payload length) then the pickled
 :class:`~paddle_spmd_port.outcome.Outcome`; index -1 carries the pickled Paddle version info
 (first), -2 ends the stream. If Paddle kills the process, the parent (:mod:`.pool`) sees which
-index was in flight and restarts the worker after it. Crash-prone cases run in children of the
-worker's fork server, started before the cases are read (:mod:`._fork`).
+index was in flight and restarts the worker after it. If the worker's own code raises once Paddle
+is imported (reading its cases, pickling an outcome, a forked child's :class:`._fork.ChildFailed`:
+Paddle's errors are outcomes inside the backend), index -3 carries the traceback (UTF-8) and the
+worker exits 1: the parent raises it as an error of ours, never a crash of the case in flight.
+Crash-prone cases run in children of the worker's fork server, started before the cases are read
+(:mod:`._fork`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import signal
 import struct
 import subprocess
 import sys
+import traceback
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -41,7 +46,7 @@ from ._paddle import paddle_version
 
 #: A frame's header: the case index (or HELLO / DONE) and the payload's length in bytes.
 FRAME = struct.Struct(">iI")
-HELLO, DONE = -1, -2
+HELLO, DONE, RAISED = -1, -2, -3
 #: A case's byte on stdin: run in the worker itself, in a forked child of its own, or in a child it may
 #: share with the SHARE cases next to it (every rule refuses their input: ``may_share`` of
 #: :func:`._fork.run_isolating`). The pool works both out once per case; the worker only reads them.
@@ -208,6 +213,17 @@ def main(argv: list[str] | None = None) -> int:
     for fatal in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL):
         signal.signal(fatal, signal.SIG_DFL)
     write_frame(out, HELLO, pickle.dumps(paddle_version()))
+    try:
+        _serve(backend, out, args)
+    except Exception:  # ours (Paddle's errors are outcomes): the parent raises it, see the docstring
+        write_frame(out, RAISED, traceback.format_exc().encode(errors="replace"))
+        return 1
+    write_frame(out, DONE)
+    return 0
+
+
+def _serve(backend: Any, out: IO[bytes], args: argparse.Namespace) -> None:
+    """The worker once Paddle is imported: its fork server, its cases, an outcome frame each."""
     # before the cases are loaded: a small zygote, the same whatever the cases (see ._fork)
     start_fork_server(close_fds=[out.fileno(), 0], prepare=getattr(backend, "prepare_fork_server", None))
     with os.fdopen(0, "rb") as fh:
@@ -226,8 +242,6 @@ def main(argv: list[str] | None = None) -> int:
                 write_frame(out, args.base + index, pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL))
     finally:  # Paddle's objects must be torn down in the order the collector finds (frozen, PIR aborts at exit)
         gc.unfreeze()
-    write_frame(out, DONE)
-    return 0
 
 
 #: glibc malloc settings for a worker: a larger per-thread cache (more freed chunks of each size
