@@ -56,8 +56,18 @@ from ..types import mesh_dims_of
 from ..validity import input_problem
 from ._paddle import paddle_version
 from .crash_prone import MAY_CRASH, refused_by_every_rule
-from .worker import DONE, FIXED_CWD, FRAME, HELLO, ISOLATE, RAISED, RUN_HERE, SHARE, fixed_environment, \
-    fixed_layout_prefix
+from .worker import (
+    DONE,
+    FIXED_CWD,
+    FRAME,
+    HELLO,
+    ISOLATE,
+    RAISED,
+    RUN_HERE,
+    SHARE,
+    fixed_environment,
+    fixed_layout_prefix,
+)
 
 ProgressFn = Callable[[int], None]
 
