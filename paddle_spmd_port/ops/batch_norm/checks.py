@@ -49,18 +49,30 @@ _BN_FORWARD = input_names("batch_norm")
 #: The inputs each rule never reads the mapping of (PADDLE-QUIRK(bn-ignored-stats), PADDLE-QUIRK(bn-grad-og-ignored)):
 #: their malformed mappings are mirrored.
 UNREAD = {"batch_norm": ("mean", "variance", "scale", "bias"),
+          "batch_norm_static": ("mean", "variance", "scale", "bias"),
           "batch_norm_grad": ("scale", "bias", "mean_out", "variance_out", "saved_mean", "saved_variance",
                               "reserve_space", "out_grad")}
+_BN_KEYS = tuple(UNREAD)
 
 #: The port's refusals beyond Paddle's batch_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = StrictnessNotes((
     *unread_strictness("batch_norm", UNREAD),
-    *(Strictness(f"invalid-spec:x:{problem}", f"x's dims_mapping {what}; batch_norm's and batch_norm_grad's rules "
-                 "keep only the channel axis's entry (every other axis replicated) before they merge it",
-                 "varies", "inexpressible", PLACEMENTS, mirror_keys=("batch_norm", "batch_norm_grad"),
-                 families=("batch_norm",))
+    *(Strictness(f"invalid-spec:x:{problem}", f"x's dims_mapping {what}; batch_norm's rules copy it, replicate "
+                 "every axis but the channel in the copy and merge it alone (ops/kit/raw_mapping.py)",
+                 "varies", "inexpressible", PLACEMENTS, mirror_keys=_BN_KEYS, families=("batch_norm",))
       for problem, what in (("duplicate", "splits two axes along one mesh dim"),
-                            ("mesh-dim", "names a mesh dim the mesh lacks"))),
+                            ("mesh-dim", "names a mesh dim the mesh lacks (copied as is; a grad partial on it "
+                                         "crashes Paddle)"),
+                            ("length", "has another length than x's rank (a shorter one is written past its end: "
+                                       "not mirrored; one entry more merges under no letter; more raise)"))),
+    Strictness("invalid-spec:*:missing", "None for a required tensor; Paddle's stand-in for None is a tensor of "
+               "shape [0] without a mesh, which batch_norm's rules read as any other (x: rank 1, refused by their "
+               "rank check; the others: the attrs copied from it have no mesh)", "answers", "refuses",
+               "the op's Python API needs every required tensor", mirror_keys=_BN_KEYS, families=("batch_norm",)),
+    Strictness("invalid-spec:*:mixed-mesh", "a tensor on a mesh of another number of dims than x's whose mesh dims "
+               "reach the answer; Paddle's rule answers the attr as is (naming mesh dims its mesh lacks), and "
+               "crashes (SIGSEGV) where a grad partial names one", "varies", "unmeasured",
+               mirror_keys=_BN_KEYS, families=("batch_norm",)),
     Strictness("invalid-spec:data_format", "a data_format outside NC, NCL, NCHW, NCDHW, NLC, NHWC, NDHWC; Paddle's "
                "rule only tests its second character for 'C' (channel axis 1, else the last axis), past the end "
                "of an empty string", "varies", "refuses",
@@ -79,6 +91,10 @@ STRICTNESS = StrictnessNotes((
                "split; Paddle marks its grad partial on an attr without a mesh and crashes (SIGSEGV)", "crashes",
                "unmeasured", families=("batch_norm",)),
 ))
+
+#: Per rule key, the refusals its mirror function answers (``rules.MIRRORS``).
+MIRRORED = {key: tuple(d.check for d in STRICTNESS.declared if key in d.mirror_keys) for key in _BN_KEYS}
+
 
 def bn_forward_inputs(specs: Sequence[DistTensorSpec | None], attrs: Sequence[tuple[str, Any]]
                       ) -> tuple[RuleInput, RuleInput, RuleInput, RuleInput, RuleInput]:
