@@ -192,7 +192,7 @@ def _grad_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
         copy, merged, c = _channel_copy(x, layout)
         letters = ALPHABET[:len(x.shape)]
         stat = read_back(letters[c], merged)
-        partial = {m for m in copy[:len(x.shape)] if m != -1}
+        partial = [m for m in copy[:len(x.shape)] if m != -1]
         xi, si, bi, mo, vo, sm, sv, rs, og = base.inputs
         xg, sg, bg = base.outputs
         return SpmdResult.make(

@@ -175,7 +175,7 @@ def _grad_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
     def patch(base: SpmdResult, raw: dict[str, Any]) -> SpmdResult:
         copy, merged, letters = _batch_copy(raw["x"])
         stat = read_back(letters[:2], merged)
-        partial = {m for m in copy[:len(letters)] if m != -1}
+        partial = [m for m in copy[:len(letters)] if m != -1]
         xi, si, bi, yi, mi, vi, gi = base.inputs
         xg, sg, bg = base.outputs
         return SpmdResult.make(

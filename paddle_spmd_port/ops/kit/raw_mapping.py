@@ -22,7 +22,8 @@ mirrors to its rules on seeded samples):
 * A mesh dim the mesh lacks is copied as it is (nothing looks it up), except into a partial status,
   which Paddle crashes on (SIGSEGV) when the attr's mesh lacks that dim.
 * A mesh dim repeated in the copy stays on the first letter that claims it; the later ones merge to
-  -1 (the copy itself, where the rule answers it, keeps the repeat).
+  -1 (the copy itself, where the rule answers it, keeps the repeat); a grad's partial status listing
+  it twice makes Paddle raise ("Trying to Set dim d as Partial which is already a Partial dim.").
 
 A required tensor left None is Paddle's stand-in (:data:`MISSING`), read as any other input.
 
@@ -36,7 +37,7 @@ import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
-from ...errors import InvalidSpecError
+from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...notation import ALPHABET
 from ...types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, mesh_dims_of
 from .. import RULES
@@ -116,16 +117,22 @@ def read_back(letters: str, merged: dict[str, int]) -> tuple[int, ...]:
     return tuple(merged[letter] for letter in letters if letter in merged)
 
 
-def remapped(attr: DistAttr, mapping: Sequence[int], partial: Iterable[int] | None = None,
+def remapped(attr: DistAttr, mapping: Sequence[int], partial: Sequence[int] | None = None,
              owner: str = "x") -> DistAttr:
-    """``attr`` (its mesh) with ``mapping`` and, given, ``partial``; partial dims the attr's mesh lacks
-    crash Paddle (SIGSEGV) and are refused (``owner``: the input whose mesh the attr has)."""
-    dims = attr.partial_dims if partial is None else frozenset(partial)
+    """``attr`` (its mesh) with ``mapping`` and, given, the mesh dims ``partial`` (in Paddle's order: a
+    dim listed twice makes it raise, as its ``set_partial_status`` does); partial dims the attr's mesh
+    lacks crash Paddle (SIGSEGV) and are refused (``owner``: the input whose mesh the attr has)."""
+    if partial is None:
+        return DistAttr.make(tuple(mapping), attr.partial_dims, attr.mesh)
+    for i, dim in enumerate(partial):
+        if dim in partial[:i]:
+            raise PaddleInvalidArgument(f"Trying to Set dim {dim} as Partial which is already a Partial dim.",
+                                        kind="partial:repeated")
     mesh: ProcessMesh | None = attr.mesh
-    if dims and (mesh is None or any(not 0 <= d < mesh.ndim for d in dims)):
-        not_mirrored(f"a grad partial on mesh dims {sorted(dims)} the mesh of {owner} ({mesh}) lacks: Paddle "
+    if partial and (mesh is None or any(not 0 <= d < mesh.ndim for d in partial)):
+        not_mirrored(f"a grad partial on mesh dims {sorted(partial)} the mesh of {owner} ({mesh}) lacks: Paddle "
                      "crashes (SIGSEGV)", f"invalid-spec:{owner}:partial-range")
-    return DistAttr.make(tuple(mapping), dims, mesh)
+    return DistAttr.make(tuple(mapping), frozenset(partial), mesh)
 
 
 def answer_raw(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
