@@ -53,6 +53,7 @@ UNREAD = {"batch_norm": ("mean", "variance", "scale", "bias"),
           "batch_norm_grad": ("scale", "bias", "mean_out", "variance_out", "saved_mean", "saved_variance",
                               "reserve_space", "out_grad")}
 _BN_KEYS = tuple(UNREAD)
+_SYNC_KEYS = ("sync_batch_norm", "sync_batch_norm_grad")
 
 #: The port's refusals beyond Paddle's batch_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = StrictnessNotes((
@@ -81,12 +82,19 @@ STRICTNESS = StrictnessNotes((
                mirror_keys=("batch_norm", "batch_norm_grad"), families=("batch_norm",)),
     *(Strictness(f"invalid-spec:*:{problem}", "a malformed dims_mapping (of the wrong length, a mesh dim the mesh "
                  "lacks or one repeated); the replicated fallback reads only each tensor's shape and mesh", "answers",
-                 "inexpressible", PLACEMENTS, mirror_keys=("sync_batch_norm", "sync_batch_norm_grad"),
+                 "inexpressible", PLACEMENTS, mirror_keys=_SYNC_KEYS,
                  families=("sync_batch_norm",))
       for problem in UNREAD_PROBLEMS),
     Strictness("invalid-spec:*:rank", "mean, variance, scale, bias or a saved statistic of rank other than 1; "
                "the replicated fallback answers each replicated, of its own rank, and the outputs of rank 1",
-               "answers", "unmeasured", families=("sync_batch_norm",)),
+               "answers", "unmeasured", mirror_keys=_SYNC_KEYS, families=("sync_batch_norm",)),
+    Strictness("invalid-spec:*:missing", "None for a required tensor; the replicated fallback answers Paddle's "
+               "stand-in for it (rank 1, no mesh) replicated, and x's (then the outputs) without a mesh",
+               "answers", "refuses", "the op's Python API needs every required tensor", mirror_keys=_SYNC_KEYS,
+               families=("sync_batch_norm",)),
+    Strictness("invalid-spec:x:mesh", "x without a process mesh; the replicated fallback answers every output "
+               "without one", "answers", "inexpressible", "a dist tensor always has a process mesh",
+               mirror_keys=_SYNC_KEYS, families=("sync_batch_norm",)),
     Strictness("invalid-spec:*:none-with-sharded-c", "scale or bias None (or meshless) while the channel axis is "
                "split; Paddle marks its grad partial on an attr without a mesh and crashes (SIGSEGV)", "crashes",
                "unmeasured", families=("batch_norm",)),
@@ -94,6 +102,8 @@ STRICTNESS = StrictnessNotes((
 
 #: Per rule key, the refusals its mirror function answers (``rules.MIRRORS``).
 MIRRORED = {key: tuple(d.check for d in STRICTNESS.declared if key in d.mirror_keys) for key in _BN_KEYS}
+#: The same for sync_batch_norm's replicated fallback (``ops/sync_batch_norm/rules.py``).
+SYNC_MIRRORED = {key: tuple(d.check for d in STRICTNESS.declared if key in d.mirror_keys) for key in _SYNC_KEYS}
 
 
 def bn_forward_inputs(specs: Sequence[DistTensorSpec | None], attrs: Sequence[tuple[str, Any]]
