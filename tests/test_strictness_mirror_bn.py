@@ -1,0 +1,108 @@
+"""The ``mirror`` policy of batch_norm, sync_batch_norm, group_norm and instance_norm held to Paddle's
+rules (crash-isolated native routes) on seeded random inputs the ``strict`` policy refuses, and a
+wrong mirror shown caught (ops/kit/raw_mapping.py says what Paddle's steps do with such input)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from paddle_spmd_port import DistTensorSpec, ProcessMesh
+from paddle_spmd_port.case import Case
+from paddle_spmd_port.compare import compare
+from paddle_spmd_port.errors import InvalidSpecError
+from paddle_spmd_port.native.routes import DEFAULT_BACKEND
+from paddle_spmd_port.ops import registry
+from paddle_spmd_port.ops.registry import rule_function
+from paddle_spmd_port.outcome import Outcome, port_outcome
+from paddle_spmd_port.parity.random_cases import random_cases
+
+RULES = ("batch_norm", "batch_norm_grad", "batch_norm_static", "sync_batch_norm", "sync_batch_norm_grad",
+         "group_norm", "group_norm_base", "group_norm_grad", "group_norm_grad_base", "instance_norm",
+         "instance_norm_grad")
+
+#: The reasons a mirror may give for refusing an input Paddle's rule answered: that answer is read
+#: from memory Paddle never set (a mapping written or read past its end, an empty data_format).
+UNSET_MEMORY = ("past its end", "past the end", "corrupts its heap")
+
+
+def _refused(rule: str, n: int, seed: int) -> list[Case]:
+    """The seeded random cases of ``rule`` the strict policy refuses as invalid."""
+    out = []
+    for case in random_cases(rule, n, seed):
+        err = port_outcome(case).error
+        if err is not None and err.port_invalid:
+            out.append(case)
+    return out
+
+
+def _native(cases: list[Case], backend: str) -> list[Outcome]:
+    from paddle_spmd_port.native.pool import run_native
+
+    outcomes, _ = run_native(cases, backend=backend, workers=1, timeout=300)
+    return outcomes
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("rule", RULES)
+def test_mirror_agrees_with_paddle_wherever_its_answer_is_deterministic(rule: str) -> None:
+    pytest.importorskip("paddle")
+    cases = _refused(rule, 600, int(os.environ.get("MIRROR_SEED", "23")))
+    assert len(cases) > 20  # the sample holds refusals to judge
+    answered = 0
+    for case, native in zip(cases, _native(cases, DEFAULT_BACKEND[rule]), strict=True):
+        mirrored = port_outcome(case, "paddle", "mirror")
+        if mirrored.result is not None:
+            answered += 1
+            assert compare(case.spec, mirrored, native).verdict == "match", (case.describe(), mirrored, native)
+        elif native.result is not None:  # Paddle answered what the mirror refuses: only from unset memory
+            assert mirrored.error is not None and "not mirrored" in mirrored.error.message, case.describe()
+            assert any(why in mirrored.error.message for why in UNSET_MEMORY), (case.describe(), mirrored.error)
+    assert answered > 0
+
+
+def _one_more_entry() -> list[Case]:
+    """group_norm_base with x's mapping one entry longer than its rank (Paddle merges that entry
+    under no letter and answers it back on x)."""
+    mesh = ProcessMesh((2, 2))
+    v = DistTensorSpec((6,), (-1,), mesh)
+    return [Case("group_norm_base", mesh, (DistTensorSpec((4, 6, 8), m, mesh), v, v), (), case_id=f"gn-long-{i}")
+            for i, m in enumerate([(0, -1, -1, 1), (1, -1, -1, 1), (-1, 0, 1, 0), (0, 1, -1, -1)])]
+
+
+@pytest.mark.native
+def test_a_wrong_mirror_is_caught() -> None:
+    """Mutant: x's extra entry dropped (the rank's entries answered alone) instead of kept on x."""
+    pytest.importorskip("paddle")
+    cases = _one_more_entry()
+    natives = _native(cases, DEFAULT_BACKEND["group_norm_base"])
+    key = ("group_norm_base", "invalid-spec:x:length")
+    assert all(compare(c.spec, port_outcome(c, "paddle", "mirror"), n).verdict == "match"
+               for c, n in zip(cases, natives, strict=True))
+    real = registry.MIRRORS[key]
+
+    def dropped(fn, x, *rest):  # type: ignore[no-untyped-def]
+        return real(fn, DistTensorSpec(x.shape, x.dims_mapping[:len(x.shape)], x.mesh, x.partial_dims), *rest)
+
+    registry.MIRRORS[key] = dropped
+    try:
+        verdicts = {compare(c.spec, port_outcome(c, "paddle", "mirror"), n).verdict
+                    for c, n in zip(cases, natives, strict=True)}
+    finally:
+        registry.MIRRORS[key] = real
+    assert "mismatch" in verdicts
+
+
+def test_the_mirror_refuses_memory_paddle_never_set_naming_why() -> None:
+    mesh = ProcessMesh((2, 2))
+    v = DistTensorSpec((6,), (-1,), mesh)
+    short = DistTensorSpec((4, 6, 8), (0, -1), mesh)  # Paddle writes axis 2 past the copy's end
+    with pytest.raises(InvalidSpecError, match=r"past its end.*\[mirror policy: not mirrored\]"):
+        rule_function("group_norm_base", policy="mirror")(short, v, v)
+    far = DistTensorSpec((4, 6, 8), (0, -1, -1, -1, -1), mesh)  # Paddle's merge raises IndexError
+    with pytest.raises(InvalidSpecError, match=r"IndexError"):
+        rule_function("group_norm_base", policy="mirror")(far, v, v)
+    flat = DistTensorSpec((4, 6), (0, 1), mesh)  # a 2-D x: instance_norm writes axes 2 and 3 past the end
+    with pytest.raises(InvalidSpecError, match=r"corrupts its heap.*mirror policy: not mirrored"):
+        rule_function("instance_norm", policy="mirror")(flat, v, v)
