@@ -68,7 +68,7 @@ STRICTNESS = StrictnessNotes((
                                        "not mirrored; one entry more merges under no letter; more raise)"))),
     Strictness("invalid-spec:*:missing", "None for a required tensor; Paddle's stand-in for None is a tensor of "
                "shape [0] without a mesh, which batch_norm's rules read as any other (x: rank 1, refused by their "
-               "rank check; the others: the attrs copied from it have no mesh)", "answers", "refuses",
+               "rank check; the others: the attrs copied from it have no mesh)", "varies", "refuses",
                "the op's Python API needs every required tensor", mirror_keys=_BN_KEYS, families=("batch_norm",)),
     Strictness("invalid-spec:*:mixed-mesh", "a tensor on a mesh of another number of dims than x's whose mesh dims "
                "reach the answer; Paddle's rule answers the attr as is (naming mesh dims its mesh lacks), and "

@@ -43,7 +43,7 @@ on an attr without a mesh).
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, cast
 
 from ...errors import InvalidSpecError
 from ...notation import ALPHABET
@@ -158,7 +158,7 @@ def _channel_copy(x: DistTensorSpec, layout: str) -> tuple[list[int], dict[str, 
     rank = len(x.shape)
     c = 1 if channel_first(layout) else rank - 1
     copy = copy_overwriting(x, range(rank))  # (every axis, the channel's entry written back after)
-    copy[c] = int(x.dims_mapping[c])
+    copy[c] = cast(int, x.dims_mapping[c])
     return copy, merge_raw(rank, copy), c
 
 

@@ -42,7 +42,7 @@ STRICTNESS = StrictnessNotes((
                                        "answer; one entry more merges under no letter; more raise)"))),
     Strictness("invalid-spec:*:missing", "None for a required tensor; Paddle's stand-in for None is a tensor of "
                "shape [0] without a mesh, which instance_norm's rules read as any other (x: rank 1, refused by "
-               "their rank check; the others: refused by theirs)", "answers", "refuses",
+               "their rank check; the others: refused by theirs)", "varies", "refuses",
                "the op's Python API needs every required tensor", mirror_keys=_IN_KEYS, families=("instance_norm",)),
     Strictness("invalid-spec:*:mixed-mesh", "a tensor on a mesh of another number of dims than x's whose mesh dims "
                "reach the answer; Paddle's rule answers the attr as is (naming mesh dims its mesh lacks), and "

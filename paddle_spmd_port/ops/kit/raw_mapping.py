@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...notation import ALPHABET
@@ -78,7 +78,7 @@ def replicated_stand_in(spec: Any) -> Any:
 def copy_overwriting(x: DistTensorSpec, replicated: Iterable[int]) -> list[int]:
     """x's raw mapping with the entries of the axes ``replicated`` set to -1, as the rules make their
     copy; refused where Paddle writes past its end or its merge raises."""
-    mapping = [int(m) for m in x.dims_mapping]  # (no co-shard: refused before)
+    mapping = [cast(int, m) for m in x.dims_mapping]  # (a co-shard x never gets here: answer_raw)
     axes = tuple(replicated)
     rank = len(x.shape)
     if axes and max(axes) >= len(mapping):

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 from ...errors import InvalidSpecError
 from ...types import DistAttr, DistTensorSpec, SpmdResult
@@ -91,7 +91,7 @@ def _fallback_raw(fn: Callable[..., SpmdResult], *args: Any, **kwargs: Any) -> S
     stand-in: rank 1, no mesh) and an x without a mesh (its outputs then have none) are answered.
     Refused: a partial dim outside its mesh (Paddle crashes building the attr), a mesh dim both
     sharding and partial (Paddle raises), a mapping or partial dims without a mesh (not measured)."""
-    key = cast(str, fn.rule_key)
+    key: str = fn.rule_key  # type: ignore[attr-defined]
     bound = inspect.signature(fn).bind(*args, **kwargs)
     bound.apply_defaults()
     sig = RULES[key]
