@@ -106,3 +106,16 @@ def test_the_mirror_refuses_memory_paddle_never_set_naming_why() -> None:
     flat = DistTensorSpec((4, 6), (0, 1), mesh)  # a 2-D x: instance_norm writes axes 2 and 3 past the end
     with pytest.raises(InvalidSpecError, match=r"corrupts its heap.*mirror policy: not mirrored"):
         rule_function("instance_norm", policy="mirror")(flat, v, v)
+
+
+def test_the_mirror_answers_for_paddles_rule_only() -> None:
+    """Another profile's function keeps its strict refusal (saying why); Paddle's is answered."""
+    mesh = ProcessMesh((2, 2))
+    x = DistTensorSpec((4, 6, 8), (-1, -1, -1), mesh)
+    v, bad = DistTensorSpec((6,), (-1,), mesh), DistTensorSpec((6,), (0, 1), mesh)
+    attrs = dict(is_test=False, momentum=0.9, epsilon=1e-5, data_format="NCHW", use_global_stats=False,
+                 trainable_statistics=False)
+    answer = rule_function("sync_batch_norm", "paddle", "mirror")(x, v, v, bad, v, **attrs)
+    assert [a.dims_mapping for a in answer.inputs] == [(-1, -1, -1), (-1,), (-1,), (-1,), (-1,)]
+    with pytest.raises(InvalidSpecError, match=r"paddle profile, only.*\[mirror policy: not mirrored\]"):
+        rule_function("sync_batch_norm", "pr72918", "mirror")(x, v, v, bad, v, **attrs)

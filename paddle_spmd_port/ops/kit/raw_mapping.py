@@ -51,6 +51,19 @@ def not_mirrored(why: str, kind: str) -> NoReturn:
     raise InvalidSpecError(f"{why}: no answer to mirror", kind=kind)
 
 
+def require_paddle_profile(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """The answers here are Paddle's rule's: for another profile's function (one defined outside a
+    family's ``rules.py``) the strict refusal stands, saying so."""
+    if fn.__module__.endswith(".rules"):
+        return
+    try:
+        fn(*args, **kwargs)
+    except InvalidSpecError as exc:
+        raise InvalidSpecError(f"{exc} (the mirror policy answers as Paddle's rule, the paddle profile, only)",
+                               kind=exc.kind) from None
+    not_mirrored("the mirror policy answers as Paddle's rule, the paddle profile, only", "invalid-spec:profile")
+
+
 def require_buildable_raw(named: Iterable[tuple[str, Any]]) -> None:
     """Refuse what Paddle cannot build into a dist attr, whatever the rule: a partial dim outside the
     spec's mesh (SIGSEGV), a mesh dim both sharding an axis and partial (Paddle raises)."""
@@ -142,6 +155,7 @@ def answer_raw(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     attrs x's mapping does not reach). A co-shard x is left as it is (it is valid: the malformed
     inputs are the others, whose mappings the rule never reads); any other x is replicated too, and
     ``patch(that answer, the raw arguments by name)`` rewrites the attrs that carry x's entries."""
+    require_paddle_profile(fn, args, kwargs)
     bound = inspect.signature(fn).bind(*args, **kwargs)
     bound.apply_defaults()
     raw = dict(bound.arguments)

@@ -41,7 +41,7 @@ from .. import RULES
 from ..batch_norm.checks import SYNC_MIRRORED
 from ..batch_norm.layout import PER_CHANNEL as BN_PER_CHANNEL
 from ..kit.checks import Attrs, Specs, rule
-from ..kit.raw_mapping import not_mirrored, require_buildable_raw
+from ..kit.raw_mapping import not_mirrored, require_buildable_raw, require_paddle_profile
 from ..kit.strictness import mirror_via
 from ..kit.tensor import RuleInput, as_input, check_attrs, check_specs, require_x_mesh
 
@@ -92,6 +92,7 @@ def _fallback_raw(fn: Callable[..., SpmdResult], *args: Any, **kwargs: Any) -> S
     Refused: a partial dim outside its mesh (Paddle crashes building the attr), a mesh dim both
     sharding and partial (Paddle raises), a mapping or partial dims without a mesh (not measured)."""
     key: str = fn.rule_key  # type: ignore[attr-defined]
+    require_paddle_profile(fn, args, kwargs)
     bound = inspect.signature(fn).bind(*args, **kwargs)
     bound.apply_defaults()
     sig = RULES[key]
