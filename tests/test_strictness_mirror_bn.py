@@ -119,3 +119,22 @@ def test_the_mirror_answers_for_paddles_rule_only() -> None:
     assert [a.dims_mapping for a in answer.inputs] == [(-1, -1, -1), (-1,), (-1,), (-1,), (-1,)]
     with pytest.raises(InvalidSpecError, match=r"paddle profile, only.*\[mirror policy: not mirrored\]"):
         rule_function("sync_batch_norm", "pr72918", "mirror")(x, v, v, bad, v, **attrs)
+
+
+@pytest.mark.native
+def test_a_repeated_partial_dim_raises_paddles_error_unless_paddle_crashes_first() -> None:
+    """instance_norm_grad with x's N and C on one mesh dim: Paddle lists it twice in the grads'
+    partial status and raises; with scale None, or the dim outside the mesh, it crashes first."""
+    pytest.importorskip("paddle")
+    mesh = ProcessMesh((2, 2))
+    stat = DistTensorSpec((4, 6), (-1, -1), mesh)
+    cases = []
+    for i, (mapping, scale) in enumerate([((1, 1, -1, -1), DistTensorSpec((6,), (-1,), mesh)),
+                                          ((1, 1, -1, -1), None), ((3, 3, -1, -1), DistTensorSpec((6,), (-1,), mesh))]):
+        x = DistTensorSpec((4, 6, 8, 8), mapping, mesh)
+        cases.append(Case("instance_norm_grad", mesh, (x, scale, None, stat, stat, DistTensorSpec((4, 6, 8, 8),
+                          (-1,) * 4, mesh)), (("epsilon", 1e-5),), case_id=f"in-grad-repeat-{i}"))
+    natives = _native(cases, DEFAULT_BACKEND["instance_norm_grad"])
+    verdicts = [compare(c.spec, port_outcome(c, "paddle", "mirror"), n).verdict
+                for c, n in zip(cases, natives, strict=True)]
+    assert verdicts == ["both-raise-same", "port-rejects-invalid", "port-rejects-invalid"], verdicts

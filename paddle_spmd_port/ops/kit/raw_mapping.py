@@ -132,19 +132,21 @@ def read_back(letters: str, merged: dict[str, int]) -> tuple[int, ...]:
 
 def remapped(attr: DistAttr, mapping: Sequence[int], partial: Sequence[int] | None = None,
              owner: str = "x") -> DistAttr:
-    """``attr`` (its mesh) with ``mapping`` and, given, the mesh dims ``partial`` (in Paddle's order: a
-    dim listed twice makes it raise, as its ``set_partial_status`` does); partial dims the attr's mesh
-    lacks crash Paddle (SIGSEGV) and are refused (``owner``: the input whose mesh the attr has)."""
+    """``attr`` (its mesh) with ``mapping`` and, given, the mesh dims ``partial`` in Paddle's order.
+    Partial dims on an attr without a mesh, or that its mesh lacks, crash Paddle (SIGSEGV) and are
+    refused (``owner``: the input whose mesh the attr has); then a dim listed twice makes Paddle raise,
+    as its ``set_partial_status`` does (measured in that order: a repeated dim the mesh lacks crashes)."""
     if partial is None:
         return DistAttr.make(tuple(mapping), attr.partial_dims, attr.mesh)
+    mesh: ProcessMesh | None = attr.mesh
+    if partial and (mesh is None or any(not 0 <= d < mesh.ndim for d in partial)):
+        where = f"{owner} has no mesh" if mesh is None else f"the mesh of {owner} ({mesh}) lacks some"
+        not_mirrored(f"a grad partial on mesh dims {sorted(set(partial))}, {where}: Paddle crashes (SIGSEGV)",
+                     f"invalid-spec:{owner}:partial-range")
     for i, dim in enumerate(partial):
         if dim in partial[:i]:
             raise PaddleInvalidArgument(f"Trying to Set dim {dim} as Partial which is already a Partial dim.",
                                         kind="partial:repeated")
-    mesh: ProcessMesh | None = attr.mesh
-    if partial and (mesh is None or any(not 0 <= d < mesh.ndim for d in partial)):
-        not_mirrored(f"a grad partial on mesh dims {sorted(partial)} the mesh of {owner} ({mesh}) lacks: Paddle "
-                     "crashes (SIGSEGV)", f"invalid-spec:{owner}:partial-range")
     return DistAttr.make(tuple(mapping), frozenset(partial), mesh)
 
 
