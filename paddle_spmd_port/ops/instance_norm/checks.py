@@ -49,7 +49,8 @@ STRICTNESS = StrictnessNotes((
                "crashes (SIGSEGV) where a grad partial names one", "varies", "unmeasured",
                mirror_keys=_IN_KEYS, families=("instance_norm",)),
     Strictness("invalid-spec:x:rank", "x of rank 2 or 3; Paddle's rule clears axes 2 and 3 by index, writing past "
-               "the end of the mapping (SIGABRT, heap corruption, now and then garbage)", "crashes", "unmeasured",
+               "the end of the mapping (SIGABRT, heap corruption; now and then an answer read from memory it never set, "
+               "which differs by run: never mirrored)", "crashes", "unmeasured",
                families=("instance_norm",)),
     Strictness("invalid-spec:scale:none-with-sharded-nc", "scale None (or meshless) while x's N or C axis is split; "
                "Paddle marks scale_grad partial on an attr without a mesh and crashes (SIGSEGV)", "crashes",
@@ -125,5 +126,6 @@ def require_in_spatial_axes(x: RuleInput) -> None:
     if x.ndim < 4:
         raise InvalidSpecError(
             f"x has rank {x.ndim}; Paddle's instance_norm rule clears axes 2 and 3 by index and corrupts "
-            "its heap (SIGABRT) for a 2-D or 3-D x; pass x as [N, C, H, W] or [N, C, D, H, W] "
+            "its heap (SIGABRT) for a 2-D or 3-D x, or answers from memory it never set; pass x as [N, C, H, W] "
+            "or [N, C, D, H, W] "
             "(reshape an [N, C, L] input to [N, C, L, 1])", kind="invalid-spec:x:rank")
