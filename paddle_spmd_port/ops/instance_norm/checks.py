@@ -49,8 +49,8 @@ STRICTNESS = StrictnessNotes((
                "crashes (SIGSEGV) where a grad partial names one", "varies", "unmeasured",
                mirror_keys=_IN_KEYS, families=("instance_norm",)),
     Strictness("invalid-spec:x:rank", "x of rank 2 or 3; Paddle's rule clears axes 2 and 3 by index, writing past "
-               "the end of the mapping (SIGABRT, heap corruption; now and then an answer read from memory it never set, "
-               "which differs by run: never mirrored)", "crashes", "unmeasured",
+               "the end of the mapping (SIGABRT, heap corruption; now and then an answer read from memory it "
+               "never set, which differs by run: never mirrored)", "crashes", "unmeasured",
                families=("instance_norm",)),
     Strictness("invalid-spec:scale:none-with-sharded-nc", "scale None (or meshless) while x's N or C axis is split; "
                "Paddle marks scale_grad partial on an attr without a mesh and crashes (SIGSEGV)", "crashes",
