@@ -455,6 +455,10 @@ class Cancelled(Exception):
     """:func:`run_native` was cancelled through its ``cancel`` event (workers ended, as for an interrupt)."""
 
 
+#: The re-run of invalid inputs (:func:`run_native`) starts a worker per this many cases, at least one.
+RERUN_PER_WORKER = 500
+
+
 def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 2, timeout: float = 120.0,
                on_progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                recheck: bool = True) -> tuple[list[Outcome], dict]:
@@ -479,7 +483,10 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     if not again:
         return outcomes, info
     try:
-        second, _ = _run_once([cases[i] for i in again], backend, workers, timeout, None, cancel, layout=1)
+        # one worker per RERUN_PER_WORKER cases: a worker's start (Paddle's import) costs seconds, and a
+        # group's invalid inputs Paddle answered are mostly a few dozen
+        few = max(1, min(workers, len(again) // RERUN_PER_WORKER))
+        second, _ = _run_once([cases[i] for i in again], backend, few, timeout, None, cancel, layout=1)
     except BaseException as exc:
         exc.partial_outcomes = list(outcomes)  # type: ignore[attr-defined]
         raise
