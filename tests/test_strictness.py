@@ -286,3 +286,84 @@ def test_an_input_wrongly_declared_unread_is_caught() -> None:
     finally:
         registry.MIRRORS[key] = real
     assert verdicts.count("mismatch") == len(cases), verdicts
+
+
+#: The rules whose mirrors answer malformed mappings of inputs they never read (replicated stand-ins)
+#: or merge (a repeated mesh dim kept on its first axis), and the forward rules' x answered as given.
+MERGE_RULES = ("layer_norm", "layer_norm_reverse", "layer_norm_grad", "rms_norm", "rms_norm_reverse", "fast_ln",
+               "fast_ln_grad")
+
+
+def _mapping_pool(seed: int, n: int = 1500) -> list[Case]:
+    """Random mode's draws (seeded) of MERGE_RULES that the strict port refuses for a malformed mapping
+    (a repeated mesh dim, the wrong length, a mesh dim the mesh lacks) the mirror policy declares it
+    answers for that rule."""
+    from paddle_spmd_port.parity.random_cases import random_cases
+
+    pool = []
+    for rule in MERGE_RULES:
+        for case in random_cases(rule, n, seed):
+            err = port_outcome(case).error
+            if err is None or err.kind.rsplit(":", 1)[-1] not in ("duplicate", "length", "mesh-dim"):
+                continue
+            decl = strictness_of(rule, err.kind)
+            if decl is not None and rule in decl.mirror_keys:
+                pool.append(case)
+    return pool
+
+
+def _native_of(case: Case):  # type: ignore[no-untyped-def]
+    from paddle_spmd_port.native import compiled
+    from paddle_spmd_port.native import registry as native_registry
+    from paddle_spmd_port.parity.cli import DEFAULT_BACKEND
+
+    return {"registry": native_registry, "compiled": compiled}[DEFAULT_BACKEND[case.rule]].run(case)
+
+
+@pytest.mark.native
+def test_mirror_equals_paddle_on_malformed_mappings_and_mutants_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every answer the mirror policy gives to these refusals equals Paddle's (on the rule's primary
+    native route), on every rule of MERGE_RULES; mutants -- the forward rules' x answered as merged,
+    the grads' repeated mesh dim kept on its last axis, the merge-conflict guard removed -- differ
+    from Paddle on some case."""
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.ops.kit import strictness
+
+    pool = _mapping_pool(int(os.environ.get("STRICTNESS_SEED", "11")))
+    natives = {case.case_id: _native_of(case) for case in pool}
+
+    def verdicts() -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for case in pool:
+            mirrored = port_outcome(case, "paddle", "mirror")
+            if mirrored.result is not None:
+                out.setdefault(case.rule, []).append(compare(case.spec, mirrored, natives[case.case_id]).verdict)
+        return out
+
+    real = verdicts()
+    assert set(real) == set(MERGE_RULES), sorted(real)  # each rule answers some
+    assert all(v == "match" for vs in real.values() for v in vs), {r: vs.count("mismatch") for r, vs in real.items()}
+    assert sum(map(len, real.values())) > 150
+
+    # mutant 1: the forward's x answered from the merged mapping (the repeat dropped), not as given
+    for key in ("layer_norm", "rms_norm", "fast_ln"):
+        monkeypatch.setitem(registry.MIRRORS, (key, "invalid-spec:x:duplicate"),
+                            lambda fn, *a, **k: strictness.with_replicated_stand_ins(fn, a, k, None, ("x",)))
+    assert any("mismatch" in verdicts().get(r, []) for r in ("layer_norm", "rms_norm", "fast_ln"))
+    monkeypatch.undo()
+
+    # mutant 2: a repeated mesh dim kept on the last axis that names it
+    keep_first = strictness.first_kept
+
+    def last_kept(spec: DistTensorSpec) -> DistTensorSpec:
+        flipped = DistTensorSpec(spec.shape, tuple(reversed(spec.dims_mapping)), spec.mesh, spec.partial_dims)
+        return DistTensorSpec(spec.shape, tuple(reversed(keep_first(flipped).dims_mapping)), spec.mesh,
+                              spec.partial_dims)
+
+    monkeypatch.setattr(strictness, "first_kept", last_kept)
+    assert "mismatch" in {v for vs in verdicts().values() for v in vs}
+    monkeypatch.undo()
+
+    # mutant 3: no merge-conflict guard (Paddle raises where the merged inputs disagree before the repeat is dropped)
+    monkeypatch.setattr(strictness, "_refuse_merge_conflicts", lambda merged: None)
+    assert "mismatch" in {v for vs in verdicts().values() for v in vs}
