@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import os
 import random
@@ -289,22 +290,23 @@ def test_an_input_wrongly_declared_unread_is_caught() -> None:
 
 
 #: The rules whose mirrors answer malformed mappings of inputs they never read (replicated stand-ins)
-#: or merge (a repeated mesh dim kept on its first axis), and the forward rules' x answered as given.
+#: or merge (a repeated mesh dim kept on its first axis), the forward rules' x answered as given,
+#: scale / bias of another rank (read for their mesh alone), p_norm_grad's out / out_grad of another rank.
 MERGE_RULES = ("layer_norm", "layer_norm_reverse", "layer_norm_grad", "rms_norm", "rms_norm_reverse", "fast_ln",
-               "fast_ln_grad")
+               "fast_ln_grad", "p_norm_grad")
 
 
-def _mapping_pool(seed: int, n: int = 1500) -> list[Case]:
+def _mapping_pool(seed: int, n: int = 800) -> list[Case]:
     """Random mode's draws (seeded) of MERGE_RULES that the strict port refuses for a malformed mapping
-    (a repeated mesh dim, the wrong length, a mesh dim the mesh lacks) the mirror policy declares it
-    answers for that rule."""
+    (a repeated mesh dim, the wrong length, a mesh dim the mesh lacks) or a tensor's rank the mirror
+    policy declares it answers for that rule."""
     from paddle_spmd_port.parity.random_cases import random_cases
 
     pool = []
     for rule in MERGE_RULES:
         for case in random_cases(rule, n, seed):
             err = port_outcome(case).error
-            if err is None or err.kind.rsplit(":", 1)[-1] not in ("duplicate", "length", "mesh-dim"):
+            if err is None or err.kind.rsplit(":", 1)[-1] not in ("duplicate", "length", "mesh-dim", "rank"):
                 continue
             decl = strictness_of(rule, err.kind)
             if decl is not None and rule in decl.mirror_keys:
@@ -324,10 +326,13 @@ def _native_of(case: Case):  # type: ignore[no-untyped-def]
 def test_mirror_equals_paddle_on_malformed_mappings_and_mutants_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every answer the mirror policy gives to these refusals equals Paddle's (on the rule's primary
     native route), on every rule of MERGE_RULES; mutants -- the forward rules' x answered as merged,
-    the grads' repeated mesh dim kept on its last axis, the merge-conflict guard removed -- differ
-    from Paddle on some case."""
+    the grads' repeated mesh dim kept on its last axis, the merge-conflict guard removed, scale /
+    bias stand-ins without their partial status, p_norm_grad's x_grad always out_grad's attr --
+    differ from Paddle on some case."""
     pytest.importorskip("paddle")
     from paddle_spmd_port.ops.kit import strictness
+    from paddle_spmd_port.ops.kit.strictness import argument
+    from paddle_spmd_port.types import DistAttr, SpmdResult
 
     pool = _mapping_pool(int(os.environ.get("STRICTNESS_SEED", "11")))
     natives = {case.case_id: _native_of(case) for case in pool}
@@ -367,3 +372,30 @@ def test_mirror_equals_paddle_on_malformed_mappings_and_mutants_are_caught(monke
     # mutant 3: no merge-conflict guard (Paddle raises where the merged inputs disagree before the repeat is dropped)
     monkeypatch.setattr(strictness, "_refuse_merge_conflicts", lambda merged: None)
     assert "mismatch" in {v for vs in verdicts().values() for v in vs}
+    monkeypatch.undo()
+
+    # mutant 4: a scale / bias of another rank read as replicated without its partial status
+    def no_partial(fn, args, kwargs, names):  # type: ignore[no-untyped-def]
+        bound = {n: argument(fn, args, kwargs, n) for n in inspect.signature(fn).parameters}
+        for name in names:
+            v = bound[name]
+            if isinstance(v, DistTensorSpec) and v.mesh is not None and len(v.shape) != 1:
+                bound[name] = DistTensorSpec((1,), (-1,), v.mesh)
+        return fn(**bound)
+
+    for key, names in (("layer_norm_reverse", ("scale", "bias")), ("rms_norm_reverse", ("scale",))):
+        for name in names:
+            monkeypatch.setitem(registry.MIRRORS, (key, f"invalid-spec:{name}:rank"),
+                                lambda fn, *a, _n=names, **k: no_partial(fn, a, k, _n))
+    assert "mismatch" in verdicts()["layer_norm_reverse"] + verdicts()["rms_norm_reverse"]
+    monkeypatch.undo()
+
+    # mutant 5: p_norm_grad's x_grad always out_grad's attr (no -1 inserted where the ranks differ)
+    def as_out_grad(fn, *a, **k):  # type: ignore[no-untyped-def]
+        grad = argument(fn, a, k, "out_grad")
+        same = DistAttr.make(grad.dims_mapping, frozenset(), grad.mesh)
+        return SpmdResult.make(inputs=(same, same, same), outputs=(same,))
+
+    for check in ("invalid-spec:out:rank", "invalid-spec:out_grad:rank", "invalid-spec:out_grad:length"):
+        monkeypatch.setitem(registry.MIRRORS, ("p_norm_grad", check), as_out_grad)
+    assert "mismatch" in verdicts()["p_norm_grad"]

@@ -308,3 +308,18 @@ def norm_forward_first_kept(fn: Callable[..., Any], args: tuple[Any, ...], kwarg
     answered = result.inputs[0]
     return SpmdResult.make(inputs=(DistAttr.make(given, answered.partial_dims, answered.mesh), *result.inputs[1:]),
                            outputs=tuple(result.outputs))
+
+
+def with_vector_stand_ins(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                          names: tuple[str, ...]) -> Any:
+    """``fn``'s answer with each spec argument of ``names`` not of rank 1 replaced by a replicated
+    rank-1 spec on its mesh, its partial status kept: for rules that read only such a tensor's mesh
+    (and partial status) and answer ``[-1]`` for it whatever its rank."""
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    for name in names:
+        value = bound.arguments.get(name)
+        if isinstance(value, DistTensorSpec) and value.mesh is not None and len(value.shape) != 1:
+            size = value.shape[-1] if value.shape else 1
+            bound.arguments[name] = DistTensorSpec((size,), (-1,), value.mesh, value.partial_dims)
+    return fn(*bound.args, **bound.kwargs)

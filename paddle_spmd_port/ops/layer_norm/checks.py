@@ -44,6 +44,10 @@ UNREAD = {"layer_norm_reverse": ("x", "scale", "bias"), "layer_norm": ("scale", 
 FIRST_KEPT = {"layer_norm_reverse": ("out", "mean", "variance"),
               "layer_norm_grad": ("x", "mean", "variance", "out_grad")}
 
+#: The rule keys that read scale's and bias's mesh and partial status alone, answering [-1] for them
+#: whatever their rank: their other ranks are mirrored.
+VECTORS_ANY_RANK = ("layer_norm_reverse",)
+
 #: The port's refusals beyond Paddle's layer_norm and fast_ln rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = StrictnessNotes((
     *unread_strictness("layer_norm", UNREAD, {**FIRST_KEPT, "layer_norm": ("x",)}),
@@ -54,6 +58,11 @@ STRICTNESS = StrictnessNotes((
                families=("layer_norm",)),
     Strictness("invalid-spec:x:rank", "x of rank 0, or beyond the notation's letters", "varies", "unmeasured",
                families=("layer_norm", "fast_ln")),
+    *(Strictness(f"invalid-spec:{name}:rank", f"{name} of another rank than 1; the reverse rule reads only its mesh "
+                 "and partial status and answers [-1] for it (a mapping of the wrong length), the forward rule "
+                 "raises (its own check)", "varies", "inexpressible", "the op takes scale and bias flattened to 1-D",
+                 mirror_keys=VECTORS_ANY_RANK, families=("layer_norm",))
+      for name in ("scale", "bias")),
     Strictness("invalid-spec:*:rank", "scale, bias, mean or variance of another rank than the rule's answer has; "
                "Paddle answers a mapping of the wrong length for it", "answers", "inexpressible",
                "the op makes mean and variance itself, and takes scale and bias flattened to 1-D",

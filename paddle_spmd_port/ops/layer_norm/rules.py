@@ -55,9 +55,16 @@ from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
 from ...types import DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import RuleFn, rule
-from ..kit.strictness import argument, mirror, norm_forward_first_kept, unread_mirrors
+from ..kit.strictness import (
+    argument,
+    mirror,
+    mirror_via,
+    norm_forward_first_kept,
+    unread_mirrors,
+    with_vector_stand_ins,
+)
 from ..kit.tensor import RuleInput
-from .checks import FIRST_KEPT, UNREAD, ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
+from .checks import FIRST_KEPT, UNREAD, VECTORS_ANY_RANK, ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
 
 
 @lru_cache(maxsize=256)
@@ -198,3 +205,9 @@ def layer_norm_mirror_x_duplicate(fn: RuleFn, *args: Any, **kwargs: Any) -> Spmd
 #: The mirror policy's answers to the malformed mappings of inputs a rule never reads
 #: (:data:`.checks.UNREAD`) or merges (:data:`.checks.FIRST_KEPT`).
 MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__, FIRST_KEPT)
+#: The mirror policy's answers to scale and bias of another rank (:data:`.checks.VECTORS_ANY_RANK`).
+MIRRORED_VECTORS = tuple(
+    mirror_via(key, f"invalid-spec:{name}:rank",
+               lambda fn, *args, **kwargs: with_vector_stand_ins(fn, args, kwargs, ("scale", "bias")),
+               f"{key}: {name} read for its mesh alone; :func:`with_vector_stand_ins`.", __name__)
+    for key in VECTORS_ANY_RANK for name in ("scale", "bias"))

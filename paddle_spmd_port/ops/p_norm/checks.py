@@ -65,6 +65,15 @@ STRICTNESS = StrictnessNotes((
                "reads out's mapping against that rank's notation, the grad rule never reads out", "varies",
                "inexpressible", "the op makes out itself, of the rank x, axis, keepdims and asvector give",
                mirror_keys=("p_norm_grad",), families=("p_norm",)),
+    Strictness("invalid-spec:out_grad:rank", "out_grad of another rank than x, keepdims and asvector imply; the grad "
+               "rule answers out_grad's mapping, with -1 inserted at the reduced axes where out_grad's rank differs "
+               "from x's (past the end of the mapping: undefined behaviour)", "varies", "inexpressible",
+               "the op makes out itself, of the rank x, axis, keepdims and asvector give",
+               mirror_keys=("p_norm_grad",), families=("p_norm",)),
+    Strictness("invalid-spec:out_grad:length", "out_grad's dims_mapping of another length than its rank; the grad "
+               "rule answers that mapping, with -1 inserted at the reduced axes where out_grad's rank differs from "
+               "x's (past the end of the mapping: undefined behaviour)", "varies", "inexpressible", PLACEMENTS,
+               mirror_keys=("p_norm_grad",), families=("p_norm",)),
     Strictness("invalid-spec:*:rank", "out or out_grad of another rank than x, keepdims and asvector imply; "
                "Paddle's rule reads its mapping against that rank's notation", "varies", "inexpressible",
                "the op makes out itself, of the rank x, axis, keepdims and asvector give", families=("p_norm",)),

@@ -47,7 +47,6 @@ The port's own checks (Paddle accepts garbage or crashes) are :mod:`.checks`'.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, cast
 
 from ...errors import InvalidSpecError
@@ -56,7 +55,7 @@ from ...types import DimsMapping, DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import RuleFn, rule
 from ..kit.strictness import argument, call_with, mirror, mirror_via
 from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
-from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
+from .checks import forward_inputs, grad_inputs, out_rank, reduced_axes, reverse_inputs
 
 #: frozenset({d}) per mesh dim d: a one-axis reduction's partial set, shared (no set built per call)
 _ONE_DIM = tuple(frozenset((d,)) for d in range(16))
@@ -243,20 +242,44 @@ _UNREAD_MIRRORS = (
 )
 
 
-@mirror("p_norm_grad", "invalid-spec:out:rank")
-def p_norm_grad_mirror_out_rank(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
-    """Grad, out of the wrong rank: the rule never reads out, so the answer is the rule's with out as a
-    replicated spec shaped like out_grad (whose rank the checks then hold to what the rule needs)."""
-    grad = argument(fn, args, kwargs, "out_grad")
-    if not isinstance(grad, DistTensorSpec) or grad.mesh is None:
-        raise InvalidSpecError("out_grad is no spec on a mesh: no answer to mirror", kind="invalid-spec:out:rank")
-    stand_in = DistTensorSpec(grad.shape, (-1,) * len(grad.shape), grad.mesh)
-    return _x_unread(fn, ("x",), (), {**_bound(fn, args, kwargs), "out": stand_in})
+def p_norm_grad_mirror_ranks(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """Grad, out or out_grad of another rank than x, keepdims and asvector imply, or out_grad's mapping
+    of another length than its rank: the rule never reads out, and answers out_grad's mapping as
+    given (partial cleared) where out_grad's rank (its shape's) is x's, else that mapping with -1
+    inserted at each reduced axis, ascending. The other checks run with stand-ins of the rank the rule
+    wants; an insertion past the end of the mapping (undefined behaviour in Paddle), a co-shard or a
+    partial dim outside the mesh is refused."""
+    x, out, grad, axis, keepdims, asvector = (argument(fn, args, kwargs, n)
+                                              for n in ("x", "out", "out_grad", "axis", "keepdims", "asvector"))
+    if not isinstance(x, DistTensorSpec) or not isinstance(grad, DistTensorSpec) or grad.mesh is None \
+            or grad.coshard or any(not 0 <= p < grad.mesh.ndim for p in grad.partial_dims):
+        raise InvalidSpecError("out_grad: no spec on a mesh, a co-shard or a partial dim outside the mesh beside "
+                               "its rank or length: no answer to mirror", kind="invalid-spec:out_grad")
+    want = (1,) * out_rank(len(x.shape), bool(keepdims), bool(asvector))
+    out_mesh = out.mesh if isinstance(out, DistTensorSpec) and out.mesh is not None else grad.mesh
+    call_with(fn, args, kwargs, out=DistTensorSpec(want, (-1,) * len(want), out_mesh),  # the other checks
+              out_grad=DistTensorSpec(want, (-1,) * len(want), grad.mesh))
+    same = DistAttr.make(grad.dims_mapping, _NONE, grad.mesh)
+    x_attr = same
+    if len(x.shape) != len(grad.shape):
+        mapping = list(grad.dims_mapping)
+        # a 0-D x reduces [axis] unless asvector (nothing the valid rule ever inserts into)
+        axes = (axis,) if not x.shape and not asvector else reduced_axes(len(x.shape), axis, bool(asvector))
+        for a in axes:
+            if not 0 <= a <= len(mapping):
+                raise InvalidSpecError(f"out_grad: Paddle's grad rule inserts at axis {a}, outside out_grad's "
+                                       f"{len(mapping)}-entry mapping (undefined behaviour): no answer to mirror",
+                                       kind="invalid-spec:out_grad")
+            mapping.insert(a, -1)
+        x_attr = DistAttr.make(tuple(mapping), _NONE, grad.mesh)
+    return SpmdResult.make(inputs=(x_attr, same, same), outputs=(x_attr,))
 
 
-def _bound(fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The call's arguments by name (defaults applied)."""
-    return {name: argument(fn, args, kwargs, name) for name in inspect.signature(fn).parameters}
+_RANK_MIRRORS = tuple(mirror_via("p_norm_grad", check, p_norm_grad_mirror_ranks,
+                                 "out or out_grad of another rank, or out_grad's mapping of another length: "
+                                 ":func:`p_norm_grad_mirror_ranks`.", __name__)
+                      for check in ("invalid-spec:out:rank", "invalid-spec:out_grad:rank",
+                                    "invalid-spec:out_grad:length"))
 
 
 def p_norm_grad_mirror_out_grad(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:

@@ -65,8 +65,8 @@ from ...errors import InvalidSpecError
 from ...notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
 from ...types import DimsMapping, DistAttr, DistTensorSpec, SpmdResult, mesh_dims_of
 from ..kit.checks import RuleFn, rule
-from ..kit.strictness import mirror, norm_forward_first_kept, unread_mirrors
-from .checks import FIRST_KEPT, UNREAD, rms_forward_inputs, rms_grad_inputs, rms_reverse_inputs
+from ..kit.strictness import mirror, mirror_via, norm_forward_first_kept, unread_mirrors, with_vector_stand_ins
+from .checks import FIRST_KEPT, UNREAD, VECTORS_ANY_RANK, rms_forward_inputs, rms_grad_inputs, rms_reverse_inputs
 
 _INF = float("inf")
 
@@ -238,3 +238,9 @@ def rms_norm_mirror_x_duplicate(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdRe
 #: The mirror policy's answers to the malformed mappings of inputs a rule never reads
 #: (:data:`.checks.UNREAD`) or merges (:data:`.checks.FIRST_KEPT`).
 MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__, FIRST_KEPT)
+#: The mirror policy's answers to a scale of another rank (:data:`.checks.VECTORS_ANY_RANK`).
+MIRRORED_VECTORS = tuple(
+    mirror_via(key, "invalid-spec:scale:rank",
+               lambda fn, *args, **kwargs: with_vector_stand_ins(fn, args, kwargs, ("scale",)),
+               f"{key}: scale read for its mesh alone; :func:`with_vector_stand_ins`.", __name__)
+    for key in VECTORS_ANY_RANK)
