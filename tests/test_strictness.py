@@ -85,8 +85,8 @@ def test_mirror_answers_what_the_declaration_names_and_refuses_the_rest_with_why
     answer = rule_function("p_norm", policy="mirror")(x, axis=5)
     assert answer == get_spmd_rule("p_norm", policy="mirror").infer_forward(x, axis=5)
     assert list(answer.outputs[0].dims_mapping) == [0, 1, -1] and not answer.outputs[0].partial_dims
-    with pytest.raises(InvalidSpecError, match=r"mirror policy: not mirrored"):  # out of fewer axes: read past
-        rule_function("p_norm_reverse", policy="mirror")(x, DistTensorSpec((4, 6), (0, 1), mesh), axis=5)
+    with pytest.raises(InvalidSpecError, match=r"mirror policy: not mirrored"):  # out of more axes: read past
+        rule_function("p_norm_reverse", policy="mirror")(x, DistTensorSpec((4, 6, 8, 2), (0, 1, -1, -1), mesh), axis=5)
     with pytest.raises(InvalidSpecError, match=r"not mirrored: Paddle's rule varies on it; the port does not model"):
         rule_function("p_norm", policy="mirror")(DistTensorSpec((4, 6), (0, 5), mesh))
     doubled = rule_function("p_norm", policy="mirror")(DistTensorSpec((4, 6, 8), (0, -1, 0), mesh), axis=1)
@@ -291,22 +291,23 @@ def test_an_input_wrongly_declared_unread_is_caught() -> None:
 
 #: The rules whose mirrors answer malformed mappings of inputs they never read (replicated stand-ins)
 #: or merge (a repeated mesh dim kept on its first axis), the forward rules' x answered as given,
-#: scale / bias of another rank (read for their mesh alone), p_norm_grad's out / out_grad of another rank.
+#: scale / bias of another rank (read for their mesh alone), p_norm_grad's out / out_grad of another rank,
+#: p_norm_reverse's out of another rank or read against x's notation (an out-of-range axis).
 MERGE_RULES = ("layer_norm", "layer_norm_reverse", "layer_norm_grad", "rms_norm", "rms_norm_reverse", "fast_ln",
-               "fast_ln_grad", "p_norm_grad")
+               "fast_ln_grad", "p_norm_grad", "p_norm_reverse")
 
 
 def _mapping_pool(seed: int, n: int = 800) -> list[Case]:
     """Random mode's draws (seeded) of MERGE_RULES that the strict port refuses for a malformed mapping
-    (a repeated mesh dim, the wrong length, a mesh dim the mesh lacks) or a tensor's rank the mirror
-    policy declares it answers for that rule."""
+    (a repeated mesh dim, the wrong length, a mesh dim the mesh lacks), a tensor's rank or an axis the
+    mirror policy declares it answers for that rule."""
     from paddle_spmd_port.parity.random_cases import random_cases
 
     pool = []
     for rule in MERGE_RULES:
         for case in random_cases(rule, n, seed):
             err = port_outcome(case).error
-            if err is None or err.kind.rsplit(":", 1)[-1] not in ("duplicate", "length", "mesh-dim", "rank"):
+            if err is None or err.kind.rsplit(":", 1)[-1] not in ("duplicate", "length", "mesh-dim", "rank", "axis"):
                 continue
             decl = strictness_of(rule, err.kind)
             if decl is not None and rule in decl.mirror_keys:
@@ -327,8 +328,8 @@ def test_mirror_equals_paddle_on_malformed_mappings_and_mutants_are_caught(monke
     """Every answer the mirror policy gives to these refusals equals Paddle's (on the rule's primary
     native route), on every rule of MERGE_RULES; mutants -- the forward rules' x answered as merged,
     the grads' repeated mesh dim kept on its last axis, the merge-conflict guard removed, scale /
-    bias stand-ins without their partial status, p_norm_grad's x_grad always out_grad's attr --
-    differ from Paddle on some case."""
+    bias stand-ins without their partial status, p_norm_grad's x_grad always out_grad's attr,
+    p_norm_reverse's short out padded at the front -- differ from Paddle on some case."""
     pytest.importorskip("paddle")
     from paddle_spmd_port.ops.kit import strictness
     from paddle_spmd_port.ops.kit.strictness import argument
@@ -399,3 +400,18 @@ def test_mirror_equals_paddle_on_malformed_mappings_and_mutants_are_caught(monke
     for check in ("invalid-spec:out:rank", "invalid-spec:out_grad:rank", "invalid-spec:out_grad:length"):
         monkeypatch.setitem(registry.MIRRORS, ("p_norm_grad", check), as_out_grad)
     assert "mismatch" in verdicts()["p_norm_grad"]
+    monkeypatch.undo()
+
+    # mutant 6: a shorter out read with its entries on the last letters of the notation, not the first
+    from paddle_spmd_port.ops.p_norm import rules as p_norm_rules
+
+    real_pad = p_norm_rules._padded_out
+
+    def front(out, length, kind):  # type: ignore[no-untyped-def]
+        padded = real_pad(out, length, kind)
+        short = len(out.dims_mapping)
+        return DistTensorSpec(padded.shape, padded.dims_mapping[short:] + padded.dims_mapping[:short], padded.mesh,
+                              padded.partial_dims)
+
+    monkeypatch.setattr(p_norm_rules, "_padded_out", front)
+    assert "mismatch" in verdicts()["p_norm_reverse"]

@@ -157,19 +157,44 @@ def p_norm_mirror_axis(fn: RuleFn, x: DistTensorSpec, porder: float = 2.0, axis:
 def p_norm_reverse_mirror_axis(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0, axis: int = -1,
                                epsilon: float = 1e-12, keepdims: bool = False,
                                asvector: bool = False) -> SpmdResult:
-    """Reverse: out is read with x's notation, so x takes out's mapping; an out of fewer axes than x
-    is read past its end (Paddle answers from memory it never set): refused."""
+    """Reverse: out is read with x's notation, so x takes out's mapping (:func:`_padded_out`: -1 past
+    the end of a shorter one; a longer one is refused)."""
     _no_axis_reduced(axis, asvector)
-    if isinstance(out, DistTensorSpec) and isinstance(x, DistTensorSpec) and len(out.shape) != len(x.shape):
-        raise InvalidSpecError(f"axis={axis} reduces no axis, so Paddle's reverse rule reads out as of x's rank "
-                               f"{len(x.shape)}, past the end of out's {len(out.shape)}: no answer to mirror",
-                               kind="invalid-spec:axis")
-    tx, to = reverse_inputs(x, out, (porder, -1, epsilon, True, asvector))  # keepdims: out of x's rank
+    read = out
+    if isinstance(out, DistTensorSpec) and isinstance(x, DistTensorSpec):
+        read = _padded_out(out, len(x.shape), "invalid-spec:axis")
+    tx, to = reverse_inputs(x, read, (porder, -1, epsilon, True, asvector))  # keepdims: out of x's rank
     result = SpmdResult.make(inputs=(tx.attr(to.dims_mapping),),
                              outputs=(DistAttr.make(out.dims_mapping, to.partial_dims, to.mesh),))
     if to.mesh is not tx.mesh and on_meshes_of_other_ndim(tx, to):
         require_mesh_dims_exist(result, (("x", tx), ("out", to)), tx, (to,))
     return result
+
+
+def _padded_out(out: DistTensorSpec, length: int, kind: str) -> DistTensorSpec:
+    """out as Paddle's reverse rule reads it against a notation of ``length`` letters: its merge walks
+    out's mapping, giving the i-th letter the i-th entry, so letters past the end of a shorter mapping
+    take -1; a longer one gives entries past the notation's end (an empty letter, then an out-of-range
+    substring): refused. The spec returned has ``length`` axes of size 1 and out's mesh and partial
+    status (the reverse rule reads mappings only)."""
+    mapping = out.dims_mapping
+    if len(mapping) > length:
+        raise InvalidSpecError(f"out's {len(mapping)}-entry mapping is longer than the {length} axes Paddle's reverse "
+                               "rule reads it against: no answer to mirror", kind=kind)
+    return DistTensorSpec((1,) * length, tuple(mapping) + (-1,) * (length - len(mapping)), out.mesh,
+                          out.partial_dims)
+
+
+@mirror("p_norm_reverse", "invalid-spec:out:rank")
+def p_norm_reverse_mirror_out_rank(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0,
+                                   axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
+                                   asvector: bool = False) -> SpmdResult:
+    """Reverse, out of another rank than x, keepdims and asvector imply: its mapping read against the
+    notation of that rank (:func:`_padded_out`); out answered as given."""
+    want = out_rank(len(x.shape), bool(keepdims), bool(asvector))
+    result = fn(x, _padded_out(out, want, "invalid-spec:out:rank"), porder, axis, epsilon, keepdims, asvector)
+    return SpmdResult.make(inputs=tuple(result.inputs),
+                           outputs=(DistAttr.make(out.dims_mapping, out.partial_dims, result.outputs[0].mesh),))
 
 
 @mirror("p_norm_grad", "invalid-spec:axis")
