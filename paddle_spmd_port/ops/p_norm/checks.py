@@ -51,7 +51,8 @@ STRICTNESS = StrictnessNotes((
                families=("p_norm",)),
     *(Strictness(f"invalid-spec:out:{problem}", f"out's dims_mapping {what}; the reverse rule reads it (Paddle "
                  "merges or copies it), the grad rule never reads out's attr", "varies", "inexpressible", PLACEMENTS,
-                 mirror_keys=("p_norm_grad",), families=("p_norm",))
+                 mirror_keys=("p_norm_reverse", "p_norm_grad") if problem != "length" else ("p_norm_grad",),
+                 families=("p_norm",))
       for problem, what in (("duplicate", "splits two axes along one mesh dim"),
                             ("length", "has another length than out's rank"),
                             ("mesh-dim", "names a mesh dim the mesh lacks"))),

@@ -53,7 +53,7 @@ from ...errors import InvalidSpecError
 from ...notation import merge_axis
 from ...types import DimsMapping, DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import RuleFn, rule
-from ..kit.strictness import argument, call_with, mirror, mirror_via
+from ..kit.strictness import argument, call_with, first_kept, mirror, mirror_via
 from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
 from .checks import forward_inputs, grad_inputs, out_rank, reduced_axes, reverse_inputs
 
@@ -195,6 +195,45 @@ def p_norm_reverse_mirror_out_rank(fn: RuleFn, x: DistTensorSpec, out: DistTenso
     result = fn(x, _padded_out(out, want, "invalid-spec:out:rank"), porder, axis, epsilon, keepdims, asvector)
     return SpmdResult.make(inputs=tuple(result.inputs),
                            outputs=(DistAttr.make(out.dims_mapping, out.partial_dims, result.outputs[0].mesh),))
+
+
+def p_norm_reverse_mirror_out_mapping(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0,
+                                      axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
+                                      asvector: bool = False) -> SpmdResult:
+    """Reverse, out's mapping repeating a mesh dim or naming one the mesh lacks: Paddle merges it (a
+    repeated mesh dim kept on the first axis naming it, :func:`~..kit.strictness.first_kept`) and
+    copies its mesh dims into x's mapping without looking them up; out is answered as given. Refused:
+    a co-shard, a partial dim outside the mesh, out on a mesh of other dims than x's, a repeat on the
+    kept '1' axis (the merge orders that letter first), an unknown mesh dim with asvector (the '1'
+    axes' shared key compares it)."""
+    if not isinstance(out, DistTensorSpec) or not isinstance(x, DistTensorSpec) or out.mesh is None \
+            or x.mesh is None or out.coshard or out.mesh.ndim != x.mesh.ndim \
+            or any(not 0 <= p < out.mesh.ndim for p in out.partial_dims):
+        raise InvalidSpecError("out: a co-shard, a partial dim outside the mesh, or a mesh of other dims than x's "
+                               "beside its malformed mapping: no answer to mirror", kind="invalid-spec:out")
+    ndim = len(x.shape)
+    kept = first_kept(out).dims_mapping
+    inside = tuple(m if isinstance(m, int) and -1 <= m < out.mesh.ndim else -1 for m in kept)
+    one_axis = not asvector and ndim > 0
+    a = axis + ndim if axis < 0 else axis
+    if asvector and inside != kept or one_axis and keepdims and 0 <= a < len(kept) and kept[a] != out.dims_mapping[a]:
+        raise InvalidSpecError("out: a repeated mesh dim on the kept '1' axis, or an unknown mesh dim on the shared "
+                               "'1' axes of asvector: no answer to mirror", kind="invalid-spec:out")
+    result = fn(x, DistTensorSpec(out.shape, inside, out.mesh, out.partial_dims), porder, axis, epsilon, keepdims,
+                asvector)
+    answered = result.inputs[0]
+    x_mapping = answered.dims_mapping
+    if one_axis:
+        x_mapping = kept[:a] + (-1,) + kept[a + 1:] if keepdims else kept[:a] + (-1,) + kept[a:]
+    return SpmdResult.make(inputs=(DistAttr.make(tuple(x_mapping), answered.partial_dims, answered.mesh),),
+                           outputs=(DistAttr.make(out.dims_mapping, out.partial_dims, out.mesh),))
+
+
+_OUT_MAPPING_MIRRORS = tuple(
+    mirror_via("p_norm_reverse", f"invalid-spec:out:{problem}", p_norm_reverse_mirror_out_mapping,
+               "out's malformed mapping read as Paddle's merge reads it: :func:`p_norm_reverse_mirror_out_mapping`.",
+               __name__)
+    for problem in ("duplicate", "mesh-dim"))
 
 
 @mirror("p_norm_grad", "invalid-spec:axis")
