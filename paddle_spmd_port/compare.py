@@ -19,6 +19,10 @@ Classes::
                           valid) the case is port-rejects-invalid instead: unreadable garbage is
                           what Paddle does with input it does not validate, as a malformed answer is
     unreachable           the native backend cannot express this case (or this Paddle has no such rule)
+    native-varies         Paddle answered an input invalid for its op differently in two fresh processes
+                          (the outcome's ``varies``: it read memory it never set); both answers are kept.
+                          Neither is held against the port, so it is no mismatch and no flip between runs:
+                          compared (no answer is owed to an input the op refuses), never a finding
     not-run               the native backend gave no answer: unavailable here, timed out, interrupted
     release-lacks         the route says this Paddle release lacks the rule (or what the case needs, e.g.
                           co-shards) and the release's profile declares exactly that (releases.py; set by
@@ -41,13 +45,14 @@ from .types import DistAttr, SpmdResult, mesh_dims_of
 from .validity import input_problem
 
 CLASSES = ("match", "both-raise-same", "port-rejects-invalid", "native-crash", "undecodable", "unreachable",
-           "not-run", "release-lacks", "known-difference", "mismatch")
+           "not-run", "release-lacks", "known-difference", "native-varies", "mismatch")
 
 #: The classes in which Paddle's side was actually held against the port's: an answer, an error,
 #: or a crash the port predicted (it rejects the input as invalid), or a difference the release
 #: profile explains. A case is *compared* when at least one native route gave one of these
 #: (``release-lacks`` is not among them: a rule the release does not have is never counted as compared).
-COMPARED = frozenset({"match", "both-raise-same", "port-rejects-invalid", "known-difference", "mismatch"})
+COMPARED = frozenset({"match", "both-raise-same", "port-rejects-invalid", "known-difference", "native-varies",
+                      "mismatch"})
 
 #: The ``port-rejects-invalid`` cases counted apart by what Paddle's *op* does with the input, as the
 #: refusal's strictness declaration says (docs/strictness.md): the op refuses it too, no program can
@@ -154,6 +159,8 @@ def compare(spec: RuleSpec, port: Outcome, native: Outcome, input_invalid: bool 
         return _plain("not-run", n, 0)
     if native.unreachable is not None:
         return _plain("unreachable", n, 0)
+    if native.varies is not None:
+        return _plain("native-varies", n, 0)
     if native.undecodable is not None:
         if port.error is not None and port.error.port_invalid and input_invalid is not False:
             return _plain("port-rejects-invalid", n, 0)

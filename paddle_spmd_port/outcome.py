@@ -94,6 +94,10 @@ class Outcome:
     raw: str | None = None
     """The raw answer that could not be read (a reply line, or the text of Paddle's objects), at
     most :data:`RAW_KEPT` characters."""
+    varies: Outcome | None = None
+    """Another run's outcome of the same case, in a fresh process, that differs from this one: Paddle
+    answered from memory it never set (set by the native pool's re-run, :func:`native.pool.run_native`;
+    both answers are kept, the first run's in the other fields)."""
 
     @property
     def status(self) -> str:
@@ -109,7 +113,7 @@ class Outcome:
             return "error"
         return "result"
 
-    def __str__(self) -> str:
+    def _text(self) -> str:
         if self.not_run is not None:
             return f"not run: {self.not_run}"
         if self.crash is not None:
@@ -121,6 +125,10 @@ class Outcome:
         if self.error is not None:
             return f"raises {self.error}"
         return _result_text(self.result)
+
+    def __str__(self) -> str:
+        text = self._text()
+        return text if self.varies is None else f"{text} || another run: {self.varies._text()}"
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"status": self.status}
@@ -138,6 +146,8 @@ class Outcome:
         if self.undecodable is not None:
             data["undecodable"] = self.undecodable
             data["raw"] = self.raw
+        if self.varies is not None:
+            data["varies"] = self.varies.to_json()
         return data
 
     @classmethod
@@ -152,6 +162,7 @@ class Outcome:
             not_run=data.get("not_run"),
             undecodable=data.get("undecodable"),
             raw=data.get("raw"),
+            varies=cls.from_json(data["varies"]) if "varies" in data else None,
         )
 
     @classmethod

@@ -55,7 +55,8 @@ from .outcome import Outcome
 from .types import DistAttr, mesh_dims_of
 
 #: Verdicts that are not differences at all: nothing to explain.
-AGREEING = frozenset({"match", "both-raise-same", "port-rejects-invalid"})
+#: (native-varies: Paddle's two answers differ, neither is held against the port, so no profile explains it)
+AGREEING = frozenset({"match", "both-raise-same", "port-rejects-invalid", "native-varies"})
 
 # --------------------------------------------------------------------------- matchers
 # A matcher decides whether one native outcome is the one a known difference predicts.

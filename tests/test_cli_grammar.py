@@ -234,3 +234,30 @@ def test_a_tool_has_one_prefix_however_its_parser_names_it(prog: str) -> None:
 
     assert prefix(prog) == "paddle_spmd_port fuzz"
     assert prefix("python -m paddle_spmd_port parity") == prefix("parity") == "paddle_spmd_port parity"
+
+
+@pytest.mark.parametrize("in_a_group", [False, True])
+def test_a_positional_with_a_name_per_value_is_helped_and_refused_in_one_line(
+        in_a_group: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    """``nargs=2, metavar=("OLD", "NEW")``: argparse (Python 3.11) raised formatting its help line
+    and joining its "required" error; the shared parser answers both (exit 0 / exit 2, one line)."""
+    from paddle_spmd_port.runctl.command import run_command
+    from paddle_spmd_port.runctl.grammar import ArgumentParser
+
+    def body(argv: list[str]) -> int:
+        ap = ArgumentParser(prog="tool")
+        where = ap.add_argument_group("reports") if in_a_group else ap
+        where.add_argument("pair", nargs=2, metavar=("OLD", "NEW"), help="the two")
+        ap.parse_args(argv)
+        return EXIT_OK
+
+    assert run_command("tool", lambda: body(["--help"])) == EXIT_OK
+    out, err = capsys.readouterr()
+    assert not err and "usage: tool [-h] [--version] OLD NEW\n" in out and "\n  OLD NEW     the two\n" in out, out
+    for argv in ([], ["a"]):
+        assert run_command("tool", lambda: body(argv)) == EXIT_USAGE  # noqa: B023 (called at once)
+        out, err = capsys.readouterr()
+        assert not out and err == "paddle_spmd_port tool: error: the following arguments are required: OLD NEW " \
+                                  "(see --help)\n", err
+    assert run_command("tool", lambda: body(["a", "b", "c"])) == EXIT_USAGE
+    assert "unrecognized arguments: c" in capsys.readouterr().err

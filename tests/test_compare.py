@@ -141,8 +141,38 @@ def test_extra_attr_beyond_the_signature_is_a_mismatch():
 def test_only_answers_errors_and_predicted_crashes_count_as_compared():
     from paddle_spmd_port.compare import CLASSES, COMPARED
 
-    assert COMPARED == {"match", "both-raise-same", "port-rejects-invalid", "known-difference", "mismatch"}
+    assert COMPARED == {"match", "both-raise-same", "port-rejects-invalid", "known-difference", "native-varies",
+                        "mismatch"}
     assert set(CLASSES) - COMPARED == {"native-crash", "undecodable", "unreachable", "not-run", "release-lacks"}
+
+
+def test_a_native_answer_that_varies_is_its_own_class_with_both_answers_never_a_mismatch():
+    """Two runs of one case that answered differently (Paddle read memory it never set) are
+    *native-varies* whatever either answer is: as the port's own answer or as another, never a mismatch;
+    both answers stay in the outcome's text and JSON. A mutant compare that ignores ``varies`` calls the
+    second pair a mismatch."""
+    case, port = _first_answer()
+    res = port.result
+    other = Outcome(result=dataclasses.replace(res, outputs=res.outputs[:-1]))
+    for first, second in ((port, other), (other, port)):
+        both = dataclasses.replace(first, varies=second)
+        cmp = compare(case.spec, port, both)
+        assert cmp.verdict == "native-varies" and not cmp.diffs
+        assert str(second) in str(both) and str(first) in str(both)
+        assert Outcome.from_json(both.to_json()) == both
+    assert compare(case.spec, port, other).verdict == "mismatch"  # the same answer alone: a mismatch
+
+
+def test_two_runs_outcome_is_the_same_whichever_ran_first():
+    """The pool's merge of a case's two runs (native/pool.py: varied): equal runs give the outcome
+    itself; different ones the same pair in either order; a second run that gave no answer adds nothing."""
+    from paddle_spmd_port.native.pool import varied
+
+    case, port = _first_answer()
+    other = Outcome(crash="signal 11 (SIGSEGV)")
+    assert varied(port, port) is port
+    assert varied(port, other) == varied(other, port) and varied(port, other).varies is not None
+    assert varied(port, Outcome(not_run="interrupted")) is port
 
 
 def test_an_undecodable_native_answer_is_uncompared_and_never_a_match_or_a_mismatch():

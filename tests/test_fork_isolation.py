@@ -199,9 +199,13 @@ def test_the_pool_works_out_once_which_cases_share_a_child_and_the_worker_only_r
     assert len(asked) == len(set(asked)) > 0, "a case asked twice"
     prone = pool.isolates("registry")
     assert prone is not None
-    expected = [(worker.SHARE if crash_prone.refused_by_every_rule(cases[i]) else worker.ISOLATE) if prone(cases[i])
-                else worker.RUN_HERE for i in order]
-    assert isolate == expected and {worker.SHARE, worker.ISOLATE, worker.RUN_HERE} <= set(isolate)
+    expected = [(worker.SHARE if crash_prone.refused_by_every_rule(cases[i]) and not pool.garbage_prone(cases[i])
+                 else worker.ISOLATE) if prone(cases[i]) else worker.RUN_HERE for i in order]
+    assert isolate == expected and {worker.ISOLATE, worker.RUN_HERE} <= set(isolate)
+    # an input invalid for its op runs alone, whatever every rule does with it: what Paddle answers it from
+    # unset memory must not depend on the cases before it in a shared child
+    assert not [i for i, b in zip(order, isolate, strict=True) if b == worker.SHARE and pool.garbage_prone(cases[i])]
+    assert any(crash_prone.refused_by_every_rule(cases[i]) for i in order)  # the sample holds such inputs
 
     seen: dict[str, tuple[bool, bool]] = {}
 
@@ -216,3 +220,46 @@ def test_the_pool_works_out_once_which_cases_share_a_child_and_the_worker_only_r
     mine, bytes_ = pickle.loads(pool.slice_payload([cases[i] for i in order][start:stop], isolate[start:stop]))
     worker._stream_many(Backend(), mine, 0, len(mine), io.BytesIO(), 0, bytes_)
     assert [seen[c.case_id] for c in mine] == [(b != worker.RUN_HERE, b == worker.SHARE) for b in isolate[start:stop]]
+
+
+def raising_run(case: Case) -> Outcome:
+    """``bug-*`` cases raise (an exception of our own code in the child, not a crash of Paddle's)."""
+    if case.case_id.startswith("bug"):
+        raise KeyError("planted fault in the child")
+    return Outcome(unreachable="fine")
+
+
+def _shared(case: Case) -> bool:
+    return True
+
+
+@pytest.mark.parametrize("server", [False, True], ids=["own-children", "fork-server"])
+@pytest.mark.parametrize("share", [False, True], ids=["a-child-each", "shared-child"])
+def test_a_childs_own_exception_is_raised_here_not_a_crash_outcome(server, share, request):
+    # (before: the child's exit code 3 came back as Outcome(crash="exit code 3"), a crash of Paddle's)
+    if server:
+        request.getfixturevalue("fork_server")
+    cases = [_case("ok-1"), _case("bug-1"), _case("ok-2")]
+    got = []
+    with pytest.raises(_fork.ChildFailed, match="a forked child's own code raised KeyError: 'planted fault in the "
+                                                 "child'") as raised:
+        for outcome in _fork.run_isolating(cases, raising_run, _always, isolated=raising_run,
+                                           may_share=_shared if share else None):
+            got.append(outcome)
+    assert got == [Outcome(unreachable="fine")]  # the case before it answered; nothing after it
+    assert 'raise KeyError("planted fault in the child")' in str(raised.value.__cause__)
+
+
+def test_a_fork_servers_own_exception_is_raised_here_not_left_unseen():
+    # (before: the zygote ended, and the worker forked its children itself from then on, the error unseen)
+    def prepare() -> None:
+        raise KeyError("planted fault in the fork server")
+
+    server = _fork.ForkServer(prepare=prepare)
+    try:
+        with pytest.raises(_fork.ChildFailed, match="KeyError: 'planted fault in the fork server'"):
+            list(server.run_many(damaging_run, [[_case("v")], [_case("w")]]))
+    finally:
+        os.close(server._requests)
+        os.waitpid(server.pid, 0)
+        os.close(server._replies)

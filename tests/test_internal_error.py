@@ -2,8 +2,11 @@
 
 Each test runs a command in a subprocess through a small driver that first replaces one function of
 ours with one that raises after a few calls (a planted bug: in a native slice thread decoding
-answers, in the background group, in the main thread's comparison, in the oracle's judging, while a
-launch's ranks run, while a mutant's judging run goes, while compat-test's runners run). Checked:
+answers, in the background group, in the main thread's comparison, in the oracle's judging and its
+search, while a launch's ranks run, while a mutant's judging run goes, while compat-test's runners
+run, in the fuzz's judging, in the baseline diff's re-runs, the saver, the report writer); a bug in a
+child process of the run (a native worker's own loop, a forked child, a compat runner) is planted by
+a ``sitecustomize`` on the run's PYTHONPATH, which picks the child by its command line. Checked:
 exit 4; exactly one line on stderr, naming the exception, the file its traceback was saved in and
 the partial report where a signal writes one (and no traceback); that report there, its first
 line ``INTERRUPTED by an internal error (...)``; no process of the run left (every process that
@@ -19,6 +22,7 @@ unavailable" (exit 3).
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -154,16 +158,24 @@ cli.run_backend = run_backend
 
 
 def run_with_fault(tmp_path: Path, fault: str, argv: list[str], error: str = "KeyError",
-                   timeout: float = 240) -> tuple[subprocess.CompletedProcess, Path]:
+                   timeout: float = 240, children: str = "") -> tuple[subprocess.CompletedProcess, Path]:
     """Run ``python -m paddle_spmd_port ARGV`` (``fault`` may run the command itself) with ``fault``
-    planted; wait until no process of the run is left. Returns the result and the run's TMPDIR."""
+    planted; wait until no process of the run is left. Returns the result and the run's TMPDIR.
+    ``children``: a ``sitecustomize`` every Python process of the run imports first (it plants a
+    fault in the run's child processes, picking them by ``sys.orig_argv``)."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     driver = tmp_path / "driver.py"
     driver.write_text(_DRIVER_HEAD + f"REPO = {str(REPO)!r}\nERROR = {error}\n" + textwrap.dedent(fault)
                       + "\nfrom paddle_spmd_port.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    path = [str(REPO)]
+    if children:
+        shim = tmp_path / "shim"
+        shim.mkdir()
+        (shim / "sitecustomize.py").write_text(textwrap.dedent(children))
+        path.insert(0, str(shim))
     token = f"PSP_INTERNAL_ERROR_TEST_{uuid.uuid4().hex}"
-    env = dict(os.environ, PYTHONPATH=str(REPO), TMPDIR=str(tmp), **{token: "1"})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), TMPDIR=str(tmp), **{token: "1"})
     proc = subprocess.run([sys.executable, str(driver), *argv], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
@@ -192,15 +204,17 @@ def assert_one_line(proc: subprocess.CompletedProcess, tmp: Path, command: str, 
     return line
 
 
-def assert_partial_parity(line: str, report_dir: Path, error: str = "KeyError") -> dict:
+def assert_partial_parity(line: str, report_dir: Path, error: str = "KeyError", swept: bool = False) -> dict:
+    """The partial report the line names, ended by the planted error; a group interrupted unless
+    the error came after the sweep (``swept``)."""
     assert f"partial report in {report_dir / 'parity.md'}" in line, line
     head = f"INTERRUPTED by an internal error ({error}: "
     md = (report_dir / "parity.md").read_text()
     assert md.startswith(f"**{head}") and PLANTED in md.splitlines()[0], md[:300]
     data = json.loads((report_dir / "parity.json").read_text())
-    assert data["status"].startswith(head) and not data["complete"], data["status"]
+    assert data["status"].startswith(head) and (swept or not data["complete"]), data["status"]
     states = {t["state"] for t in data["rules"].values()}
-    assert "interrupted" in states, states
+    assert states == {"done"} if swept else "interrupted" in states, states
     assert not [p.name for p in report_dir.iterdir() if p.name.startswith(".")], "temp files in the report dir"
     return data
 
@@ -370,3 +384,278 @@ def test_parity_a_writer_failing_after_the_last_case_rewrites_the_report_as_ende
     assert _compared(data) == 60  # every case was compared before the error
     assert not [p.name for p in report.iterdir() if p.name.startswith(".")], "temp files in the report dir"
     assert saved.is_file() and not [p for p in tmp_path.iterdir() if p.name.startswith(".saved")]
+
+
+#: In a native worker (registry / PIR route), pickling its third distinct outcome raises: a bug in
+#: the worker's own loop, not a crash of Paddle's.
+WORKER_PICKLE = '''
+import os, sys
+if "paddle_spmd_port.native.worker" in sys.orig_argv:
+    from paddle_spmd_port.outcome import Outcome
+    WORKER, calls = os.getpid(), [0]
+    def reduce(self, protocol):
+        if os.getpid() == WORKER:  # (the worker itself, not a forked child)
+            calls[0] += 1
+            if calls[0] > 2:
+                raise KeyError("planted fault after 2 calls")
+        return object.__reduce_ex__(self, protocol)
+    Outcome.__reduce_ex__ = reduce
+'''
+
+#: Every case runs in a forked child (the pool marks them all crash-prone) ...
+ISOLATE_ALL = '''
+from paddle_spmd_port.native import pool
+pool.isolates = lambda backend: (lambda case: True)
+'''
+#: ... and a forked child pickling its outcome raises (the worker's own pickling runs as it is).
+CHILD_PICKLE = '''
+import os, sys
+if "paddle_spmd_port.native.worker" in sys.orig_argv:
+    from paddle_spmd_port.outcome import Outcome
+    WORKER = os.getpid()
+    def reduce(self, protocol):
+        if os.getpid() != WORKER:
+            raise KeyError("planted fault in a forked child")
+        return object.__reduce_ex__(self, protocol)
+    Outcome.__reduce_ex__ = reduce
+'''
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("route", ["registry", "pir"])
+def test_parity_a_native_worker_raising_is_exit_4_not_a_native_crash(tmp_path, route):
+    # (before: each such death was the case's "native crash: exit code 1", a finding about Paddle,
+    # the worker restarted, and after 3 in a row the rest "not run": exit 3)
+    report = tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, "", [
+        "parity", "--quiet", "--rules", "layer_norm", "--backend", route, "--max-cases", "200", "--workers", "1",
+        "--allow-uncompared", "--report-dir", str(report)], children=WORKER_PICKLE)
+    line = assert_one_line(proc, tmp, "parity", "WorkerRaised")
+    assert f"the {route} worker raised KeyError: " in line, line
+    data = assert_partial_parity(line, report, "WorkerRaised")
+    assert all(t["verdicts"]["native-crash"] == 0 for t in data["rules"].values()), data["rules"]
+    saved = next(tmp.iterdir()).read_text()  # (the worker's own traceback, with the line that raised)
+    assert 'raise KeyError("planted fault after 2 calls")' in saved, saved[-2000:]
+
+
+@pytest.mark.native
+def test_parity_a_forked_childs_own_code_raising_is_exit_4_not_a_native_crash(tmp_path):
+    # (before: the child's exit code 3 was the case's "native crash", a finding about Paddle)
+    report = tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, ISOLATE_ALL, [
+        "parity", "--quiet", "--rules", "layer_norm", "--backend", "registry", "--max-cases", "50",
+        "--workers", "1", "--report-dir", str(report)], children=CHILD_PICKLE)
+    line = assert_one_line(proc, tmp, "parity", "WorkerRaised")
+    assert "the registry worker raised " in line, line
+    assert "ChildFailed: a forked child's own code raised KeyError: " in line, line
+    data = assert_partial_parity(line, report, "WorkerRaised")
+    assert all(t["verdicts"]["native-crash"] == 0 for t in data["rules"].values()), data["rules"]
+    assert 'raise KeyError("planted fault in a forked child")' in next(tmp.iterdir()).read_text()
+
+
+#: tools/fuzz.py: its judging fails on the 21st example (a bug of the fuzz's own, not a rule's exception).
+FUZZ_JUDGE = '''
+sys.path.insert(0, REPO + "/tools")
+import fuzz
+_judge = fuzz.judge
+def judge(call):
+    fault(20)
+    return _judge(call)
+fuzz.judge = judge
+sys.exit(fuzz.main(sys.argv[1:]))
+'''
+
+
+@pytest.mark.parametrize("engine", ["random", "hypothesis"])
+def test_fuzz_failing_prints_the_counts_judged_so_far(tmp_path, engine):
+    # (before: exit 4 and its line, but nothing of the 20 examples judged: a signal printed them)
+    out = tmp_path / "counts.json"
+    proc, tmp = run_with_fault(tmp_path, FUZZ_JUDGE, ["--examples", "1000", "--engine", engine, "--json", str(out)])
+    line = assert_one_line(proc, tmp, "fuzz")
+    assert line.endswith("; partial report on stdout)"), line
+    head = f"INTERRUPTED by an internal error (KeyError: '{PLANTED} after 20 calls'): fuzz: 20 of 1,000 examples"
+    assert proc.stdout.startswith(head), proc.stdout[:500]
+    assert "property violations: 0" in proc.stdout
+    assert not out.exists()  # (a part cut short is no part to merge)
+
+
+#: The pool's second run (the baseline diff's re-run of a changed invalid input) raises a RuntimeError of ours.
+RERUN = '''
+from paddle_spmd_port.native import pool
+_run_native = pool.run_native
+def run_native(*args, **kwargs):
+    fault(1, ERROR)
+    return _run_native(*args, **kwargs)
+pool.run_native = run_native
+'''
+
+
+@pytest.mark.native
+def test_parity_the_diffs_re_run_raising_a_runtime_error_is_exit_4_not_backend_unavailable(tmp_path):
+    # (before: the re-runs were "not run: backend unavailable: planted ...", no evidence either way, and
+    # the run passed: exit 0)
+    skip_if_compiled_unreachable()
+    from paddle_spmd_port.case import Case
+    from paddle_spmd_port.outcome import ErrorInfo, Outcome
+    from paddle_spmd_port.validity import input_problem
+
+    saved, report = tmp_path / "saved.jsonl.gz", tmp_path / "r"
+    argv = ["parity", "--quiet", "--rules", "rms_norm", "--backend", "compiled", "--sample", "5",
+            "--report-dir", str(report)]
+    first = subprocess.run([sys.executable, "-m", "paddle_spmd_port", *argv, "--save-baseline", str(saved)],
+                           cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert first.returncode == 0, first.stderr[-2000:]
+    rows = [json.loads(line) for line in gzip.open(saved, "rt")]
+    row = next(r for r in rows[1:] if input_problem(Case.from_json(r["case"])) is not None)  # re-run if changed
+    row["native"] = Outcome(error=ErrorInfo("ValueError", "stored otherwise")).to_json()
+    doctored = tmp_path / "doctored.jsonl.gz"
+    with gzip.open(doctored, "wt") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in rows)
+    proc, tmp = run_with_fault(tmp_path, RERUN, [*argv, "--replace-report", "--baseline", str(doctored)],
+                               error="RuntimeError")
+    line = assert_one_line(proc, tmp, "parity", "RuntimeError")
+    data = assert_partial_parity(line, report, "RuntimeError", swept=True)
+    assert not [n for n in data["notes"] if "unavailable" in n], data["notes"]
+    assert _compared(data) == len(rows) - 1  # (every case compared before the re-run)
+
+
+#: The baseline saver fails copying its rows into place (after every case was compared).
+SAVER_FINISH = '''
+import shutil
+from paddle_spmd_port.parity import baseline
+def copyfileobj(*args, **kwargs):
+    fault(0)
+baseline.shutil = types.SimpleNamespace(copyfileobj=copyfileobj)
+'''
+
+
+@pytest.mark.native
+def test_parity_the_baseline_saver_failing_rewrites_the_report_and_leaves_no_baseline(tmp_path):
+    skip_if_compiled_unreachable()
+    saved, report = tmp_path / "base" / "saved.jsonl.gz", tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, SAVER_FINISH, [
+        "parity", "--quiet", "--rules", "rms_norm", "--backend", "compiled", "--sample", "5",
+        "--save-baseline", str(saved), "--report-dir", str(report)])
+    data = assert_partial_parity(assert_one_line(proc, tmp, "parity"), report, swept=True)
+    assert _compared(data) > 0
+    assert list(saved.parent.iterdir()) == [], "a baseline (or its temp files) of a save that failed"
+
+
+#: oracle --search: the search of its 4th case fails.
+SEARCH_CASE = '''
+from paddle_spmd_port.oracle import search_report
+_search_case = search_report.search_case
+def search_case(*args, **kwargs):
+    fault(3)
+    return _search_case(*args, **kwargs)
+search_report.search_case = search_case
+'''
+
+
+def test_oracle_search_failing_writes_the_partial_report(tmp_path):
+    report = tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, SEARCH_CASE, [
+        "oracle", "--search", "--quiet", "--rules", "rms_norm,layer_norm", "--profile", "paddle", "--sample", "6",
+        "--report-dir", str(report)])
+    line = assert_one_line(proc, tmp, "oracle")
+    assert f"partial report in {report / 'search.md'}" in line, line
+    first = (report / "search.md").read_text().splitlines()[0]
+    assert first.startswith("INTERRUPTED by an internal error (KeyError: ") and PLANTED in first, first
+    assert first.endswith("unfinished rules: rms_norm (partial), layer_norm (not started)"), first
+    status = json.loads((report / "search.json").read_text())["status"]
+    assert status.startswith("INTERRUPTED by an internal error (KeyError: "), status
+
+
+#: compat-test's runner (a child) fails writing its report: its own code, not the test file's.
+COMPAT_RUNNER_WRITE = '''
+import sys
+if "paddle_spmd_port.compat.runner" in sys.orig_argv:
+    from paddle_spmd_port import reporting
+    def write_json(*args, **kwargs):
+        raise KeyError("planted fault in the runner")
+    reporting.write_json = write_json
+'''
+
+
+def test_compat_test_a_runner_raising_is_exit_4_not_the_files_crash(tmp_path):
+    # (before: the file's status was "crash: runner exit code 1", a finding: exit 1)
+    out = tmp_path / "compat.json"
+    proc, tmp = run_with_fault(tmp_path, "", [
+        "compat-test", "--quiet", "--against", "port", "--json", str(out),
+        str(REPO / "tests" / "paddle_style" / "test_p_norm_rule.py")], children=COMPAT_RUNNER_WRITE)
+    line = assert_one_line(proc, tmp, "compat-test", "RunnerRaised")
+    assert "the port runner of test_p_norm_rule.py raised KeyError: 'planted fault in the runner'" in line, line
+    assert 'raise KeyError("planted fault in the runner")' in next(tmp.iterdir()).read_text()
+    assert f"partial report in stdout and {out}" in line, line
+    assert json.loads(out.read_text())["interrupted"].startswith("an internal error (RunnerRaised: ")
+    assert proc.stdout.startswith("INTERRUPTED by an internal error (RunnerRaised: "), proc.stdout[:300]
+
+
+#: The report writer fails once, on the HTML page, after parity.json and parity.md were written as PASS.
+PAGE_WRITE_ONCE = '''
+from paddle_spmd_port.parity import output
+_parity_page = output.parity_page
+def parity_page(*args, **kwargs):
+    if not _calls[0]:
+        _calls[0] += 1
+        raise KeyError("planted fault in the page")
+    return _parity_page(*args, **kwargs)
+output.parity_page = parity_page
+'''
+
+
+@pytest.mark.native
+def test_parity_the_report_writer_failing_after_a_pass_rewrites_every_file_as_ended_by_it(tmp_path):
+    skip_if_compiled_unreachable()
+    report, junit = tmp_path / "r", tmp_path / "j" / "parity.xml"
+    proc, tmp = run_with_fault(tmp_path, PAGE_WRITE_ONCE, [
+        "parity", "--quiet", "--rules", "rms_norm", "--backend", "compiled", "--sample", "5",
+        "--junit", str(junit), "--report-dir", str(report)])
+    data = assert_partial_parity(assert_one_line(proc, tmp, "parity"), report, swept=True)
+    assert _compared(data) > 0
+    assert "INTERRUPTED by an internal error (KeyError: " in (report / "parity.html").read_text()
+    assert "INTERRUPTED by an internal error (KeyError: " in junit.read_text()
+
+
+def test_a_worker_ending_on_a_traceback_without_its_frame_is_ours_and_an_exit_code_alone_a_crash():
+    # a worker whose RAISED frame never came (an exception outside its guarded part, or the frame's own
+    # write failing): Python's exit code 1 and traceback say the same; an exit code alone stays the case's crash
+    import threading
+
+    from paddle_spmd_port.native.pool import WorkerRaised, _Slice
+
+    outcomes: list = [None] * 3
+    part = _Slice("registry", [None] * 3, 0, 3, outcomes, 5.0, lambda n: None, {"version": "x"},
+                  threading.Event(), [0] * 3)
+    stderr = "W1207 a log line\nTraceback (most recent call last):\n  File \"w.py\", line 1\nKeyError: 'planted'\n"
+    with pytest.raises(WorkerRaised, match="the registry worker raised KeyError: 'planted'") as raised:
+        part._worker_failed(1, stderr, 1, hung=False)
+    assert str(raised.value.__cause__).startswith("Traceback (most recent call last):")
+    assert outcomes == [None] * 3
+    assert part._worker_failed(1, "I1207 no traceback here\n", 1, hung=False).startswith("worker died: exit code 1")
+    assert outcomes[1].crash.startswith("exit code 1")
+
+
+@pytest.mark.native
+def test_oracle_native_a_worker_raising_is_exit_4_not_paddles_crash(tmp_path):
+    report = tmp_path / "r"
+    proc, tmp = run_with_fault(tmp_path, "", [
+        "oracle", "--quiet", "--rules", "layer_norm", "--profile", "native", "--max-cases", "100", "--workers", "1",
+        "--report-dir", str(report)], children=WORKER_PICKLE)
+    line = assert_one_line(proc, tmp, "oracle", "WorkerRaised")
+    assert f"partial report in {report / 'oracle.md'}" in line and "worker raised KeyError: " in line, line
+    assert (report / "oracle.md").read_text().startswith("INTERRUPTED by an internal error (WorkerRaised: ")
+
+
+def test_compat_test_a_paddle_that_does_not_import_is_the_native_backend_unavailable_not_ours(tmp_path):
+    # the other side of the runner's exit 4: Paddle failing to import in the native runner is no error of
+    # ours but a backend that cannot run the file (exit 3, said why); before: the file's "crash" (exit 1)
+    fake = tmp_path / "broken" / "paddle"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('this paddle is broken')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake.parent), str(REPO)]))
+    proc = subprocess.run([sys.executable, "-m", "paddle_spmd_port", "compat-test", "--against", "native",
+                           str(REPO / "tests" / "paddle_style" / "test_p_norm_rule.py")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "native backend unavailable: import paddle failed: ImportError: this paddle is broken" in proc.stdout

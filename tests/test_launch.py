@@ -813,3 +813,22 @@ def test_a_backward_error_hides_no_forward_difference_and_an_unconfirmed_forward
     lived = {key: {"case_id": "b", "summary": "no crash: exit code 0", "confirmed": False}}
     v = verdict_for_case(crash, skipped, [0, 1], 1e-5, lived)
     assert v.verdict == "skipped" and not v.expected and "probe did not crash" in v.reasons[1]
+
+
+def test_a_crash_probe_whose_python_raised_is_an_error_not_a_probe_that_did_not_crash(tmp_path: Path) -> None:
+    """A stand-in for Python that prints a traceback and exits 1 (the runner's own code raised): the
+    probe never ran its case, so it raises (the launch's internal error, exit 4) instead of reporting
+    "no crash: exit code 1", which made the port's predicted crash a finding."""
+    from paddle_spmd_port.launch.session import probe_crash
+    from paddle_spmd_port.runctl.exits import ChildRaised
+
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'W1207 a log line'\necho 'Traceback (most recent call last):'\n"
+                    "echo '  File \"runner.py\", line 1'\necho \"KeyError: 'planted'\"\nexit 1\n")
+    fake.chmod(0o755)
+    case = inorm("a", (4, 6, 8), ("S(0)",), "NCL")
+    with pytest.raises(ChildRaised, match="the crash probe of a raised KeyError: 'planted'"):
+        probe_crash(case, python=str(fake), attempts=3, work_dir=tmp_path / "w")
+    fake.write_text("#!/bin/sh\necho 'I1207 no traceback'\nexit 1\n")
+    probe = probe_crash(case, python=str(fake), attempts=1, work_dir=tmp_path / "w1")
+    assert not probe["confirmed"] and probe["summary"] == "no crash: exit code 1"

@@ -83,10 +83,10 @@ from paddle_spmd_port.ops.registry import NAMES, PROFILES
 from paddle_spmd_port.parity.merge import read_tool_parts
 from paddle_spmd_port.rules import contains_spmd_rule, get_spmd_rule, rule_function
 from paddle_spmd_port.runctl.command import run_command
-from paddle_spmd_port.runctl.exits import EXIT_INCOMPLETE, UsageError
+from paddle_spmd_port.runctl.exits import EXIT_INCOMPLETE, UsageError, error_text
 from paddle_spmd_port.runctl.grammar import ArgumentParser, add_shard_argument, count
 from paddle_spmd_port.runctl.paths import check_output_file
-from paddle_spmd_port.runctl.signals import Interrupted, signals_deferred
+from paddle_spmd_port.runctl.signals import Interrupted, add_detail, signals_deferred, stopped_by
 from paddle_spmd_port.types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult
 
 DOCUMENTED: tuple[type[BaseException], ...] = (ShardingConflictError, PaddleInvalidArgument, InvalidSpecError,
@@ -874,9 +874,17 @@ def _main(argv: Sequence[str] | None) -> int:
     tally = Tally()
     try:
         run(args.examples, args.seed, args.show, args.engine, args.shard, tally)
-    except Interrupted as exc:  # the partial report: the examples judged so far (no --json: not a part to merge)
-        report(tally, f"INTERRUPTED by {exc.name}: fuzz: {tally.total:,} of {args.examples:,} examples judged "
-                      f"({args.engine}, seed {args.seed}{part}), {time.perf_counter() - start:.1f} s")
+    except (Interrupted, Exception) as exc:  # a signal or an internal error (exit 4): the partial report, the
+        # examples judged so far (no --json: not a part to merge)
+        seconds = time.perf_counter() - start
+        try:
+            report(tally, f"INTERRUPTED by {stopped_by(exc)}: fuzz: {tally.total:,} of {args.examples:,} examples "
+                          f"judged ({args.engine}, seed {args.seed}{part}), {seconds:.1f} s")
+            where = "partial report on stdout"
+        except Exception as err:  # said on the one line, never raised over the first error
+            where = f"the partial report could not be written ({error_text(err)})"
+        if not isinstance(exc, Interrupted):  # (a signal's line says only which: as every command's)
+            add_detail(exc, where)
         raise
     seconds = time.perf_counter() - start
     if out is not None:

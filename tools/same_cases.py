@@ -12,7 +12,8 @@ the whole run). The rows may come in any order (workers and shards write them in
 
 Exit 0 equal; 1 a difference (each listed, the first ``--limit`` in full: the key, the field, both
 values); 2 bad usage (a path that is not a parity report); 3 not compared: either report is partial
-(interrupted, a group not done), so equal rows would prove nothing; 4 an internal error.
+(interrupted, a group not done), so equal rows would prove nothing; 4 an internal error. How the
+determinism of the native routes is checked with it: docs/measurements/2026-12-07-determinism.md.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def differences(a: dict[str, Any], rows_a: dict[Key, list[str]], b: dict[str, An
 def _main(argv: Sequence[str] | None) -> int:
     ap = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None,
                         epilog="Exit 0 equal, 1 a difference (listed), 3 either report partial.")
-    ap.add_argument("reports", type=path_text, nargs=2, metavar="REPORT_DIR",
+    ap.add_argument("reports", type=path_text, nargs=2, metavar=("REPORT_A", "REPORT_B"),
                     help="two parity report directories (--report-dir of a run, or of parity --merge)")
     ap.add_argument("--limit", type=count, default=20, help="differences printed in full (default 20)")
     ap.add_argument("--json", type=path_text, default=None, metavar="FILE",

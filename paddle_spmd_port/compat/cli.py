@@ -17,11 +17,12 @@ the same result as anything (two timeouts compare nothing). Exit status (:mod:`p
 0 when every test passes (or is skipped) under every backend run and, with ``both``, both
 backends give each test the same result; 1 when a test fails, errors, the file crashes or does
 not import, or the backends disagree; 3 when nothing failed but a backend could not run a file
-(the native backend without Paddle, a runner timing out); 2 on bad arguments (one line on
-stderr, nothing run or written: a --timeout that is not finite and > 0, an empty PATH or --json,
-a PATH that is neither a .py file nor a directory of test_*.py files);
-4 an internal error; 130/143 on SIGINT/SIGTERM (on 4, 130 and 143 the runner processes are ended first,
-then the files every backend finished are printed, and written to --json, under ``INTERRUPTED by``).
+(the native backend without Paddle, or with a Paddle that does not import, a runner timing out);
+2 on bad arguments (one line on stderr, nothing run or written: a --timeout that is not finite and
+> 0, an empty PATH or --json, a PATH that is neither a .py file nor a directory of test_*.py
+files); 4 an internal error (a runner's own code raising included: never the file's crash);
+130/143 on SIGINT/SIGTERM (on 4, 130 and 143 the runner processes are ended first, then the files
+every backend finished are printed, and written to --json, under ``INTERRUPTED by``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from typing import Any
 
 from ..reporting import write_json
 from ..runctl.command import run_command
-from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
+from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_OK, ChildRaised, UsageError, prefix
 from ..runctl.grammar import MAX_SECONDS, ArgumentParser, count, path_text, positive, seconds
 from ..runctl.paths import check_output_file
 from ..runctl.signals import Interrupted, add_detail, signal_text, stopped_by, write_partial
@@ -152,9 +153,15 @@ def _child_env(shim: bool, tmp: str | None = None) -> dict[str, str]:
     return env
 
 
+class RunnerRaised(ChildRaised):
+    """A runner's own code raised (it exits 4, its traceback on stderr: :mod:`.runner`): an internal
+    error, never the file's outcome."""
+
+
 def run_backend(path: Path, backend: str, *, shim: bool = False, timeout: float = 300.0,
                 runners: Runners | None = None) -> dict[str, Any]:
-    """One runner subprocess; a crash or timeout becomes the file's status."""
+    """One runner subprocess; a crash or timeout becomes the file's status, an exception of the runner's
+    own code raises :class:`RunnerRaised`."""
     runners = runners or Runners()
     with tempfile.TemporaryDirectory(prefix="spmd_compat_") as tmp:
         out = Path(tmp) / "report.json"
@@ -176,6 +183,8 @@ def run_backend(path: Path, backend: str, *, shim: bool = False, timeout: float 
             return json.loads(out.read_text(encoding="utf-8"))
         if runners.stopped:
             return {"backend": backend, "status": "stopped", "message": "ended by an interrupt", "tests": []}
+        if proc.returncode == EXIT_INTERNAL:  # the runner's own code raised: ours, not the file's crash
+            raise RunnerRaised(f"the {backend} runner of {path.name}", stderr)
         if proc.returncode < 0:
             how = f"killed by {signal_text(-proc.returncode)}"
         else:
@@ -348,8 +357,10 @@ def _report(done: list[tuple[tuple[Path, str], dict[str, Any]]], backends: list[
         print(f"INTERRUPTED by {interrupted}: {len(files_out)} of {n_files} file(s) run on every backend; "
               "the rest were not run")
     print(render(files_out, backends, environments, complete=not interrupted))
-    if "native" in backends and any(r.get("status") == "unavailable" for r in reports):
-        print("native backend unavailable: paddlepaddle is not installed (use --against port to run the port alone)")
+    unavailable = [r for r in reports if r.get("status") == "unavailable"]
+    if "native" in backends and unavailable:
+        print(f"native backend unavailable: {unavailable[0].get('message', '')} (use --against port to run the port "
+              "alone)")
     ok = not interrupted and all(f["ok"] for f in files_out)
     if json_path:
         write_json(json_path, {"backends": backends, "environments": environments, "files": files_out, "ok": ok,

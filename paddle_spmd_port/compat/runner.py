@@ -4,7 +4,9 @@
 
 ``port`` installs the compat API first (:mod:`paddle_spmd_port.compat.swap`); ``native`` leaves
 Paddle alone. ``compat-test`` starts this once per (backend, file), so a swap never leaks and a
-native crash costs one file. Report::
+native crash costs one file. What the test file does (its import, its tests) is its outcome; an
+exception of the runner's own code is not: its traceback goes to stderr and the runner exits 4
+(an internal error's code), which ``compat-test`` ends on as its own internal error. Report::
 
     {"backend": "port", "environment": "paddle 3.3.1 with compat swapped in",
      "file": "...", "status": "ran" | "import-error" | "unavailable", "message": "...",
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..reporting import write_json
+from ..runctl.exits import EXIT_INTERNAL
 from .swap import install_port_backend, paddle_installed
 
 
@@ -121,6 +124,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="where to write the JSON report")
     parser.add_argument("path")
     args = parser.parse_args(argv)
+    try:
+        _run(args)
+    except Exception:  # ours, not the file's: compat-test raises it (see the module docstring)
+        traceback.print_exc()
+        return EXIT_INTERNAL
+    return 0
+
+
+def _run(args: argparse.Namespace) -> None:
     report: dict[str, Any] = {"backend": args.backend, "file": args.path}
     if args.backend == "port":
         report["environment"] = install_port_backend(force_shim=True if args.shim else None)
@@ -128,16 +140,19 @@ def main(argv: list[str] | None = None) -> int:
         import warnings
 
         warnings.filterwarnings("ignore")
-        import paddle
-
-        report["environment"] = f"paddle {paddle.__version__}"
+        try:
+            import paddle
+        except Exception as exc:  # an install that does not import: this backend cannot run the file (not ours)
+            report.update(environment="paddle (does not import)", status="unavailable", tests=[],
+                          message=_last_line(f"import paddle failed: {type(exc).__name__}: {exc}"))
+        else:
+            report["environment"] = f"paddle {paddle.__version__}"
     else:
         report["environment"] = "no paddle"
         report.update(status="unavailable", message="paddlepaddle is not installed", tests=[])
     if "status" not in report:
         report.update(run_file(Path(args.path).resolve()))
     write_json(args.out, report)
-    return 0
 
 
 if __name__ == "__main__":

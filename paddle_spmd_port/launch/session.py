@@ -34,6 +34,7 @@ from typing import Any
 
 import paddle_spmd_port
 
+from ..runctl.exits import ChildRaised
 from ..runctl.signals import signal_text
 from .cases import LaunchCase, write_cases
 from .launcher import TOKEN_ENV, LaunchConfig, LaunchResult, new_job_id, run_launch
@@ -190,9 +191,16 @@ def _probe_once(case: LaunchCase, *, python: str | None, timeout: float, work_di
     elif code < 0:
         summary, confirmed = f"process died with {signal_text(-code)}, as predicted", True
     else:
+        log = (work / "probe.log").read_text(errors="replace") if code == 1 else ""
+        if _TRACEBACK in log:  # Python's exit on an exception the runner let out (a case's errors are its
+            # record): the probe never ran its case, so neither a crash nor its absence; an error, never a verdict
+            raise ChildRaised(f"the crash probe of {case.case_id}", log[log.rindex(_TRACEBACK):])
         summary, confirmed = f"no crash: exit code {code}", False
     return {"case_id": case.case_id, "returncode": code, "summary": summary, "confirmed": confirmed,
             "log_dir": str(work)}
+
+
+_TRACEBACK = "Traceback (most recent call last):"
 
 
 def _run_runner(work: Path, name: str, mode: str, *, cases_file: str | None = None, python: str | None,

@@ -20,6 +20,13 @@ now starts from the same state (the zygote's, below), so a case's outcome is the
 A crash that ``may_crash`` misses still becomes a crash outcome: the worker dies and
 :mod:`.pool` restarts it, only slower. ``may_crash`` picks where a case runs, never its outcome.
 
+A child whose own Python code raises (unpickling its case, pickling the outcome, a bug of ours:
+Paddle's errors are outcomes inside ``run``) did not crash: it answers with its traceback
+(:data:`FAILED`) instead of an outcome, and reading that answer raises :class:`ChildFailed` in the
+worker, which ends the run as an internal error (:mod:`.worker`), never a crash outcome of the case.
+So does the zygote's own code (its ``prepare``, its serving): it answers every request with its
+traceback from then on.
+
 Fork server: a worker calls :func:`start_fork_server` right after importing its backend, before
 it loads the cases or builds anything. That forks a *zygote*, a copy of the worker as it is then
 (Paddle imported, nothing else), which from then on forks the children for the worker
@@ -53,12 +60,14 @@ import os
 import pickle
 import signal
 import struct
+import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import cast
 
 from ..case import Case
 from ..outcome import Outcome
+from ..runctl.exits import ChildRaised
 from ..runctl.signals import signal_text
 
 _LEN = struct.Struct(">I")
@@ -66,6 +75,34 @@ _LEN = struct.Struct(">I")
 _QUEUED_BYTES = 48 << 10
 #: Consecutive crash-prone cases handed to the fork server together (their requests are queued).
 SERVER_RUN = 64
+#: How a reply that is no outcome starts: the child's own code raised, the rest is its traceback
+#: (UTF-8). An outcome's reply is a pickle of the highest protocol, which starts with 0x80.
+FAILED = b"FAILED\n"
+
+
+class ChildFailed(ChildRaised):
+    """A forked child's own code raised (its traceback is the ``__cause__``): an error of ours."""
+
+    def __init__(self, remote: str) -> None:
+        super().__init__("a forked child's own code", remote)
+
+
+def _failed(fd: int) -> int:
+    """In a child whose own code raised: that exception's traceback as its reply (:data:`FAILED`).
+    The child's exit code: 0 once the reply is written (the zygote adds no crash of its own), 3
+    if it could not be (the missing reply becomes a crash)."""
+    try:
+        _write_frame(fd, FAILED + traceback.format_exc().encode(errors="replace"))
+    except BaseException:
+        return 3
+    return 0
+
+
+def outcome_of_reply(body: bytes) -> Outcome:
+    """A child's reply: its outcome, or :class:`ChildFailed` raised if its own code raised."""
+    if body.startswith(FAILED):
+        raise ChildFailed(body[len(FAILED):].decode(errors="replace"))
+    return cast(Outcome, pickle.loads(body))
 
 
 def describe_status(status: int) -> str:
@@ -113,6 +150,8 @@ def in_a_child(job: Callable[[], Outcome]) -> Outcome:
             os.close(read_fd)
             quiet_child()
             _write_frame(write_fd, pickle.dumps(job(), protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception:  # ours, not Paddle's: the parent raises it
+            code = _failed(write_fd)
         except BaseException:  # the parent reports the missing answer
             code = 3
         os._exit(code)
@@ -122,7 +161,7 @@ def in_a_child(job: Callable[[], Outcome]) -> Outcome:
     finally:
         os.close(read_fd)
     _, status = os.waitpid(pid, 0)
-    return pickle.loads(body) if body is not None else Outcome(crash=describe_status(status))
+    return outcome_of_reply(body) if body is not None else Outcome(crash=describe_status(status))
 
 
 def run_in_children(run: Callable[[Case], Outcome], cases: Iterable[Case]) -> Iterator[Outcome]:
@@ -175,6 +214,8 @@ class ForkServer:
                 if prepare is not None:
                     prepare()
                 _serve(req_read, rep_write)
+            except Exception:  # ours: every request is answered with it, so the worker raises it
+                code = _serve_failed(req_read, rep_write, traceback.format_exc())
             except BaseException:  # the worker sees the pipe end and runs the rest itself
                 code = 3
             os._exit(code)
@@ -206,7 +247,7 @@ class ForkServer:
             body = _read_frame(self._replies)
             if body is None:
                 raise ForkServerGone(f"fork server {self.pid} ended")
-            return cast(Outcome, pickle.loads(body))
+            return outcome_of_reply(body)
 
         answered = 0  # units fully answered
         while answered < len(todo):
@@ -259,6 +300,21 @@ def _serve(requests: int, replies: int) -> None:
         _answer_in_a_child(request, replies)
 
 
+def _serve_failed(requests: int, replies: int, text: str) -> int:
+    """The zygote once its own code raised (``text``: the traceback): each request it is sent from then
+    on is answered with that failure (:data:`FAILED`), which the worker raises on reading (a zygote
+    that ended instead would leave the worker to fork its children itself, the error unseen). Its exit code."""
+    head = bytearray(_LEN.size)
+    try:
+        while _read_into(requests, memoryview(head)):
+            if not _read_into(requests, memoryview(bytearray(_LEN.unpack(head)[0]))):
+                break
+            _write_frame(replies, FAILED + text.encode(errors="replace"))
+    except BaseException:
+        return 3
+    return 0
+
+
 def _read_into(fd: int, view: memoryview) -> bool:
     """Fill ``view`` from ``fd``; False at end of file."""
     got = 0
@@ -282,6 +338,8 @@ def _answer_in_a_child(request: memoryview, replies: int) -> None:
             runner, cases = pickle.loads(request)
             for case in cases:  # one case, or a shared run's (see run_isolating)
                 _write_frame(replies, pickle.dumps(runner(case), protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception:  # ours, not Paddle's: the worker raises it
+            code = _failed(replies)
         except BaseException:  # the zygote reports the missing answer
             code = 3
         os._exit(code)
@@ -345,14 +403,21 @@ def _shared_child(run: Callable[[Case], Outcome], cases: Sequence[Case]) -> Iter
                 quiet_child()
                 for case in cases[done:]:
                     _write_frame(write_fd, pickle.dumps(run(case), protocol=pickle.HIGHEST_PROTOCOL))
+            except Exception:  # ours, not Paddle's: the parent raises it
+                code = _failed(write_fd)
             except BaseException:  # the parent reports the missing answer
                 code = 3
             os._exit(code)
         os.close(write_fd)
         try:
             while done < len(cases) and (body := _read_frame(read_fd)) is not None:
+                try:
+                    outcome = outcome_of_reply(body)
+                except ChildFailed:
+                    os.waitpid(pid, 0)  # (it has answered: it ends)
+                    raise
                 done += 1
-                yield pickle.loads(body)
+                yield outcome
         finally:
             os.close(read_fd)
         _, status = os.waitpid(pid, 0)

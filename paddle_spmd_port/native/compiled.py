@@ -57,6 +57,7 @@ from ..runctl.signals import signal_text
 from ..types import DimsMapping, DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, entry_of, mesh_dims_of
 from ._paddle import ATTR_KIND, ReduceTypeError, paddle_dir, paddle_version
 from .crash_prone import compiled_may_crash as may_crash
+from .worker import FIXED_CWD, fixed_environment, fixed_layout_prefix
 
 SOURCE = Path(__file__).with_name("cpp") / "spmd_caller.cc"
 #: Where Paddle's wheel keeps the headers declaring the rule functions (under paddle/include).
@@ -597,8 +598,9 @@ def unavailable(why: BuildError) -> Outcome:
 
 
 def start_program(binary: Path, stderr: int | IO[bytes] = subprocess.DEVNULL,
-                  new_session: bool = False, isolating: bool = False) -> subprocess.Popen[bytes]:
-    """A running ``spmd_caller`` with binary pipes (``new_session``: in a process group of its own,
+                  new_session: bool = False, isolating: bool = False, layout: int = 0) -> subprocess.Popen[bytes]:
+    """A running ``spmd_caller`` with binary pipes (``layout``: its memory layout, .worker.LAYOUT_ENV;
+    ``new_session``: in a process group of its own,
     so that its forked children can be ended with it). ``isolating``: isolated cases will come, so
     the program forks its fork server at start-up (and binds its symbols then, once, instead of in
     every child); without it a server is started when the first one comes."""
@@ -606,8 +608,12 @@ def start_program(binary: Path, stderr: int | IO[bytes] = subprocess.DEVNULL,
     env["GLIBC_TUNABLES"] = ":".join(t for t in (env.get("GLIBC_TUNABLES"), MALLOC_TUNABLES) if t)
     if isolating:
         env["LD_BIND_NOW"] = "1"
-    return subprocess.Popen([str(binary), *(["--isolating"] if isolating else [])], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=stderr, env=env, bufsize=0, start_new_session=new_session)
+    # started without randomised addresses (.worker.fixed_layout_prefix), its stack where the padded
+    # environment puts it; another ``layout`` moves it (.worker.fixed_environment)
+    return subprocess.Popen([*fixed_layout_prefix(), str(binary), *(["--isolating"] if isolating else [])],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                            env=fixed_environment(env, layout), cwd=FIXED_CWD, bufsize=0,
+                            start_new_session=new_session)
 
 
 class Silent(Exception):

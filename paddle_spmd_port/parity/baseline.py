@@ -29,12 +29,19 @@ answer is a crash)::
                       all the same (e.g. an older release's statistics of another rank); counted with the
                       changed cases, listed apart, never a regression (the op refuses that input
                       and Paddle's rule does not validate it)
+    changed           an invalid input whose outcome under this build was *shown* to vary (as for
+      (unstable)      *unstable*) and none of whose outcomes under this build is the baseline's: it
+                      varies, but the baseline's answer is gone all the same. A change: counted with
+                      the changed cases, triaged by nothing else (never a regression: the op refuses
+                      that input), and not explained by its class (crosscheck.py)
     unstable          an invalid input (any two outcomes) whose outcome under this build was *shown*
-                      to vary: one of :data:`RERUNS` re-runs of the case (fresh workers, after the
-                      sweep) came out otherwise than the sweep did. Paddle's rule does not validate
-                      that input and reads memory it never set, so its outcome there moves from run
-                      to run (measured: docs/measurements/2026-12-01-native-notes.md); listed, not
-                      triaged, not counted as changed. It ranks first: such a case is not regressed.
+                      to vary (the sweep's outcome carries another run's, compare.py's
+                      *native-varies*, or one of :data:`RERUNS` re-runs of the case, fresh workers
+                      after the sweep, came out otherwise than the sweep did) and one of those
+                      outcomes is the baseline's. Paddle's rule does not validate that input and
+                      reads memory it never set, so its outcome there moves from run to run
+                      (measured: docs/measurements/2026-12-01-native-notes.md); nothing shows it
+                      changed: listed, not triaged, not counted as changed. It ranks first.
 
 An unreachable route's reason (and an error's message) is compared with its source line numbers
 and build-specific paths normalised (:func:`reason_key`): a build that only moved a line or was
@@ -51,9 +58,9 @@ reads to hold a release profile to the diff; written line by line), ``baseline.j
 status, summary line, counts, counts per group, and the first :data:`EXAMPLES_PER_CLASS` changed
 cases of each class, each with its repro line) and ``baseline.html`` (the same as a page, with a map
 per rule of where the changes are: parity/pages.py); the console's last line reads ``baseline OLD ->
-NEW: N changed cases (R regressed, F fixed, ...); U unstable (invalid input shown to vary), K
-uncompared``. An interrupted run writes all of them, of the cases compared so far (its changed cases
-on invalid input not re-run, so none unstable, each saying so).
+NEW: N changed cases (R regressed, F fixed, ..., V changed though unstable); U unstable (invalid
+input shown to vary), K uncompared``. An interrupted run writes all of them, of the cases compared so
+far (its changed cases on invalid input not re-run, so none unstable, each saying so).
 
 Memory: a baseline's rows, the changed cases awaiting triage, their re-runs and the triaged changes
 are held on disk, in private SQLite files (:func:`_spill_db`); a :class:`Diff` holds counts and the
@@ -72,7 +79,7 @@ import tempfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -97,10 +104,11 @@ EXAMPLES_PER_CLASS = 20
 MARKDOWN_PER_CLASS = 200
 """Changed cases of each class baseline.json keeps (with their repro lines); every one is in CASES_FILE."""
 
-REGRESSED, FIXED, CHANGED, NEWLY_RAISES, NO_LONGER_RAISES, CHANGED_INVALID, UNSTABLE = (
-    "regressed", "fixed", "changed", "newly raises", "no longer raises", "changed (invalid input)", "unstable")
+REGRESSED, FIXED, CHANGED, NEWLY_RAISES, NO_LONGER_RAISES, CHANGED_INVALID, CHANGED_UNSTABLE, UNSTABLE = (
+    "regressed", "fixed", "changed", "newly raises", "no longer raises", "changed (invalid input)",
+    "changed (unstable)", "unstable")
 #: Report order: regressions first (unstable, not a change, after them all).
-CLASSES = (REGRESSED, NEWLY_RAISES, FIXED, NO_LONGER_RAISES, CHANGED, CHANGED_INVALID)
+CLASSES = (REGRESSED, NEWLY_RAISES, FIXED, NO_LONGER_RAISES, CHANGED, CHANGED_INVALID, CHANGED_UNSTABLE)
 _ORDER = (*CLASSES, UNSTABLE)
 #: Re-runs (each a fresh set of workers) of every changed case on invalid input, after the sweep: the evidence
 #: that its outcome varies (see :meth:`Diff.recheck`).
@@ -158,6 +166,15 @@ def same_outcome(old_text: str, new_text: str) -> bool:
     if '"unreachable"' not in old_text and '"error"' not in old_text:
         return False  # (nothing to normalise: the common case of a changed answer, decided without parsing)
     return bool(_comparable(json.loads(old_text)) == _comparable(json.loads(new_text)))
+
+
+def outcome_texts(outcome: Outcome) -> list[str]:
+    """The texts of every answer an outcome holds: itself, and the other run's it carries
+    (:attr:`Outcome.varies`), each without the other."""
+    texts = [outcome_text(outcome if outcome.varies is None else replace(outcome, varies=None))]
+    if outcome.varies is not None:
+        texts += outcome_texts(outcome.varies)
+    return texts
 
 
 def _one_line(text: str) -> str:
@@ -347,10 +364,12 @@ def unvalidated(old: Outcome, new: Outcome, invalid: bool) -> bool:
     return invalid and _kind(old) in ("answer", "crash") and _kind(new) in ("answer", "crash")
 
 
-def triage(old: Outcome, new: Outcome, old_label: str, new_label: str, invalid: bool, varies: bool = False) -> str:
+def triage(old: Outcome, new: Outcome, old_label: str, new_label: str, invalid: bool, varies: bool = False,
+           old_seen: bool = True) -> str:
     """The class of a changed case (the table in the module doc). ``*_label``: the oracle's verdict
     on each side; ``invalid``: the case's input is invalid for the op; ``varies``: a re-run showed
-    the case's outcome to vary (:meth:`Diff.recheck`)."""
+    the case's outcome to vary (:meth:`Diff.recheck`); ``old_seen``: the old outcome is one of this
+    build's outcomes of the case (the sweep's, its other run's, a re-run's: :func:`outcome_texts`)."""
     a, b = _kind(old), _kind(new)
     # Unstable only on evidence. Calling every invalid input answered or crashed on by both builds unstable
     # (as this did) hid deterministic changes: most of 3.1.0 -> 3.3.1's "unstable" cases were one op's
@@ -361,8 +380,10 @@ def triage(old: Outcome, new: Outcome, old_label: str, new_label: str, invalid: 
     # whatever its two outcomes; without one, an invalid input answered or crashed on by both is a change in
     # a class of its own (never a regression: the op refuses the input, so no answer to it is owed; never
     # hidden either), and any other goes through the table as a valid one does.
+    # And varying is no licence to hide a change: an outcome the baseline never gave among this build's
+    # answers, and the baseline's gone from them, is a change whatever else moves.
     if invalid and varies:
-        return UNSTABLE
+        return UNSTABLE if old_seen else CHANGED_UNSTABLE
     if unvalidated(old, new, invalid):
         return CHANGED_INVALID
     if b == "crash":
@@ -583,13 +604,17 @@ class Diff:
                 rerun_texts = [str(t) for (t,) in self.db.execute("SELECT outcome FROM reruns WHERE k=? ORDER BY "
                                                                   "rowid", (k,))]
                 reruns = [Outcome.from_json(json.loads(t)) for t in rerun_texts] if rerun_texts else None
-                varies = any(o.not_run is None and not same_outcome(new_text, outcome_text(o)) for o in reruns or ())
+                # the sweep's (or the baseline's) outcome carrying two runs' answers is evidence as well
+                varies = new.varies is not None or old.varies is not None or any(
+                    o.not_run is None and not same_outcome(new_text, outcome_text(o)) for o in reruns or ())
+                mine = [t for o in (new, *(reruns or ())) if o.not_run is None for t in outcome_texts(o)]
+                old_seen = any(same_outcome(x, y) for x in outcome_texts(old) for y in mine)
                 if rule in MODELS:
                     a = judge.native(case, old, backend).verdict.label
                     b = judge.native(case, new, backend).verdict.label
                 else:
                     a = b = "not judged (no numpy kernel)"
-                klass = triage(old, new, a, b, bool(invalid), varies)
+                klass = triage(old, new, a, b, bool(invalid), varies, old_seen)
                 self._add(Change(klass, rule, backend, case, old, new, a, b, cell_diffs(case, old, new), reruns))
                 self._judged = k  # (a triage that failed half-way goes on from here when called again)
         self.db.execute("DELETE FROM pending")
@@ -633,7 +658,8 @@ class Diff:
         parts = ", ".join(f"{c[k]} {k}" for k in (REGRESSED, FIXED, CHANGED, NEWLY_RAISES, NO_LONGER_RAISES))
         uncompared = sum(self.uncompared.values()) + sum(self.missing().values())
         return (f"baseline {build_text(self.stored.paddle)} -> {build_text(new_paddle)}: {self.changed()} changed "
-                f"cases ({parts}, {c[CHANGED_INVALID]} changed on invalid input); {c[UNSTABLE]} unstable (invalid "
+                f"cases ({parts}, {c[CHANGED_INVALID]} changed on invalid input, {c[CHANGED_UNSTABLE]} changed though "
+                f"unstable); {c[UNSTABLE]} unstable (invalid "
                 f"input shown to vary), {uncompared} uncompared")
 
     def status(self, interrupted: str = "") -> str:
@@ -667,7 +693,9 @@ class Diff:
                  "error -> an answer; *changed* = both sound or both not; *changed (invalid input)* = an invalid input "
                  "Paddle does not validate, answered (or crashed on) by both, the same on each re-run: a change, never "
                  "a regression; *unstable* = the same, but a re-run of the case under this build answered otherwise "
-                 "(shown to vary: answered from memory it never set; not counted as changed). Verdicts: the oracle's, "
+                 "(shown to vary: answered from memory it never set; not counted as changed), with the baseline's "
+                 "answer among this build's; *changed (unstable)* = shown to vary, and none of this build's "
+                 "answers is the baseline's: counted as changed. Verdicts: the oracle's, "
                  "on each answer to the case as run. Each repro line runs the case on its route under whichever build "
                  "is installed: run it under each."]
         uncompared = self.uncompared + self.missing()
@@ -743,6 +771,6 @@ class Diff:
         return bool(self.uncompared) or bool(self.missing())
 
 
-__all__ = ["CASES_FILE", "CHANGED_INVALID", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS", "FORMAT",
-           "MARKDOWN_PER_CLASS", "RERUNS", "Diff", "Saver", "Stored", "build_text", "cell_diffs", "load",
-           "outcome_text", "reason_key", "same_outcome", "triage", "unvalidated"]
+__all__ = ["CASES_FILE", "CHANGED_INVALID", "CHANGED_UNSTABLE", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS",
+           "FORMAT", "MARKDOWN_PER_CLASS", "RERUNS", "Diff", "Saver", "Stored", "build_text", "cell_diffs", "load",
+           "outcome_text", "outcome_texts", "reason_key", "same_outcome", "triage", "unvalidated"]

@@ -301,14 +301,14 @@ def run_native_group(backend: str, cases: list[Case], args: argparse.Namespace,
 def rerun_native(backend: str, cases: list[Case], args: argparse.Namespace) -> list[Outcome]:
     """``cases`` run again on ``backend`` in a pool of their own (parity/baseline.py's Diff.recheck): an
     unavailable backend gives not-run outcomes (no evidence either way)."""
-    from ..native.pool import run_native
+    from ..native.pool import BackendUnavailable, run_native
 
     if not args.quiet:
         print(f"re-running {len(cases):,} changed invalid-input cases on {backend} (is their outcome stable?)",
               file=sys.stderr, flush=True)
     try:
-        return run_native(cases, backend=backend, workers=args.workers, timeout=args.timeout)[0]
-    except (ImportError, RuntimeError) as exc:
+        return run_native(cases, backend=backend, workers=args.workers, timeout=args.timeout, recheck=False)[0]
+    except (ImportError, BackendUnavailable) as exc:  # (any other error is ours: exit 4)
         why = " ".join(str(exc).strip().split())[-300:]
         return [Outcome(not_run=f"backend unavailable: {why}") for _ in cases]
 

@@ -48,10 +48,11 @@ from .repro import one_line_repro
 
 #: Worst first: a map cell's bar starts with its worst class.
 SEVERITY = ("mismatch", "native-crash", "undecodable", "not-run", "unreachable", "release-lacks", "known-difference",
-            "port-rejects-invalid", "both-raise-same", "match")
+            "native-varies", "port-rejects-invalid", "both-raise-same", "match")
 COLOURS = {"match": "#2da44e", "both-raise-same": "#8fd19e", "port-rejects-invalid": "#54aeff",
            "known-difference": "#d4a72c", "release-lacks": "#d0d7de", "unreachable": "#afb8c1", "not-run": "#57606a",
-           "undecodable": "#a475f9", "native-crash": "#fb8f44", "mismatch": "#cf222e"}
+           "undecodable": "#a475f9", "native-crash": "#fb8f44", "native-varies": "#e0c3fc",
+           "mismatch": "#cf222e"}
 assert set(SEVERITY) == set(CLASSES) == set(COLOURS)
 
 BASELINE_RECORDS = 2000
@@ -177,7 +178,8 @@ def parity_page(report: ParityReport) -> str:
 def baseline_page(diff: Diff, new_paddle: dict[str, Any], selection: dict[str, Any], interrupted: str = "") -> str:
     order = (*CHANGE_CLASSES, UNSTABLE)
     colours = {"regressed": "#cf222e", "newly raises": "#fb8f44", "fixed": "#2da44e", "no longer raises": "#8fd19e",
-               "changed": "#d4a72c", "changed (invalid input)": "#54aeff", "unstable": "#afb8c1"}
+               "changed": "#d4a72c", "changed (invalid input)": "#54aeff", "changed (unstable)": "#e0c3fc",
+               "unstable": "#afb8c1"}
     counts = diff.counts
     if interrupted:
         verdict = UNCOMPARED

@@ -561,6 +561,10 @@ class ParityReport:
             cov_cases.append(f'<testcase classname="parity.coverage" name={name}>{body}</testcase>')
         suites.append(f'<testsuite name="parity.coverage" tests="{len(cov_cases)}" failures="{cov_failures}">'
                       + "".join(cov_cases) + "</testsuite>")
+        if self.interrupted:  # a run ended early fails here too: its groups may all be done (an error after them)
+            suites.append('<testsuite name="parity.run" tests="1" failures="0" errors="1"><testcase '
+                          f'classname="parity.run" name="the run ends"><error message={quoteattr(self.status_line())}'
+                          "/></testcase></testsuite>")
         return '<?xml version="1.0" encoding="utf-8"?>\n<testsuites>' + "".join(suites) + "</testsuites>\n"
 
     # ------------------------------------------------------------------ files

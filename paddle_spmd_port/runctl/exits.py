@@ -1,7 +1,8 @@
 """Exit codes and usage errors, the same for every command: the codes (the table in
 :mod:`paddle_spmd_port.runctl` and :data:`EXIT_CODES_HELP`, the end of every ``--help``),
 :class:`UsageError` (bad input: one line, exit 2), the one prefix of every message a command prints
-about itself (:func:`prefix`), and an internal error in one line (:func:`error_text`)."""
+about itself (:func:`prefix`), an internal error in one line (:func:`error_text`), and one raised in a
+child process of ours (:class:`ChildRaised`)."""
 
 from __future__ import annotations
 
@@ -59,3 +60,23 @@ def prefix(prog: str) -> str:
     if name == PACKAGE or name.startswith(PACKAGE + " "):
         return name
     return f"{PACKAGE} {name}"
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised in another process, as text: the ``__cause__`` of the
+    exception that reports it here, so that a saved traceback shows both."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class ChildRaised(Exception):
+    """A child process of ours (a native worker, a forked child, a compat runner) ended on an exception
+    of its own code: an internal error of the run, never an outcome of what the child ran. The
+    message names the child and the exception (its traceback's last line); the traceback, as the
+    child wrote it, is the ``__cause__``."""
+
+    def __init__(self, child: str, remote: str) -> None:
+        lines = [ln.strip() for ln in remote.splitlines() if ln.strip()]
+        super().__init__(f"{child} raised {lines[-1][:300] if lines else '(no message)'}")
+        self.__cause__ = RemoteTraceback(remote)

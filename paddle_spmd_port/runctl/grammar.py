@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from ..installed import NOT_INSTALLED, paddle_version
 from .exits import EXIT_CODES_HELP, EXIT_OK, EXIT_USAGE, PACKAGE, UsageError, prefix
@@ -59,6 +59,58 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{prefix(self.prog)}: error: {message} (see --help)\n")
+
+    # A positional's tuple metavar (``nargs=2, metavar=("A", "B")``, a name per value) is valid
+    # argparse, but Python 3.11's argparse formats no help line for it (it unpacks one name) and builds its
+    # "required" error by joining the metavars as strings: both raised instead of answering.
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        for action in self._actions:  # (every group's, too)
+            if not action.option_strings and isinstance(action.metavar, tuple):
+                action.metavar = _Metavars(action.metavar)
+        return super().parse_known_args(args, namespace)
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        return _naming_each_value(cast(type[argparse.HelpFormatter], self.formatter_class))(prog=self.prog)
+
+
+class _Metavars(str):
+    """A positional's tuple metavar as the one string argparse's messages take (``A B``), the names
+    kept for the help's formatter (:func:`_naming_each_value`)."""
+
+    names: tuple[str, ...]
+
+    def __new__(cls, names: Sequence[str]) -> _Metavars:
+        self = super().__new__(cls, " ".join(names))
+        self.names = tuple(names)
+        return self
+
+
+_NAMING: dict[type[argparse.HelpFormatter], type[argparse.HelpFormatter]] = {}
+
+
+def _naming_each_value(formatter: type[argparse.HelpFormatter]) -> type[argparse.HelpFormatter]:
+    """``formatter`` (a HelpFormatter class) that writes a positional's tuple metavar, or its
+    :class:`_Metavars`, as its names in the usage and as the argument's help line (made once per class)."""
+    done = _NAMING.get(formatter)
+    if done is not None:
+        return done
+
+    class Formatter(formatter):  # type: ignore[misc, valid-type]
+        def _metavar_formatter(self, action: argparse.Action, default_metavar: str) -> Callable[[int], tuple[str, ...]]:
+            if isinstance(action.metavar, _Metavars):
+                names = action.metavar.names
+                return lambda size: names
+            return super()._metavar_formatter(action, default_metavar)  # type: ignore[no-any-return]
+
+        def _format_action_invocation(self, action: argparse.Action) -> str:
+            metavar = action.metavar
+            if not action.option_strings and isinstance(metavar, (tuple, _Metavars)):
+                return " ".join(metavar.names if isinstance(metavar, _Metavars) else metavar)
+            return super()._format_action_invocation(action)  # type: ignore[no-any-return]
+
+    _NAMING[formatter] = Formatter
+    return Formatter
 
 
 def package_version() -> str:

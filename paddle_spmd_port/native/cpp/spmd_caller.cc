@@ -57,6 +57,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <set>  // before Paddle's headers: 2.6's dist_attr.h uses std::set without including it
 #include <stdexcept>
@@ -549,6 +550,17 @@ bool write_all(int fd, const char* data, size_t size) {
   return true;
 }
 
+// A forked child's part of an isolated case: answer it, write the reply to fd, exit. Crashes end it
+// by their signal (the parent reports it), with no core file.
+[[noreturn]] void run_child(std::string_view line, int fd) {
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) signal(sig, SIG_DFL);
+  std::string reply = answer(line, nullptr) + "\n";
+  write_all(fd, reply.data(), reply.size());
+  _exit(0);
+}
+
 std::string answer_isolated(std::string_view line) {
   int fds[2];
   if (pipe(fds) != 0) return "U " + hex_encode("pipe() failed");
@@ -559,13 +571,8 @@ std::string answer_isolated(std::string_view line) {
     return "U " + hex_encode("fork() failed");
   }
   if (pid == 0) {
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
-    for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) signal(sig, SIG_DFL);
     close(fds[0]);
-    std::string reply = answer(line, nullptr) + "\n";
-    write_all(fds[1], reply.data(), reply.size());
-    _exit(0);
+    run_child(line, fds[1]);
   }
   close(fds[1]);
   std::string reply;
@@ -728,26 +735,93 @@ class Zygote {
   }
 
   // The server's loop: requests on fd kRequests, replies on fd kReplies, until the program is gone.
+  // It allocates nothing between forks: a request is read into, and copied to, buffers of fixed
+  // place and size, and a child's reply read into another. A heap the loop touched (a buffer grown,
+  // a reply string freed into malloc's caches) would differ from case to case by what came before,
+  // and a rule reading memory it never set would answer by that history.
   [[noreturn]] static void serve(pid_t parent) {
 #ifdef __linux__
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives the program
 #endif
     if (getppid() != parent) _exit(0);
-    LineReader in(kRequests);
-    std::string_view line;
-    bool collapsed = false;
-    while (in.next(&line)) {
+    static char in[kBuffer], request[kBuffer], reply[kBuffer];
+    size_t have = 0;
+    bool collapsed = false, eof = false;
+    for (;;) {
+      char* nl = static_cast<char*>(std::memchr(in, '\n', have));
+      if (nl == nullptr) {
+        if (eof) _exit(0);
+        if (have == kBuffer) _exit(0);  // a request longer than the buffer: end; the caller answers itself
+        ssize_t n = read(kRequests, in + have, kBuffer - have);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) eof = true;
+        else have += static_cast<size_t>(n);
+        continue;
+      }
+      const size_t len = static_cast<size_t>(nl - in);
+      std::memcpy(request, in, len);
+      std::memmove(in, nl + 1, have - len - 1);
+      have -= len + 1;
       if (!collapsed) {  // on the first isolated case: a run without any pays nothing
         collapse_heap();
         collapsed = true;
       }
-      std::string reply = answer_isolated(line);
-      reply.push_back('\n');
-      if (!write_all(kReplies, reply.data(), reply.size())) break;
+      size_t out = answer_isolated_fixed(std::string_view(request, len), reply, kBuffer - 1);
+      reply[out++] = '\n';
+      if (!write_all(kReplies, reply, out)) break;
     }
     _exit(0);
   }
 
+ private:
+  static constexpr size_t kBuffer = 1 << 20;
+
+  // answer_isolated, its reply written to buf (at most cap bytes) without allocating in this process.
+  static size_t answer_isolated_fixed(std::string_view line, char* buf, size_t cap) {
+    auto put = [&](std::string_view text) {
+      size_t n = text.size() < cap ? text.size() : cap;
+      std::memcpy(buf, text.data(), n);
+      return n;
+    };
+    int fds[2];
+    if (pipe(fds) != 0) return put("U 706970652829206661696c6564");  // "pipe() failed"
+    pid_t pid = fork();
+    if (pid < 0) {
+      close(fds[0]);
+      close(fds[1]);
+      return put("U 666f726b2829206661696c6564");  // "fork() failed"
+    }
+    if (pid == 0) {
+      close(fds[0]);
+      run_child(line, fds[1]);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    bool overflow = false;
+    for (;;) {
+      char sink[4096];
+      char* to = got < cap ? buf + got : sink;
+      size_t room = got < cap ? cap - got : sizeof sink;
+      ssize_t n = read(fds[0], to, room);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      if (to == sink) overflow = true;
+      else got += static_cast<size_t>(n);
+    }
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFSIGNALED(status)) {
+      char text[32];
+      int n = std::snprintf(text, sizeof text, "C %d", WTERMSIG(status));
+      return put(std::string_view(text, static_cast<size_t>(n)));
+    }
+    if (overflow) return put("U 7265706c7920746f6f206c6f6e67");  // "reply too long"
+    if (got == 0) return put("C 0");
+    if (buf[got - 1] == '\n') --got;
+    return got;
+  }
  private:
   bool started_ = false;
   pid_t pid_ = -1;

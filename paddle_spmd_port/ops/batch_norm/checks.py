@@ -49,18 +49,31 @@ _BN_FORWARD = input_names("batch_norm")
 #: The inputs each rule never reads the mapping of (PADDLE-QUIRK(bn-ignored-stats), PADDLE-QUIRK(bn-grad-og-ignored)):
 #: their malformed mappings are mirrored.
 UNREAD = {"batch_norm": ("mean", "variance", "scale", "bias"),
+          "batch_norm_static": ("mean", "variance", "scale", "bias"),
           "batch_norm_grad": ("scale", "bias", "mean_out", "variance_out", "saved_mean", "saved_variance",
                               "reserve_space", "out_grad")}
+_BN_KEYS = tuple(UNREAD)
+_SYNC_KEYS = ("sync_batch_norm", "sync_batch_norm_grad")
 
 #: The port's refusals beyond Paddle's batch_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = StrictnessNotes((
     *unread_strictness("batch_norm", UNREAD),
-    *(Strictness(f"invalid-spec:x:{problem}", f"x's dims_mapping {what}; batch_norm's and batch_norm_grad's rules "
-                 "keep only the channel axis's entry (every other axis replicated) before they merge it",
-                 "varies", "inexpressible", PLACEMENTS, mirror_keys=("batch_norm", "batch_norm_grad"),
-                 families=("batch_norm",))
+    *(Strictness(f"invalid-spec:x:{problem}", f"x's dims_mapping {what}; batch_norm's rules copy it, replicate "
+                 "every axis but the channel in the copy and merge it alone (ops/kit/raw_mapping.py)",
+                 "varies", "inexpressible", PLACEMENTS, mirror_keys=_BN_KEYS, families=("batch_norm",))
       for problem, what in (("duplicate", "splits two axes along one mesh dim"),
-                            ("mesh-dim", "names a mesh dim the mesh lacks"))),
+                            ("mesh-dim", "names a mesh dim the mesh lacks (copied as is; a grad partial on it "
+                                         "crashes Paddle)"),
+                            ("length", "has another length than x's rank (a shorter one is written past its end: "
+                                       "not mirrored; one entry more merges under no letter; more raise)"))),
+    Strictness("invalid-spec:*:missing", "None for a required tensor; Paddle's stand-in for None is a tensor of "
+               "shape [0] without a mesh, which batch_norm's rules read as any other (x: rank 1, refused by their "
+               "rank check; the others: the attrs copied from it have no mesh)", "varies", "refuses",
+               "the op's Python API needs every required tensor", mirror_keys=_BN_KEYS, families=("batch_norm",)),
+    Strictness("invalid-spec:*:mixed-mesh", "a tensor on a mesh of another number of dims than x's whose mesh dims "
+               "reach the answer; Paddle's rule answers the attr as is (naming mesh dims its mesh lacks), and "
+               "crashes (SIGSEGV) where a grad partial names one", "varies", "unmeasured",
+               mirror_keys=_BN_KEYS, families=("batch_norm",)),
     Strictness("invalid-spec:data_format", "a data_format outside NC, NCL, NCHW, NCDHW, NLC, NHWC, NDHWC; Paddle's "
                "rule only tests its second character for 'C' (channel axis 1, else the last axis), past the end "
                "of an empty string", "varies", "refuses",
@@ -69,16 +82,29 @@ STRICTNESS = StrictnessNotes((
                mirror_keys=("batch_norm", "batch_norm_grad"), families=("batch_norm",)),
     *(Strictness(f"invalid-spec:*:{problem}", "a malformed dims_mapping (of the wrong length, a mesh dim the mesh "
                  "lacks or one repeated); the replicated fallback reads only each tensor's shape and mesh", "answers",
-                 "inexpressible", PLACEMENTS, mirror_keys=("sync_batch_norm", "sync_batch_norm_grad"),
+                 "inexpressible", PLACEMENTS, mirror_keys=_SYNC_KEYS,
                  families=("sync_batch_norm",))
       for problem in UNREAD_PROBLEMS),
     Strictness("invalid-spec:*:rank", "mean, variance, scale, bias or a saved statistic of rank other than 1; "
                "the replicated fallback answers each replicated, of its own rank, and the outputs of rank 1",
-               "answers", "unmeasured", families=("sync_batch_norm",)),
+               "answers", "unmeasured", mirror_keys=_SYNC_KEYS, families=("sync_batch_norm",)),
+    Strictness("invalid-spec:*:missing", "None for a required tensor; the replicated fallback answers Paddle's "
+               "stand-in for it (rank 1, no mesh) replicated, and x's (then the outputs) without a mesh",
+               "answers", "refuses", "the op's Python API needs every required tensor", mirror_keys=_SYNC_KEYS,
+               families=("sync_batch_norm",)),
+    Strictness("invalid-spec:x:mesh", "x without a process mesh; the replicated fallback answers every output "
+               "without one", "answers", "inexpressible", "a dist tensor always has a process mesh",
+               mirror_keys=_SYNC_KEYS, families=("sync_batch_norm",)),
     Strictness("invalid-spec:*:none-with-sharded-c", "scale or bias None (or meshless) while the channel axis is "
                "split; Paddle marks its grad partial on an attr without a mesh and crashes (SIGSEGV)", "crashes",
                "unmeasured", families=("batch_norm",)),
 ))
+
+#: Per rule key, the refusals its mirror function answers (``rules.MIRRORS``).
+MIRRORED = {key: tuple(d.check for d in STRICTNESS.declared if key in d.mirror_keys) for key in _BN_KEYS}
+#: The same for sync_batch_norm's replicated fallback (``ops/sync_batch_norm/rules.py``).
+SYNC_MIRRORED = {key: tuple(d.check for d in STRICTNESS.declared if key in d.mirror_keys) for key in _SYNC_KEYS}
+
 
 def bn_forward_inputs(specs: Sequence[DistTensorSpec | None], attrs: Sequence[tuple[str, Any]]
                       ) -> tuple[RuleInput, RuleInput, RuleInput, RuleInput, RuleInput]:

@@ -42,15 +42,18 @@ on an attr without a mesh).
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, cast
 
 from ...errors import InvalidSpecError
+from ...notation import ALPHABET
 from ...types import DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import Attrs, RuleFn, Specs, input_names, rule
 from ..kit.layout import channel_axis, channel_first
-from ..kit.strictness import argument, call_with, mirror, mirror_via, unread_mirrors
+from ..kit.raw_mapping import answer_raw, copy_overwriting, merge_raw, read_back, remapped
+from ..kit.strictness import argument, mirror_via
 from ..kit.tensor import RuleInput
-from .checks import FORWARD_AT, GRAD_AT, UNREAD, bn_forward_inputs, bn_grad_inputs
+from .checks import FORWARD_AT, GRAD_AT, MIRRORED, bn_forward_inputs, bn_grad_inputs
 
 _FORMAT, _GRAD_FORMAT = FORWARD_AT["data_format"], GRAD_AT["data_format"]
 _GRAD_NAMES = input_names("batch_norm_grad")
@@ -138,7 +141,10 @@ def batch_norm_grad_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
 def _layout_of(fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     """The valid layout Paddle's rule reads ``data_format`` as: its second character 'C' means the
     channel is axis 1, anything else the last axis (a one-letter string's second character is its
-    terminating NUL); an empty string is read past its end, so nothing can be mirrored."""
+    terminating NUL); an empty string is read past its end, so nothing can be mirrored. A rule
+    without the attribute (``batch_norm_static``) reads NCHW."""
+    if "data_format" not in inspect.signature(fn).parameters:
+        return "NCHW"
     fmt = argument(fn, args, kwargs, "data_format")
     if not isinstance(fmt, str) or not fmt:
         raise InvalidSpecError(f"data_format {fmt!r}: Paddle's rule reads past the end of it (memory it never "
@@ -146,41 +152,59 @@ def _layout_of(fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str
     return "NCHW" if channel_first(fmt) else "NHWC"
 
 
-@mirror("batch_norm", "invalid-spec:data_format")
-def batch_norm_mirror_data_format(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
-    """The forward rule with the layout Paddle's rule reads the format as."""
-    return cast(SpmdResult, call_with(fn, args, kwargs, data_format=_layout_of(fn, args, kwargs)))
+def _channel_copy(x: DistTensorSpec, layout: str) -> tuple[list[int], dict[str, int], int]:
+    """Paddle's copy of x's mapping (every axis but the channel replicated), its merge, and the
+    channel axis."""
+    rank = len(x.shape)
+    c = 1 if channel_first(layout) else rank - 1
+    copy = copy_overwriting(x, range(rank))  # (every axis, the channel's entry written back after)
+    copy[c] = cast(int, x.dims_mapping[c])
+    return copy, merge_raw(rank, copy), c
 
 
-@mirror("batch_norm_grad", "invalid-spec:data_format")
-def batch_norm_grad_mirror_data_format(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
-    """The grad rule with the layout Paddle's rule reads the format as."""
-    return cast(SpmdResult, call_with(fn, args, kwargs, data_format=_layout_of(fn, args, kwargs)))
+def _forward_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """The forward rules on x's raw mapping (:mod:`~..kit.raw_mapping`): x answered with Paddle's copy,
+    out and the statistics read back from its merge."""
+    layout = _layout_of(fn, args, kwargs)
+
+    def patch(base: SpmdResult, raw: dict[str, Any]) -> SpmdResult:
+        x = raw["x"]
+        copy, merged, c = _channel_copy(x, layout)
+        letters = ALPHABET[:len(x.shape)]
+        stat = read_back(letters[c], merged)
+        (xi, mi, vi, si, bi), (out, mo, vo, sm, sv, rs) = base.inputs, base.outputs
+        return SpmdResult.make(
+            inputs=(remapped(xi, copy), remapped(mi, stat), remapped(vi, stat), si, bi),
+            outputs=(remapped(out, read_back(letters, merged)), remapped(mo, stat), remapped(vo, stat),
+                     remapped(sm, stat), remapped(sv, stat), rs))
+
+    given = {"data_format": layout} if "data_format" in inspect.signature(fn).parameters else {}
+    return answer_raw(fn, args, kwargs, patch, **given)
 
 
-#: The mirror policy's answers to the malformed mappings of inputs a rule never reads (:data:`.checks.UNREAD`).
-MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__)
+def _grad_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """The grad rule on x's raw mapping: x and x_grad answered with Paddle's copy, the statistics and
+    out_grad read back from its merge, scale_grad and bias_grad partial over the copy's mesh dims."""
+    layout = _layout_of(fn, args, kwargs)
+
+    def patch(base: SpmdResult, raw: dict[str, Any]) -> SpmdResult:
+        x = raw["x"]
+        copy, merged, c = _channel_copy(x, layout)
+        letters = ALPHABET[:len(x.shape)]
+        stat = read_back(letters[c], merged)
+        partial = [m for m in copy[:len(x.shape)] if m != -1]
+        xi, si, bi, mo, vo, sm, sv, rs, og = base.inputs
+        xg, sg, bg = base.outputs
+        return SpmdResult.make(
+            inputs=(remapped(xi, copy), si, bi, remapped(mo, stat), remapped(vo, stat), remapped(sm, stat),
+                    remapped(sv, stat), rs, remapped(og, read_back(letters, merged))),
+            outputs=(remapped(xg, copy), remapped(sg, (-1,), partial, "scale"), remapped(bg, (-1,), partial, "bias")))
+
+    return answer_raw(fn, args, kwargs, patch, data_format=layout)
 
 
-def _channel_only_x(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
-    """x repeating a mesh dim, or naming one the mesh lacks, on an axis other than the channel: the
-    rules keep only the channel axis's entry (:func:`_keep_channel_only`), so x is answered as the x
-    whose other axes are replicated. A channel entry out of range, a co-shard, a partial dim outside
-    the mesh (Paddle crashes building the attr) or a data_format the rule reads past are refused."""
-    x = argument(fn, args, kwargs, "x")
-    fmt = argument(fn, args, kwargs, "data_format")
-    if not isinstance(x, DistTensorSpec) or x.mesh is None or x.coshard or not isinstance(fmt, str) or not fmt \
-            or len(x.dims_mapping) != len(x.shape) or any(not 0 <= p < x.mesh.ndim for p in x.partial_dims):
-        raise InvalidSpecError("x: no channel axis entry to keep alone: no answer to mirror", kind="invalid-spec:x")
-    c = 1 if channel_first(fmt) else len(x.shape) - 1
-    entry = cast(int, x.dims_mapping[c])
-    if not -1 <= entry < x.mesh.ndim:
-        raise InvalidSpecError(f"x: the channel axis names mesh dim {entry}, which the mesh lacks: no answer to "
-                               "mirror", kind="invalid-spec:x")
-    kept = tuple(entry if i == c else -1 for i in range(len(x.shape)))
-    return cast(SpmdResult, call_with(fn, args, kwargs, x=DistTensorSpec(x.shape, kept, x.mesh, x.partial_dims)))
-
-
-MIRRORED_X = tuple(mirror_via(key, f"invalid-spec:x:{problem}", _channel_only_x,
-                              f"{key}: x's malformed mapping off the channel axis; :func:`_channel_only_x`.", __name__)
-                   for key in ("batch_norm", "batch_norm_grad") for problem in ("duplicate", "mesh-dim"))
+#: The mirror policy: one answer per rule for every refusal :data:`.checks.MIRRORED` names (a rule that
+#: reads only x's mapping answers a malformed input whatever else is malformed with it).
+MIRRORS = tuple(mirror_via(key, check, _grad_raw if key == "batch_norm_grad" else _forward_raw,
+                           f"{key}: Paddle's steps on x's raw mapping (:mod:`~..kit.raw_mapping`).", __name__)
+                for key, checks in MIRRORED.items() for check in checks)

@@ -28,23 +28,39 @@ GN = "group_norm"
 
 _GN_KEYS = ("group_norm", "group_norm_base", "group_norm_grad", "group_norm_grad_base")
 
-#: The inputs each rule never reads the mapping of (PADDLE-QUIRK(gn-grad-ignores)):
-#: their malformed mappings are mirrored.
-UNREAD = {key: ("scale", "bias", "y", "mean", "variance", "y_grad")
-          for key in ("group_norm_grad", "group_norm_grad_base")}
+#: The inputs each rule never reads the mapping of (PADDLE-QUIRK(gn-grad-ignores)): their malformed
+#: mappings are mirrored.
+UNREAD = {"group_norm": ("scale", "bias"), "group_norm_base": ("scale", "bias"),
+          **{key: ("scale", "bias", "y", "mean", "variance", "y_grad") for key in ("group_norm_grad",
+                                                                                  "group_norm_grad_base")}}
 
 #: The port's refusals beyond Paddle's group_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = StrictnessNotes((
     *unread_strictness("group_norm", UNREAD),
-    *(Strictness(f"invalid-spec:x:{problem}", f"x's dims_mapping {what}; group_norm's rules keep only axis 0's "
-                 "entry (every other axis replicated) before they merge it", "varies", "inexpressible", PLACEMENTS,
-                 mirror_keys=_GN_KEYS, families=("group_norm",))
+    *(Strictness(f"invalid-spec:x:{problem}", f"x's dims_mapping {what}; group_norm's rules copy it, replicate "
+                 "every axis but 0 in the copy and merge it alone (ops/kit/raw_mapping.py)", "varies",
+                 "inexpressible", PLACEMENTS, mirror_keys=_GN_KEYS, families=("group_norm",))
       for problem, what in (("duplicate", "splits two axes along one mesh dim"),
-                            ("mesh-dim", "names a mesh dim the mesh lacks"))),
+                            ("mesh-dim", "names a mesh dim the mesh lacks (copied as is; a grad partial on it "
+                                         "crashes Paddle)"),
+                            ("length", "has another length than x's rank (a shorter one is written past its end: "
+                                       "not mirrored; one entry more merges under no letter; more raise)"))),
+    Strictness("invalid-spec:*:missing", "None for a required tensor; Paddle's stand-in for None is a tensor of "
+               "shape [0] without a mesh, which group_norm's rules read as any other (x: rank 1, refused by their "
+               "rank check; y, y_grad, mean, variance: refused by theirs)", "varies", "refuses",
+               "the op's Python API needs every required tensor", mirror_keys=_GN_KEYS, families=("group_norm",)),
+    Strictness("invalid-spec:*:mixed-mesh", "a tensor on a mesh of another number of dims than x's whose mesh dims "
+               "reach the answer; Paddle's rule answers the attr as is (naming mesh dims its mesh lacks), and "
+               "crashes (SIGSEGV) where a grad partial names one", "varies", "unmeasured",
+               mirror_keys=_GN_KEYS, families=("group_norm",)),
     Strictness("invalid-spec:*:none-with-sharded-n", "scale or bias None (or meshless) while x's axis 0 is split; "
                "Paddle marks its grad partial on an attr without a mesh and crashes (SIGSEGV)", "crashes",
                "unmeasured", families=("group_norm",)),
 ))
+
+#: Per rule key, the refusals its mirror function answers (``rules.MIRRORS``).
+MIRRORED = {key: tuple(d.check for d in STRICTNESS.declared if key in d.mirror_keys) for key in _GN_KEYS}
+
 
 def _gn_x_rank(x: RuleInput, low_message: str) -> None:
     """Paddle's x-rank check of group_norm: 3 <= rank <= 5 (the grad words the lower bound its own

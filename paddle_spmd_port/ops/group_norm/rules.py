@@ -49,14 +49,16 @@ segfaults, or answers y / mean / variance / y_grad with a mesh dim their mesh la
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from ...errors import InvalidSpecError
+from ...notation import ALPHABET
 from ...types import DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import Attrs, RuleFn, Specs, rule
-from ..kit.strictness import argument, call_with, mirror_via, unread_mirrors
+from ..kit.raw_mapping import answer_raw, copy_overwriting, merge_raw, read_back, remapped
+from ..kit.strictness import mirror_via
 from ..kit.tensor import RuleInput
-from .checks import UNREAD, gn_forward_inputs, gn_grad_inputs
+from .checks import MIRRORED, gn_forward_inputs, gn_grad_inputs
 
 
 def _keep_batch_only(x: RuleInput) -> tuple[int, ...]:
@@ -143,28 +145,49 @@ def group_norm_grad_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     return _grad(*gn_grad_inputs(x, scale, bias, y, mean, variance, y_grad, attrs))
 
 
-#: The mirror policy's answers to the malformed mappings of inputs a rule never reads (:data:`.checks.UNREAD`).
-MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__)
+# --------------------------------------------------------------------------- the mirror policy
+def _batch_copy(x: DistTensorSpec) -> tuple[list[int], dict[str, int], str]:
+    """Paddle's copy of x's mapping (every axis but 0 replicated), its merge, and x's letters."""
+    rank = len(x.shape)
+    copy = copy_overwriting(x, range(1, rank))
+    return copy, merge_raw(rank, copy), ALPHABET[:rank]
 
 
-def _batch_only_x(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
-    """x repeating a mesh dim, or naming one the mesh lacks, off axis 0: the rules keep only axis 0's
-    entry (:func:`_keep_batch_only`), so x is answered as the x whose other axes are replicated. Axis
-    0's entry out of range, a co-shard or a partial dim outside the mesh (Paddle crashes building
-    the attr) are refused."""
-    x = argument(fn, args, kwargs, "x")
-    if not isinstance(x, DistTensorSpec) or x.mesh is None or x.coshard or not x.shape \
-            or len(x.dims_mapping) != len(x.shape) or any(not 0 <= p < x.mesh.ndim for p in x.partial_dims):
-        raise InvalidSpecError("x: no axis-0 entry to keep alone: no answer to mirror", kind="invalid-spec:x")
-    entry = cast(int, x.dims_mapping[0])
-    if not -1 <= entry < x.mesh.ndim:
-        raise InvalidSpecError(f"x: axis 0 names mesh dim {entry}, which the mesh lacks: no answer to mirror",
-                               kind="invalid-spec:x")
-    kept = (entry,) + (-1,) * (len(x.shape) - 1)
-    return cast(SpmdResult, call_with(fn, args, kwargs, x=DistTensorSpec(x.shape, kept, x.mesh, x.partial_dims)))
+def _forward_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """The forward rules on x's raw mapping (:mod:`~..kit.raw_mapping`): x answered with Paddle's copy,
+    y, mean and variance read back from its merge."""
+
+    def patch(base: SpmdResult, raw: dict[str, Any]) -> SpmdResult:
+        copy, merged, letters = _batch_copy(raw["x"])
+        (xi, si, bi), (y, mean, var) = base.inputs, base.outputs
+        stat = read_back(letters[:2], merged)
+        return SpmdResult.make(inputs=(remapped(xi, copy), si, bi),
+                               outputs=(remapped(y, read_back(letters, merged)), remapped(mean, stat),
+                                        remapped(var, stat)))
+
+    return answer_raw(fn, args, kwargs, patch)
 
 
-MIRRORED_X = tuple(mirror_via(key, f"invalid-spec:x:{problem}", _batch_only_x,
-                              f"{key}: x's malformed mapping off axis 0; :func:`_batch_only_x`.", __name__)
-                   for key in ("group_norm", "group_norm_base", "group_norm_grad", "group_norm_grad_base")
-                   for problem in ("duplicate", "mesh-dim"))
+def _grad_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """The grad rules on x's raw mapping: x, y and y_grad answered with Paddle's copy, mean, variance
+    and x_grad read back from its merge, scale_grad and bias_grad partial over the copy's mesh dims."""
+
+    def patch(base: SpmdResult, raw: dict[str, Any]) -> SpmdResult:
+        copy, merged, letters = _batch_copy(raw["x"])
+        stat = read_back(letters[:2], merged)
+        partial = [m for m in copy[:len(letters)] if m != -1]
+        xi, si, bi, yi, mi, vi, gi = base.inputs
+        xg, sg, bg = base.outputs
+        return SpmdResult.make(
+            inputs=(remapped(xi, copy), si, bi, remapped(yi, copy), remapped(mi, stat), remapped(vi, stat),
+                    remapped(gi, copy)),
+            outputs=(remapped(xg, read_back(letters, merged)), remapped(sg, (-1,), partial, "scale"),
+                     remapped(bg, (-1,), partial, "bias")))
+
+    return answer_raw(fn, args, kwargs, patch)
+
+
+#: The mirror policy: one answer per rule for every refusal :data:`.checks.MIRRORED` names.
+MIRRORS = tuple(mirror_via(key, check, _grad_raw if "grad" in key else _forward_raw,
+                           f"{key}: Paddle's steps on x's raw mapping (:mod:`~..kit.raw_mapping`).", __name__)
+                for key, checks in MIRRORED.items() for check in checks)

@@ -7,7 +7,7 @@ from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import REAL, input_names, require_buildable
 from ..kit.layout import check_channel_x_rank
-from ..kit.strictness import Strictness, StrictnessNotes, unread_strictness
+from ..kit.strictness import PLACEMENTS, Strictness, StrictnessNotes, unread_strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -22,20 +22,44 @@ IN = "instance_norm"
 _IN_FORWARD, _IN_GRAD = input_names("instance_norm"), input_names("instance_norm_grad")
 
 
-#: The inputs each rule never reads the mapping of (PADDLE-QUIRK(in-grad-ignores)):
-#: their malformed mappings are mirrored.
-UNREAD = {"instance_norm_grad": ("scale", "bias", "saved_mean", "saved_variance", "y_grad")}
+#: The inputs each rule never reads the mapping of (PADDLE-QUIRK(in-grad-ignores)): their malformed
+#: mappings are mirrored.
+UNREAD = {"instance_norm": ("scale", "bias"),
+          "instance_norm_grad": ("scale", "bias", "saved_mean", "saved_variance", "y_grad")}
+_IN_KEYS = tuple(UNREAD)
 
 #: The port's refusals beyond Paddle's instance_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = StrictnessNotes((
     *unread_strictness("instance_norm", UNREAD),
+    *(Strictness(f"invalid-spec:x:{problem}", f"x's dims_mapping {what}; instance_norm's rules copy it, replicate "
+                 "axes 2 and 3 in the copy and merge it alone (ops/kit/raw_mapping.py)", "varies",
+                 "inexpressible", PLACEMENTS, mirror_keys=_IN_KEYS, families=("instance_norm",))
+      for problem, what in (("duplicate", "splits two axes along one mesh dim (the merge keeps it on the first)"),
+                            ("mesh-dim", "names a mesh dim the mesh lacks (copied as is; a grad partial on it "
+                                         "crashes Paddle)"),
+                            ("length", "has another length than x's rank (fewer than 4 entries are written past "
+                                       "their end: not mirrored; 4 for a 5-D x leave axis 4 unmerged, out of the "
+                                       "answer; one entry more merges under no letter; more raise)"))),
+    Strictness("invalid-spec:*:missing", "None for a required tensor; Paddle's stand-in for None is a tensor of "
+               "shape [0] without a mesh, which instance_norm's rules read as any other (x: rank 1, refused by "
+               "their rank check; the others: refused by theirs)", "varies", "refuses",
+               "the op's Python API needs every required tensor", mirror_keys=_IN_KEYS, families=("instance_norm",)),
+    Strictness("invalid-spec:*:mixed-mesh", "a tensor on a mesh of another number of dims than x's whose mesh dims "
+               "reach the answer; Paddle's rule answers the attr as is (naming mesh dims its mesh lacks), and "
+               "crashes (SIGSEGV) where a grad partial names one", "varies", "unmeasured",
+               mirror_keys=_IN_KEYS, families=("instance_norm",)),
     Strictness("invalid-spec:x:rank", "x of rank 2 or 3; Paddle's rule clears axes 2 and 3 by index, writing past "
-               "the end of the mapping (SIGABRT, heap corruption, now and then garbage)", "crashes", "unmeasured",
+               "the end of the mapping (SIGABRT, heap corruption; now and then an answer read from memory it "
+               "never set, which differs by run: never mirrored)", "crashes", "unmeasured",
                families=("instance_norm",)),
     Strictness("invalid-spec:scale:none-with-sharded-nc", "scale None (or meshless) while x's N or C axis is split; "
                "Paddle marks scale_grad partial on an attr without a mesh and crashes (SIGSEGV)", "crashes",
                "unmeasured", families=("instance_norm",)),
 ))
+
+#: Per rule key, the refusals its mirror function answers (``rules.MIRRORS``).
+MIRRORED = {key: tuple(d.check for d in STRICTNESS.declared if key in d.mirror_keys) for key in _IN_KEYS}
+
 
 def in_forward_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTensorSpec | None,
                       epsilon: float) -> tuple[RuleInput, RuleInput, RuleInput]:
@@ -102,5 +126,6 @@ def require_in_spatial_axes(x: RuleInput) -> None:
     if x.ndim < 4:
         raise InvalidSpecError(
             f"x has rank {x.ndim}; Paddle's instance_norm rule clears axes 2 and 3 by index and corrupts "
-            "its heap (SIGABRT) for a 2-D or 3-D x; pass x as [N, C, H, W] or [N, C, D, H, W] "
+            "its heap (SIGABRT) for a 2-D or 3-D x, or answers from memory it never set; pass x as [N, C, H, W] "
+            "or [N, C, D, H, W] "
             "(reshape an [N, C, L] input to [N, C, L, 1])", kind="invalid-spec:x:rank")

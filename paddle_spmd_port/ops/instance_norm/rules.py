@@ -42,12 +42,16 @@ naming a mesh dim that an attr's own mesh lacks (inputs on meshes of other sizes
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...errors import InvalidSpecError
+from ...notation import ALPHABET
 from ...types import DistAttr, DistTensorSpec, SpmdResult
-from ..kit.checks import rule
-from ..kit.strictness import unread_mirrors
+from ..kit.checks import RuleFn, rule
+from ..kit.raw_mapping import answer_raw, copy_overwriting, merge_raw, read_back, remapped
+from ..kit.strictness import mirror_via
 from ..kit.tensor import RuleInput
-from .checks import UNREAD, in_forward_inputs, in_grad_inputs
+from .checks import MIRRORED, in_forward_inputs, in_grad_inputs
 
 
 def _clear_spatial(x: RuleInput) -> tuple[int, ...]:
@@ -103,5 +107,49 @@ def instance_norm_grad_infer_spmd(
     return result
 
 
-#: The mirror policy's answers to the malformed mappings of inputs a rule never reads (:data:`.checks.UNREAD`).
-MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__)
+# --------------------------------------------------------------------------- the mirror policy
+def _spatial_copy(x: DistTensorSpec) -> tuple[list[int], dict[str, int], str]:
+    """Paddle's copy of x's mapping (axes 2 and 3 replicated, by index), its merge, and x's letters."""
+    rank = len(x.shape)
+    copy = copy_overwriting(x, (2, 3))
+    return copy, merge_raw(rank, copy), ALPHABET[:rank]
+
+
+def _forward_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """The forward rule on x's raw mapping (:mod:`~..kit.raw_mapping`): x answered with Paddle's copy,
+    y and the statistics read back from its merge."""
+
+    def patch(base: SpmdResult, raw: dict[str, Any]) -> SpmdResult:
+        copy, merged, letters = _spatial_copy(raw["x"])
+        (xi, si, bi), (y, mean, var) = base.inputs, base.outputs
+        stat = read_back(letters[:2], merged)
+        return SpmdResult.make(inputs=(remapped(xi, copy), si, bi),
+                               outputs=(remapped(y, read_back(letters, merged)), remapped(mean, stat),
+                                        remapped(var, stat)))
+
+    return answer_raw(fn, args, kwargs, patch)
+
+
+def _grad_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """The grad rule on x's raw mapping: x and y_grad answered with Paddle's copy, the statistics and
+    x_grad read back from its merge, scale_grad and bias_grad (both on scale's mesh) partial over the
+    copy's N and C mesh dims."""
+
+    def patch(base: SpmdResult, raw: dict[str, Any]) -> SpmdResult:
+        copy, merged, letters = _spatial_copy(raw["x"])
+        stat = read_back(letters[:2], merged)
+        partial = [m for m in copy[:2] if m != -1]
+        xi, si, mi, vi, gi = base.inputs
+        xg, sg, bg = base.outputs
+        return SpmdResult.make(
+            inputs=(remapped(xi, copy), si, remapped(mi, stat), remapped(vi, stat), remapped(gi, copy)),
+            outputs=(remapped(xg, read_back(letters, merged)), remapped(sg, (-1,), partial, "scale"),
+                     remapped(bg, (-1,), partial, "scale")))
+
+    return answer_raw(fn, args, kwargs, patch)
+
+
+#: The mirror policy: one answer per rule for every refusal :data:`.checks.MIRRORED` names.
+MIRRORS = tuple(mirror_via(key, check, _grad_raw if "grad" in key else _forward_raw,
+                           f"{key}: Paddle's steps on x's raw mapping (:mod:`~..kit.raw_mapping`).", __name__)
+                for key, checks in MIRRORED.items() for check in checks)

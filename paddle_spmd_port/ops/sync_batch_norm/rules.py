@@ -31,14 +31,18 @@ of rank 1 for a tensor of another rank would not fit it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ...errors import InvalidSpecError
 from ...types import DistAttr, DistTensorSpec, SpmdResult
 from .. import RULES
+from ..batch_norm.checks import SYNC_MIRRORED
 from ..batch_norm.layout import PER_CHANNEL as BN_PER_CHANNEL
 from ..kit.checks import Attrs, Specs, rule
-from ..kit.strictness import UNREAD_PROBLEMS, mirror_via, with_replicated_stand_ins
+from ..kit.raw_mapping import not_mirrored, require_buildable_raw, require_paddle_profile
+from ..kit.strictness import mirror_via
 from ..kit.tensor import RuleInput, as_input, check_attrs, check_specs, require_x_mesh
 
 
@@ -80,9 +84,34 @@ def sync_batch_norm_grad_infer_spmd(specs: Specs, attrs: Attrs) -> SpmdResult:
     return _replicated_fallback(_named("sync_batch_norm_grad", specs), attrs, (None, 1, 1))
 
 
-#: The mirror policy: the fallback reads only shapes and meshes, so a malformed mapping changes nothing.
-MIRRORED = tuple(
-    mirror_via(key, f"invalid-spec:*:{problem}",
-               lambda fn, *args, **kwargs: with_replicated_stand_ins(fn, args, kwargs),
-               f"{key}: the replicated fallback's answer, the malformed mappings unread.", __name__)
-    for key in ("sync_batch_norm", "sync_batch_norm_grad") for problem in UNREAD_PROBLEMS)
+# --------------------------------------------------------------------------- the mirror policy
+def _fallback_raw(fn: Callable[..., SpmdResult], *args: Any, **kwargs: Any) -> SpmdResult:
+    """The replicated fallback as Paddle runs it: it reads each tensor's rank and mesh only, so a
+    malformed mapping, a per-channel tensor of another rank, a required tensor left None (Paddle's
+    stand-in: rank 1, no mesh) and an x without a mesh (its outputs then have none) are answered.
+    Refused: a partial dim outside its mesh (Paddle crashes building the attr), a mesh dim both
+    sharding and partial (Paddle raises), a mapping or partial dims without a mesh (not measured)."""
+    key: str = fn.rule_key  # type: ignore[attr-defined]
+    require_paddle_profile(fn, args, kwargs)
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    sig = RULES[key]
+    inputs = [as_input(bound.arguments[name], name, optional=True) for name in sig.inputs]
+    check_attrs(*((name, bound.arguments[name]) for name, _ in sig.attrs))
+    require_buildable_raw((name, bound.arguments[name]) for name in sig.inputs)
+    for t in inputs:
+        if t.mesh is None and (t.dims_mapping or t.partial_dims):
+            not_mirrored(f"{t.name}: a dims_mapping or partial dims without a mesh (not measured)",
+                         f"invalid-spec:{t.name}:mesh")
+    x = inputs[0]
+    ranks = (None, 1, 1, 1, 1, 1) if key == "sync_batch_norm" else (None, 1, 1)
+    return SpmdResult.make(
+        inputs=tuple(DistAttr.make((-1,) * t.ndim, frozenset(), t.mesh) for t in inputs),
+        outputs=tuple(DistAttr.make((-1,) * (x.ndim if rank is None else rank), frozenset(), x.mesh)
+                      for rank in ranks))
+
+
+#: The mirror policy: one answer per rule for every refusal :data:`..batch_norm.checks.SYNC_MIRRORED` names.
+MIRRORED = tuple(mirror_via(key, check, _fallback_raw,
+                            f"{key}: the replicated fallback on the raw input (:func:`_fallback_raw`).", __name__)
+                 for key, checks in SYNC_MIRRORED.items() for check in checks)
