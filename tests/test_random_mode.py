@@ -138,10 +138,65 @@ def test_mixed_meshes_other_shape_and_other_ids(rule):
 
 @pytest.mark.parametrize(("rule", "n"), [("batch_norm", 8000), ("layer_norm_grad", 8000)])
 def test_every_invalid_mutation_is_drawn(rule, n):
-    mutations = Counter(d.mutation for d in _draws(rule, n) if d.kind == "invalid")
-    applicable = set(INVALID_MUTATIONS) - ({"begin_norm_axis"} if rule in BN else {"data_format"})
+    mutations = Counter(d.mutation.split(":")[0] for d in _draws(rule, n) if d.kind == "invalid")
+    applicable = set(INVALID_MUTATIONS)
     assert set(mutations) == applicable
     assert all(mutations[m] >= 3 for m in applicable), mutations
+
+
+#: The attributes Paddle's rules read (their op refuses a value out of range): every rule taking one
+#: draws it out of range; epsilon (no rule reads it) out of range too, wherever a rule takes it.
+READ_ATTRS = ("axis", "begin_norm_axis", "data_format", "groups")
+
+
+def _attr_gaps(rule, draws):
+    """What the draws miss of the out-of-range attributes a rule must get: none drawn at 3-7% of the
+    draws, an attribute of READ_ATTRS (or epsilon) never drawn out of range, a value a valid draw of
+    the same x rank also gives, an attribute the rules read that validity does not call invalid."""
+    from paddle_spmd_port.validity import input_problem
+
+    spec = RULES[rule]
+    mutated = [d for d in draws if d.kind == "invalid" and d.mutation.startswith("attr:")]
+    if not spec.attrs:
+        return [f"{len(mutated)} attr mutations of a rule taking no attribute"] if mutated else []
+    gaps = []
+    if not 0.03 * len(draws) < len(mutated) < 0.07 * len(draws):
+        gaps.append(f"{len(mutated)} attr mutations in {len(draws)} draws")
+    want = {a for a in (*READ_ATTRS, "epsilon") if a in dict(spec.attrs)}
+    if missing := want - {d.mutation.removeprefix("attr:") for d in mutated}:
+        gaps.append(f"never out of range: {sorted(missing)}")
+    valid = {(name, len(d.case.inputs[0].shape), value) for d in draws if d.kind == "valid"
+             for name, value in d.case.attrs}
+    for d in mutated:
+        name = d.mutation.removeprefix("attr:")
+        value = dict(d.case.attrs)[name]
+        if (name, len(d.case.inputs[0].shape), value) in valid:
+            gaps.append(f"{name} {value!r} is also a valid draw's ({d.case.case_id})")
+        elif name in READ_ATTRS and input_problem(d.case) is None:
+            gaps.append(f"{name} {value!r} is valid for the op ({d.case.case_id})")
+    return gaps
+
+
+@pytest.mark.parametrize("rule", list(RULES))
+def test_the_draws_include_out_of_range_attributes(rule):
+    """Every rule taking an attribute draws some out of range (its family's ``RANDOM.bad_attrs``):
+    the one its rules read (axis, begin_norm_axis, data_format, groups) and epsilon, each a value no
+    valid draw of that x rank gives."""
+    assert _attr_gaps(rule, _draws(rule, N, 3)) == []
+
+
+@pytest.mark.parametrize("rule", ["p_norm", "layer_norm_grad", "rms_norm", "batch_norm", "group_norm"])
+def test_a_family_without_its_bad_attrs_declaration_is_caught(rule, monkeypatch):
+    """The mutant: the family's declaration removed, the draws hold no attribute out of range and
+    :func:`_attr_gaps` says so."""
+    import dataclasses
+
+    from paddle_spmd_port.parity import random_cases as rc
+
+    plain = dataclasses.replace(rc._plan(rule), bad_attrs=())
+    monkeypatch.setattr(rc, "_plan", lambda r: plain if r == rule else rc.grid_plan(r).random)
+    gaps = _attr_gaps(rule, rc.random_draws(rule, N, 3))
+    assert any("attr mutations in" in g for g in gaps) and any("never out of range" in g for g in gaps), gaps
 
 
 #: Mutations every rule rejects: with InvalidSpecError, or with the check Paddle makes itself (e.g.

@@ -17,10 +17,9 @@ not change when other rules are selected, and one seed always gives the same cas
                        other tensor whose mapping is drawn)
     other tensors      15% None where the rule allows None, 40% a drawn placement (55% if
                        required), else replicated
-    data_format        uniform over the family's ``RANDOM.data_formats`` (rules that take one)
-    begin_norm_axis    uniform 0..rank(x)
-    other attrs        epsilon, momentum, groups (-1..4) from small lists; booleans fair coins; an
-                       attribute the family draws itself (``RANDOM.attr_draws``) its way
+    attrs              an attribute the family draws itself (``RANDOM.attr_draws``: data_format,
+                       begin_norm_axis, groups, p_norm's porder and axis) its way; epsilon and
+                       momentum from small lists; booleans fair coins
     co-shard           on a mesh of 2 or more dims (a 1-D mesh: the draw stays valid), x and each
                        other tensor with probability 1/2 redrawn uniformly over
                        ``grid.coshard_mappings`` of its rank (some axis split along 2+ mesh dims),
@@ -30,11 +29,13 @@ not change when other rules are selected, and one seed always gives the same cas
                        dims), half x's shape with other process ids; placement drawn for that mesh
                        (70%) or replicated
     invalid            one of INVALID_MUTATIONS, weighted 12 each: x rank out of range (one of
-                       the family's ``RANDOM.bad_x_ranks``), another
-                       tensor's rank wrong, dims_mapping length != rank, a mesh dim out of range, a
-                       mesh dim used twice, begin_norm_axis outside 0..rank (3/4 negative), an
-                       unknown data_format; weighted 1 each (they crash Paddle on most draws):
-                       a partial dim outside the mesh, x without a mesh, None for a required input
+                       the family's ``RANDOM.bad_x_ranks``; the family's ``RANDOM.rank_attrs``
+                       drawn again for it), another tensor's rank wrong, dims_mapping length !=
+                       rank, a mesh dim out of range, a mesh dim used twice; weighted 24: one
+                       attribute outside what the op takes (the family's ``RANDOM.bad_attrs``, by
+                       their weights, among those the rule takes: 4-5% of a rule's draws);
+                       weighted 1 each (they crash Paddle on most draws): a partial dim outside
+                       the mesh, x without a mesh, None for a required input
 
 Left out on purpose: a partial dim that also shards an axis. Paddle refuses it while building the
 input (``Trying to Set dim N as Partial which is a Sharding dim``), before any rule runs; the
@@ -73,12 +74,15 @@ SIZES = (1, 3, 5, 7, 9, 11, 2, 4, 6, 8, 12, 16)
 KINDS = (("valid", 60), ("coshard", 10), ("mixed-mesh", 15), ("invalid", 15))
 EPSILONS = (1e-5, 1e-6, 1e-3, 0.5)
 MOMENTUMS = (0.9, 0.99, 0.5, 0.0)
-BAD_DATA_FORMATS = ("", "N", "CN", "NWC", "NCWH", "nchw")
-#: Mutation -> weight. The last three crash Paddle on most draws (it builds no input from them, or
-#: segfaults): they run in a forked child each (~20 ms of CPU a crash, against a worker restart's
-#: seconds) and are drawn 12 times more rarely than the others. The grid has each of them too.
+#: Mutation -> weight. ``attr`` (one attribute outside what the op takes, from the family's
+#: ``RANDOM.bad_attrs``) weighs twice the others: it is the one mutation that reaches a rule's
+#: attributes, so a rule taking one draws it on 24 / 87 of its invalid draws (24 / 75 for p_norm,
+#: which has no other tensor), 4-5% of all its draws. The last three crash Paddle on most draws (it
+#: builds no input from them, or segfaults): they run in a forked child each (~20 ms of CPU a
+#: crash, against a worker restart's seconds) and are drawn 12 times more rarely than the others.
+#: The grid has each of them too.
 INVALID_MUTATIONS = {"x-rank": 12, "other-rank": 12, "mapping-length": 12, "mesh-dim-range": 12, "mesh-dim-twice": 12,
-                     "begin_norm_axis": 12, "data_format": 12, "partial-bad": 1, "x-no-mesh": 1, "required-none": 1}
+                     "attr": 24, "partial-bad": 1, "x-no-mesh": 1, "required-none": 1}
 
 
 
@@ -93,7 +97,8 @@ class Draw(NamedTuple):
     kind: str
     """valid | mixed-mesh | invalid"""
     mutation: str = ""
-    """For invalid draws: which of INVALID_MUTATIONS (for mixed ones: the moved inputs)."""
+    """For invalid draws: which of INVALID_MUTATIONS, ``attr:<name>`` for an attribute mutation (for
+    mixed ones: the moved inputs)."""
 
 
 def _other_ids(mesh: ProcessMesh, rng: random.Random) -> ProcessMesh:
@@ -191,16 +196,10 @@ def _attrs(rule: str, rng: random.Random, rank: int) -> dict[str, Any]:
     for name, default in rule_spec(rule).attrs:
         if name in own:
             out[name] = own[name](rng, rank)
-        elif name == "data_format":
-            out[name] = rng.choice(_plan(rule).data_formats)
-        elif name == "begin_norm_axis":
-            out[name] = rng.randint(0, rank)
         elif name == "epsilon":
             out[name] = rng.choice(EPSILONS)
         elif name == "momentum":
             out[name] = rng.choice(MOMENTUMS)
-        elif name == "groups":  # no rule reads it: any count, dividing C or not
-            out[name] = rng.choice((-1, 0, 1, 2, 3, 4))
         elif isinstance(default, bool):
             out[name] = rng.random() < 0.5
         else:
@@ -263,22 +262,25 @@ def _move_to_other_meshes(rule: str, rng: random.Random, mesh: ProcessMesh,
 
 def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, DistTensorSpec | None],
             attrs: dict[str, Any]) -> str:
-    """Make one thing invalid; returns which (one of INVALID_MUTATIONS)."""
+    """Make one thing invalid; returns which (one of INVALID_MUTATIONS; ``attr:<name>`` for an
+    attribute)."""
     spec = rule_spec(rule)
+    plan = _plan(rule)
+    bad_attrs = [b for b in plan.bad_attrs if b.name in attrs]
     choices = [m for m in INVALID_MUTATIONS
-               if (m != "begin_norm_axis" or "begin_norm_axis" in attrs)
-               and (m != "data_format" or "data_format" in attrs)
+               if (m != "attr" or bad_attrs)
                and (m != "other-rank" or len(spec.inputs) > 1)]  # an op of x alone has no other tensor
     what = rng.choices(choices, [INVALID_MUTATIONS[m] for m in choices])[0]
     present = [n for n in spec.inputs if inputs[n] is not None]
     x = inputs["x"]
     assert x is not None
     if what == "x-rank":
-        bad = rng.choice(_plan(rule).bad_x_ranks)
+        bad = rng.choice(plan.bad_x_ranks)
         shape = tuple(rng.choice(SIZES) for _ in range(bad))
         inputs["x"] = _placed(rng, shape, mesh)
-        if "begin_norm_axis" in attrs:
-            attrs["begin_norm_axis"] = rng.randint(0, bad)
+        for name in plan.rank_attrs:
+            if name in attrs:
+                attrs[name] = _own_draws(rule)[name](rng, bad)
     elif what == "other-rank":
         name = rng.choice([n for n in spec.inputs[1:] if n not in ("out", "out_grad")] or spec.inputs[1:])
         target = inputs[name]
@@ -324,13 +326,11 @@ def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, 
         # a partial dim outside the mesh; not one that also shards an axis (module docstring)
         p = t.mesh.ndim + rng.randrange(2)
         inputs[name] = _spec(t.shape, t.dims_mapping, t.mesh, t.partial_dims | {p})
-    elif what == "begin_norm_axis":
-        rank = x.ndim
-        # negative ones raise in Paddle; beyond the rank segfaults it (1 in 4, see INVALID_MUTATIONS)
-        beyond = rng.random() < 0.25
-        attrs["begin_norm_axis"] = rank + 1 + rng.randrange(3) if beyond else rng.choice((-1, -2, -rank - 1))
-    elif what == "data_format":
-        attrs["data_format"] = rng.choice(BAD_DATA_FORMATS)
+    elif what == "attr":
+        bad_attr = rng.choices(bad_attrs, [b.weight for b in bad_attrs])[0]
+        attrs[bad_attr.name] = bad_attr.draw(rng, x.ndim)
+        attrs.update((name, value) for name, value in bad_attr.with_attrs if name in attrs)
+        return f"attr:{bad_attr.name}"
     elif what == "x-no-mesh":
         inputs["x"] = _rep(x.shape, None)
     elif what == "required-none":

@@ -30,6 +30,7 @@ from ..kit.grid import (
     MESH_SHAPES,
     MIXED_X_RANK4,
     X_SHAPES,
+    BadAttr,
     CaseNumbering,
     CoshardPlan,
     GridCase,
@@ -39,6 +40,10 @@ from ..kit.grid import (
     RandomPlan,
     RankOf,
     ShapeNotDerivable,
+    bad_data_format,
+    bad_epsilon,
+    bad_momentum,
+    choice_draw,
     mesh_of,
     mixed_meshes,
     one_at_a_time,
@@ -247,8 +252,13 @@ FREE_SIZE = frozenset({"reserve_space"})
 
 
 #: Per-channel statistics keep their own draws (only mean/variance may copy x's mapping).
+#: Out of range: data_format (mostly: the one attribute the rules read), a negative epsilon, a
+#: momentum outside 0..1.
 RANDOM = RandomPlan(ranks=(2, 5), bad_x_ranks=(1, 6, 7), data_formats=DATA_FORMATS,
-                    stats_like_x=frozenset({"mean", "variance"}))
+                    stats_like_x=frozenset({"mean", "variance"}),
+                    attr_draws=(("data_format", choice_draw(DATA_FORMATS)),),
+                    bad_attrs=(BadAttr("data_format", bad_data_format, 3), BadAttr("epsilon", bad_epsilon),
+                               BadAttr("momentum", bad_momentum)))
 
 #: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
 GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,

@@ -32,11 +32,14 @@ the grad, mean and invvar of rank ndim - 1.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ...errors import InvalidSpecError
 from ...types import DistTensorSpec, SpmdResult
-from ..kit.checks import rule
+from ..kit.checks import RuleFn, rule
+from ..kit.strictness import mirror, norm_forward_first_kept, unread_mirrors
 from ..layer_norm.rules import layer_norm_grad_infer_spmd, layer_norm_infer_spmd
+from .checks import FIRST_KEPT, UNREAD
 
 
 def _last_axis(x: object) -> int:
@@ -89,3 +92,15 @@ def _renamed(exc: InvalidSpecError) -> InvalidSpecError:
     for pattern, name in _GRAD_NAMES:
         message, kind = pattern.sub(name, message), pattern.sub(name, kind)
     return type(exc)(message, kind=kind)
+
+
+@mirror("fast_ln", "invalid-spec:x:duplicate")
+def fast_ln_mirror_x_duplicate(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """The forward rule's answer to an x splitting two axes along one mesh dim:
+    :func:`~..kit.strictness.norm_forward_first_kept` (the last axis normalised)."""
+    return norm_forward_first_kept(fn, args, kwargs, UNREAD["fast_ln"])
+
+
+#: The mirror policy's answers to the malformed mappings of inputs a rule never reads
+#: (:data:`.checks.UNREAD`) or merges (:data:`.checks.FIRST_KEPT`).
+MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__, FIRST_KEPT)

@@ -23,6 +23,7 @@ from ..kit.grid import (
     GRAD_RANKS,
     MESH_SHAPES,
     X_SHAPES,
+    BadAttr,
     CaseNumbering,
     CoshardPlan,
     GridCase,
@@ -30,6 +31,9 @@ from ..kit.grid import (
     GridPlan,
     RandomPlan,
     RankOf,
+    bad_data_format,
+    bad_epsilon,
+    choice_draw,
     mesh_of,
     mixed_meshes,
     no_attr_variants,
@@ -212,8 +216,15 @@ ANSWER_RANKS: dict[str, dict[str, RankOf]] = {"group_norm": _FORWARD_RANKS, "gro
 #: Random mode draws data_format from batch_norm's seven layouts, not group_norm's own: the rules
 #: read no attribute, the own grid covers every layout, and another list would change every seed's
 #: stream (each seed's cases stay what they were).
+#: groups: any count, dividing C or not (no rule reads it). Out of range: groups below -1 or above
+#: every C a draw gives (sizes up to 16, so it divides none) -- values the valid draws never give --,
+#: data_format no layout, a negative epsilon.
 RANDOM = RandomPlan(ranks=(3, 5), bad_x_ranks=(1, 2, 6), data_formats=RANDOM_DATA_FORMATS,
-                    stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}))
+                    stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}),
+                    attr_draws=(("groups", choice_draw((-1, 0, 1, 2, 3, 4))),
+                                ("data_format", choice_draw(RANDOM_DATA_FORMATS))),
+                    bad_attrs=(BadAttr("groups", choice_draw((-4, -2, 17, 33)), 2),
+                               BadAttr("data_format", bad_data_format, 2), BadAttr("epsilon", bad_epsilon)))
 
 #: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
 GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,

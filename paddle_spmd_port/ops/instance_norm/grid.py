@@ -18,12 +18,14 @@ from ...types import DistTensorSpec
 from .. import FAMILIES
 from ..kit.grid import (
     GRAD_RANKS,
+    BadAttr,
     CoshardPlan,
     GridFn,
     GridPlan,
     RandomPlan,
     RankOf,
     StatNormPlan,
+    bad_epsilon,
     no_attr_variants,
     stat_norm_problem,
     stat_norm_rule_grid,
@@ -57,8 +59,10 @@ ANSWER_RANKS: dict[str, dict[str, RankOf]] = {
 }
 
 
+#: Out of range: a negative epsilon, the one attribute the op takes.
 RANDOM = RandomPlan(ranks=(4, 5), bad_x_ranks=(1, 2, 3, 6),
-                    stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}))
+                    stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}),
+                    bad_attrs=(BadAttr("epsilon", bad_epsilon),))
 
 #: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
 GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,

@@ -477,6 +477,48 @@ def stat_norm_problem(op: str, plan_ranks: range, rank: int, named: Mapping[str,
 AttrDraw = Callable[["random.Random", int], Any]
 
 
+class BadAttr(NamedTuple):
+    """An attribute value outside what the op takes, for random mode's ``attr`` mutation: the
+    attribute, a draw(rng, x rank) of such a value, its weight among the family's ``bad_attrs``
+    (the mutation picks one of those the rule takes, by weight), and the values other attributes
+    take with it (where another attribute could make the value count for nothing)."""
+
+    name: str
+    draw: AttrDraw
+    weight: int = 1
+    with_attrs: tuple[tuple[str, Any], ...] = ()
+
+
+def bad_epsilon(rng: random.Random, rank: int) -> float:
+    """A negative epsilon: the variance plus it may go below zero, which no norm means. No rule
+    reads epsilon, so Paddle's rules answer it as any other (and so must the port)."""
+    return rng.choice((-1e-5, -0.5, -1.0))
+
+
+def bad_momentum(rng: random.Random, rank: int) -> float:
+    """A momentum outside 0..1 (the running statistics would not be a weighted mean). No rule reads it."""
+    return rng.choice((-0.5, 1.5, 2.0))
+
+
+#: Strings that are no channel layout: empty, too short for the second character Paddle's rules
+#: read, a layout's letters reordered or in lower case.
+BAD_DATA_FORMATS = ("", "N", "CN", "NWC", "NCWH", "nchw")
+
+
+def bad_data_format(rng: random.Random, rank: int) -> str:
+    """One of :data:`BAD_DATA_FORMATS`."""
+    return rng.choice(BAD_DATA_FORMATS)
+
+
+def choice_draw(values: Sequence[Any]) -> AttrDraw:
+    """The draw of one of ``values``, uniform (whatever x's rank)."""
+    values = tuple(values)
+
+    def draw(rng: random.Random, rank: int) -> Any:
+        return rng.choice(values)
+    return draw
+
+
 @dataclass(frozen=True)
 class RandomPlan:
     """What ``parity --random`` draws for a family: x ranks of a valid draw (uniform, inclusive),
@@ -490,6 +532,19 @@ class RandomPlan:
     attr_draws: tuple[tuple[str, AttrDraw], ...] = ()
     """(attribute, draw(rng, x rank)) for attributes the family draws itself; the others take the
     generic draws of parity/random_cases.py (a default the generic draw does not know stays fixed)."""
+    rank_attrs: tuple[str, ...] = ()
+    """Attributes whose valid draw depends on x's rank: an ``x-rank`` mutation draws them again
+    (through ``attr_draws``) for the rank it gives x, so that x's rank is the one thing wrong."""
+    bad_attrs: tuple[BadAttr, ...] = ()
+    """The values outside what the op takes that an ``attr`` mutation draws (one attribute a case);
+    every family whose rules take an attribute declares some."""
+
+    def __post_init__(self) -> None:
+        drawn = {name for name, _ in self.attr_draws}
+        if missing := [name for name in self.rank_attrs if name not in drawn]:
+            raise ValueError(f"RandomPlan: rank_attrs {missing} have no attr_draws entry to draw them again")
+        if [b for b in self.bad_attrs if b.weight < 1]:
+            raise ValueError("RandomPlan: a bad_attrs weight is below 1")
 
 
 # --------------------------------------------------------------------------- answer form
@@ -627,11 +682,12 @@ def default_plan(family: OpFamily) -> GridPlan:
                     answer_ranks={})
 
 
-__all__ = ["AttrDraw", "CORNER_LABELS", "COSHARD_MESH_SHAPES", "CaseNumbering", "CoshardPlan", "DEFAULT_RANKS", "EPS",
-           "GRAD_RANKS", "GridCase", "GridFn", "GridPlan", "KnownMalformed", "LIKE_X", "MALFORMED_DEFECTS",
-           "MESH_SHAPES", "MIXED_X_RANK3", "MIXED_X_RANK3_MORE", "MIXED_X_RANK4", "Placement", "ProblemFn",
-           "RandomPlan", "RankOf", "STAT_NAMES", "ShapesFn", "StatNormPlan", "X_SHAPES", "coshard_cases",
-           "coshard_mappings", "coshard_mappings_with_partial", "default_grid", "default_plan", "leading_rank",
-           "mesh_of", "mixed_meshes", "no_attr_variants", "norm_x_probes", "one_at_a_time", "other_meshes",
-           "placed_spec", "placements", "rep", "stat_norm_grid", "stat_norm_invalid", "stat_norm_mixed_meshes",
-           "stat_norm_problem", "stat_norm_rule_grid", "stat_norm_shapes", "valid_mappings"]
+__all__ = ["AttrDraw", "BAD_DATA_FORMATS", "BadAttr", "CORNER_LABELS", "COSHARD_MESH_SHAPES", "CaseNumbering",
+           "CoshardPlan", "DEFAULT_RANKS", "EPS", "GRAD_RANKS", "GridCase", "GridFn", "GridPlan", "KnownMalformed",
+           "LIKE_X", "MALFORMED_DEFECTS", "MESH_SHAPES", "MIXED_X_RANK3", "MIXED_X_RANK3_MORE", "MIXED_X_RANK4",
+           "Placement", "ProblemFn", "RandomPlan", "RankOf", "STAT_NAMES", "ShapesFn", "StatNormPlan", "X_SHAPES",
+           "bad_data_format", "bad_epsilon", "bad_momentum", "choice_draw", "coshard_cases", "coshard_mappings",
+           "coshard_mappings_with_partial", "default_grid", "default_plan", "leading_rank", "mesh_of",
+           "mixed_meshes", "no_attr_variants", "norm_x_probes", "one_at_a_time", "other_meshes", "placed_spec",
+           "placements", "rep", "stat_norm_grid", "stat_norm_invalid", "stat_norm_mixed_meshes", "stat_norm_problem",
+           "stat_norm_rule_grid", "stat_norm_shapes", "valid_mappings"]

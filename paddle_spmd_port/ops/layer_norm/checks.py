@@ -35,13 +35,22 @@ _LN_FORWARD, _LN_REVERSE, _LN_GRAD = input_names("layer_norm"), input_names("lay
     input_names("layer_norm_grad")
 
 
-#: The inputs each rule never reads the mapping of (the reverse rule ignores x, scale and bias):
-#: their malformed mappings are mirrored.
-UNREAD = {"layer_norm_reverse": ("x", "scale", "bias")}
+#: The inputs each rule never reads the mapping of (the reverse rule ignores x, scale and bias, the
+#: forward rule scale and bias): their malformed mappings are mirrored.
+UNREAD = {"layer_norm_reverse": ("x", "scale", "bias"), "layer_norm": ("scale", "bias")}
+#: The inputs each rule merges, a mesh dim named on two axes kept on the first (Paddle's merge picks
+#: it): their repeated mesh dims are mirrored. The forward rule merges x too, but answers x as given
+#: (rules.py: its own mirror).
+FIRST_KEPT = {"layer_norm_reverse": ("out", "mean", "variance"),
+              "layer_norm_grad": ("x", "mean", "variance", "out_grad")}
+
+#: The rule keys that read scale's and bias's mesh and partial status alone, answering [-1] for them
+#: whatever their rank: their other ranks are mirrored.
+VECTORS_ANY_RANK = ("layer_norm_reverse",)
 
 #: The port's refusals beyond Paddle's layer_norm and fast_ln rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = StrictnessNotes((
-    *unread_strictness("layer_norm", UNREAD),
+    *unread_strictness("layer_norm", UNREAD, {**FIRST_KEPT, "layer_norm": ("x",)}),
     Strictness("invalid-spec:begin_norm_axis", "begin_norm_axis outside 0..rank(x); Paddle's rule raises "
                "basic_string::_M_create below 0 and crashes (SIGSEGV) or answers garbage above the rank", "varies",
                "refuses", "_C_ops.layer_norm raises ValueError (InferMeta: begin_norm_axis > 0 and < rank(x); "
@@ -49,6 +58,11 @@ STRICTNESS = StrictnessNotes((
                families=("layer_norm",)),
     Strictness("invalid-spec:x:rank", "x of rank 0, or beyond the notation's letters", "varies", "unmeasured",
                families=("layer_norm", "fast_ln")),
+    *(Strictness(f"invalid-spec:{name}:rank", f"{name} of another rank than 1; the reverse rule reads only its mesh "
+                 "and partial status and answers [-1] for it (a mapping of the wrong length), the forward rule "
+                 "raises (its own check)", "varies", "inexpressible", "the op takes scale and bias flattened to 1-D",
+                 mirror_keys=VECTORS_ANY_RANK, families=("layer_norm",))
+      for name in ("scale", "bias")),
     Strictness("invalid-spec:*:rank", "scale, bias, mean or variance of another rank than the rule's answer has; "
                "Paddle answers a mapping of the wrong length for it", "answers", "inexpressible",
                "the op makes mean and variance itself, and takes scale and bias flattened to 1-D",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ...types import DistTensorSpec, ProcessMesh
 from .. import RULES
@@ -31,6 +31,7 @@ from ..kit.grid import (
     MESH_SHAPES,
     MIXED_X_RANK3,
     X_SHAPES,
+    BadAttr,
     CaseNumbering,
     CoshardPlan,
     GridCase,
@@ -38,6 +39,7 @@ from ..kit.grid import (
     GridPlan,
     RandomPlan,
     RankOf,
+    bad_epsilon,
     mesh_of,
     mixed_meshes,
     one_at_a_time,
@@ -46,6 +48,9 @@ from ..kit.grid import (
     rep,
     valid_mappings,
 )
+
+if TYPE_CHECKING:
+    import random
 
 Side = list[tuple[DistTensorSpec | None, DistTensorSpec | None]]
 
@@ -260,8 +265,23 @@ ANSWER_RANKS: dict[str, dict[str, RankOf]] = {"layer_norm": _FORWARD_RANKS, "lay
                                               "layer_norm_grad": GRAD_RANKS}
 
 
+def _draw_begin_norm_axis(rng: random.Random, rank: int) -> int:
+    return rng.randint(0, rank)
+
+
+def _bad_begin_norm_axis(rng: random.Random, rank: int) -> int:
+    """Outside 0..rank: negative 3 times in 4 (Paddle raises on those), beyond the rank by 1-3 else
+    (that segfaults Paddle: the case runs in a child of its own)."""
+    beyond = rng.random() < 0.25
+    return rank + 1 + rng.randrange(3) if beyond else rng.choice((-1, -2, -rank - 1))
+
+
+#: begin_norm_axis is drawn for x's rank (and again for an x-rank mutation's); out of range: it
+#: (mostly: the one attribute the rules read) or a negative epsilon.
 RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7),
-                    stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}))
+                    stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}),
+                    attr_draws=(("begin_norm_axis", _draw_begin_norm_axis),), rank_attrs=("begin_norm_axis",),
+                    bad_attrs=(BadAttr("begin_norm_axis", _bad_begin_norm_axis, 3), BadAttr("epsilon", bad_epsilon)))
 
 #: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
 GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,

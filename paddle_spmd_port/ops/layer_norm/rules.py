@@ -55,9 +55,16 @@ from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
 from ...types import DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import RuleFn, rule
-from ..kit.strictness import argument, mirror, unread_mirrors
+from ..kit.strictness import (
+    argument,
+    mirror,
+    mirror_via,
+    norm_forward_first_kept,
+    unread_mirrors,
+    with_vector_stand_ins,
+)
 from ..kit.tensor import RuleInput
-from .checks import UNREAD, ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
+from .checks import FIRST_KEPT, UNREAD, VECTORS_ANY_RANK, ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
 
 
 @lru_cache(maxsize=256)
@@ -187,5 +194,20 @@ def layer_norm_reverse_mirror_begin_norm_axis(fn: RuleFn, *args: Any, **kwargs: 
     return _begin_norm_axis_mirror(fn, args, kwargs)
 
 
-#: The mirror policy's answers to the malformed mappings of inputs a rule never reads (:data:`.checks.UNREAD`).
-MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__)
+@mirror("layer_norm", "invalid-spec:x:duplicate")
+def layer_norm_mirror_x_duplicate(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """The forward rule's answer to an x splitting two axes along one mesh dim:
+    :func:`~..kit.strictness.norm_forward_first_kept` from begin_norm_axis."""
+    begin = argument(fn, args, kwargs, "begin_norm_axis")
+    return norm_forward_first_kept(fn, args, kwargs, UNREAD["layer_norm"], begin)
+
+
+#: The mirror policy's answers to the malformed mappings of inputs a rule never reads
+#: (:data:`.checks.UNREAD`) or merges (:data:`.checks.FIRST_KEPT`).
+MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__, FIRST_KEPT)
+#: The mirror policy's answers to scale and bias of another rank (:data:`.checks.VECTORS_ANY_RANK`).
+MIRRORED_VECTORS = tuple(
+    mirror_via(key, f"invalid-spec:{name}:rank",
+               lambda fn, *args, **kwargs: with_vector_stand_ins(fn, args, kwargs, ("scale", "bias")),
+               f"{key}: {name} read for its mesh alone; :func:`with_vector_stand_ins`.", __name__)
+    for key in VECTORS_ANY_RANK for name in ("scale", "bias"))

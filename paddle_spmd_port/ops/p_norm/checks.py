@@ -51,7 +51,8 @@ STRICTNESS = StrictnessNotes((
                families=("p_norm",)),
     *(Strictness(f"invalid-spec:out:{problem}", f"out's dims_mapping {what}; the reverse rule reads it (Paddle "
                  "merges or copies it), the grad rule never reads out's attr", "varies", "inexpressible", PLACEMENTS,
-                 mirror_keys=("p_norm_grad",), families=("p_norm",))
+                 mirror_keys=("p_norm_reverse", "p_norm_grad") if problem != "length" else ("p_norm_grad",),
+                 families=("p_norm",))
       for problem, what in (("duplicate", "splits two axes along one mesh dim"),
                             ("length", "has another length than out's rank"),
                             ("mesh-dim", "names a mesh dim the mesh lacks"))),
@@ -62,8 +63,18 @@ STRICTNESS = StrictnessNotes((
       for problem, what in (("duplicate", "splits two axes along one mesh dim"),
                             ("mesh-dim", "names a mesh dim the mesh lacks"))),
     Strictness("invalid-spec:out:rank", "out of another rank than x, keepdims and asvector imply; the reverse rule "
-               "reads out's mapping against that rank's notation, the grad rule never reads out", "varies",
+               "reads out's mapping against that rank's notation (-1 past the end of a shorter mapping; a longer "
+               "one reads past the notation), the grad rule never reads out", "varies",
                "inexpressible", "the op makes out itself, of the rank x, axis, keepdims and asvector give",
+               mirror_keys=("p_norm_reverse", "p_norm_grad"), families=("p_norm",)),
+    Strictness("invalid-spec:out_grad:rank", "out_grad of another rank than x, keepdims and asvector imply; the grad "
+               "rule answers out_grad's mapping, with -1 inserted at the reduced axes where out_grad's rank differs "
+               "from x's (past the end of the mapping: undefined behaviour)", "varies", "inexpressible",
+               "the op makes out itself, of the rank x, axis, keepdims and asvector give",
+               mirror_keys=("p_norm_grad",), families=("p_norm",)),
+    Strictness("invalid-spec:out_grad:length", "out_grad's dims_mapping of another length than its rank; the grad "
+               "rule answers that mapping, with -1 inserted at the reduced axes where out_grad's rank differs from "
+               "x's (past the end of the mapping: undefined behaviour)", "varies", "inexpressible", PLACEMENTS,
                mirror_keys=("p_norm_grad",), families=("p_norm",)),
     Strictness("invalid-spec:*:rank", "out or out_grad of another rank than x, keepdims and asvector imply; "
                "Paddle's rule reads its mapping against that rank's notation", "varies", "inexpressible",

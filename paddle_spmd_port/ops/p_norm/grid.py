@@ -30,6 +30,7 @@ from ..kit.grid import (
     MESH_SHAPES,
     MIXED_X_RANK3,
     X_SHAPES,
+    BadAttr,
     CaseNumbering,
     CoshardPlan,
     GridCase,
@@ -38,6 +39,7 @@ from ..kit.grid import (
     Placement,
     RandomPlan,
     RankOf,
+    bad_epsilon,
     mesh_of,
     mixed_meshes,
     placed_spec,
@@ -253,7 +255,18 @@ def _draw_axis(rng: random.Random, rank: int) -> int:
     return rng.randint(-rank, rank - 1) if rank else -1  # every valid axis; the grid's corners hold the others
 
 
-RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7), attr_draws=(("porder", _draw_porder), ("axis", _draw_axis)))
+def _bad_axis(rng: random.Random, rank: int) -> int:
+    """An axis outside -rank..rank-1, past either end by 1-3: the op refuses it, the rule reduces
+    no axis for it (docs/strictness.md)."""
+    return rank + rng.randrange(3) if rng.random() < 0.5 else -rank - 1 - rng.randrange(3)
+
+
+#: Out of range: the axis (mostly: the one attribute the rules read; with asvector off, which
+#: would make it count for nothing), a negative epsilon. porder takes any float (0, negative, inf
+#: have their own norms) and keepdims / asvector are bools.
+RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7), attr_draws=(("porder", _draw_porder), ("axis", _draw_axis)),
+                    bad_attrs=(BadAttr("axis", _bad_axis, 3, with_attrs=(("asvector", False),)),
+                               BadAttr("epsilon", bad_epsilon)))
 
 #: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
 GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,

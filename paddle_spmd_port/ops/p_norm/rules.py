@@ -47,16 +47,15 @@ The port's own checks (Paddle accepts garbage or crashes) are :mod:`.checks`'.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, cast
 
 from ...errors import InvalidSpecError
 from ...notation import merge_axis
 from ...types import DimsMapping, DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import RuleFn, rule
-from ..kit.strictness import argument, call_with, mirror, mirror_via
+from ..kit.strictness import argument, call_with, first_kept, mirror, mirror_via
 from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
-from .checks import forward_inputs, grad_inputs, reduced_axes, reverse_inputs
+from .checks import forward_inputs, grad_inputs, out_rank, reduced_axes, reverse_inputs
 
 #: frozenset({d}) per mesh dim d: a one-axis reduction's partial set, shared (no set built per call)
 _ONE_DIM = tuple(frozenset((d,)) for d in range(16))
@@ -158,19 +157,83 @@ def p_norm_mirror_axis(fn: RuleFn, x: DistTensorSpec, porder: float = 2.0, axis:
 def p_norm_reverse_mirror_axis(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0, axis: int = -1,
                                epsilon: float = 1e-12, keepdims: bool = False,
                                asvector: bool = False) -> SpmdResult:
-    """Reverse: out is read with x's notation, so x takes out's mapping; an out of fewer axes than x
-    is read past its end (Paddle answers from memory it never set): refused."""
+    """Reverse: out is read with x's notation, so x takes out's mapping (:func:`_padded_out`: -1 past
+    the end of a shorter one; a longer one is refused)."""
     _no_axis_reduced(axis, asvector)
-    if isinstance(out, DistTensorSpec) and isinstance(x, DistTensorSpec) and len(out.shape) != len(x.shape):
-        raise InvalidSpecError(f"axis={axis} reduces no axis, so Paddle's reverse rule reads out as of x's rank "
-                               f"{len(x.shape)}, past the end of out's {len(out.shape)}: no answer to mirror",
-                               kind="invalid-spec:axis")
-    tx, to = reverse_inputs(x, out, (porder, -1, epsilon, True, asvector))  # keepdims: out of x's rank
+    read = out
+    if isinstance(out, DistTensorSpec) and isinstance(x, DistTensorSpec):
+        read = _padded_out(out, len(x.shape), "invalid-spec:axis")
+    tx, to = reverse_inputs(x, read, (porder, -1, epsilon, True, asvector))  # keepdims: out of x's rank
     result = SpmdResult.make(inputs=(tx.attr(to.dims_mapping),),
                              outputs=(DistAttr.make(out.dims_mapping, to.partial_dims, to.mesh),))
     if to.mesh is not tx.mesh and on_meshes_of_other_ndim(tx, to):
         require_mesh_dims_exist(result, (("x", tx), ("out", to)), tx, (to,))
     return result
+
+
+def _padded_out(out: DistTensorSpec, length: int, kind: str) -> DistTensorSpec:
+    """out as Paddle's reverse rule reads it against a notation of ``length`` letters: its merge walks
+    out's mapping, giving the i-th letter the i-th entry, so letters past the end of a shorter mapping
+    take -1; a longer one gives entries past the notation's end (an empty letter, then an out-of-range
+    substring): refused. The spec returned has ``length`` axes of size 1 and out's mesh and partial
+    status (the reverse rule reads mappings only)."""
+    mapping = out.dims_mapping
+    if len(mapping) > length:
+        raise InvalidSpecError(f"out's {len(mapping)}-entry mapping is longer than the {length} axes Paddle's reverse "
+                               "rule reads it against: no answer to mirror", kind=kind)
+    return DistTensorSpec((1,) * length, tuple(mapping) + (-1,) * (length - len(mapping)), out.mesh,
+                          out.partial_dims)
+
+
+@mirror("p_norm_reverse", "invalid-spec:out:rank")
+def p_norm_reverse_mirror_out_rank(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0,
+                                   axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
+                                   asvector: bool = False) -> SpmdResult:
+    """Reverse, out of another rank than x, keepdims and asvector imply: its mapping read against the
+    notation of that rank (:func:`_padded_out`); out answered as given."""
+    want = out_rank(len(x.shape), bool(keepdims), bool(asvector))
+    result = fn(x, _padded_out(out, want, "invalid-spec:out:rank"), porder, axis, epsilon, keepdims, asvector)
+    return SpmdResult.make(inputs=tuple(result.inputs),
+                           outputs=(DistAttr.make(out.dims_mapping, out.partial_dims, result.outputs[0].mesh),))
+
+
+def p_norm_reverse_mirror_out_mapping(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0,
+                                      axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
+                                      asvector: bool = False) -> SpmdResult:
+    """Reverse, out's mapping repeating a mesh dim or naming one the mesh lacks: Paddle merges it (a
+    repeated mesh dim kept on the first axis naming it, :func:`~..kit.strictness.first_kept`) and
+    copies its mesh dims into x's mapping without looking them up; out is answered as given. Refused:
+    a co-shard, a partial dim outside the mesh, out on a mesh of other dims than x's, a repeat on the
+    kept '1' axis (the merge orders that letter first), an unknown mesh dim with asvector (the '1'
+    axes' shared key compares it)."""
+    if not isinstance(out, DistTensorSpec) or not isinstance(x, DistTensorSpec) or out.mesh is None \
+            or x.mesh is None or out.coshard or out.mesh.ndim != x.mesh.ndim \
+            or any(not 0 <= p < out.mesh.ndim for p in out.partial_dims):
+        raise InvalidSpecError("out: a co-shard, a partial dim outside the mesh, or a mesh of other dims than x's "
+                               "beside its malformed mapping: no answer to mirror", kind="invalid-spec:out")
+    ndim = len(x.shape)
+    kept = first_kept(out).dims_mapping
+    inside = tuple(m if isinstance(m, int) and -1 <= m < out.mesh.ndim else -1 for m in kept)
+    one_axis = not asvector and ndim > 0
+    a = axis + ndim if axis < 0 else axis
+    if asvector and inside != kept or one_axis and keepdims and 0 <= a < len(kept) and kept[a] != out.dims_mapping[a]:
+        raise InvalidSpecError("out: a repeated mesh dim on the kept '1' axis, or an unknown mesh dim on the shared "
+                               "'1' axes of asvector: no answer to mirror", kind="invalid-spec:out")
+    result = fn(x, DistTensorSpec(out.shape, inside, out.mesh, out.partial_dims), porder, axis, epsilon, keepdims,
+                asvector)
+    answered = result.inputs[0]
+    x_mapping = answered.dims_mapping
+    if one_axis:
+        x_mapping = kept[:a] + (-1,) + kept[a + 1:] if keepdims else kept[:a] + (-1,) + kept[a:]
+    return SpmdResult.make(inputs=(DistAttr.make(tuple(x_mapping), answered.partial_dims, answered.mesh),),
+                           outputs=(DistAttr.make(out.dims_mapping, out.partial_dims, out.mesh),))
+
+
+_OUT_MAPPING_MIRRORS = tuple(
+    mirror_via("p_norm_reverse", f"invalid-spec:out:{problem}", p_norm_reverse_mirror_out_mapping,
+               "out's malformed mapping read as Paddle's merge reads it: :func:`p_norm_reverse_mirror_out_mapping`.",
+               __name__)
+    for problem in ("duplicate", "mesh-dim"))
 
 
 @mirror("p_norm_grad", "invalid-spec:axis")
@@ -243,20 +306,44 @@ _UNREAD_MIRRORS = (
 )
 
 
-@mirror("p_norm_grad", "invalid-spec:out:rank")
-def p_norm_grad_mirror_out_rank(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
-    """Grad, out of the wrong rank: the rule never reads out, so the answer is the rule's with out as a
-    replicated spec shaped like out_grad (whose rank the checks then hold to what the rule needs)."""
-    grad = argument(fn, args, kwargs, "out_grad")
-    if not isinstance(grad, DistTensorSpec) or grad.mesh is None:
-        raise InvalidSpecError("out_grad is no spec on a mesh: no answer to mirror", kind="invalid-spec:out:rank")
-    stand_in = DistTensorSpec(grad.shape, (-1,) * len(grad.shape), grad.mesh)
-    return _x_unread(fn, ("x",), (), {**_bound(fn, args, kwargs), "out": stand_in})
+def p_norm_grad_mirror_ranks(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """Grad, out or out_grad of another rank than x, keepdims and asvector imply, or out_grad's mapping
+    of another length than its rank: the rule never reads out, and answers out_grad's mapping as
+    given (partial cleared) where out_grad's rank (its shape's) is x's, else that mapping with -1
+    inserted at each reduced axis, ascending. The other checks run with stand-ins of the rank the rule
+    wants; an insertion past the end of the mapping (undefined behaviour in Paddle), a co-shard or a
+    partial dim outside the mesh is refused."""
+    x, out, grad, axis, keepdims, asvector = (argument(fn, args, kwargs, n)
+                                              for n in ("x", "out", "out_grad", "axis", "keepdims", "asvector"))
+    if not isinstance(x, DistTensorSpec) or not isinstance(grad, DistTensorSpec) or grad.mesh is None \
+            or grad.coshard or any(not 0 <= p < grad.mesh.ndim for p in grad.partial_dims):
+        raise InvalidSpecError("out_grad: no spec on a mesh, a co-shard or a partial dim outside the mesh beside "
+                               "its rank or length: no answer to mirror", kind="invalid-spec:out_grad")
+    want = (1,) * out_rank(len(x.shape), bool(keepdims), bool(asvector))
+    out_mesh = out.mesh if isinstance(out, DistTensorSpec) and out.mesh is not None else grad.mesh
+    call_with(fn, args, kwargs, out=DistTensorSpec(want, (-1,) * len(want), out_mesh),  # the other checks
+              out_grad=DistTensorSpec(want, (-1,) * len(want), grad.mesh))
+    same = DistAttr.make(grad.dims_mapping, _NONE, grad.mesh)
+    x_attr = same
+    if len(x.shape) != len(grad.shape):
+        mapping = list(grad.dims_mapping)
+        # a 0-D x reduces [axis] unless asvector (nothing the valid rule ever inserts into)
+        axes = (axis,) if not x.shape and not asvector else reduced_axes(len(x.shape), axis, bool(asvector))
+        for a in axes:
+            if not 0 <= a <= len(mapping):
+                raise InvalidSpecError(f"out_grad: Paddle's grad rule inserts at axis {a}, outside out_grad's "
+                                       f"{len(mapping)}-entry mapping (undefined behaviour): no answer to mirror",
+                                       kind="invalid-spec:out_grad")
+            mapping.insert(a, -1)
+        x_attr = DistAttr.make(tuple(mapping), _NONE, grad.mesh)
+    return SpmdResult.make(inputs=(x_attr, same, same), outputs=(x_attr,))
 
 
-def _bound(fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The call's arguments by name (defaults applied)."""
-    return {name: argument(fn, args, kwargs, name) for name in inspect.signature(fn).parameters}
+_RANK_MIRRORS = tuple(mirror_via("p_norm_grad", check, p_norm_grad_mirror_ranks,
+                                 "out or out_grad of another rank, or out_grad's mapping of another length: "
+                                 ":func:`p_norm_grad_mirror_ranks`.", __name__)
+                      for check in ("invalid-spec:out:rank", "invalid-spec:out_grad:rank",
+                                    "invalid-spec:out_grad:length"))
 
 
 def p_norm_grad_mirror_out_grad(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:

@@ -33,13 +33,26 @@ RMS_CHECK_LINES = {
 
 #: The inputs each rule never reads the mapping of (PADDLE-QUIRK(rms-reverse-ignores-x)):
 #: their malformed mappings are mirrored.
-UNREAD = {"rms_norm_reverse": ("x",)}
+UNREAD = {"rms_norm_reverse": ("x", "scale"), "rms_norm": ("scale",), "rms_norm_grad": ("scale",)}
+#: The inputs each rule merges, a mesh dim named on two axes kept on the first (Paddle's merge picks
+#: it): their repeated mesh dims are mirrored. The forward rule merges x too, but answers x as given
+#: (rules.py: its own mirror). The grad rule aligns x, invvar and out_grad its own way and raises on a
+#: repeated mesh dim ("ProcessMesh dimension can't be mapped to two dimension of the same tensor"):
+#: refused, not mirrored.
+FIRST_KEPT = {"rms_norm_reverse": ("out", "invvar")}
+
+#: The rule keys that read scale's mesh alone, answering [-1] for it whatever its rank: its other
+#: ranks are mirrored.
+VECTORS_ANY_RANK = ("rms_norm", "rms_norm_reverse")
 
 #: The port's refusals beyond Paddle's rms_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = StrictnessNotes((
-    *unread_strictness("rms_norm", UNREAD),
+    *unread_strictness("rms_norm", UNREAD, {**FIRST_KEPT, "rms_norm": ("x",)}),
     Strictness("invalid-spec:x:rank", "x of rank 0 (Paddle raises basic_string::_M_create), or beyond the "
                "notation's letters", "varies", "unmeasured", families=("rms_norm",)),
+    Strictness("invalid-spec:scale:rank", "scale of another rank than 1; the forward and reverse rules read only its "
+               "mesh and answer [-1] for it (a mapping of the wrong length)", "varies", "unmeasured",
+               mirror_keys=VECTORS_ANY_RANK, families=("rms_norm",)),
     Strictness("invalid-spec:*:rank", "scale, out, invvar or y_grad of another rank than the rule's notation "
                "gives it; Paddle answers garbage or reads past its notation", "varies", "inexpressible",
                "the op makes out and invvar itself, of the ranks x and its scale give", families=("rms_norm",)),

@@ -16,12 +16,14 @@ from collections.abc import Mapping
 from ...types import DistTensorSpec
 from .. import FAMILIES
 from ..kit.grid import (
+    BadAttr,
     CoshardPlan,
     GridFn,
     GridPlan,
     RandomPlan,
     RankOf,
     StatNormPlan,
+    bad_epsilon,
     leading_rank,
     no_attr_variants,
     stat_norm_problem,
@@ -54,8 +56,10 @@ ANSWER_RANKS: dict[str, dict[str, RankOf]] = {"rms_norm": _FORWARD_RANKS, "rms_n
                                               "rms_norm_grad": {"x_grad": "x", "scale_grad": "scale"}}
 
 
+#: Out of range: a negative epsilon, the one attribute the op takes.
 RANDOM = RandomPlan(ranks=(1, 6), bad_x_ranks=(0, 7),
-                    stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}))
+                    stats_like_x=frozenset({"mean", "variance", "saved_mean", "saved_variance", "invvar"}),
+                    bad_attrs=(BadAttr("epsilon", bad_epsilon),))
 
 #: The family's grid part, read by parity (grid, validity, random mode), ``infer`` and tools/fuzz.py.
 GRID = GridPlan(grids=GRIDS, input_shapes=input_shapes, coshard=COSHARD, input_problem=input_problem, random=RANDOM,

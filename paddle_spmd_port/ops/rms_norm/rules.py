@@ -59,13 +59,14 @@ answer naming a mesh dim that an attr's own mesh lacks.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ...errors import InvalidSpecError
 from ...notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
 from ...types import DimsMapping, DistAttr, DistTensorSpec, SpmdResult, mesh_dims_of
-from ..kit.checks import rule
-from ..kit.strictness import unread_mirrors
-from .checks import UNREAD, rms_forward_inputs, rms_grad_inputs, rms_reverse_inputs
+from ..kit.checks import RuleFn, rule
+from ..kit.strictness import mirror, mirror_via, norm_forward_first_kept, unread_mirrors, with_vector_stand_ins
+from .checks import FIRST_KEPT, UNREAD, VECTORS_ANY_RANK, rms_forward_inputs, rms_grad_inputs, rms_reverse_inputs
 
 _INF = float("inf")
 
@@ -227,5 +228,19 @@ def _shape(spec: DistTensorSpec) -> tuple[int, ...]:
     return tuple(spec.shape)
 
 
-#: The mirror policy's answers to the malformed mappings of inputs a rule never reads (:data:`.checks.UNREAD`).
-MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__)
+@mirror("rms_norm", "invalid-spec:x:duplicate")
+def rms_norm_mirror_x_duplicate(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """The forward rule's answer to an x splitting two axes along one mesh dim:
+    :func:`~..kit.strictness.norm_forward_first_kept` (the last axis normalised)."""
+    return norm_forward_first_kept(fn, args, kwargs, UNREAD["rms_norm"])
+
+
+#: The mirror policy's answers to the malformed mappings of inputs a rule never reads
+#: (:data:`.checks.UNREAD`) or merges (:data:`.checks.FIRST_KEPT`).
+MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__, FIRST_KEPT)
+#: The mirror policy's answers to a scale of another rank (:data:`.checks.VECTORS_ANY_RANK`).
+MIRRORED_VECTORS = tuple(
+    mirror_via(key, "invalid-spec:scale:rank",
+               lambda fn, *args, **kwargs: with_vector_stand_ins(fn, args, kwargs, ("scale",)),
+               f"{key}: scale read for its mesh alone; :func:`with_vector_stand_ins`.", __name__)
+    for key in VECTORS_ANY_RANK)
