@@ -603,7 +603,7 @@ def plan_slices(cases: Sequence[Case], backend: str, workers: int
     # the cases that may share a child last of all, next to each other (crash_prone_last; a backend
     # that shares none, as PIR's, just runs them in that order)
     # An input invalid for its op never shares: what Paddle answers it from unset memory would then depend
-    # on the cases before it in the child (an invalid group_norm co-shard answered [2,...] after its
+    # on the cases before it in the child (an invalid co-shard answered [2,...] after its
     # neighbours and [0,...] alone); the cases refused by every rule are such inputs, 202 of a 42,940-case
     # sample, so isolating them costs a few hundred forks a sweep.
     shareable = [bool(p) and refused_by_every_rule(case) and not garbage_prone(case)

@@ -144,7 +144,7 @@ _MAX_STRING = 32 * 4096 - 1
 #: The directory every worker and the compiled caller start in: the one holding this package (so that
 #: ``python -m paddle_spmd_port.native.worker`` finds it, installed or not). Why one place: Python puts
 #: the start directory first on ``sys.path``, and a path of another length moves what the worker's heap
-#: holds when its fork server forks (seen: an invalid group_norm co-shard answered otherwise from a test's
+#: holds when its fork server forks (seen: an invalid co-shard answered otherwise from a test's
 #: temporary directory than from the repository).
 FIXED_CWD = str(Path(__file__).resolve().parents[2])
 
@@ -156,7 +156,7 @@ def fixed_environment(env: Mapping[str, str], layout: int = 0) -> dict[str, str]
 
     Why: the stack starts below that block, so a variable one byte longer (pytest's PYTEST_CURRENT_TEST
     going from "(setup)" to "(call)") moves every frame, and with it what an answer read from stack
-    memory Paddle never set holds (seen: instance_norm-coshard-invalid-4 answering [0,...] under one
+    memory Paddle never set holds (seen: an invalid co-shard answering [0,...] under one
     environment and [2,...] under another). The layout's extra room is how :data:`LAYOUT_ENV` moves the
     compiled caller's stack (a C++ program has no :func:`shift_layout`)."""
     out = {k: v for k, v in env.items() if not k.startswith(_PAD)}
