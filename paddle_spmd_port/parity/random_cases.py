@@ -114,7 +114,8 @@ def _other_ids(mesh: ProcessMesh, rng: random.Random) -> ProcessMesh:
 #: meshes and attribute tuples and (1-D per-channel and statistics tensors above all) many specs,
 #: each built and checked once, and shared by the cases that draw it (less memory, a worker's slice
 #: pickles each once, and what is worked out per attrs tuple -- ``case.PerAttrs`` -- is found again).
-_MESHES: dict[tuple[Any, ...], ProcessMesh] = {}
+#: A long run empties them between its rounds (``types.drop_memos``), as it does the other memos.
+_MESHES: dict[tuple[Any, ...], ProcessMesh] = memo_table({})
 _SPECS: dict[tuple[Any, ...], DistTensorSpec] = memo_table({})
 _ATTRS: dict[tuple[Any, ...], tuple[tuple[str, Any], ...]] = memo_table({})
 #: Entries each table keeps at most (then it starts again: a long run's memory stays bounded).
