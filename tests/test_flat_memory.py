@@ -158,6 +158,8 @@ def test_each_round_of_a_random_run_starts_with_the_memos_empty(tmp_path: Path,
     code, at_start, memos_held = _rounds_of_a_random_run(tmp_path, monkeypatch)
     assert code == 0 and len(at_start) == 2
     assert memos_held == [0, 0]
+    # what outlives a round is keyed by what a run has few of (the rule, the mesh shapes, the ranks:
+    # grid._GRID_MESHES, types._DEFAULT_LAYOUTS, grid.valid_mappings), all of them drawn in round 1
     assert _grown(at_start) == {}
 
 
