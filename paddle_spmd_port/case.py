@@ -10,7 +10,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from .ops import RuleSpec, rule_spec
 from .ops.registry import PADDLE_RULES, rule_function
-from .types import DistTensorSpec, ProcessMesh, SpmdResult, mesh_dims_of
+from .types import DistTensorSpec, ProcessMesh, SpmdResult, memo_table, mesh_dims_of
 
 
 @dataclass(frozen=True, init=False)
@@ -145,6 +145,7 @@ class PerAttrs(dict[tuple[str, int], tuple[Any, T]], Generic[T]):
         super().__init__()
         self.compute = compute
         self.limit = limit
+        memo_table(self)
 
     def __call__(self, case: Case) -> T:
         attrs = case.attrs
@@ -167,7 +168,7 @@ def _attr_values_of(case: Case) -> tuple[Any, ...]:
 
 _attr_values = PerAttrs(_attr_values_of)
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
-_TEXTS: dict[tuple[int, Callable[[Any], str]], tuple[Any, str]] = {}
+_TEXTS: dict[tuple[int, Callable[[Any], str]], tuple[Any, str]] = memo_table({})
 """(id(mesh or attrs tuple), how it is written) -> (it, its text); holding it keeps the id its own."""
 
 
@@ -223,8 +224,8 @@ def _attrs_str(attrs: tuple[tuple[str, Any], ...]) -> str:
     return " ".join([f"{k}={v!r}" for k, v in attrs])
 
 
-_SPEC_STRS: dict[tuple[Any, ...], str] = {}
-_SPEC_HEADS: dict[tuple[Any, ...], str] = {}
+_SPEC_STRS: dict[tuple[Any, ...], str] = memo_table({})
+_SPEC_HEADS: dict[tuple[Any, ...], str] = memo_table({})
 """(shape, dims_mapping, partial dims, no mesh) -> the text of a spec's JSON up to its mesh's."""
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidSpecError, SpmdError
-from .types import DistAttr, SpmdResult
+from .types import DistAttr, SpmdResult, memo_table
 
 if TYPE_CHECKING:
     from .case import Case
@@ -214,7 +214,7 @@ def _attr_text(attr: DistAttr) -> str:
     return text
 
 
-_ATTR_TEXTS: dict[int, tuple[DistAttr, str]] = {}
+_ATTR_TEXTS: dict[int, tuple[DistAttr, str]] = memo_table({})
 """id(attr) -> (it, its text); holding it keeps the id its own."""
 
 

@@ -38,7 +38,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from .errors import ArgumentTypeError, InvalidSpecError
 
@@ -46,6 +46,38 @@ REPLICATED = -1
 _set = object.__setattr__
 _Fn = TypeVar("_Fn", bound=Callable[..., Any])
 _Cls = TypeVar("_Cls", bound=type)
+
+
+class Table(Protocol):
+    """What :func:`memo_table` registers: a table that can say its size and be emptied."""
+
+    def __len__(self) -> int: ...
+
+    def clear(self) -> None: ...
+
+
+_Table = TypeVar("_Table", bound=Table)
+#: every table registered by :func:`memo_table`, in the order registered
+MEMOS: list[Table] = []
+
+
+def memo_table(table: _Table) -> _Table:
+    """Registers ``table`` (values worked out once and found again: texts, parsed answers, interned
+    values) as one that :func:`drop_memos` empties, and returns it. Each such table also empties
+    itself at its own size limit; this is for a caller that knows when its entries stop being useful."""
+    MEMOS.append(table)
+    return table
+
+
+def drop_memos() -> None:
+    """Empties every table registered by :func:`memo_table`. A long run that works in rounds calls it
+    between them: each round draws values the last one seldom repeats, so kept entries would mostly
+    hold memory, and tables filling up to their limits over many rounds would make the run's peak
+    memory grow with its length. Emptied, each round starts from the state the first one did.
+    Entries are values (or keyed by an object the entry itself holds), so a round after the drop
+    computes equal ones again: no answer depends on it."""
+    for table in MEMOS:
+        table.clear()
 
 
 def _load_speedups() -> Any:
@@ -384,7 +416,7 @@ class ProcessMesh:
 
 _MESHES_READ: dict[tuple[Any, ...], ProcessMesh] = {}
 #: every DistAttr made by :meth:`DistAttr.make` (and its C stand-in), by value: see there
-_INTERNED: dict[tuple[Any, ...], DistAttr] = {}
+_INTERNED: dict[tuple[Any, ...], DistAttr] = memo_table({})
 #: the interned-attr table is emptied when it grows past this many entries
 INTERNED_LIMIT = 65536
 
@@ -636,7 +668,7 @@ def clear_caches() -> None:
     _INTERNED.clear()
 
 
-_SPECS_READ: dict[tuple[Any, ...], DistTensorSpec] = {}
+_SPECS_READ: dict[tuple[Any, ...], DistTensorSpec] = memo_table({})
 
 _ATTR_RE = re.compile(r"^\s*\[(?P<dm>[-\d,\s()]*)\](?:\s*P\{(?P<p>[\d,\s]*)\})?(?P<nomesh>\s*@-)?\s*$")
 _ENTRY_RE = re.compile(r"\s*(?:\((?P<co>[-\d,\s]*)\)|(?P<m>-?\d+))\s*(?:,|$)")

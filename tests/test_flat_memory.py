@@ -1,7 +1,9 @@
 """Flat memory: what a parity run keeps per case does not grow with the number of cases where it need
 not. A baseline diff keeps its rows and changes on disk (in memory: counts and the first few changes
 of each class); a rule compared through one route, and a merged report, count their coverage instead
-of keeping flags and reasons per case. Memory figures: docs/measurements/2026-12-07-flat-memory.md."""
+of keeping flags and reasons per case; a random run's rounds each start with the package's memos
+empty, so none fills up round after round. Memory figures: docs/measurements/2026-12-07-flat-memory.md
+and docs/measurements/2026-12-07-flat-memory-run.md."""
 
 from __future__ import annotations
 
@@ -88,3 +90,107 @@ def test_one_routes_coverage_is_counted_not_kept_per_case() -> None:
     two.record(0, "compiled", Outcome(not_run="x"), "not-run")
     two.record(0, "pir", Outcome(not_run="x"), "match")
     assert two.flags is not None and two.compared == 1 and two.uncompared == 2
+
+
+# --------------------------------------------------------------------------- a long run's memos
+def _tables() -> dict[str, int]:
+    """The size of every container the package holds at module level (its modules' dicts, sets and
+    lists, and their functools caches), by name: wherever a run could keep something from round to round."""
+    import sys
+
+    sizes: dict[str, int] = {}
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("paddle_spmd_port") or module is None:
+            continue
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, (dict, set, list)) and not attr.startswith("__"):
+                sizes[f"{name}.{attr}"] = len(value)
+            elif callable(getattr(value, "cache_info", None)) and getattr(value, "__module__", None) == name:
+                sizes[f"{name}.{attr}()"] = value.cache_info().currsize
+    return sizes
+
+
+def _rounds_of_a_random_run(tmp_path: Path,
+                            monkeypatch: pytest.MonkeyPatch) -> tuple[int, list[dict[str, int]], list[int]]:
+    """A random run of 3 rounds (one rule, 2 blocks a round) whose native side is the port
+    itself, so the port, the comparison and the report fill the package's tables as a real run does.
+    Returns its exit code, the size of every table when each round after the first starts drawing
+    (the last round's cases dropped), and how many entries the registered memos held then."""
+    from paddle_spmd_port import types
+    from paddle_spmd_port.parity import cli
+
+    at_start: list[dict[str, int]] = []
+    memos_held: list[int] = []
+    draw_round = cli._Sweep._draw_round
+
+    def drawing(sweep: cli._Sweep, batch: list | None) -> None:
+        if sweep.by_rule == {} and hasattr(sweep, "report"):  # a round after the first (open() drew the first)
+            at_start.append(_tables())
+            memos_held.append(sum(len(t) for t in types.MEMOS))
+        draw_round(sweep, batch)
+
+    def native(backend: str, cases: list, args: object, report: object) -> list[Outcome]:
+        return [port_outcome(c) for c in cases]
+
+    monkeypatch.setattr(cli._Sweep, "_draw_round", drawing)
+    monkeypatch.setattr(cli, "run_native_group", native)
+    monkeypatch.setattr(cli, "BACKGROUND_BACKEND", "none")  # every group in this thread
+    monkeypatch.setattr(cli, "BACKGROUND_FALLBACK", "none")
+    monkeypatch.setattr(cli, "CASES_PER_ROUND", 2000)  # 3 rounds of 2 blocks
+    types.drop_memos()  # (what an earlier run in this process left)
+    code = cli._main(["--rules", "batch_norm", "--random", "6000", "--seed", "3", "--quiet",
+                      "--report-dir", str(tmp_path / "r")])
+    return code, at_start, memos_held
+
+
+def _grown(at_start: list[dict[str, int]]) -> dict[str, tuple[int, int]]:
+    """The tables holding more when the third round starts than when the second did."""
+    second, third = at_start
+    return {k: (second.get(k, 0), n) for k, n in third.items() if n > second.get(k, 0)}
+
+
+def test_each_round_of_a_random_run_starts_with_the_memos_empty(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between rounds the run drops its memos: every registered table is empty when a round after
+    the first starts, and nothing the package holds at module level is larger when the third round
+    starts than when the second did (a table filling round after round up to its limit would make
+    the run's peak memory grow with its length)."""
+    code, at_start, memos_held = _rounds_of_a_random_run(tmp_path, monkeypatch)
+    assert code == 0 and len(at_start) == 2
+    assert memos_held == [0, 0]
+    # what outlives a round is keyed by what a run has few of (the rule, the mesh shapes, the ranks:
+    # grid._GRID_MESHES, types._DEFAULT_LAYOUTS, grid.valid_mappings), all of them drawn in round 1
+    assert _grown(at_start) == {}
+
+
+def test_a_run_that_keeps_its_memos_between_rounds_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from paddle_spmd_port.parity import cli
+
+    monkeypatch.setattr(cli, "drop_memos", lambda: None)  # the rounds never drop them
+    code, at_start, memos_held = _rounds_of_a_random_run(tmp_path, monkeypatch)
+    assert code == 0 and all(memos_held)
+    grown = _grown(at_start)
+    assert {"paddle_spmd_port.types._INTERNED", "paddle_spmd_port.case._SPEC_STRS",
+            "paddle_spmd_port.parity.random_cases._SPECS"} <= set(grown), grown
+
+
+def test_a_memo_left_unregistered_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from paddle_spmd_port import case, types
+
+    types.drop_memos()  # (what an earlier run in this process left)
+    monkeypatch.setattr(types, "MEMOS", [t for t in types.MEMOS if t is not case._SPEC_STRS])
+    code, at_start, memos_held = _rounds_of_a_random_run(tmp_path, monkeypatch)
+    assert code == 0 and memos_held == [0, 0]
+    assert set(_grown(at_start)) == {"paddle_spmd_port.case._SPEC_STRS"}
+
+
+def test_drop_memos_empties_every_registered_table_and_answers_stay_equal() -> None:
+    from paddle_spmd_port import types
+    from paddle_spmd_port.parity.random_cases import random_cases
+
+    cases = random_cases("layer_norm", 300, seed=5)
+    before = [port_outcome(c) for c in cases]
+    assert sum(len(t) for t in types.MEMOS) > 0
+    types.drop_memos()
+    assert all(len(t) == 0 for t in types.MEMOS)
+    assert [port_outcome(c) for c in cases] == before  # values, computed again alike

@@ -54,7 +54,7 @@ from ..ops import FAMILIES, family_part
 from ..ops.kit.native import KIND_TOKENS, NativeRoutes, mismatch_reason
 from ..outcome import ErrorInfo, Outcome, normalize_message
 from ..runctl.signals import signal_text
-from ..types import DimsMapping, DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, entry_of, mesh_dims_of
+from ..types import DimsMapping, DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, entry_of, memo_table, mesh_dims_of
 from ._paddle import ATTR_KIND, ReduceTypeError, paddle_dir, paddle_version
 from .crash_prone import compiled_may_crash as may_crash
 from .worker import FIXED_CWD, fixed_environment, fixed_layout_prefix
@@ -359,8 +359,8 @@ def _tensor_tokens(spec: DistTensorSpec | None) -> str:
 
 
 _MEMO_LIMIT = 50_000  # entries per memo (the grid has ~31,000 distinct specs; random runs more: bounded)
-_spec_text: dict[tuple, str] = {}  # request tokens per input spec (by its field values)
-_reply_outcome: dict[bytes, Outcome] = {}  # parsed replies (many cases share an answer)
+_spec_text: dict[tuple, str] = memo_table({})  # request tokens per input spec (by its field values)
+_reply_outcome: dict[bytes, Outcome] = memo_table({})  # parsed replies (many cases share an answer)
 
 
 def _attr_tokens(kind: str, value: float | str) -> list[str]:
@@ -503,7 +503,7 @@ def _joined_attrs(words: list[str], pos: int) -> tuple[tuple[DistAttr, ...], int
     return tuple(out), pos
 
 
-_attr_words: dict[str, DistAttr] = {}  # an attr's reply word -> the attr
+_attr_words: dict[str, DistAttr] = memo_table({})  # an attr's reply word -> the attr
 
 
 class _Message(Exception):

@@ -63,7 +63,7 @@ from ..case import INT64, Case, PerAttrs, int_range_problem
 from ..ops import FAMILIES, RULES, family_part
 from ..ops.kit.native import NativeRoutes
 from ..outcome import ErrorInfo, Outcome, normalize_message
-from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, format_mapping, plain_mapping
+from ..types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, format_mapping, memo_table, plain_mapping
 from ._fork import run_isolating
 from ._paddle import ReduceTypeError, from_paddle_mesh, paddle_version, to_paddle_mesh, typed_attrs
 from .crash_prone import pir_may_crash
@@ -290,7 +290,7 @@ class _LazyText:
                 + ", ".join(map(str, da.results())) + "]")
 
 
-_outcomes: dict[Outcome, Outcome] = {}
+_outcomes: dict[Outcome, Outcome] = memo_table({})
 
 
 def _one_of(outcome: Outcome) -> Outcome:

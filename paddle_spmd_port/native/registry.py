@@ -22,7 +22,7 @@ from ..case import Case, int_range_problem
 from ..ops import FAMILIES, family_part
 from ..ops.kit.native import NativeRoutes
 from ..outcome import ErrorInfo, Outcome
-from ..types import DistAttr, DistTensorSpec, SpmdResult, entry_of, mesh_dims_of
+from ..types import DistAttr, DistTensorSpec, SpmdResult, entry_of, memo_table, mesh_dims_of
 from ._fork import run_isolating
 from ._paddle import ReduceTypeError, from_paddle_mesh, to_paddle_mesh, typed_attrs
 from .crash_prone import MAY_CRASH, refused_by_every_rule
@@ -67,7 +67,7 @@ _rules: dict[str, Any] = {}
 #: port spec -> Paddle's spec. The rules take their inputs by value (the C++ side copies them into
 #: DistMetaTensors), so one Paddle spec serves every case that has an equal input; the sweep's
 #: cell-by-cell comparison would show any answer that depended on sharing it.
-_specs: dict[DistTensorSpec | None, Any] = {}
+_specs: dict[DistTensorSpec | None, Any] = memo_table({})
 
 
 def to_paddle_spec(spec: DistTensorSpec | None) -> Any:

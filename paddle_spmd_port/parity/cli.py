@@ -83,6 +83,7 @@ from ..runctl.grammar import (
 )
 from ..runctl.paths import add_replace_report_argument, check_output_dir, check_output_file, refuse_other_selection
 from ..runctl.signals import Interrupted, add_detail, stopped_by, write_partial
+from ..types import drop_memos
 from ..validity import input_problem
 from .output import write_diff, write_parity_report
 from .progress import Progress
@@ -635,9 +636,11 @@ class _Sweep:
 
     def _run_round(self, number: int, batch: list | None) -> None:
         last_round = number == len(self.batches) - 1
-        if number:  # the last round's cases, outcomes and port answers are dropped here
+        if number:  # the last round's cases, outcomes and port answers are dropped here, and the
+            # package's memos with them (types.drop_memos): every round then peaks as the first did
             self.by_rule, self.drawn, self.background = {}, {}, None
             self.port_answers.clear()
+            drop_memos()
             self._draw_round(batch)
         self.tallied = set()
         # The groups run here one after the other, the background one last: it has been running since

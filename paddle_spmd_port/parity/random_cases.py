@@ -65,7 +65,7 @@ from ..case import Case
 from ..grid import MESH_SHAPES, coshard_mappings, grid_plan, input_shapes, mesh_of, valid_mappings
 from ..ops import rule_spec
 from ..ops.kit.grid import LIKE_X, RandomPlan
-from ..types import DimsMapping, DistTensorSpec, ProcessMesh, mesh_dims_of
+from ..types import DimsMapping, DistTensorSpec, ProcessMesh, memo_table, mesh_dims_of
 
 #: Meshes beyond the grid's, then the grid's own.
 RANDOM_MESH_SHAPES: tuple[tuple[int, ...], ...] = tuple(dict.fromkeys(
@@ -119,9 +119,10 @@ def _other_ids(mesh: ProcessMesh, rng: random.Random) -> ProcessMesh:
 #: meshes and attribute tuples and (1-D per-channel and statistics tensors above all) many specs,
 #: each built and checked once, and shared by the cases that draw it (less memory, a worker's slice
 #: pickles each once, and what is worked out per attrs tuple -- ``case.PerAttrs`` -- is found again).
-_MESHES: dict[tuple[Any, ...], ProcessMesh] = {}
-_SPECS: dict[tuple[Any, ...], DistTensorSpec] = {}
-_ATTRS: dict[tuple[Any, ...], tuple[tuple[str, Any], ...]] = {}
+#: A long run empties them between its rounds (``types.drop_memos``), as it does the other memos.
+_MESHES: dict[tuple[Any, ...], ProcessMesh] = memo_table({})
+_SPECS: dict[tuple[Any, ...], DistTensorSpec] = memo_table({})
+_ATTRS: dict[tuple[Any, ...], tuple[tuple[str, Any], ...]] = memo_table({})
 #: Entries each table keeps at most (then it starts again: a long run's memory stays bounded).
 _TABLE_LIMIT = 50_000
 

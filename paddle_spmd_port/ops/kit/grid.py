@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     import random
 
-from ...types import DimsMapping, DistTensorSpec, ProcessMesh, entry_of, mesh_dims_of
+from ...types import DimsMapping, DistTensorSpec, ProcessMesh, entry_of, memo_table, mesh_dims_of
 from .. import RULES
 from ..spec import FamilyPart, OpFamily, foreign_keys
 
@@ -106,7 +106,7 @@ def placed_spec(shape: Sequence[int], placement: Placement, mesh: ProcessMesh) -
     return found
 
 
-_GRID_SPECS: dict[tuple[Any, ...], DistTensorSpec] = {}
+_GRID_SPECS: dict[tuple[Any, ...], DistTensorSpec] = memo_table({})
 
 
 def rep(shape: Sequence[int], mesh: ProcessMesh) -> DistTensorSpec:
