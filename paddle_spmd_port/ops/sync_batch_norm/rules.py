@@ -65,9 +65,14 @@ def _replicated_fallback(named: Sequence[tuple[str, DistTensorSpec | None, bool]
             raise InvalidSpecError(
                 f"{t.name} has rank {t.ndim}; sync_batch_norm's {t.name} is 1-D (one entry per channel), and "
                 f"its answer (and its output's) would be rank 1", kind=f"invalid-spec:{t.name}:rank")
+    return _replicated(inputs, x, output_ranks)
+
+
+def _replicated(inputs: Sequence[RuleInput], x: RuleInput, output_ranks: Sequence[int | None]) -> SpmdResult:
+    """Every input and output replicated: each input on its own mesh, the outputs on x's."""
     return SpmdResult.make(
-        inputs=tuple(DistAttr((-1,) * t.ndim, frozenset(), t.mesh) for t in inputs),
-        outputs=tuple(DistAttr((-1,) * (x.ndim if rank is None else rank), frozenset(), x.mesh)
+        inputs=tuple(DistAttr.make((-1,) * t.ndim, frozenset(), t.mesh) for t in inputs),
+        outputs=tuple(DistAttr.make((-1,) * (x.ndim if rank is None else rank), frozenset(), x.mesh)
                       for rank in output_ranks),
     )
 
@@ -105,10 +110,7 @@ def _fallback_raw(fn: Callable[..., SpmdResult], *args: Any, **kwargs: Any) -> S
                          f"invalid-spec:{t.name}:mesh")
     x = inputs[0]
     ranks = (None, 1, 1, 1, 1, 1) if key == "sync_batch_norm" else (None, 1, 1)
-    return SpmdResult.make(
-        inputs=tuple(DistAttr.make((-1,) * t.ndim, frozenset(), t.mesh) for t in inputs),
-        outputs=tuple(DistAttr.make((-1,) * (x.ndim if rank is None else rank), frozenset(), x.mesh)
-                      for rank in ranks))
+    return _replicated(inputs, x, ranks)
 
 
 #: The mirror policy: one answer per rule for every refusal :data:`..batch_norm.checks.SYNC_MIRRORED` names.
