@@ -422,3 +422,65 @@ def test_mirror_equals_paddle_on_malformed_mappings_and_mutants_are_caught(monke
     # mutant 7: p_norm_reverse's out read with its repeated mesh dim kept on the last axis naming it
     monkeypatch.setattr(p_norm_rules, "first_kept", last_kept)
     assert "mismatch" in verdicts()["p_norm_reverse"]
+
+
+def _forward_mesh_dim_pool(seed: int, n: int = 3000) -> list[Case]:
+    """Random mode's p_norm draws (seeded) the strict port refuses for x's unknown mesh dim and the
+    mirror answers (only those reach Paddle here: on the others Paddle crashes in-process)."""
+    from paddle_spmd_port.parity.random_cases import random_cases
+
+    return [case for case in random_cases("p_norm", n, seed)
+            if (err := port_outcome(case).error) is not None and err.kind == "invalid-spec:x:mesh-dim"
+            and port_outcome(case, "paddle", "mirror").result is not None]
+
+
+@pytest.mark.native
+def test_p_norm_mirror_of_x_unknown_mesh_dim_equals_paddle_and_mutants_are_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """p_norm's forward answer to an x naming a mesh dim the mesh lacks equals Paddle's registry rule on
+    every seeded draw it answers; mutants -- the partial status dropped, x answered with the unknown
+    entries replicated, out keeping a reduced axis' entry under keepdims -- differ on some draw."""
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.ops.p_norm import rules as p_norm_rules
+    from paddle_spmd_port.types import DistAttr, SpmdResult
+
+    pool = _forward_mesh_dim_pool(int(os.environ.get("STRICTNESS_SEED", "11")))
+    assert len(pool) >= 10, len(pool)
+    assert any(dict(c.attrs)["keepdims"] for c in pool) and any(not dict(c.attrs)["keepdims"] for c in pool)
+    natives = {case.case_id: _native_of(case) for case in pool}
+
+    def verdicts() -> list[str]:
+        return [compare(case.spec, port_outcome(case, "paddle", "mirror"), natives[case.case_id]).verdict
+                for case in pool]
+
+    real = verdicts()
+    assert real.count("match") == len(pool), real
+    assert any(r.outputs[0].partial_dims for c in pool if (r := port_outcome(c, "paddle", "mirror").result))
+
+    real_fn = p_norm_rules.p_norm_mirror_mesh_dim
+    key = ("p_norm", "invalid-spec:x:mesh-dim")
+
+    def no_partial(fn, *a, **k):  # type: ignore[no-untyped-def]
+        got = real_fn(fn, *a, **k)
+        out = got.outputs[0]
+        return SpmdResult.make(inputs=tuple(got.inputs), outputs=(DistAttr.make(out.dims_mapping, frozenset(),
+                                                                                  out.mesh),))
+
+    def x_replicated(fn, *a, **k):  # type: ignore[no-untyped-def]
+        got = real_fn(fn, *a, **k)
+        x = got.inputs[0]
+        n = x.mesh.ndim
+        return SpmdResult.make(inputs=(DistAttr.make(tuple(m if -1 <= m < n else -1 for m in x.dims_mapping),
+                                                     frozenset(), x.mesh),), outputs=tuple(got.outputs))
+
+    def kept_entry(fn, x, porder=2.0, axis=-1, epsilon=1e-12, keepdims=False, asvector=False):  # type: ignore[no-untyped-def]
+        got = real_fn(fn, x, porder, axis, epsilon, keepdims, asvector)
+        out = got.outputs[0]
+        mapping = tuple(x.dims_mapping) if keepdims else out.dims_mapping
+        return SpmdResult.make(inputs=tuple(got.inputs), outputs=(DistAttr.make(mapping, out.partial_dims,
+                                                                                 out.mesh),))
+
+    for mutant in (no_partial, x_replicated, kept_entry):
+        monkeypatch.setitem(registry.MIRRORS, key, mutant)
+        assert "mismatch" in verdicts(), mutant.__name__
+        monkeypatch.undo()

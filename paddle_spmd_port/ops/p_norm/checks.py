@@ -46,8 +46,10 @@ STRICTNESS = StrictnessNotes((
                "check refuses it); the reverse and grad rules never read x's mapping", "answers", "inexpressible",
                PLACEMENTS, mirror_keys=("p_norm_reverse", "p_norm_grad"), families=("p_norm",)),
     Strictness("invalid-spec:x:mesh-dim", "x's dims_mapping names a mesh dim the mesh lacks; Paddle's forward rule "
-               "copies it, crashes or raises by where it falls, the reverse and grad rules never read x's mapping",
-               "varies", "inexpressible", PLACEMENTS, mirror_keys=("p_norm_reverse", "p_norm_grad"),
+               "answers x as given and copies the kept axes' entries into out (entries >= 0 on a reduced axis made "
+               "partial), and crashes where a reduced axis names a mesh dim past the mesh, or raises where out "
+               "names one outside it beside a partial status; the reverse and grad rules never read x's mapping",
+               "varies", "inexpressible", PLACEMENTS, mirror_keys=("p_norm", "p_norm_reverse", "p_norm_grad"),
                families=("p_norm",)),
     *(Strictness(f"invalid-spec:out:{problem}", f"out's dims_mapping {what}; the reverse rule reads it (Paddle "
                  "merges or copies it), the grad rule never reads out's attr", "varies", "inexpressible", PLACEMENTS,

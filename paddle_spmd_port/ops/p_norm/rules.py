@@ -279,6 +279,40 @@ def p_norm_mirror_duplicate(fn: RuleFn, x: DistTensorSpec, porder: float = 2.0, 
                            outputs=(DistAttr.make(out, partial, mesh),))
 
 
+@mirror("p_norm", "invalid-spec:x:mesh-dim")
+def p_norm_mirror_mesh_dim(fn: RuleFn, x: DistTensorSpec, porder: float = 2.0, axis: int = -1,
+                           epsilon: float = 1e-12, keepdims: bool = False, asvector: bool = False) -> SpmdResult:
+    """Forward, x's mapping naming a mesh dim the mesh lacks: Paddle's merge of the one input copies
+    every entry, so out takes x's entries on the kept axes (-1 on a kept '1') and x is answered as
+    given; only entries >= 0 on a reduced axis become partial (an out-of-range axis reduces
+    nothing). Refused where Paddle does not answer: a reduced axis naming a mesh dim past the mesh
+    (the partial status is set on it: Paddle crashes), out naming one outside the mesh beside a
+    partial status (Paddle raises checking the two against each other), and beside a co-shard, a
+    repeated mesh dim or a partial dim out of range or also sharding (the strict checks' next ones)."""
+    mesh, dm = x.mesh, x.dims_mapping
+    if mesh is None or x.coshard or any(not 0 <= p < mesh.ndim or p in dm for p in x.partial_dims):
+        raise InvalidSpecError("x: a co-shard, or a partial dim out of range or also sharding, beside the "
+                               "unknown mesh dim: no answer to mirror", kind="invalid-spec:x:mesh-dim")
+    entries = cast("tuple[int, ...]", dm)  # (no co-shard: every entry one int)
+    sharding = [m for m in entries if m >= 0]
+    if len(sharding) != len(set(sharding)):
+        raise InvalidSpecError("x: a repeated mesh dim beside the unknown one: no answer to mirror",
+                               kind="invalid-spec:x:mesh-dim")
+    ndim = len(entries)
+    if asvector or ndim == 0:
+        reduced = set(range(ndim))
+    else:
+        a = axis + ndim if axis < 0 else axis
+        reduced = {a} if 0 <= a < ndim else set()
+    partial = frozenset(entries[i] for i in reduced if entries[i] >= 0)  # PADDLE-QUIRK(pn-partial-sum)
+    out = tuple(-1 if i in reduced else m for i, m in enumerate(entries) if keepdims or i not in reduced)
+    if any(p >= mesh.ndim for p in partial) or partial and any(not -1 <= m < mesh.ndim for m in out):
+        raise InvalidSpecError("x: an unknown mesh dim on a reduced axis, or on a kept one beside a partial status "
+                               "(Paddle crashes or raises): no answer to mirror", kind="invalid-spec:x:mesh-dim")
+    return SpmdResult.make(inputs=(DistAttr.make(tuple(dm), _NONE, mesh),),
+                           outputs=(DistAttr.make(out, partial, mesh),))
+
+
 def _x_unread(fn: RuleFn, names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> SpmdResult:
     """The reverse and grad rules never read these inputs' mappings (nor their partial status): the
     rule's answer with each as a replicated spec of its shape on its mesh."""
