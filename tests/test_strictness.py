@@ -484,3 +484,57 @@ def test_p_norm_mirror_of_x_unknown_mesh_dim_equals_paddle_and_mutants_are_caugh
         monkeypatch.setitem(registry.MIRRORS, key, mutant)
         assert "mismatch" in verdicts(), mutant.__name__
         monkeypatch.undo()
+
+
+def _reverse_long_out_pool(seed: int, n: int = 6000) -> list[Case]:
+    """Random mode's p_norm_reverse draws (seeded) whose out has one mapping entry more than the
+    notation the rule reads it against (strictly refused: out's rank, or an out-of-range axis) and
+    which the mirror answers."""
+    from paddle_spmd_port.ops.p_norm.checks import out_rank
+    from paddle_spmd_port.parity.random_cases import random_cases
+
+    pool = []
+    for case in random_cases("p_norm_reverse", n, seed):
+        err = port_outcome(case).error
+        if err is None or err.kind not in ("invalid-spec:out:rank", "invalid-spec:axis"):
+            continue
+        x, out = case.inputs
+        attrs = dict(case.attrs)
+        if x is None or out is None:
+            continue
+        ndim = len(x.shape)
+        inside = not attrs["asvector"] and ndim > 0 and -ndim <= attrs["axis"] < ndim
+        want = out_rank(ndim, attrs["keepdims"], attrs["asvector"]) if inside or attrs["asvector"] or ndim == 0 \
+            else ndim
+        if len(out.dims_mapping) == want + 1 and port_outcome(case, "paddle", "mirror").result is not None:
+            pool.append(case)
+    return pool
+
+
+@pytest.mark.native
+def test_p_norm_reverse_mirror_drops_one_extra_out_entry_as_paddle_and_a_mutant_is_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An out one entry longer than the notation p_norm_reverse reads it against: the mirror's answer
+    (the extra entry unread) equals Paddle's registry rule on every seeded draw it answers; the
+    mutant dropping the first entry instead of the last differs on some draw."""
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.ops.p_norm import rules as p_norm_rules
+
+    pool = _reverse_long_out_pool(int(os.environ.get("STRICTNESS_SEED", "11")))
+    assert len(pool) >= 10, len(pool)
+    natives = {case.case_id: _native_of(case) for case in pool}
+
+    def verdicts() -> list[str]:
+        return [compare(case.spec, port_outcome(case, "paddle", "mirror"), natives[case.case_id]).verdict
+                for case in pool]
+
+    assert verdicts().count("match") == len(pool)
+    real_pad = p_norm_rules._padded_out
+
+    def first_dropped(out, length, kind):  # type: ignore[no-untyped-def]
+        if len(out.dims_mapping) == length + 1:
+            out = DistTensorSpec(out.shape[1:], out.dims_mapping[1:], out.mesh, out.partial_dims)
+        return real_pad(out, length, kind)
+
+    monkeypatch.setattr(p_norm_rules, "_padded_out", first_dropped)
+    assert "mismatch" in verdicts()

@@ -65,8 +65,9 @@ STRICTNESS = StrictnessNotes((
       for problem, what in (("duplicate", "splits two axes along one mesh dim"),
                             ("mesh-dim", "names a mesh dim the mesh lacks"))),
     Strictness("invalid-spec:out:rank", "out of another rank than x, keepdims and asvector imply; the reverse rule "
-               "reads out's mapping against that rank's notation (-1 past the end of a shorter mapping; a longer "
-               "one reads past the notation), the grad rule never reads out", "varies",
+               "reads out's mapping against that rank's notation (-1 past the end of a shorter mapping; one entry "
+               "too many goes to an empty letter no axis reads; two or more make Paddle raise), the grad rule never "
+               "reads out", "varies",
                "inexpressible", "the op makes out itself, of the rank x, axis, keepdims and asvector give",
                mirror_keys=("p_norm_reverse", "p_norm_grad"), families=("p_norm",)),
     Strictness("invalid-spec:out_grad:rank", "out_grad of another rank than x, keepdims and asvector imply; the grad "

@@ -174,13 +174,23 @@ def p_norm_reverse_mirror_axis(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpe
 def _padded_out(out: DistTensorSpec, length: int, kind: str) -> DistTensorSpec:
     """out as Paddle's reverse rule reads it against a notation of ``length`` letters: its merge walks
     out's mapping, giving the i-th letter the i-th entry, so letters past the end of a shorter mapping
-    take -1; a longer one gives entries past the notation's end (an empty letter, then an out-of-range
-    substring): refused. The spec returned has ``length`` axes of size 1 and out's mesh and partial
-    status (the reverse rule reads mappings only)."""
+    take -1. One entry too many goes to the empty letter (the substring at the notation's end), which
+    no axis of x reads: it is dropped. Refused: two or more too many (Paddle raises taking a substring
+    past the end), and an extra entry that is a co-shard, names a mesh dim outside out's mesh or
+    repeats one of the others (the merge would weigh it against them). The spec returned has
+    ``length`` axes of size 1 and out's mesh and partial status (the reverse rule reads mappings
+    only)."""
     mapping = out.dims_mapping
+    if len(mapping) == length + 1 and out.mesh is not None:
+        extra, mapping = mapping[-1], mapping[:-1]
+        if type(extra) is not int or not -1 <= extra < out.mesh.ndim or extra != -1 and extra in mapping:
+            raise InvalidSpecError(f"out's entry past the {length} axes Paddle's reverse rule reads it against is "
+                                   f"{extra!r}: a co-shard, a mesh dim outside the mesh or a repeat: no answer to "
+                                   "mirror", kind=kind)
     if len(mapping) > length:
         raise InvalidSpecError(f"out's {len(mapping)}-entry mapping is longer than the {length} axes Paddle's reverse "
-                               "rule reads it against: no answer to mirror", kind=kind)
+                               "rule reads it against (Paddle raises past one too many): no answer to mirror",
+                               kind=kind)
     return DistTensorSpec((1,) * length, tuple(mapping) + (-1,) * (length - len(mapping)), out.mesh,
                           out.partial_dims)
 
