@@ -10,6 +10,7 @@ import os
 import random
 import subprocess
 import sys
+from typing import cast
 from pathlib import Path
 
 import pytest
@@ -538,3 +539,78 @@ def test_p_norm_reverse_mirror_drops_one_extra_out_entry_as_paddle_and_a_mutant_
 
     monkeypatch.setattr(p_norm_rules, "_padded_out", first_dropped)
     assert "mismatch" in verdicts()
+
+
+#: The p_norm refusals whose mirrors run the rule on stand-ins (the rule never reads what they replace)
+#: or chain to a second mirror; each must answer some draw of the pool.
+_STAND_IN_KINDS = {("p_norm_reverse", "invalid-spec:out:mixed-mesh"), ("p_norm_reverse", "invalid-spec:out:mesh-dim"),
+                   ("p_norm_reverse", "invalid-spec:x:duplicate"), ("p_norm_grad", "invalid-spec:x:mesh"),
+                   ("p_norm_grad", "invalid-spec:out:missing"), ("p_norm_grad", "invalid-spec:x:duplicate")}
+
+
+def _stand_in_pool(seed: int, n: int = 4000) -> list[tuple[str, Case]]:
+    """(strict refusal kind, case) for random mode's p_norm_reverse / p_norm_grad draws (seeded) refused
+    for one of _STAND_IN_KINDS that the mirror answers."""
+    from paddle_spmd_port.parity.random_cases import random_cases
+
+    pool = []
+    for rule in ("p_norm_reverse", "p_norm_grad"):
+        for case in random_cases(rule, n, seed):
+            err = port_outcome(case).error
+            kind = None if err is None else err.kind
+            if (rule, kind) in _STAND_IN_KINDS and port_outcome(case, "paddle", "mirror").result is not None:
+                pool.append((cast(str, kind), case))
+    return pool
+
+
+@pytest.mark.native
+def test_p_norm_stand_in_mirrors_equal_paddle_and_mutants_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """p_norm_reverse's out on a mesh of other dims, or with unknown mesh dims on asvector's shared '1'
+    key, x repeating a mesh dim beside a second problem (out's rank); p_norm_grad's x without a
+    mesh, out None, x repeating a mesh dim beside out's rank: the mirror's answers equal Paddle's
+    (each rule's primary route) on every seeded draw; mutants -- x's answer replicated where the
+    reverse rule copies out's mesh dims, x_grad without the -1 inserted, the chain to the second
+    mirror cut -- are caught."""
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.ops.kit.strictness import argument
+    from paddle_spmd_port.ops.p_norm import rules as p_norm_rules
+    from paddle_spmd_port.types import DistAttr, SpmdResult
+
+    pool = _stand_in_pool(int(os.environ.get("STRICTNESS_SEED", "11")))
+    kinds = {(case.rule, kind) for kind, case in pool}
+    assert kinds >= _STAND_IN_KINDS - {("p_norm_grad", "invalid-spec:out:missing")}, sorted(_STAND_IN_KINDS - kinds)
+    natives = {case.case_id: _native_of(case) for _, case in pool}
+
+    def verdicts() -> list[str]:
+        out = []
+        for _, case in pool:
+            got = port_outcome(case, "paddle", "mirror")
+            out.append("refused" if got.result is None else compare(case.spec, got, natives[case.case_id]).verdict)
+        return out
+
+    assert verdicts() == ["match"] * len(pool)
+
+    def x_replicated(real):  # type: ignore[no-untyped-def]
+        def answer(fn, *a, **k):  # type: ignore[no-untyped-def]
+            got = real(fn, *a, **k)
+            x = got.inputs[0]
+            flat = DistAttr.make((-1,) * len(x.dims_mapping), frozenset(), x.mesh)
+            return SpmdResult.make(inputs=(flat,), outputs=tuple(got.outputs))
+        return answer
+
+    key = ("p_norm_reverse", "invalid-spec:out:mixed-mesh")
+    monkeypatch.setitem(registry.MIRRORS, key, x_replicated(registry.MIRRORS[key]))
+    assert "mismatch" in verdicts()
+    monkeypatch.undo()
+
+    def as_out_grad(fn, *a, **k):  # type: ignore[no-untyped-def]  # x_grad without the -1 inserted
+        grad = argument(fn, a, k, "out_grad")
+        same = DistAttr.make(grad.dims_mapping, frozenset(), grad.mesh)
+        return SpmdResult.make(inputs=(same, same, same), outputs=(same,))
+
+    monkeypatch.setitem(registry.MIRRORS, ("p_norm_grad", "invalid-spec:x:mesh"), as_out_grad)
+    assert "mismatch" in verdicts()
+    monkeypatch.undo()
+
+    monkeypatch.setattr(p_norm_rules, "_THEN", {})
+    assert "refused" in verdicts()

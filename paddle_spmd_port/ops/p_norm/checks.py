@@ -82,6 +82,18 @@ STRICTNESS = StrictnessNotes((
     Strictness("invalid-spec:*:rank", "out or out_grad of another rank than x, keepdims and asvector imply; "
                "Paddle's rule reads its mapping against that rank's notation", "varies", "inexpressible",
                "the op makes out itself, of the rank x, axis, keepdims and asvector give", families=("p_norm",)),
+    Strictness("invalid-spec:out:mixed-mesh", "out on a mesh of another number of dims than x's; the reverse rule "
+               "copies out's mesh dims into x's mapping unlooked-up (an attr on x's mesh naming mesh dims it may "
+               "lack), the grad rule never reads out", "varies", "unmeasured",
+               mirror_keys=("p_norm_reverse",), families=("p_norm",)),
+    Strictness("invalid-spec:x:mesh", "x without a process mesh; the grad rule reads x's shape only and answers "
+               "from out_grad; the forward rule answers on no mesh, the reverse rule copies x's empty mesh",
+               "varies", "inexpressible", "a dist tensor always has a process mesh",
+               mirror_keys=("p_norm_grad",), families=("p_norm",)),
+    Strictness("invalid-spec:out:missing", "None for out; the grad rule never reads out, the reverse rule reads "
+               "Paddle's stand-in for None (a rank-1 spec with an empty mapping)", "varies", "refuses",
+               "the op's Python API needs every required tensor", mirror_keys=("p_norm_grad",),
+               families=("p_norm",)),
     Strictness("invalid-spec:out_grad:mesh", "out_grad without a mesh while x_grad is answered from its mapping; "
                "Paddle inserts into an empty mapping", "varies", "inexpressible",
                "a dist tensor always has a process mesh", families=("p_norm",)),

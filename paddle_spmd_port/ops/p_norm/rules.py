@@ -47,6 +47,7 @@ The port's own checks (Paddle accepts garbage or crashes) are :mod:`.checks`'.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, cast
 
 from ...errors import InvalidSpecError
@@ -212,10 +213,11 @@ def p_norm_reverse_mirror_out_mapping(fn: RuleFn, x: DistTensorSpec, out: DistTe
                                       asvector: bool = False) -> SpmdResult:
     """Reverse, out's mapping repeating a mesh dim or naming one the mesh lacks: Paddle merges it (a
     repeated mesh dim kept on the first axis naming it, :func:`~..kit.strictness.first_kept`) and
-    copies its mesh dims into x's mapping without looking them up; out is answered as given. Refused:
-    a co-shard, a partial dim outside the mesh, out on a mesh of other dims than x's, a repeat on the
-    kept '1' axis (the merge orders that letter first), an unknown mesh dim with asvector (the '1'
-    axes' shared key compares it)."""
+    copies its mesh dims into x's mapping without looking them up; out is answered as given; with
+    asvector and keepdims the '1' axes' shared key merges every entry, unknown mesh dims included
+    (two different ones conflict, as in Paddle). Refused: a co-shard, a partial dim outside the
+    mesh, out on a mesh of other dims than x's, a repeat on the kept '1' axis (the merge orders that
+    letter first)."""
     if not isinstance(out, DistTensorSpec) or not isinstance(x, DistTensorSpec) or out.mesh is None \
             or x.mesh is None or out.coshard or out.mesh.ndim != x.mesh.ndim \
             or any(not 0 <= p < out.mesh.ndim for p in out.partial_dims):
@@ -226,9 +228,14 @@ def p_norm_reverse_mirror_out_mapping(fn: RuleFn, x: DistTensorSpec, out: DistTe
     inside = tuple(m if isinstance(m, int) and -1 <= m < out.mesh.ndim else -1 for m in kept)
     one_axis = not asvector and ndim > 0
     a = axis + ndim if axis < 0 else axis
-    if asvector and inside != kept or one_axis and keepdims and 0 <= a < len(kept) and kept[a] != out.dims_mapping[a]:
-        raise InvalidSpecError("out: a repeated mesh dim on the kept '1' axis, or an unknown mesh dim on the shared "
-                               "'1' axes of asvector: no answer to mirror", kind="invalid-spec:out")
+    if one_axis and keepdims and 0 <= a < len(kept) and kept[a] != out.dims_mapping[a]:
+        raise InvalidSpecError("out: a repeated mesh dim on the kept '1' axis: no answer to mirror",
+                               kind="invalid-spec:out")
+    if asvector and keepdims:  # every axis a '1' sharing one key: the raw entries merge, unknown dims too
+        forced = -1
+        for m in kept:
+            if m != -1:
+                forced = merge_axis("1", cast(int, m), forced)
     result = fn(x, DistTensorSpec(out.shape, inside, out.mesh, out.partial_dims), porder, axis, epsilon, keepdims,
                 asvector)
     answered = result.inputs[0]
@@ -332,7 +339,16 @@ def _x_unread(fn: RuleFn, names: tuple[str, ...], args: tuple[Any, ...], kwargs:
         if not isinstance(spec, DistTensorSpec) or spec.mesh is None:
             raise InvalidSpecError(f"{name} is no spec on a mesh: no answer to mirror", kind=f"invalid-spec:{name}")
         given[name] = DistTensorSpec(spec.shape, (-1,) * len(spec.shape), spec.mesh)
-    return cast(SpmdResult, call_with(fn, args, kwargs, **given))
+    try:
+        return cast(SpmdResult, call_with(fn, args, kwargs, **given))
+    except InvalidSpecError as exc:  # a second problem, in an input the rule reads: its own mirror, if any
+        then = _THEN.get((getattr(fn, "rule_key", ""), exc.kind))
+        if then is None:
+            raise
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        bound.apply_defaults()
+        bound.arguments.update(given)
+        return cast(SpmdResult, then(fn, *bound.args, **bound.kwargs))
 
 
 def _mirror_unread(key: str, check: str, names: tuple[str, ...]) -> RuleFn:
@@ -417,3 +433,48 @@ _OUT_GRAD_MIRRORS = tuple(mirror_via("p_norm_grad", f"invalid-spec:out_grad:{pro
                                      "out_grad's malformed mapping answered: :func:`p_norm_grad_mirror_out_grad`.",
                                      __name__)
                           for problem in ("duplicate", "mesh-dim"))
+
+
+#: The mirror a stand-in's call hands a second refusal to, by (rule key, kind).
+_THEN: dict[tuple[str, str], Any] = {
+    ("p_norm_reverse", "invalid-spec:out:rank"): p_norm_reverse_mirror_out_rank,
+    ("p_norm_grad", "invalid-spec:out:rank"): p_norm_grad_mirror_ranks,
+}
+
+
+@mirror("p_norm_reverse", "invalid-spec:out:mixed-mesh")
+def p_norm_reverse_mirror_mixed_mesh(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0,
+                                     axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
+                                     asvector: bool = False) -> SpmdResult:
+    """Reverse, out on a mesh of other dims than x's: Paddle copies out's mesh dims into x's mapping
+    without looking them up on x's mesh, so x is answered on its own mesh with a mapping naming mesh
+    dims it may lack. The rule runs with x (whose mapping it never reads) replicated on out's mesh;
+    x's mesh is put back on its answer."""
+    if not isinstance(x, DistTensorSpec) or x.mesh is None:
+        raise InvalidSpecError("x is no spec on a mesh: no answer to mirror", kind="invalid-spec:out:mixed-mesh")
+    result = fn(DistTensorSpec(x.shape, (-1,) * len(x.shape), out.mesh), out, porder, axis, epsilon, keepdims,
+                asvector)
+    answered = result.inputs[0]
+    return SpmdResult.make(inputs=(DistAttr.make(answered.dims_mapping, _NONE, x.mesh),),
+                           outputs=tuple(result.outputs))
+
+
+def _grad_stand_in(fn: RuleFn, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> SpmdResult:
+    """Grad, x without a mesh or out None: the rule reads neither's attr (x's shape only), so it runs
+    with a replicated stand-in on out_grad's mesh (x of its own shape, out of the rank the rule
+    expects)."""
+    x, grad, keepdims, asvector = (argument(fn, args, kwargs, n) for n in ("x", "out_grad", "keepdims", "asvector"))
+    if not isinstance(x, DistTensorSpec) or not isinstance(grad, DistTensorSpec) or grad.mesh is None:
+        raise InvalidSpecError(f"{name}: x or out_grad is no spec, or out_grad has no mesh: no answer to mirror",
+                               kind=f"invalid-spec:{name}")
+    shape = x.shape if name == "x" else (1,) * out_rank(len(x.shape), bool(keepdims), bool(asvector))
+    return cast(SpmdResult, call_with(fn, args, kwargs, **{name: DistTensorSpec(shape, (-1,) * len(shape),
+                                                                                  grad.mesh)}))
+
+
+_GRAD_STAND_INS = (
+    mirror_via("p_norm_grad", "invalid-spec:x:mesh", lambda fn, *a, **k: _grad_stand_in(fn, "x", a, k),
+               "x without a mesh: its mesh is never read; :func:`_grad_stand_in`.", __name__),
+    mirror_via("p_norm_grad", "invalid-spec:out:missing", lambda fn, *a, **k: _grad_stand_in(fn, "out", a, k),
+               "out None: out is never read; :func:`_grad_stand_in`.", __name__),
+)
