@@ -10,8 +10,8 @@ import os
 import random
 import subprocess
 import sys
-from typing import cast
 from pathlib import Path
+from typing import cast
 
 import pytest
 
