@@ -614,3 +614,48 @@ def test_p_norm_stand_in_mirrors_equal_paddle_and_mutants_are_caught(monkeypatch
 
     monkeypatch.setattr(p_norm_rules, "_THEN", {})
     assert "refused" in verdicts()
+
+
+@pytest.mark.native
+def test_p_norm_reverse_repeat_on_the_kept_axis_follows_paddle_and_a_letter_order_mutant_is_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """out (keepdims) repeating a mesh dim on the kept '1' axis and another: the mirror keeps it on the
+    first of the two by position, as Paddle's merge does, on seeded draws of x's rank, the reduced
+    axis and the repeat's positions; the mutant keeping it on the '1' axis (letter order) is caught."""
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.ops.p_norm import rules as p_norm_rules
+
+    rng = random.Random(int(os.environ.get("STRICTNESS_SEED", "11")))
+    mesh = ProcessMesh((2, 2))
+    pool = []
+    for i in range(40):
+        ndim = rng.randint(2, 4)
+        axis = rng.randrange(ndim)
+        other = rng.choice([j for j in range(ndim) if j != axis])
+        mapping = [-1] * ndim
+        mapping[axis] = mapping[other] = rng.randrange(2)
+        shape = tuple(rng.choice([2, 4, 6]) for _ in range(ndim))
+        out_shape = tuple(1 if j == axis else s for j, s in enumerate(shape))
+        pool.append(Case("p_norm_reverse", mesh, (DistTensorSpec(shape, (-1,) * ndim, mesh),
+                                                  DistTensorSpec(out_shape, tuple(mapping), mesh)),
+                         (("porder", 2.0), ("axis", axis - ndim * rng.randrange(2)), ("epsilon", 1e-12),
+                          ("keepdims", True), ("asvector", False)), case_id=f"pn-rev-kept-{i}"))
+    assert all(port_outcome(c).error.kind == "invalid-spec:out:duplicate" for c in pool)  # type: ignore[union-attr]
+    natives = {case.case_id: _native_of(case) for case in pool}
+
+    def verdicts() -> list[str]:
+        return [compare(c.spec, port_outcome(c, "paddle", "mirror"), natives[c.case_id]).verdict for c in pool]
+
+    assert verdicts() == ["match"] * len(pool)
+    real_kept = p_norm_rules.first_kept
+
+    def kept_axis_first(spec: DistTensorSpec) -> DistTensorSpec:  # the '1' axis (size 1) takes the repeat
+        ones = [j for j, s in enumerate(spec.shape) if s == 1]
+        if not ones:
+            return real_kept(spec)
+        dm = list(spec.dims_mapping)
+        dm = [m if j in ones or m not in {dm[k] for k in ones} else -1 for j, m in enumerate(dm)]
+        return DistTensorSpec(spec.shape, tuple(dm), spec.mesh, spec.partial_dims)
+
+    monkeypatch.setattr(p_norm_rules, "first_kept", kept_axis_first)
+    assert "mismatch" in verdicts()

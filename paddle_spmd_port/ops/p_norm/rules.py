@@ -215,9 +215,9 @@ def p_norm_reverse_mirror_out_mapping(fn: RuleFn, x: DistTensorSpec, out: DistTe
     repeated mesh dim kept on the first axis naming it, :func:`~..kit.strictness.first_kept`) and
     copies its mesh dims into x's mapping without looking them up; out is answered as given; with
     asvector and keepdims the '1' axes' shared key merges every entry, unknown mesh dims included
-    (two different ones conflict, as in Paddle). Refused: a co-shard, a partial dim outside the
-    mesh, out on a mesh of other dims than x's, a repeat on the kept '1' axis (the merge orders that
-    letter first)."""
+    (two different ones conflict, as in Paddle). A repeat on the kept '1' axis is kept there only
+    where that axis comes first (Paddle's merge goes by position, not by letter). Refused: a
+    co-shard, a partial dim outside the mesh, out on a mesh of other dims than x's."""
     if not isinstance(out, DistTensorSpec) or not isinstance(x, DistTensorSpec) or out.mesh is None \
             or x.mesh is None or out.coshard or out.mesh.ndim != x.mesh.ndim \
             or any(not 0 <= p < out.mesh.ndim for p in out.partial_dims):
@@ -228,9 +228,6 @@ def p_norm_reverse_mirror_out_mapping(fn: RuleFn, x: DistTensorSpec, out: DistTe
     inside = tuple(m if isinstance(m, int) and -1 <= m < out.mesh.ndim else -1 for m in kept)
     one_axis = not asvector and ndim > 0
     a = axis + ndim if axis < 0 else axis
-    if one_axis and keepdims and 0 <= a < len(kept) and kept[a] != out.dims_mapping[a]:
-        raise InvalidSpecError("out: a repeated mesh dim on the kept '1' axis: no answer to mirror",
-                               kind="invalid-spec:out")
     if asvector and keepdims:  # every axis a '1' sharing one key: the raw entries merge, unknown dims too
         forced = -1
         for m in kept:
