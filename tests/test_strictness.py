@@ -544,7 +544,8 @@ def test_p_norm_reverse_mirror_drops_one_extra_out_entry_as_paddle_and_a_mutant_
 #: The p_norm refusals whose mirrors run the rule on stand-ins (the rule never reads what they replace)
 #: or chain to a second mirror; each must answer some draw of the pool.
 _STAND_IN_KINDS = {("p_norm_reverse", "invalid-spec:out:mixed-mesh"), ("p_norm_reverse", "invalid-spec:out:mesh-dim"),
-                   ("p_norm_reverse", "invalid-spec:x:duplicate"), ("p_norm_grad", "invalid-spec:x:mesh"),
+                   ("p_norm_reverse", "invalid-spec:x:duplicate"), ("p_norm_reverse", "invalid-spec:x:mesh"),
+                   ("p_norm_grad", "invalid-spec:x:mesh"),
                    ("p_norm_grad", "invalid-spec:out:missing"), ("p_norm_grad", "invalid-spec:x:duplicate")}
 
 
@@ -566,11 +567,11 @@ def _stand_in_pool(seed: int, n: int = 4000) -> list[tuple[str, Case]]:
 @pytest.mark.native
 def test_p_norm_stand_in_mirrors_equal_paddle_and_mutants_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """p_norm_reverse's out on a mesh of other dims, or with unknown mesh dims on asvector's shared '1'
-    key, x repeating a mesh dim beside a second problem (out's rank); p_norm_grad's x without a
-    mesh, out None, x repeating a mesh dim beside out's rank: the mirror's answers equal Paddle's
-    (each rule's primary route) on every seeded draw; mutants -- x's answer replicated where the
-    reverse rule copies out's mesh dims, x_grad without the -1 inserted, the chain to the second
-    mirror cut -- are caught."""
+    key, x without a mesh, x repeating a mesh dim beside a second problem (out's rank); p_norm_grad's
+    x without a mesh, out None, x repeating a mesh dim beside out's rank: the mirror's answers equal
+    Paddle's (each rule's primary route) on every seeded draw; mutants -- x's answer replicated where
+    the reverse rule copies out's mesh dims, the reverse's x answered on out's mesh, x_grad without
+    the -1 inserted, the chain to the second mirror cut -- are caught."""
     pytest.importorskip("paddle")
     from paddle_spmd_port.ops.kit.strictness import argument
     from paddle_spmd_port.ops.p_norm import rules as p_norm_rules
@@ -578,7 +579,8 @@ def test_p_norm_stand_in_mirrors_equal_paddle_and_mutants_are_caught(monkeypatch
 
     pool = _stand_in_pool(int(os.environ.get("STRICTNESS_SEED", "11")))
     kinds = {(case.rule, kind) for kind, case in pool}
-    assert kinds >= _STAND_IN_KINDS - {("p_norm_grad", "invalid-spec:out:missing")}, sorted(_STAND_IN_KINDS - kinds)
+    rare = {("p_norm_grad", "invalid-spec:out:missing"), ("p_norm_reverse", "invalid-spec:x:mesh")}
+    assert kinds >= _STAND_IN_KINDS - rare, sorted(_STAND_IN_KINDS - kinds)
     natives = {case.case_id: _native_of(case) for _, case in pool}
 
     def verdicts() -> list[str]:
@@ -611,6 +613,17 @@ def test_p_norm_stand_in_mirrors_equal_paddle_and_mutants_are_caught(monkeypatch
     monkeypatch.setitem(registry.MIRRORS, ("p_norm_grad", "invalid-spec:x:mesh"), as_out_grad)
     assert "mismatch" in verdicts()
     monkeypatch.undo()
+
+    def on_out_mesh(fn, x, out, *a, **k):  # type: ignore[no-untyped-def]  # x's answer given out's mesh
+        got = p_norm_rules.p_norm_reverse_mirror_x_mesh(fn, x, out, *a, **k)
+        answered = got.inputs[0]
+        return SpmdResult.make(inputs=(DistAttr.make(answered.dims_mapping, frozenset(), out.mesh),),
+                               outputs=tuple(got.outputs))
+
+    if ("p_norm_reverse", "invalid-spec:x:mesh") in kinds:
+        monkeypatch.setitem(registry.MIRRORS, ("p_norm_reverse", "invalid-spec:x:mesh"), on_out_mesh)
+        assert "mismatch" in verdicts()
+        monkeypatch.undo()
 
     monkeypatch.setattr(p_norm_rules, "_THEN", {})
     assert "refused" in verdicts()

@@ -87,9 +87,9 @@ STRICTNESS = StrictnessNotes((
                "lack), the grad rule never reads out", "varies", "unmeasured",
                mirror_keys=("p_norm_reverse",), families=("p_norm",)),
     Strictness("invalid-spec:x:mesh", "x without a process mesh; the grad rule reads x's shape only and answers "
-               "from out_grad; the forward rule answers on no mesh, the reverse rule copies x's empty mesh",
+               "from out_grad; the reverse rule answers x on no mesh (a copy of x's attr)",
                "varies", "inexpressible", "a dist tensor always has a process mesh",
-               mirror_keys=("p_norm_grad",), families=("p_norm",)),
+               mirror_keys=("p_norm_reverse", "p_norm_grad"), families=("p_norm",)),
     Strictness("invalid-spec:out:missing", "None for out; the grad rule never reads out, the reverse rule reads "
                "Paddle's stand-in for None (a rank-1 spec with an empty mapping)", "varies", "refuses",
                "the op's Python API needs every required tensor", mirror_keys=("p_norm_grad",),

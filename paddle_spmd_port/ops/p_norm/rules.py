@@ -475,3 +475,19 @@ _GRAD_STAND_INS = (
     mirror_via("p_norm_grad", "invalid-spec:out:missing", lambda fn, *a, **k: _grad_stand_in(fn, "out", a, k),
                "out None: out is never read; :func:`_grad_stand_in`.", __name__),
 )
+
+
+@mirror("p_norm_reverse", "invalid-spec:x:mesh")
+def p_norm_reverse_mirror_x_mesh(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0,
+                                 axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
+                                 asvector: bool = False) -> SpmdResult:
+    """Reverse, x without a mesh: the rule reads x's shape only and answers x as a copy of x's attr
+    with the mapping it infers from out, so x's answer carries no mesh. The rule runs with x
+    replicated on out's mesh; the mesh is taken off x's answer."""
+    if not isinstance(x, DistTensorSpec) or not isinstance(out, DistTensorSpec) or out.mesh is None:
+        raise InvalidSpecError("x or out is no spec, or out has no mesh: no answer to mirror",
+                               kind="invalid-spec:x:mesh")
+    result = fn(DistTensorSpec(x.shape, (-1,) * len(x.shape), out.mesh), out, porder, axis, epsilon, keepdims,
+                asvector)
+    return SpmdResult.make(inputs=(DistAttr.make(result.inputs[0].dims_mapping, _NONE, None),),
+                           outputs=tuple(result.outputs))
