@@ -545,7 +545,7 @@ def test_p_norm_reverse_mirror_drops_one_extra_out_entry_as_paddle_and_a_mutant_
 #: or chain to a second mirror; each must answer some draw of the pool.
 _STAND_IN_KINDS = {("p_norm_reverse", "invalid-spec:out:mixed-mesh"), ("p_norm_reverse", "invalid-spec:out:mesh-dim"),
                    ("p_norm_reverse", "invalid-spec:x:duplicate"), ("p_norm_reverse", "invalid-spec:x:mesh"),
-                   ("p_norm_grad", "invalid-spec:x:mesh"),
+                   ("p_norm_reverse", "invalid-spec:x:missing"), ("p_norm_grad", "invalid-spec:x:mesh"),
                    ("p_norm_grad", "invalid-spec:out:missing"), ("p_norm_grad", "invalid-spec:x:duplicate")}
 
 
@@ -567,7 +567,7 @@ def _stand_in_pool(seed: int, n: int = 4000) -> list[tuple[str, Case]]:
 @pytest.mark.native
 def test_p_norm_stand_in_mirrors_equal_paddle_and_mutants_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """p_norm_reverse's out on a mesh of other dims, or with unknown mesh dims on asvector's shared '1'
-    key, x without a mesh, x repeating a mesh dim beside a second problem (out's rank); p_norm_grad's
+    key, x without a mesh or None, x repeating a mesh dim beside a second problem (out's rank); p_norm_grad's
     x without a mesh, out None, x repeating a mesh dim beside out's rank: the mirror's answers equal
     Paddle's (each rule's primary route) on every seeded draw; mutants -- x's answer replicated where
     the reverse rule copies out's mesh dims, the reverse's x answered on out's mesh, x_grad without
@@ -579,7 +579,8 @@ def test_p_norm_stand_in_mirrors_equal_paddle_and_mutants_are_caught(monkeypatch
 
     pool = _stand_in_pool(int(os.environ.get("STRICTNESS_SEED", "11")))
     kinds = {(case.rule, kind) for kind, case in pool}
-    rare = {("p_norm_grad", "invalid-spec:out:missing"), ("p_norm_reverse", "invalid-spec:x:mesh")}
+    rare = {("p_norm_grad", "invalid-spec:out:missing"), ("p_norm_reverse", "invalid-spec:x:mesh"),
+            ("p_norm_reverse", "invalid-spec:x:missing")}
     assert kinds >= _STAND_IN_KINDS - rare, sorted(_STAND_IN_KINDS - kinds)
     natives = {case.case_id: _native_of(case) for _, case in pool}
 

@@ -90,6 +90,10 @@ STRICTNESS = StrictnessNotes((
                "from out_grad; the reverse rule answers x on no mesh (a copy of x's attr)",
                "varies", "inexpressible", "a dist tensor always has a process mesh",
                mirror_keys=("p_norm_reverse", "p_norm_grad"), families=("p_norm",)),
+    Strictness("invalid-spec:x:missing", "None for x; the reverse rule reads Paddle's stand-in for None (a "
+               "rank-1 tensor without a mesh) for x's shape and answers x on no mesh; the forward rule raises on "
+               "the stand-in's empty mapping", "varies", "refuses", "the op's Python API needs every required tensor",
+               mirror_keys=("p_norm_reverse",), families=("p_norm",)),
     Strictness("invalid-spec:out:missing", "None for out; the grad rule never reads out, the reverse rule reads "
                "Paddle's stand-in for None (a rank-1 spec with an empty mapping)", "varies", "refuses",
                "the op's Python API needs every required tensor", mirror_keys=("p_norm_grad",),

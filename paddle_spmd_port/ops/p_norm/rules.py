@@ -478,16 +478,21 @@ _GRAD_STAND_INS = (
 
 
 @mirror("p_norm_reverse", "invalid-spec:x:mesh")
-def p_norm_reverse_mirror_x_mesh(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0,
+def p_norm_reverse_mirror_x_mesh(fn: RuleFn, x: DistTensorSpec | None, out: DistTensorSpec, porder: float = 2.0,
                                  axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
                                  asvector: bool = False) -> SpmdResult:
-    """Reverse, x without a mesh: the rule reads x's shape only and answers x as a copy of x's attr
-    with the mapping it infers from out, so x's answer carries no mesh. The rule runs with x
-    replicated on out's mesh; the mesh is taken off x's answer."""
-    if not isinstance(x, DistTensorSpec) or not isinstance(out, DistTensorSpec) or out.mesh is None:
-        raise InvalidSpecError("x or out is no spec, or out has no mesh: no answer to mirror",
-                               kind="invalid-spec:x:mesh")
-    result = fn(DistTensorSpec(x.shape, (-1,) * len(x.shape), out.mesh), out, porder, axis, epsilon, keepdims,
+    """Reverse, x without a mesh (or None: Paddle's stand-in for None is a rank-1 tensor without a
+    mesh): the rule reads x's shape only and answers x as a copy of x's attr with the mapping it
+    infers from out, so x's answer carries no mesh. The rule runs with x replicated on out's mesh;
+    the mesh is taken off x's answer."""
+    if not isinstance(out, DistTensorSpec) or out.mesh is None:
+        raise InvalidSpecError("out is no spec on a mesh: no answer to mirror", kind="invalid-spec:x:mesh")
+    shape = x.shape if isinstance(x, DistTensorSpec) else (1,)  # Paddle's stand-in for None has rank 1
+    result = fn(DistTensorSpec(shape, (-1,) * len(shape), out.mesh), out, porder, axis, epsilon, keepdims,
                 asvector)
     return SpmdResult.make(inputs=(DistAttr.make(result.inputs[0].dims_mapping, _NONE, None),),
                            outputs=tuple(result.outputs))
+
+
+_X_MISSING = mirror_via("p_norm_reverse", "invalid-spec:x:missing", p_norm_reverse_mirror_x_mesh,
+                        "x None, read as Paddle's stand-in: :func:`p_norm_reverse_mirror_x_mesh`.", __name__)
