@@ -86,10 +86,16 @@ def test_mirror_answers_what_the_declaration_names_and_refuses_the_rest_with_why
     answer = rule_function("p_norm", policy="mirror")(x, axis=5)
     assert answer == get_spmd_rule("p_norm", policy="mirror").infer_forward(x, axis=5)
     assert list(answer.outputs[0].dims_mapping) == [0, 1, -1] and not answer.outputs[0].partial_dims
-    with pytest.raises(InvalidSpecError, match=r"mirror policy: not mirrored"):  # out of more axes: read past
-        rule_function("p_norm_reverse", policy="mirror")(x, DistTensorSpec((4, 6, 8, 2), (0, 1, -1, -1), mesh), axis=5)
-    with pytest.raises(InvalidSpecError, match=r"not mirrored: Paddle's rule varies on it; the port does not model"):
+    with pytest.raises(InvalidSpecError, match=r"mirror policy: not mirrored"):  # out of 2 axes more: read past
+        rule_function("p_norm_reverse", policy="mirror")(x, DistTensorSpec((4, 6, 8, 2, 2), (0, 1, -1, -1, -1), mesh),
+                                                         axis=5)
+    one_more = rule_function("p_norm_reverse", policy="mirror")(x, DistTensorSpec((4, 6, 8, 2), (0, 1, -1, -1), mesh),
+                                                                axis=5)  # the extra entry is read by no axis
+    assert list(one_more.inputs[0].dims_mapping) == [0, 1, -1]
+    with pytest.raises(InvalidSpecError, match=r"unknown mesh dim on a reduced axis.*not mirrored"):  # Paddle crashes
         rule_function("p_norm", policy="mirror")(DistTensorSpec((4, 6), (0, 5), mesh))
+    with pytest.raises(InvalidSpecError, match=r"not mirrored: Paddle's rule crashes on it"):
+        rule_function("p_norm", policy="mirror")(DistTensorSpec((4, 6), (0, -1), mesh, frozenset((7,))))
     doubled = rule_function("p_norm", policy="mirror")(DistTensorSpec((4, 6, 8), (0, -1, 0), mesh), axis=1)
     assert [list(a.dims_mapping) for a in (*doubled.inputs, *doubled.outputs)] == [[0, -1, 0], [0, -1]]
     assert rule_function("p_norm") is rule_function("p_norm", "paddle", "strict")  # strict: the rule itself
