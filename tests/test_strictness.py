@@ -11,6 +11,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -85,10 +86,16 @@ def test_mirror_answers_what_the_declaration_names_and_refuses_the_rest_with_why
     answer = rule_function("p_norm", policy="mirror")(x, axis=5)
     assert answer == get_spmd_rule("p_norm", policy="mirror").infer_forward(x, axis=5)
     assert list(answer.outputs[0].dims_mapping) == [0, 1, -1] and not answer.outputs[0].partial_dims
-    with pytest.raises(InvalidSpecError, match=r"mirror policy: not mirrored"):  # out of more axes: read past
-        rule_function("p_norm_reverse", policy="mirror")(x, DistTensorSpec((4, 6, 8, 2), (0, 1, -1, -1), mesh), axis=5)
-    with pytest.raises(InvalidSpecError, match=r"not mirrored: Paddle's rule varies on it; the port does not model"):
+    with pytest.raises(InvalidSpecError, match=r"mirror policy: not mirrored"):  # out of 2 axes more: read past
+        rule_function("p_norm_reverse", policy="mirror")(x, DistTensorSpec((4, 6, 8, 2, 2), (0, 1, -1, -1, -1), mesh),
+                                                         axis=5)
+    one_more = rule_function("p_norm_reverse", policy="mirror")(x, DistTensorSpec((4, 6, 8, 2), (0, 1, -1, -1), mesh),
+                                                                axis=5)  # the extra entry is read by no axis
+    assert list(one_more.inputs[0].dims_mapping) == [0, 1, -1]
+    with pytest.raises(InvalidSpecError, match=r"unknown mesh dim on a reduced axis.*not mirrored"):  # Paddle crashes
         rule_function("p_norm", policy="mirror")(DistTensorSpec((4, 6), (0, 5), mesh))
+    with pytest.raises(InvalidSpecError, match=r"not mirrored: Paddle's rule crashes on it"):
+        rule_function("p_norm", policy="mirror")(DistTensorSpec((4, 6), (0, -1), mesh, frozenset((7,))))
     doubled = rule_function("p_norm", policy="mirror")(DistTensorSpec((4, 6, 8), (0, -1, 0), mesh), axis=1)
     assert [list(a.dims_mapping) for a in (*doubled.inputs, *doubled.outputs)] == [[0, -1, 0], [0, -1]]
     assert rule_function("p_norm") is rule_function("p_norm", "paddle", "strict")  # strict: the rule itself
@@ -422,3 +429,253 @@ def test_mirror_equals_paddle_on_malformed_mappings_and_mutants_are_caught(monke
     # mutant 7: p_norm_reverse's out read with its repeated mesh dim kept on the last axis naming it
     monkeypatch.setattr(p_norm_rules, "first_kept", last_kept)
     assert "mismatch" in verdicts()["p_norm_reverse"]
+
+
+def _forward_mesh_dim_pool(seed: int, n: int = 3000) -> list[Case]:
+    """Random mode's p_norm draws (seeded) the strict port refuses for x's unknown mesh dim and the
+    mirror answers (only those reach Paddle here: on the others Paddle crashes in-process)."""
+    from paddle_spmd_port.parity.random_cases import random_cases
+
+    return [case for case in random_cases("p_norm", n, seed)
+            if (err := port_outcome(case).error) is not None and err.kind == "invalid-spec:x:mesh-dim"
+            and port_outcome(case, "paddle", "mirror").result is not None]
+
+
+@pytest.mark.native
+def test_p_norm_mirror_of_x_unknown_mesh_dim_equals_paddle_and_mutants_are_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """p_norm's forward answer to an x naming a mesh dim the mesh lacks equals Paddle's registry rule on
+    every seeded draw it answers; mutants -- the partial status dropped, x answered with the unknown
+    entries replicated, out keeping a reduced axis' entry under keepdims -- differ on some draw."""
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.ops.p_norm import rules as p_norm_rules
+    from paddle_spmd_port.types import DistAttr, SpmdResult
+
+    pool = _forward_mesh_dim_pool(int(os.environ.get("STRICTNESS_SEED", "11")))
+    assert len(pool) >= 10, len(pool)
+    assert any(dict(c.attrs)["keepdims"] for c in pool) and any(not dict(c.attrs)["keepdims"] for c in pool)
+    natives = {case.case_id: _native_of(case) for case in pool}
+
+    def verdicts() -> list[str]:
+        return [compare(case.spec, port_outcome(case, "paddle", "mirror"), natives[case.case_id]).verdict
+                for case in pool]
+
+    real = verdicts()
+    assert real.count("match") == len(pool), real
+    assert any(r.outputs[0].partial_dims for c in pool if (r := port_outcome(c, "paddle", "mirror").result))
+
+    real_fn = p_norm_rules.p_norm_mirror_mesh_dim
+    key = ("p_norm", "invalid-spec:x:mesh-dim")
+
+    def no_partial(fn, *a, **k):  # type: ignore[no-untyped-def]
+        got = real_fn(fn, *a, **k)
+        out = got.outputs[0]
+        return SpmdResult.make(inputs=tuple(got.inputs), outputs=(DistAttr.make(out.dims_mapping, frozenset(),
+                                                                                  out.mesh),))
+
+    def x_replicated(fn, *a, **k):  # type: ignore[no-untyped-def]
+        got = real_fn(fn, *a, **k)
+        x = got.inputs[0]
+        n = x.mesh.ndim
+        return SpmdResult.make(inputs=(DistAttr.make(tuple(m if -1 <= m < n else -1 for m in x.dims_mapping),
+                                                     frozenset(), x.mesh),), outputs=tuple(got.outputs))
+
+    def kept_entry(fn, x, porder=2.0, axis=-1, epsilon=1e-12, keepdims=False, asvector=False):  # type: ignore[no-untyped-def]
+        got = real_fn(fn, x, porder, axis, epsilon, keepdims, asvector)
+        out = got.outputs[0]
+        mapping = tuple(x.dims_mapping) if keepdims else out.dims_mapping
+        return SpmdResult.make(inputs=tuple(got.inputs), outputs=(DistAttr.make(mapping, out.partial_dims,
+                                                                                 out.mesh),))
+
+    for mutant in (no_partial, x_replicated, kept_entry):
+        monkeypatch.setitem(registry.MIRRORS, key, mutant)
+        assert "mismatch" in verdicts(), mutant.__name__
+        monkeypatch.undo()
+
+
+def _reverse_long_out_pool(seed: int, n: int = 6000) -> list[Case]:
+    """Random mode's p_norm_reverse draws (seeded) whose out has one mapping entry more than the
+    notation the rule reads it against (strictly refused: out's rank, or an out-of-range axis) and
+    which the mirror answers."""
+    from paddle_spmd_port.ops.p_norm.checks import out_rank
+    from paddle_spmd_port.parity.random_cases import random_cases
+
+    pool = []
+    for case in random_cases("p_norm_reverse", n, seed):
+        err = port_outcome(case).error
+        if err is None or err.kind not in ("invalid-spec:out:rank", "invalid-spec:axis"):
+            continue
+        x, out = case.inputs
+        attrs = dict(case.attrs)
+        if x is None or out is None:
+            continue
+        ndim = len(x.shape)
+        inside = not attrs["asvector"] and ndim > 0 and -ndim <= attrs["axis"] < ndim
+        want = out_rank(ndim, attrs["keepdims"], attrs["asvector"]) if inside or attrs["asvector"] or ndim == 0 \
+            else ndim
+        if len(out.dims_mapping) == want + 1 and port_outcome(case, "paddle", "mirror").result is not None:
+            pool.append(case)
+    return pool
+
+
+@pytest.mark.native
+def test_p_norm_reverse_mirror_drops_one_extra_out_entry_as_paddle_and_a_mutant_is_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An out one entry longer than the notation p_norm_reverse reads it against: the mirror's answer
+    (the extra entry unread) equals Paddle's registry rule on every seeded draw it answers; the
+    mutant dropping the first entry instead of the last differs on some draw."""
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.ops.p_norm import rules as p_norm_rules
+
+    pool = _reverse_long_out_pool(int(os.environ.get("STRICTNESS_SEED", "11")))
+    assert len(pool) >= 10, len(pool)
+    natives = {case.case_id: _native_of(case) for case in pool}
+
+    def verdicts() -> list[str]:
+        return [compare(case.spec, port_outcome(case, "paddle", "mirror"), natives[case.case_id]).verdict
+                for case in pool]
+
+    assert verdicts().count("match") == len(pool)
+    real_pad = p_norm_rules._padded_out
+
+    def first_dropped(out, length, kind):  # type: ignore[no-untyped-def]
+        if len(out.dims_mapping) == length + 1:
+            out = DistTensorSpec(out.shape[1:], out.dims_mapping[1:], out.mesh, out.partial_dims)
+        return real_pad(out, length, kind)
+
+    monkeypatch.setattr(p_norm_rules, "_padded_out", first_dropped)
+    assert "mismatch" in verdicts()
+
+
+#: The p_norm refusals whose mirrors run the rule on stand-ins (the rule never reads what they replace)
+#: or chain to a second mirror; each must answer some draw of the pool.
+_STAND_IN_KINDS = {("p_norm_reverse", "invalid-spec:out:mixed-mesh"), ("p_norm_reverse", "invalid-spec:out:mesh-dim"),
+                   ("p_norm_reverse", "invalid-spec:x:duplicate"), ("p_norm_reverse", "invalid-spec:x:mesh"),
+                   ("p_norm_reverse", "invalid-spec:x:missing"), ("p_norm_grad", "invalid-spec:x:mesh"),
+                   ("p_norm_grad", "invalid-spec:out:missing"), ("p_norm_grad", "invalid-spec:x:duplicate")}
+
+
+def _stand_in_pool(seed: int, n: int = 4000) -> list[tuple[str, Case]]:
+    """(strict refusal kind, case) for random mode's p_norm_reverse / p_norm_grad draws (seeded) refused
+    for one of _STAND_IN_KINDS that the mirror answers."""
+    from paddle_spmd_port.parity.random_cases import random_cases
+
+    pool = []
+    for rule in ("p_norm_reverse", "p_norm_grad"):
+        for case in random_cases(rule, n, seed):
+            err = port_outcome(case).error
+            kind = None if err is None else err.kind
+            if (rule, kind) in _STAND_IN_KINDS and port_outcome(case, "paddle", "mirror").result is not None:
+                pool.append((cast(str, kind), case))
+    return pool
+
+
+@pytest.mark.native
+def test_p_norm_stand_in_mirrors_equal_paddle_and_mutants_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """p_norm_reverse's out on a mesh of other dims, or with unknown mesh dims on asvector's shared '1'
+    key, x without a mesh or None, x repeating a mesh dim beside a second problem (out's rank); p_norm_grad's
+    x without a mesh, out None, x repeating a mesh dim beside out's rank: the mirror's answers equal
+    Paddle's (each rule's primary route) on every seeded draw; mutants -- x's answer replicated where
+    the reverse rule copies out's mesh dims, the reverse's x answered on out's mesh, x_grad without
+    the -1 inserted, the chain to the second mirror cut -- are caught."""
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.ops.kit.strictness import argument
+    from paddle_spmd_port.ops.p_norm import rules as p_norm_rules
+    from paddle_spmd_port.types import DistAttr, SpmdResult
+
+    pool = _stand_in_pool(int(os.environ.get("STRICTNESS_SEED", "11")))
+    kinds = {(case.rule, kind) for kind, case in pool}
+    rare = {("p_norm_grad", "invalid-spec:out:missing"), ("p_norm_reverse", "invalid-spec:x:mesh"),
+            ("p_norm_reverse", "invalid-spec:x:missing")}
+    assert kinds >= _STAND_IN_KINDS - rare, sorted(_STAND_IN_KINDS - kinds)
+    natives = {case.case_id: _native_of(case) for _, case in pool}
+
+    def verdicts() -> list[str]:
+        out = []
+        for _, case in pool:
+            got = port_outcome(case, "paddle", "mirror")
+            out.append("refused" if got.result is None else compare(case.spec, got, natives[case.case_id]).verdict)
+        return out
+
+    assert verdicts() == ["match"] * len(pool)
+
+    def x_replicated(real):  # type: ignore[no-untyped-def]
+        def answer(fn, *a, **k):  # type: ignore[no-untyped-def]
+            got = real(fn, *a, **k)
+            x = got.inputs[0]
+            flat = DistAttr.make((-1,) * len(x.dims_mapping), frozenset(), x.mesh)
+            return SpmdResult.make(inputs=(flat,), outputs=tuple(got.outputs))
+        return answer
+
+    key = ("p_norm_reverse", "invalid-spec:out:mixed-mesh")
+    monkeypatch.setitem(registry.MIRRORS, key, x_replicated(registry.MIRRORS[key]))
+    assert "mismatch" in verdicts()
+    monkeypatch.undo()
+
+    def as_out_grad(fn, *a, **k):  # type: ignore[no-untyped-def]  # x_grad without the -1 inserted
+        grad = argument(fn, a, k, "out_grad")
+        same = DistAttr.make(grad.dims_mapping, frozenset(), grad.mesh)
+        return SpmdResult.make(inputs=(same, same, same), outputs=(same,))
+
+    monkeypatch.setitem(registry.MIRRORS, ("p_norm_grad", "invalid-spec:x:mesh"), as_out_grad)
+    assert "mismatch" in verdicts()
+    monkeypatch.undo()
+
+    def on_out_mesh(fn, x, out, *a, **k):  # type: ignore[no-untyped-def]  # x's answer given out's mesh
+        got = p_norm_rules.p_norm_reverse_mirror_x_mesh(fn, x, out, *a, **k)
+        answered = got.inputs[0]
+        return SpmdResult.make(inputs=(DistAttr.make(answered.dims_mapping, frozenset(), out.mesh),),
+                               outputs=tuple(got.outputs))
+
+    if ("p_norm_reverse", "invalid-spec:x:mesh") in kinds:
+        monkeypatch.setitem(registry.MIRRORS, ("p_norm_reverse", "invalid-spec:x:mesh"), on_out_mesh)
+        assert "mismatch" in verdicts()
+        monkeypatch.undo()
+
+    monkeypatch.setattr(p_norm_rules, "_THEN", {})
+    assert "refused" in verdicts()
+
+
+@pytest.mark.native
+def test_p_norm_reverse_repeat_on_the_kept_axis_follows_paddle_and_a_letter_order_mutant_is_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """out (keepdims) repeating a mesh dim on the kept '1' axis and another: the mirror keeps it on the
+    first of the two by position, as Paddle's merge does, on seeded draws of x's rank, the reduced
+    axis and the repeat's positions; the mutant keeping it on the '1' axis (letter order) is caught."""
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.ops.p_norm import rules as p_norm_rules
+
+    rng = random.Random(int(os.environ.get("STRICTNESS_SEED", "11")))
+    mesh = ProcessMesh((2, 2))
+    pool = []
+    for i in range(40):
+        ndim = rng.randint(2, 4)
+        axis = rng.randrange(ndim)
+        other = rng.choice([j for j in range(ndim) if j != axis])
+        mapping = [-1] * ndim
+        mapping[axis] = mapping[other] = rng.randrange(2)
+        shape = tuple(rng.choice([2, 4, 6]) for _ in range(ndim))
+        out_shape = tuple(1 if j == axis else s for j, s in enumerate(shape))
+        pool.append(Case("p_norm_reverse", mesh, (DistTensorSpec(shape, (-1,) * ndim, mesh),
+                                                  DistTensorSpec(out_shape, tuple(mapping), mesh)),
+                         (("porder", 2.0), ("axis", axis - ndim * rng.randrange(2)), ("epsilon", 1e-12),
+                          ("keepdims", True), ("asvector", False)), case_id=f"pn-rev-kept-{i}"))
+    assert all(port_outcome(c).error.kind == "invalid-spec:out:duplicate" for c in pool)  # type: ignore[union-attr]
+    natives = {case.case_id: _native_of(case) for case in pool}
+
+    def verdicts() -> list[str]:
+        return [compare(c.spec, port_outcome(c, "paddle", "mirror"), natives[c.case_id]).verdict for c in pool]
+
+    assert verdicts() == ["match"] * len(pool)
+    real_kept = p_norm_rules.first_kept
+
+    def kept_axis_first(spec: DistTensorSpec) -> DistTensorSpec:  # the '1' axis (size 1) takes the repeat
+        ones = [j for j, s in enumerate(spec.shape) if s == 1]
+        if not ones:
+            return real_kept(spec)
+        dm = list(spec.dims_mapping)
+        dm = [m if j in ones or m not in {dm[k] for k in ones} else -1 for j, m in enumerate(dm)]
+        return DistTensorSpec(spec.shape, tuple(dm), spec.mesh, spec.partial_dims)
+
+    monkeypatch.setattr(p_norm_rules, "first_kept", kept_axis_first)
+    assert "mismatch" in verdicts()

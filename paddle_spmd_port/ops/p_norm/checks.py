@@ -46,8 +46,10 @@ STRICTNESS = StrictnessNotes((
                "check refuses it); the reverse and grad rules never read x's mapping", "answers", "inexpressible",
                PLACEMENTS, mirror_keys=("p_norm_reverse", "p_norm_grad"), families=("p_norm",)),
     Strictness("invalid-spec:x:mesh-dim", "x's dims_mapping names a mesh dim the mesh lacks; Paddle's forward rule "
-               "copies it, crashes or raises by where it falls, the reverse and grad rules never read x's mapping",
-               "varies", "inexpressible", PLACEMENTS, mirror_keys=("p_norm_reverse", "p_norm_grad"),
+               "answers x as given and copies the kept axes' entries into out (entries >= 0 on a reduced axis made "
+               "partial), and crashes where a reduced axis names a mesh dim past the mesh, or raises where out "
+               "names one outside it beside a partial status; the reverse and grad rules never read x's mapping",
+               "varies", "inexpressible", PLACEMENTS, mirror_keys=("p_norm", "p_norm_reverse", "p_norm_grad"),
                families=("p_norm",)),
     *(Strictness(f"invalid-spec:out:{problem}", f"out's dims_mapping {what}; the reverse rule reads it (Paddle "
                  "merges or copies it), the grad rule never reads out's attr", "varies", "inexpressible", PLACEMENTS,
@@ -63,8 +65,9 @@ STRICTNESS = StrictnessNotes((
       for problem, what in (("duplicate", "splits two axes along one mesh dim"),
                             ("mesh-dim", "names a mesh dim the mesh lacks"))),
     Strictness("invalid-spec:out:rank", "out of another rank than x, keepdims and asvector imply; the reverse rule "
-               "reads out's mapping against that rank's notation (-1 past the end of a shorter mapping; a longer "
-               "one reads past the notation), the grad rule never reads out", "varies",
+               "reads out's mapping against that rank's notation (-1 past the end of a shorter mapping; one entry "
+               "too many goes to an empty letter no axis reads; two or more make Paddle raise), the grad rule never "
+               "reads out", "varies",
                "inexpressible", "the op makes out itself, of the rank x, axis, keepdims and asvector give",
                mirror_keys=("p_norm_reverse", "p_norm_grad"), families=("p_norm",)),
     Strictness("invalid-spec:out_grad:rank", "out_grad of another rank than x, keepdims and asvector imply; the grad "
@@ -79,6 +82,22 @@ STRICTNESS = StrictnessNotes((
     Strictness("invalid-spec:*:rank", "out or out_grad of another rank than x, keepdims and asvector imply; "
                "Paddle's rule reads its mapping against that rank's notation", "varies", "inexpressible",
                "the op makes out itself, of the rank x, axis, keepdims and asvector give", families=("p_norm",)),
+    Strictness("invalid-spec:out:mixed-mesh", "out on a mesh of another number of dims than x's; the reverse rule "
+               "copies out's mesh dims into x's mapping unlooked-up (an attr on x's mesh naming mesh dims it may "
+               "lack), the grad rule never reads out", "varies", "unmeasured",
+               mirror_keys=("p_norm_reverse",), families=("p_norm",)),
+    Strictness("invalid-spec:x:mesh", "x without a process mesh; the grad rule reads x's shape only and answers "
+               "from out_grad; the reverse rule answers x on no mesh (a copy of x's attr)",
+               "varies", "inexpressible", "a dist tensor always has a process mesh",
+               mirror_keys=("p_norm_reverse", "p_norm_grad"), families=("p_norm",)),
+    Strictness("invalid-spec:x:missing", "None for x; the reverse rule reads Paddle's stand-in for None (a "
+               "rank-1 tensor without a mesh) for x's shape and answers x on no mesh; the forward rule raises on "
+               "the stand-in's empty mapping", "varies", "refuses", "the op's Python API needs every required tensor",
+               mirror_keys=("p_norm_reverse",), families=("p_norm",)),
+    Strictness("invalid-spec:out:missing", "None for out; the grad rule never reads out, the reverse rule reads "
+               "Paddle's stand-in for None (a rank-1 spec with an empty mapping)", "varies", "refuses",
+               "the op's Python API needs every required tensor", mirror_keys=("p_norm_grad",),
+               families=("p_norm",)),
     Strictness("invalid-spec:out_grad:mesh", "out_grad without a mesh while x_grad is answered from its mapping; "
                "Paddle inserts into an empty mapping", "varies", "inexpressible",
                "a dist tensor always has a process mesh", families=("p_norm",)),

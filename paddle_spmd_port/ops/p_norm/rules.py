@@ -47,6 +47,7 @@ The port's own checks (Paddle accepts garbage or crashes) are :mod:`.checks`'.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, cast
 
 from ...errors import InvalidSpecError
@@ -174,13 +175,23 @@ def p_norm_reverse_mirror_axis(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpe
 def _padded_out(out: DistTensorSpec, length: int, kind: str) -> DistTensorSpec:
     """out as Paddle's reverse rule reads it against a notation of ``length`` letters: its merge walks
     out's mapping, giving the i-th letter the i-th entry, so letters past the end of a shorter mapping
-    take -1; a longer one gives entries past the notation's end (an empty letter, then an out-of-range
-    substring): refused. The spec returned has ``length`` axes of size 1 and out's mesh and partial
-    status (the reverse rule reads mappings only)."""
+    take -1. One entry too many goes to the empty letter (the substring at the notation's end), which
+    no axis of x reads: it is dropped. Refused: two or more too many (Paddle raises taking a substring
+    past the end), and an extra entry that is a co-shard, names a mesh dim outside out's mesh or
+    repeats one of the others (the merge would weigh it against them). The spec returned has
+    ``length`` axes of size 1 and out's mesh and partial status (the reverse rule reads mappings
+    only)."""
     mapping = out.dims_mapping
+    if len(mapping) == length + 1 and out.mesh is not None:
+        extra, mapping = mapping[-1], mapping[:-1]
+        if type(extra) is not int or not -1 <= extra < out.mesh.ndim or extra != -1 and extra in mapping:
+            raise InvalidSpecError(f"out's entry past the {length} axes Paddle's reverse rule reads it against is "
+                                   f"{extra!r}: a co-shard, a mesh dim outside the mesh or a repeat: no answer to "
+                                   "mirror", kind=kind)
     if len(mapping) > length:
         raise InvalidSpecError(f"out's {len(mapping)}-entry mapping is longer than the {length} axes Paddle's reverse "
-                               "rule reads it against: no answer to mirror", kind=kind)
+                               "rule reads it against (Paddle raises past one too many): no answer to mirror",
+                               kind=kind)
     return DistTensorSpec((1,) * length, tuple(mapping) + (-1,) * (length - len(mapping)), out.mesh,
                           out.partial_dims)
 
@@ -202,10 +213,11 @@ def p_norm_reverse_mirror_out_mapping(fn: RuleFn, x: DistTensorSpec, out: DistTe
                                       asvector: bool = False) -> SpmdResult:
     """Reverse, out's mapping repeating a mesh dim or naming one the mesh lacks: Paddle merges it (a
     repeated mesh dim kept on the first axis naming it, :func:`~..kit.strictness.first_kept`) and
-    copies its mesh dims into x's mapping without looking them up; out is answered as given. Refused:
-    a co-shard, a partial dim outside the mesh, out on a mesh of other dims than x's, a repeat on the
-    kept '1' axis (the merge orders that letter first), an unknown mesh dim with asvector (the '1'
-    axes' shared key compares it)."""
+    copies its mesh dims into x's mapping without looking them up; out is answered as given; with
+    asvector and keepdims the '1' axes' shared key merges every entry, unknown mesh dims included
+    (two different ones conflict, as in Paddle). A repeat on the kept '1' axis is kept there only
+    where that axis comes first (Paddle's merge goes by position, not by letter). Refused: a
+    co-shard, a partial dim outside the mesh, out on a mesh of other dims than x's."""
     if not isinstance(out, DistTensorSpec) or not isinstance(x, DistTensorSpec) or out.mesh is None \
             or x.mesh is None or out.coshard or out.mesh.ndim != x.mesh.ndim \
             or any(not 0 <= p < out.mesh.ndim for p in out.partial_dims):
@@ -216,9 +228,11 @@ def p_norm_reverse_mirror_out_mapping(fn: RuleFn, x: DistTensorSpec, out: DistTe
     inside = tuple(m if isinstance(m, int) and -1 <= m < out.mesh.ndim else -1 for m in kept)
     one_axis = not asvector and ndim > 0
     a = axis + ndim if axis < 0 else axis
-    if asvector and inside != kept or one_axis and keepdims and 0 <= a < len(kept) and kept[a] != out.dims_mapping[a]:
-        raise InvalidSpecError("out: a repeated mesh dim on the kept '1' axis, or an unknown mesh dim on the shared "
-                               "'1' axes of asvector: no answer to mirror", kind="invalid-spec:out")
+    if asvector and keepdims:  # every axis a '1' sharing one key: the raw entries merge, unknown dims too
+        forced = -1
+        for m in kept:
+            if m != -1:
+                forced = merge_axis("1", cast(int, m), forced)
     result = fn(x, DistTensorSpec(out.shape, inside, out.mesh, out.partial_dims), porder, axis, epsilon, keepdims,
                 asvector)
     answered = result.inputs[0]
@@ -279,6 +293,40 @@ def p_norm_mirror_duplicate(fn: RuleFn, x: DistTensorSpec, porder: float = 2.0, 
                            outputs=(DistAttr.make(out, partial, mesh),))
 
 
+@mirror("p_norm", "invalid-spec:x:mesh-dim")
+def p_norm_mirror_mesh_dim(fn: RuleFn, x: DistTensorSpec, porder: float = 2.0, axis: int = -1,
+                           epsilon: float = 1e-12, keepdims: bool = False, asvector: bool = False) -> SpmdResult:
+    """Forward, x's mapping naming a mesh dim the mesh lacks: Paddle's merge of the one input copies
+    every entry, so out takes x's entries on the kept axes (-1 on a kept '1') and x is answered as
+    given; only entries >= 0 on a reduced axis become partial (an out-of-range axis reduces
+    nothing). Refused where Paddle does not answer: a reduced axis naming a mesh dim past the mesh
+    (the partial status is set on it: Paddle crashes), out naming one outside the mesh beside a
+    partial status (Paddle raises checking the two against each other), and beside a co-shard, a
+    repeated mesh dim or a partial dim out of range or also sharding (the strict checks' next ones)."""
+    mesh, dm = x.mesh, x.dims_mapping
+    if mesh is None or x.coshard or any(not 0 <= p < mesh.ndim or p in dm for p in x.partial_dims):
+        raise InvalidSpecError("x: a co-shard, or a partial dim out of range or also sharding, beside the "
+                               "unknown mesh dim: no answer to mirror", kind="invalid-spec:x:mesh-dim")
+    entries = cast("tuple[int, ...]", dm)  # (no co-shard: every entry one int)
+    sharding = [m for m in entries if m >= 0]
+    if len(sharding) != len(set(sharding)):
+        raise InvalidSpecError("x: a repeated mesh dim beside the unknown one: no answer to mirror",
+                               kind="invalid-spec:x:mesh-dim")
+    ndim = len(entries)
+    if asvector or ndim == 0:
+        reduced = set(range(ndim))
+    else:
+        a = axis + ndim if axis < 0 else axis
+        reduced = {a} if 0 <= a < ndim else set()
+    partial = frozenset(entries[i] for i in reduced if entries[i] >= 0)  # PADDLE-QUIRK(pn-partial-sum)
+    out = tuple(-1 if i in reduced else m for i, m in enumerate(entries) if keepdims or i not in reduced)
+    if any(p >= mesh.ndim for p in partial) or partial and any(not -1 <= m < mesh.ndim for m in out):
+        raise InvalidSpecError("x: an unknown mesh dim on a reduced axis, or on a kept one beside a partial status "
+                               "(Paddle crashes or raises): no answer to mirror", kind="invalid-spec:x:mesh-dim")
+    return SpmdResult.make(inputs=(DistAttr.make(tuple(dm), _NONE, mesh),),
+                           outputs=(DistAttr.make(out, partial, mesh),))
+
+
 def _x_unread(fn: RuleFn, names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> SpmdResult:
     """The reverse and grad rules never read these inputs' mappings (nor their partial status): the
     rule's answer with each as a replicated spec of its shape on its mesh."""
@@ -288,7 +336,16 @@ def _x_unread(fn: RuleFn, names: tuple[str, ...], args: tuple[Any, ...], kwargs:
         if not isinstance(spec, DistTensorSpec) or spec.mesh is None:
             raise InvalidSpecError(f"{name} is no spec on a mesh: no answer to mirror", kind=f"invalid-spec:{name}")
         given[name] = DistTensorSpec(spec.shape, (-1,) * len(spec.shape), spec.mesh)
-    return cast(SpmdResult, call_with(fn, args, kwargs, **given))
+    try:
+        return cast(SpmdResult, call_with(fn, args, kwargs, **given))
+    except InvalidSpecError as exc:  # a second problem, in an input the rule reads: its own mirror, if any
+        then = _THEN.get((getattr(fn, "rule_key", ""), exc.kind))
+        if then is None:
+            raise
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        bound.apply_defaults()
+        bound.arguments.update(given)
+        return cast(SpmdResult, then(fn, *bound.args, **bound.kwargs))
 
 
 def _mirror_unread(key: str, check: str, names: tuple[str, ...]) -> RuleFn:
@@ -373,3 +430,69 @@ _OUT_GRAD_MIRRORS = tuple(mirror_via("p_norm_grad", f"invalid-spec:out_grad:{pro
                                      "out_grad's malformed mapping answered: :func:`p_norm_grad_mirror_out_grad`.",
                                      __name__)
                           for problem in ("duplicate", "mesh-dim"))
+
+
+#: The mirror a stand-in's call hands a second refusal to, by (rule key, kind).
+_THEN: dict[tuple[str, str], Any] = {
+    ("p_norm_reverse", "invalid-spec:out:rank"): p_norm_reverse_mirror_out_rank,
+    ("p_norm_grad", "invalid-spec:out:rank"): p_norm_grad_mirror_ranks,
+}
+
+
+@mirror("p_norm_reverse", "invalid-spec:out:mixed-mesh")
+def p_norm_reverse_mirror_mixed_mesh(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, porder: float = 2.0,
+                                     axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
+                                     asvector: bool = False) -> SpmdResult:
+    """Reverse, out on a mesh of other dims than x's: Paddle copies out's mesh dims into x's mapping
+    without looking them up on x's mesh, so x is answered on its own mesh with a mapping naming mesh
+    dims it may lack. The rule runs with x (whose mapping it never reads) replicated on out's mesh;
+    x's mesh is put back on its answer."""
+    if not isinstance(x, DistTensorSpec) or x.mesh is None:
+        raise InvalidSpecError("x is no spec on a mesh: no answer to mirror", kind="invalid-spec:out:mixed-mesh")
+    result = fn(DistTensorSpec(x.shape, (-1,) * len(x.shape), out.mesh), out, porder, axis, epsilon, keepdims,
+                asvector)
+    answered = result.inputs[0]
+    return SpmdResult.make(inputs=(DistAttr.make(answered.dims_mapping, _NONE, x.mesh),),
+                           outputs=tuple(result.outputs))
+
+
+def _grad_stand_in(fn: RuleFn, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> SpmdResult:
+    """Grad, x without a mesh or out None: the rule reads neither's attr (x's shape only), so it runs
+    with a replicated stand-in on out_grad's mesh (x of its own shape, out of the rank the rule
+    expects)."""
+    x, grad, keepdims, asvector = (argument(fn, args, kwargs, n) for n in ("x", "out_grad", "keepdims", "asvector"))
+    if not isinstance(x, DistTensorSpec) or not isinstance(grad, DistTensorSpec) or grad.mesh is None:
+        raise InvalidSpecError(f"{name}: x or out_grad is no spec, or out_grad has no mesh: no answer to mirror",
+                               kind=f"invalid-spec:{name}")
+    shape = x.shape if name == "x" else (1,) * out_rank(len(x.shape), bool(keepdims), bool(asvector))
+    return cast(SpmdResult, call_with(fn, args, kwargs, **{name: DistTensorSpec(shape, (-1,) * len(shape),
+                                                                                  grad.mesh)}))
+
+
+_GRAD_STAND_INS = (
+    mirror_via("p_norm_grad", "invalid-spec:x:mesh", lambda fn, *a, **k: _grad_stand_in(fn, "x", a, k),
+               "x without a mesh: its mesh is never read; :func:`_grad_stand_in`.", __name__),
+    mirror_via("p_norm_grad", "invalid-spec:out:missing", lambda fn, *a, **k: _grad_stand_in(fn, "out", a, k),
+               "out None: out is never read; :func:`_grad_stand_in`.", __name__),
+)
+
+
+@mirror("p_norm_reverse", "invalid-spec:x:mesh")
+def p_norm_reverse_mirror_x_mesh(fn: RuleFn, x: DistTensorSpec | None, out: DistTensorSpec, porder: float = 2.0,
+                                 axis: int = -1, epsilon: float = 1e-12, keepdims: bool = False,
+                                 asvector: bool = False) -> SpmdResult:
+    """Reverse, x without a mesh (or None: Paddle's stand-in for None is a rank-1 tensor without a
+    mesh): the rule reads x's shape only and answers x as a copy of x's attr with the mapping it
+    infers from out, so x's answer carries no mesh. The rule runs with x replicated on out's mesh;
+    the mesh is taken off x's answer."""
+    if not isinstance(out, DistTensorSpec) or out.mesh is None:
+        raise InvalidSpecError("out is no spec on a mesh: no answer to mirror", kind="invalid-spec:x:mesh")
+    shape = x.shape if isinstance(x, DistTensorSpec) else (1,)  # Paddle's stand-in for None has rank 1
+    result = fn(DistTensorSpec(shape, (-1,) * len(shape), out.mesh), out, porder, axis, epsilon, keepdims,
+                asvector)
+    return SpmdResult.make(inputs=(DistAttr.make(result.inputs[0].dims_mapping, _NONE, None),),
+                           outputs=tuple(result.outputs))
+
+
+_X_MISSING = mirror_via("p_norm_reverse", "invalid-spec:x:missing", p_norm_reverse_mirror_x_mesh,
+                        "x None, read as Paddle's stand-in: :func:`p_norm_reverse_mirror_x_mesh`.", __name__)
