@@ -145,6 +145,26 @@ def worker_command(backend: str, base: int, start: int) -> list[str]:
             "--base", f"{base:012d}", "--start", f"{start:012d}"]
 
 
+def start_worker(backend: str, base: int, start: int, layout: int) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+    """A worker process (:func:`worker_command`) in a process group of its own, and the file its stderr
+    goes to (a file, not a pipe: a chatty worker can't block on it). It imports Paddle, then waits for
+    its slice on stdin. Started with a fixed hash seed, directory and environment in memory layout
+    ``layout``: the worker's memory the same every run (.worker.fixed_layout_prefix)."""
+    env = fixed_environment(dict(os.environ, PYTHONUNBUFFERED="1", GLOG_minloglevel="3",
+                                 FLAGS_call_stack_level="0", PYTHONHASHSEED="0"), layout)
+    err_log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(worker_command(backend, base, start), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=err_log, env=env, cwd=FIXED_CWD, start_new_session=True)
+    return proc, err_log
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:  # the group outlives its leader while any member lives, so no poll() check here
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def slice_payload(cases: Sequence[Case], isolate: Sequence[int]) -> bytes:
     """What a worker reads on stdin (:mod:`.worker`): the cases and one byte per case, how to run
     it (:data:`.worker.RUN_HERE`, :data:`.worker.ISOLATE` or :data:`.worker.SHARE`)."""
@@ -179,16 +199,14 @@ class _Slice(threading.Thread):
         self.proc: subprocess.Popen | None = None
         self.error: BaseException | None = None
         self.layout = 0  # the memory layout its workers start in (.worker.LAYOUT_ENV)
+        self.early: tuple[subprocess.Popen[bytes], IO[bytes]] | None = None  # a first worker started before
 
     def kill(self) -> None:
-        """End the current worker and everything it started (its own process group)."""
-        proc = self.proc
-        if proc is None:
-            return
-        try:  # the group outlives its leader while any member lives, so no poll() check here
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        """End the current worker and everything it started (its own process group), and a first
+        worker started early and not yet used."""
+        for proc in (self.proc, self.early[0] if self.early is not None else None):
+            if proc is not None:
+                _kill_group(proc)
 
     def run(self) -> None:
         try:
@@ -198,9 +216,6 @@ class _Slice(threading.Thread):
 
     def _run(self) -> None:
         next_index = self.start_at
-        # a fixed hash seed and layout: the worker's memory the same every run (.worker.fixed_layout_prefix)
-        env = fixed_environment(dict(os.environ, PYTHONUNBUFFERED="1", GLOG_minloglevel="3",
-                                     FLAGS_call_stack_level="0", PYTHONHASHSEED="0"), self.layout)
         straight_failures: list[str] = []
         memo: dict[bytes, Outcome] = {}
         pickled_cases = b""  # this slice's cases, pickled once the first worker is starting
@@ -208,10 +223,12 @@ class _Slice(threading.Thread):
             if self.stop_event.is_set():
                 return
             first_index = next_index
-            err_log = tempfile.TemporaryFile()  # a file, not a pipe: a chatty worker can't block on it
-            proc = self.proc = subprocess.Popen(
-                worker_command(self.backend, self.start_at, next_index), stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=err_log, env=env, cwd=FIXED_CWD, start_new_session=True)
+            if self.early is not None and next_index == self.start_at:
+                (proc, err_log), self.early = self.early, None
+                self.proc = proc
+            else:
+                proc, err_log = start_worker(self.backend, self.start_at, next_index, self.layout)
+                self.proc = proc
             if self.stop_event.is_set():  # stopped while this worker was starting: the parent may not see it
                 self.kill()
             if not pickled_cases:
@@ -475,21 +492,35 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     this in a thread of its own stops it, or an error raised in a slice's thread, re-raised here once
     every worker has ended) ends the wait, it carries ``partial_outcomes``: the outcomes received so
     far, None for the rest (those of the sweep, unchecked, when it ends the re-run)."""
-    outcomes, info = _run_once(cases, backend, workers, timeout, on_progress, cancel, layout=0)
-    if not recheck or isolates(backend) is None:
-        return outcomes, info
-    again = [i for i, case in enumerate(cases) if outcomes[i].not_run is None
-             and outcomes[i].unreachable is None and garbage_prone(case)]
-    if not again:
-        return outcomes, info
+    recheck = recheck and isolates(backend) is not None
+    early = None
+    if recheck and backend != "compiled" and any(garbage_prone(case) for case in cases):
+        # the re-run's first worker starts now, its Paddle import beside the sweep instead of after it
+        # (the C++ caller starts in milliseconds: not needed there)
+        early = start_worker(backend, 0, 0, layout=1)
     try:
-        # one worker per RERUN_PER_WORKER cases: a worker's start (Paddle's import) costs seconds, and a
-        # group's invalid inputs Paddle answered are mostly a few dozen
-        few = max(1, min(workers, len(again) // RERUN_PER_WORKER))
-        second, _ = _run_once([cases[i] for i in again], backend, few, timeout, None, cancel, layout=1)
-    except BaseException as exc:
-        exc.partial_outcomes = list(outcomes)  # type: ignore[attr-defined]
-        raise
+        outcomes, info = _run_once(cases, backend, workers, timeout, on_progress, cancel, layout=0)
+        if not recheck:
+            return outcomes, info
+        again = [i for i, case in enumerate(cases) if outcomes[i].not_run is None
+                 and outcomes[i].unreachable is None and garbage_prone(case)]
+        if not again:
+            return outcomes, info
+        try:
+            # one worker per RERUN_PER_WORKER cases: a worker's start (Paddle's import) costs seconds, and a
+            # group's invalid inputs Paddle answered are mostly a few dozen
+            few = max(1, min(workers, len(again) // RERUN_PER_WORKER))
+            second, _ = _run_once([cases[i] for i in again], backend, few, timeout, None, cancel, layout=1,
+                                  early=early if few == 1 else None)
+            early = None  # (handed over: the re-run's slice ends it)
+        except BaseException as exc:
+            exc.partial_outcomes = list(outcomes)  # type: ignore[attr-defined]
+            raise
+    finally:
+        if early is not None:  # not used: no case to re-run, or an interrupt
+            _kill_group(early[0])
+            early[0].wait()
+            early[1].close()
     for i, other in zip(again, second, strict=True):
         outcomes[i] = varied(outcomes[i], other)
     return outcomes, info
@@ -513,10 +544,11 @@ def varied(first: Outcome, second: Outcome) -> Outcome:
 
 
 def _run_once(cases: Sequence[Case], backend: str, workers: int, timeout: float,
-              on_progress: ProgressFn | None, cancel: threading.Event | None, layout: int = 0
-              ) -> tuple[list[Outcome], dict]:
+              on_progress: ProgressFn | None, cancel: threading.Event | None, layout: int = 0,
+              early: tuple[subprocess.Popen[bytes], IO[bytes]] | None = None) -> tuple[list[Outcome], dict]:
     """One run of ``cases`` over the worker pool (:func:`run_native`, without its re-run), its workers
-    started in memory layout ``layout`` (:data:`.worker.LAYOUT_ENV`)."""
+    started in memory layout ``layout`` (:data:`.worker.LAYOUT_ENV`); ``early``: the first slice's
+    worker, started already (:func:`start_worker` with base 0, start 0, this layout; one slice)."""
     outcomes: list[Outcome | None] = [None] * len(cases)
     info: dict = {}
     lock = threading.Lock()
@@ -549,6 +581,9 @@ def _run_once(cases: Sequence[Case], backend: str, workers: int, timeout: float,
         else _Slice(backend, cases, a, b, outcomes, timeout, progress, info, stop_event, isolate) for a, b in slices]
     for t in threads:
         t.layout = layout
+    if early is not None:
+        assert len(threads) == 1 and not isinstance(threads[0], _CallerSlice), "an early worker is one slice's"
+        threads[0].early = early
     try:
         for t in threads:
             if isinstance(t, _CallerSlice):
