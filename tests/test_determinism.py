@@ -5,8 +5,7 @@ and once more in a fresh pool; two different answers are one outcome carrying bo
 The short form: a small seeded random sample per route (invalid inputs included: random mode mutates a
 fifth of its cases), run forward on 2 workers and reversed on 1, every outcome compared whole. The long
 form (whole parity runs, shards merged, compared row by row with tools/same_cases.py):
-docs/measurements/2026-12-07-determinism.md. tools/same_cases.py itself is checked here against
-reports it must call equal, different, or partial."""
+docs/measurements/2026-12-07-determinism.md. tools/same_cases.py itself: tests/test_same_cases.py."""
 
 from __future__ import annotations
 
@@ -78,59 +77,10 @@ def test_the_comparison_catches_randomised_addresses(monkeypatch: pytest.MonkeyP
     assert moved
 
 
-# --------------------------------------------------------------------------- tools/same_cases.py
+# ------------------------------------------------- the whole command, twice (tools/same_cases.py: test_same_cases.py)
 def _tool(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(ROOT / "tools" / "same_cases.py"), *args], capture_output=True,
                           text=True, timeout=120, cwd=ROOT)
-
-
-def _report(where: Path, rows: list[dict], groups: dict[str, dict], interrupted: str | None = None) -> Path:
-    where.mkdir(parents=True)
-    (where / "parity.json").write_text(json.dumps({"interrupted": interrupted, "rules": groups}))
-    with gzip.open(where / "parity-cases.jsonl.gz", "wt") as fh:
-        for row in rows:
-            fh.write(json.dumps(row) + "\n")
-    return where
-
-
-ROWS = [{"rule": "p_norm", "backend": "registry", "id": f"p_norm-random7-{k}", "verdict": "port-rejects-invalid",
-         "native": "native crashed: signal 11 (SIGSEGV)", "port": "raises InvalidSpecError: x"} for k in range(3)]
-GROUPS = {"p_norm@registry": {"state": "done", "cases": 9, "verdicts": {"match": 6, "port-rejects-invalid": 3},
-                              "native_seconds": 1.5}}
-
-
-def test_same_cases_equal_in_any_order_and_timings_aside(tmp_path: Path) -> None:
-    a = _report(tmp_path / "a", ROWS, GROUPS)
-    b = _report(tmp_path / "b", ROWS[::-1], {"p_norm@registry": {**GROUPS["p_norm@registry"], "native_seconds": 9}})
-    done = _tool(str(a), str(b))
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "EQUAL: 1 groups, 9 cases, 3 per-case rows" in done.stdout
-
-
-def test_same_cases_lists_each_difference_and_exits_1(tmp_path: Path) -> None:
-    """A changed native answer, a row only one side has (a case that matched in the other run) and a
-    changed verdict count: each is listed, exit 1."""
-    a = _report(tmp_path / "a", ROWS, GROUPS)
-    changed = [dict(ROWS[0], native="native crashed: signal 7 (SIGBUS)"), ROWS[1]]
-    b = _report(tmp_path / "b", changed, {"p_norm@registry": {**GROUPS["p_norm@registry"],
-                                                               "verdicts": {"match": 7, "port-rejects-invalid": 2}}})
-    done = _tool(str(a), str(b))
-    assert done.returncode == 1, done.stdout + done.stderr
-    out = done.stdout
-    assert "case p_norm@registry p_norm-random7-0" in out and "SIGBUS" in out and "SIGSEGV" in out
-    assert "p_norm-random7-2" in out and "only in report A" in out and "group p_norm@registry" in out
-    assert "DIFFERENT: 3 differences" in out
-
-
-def test_same_cases_refuses_what_is_not_a_report_and_a_partial_one(tmp_path: Path) -> None:
-    a = _report(tmp_path / "a", ROWS, GROUPS)
-    bad = _tool(str(a), str(tmp_path / "nowhere"))
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "REPORT_B" in bad.stderr and not bad.stdout
-    cut = _report(tmp_path / "cut", ROWS, GROUPS, interrupted="SIGINT")
-    partial = _tool(str(a), str(cut))
-    assert partial.returncode == 3 and "NOT COMPARED" in partial.stdout and "interrupted by SIGINT" in partial.stdout
-    undone = _report(tmp_path / "undone", ROWS, {"p_norm@registry": {**GROUPS["p_norm@registry"], "state": "running"}})
-    assert _tool(str(undone), str(a)).returncode == 3
 
 
 @pytest.mark.native

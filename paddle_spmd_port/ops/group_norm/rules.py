@@ -55,7 +55,7 @@ from ...errors import InvalidSpecError
 from ...notation import ALPHABET
 from ...types import DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import Attrs, RuleFn, Specs, rule
-from ..kit.raw_mapping import answer_raw, copy_overwriting, merge_raw, read_back, remapped
+from ..kit.raw_mapping import answer_raw, copy_overwriting, merge_raw, read_back, remapped, statistics_forward
 from ..kit.strictness import mirror_via
 from ..kit.tensor import RuleInput
 from .checks import MIRRORED, gn_forward_inputs, gn_grad_inputs
@@ -153,19 +153,9 @@ def _batch_copy(x: DistTensorSpec) -> tuple[list[int], dict[str, int], str]:
     return copy, merge_raw(rank, copy), ALPHABET[:rank]
 
 
-def _forward_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
-    """The forward rules on x's raw mapping (:mod:`~..kit.raw_mapping`): x answered with Paddle's copy,
-    y, mean and variance read back from its merge."""
-
-    def patch(base: SpmdResult, raw: dict[str, Any]) -> SpmdResult:
-        copy, merged, letters = _batch_copy(raw["x"])
-        (xi, si, bi), (y, mean, var) = base.inputs, base.outputs
-        stat = read_back(letters[:2], merged)
-        return SpmdResult.make(inputs=(remapped(xi, copy), si, bi),
-                               outputs=(remapped(y, read_back(letters, merged)), remapped(mean, stat),
-                                        remapped(var, stat)))
-
-    return answer_raw(fn, args, kwargs, patch)
+#: The forward rules on x's raw mapping: x answered with Paddle's copy (_batch_copy), y and the
+#: statistics read back from its merge.
+_forward_raw = statistics_forward(_batch_copy)
 
 
 def _grad_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:

@@ -172,3 +172,24 @@ def answer_raw(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
         bound.arguments[name] = given.get(name, value if keep_x and name == "x" else replicated_stand_in(value))
     base = fn(*bound.args, **bound.kwargs)
     return base if keep_x else patch(base, raw)
+
+
+def statistics_forward(copy_of: Callable[[DistTensorSpec], tuple[list[int], dict[str, int], str]]
+                       ) -> Callable[..., SpmdResult]:
+    """A normalization forward (inputs x, scale, bias; outputs y, mean, variance) on x's raw mapping:
+    x answered with Paddle's copy (``copy_of`` gives it, its merge and x's letters), y read back from
+    the merge, mean and variance from its first two letters; scale and bias as the strict rule
+    answers them (the rules never read their mappings)."""
+
+    def forward(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> SpmdResult:
+        def patch(base: SpmdResult, raw: dict[str, Any]) -> SpmdResult:
+            copy, merged, letters = copy_of(raw["x"])
+            (xi, si, bi), (y, mean, var) = base.inputs, base.outputs
+            stat = read_back(letters[:2], merged)
+            return SpmdResult.make(inputs=(remapped(xi, copy), si, bi),
+                                   outputs=(remapped(y, read_back(letters, merged)), remapped(mean, stat),
+                                            remapped(var, stat)))
+
+        return answer_raw(fn, args, kwargs, patch)
+
+    return forward
