@@ -109,13 +109,25 @@ def isolates(backend: str) -> Callable[[Case], bool] | None:
     :func:`garbage_prone` ones, and on the registry and compiled routes also :func:`_outside_mesh`'s.
     Worked out here once per case and handed to the workers with their slice (:mod:`.worker`) and to
     the compiled caller with each request. A predicate only picks how a case runs, never its outcome."""
+    crash = _crash_prone(backend)
+    if crash is None:
+        return None
+
+    def may_crash(case: Case) -> bool:
+        return crash(case) or garbage_prone(case)
+    return may_crash
+
+
+def _crash_prone(backend: str) -> Callable[[Case], bool] | None:
+    """:func:`isolates` without its :func:`garbage_prone` part (which a caller may have worked out already)."""
     base = MAY_CRASH.get(backend)
     if base is None:
         return None
-    outside = backend in ("registry", "compiled")
+    if backend not in ("registry", "compiled"):
+        return base
 
     def may_crash(case: Case) -> bool:
-        return base(case) or (outside and _outside_mesh(case)) or garbage_prone(case)
+        return base(case) or _outside_mesh(case)
     return may_crash
 
 
@@ -493,17 +505,19 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     every worker has ended) ends the wait, it carries ``partial_outcomes``: the outcomes received so
     far, None for the rest (those of the sweep, unchecked, when it ends the re-run)."""
     recheck = recheck and isolates(backend) is not None
+    invalid = [garbage_prone(case) for case in cases] if recheck else None  # (worked out once: ~14 us a case)
     early = None
-    if recheck and backend != "compiled" and any(garbage_prone(case) for case in cases):
+    if invalid is not None and backend != "compiled" and any(invalid):
         # the re-run's first worker starts now, its Paddle import beside the sweep instead of after it
         # (the C++ caller starts in milliseconds: not needed there)
         early = start_worker(backend, 0, 0, layout=1)
     try:
-        outcomes, info = _run_once(cases, backend, workers, timeout, on_progress, cancel, layout=0)
-        if not recheck:
+        outcomes, info = _run_once(cases, backend, workers, timeout, on_progress, cancel, layout=0,
+                                   invalid=invalid)
+        if invalid is None:
             return outcomes, info
-        again = [i for i, case in enumerate(cases) if outcomes[i].not_run is None
-                 and outcomes[i].unreachable is None and garbage_prone(case)]
+        again = [i for i, bad in enumerate(invalid) if bad and outcomes[i].not_run is None
+                 and outcomes[i].unreachable is None]
         if not again:
             return outcomes, info
         try:
@@ -511,7 +525,7 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
             # group's invalid inputs Paddle answered are mostly a few dozen
             few = max(1, min(workers, len(again) // RERUN_PER_WORKER))
             second, _ = _run_once([cases[i] for i in again], backend, few, timeout, None, cancel, layout=1,
-                                  early=early if few == 1 else None)
+                                  early=early if few == 1 else None, invalid=[True] * len(again))
             early = None  # (handed over: the re-run's slice ends it)
         except BaseException as exc:
             exc.partial_outcomes = list(outcomes)  # type: ignore[attr-defined]
@@ -545,10 +559,12 @@ def varied(first: Outcome, second: Outcome) -> Outcome:
 
 def _run_once(cases: Sequence[Case], backend: str, workers: int, timeout: float,
               on_progress: ProgressFn | None, cancel: threading.Event | None, layout: int = 0,
-              early: tuple[subprocess.Popen[bytes], IO[bytes]] | None = None) -> tuple[list[Outcome], dict]:
+              early: tuple[subprocess.Popen[bytes], IO[bytes]] | None = None,
+              invalid: Sequence[bool] | None = None) -> tuple[list[Outcome], dict]:
     """One run of ``cases`` over the worker pool (:func:`run_native`, without its re-run), its workers
     started in memory layout ``layout`` (:data:`.worker.LAYOUT_ENV`); ``early``: the first slice's
-    worker, started already (:func:`start_worker` with base 0, start 0, this layout; one slice)."""
+    worker, started already (:func:`start_worker` with base 0, start 0, this layout; one slice);
+    ``invalid``: each case's :func:`garbage_prone`, if worked out already."""
     outcomes: list[Outcome | None] = [None] * len(cases)
     info: dict = {}
     lock = threading.Lock()
@@ -564,7 +580,7 @@ def _run_once(cases: Sequence[Case], backend: str, workers: int, timeout: float,
         return [], info
     stop_event = threading.Event()
     n = len(cases)
-    slices, order, isolate = plan_slices(cases, backend, workers)
+    slices, order, isolate = plan_slices(cases, backend, workers, invalid)
     cases = [cases[i] for i in order]  # the workers see the cases in this order
     binary = None
     if backend == "compiled":  # the pool drives the C++ caller itself (see _CallerSlice)
@@ -618,7 +634,7 @@ def _run_once(cases: Sequence[Case], backend: str, workers: int, timeout: float,
     return answered, info  # type: ignore[return-value]
 
 
-def plan_slices(cases: Sequence[Case], backend: str, workers: int
+def plan_slices(cases: Sequence[Case], backend: str, workers: int, invalid: Sequence[bool] | None = None
                 ) -> tuple[list[tuple[int, int]], list[int], list[int]]:
     """How the pool runs ``cases`` on ``backend``: the slices (``(start, stop)`` in the workers'
     order, one per worker, at most one per case), the order the workers see the cases in (positions
@@ -626,23 +642,25 @@ def plan_slices(cases: Sequence[Case], backend: str, workers: int
     (:data:`.worker.RUN_HERE`, :data:`.worker.ISOLATE`, :data:`.worker.SHARE`): whether it is
     crash-prone (:func:`isolates`) and whether every rule refuses it
     (:func:`.crash_prone.refused_by_every_rule`, never an input invalid for its op: :func:`garbage_prone`),
-    each worked out once per case."""
+    each worked out once per case (``invalid``: each case's :func:`garbage_prone`, if worked out already)."""
     n = len(cases)
     workers = max(1, min(workers, n))
     bounds = [n * k // workers for k in range(workers + 1)]
     slices = [(bounds[k], bounds[k + 1]) for k in range(workers) if bounds[k] < bounds[k + 1]]
-    may_crash = isolates(backend)
-    if may_crash is None:
+    crash = _crash_prone(backend)
+    if crash is None:
         return slices, list(range(n)), [RUN_HERE] * n
-    prone = [may_crash(case) for case in cases]
+    if invalid is None:
+        invalid = [garbage_prone(case) for case in cases]
+    prone = [bad or crash(case) for bad, case in zip(invalid, cases, strict=True)]
     # the cases that may share a child last of all, next to each other (crash_prone_last; a backend
     # that shares none, as PIR's, just runs them in that order)
     # An input invalid for its op never shares: what Paddle answers it from unset memory would then depend
     # on the cases before it in the child (an invalid co-shard answered [2,...] after its
     # neighbours and [0,...] alone); the cases refused by every rule are such inputs, 202 of a 42,940-case
     # sample, so isolating them costs a few hundred forks a sweep.
-    shareable = [bool(p) and refused_by_every_rule(case) and not garbage_prone(case)
-                 for p, case in zip(prone, cases, strict=True)]
+    shareable = [p and refused_by_every_rule(case) and not bad
+                 for p, bad, case in zip(prone, invalid, cases, strict=True)]
     order = crash_prone_last(slices, prone, shareable)
     return slices, order, [(SHARE if shareable[i] else ISOLATE) if prone[i] else RUN_HERE for i in order]
 
