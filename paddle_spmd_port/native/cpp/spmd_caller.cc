@@ -561,38 +561,59 @@ bool write_all(int fd, const char* data, size_t size) {
   _exit(0);
 }
 
-std::string answer_isolated(std::string_view line) {
+// An isolated case: fork a child that answers it (run_child) and read its reply into buf (at most cap
+// bytes), allocating nothing in this process (the fork server must not: see Zygote::serve). The reply
+// without its newline; "C <signal>" if the child died, "U ..." if no child could run it.
+size_t answer_isolated_into(std::string_view line, char* buf, size_t cap) {
+  auto put = [&](std::string_view text) {
+    size_t n = text.size() < cap ? text.size() : cap;
+    std::memcpy(buf, text.data(), n);
+    return n;
+  };
   int fds[2];
-  if (pipe(fds) != 0) return "U " + hex_encode("pipe() failed");
+  if (pipe(fds) != 0) return put("U 706970652829206661696c6564");  // "pipe() failed"
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
-    return "U " + hex_encode("fork() failed");
+    return put("U 666f726b2829206661696c6564");  // "fork() failed"
   }
   if (pid == 0) {
     close(fds[0]);
     run_child(line, fds[1]);
   }
   close(fds[1]);
-  std::string reply;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) != 0) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    reply.append(buf, static_cast<size_t>(n));
+  size_t got = 0;
+  bool overflow = false;
+  for (;;) {
+    char sink[4096];
+    char* to = got < cap ? buf + got : sink;
+    size_t room = got < cap ? cap - got : sizeof sink;
+    ssize_t n = read(fds[0], to, room);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (to == sink) overflow = true;
+    else got += static_cast<size_t>(n);
   }
   close(fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFSIGNALED(status)) return "C " + std::to_string(WTERMSIG(status));
-  if (reply.empty()) return "C 0";
-  if (reply.back() == '\n') reply.pop_back();
-  return reply;
+  if (WIFSIGNALED(status)) {
+    char text[32];
+    int n = std::snprintf(text, sizeof text, "C %d", WTERMSIG(status));
+    return put(std::string_view(text, static_cast<size_t>(n)));
+  }
+  if (overflow) return put("U 7265706c7920746f6f206c6f6e67");  // "reply too long"
+  if (got == 0) return put("C 0");
+  if (buf[got - 1] == '\n') --got;
+  return got;
+}
+
+// The same, for the program itself when no fork server answers (its reply as a string).
+std::string answer_isolated(std::string_view line) {
+  static char buf[1 << 20];
+  return std::string(buf, answer_isolated_into(line, buf, sizeof buf - 1));
 }
 
 // A file descriptor (stdin by default) in large blocks, one complete line at a time.
@@ -766,7 +787,7 @@ class Zygote {
         collapse_heap();
         collapsed = true;
       }
-      size_t out = answer_isolated_fixed(std::string_view(request, len), reply, kBuffer - 1);
+      size_t out = answer_isolated_into(std::string_view(request, len), reply, kBuffer - 1);
       reply[out++] = '\n';
       if (!write_all(kReplies, reply, out)) break;
     }
@@ -775,54 +796,6 @@ class Zygote {
 
  private:
   static constexpr size_t kBuffer = 1 << 20;
-
-  // answer_isolated, its reply written to buf (at most cap bytes) without allocating in this process.
-  static size_t answer_isolated_fixed(std::string_view line, char* buf, size_t cap) {
-    auto put = [&](std::string_view text) {
-      size_t n = text.size() < cap ? text.size() : cap;
-      std::memcpy(buf, text.data(), n);
-      return n;
-    };
-    int fds[2];
-    if (pipe(fds) != 0) return put("U 706970652829206661696c6564");  // "pipe() failed"
-    pid_t pid = fork();
-    if (pid < 0) {
-      close(fds[0]);
-      close(fds[1]);
-      return put("U 666f726b2829206661696c6564");  // "fork() failed"
-    }
-    if (pid == 0) {
-      close(fds[0]);
-      run_child(line, fds[1]);
-    }
-    close(fds[1]);
-    size_t got = 0;
-    bool overflow = false;
-    for (;;) {
-      char sink[4096];
-      char* to = got < cap ? buf + got : sink;
-      size_t room = got < cap ? cap - got : sizeof sink;
-      ssize_t n = read(fds[0], to, room);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      if (to == sink) overflow = true;
-      else got += static_cast<size_t>(n);
-    }
-    close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (WIFSIGNALED(status)) {
-      char text[32];
-      int n = std::snprintf(text, sizeof text, "C %d", WTERMSIG(status));
-      return put(std::string_view(text, static_cast<size_t>(n)));
-    }
-    if (overflow) return put("U 7265706c7920746f6f206c6f6e67");  // "reply too long"
-    if (got == 0) return put("C 0");
-    if (buf[got - 1] == '\n') --got;
-    return got;
-  }
- private:
   bool started_ = false;
   pid_t pid_ = -1;
   int to_ = -1;
