@@ -109,25 +109,13 @@ def isolates(backend: str) -> Callable[[Case], bool] | None:
     :func:`garbage_prone` ones, and on the registry and compiled routes also :func:`_outside_mesh`'s.
     Worked out here once per case and handed to the workers with their slice (:mod:`.worker`) and to
     the compiled caller with each request. A predicate only picks how a case runs, never its outcome."""
-    crash = _crash_prone(backend)
-    if crash is None:
-        return None
-
-    def may_crash(case: Case) -> bool:
-        return crash(case) or garbage_prone(case)
-    return may_crash
-
-
-def _crash_prone(backend: str) -> Callable[[Case], bool] | None:
-    """:func:`isolates` without its :func:`garbage_prone` part (which a caller may have worked out already)."""
     base = MAY_CRASH.get(backend)
     if base is None:
         return None
-    if backend not in ("registry", "compiled"):
-        return base
+    outside = backend in ("registry", "compiled")
 
     def may_crash(case: Case) -> bool:
-        return base(case) or _outside_mesh(case)
+        return base(case) or (outside and _outside_mesh(case)) or garbage_prone(case)
     return may_crash
 
 
@@ -505,7 +493,7 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     every worker has ended) ends the wait, it carries ``partial_outcomes``: the outcomes received so
     far, None for the rest (those of the sweep, unchecked, when it ends the re-run)."""
     recheck = recheck and isolates(backend) is not None
-    invalid = [garbage_prone(case) for case in cases] if recheck else None  # (worked out once: ~14 us a case)
+    invalid = [garbage_prone(case) for case in cases] if recheck else None  # (worked out once here: ~14 us a case)
     early = None
     if invalid is not None and backend != "compiled" and any(invalid):
         # the re-run's first worker starts now, its Paddle import beside the sweep instead of after it
@@ -647,12 +635,12 @@ def plan_slices(cases: Sequence[Case], backend: str, workers: int, invalid: Sequ
     workers = max(1, min(workers, n))
     bounds = [n * k // workers for k in range(workers + 1)]
     slices = [(bounds[k], bounds[k + 1]) for k in range(workers) if bounds[k] < bounds[k + 1]]
-    crash = _crash_prone(backend)
-    if crash is None:
+    may_crash = isolates(backend)
+    if may_crash is None:
         return slices, list(range(n)), [RUN_HERE] * n
     if invalid is None:
         invalid = [garbage_prone(case) for case in cases]
-    prone = [bad or crash(case) for bad, case in zip(invalid, cases, strict=True)]
+    prone = [bad or may_crash(case) for bad, case in zip(invalid, cases, strict=True)]
     # the cases that may share a child last of all, next to each other (crash_prone_last; a backend
     # that shares none, as PIR's, just runs them in that order)
     # An input invalid for its op never shares: what Paddle answers it from unset memory would then depend
