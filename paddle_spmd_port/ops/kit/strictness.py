@@ -33,8 +33,10 @@ from ..spec import FamilyPart, OpFamily
 POLICIES = ("strict", "mirror")
 
 #: What Paddle's rule does on the input: it answers (well formed or not), it crashes or raises
-#: something unrelated, or it does either depending on the rest of the input (``varies``).
-RULE_VERDICTS = ("answers", "crashes", "varies")
+#: something unrelated, it does either depending on the rest of the input (``varies``), or it reads
+#: or writes memory it never set (``undefined``: past a vector's or a string's end), so whatever it
+#: answers is that memory's content, not the rule's, and no port can agree with it by design.
+RULE_VERDICTS = ("answers", "crashes", "varies", "undefined")
 #: Whether Paddle's op refuses the input: ``refuses`` (its InferMeta or Python API raises),
 #: ``accepts``, ``inexpressible`` (no program can hold it: a dist tensor's placements give one
 #: placement per mesh dim, so each of these inputs has no placements to stand for it) or
@@ -68,8 +70,9 @@ class Strictness:
             out.append(f"{self.check}: rule {self.rule!r} not one of {RULE_VERDICTS}")
         if self.op not in OP_VERDICTS:
             out.append(f"{self.check}: op {self.op!r} not one of {OP_VERDICTS}")
-        if self.mirror_keys and self.rule == "crashes":
-            out.append(f"{self.check}: a rule that crashes cannot be mirrored")
+        if self.mirror_keys and self.rule in ("crashes", "undefined"):
+            out.append(f"{self.check}: a rule that {self.rule.replace('undefined', 'reads unset memory')} "
+                       "cannot be mirrored")
         if self.op != "unmeasured" and not self.evidence:
             out.append(f"{self.check}: op verdict {self.op!r} without evidence")
         return out
