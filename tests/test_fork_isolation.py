@@ -15,6 +15,7 @@ import os
 import pytest
 
 from paddle_spmd_port.case import Case
+from paddle_spmd_port.errors import InvalidSpecError
 from paddle_spmd_port.grid import grid_for
 from paddle_spmd_port.native import _fork
 from paddle_spmd_port.outcome import Outcome
@@ -142,84 +143,78 @@ def crashing_run(case: Case) -> Outcome:
     return damaging_run(case)
 
 
-def _shareable(case: Case) -> bool:
-    return case.case_id.startswith(("shared", "crash", "poison"))
-
-
 @pytest.mark.parametrize("server", [False, True], ids=["own-children", "fork-server"])
-def test_shareable_cases_share_a_child_and_the_others_still_run_alone(server, request):
-    """may_share cases next to each other run in turn in one child (the damage one leaves reaches
-    the next shareable case), a crash in the middle gives that case the crash and the rest a new
-    child, in order; a case that may not share gets a child of its own whatever ran before it."""
+def test_crashes_among_crash_prone_cases_give_each_its_crash_and_the_rest_answer_alone_in_order(server, request):
+    """Crashes first, in the middle and last of a run of crash-prone cases, cases run here between
+    them: every case answered once, in the order given, each crash-prone one as alone."""
     if server:
         request.getfixturevalue("fork_server")
-    cases = [_case("poison-1"), _case("shared-a"), _case("crash-1"), _case("shared-b"), _case("victim"),
-             _case("poison-2"), _case("shared-c"), _case("victim")]
-    outcomes = list(_fork.run_isolating(cases, crashing_run, _always, isolated=crashing_run, may_share=_shareable))
-    poisoned = "poisoned the process"
+    ids = ["victim", "crash-1", "poison-1", "victim", "crash-2", "crash-3", "victim", "crash-4"]
+    here = {"here-a", "here-b"}
+    cases = [_case(i) for i in ids[:3]] + [_case("here-a")] + [_case(i) for i in ids[3:]] + [_case("here-b")]
+    outcomes = list(_fork.run_isolating(cases, crashing_run, lambda c: c.case_id not in here,
+                                        isolated=crashing_run))
+    seg, poisoned = "signal 11 (SIGSEGV)", "poisoned the process"
     assert [o.crash or o.unreachable for o in outcomes] == [
-        poisoned, "damaged", "signal 11 (SIGSEGV)", "clean", "clean", poisoned, "damaged", "clean"]
-    assert _damage["done"] is False  # nothing ran in this process
+        "clean", seg, poisoned, "clean", "clean", seg, seg, "clean", seg, "clean"]
+    assert _damage["done"] is False  # nothing crash-prone ran in this process
 
 
-@pytest.mark.parametrize("server", [False, True], ids=["own-children", "fork-server"])
-def test_a_shared_unit_cut_by_crashes_keeps_its_order_with_cases_queued_after_it(server, request):
-    """Crashes at the start, middle and end of a shared unit, one-case units queued before and
-    after it: every case answered once, in the order given."""
-    if server:
-        request.getfixturevalue("fork_server")
-    ids = ["victim", "victim", "crash-1", "shared-a", "crash-2", "crash-3", "shared-b", "crash-4", "victim",
-           "victim"]
-    outcomes = list(_fork.run_isolating([_case(i) for i in ids], crashing_run, _always, isolated=crashing_run,
-                                        may_share=_shareable))
-    seg = "signal 11 (SIGSEGV)"
-    assert [o.crash or o.unreachable for o in outcomes] == [
-        "clean", "clean", seg, "clean", seg, seg, "clean", seg, "clean", "clean"]
+def _refused_by_every_rule(case: Case) -> bool:
+    """Some input spec fails its own check: every rule's preamble refuses the case before it reads anything."""
+    for s in case.inputs:
+        if s is not None:
+            try:
+                s.check("input")
+            except InvalidSpecError:
+                return True
+    return False
 
 
-def test_the_pool_works_out_once_which_cases_share_a_child_and_the_worker_only_reads_it(monkeypatch):
-    """Whether a crash-prone case may share a child (every rule refuses it) is asked once per case,
-    by the pool; its worker byte carries the answer (SHARE, ISOLATE or RUN_HERE) to the worker, which
-    hands the backend a ``may_share`` read from those bytes and asks nothing again."""
+def test_the_pool_works_out_once_which_cases_run_alone_and_the_worker_only_reads_it(monkeypatch):
+    """Whether a case runs in a forked child of its own is asked once per case, by the pool; its
+    worker byte (ISOLATE or RUN_HERE) carries the answer to the worker, which hands the backend a
+    ``may_crash`` read from those bytes and asks nothing again. Every input invalid for its op runs
+    alone, those every rule refuses (no verdict reads their outcome) included: nothing it leaves in a
+    child reaches another case."""
     import io
     import pickle
 
-    from paddle_spmd_port.native import crash_prone, pool, worker
+    from paddle_spmd_port.native import pool, worker
     from paddle_spmd_port.parity.random_cases import random_cases
 
-    cases = random_cases("layer_norm", 3000, 1)  # random mode's invalid draws: both kinds of crash-prone cases
+    cases = random_cases("layer_norm", 3000, 1)  # random mode's invalid draws: crash-prone cases of every kind
     asked: list[int] = []
+    right = pool.isolates("registry")
+    assert right is not None
 
     def counted(case: Case) -> bool:
         asked.append(id(case))
-        return crash_prone.refused_by_every_rule(case)
+        return right(case)
 
-    monkeypatch.setattr(pool, "refused_by_every_rule", counted)
+    monkeypatch.setattr(pool, "isolates", lambda backend: counted)
     slices, order, isolate = pool.plan_slices(cases, "registry", 2)
     assert len(asked) == len(set(asked)) > 0, "a case asked twice"
-    prone = pool.isolates("registry")
-    assert prone is not None
-    expected = [(worker.SHARE if crash_prone.refused_by_every_rule(cases[i]) and not pool.garbage_prone(cases[i])
-                 else worker.ISOLATE) if prone(cases[i]) else worker.RUN_HERE for i in order]
-    assert isolate == expected and {worker.ISOLATE, worker.RUN_HERE} <= set(isolate)
-    # an input invalid for its op runs alone, whatever every rule does with it: what Paddle answers it from
-    # unset memory must not depend on the cases before it in a shared child
-    assert not [i for i, b in zip(order, isolate, strict=True) if b == worker.SHARE and pool.garbage_prone(cases[i])]
-    assert any(crash_prone.refused_by_every_rule(cases[i]) for i in order)  # the sample holds such inputs
+    expected = [worker.ISOLATE if pool.garbage_prone(cases[i]) or right(cases[i]) else worker.RUN_HERE for i in order]
+    assert isolate == expected and set(isolate) == {worker.ISOLATE, worker.RUN_HERE}
+    refused = [i for i in order if _refused_by_every_rule(cases[i])]
+    assert refused, "the sample holds inputs every rule refuses"
+    assert all(isolate[order.index(i)] == worker.ISOLATE for i in refused)
 
-    seen: dict[str, tuple[bool, bool]] = {}
+    seen: dict[str, bool] = {}
 
     class Backend:
-        def run_many(self, cases, may_crash=None, may_share=None):
+        def run_many(self, cases, may_crash=None):
             for case in cases:
-                seen[case.case_id] = (may_crash(case), may_share(case))
+                seen[case.case_id] = may_crash(case)
                 yield Outcome(unreachable="x")
 
-    monkeypatch.setattr(pool, "refused_by_every_rule", None)  # the worker side must not ask
+    monkeypatch.setattr(pool, "isolates", None)  # the worker side must not ask
+    monkeypatch.setattr(pool, "garbage_prone", None)
     start, stop = slices[0]
     mine, bytes_ = pickle.loads(pool.slice_payload([cases[i] for i in order][start:stop], isolate[start:stop]))
     worker._stream_many(Backend(), mine, 0, len(mine), io.BytesIO(), 0, bytes_)
-    assert [seen[c.case_id] for c in mine] == [(b != worker.RUN_HERE, b == worker.SHARE) for b in isolate[start:stop]]
+    assert [seen[c.case_id] for c in mine] == [b == worker.ISOLATE for b in isolate[start:stop]]
 
 
 def raising_run(case: Case) -> Outcome:
@@ -229,13 +224,8 @@ def raising_run(case: Case) -> Outcome:
     return Outcome(unreachable="fine")
 
 
-def _shared(case: Case) -> bool:
-    return True
-
-
 @pytest.mark.parametrize("server", [False, True], ids=["own-children", "fork-server"])
-@pytest.mark.parametrize("share", [False, True], ids=["a-child-each", "shared-child"])
-def test_a_childs_own_exception_is_raised_here_not_a_crash_outcome(server, share, request):
+def test_a_childs_own_exception_is_raised_here_not_a_crash_outcome(server, request):
     # (before: the child's exit code 3 came back as Outcome(crash="exit code 3"), a crash of Paddle's)
     if server:
         request.getfixturevalue("fork_server")
@@ -243,8 +233,7 @@ def test_a_childs_own_exception_is_raised_here_not_a_crash_outcome(server, share
     got = []
     with pytest.raises(_fork.ChildFailed, match="a forked child's own code raised KeyError: 'planted fault in the "
                                                  "child'") as raised:
-        for outcome in _fork.run_isolating(cases, raising_run, _always, isolated=raising_run,
-                                           may_share=_shared if share else None):
+        for outcome in _fork.run_isolating(cases, raising_run, _always, isolated=raising_run):
             got.append(outcome)
     assert got == [Outcome(unreachable="fine")]  # the case before it answered; nothing after it
     assert 'raise KeyError("planted fault in the child")' in str(raised.value.__cause__)

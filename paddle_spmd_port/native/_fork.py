@@ -2,9 +2,8 @@
 
 A fork costs milliseconds (the page tables of a process that imported Paddle); a worker restart
 costs a fresh ``import paddle`` (1.5-3 s). So a backend runs the cases it knows to be crash-prone
-(its own ``may_crash``) in forked children, **one child per case** (but for the cases a backend
-lets share a child, ``may_share`` of :func:`run_isolating`), and everything else in the worker
-itself:
+(its own ``may_crash``) in forked children, **one child per case**, and everything else in the
+worker itself:
 
     cases        a b C D e F     (capitals: may crash)
     runs         a, b here; C, D, F each in a child of its own; e here
@@ -223,18 +222,13 @@ class ForkServer:
         os.close(rep_write)
         self.pid, self._requests, self._replies = pid, req_write, rep_read
 
-    def run_many(self, runner: Callable[[Case], Outcome], units: Sequence[Sequence[Case]]) -> Iterator[Outcome]:
-        """``runner(case)`` for each case of each unit, outcomes in order: a unit's cases run in
-        one child of the zygote, in turn (a unit of one: a child of its own). A child that dies
-        gives the case it was on the crash (the zygote's frame), and the unit's later cases go to
-        a new child. Requests of one-case units are written ahead while the unanswered ones fit in
-        :data:`_QUEUED_BYTES` (less than a pipe holds: a write never waits for the zygote, which may
-        itself wait for this process to read a reply); a unit of several is written only once
-        everything before it is answered, and nothing after it until it is, so that its rest,
-        asked again after a crash, keeps its place."""
-        queued: deque[tuple[int, int]] = deque()  # (size, cases) of the requests written, not answered
+    def run_many(self, runner: Callable[[Case], Outcome], cases: Sequence[Case]) -> Iterator[Outcome]:
+        """``runner(case)`` for each case in a child of the zygote of its own, outcomes in order. A
+        child that dies gives its case the crash (the zygote's frame). Requests are written ahead
+        while the unanswered ones fit in :data:`_QUEUED_BYTES` (less than a pipe holds: a write never
+        waits for the zygote, which may itself wait for this process to read a reply)."""
+        queued: deque[int] = deque()  # the sizes of the requests written, not answered
         queued_bytes = sent = 0
-        todo = [list(unit) for unit in units if unit]
         frame = b""  # the next request, once pickled
 
         def write(frame: bytes) -> None:
@@ -249,33 +243,18 @@ class ForkServer:
                 raise ForkServerGone(f"fork server {self.pid} ended")
             return outcome_of_reply(body)
 
-        answered = 0  # units fully answered
-        while answered < len(todo):
-            while sent < len(todo) and (not queued or len(todo[sent]) == 1 and queued[-1][1] == 1):
-                frame = frame or _frame(pickle.dumps((runner, todo[sent]), protocol=pickle.HIGHEST_PROTOCOL))
+        for _ in range(len(cases)):
+            while sent < len(cases):
+                frame = frame or _frame(pickle.dumps((runner, cases[sent]), protocol=pickle.HIGHEST_PROTOCOL))
                 if queued and queued_bytes + len(frame) > _QUEUED_BYTES:
                     break
                 write(frame)
-                queued.append((len(frame), len(todo[sent])))
+                queued.append(len(frame))
                 queued_bytes += len(frame)
                 frame = b""
                 sent += 1
-            size, count = queued.popleft()
-            queued_bytes -= size
-            unit = todo[answered]
-            for position in range(count):
-                outcome = read()
-                yield outcome
-                if outcome.crash is not None and position < count - 1:  # the child died: the rest anew
-                    rest = unit[len(unit) - count + position + 1:]
-                    frame = _frame(pickle.dumps((runner, rest), protocol=pickle.HIGHEST_PROTOCOL))
-                    write(frame)  # nothing is queued behind a unit of several (see above)
-                    queued.appendleft((len(frame), len(rest)))
-                    queued_bytes += len(frame)
-                    frame = b""
-                    break
-            else:
-                answered += 1
+            queued_bytes -= queued.popleft()
+            yield read()
 
 
 #: The zygote's request buffer: a request (one pickled case, a few KiB) is read into it, so that
@@ -335,9 +314,8 @@ def _answer_in_a_child(request: memoryview, replies: int) -> None:
         code = 0
         try:
             quiet_child()
-            runner, cases = pickle.loads(request)
-            for case in cases:  # one case, or a shared run's (see run_isolating)
-                _write_frame(replies, pickle.dumps(runner(case), protocol=pickle.HIGHEST_PROTOCOL))
+            runner, case = pickle.loads(request)
+            _write_frame(replies, pickle.dumps(runner(case), protocol=pickle.HIGHEST_PROTOCOL))
         except Exception:  # ours, not Paddle's: the worker raises it
             code = _failed(replies)
         except BaseException:  # the zygote reports the missing answer
@@ -389,84 +367,32 @@ def start_fork_server(close_fds: Sequence[int] = (), prepare: Callable[[], objec
     _server = ForkServer(close_fds, prepare)
 
 
-def _shared_child(run: Callable[[Case], Outcome], cases: Sequence[Case]) -> Iterator[Outcome]:
-    """``cases`` in turn in one forked child of this process; if it dies, the case it was on gets
-    the crash and a new child takes the rest (what the zygote does for a unit of several)."""
-    done = 0
-    while done < len(cases):
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # child: run, report, leave without running any cleanup
-            code = 0
-            try:
-                os.close(read_fd)
-                quiet_child()
-                for case in cases[done:]:
-                    _write_frame(write_fd, pickle.dumps(run(case), protocol=pickle.HIGHEST_PROTOCOL))
-            except Exception:  # ours, not Paddle's: the parent raises it
-                code = _failed(write_fd)
-            except BaseException:  # the parent reports the missing answer
-                code = 3
-            os._exit(code)
-        os.close(write_fd)
-        try:
-            while done < len(cases) and (body := _read_frame(read_fd)) is not None:
-                try:
-                    outcome = outcome_of_reply(body)
-                except ChildFailed:
-                    os.waitpid(pid, 0)  # (it has answered: it ends)
-                    raise
-                done += 1
-                yield outcome
-        finally:
-            os.close(read_fd)
-        _, status = os.waitpid(pid, 0)
-        if done < len(cases):
-            done += 1
-            yield Outcome(crash=describe_status(status))
-
-
 def _isolated(run: Callable[[Case], Outcome], isolated: Callable[[Case], Outcome] | None,
-              units: list[list[Case]]) -> Iterator[Outcome]:
-    """Each unit's cases in a forked child of their own (see :func:`run_isolating`): the fork
-    server's (running ``isolated``) if there is one, else this process's (running ``run``)."""
+              cases: list[Case]) -> Iterator[Outcome]:
+    """Each case in a forked child of its own (see :func:`run_isolating`): the fork server's
+    (running ``isolated``) if there is one, else this process's (running ``run``)."""
     global _server
     server = _server
-    done = 0  # outcomes handed back (a unit cut by a ForkServerGone resumes after them)
+    done = 0  # outcomes handed back (after a ForkServerGone the rest run here)
     if server is not None and isolated is not None:
         try:
-            for outcome in server.run_many(isolated, units):
+            for outcome in server.run_many(isolated, cases):
                 done += 1
                 yield outcome
             return
         except ForkServerGone:
             _server = None  # from now on this process forks its children itself
-    for unit in units:
-        if done >= len(unit):
-            done -= len(unit)
-            continue
-        rest, done = unit[done:], 0
-        if len(rest) == 1:
-            yield in_a_child(functools.partial(run, rest[0]))
-        else:
-            yield from _shared_child(run, rest)
+    for case in cases[done:]:
+        yield in_a_child(functools.partial(run, case))
 
 
 def run_isolating(cases: Iterable[Case], run: Callable[[Case], Outcome],
                   may_crash: Callable[[Case], bool],
-                  isolated: Callable[[Case], Outcome] | None = None,
-                  may_share: Callable[[Case], bool] | None = None) -> Iterator[Outcome]:
+                  isolated: Callable[[Case], Outcome] | None = None) -> Iterator[Outcome]:
     """Outcomes in order: each ``may_crash`` case in a forked child of its own (the fork server's,
     running ``isolated``, a module-level function doing what ``run`` does; else this process's
     own, running ``run``); every other case is ``run`` here. Consecutive ``may_crash`` cases (up to
-    :data:`SERVER_RUN`) go to the server together, which only queues their requests.
-
-    ``may_share``: crash-prone cases whose outcome no verdict reads (every rule refuses their
-    input before it reads anything, :func:`.crash_prone.refused_by_every_rule`) may share a child
-    with the ``may_share`` cases next to them, in turn: a fork each would cost the most where
-    random mode draws them by the thousand, and what one of them leaves in the child reaches
-    only the next such case's native outcome, never a verdict. Every other crash-prone case
-    still gets a child of its own."""
+    :data:`SERVER_RUN`) go to the server together, which only queues their requests."""
     it = iter(cases)
     pushed_back: list[Case] = []
     while True:
@@ -483,11 +409,4 @@ def run_isolating(cases: Iterable[Case], run: Callable[[Case], Outcome],
             else:
                 pushed_back.append(other)
                 break
-        units: list[list[Case]] = []
-        for member in batch:
-            if may_share is not None and may_share(member) and units and len(units[-1]) and \
-                    may_share(units[-1][-1]):
-                units[-1].append(member)
-            else:
-                units.append([member])
-        yield from _isolated(run, isolated, units)
+        yield from _isolated(run, isolated, batch)

@@ -2,8 +2,7 @@
 
 Each backend runs the cases its predicate names in forked children, a child each (:mod:`._fork`
 for the registry and PIR workers, the C++ caller's own fork server), so a case's outcome does not
-depend on the cases run before it; on the registry route the ones :func:`refused_by_every_rule`
-names share children (no verdict reads their outcome). :mod:`.pool` reads :data:`MAY_CRASH` to tell the workers which
+depend on the cases run before it. :mod:`.pool` reads :data:`MAY_CRASH` to tell the workers which
 cases those are. A predicate only picks how a case runs, never its outcome.
 
 A predicate is the clauses every op shares (here) or'ed with the family's own
@@ -17,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from ..case import Case, PerAttrs
-from ..errors import InvalidSpecError
 from ..ops import FAMILIES, family_part
 from ..ops.kit.native import CrashClause, NativeRoutes
 from ..types import mesh_dims_of
@@ -83,21 +81,6 @@ def compiled_may_crash(case: Case) -> bool:
             return True
     clause = _COMPILED.get(case.rule)
     return clause is not None and clause(case, _named_attrs(case))
-
-
-def refused_by_every_rule(case: Case) -> bool:
-    """Some input spec fails its own check (``DistTensorSpec.check``: a mapping of the wrong length,
-    a mesh dim the mesh lacks or used twice, a bad partial dim): every rule's preamble refuses the
-    case with ``InvalidSpecError`` before it reads anything, so the case's verdict never depends on
-    what Paddle does with it (parity: port-rejects-invalid). Such crash-prone cases may share a
-    forked child (:func:`._fork.run_isolating`)."""
-    for s in case.inputs:
-        if s is not None and not s.valid_on_mesh:
-            try:
-                s.check("input")
-            except InvalidSpecError:
-                return True
-    return False
 
 
 def pir_may_crash(case: Case) -> bool:

@@ -15,9 +15,8 @@ started (its :data:`.worker.RAISED` frame, or its traceback and exit code 1) rai
 Order: within each worker's slice the cases its backend runs in forked children (crash-prone:
 :func:`isolates`, worked out here once and handed over with the cases: :func:`plan_slices`) come last
 (:func:`crash_prone_last`); each runs in a child of its own on every route (the workers' and the
-compiled caller's fork servers), so the order changes no outcome, but for the registry's cases
-that every rule refuses, which come last and share children (:func:`._fork.run_isolating`).
-Outcomes are handed back in the caller's order.
+compiled caller's fork servers), so the order changes no outcome. Outcomes are handed back in the
+caller's order.
 
 The compiled route has no Python worker: each slice drives the C++ caller itself
 (:class:`_CallerSlice`; requests encoded here, replies parsed here), with the same crash, timeout
@@ -55,7 +54,7 @@ from ..runctl.signals import signal_text
 from ..types import mesh_dims_of
 from ..validity import input_problem
 from ._paddle import paddle_version
-from .crash_prone import MAY_CRASH, refused_by_every_rule
+from .crash_prone import MAY_CRASH
 from .worker import (
     DONE,
     FIXED_CWD,
@@ -64,7 +63,6 @@ from .worker import (
     ISOLATE,
     RAISED,
     RUN_HERE,
-    SHARE,
     fixed_environment,
     fixed_layout_prefix,
 )
@@ -167,7 +165,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 def slice_payload(cases: Sequence[Case], isolate: Sequence[int]) -> bytes:
     """What a worker reads on stdin (:mod:`.worker`): the cases and one byte per case, how to run
-    it (:data:`.worker.RUN_HERE`, :data:`.worker.ISOLATE` or :data:`.worker.SHARE`)."""
+    it (:data:`.worker.RUN_HERE` or :data:`.worker.ISOLATE`)."""
     return pickle.dumps((list(cases), bytes(isolate)), protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -627,10 +625,10 @@ def plan_slices(cases: Sequence[Case], backend: str, workers: int, invalid: Sequ
     """How the pool runs ``cases`` on ``backend``: the slices (``(start, stop)`` in the workers'
     order, one per worker, at most one per case), the order the workers see the cases in (positions
     in ``cases``: :func:`crash_prone_last`), and in that order each case's worker byte
-    (:data:`.worker.RUN_HERE`, :data:`.worker.ISOLATE`, :data:`.worker.SHARE`): whether it is
-    crash-prone (:func:`isolates`) and whether every rule refuses it
-    (:func:`.crash_prone.refused_by_every_rule`, never an input invalid for its op: :func:`garbage_prone`),
-    each worked out once per case (``invalid``: each case's :func:`garbage_prone`, if worked out already)."""
+    (:data:`.worker.RUN_HERE` or :data:`.worker.ISOLATE`: whether it is crash-prone, :func:`isolates`),
+    worked out once per case (``invalid``: each case's :func:`garbage_prone`, if worked out already).
+    An input invalid for its op is always isolated: what Paddle answers it from unset memory must not
+    depend on the cases before it in the same process."""
     n = len(cases)
     workers = max(1, min(workers, n))
     bounds = [n * k // workers for k in range(workers + 1)]
@@ -641,31 +639,19 @@ def plan_slices(cases: Sequence[Case], backend: str, workers: int, invalid: Sequ
     if invalid is None:
         invalid = [garbage_prone(case) for case in cases]
     prone = [bad or may_crash(case) for bad, case in zip(invalid, cases, strict=True)]
-    # the cases that may share a child last of all, next to each other (crash_prone_last; a backend
-    # that shares none, as PIR's, just runs them in that order)
-    # An input invalid for its op never shares: what Paddle answers it from unset memory would then depend
-    # on the cases before it in the child (an invalid co-shard answered [2,...] after its
-    # neighbours and [0,...] alone); the cases refused by every rule are such inputs, 202 of a 42,940-case
-    # sample, so isolating them costs a few hundred forks a sweep.
-    shareable = [p and refused_by_every_rule(case) and not bad
-                 for p, bad, case in zip(prone, invalid, cases, strict=True)]
-    order = crash_prone_last(slices, prone, shareable)
-    return slices, order, [(SHARE if shareable[i] else ISOLATE) if prone[i] else RUN_HERE for i in order]
+    order = crash_prone_last(slices, prone)
+    return slices, order, [ISOLATE if prone[i] else RUN_HERE for i in order]
 
 
-def crash_prone_last(slices: Sequence[tuple[int, int]], prone: Sequence[bool],
-                     shareable: Sequence[bool] | None = None) -> list[int]:
+def crash_prone_last(slices: Sequence[tuple[int, int]], prone: Sequence[bool]) -> list[int]:
     """The order the workers run the cases in: within each slice, the cases its backend runs in a
-    forked child (``prone[i]``: its ``may_crash``) after the others, and of those the ones that
-    may share a child (``shareable[i]``, :func:`.crash_prone.refused_by_every_rule`) last, next
-    to each other, so that they fill shared children (:func:`._fork.run_isolating`). Each slice
-    keeps its cases, so the work stays split as evenly as before."""
+    forked child (``prone[i]``: its ``may_crash``) after the others, so that they reach the fork
+    server in runs (:func:`._fork.run_isolating` queues a run's requests together). Each slice keeps
+    its cases, so the work stays split as evenly as before."""
     order: list[int] = []
-    share = shareable if shareable is not None else [False] * len(prone)
     for start, stop in slices:
         order += [i for i in range(start, stop) if not prone[i]]
-        order += [i for i in range(start, stop) if prone[i] and not share[i]]
-        order += [i for i in range(start, stop) if prone[i] and share[i]]
+        order += [i for i in range(start, stop) if prone[i]]
     return order
 
 

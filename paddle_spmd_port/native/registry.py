@@ -25,7 +25,7 @@ from ..outcome import ErrorInfo, Outcome
 from ..types import DistAttr, DistTensorSpec, SpmdResult, entry_of, memo_table, mesh_dims_of
 from ._fork import run_isolating
 from ._paddle import ReduceTypeError, from_paddle_mesh, to_paddle_mesh, typed_attrs
-from .crash_prone import MAY_CRASH, refused_by_every_rule
+from .crash_prone import MAY_CRASH
 
 warnings.filterwarnings("ignore")
 
@@ -160,12 +160,9 @@ class _LazyText:
 
 
 
-def run_many(cases: Iterable[Case], may_crash: Callable[[Case], bool] | None = None,
-             may_share: Callable[[Case], bool] | None = None) -> Iterator[Outcome]:
+def run_many(cases: Iterable[Case], may_crash: Callable[[Case], bool] | None = None) -> Iterator[Outcome]:
     """Outcomes in order; the ``may_crash`` cases (default: the compiled caller's
     :func:`~.crash_prone.compiled_may_crash`; a worker is handed the pool's :func:`~.pool.isolates`)
     run in forked children (see :mod:`._fork`), so that a crash costs a fork instead of a worker
-    restart; the ``may_share`` ones (default :func:`~.crash_prone.refused_by_every_rule`; a worker
-    is handed the pool's answer) may share a child."""
-    return run_isolating(cases, run, may_crash or MAY_CRASH["registry"], isolated=run,
-                         may_share=may_share or refused_by_every_rule)
+    restart."""
+    return run_isolating(cases, run, may_crash or MAY_CRASH["registry"], isolated=run)

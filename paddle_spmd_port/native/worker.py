@@ -4,7 +4,7 @@
 
 Its cases come on stdin, one pickled pair: a list of :class:`~paddle_spmd_port.case.Case` (the
 pool's slice, whose first case has the index B in the whole run) and one byte per case, how to run
-it (:data:`RUN_HERE`, :data:`ISOLATE`, :data:`SHARE`: the pool's :func:`~.pool.plan_slices`), read
+it (:data:`RUN_HERE` or :data:`ISOLATE`: the pool's :func:`~.pool.plan_slices`), read
 once the backend is imported, so that the pool pickles and writes them while Paddle is imported
 here. From index K on, one frame per case is written to stdout and flushed: ``>iI`` (index,
 payload length) then the pickled
@@ -24,7 +24,6 @@ import argparse
 import functools
 import gc
 import importlib
-import inspect
 import mmap
 import os
 import pickle
@@ -47,10 +46,9 @@ from ._paddle import paddle_version
 #: A frame's header: the case index (or HELLO / DONE) and the payload's length in bytes.
 FRAME = struct.Struct(">iI")
 HELLO, DONE, RAISED = -1, -2, -3
-#: A case's byte on stdin: run in the worker itself, in a forked child of its own, or in a child it may
-#: share with the SHARE cases next to it (every rule refuses their input: ``may_share`` of
-#: :func:`._fork.run_isolating`). The pool works both out once per case; the worker only reads them.
-RUN_HERE, ISOLATE, SHARE = 0, 1, 2
+#: A case's byte on stdin: run in the worker itself, or in a forked child of its own. The pool works it
+#: out once per case; the worker only reads it.
+RUN_HERE, ISOLATE = 0, 1
 
 
 def write_frame(out: IO[bytes], index: int, payload: bytes = b"") -> None:
@@ -62,9 +60,7 @@ def write_frame(out: IO[bytes], index: int, payload: bytes = b"") -> None:
 def _stream_many(backend: Any, cases: Sequence[Case], start: int, stop: int, out: IO[bytes], base: int,
                  isolate: bytes) -> None:
     """Feed ``cases[start:stop]`` lazily to ``backend.run_many`` and write each outcome as it comes,
-    labelled ``base`` + its position; the cases whose byte in ``isolate`` is set run crash-isolated,
-    those marked :data:`SHARE` may share a child (handed over as ``may_share`` to a backend whose
-    ``run_many`` takes it).
+    labelled ``base`` + its position; the cases whose byte in ``isolate`` is set run crash-isolated.
 
     The indices of the cases handed over are queued as they are read, so the k-th outcome is
     labelled with the k-th index even if the backend reads ahead."""
@@ -79,10 +75,7 @@ def _stream_many(backend: Any, cases: Sequence[Case], start: int, stop: int, out
     # pickled once (the entry holds the outcome, so its id is not reused while the entry lives)
     pickled: dict[int, tuple[Any, bytes]] = {}
     prone = {id(cases[i]) for i in range(start, stop) if isolate[i]}  # (the list holds them: ids stay theirs)
-    shared = {id(cases[i]) for i in range(start, stop) if isolate[i] == SHARE}
-    sharing = {"may_share": lambda case: id(case) in shared} \
-        if "may_share" in inspect.signature(backend.run_many).parameters else {}
-    for outcome in backend.run_many(feed(), may_crash=lambda case: id(case) in prone, **sharing):
+    for outcome in backend.run_many(feed(), may_crash=lambda case: id(case) in prone):
         hit = pickled.get(id(outcome))
         if hit is None or hit[0] is not outcome:
             if len(pickled) > 100_000:
