@@ -98,6 +98,11 @@ class Outcome:
     """Another run's outcome of the same case, in a fresh process, that differs from this one: Paddle
     answered from memory it never set (set by the native pool's re-run, :func:`native.pool.run_native`;
     both answers are kept, the first run's in the other fields)."""
+    not_rechecked: str | None = None
+    """Why the second run promised for an input invalid for its op gave no answer (the native pool's
+    re-run timed out, its workers kept failing, ...): this answer was not checked for stability. A fact
+    of this run, not of Paddle's answer: shown by ``str``, counted by the parity report, never written
+    by :meth:`to_json` (equal answers stay equal texts)."""
 
     @property
     def status(self) -> str:
@@ -128,6 +133,8 @@ class Outcome:
 
     def __str__(self) -> str:
         text = self._text()
+        if self.not_rechecked is not None:
+            text += f" || not re-checked: {self.not_rechecked}"
         return text if self.varies is None else f"{text} || another run: {self.varies._text()}"
 
     def to_json(self) -> dict[str, Any]:

@@ -103,3 +103,78 @@ def test_one_seed_run_twice_gives_equal_reports(tmp_path: Path) -> None:
     with gzip.open(path, "wt") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in rows)
     assert _tool(str(tmp_path / "a"), str(tmp_path / "c")).returncode == 1
+
+
+# ------------------------------------------------- a re-run that gives no answer
+#: The driver: the re-run's caller (memory layout 1) never answers, a stand-in for a re-run timing out on a
+#: loaded machine; the sweep's own caller (layout 0) runs as it is.
+RERUN_HANGS = '''
+import subprocess, sys
+from paddle_spmd_port.native import compiled
+_start = compiled.start_program
+def start_program(binary, stderr=subprocess.DEVNULL, new_session=False, isolating=False, layout=0):
+    if layout == 1:
+        return subprocess.Popen(["sleep", "600"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                                bufsize=0, start_new_session=new_session)
+    return _start(binary, stderr, new_session, isolating, layout)
+compiled.start_program = start_program
+from paddle_spmd_port.cli import main
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+@pytest.mark.native
+def test_a_re_run_that_gives_no_answer_is_not_re_checked_and_fails_closed(tmp_path: Path) -> None:
+    """Every invalid input Paddle answered is owed a second run; when that run gives no answer (here its
+    caller hangs until the timeout, three times, then the slice gives up), the case keeps its first
+    answer and verdict, marked not re-checked: in its per-case row, counted in parity.json and on the
+    status line, and the run exits 3. (Before: the first answer was kept without a word, exit 0.)"""
+    from tests.helpers import skip_if_compiled_unreachable
+
+    skip_if_compiled_unreachable()
+    driver = tmp_path / "driver.py"
+    driver.write_text(RERUN_HANGS)
+    out = tmp_path / "r"
+    done = subprocess.run([sys.executable, str(driver), "parity", "--rules", "instance_norm", "--random", "40",
+                           "--seed", str(SEED), "--backend", "compiled", "--workers", "1", "--timeout", "5",
+                           "--quiet", "--report-dir", str(out)], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT)
+    context = done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.returncode == 3, context
+    data = json.loads((out / "parity.json").read_text())
+    assert data["total_mismatches"] == 0 and data["total_uncompared"] == 0, context
+    rechk = data["total_not_rechecked"]
+    assert rechk > 0 and data["status"].startswith("FAILED CLOSED: ") and \
+        f"{rechk:,} cases not re-checked (their re-run gave no answer)" in data["status"], data["status"]
+    assert f", {rechk:,} not re-checked;" in done.stdout, context
+    rows = [json.loads(line) for line in gzip.open(out / "parity-cases.jsonl.gz", "rt")]
+    marked = [r for r in rows if " || not re-checked: " in r["native"]]
+    assert len(marked) == rechk, [r["native"] for r in rows][:5]
+    assert all("worker timed out: no answer within 5 s" in r["native"]
+               or "failed 3 times in a row" in r["native"] for r in marked), marked[0]["native"]
+    assert not [r for r in rows if r["verdict"] == "native-varies"]
+    accepted = subprocess.run([sys.executable, str(driver), "parity", "--rules", "instance_norm", "--random", "40",
+                               "--seed", str(SEED), "--backend", "compiled", "--workers", "1", "--timeout", "5",
+                               "--quiet", "--allow-uncompared", "--report-dir", str(tmp_path / "a")],
+                              capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert accepted.returncode == 0, accepted.stdout[-1000:] + accepted.stderr[-1000:]
+    assert json.loads((tmp_path / "a" / "parity.json").read_text())["status"].startswith("INCOMPLETE, ACCEPTED")
+
+
+def test_not_re_checked_survives_the_outcome_text_and_a_merge_of_parts() -> None:
+    """The mark is shown by the outcome's text but is no part of its answer (to_json), and a report merged
+    from parts (parity --merge) still counts it."""
+    from paddle_spmd_port.native.pool import varied
+    from paddle_spmd_port.outcome import Outcome
+    from paddle_spmd_port.parity.merge import _add_tally, _tally
+    from paddle_spmd_port.parity.report import GroupTally
+
+    first = Outcome(unreachable="an answer")
+    marked = varied(first, Outcome(not_run="worker timed out: no answer within 5 s"))
+    assert marked.not_rechecked == "worker timed out: no answer within 5 s" and marked.varies is None
+    assert str(marked) == "unreachable: an answer || not re-checked: worker timed out: no answer within 5 s"
+    assert marked.to_json() == first.to_json() and varied(first, first) is first
+    part = GroupTally("instance_norm", "compiled", not_rechecked=2)
+    into = _tally(part.to_json())
+    _add_tally(into, _tally(part.to_json()))
+    assert into.not_rechecked == 4

@@ -484,7 +484,8 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
     another memory layout (.worker.LAYOUT_ENV; both layouts fixed where the addresses need not be
     randomised, .worker.fixed_layout_prefix, so that both runs read the same bytes every time). Where
     the two outcomes differ, Paddle read memory it never set, and the case's outcome carries both
-    (:func:`varied`; compare.py: *native-varies*).
+    (:func:`varied`; compare.py: *native-varies*). Where the second run gave no answer (*not run*: it
+    timed out, its workers kept failing), the first answer stands, marked ``not_rechecked`` with why.
 
     If an exception (an interrupt, :class:`Cancelled` once ``cancel`` is set: how a caller running
     this in a thread of its own stops it, or an error raised in a slice's thread, re-raised here once
@@ -531,11 +532,14 @@ def _canonical(outcome: Outcome) -> str:
 
 
 def varied(first: Outcome, second: Outcome) -> Outcome:
-    """One case's outcome from two runs: ``first`` when they are equal (or the second gave no answer),
-    else the two in a fixed order (by their JSON text), the other one as ``varies``: which run came
-    first does not change the outcome."""
+    """One case's outcome from two runs: ``first`` when they are equal, else the two in a fixed order
+    (by their JSON text), the other one as ``varies``: which run came first does not change the outcome.
+    A second run that gave no answer (*not run*) leaves ``first`` marked ``not_rechecked`` with its
+    reason: no answer is no evidence either way (a timeout says how loaded the machine was, not what
+    Paddle answers), so the case is neither taken as stable nor as varying, and the parity run fails
+    closed on it (exit 3)."""
     if second.not_run is not None:
-        return first
+        return dataclasses.replace(first, not_rechecked=second.not_run)
     a, b = _canonical(first), _canonical(second)
     if a == b:
         return first

@@ -21,7 +21,8 @@ crash the port predicted. Exit status (the table in runctl/__init__.py):
     1    some case mismatches (outranks 3)
     2    bad usage (one line; nothing run, nothing written)
     3    some selected case was compared by no route (Paddle missing, a backend unavailable,
-         workers timing out, an empty selection); --allow-uncompared accepts that, and the
+         workers timing out, an empty selection), or an input invalid for its op was answered
+         but its re-run gave no answer (not re-checked); --allow-uncompared accepts that, and the
          report's first line then says so. Cases of a rule (or a need, e.g. co-shards) the installed
          release lacks, where its release profile declares exactly that (class release-lacks), are
          not compared and not counted as uncompared: they are listed apart and fail nothing, unless
@@ -807,6 +808,7 @@ class _Sweep:
         print(f"\n{report.status_line()}")
         print(f"{report.total_cells:,} cells, {report.total_mismatches:,} mismatching cases, "
               f"{report.total_uncompared:,} uncompared cases"
+              + (f", {report.total_not_rechecked:,} not re-checked" if report.total_not_rechecked else "")
               + (f", {report.total_lacking:,} the release lacks" if report.total_lacking else "")
               + f"; {finished - report.started:.1f} s; "
               f"report in {out}/parity.md")
@@ -836,7 +838,8 @@ class _Sweep:
         if report.total_mismatches:
             return EXIT_FINDING
         # cases of what the release lacks (its profile says so) fail nothing, but a run where they are all it has does
-        if report.empty or report.all_lacking or (report.total_uncompared and not self.args.allow_uncompared):
+        incomplete = report.total_uncompared or report.total_not_rechecked
+        if report.empty or report.all_lacking or (incomplete and not self.args.allow_uncompared):
             return EXIT_INCOMPLETE
         return EXIT_OK
 

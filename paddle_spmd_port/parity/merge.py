@@ -117,6 +117,7 @@ def _tally(data: dict[str, Any]) -> GroupTally:
         for example in examples:
             if t.wants(verdict):
                 t.keep(example)
+    t.not_rechecked = int(data.get("not_rechecked") or 0)
     t.refusals = dict(data.get("refusals") or {})  # (a part written before the refusal classes: none)
     for mesh, placement, counts in data.get("map") or []:  # (a part written before the maps: none)
         t.merged_map[(mesh, placement)] = dict(counts)
@@ -135,6 +136,7 @@ def _add_tally(into: GroupTally, part: GroupTally) -> None:
             into_cell[verdict] = into_cell.get(verdict, 0) + n
     for status, n in part.invalid_native.items():
         into.invalid_native[status] = into.invalid_native.get(status, 0) + n
+    into.not_rechecked += part.not_rechecked
     for klass, n in part.refusals.items():
         into.refusals[klass] = into.refusals.get(klass, 0) + n
     for verdict, examples in part.examples.items():

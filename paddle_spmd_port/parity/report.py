@@ -77,6 +77,8 @@ class GroupTally:
     """parity.html's records: the first :data:`HTML_RECORDS` per verdict (in memory only)."""
     refusals: dict[str, int] = field(default_factory=dict)
     """For port-rejects-invalid cases: their :data:`~paddle_spmd_port.compare.REFUSAL_CLASSES` member."""
+    not_rechecked: int = 0
+    """Cases answered once whose promised re-run gave no answer (:attr:`Outcome.not_rechecked`)."""
 
     @property
     def key(self) -> str:
@@ -96,6 +98,9 @@ class GroupTally:
         self.cells += cmp.cells
         self.matching_cells += cmp.matching_cells
         self.verdicts[verdict] += 1
+        if native.not_rechecked is not None:  # (a per-case record names it, whatever the verdict)
+            self.not_rechecked += 1
+            return True
         if verdict == "match" or verdict == "both-raise-same":
             return False
         if verdict == "port-rejects-invalid":
@@ -142,6 +147,7 @@ class GroupTally:
         return {"rule": self.rule, "backend": self.backend, "state": self.state, "cases": self.cases,
                 "cells": self.cells, "matching_cells": self.matching_cells, "verdicts": self.verdicts,
                 "examples": self.examples, "invalid_native": self.invalid_native, "refusals": self.refusals,
+                "not_rechecked": self.not_rechecked,
                 "map": [[mesh, placement, counts] for (mesh, placement), counts in self.verdict_map().items()],
                 "native_seconds": round(self.native_seconds, 3), "port_seconds": round(self.port_seconds, 3)}
 
@@ -362,6 +368,11 @@ class ParityReport:
         return sum(c.uncompared for c in self.coverage.values())
 
     @property
+    def total_not_rechecked(self) -> int:
+        """Cases answered once whose promised re-run gave no answer: the run fails closed on them."""
+        return sum(t.not_rechecked for t in self.tallies.values())
+
+    @property
     def total_compared(self) -> int:
         return sum(c.compared for c in self.coverage.values())
 
@@ -403,10 +414,13 @@ class ParityReport:
         lacks = f"; {lack:,} not compared: this Paddle release lacks them (its profile; see coverage)" if lack else ""
         if mism:
             return f"MISMATCH: {mism:,} mismatching cases; {compared:,} of {sel:,} selected cases compared{lacks}"
-        if unc and self.allow_uncompared:
+        rechk = self.total_not_rechecked
+        if rechk:  # answered once, the re-run promised for an invalid input gave no answer (per-case file: why)
+            lacks += f"; {rechk:,} cases not re-checked (their re-run gave no answer)"
+        if (unc or rechk) and self.allow_uncompared:
             return (f"INCOMPLETE, ACCEPTED (--allow-uncompared): {unc:,} of {sel:,} selected cases compared by no "
                     f"route; 0 mismatching cases among the rest{lacks}")
-        if unc:
+        if unc or rechk:
             return (f"FAILED CLOSED: {unc:,} of {sel:,} selected cases compared by no route (see coverage); "
                     f"0 mismatching cases among the rest{lacks}")
         if lack:
@@ -515,6 +529,7 @@ class ParityReport:
                 "finished": self.finished,
                 "total_cells": self.total_cells, "total_mismatches": self.total_mismatches,
                 "total_uncompared": self.total_uncompared, "total_lacking": self.total_lacking,
+                "total_not_rechecked": self.total_not_rechecked,
                 "notes": self.notes, "cases_file": CASES_FILE,
                 "coverage": {r: c.to_json(interrupted) for r, c in self.coverage.items()},
                 "rules": {k: t.to_json() for k, t in self.tallies.items()}}
