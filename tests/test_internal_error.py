@@ -327,6 +327,104 @@ def test_launch_failing_while_the_ranks_run_ends_them_and_writes_the_partial_rep
     assert "not run: interrupted by an internal error (KeyError: " in reasons
 
 
+#: In each rank of a launch (not the PIR route's process nor a crash probe): the runner's own bookkeeping
+#: (recording an observed tensor) fails on its 5th call, in the second case (a case observes 4 tensors).
+RANK_OBSERVE = """
+import sys
+if any(a.endswith("rank_main.py") for a in sys.orig_argv) and "--pir" not in sys.orig_argv \\
+        and "--run-predicted-crashes" not in sys.orig_argv:
+    from paddle_spmd_port.launch import runner
+    _observe, _calls = runner.CaseRun._observe, [0]
+    def observe(self, *args, **kwargs):
+        _calls[0] += 1
+        if _calls[0] > 4:
+            raise KeyError("planted fault after 4 calls")
+        return _observe(self, *args, **kwargs)
+    runner.CaseRun._observe = observe
+"""
+
+#: In each rank: Paddle's distributed layer_norm raises (a stand-in put in Paddle's own module, so the
+#: runner reaches it as it reaches Paddle's op; the reference on one device runs as it is).
+RANK_PADDLE_OP = """
+import sys
+if any(a.endswith("rank_main.py") for a in sys.orig_argv) and "--pir" not in sys.orig_argv:
+    from paddle_spmd_port.launch import runner
+    _modules = runner._modules
+    def modules(backend):
+        found = _modules(backend)
+        import paddle.nn.functional as F
+        real = F.layer_norm
+        def layer_norm(x, *args, **kwargs):
+            if x.is_dist():
+                raise RuntimeError("planted fault in Paddle's op")
+            return real(x, *args, **kwargs)
+        F.layer_norm = layer_norm
+        return found
+    runner._modules = modules
+"""
+
+
+def _layer_norm_cases(path: Path) -> list[str]:
+    from paddle_spmd_port.launch.cases import LaunchCase, write_cases
+
+    cases = [LaunchCase(f"c{i}", "layer_norm", (4, 6, 8), (2,), (p,), normalized_shape=(8,))
+             for i, p in enumerate(("S(0)", "R", "S(1)"))]
+    write_cases(cases, path)
+    return [c.case_id for c in cases]
+
+
+@pytest.mark.multiproc
+@pytest.mark.native
+def test_launch_our_code_raising_inside_a_rank_is_exit_4_not_a_paddle_error(tmp_path):
+    """A real 2-rank launch (free ports, a timeout; the rank logs kept on failure): our runner's own code
+    raising in a rank's second case ends the run as an internal error, with the partial report of the case
+    before it and the rank's traceback saved. (Before: the case's "Paddle error", an unexpected verdict,
+    exit 1, the launch going on with the next case.)"""
+    report = tmp_path / "r"
+    ids = _layer_norm_cases(tmp_path / "cases.jsonl")
+    proc, tmp = run_with_fault(tmp_path, "", [
+        "launch", "--quiet", "--nproc", "2", "--cases", str(tmp_path / "cases.jsonl"), "--crash-probes", "0",
+        "--timeout", "120", "--report-dir", str(report)], children=RANK_OBSERVE, timeout=300)
+    line = assert_one_line(proc, tmp, "launch", "ChildRaised")
+    assert "ChildRaised: rank 0 of the launch (case c1) raised KeyError: 'planted fault after 4 calls'" in line, line
+    md = report / "launch-np2.md"
+    assert f"partial report in {md}" in line and f"rank logs in {report / 'launch-np2-logs'}" in line, line
+    assert md.read_text().startswith("# Real-run report (INTERRUPTED by an internal error (ChildRaised: ")
+    saved = next(tmp.iterdir()).read_text()
+    assert 'raise KeyError("planted fault after 4 calls")' in saved and "in run_distributed" in saved, saved[-2000:]
+    data = json.loads((report / "launch-np2.json").read_text())
+    by_id = {c["case_id"]: c for c in data["cases"]}
+    assert by_id[ids[0]]["verdict"] == "agree", by_id[ids[0]]
+    assert "Paddle error" not in {c["verdict"] for c in data["cases"]}
+    for cid in ids[1:]:
+        assert by_id[cid]["verdict"] == "skipped" and \
+            "not run: interrupted by an internal error (ChildRaised: " in by_id[cid]["reasons"][0], by_id[cid]
+    logs = report / "launch-np2-logs" / "logs"
+    assert any('raise KeyError("planted fault after 4 calls")' in f.read_text(errors="replace")
+               for f in logs.glob("workerlog.*")), "the rank's log keeps its traceback"
+
+
+@pytest.mark.multiproc
+@pytest.mark.native
+def test_launch_paddles_op_raising_inside_a_rank_is_still_a_paddle_error(tmp_path):
+    """The same launch with Paddle's own op raising in the ranks: each case's "Paddle error" (its call
+    named), not expected (exit 1), the launch going on to every case; no internal error."""
+    report = tmp_path / "r"
+    ids = _layer_norm_cases(tmp_path / "cases.jsonl")
+    proc, _ = run_with_fault(tmp_path, "", [
+        "launch", "--quiet", "--nproc", "2", "--cases", str(tmp_path / "cases.jsonl"), "--crash-probes", "0",
+        "--timeout", "120", "--report-dir", str(report)], children=RANK_PADDLE_OP, timeout=300)
+    context = f"exit={proc.returncode}\nstderr={proc.stderr[-3000:]}\nstdout={proc.stdout[-1500:]}"
+    assert proc.returncode == 1 and "internal error" not in proc.stderr, context
+    data = json.loads((report / "launch-np2.json").read_text())
+    assert [c["case_id"] for c in data["cases"]] == ids
+    for case in data["cases"]:
+        assert case["verdict"] == "Paddle error" and not case["expected"], case
+        assert case["error"]["stage"] == "forward" and case["error"]["call"] == "F.layer_norm", case["error"]
+        assert case["error"]["message"] == "planted fault in Paddle's op", case["error"]
+    assert (report / "launch-np2-logs").is_dir(), "findings keep the rank logs"
+
+
 def test_mutants_failing_during_a_judging_run_ends_it_and_says_how_far_it_got(tmp_path):
     proc, tmp = run_with_fault(tmp_path, MUTANTS_RUN, ["--only", "compare-ignore-message"])
     # (pytest, the judging run, keeps its own basetemp pytest-of-USER in TMPDIR, as on every run)

@@ -5,6 +5,7 @@
     comm       the reshards the ranks (and the PIR passes) ran against reshard.plan (pure)
     launcher   start N ranks, timeout, kill everything, keep logs (no Paddle import)
     runner     the in-rank script: runs every case of a file in one launch (imports Paddle)
+    paddle_side  the proxies Paddle is reached through in the ranks: its exceptions told from ours
     session    one launch of many cases + crash probes
     report     verdict per case, markdown and JSON
     cli        ``python -m paddle_spmd_port launch``

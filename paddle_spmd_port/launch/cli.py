@@ -99,6 +99,7 @@ from .session import (
     PirResult,
     case_records,
     probe_crash,
+    raised_in_ranks,
     rank_info,
     read_rank_records,
     run_cases,
@@ -644,6 +645,9 @@ def run(cases: list[LaunchCase], args: argparse.Namespace) -> int:
         session = run_cases(runnable, config, work_dir=work, job_id=job_id)
         launch, records = session.launch, session.records
         print(launch.summary(), flush=True)
+        raised = raised_in_ranks(records)
+        if raised is not None:  # our code raised in a rank: an internal error (exit 4), never a case's outcome
+            raise raised
 
         kinds = len({k for k in (crash_key(predict(c)) for c in runnable) if k is not None})
         print(f"phase 2/4: crash probes: {kinds} kind(s) of predicted crash, up to {args.crash_probes} case(s) "

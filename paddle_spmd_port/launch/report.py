@@ -275,8 +275,10 @@ def _judge_forward(j: _Judging, first: dict[str, Any], probes: dict[str, dict[st
             j.notes.append(probe)
         return j.verdict("skipped", fwd.crash is not None and not j.reasons,
                          (f"forward not run: {skipped['reason']}", *j.reasons))
-    if error and error.get("stage") == "runner":
-        return j.verdict("Paddle error", False, (f"runner error: {error.get('message')}",), error=error)
+    if error and error.get("stage") == "runner":  # (only Paddle's: an exception of ours ends the run, exit 4)
+        return j.verdict("Paddle error", False, (f"Paddle raised outside the op's stages, in "
+                                                 f"{error.get('call') or 'a Paddle call'}: {error.get('message')}",),
+                         error=error)
     if error and error.get("stage") == "forward":
         ok, why = _error_matches(fwd, error)
         return j.verdict("Paddle error", ok, (why,), error=error)

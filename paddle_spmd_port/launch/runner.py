@@ -37,8 +37,16 @@ is the op's (its family's :class:`~paddle_spmd_port.ops.kit.launch.LaunchOp`, ha
 modules); an op with outputs its functional call drops exposes them in a second, forward-only
 call (:meth:`~paddle_spmd_port.ops.kit.launch.LaunchOp.extra_outputs`, stage ``probe``).
 
-A Paddle exception in a stage is that case's result; the runner goes on with the next case. A
-stage the port predicts to kill the process (see :mod:`.predict`) is not executed.
+Paddle's exceptions and ours are told apart by where they came from: Paddle's modules reach the
+runner and the op's hooks only through :mod:`.paddle_side`'s proxies, which mark an exception raised
+inside a Paddle call (an op, a tensor's construction, placement or reshard, a backward, a collective)
+with the call's name. Such an exception in a stage is that case's result (``error``, its ``call``
+named); raised outside the op's stages (placing the inputs, gathering the outputs), it is the case's
+``runner`` error; the rank goes on with the next case. Any other exception escaping a case is an
+error of ours: the rank writes ``{"kind": "internal_error", "rank", "case_id", "type", "message",
+"traceback"}``, prints the traceback to its log and exits 1 without running further cases; the
+launch command then ends as on any internal error of its own (exit 4, the partial report, the rank
+logs kept). A stage the port predicts to kill the process (see :mod:`.predict`) is not executed.
 """
 
 from __future__ import annotations
@@ -60,6 +68,7 @@ from typing import Any
 
 from .cases import LaunchCase, parse_placement, read_cases
 from .comm import VMODULE, kept_lines, parse_log
+from .paddle_side import PaddleProxy, raised_by_paddle
 from .predict import predict
 
 MAX_MESSAGE = 4000
@@ -193,14 +202,21 @@ class CaseRun:
             entry["local_shape"] = list(t._local_value().shape)
             if compare and ref is not None:
                 full = self._gather(t)
-                entry["max_abs_err"] = float(self.np.abs(full.astype("float64") - ref).max()) if full.size else 0.0
-                entry["ref_max_abs"] = float(self.np.abs(ref).max()) if ref.size else 0.0
                 entry["shape_ok"] = list(full.shape) == list(ref.shape)
+                if entry["shape_ok"]:  # (values of another shape are not compared: the shape differs)
+                    entry["max_abs_err"] = float(self.np.abs(full.astype("float64") - ref).max()) if full.size else 0.0
+                    entry["ref_max_abs"] = float(self.np.abs(ref).max()) if ref.size else 0.0
         self.record["tensors"][name] = entry
 
     def _fail(self, stage: str, exc: BaseException) -> None:
+        """``exc``, raised inside a Paddle call, is the stage's result; any other exception is ours and
+        is raised again (the caller is in an ``except`` block)."""
+        call = raised_by_paddle(exc)
+        if call is None:
+            raise exc
         self.record["stages"][stage] = "error"
-        self.record["error"] = {"stage": stage, "type": type(exc).__name__, "message": str(exc)[:MAX_MESSAGE]}
+        self.record["error"] = {"stage": stage, "type": type(exc).__name__, "message": str(exc)[:MAX_MESSAGE],
+                                "call": call}
 
     # -- the op --------------------------------------------------------------------------------
     def _call(self, x: Any, w: Any, b: Any, rm: Any, rv: Any) -> Any:
@@ -220,18 +236,21 @@ class CaseRun:
                 self.ref["running_var"] = rv.numpy().astype("float64")
             if self.op.extra_output_names:
                 try:
-                    self.ref.update({n: t.numpy().astype("float64")
-                                     for n, t in self._extra_outputs(self._dense(self.x, False), w, b,
-                                                                     distributed=False).items()})
-                except Exception:  # then those are simply not compared
-                    pass
+                    extra = self._extra_outputs(self._dense(self.x, False), w, b, distributed=False)
+                except Exception as exc:  # Paddle's: then those are simply not compared
+                    if raised_by_paddle(exc) is None:
+                        raise
+                    extra = {}
+                self.ref.update({n: t.numpy().astype("float64") for n, t in extra.items()})
             if case.backward:
                 y.backward(self._dense(self.g, False))
                 for name, t in (("x_grad", x), ("weight_grad", w), ("bias_grad", b)):
                     if t is not None and t.grad is not None:
                         self.ref[name] = t.grad.numpy().astype("float64")
             self.record["stages"]["reference"] = "ok"
-        except Exception as exc:  # a Paddle error is a result
+        except Exception as exc:  # Paddle's is a result, ours is raised again
+            if raised_by_paddle(exc) is None:
+                raise
             self.record["stages"]["reference"] = f"error: {type(exc).__name__}: {str(exc)[:MAX_MESSAGE]}"
 
     def run_distributed(self, prediction: Any, run_predicted_crashes: bool = False) -> None:
@@ -304,7 +323,9 @@ class CaseRun:
     def _probe_extra_outputs(self, x: Any, w: Any, b: Any) -> None:
         try:
             outs = self._extra_outputs(x, w, b, distributed=True)
-        except Exception as exc:
+        except Exception as exc:  # Paddle's is a result, ours is raised again
+            if raised_by_paddle(exc) is None:
+                raise
             self.record["stages"]["probe"] = f"error: {type(exc).__name__}: {str(exc)[:MAX_MESSAGE]}"
             return
         self.record["stages"]["probe"] = "ok"
@@ -323,7 +344,9 @@ def _modules(backend: str) -> dict[str, Any]:
         paddle.set_device(f"gpu:{dist.ParallelEnv().device_id}")
     else:
         paddle.set_device("cpu")
-    return {"np": np, "paddle": paddle, "dist": dist, "F": F}
+    # Paddle only through proxies (.paddle_side): an exception raised inside a Paddle call is marked as Paddle's
+    return {"np": np, "paddle": PaddleProxy(paddle, "paddle"), "dist": PaddleProxy(dist, "dist"),
+            "F": PaddleProxy(F, "F")}
 
 
 def _mesh(modules: dict[str, Any], shape: tuple[int, ...]) -> Any:
@@ -380,18 +403,30 @@ def run(cases: list[LaunchCase], out_dir: Path, backend: str, run_predicted_cras
             if case.mesh_shape not in meshes:
                 meshes[case.mesh_shape] = _mesh(modules, case.mesh_shape)
             run_ = CaseRun(case, meshes[case.mesh_shape], modules, capture if logging_ok else None)
-            # the whole case too: the runner's own reshards (shard_tensor, the gathers) log as much
-            with StderrCapture(case_capture, f"{case.case_id}") if logging_ok else contextlib.nullcontext():
-                try:
-                    run_.run_reference()
-                    run_.run_distributed(predict(case), run_predicted_crashes)
-                except Exception as exc:  # never let one case end the launch
-                    run_._fail("runner", exc)
-                    run_.record["error"]["traceback"] = traceback.format_exc()[-MAX_MESSAGE:]
+            try:
+                # the whole case too: the runner's own reshards (shard_tensor, the gathers) log as much
+                with StderrCapture(case_capture, f"{case.case_id}") if logging_ok else contextlib.nullcontext():
+                    try:
+                        run_.run_reference()
+                        run_.run_distributed(predict(case), run_predicted_crashes)
+                    except Exception as exc:  # Paddle's, outside the op's stages: the case's; ours: raised again
+                        run_._fail("runner", exc)
+                        run_.record["error"]["traceback"] = traceback.format_exc()[-MAX_MESSAGE:]
+            except Exception as exc:  # ours: the run ends (main), this record saying where
+                emit(internal_error(exc, rank, case.case_id))
+                raise
             run_.record.update(rank=rank, seconds=round(time.time() - t0, 4))
             emit(run_.record)
         emit({"kind": "done", "rank": rank, "cases": len(cases), "seconds": round(time.time() - started, 3)})
     return 0
+
+
+def internal_error(exc: BaseException, rank: int | None, case_id: str | None) -> dict[str, Any]:
+    """The record a rank (or the PIR process: ``rank`` None) writes when an error of ours ends it:
+    the launch command raises it as its own internal error (:func:`.session.raised_in_ranks`)."""
+    return {"kind": "internal_error", "rank": rank, "case_id": case_id, "type": type(exc).__name__,
+            "message": str(exc)[:MAX_MESSAGE],
+            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4 * MAX_MESSAGE:]}
 
 
 #: Op names (``pd_op.<name>``, trailing ``_`` dropped) that move data between ranks in a PIR program.
@@ -435,8 +470,11 @@ def pir_case(case: LaunchCase, mesh: Any, modules: dict[str, Any], passes: dict[
         record["reshards"] = reshards
         record["collectives"] = [op.name() for op in main_prog.global_block().ops
                                  if PIR_COLLECTIVE.search(op.name().removeprefix("pd_op."))]
-    except Exception as exc:  # a Paddle error building the program is this case's result
-        record["error"] = {"type": type(exc).__name__, "message": str(exc)[:MAX_MESSAGE]}
+    except Exception as exc:  # Paddle's, building the program or in a pass: this case's result; ours: raised
+        call = raised_by_paddle(exc)
+        if call is None:
+            raise
+        record["error"] = {"type": type(exc).__name__, "message": str(exc)[:MAX_MESSAGE], "call": call}
     return record
 
 
@@ -449,8 +487,9 @@ def run_pir(cases: list[LaunchCase], out_dir: Path) -> int:
     from paddle.distributed.auto_parallel.static.mix_to_dist_pass import apply_mix2dist_pass
     from paddle.distributed.auto_parallel.static.pir_pass import ReshardPasses, apply_partition_pass
 
-    passes = {"mix2dist": apply_mix2dist_pass, "partition": apply_partition_pass,
-              "reshard": ReshardPasses.apply_reshard_pass}
+    passes = {"mix2dist": PaddleProxy(apply_mix2dist_pass, "apply_mix2dist_pass"),
+              "partition": PaddleProxy(apply_partition_pass, "apply_partition_pass"),
+              "reshard": PaddleProxy(ReshardPasses.apply_reshard_pass, "ReshardPasses.apply_reshard_pass")}
     paddle.enable_static()
     meshes: dict[tuple[int, ...], Any] = {}
     with open(out_dir / "pir.jsonl", "w") as fh:
@@ -464,9 +503,15 @@ def run_pir(cases: list[LaunchCase], out_dir: Path) -> int:
             if reason:
                 emit({"kind": "pir", "case_id": case.case_id, "skipped": reason, "error": None})
                 continue
-            if case.mesh_shape not in meshes:
-                meshes[case.mesh_shape] = _mesh(modules, case.mesh_shape)
-            emit(pir_case(case, meshes[case.mesh_shape], modules, passes))
+            try:
+                if case.mesh_shape not in meshes:
+                    meshes[case.mesh_shape] = _mesh(modules, case.mesh_shape)
+                record = pir_case(case, meshes[case.mesh_shape], modules, passes)
+            except Exception as exc:  # ours (Paddle's is the case's record): the run ends (main), saying where
+                if raised_by_paddle(exc) is None:
+                    emit(internal_error(exc, None, case.case_id))
+                raise
+            emit(record)
         emit({"kind": "done", "cases": len(cases), "seconds": round(time.time() - started, 3)})
     return 0
 
@@ -483,14 +528,24 @@ def main(argv: list[str] | None = None) -> int:
                         help="build every case's forward as a PIR program in this one process (no launch) and "
                              "record its reshard and collective ops (pir.jsonl)")
     args = parser.parse_args(argv)
-    if args.pir:
-        code = run_pir(read_cases(args.cases), Path(args.out_dir))
+    try:
+        if args.pir:
+            code = run_pir(read_cases(args.cases), Path(args.out_dir))
+        else:
+            code = run(read_cases(args.cases), Path(args.out_dir), args.backend, args.run_predicted_crashes)
+    except Exception as exc:
+        if raised_by_paddle(exc) is not None:  # Paddle's, outside every case (setting up): the run fails as before
+            raise
+        # ours: its record is written (run, run_pir) where a case was running; the traceback goes to the
+        # log, and the process ends at once (the same heap hazard as below on a rank), exit 1
+        traceback.print_exc()
         sys.stdout.flush()
         sys.stderr.flush()
-        return code
-    code = run(read_cases(args.cases), Path(args.out_dir), args.backend, args.run_predicted_crashes)
+        os._exit(1)
     sys.stdout.flush()
     sys.stderr.flush()
+    if args.pir:
+        return code
     if args.run_predicted_crashes:
         # a normal exit: a heap the case corrupted may abort only when it is freed here, and that
         # abort is the crash the probe is looking for (no GLOG_vmodule in a probe, so no hang)

@@ -80,6 +80,16 @@ def rank_info(records: dict[int, list[dict[str, Any]]]) -> dict[int, dict[str, A
     return {r: recs[0] for r, recs in records.items() if recs and recs[0].get("kind") == "start"}
 
 
+def raised_in_ranks(records: dict[int, list[dict[str, Any]]]) -> ChildRaised | None:
+    """An error of our own code that ended a rank (its ``internal_error`` record, the lowest rank's), as the
+    exception the launch command raises for it: an internal error of the run, never an outcome of a case."""
+    for rank in sorted(records):
+        for rec in records[rank]:
+            if rec.get("kind") == "internal_error":
+                return ChildRaised(f"rank {rank} of the launch (case {rec.get('case_id')})", str(rec.get("traceback")))
+    return None
+
+
 def read_rank_records(results_dir: Path) -> dict[int, list[dict[str, Any]]]:
     records: dict[int, list[dict[str, Any]]] = {}
     if not results_dir.is_dir():
@@ -261,6 +271,8 @@ def run_pir_route(cases: Sequence[LaunchCase], *, work_dir: Path, timeout: float
                 continue
             if rec.get("kind") == "pir":
                 records[rec["case_id"]] = rec
+            elif rec.get("kind") == "internal_error":  # our code raised in that process: an error of the run
+                raise ChildRaised(f"the PIR route's process (case {rec.get('case_id')})", str(rec.get("traceback")))
             done = done or rec.get("kind") == "done"
     seconds = time.monotonic() - started
     if code is None:
