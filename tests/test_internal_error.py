@@ -5,8 +5,9 @@ ours with one that raises after a few calls (a planted bug: in a native slice th
 answers, in the background group, in the main thread's comparison, in the oracle's judging and its
 search, while a launch's ranks run, while a mutant's judging run goes, while compat-test's runners
 run, in the fuzz's judging, in the baseline diff's re-runs, the saver, the report writer); a bug in a
-child process of the run (a native worker's own loop, a forked child, a compat runner) is planted by
-a ``sitecustomize`` on the run's PYTHONPATH, which picks the child by its command line. Checked:
+child process of the run (a native worker's own loop, a forked child, a compat runner, a launch's
+rank) is planted by a ``sitecustomize`` on the run's PYTHONPATH, which picks the child by its command
+line (and, beside them, Paddle's own op raising in a rank: still the case's Paddle error). Checked:
 exit 4; exactly one line on stderr, naming the exception, the file its traceback was saved in and
 the partial report where a signal writes one (and no traceback); that report there, its first
 line ``INTERRUPTED by an internal error (...)``; no process of the run left (every process that

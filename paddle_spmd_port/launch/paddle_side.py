@@ -35,7 +35,7 @@ class PaddleRaised(Exception):
 
 
 def raised_by_paddle(exc: BaseException) -> str | None:
-    """The name of the Paddle call ``exc`` came out of (``F.layer_norm``, ``Tensor.backward``), or None
+    """The name of the Paddle call ``exc`` came out of (``dist.shard_tensor``, ``dist.reshard().numpy``), or None
     when it did not come out of one: then it is an error of ours."""
     name = getattr(exc, MARK, None)
     return name if isinstance(name, str) else None
