@@ -832,3 +832,68 @@ def test_a_crash_probe_whose_python_raised_is_an_error_not_a_probe_that_did_not_
     fake.write_text("#!/bin/sh\necho 'I1207 no traceback'\nexit 1\n")
     probe = probe_crash(case, python=str(fake), attempts=1, work_dir=tmp_path / "w1")
     assert not probe["confirmed"] and probe["summary"] == "no crash: exit code 1"
+
+
+def test_paddle_side_marks_exactly_the_exceptions_raised_inside_a_call_it_forwards():
+    """launch/paddle_side.py on a stand-in for Paddle's modules (no Paddle needed): an exception raised
+    inside a forwarded call, attribute read or write, item, iteration or ``with`` is marked with the
+    call's name and stays what it was; the caller's own exceptions, and an attribute that is absent,
+    are not marked; arguments reach the callee unwrapped, plain results come back as they are."""
+    import types
+
+    from paddle_spmd_port.launch.paddle_side import PaddleProxy, raised_by_paddle, unwrap
+
+    class Tensor:
+        def __init__(self, values):
+            self.values = list(values)
+
+        def backward(self):
+            raise RuntimeError("backward failed")
+
+        @property
+        def placements(self):
+            return self.missing_helper  # an AttributeError of its own, for another name
+
+        def __iter__(self):
+            yield from self.values
+
+    class Guard:
+        def __enter__(self):
+            return Tensor([7])
+
+        def __exit__(self, *exc):
+            return False
+
+    def to_tensor(values):
+        assert type(values) is list and not any(isinstance(v, PaddleProxy) for v in values), "unwrapped"
+        return Tensor(values)
+
+    def op(t, p=2):
+        if not isinstance(t, Tensor):
+            raise TypeError("a proxy reached Paddle")
+        if p == 0:
+            raise ValueError("p must not be 0")
+        return sum(t.values) * p
+
+    paddle = PaddleProxy(types.SimpleNamespace(to_tensor=to_tensor, op=op, guard=Guard, version="3.3.1"), "paddle")
+    t = paddle.to_tensor([1, 2])
+    assert isinstance(t, PaddleProxy) and paddle.op(t) == 6 and paddle.version == "3.3.1"
+    assert list(t) == [1, 2] and isinstance(unwrap([t])[0], Tensor)
+    with paddle.guard() as inner:
+        assert list(inner) == [7]
+    t.values = [5]  # written through
+    assert paddle.op(t, p=1) == 5
+    for call, name, kind in ((lambda: paddle.op(t, p=0), "paddle.op", ValueError),
+                             (lambda: t.backward(), "paddle.to_tensor().backward", RuntimeError),
+                             (lambda: t.placements, "paddle.to_tensor().placements", AttributeError)):
+        with pytest.raises(kind) as raised:
+            call()
+        assert raised_by_paddle(raised.value) == name
+    assert not hasattr(t, "get_dim")  # absent: not Paddle's error
+    with pytest.raises(AttributeError) as absent:
+        t.get_dim  # noqa: B018
+    assert raised_by_paddle(absent.value) is None
+    with pytest.raises(KeyError) as ours:
+        with paddle.guard():
+            raise KeyError("ours")
+    assert raised_by_paddle(ours.value) is None

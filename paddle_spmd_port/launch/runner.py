@@ -383,42 +383,52 @@ def run(cases: list[LaunchCase], out_dir: Path, backend: str, run_predicted_cras
     path = out_dir / f"rank{rank}.jsonl"
     capture = out_dir / f"rank{rank}.stage.log"
     case_capture = out_dir / f"rank{rank}.case.log"
-    logging_ok = comm_logging(modules, capture)
     meshes: dict[tuple[int, ...], Any] = {}
     with open(path, "w") as fh:
         def emit(obj: dict[str, Any]) -> None:
             fh.write(json.dumps(obj) + "\n")
             fh.flush()
 
-        emit({"kind": "start", "rank": rank, "world_size": world, "pid": os.getpid(), "paddle": paddle.__version__,
-              "commit": getattr(paddle.version, "commit", ""), "backend": backend, "cases": len(cases),
-              "comm_logging": logging_ok})
-        for case in cases:
-            t0 = time.time()
-            if case.world_size != world:
-                emit({"kind": "case", "case_id": case.case_id, "rank": rank, "seconds": 0.0, "stages": {},
-                      "skipped": {"stage": "setup", "reason": f"mesh {list(case.mesh_shape)} needs {case.world_size} "
-                                  f"ranks, this launch has {world}"}, "error": None, "tensors": {}})
-                continue
-            if case.mesh_shape not in meshes:
-                meshes[case.mesh_shape] = _mesh(modules, case.mesh_shape)
-            run_ = CaseRun(case, meshes[case.mesh_shape], modules, capture if logging_ok else None)
-            try:
-                # the whole case too: the runner's own reshards (shard_tensor, the gathers) log as much
-                with StderrCapture(case_capture, f"{case.case_id}") if logging_ok else contextlib.nullcontext():
-                    try:
-                        run_.run_reference()
-                        run_.run_distributed(predict(case), run_predicted_crashes)
-                    except Exception as exc:  # Paddle's, outside the op's stages: the case's; ours: raised again
-                        run_._fail("runner", exc)
-                        run_.record["error"]["traceback"] = traceback.format_exc()[-MAX_MESSAGE:]
-            except Exception as exc:  # ours: the run ends (main), this record saying where
-                emit(internal_error(exc, rank, case.case_id))
-                raise
-            run_.record.update(rank=rank, seconds=round(time.time() - t0, 4))
-            emit(run_.record)
+        case_id = None
+        try:
+            logging_ok = comm_logging(modules, capture)
+            emit({"kind": "start", "rank": rank, "world_size": world, "pid": os.getpid(),
+                  "paddle": paddle.__version__, "commit": getattr(paddle.version, "commit", ""), "backend": backend,
+                  "cases": len(cases), "comm_logging": logging_ok})
+            for case in cases:
+                case_id = case.case_id
+                emit(_run_case(case, modules, meshes, rank, world, capture if logging_ok else None,
+                               case_capture if logging_ok else None, run_predicted_crashes))
+        except Exception as exc:
+            if raised_by_paddle(exc) is None:  # ours: the run ends (main), this record saying where
+                emit(internal_error(exc, rank, case_id))
+            raise  # (Paddle's, outside every case: the rank fails, the launch with it)
         emit({"kind": "done", "rank": rank, "cases": len(cases), "seconds": round(time.time() - started, 3)})
     return 0
+
+
+def _run_case(case: LaunchCase, modules: dict[str, Any], meshes: dict[tuple[int, ...], Any], rank: int, world: int,
+              capture: Path | None, case_capture: Path | None, run_predicted_crashes: bool) -> dict[str, Any]:
+    """One case on this rank: its record. A Paddle exception outside the op's stages is the case's
+    ``runner`` error; any other exception is ours and is raised."""
+    t0 = time.time()
+    if case.world_size != world:
+        return {"kind": "case", "case_id": case.case_id, "rank": rank, "seconds": 0.0, "stages": {},
+                "skipped": {"stage": "setup", "reason": f"mesh {list(case.mesh_shape)} needs {case.world_size} "
+                            f"ranks, this launch has {world}"}, "error": None, "tensors": {}}
+    if case.mesh_shape not in meshes:
+        meshes[case.mesh_shape] = _mesh(modules, case.mesh_shape)
+    run_ = CaseRun(case, meshes[case.mesh_shape], modules, capture)
+    # the whole case too: the runner's own reshards (shard_tensor, the gathers) log as much
+    with StderrCapture(case_capture, f"{case.case_id}") if case_capture else contextlib.nullcontext():
+        try:
+            run_.run_reference()
+            run_.run_distributed(predict(case), run_predicted_crashes)
+        except Exception as exc:  # Paddle's, outside the op's stages: the case's; ours: raised again
+            run_._fail("runner", exc)
+            run_.record["error"]["traceback"] = traceback.format_exc()[-MAX_MESSAGE:]
+    run_.record.update(rank=rank, seconds=round(time.time() - t0, 4))
+    return run_.record
 
 
 def internal_error(exc: BaseException, rank: int | None, case_id: str | None) -> dict[str, Any]:
@@ -498,20 +508,21 @@ def run_pir(cases: list[LaunchCase], out_dir: Path) -> int:
             fh.flush()
 
         emit({"kind": "start", "pid": os.getpid(), "paddle": paddle.__version__, "cases": len(cases)})
-        for case in cases:
-            reason = predict(case).skip_reason("forward")
-            if reason:
-                emit({"kind": "pir", "case_id": case.case_id, "skipped": reason, "error": None})
-                continue
-            try:
+        case_id = None
+        try:
+            for case in cases:
+                case_id = case.case_id
+                reason = predict(case).skip_reason("forward")
+                if reason:
+                    emit({"kind": "pir", "case_id": case.case_id, "skipped": reason, "error": None})
+                    continue
                 if case.mesh_shape not in meshes:
                     meshes[case.mesh_shape] = _mesh(modules, case.mesh_shape)
-                record = pir_case(case, meshes[case.mesh_shape], modules, passes)
-            except Exception as exc:  # ours (Paddle's is the case's record): the run ends (main), saying where
-                if raised_by_paddle(exc) is None:
-                    emit(internal_error(exc, None, case.case_id))
-                raise
-            emit(record)
+                emit(pir_case(case, meshes[case.mesh_shape], modules, passes))
+        except Exception as exc:
+            if raised_by_paddle(exc) is None:  # ours (Paddle's is the case's record): the run ends (main), saying where
+                emit(internal_error(exc, None, case_id))
+            raise
         emit({"kind": "done", "cases": len(cases), "seconds": round(time.time() - started, 3)})
     return 0
 

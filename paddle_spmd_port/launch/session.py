@@ -86,7 +86,8 @@ def raised_in_ranks(records: dict[int, list[dict[str, Any]]]) -> ChildRaised | N
     for rank in sorted(records):
         for rec in records[rank]:
             if rec.get("kind") == "internal_error":
-                return ChildRaised(f"rank {rank} of the launch (case {rec.get('case_id')})", str(rec.get("traceback")))
+                where = f"case {rec['case_id']}" if rec.get("case_id") else "before its first case"
+                return ChildRaised(f"rank {rank} of the launch ({where})", str(rec.get("traceback")))
     return None
 
 
@@ -272,7 +273,8 @@ def run_pir_route(cases: Sequence[LaunchCase], *, work_dir: Path, timeout: float
             if rec.get("kind") == "pir":
                 records[rec["case_id"]] = rec
             elif rec.get("kind") == "internal_error":  # our code raised in that process: an error of the run
-                raise ChildRaised(f"the PIR route's process (case {rec.get('case_id')})", str(rec.get("traceback")))
+                where = f"case {rec['case_id']}" if rec.get("case_id") else "before its first case"
+                raise ChildRaised(f"the PIR route's process ({where})", str(rec.get("traceback")))
             done = done or rec.get("kind") == "done"
     seconds = time.monotonic() - started
     if code is None:
