@@ -897,3 +897,29 @@ def test_paddle_side_marks_exactly_the_exceptions_raised_inside_a_call_it_forwar
         with paddle.guard():
             raise KeyError("ours")
     assert raised_by_paddle(ours.value) is None
+
+
+def test_an_internal_error_record_of_a_rank_or_of_the_pir_process_is_raised_as_ours(tmp_path: Path) -> None:
+    """A rank's ``internal_error`` record (the lowest rank's) becomes the launch's ChildRaised, naming
+    the rank and the case; the PIR route's process writing one (a stand-in for Python here) raises it
+    too, instead of a PIR route that merely ended early (exit 3)."""
+    from paddle_spmd_port.launch.session import raised_in_ranks, run_pir_route
+    from paddle_spmd_port.runctl.exits import ChildRaised
+
+    tb = "Traceback (most recent call last):\n  File \"runner.py\", line 1\nKeyError: 'planted'"
+    records = {1: [{"kind": "start"}, {"kind": "internal_error", "case_id": "c3", "traceback": tb}],
+               0: [{"kind": "start"}, {"kind": "case", "case_id": "c0"},
+                   {"kind": "internal_error", "case_id": "c1", "traceback": tb}]}
+    raised = raised_in_ranks(records)
+    assert isinstance(raised, ChildRaised)
+    assert str(raised) == "rank 0 of the launch (case c1) raised KeyError: 'planted'"
+    assert "KeyError: 'planted'" in str(raised.__cause__)
+    assert raised_in_ranks({0: [{"kind": "start"}, {"kind": "done"}]}) is None
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho '{\"kind\": \"start\"}' > pir.jsonl\n"
+                    "echo '{\"kind\": \"internal_error\", \"case_id\": null, \"traceback\": \"KeyError: 1\"}' "
+                    ">> pir.jsonl\n"
+                    "exit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(ChildRaised, match=r"the PIR route's process \(before its first case\) raised KeyError: 1"):
+        run_pir_route([ln("a", (4, 6, 8), ("S(0)",), (8,))], work_dir=tmp_path / "w", timeout=30, python=str(fake))
