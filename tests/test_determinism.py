@@ -137,8 +137,8 @@ def test_a_re_run_that_gives_no_answer_is_not_re_checked_and_fails_closed(tmp_pa
     out = tmp_path / "r"
     done = subprocess.run([sys.executable, str(driver), "parity", "--rules", "instance_norm", "--random", "40",
                            "--seed", str(SEED), "--backend", "compiled", "--workers", "1", "--timeout", "5",
-                           "--quiet", "--report-dir", str(out)], capture_output=True, text=True, timeout=300,
-                          cwd=ROOT)
+                           "--quiet", "--junit", str(tmp_path / "j.xml"), "--report-dir", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     context = done.stdout[-2000:] + done.stderr[-2000:]
     assert done.returncode == 3, context
     data = json.loads((out / "parity.json").read_text())
@@ -153,6 +153,9 @@ def test_a_re_run_that_gives_no_answer_is_not_re_checked_and_fails_closed(tmp_pa
     assert all("worker timed out: no answer within 5 s" in r["native"]
                or "failed 3 times in a row" in r["native"] for r in marked), marked[0]["native"]
     assert not [r for r in rows if r["verdict"] == "native-varies"]
+    junit = (tmp_path / "j.xml").read_text()
+    assert f'<failure message="{rechk} cases not re-checked (their re-run gave no answer)"/>' in junit, junit[:1000]
+    assert '<testsuite name="parity.instance_norm@compiled" tests="1" failures="1">' in junit, junit[:1000]
     accepted = subprocess.run([sys.executable, str(driver), "parity", "--rules", "instance_norm", "--random", "40",
                                "--seed", str(SEED), "--backend", "compiled", "--workers", "1", "--timeout", "5",
                                "--quiet", "--allow-uncompared", "--report-dir", str(tmp_path / "a")],

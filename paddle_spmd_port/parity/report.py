@@ -548,13 +548,17 @@ class ParityReport:
                            f"{escape(detail)}</failure>")
             elif t.state != DONE:
                 failure = f"<skipped message={quoteattr(f'group {t.state}')}/>"
+            elif t.not_rechecked:  # (fails closed as the exit code does, unless --allow-uncompared)
+                why = f"{t.not_rechecked} cases not re-checked (their re-run gave no answer)"
+                failure = (f"<skipped message={quoteattr(why + ' (accepted: --allow-uncompared)')}/>"
+                           if self.allow_uncompared else f"<failure message={quoteattr(why)}/>")
             cases.append(f'<testcase classname="parity.{t.key}" name="all cells ({t.cells} cells, {t.cases} cases)" '
                          f'time="{t.native_seconds + t.port_seconds:.3f}">{failure}</testcase>')
             for ex in t.examples.get("mismatch", [])[:50]:
                 cases.append(f'<testcase classname="parity.{t.key}" name={quoteattr(ex["id"])}>'
                              f'<failure message={quoteattr("; ".join(ex["diffs"][:3]))}>'
                              f'{escape(ex["repro"])}</failure></testcase>')
-            failures = min(1, t.mismatches) + len(cases) - 1
+            failures = int(failure.startswith("<failure")) + len(cases) - 1
             suites.append(f'<testsuite name="parity.{t.key}" tests="{len(cases)}" failures="{failures}">'
                           + "".join(cases) + "</testsuite>")
         cov_cases, cov_failures = [], 0
