@@ -46,8 +46,10 @@ GRAD_READ = ("x", "invvar", "out_grad")
 #: ranks are mirrored.
 VECTORS_ANY_RANK = ("rms_norm", "rms_norm_reverse")
 
-_WHAT = {"duplicate": "splits two axes along one mesh dim", "length": "has another length than its rank",
-         "mesh-dim": "names a mesh dim the mesh lacks"}
+#: The malformed mappings the rules can meet (a mapping of another length than its rank never
+#: reaches them: every rms_norm rule checks each rank against its mapping's length first, as
+#: Paddle's does, and raises Paddle's error; the kit's shared declaration covers the kind).
+_WHAT = {"duplicate": "splits two axes along one mesh dim", "mesh-dim": "names a mesh dim the mesh lacks"}
 _HOW = {"x": "the forward rule merges it with its last entry replicated, a mesh dim named twice kept on the "
              "first axis (x itself answered as given), any entry but -1 copied as it is; the reverse rule never "
              "reads it",
@@ -69,15 +71,14 @@ def _mapping_strictness() -> tuple[Strictness, ...]:
         having = [k for k, spec in RULES.items() if spec.op == "rms_norm" and tensor in spec.inputs]
         for problem, what in _WHAT.items():
             raises = "rms_norm_grad" in having and tensor in GRAD_READ
-            keys = tuple(k for k in having if k != "rms_norm_grad" or not raises or problem != "length")
-            grad = ("" if not raises else "; the grad rule raises its rank check on it" if problem == "length" else
+            grad = ("" if not raises else
                     "; the grad rule raises on one at or past the mesh's ndim and writes a negative one before its "
                     "placements' start (never answered: the mirror names which)" if problem == "mesh-dim" else
                     "; the grad rule reads it as the last axis naming the dim, and raises where its alignment asks "
                     "whether that tensor splits an axis")
             out.append(Strictness(
                 f"invalid-spec:{tensor}:{problem}", f"{tensor}'s dims_mapping {what}; {_HOW[tensor]}{grad}",
-                "varies" if raises else "answers", "inexpressible", PLACEMENTS, mirror_keys=keys,
+                "varies" if raises else "answers", "inexpressible", PLACEMENTS, mirror_keys=tuple(having),
                 families=("rms_norm",)))
     return tuple(out)
 
@@ -107,9 +108,6 @@ STRICTNESS = StrictnessNotes((
                "their positions, a split of invvar past its notation, a tensor on a mesh of fewer dims than x's "
                "(its placements read by x's mesh dims); whatever it answers is memory it never set", "undefined",
                "unmeasured", families=("rms_norm",)),
-    Strictness("invalid-spec:*:rank", "scale, out, invvar or y_grad of another rank than the rule's notation "
-               "gives it; Paddle answers garbage or reads past its notation", "varies", "inexpressible",
-               "the op makes out and invvar itself, of the ranks x and its scale give", families=("rms_norm",)),
     Strictness("invalid-spec:*:mixed-mesh", "a tensor on a mesh of other dims than x's; the reverse rule answers each "
                "attr on its own tensor's mesh with the merged mesh dims, whether that mesh has them or not; the grad "
                "reads each tensor's placements by x's mesh dims (a mesh of more dims: answered; fewer: past their end) "
