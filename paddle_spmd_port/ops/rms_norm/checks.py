@@ -106,12 +106,14 @@ STRICTNESS = StrictnessNotes((
                "out of a rank whose notation needs more letters than Paddle's alphabet (reverse); in the grad, an "
                "invvar shorter than x's leading axes where the alignment reads its shape or writes its answer by "
                "their positions, a split of invvar past its notation, a tensor on a mesh of fewer dims than x's "
-               "(its placements read by x's mesh dims); whatever it answers is memory it never set", "undefined",
+               "(its placements read by x's mesh dims), a negative mesh dim but -1 (written before the placements' "
+               "start), scale_grad partial on a mesh dim scale's mesh lacks (SIGSEGV on most such inputs, an answer "
+               "on some); whatever it answers is memory it never set", "undefined",
                "unmeasured", families=("rms_norm",)),
     Strictness("invalid-spec:*:mixed-mesh", "a tensor on a mesh of other dims than x's; the reverse rule answers each "
                "attr on its own tensor's mesh with the merged mesh dims, whether that mesh has them or not; the grad "
                "reads each tensor's placements by x's mesh dims (a mesh of more dims: answered; fewer: past their end) "
-               "and gives scale_grad a partial status on x's mesh dims (SIGSEGV where scale's mesh lacks one)",
+               "and gives scale_grad a partial status on x's mesh dims (past the end where scale's mesh lacks one)",
                "varies", "unmeasured", mirror_keys=("rms_norm_reverse", "rms_norm_grad"), families=("rms_norm",)),
     Strictness("invalid-spec:x:empty", "every tensor of the grad rule's alignment empty; Paddle reads past its "
                "inputs", "crashes", "unmeasured", families=("rms_norm",)),

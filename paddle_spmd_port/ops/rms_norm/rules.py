@@ -340,7 +340,8 @@ def rms_norm_grad_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
     about, a split on a mesh dim x's mesh lacks where the pricing reads its size, a mesh dim at or
     past a tensor's mesh), and where it reads or writes past a vector's or string's end (invvar's
     shape or answer shorter than the letters, a tensor on a mesh of fewer dims than x's, a split
-    axis past invvar's notation, a negative mesh dim but -1, written before the placements' start):
+    axis past invvar's notation, a negative mesh dim but -1, written before the placements' start,
+    scale_grad's partial status on a mesh dim scale's mesh lacks):
     kind ``past-end``, Paddle's answer there is memory it never set."""
     x, scale, invvar, out_grad = _raw_inputs(fn, args, kwargs, ("x", "scale", "invvar", "out_grad"))
     rank = len(x.shape)
@@ -441,7 +442,8 @@ def rms_norm_grad_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
     assert scale.mesh is not None
     if any(m >= scale.mesh.ndim for m in partial):
         not_mirrored(f"scale_grad partial on mesh dims {partial}, which scale's mesh {scale.mesh} lacks: Paddle "
-                     "crashes (SIGSEGV)", "invalid-spec:scale:mixed-mesh")
+                     "reaches that partial status past the end of the mesh's placements (memory it never set: "
+                     "SIGSEGV on most such inputs, an answer on others)", "invalid-spec:scale:past-end")
     rep = (-1,) * len(scale.dims_mapping)
     return SpmdResult.make(inputs=(x_attr, _attr(rep, scale), inv_attr, og_attr),
                            outputs=(og_attr, DistAttr.make(rep, frozenset(partial), scale.mesh)))
