@@ -33,8 +33,9 @@ Two policies (`parity --policy`, `rule_function(key, profile, policy)`,
 
 Rule: what Paddle's rule does with the input (`answers`, `crashes`, `varies`: either, by the rest of
 the input; `undefined`: it reads or writes past a vector's or string's end, so whatever it answers is
-that memory's content, and no mirror answers it). Op: `refuses`, `accepts`, `inexpressible` (a dist tensor's placements give each mesh dim
-one placement, and it always has a mesh, so no program holds such a tensor), `unmeasured`.
+that memory's content, and no mirror answers it). Op: `refuses`, `accepts`, `inexpressible` (a dist
+tensor's placements give each mesh dim one placement, and it always has a mesh, so no program holds
+such a tensor), `unmeasured`.
 
 | check (kind) | families | reason | Paddle's rule | Paddle's op | evidence | mirrored |
 |---|---|---|---|---|---|---|
