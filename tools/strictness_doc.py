@@ -29,11 +29,13 @@ Two policies (`parity --policy`, `rule_function(key, profile, policy)`,
   `port-refuses-op-unmeasured`, `port-refuses-undeclared` (a refusal without a declaration).
 * `mirror`: where the *mirrored* column names the rule key, the port answers as Paddle's rule does;
   any other refusal is raised again with `[mirror policy: not mirrored: ...]` naming why (Paddle's
-  rule crashes there, or the port does not model its answer).
+  rule crashes there, reads memory it never set, or the port does not model its answer).
 
 Rule: what Paddle's rule does with the input (`answers`, `crashes`, `varies`: either, by the rest of
-the input). Op: `refuses`, `accepts`, `inexpressible` (a dist tensor's placements give each mesh dim
-one placement, and it always has a mesh, so no program holds such a tensor), `unmeasured`.
+the input; `undefined`: it reads or writes past a vector's or string's end, so whatever it answers is
+that memory's content, and no mirror answers it). Op: `refuses`, `accepts`, `inexpressible` (a dist
+tensor's placements give each mesh dim one placement, and it always has a mesh, so no program holds
+such a tensor), `unmeasured`.
 
 | check (kind) | families | reason | Paddle's rule | Paddle's op | evidence | mirrored |
 |---|---|---|---|---|---|---|

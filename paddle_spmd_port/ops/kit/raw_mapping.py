@@ -193,3 +193,43 @@ def statistics_forward(copy_of: Callable[[DistTensorSpec], tuple[list[int], dict
         return answer_raw(fn, args, kwargs, patch)
 
     return forward
+
+
+def merge_raw_tensors(pairs: Iterable[tuple[str, Sequence[int]]], kind: str) -> dict[str, int]:
+    """``ShardingMergeForTensors`` of several tensors on their raw mappings (each ``(notation,
+    mapping)``): entry ``i`` merges under the notation's letter ``i``; an entry at index
+    ``len(notation)`` under the empty key (``substr`` at the size is empty), which no claim ever
+    holds (the empty key is found in every claim string) and no read-back asks for; an entry past
+    that makes Paddle raise (``basic_string::substr``): refused with ``kind``. Two different
+    mesh dims on one key raise as Paddle does (:func:`~...notation.merge_axis`). Every entry but -1
+    claims its mesh dim, one the mesh lacks or a negative one included (nothing looks it up here);
+    a mesh dim several letters claim stays with the first, in merge order."""
+    from ...notation import merge_axis
+
+    merged: dict[str, int] = {}
+    claims: dict[int, list[str]] = {}
+    for notation, mapping in pairs:
+        for i, dim in enumerate(mapping):
+            if i > len(notation):
+                not_mirrored(f"a mapping of {len(mapping)} entries merged against the notation {notation!r}: "
+                             f"Paddle raises IndexError (basic_string::substr) at entry {i}", kind)
+            key = notation[i] if i < len(notation) else ""
+            dim = dim if key not in merged else merge_axis(key, dim, merged[key])
+            merged[key] = dim
+            if dim != -1 and key:
+                claim = claims.setdefault(dim, [])
+                if key not in claim:
+                    claim.append(key)
+    for claim in claims.values():
+        for key in claim[1:]:
+            merged[key] = -1
+    return merged
+
+
+def read_back_forced(letters: str, merged: dict[str, int]) -> tuple[int, ...]:
+    """``GetDimsMappingForAxes`` without its default fill: ``'1'`` reads -1, a merged letter its
+    dim, a letter never merged is skipped (Paddle builds the error for it but never raises it)."""
+    from ...notation import FORCED_REPLICATED
+
+    return tuple(-1 if letter == FORCED_REPLICATED else merged[letter] for letter in letters
+                 if letter == FORCED_REPLICATED or letter in merged)

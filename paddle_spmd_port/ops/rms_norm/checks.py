@@ -7,7 +7,7 @@ from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...notation import ALPHABET
 from ...types import DistTensorSpec
 from ..kit.checks import REAL, input_names, require_buildable
-from ..kit.strictness import Strictness, StrictnessNotes, unread_strictness
+from ..kit.strictness import PLACEMENTS, Strictness, StrictnessNotes
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -31,31 +31,90 @@ RMS_CHECK_LINES = {
 }
 
 
-#: The inputs each rule never reads the mapping of (PADDLE-QUIRK(rms-reverse-ignores-x)):
-#: their malformed mappings are mirrored.
-UNREAD = {"rms_norm_reverse": ("x", "scale"), "rms_norm": ("scale",), "rms_norm_grad": ("scale",)}
-#: The inputs each rule merges, a mesh dim named on two axes kept on the first (Paddle's merge picks
-#: it): their repeated mesh dims are mirrored. The forward rule merges x too, but answers x as given
-#: (rules.py: its own mirror). The grad rule aligns x, invvar and out_grad its own way and raises on a
-#: repeated mesh dim ("ProcessMesh dimension can't be mapped to two dimension of the same tensor"):
-#: refused, not mirrored.
-FIRST_KEPT = {"rms_norm_reverse": ("out", "invvar")}
-
+#: The rule keys whose ``mirror`` answer is Paddle's rule worked on the raw input (rules.py:
+#: ``rms_norm_raw``, ``rms_norm_reverse_raw``, ``rms_norm_grad_raw``): each input those rules read
+#: without a crash, a raise or memory they never set is answered as they answer it.
+RAW_MODELED = ("rms_norm", "rms_norm_reverse", "rms_norm_grad")
+#: The grad rule reads x, invvar and out_grad through their placements, which Paddle 3.3.1 builds
+#: its own way: a mesh dim at or past the mesh's ndim raises ("Split axis ... can not exceed the
+#: ndim"), a negative one but -1 is written before the placements' start (memory it never set), a
+#: repeated one reads as the last axis naming it, and raises where the alignment asks whether that
+#: tensor splits an axis ("ProcessMesh dimension can't be mapped to two dimension of the same
+#: tensor"). The grad's mirror answers the repeats where Paddle does, and names the others' refusal.
+GRAD_READ = ("x", "invvar", "out_grad")
 #: The rule keys that read scale's mesh alone, answering [-1] for it whatever its rank: its other
 #: ranks are mirrored.
 VECTORS_ANY_RANK = ("rms_norm", "rms_norm_reverse")
 
+#: The malformed mappings the rules can meet (a mapping of another length than its rank never
+#: reaches them: every rms_norm rule checks each rank against its mapping's length first, as
+#: Paddle's does, and raises Paddle's error; the kit's shared declaration covers the kind).
+_WHAT = {"duplicate": "splits two axes along one mesh dim", "mesh-dim": "names a mesh dim the mesh lacks"}
+_HOW = {"x": "the forward rule merges it with its last entry replicated, a mesh dim named twice kept on the "
+             "first axis (x itself answered as given), any entry but -1 copied as it is; the reverse rule never "
+             "reads it",
+        "scale": "no rule reads its mapping (only its shape and mesh)",
+        "out": "the reverse rule merges it raw with invvar (a repeat kept on the first axis, an unknown or "
+               "negative mesh dim copied into every answer)",
+        "invvar": "the reverse rule merges it raw with out (a repeat kept on the first axis, an unknown or "
+                  "negative mesh dim copied into every answer)",
+        "out_grad": "only the grad rule has it"}
+
+
+def _mapping_strictness() -> tuple[Strictness, ...]:
+    """The malformed mappings of every input, mirrored by the raw models where their rule reads them
+    without raising (the grad: see :data:`GRAD_READ`)."""
+    from .. import RULES
+
+    out = []
+    for tensor in ("x", "scale", "out", "invvar", "out_grad"):
+        having = [k for k, spec in RULES.items() if spec.op == "rms_norm" and tensor in spec.inputs]
+        for problem, what in _WHAT.items():
+            raises = "rms_norm_grad" in having and tensor in GRAD_READ
+            grad = ("" if not raises else
+                    "; the grad rule raises on one at or past the mesh's ndim and writes a negative one before its "
+                    "placements' start (never answered: the mirror names which)" if problem == "mesh-dim" else
+                    "; the grad rule reads it as the last axis naming the dim, and raises where its alignment asks "
+                    "whether that tensor splits an axis")
+            out.append(Strictness(
+                f"invalid-spec:{tensor}:{problem}", f"{tensor}'s dims_mapping {what}; {_HOW[tensor]}{grad}",
+                "varies" if raises else "answers", "inexpressible", PLACEMENTS, mirror_keys=tuple(having),
+                families=("rms_norm",)))
+    return tuple(out)
+
+
 #: The port's refusals beyond Paddle's rms_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = StrictnessNotes((
-    *unread_strictness("rms_norm", UNREAD, {**FIRST_KEPT, "rms_norm": ("x",)}),
-    Strictness("invalid-spec:x:rank", "x of rank 0 (Paddle raises basic_string::_M_create), or beyond the "
-               "notation's letters", "varies", "unmeasured", families=("rms_norm",)),
+    *_mapping_strictness(),
+    Strictness("invalid-spec:x:rank", "x of rank 0 (the forward rule raises basic_string::_M_create; the reverse "
+               "rule builds its notation from out's rank and answers x from it), or beyond the notation's letters",
+               "varies", "unmeasured", mirror_keys=("rms_norm_reverse",), families=("rms_norm",)),
     Strictness("invalid-spec:scale:rank", "scale of another rank than 1; the forward and reverse rules read only its "
                "mesh and answer [-1] for it (a mapping of the wrong length)", "varies", "unmeasured",
                mirror_keys=VECTORS_ANY_RANK, families=("rms_norm",)),
-    Strictness("invalid-spec:*:rank", "scale, out, invvar or y_grad of another rank than the rule's notation "
-               "gives it; Paddle answers garbage or reads past its notation", "varies", "inexpressible",
-               "the op makes out and invvar itself, of the ranks x and its scale give", families=("rms_norm",)),
+    Strictness("invalid-spec:out:rank", "out of another rank than x; the reverse rule builds its notation from out's "
+               "rank (out of rank 0: basic_string::_M_create) and answers x, out and invvar from it",
+               "varies", "inexpressible", "the op makes out itself, of x's rank",
+               mirror_keys=("rms_norm_reverse",), families=("rms_norm",)),
+    Strictness("invalid-spec:invvar:rank", "invvar of another rank than x's one less; the reverse rule merges its "
+               "mapping against out's leading letters (an entry one past them merges under no letter; more raise "
+               "basic_string::substr) and answers it with those letters; the grad rule reads its shape and writes "
+               "its answer by those letters' positions (past the end of a shorter invvar: not mirrored)",
+               "varies", "inexpressible", "the op makes invvar itself, of x's rank less one",
+               mirror_keys=("rms_norm_reverse", "rms_norm_grad"), families=("rms_norm",)),
+    Strictness("invalid-spec:*:past-end", "an input Paddle's rule reads or writes past a vector's or string's end for: "
+               "out of a rank whose notation needs more letters than Paddle's alphabet (reverse); in the grad, an "
+               "invvar shorter than x's leading axes where the alignment reads its shape or writes its answer by "
+               "their positions, a split of invvar past its notation, a tensor on a mesh of fewer dims than x's "
+               "(its placements read by x's mesh dims), a negative mesh dim but -1 (written before the placements' "
+               "start), scale_grad partial on a mesh dim scale's mesh lacks (SIGSEGV on most such inputs, an answer "
+               "on some); whatever it answers is memory it never set", "undefined",
+               "unmeasured", families=("rms_norm",)),
+    Strictness("invalid-spec:*:mixed-mesh", "a tensor on a mesh of other dims than x's; the reverse rule answers each "
+               "attr on its own tensor's mesh with the merged mesh dims, whether that mesh has them or not; the grad "
+               "reads each tensor's placements by x's mesh dims (a mesh of more dims: answered; fewer: past their end) "
+               "and gives scale_grad a partial status on x's mesh dims (past the end where scale's mesh lacks one)",
+               "varies", "unmeasured", mirror_keys=("rms_norm_reverse", "rms_norm_grad"), families=("rms_norm",)),
     Strictness("invalid-spec:x:empty", "every tensor of the grad rule's alignment empty; Paddle reads past its "
                "inputs", "crashes", "unmeasured", families=("rms_norm",)),
 ))

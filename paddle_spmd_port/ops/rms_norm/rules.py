@@ -59,14 +59,21 @@ answer naming a mesh dim that an attr's own mesh lacks.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn, cast
 
 from ...errors import InvalidSpecError
-from ...notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
+from ...notation import ALPHABET, FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
 from ...types import DimsMapping, DistAttr, DistTensorSpec, SpmdResult, mesh_dims_of
 from ..kit.checks import RuleFn, rule
-from ..kit.strictness import mirror, mirror_via, norm_forward_first_kept, unread_mirrors, with_vector_stand_ins
-from .checks import FIRST_KEPT, UNREAD, VECTORS_ANY_RANK, rms_forward_inputs, rms_grad_inputs, rms_reverse_inputs
+from ..kit.raw_mapping import (
+    merge_raw_tensors,
+    not_mirrored,
+    read_back_forced,
+    require_buildable_raw,
+    require_paddle_profile,
+)
+from ..kit.strictness import argument, mirror_via
+from .checks import STRICTNESS, rms_forward_inputs, rms_grad_inputs, rms_reverse_inputs
 
 _INF = float("inf")
 
@@ -228,19 +235,226 @@ def _shape(spec: DistTensorSpec) -> tuple[int, ...]:
     return tuple(spec.shape)
 
 
-@mirror("rms_norm", "invalid-spec:x:duplicate")
-def rms_norm_mirror_x_duplicate(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
-    """The forward rule's answer to an x splitting two axes along one mesh dim:
-    :func:`~..kit.strictness.norm_forward_first_kept` (the last axis normalised)."""
-    return norm_forward_first_kept(fn, args, kwargs, UNREAD["rms_norm"])
+# --------------------------------------------------------------------------- the mirror policy
+def _strict_refusal(fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NoReturn:
+    """The strict rule's own refusal, raised again: for the inputs a raw model leaves to it."""
+    fn(*args, **kwargs)
+    raise InvalidSpecError("the strict rule answered an input it refused", kind="invalid-spec:profile")
 
 
-#: The mirror policy's answers to the malformed mappings of inputs a rule never reads
-#: (:data:`.checks.UNREAD`) or merges (:data:`.checks.FIRST_KEPT`).
-MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__, FIRST_KEPT)
-#: The mirror policy's answers to a scale of another rank (:data:`.checks.VECTORS_ANY_RANK`).
-MIRRORED_VECTORS = tuple(
-    mirror_via(key, "invalid-spec:scale:rank",
-               lambda fn, *args, **kwargs: with_vector_stand_ins(fn, args, kwargs, ("scale",)),
-               f"{key}: scale read for its mesh alone; :func:`with_vector_stand_ins`.", __name__)
-    for key in VECTORS_ANY_RANK)
+def _raw_inputs(fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any],
+                names: tuple[str, ...]) -> list[DistTensorSpec]:
+    """The named arguments as Paddle's rule reads them: specs on a mesh, no co-shard, each mapping as
+    long as its rank (anything else meets Paddle's rank check, a stand-in without a mesh or the
+    co-shard getter: the strict refusal stands), that Paddle can build
+    (:func:`~..kit.raw_mapping.require_buildable_raw`)."""
+    require_paddle_profile(fn, args, kwargs)
+    specs = [argument(fn, args, kwargs, name) for name in names]
+    for spec in specs:
+        if not isinstance(spec, DistTensorSpec) or spec.mesh is None or spec.coshard \
+                or len(spec.dims_mapping) != len(spec.shape):
+            _strict_refusal(fn, args, kwargs)
+    require_buildable_raw(zip(names, specs, strict=True))
+    return specs
+
+
+def _attr(mapping: Sequence[int], spec: DistTensorSpec) -> DistAttr:
+    """``CopyTensorDistAttrForOutput(spec)`` with ``mapping``: spec's mesh, no partial status."""
+    return DistAttr.make(tuple(mapping), frozenset(), spec.mesh)
+
+
+def rms_norm_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """``RmsNormInferSpmd`` on the raw input, for the mirror policy: x's mapping copied with its last
+    entry set to -1 is x's answer as it is (a repeat or an unknown mesh dim kept); its merge
+    (:func:`~..kit.raw_mapping.merge_raw_tensors`: a repeated mesh dim kept on the first axis) gives
+    out, and invvar its leading axes; scale answers [-1] on its own mesh whatever its rank or
+    mapping. x of rank 0 (Paddle raises) keeps the strict refusal."""
+    x, scale = _raw_inputs(fn, args, kwargs, ("x", "scale"))
+    rank = len(x.shape)
+    if not 1 <= rank <= len(ALPHABET):
+        _strict_refusal(fn, args, kwargs)
+    kept = (*cast(tuple[int, ...], x.dims_mapping[:-1]), -1)
+    axes = letters(rank - 1) + FORCED_REPLICATED
+    out = read_back_forced(axes, merge_raw_tensors([(axes, kept)], "invalid-spec:x:length"))
+    return SpmdResult.make(inputs=(_attr(kept, x), _attr((-1,), scale)), outputs=(_attr(out, x), _attr(out[:-1], x)))
+
+
+def rms_norm_reverse_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """``RmsNormInferSpmdReverse`` on the raw input, for the mirror policy: the notation is built from
+    out's rank alone (x's rank and mapping are never read: x's only use is a letter of a string no
+    answer reads), out's mapping and invvar's are merged raw against it
+    (:func:`~..kit.raw_mapping.merge_raw_tensors`: invvar's entries past its letters merge under no
+    letter or make Paddle raise, a repeat kept on the first axis, unknown and negative mesh dims
+    carried), and every attr is answered on its own tensor's mesh: x and out by out's letters,
+    invvar by the leading ones, scale [-1]."""
+    x, scale, out, invvar = _raw_inputs(fn, args, kwargs, ("x", "scale", "out", "invvar"))
+    rank = len(out.shape)
+    if rank == 0:
+        not_mirrored("out of rank 0: Paddle raises basic_string::_M_create (a notation of rank - 1 letters)",
+                     "invalid-spec:out:rank")
+    if rank > len(ALPHABET) + 2:
+        not_mirrored(f"out of rank {rank}: Paddle reads its notation's letters past the end of its "
+                     f"{len(ALPHABET)}-letter alphabet", "invalid-spec:out:past-end")
+    if rank > len(ALPHABET) + 1:  # (the one letter at the alphabet's end is its terminating NUL: not modelled)
+        _strict_refusal(fn, args, kwargs)
+    lead = letters(rank - 1)
+    axes = lead + FORCED_REPLICATED
+    merged = merge_raw_tensors([(axes, cast(tuple[int, ...], out.dims_mapping)),
+                                (lead, cast(tuple[int, ...], invvar.dims_mapping))], "invalid-spec:invvar:rank")
+    answer, stat = read_back_forced(axes, merged), read_back_forced(lead, merged)
+    return SpmdResult.make(inputs=(_attr(answer, x), _attr((-1,), scale)),
+                           outputs=(_attr(answer, out), _attr(stat, invvar)))
+
+
+def _placements_raw(name: str, spec: DistTensorSpec) -> list[int | None]:
+    """``TensorDistAttr::to_placement`` of Paddle 3.3.1 as the grad's alignment reads it: per mesh dim of
+    the tensor's own mesh, the axis it splits (a mesh dim named twice: the last axis naming it). A
+    mesh dim at or past the mesh's ndim makes Paddle raise; a negative one but -1 is written before
+    the placements' start (refused: ``past-end``)."""
+    assert spec.mesh is not None
+    ndim = spec.mesh.ndim
+    placements: list[int | None] = [None] * ndim
+    for axis, dim in enumerate(cast(tuple[int, ...], spec.dims_mapping)):
+        if dim >= ndim:
+            not_mirrored(f"{name}: mesh dim {dim} outside its mesh {spec.mesh}: Paddle raises building its placements",
+                         f"invalid-spec:{name}:mesh-dim")
+        if dim < -1:
+            not_mirrored(f"{name}: mesh dim {dim}: Paddle writes its placement at index {dim}, before the vector's "
+                         "start (memory it never set)", f"invalid-spec:{name}:past-end")
+        if dim >= 0:
+            placements[dim] = axis
+    return placements
+
+
+def _repeats(spec: DistTensorSpec) -> bool:
+    named = [d for d in cast(tuple[int, ...], spec.dims_mapping) if d != -1]
+    return len(named) != len(set(named))
+
+
+def rms_norm_grad_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """``RmsNormGradInferSpmd`` on the raw input, for the mirror policy: Paddle's ``AlignDimsSharding``
+    step by step (:func:`align_leading_axes` says how it aligns) over x, invvar and out_grad read
+    as Paddle reads them: each tensor's placements on its own mesh (a repeated mesh dim: the last
+    axis), compared and priced by x's mesh dims, with invvar's notation x's leading letters
+    whatever invvar's rank. Refused where Paddle raises (a repeat whose tensor the pricing asks
+    about, a split on a mesh dim x's mesh lacks where the pricing reads its size, a mesh dim at or
+    past a tensor's mesh), and where it reads or writes past a vector's or string's end (invvar's
+    shape or answer shorter than the letters, a tensor on a mesh of fewer dims than x's, a split
+    axis past invvar's notation, a negative mesh dim but -1, written before the placements' start,
+    scale_grad's partial status on a mesh dim scale's mesh lacks):
+    kind ``past-end``, Paddle's answer there is memory it never set."""
+    x, scale, invvar, out_grad = _raw_inputs(fn, args, kwargs, ("x", "scale", "invvar", "out_grad"))
+    rank = len(x.shape)
+    if not 2 <= rank <= len(ALPHABET) or len(out_grad.shape) != rank or x.shape[0] == 0:
+        _strict_refusal(fn, args, kwargs)  # Paddle raises (rank checks) or the port's own refusal stands
+    names = ("x", "invvar", "out_grad")
+    tensors = (x, invvar, out_grad)
+    shapes = (tuple(x.shape), tuple(invvar.shape), tuple(x.shape))  # out_grad is priced with x's shape
+    axes = letters(rank)
+    align = axes[:-1]
+    notations = (axes, align, axes)
+    placements = [_placements_raw(n, t) for n, t in zip(names, tensors, strict=True)]
+    assert x.mesh is not None
+    sizes = x.mesh.shape
+    live = [i for i, shape in enumerate(shapes) if shape and shape[0] != 0]
+
+    def past_end(i: int, what: str) -> NoReturn:
+        not_mirrored(f"{names[i]}: Paddle reads or writes {what} past its end (memory it never set)",
+                     f"invalid-spec:{names[i]}:past-end")
+
+    def letter_of(i: int, axis: int) -> str:
+        if axis > len(notations[i]):
+            past_end(i, f"its notation {notations[i]!r} at axis {axis}")
+        return notations[i][axis] if axis < len(notations[i]) else "\0"
+
+    def mismatch(m: int) -> bool:
+        want = placements[0][m]
+        for i in live:
+            if m >= len(placements[i]):
+                past_end(i, f"its placements (mesh {tensors[i].mesh}) at mesh dim {m} of x's mesh")
+            got = placements[i][m]
+            if want is not None and got is not None and letter_of(0, want) != letter_of(i, got):
+                return True
+            if want != got:
+                return True
+        return False
+
+    def is_split(i: int, axis: int) -> bool:
+        if _repeats(tensors[i]):
+            not_mirrored(f"{names[i]}: a repeated mesh dim, asked whether it splits axis {axis}: Paddle raises "
+                         "(ProcessMesh dimension can't be mapped to two dimension of the same tensor)",
+                         f"invalid-spec:{names[i]}:duplicate")
+        return axis in placements[i]
+
+    def local_size(i: int) -> int:
+        local = list(shapes[i])
+        for m, axis in enumerate(placements[i]):
+            if axis is None:
+                continue
+            if m >= len(sizes):
+                not_mirrored(f"{names[i]}: split on mesh dim {m}, which x's mesh {x.mesh} lacks: Paddle raises "
+                             "reading its size", f"invalid-spec:{names[i]}:mixed-mesh")
+            local[axis] = -(-shapes[i][axis] // sizes[m])
+        return _int_product(local)
+
+    taken: dict[int, str] = {}
+    split: set[str] = set()
+    for m in range(len(sizes)):
+        held = placements[0][m]
+        if not mismatch(m) and held is not None and axes[held] in align:
+            split.add(axes[held])
+            taken[m] = axes[held]
+    for m in range(len(sizes)):
+        if not mismatch(m):
+            continue
+        costs = []
+        for letter in align:
+            cost = _INF
+            if letter not in split:
+                cost = 0.0
+                for i in live:
+                    axis = notations[i].index(letter)
+                    if axis >= len(shapes[i]):
+                        past_end(i, f"its shape {list(shapes[i])} at axis {axis}")
+                    if shapes[i][axis] < sizes[m]:
+                        cost += _INF
+                        continue
+                    if is_split(i, axis) or _int_product(shapes[i]) == 0:
+                        continue
+                    cost += local_size(i) * sizes[m]
+            costs.append((cost, letter))
+        for cost, letter in sorted(costs):
+            if cost != _INF:
+                split.add(letter)
+                taken[m] = letter
+                break
+    answered = []
+    for i, tensor in enumerate(tensors):
+        new = [-1] * len(tensor.dims_mapping)
+        for m, letter in taken.items():
+            axis = notations[i].index(letter)
+            if axis >= len(new):
+                past_end(i, f"its answer's mapping ({len(new)} entries) at axis {axis}")
+            new[axis] = m
+        answered.append(_attr(new, tensor))
+    x_attr, inv_attr, og_attr = answered
+    partial = [m for m in x_attr.dims_mapping[:-1] if isinstance(m, int) and m != -1]
+    assert scale.mesh is not None
+    if any(m >= scale.mesh.ndim for m in partial):
+        not_mirrored(f"scale_grad partial on mesh dims {partial}, which scale's mesh {scale.mesh} lacks: Paddle "
+                     "reaches that partial status past the end of the mesh's placements (memory it never set: "
+                     "SIGSEGV on most such inputs, an answer on others)", "invalid-spec:scale:past-end")
+    rep = (-1,) * len(scale.dims_mapping)
+    return SpmdResult.make(inputs=(x_attr, _attr(rep, scale), inv_attr, og_attr),
+                           outputs=(og_attr, DistAttr.make(rep, frozenset(partial), scale.mesh)))
+
+
+_RAW_MODELS = {"rms_norm": rms_norm_raw, "rms_norm_reverse": rms_norm_reverse_raw,
+               "rms_norm_grad": rms_norm_grad_raw}
+
+#: The mirror policy's answers: Paddle's rules on the raw input for every refusal declared
+#: mirrored for them (:data:`.checks.STRICTNESS`).
+MIRRORED_RAW = tuple(
+    mirror_via(key, decl.check, _RAW_MODELS[key],
+               f"{key}: Paddle's rule on the raw input; :func:`{_RAW_MODELS[key].__name__}`.", __name__)
+    for decl in STRICTNESS.declared for key in decl.mirror_keys if key in _RAW_MODELS)
