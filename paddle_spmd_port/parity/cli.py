@@ -808,6 +808,7 @@ class _Sweep:
         print(f"{report.total_cells:,} cells, {report.total_mismatches:,} mismatching cases, "
               f"{report.total_uncompared:,} uncompared cases"
               + (f", {report.total_lacking:,} the release lacks" if report.total_lacking else "")
+              + (f", {report.answered_text()}" if report.answered_text() else "")
               + f"; {finished - report.started:.1f} s; "
               f"report in {out}/parity.md")
 

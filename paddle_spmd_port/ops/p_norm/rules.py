@@ -260,7 +260,7 @@ def p_norm_grad_mirror_axis(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, 
     if not keepdims:
         raise InvalidSpecError(f"axis={axis} with keepdims=False: Paddle's grad rule inserts at that axis, past "
                                "the end of out_grad's mapping (undefined behaviour): no answer to mirror",
-                               kind="invalid-spec:axis")
+                               kind="invalid-spec:axis:insert-outside")
     return fn(x, out, out_grad, porder, -1, epsilon, keepdims, asvector)
 
 
@@ -390,7 +390,7 @@ def p_norm_grad_mirror_ranks(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResul
             if not 0 <= a <= len(mapping):
                 raise InvalidSpecError(f"out_grad: Paddle's grad rule inserts at axis {a}, outside out_grad's "
                                        f"{len(mapping)}-entry mapping (undefined behaviour): no answer to mirror",
-                                       kind="invalid-spec:out_grad")
+                                       kind="invalid-spec:out_grad:insert-outside")
             mapping.insert(a, -1)
         x_attr = DistAttr.make(tuple(mapping), _NONE, grad.mesh)
     return SpmdResult.make(inputs=(x_attr, same, same), outputs=(x_attr,))
