@@ -106,6 +106,12 @@ STRICTNESS = StrictnessNotes((
                "rank-1 tensor without a mesh) for x's shape and answers x on no mesh; the forward rule raises on "
                "the stand-in's empty mapping", "varies", "refuses", "the op's Python API needs every required tensor",
                mirror_keys=("p_norm_reverse",), families=("p_norm",)),
+    Strictness("invalid-spec:out_grad:missing", "None for out_grad; the grad rule reads Paddle's stand-in for None "
+               "(rank 1, an empty mapping, no mesh) and answers copies of its attr, with -1 inserted at the reduced "
+               "axes where x's rank is not 1 (past the end of the empty mapping: "
+               "invalid-spec:out_grad:insert-outside)", "varies", "refuses",
+               "the op's Python API needs every required tensor", mirror_keys=("p_norm_grad",),
+               families=("p_norm",)),
     Strictness("invalid-spec:out:missing", "None for out; the grad rule never reads out, the reverse rule reads "
                "Paddle's stand-in for None (a rank-1 spec with an empty mapping)", "varies", "refuses",
                "the op's Python API needs every required tensor", mirror_keys=("p_norm_grad",),

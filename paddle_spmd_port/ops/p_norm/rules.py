@@ -426,6 +426,34 @@ def p_norm_grad_mirror_out_grad(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdRe
     return SpmdResult.make(inputs=(x_attr, same, same), outputs=(x_attr,))
 
 
+@mirror("p_norm_grad", "invalid-spec:out_grad:missing")
+def p_norm_grad_mirror_out_grad_missing(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """Grad, out_grad None: Paddle's rule reads its stand-in for None (rank 1, an empty mapping, no
+    mesh) as out_grad, so every attr it answers is a copy of that one, without a mesh: out_grad's and
+    out's the empty mapping, x's and x_grad's the same where x has rank 1, else the empty mapping with
+    -1 inserted at each reduced axis, ascending (a 0-D x without asvector: at ``axis`` as given). An
+    insertion outside the mapping writes outside the vector (undefined behaviour): refused. The
+    other checks run with a replicated out_grad of the rank the rule wants on x's mesh."""
+    x, axis, keepdims, asvector = (argument(fn, args, kwargs, n) for n in ("x", "axis", "keepdims", "asvector"))
+    if not isinstance(x, DistTensorSpec) or x.mesh is None:
+        raise InvalidSpecError("out_grad None beside an x that is no spec on a mesh: no answer to mirror",
+                               kind="invalid-spec:out_grad:missing")
+    want = (1,) * out_rank(len(x.shape), bool(keepdims), bool(asvector))
+    call_with(fn, args, kwargs, out_grad=DistTensorSpec(want, (-1,) * len(want), x.mesh))  # the other checks
+    mapping: list[int] = []
+    if len(x.shape) != 1:  # the stand-in's rank
+        axes = (axis,) if not x.shape and not asvector else reduced_axes(len(x.shape), axis, bool(asvector))
+        for a in axes:
+            if not 0 <= a <= len(mapping):
+                raise InvalidSpecError(f"out_grad None: Paddle's grad rule inserts at axis {a} into its stand-in's "
+                                       "empty mapping, outside the vector (undefined behaviour): no answer to mirror",
+                                       kind="invalid-spec:out_grad:insert-outside")
+            mapping.insert(a, -1)
+    same = DistAttr.make((), _NONE, None)
+    x_attr = DistAttr.make(tuple(mapping), _NONE, None)
+    return SpmdResult.make(inputs=(x_attr, same, same), outputs=(x_attr,))
+
+
 _OUT_GRAD_MIRRORS = tuple(mirror_via("p_norm_grad", f"invalid-spec:out_grad:{problem}", p_norm_grad_mirror_out_grad,
                                      "out_grad's malformed mapping answered: :func:`p_norm_grad_mirror_out_grad`.",
                                      __name__)
