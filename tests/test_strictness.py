@@ -771,35 +771,45 @@ def test_merge_sums_the_answered_classes() -> None:
     assert into.answered == {"paddle-answered-undefined": 2, "paddle-answered-not-mirrored": 2}
 
 
-def _out_grad_none(rng: random.Random, n: int) -> list[Case]:
-    """p_norm_grad with out_grad None: x of rank 0..4, an axis in range, keepdims and asvector drawn."""
+def _none_cases(rng: random.Random, n: int, missing: str) -> list[Case]:
+    """p_norm_grad with x or out_grad (``missing``) None: the other tensors of rank 0..4 on a drawn
+    mesh, keepdims and asvector drawn; an axis in range of x (out_grad None), or within -3..3 (x None:
+    the rule reads only the stand-in's rank 1)."""
     out = []
     for i in range(n):
         mesh = ProcessMesh(rng.choice([(2,), (4,), (2, 3), (2, 2, 2)]))
         ndim = rng.randint(0, 4)
-        shape = tuple(rng.choice([2, 4, 6, 8]) for _ in range(ndim))
         free = list(range(mesh.ndim))
         rng.shuffle(free)
-        x = DistTensorSpec(shape, tuple(free.pop() if free and rng.random() < 0.5 else -1 for _ in range(ndim)), mesh)
-        axis = rng.randint(-ndim, ndim - 1) if ndim else rng.choice([0, -1, 1])
+        t = DistTensorSpec(tuple(rng.choice([2, 4, 6, 8]) for _ in range(ndim)),
+                           tuple(free.pop() if free and rng.random() < 0.5 else -1 for _ in range(ndim)), mesh,
+                           frozenset(free[:1]) if missing == "x" and rng.random() < 0.3 else frozenset())
         keepdims, asvector = rng.random() < 0.3, rng.random() < 0.4
-        orank = ndim if keepdims else 0 if asvector else max(ndim - 1, 0)
-        o = DistTensorSpec((2,) * orank, (-1,) * orank, mesh)
+        if missing == "out_grad":
+            axis = rng.randint(-ndim, ndim - 1) if ndim else rng.choice([0, -1, 1])
+            orank = ndim if keepdims else 0 if asvector else max(ndim - 1, 0)
+            inputs = (t, DistTensorSpec((2,) * orank, (-1,) * orank, mesh), None)
+        else:
+            axis = rng.randint(-3, 3)
+            inputs = (None, DistTensorSpec(t.shape, (-1,) * ndim, mesh), t)
         attrs = (("porder", 2.0), ("axis", axis), ("epsilon", 1e-12), ("keepdims", keepdims), ("asvector", asvector))
-        out.append(Case("p_norm_grad", mesh, (x, o, None), attrs, case_id=f"png-none-{i}"))
+        out.append(Case("p_norm_grad", mesh, inputs, attrs, case_id=f"png-{missing}-none-{i}"))
     return out
 
 
 @pytest.mark.native
-def test_p_norm_grad_out_grad_none_mirrors_paddle_and_a_wrong_mesh_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    """out_grad None under mirror: every answer equals Paddle's rule's (on seeded draws), every
-    input Paddle answered and the mirror refuses is declared ``undefined``; a mutant answering on
-    x's mesh (Paddle's stand-in has none) differs from Paddle."""
+@pytest.mark.parametrize("missing", ["out_grad", "x"])
+def test_p_norm_grad_none_mirrors_paddle_and_a_wrong_mesh_is_caught(missing: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """x or out_grad None under mirror: every answer equals Paddle's rule's (on seeded draws), every
+    input Paddle answered and the mirror refuses is declared ``undefined``; a mutant answering on the
+    wrong mesh (out_grad None: x's, where Paddle's stand-in has none; x None: none, where Paddle copies
+    out_grad's) differs from Paddle."""
     pytest.importorskip("paddle")
     from paddle_spmd_port.native.pool import run_native
     from paddle_spmd_port.native.routes import DEFAULT_BACKEND
 
-    cases = _out_grad_none(random.Random(int(os.environ.get("MIRROR_SEED", "5"))), 60)
+    cases = _none_cases(random.Random(int(os.environ.get("MIRROR_SEED", "5"))), 60, missing)
     natives, _ = run_native(cases, backend=DEFAULT_BACKEND["p_norm_grad"], workers=1, timeout=300)
     answered = 0
     for case, native in zip(cases, natives, strict=True):
@@ -813,18 +823,18 @@ def test_p_norm_grad_out_grad_none_mirrors_paddle_and_a_wrong_mesh_is_caught(mon
             assert decl is not None and decl.rule == "undefined", (case.describe(), mirrored.error)
     assert answered > 20
 
-    key = ("p_norm_grad", "invalid-spec:out_grad:missing")
+    key = ("p_norm_grad", f"invalid-spec:{missing}:missing")
     real = registry.MIRRORS[key]
 
-    def on_x_mesh(fn: object, *args: object, **kwargs: object) -> object:
+    def wrong_mesh(fn: object, *args: object, **kwargs: object) -> object:
         from paddle_spmd_port.types import DistAttr, SpmdResult
 
         got = cast(SpmdResult, real(fn, *args, **kwargs))
-        mesh = cast(DistTensorSpec, args[0]).mesh
+        mesh = cast(DistTensorSpec, args[0]).mesh if missing == "out_grad" else None
         return SpmdResult.make(inputs=tuple(DistAttr.make(a.dims_mapping, a.partial_dims, mesh) for a in got.inputs),
                                outputs=tuple(DistAttr.make(a.dims_mapping, a.partial_dims, mesh) for a in got.outputs))
 
-    monkeypatch.setitem(registry.MIRRORS, key, on_x_mesh)
+    monkeypatch.setitem(registry.MIRRORS, key, wrong_mesh)
     monkeypatch.setattr(registry, "_MIRRORED", {})
     verdicts = {compare(case.spec, port_outcome(case, "paddle", "mirror"), native).verdict
                 for case, native in zip(cases, natives, strict=True)}

@@ -43,7 +43,8 @@ count in the gap.
 
 Rule: what Paddle's rule does with the input (`answers`, `crashes`, `varies`: either, by the rest of
 the input, `undefined`: it reads or writes memory it never set, past a vector's or a string's end,
-so what it answers is that memory's content; never mirrored). Op: `refuses`, `accepts`, `inexpressible` (a dist tensor's placements give each mesh dim
+so what it answers is that memory's content; never mirrored).
+Op: `refuses`, `accepts`, `inexpressible` (a dist tensor's placements give each mesh dim
 one placement, and it always has a mesh, so no program holds such a tensor), `unmeasured`.
 
 | check (kind) | families | reason | Paddle's rule | Paddle's op | evidence | mirrored |

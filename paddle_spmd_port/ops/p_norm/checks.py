@@ -103,9 +103,12 @@ STRICTNESS = StrictnessNotes((
                "varies", "inexpressible", "a dist tensor always has a process mesh",
                mirror_keys=("p_norm_reverse", "p_norm_grad"), families=("p_norm",)),
     Strictness("invalid-spec:x:missing", "None for x; the reverse rule reads Paddle's stand-in for None (a "
-               "rank-1 tensor without a mesh) for x's shape and answers x on no mesh; the forward rule raises on "
-               "the stand-in's empty mapping", "varies", "refuses", "the op's Python API needs every required tensor",
-               mirror_keys=("p_norm_reverse",), families=("p_norm",)),
+               "rank-1 tensor without a mesh) for x's shape and answers x on no mesh; the grad rule reads only the "
+               "stand-in's rank and answers copies of out_grad's attr (-1 inserted at the reduced axes where "
+               "out_grad's rank is not 1; outside its mapping: invalid-spec:out_grad:insert-outside); the forward "
+               "rule raises on the stand-in's empty mapping", "varies", "refuses",
+               "the op's Python API needs every required tensor", mirror_keys=("p_norm_reverse", "p_norm_grad"),
+               families=("p_norm",)),
     Strictness("invalid-spec:out_grad:missing", "None for out_grad; the grad rule reads Paddle's stand-in for None "
                "(rank 1, an empty mapping, no mesh) and answers copies of its attr, with -1 inserted at the reduced "
                "axes where x's rank is not 1 (past the end of the empty mapping: "

@@ -56,7 +56,7 @@ from ...types import DimsMapping, DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import RuleFn, rule
 from ..kit.strictness import argument, call_with, first_kept, mirror, mirror_via
 from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
-from .checks import forward_inputs, grad_inputs, out_rank, reduced_axes, reverse_inputs
+from .checks import check_attr_types, forward_inputs, grad_inputs, out_rank, reduced_axes, reverse_inputs
 
 #: frozenset({d}) per mesh dim d: a one-axis reduction's partial set, shared (no set built per call)
 _ONE_DIM = tuple(frozenset((d,)) for d in range(16))
@@ -451,6 +451,36 @@ def p_norm_grad_mirror_out_grad_missing(fn: RuleFn, *args: Any, **kwargs: Any) -
             mapping.insert(a, -1)
     same = DistAttr.make((), _NONE, None)
     x_attr = DistAttr.make(tuple(mapping), _NONE, None)
+    return SpmdResult.make(inputs=(x_attr, same, same), outputs=(x_attr,))
+
+
+@mirror("p_norm_grad", "invalid-spec:x:missing")
+def p_norm_grad_mirror_x_missing(fn: RuleFn, x: DistTensorSpec | None, out: DistTensorSpec | None,
+                                 out_grad: DistTensorSpec, porder: float = 2.0, axis: int = -1,
+                                 epsilon: float = 1e-12, keepdims: bool = False,
+                                 asvector: bool = False) -> SpmdResult:
+    """Grad, x None: Paddle's rule reads only the rank of its stand-in for None (1) and answers every
+    attr as a copy of out_grad's (partial cleared, on out_grad's mesh; out is never read): x's and
+    x_grad's with -1 inserted at the reduced axes of a rank-1 x (axis + 1 where negative; 0 with
+    asvector) where out_grad's rank is not 1. An insertion outside out_grad's mapping writes outside
+    the vector (undefined behaviour), a co-shard or a partial dim outside the mesh (Paddle crashes
+    building the attr) is refused. The attributes' types are checked as the rule checks them."""
+    check_attr_types((porder, axis, epsilon, keepdims, asvector))
+    grad = out_grad
+    if not isinstance(grad, DistTensorSpec) or grad.mesh is None or grad.coshard or any(
+            not 0 <= p < grad.mesh.ndim for p in grad.partial_dims):
+        raise InvalidSpecError("x None beside an out_grad that is no spec on a mesh, a co-shard or has a partial dim "
+                               "outside its mesh: no answer to mirror", kind="invalid-spec:x:missing")
+    mapping = list(grad.dims_mapping)
+    if len(grad.shape) != 1:  # the stand-in's rank
+        for a in reduced_axes(1, axis, bool(asvector)):
+            if not 0 <= a <= len(mapping):
+                raise InvalidSpecError(f"x None: Paddle's grad rule inserts at axis {a}, outside out_grad's "
+                                       f"{len(mapping)}-entry mapping (undefined behaviour): no answer to mirror",
+                                       kind="invalid-spec:out_grad:insert-outside")
+            mapping.insert(a, -1)
+    same = DistAttr.make(grad.dims_mapping, _NONE, grad.mesh)
+    x_attr = DistAttr.make(tuple(mapping), _NONE, grad.mesh)
     return SpmdResult.make(inputs=(x_attr, same, same), outputs=(x_attr,))
 
 
