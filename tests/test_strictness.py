@@ -17,7 +17,7 @@ import pytest
 
 from paddle_spmd_port import DistTensorSpec, ProcessMesh
 from paddle_spmd_port.case import Case
-from paddle_spmd_port.compare import REFUSAL_CLASSES, compare, refusal_class
+from paddle_spmd_port.compare import ANSWERED_CLASSES, REFUSAL_CLASSES, compare, refusal_class
 from paddle_spmd_port.errors import InvalidSpecError, UnknownKeyError
 from paddle_spmd_port.ops import registry
 from paddle_spmd_port.ops.kit.strictness import Strictness
@@ -239,10 +239,12 @@ def test_refusal_classes_cover_every_op_verdict() -> None:
 @pytest.mark.native
 def test_parity_mirror_policy_on_a_random_sample(tmp_path: Path) -> None:
     """parity --policy mirror on a seeded random sample of the rules with mirrored checks: no mismatch,
-    fewer port refusals than strict, every refusal counted in one refusal class."""
+    fewer port refusals than strict, every refusal counted in one refusal class, the ones Paddle's
+    rule answered split by their declarations (summed in parity.json and on the console's last line)."""
     pytest.importorskip("paddle")
     rules = "p_norm,p_norm_reverse,p_norm_grad,batch_norm,layer_norm_reverse"
     counts = {}
+    answered: dict[str, dict[str, dict[str, int]]] = {}
     for policy in ("strict", "mirror"):
         out = tmp_path / policy
         run = subprocess.run([sys.executable, "-m", "paddle_spmd_port", "parity", "--random", "300", "--seed", "9",
@@ -254,7 +256,22 @@ def test_parity_mirror_policy_on_a_random_sample(tmp_path: Path) -> None:
         assert refused == sum(sum(t["refusals"].values()) for t in tallies)
         assert all(set(t["refusals"]) <= set(REFUSAL_CLASSES) for t in tallies)
         counts[policy] = refused
+        answered[policy] = {t["rule"]: t["answered"] for t in tallies}
+        totals = json.loads((out / "parity.json").read_text())["total_answered"]
+        assert totals == {k: sum(a.get(k, 0) for a in answered[policy].values()) for k in ANSWERED_CLASSES}
+        undefined, gap = totals.values()
+        assert f"{undefined + gap:,} port refusals Paddle's rule answered ({undefined:,} from memory it never set, " \
+               f"{gap:,} not mirrored)" in run.stdout.splitlines()[-1]
     assert counts["mirror"] < counts["strict"], counts
+    # strict: every kind is the check's own, none declared undefined; mirror: p_norm_grad's inserts
+    # outside the vector and batch_norm's short x / empty data_format are, and nothing else of theirs
+    # is left in the gap
+    assert not any(a.get("paddle-answered-undefined") for a in answered["strict"].values())
+    assert sum(answered["strict"][r].get("paddle-answered-not-mirrored", 0) for r in ("p_norm_grad", "batch_norm"))
+    for rule in ("p_norm", "p_norm_reverse", "p_norm_grad", "batch_norm"):
+        assert not answered["mirror"][rule].get("paddle-answered-not-mirrored"), (rule, answered["mirror"][rule])
+    assert answered["mirror"]["p_norm_grad"].get("paddle-answered-undefined")
+    assert answered["mirror"]["batch_norm"].get("paddle-answered-undefined")
 
 
 def test_merge_sums_the_refusal_classes() -> None:
