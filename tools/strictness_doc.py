@@ -35,7 +35,7 @@ Under either policy parity also counts the refused cases Paddle's *rule* answere
 an answer), by the refusal's declaration: `paddle-answered-undefined` (rule `undefined`: Paddle's
 answer there is memory it never set, which no port can or should agree with) and
 `paddle-answered-not-mirrored` (any other: the gap still to close), per group in parity.md and
-parity.json (`answered`, `total_answered`) and summed on the console's last line. The kinds that
+parity.json (`answered`, `total_answered`) and summed on the console's summary line. The kinds that
 split one check's inputs by what Paddle's rule does with them (`x:length-short` from `x:length`,
 `data_format:empty`, `axis:insert-outside`, `out_grad:insert-outside`) are raised by the mirror
 functions only; under `strict` those inputs keep the check's own kind and declaration, so there they
