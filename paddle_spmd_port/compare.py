@@ -61,6 +61,24 @@ REFUSAL_CLASSES = ("port-refuses-op-refuses", "port-refuses-op-inexpressible", "
                    "port-refuses-op-unmeasured", "port-refuses-undeclared")
 
 
+#: The ``port-rejects-invalid`` cases whose input Paddle's *rule* answered (its native outcome a
+#: result), counted apart by the rule verdict of the refusal's declaration: ``undefined`` (Paddle's
+#: answer there is memory it never set, which no port can or should agree with) or anything else
+#: (an answer the ``mirror`` policy does not give yet: the strictness gap).
+ANSWERED_CLASSES = ("paddle-answered-undefined", "paddle-answered-not-mirrored")
+
+
+def answered_class(rule_key: str, port: Outcome, native: Outcome) -> str | None:
+    """The :data:`ANSWERED_CLASSES` member of a case the port refused and Paddle's rule answered
+    (None: the port did not refuse it, or Paddle gave no answer)."""
+    err = port.error
+    if err is None or not err.port_invalid or native.status != "result":
+        return None
+    decl = strictness_of(rule_key, err.kind)
+    return "paddle-answered-undefined" if decl is not None and decl.rule == "undefined" \
+        else "paddle-answered-not-mirrored"
+
+
 def refusal_class(rule_key: str, port: Outcome) -> str | None:
     """The :data:`REFUSAL_CLASSES` member of the port's refusal in ``port`` (None: not a refusal)."""
     err = port.error

@@ -165,14 +165,17 @@ def test_a_native_answer_that_varies_is_its_own_class_with_both_answers_never_a_
 
 def test_two_runs_outcome_is_the_same_whichever_ran_first():
     """The pool's merge of a case's two runs (native/pool.py: varied): equal runs give the outcome
-    itself; different ones the same pair in either order; a second run that gave no answer adds nothing."""
+    itself; different ones the same pair in either order; a second run that gave no answer keeps the
+    first answer, marked not re-checked (the run fails closed on it: test_determinism)."""
     from paddle_spmd_port.native.pool import varied
 
     case, port = _first_answer()
     other = Outcome(crash="signal 11 (SIGSEGV)")
     assert varied(port, port) is port
     assert varied(port, other) == varied(other, port) and varied(port, other).varies is not None
-    assert varied(port, Outcome(not_run="interrupted")) is port
+    unchecked = varied(port, Outcome(not_run="interrupted"))
+    assert unchecked.not_rechecked and unchecked.varies is None
+    assert dataclasses.replace(unchecked, not_rechecked=None) == port
 
 
 def test_an_undecodable_native_answer_is_uncompared_and_never_a_match_or_a_mismatch():

@@ -98,7 +98,7 @@ def _merge(tmp: Path, *dirs: Path, out: str = "merged") -> tuple[int, str]:
 
 def _counts(report: Path) -> tuple[dict, dict, dict]:
     data = json.loads((report / "parity.json").read_text())
-    fields = ("cases", "cells", "matching_cells", "verdicts", "invalid_native", "state")
+    fields = ("cases", "cells", "matching_cells", "verdicts", "invalid_native", "refusals", "answered", "state")
     tallies = {k: {f: t[f] for f in fields} for k, t in data["rules"].items()}
     return tallies, data["coverage"], data["selection"]
 
@@ -133,6 +133,9 @@ def test_merged_parts_equal_the_unsplit_run(sharded):
     assert "PASS: all 2,300 selected cases compared" in out
     whole, merged = _counts(tmp / "whole"), _counts(tmp / "merged")
     assert merged == whole  # tallies, coverage and the selection of the unsplit run
+    assert any(t["answered"] for t in whole[0].values())  # the refusals Paddle answered, summed too
+    totals = json.loads((tmp / "merged" / "parity.json").read_text())["total_answered"]
+    assert totals == json.loads((tmp / "whole" / "parity.json").read_text())["total_answered"] and any(totals.values())
     assert sum(t["cases"] for t in merged[0].values()) == 2 * (BLOCK + 150)
     assert _records(tmp / "merged") == _records(tmp / "whole") and _records(tmp / "whole")
     # each part alone is a part, not the whole: its own selection and fewer cases

@@ -17,7 +17,7 @@ import pytest
 
 from paddle_spmd_port import DistTensorSpec, ProcessMesh
 from paddle_spmd_port.case import Case
-from paddle_spmd_port.compare import REFUSAL_CLASSES, compare, refusal_class
+from paddle_spmd_port.compare import ANSWERED_CLASSES, REFUSAL_CLASSES, compare, refusal_class
 from paddle_spmd_port.errors import InvalidSpecError, UnknownKeyError
 from paddle_spmd_port.ops import registry
 from paddle_spmd_port.ops.kit.strictness import Strictness
@@ -239,10 +239,12 @@ def test_refusal_classes_cover_every_op_verdict() -> None:
 @pytest.mark.native
 def test_parity_mirror_policy_on_a_random_sample(tmp_path: Path) -> None:
     """parity --policy mirror on a seeded random sample of the rules with mirrored checks: no mismatch,
-    fewer port refusals than strict, every refusal counted in one refusal class."""
+    fewer port refusals than strict, every refusal counted in one refusal class, the ones Paddle's
+    rule answered split by their declarations (summed in parity.json and on the console's last line)."""
     pytest.importorskip("paddle")
     rules = "p_norm,p_norm_reverse,p_norm_grad,batch_norm,layer_norm_reverse"
     counts = {}
+    answered: dict[str, dict[str, dict[str, int]]] = {}
     for policy in ("strict", "mirror"):
         out = tmp_path / policy
         run = subprocess.run([sys.executable, "-m", "paddle_spmd_port", "parity", "--random", "300", "--seed", "9",
@@ -254,7 +256,22 @@ def test_parity_mirror_policy_on_a_random_sample(tmp_path: Path) -> None:
         assert refused == sum(sum(t["refusals"].values()) for t in tallies)
         assert all(set(t["refusals"]) <= set(REFUSAL_CLASSES) for t in tallies)
         counts[policy] = refused
+        answered[policy] = {t["rule"]: t["answered"] for t in tallies}
+        totals = json.loads((out / "parity.json").read_text())["total_answered"]
+        assert totals == {k: sum(a.get(k, 0) for a in answered[policy].values()) for k in ANSWERED_CLASSES}
+        undefined, gap = totals.values()
+        assert f"{undefined + gap:,} port refusals Paddle's rule answered ({undefined:,} from memory it never set, " \
+               f"{gap:,} not mirrored)" in run.stdout.splitlines()[-1]
     assert counts["mirror"] < counts["strict"], counts
+    # strict: every kind is the check's own, none declared undefined; mirror: p_norm_grad's inserts
+    # outside the vector and batch_norm's short x / empty data_format are, and nothing else of theirs
+    # is left in the gap
+    assert not any(a.get("paddle-answered-undefined") for a in answered["strict"].values())
+    assert sum(answered["strict"][r].get("paddle-answered-not-mirrored", 0) for r in ("p_norm_grad", "batch_norm"))
+    for rule in ("p_norm", "p_norm_reverse", "p_norm_grad", "batch_norm"):
+        assert not answered["mirror"][rule].get("paddle-answered-not-mirrored"), (rule, answered["mirror"][rule])
+    assert answered["mirror"]["p_norm_grad"].get("paddle-answered-undefined")
+    assert answered["mirror"]["batch_norm"].get("paddle-answered-undefined")
 
 
 def test_merge_sums_the_refusal_classes() -> None:
@@ -679,3 +696,163 @@ def test_p_norm_reverse_repeat_on_the_kept_axis_follows_paddle_and_a_letter_orde
 
     monkeypatch.setattr(p_norm_rules, "first_kept", kept_axis_first)
     assert "mismatch" in verdicts()
+
+
+# --------------------------------------------------------------------------- Paddle answered, port refused
+def _answered_report(answered_of: object = None) -> object:
+    """A report of three batch_norm cases the port refuses and Paddle's rule answers: x's mapping one
+    entry short under ``mirror`` (declared rule ``undefined``), the same under ``strict`` (its kind
+    x:length, declared ``varies``: the gap), and one Paddle crashed on (no answer: in neither count).
+    ``answered_of``: a stand-in for compare.answered_class (a mutant), patched into the report."""
+    from paddle_spmd_port.outcome import Outcome
+    from paddle_spmd_port.parity import report as report_mod
+
+    mesh = ProcessMesh((2,))
+    stat = DistTensorSpec((6,), (-1,), mesh)
+    short = Case("batch_norm", mesh, (DistTensorSpec((8, 6, 4), (-1, 0), mesh), stat, stat, stat, stat),
+                 (("is_test", False), ("momentum", 0.9), ("epsilon", 1e-5), ("data_format", "NCHW"),
+                  ("use_global_stats", False), ("trainable_statistics", False)), case_id="bn-short")
+    paddle_answer = port_outcome(Case("batch_norm", mesh, (DistTensorSpec((8, 6, 4), (-1, 0, -1), mesh), stat, stat,
+                                                           stat, stat), short.attrs, case_id="bn-valid")).result
+    assert paddle_answer is not None
+    saved = report_mod.answered_class
+    if answered_of is not None:
+        report_mod.answered_class = answered_of  # type: ignore[assignment]
+    try:
+        rep = report_mod.ParityReport()
+        tally = rep.plan("batch_norm", "compiled", 3, short.spec.n_cells)
+        for i, (policy, native) in enumerate((("mirror", Outcome(result=paddle_answer)),
+                                              ("strict", Outcome(result=paddle_answer)),
+                                              ("mirror", Outcome(crash="signal 6 (SIGABRT)")))):
+            port = port_outcome(short, "paddle", policy)
+            cmp = compare(short.spec, port, native)
+            assert cmp.verdict == "port-rejects-invalid", cmp
+            rep.add(tally, i, short, port, native, cmp)
+    finally:
+        report_mod.answered_class = saved
+    return rep
+
+
+def _check_answered(rep: object) -> None:
+    from paddle_spmd_port.parity.report import ParityReport
+
+    assert isinstance(rep, ParityReport)
+    tally = rep.tallies["batch_norm@compiled"]
+    assert tally.answered == {"paddle-answered-undefined": 1, "paddle-answered-not-mirrored": 1}, tally.answered
+    assert rep.total_answered() == {"paddle-answered-undefined": 1, "paddle-answered-not-mirrored": 1}
+    assert rep.answered_text() == ("2 port refusals Paddle's rule answered (1 from memory it never set, "
+                                   "1 not mirrored)")
+    assert "- batch_norm@compiled: 1 from memory it never set, 1 not mirrored" in rep.markdown()
+    assert rep.to_json()["total_answered"] == rep.total_answered()
+
+
+def test_paddle_answered_refusals_are_split_by_the_declaration() -> None:
+    """The refusal declared ``undefined`` (x's mapping written past its end) counts as answered from
+    memory Paddle never set, the one declared otherwise as the gap, the crash in neither; each
+    mutant of the split (by the op verdict, everything in the gap, a crash counted) is caught."""
+    from paddle_spmd_port.compare import answered_class
+    from paddle_spmd_port.outcome import Outcome
+
+    rep = _answered_report()
+    _check_answered(rep)
+    assert strictness_of("batch_norm", "invalid-spec:x:length-short").rule == "undefined"  # type: ignore[union-attr]
+
+    def by_op(rule_key: str, port: Outcome, native: Outcome) -> str | None:
+        klass = answered_class(rule_key, port, native)
+        decl = strictness_of(rule_key, port.error.kind) if klass and port.error else None
+        return None if klass is None else ("paddle-answered-undefined" if decl and decl.op == "refuses"
+                                           else "paddle-answered-not-mirrored")
+
+    def all_gap(rule_key: str, port: Outcome, native: Outcome) -> str | None:
+        return answered_class(rule_key, port, native) and "paddle-answered-not-mirrored"
+
+    def crash_too(rule_key: str, port: Outcome, native: Outcome) -> str | None:
+        return answered_class(rule_key, port, Outcome(result=port.result) if native.crash else native) or \
+            "paddle-answered-undefined"
+
+    for mutant in (by_op, all_gap, crash_too):
+        with pytest.raises(AssertionError):
+            _check_answered(_answered_report(mutant))
+
+
+def test_merge_sums_the_answered_classes() -> None:
+    from paddle_spmd_port.parity.merge import _add_tally, _tally
+    from paddle_spmd_port.parity.report import ParityReport
+
+    rep = _answered_report()
+    assert isinstance(rep, ParityReport)
+    part = rep.tallies["batch_norm@compiled"]
+    into = _tally(part.to_json())
+    assert into.answered == part.answered
+    _add_tally(into, _tally(part.to_json()))
+    assert into.answered == {"paddle-answered-undefined": 2, "paddle-answered-not-mirrored": 2}
+
+
+def _none_cases(rng: random.Random, n: int, missing: str) -> list[Case]:
+    """p_norm_grad with x or out_grad (``missing``) None: the other tensors of rank 0..4 on a drawn
+    mesh, keepdims and asvector drawn; an axis in range of x (out_grad None), or within -3..3 (x None:
+    the rule reads only the stand-in's rank 1)."""
+    out = []
+    for i in range(n):
+        mesh = ProcessMesh(rng.choice([(2,), (4,), (2, 3), (2, 2, 2)]))
+        ndim = rng.randint(0, 4)
+        free = list(range(mesh.ndim))
+        rng.shuffle(free)
+        t = DistTensorSpec(tuple(rng.choice([2, 4, 6, 8]) for _ in range(ndim)),
+                           tuple(free.pop() if free and rng.random() < 0.5 else -1 for _ in range(ndim)), mesh,
+                           frozenset(free[:1]) if missing == "x" and rng.random() < 0.3 else frozenset())
+        keepdims, asvector = rng.random() < 0.3, rng.random() < 0.4
+        if missing == "out_grad":
+            axis = rng.randint(-ndim, ndim - 1) if ndim else rng.choice([0, -1, 1])
+            orank = ndim if keepdims else 0 if asvector else max(ndim - 1, 0)
+            inputs = (t, DistTensorSpec((2,) * orank, (-1,) * orank, mesh), None)
+        else:
+            axis = rng.randint(-3, 3)
+            inputs = (None, DistTensorSpec(t.shape, (-1,) * ndim, mesh), t)
+        attrs = (("porder", 2.0), ("axis", axis), ("epsilon", 1e-12), ("keepdims", keepdims), ("asvector", asvector))
+        out.append(Case("p_norm_grad", mesh, inputs, attrs, case_id=f"png-{missing}-none-{i}"))
+    return out
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("missing", ["out_grad", "x"])
+def test_p_norm_grad_none_mirrors_paddle_and_a_wrong_mesh_is_caught(missing: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """x or out_grad None under mirror: every answer equals Paddle's rule's (on seeded draws), every
+    input Paddle answered and the mirror refuses is declared ``undefined``; a mutant answering on the
+    wrong mesh (out_grad None: x's, where Paddle's stand-in has none; x None: none, where Paddle copies
+    out_grad's) differs from Paddle."""
+    pytest.importorskip("paddle")
+    from paddle_spmd_port.native.pool import run_native
+    from paddle_spmd_port.native.routes import DEFAULT_BACKEND
+
+    cases = _none_cases(random.Random(int(os.environ.get("MIRROR_SEED", "5"))), 60, missing)
+    natives, _ = run_native(cases, backend=DEFAULT_BACKEND["p_norm_grad"], workers=1, timeout=300)
+    answered = 0
+    for case, native in zip(cases, natives, strict=True):
+        mirrored = port_outcome(case, "paddle", "mirror")
+        if mirrored.result is not None:
+            answered += 1
+            assert compare(case.spec, mirrored, native).verdict == "match", (case.describe(), mirrored, native)
+        elif native.result is not None:
+            assert mirrored.error is not None
+            decl = strictness_of(case.rule, mirrored.error.kind)
+            assert decl is not None and decl.rule == "undefined", (case.describe(), mirrored.error)
+    assert answered > 20
+
+    key = ("p_norm_grad", f"invalid-spec:{missing}:missing")
+    real = registry.MIRRORS[key]
+
+    def wrong_mesh(fn: object, *args: object, **kwargs: object) -> object:
+        from paddle_spmd_port.types import DistAttr, SpmdResult
+
+        got = cast(SpmdResult, real(fn, *args, **kwargs))
+        mesh = cast(DistTensorSpec, args[0]).mesh if missing == "out_grad" else None
+        return SpmdResult.make(inputs=tuple(DistAttr.make(a.dims_mapping, a.partial_dims, mesh) for a in got.inputs),
+                               outputs=tuple(DistAttr.make(a.dims_mapping, a.partial_dims, mesh) for a in got.outputs))
+
+    monkeypatch.setitem(registry.MIRRORS, key, wrong_mesh)
+    monkeypatch.setattr(registry, "_MIRRORED", {})
+    verdicts = {compare(case.spec, port_outcome(case, "paddle", "mirror"), native).verdict
+                for case, native in zip(cases, natives, strict=True)}
+    assert "mismatch" in verdicts

@@ -14,7 +14,7 @@ from paddle_spmd_port.compare import compare
 from paddle_spmd_port.errors import InvalidSpecError
 from paddle_spmd_port.native.routes import DEFAULT_BACKEND
 from paddle_spmd_port.ops import registry
-from paddle_spmd_port.ops.registry import rule_function
+from paddle_spmd_port.ops.registry import rule_function, strictness_of
 from paddle_spmd_port.outcome import Outcome, port_outcome
 from paddle_spmd_port.parity.random_cases import random_cases
 
@@ -59,6 +59,8 @@ def test_mirror_agrees_with_paddle_wherever_its_answer_is_deterministic(rule: st
         elif native.result is not None:  # Paddle answered what the mirror refuses: only from unset memory
             assert mirrored.error is not None and "not mirrored" in mirrored.error.message, case.describe()
             assert any(why in mirrored.error.message for why in UNSET_MEMORY), (case.describe(), mirrored.error)
+            decl = strictness_of(rule, mirrored.error.kind)  # the declaration says so: parity counts it apart
+            assert decl is not None and decl.rule == "undefined", (case.describe(), mirrored.error.kind)
     assert answered > 0
 
 

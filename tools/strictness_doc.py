@@ -29,13 +29,23 @@ Two policies (`parity --policy`, `rule_function(key, profile, policy)`,
   `port-refuses-op-unmeasured`, `port-refuses-undeclared` (a refusal without a declaration).
 * `mirror`: where the *mirrored* column names the rule key, the port answers as Paddle's rule does;
   any other refusal is raised again with `[mirror policy: not mirrored: ...]` naming why (Paddle's
-  rule crashes there, reads memory it never set, or the port does not model its answer).
+  rule crashes there, answers from memory it never set, or the port does not model its answer).
+
+Under either policy parity also counts the refused cases Paddle's *rule* answered (its native outcome
+an answer), by the refusal's declaration: `paddle-answered-undefined` (rule `undefined`: Paddle's
+answer there is memory it never set, which no port can or should agree with) and
+`paddle-answered-not-mirrored` (any other: the gap still to close), per group in parity.md and
+parity.json (`answered`, `total_answered`) and summed on the console's summary line. The kinds that
+split one check's inputs by what Paddle's rule does with them (`x:length-short` from `x:length`,
+`data_format:empty`, `axis:insert-outside`, `out_grad:insert-outside`) are raised by the mirror
+functions only; under `strict` those inputs keep the check's own kind and declaration, so there they
+count in the gap.
 
 Rule: what Paddle's rule does with the input (`answers`, `crashes`, `varies`: either, by the rest of
-the input; `undefined`: it reads or writes past a vector's or string's end, so whatever it answers is
-that memory's content, and no mirror answers it). Op: `refuses`, `accepts`, `inexpressible` (a dist
-tensor's placements give each mesh dim one placement, and it always has a mesh, so no program holds
-such a tensor), `unmeasured`.
+the input, `undefined`: it reads or writes memory it never set, past a vector's or a string's end,
+so what it answers is that memory's content; never mirrored).
+Op: `refuses`, `accepts`, `inexpressible` (a dist tensor's placements give each mesh dim
+one placement, and it always has a mesh, so no program holds such a tensor), `unmeasured`.
 
 | check (kind) | families | reason | Paddle's rule | Paddle's op | evidence | mirrored |
 |---|---|---|---|---|---|---|

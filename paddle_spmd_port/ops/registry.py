@@ -177,8 +177,8 @@ def mirrored(rule_key: str, fn: RuleFn) -> RuleFn:
                 except InvalidSpecError as inner:
                     raise InvalidSpecError(f"{inner} [mirror policy: not mirrored]", kind=inner.kind) from None
             why = "no strictness declared" if decl is None else (
-                f"Paddle's rule {decl.rule} on it" + ("" if decl.rule == "crashes" else
-                                                      "; the port does not model that answer"))
+                f"{decl.rule_text()} on it" + ("" if decl.rule in ("crashes", "undefined") else
+                                               "; the port does not model that answer"))
             raise InvalidSpecError(f"{exc} [mirror policy: not mirrored: {why}]", kind=exc.kind) from None
 
     call.__name__ = call.__qualname__ = f"{getattr(fn, '__name__', rule_key)}_mirror"

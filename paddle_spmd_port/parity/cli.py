@@ -810,6 +810,7 @@ class _Sweep:
               f"{report.total_uncompared:,} uncompared cases"
               + (f", {report.total_not_rechecked:,} not re-checked" if report.total_not_rechecked else "")
               + (f", {report.total_lacking:,} the release lacks" if report.total_lacking else "")
+              + (f", {report.answered_text()}" if report.answered_text() else "")
               + f"; {finished - report.started:.1f} s; "
               f"report in {out}/parity.md")
 

@@ -119,6 +119,7 @@ def _tally(data: dict[str, Any]) -> GroupTally:
                 t.keep(example)
     t.not_rechecked = int(data.get("not_rechecked") or 0)
     t.refusals = dict(data.get("refusals") or {})  # (a part written before the refusal classes: none)
+    t.answered = dict(data.get("answered") or {})  # (a part written before the answered classes: none)
     for mesh, placement, counts in data.get("map") or []:  # (a part written before the maps: none)
         t.merged_map[(mesh, placement)] = dict(counts)
     return t
@@ -139,6 +140,8 @@ def _add_tally(into: GroupTally, part: GroupTally) -> None:
     into.not_rechecked += part.not_rechecked
     for klass, n in part.refusals.items():
         into.refusals[klass] = into.refusals.get(klass, 0) + n
+    for klass, n in part.answered.items():
+        into.answered[klass] = into.answered.get(klass, 0) + n
     for verdict, examples in part.examples.items():
         for example in examples:
             if into.wants(verdict):

@@ -135,7 +135,8 @@ def parity_page(report: ParityReport) -> str:
              ("cases / cells", f"{sum(c.selected for c in report.coverage.values()):,} selected cases, "
                                f"{report.total_cells:,} cells compared, {report.total_mismatches:,} mismatching "
                                f"cases, {report.total_uncompared:,} uncompared"
-                               + (f", {report.total_lacking:,} the release lacks" if report.total_lacking else "")),
+                               + (f", {report.total_lacking:,} the release lacks" if report.total_lacking else "")
+                               + (f"; {report.answered_text()}" if report.answered_text() else "")),
              ("port core", f"{CORE}; wall time {wall:.1f} s"),
              ("files", f"parity.md, parity.json, {CASES_FILE} (every record) next to this page")]
     head = ("group", "state", "cases", *SEVERITY)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..case import Case
-from ..compare import CLASSES, COMPARED, REFUSAL_CLASSES, Comparison, refusal_class
+from ..compare import ANSWERED_CLASSES, CLASSES, COMPARED, REFUSAL_CLASSES, Comparison, answered_class, refusal_class
 from ..outcome import Outcome
 from ..pages import map_key, map_label
 from ..reporting import markdown_table
@@ -79,6 +79,9 @@ class GroupTally:
     """For port-rejects-invalid cases: their :data:`~paddle_spmd_port.compare.REFUSAL_CLASSES` member."""
     not_rechecked: int = 0
     """Cases answered once whose promised re-run gave no answer (:attr:`Outcome.not_rechecked`)."""
+    answered: dict[str, int] = field(default_factory=dict)
+    """For port-rejects-invalid cases Paddle's rule answered: their
+    :data:`~paddle_spmd_port.compare.ANSWERED_CLASSES` member (undefined, or not mirrored: the gap)."""
 
     @property
     def key(self) -> str:
@@ -148,6 +151,7 @@ class GroupTally:
                 "cells": self.cells, "matching_cells": self.matching_cells, "verdicts": self.verdicts,
                 "examples": self.examples, "invalid_native": self.invalid_native, "refusals": self.refusals,
                 "not_rechecked": self.not_rechecked,
+                "answered": self.answered,
                 "map": [[mesh, placement, counts] for (mesh, placement), counts in self.verdict_map().items()],
                 "native_seconds": round(self.native_seconds, 3), "port_seconds": round(self.port_seconds, 3)}
 
@@ -343,6 +347,9 @@ class ParityReport:
         if cmp.verdict == "port-rejects-invalid":
             klass = refusal_class(case.rule, port) or "port-refuses-undeclared"
             tally.refusals[klass] = tally.refusals.get(klass, 0) + 1
+            answered = answered_class(case.rule, port, native)
+            if answered is not None:
+                tally.answered[answered] = tally.answered.get(answered, 0) + 1
         self.coverage[tally.rule].record(index, tally.backend, native, cmp.verdict, cmp.note)
         if not needs_record:
             return
@@ -362,6 +369,19 @@ class ParityReport:
     @property
     def total_mismatches(self) -> int:
         return sum(t.mismatches for t in self.tallies.values())
+
+    def total_answered(self) -> dict[str, int]:
+        """Every group's :attr:`GroupTally.answered`, summed: each of ANSWERED_CLASSES, zeros kept."""
+        return {k: sum(t.answered.get(k, 0) for t in self.tallies.values()) for k in ANSWERED_CLASSES}
+
+    def answered_text(self) -> str:
+        """The strictness gap in one phrase: the port's refusals Paddle's rule answered, split by
+        the refusal's declaration ('' when there is none)."""
+        undefined, gap = self.total_answered().values()
+        if not undefined + gap:
+            return ""
+        return (f"{undefined + gap:,} port refusals Paddle's rule answered ({undefined:,} from memory it never set, "
+                f"{gap:,} not mirrored)")
 
     @property
     def total_uncompared(self) -> int:
@@ -505,6 +525,17 @@ class ParityReport:
             lines += ["", "The same cases by what Paddle's op does with the input, as the port's strictness "
                       "declarations say (docs/strictness.md; `--policy mirror` answers those it models):", ""]
             lines += [f"- {line}" for line in refused]
+        gap = [f"{t.key}: {t.answered.get(ANSWERED_CLASSES[0], 0):,} from memory it never set, "
+               f"{t.answered.get(ANSWERED_CLASSES[1], 0):,} not mirrored" for t in self.tallies.values() if t.answered]
+        if gap:
+            undefined, not_mirrored = self.total_answered().values()
+            lines += ["", f"Of those, the inputs Paddle's rule answered ({undefined:,} from memory it never set, "
+                      f"{not_mirrored:,} not mirrored): "
+                      "*from memory it never set* = the refusal's declaration says Paddle's rule reads or writes "
+                      "memory it never set there (rule `undefined`: its answer is that memory's content, never "
+                      "mirrored); *not mirrored* = an answer the port refuses still (the strictness gap; "
+                      "`--policy mirror` closes the ones it models):", ""]
+            lines += [f"- {line}" for line in gap]
         for note in self.notes:
             lines += ["", f"> {note}"]
         for t in self.tallies.values():
@@ -530,6 +561,7 @@ class ParityReport:
                 "total_cells": self.total_cells, "total_mismatches": self.total_mismatches,
                 "total_uncompared": self.total_uncompared, "total_lacking": self.total_lacking,
                 "total_not_rechecked": self.total_not_rechecked,
+                "total_answered": self.total_answered(),
                 "notes": self.notes, "cases_file": CASES_FILE,
                 "coverage": {r: c.to_json(interrupted) for r, c in self.coverage.items()},
                 "rules": {k: t.to_json() for k, t in self.tallies.items()}}

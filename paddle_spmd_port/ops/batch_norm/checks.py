@@ -65,7 +65,12 @@ STRICTNESS = StrictnessNotes((
                             ("mesh-dim", "names a mesh dim the mesh lacks (copied as is; a grad partial on it "
                                          "crashes Paddle)"),
                             ("length", "has another length than x's rank (a shorter one is written past its end: "
-                                       "not mirrored; one entry more merges under no letter; more raise)"))),
+                                       "invalid-spec:x:length-short; one entry more merges under no letter; more "
+                                       "raise)"))),
+    Strictness("invalid-spec:x:length-short", "x's dims_mapping shorter than x's rank; batch_norm's rules write -1 "
+               "to every axis of their copy of it by index, past its end, and read the channel's entry past it "
+               "where the mapping has one entry (heap corruption: SIGABRT, or an answer of whatever that memory "
+               "held)", "undefined", "inexpressible", PLACEMENTS, families=("batch_norm",)),
     Strictness("invalid-spec:*:missing", "None for a required tensor; Paddle's stand-in for None is a tensor of "
                "shape [0] without a mesh, which batch_norm's rules read as any other (x: rank 1, refused by their "
                "rank check; the others: the attrs copied from it have no mesh)", "varies", "refuses",
@@ -76,10 +81,14 @@ STRICTNESS = StrictnessNotes((
                mirror_keys=_BN_KEYS, families=("batch_norm",)),
     Strictness("invalid-spec:data_format", "a data_format outside NC, NCL, NCHW, NCDHW, NLC, NHWC, NDHWC; Paddle's "
                "rule only tests its second character for 'C' (channel axis 1, else the last axis), past the end "
-               "of an empty string", "varies", "refuses",
+               "of an empty string (invalid-spec:data_format:empty)", "varies", "refuses",
                "paddle.nn.functional.batch_norm raises ValueError for every other format (3.3.1: '', 'N', 'CN', "
                "'NWC', 'nchw', 'NCWH'); _C_ops.batch_norm raises for all but the lowercase 'nchw'",
                mirror_keys=("batch_norm", "batch_norm_grad"), families=("batch_norm",)),
+    Strictness("invalid-spec:data_format:empty", "an empty data_format; Paddle's rule tests its second character, "
+               "one past the end of the string (a byte the string never set), for 'C'", "undefined", "refuses",
+               "paddle.nn.functional.batch_norm raises ValueError for '' (3.3.1), as for every format outside its "
+               "list", families=("batch_norm",)),
     *(Strictness(f"invalid-spec:*:{problem}", "a malformed dims_mapping (of the wrong length, a mesh dim the mesh "
                  "lacks or one repeated); the replicated fallback reads only each tensor's shape and mesh", "answers",
                  "inexpressible", PLACEMENTS, mirror_keys=_SYNC_KEYS,

@@ -146,9 +146,12 @@ def _layout_of(fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str
     if "data_format" not in inspect.signature(fn).parameters:
         return "NCHW"
     fmt = argument(fn, args, kwargs, "data_format")
-    if not isinstance(fmt, str) or not fmt:
+    if not isinstance(fmt, str):
+        raise InvalidSpecError(f"data_format {fmt!r} is not a string: no answer to mirror",
+                               kind="invalid-spec:data_format")
+    if not fmt:
         raise InvalidSpecError(f"data_format {fmt!r}: Paddle's rule reads past the end of it (memory it never "
-                               "set): no answer to mirror", kind="invalid-spec:data_format")
+                               "set): no answer to mirror", kind="invalid-spec:data_format:empty")
     return "NCHW" if channel_first(fmt) else "NHWC"
 
 

@@ -44,7 +44,12 @@ STRICTNESS = StrictnessNotes((
                             ("mesh-dim", "names a mesh dim the mesh lacks (copied as is; a grad partial on it "
                                          "crashes Paddle)"),
                             ("length", "has another length than x's rank (a shorter one is written past its end: "
-                                       "not mirrored; one entry more merges under no letter; more raise)"))),
+                                       "invalid-spec:x:length-short; one entry more merges under no letter; more "
+                                       "raise)"))),
+    Strictness("invalid-spec:x:length-short", "x's dims_mapping shorter than x's rank; group_norm's rules write -1 "
+               "to axes 1 to rank-1 of their copy of it by index, past its end (heap corruption: SIGABRT, or an "
+               "answer of whatever that memory held)", "undefined", "inexpressible", PLACEMENTS,
+               families=("group_norm",)),
     Strictness("invalid-spec:*:missing", "None for a required tensor; Paddle's stand-in for None is a tensor of "
                "shape [0] without a mesh, which group_norm's rules read as any other (x: rank 1, refused by their "
                "rank check; y, y_grad, mean, variance: refused by theirs)", "varies", "refuses",

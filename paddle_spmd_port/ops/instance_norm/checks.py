@@ -38,8 +38,13 @@ STRICTNESS = StrictnessNotes((
                             ("mesh-dim", "names a mesh dim the mesh lacks (copied as is; a grad partial on it "
                                          "crashes Paddle)"),
                             ("length", "has another length than x's rank (fewer than 4 entries are written past "
-                                       "their end: not mirrored; 4 for a 5-D x leave axis 4 unmerged, out of the "
-                                       "answer; one entry more merges under no letter; more raise)"))),
+                                       "their end: invalid-spec:x:length-short; 4 for a 5-D x leave axis 4 "
+                                       "unmerged, out of the answer; one entry more merges under no letter; more "
+                                       "raise)"))),
+    Strictness("invalid-spec:x:length-short", "x's dims_mapping of fewer than 4 entries; instance_norm's rules write "
+               "-1 to axes 2 and 3 of their copy of it by index, past its end (heap corruption: SIGABRT, or an "
+               "answer of whatever that memory held)", "undefined", "inexpressible", PLACEMENTS,
+               families=("instance_norm",)),
     Strictness("invalid-spec:*:missing", "None for a required tensor; Paddle's stand-in for None is a tensor of "
                "shape [0] without a mesh, which instance_norm's rules read as any other (x: rank 1, refused by "
                "their rank check; the others: refused by theirs)", "varies", "refuses",
@@ -50,7 +55,7 @@ STRICTNESS = StrictnessNotes((
                mirror_keys=_IN_KEYS, families=("instance_norm",)),
     Strictness("invalid-spec:x:rank", "x of rank 2 or 3; Paddle's rule clears axes 2 and 3 by index, writing past "
                "the end of the mapping (SIGABRT, heap corruption; now and then an answer read from memory it "
-               "never set, which differs by run: never mirrored)", "crashes", "unmeasured",
+               "never set, which differs by run: never mirrored)", "undefined", "unmeasured",
                families=("instance_norm",)),
     Strictness("invalid-spec:scale:none-with-sharded-nc", "scale None (or meshless) while x's N or C axis is split; "
                "Paddle marks scale_grad partial on an attr without a mesh and crashes (SIGSEGV)", "crashes",

@@ -90,14 +90,16 @@ def replicated_stand_in(spec: Any) -> Any:
 
 def copy_overwriting(x: DistTensorSpec, replicated: Iterable[int]) -> list[int]:
     """x's raw mapping with the entries of the axes ``replicated`` set to -1, as the rules make their
-    copy; refused where Paddle writes past its end or its merge raises."""
+    copy; refused where Paddle writes past its end (kind ``invalid-spec:x:length-short``: whatever it
+    answers then is memory's content, declared ``undefined`` by each family that copies x) or its
+    merge raises."""
     mapping = [cast(int, m) for m in x.dims_mapping]  # (a co-shard x never gets here: answer_raw)
     axes = tuple(replicated)
     rank = len(x.shape)
     if axes and max(axes) >= len(mapping):
         not_mirrored(f"x: dims_mapping of {len(mapping)} entries for rank {rank}; Paddle's rule writes axis "
                      f"{max(axes)} past its end (heap corruption: a crash, or an answer that differs by run)",
-                     "invalid-spec:x:length")
+                     "invalid-spec:x:length-short")
     if len(mapping) > rank + 1:
         not_mirrored(f"x: dims_mapping of {len(mapping)} entries for rank {rank}; Paddle's merge raises "
                      f"IndexError (basic_string::substr) at entry {rank + 1}", "invalid-spec:x:length")

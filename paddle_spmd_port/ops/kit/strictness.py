@@ -82,9 +82,15 @@ class Strictness:
                 "inexpressible": "no Paddle program can hold it (the op never sees it)",
                 "unmeasured": "whether Paddle's op refuses it is not measured"}[self.op]
 
+    def rule_text(self) -> str:
+        """What Paddle's rule does with the input, as words."""
+        return {"answers": "Paddle's rule answers", "crashes": "Paddle's rule crashes",
+                "varies": "Paddle's rule varies", "undefined": "Paddle's rule reads or writes memory it never set "
+                "(its answer is that memory's content)"}.get(self.rule, f"Paddle's rule {self.rule}")
+
     def text(self) -> str:
         """The one-line account of a refusal: its reason, the op's verdict, the rule's."""
-        return f"strict refusal ({self.check}): {self.reason}; {self.op_text()}; Paddle's rule {self.rule}"
+        return f"strict refusal ({self.check}): {self.reason}; {self.op_text()}; {self.rule_text()}"
 
 
 @dataclass(frozen=True)

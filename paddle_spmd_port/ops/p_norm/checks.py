@@ -34,10 +34,20 @@ from ..kit.tensor import RuleInput, as_input, attr_type_ok, check_specs, require
 STRICTNESS = StrictnessNotes((
     Strictness("invalid-spec:axis", "axis outside -rank..rank-1 (asvector False, x not 0-D); Paddle's forward rule "
                "reduces no axis, its reverse rule reads out as of x's rank, its grad rule inserts past the end of a "
-               "mapping where out has fewer axes than x", "varies", "refuses",
+               "mapping where out has fewer axes than x (invalid-spec:axis:insert-outside)", "varies", "refuses",
                "paddle.linalg.norm and _C_ops.p_norm raise ValueError (InferMeta: axis >= -x_rank && axis < x_rank), "
                "3.3.1, x [4,6,8], axis 3, -4, 100",
                mirror_keys=("p_norm", "p_norm_reverse", "p_norm_grad"), families=("p_norm",)),
+    Strictness("invalid-spec:axis:insert-outside", "axis outside -rank..rank-1 without keepdims (asvector False); "
+               "Paddle's grad rule inserts -1 into out_grad's mapping at that axis, outside the vector (whatever it "
+               "answers is memory's content)", "undefined", "refuses",
+               "paddle.linalg.norm and _C_ops.p_norm raise ValueError (InferMeta: axis >= -x_rank && axis < x_rank), "
+               "3.3.1, x [4,6,8], axis 3, -4, 100", families=("p_norm",)),
+    Strictness("invalid-spec:out_grad:insert-outside", "out_grad of another rank (or mapping length) than x, "
+               "keepdims and asvector imply, with a reduced axis past the end of its mapping; Paddle's grad rule "
+               "inserts -1 there, outside the vector (whatever it answers is memory's content)", "undefined",
+               "inexpressible", "the op makes out itself, of the rank x, axis, keepdims and asvector give",
+               families=("p_norm",)),
     Strictness("invalid-spec:x:duplicate", "x's dims_mapping splits two axes along one mesh dim; Paddle's forward "
                "rule keeps each mesh dim on the first axis it splits (-1 on the others) and reduces that, its "
                "reverse and grad rules never read x's mapping", "answers", "inexpressible", PLACEMENTS,
@@ -72,12 +82,14 @@ STRICTNESS = StrictnessNotes((
                mirror_keys=("p_norm_reverse", "p_norm_grad"), families=("p_norm",)),
     Strictness("invalid-spec:out_grad:rank", "out_grad of another rank than x, keepdims and asvector imply; the grad "
                "rule answers out_grad's mapping, with -1 inserted at the reduced axes where out_grad's rank differs "
-               "from x's (past the end of the mapping: undefined behaviour)", "varies", "inexpressible",
+               "from x's (past the end of the mapping: invalid-spec:out_grad:insert-outside)", "varies",
+               "inexpressible",
                "the op makes out itself, of the rank x, axis, keepdims and asvector give",
                mirror_keys=("p_norm_grad",), families=("p_norm",)),
     Strictness("invalid-spec:out_grad:length", "out_grad's dims_mapping of another length than its rank; the grad "
                "rule answers that mapping, with -1 inserted at the reduced axes where out_grad's rank differs from "
-               "x's (past the end of the mapping: undefined behaviour)", "varies", "inexpressible", PLACEMENTS,
+               "x's (past the end of the mapping: invalid-spec:out_grad:insert-outside)", "varies", "inexpressible",
+               PLACEMENTS,
                mirror_keys=("p_norm_grad",), families=("p_norm",)),
     Strictness("invalid-spec:*:rank", "out or out_grad of another rank than x, keepdims and asvector imply; "
                "Paddle's rule reads its mapping against that rank's notation", "varies", "inexpressible",
@@ -91,9 +103,18 @@ STRICTNESS = StrictnessNotes((
                "varies", "inexpressible", "a dist tensor always has a process mesh",
                mirror_keys=("p_norm_reverse", "p_norm_grad"), families=("p_norm",)),
     Strictness("invalid-spec:x:missing", "None for x; the reverse rule reads Paddle's stand-in for None (a "
-               "rank-1 tensor without a mesh) for x's shape and answers x on no mesh; the forward rule raises on "
-               "the stand-in's empty mapping", "varies", "refuses", "the op's Python API needs every required tensor",
-               mirror_keys=("p_norm_reverse",), families=("p_norm",)),
+               "rank-1 tensor without a mesh) for x's shape and answers x on no mesh; the grad rule reads only the "
+               "stand-in's rank and answers copies of out_grad's attr (-1 inserted at the reduced axes where "
+               "out_grad's rank is not 1; outside its mapping: invalid-spec:out_grad:insert-outside); the forward "
+               "rule raises on the stand-in's empty mapping", "varies", "refuses",
+               "the op's Python API needs every required tensor", mirror_keys=("p_norm_reverse", "p_norm_grad"),
+               families=("p_norm",)),
+    Strictness("invalid-spec:out_grad:missing", "None for out_grad; the grad rule reads Paddle's stand-in for None "
+               "(rank 1, an empty mapping, no mesh) and answers copies of its attr, with -1 inserted at the reduced "
+               "axes where x's rank is not 1 (past the end of the empty mapping: "
+               "invalid-spec:out_grad:insert-outside)", "varies", "refuses",
+               "the op's Python API needs every required tensor", mirror_keys=("p_norm_grad",),
+               families=("p_norm",)),
     Strictness("invalid-spec:out:missing", "None for out; the grad rule never reads out, the reverse rule reads "
                "Paddle's stand-in for None (a rank-1 spec with an empty mapping)", "varies", "refuses",
                "the op's Python API needs every required tensor", mirror_keys=("p_norm_grad",),

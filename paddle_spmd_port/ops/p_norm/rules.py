@@ -56,7 +56,7 @@ from ...types import DimsMapping, DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import RuleFn, rule
 from ..kit.strictness import argument, call_with, first_kept, mirror, mirror_via
 from ..kit.tensor import RuleInput, on_meshes_of_other_ndim, require_mesh_dims_exist
-from .checks import forward_inputs, grad_inputs, out_rank, reduced_axes, reverse_inputs
+from .checks import check_attr_types, forward_inputs, grad_inputs, out_rank, reduced_axes, reverse_inputs
 
 #: frozenset({d}) per mesh dim d: a one-axis reduction's partial set, shared (no set built per call)
 _ONE_DIM = tuple(frozenset((d,)) for d in range(16))
@@ -260,7 +260,7 @@ def p_norm_grad_mirror_axis(fn: RuleFn, x: DistTensorSpec, out: DistTensorSpec, 
     if not keepdims:
         raise InvalidSpecError(f"axis={axis} with keepdims=False: Paddle's grad rule inserts at that axis, past "
                                "the end of out_grad's mapping (undefined behaviour): no answer to mirror",
-                               kind="invalid-spec:axis")
+                               kind="invalid-spec:axis:insert-outside")
     return fn(x, out, out_grad, porder, -1, epsilon, keepdims, asvector)
 
 
@@ -390,7 +390,7 @@ def p_norm_grad_mirror_ranks(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResul
             if not 0 <= a <= len(mapping):
                 raise InvalidSpecError(f"out_grad: Paddle's grad rule inserts at axis {a}, outside out_grad's "
                                        f"{len(mapping)}-entry mapping (undefined behaviour): no answer to mirror",
-                                       kind="invalid-spec:out_grad")
+                                       kind="invalid-spec:out_grad:insert-outside")
             mapping.insert(a, -1)
         x_attr = DistAttr.make(tuple(mapping), _NONE, grad.mesh)
     return SpmdResult.make(inputs=(x_attr, same, same), outputs=(x_attr,))
@@ -423,6 +423,64 @@ def p_norm_grad_mirror_out_grad(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdRe
         for a in reduced_axes(len(x.shape), axis, bool(asvector)):
             mapping.insert(a, -1)
         x_attr = DistAttr.make(tuple(mapping), _NONE, grad.mesh)
+    return SpmdResult.make(inputs=(x_attr, same, same), outputs=(x_attr,))
+
+
+@mirror("p_norm_grad", "invalid-spec:out_grad:missing")
+def p_norm_grad_mirror_out_grad_missing(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """Grad, out_grad None: Paddle's rule reads its stand-in for None (rank 1, an empty mapping, no
+    mesh) as out_grad, so every attr it answers is a copy of that one, without a mesh: out_grad's and
+    out's the empty mapping, x's and x_grad's the same where x has rank 1, else the empty mapping with
+    -1 inserted at each reduced axis, ascending (a 0-D x without asvector: at ``axis`` as given). An
+    insertion outside the mapping writes outside the vector (undefined behaviour): refused. The
+    other checks run with a replicated out_grad of the rank the rule wants on x's mesh."""
+    x, axis, keepdims, asvector = (argument(fn, args, kwargs, n) for n in ("x", "axis", "keepdims", "asvector"))
+    if not isinstance(x, DistTensorSpec) or x.mesh is None:
+        raise InvalidSpecError("out_grad None beside an x that is no spec on a mesh: no answer to mirror",
+                               kind="invalid-spec:out_grad:missing")
+    want = (1,) * out_rank(len(x.shape), bool(keepdims), bool(asvector))
+    call_with(fn, args, kwargs, out_grad=DistTensorSpec(want, (-1,) * len(want), x.mesh))  # the other checks
+    mapping: list[int] = []
+    if len(x.shape) != 1:  # the stand-in's rank
+        axes = (axis,) if not x.shape and not asvector else reduced_axes(len(x.shape), axis, bool(asvector))
+        for a in axes:
+            if not 0 <= a <= len(mapping):
+                raise InvalidSpecError(f"out_grad None: Paddle's grad rule inserts at axis {a} into its stand-in's "
+                                       "empty mapping, outside the vector (undefined behaviour): no answer to mirror",
+                                       kind="invalid-spec:out_grad:insert-outside")
+            mapping.insert(a, -1)
+    same = DistAttr.make((), _NONE, None)
+    x_attr = DistAttr.make(tuple(mapping), _NONE, None)
+    return SpmdResult.make(inputs=(x_attr, same, same), outputs=(x_attr,))
+
+
+@mirror("p_norm_grad", "invalid-spec:x:missing")
+def p_norm_grad_mirror_x_missing(fn: RuleFn, x: DistTensorSpec | None, out: DistTensorSpec | None,
+                                 out_grad: DistTensorSpec, porder: float = 2.0, axis: int = -1,
+                                 epsilon: float = 1e-12, keepdims: bool = False,
+                                 asvector: bool = False) -> SpmdResult:
+    """Grad, x None: Paddle's rule reads only the rank of its stand-in for None (1) and answers every
+    attr as a copy of out_grad's (partial cleared, on out_grad's mesh; out is never read): x's and
+    x_grad's with -1 inserted at the reduced axes of a rank-1 x (axis + 1 where negative; 0 with
+    asvector) where out_grad's rank is not 1. An insertion outside out_grad's mapping writes outside
+    the vector (undefined behaviour), a co-shard or a partial dim outside the mesh (Paddle crashes
+    building the attr) is refused. The attributes' types are checked as the rule checks them."""
+    check_attr_types((porder, axis, epsilon, keepdims, asvector))
+    grad = out_grad
+    if not isinstance(grad, DistTensorSpec) or grad.mesh is None or grad.coshard or any(
+            not 0 <= p < grad.mesh.ndim for p in grad.partial_dims):
+        raise InvalidSpecError("x None beside an out_grad that is no spec on a mesh, a co-shard or has a partial dim "
+                               "outside its mesh: no answer to mirror", kind="invalid-spec:x:missing")
+    mapping = list(grad.dims_mapping)
+    if len(grad.shape) != 1:  # the stand-in's rank
+        for a in reduced_axes(1, axis, bool(asvector)):
+            if not 0 <= a <= len(mapping):
+                raise InvalidSpecError(f"x None: Paddle's grad rule inserts at axis {a}, outside out_grad's "
+                                       f"{len(mapping)}-entry mapping (undefined behaviour): no answer to mirror",
+                                       kind="invalid-spec:out_grad:insert-outside")
+            mapping.insert(a, -1)
+    same = DistAttr.make(grad.dims_mapping, _NONE, grad.mesh)
+    x_attr = DistAttr.make(tuple(mapping), _NONE, grad.mesh)
     return SpmdResult.make(inputs=(x_attr, same, same), outputs=(x_attr,))
 
 
