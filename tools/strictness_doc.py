@@ -32,7 +32,8 @@ Two policies (`parity --policy`, `rule_function(key, profile, policy)`,
   rule crashes there, or the port does not model its answer).
 
 Rule: what Paddle's rule does with the input (`answers`, `crashes`, `varies`: either, by the rest of
-the input). Op: `refuses`, `accepts`, `inexpressible` (a dist tensor's placements give each mesh dim
+the input; `undefined`: it reads or writes memory it never set, so its answer is that memory's, never
+mirrored). Op: `refuses`, `accepts`, `inexpressible` (a dist tensor's placements give each mesh dim
 one placement, and it always has a mesh, so no program holds such a tensor), `unmeasured`.
 
 | check (kind) | families | reason | Paddle's rule | Paddle's op | evidence | mirrored |

@@ -49,14 +49,12 @@ _PROBLEMS = {
     "length": ("has another length than its rank", "inexpressible", PLACEMENTS),
     "mesh-dim": ("names a mesh dim the mesh lacks", "inexpressible", PLACEMENTS),
     "duplicate": ("splits two axes along one mesh dim", "inexpressible", PLACEMENTS),
-    "mesh": ("or partial dims without a mesh (x: no mesh at all)", "inexpressible",
-             "a dist tensor always has a process mesh"),
+    "mesh": ("without a mesh", "inexpressible", "a dist tensor always has a process mesh"),
     "mixed-mesh": ("on a mesh of another number of dims than x's, whose mesh dims reach the answer", "unmeasured", ""),
     "missing": ("None where the tensor is required (Paddle's stand-in: shape [0], no mapping, no mesh)", "refuses",
                 "the op's Python API needs every required tensor"),
 }
-_RAW = ("answered as Paddle's rule does on the raw input (ops/layer_norm/raw.py): mappings merged as given under "
-        "notations of x's rank, mesh dims copied unlooked-up, each attr on its own mesh")
+_RAW = "mirrored: Paddle's rule's steps on the raw input (ops/layer_norm/raw.py)"
 
 
 def raw_strictness(family: str, inputs: Mapping[str, tuple[str, ...]],
@@ -78,10 +76,11 @@ def raw_strictness(family: str, inputs: Mapping[str, tuple[str, ...]],
         for problem, (what, op, evidence) in _PROBLEMS.items():
             keys = tuple(k for k, names in inputs.items() if tensor in names
                          and not (problem == "missing" and tensor in optional))
-            if not keys:
+            if not keys or (tensor == "x" and problem == "mixed-mesh"):  # (x's mesh is the one others differ from)
                 continue
             unread = problem in ("length", "mesh-dim", "duplicate") and all(tensor in not_merged[k] for k in keys)
-            mapping = "" if problem in ("mixed-mesh", "missing") else "'s dims_mapping"
+            mapping = {"mixed-mesh": "", "missing": "", "mesh": "" if tensor == "x" else "'s mapping or partial dims"
+                       }.get(problem, "'s dims_mapping")
             out.append(Strictness(f"invalid-spec:{tensor}:{problem}", f"{tensor}{mapping} {what}; {_RAW}",
                                   "answers" if unread else "varies", op, evidence, mirror_keys=keys,
                                   families=(family,)))
@@ -89,7 +88,7 @@ def raw_strictness(family: str, inputs: Mapping[str, tuple[str, ...]],
     out += [Strictness("invalid-spec:x:rank", f"x of rank 0, or beyond the notation's letters; {_RAW}", "varies",
                        "unmeasured", mirror_keys=keys, families=(family,)),
             Strictness("invalid-spec:*:rank", "scale, bias, out, mean or variance of another rank than the op gives "
-                       f"it; {_RAW}", "answers", "inexpressible",
+                       f"it; {_RAW}", "varies", "inexpressible",
                        "the op makes mean and variance itself, and takes scale and bias flattened to 1-D",
                        mirror_keys=rank_keys, families=(family,))]
     return tuple(out)
