@@ -26,7 +26,8 @@ Quirks kept on purpose (Paddle 3.3.1 does this), besides layer_norm's (ln-partia
 
 Port-only checks: layer_norm's (:mod:`paddle_spmd_port.ops.layer_norm.checks`), with begin_norm_axis =
 rank - 1: x of rank 0 (Paddle: a bare ``basic_string::_M_create`` in the forward) is rejected; in
-the grad, mean and invvar of rank ndim - 1.
+the grad, mean and invvar of rank ndim - 1. Under the ``mirror`` policy those refusals are answered
+by layer_norm's model of the rules on the raw input (:mod:`..layer_norm.raw`).
 """
 
 from __future__ import annotations

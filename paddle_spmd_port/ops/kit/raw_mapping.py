@@ -29,6 +29,11 @@ A required tensor left None is Paddle's stand-in (:data:`MISSING`), read as any 
 
 Inputs Paddle cannot even build are refused here too, before anything is answered: a partial dim
 outside a spec's mesh (SIGSEGV), a mesh dim both sharding and partial (Paddle raises).
+
+For rules that merge several tensors' mappings (layer_norm's: ops/layer_norm/raw.py), the end of
+this module has the same steps over several mappings (:func:`merge_raw_tensors`,
+:func:`read_back_raw`) and the refusal of inputs Paddle answers from memory it never set
+(:func:`unset_memory`).
 """
 
 from __future__ import annotations

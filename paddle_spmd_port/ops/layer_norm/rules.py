@@ -44,6 +44,10 @@ larger: Paddle segfaults); mean/variance rank must equal begin_norm_axis and out
 x of rank <= 18 (the notation's letters); reverse: scale/bias 1-D; grad: mean, variance and out_grad
 on a mesh (a spec without one makes Paddle crash or answer a mesh dim on an attr without a mesh).
 These checks are :mod:`.checks`' (shared with the ``proposed`` profile).
+
+Under the ``mirror`` policy each of those refusals is answered by :mod:`.raw`, Paddle's steps on the
+raw input (fast_ln's rules too), or refused naming why (Paddle crashes, or reads or writes memory it
+never set).
 """
 
 from __future__ import annotations
