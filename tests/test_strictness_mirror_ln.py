@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
+from paddle_spmd_port import DistTensorSpec
 from paddle_spmd_port.case import Case
 from paddle_spmd_port.compare import compare
 from paddle_spmd_port.native.routes import DEFAULT_BACKEND
+from paddle_spmd_port.ops.fast_ln import rules as fast_ln_rules
 from paddle_spmd_port.ops.kit import raw_mapping
 from paddle_spmd_port.ops.layer_norm import raw
 from paddle_spmd_port.ops.registry import strictness_of
@@ -130,6 +132,9 @@ MUTANTS: dict[str, tuple[Any, str, Callable[..., Any]]] = {
     "no conflict": (raw_mapping, "merge_axis", lambda letter, new, known: known if known != -1 else new),
     # the entry one past the notation refused instead of merged under the empty letter
     "one entry more refused": (raw, "merge_raw_tensors", _one_more_refused),
+    # fast_ln's rules normalising from the second-last axis, not the last
+    "fast_ln from the second-last axis": (fast_ln_rules, "_begin", lambda x: max(len(x.shape) - 2, 0)
+                                          if isinstance(x, DistTensorSpec) else 0),
 }
 
 
