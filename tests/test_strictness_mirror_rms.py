@@ -181,7 +181,7 @@ def test_grad_mutants_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_mirror_names_memory_paddle_never_set_as_undefined() -> None:
     """A grad invvar shorter than x's leading axes whose shape the alignment reads past its end, and
     a negative mesh dim but -1 in x (written before the placements' start): refused with the kind
-    ``past-end``, whose declaration says ``undefined``."""
+    ``unset-memory``, whose declaration says ``undefined``."""
     mesh = ProcessMesh((2,))
     x = DistTensorSpec((8, 4, 6), (0, -1, -1), mesh)
     scale = DistTensorSpec((6,), (-1,), mesh)
@@ -193,7 +193,7 @@ def test_the_mirror_names_memory_paddle_never_set_as_undefined() -> None:
         with pytest.raises(InvalidSpecError, match=r"never set.*\[mirror policy: not mirrored\]") as err:
             grad(*args)
         decl = strictness_of("rms_norm_grad", err.value.kind)
-        assert err.value.kind.endswith(":past-end") and decl is not None and decl.rule == "undefined"
+        assert err.value.kind.endswith(":unset-memory") and decl is not None and decl.rule == "undefined"
 
 
 def test_the_reverse_reads_its_notation_from_out_alone() -> None:

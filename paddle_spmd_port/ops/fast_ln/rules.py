@@ -26,20 +26,24 @@ Quirks kept on purpose (Paddle 3.3.1 does this), besides layer_norm's (ln-partia
 
 Port-only checks: layer_norm's (:mod:`paddle_spmd_port.ops.layer_norm.checks`), with begin_norm_axis =
 rank - 1: x of rank 0 (Paddle: a bare ``basic_string::_M_create`` in the forward) is rejected; in
-the grad, mean and invvar of rank ndim - 1.
+the grad, mean and invvar of rank ndim - 1. Under the ``mirror`` policy those refusals are answered
+by layer_norm's model of the rules on the raw input (:mod:`..layer_norm.raw`).
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Any
 
 from ...errors import InvalidSpecError
 from ...types import DistTensorSpec, SpmdResult
 from ..kit.checks import RuleFn, rule
-from ..kit.strictness import mirror, norm_forward_first_kept, unread_mirrors
+from ..kit.raw_mapping import require_paddle_profile
+from ..kit.strictness import mirror_via
+from ..layer_norm import raw
 from ..layer_norm.rules import layer_norm_grad_infer_spmd, layer_norm_infer_spmd
-from .checks import FIRST_KEPT, UNREAD
+from .checks import STRICTNESS
 
 
 def _last_axis(x: object) -> int:
@@ -94,13 +98,37 @@ def _renamed(exc: InvalidSpecError) -> InvalidSpecError:
     return type(exc)(message, kind=kind)
 
 
-@mirror("fast_ln", "invalid-spec:x:duplicate")
-def fast_ln_mirror_x_duplicate(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
-    """The forward rule's answer to an x splitting two axes along one mesh dim:
-    :func:`~..kit.strictness.norm_forward_first_kept` (the last axis normalised)."""
-    return norm_forward_first_kept(fn, args, kwargs, UNREAD["fast_ln"])
+def _begin(x: object) -> int:
+    """FastLn's begin_norm_axis, ``rank(x) - 1``, as Paddle reads x (None: its stand-in of rank 1)."""
+    return len(x.shape) - 1 if isinstance(x, DistTensorSpec) else 0
 
 
-#: The mirror policy's answers to the malformed mappings of inputs a rule never reads
-#: (:data:`.checks.UNREAD`) or merges (:data:`.checks.FIRST_KEPT`).
-MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__, FIRST_KEPT)
+def _raw_forward(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """``FastLnInferSpmd`` on the raw arguments: layer_norm's model (:mod:`..layer_norm.raw`)."""
+    require_paddle_profile(fn, args, kwargs)
+    x, scale, bias, epsilon = _bound(fn, args, kwargs)
+    return raw.forward(x, scale, bias, epsilon, _begin(x), check_begin=False)
+
+
+def _raw_grad(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+    """``FastLnGradInferSpmd`` on the raw arguments: layer_norm's model with scale passed as bias,
+    the bias dropped from the returned inputs (PADDLE-QUIRK(fast-ln-grad-bias))."""
+    require_paddle_profile(fn, args, kwargs)
+    x, scale, mean, invvar, y_grad, epsilon = _bound(fn, args, kwargs)
+    full = raw.grad(x, scale, scale, mean, invvar, y_grad, epsilon, _begin(x),
+                    names=("x", "scale", "scale", "mean", "invvar", "y_grad"), check_begin=False)
+    return SpmdResult.make(inputs=full.inputs[:2] + full.inputs[3:], outputs=full.outputs)
+
+
+def _bound(fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return list(bound.arguments.values())
+
+
+#: The mirror policy's answers: every declared check of the family (:data:`.checks.STRICTNESS`) that
+#: names a rule key among its ``mirror_keys``, answered by layer_norm's model of the rule.
+MIRRORED_RAW = tuple(
+    mirror_via(key, decl.check, {"fast_ln": _raw_forward, "fast_ln_grad": _raw_grad}[key],
+               f"{key}: Paddle's rule on the raw input; :mod:`..layer_norm.raw`.", __name__)
+    for decl in STRICTNESS.declared for key in decl.mirror_keys)

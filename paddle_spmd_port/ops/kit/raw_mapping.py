@@ -29,6 +29,11 @@ A required tensor left None is Paddle's stand-in (:data:`MISSING`), read as any 
 
 Inputs Paddle cannot even build are refused here too, before anything is answered: a partial dim
 outside a spec's mesh (SIGSEGV), a mesh dim both sharding and partial (Paddle raises).
+
+For rules that merge several tensors' mappings (layer_norm's: ops/layer_norm/raw.py), the end of
+this module has the same steps over several mappings (:func:`merge_raw_tensors`,
+:func:`read_back_raw`) and the refusal of inputs Paddle answers from memory it never set
+(:func:`unset_memory`).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn, cast
 
 from ...errors import InvalidSpecError, PaddleInvalidArgument
-from ...notation import ALPHABET
+from ...notation import ALPHABET, FORCED_REPLICATED, merge_axis
 from ...types import DistAttr, DistTensorSpec, ProcessMesh, SpmdResult, mesh_dims_of
 from .. import RULES
 
@@ -197,41 +202,45 @@ def statistics_forward(copy_of: Callable[[DistTensorSpec], tuple[list[int], dict
     return forward
 
 
-def merge_raw_tensors(pairs: Iterable[tuple[str, Sequence[int]]], kind: str) -> dict[str, int]:
-    """``ShardingMergeForTensors`` of several tensors on their raw mappings (each ``(notation,
-    mapping)``): entry ``i`` merges under the notation's letter ``i``; an entry at index
-    ``len(notation)`` under the empty key (``substr`` at the size is empty), which no claim ever
-    holds (the empty key is found in every claim string) and no read-back asks for; an entry past
-    that makes Paddle raise (``basic_string::substr``): refused with ``kind``. Two different
-    mesh dims on one key raise as Paddle does (:func:`~...notation.merge_axis`). Every entry but -1
-    claims its mesh dim, one the mesh lacks or a negative one included (nothing looks it up here);
-    a mesh dim several letters claim stays with the first, in merge order."""
-    from ...notation import merge_axis
-
+def merge_raw_tensors(pairs: Sequence[tuple[str, str, Sequence[int]]]) -> dict[str, int]:
+    """``ShardingMergeForTensors`` of several tensors' raw mappings, each ``(owner, notation,
+    mapping)``, a mapping of any length: entry ``i`` merges under the notation's letter ``i``, the
+    entry at index ``len(notation)`` under the empty letter (it reaches no answer), and one past that
+    makes Paddle raise (``basic_string::substr``): refused naming the owner's length. Two mesh dims
+    on one letter raise Paddle's conflict (:func:`~paddle_spmd_port.notation.merge_axis`), at the
+    entry where Paddle's loop meets it; a mesh dim several letters claim stays with the first letter
+    that claimed it (-1 on the others), as :func:`merge_raw` does for one tensor."""
     merged: dict[str, int] = {}
-    claims: dict[int, list[str]] = {}
-    for notation, mapping in pairs:
+    claims: dict[int, str] = {}
+    for owner, notation, mapping in pairs:
         for i, dim in enumerate(mapping):
             if i > len(notation):
-                not_mirrored(f"a mapping of {len(mapping)} entries merged against the notation {notation!r}: "
-                             f"Paddle raises IndexError (basic_string::substr) at entry {i}", kind)
-            key = notation[i] if i < len(notation) else ""
-            dim = dim if key not in merged else merge_axis(key, dim, merged[key])
-            merged[key] = dim
-            if dim != -1 and key:
-                claim = claims.setdefault(dim, [])
-                if key not in claim:
-                    claim.append(key)
+                not_mirrored(f"{owner}: dims_mapping of {len(mapping)} entries read against the notation "
+                             f"{notation!r}; Paddle's merge raises IndexError (basic_string::substr) at entry {i}",
+                             f"invalid-spec:{owner}:length")
+            letter = notation[i] if i < len(notation) else ""
+            dim = merge_axis(letter, dim, merged[letter]) if letter in merged else dim
+            merged[letter] = dim
+            if dim != -1:
+                claim = claims.setdefault(dim, letter)
+                if letter not in claim:  # (C++ find: the empty letter is found in every claim)
+                    claims[dim] = claim + letter
     for claim in claims.values():
-        for key in claim[1:]:
-            merged[key] = -1
+        for letter in claim[1:]:
+            merged[letter] = -1
     return merged
 
 
-def read_back_forced(letters: str, merged: dict[str, int]) -> tuple[int, ...]:
-    """``GetDimsMappingForAxes`` without its default fill: ``'1'`` reads -1, a merged letter its
-    dim, a letter never merged is skipped (Paddle builds the error for it but never raises it)."""
-    from ...notation import FORCED_REPLICATED
-
+def read_back_raw(letters: str, merged: dict[str, int]) -> tuple[int, ...]:
+    """``GetDimsMappingForAxes`` with the forced letter: ``'1'`` reads -1, any other letter its merged
+    dim, a letter never merged is skipped (the answer is shorter than the notation)."""
     return tuple(-1 if letter == FORCED_REPLICATED else merged[letter] for letter in letters
                  if letter == FORCED_REPLICATED or letter in merged)
+
+
+def unset_memory(why: str, owner: str) -> NoReturn:
+    """Refuse an input on which Paddle's rule reads or writes memory it never set (past a vector's or
+    a string's end): whatever it answers there is that memory's content. The kind
+    (``invalid-spec:<owner>:unset-memory``) is declared ``undefined``, never mirrored."""
+    raise InvalidSpecError(f"{why}: Paddle's rule reads or writes memory it never set there; no answer to mirror",
+                           kind=f"invalid-spec:{owner}:unset-memory")

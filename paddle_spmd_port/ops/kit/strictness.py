@@ -25,8 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ...errors import InvalidSpecError
-from ...types import DistAttr, DistTensorSpec, SpmdResult
+from ...types import DistTensorSpec
 from ..spec import FamilyPart, OpFamily
 
 #: The strictness policies, the default first.
@@ -200,135 +199,25 @@ def first_kept(spec: DistTensorSpec) -> DistTensorSpec:
     return DistTensorSpec(spec.shape, tuple(kept), spec.mesh, spec.partial_dims)
 
 
-def with_replicated_stand_ins(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                              names: tuple[str, ...] | None = None, kept: tuple[str, ...] = ()) -> Any:
-    """``fn``'s answer with every spec argument (of ``names``; None: any) whose own check refuses it
-    for one of :data:`UNREAD_PROBLEMS` replaced by a replicated spec of its shape on its mesh: for
-    rules that never read those tensors' mappings (nor their partial status); and each of ``kept``
-    that splits two axes along one mesh dim (no co-shard) read as :func:`first_kept` reads it: for
-    rules that merge that tensor's mapping.
-
-    Paddle merges the ``kept`` tensors' mappings as given and drops a repeated mesh dim only after:
-    where two of them (aligned from their first axis, as the norm rules' notations are) name
-    different mesh dims on one axis, it raises a conflict the stand-ins would hide, so such a call is
-    refused (InvalidSpecError) rather than answered."""
-    bound = inspect.signature(fn).bind(*args, **kwargs)
-    bound.apply_defaults()
-    merged = []
-    for name, value in bound.arguments.items():
-        if isinstance(value, DistTensorSpec) and value.mesh is not None:
-            if name in kept:
-                merged.append(value)
-            try:
-                value.check(name)
-            except InvalidSpecError as exc:
-                problem = exc.kind.rsplit(":", 1)[-1]
-                if name in kept and problem == "duplicate" and not value.coshard:
-                    bound.arguments[name] = first_kept(value)
-                elif problem in UNREAD_PROBLEMS and (names is None or name in names):
-                    bound.arguments[name] = DistTensorSpec(value.shape, (-1,) * len(value.shape), value.mesh)
-    if kept and len(merged) > 1:
-        _refuse_merge_conflicts(merged)
-    return fn(*bound.args, **bound.kwargs)
-
-
-def _refuse_merge_conflicts(merged: list[DistTensorSpec]) -> None:
-    """Refuse where Paddle's merge of these mappings, as given, meets two mesh dims on one axis."""
-    for axis in range(max(len(t.dims_mapping) for t in merged)):
-        named = {e for t in merged if axis < len(t.dims_mapping)
-                 for e in (t.dims_mapping[axis],) if not (isinstance(e, int) and e < 0)}
-        if len(named) > 1:
-            raise InvalidSpecError(
-                f"axis {axis} is split along {sorted(map(str, named))} by the merged inputs, one of them repeating "
-                "a mesh dim: Paddle's merge raises a conflict there before it drops the repeat; no answer to mirror",
-                kind="invalid-spec:x:duplicate")
-
-
 _WHAT = {"duplicate": "splits two axes along one mesh dim", "length": "has another length than its rank",
          "mesh-dim": "names a mesh dim the mesh lacks"}
 
 
-def unread_strictness(family: str, unread: Mapping[str, tuple[str, ...]],
-                      first_kept: Mapping[str, tuple[str, ...]] | None = None) -> tuple[Strictness, ...]:
-    """The declarations of a family's malformed mappings its rules never read, or read as
-    :func:`first_kept` does: ``unread`` maps each rule key to the inputs whose mapping (and partial
-    status) it never reads, only their shape and mesh; ``first_kept`` each rule key to the inputs
-    whose mapping it merges, a mesh dim named twice kept on the first axis that names it. Each
-    (input, problem) is mirrored for those keys; Paddle's rule ``answers`` where every key of the
-    family with that input is among them, else ``varies``."""
+def unread_strictness(family: str, unread: Mapping[str, tuple[str, ...]]) -> tuple[Strictness, ...]:
+    """The declarations of a family's malformed mappings its rules never read: ``unread`` maps each
+    rule key to the inputs whose mapping (and partial status) it never reads, only their shape and
+    mesh. Each (input, problem) is mirrored for those keys; Paddle's rule ``answers`` where every key
+    of the family with that input is among them, else ``varies``."""
     from .. import RULES
 
-    kept_map = first_kept or {}
     out = []
-    for tensor in dict.fromkeys([*(t for names in unread.values() for t in names),
-                                 *(t for names in kept_map.values() for t in names)]):
+    for tensor in dict.fromkeys(t for names in unread.values() for t in names):
         keys = tuple(k for k, names in unread.items() if tensor in names)
-        kept = tuple(k for k, names in kept_map.items() if tensor in names)
         having = [k for k, spec in RULES.items() if spec.op == family and tensor in spec.inputs]
         for problem, what in _WHAT.items():
-            mirrored = keys + (kept if problem == "duplicate" else ())
-            if not mirrored:
-                continue
-            how = [f"{', '.join(keys)} never read its mapping (only its shape and mesh)"] if keys else []
-            if problem == "duplicate" and kept:
-                how.append(f"{', '.join(kept)} merge it keeping each mesh dim on the first axis that names it "
-                           "(-1 on the later ones)")
             out.append(Strictness(
-                f"invalid-spec:{tensor}:{problem}", f"{tensor}'s dims_mapping {what}; {'; '.join(how)}",
-                "answers" if set(having) <= set(mirrored) else "varies", "inexpressible", PLACEMENTS,
-                mirror_keys=mirrored, families=(family,)))
+                f"invalid-spec:{tensor}:{problem}",
+                f"{tensor}'s dims_mapping {what}; {', '.join(keys)} never read its mapping (only its shape and mesh)",
+                "answers" if set(having) <= set(keys) else "varies", "inexpressible", PLACEMENTS,
+                mirror_keys=keys, families=(family,)))
     return tuple(out)
-
-
-def unread_mirrors(unread: Mapping[str, tuple[str, ...]], module: str,
-                   first_kept: Mapping[str, tuple[str, ...]] | None = None) -> tuple[Callable[..., Any], ...]:
-    """The mirror functions of :func:`unread_strictness`'s declarations (in ``module``, the family's
-    ``rules.py``): the rule's answer with replicated stand-ins for the unread malformed inputs and
-    :func:`first_kept` for the merged ones (every such input of the call at once)."""
-    kept_map = first_kept or {}
-
-    def body(names: tuple[str, ...], kept: tuple[str, ...]) -> Callable[..., Any]:
-        return lambda fn, *args, **kwargs: with_replicated_stand_ins(fn, args, kwargs, names, kept)
-
-    made = [mirror_via(key, f"invalid-spec:{tensor}:{problem}", body(names, kept_map.get(key, ())),
-                       f"{key}: {tensor} never read; :func:`with_replicated_stand_ins`.", module)
-            for key, names in unread.items() for tensor in names for problem in _WHAT]
-    made += [mirror_via(key, f"invalid-spec:{tensor}:duplicate", body(unread.get(key, ()), kept),
-                        f"{key}: {tensor} merged, a repeated mesh dim kept on its first axis; "
-                        ":func:`with_replicated_stand_ins`.", module)
-             for key, kept in kept_map.items() for tensor in kept]
-    return tuple(made)
-
-
-def norm_forward_first_kept(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                            unread: tuple[str, ...], begin: int | None = None) -> SpmdResult:
-    """A normalising forward rule (layer_norm's, rms_norm's, fast_ln's) on an x splitting two axes
-    along one mesh dim: Paddle merges x's mapping as :func:`first_kept` reads it and answers the
-    outputs from that, but answers x itself as given with the normalised axes (``begin`` on; None:
-    the last axis) replicated. ``unread``: the inputs whose malformed mappings are read as replicated
-    in the same call."""
-    x = argument(fn, args, kwargs, "x")
-    if not isinstance(x, DistTensorSpec) or x.mesh is None or x.coshard:
-        raise InvalidSpecError("x: a co-shard, or no spec on a mesh, beside the repeated mesh dim: no answer to "
-                               "mirror", kind="invalid-spec:x:duplicate")
-    result: SpmdResult = with_replicated_stand_ins(fn, args, kwargs, unread, ("x",))
-    start = len(x.shape) - 1 if begin is None else begin
-    given = tuple(x.dims_mapping[:start]) + (-1,) * (len(x.shape) - start)
-    answered = result.inputs[0]
-    return SpmdResult.make(inputs=(DistAttr.make(given, answered.partial_dims, answered.mesh), *result.inputs[1:]),
-                           outputs=tuple(result.outputs))
-
-
-def with_vector_stand_ins(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                          names: tuple[str, ...]) -> Any:
-    """``fn``'s answer with each spec argument of ``names`` not of rank 1 replaced by a replicated
-    rank-1 spec on its mesh, its partial status kept: for rules that read only such a tensor's mesh
-    (and partial status) and answer ``[-1]`` for it whatever its rank."""
-    bound = inspect.signature(fn).bind(*args, **kwargs)
-    bound.apply_defaults()
-    for name in names:
-        value = bound.arguments.get(name)
-        if isinstance(value, DistTensorSpec) and value.mesh is not None and len(value.shape) != 1:
-            size = value.shape[-1] if value.shape else 1
-            bound.arguments[name] = DistTensorSpec((size,), (-1,), value.mesh, value.partial_dims)
-    return fn(*bound.args, **bound.kwargs)

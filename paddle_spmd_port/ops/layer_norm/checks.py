@@ -15,11 +15,14 @@ InvalidSpecError, where Paddle crashes or accepts garbage)::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...notation import ALPHABET
 from ...types import DistTensorSpec
+from .. import RULES
 from ..kit.checks import REAL, input_names
-from ..kit.strictness import Strictness, StrictnessNotes, unread_strictness
+from ..kit.strictness import PLACEMENTS, Strictness, StrictnessNotes
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -35,41 +38,74 @@ _LN_FORWARD, _LN_REVERSE, _LN_GRAD = input_names("layer_norm"), input_names("lay
     input_names("layer_norm_grad")
 
 
-#: The inputs each rule never reads the mapping of (the reverse rule ignores x, scale and bias, the
-#: forward rule scale and bias): their malformed mappings are mirrored.
-UNREAD = {"layer_norm_reverse": ("x", "scale", "bias"), "layer_norm": ("scale", "bias")}
-#: The inputs each rule merges, a mesh dim named on two axes kept on the first (Paddle's merge picks
-#: it): their repeated mesh dims are mirrored. The forward rule merges x too, but answers x as given
-#: (rules.py: its own mirror).
-FIRST_KEPT = {"layer_norm_reverse": ("out", "mean", "variance"),
-              "layer_norm_grad": ("x", "mean", "variance", "out_grad")}
+#: The rule keys of the family and the inputs each one's refusals name.
+RAW_INPUTS = {key: RULES[key].inputs for key in ("layer_norm", "layer_norm_reverse", "layer_norm_grad")}
+#: The inputs whose mapping each rule never merges (their attrs are answered from their mesh, partial
+#: status and, in the grad, their mapping's length).
+NOT_MERGED = {"layer_norm": ("scale", "bias"), "layer_norm_reverse": ("x", "scale", "bias"),
+              "layer_norm_grad": ("scale", "bias")}
 
-#: The rule keys that read scale's and bias's mesh and partial status alone, answering [-1] for them
-#: whatever their rank: their other ranks are mirrored.
-VECTORS_ANY_RANK = ("layer_norm_reverse",)
+_PROBLEMS = {
+    "length": ("has another length than its rank", "inexpressible", PLACEMENTS),
+    "mesh-dim": ("names a mesh dim the mesh lacks", "inexpressible", PLACEMENTS),
+    "duplicate": ("splits two axes along one mesh dim", "inexpressible", PLACEMENTS),
+    "mesh": ("without a mesh", "inexpressible", "a dist tensor always has a process mesh"),
+    "mixed-mesh": ("on a mesh of another number of dims than x's, whose mesh dims reach the answer", "unmeasured", ""),
+    "missing": ("None where the tensor is required (Paddle's stand-in: shape [0], no mapping, no mesh)", "refuses",
+                "the op's Python API needs every required tensor"),
+}
+_RAW = "mirrored: Paddle's rule's steps on the raw input (ops/layer_norm/raw.py)"
 
-#: The port's refusals beyond Paddle's layer_norm and fast_ln rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
+
+def raw_strictness(family: str, inputs: Mapping[str, tuple[str, ...]],
+                   not_merged: Mapping[str, tuple[str, ...]], rank_keys: tuple[str, ...]) -> tuple[Strictness, ...]:
+    """The declarations of a family whose rules are layer_norm's (this family's, fast_ln's): every
+    refusal of a malformed input is mirrored by :mod:`.raw` for each rule key with that input
+    (``inputs``); Paddle's rule ``answers`` a malformed mapping of an input no key merges
+    (``not_merged``), and ``varies`` otherwise (it raises a merge conflict, or crashes setting a
+    partial status, or the input is refused as unset memory beside it). ``rank_keys``: the keys
+    refusing tensors of another rank than the op gives them."""
+    out = [Strictness("invalid-spec:*:unset-memory", "Paddle's rule writes or reads past the end of a string or "
+                      "a vector on this input (a mapping shorter than begin_norm_axis filled from it, x's answer read "
+                      "up to begin_norm_axis), so its answer is that memory's content", "undefined", "unmeasured",
+                      families=(family,)),
+           Strictness("invalid-spec:*:coshard", "a co-shard beside a malformed input (the raw answer is not "
+                      "modelled for it)", "varies", "unmeasured", families=(family,))]
+    optional = {name for key in inputs for name in RULES[key].optional}
+    for tensor in dict.fromkeys(t for names in inputs.values() for t in names):
+        for problem, (what, op, evidence) in _PROBLEMS.items():
+            keys = tuple(k for k, names in inputs.items() if tensor in names
+                         and not (problem == "missing" and tensor in optional))
+            if not keys or (tensor == "x" and problem == "mixed-mesh"):  # (x's mesh is the one others differ from)
+                continue
+            unread = problem in ("length", "mesh-dim", "duplicate") and all(tensor in not_merged[k] for k in keys)
+            mapping = {"mixed-mesh": "", "missing": "", "mesh": "" if tensor == "x" else "'s mapping or partial dims"
+                       }.get(problem, "'s dims_mapping")
+            out.append(Strictness(f"invalid-spec:{tensor}:{problem}", f"{tensor}{mapping} {what}; {_RAW}",
+                                  "answers" if unread else "varies", op, evidence, mirror_keys=keys,
+                                  families=(family,)))
+    keys = tuple(inputs)
+    out += [Strictness("invalid-spec:x:rank", f"x of rank 0, or beyond the notation's letters; {_RAW}", "varies",
+                       "unmeasured", mirror_keys=keys, families=(family,)),
+            Strictness("invalid-spec:*:rank", "scale, bias, out, mean or variance of another rank than the op gives "
+                       f"it; {_RAW}", "varies", "inexpressible",
+                       "the op makes mean and variance itself, and takes scale and bias flattened to 1-D",
+                       mirror_keys=rank_keys, families=(family,))]
+    return tuple(out)
+
+
+#: The port's refusals beyond Paddle's layer_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = StrictnessNotes((
-    *unread_strictness("layer_norm", UNREAD, {**FIRST_KEPT, "layer_norm": ("x",)}),
+    Strictness("invalid-spec:begin_norm_axis:unset-memory", "begin_norm_axis beyond x's rank; Paddle's rule writes "
+               "the notation's letters past the end of a string of x's rank (a crash, or an answer from memory it "
+               "never set)", "undefined", "refuses", "_C_ops.layer_norm raises ValueError (InferMeta: "
+               "begin_norm_axis > 0 and < rank(x); 3.3.1, x [4,6,8], begin_norm_axis 4, 5)", families=(LN,)),
     Strictness("invalid-spec:begin_norm_axis", "begin_norm_axis outside 0..rank(x); Paddle's rule raises "
-               "basic_string::_M_create below 0 and crashes (SIGSEGV) or answers garbage above the rank", "varies",
-               "refuses", "_C_ops.layer_norm raises ValueError (InferMeta: begin_norm_axis > 0 and < rank(x); "
-               "3.3.1, x [4,6,8], begin_norm_axis -1, 4, 5)", mirror_keys=("layer_norm", "layer_norm_reverse"),
-               families=("layer_norm",)),
-    Strictness("invalid-spec:x:rank", "x of rank 0, or beyond the notation's letters", "varies", "unmeasured",
-               families=("layer_norm", "fast_ln")),
-    *(Strictness(f"invalid-spec:{name}:rank", f"{name} of another rank than 1; the reverse rule reads only its mesh "
-                 "and partial status and answers [-1] for it (a mapping of the wrong length), the forward rule "
-                 "raises (its own check)", "varies", "inexpressible", "the op takes scale and bias flattened to 1-D",
-                 mirror_keys=VECTORS_ANY_RANK, families=("layer_norm",))
-      for name in ("scale", "bias")),
-    Strictness("invalid-spec:*:rank", "scale, bias, mean or variance of another rank than the rule's answer has; "
-               "Paddle answers a mapping of the wrong length for it", "answers", "inexpressible",
-               "the op makes mean and variance itself, and takes scale and bias flattened to 1-D",
-               families=("layer_norm", "fast_ln")),
-    Strictness("invalid-spec:*:mesh", "mean, variance or out_grad of rank >= 1 without a mesh; Paddle reads its "
-               "mapping past the end (a crash, or a mesh dim on an attr without a mesh)", "varies",
-               "inexpressible", "a dist tensor always has a process mesh", families=("layer_norm",)),
+               "basic_string::_M_create below 0 (mirrored), and writes past a string's end above the rank "
+               "(unset-memory)", "varies", "refuses", "_C_ops.layer_norm raises ValueError (InferMeta: "
+               "begin_norm_axis > 0 and < rank(x); 3.3.1, x [4,6,8], begin_norm_axis -1, 4, 5)",
+               mirror_keys=("layer_norm", "layer_norm_reverse"), families=(LN,)),
+    *raw_strictness(LN, RAW_INPUTS, NOT_MERGED, ("layer_norm_reverse", "layer_norm_grad")),
 ))
 
 def check_begin_norm_axis(begin_norm_axis: int, x: RuleInput) -> None:

@@ -44,27 +44,27 @@ larger: Paddle segfaults); mean/variance rank must equal begin_norm_axis and out
 x of rank <= 18 (the notation's letters); reverse: scale/bias 1-D; grad: mean, variance and out_grad
 on a mesh (a spec without one makes Paddle crash or answer a mesh dim on an attr without a mesh).
 These checks are :mod:`.checks`' (shared with the ``proposed`` profile).
+
+Under the ``mirror`` policy each of those refusals is answered by :mod:`.raw`, Paddle's steps on the
+raw input (fast_ln's rules too), or refused naming why (Paddle crashes, or reads or writes memory it
+never set).
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...notation import FORCED_REPLICATED, letters, mapping_for_axes, merge_shardings
 from ...types import DistAttr, DistTensorSpec, SpmdResult
 from ..kit.checks import RuleFn, rule
-from ..kit.strictness import (
-    argument,
-    mirror,
-    mirror_via,
-    norm_forward_first_kept,
-    unread_mirrors,
-    with_vector_stand_ins,
-)
+from ..kit.raw_mapping import require_paddle_profile
+from ..kit.strictness import mirror_via
 from ..kit.tensor import RuleInput
-from .checks import FIRST_KEPT, UNREAD, VECTORS_ANY_RANK, ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
+from . import raw
+from .checks import STRICTNESS, ln_forward_inputs, ln_grad_inputs, ln_reverse_inputs
 
 
 @lru_cache(maxsize=256)
@@ -170,44 +170,23 @@ def layer_norm_grad_infer_spmd(
 
 
 # --------------------------------------------------------------------------- the mirror policy
-def _begin_norm_axis_mirror(fn: RuleFn, args: tuple[Any, ...], kwargs: dict[str, Any]) -> SpmdResult:
-    """A negative begin_norm_axis makes Paddle's rule build a string of that (unsigned, huge) length:
-    it raises ``basic_string::_M_create``, whatever the rest; one beyond x's rank makes it crash
-    (SIGSEGV) or answer from memory it never set, so that one is refused. Every check before the
-    refused one has passed (they come first), and none of Paddle's own comes after it."""
-    begin = argument(fn, args, kwargs, "begin_norm_axis")
-    if begin < 0:
-        raise PaddleInvalidArgument("basic_string::_M_create", kind="native-raises:begin_norm_axis")
-    raise InvalidSpecError(f"begin_norm_axis={begin} beyond x's rank: Paddle's rule crashes (SIGSEGV) or answers "
-                           "from memory it never set; no answer to mirror", kind="invalid-spec:begin_norm_axis")
+def _raw_body(key: str) -> Any:
+    """The mirror of rule ``key``: Paddle's rule on the raw arguments (:mod:`.raw`), for the paddle
+    profile's function only."""
+    name = {"layer_norm": "forward", "layer_norm_reverse": "reverse", "layer_norm_grad": "grad"}[key]
+
+    def answer(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
+        require_paddle_profile(fn, args, kwargs)
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        bound.apply_defaults()
+        model: Callable[..., SpmdResult] = getattr(raw, name)  # (looked up per call: tests swap in mutants)
+        return model(*bound.arguments.values())
+
+    return answer
 
 
-@mirror("layer_norm", "invalid-spec:begin_norm_axis")
-def layer_norm_mirror_begin_norm_axis(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
-    """The forward rule's answer to an out-of-range begin_norm_axis: :func:`_begin_norm_axis_mirror`."""
-    return _begin_norm_axis_mirror(fn, args, kwargs)
-
-
-@mirror("layer_norm_reverse", "invalid-spec:begin_norm_axis")
-def layer_norm_reverse_mirror_begin_norm_axis(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
-    """The reverse rule's answer to an out-of-range begin_norm_axis: :func:`_begin_norm_axis_mirror`."""
-    return _begin_norm_axis_mirror(fn, args, kwargs)
-
-
-@mirror("layer_norm", "invalid-spec:x:duplicate")
-def layer_norm_mirror_x_duplicate(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
-    """The forward rule's answer to an x splitting two axes along one mesh dim:
-    :func:`~..kit.strictness.norm_forward_first_kept` from begin_norm_axis."""
-    begin = argument(fn, args, kwargs, "begin_norm_axis")
-    return norm_forward_first_kept(fn, args, kwargs, UNREAD["layer_norm"], begin)
-
-
-#: The mirror policy's answers to the malformed mappings of inputs a rule never reads
-#: (:data:`.checks.UNREAD`) or merges (:data:`.checks.FIRST_KEPT`).
-MIRRORED_UNREAD = unread_mirrors(UNREAD, __name__, FIRST_KEPT)
-#: The mirror policy's answers to scale and bias of another rank (:data:`.checks.VECTORS_ANY_RANK`).
-MIRRORED_VECTORS = tuple(
-    mirror_via(key, f"invalid-spec:{name}:rank",
-               lambda fn, *args, **kwargs: with_vector_stand_ins(fn, args, kwargs, ("scale", "bias")),
-               f"{key}: {name} read for its mesh alone; :func:`with_vector_stand_ins`.", __name__)
-    for key in VECTORS_ANY_RANK for name in ("scale", "bias"))
+#: The mirror policy's answers: every declared check of the family (:data:`.checks.STRICTNESS`) that
+#: names a rule key among its ``mirror_keys`` is answered by :mod:`.raw`'s model of that rule.
+MIRRORED_RAW = tuple(
+    mirror_via(key, decl.check, _raw_body(key), f"{key}: Paddle's rule on the raw input; :mod:`.raw`.", __name__)
+    for decl in STRICTNESS.declared for key in decl.mirror_keys)

@@ -102,7 +102,8 @@ STRICTNESS = StrictnessNotes((
                "its answer by those letters' positions (past the end of a shorter invvar: not mirrored)",
                "varies", "inexpressible", "the op makes invvar itself, of x's rank less one",
                mirror_keys=("rms_norm_reverse", "rms_norm_grad"), families=("rms_norm",)),
-    Strictness("invalid-spec:*:past-end", "an input Paddle's rule reads or writes past a vector's or string's end for: "
+    Strictness("invalid-spec:*:unset-memory",
+               "an input Paddle's rule reads or writes past a vector's or string's end for: "
                "out of a rank whose notation needs more letters than Paddle's alphabet (reverse); in the grad, an "
                "invvar shorter than x's leading axes where the alignment reads its shape or writes its answer by "
                "their positions, a split of invvar past its notation, a tensor on a mesh of fewer dims than x's "

@@ -68,7 +68,7 @@ from ..kit.checks import RuleFn, rule
 from ..kit.raw_mapping import (
     merge_raw_tensors,
     not_mirrored,
-    read_back_forced,
+    read_back_raw,
     require_buildable_raw,
     require_paddle_profile,
 )
@@ -275,7 +275,7 @@ def rms_norm_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
         _strict_refusal(fn, args, kwargs)
     kept = (*cast(tuple[int, ...], x.dims_mapping[:-1]), -1)
     axes = letters(rank - 1) + FORCED_REPLICATED
-    out = read_back_forced(axes, merge_raw_tensors([(axes, kept)], "invalid-spec:x:length"))
+    out = read_back_raw(axes, merge_raw_tensors([("x", axes, kept)]))
     return SpmdResult.make(inputs=(_attr(kept, x), _attr((-1,), scale)), outputs=(_attr(out, x), _attr(out[:-1], x)))
 
 
@@ -294,14 +294,14 @@ def rms_norm_reverse_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
                      "invalid-spec:out:rank")
     if rank > len(ALPHABET) + 2:
         not_mirrored(f"out of rank {rank}: Paddle reads its notation's letters past the end of its "
-                     f"{len(ALPHABET)}-letter alphabet", "invalid-spec:out:past-end")
+                     f"{len(ALPHABET)}-letter alphabet", "invalid-spec:out:unset-memory")
     if rank > len(ALPHABET) + 1:  # (the one letter at the alphabet's end is its terminating NUL: not modelled)
         _strict_refusal(fn, args, kwargs)
     lead = letters(rank - 1)
     axes = lead + FORCED_REPLICATED
-    merged = merge_raw_tensors([(axes, cast(tuple[int, ...], out.dims_mapping)),
-                                (lead, cast(tuple[int, ...], invvar.dims_mapping))], "invalid-spec:invvar:rank")
-    answer, stat = read_back_forced(axes, merged), read_back_forced(lead, merged)
+    merged = merge_raw_tensors([("out", axes, cast(tuple[int, ...], out.dims_mapping)),
+                                ("invvar", lead, cast(tuple[int, ...], invvar.dims_mapping))])
+    answer, stat = read_back_raw(axes, merged), read_back_raw(lead, merged)
     return SpmdResult.make(inputs=(_attr(answer, x), _attr((-1,), scale)),
                            outputs=(_attr(answer, out), _attr(stat, invvar)))
 
@@ -310,7 +310,7 @@ def _placements_raw(name: str, spec: DistTensorSpec) -> list[int | None]:
     """``TensorDistAttr::to_placement`` of Paddle 3.3.1 as the grad's alignment reads it: per mesh dim of
     the tensor's own mesh, the axis it splits (a mesh dim named twice: the last axis naming it). A
     mesh dim at or past the mesh's ndim makes Paddle raise; a negative one but -1 is written before
-    the placements' start (refused: ``past-end``)."""
+    the placements' start (refused: ``unset-memory``)."""
     assert spec.mesh is not None
     ndim = spec.mesh.ndim
     placements: list[int | None] = [None] * ndim
@@ -320,7 +320,7 @@ def _placements_raw(name: str, spec: DistTensorSpec) -> list[int | None]:
                          f"invalid-spec:{name}:mesh-dim")
         if dim < -1:
             not_mirrored(f"{name}: mesh dim {dim}: Paddle writes its placement at index {dim}, before the vector's "
-                         "start (memory it never set)", f"invalid-spec:{name}:past-end")
+                         "start (memory it never set)", f"invalid-spec:{name}:unset-memory")
         if dim >= 0:
             placements[dim] = axis
     return placements
@@ -342,7 +342,7 @@ def rms_norm_grad_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
     shape or answer shorter than the letters, a tensor on a mesh of fewer dims than x's, a split
     axis past invvar's notation, a negative mesh dim but -1, written before the placements' start,
     scale_grad's partial status on a mesh dim scale's mesh lacks):
-    kind ``past-end``, Paddle's answer there is memory it never set."""
+    kind ``unset-memory``, Paddle's answer there is memory it never set."""
     x, scale, invvar, out_grad = _raw_inputs(fn, args, kwargs, ("x", "scale", "invvar", "out_grad"))
     rank = len(x.shape)
     if not 2 <= rank <= len(ALPHABET) or len(out_grad.shape) != rank or x.shape[0] == 0:
@@ -360,7 +360,7 @@ def rms_norm_grad_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
 
     def past_end(i: int, what: str) -> NoReturn:
         not_mirrored(f"{names[i]}: Paddle reads or writes {what} past its end (memory it never set)",
-                     f"invalid-spec:{names[i]}:past-end")
+                     f"invalid-spec:{names[i]}:unset-memory")
 
     def letter_of(i: int, axis: int) -> str:
         if axis > len(notations[i]):
@@ -443,7 +443,7 @@ def rms_norm_grad_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
     if any(m >= scale.mesh.ndim for m in partial):
         not_mirrored(f"scale_grad partial on mesh dims {partial}, which scale's mesh {scale.mesh} lacks: Paddle "
                      "reaches that partial status past the end of the mesh's placements (memory it never set: "
-                     "SIGSEGV on most such inputs, an answer on others)", "invalid-spec:scale:past-end")
+                     "SIGSEGV on most such inputs, an answer on others)", "invalid-spec:scale:unset-memory")
     rep = (-1,) * len(scale.dims_mapping)
     return SpmdResult.make(inputs=(x_attr, _attr(rep, scale), inv_attr, og_attr),
                            outputs=(og_attr, DistAttr.make(rep, frozenset(partial), scale.mesh)))
