@@ -19,6 +19,7 @@ import importlib
 import json
 import os
 import select
+import shutil
 import signal
 import sys
 import tempfile
@@ -74,6 +75,7 @@ def _serve() -> list[str] | None:
             reply = {"code": os.waitstatus_to_exitcode(status), "out": out.read(), "err": err.read(),
                      "timed_out": timed_out}
         print(json.dumps(reply), file=channel, flush=True)
+    shutil.rmtree(scratch, ignore_errors=True)  # stdin closed: the tests are done
     return None
 
 
