@@ -83,7 +83,10 @@ def test_bad_shard_and_merge_arguments_are_one_line_exit_2(row, tmp_path):
 
 # --------------------------------------------------------------------------- against Paddle
 #: A registry rule and a compiled one, two blocks each (the second short): 4 units over 3 parts.
-RUN = ["parity", "--rules", "layer_norm,batch_norm", "--random", str(BLOCK + 150), "--seed", "4", "--quiet"]
+#: One worker per route: a few thousand cases take a worker well under a second, its start (Paddle's import)
+#: seconds; the split and the merge do not depend on the worker count (the whole run and the parts alike).
+RUN = ["parity", "--rules", "layer_norm,batch_norm", "--random", str(BLOCK + 150), "--seed", "4", "--quiet",
+       "--workers", "1"]
 
 
 def _parity(tmp: Path, *extra: str, timeout: float = 600) -> tuple[int, str]:
@@ -211,7 +214,7 @@ def test_a_tampered_or_unfinished_part_is_not_a_pass(sharded, tmp_path):
 def test_a_part_without_blocks_compares_nothing_and_the_merge_still_equals_the_unsplit_run(tmp_path):
     # one rule, one short block: parts 2 and 3 of 3 get no block. They used to run the whole selection
     # (exit 0 on a comparison that was not theirs to make, and a merge counting every case twice).
-    run = ["parity", "--rules", "layer_norm", "--random", "40", "--seed", "2", "--quiet"]
+    run = ["parity", "--rules", "layer_norm", "--random", "40", "--seed", "2", "--quiet", "--workers", "1"]  # (as RUN)
     done = run_cli([*run, "--report-dir", str(tmp_path / "whole")], tmp_path, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:]
     for k in (1, 2, 3):

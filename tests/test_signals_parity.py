@@ -199,3 +199,36 @@ def test_a_signal_while_the_cases_are_drawn_still_writes_the_partial_report(tmp_
     assert any("nothing was compared" in note for note in data["notes"]), data["notes"]
     assert (report_dir / "parity.md").read_text().startswith(f"**INTERRUPTED by {sig.name}: partial report;")
     assert (report_dir / "parity-cases.jsonl.gz").read_bytes() != b"an earlier run's rows"
+
+
+def test_a_signal_while_the_callers_start_ends_and_reaps_every_program(monkeypatch):
+    """A signal that lands while the pool is still starting its programs (on a loaded machine the
+    test above can send it then): the run still ends by the signal, not by an error of ours (joining
+    a slice thread never started), and every program started is ended and reaped, none left to outlive
+    the run. Here the signal is sent from inside the first program's start."""
+    skip_if_compiled_unreachable()
+    from paddle_spmd_port.native import compiled, pool
+    from paddle_spmd_port.parity.random_cases import random_cases
+    from paddle_spmd_port.runctl import signals
+
+    started = []
+    real = compiled.start_program
+
+    def start_and_signal(*args, **kw):
+        proc = real(*args, **kw)
+        started.append(proc)
+        if len(started) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return proc
+
+    monkeypatch.setattr(compiled, "start_program", start_and_signal)
+    monkeypatch.setattr(signals, "_FIRED", [])  # (the process-wide "first signal" record, this test's own)
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with pytest.raises(signals.Interrupted), signals.signals_raise():
+            pool.run_native(random_cases("layer_norm_grad", 400, seed=1), backend="compiled", workers=2)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    assert len(started) == 2, started  # both slices' programs started before the signal was raised
+    assert all(p.returncode is not None for p in started), [p.pid for p in started if p.returncode is None]

@@ -44,14 +44,35 @@ def _native(cases: list[Case], backend: str) -> list[Outcome]:
     return outcomes
 
 
+@pytest.fixture(scope="module")
+def natives() -> dict[str, tuple[list[Case], list[Outcome]]]:
+    """Per rule (and ``"one-more-entry"``: :func:`_one_more_entry`'s cases), its cases and Paddle's
+    outcomes, every route's cases run in one pool: a rule each would pay a worker start (Paddle's
+    import) and a re-run worker's per rule; a case's outcome does not depend on the cases run beside
+    it (tests/test_determinism.py)."""
+    pytest.importorskip("paddle")
+    seed = int(os.environ.get("MIRROR_SEED", "23"))
+    groups = {rule: _refused(rule, 600, seed) for rule in RULES}
+    groups["one-more-entry"] = _one_more_entry()
+    by_backend: dict[str, list[tuple[str, int]]] = {}
+    for name, cases in groups.items():
+        backend = DEFAULT_BACKEND["group_norm_base" if name == "one-more-entry" else name]
+        by_backend.setdefault(backend, []).extend((name, i) for i in range(len(cases)))
+    outcomes: dict[str, list[Outcome | None]] = {name: [None] * len(cases) for name, cases in groups.items()}
+    for backend, keys in by_backend.items():
+        for (name, i), outcome in zip(keys, _native([groups[n][j] for n, j in keys], backend), strict=True):
+            outcomes[name][i] = outcome
+    return {name: (groups[name], outcomes[name]) for name in groups}
+
+
 @pytest.mark.native
 @pytest.mark.parametrize("rule", RULES)
-def test_mirror_agrees_with_paddle_wherever_its_answer_is_deterministic(rule: str) -> None:
-    pytest.importorskip("paddle")
-    cases = _refused(rule, 600, int(os.environ.get("MIRROR_SEED", "23")))
+def test_mirror_agrees_with_paddle_wherever_its_answer_is_deterministic(
+        rule: str, natives: dict[str, tuple[list[Case], list[Outcome]]]) -> None:
+    cases, outcomes = natives[rule]
     assert len(cases) > 20  # the sample holds refusals to judge
     answered = 0
-    for case, native in zip(cases, _native(cases, DEFAULT_BACKEND[rule]), strict=True):
+    for case, native in zip(cases, outcomes, strict=True):
         mirrored = port_outcome(case, "paddle", "mirror")
         if mirrored.result is not None:
             answered += 1
@@ -74,14 +95,12 @@ def _one_more_entry() -> list[Case]:
 
 
 @pytest.mark.native
-def test_a_wrong_mirror_is_caught() -> None:
+def test_a_wrong_mirror_is_caught(natives: dict[str, tuple[list[Case], list[Outcome]]]) -> None:
     """Mutant: x's extra entry dropped (the rank's entries answered alone) instead of kept on x."""
-    pytest.importorskip("paddle")
-    cases = _one_more_entry()
-    natives = _native(cases, DEFAULT_BACKEND["group_norm_base"])
+    cases, natives_of = natives["one-more-entry"]
     key = ("group_norm_base", "invalid-spec:x:length")
     assert all(compare(c.spec, port_outcome(c, "paddle", "mirror"), n).verdict == "match"
-               for c, n in zip(cases, natives, strict=True))
+               for c, n in zip(cases, natives_of, strict=True))
     real = registry.MIRRORS[key]
 
     def dropped(fn, x, *rest):  # type: ignore[no-untyped-def]
@@ -90,7 +109,7 @@ def test_a_wrong_mirror_is_caught() -> None:
     registry.MIRRORS[key] = dropped
     try:
         verdicts = {compare(c.spec, port_outcome(c, "paddle", "mirror"), n).verdict
-                    for c, n in zip(cases, natives, strict=True)}
+                    for c, n in zip(cases, natives_of, strict=True)}
     finally:
         registry.MIRRORS[key] = real
     assert "mismatch" in verdicts

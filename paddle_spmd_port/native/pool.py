@@ -50,7 +50,7 @@ from typing import IO
 from ..case import Case
 from ..outcome import Outcome
 from ..runctl.exits import ChildRaised
-from ..runctl.signals import signal_text
+from ..runctl.signals import signal_text, signals_deferred
 from ..types import mesh_dims_of
 from ..validity import input_problem
 from ._paddle import paddle_version
@@ -591,11 +591,15 @@ def _run_once(cases: Sequence[Case], backend: str, workers: int, timeout: float,
         assert len(threads) == 1 and not isinstance(threads[0], _CallerSlice), "an early worker is one slice's"
         threads[0].early = early
     try:
-        for t in threads:
-            if isinstance(t, _CallerSlice):
-                t.prestart()
-        for t in threads:
-            t.start()
+        # a signal waits until every program is started and every thread runs: one landing inside a
+        # Popen would leave a child no slice knows of (never ended), and one between the starts
+        # would leave threads that never ran for the cleanup below
+        with signals_deferred():
+            for t in threads:
+                if isinstance(t, _CallerSlice):
+                    t.prestart()
+            for t in threads:
+                t.start()
         pending = list(threads)
         while pending:
             pending[0].join(0.2)
@@ -612,7 +616,11 @@ def _run_once(cases: Sequence[Case], backend: str, workers: int, timeout: float,
         for t in threads:
             t.kill()
         for t in threads:
-            t.join(timeout=10)
+            if t.ident is not None:
+                t.join(timeout=10)
+            elif t.early is not None:  # never ran (a prestart failed): its first worker is reaped here
+                t.early[0].wait()
+                t.early[1].close()
     for t in threads:
         if t.error is not None:  # (its workers ended above) what the other slices answered still counts
             t.error.partial_outcomes = in_given_order(outcomes, order)  # type: ignore[attr-defined]
