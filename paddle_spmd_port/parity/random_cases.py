@@ -48,8 +48,8 @@ each case was drawn as (and which mutation), for tests and reports.
 
 Blocks: a rule's stream is cut into blocks of :data:`BLOCK` cases, each drawn by a generator
 seeded with (rule, seed, block) alone, so any block can be drawn without the ones before it: a
-long run draws, compares and drops a few blocks of each rule at a time (:func:`rounds`), and ``--shard K/M``
-takes every M-th (rule, block) unit (:func:`shard_units`). Block 0's generator is seeded as the
+long run draws, compares and drops a few blocks of each rule at a time (:func:`rounds`), and
+``--shard K/M`` takes every M-th (rule, block) unit (:func:`shard_units`). Block 0's generator is seeded as the
 whole stream was before blocks existed, so a rule's first BLOCK cases are what they were; from
 case BLOCK + 1 on, the cases differ from those older releases drew.
 """
@@ -342,7 +342,7 @@ def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, 
 #: Cases per block of a rule's stream (see the module docstring).
 BLOCK = 1000
 #: Cases a random run draws, compares and drops at a time (:func:`rounds`): its memory grows with
-#: this, and each round starts the registry's workers again (an import of Paddle each).
+#: this, and each round starts its routes' workers again (the registry's: an import of Paddle each).
 CASES_PER_ROUND = 100_000
 #: The most cases a rule's stream may have (``--random N``): a run lists every (rule, block) unit
 #: before its first case (:func:`shard_units`), so N is bounded to keep that list small; this many
