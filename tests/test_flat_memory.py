@@ -161,8 +161,13 @@ def test_each_round_of_a_random_run_starts_with_the_memos_empty(tmp_path: Path,
     assert code == 0 and len(at_start) == 2
     assert memos_held == [0, 0]
     # what outlives a round is keyed by what a run has few of (the rule, the mesh shapes, the ranks:
-    # grid._GRID_MESHES, types._DEFAULT_LAYOUTS, grid.valid_mappings), all of them drawn in round 1
-    assert _grown(at_start) == {}
+    # grid._GRID_MESHES, types._DEFAULT_LAYOUTS, grid.valid_mappings): nearly all drawn in round 1, and
+    # valid_mappings, keyed by (rank, mesh ndim), may still meet a pair later (this seed does in round 3)
+    # but never holds more than those pairs (ranks 0-8, meshes of 1-3 dims here)
+    grown = _grown(at_start)
+    few = "paddle_spmd_port.ops.kit.grid.valid_mappings()"
+    assert grown.get(few, (0, 0))[1] <= 9 * 3, grown
+    assert {k: v for k, v in grown.items() if k != few} == {}
 
 
 def test_a_run_that_keeps_its_memos_between_rounds_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
