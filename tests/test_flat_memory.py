@@ -2,13 +2,15 @@
 not. A baseline diff keeps its rows and changes on disk (in memory: counts and the first few changes
 of each class); a rule compared through one route, and a merged report, count their coverage instead
 of keeping flags and reasons per case; a random run's rounds each start with the package's memos
-empty, so none fills up round after round. Memory figures: docs/measurements/2026-12-07-flat-memory.md
-and docs/measurements/2026-12-07-flat-memory-run.md."""
+empty, so none fills up round after round, and each holds the same share of every rule whatever N.
+Memory figures: docs/measurements/2026-12-07-flat-memory.md, docs/measurements/2026-12-07-flat-memory-run.md
+and docs/measurements/2026-12-07-flat-memory-all-rules.md."""
 
 from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -159,8 +161,13 @@ def test_each_round_of_a_random_run_starts_with_the_memos_empty(tmp_path: Path,
     assert code == 0 and len(at_start) == 2
     assert memos_held == [0, 0]
     # what outlives a round is keyed by what a run has few of (the rule, the mesh shapes, the ranks:
-    # grid._GRID_MESHES, types._DEFAULT_LAYOUTS, grid.valid_mappings), all of them drawn in round 1
-    assert _grown(at_start) == {}
+    # grid._GRID_MESHES, types._DEFAULT_LAYOUTS, grid.valid_mappings): nearly all drawn in round 1, and
+    # valid_mappings, keyed by (rank, mesh ndim), may still meet a pair later (this seed does in round 3)
+    # but never holds more than those pairs (ranks 0-8, meshes of 1-3 dims here)
+    grown = _grown(at_start)
+    few = "paddle_spmd_port.ops.kit.grid.valid_mappings()"
+    assert grown.get(few, (0, 0))[1] <= 9 * 3, grown
+    assert {k: v for k, v in grown.items() if k != few} == {}
 
 
 def test_a_run_that_keeps_its_memos_between_rounds_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -194,3 +201,168 @@ def test_drop_memos_empties_every_registered_table_and_answers_stay_equal() -> N
     types.drop_memos()
     assert all(len(t) == 0 for t in types.MEMOS)
     assert [port_outcome(c) for c in cases] == before  # values, computed again alike
+
+
+# --------------------------------------------------------------------------- a random run's rounds
+#: A heavy rule, a light one and one between (9, 1 and 3 inputs; 37, 7 and 19 cells a case).
+MIX = ["batch_norm_grad", "p_norm", "layer_norm"]
+PER_ROUND = 3000  # 3 blocks a round
+
+
+def _held_per_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rules: list[str], n: int,
+                    draw_round: Callable[..., None]) -> list[dict[str, int]]:
+    """The cases of each rule a random run holds in each of its rounds, read from the run itself (what
+    it drew for the round: ``draw_round``, the sweep's own). Its native side answers nothing (every case
+    uncompared, exit 3): only the rounds are looked at, so neither Paddle nor the port's answers are needed."""
+    from paddle_spmd_port.parity import cli
+
+    held: list[dict[str, int]] = []
+
+    def drawing(sweep: cli._Sweep, batch: list | None) -> None:
+        draw_round(sweep, batch)
+        held.append({rule: len(cases) for rule, cases in sweep.by_rule.items() if cases})
+
+    monkeypatch.setattr(cli._Sweep, "_draw_round", drawing)
+    monkeypatch.setattr(cli, "run_native_group", lambda backend, cases, args, report: [None] * len(cases))
+    monkeypatch.setattr(cli, "BACKGROUND_BACKEND", "none")  # every group in this thread
+    monkeypatch.setattr(cli, "BACKGROUND_FALLBACK", "none")
+    monkeypatch.setattr(cli, "CASES_PER_ROUND", PER_ROUND)
+    code = cli._main(["--rules", ",".join(rules), "--random", str(n), "--seed", "3", "--quiet", "--replace-report",
+                      "--report-dir", str(tmp_path / f"r-{'-'.join(rules)}-{n}")])
+    assert code == 3
+    return held
+
+
+def _round_problems(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What makes a random run's rounds depend on N or on the rules selected: a round over PER_ROUND
+    cases, or one but the last under PER_ROUND - BLOCK (so how much a round holds follows the rules'
+    weight in cells, or N); a round but the last without a block of every rule, or with two blocks of
+    one rule more than of another (so which rules share it follows N); the rounds of a run of N cases
+    per rule, but its last, not the first rounds of a longer run of the same rules."""
+    from paddle_spmd_port.parity import cli
+    from paddle_spmd_port.parity.random_cases import BLOCK
+
+    problems: list[str] = []
+    draw_round = cli._Sweep._draw_round
+    runs = {(tuple(rules), n): _held_per_round(tmp_path, monkeypatch, list(rules), n, draw_round)
+            for rules, n in ((MIX, 2000), (MIX, 5000), (["p_norm"], 5000), (["batch_norm_grad"], 5000))}
+    for (rules, n), held in runs.items():
+        where = f"--rules {','.join(rules)} --random {n}"
+        for k, counts in enumerate(held):
+            total = sum(counts.values())
+            if total > PER_ROUND or (k < len(held) - 1 and total < PER_ROUND - BLOCK):
+                problems.append(f"{where}: round {k + 1} holds {total} cases ({counts})")
+            if k < len(held) - 1 and (set(counts) != set(rules) or max(counts.values()) - min(counts.values()) > BLOCK):
+                problems.append(f"{where}: round {k + 1} holds {counts}, not a like share of every rule")
+    shorter, longer = runs[(tuple(MIX), 2000)], runs[(tuple(MIX), 5000)]
+    if shorter[:-1] != longer[:len(shorter) - 1]:
+        problems.append(f"the first rounds of N=2000 and N=5000 differ: {shorter} against {longer}")
+    return problems
+
+
+def test_a_random_runs_rounds_are_the_same_whatever_n_and_whatever_the_rules(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each round holds PER_ROUND cases (the last one the rest), a block of every rule selected: the
+    heaviest round is the same whatever N, and no heavier for a heavy rule's cases than for a light
+    one's but by what their cases weigh (docs/measurements/2026-12-07-flat-memory-all-rules.md)."""
+    assert _round_problems(tmp_path, monkeypatch) == []
+
+
+def _rule_after_rule(units: list, cases_per_round: int) -> list[list]:
+    out: list[list] = []
+    held = 0
+    for unit in units:
+        if not out or held + unit[2] > cases_per_round:
+            out.append([])
+            held = 0
+        out[-1].append(unit)
+        held += unit[2]
+    return out
+
+
+def _by_cells(units: list, cases_per_round: int) -> list[list]:
+    """Rounds bounded by cells, as many as PER_ROUND cases of layer_norm's 19 cells hold."""
+    from paddle_spmd_port.ops import rule_spec
+
+    out: list[list] = []
+    held = 0
+    for unit in sorted(units, key=lambda u: u[1]):
+        weight = unit[2] * rule_spec(unit[0]).n_cells
+        if not out or held + weight > cases_per_round * 19:
+            out.append([])
+            held = 0
+        out[-1].append(unit)
+        held += weight
+    return out
+
+
+def _three_rounds(units: list, cases_per_round: int) -> list[list]:
+    """A run cut into 3 rounds whatever its size."""
+    ordered = sorted(units, key=lambda u: u[1])
+    step = -(-len(ordered) // 3)
+    return [ordered[i:i + step] for i in range(0, len(ordered), step)]
+
+
+@pytest.mark.parametrize("mutant", [_rule_after_rule, _by_cells, _three_rounds])
+def test_rounds_that_follow_n_or_the_rules_are_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      mutant: object) -> None:
+    from paddle_spmd_port.parity import cli
+
+    monkeypatch.setattr(cli, "rounds", mutant)
+    assert _round_problems(tmp_path, monkeypatch) != []
+
+
+def _native_mirror(backend: str, cases: list, args: object, report: object) -> list[Outcome]:
+    """Stands in for Paddle: the port's answers under the mirror policy, which answer some inputs the
+    strict port refuses, so the report has rows (port-rejects-invalid) besides its matches."""
+    return [port_outcome(c, "paddle", "mirror") for c in cases]
+
+
+def _report_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, rounds: object,
+               native: Callable[..., list[Outcome]] = _native_mirror) -> Path:
+    from paddle_spmd_port.parity import cli
+
+    monkeypatch.setattr(cli, "rounds", rounds)
+    monkeypatch.setattr(cli, "run_native_group", native)
+    monkeypatch.setattr(cli, "BACKGROUND_BACKEND", "none")
+    monkeypatch.setattr(cli, "BACKGROUND_FALLBACK", "none")
+    monkeypatch.setattr(cli, "CASES_PER_ROUND", 2000)
+    code = cli._main(["--rules", ",".join(MIX), "--random", "2300", "--seed", "6", "--quiet",
+                      "--report-dir", str(tmp_path / name)])
+    assert code == 0
+    return tmp_path / name
+
+
+def _same_cases(a: Path, b: Path) -> int:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    return subprocess.run([sys.executable, str(root / "tools" / "same_cases.py"), str(a), str(b), "--quiet"],
+                          capture_output=True, text=True, timeout=120, cwd=root).returncode
+
+
+def _coverage(report: Path) -> object:
+    return json.loads((report / "parity.json").read_text())["coverage"]
+
+
+def test_the_rounds_change_no_per_case_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same seed's run in rounds taken rule after rule and in rounds taken block by block across
+    the rules: the same per-case rows and group counts (tools/same_cases.py) and the same coverage.
+    A native side whose answers depend on the round a case runs in is told apart."""
+    from paddle_spmd_port.parity.random_cases import rounds
+
+    before = _report_of(tmp_path, monkeypatch, "before", _rule_after_rule)
+    after = _report_of(tmp_path, monkeypatch, "after", rounds)
+    with gzip.open(after / "parity-cases.jsonl.gz", "rt") as fh:
+        assert sum(1 for _ in fh) > 100  # rows to compare (the mirror's answers the strict port refuses)
+    assert _same_cases(before, after) == 0
+    assert _coverage(before) == _coverage(after)
+
+    calls: list[int] = []
+
+    def first_round_only(backend: str, cases: list, args: object, report: object) -> list[Outcome]:
+        calls.append(len(cases))  # a native side whose answer depends on the round a case runs in
+        return _native_mirror(backend, cases, args, report) if len(calls) <= 2 else [port_outcome(c) for c in cases]
+
+    assert _same_cases(before, _report_of(tmp_path, monkeypatch, "round-dependent", rounds, first_round_only)) == 1

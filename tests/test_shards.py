@@ -51,12 +51,17 @@ def test_a_part_draws_the_cases_the_unsplit_run_draws():
         assert sorted(got[rule].values(), key=lambda c: int(c.case_id.rsplit("-", 1)[1])) == whole[rule]
 
 
-def test_rounds_bound_the_cases_held_and_keep_every_unit():
-    units = shard_units(list(RULES), 5300)
+@pytest.mark.parametrize("shard", [None, (2, 3)])
+def test_rounds_bound_the_cases_held_and_keep_every_unit(shard):
+    units = shard_units(list(RULES), 5300, shard)
     batches = rounds(units, 20_000)
-    assert [u for b in batches for u in b] == units
+    taken = [u for b in batches for u in b]
+    assert sorted(taken) == sorted(units) and len(taken) == len(units)
+    for rule in RULES:  # each rule's blocks in order: its cases keep their positions
+        assert [u for u in taken if u[0] == rule] == [u for u in units if u[0] == rule]
+    assert [u[1] for u in taken] == sorted(u[1] for u in units)  # block by block across the rules
     assert all(sum(s for _, _, s in b) <= 20_000 for b in batches)
-    assert rounds(units, 1) == [[u] for u in units]  # at least one unit each
+    assert rounds(units, 1) == [[u] for u in taken]  # at least one unit each
 
 
 BAD = [
@@ -273,7 +278,7 @@ def test_a_round_drops_the_last_rounds_background_group(tmp_path, monkeypatch):
 
     monkeypatch.setattr(cli, "BackgroundGroup", Group)
     monkeypatch.setattr(cli, "run_native_group", foreground)
-    monkeypatch.setattr(cli, "CASES_PER_ROUND", 2000)  # 3 rounds of 2 blocks: layer_norm's 3, batch_norm's 3
+    monkeypatch.setattr(cli, "CASES_PER_ROUND", 2000)  # 3 rounds of 2 blocks: a block of each rule
     code = cli._main(["--rules", "layer_norm,batch_norm", "--random", "3000", "--quiet",
                       "--report-dir", str(tmp_path / "r")])
     assert code == 3  # nothing compared: the planted groups answer nothing

@@ -480,8 +480,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _plan_rounds(args: argparse.Namespace) -> tuple[list, list[list | None], str | None]:
-    """The run's rounds: ``(units, batches, empty_part)``. A random run goes in rounds of about
-    CASES_PER_ROUND cases (blocks of the rules' streams, random_cases.rounds), each drawn, compared
+    """The run's rounds: ``(units, batches, empty_part)``. A random run goes in rounds of at most
+    CASES_PER_ROUND cases (blocks of every rule's stream in turn, random_cases.rounds), each drawn, compared
     and dropped before the next, so that a long run's memory stays bounded; any other run is one
     round (``[None]``). ``empty_part`` says why a --shard part holds no block, when it holds none."""
     units = shard_units(args.rule_names, args.random, args.shard) if args.random is not None else []

@@ -48,8 +48,8 @@ each case was drawn as (and which mutation), for tests and reports.
 
 Blocks: a rule's stream is cut into blocks of :data:`BLOCK` cases, each drawn by a generator
 seeded with (rule, seed, block) alone, so any block can be drawn without the ones before it: a
-long run draws, compares and drops a few blocks at a time (:func:`rounds`), and ``--shard K/M``
-takes every M-th (rule, block) unit (:func:`shard_units`). Block 0's generator is seeded as the
+long run draws, compares and drops a few blocks of each rule at a time (:func:`rounds`), and
+``--shard K/M`` takes every M-th (rule, block) unit (:func:`shard_units`). Block 0's generator is seeded as the
 whole stream was before blocks existed, so a rule's first BLOCK cases are what they were; from
 case BLOCK + 1 on, the cases differ from those older releases drew.
 """
@@ -342,7 +342,7 @@ def _mutate(rule: str, rng: random.Random, mesh: ProcessMesh, inputs: dict[str, 
 #: Cases per block of a rule's stream (see the module docstring).
 BLOCK = 1000
 #: Cases a random run draws, compares and drops at a time (:func:`rounds`): its memory grows with
-#: this, and each round starts the registry's workers again (an import of Paddle each).
+#: this, and each round starts its routes' workers again (the registry's: an import of Paddle each).
 CASES_PER_ROUND = 100_000
 #: The most cases a rule's stream may have (``--random N``): a run lists every (rule, block) unit
 #: before its first case (:func:`shard_units`), so N is bounded to keep that list small; this many
@@ -412,11 +412,20 @@ def shard_units(rules: Sequence[str], n: int, shard: tuple[int, int] | None = No
 
 
 def rounds(units: Sequence[Unit], cases_per_round: int) -> list[list[Unit]]:
-    """``units`` in consecutive groups of about ``cases_per_round`` cases (at least one unit each):
-    what a long run draws, compares and drops at a time, so that its memory stays bounded."""
+    """``units`` in groups of at most ``cases_per_round`` cases (at least one unit each): what a long
+    run draws, compares and drops at a time, so that its memory stays bounded.
+
+    Taken block by block across the rules (every rule's first block, in the order given, then every
+    rule's second, ...), never rule after rule: each round then holds about the same share of every
+    rule, so which rules share a round, and so how heavy it is (a batch_norm_grad case holds 9
+    inputs, a p_norm case 1), does not depend on N: every round of a run but its last is also a
+    round of any longer run of the same rules (N a multiple of BLOCK: the blocks whole). Each rule's
+    blocks stay in order: a case's position among its rule's selected cases (the report's and a
+    baseline's key) is the same either way. Bounded in cases, not cells: what a round holds grows
+    with its cases far more than with their cells (docs/measurements/2026-12-07-flat-memory-all-rules.md)."""
     out: list[list[Unit]] = []
     held = 0
-    for unit in units:
+    for unit in sorted(units, key=lambda u: u[1]):  # (a stable sort: the rules' order within a block)
         if not out or held + unit[2] > cases_per_round:
             out.append([])
             held = 0
