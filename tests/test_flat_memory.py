@@ -191,6 +191,52 @@ def test_a_memo_left_unregistered_is_caught(tmp_path: Path, monkeypatch: pytest.
     assert set(_grown(at_start)) == {"paddle_spmd_port.case._SPEC_STRS"}
 
 
+def _map_of_a_random_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_round: int) -> tuple[list[int], dict]:
+    """A random run (the port standing in for Paddle) in rounds of ``per_round`` cases: the raw
+    verdict-map keys its groups hold when each round after the first starts, and its parity.json's maps."""
+    import json
+
+    from paddle_spmd_port.parity import cli
+
+    held: list[int] = []
+    draw_round = cli._Sweep._draw_round
+
+    def drawing(sweep: cli._Sweep, batch: list | None) -> None:
+        if sweep.by_rule == {} and hasattr(sweep, "report"):
+            held.append(sum(len(t.cells_map) for t in sweep.report.tallies.values()))
+        draw_round(sweep, batch)
+
+    monkeypatch.setattr(cli._Sweep, "_draw_round", drawing)
+    monkeypatch.setattr(cli, "run_native_group", lambda backend, cases, args, report: [port_outcome(c) for c in cases])
+    monkeypatch.setattr(cli, "BACKGROUND_BACKEND", "none")
+    monkeypatch.setattr(cli, "BACKGROUND_FALLBACK", "none")
+    monkeypatch.setattr(cli, "CASES_PER_ROUND", per_round)
+    out = tmp_path / f"r{per_round}"
+    assert cli._main(["--rules", "p_norm,layer_norm", "--random", "3000", "--seed", "5", "--quiet",
+                      "--report-dir", str(out)]) == 0
+    data = json.loads((out / "parity.json").read_text())
+    return held, {k: sorted((mesh, placement, sorted(counts.items())) for mesh, placement, counts in g["map"])
+                  for k, g in data["rules"].items()}
+
+
+@pytest.mark.parametrize("fold", ["real", "mutant"])
+def test_the_verdict_map_is_folded_at_each_round_and_stays_the_same_map(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       fold: str) -> None:
+    """The verdict map's raw keys (each case's mesh and first input's mapping: as many as the draws
+    make, so they grow with N) are folded into their labels (bounded by the meshes and placements
+    there are) when each round after the first starts, and the report's map is the one-round run's.
+    Mutant: a fold that keeps the raw keys leaves them held into the next rounds."""
+    from paddle_spmd_port.parity.report import GroupTally
+
+    if fold == "mutant":
+        monkeypatch.setattr(GroupTally, "fold_map", lambda self: None)
+    held, rounds_map = _map_of_a_random_run(tmp_path, monkeypatch, 1000)
+    _, one_map = _map_of_a_random_run(tmp_path, monkeypatch, 100_000)
+    assert len(held) >= 2 and rounds_map == one_map
+    assert (held == [0] * len(held)) == (fold == "real"), held
+
+
 def test_drop_memos_empties_every_registered_table_and_answers_stay_equal() -> None:
     from paddle_spmd_port import types
     from paddle_spmd_port.parity.random_cases import random_cases

@@ -642,6 +642,8 @@ class _Sweep:
             self.by_rule, self.drawn, self.background = {}, {}, None
             self.port_answers.clear()
             drop_memos()
+            for tally in self.report.tallies.values():
+                tally.fold_map()
             self._draw_round(batch)
         self.tallied = set()
         # The groups run here one after the other, the background one last: it has been running since

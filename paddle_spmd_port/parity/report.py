@@ -72,7 +72,9 @@ class GroupTally:
     cells_map: dict[tuple, dict[str, int]] = field(default_factory=dict)
     """The verdict map: :func:`map_key` of each case -> its cases per verdict (labelled by :meth:`verdict_map`)."""
     merged_map: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
-    """The verdict map of the parts a merged report joins (already labelled: parity --merge)."""
+    """The verdict map already labelled: the parts a merged report joins (parity --merge), and the
+    rounds of a random run :meth:`fold_map` folded (labels are bounded by the meshes and placements
+    there are; the raw keys are not, so a long run would otherwise grow with N)."""
     shown: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """parity.html's records: the first :data:`HTML_RECORDS` per verdict (in memory only)."""
     refusals: dict[str, int] = field(default_factory=dict)
@@ -132,6 +134,14 @@ class GroupTally:
         kept = self.shown.setdefault(record["verdict"], [])
         if len(kept) < (MISMATCHES_KEPT if record["verdict"] == "mismatch" else HTML_RECORDS):
             kept.append({**record, "cell": map_label(map_key(case))})
+
+    def fold_map(self) -> None:
+        """Move :attr:`cells_map` into :attr:`merged_map` under its labels (the map is the same)."""
+        for key, counts in self.cells_map.items():
+            into = self.merged_map.setdefault(map_label(key), {})
+            for verdict, n in counts.items():
+                into[verdict] = into.get(verdict, 0) + n
+        self.cells_map.clear()
 
     def verdict_map(self) -> dict[tuple[str, str], dict[str, int]]:
         """(mesh, first input's placement) -> cases per verdict."""
