@@ -13,8 +13,9 @@ ORACLE_TESTS = ("tests/test_oracle_norms.py",)
 #: The family's mutants, read by tools/mutants.py.
 MUTANTS = MutantSet((
     mutant("fast-ln-grad-returns-bias", RULES_FILE,
+           "        raise _renamed(exc) from None\n"
            "    return SpmdResult.make(inputs=full.inputs[:2] + full.inputs[3:], outputs=full.outputs)",
-           "    return SpmdResult.make(inputs=full.inputs, outputs=full.outputs)",
+           "        raise _renamed(exc) from None\n    return SpmdResult.make(inputs=full.inputs, outputs=full.outputs)",
            "the grad returns the scale-as-bias attr among its inputs", rules=("fast_ln_grad",)),
     mutant("fast-ln-norms-two-axes", RULES_FILE,
            "        return len(x.shape) - 1",
