@@ -15,7 +15,8 @@ MUTANTS = MutantSet((
     mutant("fast-ln-grad-returns-bias", RULES_FILE,
            "        raise _renamed(exc) from None\n"
            "    return SpmdResult.make(inputs=full.inputs[:2] + full.inputs[3:], outputs=full.outputs)",
-           "        raise _renamed(exc) from None\n    return SpmdResult.make(inputs=full.inputs, outputs=full.outputs)",
+           "        raise _renamed(exc) from None\n"
+           "    return SpmdResult.make(inputs=full.inputs, outputs=full.outputs)",
            "the grad returns the scale-as-bias attr among its inputs", rules=("fast_ln_grad",)),
     mutant("fast-ln-norms-two-axes", RULES_FILE,
            "        return len(x.shape) - 1",

@@ -116,20 +116,9 @@ def copy_overwriting(x: DistTensorSpec, replicated: Iterable[int]) -> list[int]:
 def merge_raw(rank: int, mapping: Sequence[int]) -> dict[str, int]:
     """``ShardingMergeForTensors`` of one tensor of ``rank`` whose mapping is ``mapping`` (at most
     ``rank + 1`` entries: :func:`copy_overwriting`): letter -> mesh dim; the entry at index ``rank``
-    merges under the empty letter; a mesh dim several letters claim stays with the first."""
-    merged: dict[str, int] = {}
-    claims: dict[int, str] = {}
-    for i, dim in enumerate(mapping):
-        letter = ALPHABET[i] if i < rank else ""
-        merged[letter] = dim
-        if dim != -1:
-            claim = claims.setdefault(dim, letter)
-            if letter not in claim:  # (C++ find: the empty letter is found in every claim)
-                claims[dim] = claim + letter
-    for claim in claims.values():
-        for letter in claim[1:]:
-            merged[letter] = -1
-    return merged
+    merges under the empty letter; a mesh dim several letters claim stays with the first: the one-tensor
+    case of :func:`merge_raw_tensors` (one tensor's letters are distinct, so nothing conflicts)."""
+    return merge_raw_tensors((("x", ALPHABET[:rank], mapping),))
 
 
 def read_back(letters: str, merged: dict[str, int]) -> tuple[int, ...]:
