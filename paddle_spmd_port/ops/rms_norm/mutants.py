@@ -18,10 +18,8 @@ MUTANTS = MutantSet((
            "(lead, tv.dims_mapping)])",
            "the reverse rule merges x's own mapping too", rules=("rms_norm_reverse",)),
     mutant("rms-grad-tie-later-axis", RULES_FILE,
-           "                    cost += local_size(i) * mesh_shape[m]\n            costs.append((cost, letter))\n"
-           "        for cost, letter in sorted(costs):",
-           "                    cost += local_size(i) * mesh_shape[m]\n            costs.append((cost, letter))\n"
-           "        for cost, letter in sorted(costs, key=lambda c: (c[0], -ord(c[1]))):",
+           "        for total, letter in sorted(costs):",
+           "        for total, letter in sorted(costs, key=lambda c: (c[0], -ord(c[1]))):",
            "the alignment gives a mesh dim to the later of two equally cheap axes", rules=("rms_norm_grad",)),
     mutant("rms-fwd-invvar-partial-kept", RULES_FILE,
            "outputs=(x_attr, tx.attr(kept[:-1])))",

@@ -58,7 +58,7 @@ answer naming a mesh dim that an attr's own mesh lacks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, cast
 
 from ...errors import InvalidSpecError
@@ -127,6 +127,23 @@ def _int_product(values: Sequence[int]) -> int:
     return acc
 
 
+def _give_cheapest(ndim_mesh: int, align: str, mismatch: Callable[[int], bool], cost: Callable[[str, int], float],
+                   split: set[str], taken: dict[int, str]) -> None:
+    """The alignment's second pass, shared by the strict grad rule and its raw model: each mesh dim
+    the tensors disagree on goes to the cheapest letter not split yet (ties: the earlier letter),
+    ``cost(letter, mesh_dim)`` asked letter by letter in ``align``'s order; none where every cost is
+    infinite. Fills ``split`` and ``taken`` (mesh dim -> letter)."""
+    for m in range(ndim_mesh):
+        if not mismatch(m):
+            continue
+        costs = [(_INF if letter in split else cost(letter, m), letter) for letter in align]
+        for total, letter in sorted(costs):
+            if total != _INF:
+                split.add(letter)
+                taken[m] = letter
+                break
+
+
 def align_leading_axes(
     mappings: Sequence[DimsMapping],
     shapes: Sequence[tuple[int, ...]],
@@ -174,28 +191,19 @@ def align_leading_axes(
         if not mismatch(m) and held is not None and notations[ref][held] in align:
             split.add(notations[ref][held])
             taken[m] = notations[ref][held]
-    for m in range(ndim_mesh):
-        if not mismatch(m):
-            continue
-        costs = []
-        for letter in align:
-            cost = _INF
-            if letter not in split:
-                cost = 0.0
-                for i in live:
-                    axis = notations[i].index(letter)
-                    if shapes[i][axis] < mesh_shape[m]:
-                        cost += _INF
-                        continue
-                    if mesh_dims_of(mappings[i][axis]) or _int_product(shapes[i]) == 0:
-                        continue
-                    cost += local_size(i) * mesh_shape[m]
-            costs.append((cost, letter))
-        for cost, letter in sorted(costs):
-            if cost != _INF:
-                split.add(letter)
-                taken[m] = letter
-                break
+    def cost(letter: str, m: int) -> float:
+        total = 0.0
+        for i in live:
+            axis = notations[i].index(letter)
+            if shapes[i][axis] < mesh_shape[m]:
+                total += _INF
+                continue
+            if mesh_dims_of(mappings[i][axis]) or _int_product(shapes[i]) == 0:
+                continue
+            total += local_size(i) * mesh_shape[m]
+        return total
+
+    _give_cheapest(ndim_mesh, align, mismatch, cost, split, taken)
     out = []
     for mapping, notation in zip(mappings, notations, strict=True):
         new = [-1] * len(mapping)
@@ -404,30 +412,21 @@ def rms_norm_grad_raw(fn: RuleFn, *args: Any, **kwargs: Any) -> SpmdResult:
         if not mismatch(m) and held is not None and axes[held] in align:
             split.add(axes[held])
             taken[m] = axes[held]
-    for m in range(len(sizes)):
-        if not mismatch(m):
-            continue
-        costs = []
-        for letter in align:
-            cost = _INF
-            if letter not in split:
-                cost = 0.0
-                for i in live:
-                    axis = notations[i].index(letter)
-                    if axis >= len(shapes[i]):
-                        past_end(i, f"its shape {list(shapes[i])} at axis {axis}")
-                    if shapes[i][axis] < sizes[m]:
-                        cost += _INF
-                        continue
-                    if is_split(i, axis) or _int_product(shapes[i]) == 0:
-                        continue
-                    cost += local_size(i) * sizes[m]
-            costs.append((cost, letter))
-        for cost, letter in sorted(costs):
-            if cost != _INF:
-                split.add(letter)
-                taken[m] = letter
-                break
+    def cost(letter: str, m: int) -> float:
+        total = 0.0
+        for i in live:
+            axis = notations[i].index(letter)
+            if axis >= len(shapes[i]):
+                past_end(i, f"its shape {list(shapes[i])} at axis {axis}")
+            if shapes[i][axis] < sizes[m]:
+                total += _INF
+                continue
+            if is_split(i, axis) or _int_product(shapes[i]) == 0:
+                continue
+            total += local_size(i) * sizes[m]
+        return total
+
+    _give_cheapest(len(sizes), align, mismatch, cost, split, taken)
     answered = []
     for i, tensor in enumerate(tensors):
         new = [-1] * len(tensor.dims_mapping)
