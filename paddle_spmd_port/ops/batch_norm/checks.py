@@ -22,7 +22,14 @@ from ...errors import PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import input_names
 from ..kit.layout import check_channel_x_rank
-from ..kit.strictness import PLACEMENTS, UNREAD_PROBLEMS, Strictness, StrictnessNotes, unread_strictness
+from ..kit.strictness import (
+    PLACEMENTS,
+    UNREAD_PROBLEMS,
+    Strictness,
+    StrictnessNotes,
+    copied_x_strictness,
+    unread_strictness,
+)
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -58,19 +65,8 @@ _SYNC_KEYS = ("sync_batch_norm", "sync_batch_norm_grad")
 #: The port's refusals beyond Paddle's batch_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = StrictnessNotes((
     *unread_strictness("batch_norm", UNREAD),
-    *(Strictness(f"invalid-spec:x:{problem}", f"x's dims_mapping {what}; batch_norm's rules copy it, replicate "
-                 "every axis but the channel in the copy and merge it alone (ops/kit/raw_mapping.py)",
-                 "varies", "inexpressible", PLACEMENTS, mirror_keys=_BN_KEYS, families=("batch_norm",))
-      for problem, what in (("duplicate", "splits two axes along one mesh dim"),
-                            ("mesh-dim", "names a mesh dim the mesh lacks (copied as is; a grad partial on it "
-                                         "crashes Paddle)"),
-                            ("length", "has another length than x's rank (a shorter one is written past its end: "
-                                       "invalid-spec:x:length-short; one entry more merges under no letter; more "
-                                       "raise)"))),
-    Strictness("invalid-spec:x:length-short", "x's dims_mapping shorter than x's rank; batch_norm's rules write -1 "
-               "to every axis of their copy of it by index, past its end, and read the channel's entry past it "
-               "where the mapping has one entry (heap corruption: SIGABRT, or an answer of whatever that memory "
-               "held)", "undefined", "inexpressible", PLACEMENTS, families=("batch_norm",)),
+    *copied_x_strictness("batch_norm", _BN_KEYS, "every axis but the channel", "every axis",
+                         also=", and read the channel's entry past it where the mapping has one entry"),
     Strictness("invalid-spec:*:missing", "None for a required tensor; Paddle's stand-in for None is a tensor of "
                "shape [0] without a mesh, which batch_norm's rules read as any other (x: rank 1, refused by their "
                "rank check; the others: the attrs copied from it have no mesh)", "varies", "refuses",

@@ -9,7 +9,7 @@ from typing import Any
 from ...errors import PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import input_names, require_buildable
-from ..kit.strictness import PLACEMENTS, Strictness, StrictnessNotes, unread_strictness
+from ..kit.strictness import Strictness, StrictnessNotes, copied_x_strictness, unread_strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -37,19 +37,7 @@ UNREAD = {"group_norm": ("scale", "bias"), "group_norm_base": ("scale", "bias"),
 #: The port's refusals beyond Paddle's group_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = StrictnessNotes((
     *unread_strictness("group_norm", UNREAD),
-    *(Strictness(f"invalid-spec:x:{problem}", f"x's dims_mapping {what}; group_norm's rules copy it, replicate "
-                 "every axis but 0 in the copy and merge it alone (ops/kit/raw_mapping.py)", "varies",
-                 "inexpressible", PLACEMENTS, mirror_keys=_GN_KEYS, families=("group_norm",))
-      for problem, what in (("duplicate", "splits two axes along one mesh dim"),
-                            ("mesh-dim", "names a mesh dim the mesh lacks (copied as is; a grad partial on it "
-                                         "crashes Paddle)"),
-                            ("length", "has another length than x's rank (a shorter one is written past its end: "
-                                       "invalid-spec:x:length-short; one entry more merges under no letter; more "
-                                       "raise)"))),
-    Strictness("invalid-spec:x:length-short", "x's dims_mapping shorter than x's rank; group_norm's rules write -1 "
-               "to axes 1 to rank-1 of their copy of it by index, past its end (heap corruption: SIGABRT, or an "
-               "answer of whatever that memory held)", "undefined", "inexpressible", PLACEMENTS,
-               families=("group_norm",)),
+    *copied_x_strictness("group_norm", _GN_KEYS, "every axis but 0", "axes 1 to rank-1"),
     Strictness("invalid-spec:*:missing", "None for a required tensor; Paddle's stand-in for None is a tensor of "
                "shape [0] without a mesh, which group_norm's rules read as any other (x: rank 1, refused by their "
                "rank check; y, y_grad, mean, variance: refused by theirs)", "varies", "refuses",

@@ -7,7 +7,7 @@ from ...errors import InvalidSpecError, PaddleInvalidArgument
 from ...types import DistTensorSpec
 from ..kit.checks import REAL, input_names, require_buildable
 from ..kit.layout import check_channel_x_rank
-from ..kit.strictness import PLACEMENTS, Strictness, StrictnessNotes, unread_strictness
+from ..kit.strictness import Strictness, StrictnessNotes, copied_x_strictness, unread_strictness
 from ..kit.tensor import (
     RuleInput,
     as_input,
@@ -31,20 +31,10 @@ _IN_KEYS = tuple(UNREAD)
 #: The port's refusals beyond Paddle's instance_norm rules (:mod:`~paddle_spmd_port.ops.kit.strictness`).
 STRICTNESS = StrictnessNotes((
     *unread_strictness("instance_norm", UNREAD),
-    *(Strictness(f"invalid-spec:x:{problem}", f"x's dims_mapping {what}; instance_norm's rules copy it, replicate "
-                 "axes 2 and 3 in the copy and merge it alone (ops/kit/raw_mapping.py)", "varies",
-                 "inexpressible", PLACEMENTS, mirror_keys=_IN_KEYS, families=("instance_norm",))
-      for problem, what in (("duplicate", "splits two axes along one mesh dim (the merge keeps it on the first)"),
-                            ("mesh-dim", "names a mesh dim the mesh lacks (copied as is; a grad partial on it "
-                                         "crashes Paddle)"),
-                            ("length", "has another length than x's rank (fewer than 4 entries are written past "
-                                       "their end: invalid-spec:x:length-short; 4 for a 5-D x leave axis 4 "
-                                       "unmerged, out of the answer; one entry more merges under no letter; more "
-                                       "raise)"))),
-    Strictness("invalid-spec:x:length-short", "x's dims_mapping of fewer than 4 entries; instance_norm's rules write "
-               "-1 to axes 2 and 3 of their copy of it by index, past its end (heap corruption: SIGABRT, or an "
-               "answer of whatever that memory held)", "undefined", "inexpressible", PLACEMENTS,
-               families=("instance_norm",)),
+    *copied_x_strictness("instance_norm", _IN_KEYS, "axes 2 and 3", "axes 2 and 3", short="of fewer than 4 entries",
+                         duplicate_note=" (the merge keeps it on the first)",
+                         length_note="fewer than 4 entries are written past their end: invalid-spec:x:length-short; "
+                                     "4 for a 5-D x leave axis 4 unmerged, out of the answer"),
     Strictness("invalid-spec:*:missing", "None for a required tensor; Paddle's stand-in for None is a tensor of "
                "shape [0] without a mesh, which instance_norm's rules read as any other (x: rank 1, refused by "
                "their rank check; the others: refused by theirs)", "varies", "refuses",

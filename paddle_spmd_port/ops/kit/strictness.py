@@ -221,3 +221,31 @@ def unread_strictness(family: str, unread: Mapping[str, tuple[str, ...]]) -> tup
                 "answers" if set(having) <= set(keys) else "varies", "inexpressible", PLACEMENTS,
                 mirror_keys=keys, families=(family,)))
     return tuple(out)
+
+
+def copied_x_strictness(family: str, keys: tuple[str, ...], replicated: str, written: str, *,
+                        short: str = "shorter than x's rank", also: str = "", duplicate_note: str = "",
+                        length_note: str = "a shorter one is written past its end: invalid-spec:x:length-short",
+                        ) -> tuple[Strictness, ...]:
+    """The declarations of a malformed x in a family whose rules copy x's mapping, set the entries
+    of some axes to -1 in the copy by index and merge the copy alone
+    (:func:`~paddle_spmd_port.ops.kit.raw_mapping.copy_overwriting`): a duplicate, a missing mesh dim or
+    another length are answered as that merge answers them (mirrored for ``keys``); a mapping ``short``
+    of an axis the copy writes is written past its end, which no run answers the same way.
+
+    ``replicated`` names the axes set to -1 in the description of the copy, ``written`` those the
+    writes reach in the description of the short case (``also``: what else the rules do past its end);
+    ``duplicate_note`` and ``length_note`` add what the family's merge does with those inputs."""
+    notes = (("duplicate", f"splits two axes along one mesh dim{duplicate_note}"),
+             ("mesh-dim", "names a mesh dim the mesh lacks (copied as is; a grad partial on it crashes Paddle)"),
+             ("length", f"has another length than x's rank ({length_note}; one entry more merges under no "
+                        "letter; more raise)"))
+    copied = tuple(Strictness(f"invalid-spec:x:{problem}", f"x's dims_mapping {what}; {family}'s rules copy it, "
+                              f"replicate {replicated} in the copy and merge it alone (ops/kit/raw_mapping.py)",
+                              "varies", "inexpressible", PLACEMENTS, mirror_keys=keys, families=(family,))
+                   for problem, what in notes)
+    return (*copied, Strictness(
+        "invalid-spec:x:length-short", f"x's dims_mapping {short}; {family}'s rules write -1 to {written} of their "
+        f"copy of it by index, past its end{also} (heap corruption: SIGABRT, or an answer of whatever that memory "
+        "held)",
+        "undefined", "inexpressible", PLACEMENTS, families=(family,)))
