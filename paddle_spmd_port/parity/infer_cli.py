@@ -512,6 +512,8 @@ def _show(label: str, case: Case, outcome: Outcome) -> None:
                                ("out", case.spec.result_outputs, outcome.result.outputs)):
         for name, attr in zip(names, attrs, strict=False):
             print(f"  {side} {name:<15} {str(attr):<22} {' '.join(attr.placements())}")
+    if outcome.not_rechecked is not None:  # (an answer's text is its cells above: the mark goes below them)
+        print(f"  not re-checked: {outcome.not_rechecked}")
 
 
 def _glue_negative_values(argv: Sequence[str]) -> list[str]:
@@ -591,7 +593,11 @@ def _main(argv: Sequence[str]) -> int:
     recorded = record.get("verdict")
     print(f"verdict: {cmp.verdict} ({cmp.matching_cells}/{cmp.cells} cells equal)"
           + (f"; recorded: {recorded}" if recorded else ""))
-    if recorded and recorded != cmp.verdict:
+    recorded_policy = policy_of(record.get("policy"))
+    if recorded and recorded != cmp.verdict and recorded_policy != policy:
+        print(f"  not the recorded verdict: the record's run answered under policy {recorded_policy}, this one "
+              f"under {policy}")
+    elif recorded and recorded != cmp.verdict:
         print("  not the recorded verdict: this run's answers differ from the sweep's (Paddle answers some inputs "
               "from memory it never set, differently from run to run; another port or Paddle would differ too)")
     if cmp.note:
