@@ -15,10 +15,7 @@ per axis (``0,-1``); a co-sharded axis, split along several mesh dims in order, 
 ``(0,1)`` or ``[0,1]`` (``'(0,1),-1,-1'``); the whole list may be in brackets, as reports print it
 (``[(0,1),-1,-1]``, or JSON's ``[[0,1],-1,-1]``), so ``[0,1]`` alone is the two-axis mapping 0,1.
 ``--profile`` picks the rule profile the port answers with (native Paddle is always Paddle's own
-rule); ``--policy`` the port's strictness policy, as ``parity --policy`` does (docs/strictness.md:
-``strict``, the default, refuses the malformed inputs it declares; ``mirror`` answers those as
-Paddle's rule does where the port models it). A report of a ``--policy mirror`` run names the policy
-in its repro lines and per-case records, so that they replay under it.
+rule); ``--policy`` its strictness, as in ``parity`` (a mirror run's repro lines name it).
 
 ``--case-json`` takes one JSON object: a case (``{"rule", "mesh", "inputs", "attrs"}``, a co-shard
 as a nested list), or a per-case record of a report (a line of ``parity-cases.jsonl.gz``, whose
@@ -29,18 +26,13 @@ lines is refused: take one out, e.g. ``zcat F | sed -n 3p > one.json``). The rou
 (``route: ...``), and the verdict is classed as ``parity`` classes it, the Paddle release's known
 differences included, so a report's repro line prints the route and the verdict it recorded.
 
-Exit code (:mod:`paddle_spmd_port.runctl`), decided by the case's verdict class as ``parity``
-classes it: 0 port and native agree (match, both-raise-same, port-rejects-invalid, native-varies,
-or a known-difference of the release's profile; --no-native: the port answered or refused);
-1 they differ (mismatch); 2 bad arguments, i.e. arguments that do not form a case (one line on
-stderr, nothing run). A case the port refuses (a dims_mapping longer than the rank, a mesh dim out
-of range, ...) is a case: the port's answer is that refusal. 3 not compared: Paddle's side gave
-nothing to compare with (Paddle missing, the backend failing to start, a worker timing out, Paddle
-crashing: native-crash, not-run, the backend unable to express the case: unreachable, the release
-lacking it: release-lacks, an answer the harness cannot decode: undecodable), or the case is *not
-re-checked* (an invalid input Paddle answered once, whose second run, owed to tell a stable answer
-from one read out of memory Paddle never set, gave no answer: parity fails closed on it too; a
-mismatch still exits 1); the reason is one line on stderr. 130/143 interrupted.
+Exit code (:mod:`paddle_spmd_port.runctl`): the verdict class's, as in ``parity``. 0 agree (match,
+both-raise-same, port-rejects-invalid, native-varies, known-difference; --no-native: the port
+answered or refused); 1 mismatch; 2 arguments that form no case (one line, nothing run; a case the
+port refuses is a case, its answer that refusal); 3 not compared (native-crash, not-run, unreachable,
+undecodable, release-lacks: Paddle missing, a backend failing, a timeout, a crash, ...), or not
+re-checked (an invalid input Paddle answered once whose re-run gave no answer; a mismatch outranks
+it): the reason is one line on stderr. 130/143 interrupted.
 """
 
 from __future__ import annotations
