@@ -62,6 +62,10 @@ ROWS = [
     BadInput(infer(*LN, "--mean-out-shape", "8"), "--mean-out-shape"),  # not an input of layer_norm
     BadInput(infer(*LN, "--backend", "gpu"), "--backend"),
     BadInput(infer(*LN, "--profile", "mine"), "--profile"),
+    BadInput(infer(*LN, "--policy", "lenient"), "--policy"),  # the grammar of parity --policy
+    BadInput(infer(*LN, "--policy", ""), "--policy"),
+    BadInput(infer("--case-json", json.dumps({"rule": "layer_norm", "backend": "registry", "policy": "lenient",
+                                              "case": GOOD_CASE}), "--no-native"), "--case-json"),
     BadInput(infer(*LN, "--bogus"), "--bogus"),
     # --case-json that does not form a case
     BadInput(infer("--case-json", "{rule: layer_norm}", "--no-native"), "--case-json"),

@@ -43,6 +43,7 @@ from paddle_spmd_port.parity.baseline import (
 )
 from paddle_spmd_port.parity.output import write_diff
 from paddle_spmd_port.reporting import REPRO_PYTHON
+from paddle_spmd_port.runctl.exits import UsageError
 from paddle_spmd_port.types import DistAttr, SpmdResult
 from paddle_spmd_port.validity import input_problem
 from tests.cli_checks import BadInput, assert_usage_error, run_cli
@@ -73,10 +74,11 @@ def _saved(tmp_path: Path, cases: list[Case], outcomes: list[Outcome]) -> Path:
 
 
 def _diff(path: Path, cases: list[Case], outcomes: list[Outcome],
-          reruns: dict[str, list[Outcome]] | None = None) -> Diff:
+          reruns: dict[str, list[Outcome]] | None = None, policy: str = "strict") -> Diff:
     """The diff of ``outcomes`` with the baseline at ``path``; ``reruns``: case id -> the outcome each re-run of
-    that case gives (planted: what parity's re-runs would answer), checked to be asked of exactly those cases."""
-    diff = Diff(load(path, SELECTION))
+    that case gives (planted: what parity's re-runs would answer), checked to be asked of exactly those cases;
+    ``policy``: the diffing run's port policy."""
+    diff = Diff(load(path, SELECTION), policy)
     for i, (case, o) in enumerate(zip(cases, outcomes, strict=True)):
         diff.record("layer_norm", "registry", i, case, o)
     if reruns is not None:
@@ -144,14 +146,14 @@ def test_one_doctored_outcome_gives_exactly_its_class(tmp_path: Path, doctor: st
     assert (diff.regressed == 1) == (expected == REGRESSED)
 
 
-def _many_changes(tmp_path: Path) -> Diff:
+def _many_changes(tmp_path: Path, policy: str = "strict") -> Diff:
     """A diff of the sample where every stored answer is an error now answered (no longer raises), and
     every stored error a crash now (regressed): many changed cases of two classes."""
     cases = _cases()
     outcomes = [port_outcome(c) for c in cases]
     stored = [Outcome(error=ErrorInfo("ValueError", "planted")) if o.result is not None else o for o in outcomes]
     now = [Outcome(crash="signal 11 (SIGSEGV)") if o.result is None else o for o in outcomes]
-    return _diff(_saved(tmp_path, cases, stored), cases, now)
+    return _diff(_saved(tmp_path, cases, stored), cases, now, policy=policy)
 
 
 def test_the_diff_is_a_summary_and_every_case_a_json_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -188,6 +190,46 @@ def test_the_markdown_lists_at_most_its_cap_of_a_class_and_points_to_the_cases_f
     part = text.split(f"## {REGRESSED} ({n})")[1].split("\n## ")[0]
     assert part.count("repro under") == 2 * 2  # two cases, a line per build
     assert f"The first 2 of {n}; every one is in `{CASES_FILE}`." in part
+
+
+@pytest.mark.parametrize("policy", ["strict", "mirror"])
+def test_every_repro_line_of_a_diff_names_the_runs_policy_unless_strict(tmp_path: Path, policy: str) -> None:
+    """A diff run under --policy mirror writes lines that replay under it (infer's port answers as the
+    run's did), in every file; a strict run's lines name no policy, as they always read."""
+    (tmp_path / "b").mkdir()
+    diff = _many_changes(tmp_path / "b", policy)
+    out = tmp_path / "r"
+    write_diff(diff, out, OLD, SELECTION)
+    texts = {name: (out / name).read_text() for name in ("baseline.json", "baseline.md", "baseline.html")}
+    texts[CASES_FILE] = gzip.decompress((out / CASES_FILE).read_bytes()).decode()
+    for name, text in texts.items():
+        lines = re.findall(r"-m paddle_spmd_port infer [^'&{]*--case-json", text)
+        assert lines, name
+        named = [line for line in lines if "--policy mirror " in line]
+        assert named == (lines if policy == "mirror" else []), (name, lines[:2])
+        assert "--policy strict" not in text, name
+    changes = _rows(out / CASES_FILE)
+    assert all(c.get("policy") == ("mirror" if policy == "mirror" else None) for c in changes)
+    assert {ch.policy for ch in diff.ordered()} == {policy}  # (read back from the changes' lines)
+
+
+def test_a_baseline_serves_a_run_under_either_policy(tmp_path: Path) -> None:
+    """A baseline holds native outcomes only, which the port's policy does not change: a mirror run takes
+    a baseline its strict twin saved (and saves one the strict twin takes), while its own report goes
+    apart from the strict one's; a baseline of another selection is still refused."""
+    from paddle_spmd_port.parity.cli import parse_args
+
+    (tmp_path / "b.gz").write_bytes(_gz([_header(THIS)]))
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in PARITY[1:]]
+    strict = parse_args([*argv, "--baseline", str(tmp_path / "b.gz")])
+    mirror = parse_args([*argv, "--policy", "mirror", "--baseline", str(tmp_path / "b.gz")])
+    assert strict.stored is not None and mirror.stored is not None
+    assert strict.selection["slug"] == THIS == mirror.native_selection["slug"] == strict.native_selection["slug"]
+    assert mirror.selection["slug"] != THIS and mirror.selection["policy"] == "mirror"
+    assert mirror.native_selection["policy"] == "strict"  # what a --save-baseline of the mirror run writes
+    (tmp_path / "o.gz").write_bytes(_gz([_header("full")]))
+    with pytest.raises(UsageError, match="another selection"):
+        parse_args([*argv, "--policy", "mirror", "--baseline", str(tmp_path / "o.gz")])
 
 
 def test_an_interrupted_write_leaves_no_temp_file_and_the_partial_report_is_written(

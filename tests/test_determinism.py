@@ -181,3 +181,46 @@ def test_not_re_checked_survives_the_outcome_text_and_a_merge_of_parts() -> None
     into = _tally(part.to_json())
     _add_tally(into, _tally(part.to_json()))
     assert into.not_rechecked == 4
+
+
+#: An input invalid for batch_norm (a data_format that is no layout) that Paddle's rule answers on the
+#: compiled route: an answer owed a second run.
+INVALID_ANSWERED = ["batch_norm", "--backend", "compiled", "--mesh", "2", "--x-shape", "8,6,4,4", "--x-mapping",
+                    "0,-1,-1,-1", "--data-format", "NCWH"]
+
+
+@pytest.mark.native
+def test_infer_fails_closed_on_an_answer_not_re_checked(monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """infer's verdict of a case answered once whose re-run gave no answer stands, marked, and exits 3
+    (as parity does) with one line saying why; the same case re-checked exits 0 (the mutant: an infer
+    that reads only the verdict, as before, exits 0 on both)."""
+    import functools
+    import subprocess as sp
+
+    from paddle_spmd_port.native import compiled, pool
+    from paddle_spmd_port.parity import infer_cli
+    from tests.helpers import skip_if_compiled_unreachable
+
+    skip_if_compiled_unreachable()
+    assert infer_cli.main(INVALID_ANSWERED) == 0
+    out = capsys.readouterr()
+    assert "verdict: port-rejects-invalid" in out.out and "not re-checked" not in out.out + out.err, out
+    real = compiled.start_program
+
+    def start_program(binary, stderr=sp.DEVNULL, new_session=False, isolating=False, layout=0):
+        if layout == 1:  # the re-run's caller never answers: a re-run timing out (RERUN_HANGS above)
+            return sp.Popen(["sleep", "600"], stdin=sp.PIPE, stdout=sp.PIPE, stderr=stderr, bufsize=0,
+                            start_new_session=new_session)
+        return real(binary, stderr, new_session, isolating, layout)
+
+    monkeypatch.setattr(compiled, "start_program", start_program)
+    # infer gives a silent caller run_native's default (minutes): here 2 s, the hang is certain
+    monkeypatch.setattr(pool, "run_native", functools.partial(pool.run_native, timeout=2.0))
+    assert infer_cli.main(INVALID_ANSWERED) == 3
+    out = capsys.readouterr()
+    assert "verdict: port-rejects-invalid" in out.out, out.out
+    assert "\n  not re-checked: worker timed out: no answer within 2 s\n" in out.out, out.out
+    lines = out.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("paddle_spmd_port infer: not re-checked (port-rejects-invalid "
+                                                   "on one run): the invalid input's re-run gave no answer"), out.err

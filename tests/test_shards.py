@@ -86,6 +86,37 @@ def test_bad_shard_and_merge_arguments_are_one_line_exit_2(row, tmp_path):
     assert_usage_error(row, tmp_path)
 
 
+def _part(k: int, policy: str | None) -> str:
+    selection = {"slug": f"primary_random5-seed0_shard{k}of2", "describe": f"x; part {k} of 2", "shard": [k, 2],
+                 **({"policy": policy} if policy else {})}
+    return json.dumps({"selection": selection, "paddle": {}, "port_core": "python"})
+
+
+@pytest.mark.parametrize("first, second, refused", [
+    ("mirror", None, True),  # (a part written before the policy was kept is a strict one)
+    ("mirror", "strict", True),
+    ("strict", None, False),
+])
+def test_parts_under_different_policies_are_not_merged(tmp_path, first, second, refused):
+    """The merged report's repro lines name one policy: parts answered under two are refused (exit 2, one
+    line naming the policy); given --policy, a merge is refused too (the parts' policy is the merge's)."""
+    from paddle_spmd_port.parity.merge import _read_part, _whole, check_parts
+
+    for k, policy in ((1, first), (2, second)):
+        (tmp_path / f"p{k}").mkdir()
+        (tmp_path / f"p{k}" / "parity.json").write_text(_part(k, policy))
+    parts = [(str(d), _read_part(d)["selection"]["shard"], _whole(_read_part(d)["selection"]))
+             for d in (tmp_path / "p1", tmp_path / "p2")]
+    if not refused:
+        assert check_parts(parts) == (2, [])
+        return
+    line = assert_usage_error(BadInput(("parity", "--merge", "{tmp}/p1", "{tmp}/p2", "--report-dir", "{tmp}/out"),
+                                       "--merge"), tmp_path)
+    assert "(policy differ)" in line, line
+    line = assert_usage_error(BadInput(("parity", "--merge", "{tmp}/p1", "--policy", first), "--merge"), tmp_path)
+    assert "--policy" in line, line
+
+
 # --------------------------------------------------------------------------- against Paddle
 #: A registry rule and a compiled one, two blocks each (the second short): 4 units over 3 parts.
 #: One worker per route: a few thousand cases take a worker well under a second, its start (Paddle's import)

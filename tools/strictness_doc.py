@@ -20,7 +20,7 @@ written from those declarations by `tools/strictness_doc.py` (tests/test_strictn
 equal; it runs Paddle's op on p_norm's out-of-range axis, and holds the mirrored answers to Paddle's
 rules on seeded samples; the other op verdicts rest on the evidence column, or say `unmeasured`).
 
-Two policies (`parity --policy`, `rule_function(key, profile, policy)`,
+Two policies (`parity --policy`, `infer --policy`, `rule_function(key, profile, policy)`,
 `get_spmd_rule(name, profile, policy)`):
 
 * `strict` (the default): every input below is refused. Parity counts those cases by what Paddle's
@@ -29,7 +29,9 @@ Two policies (`parity --policy`, `rule_function(key, profile, policy)`,
   `port-refuses-op-unmeasured`, `port-refuses-undeclared` (a refusal without a declaration).
 * `mirror`: where the *mirrored* column names the rule key, the port answers as Paddle's rule does;
   any other refusal is raised again with `[mirror policy: not mirrored: ...]` naming why (Paddle's
-  rule crashes there, answers from memory it never set, or the port does not model its answer).
+  rule crashes there, answers from memory it never set, or the port does not model its answer). A
+  mirror run's repro lines and per-case records name the policy (`--policy mirror`), so that they
+  replay under it ([parity.md](parity.md#reports)).
 
 Under either policy parity also counts the refused cases Paddle's *rule* answered (its native outcome
 an answer), by the refusal's declaration: `paddle-answered-undefined` (rule `undefined`: Paddle's

@@ -2,12 +2,15 @@
 
 ``parity --save-baseline FILE`` writes, for every (rule, route, case) the run compared, Paddle's
 native outcome: gzip JSON lines, a header first (``format``, Paddle's ``version`` and ``commit``
-as the run's report gives them, and the run's ``selection``, the same dict parity.json keeps),
+as the run's report gives them, and the run's ``selection``, the dict parity.json keeps, with the
+default ``policy`` whatever the run's),
 then one row per outcome (``rule``, ``backend``, ``i`` = the case's position among the rule's
 selected cases, ``id``, ``case``, ``native``). The file is written whole or not at all (an
 interrupted run writes none).
 
-``parity --baseline FILE`` runs the same selection (a baseline of another one is refused, exit 2)
+``parity --baseline FILE`` runs the same selection (a baseline of another one is refused, exit 2;
+the port's ``--policy`` is no part of it there: a baseline holds native outcomes only, so one saved
+under either policy serves a run under the other, whose repro lines name the diffing run's policy)
 and compares the installed Paddle's native outcome of every (rule, route, case) with the stored one,
 cell by cell (the cells of :func:`~paddle_spmd_port.compare.outcome_cells`, plus the status
 and what a crash, an undecodable answer or an unreachable route said). Each changed case is
@@ -91,7 +94,7 @@ from ..pages import map_key, map_label
 from ..reporting import _create_temp, markdown_table
 from ..runctl.exits import UsageError
 from ..validity import input_problem
-from .repro import one_line_repro
+from .repro import DEFAULT_POLICY, named_policy, one_line_repro
 
 FORMAT = "paddle_spmd_port native baseline"
 FORMAT_VERSION = 1
@@ -432,6 +435,13 @@ class Change:
     reruns: list[Outcome] | None = None
     """This build's outcomes of the case's re-runs (:meth:`Diff.recheck`); None: not re-run (not a
     candidate, or the run ended first)."""
+    policy: str = DEFAULT_POLICY
+    """The port's strictness policy in the run: what the repro line's ``infer`` answers under."""
+
+    @property
+    def repro(self) -> str:
+        """The line that runs the case on its route, the port under the run's policy."""
+        return one_line_repro(self.case, self.backend, self.policy)
 
     @property
     def rerun_note(self) -> str:
@@ -455,7 +465,8 @@ class Change:
         return cls(str(data["class"]), str(data["rule"]), str(data["backend"]), Case.from_json(data["case"]),
                    Outcome.from_json(data["old_outcome"]), Outcome.from_json(data["new_outcome"]),
                    str(data["old_verdict"]), str(data["new_verdict"]), [str(d) for d in data["diffs"]],
-                   None if reruns is None else [Outcome.from_json(o) for o in reruns])
+                   None if reruns is None else [Outcome.from_json(o) for o in reruns],
+                   str(data.get("policy") or DEFAULT_POLICY))
 
     def json_line(self) -> str:
         """``to_json()`` as one line of JSON, the case's text spliced in last (:meth:`Case.json_text`)."""
@@ -467,10 +478,11 @@ class Change:
         return {k: v for k, v in self._fields().items() if k not in ("old_outcome", "new_outcome", "rerun_outcomes")}
 
     def _fields(self) -> dict[str, Any]:
+        named = named_policy(self.policy)  # (named as parity's per-case records name it: not the default)
         return {"class": self.klass, "rule": self.rule, "backend": self.backend, "id": self.case.case_id,
                 "describe": self.case.describe(), "old": str(self.old), "new": str(self.new),
                 "old_verdict": self.old_verdict, "new_verdict": self.new_verdict, "diffs": self.diffs,
-                "repro": one_line_repro(self.case, self.backend), "reruns": self.rerun_note,
+                **({"policy": named} if named else {}), "repro": self.repro, "reruns": self.rerun_note,
                 # both outcomes whole, for a reader that re-judges them (parity/crosscheck.py)
                 "old_outcome": self.old.to_json(), "new_outcome": self.new.to_json(),
                 "rerun_outcomes": None if self.reruns is None else [o.to_json() for o in self.reruns]}
@@ -485,8 +497,10 @@ class Diff:
     changes of each class (:attr:`kept`), what the summaries show. :meth:`ordered` reads every change
     back, one at a time."""
 
-    def __init__(self, stored: Stored) -> None:
+    def __init__(self, stored: Stored, policy: str = DEFAULT_POLICY) -> None:
         self.stored = stored
+        self.policy = policy
+        """The run's port policy: the changes' repro lines name it (the diff itself is native against native)."""
         stored.reset()
         self.unchanged = 0
         self.normalised = 0
@@ -615,7 +629,8 @@ class Diff:
                 else:
                     a = b = "not judged (no numpy kernel)"
                 klass = triage(old, new, a, b, bool(invalid), varies, old_seen)
-                self._add(Change(klass, rule, backend, case, old, new, a, b, cell_diffs(case, old, new), reruns))
+                self._add(Change(klass, rule, backend, case, old, new, a, b, cell_diffs(case, old, new), reruns,
+                                 self.policy))
                 self._judged = k  # (a triage that failed half-way goes on from here when called again)
         self.db.execute("DELETE FROM pending")
         self.db.execute("DELETE FROM reruns")
@@ -716,7 +731,7 @@ class Diff:
             if total > len(items):
                 lines += [f"The first {len(items)} of {total}; every one is in `{CASES_FILE}`.", ""]
             for ch in items:
-                repro = one_line_repro(ch.case, ch.backend)
+                repro = ch.repro
                 lines += [f"* `{ch.rule}@{ch.backend}` `{ch.case.case_id}`: `{ch.case.describe()}`",
                           f"  - old ({old_name}): `{_one_line(str(ch.old))}` — {ch.old_verdict}",
                           f"  - new ({new_name}): `{_one_line(str(ch.new))}` — {ch.new_verdict}",

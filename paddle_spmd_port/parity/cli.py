@@ -65,7 +65,6 @@ from ..compare import compare
 from ..grid import GRIDS, coshard_cases, grid_for, sample
 from ..native.routes import BACKENDS, DEFAULT_BACKEND, DEFAULT_BACKENDS, add_backend_argument, routes_reaching
 from ..ops import rule_spec
-from ..ops.kit.strictness import POLICIES
 from ..outcome import Outcome, port_outcome
 from ..releases import AGREEING, ReleaseProfile, detect_release
 from ..runctl.command import run_command
@@ -73,12 +72,14 @@ from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, e
 from ..runctl.grammar import (
     MAX_SECONDS,
     ArgumentParser,
+    add_policy_argument,
     add_rules_argument,
     add_selection_arguments,
     add_shard_argument,
     add_workers_arguments,
     count_at_most,
     path_text,
+    policy_of,
     seconds,
     workers,
 )
@@ -90,7 +91,7 @@ from .output import write_diff, write_parity_report
 from .progress import Progress
 from .random_cases import CASES_PER_ROUND, MAX_CASES_PER_RULE, draw_units, random_cases, rounds, shard_units
 from .report import DONE, INTERRUPTED, NOT_STARTED, RUNNING, ParityReport
-from .repro import one_line_repro, repro_snippet
+from .repro import named_policy, one_line_repro, repro_snippet
 
 if TYPE_CHECKING:
     from .baseline import Diff, Saver
@@ -129,10 +130,7 @@ def build_parser() -> ArgumentParser:
                     help=f"where the report goes (default {DEFAULT_REPORT_DIR} for the whole sweep, "
                          f"{DEFAULT_REPORT_DIR}-<selection> for a narrower one)")
     add_replace_report_argument(ap)
-    ap.add_argument("--policy", choices=POLICIES, default=POLICIES[0],
-                    help="the port's strictness on inputs Paddle's rule answers but the port refuses "
-                         "(docs/strictness.md): strict (default) refuses them, mirror answers as Paddle's rule "
-                         "does where the port models it")
+    add_policy_argument(ap)
     ap.add_argument("--allow-uncompared", action="store_true",
                     help="exit 0 even if some case was compared by no route (the report's first line says so)")
     ap.add_argument("--junit", type=path_text, default=None, help="also write JUnit XML to this path")
@@ -166,6 +164,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                                  f"drop {flag}, or drop --list")
     if args.merge is not None:  # checked by the merge itself (parity/merge.py), against the parts' reports
         return args
+    args.policy = policy_of(args.policy)
     if args.shard is not None and args.random is None:
         raise UsageError("--shard", "splits a --random run only", "give --random N with --shard K/M")
     # rule keys (all: the signature table's order, which is the grid's), checked by runctl.grammar.rule_list
@@ -183,6 +182,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     _check_routes(args.rule_names, args.backend)
     args.workers = workers(args.workers, args.oversubscribe)
     args.selection = selection_of(args)
+    # a baseline holds native outcomes only, which the port's policy does not touch: it is saved and
+    # matched under the selection without the policy, so a run under either policy diffs with it
+    args.native_selection = selection_of(args, with_policy=False)
     if not args.list:
         slug = args.selection["slug"]
         default_dir = DEFAULT_REPORT_DIR if args.selection["full"] else Path(f"{DEFAULT_REPORT_DIR}-{slug}")
@@ -199,7 +201,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.baseline is not None:
         from .baseline import load
 
-        args.stored = load(args.baseline, args.selection)  # every check before any work (one line, exit 2)
+        args.stored = load(args.baseline, args.native_selection)  # every check before any work (one line, exit 2)
     return args
 
 
@@ -234,8 +236,12 @@ def _check_routes(rules: list[str], backend: str | None) -> None:
                              "(each rule's own routes)")
 
 
-def selection_of(args: argparse.Namespace) -> dict:
-    """What this run compares: a stable key, a slug for its default report dir, and a sentence."""
+def selection_of(args: argparse.Namespace, with_policy: bool = True) -> dict:
+    """What this run compares: a stable key, a slug for its default report dir, and a sentence. The
+    port's policy is part of it (``policy``; named in the slug and the sentence unless the default,
+    so a mirror run's report goes apart from a strict one's and the parts of a merge must agree on it);
+    ``with_policy=False``: the selection as if the default (what a baseline is matched by)."""
+    policy = args.policy if with_policy else policy_of(None)
     all_rules = args.rule_names == list(GRIDS)
     slug, words = [], []
     if not all_rules:
@@ -254,6 +260,10 @@ def selection_of(args: argparse.Namespace) -> dict:
     if args.coshard:
         slug.append("coshard")
         words.append("the co-shard set only")
+    named = named_policy(policy)
+    if named:  # (before random and shard: a --shard part's slug ends with its part, parity/merge.py)
+        slug.append(f"policy-{named}")
+        words.append(f"the port under policy {named}")
     if args.random is not None:
         slug.append(f"random{args.random}-seed{args.seed}")
         words.append(f"random {args.random} cases per rule outside the grid (seed {args.seed})")
@@ -270,7 +280,7 @@ def selection_of(args: argparse.Namespace) -> dict:
     return {"full": full, "slug": "_".join(slug) or "full", "rules": args.rule_names, "backend": args.backend,
             "primary_only": args.primary_only or args.random is not None, "sample": args.sample,
             "random": args.random, "seed": args.seed, "coshard": args.coshard,
-            "max_cases": args.max_cases, "shard": list(args.shard) if args.shard else None,
+            "max_cases": args.max_cases, "shard": list(args.shard) if args.shard else None, "policy": policy,
             "describe": ("the whole grid: " if full else "") + "; ".join(words)}
 
 
@@ -448,7 +458,7 @@ def tally_group(report: ParityReport, backend: str, rules: list[str], by_rule: d
                 if known:
                     cmp = dataclasses.replace(cmp, verdict=known[0], note=known[1])
             if cmp.verdict == "mismatch" and repros is not None and len(repros) < REPROS_PRINTED:
-                repros.append(f"{rule}@{backend} {case.case_id}: {one_line_repro(case, backend)}")
+                repros.append(f"{rule}@{backend} {case.case_id}: {one_line_repro(case, backend, policy)}")
             add(tally, base + index, case, port, nat, cmp)
         tally.port_seconds += time.time() - t1
         tally.native_seconds += native_seconds * len(rule_cases) / max(len(native), 1)
@@ -613,7 +623,7 @@ class _Sweep:
 
         args = self.args
         self.saver = Saver(args.save_baseline) if args.save_baseline is not None else None
-        self.diff = Diff(args.stored) if args.stored is not None else None
+        self.diff = Diff(args.stored, args.policy) if args.stored is not None else None
         self.observers = [o for o in (self.saver, self.diff) if o is not None]
         try:
             for number, batch in enumerate(self.batches):
@@ -780,7 +790,7 @@ class _Sweep:
         write_parity_report(report, out, self.args.junit)
         if saver is not None and self.stopping is None:  # a baseline of a finished run only: an interrupted
             if report.complete:  # one would miss cases
-                saver.finish(dict(report.paddle), self.args.selection)
+                saver.finish(dict(report.paddle), self.args.native_selection)
             else:
                 saver.discard()
         if diff is not None:
@@ -822,7 +832,8 @@ class _Sweep:
         if self.args.show_repro:
             for tally in report.tallies.values():
                 for ex in tally.examples.get("mismatch", []):
-                    print(f"\n# --- {ex['describe']}\n" + repro_snippet(Case.from_json(ex["case"]), ex["backend"]))
+                    print(f"\n# --- {ex['describe']}\n"
+                          + repro_snippet(Case.from_json(ex["case"]), ex["backend"], report.policy))
         if self.saver is not None:
             print(f"baseline of {report.paddle.get('version', '?')}: {self.saver.rows:,} native outcomes in "
                   f"{self.args.save_baseline}")

@@ -4,6 +4,7 @@
     python -m paddle_spmd_port infer RULE --mesh 2 --x-shape 8,6,4,4 --x-mapping -1,0,-1,-1 --scale-none
     python -m paddle_spmd_port infer RULE --mesh 2x2 --x-shape 8,6,4 --x-mapping '(0,1),-1,-1'
     python -m paddle_spmd_port infer --backend pir --case-json '{"rule": ...}'   # a report's repro line
+    python -m paddle_spmd_port infer --backend pir --policy mirror --case-json '{"rule": ...}'  # a mirror run's
     python -m paddle_spmd_port infer --case-json @one-record.json     # a case or a per-case record
 
 Every tensor argument NAME of the rule takes ``--NAME-shape``, ``--NAME-mapping``,
@@ -14,23 +15,24 @@ per axis (``0,-1``); a co-sharded axis, split along several mesh dims in order, 
 ``(0,1)`` or ``[0,1]`` (``'(0,1),-1,-1'``); the whole list may be in brackets, as reports print it
 (``[(0,1),-1,-1]``, or JSON's ``[[0,1],-1,-1]``), so ``[0,1]`` alone is the two-axis mapping 0,1.
 ``--profile`` picks the rule profile the port answers with (native Paddle is always Paddle's own
-rule).
+rule); ``--policy`` its strictness, as in ``parity`` (a mirror run's repro lines name it).
 
 ``--case-json`` takes one JSON object: a case (``{"rule", "mesh", "inputs", "attrs"}``, a co-shard
 as a nested list), or a per-case record of a report (a line of ``parity-cases.jsonl.gz``, whose
-``backend`` then picks the route unless ``--backend`` is given). ``--case-json @FILE`` reads it
+``backend`` then picks the route unless ``--backend`` is given, and whose ``policy``, present when
+not strict, the policy unless ``--policy`` is given). ``--case-json @FILE`` reads it
 from FILE (gzip or plain; ``@-``: stdin); FILE must hold exactly one record (a jsonl with more
 lines is refused: take one out, e.g. ``zcat F | sed -n 3p > one.json``). The route is printed
 (``route: ...``), and the verdict is classed as ``parity`` classes it, the Paddle release's known
 differences included, so a report's repro line prints the route and the verdict it recorded.
 
-Exit code (:mod:`paddle_spmd_port.runctl`): 0 port and native agree (or --no-native: the port
-answered or refused); 1 they differ; 2 bad arguments, i.e. arguments that do not form a case (one
-line on stderr). A case the port refuses (a dims_mapping longer than the rank, a mesh dim out of
-range, ...) is a case: the port's answer is that refusal. 3 Paddle's side gave nothing to compare
-with (Paddle missing, the backend failing to start, a worker timing out, Paddle crashing, the
-backend unable to express the case, an answer the harness cannot decode): the reason is one
-line on stderr. 130/143 interrupted.
+Exit code (:mod:`paddle_spmd_port.runctl`): the verdict class's, as in ``parity``. 0 agree (match,
+both-raise-same, port-rejects-invalid, native-varies, known-difference; --no-native: the port
+answered or refused); 1 mismatch; 2 arguments that form no case (one line, nothing run; a case the
+port refuses is a case, its answer that refusal); 3 not compared (native-crash, not-run, unreachable,
+undecodable, release-lacks: Paddle missing, a backend failing, a timeout, a crash, ...), or not
+re-checked (an invalid input Paddle answered once whose re-run gave no answer; a mismatch outranks
+it): the reason is one line on stderr. 130/143 interrupted.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from ..outcome import Outcome, port_outcome
 from ..releases import AGREEING, detect_release
 from ..runctl.command import run_command
 from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
-from ..runctl.grammar import ArgumentParser, add_profile_argument, mesh_shape
+from ..runctl.grammar import ArgumentParser, add_policy_argument, add_profile_argument, mesh_shape, policy_of
 from ..types import DimsMapping, DistTensorSpec, ProcessMesh, entry_of
 
 PROG = "python -m paddle_spmd_port infer"
@@ -202,16 +204,15 @@ def build_parser(rule: str | None = None) -> argparse.ArgumentParser:
                     if spec is None else f"the rule key ({rule} here; infer --help lists every rule)")
     ap.add_argument("--case-json", metavar="JSON|@FILE",
                     help="a case as JSON (what a report's repro line carries), or a report's per-case record (its "
-                         "backend is the route unless --backend is given); @FILE reads one record from FILE (gzip or "
-                         "plain, @- stdin; more than one record is refused); replaces RULE and every case flag")
+                         "backend is the route unless --backend is given, its policy the policy unless --policy is "
+                         "given); @FILE reads one record from FILE (gzip or plain, @- stdin; more than one record is "
+                         "refused); replaces RULE and every case flag")
     ap.add_argument("--mesh", type=mesh_shape, default=None,
                     help=f"mesh shape, sizes joined by x, e.g. 2 or 2x3 (default {'x'.join(map(str, DEFAULT_MESH))}); "
                          "process ids 0..n-1")
     add_profile_argument(ap, help="the rule profile the port answers with (default paddle = Paddle 3.3.1; "
                                   "pr72918, proposed: see the README); native Paddle is always Paddle's own rule")
-    ap.add_argument("--policy", choices=POLICIES, default=POLICIES[0],
-                    help="the port's strictness (docs/strictness.md): strict (default) refuses the inputs it declares, "
-                         "mirror answers those as Paddle's rule does where the port models it")
+    add_policy_argument(ap)
     ap.add_argument("--no-native", action="store_true",
                     help="the port's answer only (no Paddle needed; not with --backend)")
     add_backend_argument(ap, "the native route to ask (default: the rule's primary route; not with --no-native)")
@@ -434,6 +435,9 @@ def record_from_json(arg: str) -> tuple[Case, dict[str, Any]]:
         if record.get("backend") not in (None, *BACKENDS):
             raise _json_error(f"the record's backend is {json.dumps(record.get('backend'))}",
                               f"a route is one of {', '.join(BACKENDS)}")
+        if record.get("policy") not in (None, *POLICIES):
+            raise _json_error(f"the record's policy is {json.dumps(record.get('policy'))}",
+                              f"a policy is one of {', '.join(POLICIES)}")
         return _case_of(record["case"]), record
     return _case_of(data), {}
 
@@ -500,6 +504,8 @@ def _show(label: str, case: Case, outcome: Outcome) -> None:
                                ("out", case.spec.result_outputs, outcome.result.outputs)):
         for name, attr in zip(names, attrs, strict=False):
             print(f"  {side} {name:<15} {str(attr):<22} {' '.join(attr.placements())}")
+    if outcome.not_rechecked is not None:  # (an answer's text is its cells above: the mark goes below them)
+        print(f"  not re-checked: {outcome.not_rechecked}")
 
 
 def _glue_negative_values(argv: Sequence[str]) -> list[str]:
@@ -539,9 +545,11 @@ def _main(argv: Sequence[str]) -> int:
         raise UsageError("--backend", "contradicts --no-native (no native route is asked)",
                          "drop --backend for the port alone, or drop --no-native")
     case, record = case_and_record(args)
+    policy = policy_of(args.policy or record.get("policy"))
     print(case.describe())
-    port = port_outcome(case, args.profile, args.policy)
-    _show("port" if args.profile == "paddle" else f"port ({args.profile} profile)", case, port)
+    port = port_outcome(case, args.profile, policy)  # (parity answers with the same call: parity/cli.py tally_group)
+    under = [f"{args.profile} profile"] * (args.profile != "paddle") + [f"{policy} policy"] * (policy != "strict")
+    _show(f"port ({', '.join(under)})" if under else "port", case, port)
     if port.error is not None and port.error.port_invalid:  # why the port refuses, and what Paddle's op does
         decl = strictness_of(case.rule, port.error.kind)
         print(f"  {decl.text() if decl is not None else f'strict refusal ({port.error.kind}): undeclared'}")
@@ -577,18 +585,28 @@ def _main(argv: Sequence[str]) -> int:
     recorded = record.get("verdict")
     print(f"verdict: {cmp.verdict} ({cmp.matching_cells}/{cmp.cells} cells equal)"
           + (f"; recorded: {recorded}" if recorded else ""))
-    if recorded and recorded != cmp.verdict:
+    recorded_policy = policy_of(record.get("policy"))
+    if recorded and recorded != cmp.verdict and recorded_policy != policy:
+        print(f"  not the recorded verdict: the record's run answered under policy {recorded_policy}, this one "
+              f"under {policy}")
+    elif recorded and recorded != cmp.verdict:
         print("  not the recorded verdict: this run's answers differ from the sweep's (Paddle answers some inputs "
               "from memory it never set, differently from run to run; another port or Paddle would differ too)")
     if cmp.note:
         print(f"  {cmp.note}")
     for diff in cmp.diffs:
         print(f"  {diff}")
-    if cmp.verdict == "mismatch":
+    if cmp.verdict == "mismatch":  # (outranks "not re-checked", as in parity)
         return EXIT_FINDING
     if cmp.verdict not in COMPARED:
         sys.stdout.flush()
         print(f"{prefix(PROG)}: not compared ({cmp.verdict}): {_one_line(str(native))}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    if native.not_rechecked is not None:  # an answer once, its promised second run none: fails closed as parity
+        sys.stdout.flush()
+        print(f"{prefix(PROG)}: not re-checked ({cmp.verdict} on one run): the invalid input's re-run gave no "
+              f"answer ({_one_line(native.not_rechecked)}), so whether Paddle answers it the same every time is "
+              "not known", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_OK
 

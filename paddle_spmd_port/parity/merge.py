@@ -8,7 +8,7 @@ the per-class limits of :mod:`.report`.
 
 Refused before anything is written (exit 2, one line): a directory without a readable part
 report, a report that is not a ``--shard`` part, parts of different runs (another selection,
-seed, number of parts, Paddle or port core), or one part given twice. Failing closed: a part
+seed, number of parts, port policy, Paddle or port core), or one part given twice. Failing closed: a part
 that is missing, or that did not finish (interrupted, aborted), or parts whose cases do not add
 up to the selection's, make the merged report incomplete -- its first line says which, every
 case of a missing part counts as uncompared, and the exit status is 3 (1 if some part found a
@@ -36,6 +36,7 @@ from .report import (
     ParityReport,
     RuleCoverage,
 )
+from .repro import DEFAULT_POLICY
 
 #: Selection fields that may differ between the parts of one run.
 _PER_PART = ("shard", "slug", "describe")
@@ -64,6 +65,7 @@ def _whole(selection: dict[str, Any]) -> dict[str, Any]:
     whole["slug"] = str(selection.get("slug", "")).removesuffix(suffix)
     whole["describe"] = str(selection.get("describe", "")).replace(words, "")
     whole["shard"] = None
+    whole["policy"] = selection.get("policy") or DEFAULT_POLICY  # (a part written before the policy: strict)
     return whole
 
 
@@ -250,7 +252,8 @@ def merge_main(args: argparse.Namespace) -> int:
     dirs = [Path(d) for d in args.merge]
     for flag, value in (("--random", args.random), ("--shard", args.shard), ("--sample", args.sample),
                         ("--max-cases", args.max_cases), ("--coshard", args.coshard or None),
-                        ("--list", args.list or None), ("--backend", args.backend)):
+                        ("--list", args.list or None), ("--backend", args.backend),
+                        ("--policy", args.policy)):  # (the parts' policy is the merge's: they must agree)
         if value is not None:
             raise UsageError("--merge", f"cannot be combined with {flag} (a merge runs nothing)",
                              "give --merge DIR... with --report-dir, --junit or --allow-uncompared only")

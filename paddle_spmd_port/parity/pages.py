@@ -44,7 +44,6 @@ from .baseline import CASES_FILE as BASELINE_CASES_FILE
 from .baseline import CLASSES as CHANGE_CLASSES
 from .baseline import UNSTABLE, Diff, build_text
 from .report import CASES_FILE, DONE, HTML_RECORDS, MISMATCHES_KEPT, GroupTally, ParityReport
-from .repro import one_line_repro
 
 #: Worst first: a map cell's bar starts with its worst class.
 SEVERITY = ("mismatch", "native-crash", "undecodable", "not-run", "unreachable", "release-lacks", "known-difference",
@@ -221,7 +220,7 @@ def baseline_page(diff: Diff, new_paddle: dict[str, Any], selection: dict[str, A
                       (f"{ch.rule}@{ch.backend}", ch.case.case_id, ch.case.describe(),
                        f"{ch.old} — {ch.old_verdict}", f"{ch.new} — {ch.new_verdict}",
                        "; ".join([*ch.diffs[:6], *([f"re-runs: {ch.rerun_note}"] if ch.rerun_note else [])])),
-                      one_line_repro(ch.case, ch.backend)) for ch in shown]
+                      ch.repro) for ch in shown]
     note = (f"the first {BASELINE_RECORDS:,} of {diff.total:,}; all in {BASELINE_CASES_FILE}"
             if diff.total > len(shown) else "every changed case") \
         + "; each repro runs under whichever build is installed: run it under each"

@@ -36,7 +36,7 @@ from ..outcome import Outcome
 from ..pages import map_key, map_label
 from ..reporting import markdown_table
 from ..types import CORE
-from .repro import repro_head
+from .repro import DEFAULT_POLICY, named_policy, repro_head
 
 EXAMPLES_PER_CLASS = 5
 MISMATCHES_KEPT = 200
@@ -112,13 +112,18 @@ class GroupTally:
             self.invalid_native[native.status] = self.invalid_native.get(native.status, 0) + 1
         return True
 
-    def record(self, case: Case, port: Outcome, native: Outcome, cmp: Comparison, case_text: str) -> dict[str, Any]:
-        """A case's per-case record without its ``case`` field (the last one; ``case_text`` is its JSON)."""
+    def record(self, case: Case, port: Outcome, native: Outcome, cmp: Comparison, case_text: str,
+               policy: str = DEFAULT_POLICY) -> dict[str, Any]:
+        """A case's per-case record without its ``case`` field (the last one; ``case_text`` is its JSON).
+        The port answered under ``policy``: a record of another than the default names it (``policy``,
+        which ``infer --case-json`` given the record then runs under) and so does its repro line."""
+        named = named_policy(policy)
         return {"rule": self.rule, "backend": self.backend, "verdict": cmp.verdict, "id": case.case_id,
                 "describe": case.describe(), "port": str(port), "native": str(native),
                 "diffs": [str(d) for d in cmp.diffs], "note": cmp.note,
                 **({"raw": native.raw} if native.undecodable is not None else {}),
-                "repro": repro_head(self.backend) + case_text + "'"}
+                **({"policy": named} if named else {}),
+                "repro": repro_head(self.backend, policy) + case_text + "'"}
 
     def wants(self, verdict: str) -> bool:
         """Whether a record of this verdict is still kept as an example."""
@@ -343,6 +348,11 @@ class ParityReport:
     """The Paddle release profile applied (releases.ReleaseProfile.to_json())."""
     _cases_fh: IO[str] | None = None
 
+    @property
+    def policy(self) -> str:
+        """The strictness policy the port answered under: the selection's (a report without one: strict)."""
+        return str(self.selection.get("policy") or DEFAULT_POLICY)
+
     # ------------------------------------------------------------------ counting
     def plan(self, rule: str, backend: str, selected: int, cells_per_case: int) -> GroupTally:
         """Announce a group before anything runs, so that an unfinished run still lists it."""
@@ -364,7 +374,7 @@ class ParityReport:
         if not needs_record:
             return
         case_text = case.json_text()
-        record = tally.record(case, port, native, cmp, case_text)
+        record = tally.record(case, port, native, cmp, case_text, self.policy)
         tally.show(record, case)
         if self._cases_fh is not None:  # the record's JSON with the case's text spliced in as its last field
             self._cases_fh.write(_dumps(record)[:-1] + ',"case":' + case_text + "}\n")

@@ -1,35 +1,56 @@
 """Repro lines: what a report prints so a user can repeat one case alone, on the route it was
-compared through -- a shell line (``infer --case-json``) or a standalone Python snippet."""
+compared through and under the strictness policy its port answer was given by -- a shell line
+(``infer --case-json``) or a standalone Python snippet.
+
+One rule for the policy, in every line and record: the default (``strict``) is never named, any
+other is (``--policy mirror``), so a strict run's lines read as they always have and a mirror run's
+line, pasted, answers under mirror (without it, ``infer`` would refuse what the mirror answered)."""
 
 from __future__ import annotations
 
 import json
 
 from ..case import Case
+from ..ops.kit.strictness import POLICIES
 from ..reporting import REPRO_PYTHON
 
-_REPRO_HEADS: dict[str, str] = {}
+_REPRO_HEADS: dict[tuple[str, str], str] = {}
+DEFAULT_POLICY = POLICIES[0]
 
 
-def repro_head(backend: str) -> str:
+def named_policy(policy: str) -> str | None:
+    """``policy`` as a repro line or record names it: None for the default (never named)."""
+    if policy not in POLICIES:  # (a typo here would write lines that replay under another policy)
+        raise ValueError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    return None if policy == DEFAULT_POLICY else policy
+
+
+def repro_head(backend: str, policy: str = DEFAULT_POLICY) -> str:
     """The start of a repro line up to its case's JSON: ``infer`` on the route the case was
-    compared through (the line ends with the JSON and a closing quote)."""
-    head = _REPRO_HEADS.get(backend)
+    compared through, under ``policy`` (named unless the default), the line ending with the JSON and
+    a closing quote."""
+    head = _REPRO_HEADS.get((backend, policy))
     if head is None:
-        head = _REPRO_HEADS[backend] = f"{REPRO_PYTHON} -m paddle_spmd_port infer --backend {backend} --case-json '"
+        named = named_policy(policy)
+        flag = f"--policy {named} " if named else ""
+        head = _REPRO_HEADS[backend, policy] = \
+            f"{REPRO_PYTHON} -m paddle_spmd_port infer --backend {backend} {flag}--case-json '"
     return head
 
 
-def one_line_repro(case: Case, backend: str) -> str:
-    """The command that repeats ``case`` on route ``backend``: it prints that route and the verdict."""
-    return repro_head(backend) + case.json_text() + "'"
+def one_line_repro(case: Case, backend: str, policy: str = DEFAULT_POLICY) -> str:
+    """The command that repeats ``case`` on route ``backend`` under ``policy``: it prints that route
+    and the verdict."""
+    return repro_head(backend, policy) + case.json_text() + "'"
 
 
-def repro_snippet(case: Case, backend: str) -> str:
-    """A standalone Python snippet that runs ``case`` on route ``backend`` in this process and
-    prints the route, both answers and the verdict class (without the release profile's
-    known differences: ``infer`` applies those)."""
+def repro_snippet(case: Case, backend: str, policy: str = DEFAULT_POLICY) -> str:
+    """A standalone Python snippet that runs ``case`` on route ``backend`` in this process, the port
+    under ``policy``, and prints the route, both answers and the verdict class (without the release
+    profile's known differences: ``infer`` applies those)."""
     payload = json.dumps(case.to_json(), separators=(",", ":"))
+    named = named_policy(policy)
+    port_call = f"port_outcome(case, policy={named!r})" if named else "port_outcome(case)"
     return "\n".join([
         "# needs: pip install paddlepaddle==3.3.1 and this package (for the case codec and backends)",
         "import json",
@@ -41,7 +62,7 @@ def repro_snippet(case: Case, backend: str) -> str:
         f"    from paddle_spmd_port.native import {backend} as backend",
         "except ImportError as exc:",
         "    raise SystemExit(f'Paddle is needed for the native side: {exc}')",
-        "native, port = backend.run(case), port_outcome(case)",
+        f"native, port = backend.run(case), {port_call}",
         "print('case  :', case.describe())",
         f"print('route : {backend}')",
         "print('paddle:', native)",
@@ -50,4 +71,4 @@ def repro_snippet(case: Case, backend: str) -> str:
     ])
 
 
-__all__ = ["one_line_repro", "repro_head", "repro_snippet"]
+__all__ = ["DEFAULT_POLICY", "named_policy", "one_line_repro", "repro_head", "repro_snippet"]
