@@ -61,6 +61,9 @@ ROWS = [
     BadInput(infer(*LN, "--x-none"), "--x-none"),
     BadInput(infer(*LN, "--mean-out-shape", "8"), "--mean-out-shape"),  # not an input of layer_norm
     BadInput(infer(*LN, "--backend", "gpu"), "--backend"),
+    BadInput(infer("layer_norm", "--x-shape", "8,6", "--timeout", "0"), "--timeout"),  # parity's grammar
+    BadInput(infer("layer_norm", "--x-shape", "8,6", "--timeout", "inf"), "--timeout"),
+    BadInput(infer(*LN, "--timeout", "5"), "--timeout"),  # no native worker to wait for
     BadInput(infer(*LN, "--profile", "mine"), "--profile"),
     BadInput(infer(*LN, "--policy", "lenient"), "--policy"),  # the grammar of parity --policy
     BadInput(infer(*LN, "--policy", ""), "--policy"),

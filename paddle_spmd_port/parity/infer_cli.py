@@ -59,10 +59,21 @@ from ..outcome import Outcome, port_outcome
 from ..releases import AGREEING, detect_release
 from ..runctl.command import run_command
 from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, prefix
-from ..runctl.grammar import ArgumentParser, add_policy_argument, add_profile_argument, mesh_shape, policy_of
+from ..runctl.grammar import (
+    MAX_SECONDS,
+    ArgumentParser,
+    add_policy_argument,
+    add_profile_argument,
+    mesh_shape,
+    policy_of,
+    seconds,
+)
 from ..types import DimsMapping, DistTensorSpec, ProcessMesh, entry_of
 
 PROG = "python -m paddle_spmd_port infer"
+#: infer starts its one native worker for one case, so the wait covers Paddle's import as well (parity's
+#: 60 s are per answer of a worker already up)
+NATIVE_TIMEOUT = 120.0
 DEFAULT_MESH = (2, 3)
 #: Every attribute any rule declares -> the type of its declared default: the attribute flags are
 #: made from the rule specs, so a new op's attributes get flags without an edit here.
@@ -216,6 +227,10 @@ def build_parser(rule: str | None = None) -> argparse.ArgumentParser:
     ap.add_argument("--no-native", action="store_true",
                     help="the port's answer only (no Paddle needed; not with --backend)")
     add_backend_argument(ap, "the native route to ask (default: the rule's primary route; not with --no-native)")
+    ap.add_argument("--timeout", type=seconds, default=None,
+                    help=f"seconds a silent native worker is given before it is killed (> 0, at most "
+                         f"{MAX_SECONDS:.0f}; default {NATIVE_TIMEOUT:.0f}: its start is part of it; not with "
+                         "--no-native)")
     for name in TENSOR_NAMES:
         flag, visible = _flag(name), name in shown_tensors
         ap.add_argument(f"--{flag}-shape", dest=f"{name}_shape", metavar="N,N,...",
@@ -541,9 +556,10 @@ def _rule_named(argv: Sequence[str]) -> str | None:
 def _main(argv: Sequence[str]) -> int:
     argv = _glue_negative_values(argv)
     args = build_parser(_rule_named(argv) if {"-h", "--help"} & set(argv) else None).parse_args(argv)
-    if args.no_native and args.backend is not None:
-        raise UsageError("--backend", "contradicts --no-native (no native route is asked)",
-                         "drop --backend for the port alone, or drop --no-native")
+    for given, flag in ((args.backend, "--backend"), (args.timeout, "--timeout")):
+        if args.no_native and given is not None:
+            raise UsageError(flag, "contradicts --no-native (no native route is asked)",
+                             f"drop {flag} for the port alone, or drop --no-native")
     case, record = case_and_record(args)
     policy = policy_of(args.policy or record.get("policy"))
     print(case.describe())
@@ -570,7 +586,7 @@ def _main(argv: Sequence[str]) -> int:
         from ..native.pool import BackendUnavailable, run_native
 
         try:
-            (native,), info = run_native([case], backend=backend, workers=1)
+            (native,), info = run_native([case], backend=backend, workers=1, timeout=args.timeout or NATIVE_TIMEOUT)
         except (ImportError, BackendUnavailable) as exc:  # (any other error is ours: exit 4)
             sys.stdout.flush()
             print(f"{prefix(PROG)}: native backend {backend} unavailable: {_one_line(str(exc))} "
