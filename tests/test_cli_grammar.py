@@ -76,7 +76,7 @@ FLAGS = [
     Flag("--seed", "7", 7, "x", ("parity", "oracle")),
     Flag("--profile", "proposed", "proposed", "mine", ("infer", "oracle")),
     Flag("--backend", "pir", "pir", "gpu", ("parity", "infer")),
-    Flag("--timeout", "5", 5.0, "soon", ("parity", "launch", "compat-test", "oracle")),
+    Flag("--timeout", "5", 5.0, "soon", ("parity", "launch", "compat-test", "oracle", "infer")),
     Flag("--workers", "1", 1, "0", ("parity", "oracle", "compat-test")),
     # lifts the machine's cap: on --workers (runctl.grammar.workers), on launch's --nproc
     Flag("--oversubscribe", "", True, "", ("parity", "oracle", "launch")),
