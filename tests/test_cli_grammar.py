@@ -226,6 +226,28 @@ def test_more_workers_than_cores_is_refused_alike_and_oversubscribe_insists(tmp_
         workers(many, oversubscribe=False)
 
 
+def test_parity_sizes_its_default_workers_by_a_group_s_cases_and_keeps_a_given_count() -> None:
+    """No --workers: one worker per CASES_PER_DEFAULT_WORKER cases of a group, at least one, at most the
+    default count, on the routes whose workers import Paddle (the compiled one keeps the count);
+    --workers N: N, whatever the group's size."""
+    from paddle_spmd_port.parity.cli import CASES_PER_DEFAULT_WORKER as PER
+    from paddle_spmd_port.parity.cli import group_workers, parse_args
+    from paddle_spmd_port.runctl.grammar import available_cores, workers
+
+    default = parse_args(["--rules", "layer_norm"])
+    assert not default.workers_given and default.workers == workers(None, False)
+    for route in ("registry", "pir"):
+        assert [group_workers(default, route, n) for n in (0, 1, PER)] == [1, 1, 1]
+        assert group_workers(default, route, PER + 1) == min(2, default.workers)
+        assert group_workers(default, route, 100 * PER) == default.workers
+    assert group_workers(default, "compiled", 1) == default.workers
+    given = parse_args(["--rules", "layer_norm", "--workers", "1"])
+    assert given.workers_given and [group_workers(given, "registry", n) for n in (1, 100 * PER)] == [1, 1]
+    if available_cores() >= 2:
+        two = parse_args(["--rules", "layer_norm", "--workers", "2"])
+        assert [group_workers(two, "pir", n) for n in (1, PER, 100 * PER)] == [2, 2, 2]
+
+
 @pytest.mark.parametrize("prog", ["python tools/fuzz.py", "tools/fuzz.py", "fuzz.py", "fuzz", "python3 tools/fuzz.py"])
 def test_a_tool_has_one_prefix_however_its_parser_names_it(prog: str) -> None:
     """argparse's errors (the parser's prog) and the tool's own (run_command's name) start alike;

@@ -122,7 +122,9 @@ def build_parser() -> ArgumentParser:
     ap.add_argument("--coshard", action="store_true",
                     help="only each rule's co-shard set (co-sharded inputs, ids <rule>-coshard-...; "
                          "paddle_spmd_port/grid.py coshard_cases); --sample and --max-cases then apply to it")
-    add_workers_arguments(ap, "native worker processes per backend group")
+    add_workers_arguments(ap, f"native worker processes per backend group; unless given, one per "
+                              f"{CASES_PER_DEFAULT_WORKER} of the group's cases (the compiled route's "
+                              "groups aside), up to the default")
     ap.add_argument("--timeout", type=seconds, default=60.0,
                     help=f"seconds a silent worker is given before it is killed (> 0, at most {MAX_SECONDS:.0f}; "
                          "default 60)")
@@ -180,6 +182,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                          "drop --primary-only or drop --backend")
     args.rule_names = list(dict.fromkeys(names))
     _check_routes(args.rule_names, args.backend)
+    args.workers_given = args.workers is not None
     args.workers = workers(args.workers, args.oversubscribe)
     args.selection = selection_of(args)
     # a baseline holds native outcomes only, which the port's policy does not touch: it is saved and
@@ -296,14 +299,32 @@ def select_cases(rule: str, max_cases: int | None, n_sample: int | None, seed: i
     return cases
 
 
+#: Without --workers, a group of a route whose workers import Paddle starts one worker per this many
+#: of its cases (at least one, at most the default count): a worker's start costs a core ~1.6 s, and
+#: a few hundred cases take about that (300 registry cases: 6.5 s on one worker, 7.4 s on two, at a
+#: load of 8 on 2 cores), so a second worker for fewer cases costs more than it saves. The compiled
+#: route's callers start in milliseconds: its groups keep the default count. (The re-run of invalid
+#: inputs sizes its own: native/pool.py's RERUN_PER_WORKER.)
+CASES_PER_DEFAULT_WORKER = 500
+
+
+def group_workers(args: argparse.Namespace, backend: str, n_cases: int) -> int:
+    """The native workers for ``backend``'s group of ``n_cases``: ``--workers`` as given, else the
+    default count (runctl.grammar.workers), cut to one per :data:`CASES_PER_DEFAULT_WORKER` cases
+    unless the route is the compiled one."""
+    if getattr(args, "workers_given", True) or backend == "compiled":
+        return int(args.workers)
+    return max(1, min(int(args.workers), -(-n_cases // CASES_PER_DEFAULT_WORKER)))
+
+
 def run_native_group(backend: str, cases: list[Case], args: argparse.Namespace,
                      report: ParityReport) -> list[Outcome]:
     from ..native.pool import run_native
 
     bar = Progress(f"native {backend:8s}", len(cases), enabled=not args.quiet)
     try:
-        outcomes, info = run_native(cases, backend=backend, workers=args.workers, timeout=args.timeout,
-                                    on_progress=bar.update)
+        outcomes, info = run_native(cases, backend=backend, workers=group_workers(args, backend, len(cases)),
+                                    timeout=args.timeout, on_progress=bar.update)
     finally:
         bar.close()
     report.paddle.update(info)
@@ -319,7 +340,8 @@ def rerun_native(backend: str, cases: list[Case], args: argparse.Namespace) -> l
         print(f"re-running {len(cases):,} changed invalid-input cases on {backend} (is their outcome stable?)",
               file=sys.stderr, flush=True)
     try:
-        return run_native(cases, backend=backend, workers=args.workers, timeout=args.timeout, recheck=False)[0]
+        return run_native(cases, backend=backend, workers=group_workers(args, backend, len(cases)),
+                          timeout=args.timeout, recheck=False)[0]
     except (ImportError, BackendUnavailable) as exc:  # (any other error is ours: exit 4)
         why = " ".join(str(exc).strip().split())[-300:]
         return [Outcome(not_run=f"backend unavailable: {why}") for _ in cases]
@@ -359,7 +381,8 @@ class BackgroundGroup(threading.Thread):
         bar = Progress(f"native {self.backend:8s}", len(self.cases), enabled=not self.args.quiet)
         bar.tty = False  # a line every few seconds: the groups run meanwhile redraw their own line
         try:
-            self.outcomes, self.info = run_native(self.cases, backend=self.backend, workers=self.args.workers,
+            self.outcomes, self.info = run_native(self.cases, backend=self.backend,
+                                                  workers=group_workers(self.args, self.backend, len(self.cases)),
                                                   timeout=self.args.timeout, on_progress=bar.update,
                                                   cancel=self.cancel)
         except BaseException as exc:  # handed to the main thread by result()
