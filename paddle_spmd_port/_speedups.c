@@ -333,7 +333,8 @@ static int normal_valid(PyObject *shape, PyObject *dm, PyObject *mesh, PyObject 
     if (PyTuple_GET_SIZE(dm) != rank)
         return 0;
     /* A mesh dim out of range anywhere is the problem before a mesh dim used twice (the order of
-     * _first_problem), and both come after the sizes (a negative one raises): the loop goes on to
+     * _first_problem), and both come after the sizes (a negative one, -1 the unknown size included,
+     * is left to the reference): the loop goes on to
      * the end and names the problem, so the build does not hand the spec to spec_problem. */
     for (i = 0; i < rank; i++) {
         long m;
@@ -539,7 +540,7 @@ static PyObject *spec_problem(PyObject *shape, PyObject *dm, PyObject *mesh, PyO
         return NULL;
     for (i = 0; i < rank; i++)
         if (small_index(PyTuple_GET_ITEM(shape, i), LONG_MAX, 0) < 0)
-            return NULL; /* a negative size (the reference raises) or one beyond a C long */
+            return NULL; /* a negative size (the reference's: -1 taken, others raised) or one beyond a C long */
     if (arg == NULL && known_ndim > 0) { /* a spec being built: normal_valid read the mesh's rank */
         n = known_ndim;
     } else {

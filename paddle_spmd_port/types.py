@@ -191,6 +191,9 @@ def _int_frozenset(value: Iterable[Any], what: str) -> frozenset[int]:
     return frozenset(_int_tuple(value, what))
 
 
+UNKNOWN_SIZE = -1
+"""A shape's size for a dimension known only at run time (Paddle's static programs write -1)."""
+
 MeshDims = int | tuple[int, ...]
 """One dims_mapping entry: a mesh dim, ``-1`` (replicated) or a co-shard (two or more mesh dims, in order)."""
 DimsMapping = tuple[MeshDims, ...]
@@ -451,7 +454,10 @@ class DistTensorSpec:
     ``_set_partial_dims`` and ``DistTensorSpec`` take them. A float, a str or None is refused
     (:class:`ArgumentTypeError`), as Paddle refuses them; so is a numpy bool, which has no
     ``__index__`` in numpy 2 (Paddle converts it, and a numpy float32, through ``__int__``: the port
-    does not follow that).
+    does not follow that). A size of ``-1`` is a dimension unknown until run time, as a static
+    program declares a batch axis (``paddle.static.data(shape=[-1, 1024])``): Paddle's rules read
+    ranks, not sizes, and answer such a spec as any other, and so does the port. A size below -1 is
+    refused (:class:`InvalidSpecError`): no tensor has one.
     """
 
     shape: tuple[int, ...]
@@ -482,8 +488,9 @@ class DistTensorSpec:
         shape = _int_tuple(shape, "DistTensorSpec.shape")
         dims_mapping = _mapping_tuple(dims_mapping, "DistTensorSpec.dims_mapping")
         partial_dims = _int_frozenset(partial_dims, "partial_dims")
-        if any(size < 0 for size in shape):
-            raise InvalidSpecError(f"DistTensorSpec.shape must be non-negative sizes, got {shape!r}")
+        if any(size < UNKNOWN_SIZE for size in shape):
+            raise InvalidSpecError(f"DistTensorSpec.shape must be sizes >= 0 or -1 (a size unknown until run "
+                                   f"time), got {shape!r}")
         if mesh is not None and not isinstance(mesh, ProcessMesh):
             raise ArgumentTypeError(f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(mesh).__name__}",
                                     kind="invalid-spec:mesh:type")

@@ -187,6 +187,41 @@ def test_port_answers_as_paddles_registry_in_paddle_call_forms(name: str) -> Non
     check()
 
 
+#: registry name -> (tensor shapes, their mappings, attrs): a static program's dynamic batch axis (-1)
+DYNAMIC_CALLS: dict[str, tuple[list[list[int]], list[list[int]], list[Any]]] = {
+    "layer_norm": ([[-1, 6, 4], [4], [4]], [[0, 1, -1], [-1], [-1]], [1e-5, 2]),
+    "p_norm": ([[-1, 6]], [[0, 1]], [2.0, 1, 1e-12, False, False]),
+    "fused_rms_norm": ([[-1, 4, 16], [16]], [[1, 0, -1], [-1]], [1e-6]),
+    "instance_norm": ([[-1, 6, -1, -1], [6], [6]], [[1, 0, -1, -1], [-1], [-1]], [1e-5]),
+    "group_norm": ([[-1, 6, 4, 4], [6], [6]], [[1, 0, -1, -1], [-1], [-1]], [1e-5, 2, "NCHW"]),
+    "batch_norm": ([[-1, 6, 4, 4]] + [[6]] * 4, [[1, 0, -1, -1]] + [[-1]] * 4, []),
+}
+
+
+def test_unknown_size_is_a_size_and_below_it_is_refused() -> None:
+    mesh = ProcessMesh((2, 3))
+    inputs, outputs = get_spmd_rule("layer_norm").infer_forward(DistTensorSpec([-1, 6], [0, 1], mesh), None, None,
+                                                                  1e-5, 1)
+    assert [a.dims_mapping for a in (*inputs, *outputs)][::3] == [(0, -1), (0, -1)]
+    with pytest.raises(InvalidSpecError, match="shape"):
+        DistTensorSpec([-2, 6], [0, 1], mesh)
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("name", sorted(DYNAMIC_CALLS))
+def test_dynamic_size_answers_as_paddles_registry(name: str) -> None:
+    import paddle.distributed as dist
+    from paddle.framework import core
+
+    shapes, mappings, attrs = DYNAMIC_CALLS[name]
+    pmesh = dist.ProcessMesh([[0, 1, 2], [3, 4, 5]], dim_names=["x", "y"])
+    mesh = ProcessMesh([[0, 1, 2], [3, 4, 5]], dim_names=["x", "y"])
+    mine = [DistTensorSpec(s, m, mesh) for s, m in zip(shapes, mappings, strict=True)]
+    theirs = [_paddle_spec(s, m, [], pmesh) for s, m in zip(shapes, mappings, strict=True)]
+    inputs, outputs = get_spmd_rule(name).infer_forward(*mine, *attrs)
+    assert _port_view(inputs, outputs) == _paddle_view(core.get_phi_spmd_rule(name).infer_forward(*theirs, *attrs))
+
+
 def test_coshard_entry_as_a_numpy_array() -> None:
     mesh = ProcessMesh([[0, 1], [2, 3]], dim_names=["x", "y"])
     want = DistTensorSpec((8, 6), ((0, 1), -1), mesh)

@@ -83,6 +83,9 @@ ROWS = [
                                                      "mesh": MESH}, None, None]), "--no-native"), "--case-json"),
     BadInput(infer("--case-json", case_json(inputs=[{"shape": [8, -6], "dims_mapping": [0, -1], "partial_dims": [],
                                                      "mesh": MESH}, None, None]), "--no-native"), "--case-json"),
+    # -1 (a size unknown until run time) is a size in the Python API; a case (infer, parity) has real sizes
+    BadInput(infer("--case-json", case_json(inputs=[{"shape": [-1, 6], "dims_mapping": [0, -1], "partial_dims": [],
+                                                     "mesh": MESH}, None, None]), "--no-native"), "--case-json"),
     BadInput(infer("--case-json", case_json(attrs=[["epsilon", "small"]]), "--no-native"), "--case-json"),
     BadInput(infer("--case-json", case_json(attrs=[["momentum", 0.9]]), "--no-native"), "--case-json"),
     BadInput(infer("--case-json", case_json(attrs={"epsilon": 1e-5}), "--no-native"), "--case-json"),

@@ -194,6 +194,17 @@ def test_paddle_style_file_passes_on_the_shim(tmp_path):
     assert len(results) >= 30 and all(s == {"port": "pass"} for s in results.values()), out
 
 
+def test_json_into_a_directory_not_made_yet(tmp_path):
+    """--json's directories on the way are made, as the check before any work allowed them (and
+    parity's --junit makes them): the run's results are written, not lost to an internal error."""
+    report = tmp_path / "new" / "deeper" / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "paddle_spmd_port", "compat-test", str(PADDLE_STYLE), "--against",
+                           "port", "--shim", "--json", str(report)],
+                          capture_output=True, text=True, timeout=300, env=env(shim=True), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(report.read_text())["ok"] is True
+
+
 def test_compat_test_reports_failures_crashes_and_import_errors(tmp_path):
     failing = tmp_path / "test_wrong.py"
     failing.write_text(textwrap.dedent("""

@@ -99,7 +99,8 @@ def test_a_fuzz_part_without_examples_judges_nothing_and_says_so(tmp_path, capsy
     common = ["--examples", "2", "--engine", "random", "--seed", "3"]
     assert fuzz.main(common) == 0
     whole = capsys.readouterr().out.splitlines()
-    parts = [str(tmp_path / f"part{k}.json") for k in (1, 2, 3)]
+    # (in a directory not made yet: --json's directories on the way are made, as the check allowed them)
+    parts = [str(tmp_path / "parts" / f"part{k}.json") for k in (1, 2, 3)]
     for k, path in zip((1, 2, 3), parts, strict=True):
         assert fuzz.main([*common, "--shard", f"{k}/3", "--json", path]) == (3 if k == 3 else 0)
     assert "NOTHING JUDGED: part 3 of 3 holds none of the 2 examples drawn" in capsys.readouterr().out

@@ -707,6 +707,9 @@ def test_rules_select_cases_and_refuse_rules_no_launch_reaches(tmp_path: Path) -
     assert main(["--nproc", "2", "--rules", "group_norm,instance_norm", "--write-cases",
                  str(tmp_path / "sel.jsonl")]) == 0
     assert {c.op for c in read_cases(tmp_path / "sel.jsonl")} == {"group_norm", "instance_norm"}
+    # directories on the way that do not exist yet are made, as the check before any work allowed them
+    assert main(["--nproc", "2", "--rules", "group_norm", "--write-cases", str(tmp_path / "new" / "sel.jsonl")]) == 0
+    assert {c.op for c in read_cases(tmp_path / "new" / "sel.jsonl")} == {"group_norm"}
 
 
 def _keep_channels_too(x, scale, bias, *args):

@@ -619,6 +619,38 @@ def test_p_norm_stand_in_mirrors_equal_paddle_and_mutants_are_caught(monkeypatch
 
 
 @pytest.mark.native
+def test_p_norm_reverse_x_stand_in_beside_out_of_another_rank_mirrors_paddle(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """p_norm_reverse with x None or meshless (Paddle reads its stand-in) and out of another rank than
+    that stand-in implies (one entry more, or fewer): the second refusal goes to out's rank mirror,
+    and the answer equals Paddle's registry; with the chain cut (_THEN empty) the mirror refuses again."""
+    from paddle_spmd_port.ops.p_norm import rules as p_norm_rules
+
+    mesh = ProcessMesh((2, 3), dim_names=("x", "y"))
+    attrs = (("porder", 3.0), ("axis", 0), ("epsilon", 1e-3), ("keepdims", False), ("asvector", False))
+    cases = [Case("p_norm_reverse", mesh, (x, DistTensorSpec(shape, mapping, mesh, frozenset(partial))), attrs,
+                  case_id=f"pnr-stand-in-{i}")
+             for i, (x, shape, mapping, partial) in enumerate([
+                 (None, (6,), (0,), (1,)),
+                 (None, (6,), (-1,), ()),
+                 (DistTensorSpec((8, 6), (-1, -1), None), (8, 6), (0, 1), ()),
+                 (DistTensorSpec((8, 6, 4), (-1, -1, -1), None), (8,), (1,), (0,)),
+             ])]
+    natives = [_native_of(case) for case in cases]
+
+    def verdicts() -> list[str]:
+        out = []
+        for case, native in zip(cases, natives, strict=True):
+            got = port_outcome(case, "paddle", "mirror")
+            out.append("refused" if got.result is None else compare(case.spec, got, native).verdict)
+        return out
+
+    assert verdicts() == ["match"] * len(cases)
+    monkeypatch.setattr(p_norm_rules, "_THEN", {})
+    assert verdicts().count("refused") == len(cases)
+
+
+@pytest.mark.native
 def test_p_norm_reverse_repeat_on_the_kept_axis_follows_paddle_and_a_letter_order_mutant_is_caught(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """out (keepdims) repeating a mesh dim on the kept '1' axis and another: the mirror keeps it on the

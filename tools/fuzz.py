@@ -887,7 +887,8 @@ def _main(argv: Sequence[str] | None) -> int:
             add_detail(exc, where)
         raise
     seconds = time.perf_counter() - start
-    if out is not None:
+    if out is not None:  # check_output_file allowed missing directories on the way: they are made now
+        out.parent.mkdir(parents=True, exist_ok=True)
         config = {"examples": args.examples, "seed": args.seed, "engine": args.engine}
         out.write_text(json.dumps({"tool": "fuzz", "shard": list(args.shard or (1, 1)), "config": config,
                                    **tally.to_json()}))

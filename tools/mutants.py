@@ -605,6 +605,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_INCOMPLETE
     if not mutants:  # a --shard part of more parts than mutants: nothing to judge here, said so, never a pass
         if out is not None:  # still a part for --merge, whose join of every part is the unsplit run's table
+            out.parent.mkdir(parents=True, exist_ok=True)  # (check_output_file allowed missing directories)
             config = {"sample": args.sample, "seed": args.seed, "mutants": [m.name for m in selected]}
             out.write_text(json.dumps({"tool": "mutants", "shard": list(args.shard or (1, 1)), "config": config,
                                        "seconds": 0.0, "rows": []}))
@@ -656,7 +657,8 @@ def _main(argv: Sequence[str] | None) -> int:
     order = {m.name: i for i, m in enumerate(mutants)}
     rows.sort(key=lambda r: order[r[0].name])
     seconds = time.monotonic() - started
-    if out is not None:
+    if out is not None:  # check_output_file allowed missing directories on the way: they are made now
+        out.parent.mkdir(parents=True, exist_ok=True)
         config = {"sample": args.sample, "seed": args.seed, "mutants": [m.name for m in selected]}
         out.write_text(json.dumps({"tool": "mutants", "shard": list(args.shard or (1, 1)), "config": config,
                                    "seconds": seconds, "rows": [{"name": m.name, "status": v.status, "how": v.how,

@@ -362,7 +362,8 @@ def _report(done: list[tuple[tuple[Path, str], dict[str, Any]]], backends: list[
         print(f"native backend unavailable: {unavailable[0].get('message', '')} (use --against port to run the port "
               "alone)")
     ok = not interrupted and all(f["ok"] for f in files_out)
-    if json_path:
+    if json_path:  # check_output_file allowed missing directories on the way: they are made, as for a report
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         write_json(json_path, {"backends": backends, "environments": environments, "files": files_out, "ok": ok,
                                **({"interrupted": interrupted} if interrupted else {})})
     return ok, files_out

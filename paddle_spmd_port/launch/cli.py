@@ -193,7 +193,8 @@ def _main(argv: list[str]) -> int:
     args.argv = argv
     cases = check_args(args)
     if args.write_cases:
-        try:
+        try:  # check_output_file allowed missing directories on the way: they are made, as for a report
+            Path(args.write_cases).parent.mkdir(parents=True, exist_ok=True)
             written = write_cases(cases, args.write_cases)
         except OSError as exc:
             raise UsageError("--write-cases", f"cannot write {args.write_cases} ({exc.strerror or exc})",

@@ -489,6 +489,9 @@ def _case_of(data: Any) -> Case:
                 raise _json_error(f"{where} has no {key!r}", "an input has shape, dims_mapping, partial_dims, mesh")
         for key in ("shape", "partial_dims"):
             _int_list(item[key], f"{where}.{key}")
+        if any(size < 0 for size in item["shape"]):  # as --NAME-shape: a case's sizes are real ones
+            raise _json_error(f"{where}.shape is {json.dumps(item['shape'])}, with a negative size",
+                              "give sizes >= 0")
         _mapping_list(item["dims_mapping"], f"{where}.dims_mapping")
         if item["mesh"] is not None:
             _check_mesh_json(item["mesh"], f"{where}.mesh")

@@ -542,12 +542,19 @@ def p_norm_reverse_mirror_x_mesh(fn: RuleFn, x: DistTensorSpec | None, out: Dist
     """Reverse, x without a mesh (or None: Paddle's stand-in for None is a rank-1 tensor without a
     mesh): the rule reads x's shape only and answers x as a copy of x's attr with the mapping it
     infers from out, so x's answer carries no mesh. The rule runs with x replicated on out's mesh;
-    the mesh is taken off x's answer."""
+    the mesh is taken off x's answer. A second refusal of that run (out of another rank than the
+    stand-in implies) goes to its own mirror (``_THEN``), as Paddle reads out against x's rank."""
     if not isinstance(out, DistTensorSpec) or out.mesh is None:
         raise InvalidSpecError("out is no spec on a mesh: no answer to mirror", kind="invalid-spec:x:mesh")
     shape = x.shape if isinstance(x, DistTensorSpec) else (1,)  # Paddle's stand-in for None has rank 1
-    result = fn(DistTensorSpec(shape, (-1,) * len(shape), out.mesh), out, porder, axis, epsilon, keepdims,
-                asvector)
+    args = (DistTensorSpec(shape, (-1,) * len(shape), out.mesh), out, porder, axis, epsilon, keepdims, asvector)
+    try:
+        result = fn(*args)
+    except InvalidSpecError as exc:
+        then = _THEN.get((getattr(fn, "rule_key", ""), exc.kind))
+        if then is None:
+            raise
+        result = then(fn, *args)
     return SpmdResult.make(inputs=(DistAttr.make(result.inputs[0].dims_mapping, _NONE, None),),
                            outputs=tuple(result.outputs))
 
