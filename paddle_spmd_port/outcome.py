@@ -118,7 +118,8 @@ class Outcome:
             return "error"
         return "result"
 
-    def _text(self) -> str:
+    def answer_text(self) -> str:
+        """This run's answer alone, as words (:meth:`__str__` adds the marks of its re-run)."""
         if self.not_run is not None:
             return f"not run: {self.not_run}"
         if self.crash is not None:
@@ -132,10 +133,10 @@ class Outcome:
         return _result_text(self.result)
 
     def __str__(self) -> str:
-        text = self._text()
+        text = self.answer_text()
         if self.not_rechecked is not None:
             text += f" || not re-checked: {self.not_rechecked}"
-        return text if self.varies is None else f"{text} || another run: {self.varies._text()}"
+        return text if self.varies is None else f"{text} || another run: {self.varies.answer_text()}"
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"status": self.status}

@@ -224,3 +224,32 @@ def test_infer_fails_closed_on_an_answer_not_re_checked(monkeypatch: pytest.Monk
     lines = out.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("paddle_spmd_port infer: not re-checked (port-rejects-invalid "
                                                    "on one run): the invalid input's re-run gave no answer"), out.err
+
+
+def test_infer_shows_both_answers_of_a_case_paddle_answers_from_unset_memory(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A native answer that differed in a fresh process (Paddle read memory it never set) is shown
+    with the other run's answer, cell by cell, under it: both answers, as the parity record keeps them
+    (the mutant: a _show that prints only the first run's cells shows no second answer)."""
+    import dataclasses
+
+    from paddle_spmd_port.native import pool
+    from paddle_spmd_port.outcome import port_outcome
+    from paddle_spmd_port.parity import infer_cli
+
+    argv = ["layer_norm", "--backend", "registry", "--mesh", "2", "--x-shape", "8,6", "--x-mapping", "0,-1"]
+    case = infer_cli.case_from_args(infer_cli.build_parser().parse_args(argv))
+    first = port_outcome(case)
+    assert first.result is not None
+    other_x = dataclasses.replace(first.result.inputs[0], dims_mapping=(-1, -1))
+    second = dataclasses.replace(first, result=dataclasses.replace(
+        first.result, inputs=(other_x, *first.result.inputs[1:])))
+    varied = dataclasses.replace(first, varies=second)
+    monkeypatch.setattr(pool, "run_native", lambda cases, **_: ([varied], {"version": "3.3.1"}))
+    code = infer_cli.main(argv)
+    out = capsys.readouterr().out
+    assert "verdict: native-varies" in out and code == 0, out
+    native = out.split("native (registry, Paddle 3.3.1):\n", 1)[1]
+    shown, _, rest = native.partition("  another run of the case, in a fresh process:\n")
+    assert rest, native
+    assert "in  x               [0,-1]" in shown and "in  x               [-1,-1]" in rest, native

@@ -513,17 +513,19 @@ def _case_of(data: Any) -> Case:
 
 
 # --------------------------------------------------------------------------- running
-def _show(label: str, case: Case, outcome: Outcome) -> None:
-    print(f"{label}:")
+def _show(label: str, case: Case, outcome: Outcome, indent: str = "  ") -> None:
+    print(f"{indent[2:]}{label}:")
     if outcome.result is None:
-        print(f"  {outcome}")
-        return
-    for side, names, attrs in (("in ", case.spec.result_inputs, outcome.result.inputs),
-                               ("out", case.spec.result_outputs, outcome.result.outputs)):
-        for name, attr in zip(names, attrs, strict=False):
-            print(f"  {side} {name:<15} {str(attr):<22} {' '.join(attr.placements())}")
+        print(f"{indent}{outcome.answer_text()}")
+    else:
+        for side, names, attrs in (("in ", case.spec.result_inputs, outcome.result.inputs),
+                                   ("out", case.spec.result_outputs, outcome.result.outputs)):
+            for name, attr in zip(names, attrs, strict=False):
+                print(f"{indent}{side} {name:<15} {str(attr):<22} {' '.join(attr.placements())}")
     if outcome.not_rechecked is not None:  # (an answer's text is its cells above: the mark goes below them)
-        print(f"  not re-checked: {outcome.not_rechecked}")
+        print(f"{indent}not re-checked: {outcome.not_rechecked}")
+    if outcome.varies is not None:  # Paddle answered from memory it never set: the other run's answer too
+        _show("another run of the case, in a fresh process", case, outcome.varies, indent + "  ")
 
 
 def _glue_negative_values(argv: Sequence[str]) -> list[str]:
