@@ -204,3 +204,23 @@ def test_a_signal_while_paddle_answers_ends_every_worker_and_writes_a_partial_re
     assert workers and not any(_alive(w) for w in workers)
     first = (reports / "oracle.md").read_text().splitlines()[0]
     assert first.startswith("INTERRUPTED by SIGTERM") and "sync_batch_norm (not judged)" in first, first
+
+
+def test_an_answer_that_varied_or_was_not_re_checked_is_not_judged_as_paddles() -> None:
+    """Two runs answering differently are Paddle reading memory it never set (rule-error, both shown),
+    even where the first answer alone would simulate sound; an answer whose promised re-run gave none
+    is no-answer (exit 3): whether Paddle answers so every time is unknown. The op's refusal still
+    wins. (Mutants: a judge reading only ``result`` calls both sound.)"""
+    case, answer = _valid_sound_case()
+    judge = Judge()
+    varied = Outcome(result=answer, varies=Outcome(result=_wrong(answer)))
+    j = judge.native(case, varied, "registry")
+    assert (j.verdict.label, j.verdict.kind, j.answer) == (RULE_ERROR, "Paddle answers from memory it never set",
+                                                            None), j
+    first, _, second = j.error.partition("; another ")
+    assert "out: [-1,-1] P{0}" not in first and "out: [-1,-1] P{0}" in second, j.error  # both answers, in order
+    j = judge.native(case, Outcome(result=answer, not_rechecked="worker timed out"), "registry")
+    assert (j.verdict.label, j.answer) == (NO_ANSWER, None) and "not re-checked: worker timed out" in j.error, j
+    rejected = next(c for c in oracle_grid("layer_norm") if judge(c, "paddle").verdict.label == OP_REJECTS)
+    for outcome in (varied, Outcome(result=answer, not_rechecked="worker timed out")):
+        assert judge.native(rejected, outcome, "registry").verdict.label == OP_REJECTS

@@ -354,8 +354,8 @@ def _rule_errors(judged: dict[str, dict[str, list[Judged]]], profiles: Sequence[
     unanswered = sum(tallies[NATIVE][r].counts[NO_ANSWER] for r in tallies[NATIVE])
     if unanswered:
         parts.append(f"**{unanswered} cases got no answer from Paddle in this run** (column {NO_ANSWER}: a worker "
-                     "timed out or kept failing, or a backend could not start): the native profile is "
-                     "incomplete.\n")
+                     "timed out or kept failing, a backend could not start, or an answer's promised re-run gave "
+                     "none): the native profile is incomplete.\n")
     if "paddle" in profiles:
         valid_paddle, valid_native = without_refused(judged["paddle"], judged[NATIVE])
         kept = sum(len(rows) for rows in valid_paddle.values())
@@ -513,8 +513,9 @@ def _main(argv: Sequence[str] | None) -> int:
     if NATIVE in profiles:
         unanswered = [j for rows in judged[NATIVE].values() for j in rows if j.verdict.label == NO_ANSWER]
         if unanswered:
-            print(f"{prefix(PROG)}: Paddle gave no answer for {len(unanswered)} cases in this run (first: "
-                  f"{unanswered[0].case.case_id}: {unanswered[0].error[:200]}); the native profile is incomplete",
+            print(f"{prefix(PROG)}: Paddle gave no answer (or none re-checked) for {len(unanswered)} cases in this "
+                  f"run (first: {unanswered[0].case.case_id}: {unanswered[0].error[:200]}); the native profile is "
+                  "incomplete",
                   file=sys.stderr)
             return EXIT_INCOMPLETE
     return EXIT_OK

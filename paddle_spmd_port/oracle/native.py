@@ -16,9 +16,15 @@ classes a profile that raises as ``rule-error``, and any case the op itself reje
                                     ``Paddle's answer is undecodable``)
     unreachable      rule-error     a fact about this Paddle: the route has no such rule, or its op
                                     rejects the case (kind ``Paddle has no answer on this route``)
+    varies           rule-error     two runs in fresh processes answered differently: Paddle read
+                                    memory it never set, and neither answer is one a user could rely
+                                    on (kind ``Paddle answers from memory it never set``; both shown)
     not-run          no-answer      no answer for a reason of this run (a worker timed out or kept
                                     failing, the backend unavailable): never a verdict on Paddle;
                                     its own column, and the command exits 3 (fails closed)
+    not re-checked   no-answer      an input invalid for its op answered once, its promised second
+                                    run none: whether that answer is Paddle's every time is not
+                                    known, so it is not judged (exit 3, as parity)
 
 An answer the simulator cannot place at all (garbage mesh dims) is ``unrunnable``, as a
 profile's would be (:meth:`~paddle_spmd_port.oracle.report.Judge.answered`).
@@ -50,7 +56,12 @@ def paddle_installed() -> bool:
 def native_error(outcome: Outcome) -> str | None:
     """The error text the oracle records for a native outcome that is not an answer (its kind is
     the text before the first ``:``), or None for an answer (a result) and for a case not run."""
-    if outcome.not_run is not None or outcome.status == "result":
+    if outcome.not_run is not None:
+        return None
+    if outcome.varies is not None:
+        return (f"Paddle answers from memory it never set: one run {outcome.answer_text()}; another "
+                f"{outcome.varies.answer_text()}")
+    if outcome.status == "result":
         return None
     if outcome.crash is not None:
         return f"Paddle crashes: {outcome.crash}"

@@ -137,7 +137,12 @@ class Judge:
             return Judged(case, NATIVE, None, f"not run: {outcome.not_run}",
                           Verdict(NO_ANSWER, detail=outcome.not_run, kind="no answer from Paddle in this run"),
                           route=route)
-        return self.answered(case, NATIVE, outcome.result, native_error(outcome) or "", route, garbage_ok=True)
+        if outcome.not_rechecked is not None and op_rejects(case) is None:  # (the op's refusal needs no answer)
+            why = f"not re-checked: {outcome.not_rechecked}"
+            return Judged(case, NATIVE, None, why,
+                          Verdict(NO_ANSWER, detail=why, kind="an answer not re-checked in this run"), route=route)
+        error = native_error(outcome)
+        return self.answered(case, NATIVE, None if error else outcome.result, error or "", route, garbage_ok=True)
 
 
 def _reshards(case: Case, answer: SpmdResult) -> list[str]:
