@@ -457,3 +457,24 @@ def test_the_rerun_worker_started_early_is_used_however_many_slices_the_rerun_ha
     assert len(rerun) == 2, taken  # the re-run in two slices
     assert rerun[0] == (0, early) and rerun[1][1] is None  # the early worker is the first slice's, used
     assert early not in killed
+
+
+def test_a_json_report_is_written_as_it_is_encoded(tmp_path: Path) -> None:
+    """write_json's file is json.dumps(data, indent=1), and writing it holds a small part of its text
+    at once: a long random run writes its partial report (megabytes of verdict map) after every group,
+    while the round's cases are held, so a whole text joined at once (and its millions of pieces before
+    the join) would sit on top of the round's peak, growing with the map."""
+    import tracemalloc
+
+    from paddle_spmd_port.reporting import write_json
+
+    data = {"map": [[f"{i % 7}x{i % 5}", f"[S({i % 3}),R,P]", {"match": i, "mismatch": i % 11}] for i in range(10_000)]}
+    text = json.dumps(data, indent=1)
+    tracemalloc.start()
+    try:
+        write_json(tmp_path / "r.json", data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (tmp_path / "r.json").read_text() == text
+    assert peak < len(text) // 3, (peak, len(text))  # (joined at once: ten times the text)
