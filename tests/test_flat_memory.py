@@ -2,7 +2,8 @@
 not. A baseline diff keeps its rows and changes on disk (in memory: counts and the first few changes
 of each class); a rule compared through one route, and a merged report, count their coverage instead
 of keeping flags and reasons per case; a random run's rounds each start with the package's memos
-empty, so none fills up round after round, and each holds the same share of every rule whatever N.
+empty, so none fills up round after round, and each holds the same share of every rule whatever N;
+no round leaves a Paddle worker behind, and a report is written as it is encoded, never joined whole.
 Memory figures: docs/measurements/2026-12-07-flat-memory.md, docs/measurements/2026-12-07-flat-memory-run.md
 and docs/measurements/2026-12-07-flat-memory-all-rules.md."""
 
