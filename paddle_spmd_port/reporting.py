@@ -5,7 +5,8 @@
   renamed over it, so a reader, an interrupt or a crash never sees half a file; the temp file is
   removed whatever happens.
 * :func:`write_files` -- several files into one directory, each atomically.
-* :func:`write_json` -- ``json.dumps(data, indent=1)``, atomically (no trailing newline).
+* :func:`write_json` -- ``json.dumps(data, indent=1)``, atomically (no trailing newline), written as
+  it is encoded (never the whole text in memory).
 * :data:`REPRO_PYTHON` -- the interpreter every printed repro line starts with.
 
 Every file written here honours the umask (0644 under umask 022), as ``open()`` would: a report is
@@ -24,7 +25,7 @@ import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 #: The interpreter a repro line names: the one running this command (quoted for a shell), so the
 #: line pasted into a fresh shell, one that has not activated the venv, runs where Paddle and this
@@ -77,21 +78,43 @@ def _create_temp(target: Path) -> tuple[int, str]:
     raise FileExistsError(f"no free temp file name next to {target}")
 
 
-def write_atomic(path: str | Path, data: str | bytes) -> Path:
-    """Write ``data`` (text as UTF-8) to ``path`` through a temp file in the same directory and a
-    rename: the file is the old one or the new one, never part of either; its mode honours the
-    umask. Returns the path."""
+def write_atomic(path: str | Path, data: str | bytes | Iterable[str]) -> Path:
+    """Write ``data`` (text as UTF-8; or text in pieces, written as they come) to ``path`` through a
+    temp file in the same directory and a rename: the file is the old one or the new one, never part
+    of either; its mode honours the umask. Returns the path."""
     target = Path(path)
     fd, tmp = _create_temp(target)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            if isinstance(data, (str, bytes)):
+                fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            else:
+                _write_pieces(fh, data)
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     return target
+
+
+def _write_pieces(fh: IO[bytes], pieces: Iterable[str]) -> None:
+    """``pieces`` joined into ``fh`` about :data:`_PIECES_JOINED` characters at a time: never the whole
+    text in memory (a sweep's report is megabytes of JSON, made of millions of small pieces, each an
+    object: joined at once they take several times the text's size at the run's peak)."""
+    batch: list[str] = []
+    size = 0
+    for piece in pieces:
+        batch.append(piece)
+        size += len(piece)
+        if size >= _PIECES_JOINED:
+            fh.write("".join(batch).encode("utf-8"))
+            batch.clear()
+            size = 0
+    fh.write("".join(batch).encode("utf-8"))
+
+
+_PIECES_JOINED = 1 << 14
 
 
 def write_files(directory: str | Path, files: Mapping[str, str | bytes]) -> Path:
@@ -104,8 +127,9 @@ def write_files(directory: str | Path, files: Mapping[str, str | bytes]) -> Path
 
 
 def write_json(path: str | Path, data: Any) -> Path:
-    """``data`` as indented JSON (``indent=1``, no trailing newline), written atomically."""
-    return write_atomic(path, json.dumps(data, indent=1))
+    """``data`` as indented JSON (``indent=1``, no trailing newline: ``json.dumps(data, indent=1)``),
+    written atomically as it is encoded."""
+    return write_atomic(path, json.JSONEncoder(indent=1).iterencode(data))
 
 
 __all__ = ["markdown_table", "mode_for", "write_atomic", "write_files", "write_json"]

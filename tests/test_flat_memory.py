@@ -2,7 +2,8 @@
 not. A baseline diff keeps its rows and changes on disk (in memory: counts and the first few changes
 of each class); a rule compared through one route, and a merged report, count their coverage instead
 of keeping flags and reasons per case; a random run's rounds each start with the package's memos
-empty, so none fills up round after round, and each holds the same share of every rule whatever N.
+empty, so none fills up round after round, and each holds the same share of every rule whatever N;
+no round leaves a Paddle worker behind, and a report is written as it is encoded, never joined whole.
 Memory figures: docs/measurements/2026-12-07-flat-memory.md, docs/measurements/2026-12-07-flat-memory-run.md
 and docs/measurements/2026-12-07-flat-memory-all-rules.md."""
 
@@ -412,3 +413,69 @@ def test_the_rounds_change_no_per_case_row(tmp_path: Path, monkeypatch: pytest.M
         return _native_mirror(backend, cases, args, report) if len(calls) <= 2 else [port_outcome(c) for c in cases]
 
     assert _same_cases(before, _report_of(tmp_path, monkeypatch, "round-dependent", rounds, first_round_only)) == 1
+
+
+def test_the_rerun_worker_started_early_is_used_however_many_slices_the_rerun_has(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """run_native starts the re-run's first worker beside the sweep; a re-run of enough cases for two
+    slices must still hand it to its first slice (every split's first slice starts at case 0, the
+    command it was started with). Left unused, it sits with Paddle imported until the run ends: one
+    more idle worker each round of a long random run. The pool's own _run_once and plan_slices run;
+    the workers are stood in for (no process is started, none killed)."""
+    from paddle_spmd_port.native import pool
+
+    started: list[tuple[object, int]] = []
+    killed: list[object] = []
+    taken: list[tuple[int, int, object]] = []  # (layout, first case, the early worker a slice was given)
+
+    class _Proc:
+        pid = -1
+
+        def wait(self) -> int:
+            return 0
+
+    def start_worker(backend: str, base: int, start: int, layout: int) -> tuple[object, object]:
+        proc = _Proc()
+        started.append((proc, layout))
+        return proc, type("Log", (), {"close": lambda self: None})()
+
+    def run(self: pool._Slice) -> None:  # a slice answers its cases, taking the early worker as _Slice._run does
+        taken.append((self.layout, self.start_at, self.early[0] if self.early is not None else None))
+        self.early = None
+        for i in range(self.start_at, self.stop_at):
+            self.outcomes[i] = Outcome(crash="signal 11 (SIGSEGV)")
+
+    monkeypatch.setattr(pool, "start_worker", start_worker)
+    monkeypatch.setattr(pool, "_kill_group", killed.append)
+    monkeypatch.setattr(pool, "garbage_prone", lambda case: True)
+    monkeypatch.setattr(pool._Slice, "_run", run)
+    cases = [object()] * (2 * pool.RERUN_PER_WORKER)  # (every one garbage-prone: the predicates see no field)
+    outcomes, _ = pool.run_native(cases, backend="registry", workers=2)  # type: ignore[arg-type]
+    assert len(outcomes) == len(cases) and all(o.crash for o in outcomes)
+    [(early, layout)] = started  # the only worker the pool started itself (the slices' own are stood in for)
+    assert layout == 1
+    rerun = sorted((start, given) for lay, start, given in taken if lay == 1)
+    assert len(rerun) == 2, taken  # the re-run in two slices
+    assert rerun[0] == (0, early) and rerun[1][1] is None  # the early worker is the first slice's, used
+    assert early not in killed
+
+
+def test_a_json_report_is_written_as_it_is_encoded(tmp_path: Path) -> None:
+    """write_json's file is json.dumps(data, indent=1), and writing it holds a small part of its text
+    at once: a long random run writes its partial report (megabytes of verdict map) after every group,
+    while the round's cases are held, so a whole text joined at once (and its millions of pieces before
+    the join) would sit on top of the round's peak, growing with the map."""
+    import tracemalloc
+
+    from paddle_spmd_port.reporting import write_json
+
+    data = {"map": [[f"{i % 7}x{i % 5}", f"[S({i % 3}),R,P]", {"match": i, "mismatch": i % 11}] for i in range(10_000)]}
+    text = json.dumps(data, indent=1)
+    tracemalloc.start()
+    try:
+        write_json(tmp_path / "r.json", data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (tmp_path / "r.json").read_text() == text
+    assert peak < len(text) // 3, (peak, len(text))  # (joined at once: ten times the text)

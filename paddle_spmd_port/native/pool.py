@@ -511,9 +511,12 @@ def run_native(cases: Sequence[Case], backend: str = "registry", workers: int = 
             # one worker per RERUN_PER_WORKER cases: a worker's start (Paddle's import) costs seconds, and a
             # group's invalid inputs Paddle answered are mostly a few dozen
             few = max(1, min(workers, len(again) // RERUN_PER_WORKER))
+            # the early worker is the first slice's however many slices there are (each split's first
+            # starts at case 0, the command it was started with): one not handed over would sit idle,
+            # Paddle imported, until the parent exits, one more each round of a long random run
             second, _ = _run_once([cases[i] for i in again], backend, few, timeout, None, cancel, layout=1,
-                                  early=early if few == 1 else None, invalid=[True] * len(again))
-            early = None  # (handed over: the re-run's slice ends it)
+                                  early=early, invalid=[True] * len(again))
+            early = None  # (handed over: the re-run's first slice ends it)
         except BaseException as exc:
             exc.partial_outcomes = list(outcomes)  # type: ignore[attr-defined]
             raise
@@ -553,7 +556,7 @@ def _run_once(cases: Sequence[Case], backend: str, workers: int, timeout: float,
               invalid: Sequence[bool] | None = None) -> tuple[list[Outcome], dict]:
     """One run of ``cases`` over the worker pool (:func:`run_native`, without its re-run), its workers
     started in memory layout ``layout`` (:data:`.worker.LAYOUT_ENV`); ``early``: the first slice's
-    worker, started already (:func:`start_worker` with base 0, start 0, this layout; one slice);
+    worker, started already (:func:`start_worker` with base 0, start 0, this layout);
     ``invalid``: each case's :func:`garbage_prone`, if worked out already."""
     outcomes: list[Outcome | None] = [None] * len(cases)
     info: dict = {}
@@ -588,7 +591,7 @@ def _run_once(cases: Sequence[Case], backend: str, workers: int, timeout: float,
     for t in threads:
         t.layout = layout
     if early is not None:
-        assert len(threads) == 1 and not isinstance(threads[0], _CallerSlice), "an early worker is one slice's"
+        assert slices[0][0] == 0 and not isinstance(threads[0], _CallerSlice), "an early worker is the first slice's"
         threads[0].early = early
     try:
         # a signal waits until every program is started and every thread runs: one landing inside a
