@@ -316,31 +316,19 @@ def test_a_random_runs_rounds_are_the_same_whatever_n_and_whatever_the_rules(tmp
 
 
 def _rule_after_rule(units: list, cases_per_round: int) -> list[list]:
-    out: list[list] = []
-    held = 0
-    for unit in units:
-        if not out or held + unit[2] > cases_per_round:
-            out.append([])
-            held = 0
-        out[-1].append(unit)
-        held += unit[2]
-    return out
+    """Rounds that take every block of one rule before the next rule's."""
+    from paddle_spmd_port.parity.random_cases import pack
+
+    return pack(units, cases_per_round)
 
 
 def _by_cells(units: list, cases_per_round: int) -> list[list]:
     """Rounds bounded by cells, as many as PER_ROUND cases of layer_norm's 19 cells hold."""
     from paddle_spmd_port.ops import rule_spec
+    from paddle_spmd_port.parity.random_cases import pack
 
-    out: list[list] = []
-    held = 0
-    for unit in sorted(units, key=lambda u: u[1]):
-        weight = unit[2] * rule_spec(unit[0]).n_cells
-        if not out or held + weight > cases_per_round * 19:
-            out.append([])
-            held = 0
-        out[-1].append(unit)
-        held += weight
-    return out
+    return pack(sorted(units, key=lambda u: u[1]), cases_per_round * 19,
+                weight=lambda u: u[2] * rule_spec(u[0]).n_cells)
 
 
 def _three_rounds(units: list, cases_per_round: int) -> list[list]:

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from ..case import Case
@@ -423,14 +423,21 @@ def rounds(units: Sequence[Unit], cases_per_round: int) -> list[list[Unit]]:
     blocks stay in order: a case's position among its rule's selected cases (the report's and a
     baseline's key) is the same either way. Bounded in cases, not cells: what a round holds grows
     with its cases far more than with their cells (docs/measurements/2026-12-07-flat-memory-all-rules.md)."""
+    # (a stable sort: the rules' order within a block)
+    return pack(sorted(units, key=lambda u: u[1]), cases_per_round)
+
+
+def pack(units: Sequence[Unit], most: int, weight: Callable[[Unit], int] = lambda u: u[2]) -> list[list[Unit]]:
+    """``units`` in their order, cut into groups whose ``weight`` (default: cases) sums to at most
+    ``most``, a unit heavier than that alone in its group."""
     out: list[list[Unit]] = []
     held = 0
-    for unit in sorted(units, key=lambda u: u[1]):  # (a stable sort: the rules' order within a block)
-        if not out or held + unit[2] > cases_per_round:
+    for unit in units:
+        if not out or held + weight(unit) > most:
             out.append([])
             held = 0
         out[-1].append(unit)
-        held += unit[2]
+        held += weight(unit)
     return out
 
 

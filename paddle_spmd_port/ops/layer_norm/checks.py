@@ -194,6 +194,21 @@ def ln_reverse_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: Dis
     return tx, ts, tb, to, tm, tv
 
 
+def check_grad_ranks(tx: RuleInput, ts: RuleInput, tb: RuleInput, tm: RuleInput, tv: RuleInput, tg: RuleInput,
+                     begin: int) -> None:
+    """Paddle's first checks of the grad rule, in its order: begin_norm_axis against x's rank, then
+    the rank pairs x/out_grad, scale/bias, mean/variance."""
+    if begin < 0 or tx.ndim < begin:  # Paddle compares unsigned: a negative begin fails too
+        raise PaddleInvalidArgument(f"The Tensor x's rank [{tx.ndim}] and begin_norm_axis [{begin}] are not matched.",
+                                    kind="rank-vs-begin_norm_axis")
+    for a, b, label in ((tx, tg, "x's rank [{}] and Tensor out_grad's"),
+                        (ts, tb, "scale's rank [{}] and Tensor bias's"),
+                        (tm, tv, "mean's rank [{}] and Tensor variance's")):
+        if a.ndim != b.ndim:
+            raise PaddleInvalidArgument(f"The Tensor {label.format(a.ndim)} rank [{b.ndim}] are not matched.",
+                                        kind=f"rank:{a.name}-vs-{b.name}")
+
+
 def ln_grad_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTensorSpec | None,
                    mean: DistTensorSpec, variance: DistTensorSpec, out_grad: DistTensorSpec, epsilon: float,
                    begin_norm_axis: int) -> tuple[RuleInput, ...]:
@@ -207,16 +222,7 @@ def ln_grad_inputs(x: DistTensorSpec, scale: DistTensorSpec | None, bias: DistTe
     tx, ts, tb = as_input(x, "x"), as_input(scale, "scale", optional=True), as_input(bias, "bias", optional=True)
     tm, tv, tg = as_input(mean, "mean"), as_input(variance, "variance"), as_input(out_grad, "out_grad")
     check_attrs(("epsilon", epsilon), ("begin_norm_axis", begin_norm_axis))
-    if begin_norm_axis < 0 or tx.ndim < begin_norm_axis:  # Paddle compares unsigned: negative b fails too
-        raise PaddleInvalidArgument(
-            f"The Tensor x's rank [{tx.ndim}] and begin_norm_axis [{begin_norm_axis}] are not matched.",
-            kind="rank-vs-begin_norm_axis")
-    for a, b_, label in ((tx, tg, "x's rank [{}] and Tensor out_grad's"),
-                         (ts, tb, "scale's rank [{}] and Tensor bias's"),
-                         (tm, tv, "mean's rank [{}] and Tensor variance's")):
-        if a.ndim != b_.ndim:
-            raise PaddleInvalidArgument(f"The Tensor {label.format(a.ndim)} rank [{b_.ndim}] are not matched.",
-                                        kind=f"rank:{a.name}-vs-{b_.name}")
+    check_grad_ranks(tx, ts, tb, tm, tv, tg, begin_norm_axis)
     require_x_mesh(tx)
     check_specs(("x", x), ("scale", scale), ("bias", bias), ("mean", mean), ("variance", variance),
                 ("out_grad", out_grad))

@@ -123,7 +123,7 @@ MUTANTS = MutantSet((
            "tv.replicated(), tg.attr((-1,) * len(tg.dims_mapping), keep_partial=True)",
            "begin_norm_axis 0: out_grad keeps its partial status", rules=("layer_norm_grad",)),
     mutant("ln-grad-b-message", family_file("layer_norm", "checks"),
-           "and begin_norm_axis [{begin_norm_axis}] are not matched.",
-           "and begin_norm_axis [{begin_norm_axis}] do not match.",
+           "and begin_norm_axis [{begin}] are not matched.",
+           "and begin_norm_axis [{begin}] do not match.",
            "grad's begin_norm_axis error message reworded", rules=("layer_norm_grad",)),
 ))

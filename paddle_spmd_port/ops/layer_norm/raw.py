@@ -44,6 +44,7 @@ from ..kit.raw_mapping import (
     unset_memory,
 )
 from ..kit.tensor import RuleInput, as_input, check_attrs, require_ndim
+from .checks import check_grad_ranks
 
 _NONE: frozenset[int] = frozenset()
 
@@ -146,15 +147,7 @@ def grad(x: Any, scale: Any, bias: Any, mean: Any, variance: Any, out_grad: Any,
     """``LayerNormGradInferSpmd`` on raw inputs (``names``: the inputs' names in refusals)."""
     check_attrs(("epsilon", epsilon), *((("begin_norm_axis", begin),) if check_begin else ()))
     tx, ts, tb, tm, tv, tg = raw_inputs(tuple(zip(names, (x, scale, bias, mean, variance, out_grad), strict=True)))
-    if begin < 0 or tx.ndim < begin:  # (compared unsigned: a negative begin fails too)
-        raise PaddleInvalidArgument(f"The Tensor x's rank [{tx.ndim}] and begin_norm_axis [{begin}] are not matched.",
-                                    kind="rank-vs-begin_norm_axis")
-    for a, b, label in ((tx, tg, "x's rank [{}] and Tensor out_grad's"),
-                        (ts, tb, "scale's rank [{}] and Tensor bias's"),
-                        (tm, tv, "mean's rank [{}] and Tensor variance's")):
-        if a.ndim != b.ndim:
-            raise PaddleInvalidArgument(f"The Tensor {label.format(a.ndim)} rank [{b.ndim}] are not matched.",
-                                        kind=f"rank:{a.name}-vs-{b.name}")
+    check_grad_ranks(tx, ts, tb, tm, tv, tg, begin)
     if begin > 0:
         x_axes = ALPHABET[:tx.ndim]
         stat_axes = x_axes[:begin]
