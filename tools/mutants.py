@@ -605,10 +605,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_INCOMPLETE
     if not mutants:  # a --shard part of more parts than mutants: nothing to judge here, said so, never a pass
         if out is not None:  # still a part for --merge, whose join of every part is the unsplit run's table
-            out.parent.mkdir(parents=True, exist_ok=True)  # (check_output_file allowed missing directories)
-            config = {"sample": args.sample, "seed": args.seed, "mutants": [m.name for m in selected]}
-            out.write_text(json.dumps({"tool": "mutants", "shard": list(args.shard or (1, 1)), "config": config,
-                                       "seconds": 0.0, "rows": []}))
+            _write_part(out, args, selected, 0.0, [])
         k, m_parts = args.shard or (1, 1)
         print(f"mutants: part {k} of {m_parts} holds none of the {len(selected)} mutants selected: nothing judged "
               "(the other parts hold them all)")
@@ -657,13 +654,20 @@ def _main(argv: Sequence[str] | None) -> int:
     order = {m.name: i for i, m in enumerate(mutants)}
     rows.sort(key=lambda r: order[r[0].name])
     seconds = time.monotonic() - started
-    if out is not None:  # check_output_file allowed missing directories on the way: they are made now
-        out.parent.mkdir(parents=True, exist_ok=True)
-        config = {"sample": args.sample, "seed": args.seed, "mutants": [m.name for m in selected]}
-        out.write_text(json.dumps({"tool": "mutants", "shard": list(args.shard or (1, 1)), "config": config,
-                                   "seconds": seconds, "rows": [{"name": m.name, "status": v.status, "how": v.how,
-                                                                 "seconds": v.seconds} for m, v in rows]}))
+    if out is not None:
+        _write_part(out, args, selected, seconds, rows)
     return summary(rows, seconds, args.sample, args.seed)
+
+
+def _write_part(out: Path, args: argparse.Namespace, selected: Sequence[Mutant], seconds: float,
+                rows: Sequence[tuple[Mutant, Verdict]]) -> None:
+    """The --json file of this run (a part for --merge), its directories made: check_output_file
+    allowed missing ones on the way."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    config = {"sample": args.sample, "seed": args.seed, "mutants": [m.name for m in selected]}
+    out.write_text(json.dumps({"tool": "mutants", "shard": list(args.shard or (1, 1)), "config": config,
+                               "seconds": seconds, "rows": [{"name": m.name, "status": v.status, "how": v.how,
+                                                             "seconds": v.seconds} for m, v in rows]}))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
