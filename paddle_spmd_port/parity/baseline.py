@@ -89,12 +89,13 @@ from typing import IO, Any
 from ..case import Case
 from ..compare import outcome_cells
 from ..ops import rule_spec
+from ..ops.kit.strictness import DEFAULT_POLICY
 from ..outcome import Outcome
 from ..pages import map_key, map_label
 from ..reporting import _create_temp, markdown_table
 from ..runctl.exits import UsageError
 from ..validity import input_problem
-from .repro import DEFAULT_POLICY, named_policy, one_line_repro
+from .repro import named_policy, one_line_repro
 
 FORMAT = "paddle_spmd_port native baseline"
 FORMAT_VERSION = 1

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..ops.kit.strictness import DEFAULT_POLICY
 from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, error_text
 from ..runctl.paths import check_output_dir, check_output_file, refuse_other_selection
 from .output import write_parity_report
@@ -36,7 +37,6 @@ from .report import (
     ParityReport,
     RuleCoverage,
 )
-from .repro import DEFAULT_POLICY
 
 #: Selection fields that may differ between the parts of one run.
 _PER_PART = ("shard", "slug", "describe")

@@ -32,11 +32,12 @@ from typing import IO, Any
 
 from ..case import Case
 from ..compare import ANSWERED_CLASSES, CLASSES, COMPARED, REFUSAL_CLASSES, Comparison, answered_class, refusal_class
+from ..ops.kit.strictness import DEFAULT_POLICY
 from ..outcome import Outcome
 from ..pages import map_key, map_label
 from ..reporting import markdown_table
 from ..types import CORE
-from .repro import DEFAULT_POLICY, named_policy, repro_head
+from .repro import named_policy, repro_head
 
 EXAMPLES_PER_CLASS = 5
 MISMATCHES_KEPT = 200

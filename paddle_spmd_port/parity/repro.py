@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 
 from ..case import Case
-from ..ops.kit.strictness import POLICIES
+from ..ops.kit.strictness import DEFAULT_POLICY, POLICIES
 from ..reporting import REPRO_PYTHON
 
 _REPRO_HEADS: dict[tuple[str, str], str] = {}
-DEFAULT_POLICY = POLICIES[0]
 
 
 def named_policy(policy: str) -> str | None:
@@ -71,4 +70,4 @@ def repro_snippet(case: Case, backend: str, policy: str = DEFAULT_POLICY) -> str
     ])
 
 
-__all__ = ["DEFAULT_POLICY", "named_policy", "one_line_repro", "repro_head", "repro_snippet"]
+__all__ = ["named_policy", "one_line_repro", "repro_head", "repro_snippet"]

@@ -324,19 +324,19 @@ def add_policy_argument(parser: argparse.ArgumentParser) -> None:
     for every command that answers with the port. Its default is None, so that a command tells "not
     given" from ``strict`` (``parity --merge`` refuses it: the parts' policy is the merge's; ``infer``
     takes a per-case record's); :func:`policy_of` reads None as strict."""
-    from ..ops.kit.strictness import POLICIES
+    from ..ops.kit.strictness import DEFAULT_POLICY, POLICIES
 
     parser.add_argument("--policy", choices=POLICIES, default=None,
                         help="the port's strictness on inputs Paddle's rule answers but the port refuses "
-                             f"(docs/strictness.md): {POLICIES[0]} (default) refuses them, mirror answers as "
+                             f"(docs/strictness.md): {DEFAULT_POLICY} (default) refuses them, mirror answers as "
                              "Paddle's rule does where the port models it; a repro line of a mirror run names it")
 
 
 def policy_of(given: str | None) -> str:
     """The policy a command runs under: ``--policy``'s value, or the default (strict) when not given."""
-    from ..ops.kit.strictness import POLICIES
+    from ..ops.kit.strictness import DEFAULT_POLICY
 
-    return given or POLICIES[0]
+    return given or DEFAULT_POLICY
 
 
 def add_selection_arguments(parser: argparse.ArgumentParser, seed_help: str = "") -> None:

@@ -30,6 +30,7 @@ from ..spec import FamilyPart, OpFamily
 
 #: The strictness policies, the default first.
 POLICIES = ("strict", "mirror")
+DEFAULT_POLICY = POLICIES[0]
 
 #: What Paddle's rule does on the input: it answers (well formed or not), it crashes or raises
 #: something unrelated, it does either depending on the rest of the input (``varies``), or it reads
