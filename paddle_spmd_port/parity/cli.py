@@ -83,6 +83,7 @@ from ..runctl.grammar import (
     seconds,
     workers,
 )
+from ..runctl.memory import give_back, hold_thresholds
 from ..runctl.paths import add_replace_report_argument, check_output_dir, check_output_file, refuse_other_selection
 from ..runctl.signals import Interrupted, add_detail, stopped_by, write_partial
 from ..types import drop_memos
@@ -548,6 +549,7 @@ def _sweep(args: argparse.Namespace) -> int:
             n_cells = cases[0].spec.n_cells if cases else 0
             print(f"{rule:22s} {len(cases):8,d} cases {len(cases) * n_cells:10,d} cells")
         return EXIT_OK
+    hold_thresholds()  # (runctl/memory.py: so that each round's memory is given back when it is dropped)
     sweep = _Sweep(args, units, batches, empty_part)
     sweep.open()
     return sweep.run()
@@ -677,6 +679,7 @@ class _Sweep:
             drop_memos()
             for tally in self.report.tallies.values():
                 tally.fold_map()
+            give_back()  # what the last round freed, before this round's cases take its place
             self._draw_round(batch)
         self.tallied = set()
         # The groups run here one after the other, the background one last: it has been running since
@@ -704,6 +707,7 @@ class _Sweep:
         self.running = None
         if len(self.tallied) < len(self.groups) or not last_round:  # a partial report after every group
             write_parity_report(report, self.out, self.args.junit)  # (the last one's: see _close)
+        give_back()  # the group's outcomes and the report's text are freed: runctl/memory.py says why
 
     def _native_outcomes(self, backend: str, cases: list[Case]) -> tuple[list[Outcome], float]:
         """The group's native outcomes (the background group's awaited, the port answering its cases
