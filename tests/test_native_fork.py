@@ -72,3 +72,34 @@ def test_pir_crash_prone_cases_answer_the_same_in_any_order_and_alone():
     assert by_order == []
     assert alone == forward[i] or {str(alone), str(forward[i])} <= lone(cases[i])
     assert sum(o.crash is not None for o in forward) >= 10  # (the set still holds the crashing cases)
+
+
+BURNING = textwrap.dedent("""
+    import time
+    from paddle_spmd_port.native import _fork
+    from paddle_spmd_port.outcome import Outcome
+
+    def burn(seconds):  # a child's work: CPU, as a case Paddle takes long over
+        end = time.process_time() + seconds
+        while time.process_time() < end:
+            pass
+        return Outcome(not_run="burnt")
+
+    _fork.start_fork_server()
+    print([o.not_run for o in _fork._server.run_many(burn, [0.25] * 4)])
+""")
+
+
+def test_the_fork_servers_cpu_counts_in_the_workers():
+    """A worker ending reaps its zygote (native/_fork.py, ForkServer.close), so the CPU its cases took
+    in the zygote's children counts in the worker's children's usage and so in its parent's: the
+    figures ``time`` and the pool read of a run. Orphaned, the zygote's second of CPU counted nowhere."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run([sys.executable, "-c", BURNING], capture_output=True, text=True, timeout=120)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[0] == "['burnt', 'burnt', 'burnt', 'burnt']"
+    counted = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    assert counted >= 0.9, f"the children's 1 s of CPU counted {counted:.2f} s"
