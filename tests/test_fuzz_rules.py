@@ -124,7 +124,7 @@ def test_an_interrupted_fuzz_exits_130_with_its_partial_counts(engine: str, tmp_
                              engine, "--json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     # imports done, examples running: the start (imports and a first example) costs the run ~0.3 s of CPU, so
-    # once it has used 1.5 s it is judging examples, however loaded the machine (a fixed wait was 6 s)
+    # once it has used 1.5 s it is judging examples, however loaded the machine
     deadline = time.monotonic() + 60
     while proc.poll() is None and _cpu_seconds(proc.pid) < 1.5 and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -346,9 +346,8 @@ def _mapping_pool(seed: int, n: int = 800) -> list[Case]:
 def _natives_of(cases: list[Case]):  # type: ignore[no-untyped-def]
     """Each case's native outcome on its rule's primary route, in order: the registry's in this process,
     the compiled caller's in one program for them all (a program's start costs ~60 ms of CPU and a
-    quarter of a second on a loaded machine; one per case was most of this module's time), each case in
-    a forked child of the program's own, so that no case answers after another (as a program of its
-    own gave it)."""
+    quarter of a second on a loaded machine), each case in a forked child of the program's own, so that
+    no case answers after another."""
     from paddle_spmd_port.native import compiled
     from paddle_spmd_port.native import registry as native_registry
     from paddle_spmd_port.parity.cli import DEFAULT_BACKEND
