@@ -108,6 +108,12 @@ def test_a_fuzz_part_without_examples_judges_nothing_and_says_so(tmp_path, capsy
     assert capsys.readouterr().out.splitlines()[1:] == whole[1:]
 
 
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) process ``pid`` has used (/proc/PID/stat's utime and stime)."""
+    fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @pytest.mark.parametrize("engine", ["hypothesis", "random"])
 def test_an_interrupted_fuzz_exits_130_with_its_partial_counts(engine: str, tmp_path: Path):
     """SIGINT mid-run: exit 130, the counts judged so far printed under INTERRUPTED, one line on stderr,
@@ -117,7 +123,11 @@ def test_an_interrupted_fuzz_exits_130_with_its_partial_counts(engine: str, tmp_
     proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "fuzz.py"), "--examples", "100000000", "--engine",
                              engine, "--json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    time.sleep(6)  # imports done, examples running
+    # imports done, examples running: the start (imports and a first example) costs the run ~0.3 s of CPU, so
+    # once it has used 1.5 s it is judging examples, however loaded the machine
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and _cpu_seconds(proc.pid) < 1.5 and time.monotonic() < deadline:
+        time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, (proc.returncode, stderr[-2000:])

@@ -5,10 +5,10 @@ the port's predictions for the cases the real runs are about, the verdict logic 
 records, the launch command line. Multi-process tests (``multiproc``): 2 ranks on a 1-D mesh and 4
 ranks on a 2x2 mesh, each a batch of batch_norm and layer_norm cases in one launch; group_norm and
 instance_norm on 2 ranks, then judged again with a planted wrong rule (a placement mismatch); one co-sharded
-case on 4 ranks; a rank raising and a rank hanging make the launcher fail within its timeout, show
-that rank's log, and leave no process behind; a launch
-timing out through the CLI exits 3 with its report and logs. Bad arguments:
-``test_bad_input_launch.py``; SIGINT/SIGTERM during a launch: ``test_signals_launch.py``.
+case on 4 ranks (in the 2x2 batch's launch); a rank raising and a rank hanging make the launcher fail
+within its timeout, show that rank's log, and leave no process behind; a launch timing out through
+the CLI exits 3 with its report and logs. Bad arguments: ``test_bad_input_launch.py``; SIGINT/SIGTERM
+during a launch: ``test_signals_launch.py``.
 """
 
 from __future__ import annotations
@@ -37,9 +37,7 @@ from paddle_spmd_port.launch.cases import (
 from paddle_spmd_port.launch.launcher import (
     TOKEN_ENV,
     LaunchConfig,
-    discard_work_dir,
     end_processes,
-    keep_work_dir,
     launch_command,
     new_job_id,
     processes_with_token,
@@ -472,9 +470,17 @@ def test_two_ranks_one_d_mesh_through_the_cli(tmp_path):
     print(f"\n2 ranks: {len(cases)} cases in {wall:.1f}s, counts {report['counts']}")
 
 
-@pytest.mark.multiproc
-@pytest.mark.native
-def test_four_ranks_two_by_two_mesh(tmp_path):
+#: x [8,4,8] co-sharded on axis 0 along mesh dims (1, 0) of 2x2 (test_four_ranks_one_co_sharded_case)
+COSHARD_CASE = ln("cs", (8, 4, 8), ("S(0)#1", "S(0)#0"), (8,), mesh=(2, 2))
+
+
+@pytest.fixture(scope="module")
+def four_ranks(tmp_path_factory):
+    """One launch on 4 ranks (a 2x2 mesh) of the 2x2 batch and the co-sharded case: each test below
+    judges its own cases from it (build_report reads only the records of the cases it is given), and
+    a second launch would pay the launcher's and four ranks' Paddle imports again. Free ports and a
+    private job id per launch (launcher); the work dir, rank logs included, is kept under pytest's
+    temp dir (the path is in every failure message)."""
     pytest.importorskip("paddle")
     from paddle_spmd_port.launch.session import run_cases
 
@@ -485,65 +491,62 @@ def test_four_ranks_two_by_two_mesh(tmp_path):
         bn("", (4, 2, 4, 6), ("R", "S(3)"), "NHWC", mesh=(2, 2)),     # C sharded: kernel error
     ]
     cases = _batch((2, 2), 12, must)
-    session = run_cases(cases, LaunchConfig(nproc=4, timeout=150))
-    try:
-        assert session.launch.ok, session.launch.failure_text()
-        assert session.finished_ranks() == [0, 1, 2, 3]
-        assert _leftovers(session.launch.job_id) == []
-        report = build_report(cases, session.case_records(), [0, 1, 2, 3], {})
-        unexpected = [(v.case.case_id, v.case.describe(), v.verdict, v.reasons) for v in report.verdicts
-                      if not v.expected]
-        assert not unexpected
-        v = {x.case.case_id: x for x in report.verdicts}
-        # communication: the N-D all-gather of m2 as predicted, function by function; m1 keeps axis 0
-        # on mesh dim 0 and gathers only axis 2; no case's reshards differ unexplained
-        m2 = v["m2"].comm
-        assert m2 is not None and m2.verdict == "agree", m2.reasons
-        assert [e.calls for e in m2.observed["forward"] if e.tensor == "x"] == [(("SToRReshard", 1),
-                                                                                ("SToRReshard", 0))]
-        assert [e.calls for e in v["m1"].comm.observed["forward"] if e.tensor == "x"] == [(("SToRReshard", 1),)]
-        assert [(x.case.case_id, x.comm.reasons) for x in report.verdicts if x.comm and not x.comm.expected] == []
-        t = {c.name: c for c in v["m0"].tensors}
-        assert t["out"].observed == ("S(0)", "S(1)") and t["weight_grad"].observed == ("P", "P")
-        assert t["out"].observed_local == (2, 3, 8) and t["weight_grad"].numerics_ok
-        assert {c.name: c for c in v["m1"].tensors}["out"].observed == ("S(0)", "R")
-        assert {c.name: c for c in v["m2"].tensors}["out"].observed == ("R", "R")
-        assert v["m3"].verdict == "Paddle error" and v["m3"].expected
-        print(f"\n4 ranks: {len(cases)} cases, launch {session.launch.seconds:.1f}s, {dict(report.counts())}")
-    finally:
-        discard_work_dir(session.launch)
+    assert COSHARD_CASE.case_id not in {c.case_id for c in cases}
+    session = run_cases([*cases, COSHARD_CASE], LaunchConfig(nproc=4, timeout=150),
+                        work_dir=tmp_path_factory.mktemp("launch-np4"))
+    return cases, session
 
 
 @pytest.mark.multiproc
 @pytest.mark.native
-def test_four_ranks_one_co_sharded_case(tmp_path):
+def test_four_ranks_two_by_two_mesh(four_ranks):
+    cases, session = four_ranks
+    logs = f"logs kept in {session.launch.work_dir}"
+    assert session.launch.ok, session.launch.failure_text() + "\n" + logs
+    assert session.finished_ranks() == [0, 1, 2, 3], logs
+    assert _leftovers(session.launch.job_id) == []
+    report = build_report(cases, session.case_records(), [0, 1, 2, 3], {})
+    unexpected = [(v.case.case_id, v.case.describe(), v.verdict, v.reasons) for v in report.verdicts
+                  if not v.expected]
+    assert not unexpected
+    v = {x.case.case_id: x for x in report.verdicts}
+    # communication: the N-D all-gather of m2 as predicted, function by function; m1 keeps axis 0
+    # on mesh dim 0 and gathers only axis 2; no case's reshards differ unexplained
+    m2 = v["m2"].comm
+    assert m2 is not None and m2.verdict == "agree", m2.reasons
+    assert [e.calls for e in m2.observed["forward"] if e.tensor == "x"] == [(("SToRReshard", 1),
+                                                                            ("SToRReshard", 0))]
+    assert [e.calls for e in v["m1"].comm.observed["forward"] if e.tensor == "x"] == [(("SToRReshard", 1),)]
+    assert [(x.case.case_id, x.comm.reasons) for x in report.verdicts if x.comm and not x.comm.expected] == []
+    t = {c.name: c for c in v["m0"].tensors}
+    assert t["out"].observed == ("S(0)", "S(1)") and t["weight_grad"].observed == ("P", "P")
+    assert t["out"].observed_local == (2, 3, 8) and t["weight_grad"].numerics_ok
+    assert {c.name: c for c in v["m1"].tensors}["out"].observed == ("S(0)", "R")
+    assert {c.name: c for c in v["m2"].tensors}["out"].observed == ("R", "R")
+    assert v["m3"].verdict == "Paddle error" and v["m3"].expected
+    print(f"\n4 ranks: {len(cases)} cases (and the co-sharded one), launch {session.launch.seconds:.1f}s, "
+          f"{dict(report.counts())}")
+
+
+@pytest.mark.multiproc
+@pytest.mark.native
+def test_four_ranks_one_co_sharded_case(four_ranks):
     """x [8,4,8] co-sharded on axis 0 along mesh dims (1, 0) of 2x2: the rule reads mesh dim 1, so
     out comes out [R,S(0)] and weight_grad [R,P]; x.grad comes back co-sharded with its shard order.
-    Free ports and a private log dir per launch (launcher); the logs are kept in tmp_path on failure."""
-    pytest.importorskip("paddle")
-    from paddle_spmd_port.launch.session import run_cases
-
-    case = ln("cs", (8, 4, 8), ("S(0)#1", "S(0)#0"), (8,), mesh=(2, 2))
-    session = run_cases([case], LaunchConfig(nproc=4, timeout=150))
-    passed = False
-    try:
-        logs = f"logs kept in {tmp_path / 'logs'}"
-        assert session.launch.ok, session.launch.failure_text() + "\n" + logs
-        assert _leftovers(session.launch.job_id) == []
-        report = build_report([case], session.case_records(), [0, 1, 2, 3], {})
-        (v,) = report.verdicts
-        assert v.verdict == "agree" and v.expected, (v.verdict, v.reasons, logs)
-        t = {c.name: c for c in v.tensors}
-        assert t["out"].observed == ("R", "S(0)") and t["out"].observed_local == (4, 4, 8)
-        assert t["weight_grad"].observed == ("R", "P") and t["weight_grad"].numerics_ok
-        assert t["x_grad"].observed == ("S(0)#1", "S(0)#0") and t["x_grad"].observed_local == (2, 4, 8)
-        assert all(c.placement_ok is not False and c.numerics_ok is not False for c in v.tensors)
-        passed = True
-    finally:
-        if passed:
-            discard_work_dir(session.launch)
-        else:
-            keep_work_dir(session.launch, tmp_path / "logs")
+    Run in the 2x2 batch's launch (the fixture)."""
+    _, session = four_ranks
+    case = COSHARD_CASE
+    logs = f"logs kept in {session.launch.work_dir}"
+    assert session.launch.ok, session.launch.failure_text() + "\n" + logs
+    assert _leftovers(session.launch.job_id) == []
+    report = build_report([case], session.case_records(), [0, 1, 2, 3], {})
+    (v,) = report.verdicts
+    assert v.verdict == "agree" and v.expected, (v.verdict, v.reasons, logs)
+    t = {c.name: c for c in v.tensors}
+    assert t["out"].observed == ("R", "S(0)") and t["out"].observed_local == (4, 4, 8)
+    assert t["weight_grad"].observed == ("R", "P") and t["weight_grad"].numerics_ok
+    assert t["x_grad"].observed == ("S(0)#1", "S(0)#0") and t["x_grad"].observed_local == (2, 4, 8)
+    assert all(c.placement_ok is not False and c.numerics_ok is not False for c in v.tensors)
 
 
 @pytest.mark.multiproc

@@ -343,12 +343,23 @@ def _mapping_pool(seed: int, n: int = 800) -> list[Case]:
     return pool
 
 
-def _native_of(case: Case):  # type: ignore[no-untyped-def]
+def _natives_of(cases: list[Case]):  # type: ignore[no-untyped-def]
+    """Each case's native outcome on its rule's primary route, in order: the registry's in this process,
+    the compiled caller's in one program for them all (a program's start costs ~60 ms of CPU and a
+    quarter of a second on a loaded machine), each case in a forked child of the program's own, so that
+    no case answers after another."""
     from paddle_spmd_port.native import compiled
     from paddle_spmd_port.native import registry as native_registry
     from paddle_spmd_port.parity.cli import DEFAULT_BACKEND
 
-    return {"registry": native_registry, "compiled": compiled}[DEFAULT_BACKEND[case.rule]].run(case)
+    on_compiled = [case for case in cases if DEFAULT_BACKEND[case.rule] == "compiled"]
+    answers = iter(list(compiled.run_many(on_compiled, may_crash=lambda _: True)))
+    return [next(answers) if DEFAULT_BACKEND[case.rule] == "compiled" else native_registry.run(case)
+            for case in cases]
+
+
+def _natives_by_id(cases: list[Case]):  # type: ignore[no-untyped-def]
+    return {case.case_id: native for case, native in zip(cases, _natives_of(cases), strict=True)}
 
 
 @pytest.mark.native
@@ -363,7 +374,7 @@ def test_mirror_equals_paddle_on_malformed_mappings_and_mutants_are_caught(monke
     from paddle_spmd_port.types import DistAttr, SpmdResult
 
     pool = _mapping_pool(int(os.environ.get("STRICTNESS_SEED", "11")))
-    natives = {case.case_id: _native_of(case) for case in pool}
+    natives = _natives_by_id(pool)
 
     def verdicts() -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
@@ -436,7 +447,7 @@ def test_p_norm_mirror_of_x_unknown_mesh_dim_equals_paddle_and_mutants_are_caugh
     pool = _forward_mesh_dim_pool(int(os.environ.get("STRICTNESS_SEED", "11")))
     assert len(pool) >= 10, len(pool)
     assert any(dict(c.attrs)["keepdims"] for c in pool) and any(not dict(c.attrs)["keepdims"] for c in pool)
-    natives = {case.case_id: _native_of(case) for case in pool}
+    natives = _natives_by_id(pool)
 
     def verdicts() -> list[str]:
         return [compare(case.spec, port_outcome(case, "paddle", "mirror"), natives[case.case_id]).verdict
@@ -511,7 +522,7 @@ def test_p_norm_reverse_mirror_drops_one_extra_out_entry_as_paddle_and_a_mutant_
 
     pool = _reverse_long_out_pool(int(os.environ.get("STRICTNESS_SEED", "11")))
     assert len(pool) >= 10, len(pool)
-    natives = {case.case_id: _native_of(case) for case in pool}
+    natives = _natives_by_id(pool)
 
     def verdicts() -> list[str]:
         return [compare(case.spec, port_outcome(case, "paddle", "mirror"), natives[case.case_id]).verdict
@@ -570,7 +581,7 @@ def test_p_norm_stand_in_mirrors_equal_paddle_and_mutants_are_caught(monkeypatch
     rare = {("p_norm_grad", "invalid-spec:out:missing"), ("p_norm_reverse", "invalid-spec:x:mesh"),
             ("p_norm_reverse", "invalid-spec:x:missing")}
     assert kinds >= _STAND_IN_KINDS - rare, sorted(_STAND_IN_KINDS - kinds)
-    natives = {case.case_id: _native_of(case) for _, case in pool}
+    natives = _natives_by_id([case for _, case in pool])
 
     def verdicts() -> list[str]:
         out = []
@@ -636,7 +647,7 @@ def test_p_norm_reverse_x_stand_in_beside_out_of_another_rank_mirrors_paddle(
                  (DistTensorSpec((8, 6), (-1, -1), None), (8, 6), (0, 1), ()),
                  (DistTensorSpec((8, 6, 4), (-1, -1, -1), None), (8,), (1,), (0,)),
              ])]
-    natives = [_native_of(case) for case in cases]
+    natives = _natives_of(cases)
 
     def verdicts() -> list[str]:
         out = []
@@ -675,7 +686,7 @@ def test_p_norm_reverse_repeat_on_the_kept_axis_follows_paddle_and_a_letter_orde
                          (("porder", 2.0), ("axis", axis - ndim * rng.randrange(2)), ("epsilon", 1e-12),
                           ("keepdims", True), ("asvector", False)), case_id=f"pn-rev-kept-{i}"))
     assert all(port_outcome(c).error.kind == "invalid-spec:out:duplicate" for c in pool)  # type: ignore[union-attr]
-    natives = {case.case_id: _native_of(case) for case in pool}
+    natives = _natives_by_id(pool)
 
     def verdicts() -> list[str]:
         return [compare(c.spec, port_outcome(c, "paddle", "mirror"), natives[c.case_id]).verdict for c in pool]
