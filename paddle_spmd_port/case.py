@@ -16,7 +16,12 @@ from .types import DistTensorSpec, ProcessMesh, SpmdResult, memo_table, mesh_dim
 @dataclass(frozen=True, init=False)
 class Case:
     """``rule`` is a rule key (see :mod:`paddle_spmd_port.ops`); ``inputs`` hold one spec (or None) per
-    tensor argument in signature order; ``attrs`` every attribute, in signature order."""
+    tensor argument in signature order; ``attrs`` every attribute, in signature order.
+
+    ``attrs`` may be given in any order and without some attributes: the case holds them all, in
+    signature order, each one not given at its signature default. So its JSON (every report's
+    record and repro line) names every attribute the rule was called with, and a case read back
+    needs none filled in. An unknown or repeated name raises ValueError."""
 
     rule: str
     mesh: ProcessMesh
@@ -27,22 +32,23 @@ class Case:
     def __init__(self, rule: str, mesh: ProcessMesh, inputs: tuple[DistTensorSpec | None, ...],
                  attrs: tuple[tuple[str, Any], ...], case_id: str = "") -> None:
         # written out (a sweep builds hundreds of thousands): the rule's input count and attribute
-        # names are looked up once per rule
+        # signature are looked up once per rule, the full attrs once per attrs tuple
         shape = _RULE_SHAPES.get(rule)
         if shape is None:
             spec = rule_spec(rule)
-            shape = _RULE_SHAPES[rule] = (len(spec.inputs), frozenset(name for name, _ in spec.attrs))
+            shape = _RULE_SHAPES[rule] = (len(spec.inputs), tuple(spec.attrs))
         if len(inputs) != shape[0]:
             spec = rule_spec(rule)
             raise ValueError(f"case for {rule} needs {len(spec.inputs)} inputs {spec.inputs}, got {len(inputs)}")
-        known = shape[1]
-        for name, _ in attrs:
-            if name not in known:
-                raise ValueError(f"{rule} has no attribute {name!r}; it takes {sorted(known) or 'none'}")
+        hit = _FULL_ATTRS.get((rule, id(attrs)))
+        if hit is not None and hit[0] is attrs:
+            full = hit[1]
+        else:
+            full = _full_attrs(rule, attrs, shape[1])
         _set(self, "rule", rule)  # (field by field: the instances then share their dict's keys)
         _set(self, "mesh", mesh)
         _set(self, "inputs", inputs)
-        _set(self, "attrs", attrs)
+        _set(self, "attrs", full)
         _set(self, "case_id", case_id)
 
     @property
@@ -50,7 +56,7 @@ class Case:
         return rule_spec(self.rule)
 
     def attr_values(self) -> tuple[Any, ...]:
-        """All attributes in signature order, defaults filled in."""
+        """All attributes' values, in signature order."""
         return _attr_values(self)
 
     def named_inputs(self) -> dict[str, DistTensorSpec | None]:
@@ -125,8 +131,37 @@ def int_range_problem(case: Case) -> str | None:
 
 
 _set = object.__setattr__
-_RULE_SHAPES: dict[str, tuple[int, frozenset[str]]] = {}
-"""rule -> (its number of inputs, its attribute names)."""
+_RULE_SHAPES: dict[str, tuple[int, tuple[tuple[str, Any], ...]]] = {}
+"""rule -> (its number of inputs, its attributes with their defaults, in signature order)."""
+_FULL_ATTRS: dict[tuple[str, int], tuple[Any, tuple[tuple[str, Any], ...]]] = memo_table({})
+"""(rule, id(attrs as given)) -> (them, the full attrs): a grid's cases share a few attrs tuples."""
+
+
+def _full_attrs(rule: str, attrs: Any, signature: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """``attrs`` (pairs of name and value) as every attribute of ``rule`` in signature order, each
+    one not given at its default; the very tuple when it is that already. Kept in :data:`_FULL_ATTRS`."""
+    pairs = tuple(tuple(kv) for kv in attrs)
+    given: dict[str, Any] = {}
+    for kv in pairs:
+        if len(kv) != 2 or not isinstance(kv[0], str):
+            raise ValueError(f"{rule}'s attrs must be (name, value) pairs, got {kv!r:.60}")
+        name = kv[0]
+        if name in given:
+            raise ValueError(f"{rule}'s attribute {name!r} is given twice")
+        given[name] = kv[1]
+    known = [name for name, _ in signature]
+    for name in given:
+        if name not in known:
+            raise ValueError(f"{rule} has no attribute {name!r}; it takes {sorted(known) or 'none'}")
+    if [name for name, _ in pairs] == known and type(attrs) is tuple and all(type(kv) is tuple for kv in attrs):
+        full = attrs  # complete and in order: kept, so equal cases share it
+    else:
+        full = tuple((name, given[name]) if name in given else (name, default) for name, default in signature)
+    if type(attrs) is tuple:
+        if len(_FULL_ATTRS) >= 20_000:
+            _FULL_ATTRS.clear()
+        _FULL_ATTRS[rule, id(attrs)] = (attrs, full)
+    return full
 
 T = TypeVar("T")
 

@@ -17,8 +17,10 @@ per axis (``0,-1``); a co-sharded axis, split along several mesh dims in order, 
 ``--profile`` picks the rule profile the port answers with (native Paddle is always Paddle's own
 rule); ``--policy`` its strictness, as in ``parity`` (a mirror run's repro lines name it).
 
-``--case-json`` takes one JSON object: a case (``{"rule", "mesh", "inputs", "attrs"}``, a co-shard
-as a nested list), or a per-case record of a report (a line of ``parity-cases.jsonl.gz``, whose
+``--case-json`` takes one JSON object: a case (``{"rule", "mesh", "inputs", "attrs"}`` and an optional
+``"id"``, as a report writes it: every attribute of the rule named once, a co-shard as a nested list;
+a key, attribute or mesh/input field it does not have, one missing, or one given twice is a usage
+error naming it), or a per-case record of a report (a line of ``parity-cases.jsonl.gz``, whose
 ``backend`` then picks the route unless ``--backend`` is given, and whose ``policy``, present when
 not strict, the policy unless ``--policy`` is given). ``--case-json @FILE`` reads it
 from FILE (gzip or plain; ``@-``: stdin); FILE must hold exactly one record (a jsonl with more
@@ -376,12 +378,40 @@ def _mapping_list(value: Any, where: str) -> None:
     _int_list([m for v in value for m in (v if isinstance(v, list) else [v])], where)
 
 
+#: the keys of a case's JSON object (``Case.to_json``), of its mesh's and of each input's; no other key
+#: is read, so any other is refused (a misspelt key would otherwise be dropped unread)
+CASE_KEYS = ("rule", "mesh", "inputs", "attrs", "id")
+MESH_KEYS = ("shape", "process_ids", "dim_names")
+INPUT_KEYS = ("shape", "dims_mapping", "partial_dims", "mesh")
+
+
+def _check_keys(data: dict[str, Any], keys: tuple[str, ...], where: str, required: tuple[str, ...]) -> None:
+    """Refuses a key of ``data`` not among ``keys`` and a missing one of ``required``, naming it."""
+    unknown = [k for k in data if k not in keys]
+    if unknown:
+        raise _json_error(f"{where} has the unknown key {json.dumps(unknown[0])}",
+                          f"{where} has the keys {', '.join(keys)}")
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise _json_error(f"{where} has no {', '.join(repr(k) for k in missing)}",
+                          f"{where} has the keys {', '.join(keys)}")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; a key given twice is refused (json.loads would keep the
+    last one silently)."""
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _json_error(f"the key {json.dumps(key)} is given twice in one object", "give each key once")
+        data[key] = value
+    return data
+
+
 def _check_mesh_json(mesh: Any, where: str) -> None:
     if not isinstance(mesh, dict):
         raise _json_error(f"{where} is {json.dumps(mesh)}, not an object with shape, process_ids, dim_names")
-    for key in ("shape", "process_ids", "dim_names"):
-        if key not in mesh:
-            raise _json_error(f"{where} has no {key!r}", "a mesh has shape, process_ids and dim_names")
+    _check_keys(mesh, MESH_KEYS, where, MESH_KEYS)
     _int_list(mesh["shape"], f"{where}.shape")
     _int_list(mesh["process_ids"], f"{where}.process_ids")
     if not isinstance(mesh["dim_names"], list) or not all(isinstance(n, str) for n in mesh["dim_names"]):
@@ -441,7 +471,7 @@ def record_from_json(arg: str) -> tuple[Case, dict[str, Any]]:
     per-case record, the record (else an empty dict); anything else is a usage error."""
     text = _record_text(arg)
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys)
     except ValueError as exc:
         raise _json_error(f"not JSON ({getattr(exc, 'msg', exc)}, at character {getattr(exc, 'pos', '?')})"
                           ) from None
@@ -466,9 +496,7 @@ def case_from_json(text: str) -> Case:
 def _case_of(data: Any) -> Case:
     if not isinstance(data, dict):
         raise _json_error(f"a JSON {type(data).__name__}, not an object")
-    missing = [k for k in ("rule", "mesh", "inputs", "attrs") if k not in data]
-    if missing:
-        raise _json_error(f"no {', '.join(repr(k) for k in missing)}", "a case has rule, mesh, inputs and attrs")
+    _check_keys(data, CASE_KEYS, "the case", CASE_KEYS[:4])
     rule = data["rule"]
     if not isinstance(rule, str) or rule not in RULES:
         raise _json_error(f"unknown rule {json.dumps(rule)}", f"choose from {', '.join(RULES)}")
@@ -484,9 +512,7 @@ def _case_of(data: Any) -> Case:
         where = f"inputs[{spec.inputs.index(name)}] ({name})"
         if not isinstance(item, dict):
             raise _json_error(f"{where} is {json.dumps(item)[:80]}, not an object or null")
-        for key in ("shape", "dims_mapping", "partial_dims", "mesh"):
-            if key not in item:
-                raise _json_error(f"{where} has no {key!r}", "an input has shape, dims_mapping, partial_dims, mesh")
+        _check_keys(item, INPUT_KEYS, where, INPUT_KEYS)
         for key in ("shape", "partial_dims"):
             _int_list(item[key], f"{where}.{key}")
         if any(size < 0 for size in item["shape"]):  # as --NAME-shape: a case's sizes are real ones
@@ -499,11 +525,21 @@ def _case_of(data: Any) -> Case:
     defaults = dict(spec.attrs)
     if not isinstance(attrs, list) or not all(isinstance(kv, list) and len(kv) == 2 for kv in attrs):
         raise _json_error(f"attrs is {json.dumps(attrs)[:80]}", "give a list of [name, value] pairs")
+    seen: set[Any] = set()
     for name, value in attrs:
-        if name not in defaults:
+        if not isinstance(name, str) or name not in defaults:
             raise _json_error(f"{rule} has no attribute {json.dumps(name)}",
                               f"its attributes: {', '.join(defaults) or 'none'}")
+        if name in seen:
+            raise _json_error(f"attribute {name} is given twice", "give each attribute once")
+        seen.add(name)
         _check_attr_type(rule, name, value, defaults[name])
+    # every attribute, as every case's JSON carries them (Case holds them all): one left out is
+    # refused rather than taken at a default the writer may not have meant
+    missing = [name for name in defaults if name not in seen]
+    if missing:
+        raise _json_error(f"attrs has no {', '.join(missing)} (of {rule})",
+                          f"give every attribute of {rule}: {', '.join(defaults)}")
     if not isinstance(data.get("id", ""), str):
         raise _json_error(f"id is {json.dumps(data['id'])}, not a string")
     try:
