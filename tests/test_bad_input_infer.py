@@ -49,6 +49,15 @@ ROWS = [
     BadInput(infer(*LN, "--x-mapping", "0,x"), "--x-mapping"),
     BadInput(infer(*LN, "--x-partial", "all"), "--x-partial"),
     BadInput(infer("batch_norm", "--x-shape", "", "--no-native"), "--mean-shape"),  # no channel axis to derive from
+    # integers written as Python's int() reads them, or with an item left out: typos, not other values
+    BadInput(infer("layer_norm", "--x-shape", "8_6", "--no-native"), "--x-shape"),
+    BadInput(infer("layer_norm", "--x-shape", "8,,6", "--no-native"), "--x-shape"),
+    BadInput(infer("layer_norm", "--x-shape", "8,6,", "--no-native"), "--x-shape"),
+    BadInput(infer(*LN, "--x-mapping", "0,,-1"), "--x-mapping"),
+    BadInput(infer(*LN, "--x-mapping", "(0,1_0),-1"), "--x-mapping"),
+    BadInput(infer(*LN, "--mesh", "2_3"), "--mesh"),
+    BadInput(infer(*LN, "--begin-norm-axis", "1_0"), "--begin-norm-axis"),
+    BadInput(infer(*LN, "--epsilon", "1_0"), "--epsilon"),
     # attributes
     BadInput(infer(*LN, "--epsilon", "tiny"), "--epsilon"),
     BadInput(infer(*LN, "--begin-norm-axis", "1.5"), "--begin-norm-axis"),

@@ -66,6 +66,7 @@ from ..runctl.grammar import (
     ArgumentParser,
     add_policy_argument,
     add_profile_argument,
+    integer,
     mesh_shape,
     policy_of,
     seconds,
@@ -97,8 +98,14 @@ INT64_MAX = 2**63 - 1
 
 
 def _ints(text: str, arg: str, example: str = "0,-1") -> tuple[int, ...]:
+    """Comma-separated integers (:func:`~..runctl.grammar.integer`); an empty text is none, an empty
+    item among others (``8,,6``: a number left out) is refused."""
+    items = text.split(",") if text.strip() else []
+    if any(not item.strip() for item in items):
+        raise UsageError(arg, f"{text!r} has an empty item (a number left out?)",
+                         f"give comma-separated integers like {example}")
     try:
-        values = tuple(int(v) for v in text.split(",") if v.strip() != "")
+        values = tuple(integer(v) for v in items)
     except ValueError:
         raise UsageError(arg, f"{text!r} is not a list of integers", f"give comma-separated integers like {example}"
                          ) from None
@@ -117,7 +124,7 @@ def _int64(arg: str) -> Any:
     """An argparse ``type``: an integer Paddle can hold (int64)."""
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            value = integer(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if not -INT64_MAX - 1 <= value <= INT64_MAX:
@@ -129,7 +136,7 @@ def _int64(arg: str) -> Any:
 
 MAPPING_VALID = ("give a mesh dim or -1 per axis, comma-separated, e.g. 0,-1; a co-sharded axis as (0,1) or [0,1], "
                  "e.g. '(0,1),-1,-1' (the whole list may be in [...], as reports print it)")
-_ENTRY = re.compile(r"\s*(?:(?P<open>[\[(])(?P<members>[^\[\]()]*)(?P<close>[\])])|(?P<int>[+-]?\d+))\s*")
+_ENTRY = re.compile(r"\s*(?:(?P<open>[\[(])(?P<members>[^\[\]()]*)(?P<close>[\])])|(?P<int>[+-]?[0-9]+))\s*")
 
 
 def _outer_brackets(text: str) -> bool:
@@ -164,7 +171,7 @@ def _mapping(text: str, arg: str) -> DimsMapping:
             out.append(int(m["int"]))
         else:
             members = [v.strip() for v in m["members"].split(",")]
-            if not all(re.fullmatch(r"[+-]?\d+", v) for v in members):
+            if not all(re.fullmatch(r"[+-]?[0-9]+", v) for v in members):
                 raise bad
             out.append(entry_of(_ints(m["members"], arg)))
         pos = m.end()
@@ -174,6 +181,18 @@ def _mapping(text: str, arg: str) -> DimsMapping:
             raise bad
         pos += 1
     return tuple(out)
+
+
+def _float(text: str) -> float:
+    """A float attribute: what ``float`` reads (``inf``, ``-inf`` and ``nan`` included: p_norm's porder
+    takes infinities), but not ``1_0`` or other scripts' digits, which ``float`` reads as numbers too."""
+    try:
+        if "_" in text or not text.isascii():
+            raise ValueError(text)
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give a number like 1e-5 (or inf, -inf)"
+                                         ) from None
 
 
 def _bool(text: str) -> bool:
@@ -252,7 +271,7 @@ def build_parser(rule: str | None = None) -> argparse.ArgumentParser:
     for name, kind in ATTR_TYPES.items():
         flag = f"--{_flag(name)}"
         convert: Callable[[str], Any] = (_bool if kind is bool else _int64(flag) if kind is int
-                                          else float if kind is float else str)
+                                          else _float if kind is float else str)
         metavar = {bool: "true|false", int: "N", float: "X"}.get(kind, "TEXT")
         default = f"default: {defaults[name]!r}, the rule's" if name in defaults else "default: the rule's"
         ap.add_argument(flag, dest=name, type=convert, metavar=metavar,
