@@ -221,8 +221,9 @@ def mesh_list(text: str) -> list[tuple[int, ...]]:
     return list(dict.fromkeys(meshes))
 
 
-def seed(text: str) -> int:
-    """``--seed``: any integer, written plainly (:func:`integer`). An argparse ``type``."""
+def whole_number(text: str) -> int:
+    """Any integer, written plainly (:func:`integer`): ``--seed``, and the counts whose commands
+    check the range themselves. An argparse ``type``."""
     try:
         return integer(text)
     except ValueError:
@@ -374,5 +375,5 @@ def add_selection_arguments(parser: argparse.ArgumentParser, seed_help: str = ""
     parser.add_argument("--sample", type=count, default=None, metavar="N",
                         help="a seeded random sample of N cases per rule (grid order kept, corner cases always "
                              "included; see --seed); with --max-cases, the first N of the sample")
-    parser.add_argument("--seed", type=seed, default=0, metavar="S",
+    parser.add_argument("--seed", type=whole_number, default=0, metavar="S",
                         help=seed_help or "seed for --sample (default 0)")
