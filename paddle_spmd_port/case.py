@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from .errors import ArgumentTypeError
 from .ops import RuleSpec, rule_spec
 from .ops.registry import PADDLE_RULES, rule_function
 from .types import DistTensorSpec, ProcessMesh, SpmdResult, memo_table, mesh_dims_of
@@ -37,9 +38,19 @@ class Case:
         if shape is None:
             spec = rule_spec(rule)
             shape = _RULE_SHAPES[rule] = (len(spec.inputs), tuple(spec.attrs))
+        if type(inputs) is not tuple:  # a list (or other sequence) of inputs is held as a tuple
+            inputs = _sequence(inputs, "Case.inputs", "a tuple of DistTensorSpec or None")
         if len(inputs) != shape[0]:
             spec = rule_spec(rule)
             raise ValueError(f"case for {rule} needs {len(spec.inputs)} inputs {spec.inputs}, got {len(inputs)}")
+        if type(mesh) is not ProcessMesh and not isinstance(mesh, ProcessMesh):
+            raise ArgumentTypeError(f"Case.mesh must be a ProcessMesh, got {type(mesh).__name__} {mesh!r:.40}",
+                                    kind="invalid-spec:Case.mesh:type")
+        for item in inputs:
+            if item is not None and type(item) is not DistTensorSpec:
+                _check_inputs(rule, inputs)
+        if type(attrs) is not tuple and isinstance(attrs, Mapping):  # {"epsilon": 1e-5} as (("epsilon", 1e-5),)
+            attrs = tuple(attrs.items())
         hit = _FULL_ATTRS.get((rule, id(attrs)))
         if hit is not None and hit[0] is attrs:
             full = hit[1]
@@ -137,14 +148,40 @@ _FULL_ATTRS: dict[tuple[str, int], tuple[Any, tuple[tuple[str, Any], ...]]] = me
 """(rule, id(attrs as given)) -> (them, the full attrs): a grid's cases share a few attrs tuples."""
 
 
+def _check_inputs(rule: str, inputs: tuple[Any, ...]) -> None:
+    """Refuses an input that is neither a DistTensorSpec (a subclass too) nor None, naming it."""
+    for i, item in enumerate(inputs):
+        if item is not None and not isinstance(item, DistTensorSpec):
+            raise ArgumentTypeError(f"Case.inputs[{i}] ({rule_spec(rule).inputs[i]}) must be a DistTensorSpec or "
+                                    f"None, got {type(item).__name__} {item!r:.40}",
+                                    kind="invalid-spec:Case.inputs:type")
+
+
+def _sequence(value: Any, what: str, valid: str) -> tuple[Any, ...]:
+    """``value`` as a tuple when it is a sequence (not a str, bytes or mapping); else
+    :class:`ArgumentTypeError` naming ``what``."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ArgumentTypeError(f"{what} must be {valid}, got {type(value).__name__} {value!r:.40}",
+                                kind=f"invalid-spec:{what}:type")
+    return tuple(value)
+
+
+def _is_pair(kv: Any) -> bool:
+    """A (name, value) pair: a tuple or list of two whose first is a str."""
+    return isinstance(kv, (tuple, list)) and len(kv) == 2 and isinstance(kv[0], str)
+
+
 def _full_attrs(rule: str, attrs: Any, signature: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
     """``attrs`` (pairs of name and value) as every attribute of ``rule`` in signature order, each
     one not given at its default; the very tuple when it is that already. Kept in :data:`_FULL_ATTRS`."""
-    pairs = tuple(tuple(kv) for kv in attrs)
+    items = _sequence(attrs, f"{rule}'s attrs", "(name, value) pairs or a dict")
+    for kv in items:
+        if not _is_pair(kv):
+            raise ArgumentTypeError(f"{rule}'s attrs must be (name, value) pairs (or a dict of them), got {kv!r:.60} "
+                                    f"in {attrs!r:.60}", kind="invalid-spec:Case.attrs:type")
+    pairs = tuple(tuple(kv) for kv in items)
     given: dict[str, Any] = {}
     for kv in pairs:
-        if len(kv) != 2 or not isinstance(kv[0], str):
-            raise ValueError(f"{rule}'s attrs must be (name, value) pairs, got {kv!r:.60}")
         name = kv[0]
         if name in given:
             raise ValueError(f"{rule}'s attribute {name!r} is given twice")
@@ -162,6 +199,7 @@ def _full_attrs(rule: str, attrs: Any, signature: tuple[tuple[str, Any], ...]) -
             _FULL_ATTRS.clear()
         _FULL_ATTRS[rule, id(attrs)] = (attrs, full)
     return full
+
 
 T = TypeVar("T")
 
