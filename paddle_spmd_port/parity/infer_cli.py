@@ -17,10 +17,9 @@ per axis (``0,-1``); a co-sharded axis, split along several mesh dims in order, 
 ``--profile`` picks the rule profile the port answers with (native Paddle is always Paddle's own
 rule); ``--policy`` its strictness, as in ``parity`` (a mirror run's repro lines name it).
 
-``--case-json`` takes one JSON object: a case (``{"rule", "mesh", "inputs", "attrs"}`` and an optional
-``"id"``, as a report writes it: every attribute of the rule named once, a co-shard as a nested list;
-a key, attribute or mesh/input field it does not have, one missing, or one given twice is a usage
-error naming it), or a per-case record of a report (a line of ``parity-cases.jsonl.gz``, whose
+``--case-json`` takes one JSON object: a case as reports write it (``{"rule", "mesh", "inputs", "attrs"}``,
+``"id"`` optional; every attribute once; a co-shard as a nested list; any other, missing or repeated
+key or attribute is refused by name), or a per-case record of a report (a line of ``parity-cases.jsonl.gz``, whose
 ``backend`` then picks the route unless ``--backend`` is given, and whose ``policy``, present when
 not strict, the policy unless ``--policy`` is given). ``--case-json @FILE`` reads it
 from FILE (gzip or plain; ``@-``: stdin); FILE must hold exactly one record (a jsonl with more
