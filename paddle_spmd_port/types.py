@@ -270,6 +270,14 @@ def _nested(value: Any) -> bool:
     return _is_seq(first)
 
 
+def _names(value: Any) -> bool:
+    """True when ``value`` is a non-empty sequence of str (read without using it up: not an iterator):
+    dim names given where process ids go."""
+    if not _is_ordered(value) or isinstance(value, Iterator):
+        return False
+    return len(value) > 0 and all(isinstance(n, str) for n in value)
+
+
 def _unnest(grid: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The shape and the row-major ids of a mesh given as nested process ids; a ragged grid raises
     :class:`InvalidSpecError`."""
@@ -348,8 +356,7 @@ class ProcessMesh:
                 raise InvalidSpecError("ProcessMesh: give mesh= (the process ids laid out as the grid) or a shape, "
                                        f"not both; got mesh={mesh!r:.60} and shape={shape!r:.60}",
                                        kind="invalid-spec:mesh:both")
-            if process_ids is not None and dim_names is None and not by_keyword and _is_seq(process_ids) \
-                    and not isinstance(process_ids, Iterator) and all(isinstance(n, str) for n in process_ids):
+            if process_ids is not None and dim_names is None and not by_keyword and _names(process_ids):
                 process_ids, dim_names = None, process_ids  # Paddle's ProcessMesh(grid, dim_names) by position
             if process_ids is not None:
                 raise InvalidSpecError("ProcessMesh: give the process ids laid out as the grid (Paddle's form, "
@@ -357,6 +364,11 @@ class ProcessMesh:
                                        f"{grid!r:.60} and process_ids={process_ids!r:.60}",
                                        kind="invalid-spec:mesh:both")
             shape, process_ids = _unnest(grid)
+        elif process_ids is not None and _names(process_ids):
+            raise ArgumentTypeError(f"ProcessMesh.process_ids must hold ints, got the names {process_ids!r:.40}: a "
+                                    "flat sequence given first is the shape here; Paddle's ProcessMesh([0, 1], ['x']) "
+                                    "is ProcessMesh(mesh=[0, 1], dim_names=['x'])",
+                                    kind="invalid-spec:ProcessMesh.process_ids:type")
         elif shape is None:
             raise ArgumentTypeError("ProcessMesh needs a shape (e.g. (2, 3)) or mesh= (the process ids laid out as "
                                     "the grid, e.g. [[0, 1], [2, 3]])", kind="invalid-spec:ProcessMesh.shape:type")

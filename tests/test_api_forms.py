@@ -305,6 +305,8 @@ def test_mesh_keyword_matches_paddles_mesh() -> None:
     pytest.param({}, (), "ProcessMesh needs a shape .* or mesh=", id="nothing"),
     pytest.param({}, ([0, 1],), r"ProcessMesh\.shape .* positive sizes.*mesh=\[0, 1\]", id="flat-ids-as-shape"),
     pytest.param({}, ([[0, 1], [2, 3]], [0, 1, 2, 3]), "not both", id="grid-and-ids-positional"),
+    pytest.param({}, ([0, 1], ["x"]), r"ProcessMesh\.process_ids must hold ints, got the names.*mesh=\[0, 1\]",
+                 id="flat-ids-names-positional"),
 ])
 def test_bad_mesh_call_is_one_line_naming_the_argument(kwargs: dict[str, Any], args: tuple[Any, ...],
                                                        fragment: str) -> None:
