@@ -114,6 +114,8 @@ ROWS = [
     BadInput(infer("--case-json", json.dumps({"rule": "layer_norm", "backend": "registry",
                                               "case": {**GOOD_CASE, "attrs": [["epsilon", 1e-5]]}}), "--no-native"),
              "attrs has no begin_norm_axis"),
+    BadInput(infer("--case-json", json.dumps({"rule": "batch_norm", "backend": "registry", "case": GOOD_CASE}),
+                   "--no-native"), "the record's rule"),
     # contradictory flags (were accepted: --scale-none won over --scale-mapping, --no-native over --backend)
     BadInput(infer(*LN, "--scale-shape", "6", "--scale-none"), "--scale-none"),
     BadInput(infer(*LN, "--bias-partial", "0", "--bias-none"), "--bias-none"),

@@ -501,7 +501,11 @@ def record_from_json(arg: str) -> tuple[Case, dict[str, Any]]:
         if record.get("policy") not in (None, *POLICIES):
             raise _json_error(f"the record's policy is {json.dumps(record.get('policy'))}",
                               f"a policy is one of {', '.join(POLICIES)}")
-        return _case_of(record["case"]), record
+        case = _case_of(record["case"])
+        if record["rule"] != case.rule:  # (a record is one case's: its rule is the case's)
+            raise _json_error(f"the record's rule is {json.dumps(record['rule'])} but its case's is "
+                              f"{json.dumps(case.rule)}", "give a record as a report wrote it, or its case alone")
+        return case, record
     return _case_of(data), {}
 
 
