@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
@@ -22,7 +22,10 @@ class Case:
     ``attrs`` may be given in any order and without some attributes: the case holds them all, in
     signature order, each one not given at its signature default. So its JSON (every report's
     record and repro line) names every attribute the rule was called with, and a case read back
-    needs none filled in. An unknown or repeated name raises ValueError."""
+    needs none filled in. An unknown or repeated name raises ValueError. ``inputs`` may be any
+    sequence and ``attrs`` a dict; a mesh that is not a :class:`ProcessMesh`, an input neither a
+    :class:`DistTensorSpec` nor None, or an attribute not a (name, value) pair raises
+    :class:`~.errors.ArgumentTypeError` naming it."""
 
     rule: str
     mesh: ProcessMesh
@@ -30,8 +33,8 @@ class Case:
     attrs: tuple[tuple[str, Any], ...]
     case_id: str = ""
 
-    def __init__(self, rule: str, mesh: ProcessMesh, inputs: tuple[DistTensorSpec | None, ...],
-                 attrs: tuple[tuple[str, Any], ...], case_id: str = "") -> None:
+    def __init__(self, rule: str, mesh: ProcessMesh, inputs: Sequence[DistTensorSpec | None],
+                 attrs: Iterable[tuple[str, Any]] | Mapping[str, Any], case_id: str = "") -> None:
         # written out (a sweep builds hundreds of thousands): the rule's input count and attribute
         # signature are looked up once per rule, the full attrs once per attrs tuple
         shape = _RULE_SHAPES.get(rule)
