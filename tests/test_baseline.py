@@ -445,6 +445,9 @@ BAD_FILES: list[tuple[str, bytes | None, tuple[str, ...], str]] = [
      "--baseline"),
     ("rows missing (truncated at a line)", _gz([_header(THIS, 3)]), ("--baseline", "{tmp}/b.gz"), "--baseline"),
     ("another selection", _gz([_header("full")]), ("--baseline", "{tmp}/b.gz"), "--baseline"),
+    # format 1: its case texts named only the attributes a case was built with; its crcs match no case now
+    ("a format-1 baseline", _gz([{**_header(THIS), "format_version": 1}]), ("--baseline", "{tmp}/b.gz"),
+     "--baseline"),
     ("a directory", None, ("--baseline", "{tmp}/r"), "--baseline"),
     ("save to a directory", None, ("--save-baseline", "{tmp}/adir"), "--save-baseline"),
     ("save over the baseline compared", _gz([_header(THIS)]), ("--baseline", "{tmp}/b.gz", "--save-baseline",
@@ -466,6 +469,8 @@ def test_bad_baseline_input_is_one_line_exit_2_nothing_written(tmp_path: Path, n
     line = assert_usage_error(BadInput((*PARITY, *extra), flag), tmp_path)
     if name == "another selection":
         assert "another selection (selection full)" in line and "this run:" in line
+    if name == "a format-1 baseline":
+        assert "save the baseline again" in line
 
 
 # --------------------------------------------------------------------------- real builds
