@@ -312,6 +312,18 @@ def _unnest(grid: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(shape), _int_tuple(ids, "ProcessMesh.mesh")
 
 
+def _foreign_mesh(what: str, mesh: Any) -> str:
+    """The message for ``mesh`` of another type where a :class:`ProcessMesh` belongs. Paddle's own
+    mesh is the likely one (both classes are called ProcessMesh): the message says how to build the
+    port's from it."""
+    kind = type(mesh)
+    text = f"{what} must be a paddle_spmd_port.ProcessMesh or None, got {kind.__module__}.{kind.__qualname__}"
+    if all(hasattr(mesh, name) for name in ("shape", "process_ids", "dim_names")):
+        text += ("; from a mesh m of Paddle's: ProcessMesh(m.shape, m.process_ids, m.dim_names), or "
+                 "ProcessMesh(mesh=[[0, 1], [2, 3]], dim_names=[...]) as Paddle's is built")
+    return text
+
+
 def _entry_text(entry: MeshDims) -> str:
     return "(" + ",".join(map(str, entry)) + ")" if type(entry) is tuple else str(entry)
 
@@ -538,8 +550,7 @@ class DistTensorSpec:
             raise InvalidSpecError(f"DistTensorSpec.shape must be sizes >= 0 or -1 (a size unknown until run "
                                    f"time), got {shape!r}")
         if mesh is not None and not isinstance(mesh, ProcessMesh):
-            raise ArgumentTypeError(f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(mesh).__name__}",
-                                    kind="invalid-spec:mesh:type")
+            raise ArgumentTypeError(_foreign_mesh("DistTensorSpec.mesh", mesh), kind="invalid-spec:mesh:type")
         _set(self, "shape", shape)
         _set(self, "dims_mapping", dims_mapping)
         _set(self, "mesh", mesh)

@@ -326,3 +326,16 @@ def test_compat_mesh_checks_through_the_port_mesh() -> None:
         CompatMesh([0, -1])
     with pytest.raises(ValueError, match="must be an instance of list or np.ndarray"):
         CompatMesh((0, 1))  # Paddle refuses a tuple here
+
+
+def test_a_spec_on_paddles_own_mesh_says_how_to_build_the_ports() -> None:
+    """Both classes are called ProcessMesh: the refusal names the module of each and the port's
+    spelling of the same mesh, which then builds it."""
+    import paddle.distributed as dist
+
+    theirs = dist.ProcessMesh([[0, 1], [2, 3]], dim_names=["x", "y"])
+    with pytest.raises(InvalidSpecError, match=r"must be a paddle_spmd_port\.ProcessMesh or None, got paddle\..*"
+                                               r"ProcessMesh\(m\.shape, m\.process_ids, m\.dim_names\)"):
+        DistTensorSpec([8, 6], [0, -1], theirs)
+    ours = ProcessMesh(theirs.shape, theirs.process_ids, theirs.dim_names)
+    assert ours == ProcessMesh([[0, 1], [2, 3]], ["x", "y"]) and ours.dim_names == ("x", "y")
