@@ -19,6 +19,7 @@ import pytest
 
 from paddle_spmd_port.case import Case
 from paddle_spmd_port.grid import grid_for, sample
+from paddle_spmd_port.ops import rule_spec
 from paddle_spmd_port.oracle.report import Judge
 from paddle_spmd_port.oracle.simulator import SOUND
 from paddle_spmd_port.outcome import ErrorInfo, Outcome, port_outcome
@@ -660,3 +661,27 @@ def test_an_invalid_input_changed_in_the_baseline_is_re_run_and_not_unstable(sav
         assert "0 otherwise" not in case["reruns"]
     else:
         assert "0 otherwise than the sweep" in case["reruns"]
+
+
+@pytest.mark.native
+def test_a_format_1_copy_of_a_baseline_gives_the_same_diff_and_exit_code(saved: Path, tmp_path: Path) -> None:
+    # the doctored baseline (a regression and a fix) as format 1 wrote it: a case text names no attribute at
+    # its default (format 1 named those a case was built with; a case built without them reads the same)
+    path, _ = _doctored(saved, tmp_path, "wrong", "replicated")
+    rows = _rows(path)
+    defaults = {rule: dict(rule_spec(rule).attrs) for rule in {r["rule"] for r in rows[1:]}}
+    for row in rows[1:]:
+        row["case"]["attrs"] = [[k, v] for k, v in row["case"]["attrs"] if v != defaults[row["rule"]][k]]
+    old = tmp_path / "format1.gz"
+    old.write_bytes(_gz([{**rows[0], "format_version": 1}, *rows[1:]]))
+    assert sum(len(r["case"]["attrs"]) < len(defaults[r["rule"]]) for r in rows[1:]) > len(rows) // 4
+    seen = {}
+    for name, baseline_file in (("format 2", path), ("format 1", old)):
+        done = run_cli([*NATIVE_RUN, "--report-dir", str(tmp_path / name), "--baseline", str(baseline_file)],
+                       tmp_path, timeout=600)
+        data = json.loads((tmp_path / name / "baseline.json").read_text())
+        # (changes on invalid input are Paddle's noise, run to run: see the self-diff above)
+        classes = {k: n for k, n in data["counts"].items() if k not in (CHANGED_INVALID, CHANGED_UNSTABLE, UNSTABLE)}
+        seen[name] = (done.returncode, classes, data["unchanged"] + sum(data["counts"].values()), data["uncompared"])
+    assert seen["format 1"] == seen["format 2"] and seen["format 2"][0] == 1, seen
+    assert seen["format 2"][2] == rows[0]["rows"] and seen["format 2"][3] == {}
