@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from .errors import ArgumentTypeError
 from .ops import RuleSpec, rule_spec
 from .ops.registry import PADDLE_RULES, rule_function
 from .types import DistTensorSpec, ProcessMesh, SpmdResult, memo_table, mesh_dims_of
@@ -16,7 +17,15 @@ from .types import DistTensorSpec, ProcessMesh, SpmdResult, memo_table, mesh_dim
 @dataclass(frozen=True, init=False)
 class Case:
     """``rule`` is a rule key (see :mod:`paddle_spmd_port.ops`); ``inputs`` hold one spec (or None) per
-    tensor argument in signature order; ``attrs`` every attribute, in signature order."""
+    tensor argument in signature order; ``attrs`` every attribute, in signature order.
+
+    ``attrs`` may be given in any order and without some attributes: the case holds them all, in
+    signature order, each one not given at its signature default. So its JSON (every report's
+    record and repro line) names every attribute the rule was called with, and a case read back
+    needs none filled in. An unknown or repeated name raises ValueError. ``inputs`` may be any
+    sequence and ``attrs`` a dict; a mesh that is not a :class:`ProcessMesh`, an input neither a
+    :class:`DistTensorSpec` nor None, or an attribute not a (name, value) pair raises
+    :class:`~.errors.ArgumentTypeError` naming it."""
 
     rule: str
     mesh: ProcessMesh
@@ -24,25 +33,36 @@ class Case:
     attrs: tuple[tuple[str, Any], ...]
     case_id: str = ""
 
-    def __init__(self, rule: str, mesh: ProcessMesh, inputs: tuple[DistTensorSpec | None, ...],
-                 attrs: tuple[tuple[str, Any], ...], case_id: str = "") -> None:
+    def __init__(self, rule: str, mesh: ProcessMesh, inputs: Sequence[DistTensorSpec | None],
+                 attrs: Iterable[tuple[str, Any]] | Mapping[str, Any], case_id: str = "") -> None:
         # written out (a sweep builds hundreds of thousands): the rule's input count and attribute
-        # names are looked up once per rule
+        # signature are looked up once per rule, the full attrs once per attrs tuple
         shape = _RULE_SHAPES.get(rule)
         if shape is None:
             spec = rule_spec(rule)
-            shape = _RULE_SHAPES[rule] = (len(spec.inputs), frozenset(name for name, _ in spec.attrs))
+            shape = _RULE_SHAPES[rule] = (len(spec.inputs), tuple(spec.attrs))
+        if type(inputs) is not tuple:  # a list (or other sequence) of inputs is held as a tuple
+            inputs = _sequence(inputs, "Case.inputs", "a tuple of DistTensorSpec or None")
         if len(inputs) != shape[0]:
             spec = rule_spec(rule)
             raise ValueError(f"case for {rule} needs {len(spec.inputs)} inputs {spec.inputs}, got {len(inputs)}")
-        known = shape[1]
-        for name, _ in attrs:
-            if name not in known:
-                raise ValueError(f"{rule} has no attribute {name!r}; it takes {sorted(known) or 'none'}")
+        if type(mesh) is not ProcessMesh and not isinstance(mesh, ProcessMesh):
+            raise ArgumentTypeError(f"Case.mesh must be a ProcessMesh, got {type(mesh).__name__} {mesh!r:.40}",
+                                    kind="invalid-spec:Case.mesh:type")
+        for item in inputs:
+            if item is not None and type(item) is not DistTensorSpec:
+                _check_inputs(rule, inputs)
+        if type(attrs) is not tuple and isinstance(attrs, Mapping):  # {"epsilon": 1e-5} as (("epsilon", 1e-5),)
+            attrs = tuple(attrs.items())
+        hit = _FULL_ATTRS.get((rule, id(attrs)))
+        if hit is not None and hit[0] is attrs:
+            full = hit[1]
+        else:
+            full = _full_attrs(rule, attrs, shape[1])
         _set(self, "rule", rule)  # (field by field: the instances then share their dict's keys)
         _set(self, "mesh", mesh)
         _set(self, "inputs", inputs)
-        _set(self, "attrs", attrs)
+        _set(self, "attrs", full)
         _set(self, "case_id", case_id)
 
     @property
@@ -50,7 +70,7 @@ class Case:
         return rule_spec(self.rule)
 
     def attr_values(self) -> tuple[Any, ...]:
-        """All attributes in signature order, defaults filled in."""
+        """All attributes' values, in signature order."""
         return _attr_values(self)
 
     def named_inputs(self) -> dict[str, DistTensorSpec | None]:
@@ -125,8 +145,64 @@ def int_range_problem(case: Case) -> str | None:
 
 
 _set = object.__setattr__
-_RULE_SHAPES: dict[str, tuple[int, frozenset[str]]] = {}
-"""rule -> (its number of inputs, its attribute names)."""
+_RULE_SHAPES: dict[str, tuple[int, tuple[tuple[str, Any], ...]]] = {}
+"""rule -> (its number of inputs, its attributes with their defaults, in signature order)."""
+_FULL_ATTRS: dict[tuple[str, int], tuple[Any, tuple[tuple[str, Any], ...]]] = memo_table({})
+"""(rule, id(attrs as given)) -> (them, the full attrs): a grid's cases share a few attrs tuples."""
+
+
+def _check_inputs(rule: str, inputs: tuple[Any, ...]) -> None:
+    """Refuses an input that is neither a DistTensorSpec (a subclass too) nor None, naming it."""
+    for i, item in enumerate(inputs):
+        if item is not None and not isinstance(item, DistTensorSpec):
+            raise ArgumentTypeError(f"Case.inputs[{i}] ({rule_spec(rule).inputs[i]}) must be a DistTensorSpec or "
+                                    f"None, got {type(item).__name__} {item!r:.40}",
+                                    kind="invalid-spec:Case.inputs:type")
+
+
+def _sequence(value: Any, what: str, valid: str) -> tuple[Any, ...]:
+    """``value`` as a tuple when it is a sequence (not a str, bytes or mapping); else
+    :class:`ArgumentTypeError` naming ``what``."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ArgumentTypeError(f"{what} must be {valid}, got {type(value).__name__} {value!r:.40}",
+                                kind=f"invalid-spec:{what}:type")
+    return tuple(value)
+
+
+def _is_pair(kv: Any) -> bool:
+    """A (name, value) pair: a tuple or list of two whose first is a str."""
+    return isinstance(kv, (tuple, list)) and len(kv) == 2 and isinstance(kv[0], str)
+
+
+def _full_attrs(rule: str, attrs: Any, signature: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """``attrs`` (pairs of name and value) as every attribute of ``rule`` in signature order, each
+    one not given at its default; the very tuple when it is that already. Kept in :data:`_FULL_ATTRS`."""
+    items = _sequence(attrs, f"{rule}'s attrs", "(name, value) pairs or a dict")
+    for kv in items:
+        if not _is_pair(kv):
+            raise ArgumentTypeError(f"{rule}'s attrs must be (name, value) pairs (or a dict of them), got {kv!r:.60} "
+                                    f"in {attrs!r:.60}", kind="invalid-spec:Case.attrs:type")
+    pairs = tuple(tuple(kv) for kv in items)
+    given: dict[str, Any] = {}
+    for kv in pairs:
+        name = kv[0]
+        if name in given:
+            raise ValueError(f"{rule}'s attribute {name!r} is given twice")
+        given[name] = kv[1]
+    known = [name for name, _ in signature]
+    for name in given:
+        if name not in known:
+            raise ValueError(f"{rule} has no attribute {name!r}; it takes {sorted(known) or 'none'}")
+    if [name for name, _ in pairs] == known and type(attrs) is tuple and all(type(kv) is tuple for kv in attrs):
+        full = attrs  # complete and in order: kept, so equal cases share it
+    else:
+        full = tuple((name, given[name]) if name in given else (name, default) for name, default in signature)
+    if type(attrs) is tuple:
+        if len(_FULL_ATTRS) >= 20_000:
+            _FULL_ATTRS.clear()
+        _FULL_ATTRS[rule, id(attrs)] = (attrs, full)
+    return full
+
 
 T = TypeVar("T")
 

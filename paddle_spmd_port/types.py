@@ -270,13 +270,21 @@ def _nested(value: Any) -> bool:
     return _is_seq(first)
 
 
+def _names(value: Any) -> bool:
+    """True when ``value`` is a non-empty sequence of str (read without using it up: not an iterator):
+    dim names given where process ids go."""
+    if not _is_ordered(value) or isinstance(value, Iterator):
+        return False
+    return len(value) > 0 and all(isinstance(n, str) for n in value)
+
+
 def _unnest(grid: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The shape and the row-major ids of a mesh given as nested process ids; a ragged grid raises
     :class:`InvalidSpecError`."""
     shape: list[int] = []
     level: Any = grid
     while _is_seq(level):  # the shape, read down the first items
-        items = _items(level, "ProcessMesh mesh")
+        items = _items(level, "ProcessMesh.mesh")
         shape.append(len(items))
         if not items:
             break
@@ -284,39 +292,57 @@ def _unnest(grid: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     ids: list[Any] = []
 
     def walk(level: Any, depth: int) -> None:
-        items = _items(level, "ProcessMesh mesh") if _is_seq(level) else None
+        items = _items(level, "ProcessMesh.mesh") if _is_seq(level) else None
         if items is None or len(items) != shape[depth]:
-            raise InvalidSpecError(f"ProcessMesh: the nested process ids {grid!r:.80} do not form a full grid "
-                                   f"of shape {tuple(shape)}")
+            raise InvalidSpecError(f"ProcessMesh.mesh: the process ids {grid!r:.80} do not form a full grid "
+                                   f"of shape {tuple(shape)}", kind="invalid-spec:ProcessMesh.mesh")
         for item in items:
             if depth + 1 < len(shape):
                 walk(item, depth + 1)
             elif _is_seq(item):
-                raise InvalidSpecError(f"ProcessMesh: the nested process ids {grid!r:.80} do not form a full grid "
-                                       f"of shape {tuple(shape)}")
+                raise InvalidSpecError(f"ProcessMesh.mesh: the process ids {grid!r:.80} do not form a full grid "
+                                       f"of shape {tuple(shape)}", kind="invalid-spec:ProcessMesh.mesh")
             else:
                 ids.append(item)
 
     walk(grid, 0)
-    return tuple(shape), _int_tuple(ids, "process_ids")
+    if not ids:
+        raise InvalidSpecError(f"ProcessMesh.mesh must hold at least one process id, got {grid!r:.60}",
+                               kind="invalid-spec:ProcessMesh.mesh")
+    return tuple(shape), _int_tuple(ids, "ProcessMesh.mesh")
+
+
+def _foreign_mesh(what: str, mesh: Any) -> str:
+    """The message for ``mesh`` of another type where a :class:`ProcessMesh` belongs. Paddle's own
+    mesh is the likely one (both classes are called ProcessMesh): the message says how to build the
+    port's from it."""
+    kind = type(mesh)
+    text = f"{what} must be a paddle_spmd_port.ProcessMesh or None, got {kind.__module__}.{kind.__qualname__}"
+    if all(hasattr(mesh, name) for name in ("shape", "process_ids", "dim_names")):
+        text += ("; from a mesh m of Paddle's: ProcessMesh(m.shape, m.process_ids, m.dim_names), or "
+                 "ProcessMesh(mesh=[[0, 1], [2, 3]], dim_names=[...]) as Paddle's is built")
+    return text
 
 
 def _entry_text(entry: MeshDims) -> str:
     return "(" + ",".join(map(str, entry)) + ")" if type(entry) is tuple else str(entry)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ProcessMesh:
     """A logical device grid.
 
     ``ProcessMesh((2, 3))`` numbers processes 0..5 row-major and names the dims ``d0, d1`` like
     Paddle's ``dist.ProcessMesh`` does when no names are given.
 
-    Paddle's own spelling, the process ids nested as the grid (``ProcessMesh([[0, 1], [2, 3]],
-    dim_names=["x", "y"])``, lists, tuples or a numpy array of two or more dims), is taken too: a
-    first argument whose items are themselves sequences is that grid (its shape the nesting's, its
-    ids read row-major), and then no ``process_ids`` may be given. A flat sequence stays the shape:
-    Paddle's 1-D ``ProcessMesh([0, 1])`` is ``ProcessMesh((2,), (0, 1))`` here.
+    Paddle's own call forms are taken too: the process ids laid out as the grid, by keyword
+    (``ProcessMesh(mesh=[[0, 1], [2, 3]], dim_names=["x", "y"])``; ``mesh=[0, 1]`` is a 1-D mesh of ids
+    0 and 1), or first whose items are themselves sequences (``ProcessMesh([[0, 1], [2, 3]], ["x", "y"])``,
+    the names then positional as in Paddle); lists, tuples or numpy arrays, ids as ints or numpy ints.
+    The grid gives the shape and the ids (row-major), so no ``shape`` or ``process_ids`` goes with it. A
+    flat sequence given first stays the shape: Paddle's 1-D ``ProcessMesh([0, 1])`` is
+    ``ProcessMesh(mesh=[0, 1])`` or ``ProcessMesh((2,), (0, 1))`` here. Bad input raises
+    :class:`InvalidSpecError` (:class:`ArgumentTypeError` for a wrong type) naming the argument.
     """
 
     shape: tuple[int, ...]
@@ -330,19 +356,41 @@ class ProcessMesh:
     """Hash of shape and ids, worked out once (meshes key the interned attrs of every answer); only
     ints, so it is the same in every process and survives pickling."""
 
-    def __post_init__(self) -> None:
-        shape, ids = cast(Any, self.shape), cast(Any, self.process_ids)  # as given: lists too
-        if _nested(shape):  # Paddle's ProcessMesh([[0, 1], [2, 3]]): the ids laid out as the grid
-            if ids is not None:
-                raise InvalidSpecError("ProcessMesh: give the process ids nested as the grid (Paddle's form, "
+    def __init__(self, shape: Any = None, process_ids: Any = None, dim_names: Any = None, *,
+                 mesh: Any = None) -> None:
+        if mesh is not None or _nested(shape):  # the ids laid out as the grid
+            grid, by_keyword = (mesh, True) if mesh is not None else (shape, False)
+            if not _is_seq(grid):
+                raise ArgumentTypeError("ProcessMesh.mesh must be the process ids laid out as the grid (a list, tuple "
+                                        f"or numpy array, e.g. [[0, 1], [2, 3]]), got {type(grid).__name__} "
+                                        f"{grid!r:.60}", kind="invalid-spec:ProcessMesh.mesh:type")
+            if by_keyword and shape is not None:
+                raise InvalidSpecError("ProcessMesh: give mesh= (the process ids laid out as the grid) or a shape, "
+                                       f"not both; got mesh={mesh!r:.60} and shape={shape!r:.60}",
+                                       kind="invalid-spec:mesh:both")
+            if process_ids is not None and dim_names is None and not by_keyword and _names(process_ids):
+                process_ids, dim_names = None, process_ids  # Paddle's ProcessMesh(grid, dim_names) by position
+            if process_ids is not None:
+                raise InvalidSpecError("ProcessMesh: give the process ids laid out as the grid (Paddle's form, "
                                        f"e.g. [[0, 1], [2, 3]]) or a shape with process_ids, not both; got "
-                                       f"{self.shape!r:.60} and process_ids={ids!r:.60}")
-            shape, ids = _unnest(shape)
-            _set(self, "shape", shape)
-            _set(self, "process_ids", ids)
+                                       f"{grid!r:.60} and process_ids={process_ids!r:.60}",
+                                       kind="invalid-spec:mesh:both")
+            shape, process_ids = _unnest(grid)
+        elif process_ids is not None and _names(process_ids):
+            raise ArgumentTypeError(f"ProcessMesh.process_ids must hold ints, got the names {process_ids!r:.40}: a "
+                                    "flat sequence given first is the shape here; Paddle's ProcessMesh([0, 1], ['x']) "
+                                    "is ProcessMesh(mesh=[0, 1], dim_names=['x'])",
+                                    kind="invalid-spec:ProcessMesh.process_ids:type")
+        elif shape is None:
+            raise ArgumentTypeError("ProcessMesh needs a shape (e.g. (2, 3)) or mesh= (the process ids laid out as "
+                                    "the grid, e.g. [[0, 1], [2, 3]])", kind="invalid-spec:ProcessMesh.shape:type")
+        _set(self, "shape", shape)
+        _set(self, "process_ids", process_ids)
+        _set(self, "dim_names", dim_names)
         if type(shape) is list:  # ProcessMesh([2, 3]) as ProcessMesh((2, 3))
             shape = tuple(shape)
-        if self.dim_names is None and type(shape) is tuple and shape \
+        ids = process_ids
+        if dim_names is None and type(shape) is tuple and shape \
                 and all(type(size) is int for size in shape) and min(shape) >= 1:
             # the common ProcessMesh((2, 3)), or with its ids 0..n-1 spelt out: default ids and
             # names, worked out once per shape
@@ -358,18 +406,28 @@ class ProcessMesh:
                 _set(self, "dim_names", layout[1])
                 _set(self, "_hash", hash((shape, layout[0])))
                 return
+        self._check()
+
+    def _check(self) -> None:
+        """Checks and normalises the fields as given (off the common path of ``__init__``)."""
         shape = _int_tuple(self.shape, "ProcessMesh.shape")
         if not shape or any(s < 1 for s in shape):
-            raise InvalidSpecError(
-                f"ProcessMesh.shape must be a non-empty tuple of positive sizes, got {self.shape!r}; "
-                "e.g. (2,) or (2, 3)"
-            )
+            hint = "; e.g. (2,) or (2, 3)"
+            if shape and self.process_ids is None and min(shape) >= 0:  # Paddle's 1-D ProcessMesh([0, 1])?
+                hint += (" (a flat sequence given first is the shape here: the process ids of a 1-D mesh go "
+                         f"in mesh=, e.g. ProcessMesh(mesh={list(shape)}))")
+            raise InvalidSpecError(f"ProcessMesh.shape must be a non-empty tuple of positive sizes, got "
+                                   f"{self.shape!r:.60}{hint}", kind="invalid-spec:ProcessMesh.shape")
         size = math.prod(shape)
-        ids = tuple(range(size)) if self.process_ids is None else _int_tuple(self.process_ids, "process_ids")
+        ids = tuple(range(size)) if self.process_ids is None else \
+            _int_tuple(self.process_ids, "ProcessMesh.process_ids")
         if len(ids) != size or len(set(ids)) != size:
             raise InvalidSpecError(
-                f"ProcessMesh.process_ids must list {size} distinct ids for shape {shape}, got {ids!r}"
-            )
+                f"ProcessMesh.process_ids must list {size} distinct ids for shape {shape}, got {ids!r:.80}",
+                kind="invalid-spec:process_ids")
+        if min(ids) < 0:
+            raise InvalidSpecError(f"ProcessMesh.process_ids must be ids >= 0 (as Paddle's ProcessMesh requires), "
+                                   f"got {ids!r:.80}", kind="invalid-spec:process_ids")
         if self.dim_names is None:
             names = tuple(f"d{i}" for i in range(len(shape)))
         elif isinstance(self.dim_names, (str, bytes)) or not isinstance(self.dim_names, Iterable) or \
@@ -377,14 +435,14 @@ class ProcessMesh:
             raise ArgumentTypeError(f"ProcessMesh.dim_names must be a sequence of str, got {self.dim_names!r:.60}",
                                     kind="invalid-spec:dim_names:type")
         else:
-            names = tuple(self.dim_names)
+            names = tuple(n if type(n) is str else str(n) for n in self.dim_names)  # numpy's str_ as str
         if len(names) != len(shape) or len(set(names)) != len(names):
             raise InvalidSpecError(
-                f"ProcessMesh.dim_names must give {len(shape)} distinct names for shape {shape}, got {names!r}"
-            )
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "process_ids", ids)
-        object.__setattr__(self, "dim_names", names)
+                f"ProcessMesh.dim_names must give {len(shape)} distinct names for shape {shape}, got {names!r:.80}",
+                kind="invalid-spec:dim_names")
+        _set(self, "shape", shape)
+        _set(self, "process_ids", ids)
+        _set(self, "dim_names", names)
         _set(self, "_hash", hash((shape, ids)))
 
     def __hash__(self) -> int:
@@ -492,8 +550,7 @@ class DistTensorSpec:
             raise InvalidSpecError(f"DistTensorSpec.shape must be sizes >= 0 or -1 (a size unknown until run "
                                    f"time), got {shape!r}")
         if mesh is not None and not isinstance(mesh, ProcessMesh):
-            raise ArgumentTypeError(f"DistTensorSpec.mesh must be a ProcessMesh or None, got {type(mesh).__name__}",
-                                    kind="invalid-spec:mesh:type")
+            raise ArgumentTypeError(_foreign_mesh("DistTensorSpec.mesh", mesh), kind="invalid-spec:mesh:type")
         _set(self, "shape", shape)
         _set(self, "dims_mapping", dims_mapping)
         _set(self, "mesh", mesh)

@@ -254,3 +254,88 @@ def test_coshard_calls_answer_as_paddles_registry() -> None:
         inputs, outputs = get_spmd_rule("layer_norm").infer_forward(x, None, None, 1e-5, 2)
         want = [tuple(map(tuple, a.multi_dims_mapping)) for a in raw[1]]
         assert want == [tuple(mesh_dims_of(e) for e in a.dims_mapping) for a in outputs], multi
+
+
+# ---------------------------------------------------------------- ProcessMesh call forms, as Paddle's
+
+
+@pytest.mark.parametrize("build", [
+    pytest.param(lambda: ProcessMesh(mesh=[[0, 1], [2, 3]], dim_names=["x", "y"]), id="mesh-keyword"),
+    pytest.param(lambda: ProcessMesh([[0, 1], [2, 3]], ["x", "y"]), id="names-positional"),
+    pytest.param(lambda: ProcessMesh(mesh=((0, 1), (2, 3)), dim_names=("x", "y")), id="tuples"),
+    pytest.param(lambda: ProcessMesh(mesh=np.array([[0, 1], [2, 3]]), dim_names=np.array(["x", "y"])), id="numpy"),
+    pytest.param(lambda: ProcessMesh(mesh=[[np.int64(0), np.int32(1)], [np.int64(2), 3]], dim_names=["x", "y"]),
+                 id="numpy-ints"),
+    pytest.param(lambda: ProcessMesh(shape=[2, 2], process_ids=range(4), dim_names=["x", "y"]), id="shape-and-ids"),
+])
+def test_mesh_takes_paddles_call_forms(build: Any) -> None:
+    """Each form Paddle's ``dist.ProcessMesh`` takes (its tests write ``mesh=`` and positional names)
+    gives the same mesh, with exact ints and strs."""
+    mesh = build()
+    assert mesh == ProcessMesh((2, 2), dim_names=("x", "y"))
+    assert all(type(i) is int for i in mesh.process_ids) and all(type(n) is str for n in mesh.dim_names)
+
+
+def test_mesh_keyword_matches_paddles_mesh() -> None:
+    """``mesh=`` reads as Paddle's ``mesh``: a flat list is the ids of a 1-D mesh (not a shape)."""
+    import paddle.distributed as dist
+
+    for grid in ([2, 3], [[4, 5, 6], [0, 1, 2]], np.arange(8).reshape(2, 2, 2)):
+        theirs = dist.ProcessMesh(mesh=grid)
+        ours = ProcessMesh(mesh=grid)
+        assert (list(ours.shape), list(ours.process_ids), list(ours.dim_names)) == \
+            (theirs.shape, theirs.process_ids, theirs.dim_names)
+
+
+@pytest.mark.parametrize("kwargs, args, fragment", [
+    pytest.param({"mesh": 3}, (), r"ProcessMesh\.mesh must be the process ids", id="mesh-scalar"),
+    pytest.param({"mesh": np.int64(3)}, (), r"ProcessMesh\.mesh must be", id="mesh-numpy-scalar"),
+    pytest.param({"mesh": "01"}, (), r"ProcessMesh\.mesh must be", id="mesh-str"),
+    pytest.param({"mesh": []}, (), r"ProcessMesh\.mesh must hold at least one", id="mesh-empty"),
+    pytest.param({"mesh": [[0, 1], [2]]}, (), r"ProcessMesh\.mesh: .* full grid", id="mesh-ragged"),
+    pytest.param({"mesh": [0.0, 1.0]}, (), r"ProcessMesh\.mesh must hold ints", id="mesh-floats"),
+    pytest.param({"mesh": [0, 1], "shape": (2,)}, (), "mesh= .* or a shape, not both", id="mesh-and-shape"),
+    pytest.param({"mesh": [0, 1], "process_ids": [0, 1]}, (), "not both", id="mesh-and-ids"),
+    pytest.param({"mesh": [0, -1]}, (), r"ProcessMesh\.process_ids must be ids >= 0", id="negative-id"),
+    pytest.param({"mesh": [0, 0]}, (), r"ProcessMesh\.process_ids must list 2 distinct", id="duplicate-id"),
+    pytest.param({"mesh": [0, 1], "dim_names": "x"}, (), r"ProcessMesh\.dim_names must be a sequence of str",
+                 id="names-str"),
+    pytest.param({"mesh": [0, 1], "dim_names": ["x", "y"]}, (), r"ProcessMesh\.dim_names must give 1",
+                 id="names-count"),
+    pytest.param({}, (), "ProcessMesh needs a shape .* or mesh=", id="nothing"),
+    pytest.param({}, ([0, 1],), r"ProcessMesh\.shape .* positive sizes.*mesh=\[0, 1\]", id="flat-ids-as-shape"),
+    pytest.param({}, ([[0, 1], [2, 3]], [0, 1, 2, 3]), "not both", id="grid-and-ids-positional"),
+    pytest.param({}, ([0, 1], ["x"]), r"ProcessMesh\.process_ids must hold ints, got the names.*mesh=\[0, 1\]",
+                 id="flat-ids-names-positional"),
+])
+def test_bad_mesh_call_is_one_line_naming_the_argument(kwargs: dict[str, Any], args: tuple[Any, ...],
+                                                       fragment: str) -> None:
+    with pytest.raises(InvalidSpecError, match=fragment) as err:
+        ProcessMesh(*args, **kwargs)
+    assert "\n" not in str(err.value)
+
+
+def test_compat_mesh_checks_through_the_port_mesh() -> None:
+    """The compat ``ProcessMesh`` (Paddle's drop-in) takes its checks from the port's mesh: the same
+    refusals (negative ids, as Paddle's), and its port view is the mesh it checked."""
+    from paddle_spmd_port.compat import ProcessMesh as CompatMesh
+
+    mesh = CompatMesh(mesh=np.array([[0, 1], [2, 3]]), dim_names=["x", "y"])
+    assert mesh.to_port() == ProcessMesh([[0, 1], [2, 3]], ["x", "y"])
+    with pytest.raises(InvalidSpecError, match=r"ProcessMesh\.process_ids must be ids >= 0"):
+        CompatMesh([0, -1])
+    with pytest.raises(ValueError, match="must be an instance of list or np.ndarray"):
+        CompatMesh((0, 1))  # Paddle refuses a tuple here
+
+
+def test_a_spec_on_paddles_own_mesh_says_how_to_build_the_ports() -> None:
+    """Both classes are called ProcessMesh: the refusal names the module of each and the port's
+    spelling of the same mesh, which then builds it."""
+    import paddle.distributed as dist
+
+    theirs = dist.ProcessMesh([[0, 1], [2, 3]], dim_names=["x", "y"])
+    with pytest.raises(InvalidSpecError, match=r"must be a paddle_spmd_port\.ProcessMesh or None, got paddle\..*"
+                                               r"ProcessMesh\(m\.shape, m\.process_ids, m\.dim_names\)"):
+        DistTensorSpec([8, 6], [0, -1], theirs)
+    ours = ProcessMesh(theirs.shape, theirs.process_ids, theirs.dim_names)
+    assert ours == ProcessMesh([[0, 1], [2, 3]], ["x", "y"]) and ours.dim_names == ("x", "y")

@@ -19,6 +19,7 @@ import pytest
 
 from paddle_spmd_port.case import Case
 from paddle_spmd_port.grid import grid_for, sample
+from paddle_spmd_port.ops import rule_spec
 from paddle_spmd_port.oracle.report import Judge
 from paddle_spmd_port.oracle.simulator import SOUND
 from paddle_spmd_port.outcome import ErrorInfo, Outcome, port_outcome
@@ -421,7 +422,58 @@ def test_stored_not_run_or_a_missing_row_is_uncompared(tmp_path: Path) -> None:
     assert sum(diff.uncompared.values()) == 1 and sum(diff.missing().values()) == 1
 
 
-# --------------------------------------------------------------------------- bad input (no Paddle needed)
+# --------------------------------------------------------------------------- format 1
+FORMAT_1 = Path(__file__).parent / "data" / "baseline" / "format1.gz"
+"""A baseline written in format 1 by the code that wrote it (tests/data/baseline/README.md): its case
+texts name only the attributes each case was built with."""
+
+
+def _diff_outcome(path: Path, cases: list[tuple[str, int, Case]], outcomes: list[Outcome], out: Path) -> dict:
+    """What a diff of ``outcomes`` with the baseline at ``path`` reports: baseline.json (without the
+    baseline's file name), every line of the cases file, and what parity's exit status is decided on."""
+    diff = Diff(load(path, SELECTION))
+    for (rule, i, case), o in zip(cases, outcomes, strict=True):
+        diff.record(rule, "registry", i, case, o)
+    now = {case.case_id: o for (_, _, case), o in zip(cases, outcomes, strict=True)}
+    diff.recheck(lambda backend, asked: [now[c.case_id] for c in asked])  # (re-runs answer as the sweep did)
+    diff.judge()
+    write_diff(diff, out, {"version": "0.0.0", "commit": "new"}, SELECTION)
+    summary = json.loads((out / "baseline.json").read_text())
+    del summary["old"]["file"]
+    with gzip.open(out / CASES_FILE, "rt") as fh:
+        lines = fh.read().splitlines()
+    return {"summary": summary, "cases": lines, "regressed": diff.regressed, "incomplete": diff.incomplete}
+
+
+def test_a_format_1_baseline_gives_the_diff_a_format_2_baseline_of_the_same_build_gives(tmp_path: Path) -> None:
+    rows = _rows(FORMAT_1)
+    header, rows = rows[0], rows[1:]
+    assert header["format_version"] == 1 and header["rows"] == len(rows)
+    cases = [(r["rule"], int(r["i"]), Case.from_json(r["case"])) for r in rows]
+    # genuine format 1: many of its texts name fewer attributes than their cases hold (batch_norm's all of them)
+    short = [k for k, (r, (_, _, c)) in enumerate(zip(rows, cases, strict=True))
+             if len(r["case"]["attrs"]) < len(c.attrs)]
+    assert len(short) > 100 and {"batch_norm", "instance_norm", "group_norm"} <= {rows[k]["rule"] for k in short}
+    stored = [Outcome.from_json(r["native"]) for r in rows]
+    # the same build's outcomes saved in format 2
+    saver = Saver(tmp_path / "format2.gz")
+    for (rule, i, case), o in zip(cases, stored, strict=True):
+        saver.record(rule, "registry", i, case, o)
+    saver.finish(header["paddle"], header["selection"])
+    assert _rows(tmp_path / "format2.gz")[0]["format_version"] == FORMAT_VERSION == 2
+    # a later build: one answer of each rule whose texts were short turned into an error, one into a crash
+    now = list(stored)
+    for rule in ("batch_norm", "instance_norm", "group_norm"):
+        shorts = [k for k in short if rows[k]["rule"] == rule]
+        answered = next(k for k in shorts if stored[k].result is not None)
+        now[answered] = Outcome(error=ErrorInfo("ValueError", "planted"))
+        now[next(k for k in shorts if k != answered)] = Outcome(crash="signal 11 (SIGSEGV)")
+    old = _diff_outcome(FORMAT_1, cases, now, tmp_path / "d1")
+    new = _diff_outcome(tmp_path / "format2.gz", cases, now, tmp_path / "d2")
+    assert old == new
+    summary = new["summary"]
+    assert summary["uncompared"] == {} and not new["incomplete"] and new["regressed"] >= 1
+    assert summary["cases_total"] == 6 and summary["unchanged"] == len(rows) - 6
 def _gz(lines: list[object]) -> bytes:
     return gzip.compress("".join(json.dumps(x) + "\n" for x in lines).encode())
 
@@ -445,6 +497,11 @@ BAD_FILES: list[tuple[str, bytes | None, tuple[str, ...], str]] = [
      "--baseline"),
     ("rows missing (truncated at a line)", _gz([_header(THIS, 3)]), ("--baseline", "{tmp}/b.gz"), "--baseline"),
     ("another selection", _gz([_header("full")]), ("--baseline", "{tmp}/b.gz"), "--baseline"),
+    # a format this version does not know (a later one's rows may be keyed otherwise): refused, not guessed at
+    ("a format-3 baseline", _gz([{**_header(THIS), "format_version": 3}]), ("--baseline", "{tmp}/b.gz"),
+     "--baseline"),
+    ("a format_version not a number", _gz([{**_header(THIS), "format_version": "1"}]), ("--baseline", "{tmp}/b.gz"),
+     "--baseline"),
     ("a directory", None, ("--baseline", "{tmp}/r"), "--baseline"),
     ("save to a directory", None, ("--save-baseline", "{tmp}/adir"), "--save-baseline"),
     ("save over the baseline compared", _gz([_header(THIS)]), ("--baseline", "{tmp}/b.gz", "--save-baseline",
@@ -466,6 +523,8 @@ def test_bad_baseline_input_is_one_line_exit_2_nothing_written(tmp_path: Path, n
     line = assert_usage_error(BadInput((*PARITY, *extra), flag), tmp_path)
     if name == "another selection":
         assert "another selection (selection full)" in line and "this run:" in line
+    if name == "a format-3 baseline":
+        assert "of format 3" in line and "reads formats 1, 2" in line
 
 
 # --------------------------------------------------------------------------- real builds
@@ -602,3 +661,27 @@ def test_an_invalid_input_changed_in_the_baseline_is_re_run_and_not_unstable(sav
         assert "0 otherwise" not in case["reruns"]
     else:
         assert "0 otherwise than the sweep" in case["reruns"]
+
+
+@pytest.mark.native
+def test_a_format_1_copy_of_a_baseline_gives_the_same_diff_and_exit_code(saved: Path, tmp_path: Path) -> None:
+    # the doctored baseline (a regression and a fix) as format 1 wrote it: a case text names no attribute at
+    # its default (format 1 named those a case was built with; a case built without them reads the same)
+    path, _ = _doctored(saved, tmp_path, "wrong", "replicated")
+    rows = _rows(path)
+    defaults = {rule: dict(rule_spec(rule).attrs) for rule in {r["rule"] for r in rows[1:]}}
+    for row in rows[1:]:
+        row["case"]["attrs"] = [[k, v] for k, v in row["case"]["attrs"] if v != defaults[row["rule"]][k]]
+    old = tmp_path / "format1.gz"
+    old.write_bytes(_gz([{**rows[0], "format_version": 1}, *rows[1:]]))
+    assert sum(len(r["case"]["attrs"]) < len(defaults[r["rule"]]) for r in rows[1:]) > len(rows) // 4
+    seen = {}
+    for name, baseline_file in (("format 2", path), ("format 1", old)):
+        done = run_cli([*NATIVE_RUN, "--report-dir", str(tmp_path / name), "--baseline", str(baseline_file)],
+                       tmp_path, timeout=600)
+        data = json.loads((tmp_path / name / "baseline.json").read_text())
+        # (changes on invalid input are Paddle's noise, run to run: see the self-diff above)
+        classes = {k: n for k, n in data["counts"].items() if k not in (CHANGED_INVALID, CHANGED_UNSTABLE, UNSTABLE)}
+        seen[name] = (done.returncode, classes, data["unchanged"] + sum(data["counts"].values()), data["uncompared"])
+    assert seen["format 1"] == seen["format 2"] and seen["format 2"][0] == 1, seen
+    assert seen["format 2"][2] == rows[0]["rows"] and seen["format 2"][3] == {}

@@ -283,3 +283,48 @@ def test_a_positional_with_a_name_per_value_is_helped_and_refused_in_one_line(
                                   "(see --help)\n", err
     assert run_command("tool", lambda: body(["a", "b", "c"])) == EXIT_USAGE
     assert "unrecognized arguments: c" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("parse", "text", "fragment"), [
+    ("mesh_shape", "2_3", "is not a mesh"),          # int() reads 2_3 as 23
+    ("mesh_shape", "٢x3", "is not a mesh"),          # and other scripts' digits
+    ("mesh_list", "2,2_3", "is not a mesh"),
+    ("count", "1_0", "is not a whole number"),
+    ("whole_number", "1_0", "is not an integer"),
+    ("shard", "1/1_0", "is not K/M"),
+    ("rule_list", "layer_norn", "did you mean layer_norm?"),
+    ("rule_list", "Layer_Norm", "did you mean layer_norm?"),
+    ("rule_list", "all,layer_norm", "all stands alone"),
+])
+def test_a_typo_in_a_shared_flag_is_refused_not_read_as_another_value(parse: str, text: str, fragment: str) -> None:
+    from paddle_spmd_port.runctl import grammar
+
+    with pytest.raises(argparse.ArgumentTypeError, match=fragment):
+        getattr(grammar, parse)(text)
+
+
+def test_plainly_written_values_still_parse() -> None:
+    from paddle_spmd_port.runctl import grammar
+
+    assert grammar.mesh_shape(" 2X3 ") == (2, 3) and grammar.mesh_list("2, 2x3,2") == [(2,), (2, 3)]
+    assert grammar.count("+5") == 5 and grammar.whole_number("-7") == -7 and grammar.shard("2/4") == (2, 4)
+    assert grammar.rule_list(" layer_norm , batch_norm,layer_norm") == ["layer_norm", "batch_norm"]
+
+
+def test_a_value_argparse_takes_for_a_flag_says_how_to_write_it(tmp_path: Path) -> None:
+    """``--porder -inf`` (p_norm's infinity norm): argparse reads -inf as a flag and the value as
+    missing; the line says to write ``--porder=-inf``, which is read as the value."""
+    argv = ("infer", "p_norm", "--x-shape", "8,6", "--no-native", "--porder", "-inf")
+    line = assert_usage_error(BadInput(argv, "--porder"), tmp_path)
+    assert "--FLAG=VALUE" in line
+    args = build_parser("infer").parse_args(["p_norm", "--x-shape", "8,6", "--porder=-inf"])
+    assert args.porder == float("-inf")
+
+
+@pytest.mark.parametrize(("command", "flag"), [("oracle", "--max-bugs"), ("launch", "--crash-probes"),
+                                               ("parity", "--seed")])
+def test_an_integer_flag_of_one_command_reads_integers_as_written(command: str, flag: str) -> None:
+    base = [a.replace("{tmp}", "/nonexistent") for a in COMMANDS[command][1]]
+    assert getattr(build_parser(command).parse_args([*base, flag, "3"]), flag[2:].replace("-", "_")) == 3
+    with pytest.raises(SystemExit):
+        build_parser(command).parse_args([*base, flag, "1_0"])

@@ -67,6 +67,32 @@ def test_case_fills_unset_attributes_with_the_signature_defaults():
     assert case.attr_values() == (1e-5, 2)  # epsilon from the signature, begin_norm_axis as given
 
 
+def test_case_takes_lists_and_a_dict_of_attributes_as_the_tuples():
+    x = spec((4, 6), (0, -1))
+    case = Case("layer_norm", MESH_2x3, (x, None, None), (("epsilon", 1e-5), ("begin_norm_axis", 1)))
+    for inputs, attrs in [([x, None, None], [["begin_norm_axis", 1]]), ((x, None, None), {"begin_norm_axis": 1}),
+                          ((x, None, None), [("begin_norm_axis", 1), ("epsilon", 1e-5)])]:
+        other = Case("layer_norm", MESH_2x3, inputs, attrs)
+        assert other == case and hash(other) == hash(case) and type(other.inputs) is tuple
+
+
+@pytest.mark.parametrize("args, fragment", [
+    pytest.param(((2, 3), ("x", None, None), ()), r"Case\.mesh must be a ProcessMesh", id="mesh-as-shape"),
+    pytest.param((MESH_2x3, ((4, 6), None, None), ()), r"Case\.inputs\[0\] \(x\) must be a DistTensorSpec",
+                 id="input-as-shape"),
+    pytest.param((MESH_2x3, "x", ()), r"Case\.inputs must be", id="inputs-str"),
+    pytest.param((MESH_2x3, ("x", None, None), ("epsilon", 1e-5)), r"attrs must be \(name, value\) pairs",
+                 id="attrs-one-pair-unwrapped"),
+])
+def test_case_names_an_argument_of_the_wrong_type(args, fragment):
+    from paddle_spmd_port import ArgumentTypeError
+
+    mesh, inputs, attrs = args
+    inputs = tuple(spec((4, 6), (0, -1)) if item == "x" else item for item in inputs) if inputs != "x" else inputs
+    with pytest.raises(ArgumentTypeError, match=fragment):
+        Case("layer_norm", mesh, inputs, attrs)
+
+
 def test_case_rejects_unknown_attribute():
     with pytest.raises(ValueError, match="has no attribute 'data_format'"):
         Case("layer_norm", MESH_2x3, (spec((4, 6), (0, -1)), None, None), (("data_format", "NCHW"),))

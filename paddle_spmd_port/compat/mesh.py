@@ -109,21 +109,6 @@ class CoreProcessMesh:
         return f"{type(self).__name__}(shape={self.shape}, process_ids={self.process_ids}, dim_names={self.dim_names})"
 
 
-def _nested_shape(mesh: Any) -> tuple[list[int], list[int]]:
-    """(shape, row-major ids) of a rectangular nested list or a numpy array."""
-    if hasattr(mesh, "shape") and hasattr(mesh, "tolist") and hasattr(mesh, "flatten"):
-        return _ints(mesh.shape, "mesh shape"), mesh.flatten().tolist()
-    if not isinstance(mesh, list):
-        return [], [mesh]
-    if not mesh:
-        raise ValueError("The mesh must not be empty.")
-    parts = [_nested_shape(item) for item in mesh]
-    inner = parts[0][0]
-    if any(shape != inner for shape, _ in parts):
-        raise ValueError(f"The mesh must be rectangular, got {mesh!r}.")
-    return [len(mesh), *inner], [pid for _, ids in parts for pid in ids]
-
-
 class ProcessMesh(CoreProcessMesh):
     """Drop-in for ``auto.ProcessMesh`` / ``dist.ProcessMesh`` as SPMD rule tests use it:
     ``ProcessMesh([[0, 1, 2], [3, 4, 5]])``, ``ProcessMesh(mesh=..., dim_names=["x", "y"])`` or
@@ -133,26 +118,20 @@ class ProcessMesh(CoreProcessMesh):
 
     def __init__(self, mesh: Any = None, dim_names: list[str] | None = None,
                  shape: Sequence[int] | None = None, process_ids: Sequence[int] | None = None) -> None:
+        # Paddle's own refusals of the container types; every value check is the port mesh's
+        # (InvalidSpecError, a ValueError, naming the argument)
+        if dim_names is not None and not isinstance(dim_names, list):
+            raise ValueError("The dim_names must be an instance of list.")
         if mesh is None:
             if shape is None or process_ids is None:
                 raise ValueError("ProcessMesh needs a mesh, or both shape and process_ids.")
-            shape_, ids = _ints(shape, "shape"), list(process_ids)
+            port = PortMesh(shape, list(process_ids), dim_names)
         elif isinstance(mesh, list) or hasattr(mesh, "tolist"):
-            shape_, ids = _nested_shape(mesh)
+            port = PortMesh(mesh=mesh, dim_names=dim_names)
         else:
             raise ValueError("The mesh must be an instance of list or np.ndarray.")
-        if any(isinstance(p, bool) or not isinstance(p, int) for p in ids):
-            raise ValueError(f"All elements of the mesh must be integer, got {ids}.")
-        if ids and min(ids) < 0:
-            raise ValueError("All elements of the mesh must be >= 0.")
-        if len(set(ids)) != len(ids) or math.prod(shape_) != len(ids):
-            raise ValueError(f"All elements of the mesh must be unique and fill shape {shape_}, got {ids}.")
-        if dim_names is not None and not isinstance(dim_names, list):
-            raise ValueError("The dim_names must be an instance of list.")
-        names = [f"d{i}" for i in range(len(shape_))] if dim_names is None else list(dim_names)
-        if len(names) != len(shape_) or len(set(names)) != len(names):
-            raise ValueError(f"dim_names {names} must be {len(shape_)} distinct names for a mesh of shape {shape_}.")
-        super().__init__(shape_, ids, names)
+        super().__init__(port.shape, port.process_ids or (), port.dim_names or ())
+        self._port = port
 
     @property
     def mesh(self) -> Any:

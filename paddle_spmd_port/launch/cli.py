@@ -77,6 +77,7 @@ from ..runctl.grammar import (
     positive,
     rule_keys,
     seconds,
+    whole_number,
 )
 from ..runctl.paths import add_replace_report_argument, check_output_dir, check_output_file, refuse_other_selection
 from ..runctl.signals import Interrupted, add_detail, stopped_by
@@ -171,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "--rules, --cases, --mesh) is refused unless --replace-report")
     add_replace_report_argument(p)
     p.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help="relative tolerance (default 1e-5)")
-    p.add_argument("--crash-probes", type=int, default=1,
+    p.add_argument("--crash-probes", type=whole_number, default=1,
                    help="per kind of predicted crash, how many cases to run alone to confirm it (default 1)")
     p.add_argument("--devices", default=None, help="GPU ids for --device gpu, comma-separated (default 0..nproc-1)")
     p.add_argument("--nnodes", default=None, help="passed to paddle.distributed.launch (N or MIN:MAX)")

@@ -63,6 +63,7 @@ from ..runctl.grammar import (
     path_text,
     rule_keys,
     seconds,
+    whole_number,
     workers,
 )
 from ..runctl.paths import add_replace_report_argument, check_output_dir, refuse_other_selection
@@ -143,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=seconds, default=60.0,
                    help=f"seconds a silent native worker is given before it is killed, for the native profile "
                         f"(> 0, at most {MAX_SECONDS:.0f}; default 60)")
-    p.add_argument("--max-bugs", type=int, default=40, help="distinct bugs to print in full (default 40)")
+    p.add_argument("--max-bugs", type=whole_number, default=40, help="distinct bugs to print in full (default 40)")
     p.add_argument("--quiet", action="store_true", help="print only the tables (no opening line, no progress)")
     p.add_argument("--search", action="store_true",
                    help="the missing-sharding search instead of the verdicts: per case, every answer that keeps or "

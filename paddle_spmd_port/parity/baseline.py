@@ -6,7 +6,9 @@ as the run's report gives them, and the run's ``selection``, the dict parity.jso
 default ``policy`` whatever the run's),
 then one row per outcome (``rule``, ``backend``, ``i`` = the case's position among the rule's
 selected cases, ``id``, ``case``, ``native``). The file is written whole or not at all (an
-interrupted run writes none).
+interrupted run writes none). It is written in format 2 (a row's ``case`` names every attribute of its
+rule); formats 1 (``case`` naming the attributes the case was built with) and 2 are read, with the
+same diff (:data:`FORMATS_READ`).
 
 ``parity --baseline FILE`` runs the same selection (a baseline of another one is refused, exit 2;
 the port's ``--policy`` is no part of it there: a baseline holds native outcomes only, so one saved
@@ -98,7 +100,14 @@ from ..validity import input_problem
 from .repro import named_policy, one_line_repro
 
 FORMAT = "paddle_spmd_port native baseline"
-FORMAT_VERSION = 1
+#: The format written: a row's case text names every attribute of its rule (Case holds them all), the
+#: text whose CRC the diff compares with the run's case's.
+FORMAT_VERSION = 2
+#: The formats read. A format-1 row's case text names only the attributes its case was built with: its
+#: case is read back (which fills in the others at their defaults) and written again for its CRC, so
+#: it keys its row as format 2 does. A baseline records a build its user may no longer have: it
+#: cannot always be saved again.
+FORMATS_READ = (1, 2)
 DIFF_FORMAT = "paddle_spmd_port baseline diff"
 DIFF_FORMAT_VERSION = 2
 """baseline.json's format: 2 = a summary naming ``baseline-cases.jsonl.gz`` (1, unnamed: every case inline)."""
@@ -289,7 +298,8 @@ class Stored:
 def load(path: Path, selection: dict[str, Any], arg: str = "--baseline") -> Stored:
     """Read and check a baseline before any work: one :class:`UsageError` naming ``arg`` for a missing
     file, a file that is not a gzip stream or is corrupt, one that is not a baseline, and a baseline of
-    another selection (by name). Its rows go to disk as they are read (:class:`Stored`)."""
+    another selection (by name), or of a format not in :data:`FORMATS_READ`. Its rows go to disk as
+    they are read (:class:`Stored`), a format-1 row keyed as format 2 keys it."""
     if not path.exists():
         raise UsageError(arg, f"{path} does not exist", "give a file written by parity --save-baseline")
     if not path.is_file():
@@ -298,6 +308,7 @@ def load(path: Path, selection: dict[str, Any], arg: str = "--baseline") -> Stor
     db.execute("CREATE TABLE rows (rule TEXT, backend TEXT, i INTEGER, id TEXT, crc INTEGER, native TEXT, "
                "seen INTEGER DEFAULT 0, PRIMARY KEY (rule, backend, i)) WITHOUT ROWID")
     header: dict[str, Any] | None = None
+    refill = False  # a format-1 baseline: each row's case text is read back as a Case and written again
     number = 0
     batch: list[tuple[str, str, int, str, int, str]] = []
     insert = "INSERT OR REPLACE INTO rows (rule, backend, i, id, crc, native) VALUES (?, ?, ?, ?, ?, ?)"
@@ -310,13 +321,16 @@ def load(path: Path, selection: dict[str, Any], arg: str = "--baseline") -> Stor
                     if not isinstance(data, dict) or data.get("format") != FORMAT:
                         raise UsageError(arg, f"{path} is not a baseline (its first line is not a "
                                          f"{FORMAT!r} header)", "give a file written by parity --save-baseline")
-                    if data.get("format_version") != FORMAT_VERSION:
-                        raise UsageError(arg, f"{path} is a baseline of format {data.get('format_version')!r}",
-                                         f"this version reads format {FORMAT_VERSION}: save the baseline again")
+                    version = data.get("format_version")
+                    if type(version) is not int or version not in FORMATS_READ:
+                        raise UsageError(arg, f"{path} is a baseline of format {version!r}", "this version reads "
+                                         f"formats {', '.join(map(str, FORMATS_READ))}: save the baseline again")
                     header = data
+                    refill = version == 1
                     continue
                 native, case = data["native"], data["case"]
-                case_text = json.dumps(case, separators=(",", ":"))
+                # (format 2's text is already the full case's; a format-1 text is completed through Case)
+                case_text = Case.from_json(case).json_text() if refill else json.dumps(case, separators=(",", ":"))
                 batch.append((str(data["rule"]), str(data["backend"]), int(data["i"]), str(data["id"]),
                               zlib.crc32(case_text.encode()), str(_dumps(native))))
                 if len(batch) >= _BATCH:
@@ -788,5 +802,6 @@ class Diff:
 
 
 __all__ = ["CASES_FILE", "CHANGED_INVALID", "CHANGED_UNSTABLE", "CLASSES", "DIFF_FORMAT", "EXAMPLES_PER_CLASS",
-           "FORMAT", "MARKDOWN_PER_CLASS", "RERUNS", "Diff", "Saver", "Stored", "build_text", "cell_diffs", "load",
-           "outcome_text", "outcome_texts", "reason_key", "same_outcome", "triage", "unvalidated"]
+           "FORMAT", "FORMATS_READ", "FORMAT_VERSION", "MARKDOWN_PER_CLASS", "RERUNS", "Diff", "Saver", "Stored",
+           "build_text", "cell_diffs", "load", "outcome_text", "outcome_texts", "reason_key", "same_outcome", "triage",
+           "unvalidated"]

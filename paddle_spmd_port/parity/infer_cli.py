@@ -17,8 +17,9 @@ per axis (``0,-1``); a co-sharded axis, split along several mesh dims in order, 
 ``--profile`` picks the rule profile the port answers with (native Paddle is always Paddle's own
 rule); ``--policy`` its strictness, as in ``parity`` (a mirror run's repro lines name it).
 
-``--case-json`` takes one JSON object: a case (``{"rule", "mesh", "inputs", "attrs"}``, a co-shard
-as a nested list), or a per-case record of a report (a line of ``parity-cases.jsonl.gz``, whose
+``--case-json`` takes one JSON object: a case as reports write it (``{"rule", "mesh", "inputs", "attrs"}``,
+``"id"`` optional; every attribute once; a co-shard as a nested list; any other, missing or repeated
+key or attribute is refused by name), or a per-case record of a report (a line of ``parity-cases.jsonl.gz``, whose
 ``backend`` then picks the route unless ``--backend`` is given, and whose ``policy``, present when
 not strict, the policy unless ``--policy`` is given). ``--case-json @FILE`` reads it
 from FILE (gzip or plain; ``@-``: stdin); FILE must hold exactly one record (a jsonl with more
@@ -64,6 +65,7 @@ from ..runctl.grammar import (
     ArgumentParser,
     add_policy_argument,
     add_profile_argument,
+    integer,
     mesh_shape,
     policy_of,
     seconds,
@@ -95,8 +97,14 @@ INT64_MAX = 2**63 - 1
 
 
 def _ints(text: str, arg: str, example: str = "0,-1") -> tuple[int, ...]:
+    """Comma-separated integers (:func:`~..runctl.grammar.integer`); an empty text is none, an empty
+    item among others (``8,,6``: a number left out) is refused."""
+    items = text.split(",") if text.strip() else []
+    if any(not item.strip() for item in items):
+        raise UsageError(arg, f"{text!r} has an empty item (a number left out?)",
+                         f"give comma-separated integers like {example}")
     try:
-        values = tuple(int(v) for v in text.split(",") if v.strip() != "")
+        values = tuple(integer(v) for v in items)
     except ValueError:
         raise UsageError(arg, f"{text!r} is not a list of integers", f"give comma-separated integers like {example}"
                          ) from None
@@ -115,7 +123,7 @@ def _int64(arg: str) -> Any:
     """An argparse ``type``: an integer Paddle can hold (int64)."""
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            value = integer(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if not -INT64_MAX - 1 <= value <= INT64_MAX:
@@ -127,7 +135,7 @@ def _int64(arg: str) -> Any:
 
 MAPPING_VALID = ("give a mesh dim or -1 per axis, comma-separated, e.g. 0,-1; a co-sharded axis as (0,1) or [0,1], "
                  "e.g. '(0,1),-1,-1' (the whole list may be in [...], as reports print it)")
-_ENTRY = re.compile(r"\s*(?:(?P<open>[\[(])(?P<members>[^\[\]()]*)(?P<close>[\])])|(?P<int>[+-]?\d+))\s*")
+_ENTRY = re.compile(r"\s*(?:(?P<open>[\[(])(?P<members>[^\[\]()]*)(?P<close>[\])])|(?P<int>[+-]?[0-9]+))\s*")
 
 
 def _outer_brackets(text: str) -> bool:
@@ -162,7 +170,7 @@ def _mapping(text: str, arg: str) -> DimsMapping:
             out.append(int(m["int"]))
         else:
             members = [v.strip() for v in m["members"].split(",")]
-            if not all(re.fullmatch(r"[+-]?\d+", v) for v in members):
+            if not all(re.fullmatch(r"[+-]?[0-9]+", v) for v in members):
                 raise bad
             out.append(entry_of(_ints(m["members"], arg)))
         pos = m.end()
@@ -172,6 +180,18 @@ def _mapping(text: str, arg: str) -> DimsMapping:
             raise bad
         pos += 1
     return tuple(out)
+
+
+def _float(text: str) -> float:
+    """A float attribute: what ``float`` reads (``inf``, ``-inf`` and ``nan`` included: p_norm's porder
+    takes infinities), but not ``1_0`` or other scripts' digits, which ``float`` reads as numbers too."""
+    try:
+        if "_" in text or not text.isascii():
+            raise ValueError(text)
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give a number like 1e-5 (or inf, -inf)"
+                                         ) from None
 
 
 def _bool(text: str) -> bool:
@@ -250,7 +270,7 @@ def build_parser(rule: str | None = None) -> argparse.ArgumentParser:
     for name, kind in ATTR_TYPES.items():
         flag = f"--{_flag(name)}"
         convert: Callable[[str], Any] = (_bool if kind is bool else _int64(flag) if kind is int
-                                          else float if kind is float else str)
+                                          else _float if kind is float else str)
         metavar = {bool: "true|false", int: "N", float: "X"}.get(kind, "TEXT")
         default = f"default: {defaults[name]!r}, the rule's" if name in defaults else "default: the rule's"
         ap.add_argument(flag, dest=name, type=convert, metavar=metavar,
@@ -376,12 +396,40 @@ def _mapping_list(value: Any, where: str) -> None:
     _int_list([m for v in value for m in (v if isinstance(v, list) else [v])], where)
 
 
+#: the keys of a case's JSON object (``Case.to_json``), of its mesh's and of each input's; no other key
+#: is read, so any other is refused (a misspelt key would otherwise be dropped unread)
+CASE_KEYS = ("rule", "mesh", "inputs", "attrs", "id")
+MESH_KEYS = ("shape", "process_ids", "dim_names")
+INPUT_KEYS = ("shape", "dims_mapping", "partial_dims", "mesh")
+
+
+def _check_keys(data: dict[str, Any], keys: tuple[str, ...], where: str, required: tuple[str, ...]) -> None:
+    """Refuses a key of ``data`` not among ``keys`` and a missing one of ``required``, naming it."""
+    unknown = [k for k in data if k not in keys]
+    if unknown:
+        raise _json_error(f"{where} has the unknown key {json.dumps(unknown[0])}",
+                          f"{where} has the keys {', '.join(keys)}")
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise _json_error(f"{where} has no {', '.join(repr(k) for k in missing)}",
+                          f"{where} has the keys {', '.join(keys)}")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; a key given twice is refused (json.loads would keep the
+    last one silently)."""
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _json_error(f"the key {json.dumps(key)} is given twice in one object", "give each key once")
+        data[key] = value
+    return data
+
+
 def _check_mesh_json(mesh: Any, where: str) -> None:
     if not isinstance(mesh, dict):
         raise _json_error(f"{where} is {json.dumps(mesh)}, not an object with shape, process_ids, dim_names")
-    for key in ("shape", "process_ids", "dim_names"):
-        if key not in mesh:
-            raise _json_error(f"{where} has no {key!r}", "a mesh has shape, process_ids and dim_names")
+    _check_keys(mesh, MESH_KEYS, where, MESH_KEYS)
     _int_list(mesh["shape"], f"{where}.shape")
     _int_list(mesh["process_ids"], f"{where}.process_ids")
     if not isinstance(mesh["dim_names"], list) or not all(isinstance(n, str) for n in mesh["dim_names"]):
@@ -441,7 +489,7 @@ def record_from_json(arg: str) -> tuple[Case, dict[str, Any]]:
     per-case record, the record (else an empty dict); anything else is a usage error."""
     text = _record_text(arg)
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys)
     except ValueError as exc:
         raise _json_error(f"not JSON ({getattr(exc, 'msg', exc)}, at character {getattr(exc, 'pos', '?')})"
                           ) from None
@@ -453,7 +501,11 @@ def record_from_json(arg: str) -> tuple[Case, dict[str, Any]]:
         if record.get("policy") not in (None, *POLICIES):
             raise _json_error(f"the record's policy is {json.dumps(record.get('policy'))}",
                               f"a policy is one of {', '.join(POLICIES)}")
-        return _case_of(record["case"]), record
+        case = _case_of(record["case"])
+        if record["rule"] != case.rule:  # (a record is one case's: its rule is the case's)
+            raise _json_error(f"the record's rule is {json.dumps(record['rule'])} but its case's is "
+                              f"{json.dumps(case.rule)}", "give a record as a report wrote it, or its case alone")
+        return case, record
     return _case_of(data), {}
 
 
@@ -466,9 +518,7 @@ def case_from_json(text: str) -> Case:
 def _case_of(data: Any) -> Case:
     if not isinstance(data, dict):
         raise _json_error(f"a JSON {type(data).__name__}, not an object")
-    missing = [k for k in ("rule", "mesh", "inputs", "attrs") if k not in data]
-    if missing:
-        raise _json_error(f"no {', '.join(repr(k) for k in missing)}", "a case has rule, mesh, inputs and attrs")
+    _check_keys(data, CASE_KEYS, "the case", CASE_KEYS[:4])
     rule = data["rule"]
     if not isinstance(rule, str) or rule not in RULES:
         raise _json_error(f"unknown rule {json.dumps(rule)}", f"choose from {', '.join(RULES)}")
@@ -484,9 +534,7 @@ def _case_of(data: Any) -> Case:
         where = f"inputs[{spec.inputs.index(name)}] ({name})"
         if not isinstance(item, dict):
             raise _json_error(f"{where} is {json.dumps(item)[:80]}, not an object or null")
-        for key in ("shape", "dims_mapping", "partial_dims", "mesh"):
-            if key not in item:
-                raise _json_error(f"{where} has no {key!r}", "an input has shape, dims_mapping, partial_dims, mesh")
+        _check_keys(item, INPUT_KEYS, where, INPUT_KEYS)
         for key in ("shape", "partial_dims"):
             _int_list(item[key], f"{where}.{key}")
         if any(size < 0 for size in item["shape"]):  # as --NAME-shape: a case's sizes are real ones
@@ -499,11 +547,21 @@ def _case_of(data: Any) -> Case:
     defaults = dict(spec.attrs)
     if not isinstance(attrs, list) or not all(isinstance(kv, list) and len(kv) == 2 for kv in attrs):
         raise _json_error(f"attrs is {json.dumps(attrs)[:80]}", "give a list of [name, value] pairs")
+    seen: set[Any] = set()
     for name, value in attrs:
-        if name not in defaults:
+        if not isinstance(name, str) or name not in defaults:
             raise _json_error(f"{rule} has no attribute {json.dumps(name)}",
                               f"its attributes: {', '.join(defaults) or 'none'}")
+        if name in seen:
+            raise _json_error(f"attribute {name} is given twice", "give each attribute once")
+        seen.add(name)
         _check_attr_type(rule, name, value, defaults[name])
+    # every attribute, as every case's JSON carries them (Case holds them all): one left out is
+    # refused rather than taken at a default the writer may not have meant
+    missing = [name for name in defaults if name not in seen]
+    if missing:
+        raise _json_error(f"attrs has no {', '.join(missing)} (of {rule})",
+                          f"give every attribute of {rule}: {', '.join(defaults)}")
     if not isinstance(data.get("id", ""), str):
         raise _json_error(f"id is {json.dumps(data['id'])}, not a string")
     try:

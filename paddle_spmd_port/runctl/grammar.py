@@ -8,6 +8,7 @@ flags (:func:`add_rules_argument`, :func:`add_profile_argument`, :func:`add_sele
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -58,6 +59,8 @@ class ArgumentParser(argparse.ArgumentParser):
                           help="print this package's version and the installed Paddle's, then exit")
 
     def error(self, message: str) -> NoReturn:
+        if message.endswith(": expected one argument"):  # argparse takes a value like -inf for a flag
+            message += " (a value starting with '-', like -inf, is written --FLAG=VALUE)"
         self.exit(EXIT_USAGE, f"{prefix(self.prog)}: error: {message} (see --help)\n")
 
     # A positional's tuple metavar (``nargs=2, metavar=("A", "B")``, a name per value) is valid
@@ -137,6 +140,18 @@ class _VersionAction(argparse.Action):
         parser.exit(EXIT_OK)
 
 
+_INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
+def integer(text: str) -> int:
+    """``text`` as an integer written plainly (ASCII digits, an optional sign, spaces around); else
+    ValueError. Python's ``int`` also reads ``1_0`` as 10 and other scripts' digits: on a command
+    line ``2_3`` is a typo (for ``2x3`` or ``2,3``), not the number 23."""
+    if not _INTEGER.fullmatch(text):
+        raise ValueError(f"{text!r} is not an integer")
+    return int(text)
+
+
 def rule_keys() -> tuple[str, ...]:
     """Every rule key, in the signature table's order (what ``--rules`` accepts, besides ``all``). Imported
     when first asked for, so that the dispatcher and ``--version`` do not load the rules."""
@@ -160,9 +175,13 @@ def rule_list(text: str) -> list[str]:
     names = [r.strip() for r in text.split(",") if r.strip()]
     if names == ["all"]:
         return list(keys)
+    if "all" in names:
+        raise argparse.ArgumentTypeError(f"{text!r}: all stands alone (it is every rule); give all, or rule keys")
     unknown = [r for r in names if r not in keys]
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown rule(s) {', '.join(unknown)}; {valid}")
+        like = [hit for r in unknown for hit in difflib.get_close_matches(r.lower(), keys, n=1, cutoff=0.75)]
+        hint = f" (did you mean {', '.join(dict.fromkeys(like))}?)" if like else ""
+        raise argparse.ArgumentTypeError(f"unknown rule(s) {', '.join(unknown)}{hint}; {valid}")
     if not names:
         raise argparse.ArgumentTypeError(f"{text!r} names no rule; {valid}")
     return list(dict.fromkeys(names))
@@ -174,7 +193,7 @@ def mesh_shape(text: str) -> tuple[int, ...]:
     if "," in text:
         raise argparse.ArgumentTypeError(f"{text!r} is not a mesh; {valid} ({text.replace(',', 'x')!r}?)")
     try:
-        shape = tuple(int(v) for v in text.lower().split("x"))
+        shape = tuple(integer(v) for v in text.lower().split("x"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a mesh; {valid}") from None
     if min(shape) < 1:
@@ -202,10 +221,19 @@ def mesh_list(text: str) -> list[tuple[int, ...]]:
     return list(dict.fromkeys(meshes))
 
 
+def whole_number(text: str) -> int:
+    """Any integer, written plainly (:func:`integer`): ``--seed``, and the counts whose commands
+    check the range themselves. An argparse ``type``."""
+    try:
+        return integer(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; give a whole number like 7") from None
+
+
 def count(text: str) -> int:
     """A whole number >= 1 (``--max-cases``, ``--sample``, ``--workers``, ...). An argparse ``type``."""
     try:
-        value = int(text)
+        value = integer(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give an integer >= 1") from None
     if value < 1:
@@ -288,7 +316,7 @@ def shard(text: str) -> tuple[int, int]:
     valid = "give K/M with whole numbers 1 <= K <= M, like 2/4"
     k, sep, m = text.partition("/")
     try:
-        part, parts = int(k), int(m)
+        part, parts = integer(k), integer(m)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not K/M; {valid}") from None
     if not sep or not 1 <= part <= parts:
@@ -347,5 +375,5 @@ def add_selection_arguments(parser: argparse.ArgumentParser, seed_help: str = ""
     parser.add_argument("--sample", type=count, default=None, metavar="N",
                         help="a seeded random sample of N cases per rule (grid order kept, corner cases always "
                              "included; see --seed); with --max-cases, the first N of the sample")
-    parser.add_argument("--seed", type=int, default=0, metavar="S",
+    parser.add_argument("--seed", type=whole_number, default=0, metavar="S",
                         help=seed_help or "seed for --sample (default 0)")
