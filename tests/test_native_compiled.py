@@ -129,3 +129,17 @@ def test_request_line_round_trip_of_a_reply():
     assert str(outcome.result) == "in: [0,-1] P{1} [-1] @- | out: [0]"
     assert outcome.result.inputs[0].mesh.dim_names == ("d0", "d1")
     assert compiled.outcome_of("R 1 A - 1 -1 1 0 3 0").status == "error"  # a MAX partial is not a DistAttr
+
+
+@needs_cxx
+def test_the_caller_builds_in_a_process_started_without_path(monkeypatch, tmp_path):
+    """A pasted repro line run by ``env -i`` (no PATH): the compiler is found through Python's default
+    path, and the link it runs must be found too (native/compiled.py's _build_env); without it the
+    build failed and every case of the compiled route was not run."""
+    cxx = shutil.which(os.environ.get("CXX") or "g++")
+    assert cxx
+    monkeypatch.delenv("PATH")
+    monkeypatch.setenv("CXX", cxx)  # (found by its path, as Python's default path finds /bin/g++ then)
+    monkeypatch.setenv("PADDLE_SPMD_PORT_CACHE", str(tmp_path))  # (a build of its own, not the cached one)
+    outcomes = list(compiled.CompiledBackend().run_many([curated("ln-b2-2d")]))
+    assert [o.status for o in outcomes] == ["result"], outcomes[0]

@@ -306,7 +306,7 @@ def compile_caller(generated: dict[str, str] | None = None) -> Path:
            f"-I{include}", f"-I{include / 'third_party'}", f"-L{libs}", *wheel.link,
            *(f"-Wl,-rpath,{d}" for d in wheel.rpath), "-o", tmp]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_build_env(cxx_path))
         if done.returncode != 0:
             raise BuildError(f"building the C++ caller failed ({' '.join(cmd)}):\n{done.stderr[-2000:]}")
         os.replace(tmp, binary)  # atomic: concurrent workers may build at the same time
@@ -315,6 +315,16 @@ def compile_caller(generated: dict[str, str] | None = None) -> Path:
             os.unlink(tmp)
         shutil.rmtree(gen_dir, ignore_errors=True)
     return binary
+
+
+def _build_env(cxx_path: str) -> dict[str, str]:
+    """The compiler's environment: this one's, with a PATH where it had none. g++ runs its assembler and
+    linker by name, so a process started with no PATH (``env -i``, as a pasted repro line may be) found
+    the compiler through Python's default path and then failed at the link ("cannot find 'ld'")."""
+    env = dict(os.environ)
+    if not env.get("PATH"):
+        env["PATH"] = os.pathsep.join(dict.fromkeys([os.path.dirname(cxx_path), "/usr/local/bin", "/usr/bin", "/bin"]))
+    return env
 
 
 # --------------------------------------------------------------------------- request / reply
