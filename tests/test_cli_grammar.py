@@ -292,6 +292,7 @@ def test_a_positional_with_a_name_per_value_is_helped_and_refused_in_one_line(
     ("count", "1_0", "is not a whole number"),
     ("whole_number", "1_0", "is not an integer"),
     ("shard", "1/1_0", "is not K/M"),
+    ("seconds", "1_0", "is not a number"),          # float() reads 1_0 as 10 too
     ("rule_list", "layer_norn", "did you mean layer_norm?"),
     ("rule_list", "Layer_Norm", "did you mean layer_norm?"),
     ("rule_list", "all,layer_norm", "all stands alone"),

@@ -68,6 +68,7 @@ from ..runctl.grammar import (
     integer,
     mesh_shape,
     policy_of,
+    real,
     seconds,
 )
 from ..types import DimsMapping, DistTensorSpec, ProcessMesh, entry_of
@@ -186,9 +187,7 @@ def _float(text: str) -> float:
     """A float attribute: what ``float`` reads (``inf``, ``-inf`` and ``nan`` included: p_norm's porder
     takes infinities), but not ``1_0`` or other scripts' digits, which ``float`` reads as numbers too."""
     try:
-        if "_" in text or not text.isascii():
-            raise ValueError(text)
-        return float(text)
+        return real(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number; give a number like 1e-5 (or inf, -inf)"
                                          ) from None

@@ -152,6 +152,14 @@ def integer(text: str) -> int:
     return int(text)
 
 
+def real(text: str) -> float:
+    """``text`` as a number written plainly (what ``float`` reads, ``inf`` and ``nan`` included, but not
+    ``1_0`` or other scripts' digits, which ``float`` reads as numbers too); else ValueError."""
+    if "_" in text or not text.isascii():
+        raise ValueError(f"{text!r} is not a number")
+    return float(text)
+
+
 def rule_keys() -> tuple[str, ...]:
     """Every rule key, in the signature table's order (what ``--rules`` accepts, besides ``all``). Imported
     when first asked for, so that the dispatcher and ``--version`` do not load the rules."""
@@ -260,7 +268,7 @@ def seconds(text: str) -> float:
     ``0`` and negatives refused). An argparse ``type`` (every command's ``--timeout``)."""
     valid = f"give a number of seconds > 0 and at most {MAX_SECONDS:.0f} (a week)"
     try:
-        value = float(text)
+        value = real(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number; {valid}") from None
     if not (0 < value <= MAX_SECONDS):  # also false for nan
