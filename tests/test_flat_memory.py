@@ -140,6 +140,7 @@ def _rounds_of_a_random_run(tmp_path: Path,
     monkeypatch.setattr(cli, "BACKGROUND_BACKEND", "none")  # every group in this thread
     monkeypatch.setattr(cli, "BACKGROUND_FALLBACK", "none")
     monkeypatch.setattr(cli, "CASES_PER_ROUND", 2000)  # 3 rounds of 2 blocks
+    monkeypatch.setattr(cli, "ROUNDS_APART", False)  # (watched from this process: see cli.ROUNDS_APART)
     types.drop_memos()  # (what an earlier run in this process left)
     code = cli._main(["--rules", "batch_norm", "--random", "6000", "--seed", "3", "--quiet",
                       "--report-dir", str(tmp_path / "r")])
@@ -212,6 +213,7 @@ def _map_of_a_random_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_ro
     monkeypatch.setattr(cli, "BACKGROUND_BACKEND", "none")
     monkeypatch.setattr(cli, "BACKGROUND_FALLBACK", "none")
     monkeypatch.setattr(cli, "CASES_PER_ROUND", per_round)
+    monkeypatch.setattr(cli, "ROUNDS_APART", False)  # (watched from this process: see cli.ROUNDS_APART)
     out = tmp_path / f"r{per_round}"
     assert cli._main(["--rules", "p_norm,layer_norm", "--random", "3000", "--seed", "5", "--quiet",
                       "--report-dir", str(out)]) == 0
@@ -274,6 +276,7 @@ def _held_per_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rules: list
     monkeypatch.setattr(cli, "BACKGROUND_BACKEND", "none")  # every group in this thread
     monkeypatch.setattr(cli, "BACKGROUND_FALLBACK", "none")
     monkeypatch.setattr(cli, "CASES_PER_ROUND", PER_ROUND)
+    monkeypatch.setattr(cli, "ROUNDS_APART", False)  # (watched from this process: see cli.ROUNDS_APART)
     code = cli._main(["--rules", ",".join(rules), "--random", str(n), "--seed", "3", "--quiet", "--replace-report",
                       "--report-dir", str(tmp_path / f"r-{'-'.join(rules)}-{n}")])
     assert code == 3
@@ -362,6 +365,7 @@ def _report_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, round
     monkeypatch.setattr(cli, "BACKGROUND_BACKEND", "none")
     monkeypatch.setattr(cli, "BACKGROUND_FALLBACK", "none")
     monkeypatch.setattr(cli, "CASES_PER_ROUND", 2000)
+    monkeypatch.setattr(cli, "ROUNDS_APART", False)  # (watched from this process: see cli.ROUNDS_APART)
     code = cli._main(["--rules", ",".join(MIX), "--random", "2300", "--seed", "6", "--quiet",
                       "--report-dir", str(tmp_path / name)])
     assert code == 0
@@ -540,6 +544,7 @@ def test_a_random_run_gives_memory_back_after_each_group_and_before_each_round(
     monkeypatch.setattr(cli, "BACKGROUND_BACKEND", "none")
     monkeypatch.setattr(cli, "BACKGROUND_FALLBACK", "none")
     monkeypatch.setattr(cli, "CASES_PER_ROUND", 2000)
+    monkeypatch.setattr(cli, "ROUNDS_APART", False)  # (watched from this process: see cli.ROUNDS_APART)
     # batch_norm's primary route is the compiled caller, layer_norm's the registry: two groups a round
     code = cli._main(["--rules", "batch_norm,layer_norm", "--random", "2000", "--seed", "3", "--quiet",
                       "--report-dir", str(tmp_path / "r")])

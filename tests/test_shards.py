@@ -310,6 +310,7 @@ def test_a_round_drops_the_last_rounds_background_group(tmp_path, monkeypatch):
     monkeypatch.setattr(cli, "BackgroundGroup", Group)
     monkeypatch.setattr(cli, "run_native_group", foreground)
     monkeypatch.setattr(cli, "CASES_PER_ROUND", 2000)  # 3 rounds of 2 blocks: a block of each rule
+    monkeypatch.setattr(cli, "ROUNDS_APART", False)  # (watched from this process: see cli.ROUNDS_APART)
     code = cli._main(["--rules", "layer_norm,batch_norm", "--random", "3000", "--quiet",
                       "--report-dir", str(tmp_path / "r")])
     assert code == 3  # nothing compared: the planted groups answer nothing

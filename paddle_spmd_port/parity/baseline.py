@@ -201,6 +201,37 @@ def build_text(paddle: dict[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- saving
+def row_line(rule: str, backend: str, index: int, case: Case, native: Outcome) -> str:
+    """One native outcome as a baseline row (a line of JSON, the case's text spliced in last)."""
+    head = _dumps({"rule": rule, "backend": backend, "i": index, "id": case.case_id, "native": native.to_json()})
+    return str(head[:-1] + ',"case":' + case.json_text() + "}\n")
+
+
+class Spool:
+    """The outcomes a round run in a forked copy of the sweep tallied (parity/cli.py), as baseline rows
+    in a file: its observers live in the sweep itself (a diff's SQLite file must not be written by
+    two processes), which :func:`replay` hands them to once the round is over."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.body: IO[str] = gzip.open(path, "at", compresslevel=1)
+
+    def record(self, rule: str, backend: str, index: int, case: Case, native: Outcome) -> None:
+        self.body.write(row_line(rule, backend, index, case, native))
+
+    def close(self) -> None:
+        self.body.close()
+
+
+def replay(path: str | Path, observers: Sequence[Any]) -> None:
+    """Hand every row of a :class:`Spool`'s file, in order, to each of ``observers`` (``record``)."""
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            data = json.loads(line)
+            case, native = Case.from_json(data["case"]), Outcome.from_json(data["native"])
+            for observer in observers:
+                observer.record(data["rule"], data["backend"], data["i"], case, native)
+
+
 class Saver:
     """Collects a run's native outcomes into a temp file next to ``path``; :meth:`finish` writes the
     header and moves the whole file into place, :meth:`discard` removes it."""
@@ -215,9 +246,7 @@ class Saver:
 
     def record(self, rule: str, backend: str, index: int, case: Case, native: Outcome) -> None:
         assert self.body is not None
-        head = _dumps({"rule": rule, "backend": backend, "i": index, "id": case.case_id,
-                       "native": native.to_json()})
-        self.body.write(head[:-1] + ',"case":' + case.json_text() + "}\n")
+        self.body.write(row_line(rule, backend, index, case, native))
         self.rows += 1
 
     def finish(self, paddle: dict[str, Any], selection: dict[str, Any]) -> None:

@@ -53,7 +53,9 @@ import argparse
 import contextlib
 import dataclasses
 import gc
+import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -68,7 +70,8 @@ from ..ops import rule_spec
 from ..outcome import Outcome, port_outcome
 from ..releases import AGREEING, ReleaseProfile, detect_release
 from ..runctl.command import run_command
-from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, UsageError, error_text, prefix
+from ..runctl.exits import EXIT_FINDING, EXIT_INCOMPLETE, EXIT_OK, ChildRaised, UsageError, error_text, prefix
+from ..runctl.forked import call_in_child
 from ..runctl.grammar import (
     MAX_SECONDS,
     ArgumentParser,
@@ -91,7 +94,7 @@ from ..validity import input_problem
 from .output import write_diff, write_parity_report
 from .progress import Progress
 from .random_cases import CASES_PER_ROUND, MAX_CASES_PER_RULE, draw_units, random_cases, rounds, shard_units
-from .report import DONE, INTERRUPTED, NOT_STARTED, RUNNING, ParityReport
+from .report import CASES_FILE, DONE, INTERRUPTED, NOT_STARTED, RUNNING, ParityReport
 from .repro import named_policy, one_line_repro, repro_snippet
 
 if TYPE_CHECKING:
@@ -101,6 +104,11 @@ __all__ = ["BACKENDS", "DEFAULT_BACKEND", "DEFAULT_BACKENDS", "main", "parse_arg
 DEFAULT_REPORT_DIR = Path("reports/parity")
 REPROS_PRINTED = 50
 """Mismatching cases whose ``infer --case-json`` line is printed on the console (all are in the report)."""
+ROUNDS_APART = True
+"""A run of more than one round (random_cases.CASES_PER_ROUND) runs each in a forked copy of the sweep
+(runctl/forked.py says why), which sends back the report with its round tallied: the sweep's own
+memory holds no round's cases, and a round's peak leaves with its copy. The copy runs the same code
+as a round in the sweep; tests that watch a round's inside from this process set this to False."""
 
 def build_parser() -> ArgumentParser:
     ap = ArgumentParser(prog="python -m paddle_spmd_port parity", description=__doc__,
@@ -589,6 +597,7 @@ class _Sweep:
         self.repros: list[str] = []  # the first REPROS_PRINTED mismatching cases' `infer --case-json` lines
         self.stopping: BaseException | None = None  # the signal or internal error ending the run early
         self.diff_note = ""  # why the partial baseline diff could not be written (said on the one line)
+        self.apart = ROUNDS_APART and len(batches) > 1  # each round in a forked copy (_run_round_apart)
 
     # --------------------------------------------------------------------------- planning
     def _start_background(self, batch: list | None) -> dict[str, list[Case]]:
@@ -615,7 +624,8 @@ class _Sweep:
         try:
             if not args.quiet:  # (inside: a signal from here on writes the partial report)
                 print(opening_line(args), file=sys.stderr, flush=True)
-            self._draw_round(self.batches[0])
+            if not self.apart:  # (a copy draws its own round: this process holds none)
+                self._draw_round(self.batches[0])
             selected = {r: len(self.by_rule[r]) for r in args.rule_names} if not units else \
                 {r: sum(size for rule, _block, size in units if rule == r) for r in args.rule_names}
             report = ParityReport(selection=args.selection, allow_uncompared=args.allow_uncompared)
@@ -631,6 +641,8 @@ class _Sweep:
             for rule in self.background_rules:
                 report.tallies[f"{rule}@{self.background_backend}"].state = RUNNING
             report.open_cases_file(self.out)
+            if self.apart:  # each round's copy adds its rows to it (a gzip member each)
+                report.close_cases_file()
         except BaseException as exc:
             if self.background is not None and self.background.is_alive():
                 self.background.stop()
@@ -652,7 +664,10 @@ class _Sweep:
         self.observers = [o for o in (self.saver, self.diff) if o is not None]
         try:
             for number, batch in enumerate(self.batches):
-                self._run_round(number, batch)
+                if self.apart:
+                    self._run_round_apart(number, batch)
+                else:
+                    self._run_round(number, batch)
             # (before complete: an interrupt here leaves a partial diff, its candidates not re-run)
             if self.diff is not None:
                 self.diff.recheck(lambda backend, cases: rerun_native(backend, cases, args))
@@ -672,7 +687,7 @@ class _Sweep:
 
     def _run_round(self, number: int, batch: list | None) -> None:
         last_round = number == len(self.batches) - 1
-        if number:  # the last round's cases, outcomes and port answers are dropped here, and the
+        if number or self.apart:  # the last round's cases, outcomes and port answers are dropped here, and the
             # package's memos with them (types.drop_memos): every round then peaks as the first did
             self.by_rule, self.drawn, self.background = {}, {}, None
             self.port_answers.clear()
@@ -689,6 +704,77 @@ class _Sweep:
             self._run_group(backend, rules, last_round)
         for rule in self.args.rule_names:
             self.first[rule] += len(self.by_rule[rule])
+
+    def _run_round_apart(self, number: int, batch: list | None) -> None:
+        """One round in a forked copy of the sweep (:data:`ROUNDS_APART`), whose report, repro lines and
+        positions it sends back replace this process's. The observers see the round's outcomes here,
+        read back from the copy's spool file once it is over. The copy stopped by a signal or an error
+        of ours sends what it tallied first (the interrupt path ran there), and it is raised here the
+        same; a copy that ends without sending anything leaves this round out of the report, its rows
+        out of the cases file, and ends the run as an internal error."""
+        cases_path = self.out / CASES_FILE
+        cases_size = cases_path.stat().st_size
+        spool = ""
+        if self.observers:
+            fd, spool = tempfile.mkstemp(prefix="paddle_spmd_port-round-", suffix=".rows.gz")
+            os.close(fd)
+        name = f"round {number + 1} of {len(self.batches)}'s process"
+        try:
+            try:
+                state = call_in_child(lambda: self._round_in_child(number, batch, spool), name)
+            except BaseException as exc:
+                sent = getattr(exc, "child_result", None)  # (an Interrupted: what the copy tallied first)
+                if sent is not None:
+                    self._take_round(sent, spool)
+                else:
+                    with open(cases_path, "r+b") as fh:  # (the copy's member may be cut short: rows of no tally)
+                        fh.truncate(cases_size)
+                raise
+            self._take_round(state, spool)
+        finally:
+            if spool:
+                with contextlib.suppress(OSError):
+                    os.unlink(spool)
+        give_back()  # (the report replaced: the last one's memory)
+        stopping = state["stopping"]
+        if stopping is not None:
+            kind, value = stopping
+            raise Interrupted(value) if kind == "signal" else ChildRaised(name, value)
+
+    def _round_in_child(self, number: int, batch: list | None, spool: str) -> dict:
+        """A forked copy's round: run it as the sweep would, the interrupt path included, and return what
+        the sweep keeps (its report with the round's verdict map folded, the repro lines, the positions)
+        and what stopped it, if anything."""
+        import traceback
+
+        from .baseline import Spool
+
+        report = self.report
+        report.open_cases_file(self.out, append=True)
+        spooled = Spool(spool) if spool else None
+        self.observers = [spooled] if spooled is not None else []
+        stopping: tuple[str, object] | None = None
+        try:
+            self._run_round(number, batch)
+        except (Interrupted, Exception) as exc:
+            stopping = ("signal", exc.signum) if isinstance(exc, Interrupted) else ("error", traceback.format_exc())
+            self._tally_in_flight(exc)
+        finally:
+            report.close_cases_file()
+            if spooled is not None:
+                spooled.close()
+        for tally in report.tallies.values():
+            tally.fold_map()
+        return {"report": report, "repros": self.repros, "first": self.first, "stopping": stopping}
+
+    def _take_round(self, state: dict, spool: str) -> None:
+        """What a round's copy sent back, in place of this process's; its outcomes to the observers."""
+        from .baseline import replay
+
+        self.report, self.repros, self.first = state["report"], state["repros"], state["first"]
+        self._detect_profile()
+        if spool and self.observers:
+            replay(spool, self.observers)
 
     def _run_group(self, backend: str, rules: list[str], last_round: bool) -> None:
         """One backend group: its native outcomes, compared with the port into the report, and a
@@ -740,6 +826,8 @@ class _Sweep:
         report = self.report
         if self.profile is None and report.paddle.get("version") not in (None, "not installed"):
             self.profile = detect_release(report.paddle["version"], report.paddle.get("commit", ""))
+            if report.profile:  # (a round's copy put it in the report, and its note)
+                return
             report.profile = self.profile.to_json()
             if self.profile.is_newer_than_known:
                 report.notes.append("Paddle is newer than every known profile: each mismatch is a possible "

@@ -640,11 +640,12 @@ class ParityReport:
         return '<?xml version="1.0" encoding="utf-8"?>\n<testsuites>' + "".join(suites) + "</testsuites>\n"
 
     # ------------------------------------------------------------------ files
-    def open_cases_file(self, directory: str | Path) -> None:
-        """Start the per-case file (replacing an earlier run's); rows are added as cases are tallied."""
+    def open_cases_file(self, directory: str | Path, append: bool = False) -> None:
+        """Start the per-case file (replacing an earlier run's; ``append``: a gzip member after what it
+        holds, which a reader reads as one stream); rows are added as cases are tallied."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        self._cases_fh = gzip.open(out / CASES_FILE, "wt", compresslevel=1)
+        self._cases_fh = gzip.open(out / CASES_FILE, "at" if append else "wt", compresslevel=1)
 
     def close_cases_file(self) -> None:
         if self._cases_fh is not None:

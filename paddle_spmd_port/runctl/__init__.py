@@ -6,7 +6,8 @@
 * :mod:`.command` -- :func:`~.command.run_command`, a command's body run with its exit code;
 * :mod:`.grammar` -- the command-line grammar every command shares;
 * :mod:`.paths` -- output paths checked before any work, one report per selection;
-* :mod:`.memory` -- a long run's freed memory given back to the system between its stages.
+* :mod:`.memory` -- a long run's freed memory given back to the system between its stages;
+* :mod:`.forked` -- a stage of a long run in a forked copy of the process, its result sent back.
 
 Each name is imported from the module that holds it; this package re-exports nothing.
 
