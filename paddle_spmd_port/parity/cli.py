@@ -597,7 +597,8 @@ class _Sweep:
         self.repros: list[str] = []  # the first REPROS_PRINTED mismatching cases' `infer --case-json` lines
         self.stopping: BaseException | None = None  # the signal or internal error ending the run early
         self.diff_note = ""  # why the partial baseline diff could not be written (said on the one line)
-        self.apart = ROUNDS_APART and len(batches) > 1  # each round in a forked copy (_run_round_apart)
+        # each round in a forked copy (_run_round_apart), where the system has fork
+        self.apart = ROUNDS_APART and len(batches) > 1 and hasattr(os, "fork")
 
     # --------------------------------------------------------------------------- planning
     def _start_background(self, batch: list | None) -> dict[str, list[Case]]:
