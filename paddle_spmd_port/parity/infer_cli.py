@@ -72,6 +72,7 @@ from ..runctl.grammar import (
     seconds,
 )
 from ..types import DimsMapping, DistTensorSpec, ProcessMesh, entry_of
+from .repro import RECORD_KEYS
 
 PROG = "python -m paddle_spmd_port infer"
 #: infer starts its one native worker for one case, so the wait covers Paddle's import as well (parity's
@@ -494,6 +495,10 @@ def record_from_json(arg: str) -> tuple[Case, dict[str, Any]]:
                           ) from None
     if isinstance(data, dict) and "case" in data and "rule" in data and "mesh" not in data:
         record = data
+        unknown = [k for k in record if k not in RECORD_KEYS]
+        if unknown:
+            raise _json_error(f"the record has the unknown key {json.dumps(unknown[0])}",
+                              "give a record as a report wrote it (a line of a cases file), or its case alone")
         if record.get("backend") not in (None, *BACKENDS):
             raise _json_error(f"the record's backend is {json.dumps(record.get('backend'))}",
                               f"a route is one of {', '.join(BACKENDS)}")

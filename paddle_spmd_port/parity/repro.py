@@ -16,6 +16,18 @@ from ..reporting import REPRO_PYTHON
 
 _REPRO_HEADS: dict[tuple[str, str], str] = {}
 
+#: The keys of what ``infer --case-json`` takes as a record (a case with what a report said of it):
+#: parity's per-case record (report.py GroupTally.record, plus its case), a baseline diff's change
+#: (baseline.py Change), a saved baseline's row (baseline.py row_line). Any other key is refused, so
+#: that a misspelt one (``"polcy"``) is never dropped unread. tests/test_record_keys.py holds each
+#: writer to its tuple.
+PER_CASE_RECORD_KEYS = ("rule", "backend", "verdict", "id", "describe", "port", "native", "diffs", "note", "raw",
+                        "policy", "repro", "case")
+CHANGE_KEYS = ("class", "rule", "backend", "id", "describe", "old", "new", "old_verdict", "new_verdict", "diffs",
+               "policy", "repro", "reruns", "old_outcome", "new_outcome", "rerun_outcomes", "case")
+BASELINE_ROW_KEYS = ("rule", "backend", "i", "id", "native", "case")
+RECORD_KEYS = tuple(dict.fromkeys(PER_CASE_RECORD_KEYS + CHANGE_KEYS + BASELINE_ROW_KEYS))
+
 
 def named_policy(policy: str) -> str | None:
     """``policy`` as a repro line or record names it: None for the default (never named)."""

@@ -15,6 +15,10 @@ So the process peaked a little higher each round than the one before (measured i
 docs/measurements/2026-12-07-flat-memory-all-rules.md). :func:`hold_thresholds` keeps glibc's
 initial thresholds (128 KiB) fixed for the process, and :func:`give_back` returns the free pages of
 every heap after each stage. Elsewhere (another C library, no ``mallopt``) both do nothing.
+
+Python's arenas are beyond their reach: one live object keeps its arena. That is why a parity run of
+more than one round runs each in a forked copy (:mod:`.forked`); these two still act within the
+copy, between its groups, and in a run of one round.
 """
 
 from __future__ import annotations
