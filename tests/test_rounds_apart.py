@@ -260,6 +260,12 @@ def test_call_in_child_raises_the_copys_error_with_its_traceback() -> None:
     assert isinstance(info.value.__cause__, RemoteTraceback) and "_raise" in str(info.value.__cause__)
 
 
+def test_a_result_that_cannot_be_sent_is_the_copys_error() -> None:
+    with pytest.raises(ChildRaised, match=r"^the copy raised .*pickle") as info:
+        call_in_child(lambda: (lambda: None), "the copy")  # (a lambda does not pickle)
+    assert "Traceback" in str(info.value.__cause__)
+
+
 def test_call_in_child_says_how_a_copy_that_sent_nothing_ended() -> None:
     with pytest.raises(ChildLost, match=r"^the copy was killed by signal 9 \(SIGKILL\) before it sent its result$"):
         call_in_child(lambda: os.kill(os.getpid(), signal.SIGKILL), "the copy")

@@ -54,13 +54,13 @@ def _child(stage: Callable[[], Any], write_fd: int) -> None:
     """The copy's side: run, send ``("ok", result)`` or what stopped it, leave without any cleanup."""
     code = 0
     try:
-        try:
-            reply: tuple[str, Any] = ("ok", stage())
+        try:  # (the result pickled here too: one that cannot be is an error of the stage's, with its traceback)
+            payload = pickle.dumps(("ok", stage()), protocol=pickle.HIGHEST_PROTOCOL)
         except Interrupted as exc:  # (a stage that does not answer a signal itself)
-            reply, code = ("interrupted", exc.signum), 1
+            payload, code = pickle.dumps(("interrupted", exc.signum)), 1
         except BaseException:  # any of ours: the parent raises it, with this traceback
-            reply, code = ("raised", traceback.format_exc()), 1
-        _write_all(write_fd, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
+            payload, code = pickle.dumps(("raised", traceback.format_exc())), 1
+        _write_all(write_fd, payload)
     except BaseException:  # the result could not be sent: the parent says the copy was lost
         code = 3
     finally:
