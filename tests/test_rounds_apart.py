@@ -288,21 +288,26 @@ def _ignores_signals() -> str:
 
 
 @pytest.mark.parametrize("stage", [_answers_a_signal, _ignores_signals])
-def test_a_signal_to_the_parent_is_passed_on_and_the_copy_awaited_or_killed(stage: object) -> None:
+def test_a_signal_to_the_parent_is_passed_on_and_the_copy_awaited_or_killed(
+        stage: object, monkeypatch: pytest.MonkeyPatch) -> None:
     """A SIGTERM to this process reaches the copy; its result comes back on the Interrupted (a copy that
     ignores it is killed once its grace is over, and the Interrupted carries nothing)."""
     import threading
 
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
-    t0 = time.monotonic()
-    with pytest.raises(Interrupted) as info:
-        with signals_raise():
-            timer.start()
-            call_in_child(stage, "the copy", grace=1.0)  # type: ignore[arg-type]
-    timer.join()
     from paddle_spmd_port.runctl import signals
 
-    signals._FIRED.clear()  # (this process goes on: the next signals_raise block must raise again)
+    monkeypatch.setattr(signals, "_FIRED", [])  # (the process-wide "first signal" record, this test's own)
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(Interrupted) as info, signals_raise():
+            timer.start()
+            call_in_child(stage, "the copy", grace=1.0)  # type: ignore[arg-type]
+    finally:
+        timer.join()
+        for sig, handler in handlers.items():  # (signals_raise leaves them ignored after a signal)
+            signal.signal(sig, handler)
     assert info.value.signum == signal.SIGTERM
     expected = "stopped by SIGTERM" if stage is _answers_a_signal else None
     assert info.value.child_result == expected  # type: ignore[attr-defined]
