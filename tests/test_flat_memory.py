@@ -4,8 +4,9 @@ of each class); a rule compared through one route, and a merged report, count th
 of keeping flags and reasons per case; a random run's rounds each start with the package's memos
 empty, so none fills up round after round, and each holds the same share of every rule whatever N;
 no round leaves a Paddle worker behind, and a report is written as it is encoded, never joined whole.
-Memory figures: docs/measurements/2026-12-07-flat-memory.md, docs/measurements/2026-12-07-flat-memory-run.md
-and docs/measurements/2026-12-07-flat-memory-all-rules.md."""
+Memory figures: docs/measurements/2026-12-07-flat-memory.md, docs/measurements/2026-12-07-flat-memory-run.md,
+docs/measurements/2026-12-07-flat-memory-all-rules.md and docs/measurements/2026-12-07-rounds-apart.md
+(each round in a forked copy: tests/test_rounds_apart.py)."""
 
 from __future__ import annotations
 
