@@ -70,6 +70,7 @@ from typing import cast
 from ..case import Case
 from ..outcome import Outcome
 from ..runctl.exits import ChildRaised
+from ..runctl.forked import write_all
 from ..runctl.signals import signal_text
 
 _LEN = struct.Struct(">I")
@@ -177,14 +178,8 @@ def _frame(payload: bytes) -> bytes:
     return _LEN.pack(len(payload)) + payload
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
 def _write_frame(fd: int, payload: bytes) -> None:
-    _write_all(fd, _frame(payload))
+    write_all(fd, _frame(payload))
 
 
 def _read_frame(fd: int) -> bytes | None:
@@ -255,7 +250,7 @@ class ForkServer:
 
         def write(frame: bytes) -> None:
             try:
-                _write_all(self._requests, frame)
+                write_all(self._requests, frame)
             except OSError as exc:
                 raise ForkServerGone(f"fork server {self.pid}: {exc}") from exc
 

@@ -44,10 +44,18 @@ def _describe_status(status: int) -> str:
     return f"exited with status {os.waitstatus_to_exitcode(status)}"
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (a pipe takes it a buffer at a time)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+def _flush_std() -> None:
+    """What stdout and stderr buffer, written now: a fork copies the buffers, and an ``os._exit`` drops them."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
 
 
 def _child(stage: Callable[[], Any], write_fd: int) -> None:
@@ -60,13 +68,11 @@ def _child(stage: Callable[[], Any], write_fd: int) -> None:
             payload, code = pickle.dumps(("interrupted", exc.signum)), 1
         except BaseException:  # any of ours: the parent raises it, with this traceback
             payload, code = pickle.dumps(("raised", traceback.format_exc())), 1
-        _write_all(write_fd, payload)
+        write_all(write_fd, payload)
     except BaseException:  # the result could not be sent: the parent says the copy was lost
         code = 3
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
+        _flush_std()
         os._exit(code)
 
 
@@ -84,9 +90,7 @@ def call_in_child(stage: Callable[[], T], name: str, grace: float = GRACE_SECOND
 
     Call it from the main thread of a process running no other thread of its own: a copy holds only
     the thread that forked, so a lock another thread held stays held in it."""
-    for stream in (sys.stdout, sys.stderr):  # (else what they buffer is written twice)
-        with contextlib.suppress(Exception):
-            stream.flush()
+    _flush_std()  # (else the copy writes what they buffer a second time)
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
